@@ -1,0 +1,214 @@
+/*
+ * model.h — one gatelab model: parameters, gradients, AdamW moments,
+ * activations, forward, backward, gate overrides.
+ *
+ * Layout (stated once, used everywhere):
+ *   row-major; a token-major activation is (B*T, width); weights are stored
+ *   (out, in) like a linear layer, so Y = X·Wᵀ, dX += dY·W, dW += dYᵀ·X.
+ *
+ * Memory: model_init makes one allocation per family (parameters, gradients,
+ * AdamW m, AdamW v, activations, activation gradients) sized for max_B × T;
+ * no step allocates.  Every tensor of a family is a typed pointer into it.
+ *
+ * Names: model_tensors() lists every parameter with its DESIGN.md name, shape,
+ * offset into the parameter block and whether weight decay applies.  That one
+ * table drives checkpoints, exports, traces and test labels.
+ *
+ * The model does no I/O and knows nothing of manifests, SQLite or HDF5.
+ */
+#ifndef GATELAB_MODEL_MODEL_H
+#define GATELAB_MODEL_MODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config.h"
+
+#define GL_NAME_MAX 48
+
+typedef struct {
+    char name[GL_NAME_MAX]; /* e.g. "layers.3.attn.wq" */
+    size_t offset;          /* in floats, from the start of the parameter block */
+    size_t size;            /* in floats */
+    int ndim;               /* 1 or 2 */
+    int shape[2];           /* (out, in) for matrices; (n, 1) for vectors */
+    int decay;              /* 1: AdamW weight decay applies */
+} gl_tensor;
+
+/* Per-block parameters (pointers into the parameter or gradient block; NULL
+ * where the config has no such tensor). */
+typedef struct {
+    float *attn_norm; /* (d) */
+    float *wq;        /* (H*hd, d) */
+    float *wk;        /* (Hkv*hd, d) */
+    float *wv;        /* (Hkv*hd, d) */
+    float *wo;        /* (d, H*hd) */
+    float *q_norm;    /* (hd) */
+    float *k_norm;    /* (hd) */
+    float *alpha;     /* (Hkv, d)  SATFormer Wα */
+    float *lambda1;   /* (1)  ResFormer learnable */
+    float *lambda2;   /* (1)  ResFormer plus / learnable */
+    float *ffn_norm;  /* (d) */
+    float *w1;        /* (d_ff, d) */
+    float *w2;        /* (d, d_ff) */
+    float *w3;        /* (d_ff, d) */
+} gl_block_params;
+
+typedef struct {
+    float *fc1_w; /* (R, d) */
+    float *fc1_b; /* (R) */
+    float *fc2_w; /* (1, R) */
+    float *fc2_b; /* (1) */
+} gl_router_params;
+
+typedef struct {
+    float *embed;          /* (V, d) */
+    gl_block_params *layer;/* [L] */
+    gl_router_params *router; /* [L-1] (TSA only) */
+    float *rf_scale;       /* (1) ResFormer plus s */
+    float *rf_logits;      /* (M) ResFormer plus ℓ over the mixing blocks */
+    float *final_norm;     /* (d) */
+    float *head;           /* (V, d) when untied, else == embed */
+} gl_param_ptrs;
+
+/* Per-block activations kept for backward; all (B*T, width) token-major. */
+typedef struct {
+    float *h_in;   /* (BT, d)   residual stream entering the block */
+    float *xn1;    /* (BT, d)   attention-norm output */
+    float *rstd1;  /* (BT) */
+    float *q;      /* (BT, H*hd)   x Wq */
+    float *k;      /* (BT, Hkv*hd) x Wk */
+    float *v;      /* (BT, Hkv*hd) x Wv (block 0: this is V1) */
+    float *qr;     /* (BT, H*hd)   after qk-norm and rotary */
+    float *kr;     /* (BT, Hkv*hd) after qk-norm and rotary */
+    float *qrstd;  /* (BT*H) */
+    float *krstd;  /* (BT*Hkv) */
+    float *vmix;   /* (BT, Hkv*hd) v' after the value residual (== v when none) */
+    float *gate;   /* (BT, Hkv) SATFormer α after ReLU and overrides */
+    float *gate_pre;/* (BT, Hkv) SATFormer x Wα before ReLU */
+    float *att;    /* (B, H, T, T) softmax probabilities */
+    float *atty;   /* (BT, H*hd) attention output before Wo */
+    float *ao;     /* (BT, d)   attention update o Wo */
+    float *h_mid;  /* (BT, d)   h_in + ao */
+    float *xn2;    /* (BT, d) */
+    float *rstd2;  /* (BT) */
+    float *f1;     /* (BT, d_ff) x W1ᵀ */
+    float *f3;     /* (BT, d_ff) x W3ᵀ */
+    float *fg;     /* (BT, d_ff) silu(f1) ⊙ f3 */
+    float *fo;     /* (BT, d)   FFN update */
+    /* TSA: router l = n-1 feeding this block (n >= 1) */
+    float *r_pre;  /* (BT, R) W1 x + b1 */
+    float *r_hid;  /* (BT, R) GELU */
+    float *p;      /* (BT) halting probability of router n-1 */
+    /* early exit: this block's output through the final norm and head */
+    float *xnf;    /* (BT, d) */
+    float *rstdf;  /* (BT) */
+    float *logits; /* (BT, V) */
+} gl_block_acts;
+
+/* Gate overrides for ablations and interventions, applied in forward. */
+typedef enum { GATE_FREE = 0, GATE_CONST } gl_gate_mode;
+typedef enum { ROUTE_FREE = 0, ROUTE_CONST, ROUTE_RANDOM } gl_route_mode;
+
+typedef struct {
+    gl_gate_mode *alpha_mode; /* (L, Hkv) */
+    float *alpha_value;       /* (L, Hkv) value used when mode is GATE_CONST */
+    gl_gate_mode *lambda1_mode; /* (L) ResFormer λ1 */
+    float *lambda1_value;       /* (L) */
+    gl_route_mode route_mode;   /* TSA: ROUTE_CONST forces p = route_value for every router */
+    float route_value;
+    float route_skip_prob;      /* ROUTE_RANDOM: each (token, router) skips with this probability */
+    uint64_t route_seed;
+} gl_overrides;
+
+typedef struct gl_model {
+    gl_model_config cfg;
+    int hd, R;            /* head size, router hidden width */
+    int max_B, T;         /* capacity */
+    int B, cur_T;         /* sizes of the last forward */
+
+    gl_tensor *tensors;   /* [n_tensors] */
+    int n_tensors;
+    size_t n_params;      /* floats */
+
+    float *params;        /* (n_params) */
+    float *grads;         /* (n_params) */
+    float *adam_m;        /* (n_params) */
+    float *adam_v;        /* (n_params) */
+    gl_param_ptrs P, G;   /* typed views into params and grads */
+
+    /* activations (one block) and their gradients */
+    float *acts_mem;
+    float *dacts_mem;
+    gl_block_acts *A;     /* [L] */
+    float *h_out;         /* (BT, d) final residual stream */
+    float *xnf, *rstdf;   /* (BT, d), (BT)  final norm */
+    float *logits;        /* (BT, V) */
+    float *probs;         /* (BT, V) softmax of logits (kept for backward) */
+    float *exit_probs;    /* (L, BT, V) early exit: softmax per block (block L-1 aliases probs) */
+    float *exit_conf;     /* (L, BT) early exit: max softmax probability per block */
+    float *tok_loss;      /* (BT) per-token cross-entropy of the final head (nats) */
+    float *rope_cos, *rope_sin; /* (T, hd/2) */
+    /* scratch for backward, (BT, widths) */
+    float *scratch;
+    size_t scratch_floats;
+
+    /* inputs of the last forward (kept for backward) */
+    int *tokens;          /* (BT) */
+    int *targets;         /* (BT) */
+    float *mask;          /* (BT) weight of each target; 0 = not scored */
+    float mask_sum;
+
+    /* results of the last forward */
+    float loss;           /* optimised loss: task loss (+ λ penalty for TSA) */
+    float task_loss;      /* mean cross-entropy of the final head (nats/token) */
+    float penalty;        /* TSA depth penalty term λ·(1/(L-1))Σ mean(1-p) */
+    float active_frac;    /* TSA / exit: share of (token, layer>=1) pairs that run */
+
+    int sparse;           /* 1: TSA hard routing at inference (p > 0.5 skips the block) */
+    float exit_tau;       /* early exit at inference: > 0 enables exiting at confidence >= tau */
+    int have_overrides;
+    gl_overrides ov;
+} gl_model;
+
+/* Create a model for cfg with room for batches of up to max_B sequences of
+ * cfg->seq_len tokens.  Returns 0, or -1 with a message in err (invalid
+ * config, out of memory).  The parameters are zero until model_init_weights
+ * or a checkpoint fills them.  model_free accepts a half-built model. */
+int model_init(gl_model *m, const gl_model_config *cfg, int max_B, char *err, size_t errlen);
+void model_free(gl_model *m);
+
+/* DESIGN.md initialisation: matrices and embedding N(0, 0.02), norms 1,
+ * ResFormer s = L, ℓ = 0, λ = 0.5, routers N(0, 0.02) with fc2_b = router_init_bias. */
+void model_init_weights(gl_model *m, uint64_t seed);
+
+/* Look a parameter up by name; NULL if the model has none by that name. */
+const gl_tensor *model_find_tensor(const gl_model *m, const char *name);
+
+/* Forward over B sequences of T tokens (B <= max_B, T <= seq_len).
+ * tokens (B*T); targets (B*T) or NULL (then no loss: logits only); mask (B*T)
+ * per-target weights or NULL for all ones.  Returns the optimised loss (or 0
+ * without targets).  Fills logits, gates, halting probabilities, confidences. */
+float model_forward(gl_model *m, const int *tokens, const int *targets, const float *mask, int B, int T);
+
+/* Zero the gradient block. */
+void model_zero_grad(gl_model *m);
+
+/* Backward of the last forward (which must have had targets); adds into grads. */
+void model_backward(gl_model *m);
+
+/* Overrides: allocate on first use; model_clear_overrides returns to free gates. */
+void model_set_alpha_override(gl_model *m, int layer, int kv_head, gl_gate_mode mode, float value);
+void model_set_lambda1_override(gl_model *m, int layer, gl_gate_mode mode, float value);
+void model_set_route_override(gl_model *m, gl_route_mode mode, float value, uint64_t seed);
+void model_clear_overrides(gl_model *m);
+
+/* Effective ResFormer coefficients of block n (λ1ₙ, λ2ₙ); (0, 1) for blocks that do not mix. */
+void model_resformer_lambda(const gl_model *m, int n, float *lambda1, float *lambda2);
+
+/* Counts for reporting. */
+size_t model_param_count(const gl_model *m);
+/* Approximate training FLOPs per token (forward + backward: 6 per weight MAC pair plus attention). */
+double model_train_flops_per_token(const gl_model *m);
+
+#endif
