@@ -25,6 +25,7 @@
 #include "config.h"
 
 #define GL_NAME_MAX 48
+#define GL_MAX_LAYERS 64
 
 typedef struct {
     char name[GL_NAME_MAX]; /* e.g. "layers.3.attn.wq" */
@@ -164,6 +165,8 @@ typedef struct gl_model {
     float task_loss;      /* mean cross-entropy of the final head (nats/token) */
     float penalty;        /* TSA depth penalty term λ·(1/(L-1))Σ mean(1-p) */
     float active_frac;    /* TSA / exit: share of (token, layer>=1) pairs that run */
+    long active_count;    /* inference modes: (token, layer>=1) pairs that ran */
+    unsigned char *frozen;/* (BT) early exit at inference: 1 once a token has exited */
 
     int sparse;           /* 1: TSA hard routing at inference (p > 0.5 skips the block) */
     float exit_tau;       /* early exit at inference: > 0 enables exiting at confidence >= tau */

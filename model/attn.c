@@ -1,0 +1,138 @@
+/*
+ * attn.c — causal softmax attention with grouped-query heads (Ainslie et al.,
+ * GQA, 2023): query head h reads key/value head h / (H / Hkv).
+ *
+ *   S = q kᵀ / sqrt(hd),  P = softmax over j ≤ i,  y = P v
+ *
+ * Work is split over (sequence, head) for forward and (sequence, kv head) for
+ * backward, so no two threads write the same output (dk, dv of a kv head are
+ * owned by one thread) and the result does not depend on scheduling.  Inside
+ * a task the matmuls go through sgemm (serial inside the OpenMP region).
+ * Causality is exploited in row blocks of ATT_BLOCK: rows [i0, i1) only touch
+ * columns [0, i1).  Entries of att at or beyond column i1 of a row block are
+ * never written nor read: att is defined for j ≤ i only.
+ * Backward (per row i): dP = dy vᵀ, dS = P ⊙ (dP − Σ_j P·dP), dq = dS k /√hd,
+ * dk += dSᵀ q /√hd, dv += Pᵀ dy.
+ */
+#include <cblas.h>
+#include <math.h>
+#include <stddef.h>
+#include <omp.h>
+
+#include "ops.h"
+
+#define ATT_BLOCK 64
+
+void attn_forward(float *y, float *att, const float *q, const float *k, const float *v,
+                  int B, int T, int H, int Hkv, int hd) {
+    const int qs = H * hd, ks = Hkv * hd, rep = H / Hkv;
+    const float scale = 1.0f / sqrtf((float)hd);
+#pragma omp parallel for schedule(static)
+    for (int bh = 0; bh < B * H; bh++) {
+        int b = bh / H, h = bh % H, g = h / rep;
+        const float *qb = q + (size_t)b * T * qs + (size_t)h * hd;
+        const float *kb = k + (size_t)b * T * ks + (size_t)g * hd;
+        const float *vb = v + (size_t)b * T * ks + (size_t)g * hd;
+        float *yb = y + (size_t)b * T * qs + (size_t)h * hd;
+        float *P = att + (size_t)bh * T * T;
+        for (int i0 = 0; i0 < T; i0 += ATT_BLOCK) {
+            int i1 = i0 + ATT_BLOCK < T ? i0 + ATT_BLOCK : T, m = i1 - i0;
+            float *Pb = P + (size_t)i0 * T;
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, i1, hd, scale, qb + (size_t)i0 * qs,
+                        qs, kb, ks, 0.0f, Pb, T);
+            for (int i = i0; i < i1; i++) {
+                float *row = P + (size_t)i * T;
+                float mx = -INFINITY;
+                for (int j = 0; j <= i; j++) mx = row[j] > mx ? row[j] : mx;
+                float sum = 0.0f;
+                for (int j = 0; j <= i; j++) {
+                    row[j] = expf(row[j] - mx);
+                    sum += row[j];
+                }
+                float inv = 1.0f / sum;
+                for (int j = 0; j <= i; j++) row[j] *= inv;
+                for (int j = i + 1; j < i1; j++) row[j] = 0.0f;
+            }
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, hd, i1, 1.0f, Pb, T, vb, ks, 0.0f,
+                        yb + (size_t)i0 * qs, qs);
+        }
+    }
+}
+
+void attn_backward(float *dq, float *dk, float *dv, const float *dy, const float *att,
+                   const float *q, const float *k, const float *v, float *scratch,
+                   int B, int T, int H, int Hkv, int hd) {
+    const int qs = H * hd, ks = Hkv * hd, rep = H / Hkv;
+    const float scale = 1.0f / sqrtf((float)hd);
+#pragma omp parallel for schedule(static)
+    for (int bg = 0; bg < B * Hkv; bg++) {
+        int b = bg / Hkv, g = bg % Hkv;
+        float *dP = scratch + (size_t)omp_get_thread_num() * T * T;
+        const float *kb = k + (size_t)b * T * ks + (size_t)g * hd;
+        const float *vb = v + (size_t)b * T * ks + (size_t)g * hd;
+        float *dkb = dk + (size_t)b * T * ks + (size_t)g * hd;
+        float *dvb = dv + (size_t)b * T * ks + (size_t)g * hd;
+        for (int h = g * rep; h < (g + 1) * rep; h++) {
+            const float *P = att + ((size_t)b * H + h) * T * T;
+            const float *qb = q + (size_t)b * T * qs + (size_t)h * hd;
+            const float *dyb = dy + (size_t)b * T * qs + (size_t)h * hd;
+            float *dqb = dq + (size_t)b * T * qs + (size_t)h * hd;
+            for (int i0 = 0; i0 < T; i0 += ATT_BLOCK) {
+                int i1 = i0 + ATT_BLOCK < T ? i0 + ATT_BLOCK : T, m = i1 - i0;
+                const float *Pb = P + (size_t)i0 * T;
+                float *dPb = dP + (size_t)i0 * T;
+                /* dP = dy vᵀ on the block */
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, i1, hd, 1.0f,
+                            dyb + (size_t)i0 * qs, qs, vb, ks, 0.0f, dPb, T);
+                /* dv += Pᵀ dy */
+                cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, i1, hd, m, 1.0f, Pb, T,
+                            dyb + (size_t)i0 * qs, qs, 1.0f, dvb, ks);
+                /* softmax backward, in place in dP, zero above the diagonal */
+                for (int i = i0; i < i1; i++) {
+                    const float *pr = P + (size_t)i * T;
+                    float *dr = dP + (size_t)i * T;
+                    float dot = 0.0f;
+                    for (int j = 0; j <= i; j++) dot += pr[j] * dr[j];
+                    for (int j = 0; j <= i; j++) dr[j] = pr[j] * (dr[j] - dot);
+                    for (int j = i + 1; j < i1; j++) dr[j] = 0.0f;
+                }
+                /* dq += dS k / √hd ; dk += dSᵀ q / √hd */
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, hd, i1, scale, dPb, T, kb, ks,
+                            1.0f, dqb + (size_t)i0 * qs, qs);
+                cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, i1, hd, m, scale, dPb, T,
+                            qb + (size_t)i0 * qs, qs, 1.0f, dkb, ks);
+            }
+        }
+    }
+}
+
+void attn_forward_ref(float *y, float *att, const float *q, const float *k, const float *v,
+                      int B, int T, int H, int Hkv, int hd) {
+    const int qs = H * hd, ks = Hkv * hd, rep = H / Hkv;
+    const double scale = 1.0 / sqrt((double)hd);
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < H; h++) {
+            int g = h / rep;
+            float *P = att + ((size_t)b * H + h) * T * T;
+            for (int i = 0; i < T; i++) {
+                const float *qi = q + ((size_t)b * T + i) * qs + (size_t)h * hd;
+                double mx = -INFINITY, sum = 0.0, s[4096];
+                for (int j = 0; j <= i; j++) {
+                    const float *kj = k + ((size_t)b * T + j) * ks + (size_t)g * hd;
+                    double d = 0.0;
+                    for (int c = 0; c < hd; c++) d += (double)qi[c] * kj[c];
+                    s[j] = d * scale;
+                    mx = s[j] > mx ? s[j] : mx;
+                }
+                for (int j = 0; j <= i; j++) sum += (s[j] = exp(s[j] - mx));
+                for (int j = 0; j < T; j++) P[(size_t)i * T + j] = j <= i ? (float)(s[j] / sum) : 0.0f;
+                float *yi = y + ((size_t)b * T + i) * qs + (size_t)h * hd;
+                for (int c = 0; c < hd; c++) {
+                    double acc = 0.0;
+                    for (int j = 0; j <= i; j++)
+                        acc += s[j] / sum * v[((size_t)b * T + j) * ks + (size_t)g * hd + c];
+                    yi[c] = (float)acc;
+                }
+            }
+        }
+}

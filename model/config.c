@@ -1,0 +1,245 @@
+/*
+ * config.c — defaults, consistency checks, derived sizes and enum names of a
+ * gl_model_config (see config.h and DESIGN.md "Model").
+ *
+ * What it does not do: read manifests (harness/manifest.c does, and checks
+ * each key's range with a line number before this file sees the struct) or
+ * allocate anything.  config_validate is the last word on whether a config
+ * can be built; it is also run on configs read back from checkpoints, so the
+ * upper bounds here are the ones manifest.c documents (docs/manifest.md).
+ *
+ * Error messages name the manifest key ("model.n_kv_head"), because that is
+ * what a user edits to fix them.
+ */
+#include "config.h"
+
+#include <assert.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+/* Upper bounds: generous for a CPU harness, small enough that products such
+ * as V*d and L*d*d_ff stay far from int overflow. Kept equal to the ranges in
+ * harness/manifest.c's key table. */
+#define CFG_MAX_VOCAB 1048576
+#define CFG_MAX_D 16384
+#define CFG_MAX_LAYER 64
+#define CFG_MAX_HEAD 256
+#define CFG_MAX_DFF 65536
+#define CFG_MAX_SEQ 65536
+#define CFG_MAX_ROUTER 65536
+
+static const char *const vr_names[] = {"none", "resformer", "satformer"};
+static const char *const rf_names[] = {"plus", "learnable", "identity"};
+static const char *const dr_names[] = {"none", "tsa", "early_exit"};
+static const char *const ee_names[] = {"linear", "uniform"};
+
+#define NELEM(a) ((int)(sizeof(a) / sizeof((a)[0])))
+
+void config_defaults(gl_model_config *c) {
+    memset(c, 0, sizeof *c);
+    c->vocab_size = 65; /* Tiny Shakespeare's 65 characters */
+    c->d_model = 128;
+    c->n_layer = 4;
+    c->n_head = 4;
+    c->n_kv_head = 4;
+    c->d_ff = 512;
+    c->seq_len = 128;
+    c->norm_eps = 1e-6f;
+    c->rope_base = 10000.0f;
+    c->qk_norm = 1;
+    c->tied = 1;
+    c->value_residual = VR_NONE;
+    c->resformer_variant = RF_PLUS;
+    c->vr_last_k = 0;
+    c->decay_gates = 1;
+    c->depth_routing = DR_NONE;
+    c->router_hidden = 0;
+    /* p0 = σ(−2) ≈ 0.12: every router starts by letting ~88 % of the residual
+     * update through, so the untrained model is close to the full-depth
+     * transformer and learns as one.  The depth penalty λ then pushes p up
+     * where a token does not need the block.  Starting at p0 = 0.5 (bias 0)
+     * would halve every update from step 0 and the model would first have to
+     * learn its way back to depth; starting much lower (bias −6) saturates the
+     * sigmoid so the penalty's gradient σ'(b) is ~400x smaller and routing
+     * hardly moves. */
+    c->router_init_bias = -2.0f;
+    c->tsa_lambda = 0.0f;
+    c->exit_weighting = EE_WEIGHT_LINEAR;
+}
+
+static int range_int(char *err, size_t errlen, const char *key, int v, int lo, int hi) {
+    if (v >= lo && v <= hi) return 0;
+    snprintf(err, errlen, "%s (%d) must be between %d and %d", key, v, lo, hi);
+    return -1;
+}
+
+static int check_bool(char *err, size_t errlen, const char *key, int v) {
+    if (v == 0 || v == 1) return 0;
+    snprintf(err, errlen, "%s (%d) must be 0 or 1", key, v);
+    return -1;
+}
+
+int config_validate(const gl_model_config *c, char *err, size_t errlen) {
+    if (range_int(err, errlen, "model.vocab_size", c->vocab_size, 1, CFG_MAX_VOCAB) ||
+        range_int(err, errlen, "model.d_model", c->d_model, 1, CFG_MAX_D) ||
+        range_int(err, errlen, "model.n_layer", c->n_layer, 1, CFG_MAX_LAYER) ||
+        range_int(err, errlen, "model.n_head", c->n_head, 1, CFG_MAX_HEAD) ||
+        range_int(err, errlen, "model.n_kv_head", c->n_kv_head, 1, CFG_MAX_HEAD) ||
+        range_int(err, errlen, "model.d_ff", c->d_ff, 1, CFG_MAX_DFF) ||
+        range_int(err, errlen, "model.seq_len", c->seq_len, 1, CFG_MAX_SEQ) ||
+        range_int(err, errlen, "model.router_hidden", c->router_hidden, 0, CFG_MAX_ROUTER) ||
+        check_bool(err, errlen, "model.qk_norm", c->qk_norm) ||
+        check_bool(err, errlen, "model.tied", c->tied) ||
+        check_bool(err, errlen, "model.decay_gates", c->decay_gates))
+        return -1;
+
+    if (c->d_model % c->n_head != 0) {
+        snprintf(err, errlen, "model.n_head (%d) must divide model.d_model (%d)", c->n_head,
+                 c->d_model);
+        return -1;
+    }
+    int hd = c->d_model / c->n_head;
+    if (hd % 2 != 0) {
+        snprintf(err, errlen,
+                 "head size model.d_model / model.n_head = %d / %d = %d must be even "
+                 "(rotary embedding rotates pairs)",
+                 c->d_model, c->n_head, hd);
+        return -1;
+    }
+    if (c->n_head % c->n_kv_head != 0) {
+        snprintf(err, errlen, "model.n_kv_head (%d) must divide model.n_head (%d)", c->n_kv_head,
+                 c->n_head);
+        return -1;
+    }
+    if (!(isfinite(c->norm_eps) && c->norm_eps > 0.0f && c->norm_eps <= 1.0f)) {
+        snprintf(err, errlen, "model.norm_eps (%g) must be in (0, 1]", (double)c->norm_eps);
+        return -1;
+    }
+    if (!(isfinite(c->rope_base) && c->rope_base > 1.0f)) {
+        snprintf(err, errlen, "model.rope_base (%g) must be a finite number above 1",
+                 (double)c->rope_base);
+        return -1;
+    }
+    if (!isfinite(c->router_init_bias)) {
+        snprintf(err, errlen, "model.router_init_bias (%g) must be finite",
+                 (double)c->router_init_bias);
+        return -1;
+    }
+    if (!(isfinite(c->tsa_lambda) && c->tsa_lambda >= 0.0f)) {
+        snprintf(err, errlen, "model.tsa_lambda (%g) must be a finite number >= 0",
+                 (double)c->tsa_lambda);
+        return -1;
+    }
+    if ((int)c->value_residual < 0 || (int)c->value_residual >= NELEM(vr_names)) {
+        snprintf(err, errlen, "model.value_residual (%d) is not a known variant",
+                 (int)c->value_residual);
+        return -1;
+    }
+    if ((int)c->resformer_variant < 0 || (int)c->resformer_variant >= NELEM(rf_names)) {
+        snprintf(err, errlen, "model.resformer_variant (%d) is not a known variant",
+                 (int)c->resformer_variant);
+        return -1;
+    }
+    if ((int)c->depth_routing < 0 || (int)c->depth_routing >= NELEM(dr_names)) {
+        snprintf(err, errlen, "model.depth_routing (%d) is not a known variant",
+                 (int)c->depth_routing);
+        return -1;
+    }
+    if ((int)c->exit_weighting < 0 || (int)c->exit_weighting >= NELEM(ee_names)) {
+        snprintf(err, errlen, "model.exit_weighting (%d) is not a known weighting",
+                 (int)c->exit_weighting);
+        return -1;
+    }
+    if (c->vr_last_k < 0 || c->vr_last_k > c->n_layer - 1) {
+        snprintf(err, errlen,
+                 "model.value_residual_last_k (%d) must be between 0 and model.n_layer - 1 (%d)",
+                 c->vr_last_k, c->n_layer - 1);
+        return -1;
+    }
+    if (c->value_residual != VR_NONE && c->n_layer < 2) {
+        snprintf(err, errlen,
+                 "model.value_residual = %s needs model.n_layer >= 2 (block 0 only provides V1), "
+                 "got %d",
+                 vr_names[c->value_residual], c->n_layer);
+        return -1;
+    }
+    if (c->depth_routing == DR_TSA && c->n_layer < 2) {
+        snprintf(err, errlen,
+                 "model.depth_routing = tsa needs model.n_layer >= 2 (block 0 always runs), got %d",
+                 c->n_layer);
+        return -1;
+    }
+    /* Combinations: early_exit with a value residual is fine (V1 comes from
+     * block 0, which every token runs); tsa together with early_exit cannot be
+     * written, depth_routing is one enum. */
+    return 0;
+}
+
+int config_head_dim(const gl_model_config *c) {
+    assert(c->n_head > 0);
+    return c->d_model / c->n_head;
+}
+
+int config_router_hidden(const gl_model_config *c) {
+    if (c->router_hidden > 0) return c->router_hidden;
+    int r = c->d_model / 4;
+    return r > 16 ? r : 16;
+}
+
+int config_layer_mixes_v1(const gl_model_config *c, int n) {
+    if (c->value_residual == VR_NONE || n < 1) return 0;
+    return c->vr_last_k == 0 || n >= c->n_layer - c->vr_last_k;
+}
+
+static const char *name_of(const char *const *names, int n, int v) {
+    return (v >= 0 && v < n) ? names[v] : "unknown";
+}
+
+static int parse_name(const char *const *names, int n, const char *s, int *out) {
+    if (!s) return -1;
+    for (int i = 0; i < n; i++)
+        if (!strcmp(s, names[i])) {
+            *out = i;
+            return 0;
+        }
+    return -1;
+}
+
+const char *config_value_residual_name(gl_value_residual v) {
+    return name_of(vr_names, NELEM(vr_names), (int)v);
+}
+const char *config_resformer_variant_name(gl_resformer_variant v) {
+    return name_of(rf_names, NELEM(rf_names), (int)v);
+}
+const char *config_depth_routing_name(gl_depth_routing v) {
+    return name_of(dr_names, NELEM(dr_names), (int)v);
+}
+const char *config_exit_weighting_name(gl_exit_weighting v) {
+    return name_of(ee_names, NELEM(ee_names), (int)v);
+}
+
+int config_parse_value_residual(const char *s, gl_value_residual *out) {
+    int i;
+    if (parse_name(vr_names, NELEM(vr_names), s, &i)) return -1;
+    *out = (gl_value_residual)i;
+    return 0;
+}
+int config_parse_resformer_variant(const char *s, gl_resformer_variant *out) {
+    int i;
+    if (parse_name(rf_names, NELEM(rf_names), s, &i)) return -1;
+    *out = (gl_resformer_variant)i;
+    return 0;
+}
+int config_parse_depth_routing(const char *s, gl_depth_routing *out) {
+    int i;
+    if (parse_name(dr_names, NELEM(dr_names), s, &i)) return -1;
+    *out = (gl_depth_routing)i;
+    return 0;
+}
+int config_parse_exit_weighting(const char *s, gl_exit_weighting *out) {
+    int i;
+    if (parse_name(ee_names, NELEM(ee_names), s, &i)) return -1;
+    *out = (gl_exit_weighting)i;
+    return 0;
+}

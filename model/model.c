@@ -1,0 +1,951 @@
+/*
+ * model.c — one gatelab model: the tensor table, the allocation of every
+ * family, forward, backward, gate overrides.  The maths follows DESIGN.md
+ * "Model"; each layer op lives in its own file (ops.h) and this file wires
+ * them into blocks:
+ *
+ *   block n:  xn = RMSNorm(h);  q, k, v = xn Wq,k,vᵀ;  v' = value residual(v, V1)
+ *             a = Attn(RoPE(qknorm(q)), RoPE(qknorm(k)), v') Woᵀ;  h_mid = h + a
+ *             f = SwiGLU(RMSNorm(h_mid));  h_out = h + s·(a + f)
+ *   with s = 1, or s = 1 − p (TSA, block n ≥ 1, p from router n−1 reading xn).
+ *
+ * Inference modes: sparse TSA (a token with p > 0.5 keeps its state and its
+ * FFN rows are not computed: gather → sgemm on packed rows → scatter) and
+ * early exit at confidence ≥ τ (the token's state is frozen from then on, so
+ * the final head reproduces its exit-layer prediction).  Backward supports the
+ * training modes only.
+ *
+ * Deliberately not here: I/O, configs from files, the optimiser (adamw.c).
+ */
+#include "model.h"
+
+#include <assert.h>
+#include <math.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ops.h"
+#include "rng.h"
+
+/* ------------------------------------------------------------------------ */
+/* tensor table                                                             */
+
+typedef struct {
+    gl_tensor *t;
+    int n, cap;
+    size_t total;
+} table_builder;
+
+static float **ptr_slot(gl_param_ptrs *P, int layer, int router, const char *what);
+
+static int table_add(table_builder *tb, const char *name, int rows, int cols, int ndim, int decay) {
+    if (tb->n == tb->cap) {
+        int cap = tb->cap ? tb->cap * 2 : 64;
+        gl_tensor *t = realloc(tb->t, (size_t)cap * sizeof *t);
+        if (!t) return -1;
+        tb->t = t;
+        tb->cap = cap;
+    }
+    gl_tensor *e = &tb->t[tb->n++];
+    memset(e, 0, sizeof *e);
+    snprintf(e->name, sizeof e->name, "%s", name);
+    e->offset = tb->total;
+    e->size = (size_t)rows * cols;
+    e->ndim = ndim;
+    e->shape[0] = rows;
+    e->shape[1] = ndim == 2 ? cols : 1;
+    e->decay = decay;
+    tb->total += e->size;
+    return 0;
+}
+
+static int n_mixing(const gl_model_config *c) {
+    int k = 0;
+    for (int n = 0; n < c->n_layer; n++) k += config_layer_mixes_v1(c, n);
+    return k;
+}
+
+static int mixing_index(const gl_model_config *c, int n) {
+    int k = 0;
+    for (int i = 0; i < n; i++) k += config_layer_mixes_v1(c, i);
+    return k;
+}
+
+/* Build the table of every parameter of cfg, in a fixed order. */
+static int build_table(table_builder *tb, const gl_model_config *c) {
+    const int d = c->d_model, hd = d / c->n_head, L = c->n_layer;
+    const int qd = c->n_head * hd, kd = c->n_kv_head * hd, R = config_router_hidden(c);
+    const int gates_decay = c->decay_gates ? 1 : 0;
+    char nm[GL_NAME_MAX];
+    int rc = table_add(tb, "embed", c->vocab_size, d, 2, 1);
+    for (int n = 0; n < L && rc == 0; n++) {
+#define ADD(suffix, r, cc, nd, dec) \
+    (snprintf(nm, sizeof nm, "layers.%d.%s", n, suffix), rc |= table_add(tb, nm, r, cc, nd, dec))
+        ADD("attn_norm", d, 1, 1, 0);
+        ADD("attn.wq", qd, d, 2, 1);
+        ADD("attn.wk", kd, d, 2, 1);
+        ADD("attn.wv", kd, d, 2, 1);
+        ADD("attn.wo", d, qd, 2, 1);
+        if (c->qk_norm) {
+            ADD("attn.q_norm", hd, 1, 1, 0);
+            ADD("attn.k_norm", hd, 1, 1, 0);
+        }
+        if (config_layer_mixes_v1(c, n)) {
+            if (c->value_residual == VR_SATFORMER) ADD("attn.alpha", c->n_kv_head, d, 2, gates_decay);
+            if (c->value_residual == VR_RESFORMER && c->resformer_variant == RF_LEARNABLE)
+                ADD("attn.lambda1", 1, 1, 1, gates_decay);
+            if (c->value_residual == VR_RESFORMER && c->resformer_variant != RF_IDENTITY)
+                ADD("attn.lambda2", 1, 1, 1, gates_decay);
+        }
+        ADD("ffn_norm", d, 1, 1, 0);
+        ADD("ffn.w1", c->d_ff, d, 2, 1);
+        ADD("ffn.w2", d, c->d_ff, 2, 1);
+        ADD("ffn.w3", c->d_ff, d, 2, 1);
+#undef ADD
+    }
+    if (c->value_residual == VR_RESFORMER && c->resformer_variant == RF_PLUS) {
+        rc |= table_add(tb, "resformer.scale", 1, 1, 1, gates_decay);
+        rc |= table_add(tb, "resformer.logits", n_mixing(c), 1, 1, gates_decay);
+    }
+    if (c->depth_routing == DR_TSA)
+        for (int l = 0; l < L - 1; l++) {
+            snprintf(nm, sizeof nm, "routers.%d.fc1_w", l);
+            rc |= table_add(tb, nm, R, d, 2, 1);
+            snprintf(nm, sizeof nm, "routers.%d.fc1_b", l);
+            rc |= table_add(tb, nm, R, 1, 1, 0);
+            snprintf(nm, sizeof nm, "routers.%d.fc2_w", l);
+            rc |= table_add(tb, nm, 1, R, 2, 1);
+            snprintf(nm, sizeof nm, "routers.%d.fc2_b", l);
+            rc |= table_add(tb, nm, 1, 1, 1, 0);
+        }
+    rc |= table_add(tb, "final_norm", d, 1, 1, 0);
+    if (!c->tied) rc |= table_add(tb, "head", c->vocab_size, d, 2, 1);
+    return rc;
+}
+
+/* Point the typed views of one block (P: params or grads) at base. */
+static void bind_ptrs(gl_model *m, gl_param_ptrs *P, float *base) {
+    for (int i = 0; i < m->n_tensors; i++) {
+        const gl_tensor *t = &m->tensors[i];
+        int layer = -1, router = -1;
+        char what[GL_NAME_MAX] = "";
+        if (sscanf(t->name, "layers.%d.%47s", &layer, what) == 2) {
+            /* block tensor */
+        } else if (sscanf(t->name, "routers.%d.%47s", &router, what) == 2) {
+            layer = -1;
+        } else {
+            snprintf(what, sizeof what, "%s", t->name);
+        }
+        float **slot = ptr_slot(P, layer, router, what);
+        assert(slot);
+        *slot = base + t->offset;
+    }
+    if (m->cfg.tied) P->head = P->embed;
+}
+
+static float **ptr_slot(gl_param_ptrs *P, int layer, int router, const char *w) {
+    if (router >= 0) {
+        gl_router_params *r = &P->router[router];
+        if (!strcmp(w, "fc1_w")) return &r->fc1_w;
+        if (!strcmp(w, "fc1_b")) return &r->fc1_b;
+        if (!strcmp(w, "fc2_w")) return &r->fc2_w;
+        if (!strcmp(w, "fc2_b")) return &r->fc2_b;
+        return NULL;
+    }
+    if (layer >= 0) {
+        gl_block_params *b = &P->layer[layer];
+        static const struct { const char *n; size_t off; } map[] = {
+            {"attn_norm", offsetof(gl_block_params, attn_norm)},
+            {"attn.wq", offsetof(gl_block_params, wq)},
+            {"attn.wk", offsetof(gl_block_params, wk)},
+            {"attn.wv", offsetof(gl_block_params, wv)},
+            {"attn.wo", offsetof(gl_block_params, wo)},
+            {"attn.q_norm", offsetof(gl_block_params, q_norm)},
+            {"attn.k_norm", offsetof(gl_block_params, k_norm)},
+            {"attn.alpha", offsetof(gl_block_params, alpha)},
+            {"attn.lambda1", offsetof(gl_block_params, lambda1)},
+            {"attn.lambda2", offsetof(gl_block_params, lambda2)},
+            {"ffn_norm", offsetof(gl_block_params, ffn_norm)},
+            {"ffn.w1", offsetof(gl_block_params, w1)},
+            {"ffn.w2", offsetof(gl_block_params, w2)},
+            {"ffn.w3", offsetof(gl_block_params, w3)},
+        };
+        for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
+            if (!strcmp(w, map[i].n)) return (float **)((char *)b + map[i].off);
+        return NULL;
+    }
+    if (!strcmp(w, "embed")) return &P->embed;
+    if (!strcmp(w, "final_norm")) return &P->final_norm;
+    if (!strcmp(w, "head")) return &P->head;
+    if (!strcmp(w, "resformer.scale")) return &P->rf_scale;
+    if (!strcmp(w, "resformer.logits")) return &P->rf_logits;
+    return NULL;
+}
+
+/* ------------------------------------------------------------------------ */
+/* allocation                                                               */
+
+/* Hand out consecutive slices of one block. */
+typedef struct {
+    float *base;
+    size_t used;
+} carver;
+
+static float *carve(carver *cv, size_t n) {
+    float *p = cv->base ? cv->base + cv->used : NULL;
+    cv->used += (n + 15) & ~(size_t)15; /* keep 64-byte alignment */
+    return p;
+}
+
+static void *alloc_floats(size_t n) {
+    void *p = NULL;
+    if (posix_memalign(&p, 64, (n ? n : 1) * sizeof(float))) return NULL;
+    memset(p, 0, n * sizeof(float));
+    return p;
+}
+
+/* Lay out the activations; with cv->base NULL this only counts. */
+static void layout_acts(gl_model *m, carver *cv) {
+    const gl_model_config *c = &m->cfg;
+    const size_t N = (size_t)m->max_B * m->T, d = c->d_model, hd = m->hd;
+    const size_t qd = c->n_head * hd, kd = c->n_kv_head * hd, F = c->d_ff, V = c->vocab_size;
+    const size_t R = m->R, H = c->n_head, Hkv = c->n_kv_head;
+    const int tsa = c->depth_routing == DR_TSA, ee = c->depth_routing == DR_EARLY_EXIT;
+    for (int n = 0; n < c->n_layer; n++) {
+        gl_block_acts *a = &m->A[n];
+        a->h_in = carve(cv, N * d);
+        a->xn1 = carve(cv, N * d);
+        a->rstd1 = carve(cv, N);
+        a->q = carve(cv, N * qd);
+        a->k = carve(cv, N * kd);
+        a->v = carve(cv, N * kd);
+        a->qr = carve(cv, N * qd);
+        a->kr = carve(cv, N * kd);
+        a->qrstd = carve(cv, N * H);
+        a->krstd = carve(cv, N * Hkv);
+        a->vmix = carve(cv, N * kd);
+        a->gate = carve(cv, N * Hkv);
+        a->gate_pre = carve(cv, N * Hkv);
+        a->att = carve(cv, (size_t)m->max_B * H * m->T * m->T);
+        a->atty = carve(cv, N * qd);
+        a->ao = carve(cv, N * d);
+        a->h_mid = carve(cv, N * d);
+        a->xn2 = carve(cv, N * d);
+        a->rstd2 = carve(cv, N);
+        a->f1 = carve(cv, N * F);
+        a->f3 = carve(cv, N * F);
+        a->fg = carve(cv, N * F);
+        a->fo = carve(cv, N * d);
+        a->r_pre = tsa ? carve(cv, N * R) : NULL;
+        a->r_hid = tsa ? carve(cv, N * R) : NULL;
+        a->p = tsa ? carve(cv, N) : NULL;
+        a->xnf = ee ? carve(cv, N * d) : NULL;
+        a->rstdf = ee ? carve(cv, N) : NULL;
+        a->logits = ee ? carve(cv, N * V) : NULL;
+    }
+    m->h_out = carve(cv, N * d);
+    m->xnf = carve(cv, N * d);
+    m->rstdf = carve(cv, N);
+    m->logits = carve(cv, N * V);
+    m->probs = carve(cv, N * V);
+    m->exit_probs = ee ? carve(cv, (size_t)(c->n_layer - 1) * N * V) : NULL;
+    m->exit_conf = ee ? carve(cv, (size_t)c->n_layer * N) : NULL;
+    m->tok_loss = carve(cv, N);
+    m->rope_cos = carve(cv, (size_t)m->T * hd / 2);
+    m->rope_sin = carve(cv, (size_t)m->T * hd / 2);
+    m->mask = carve(cv, N);
+}
+
+/* Gradient buffers for one block at a time (reused across blocks). */
+typedef struct {
+    float *dres, *dh, *dxn, *dq, *dk, *dv, *dvmix, *dqr, *dkr, *datty, *dao, *dhm, *dxn2;
+    float *df1, *df3, *dfg, *dfo, *dgate, *dp, *dV1, *dlogits, *dxnf, *rscratch, *attscratch;
+} grad_bufs;
+
+static void layout_grads(gl_model *m, carver *cv, grad_bufs *g) {
+    const gl_model_config *c = &m->cfg;
+    const size_t N = (size_t)m->max_B * m->T, d = c->d_model, hd = m->hd;
+    const size_t qd = c->n_head * hd, kd = c->n_kv_head * hd, F = c->d_ff, V = c->vocab_size;
+    g->dres = carve(cv, N * d);
+    g->dh = carve(cv, N * d);
+    g->dxn = carve(cv, N * d);
+    g->dq = carve(cv, N * qd);
+    g->dk = carve(cv, N * kd);
+    g->dv = carve(cv, N * kd);
+    g->dvmix = carve(cv, N * kd);
+    g->dqr = carve(cv, N * qd);
+    g->dkr = carve(cv, N * kd);
+    g->datty = carve(cv, N * qd);
+    g->dao = carve(cv, N * d);
+    g->dhm = carve(cv, N * d);
+    g->dxn2 = carve(cv, N * d);
+    g->df1 = carve(cv, N * F);
+    g->df3 = carve(cv, N * F);
+    g->dfg = carve(cv, N * F);
+    g->dfo = carve(cv, N * d);
+    g->dgate = carve(cv, N * c->n_kv_head);
+    g->dp = carve(cv, N);
+    g->dV1 = carve(cv, N * kd);
+    g->dlogits = carve(cv, N * V);
+    g->dxnf = carve(cv, N * d);
+    g->rscratch = carve(cv, N * (size_t)m->R);
+    int nt = omp_get_max_threads();
+    int np = omp_get_num_procs();
+    g->attscratch = carve(cv, (size_t)(nt > np ? nt : np) * m->T * m->T);
+}
+
+int model_init(gl_model *m, const gl_model_config *cfg, int max_B, char *err, size_t errlen) {
+    memset(m, 0, sizeof *m);
+    if (config_validate(cfg, err, errlen)) return -1;
+    if (max_B < 1) {
+        snprintf(err, errlen, "model: batch size must be at least 1 (got %d)", max_B);
+        return -1;
+    }
+    m->cfg = *cfg;
+    m->hd = cfg->d_model / cfg->n_head;
+    m->R = config_router_hidden(cfg);
+    m->max_B = max_B;
+    m->T = cfg->seq_len;
+    const int L = cfg->n_layer;
+
+    table_builder tb = {0};
+    if (build_table(&tb, cfg)) {
+        free(tb.t);
+        goto oom;
+    }
+    m->tensors = tb.t;
+    m->n_tensors = tb.n;
+    m->n_params = tb.total;
+
+    m->P.layer = calloc((size_t)L, sizeof(gl_block_params));
+    m->G.layer = calloc((size_t)L, sizeof(gl_block_params));
+    m->P.router = calloc((size_t)(L > 1 ? L - 1 : 1), sizeof(gl_router_params));
+    m->G.router = calloc((size_t)(L > 1 ? L - 1 : 1), sizeof(gl_router_params));
+    m->A = calloc((size_t)L, sizeof(gl_block_acts));
+    m->params = alloc_floats(m->n_params);
+    m->grads = alloc_floats(m->n_params);
+    m->adam_m = alloc_floats(m->n_params);
+    m->adam_v = alloc_floats(m->n_params);
+    if (!m->P.layer || !m->G.layer || !m->P.router || !m->G.router || !m->A || !m->params ||
+        !m->grads || !m->adam_m || !m->adam_v)
+        goto oom;
+    bind_ptrs(m, &m->P, m->params);
+    bind_ptrs(m, &m->G, m->grads);
+
+    carver cv = {0};
+    layout_acts(m, &cv);
+    m->acts_mem = alloc_floats(cv.used);
+    if (!m->acts_mem) goto oom;
+    cv = (carver){m->acts_mem, 0};
+    layout_acts(m, &cv);
+
+    carver gv = {0};
+    grad_bufs gb;
+    layout_grads(m, &gv, &gb);
+    m->scratch_floats = gv.used;
+    m->dacts_mem = alloc_floats(gv.used);
+    m->tokens = calloc((size_t)max_B * m->T, sizeof(int));
+    m->targets = calloc((size_t)max_B * m->T, sizeof(int));
+    m->frozen = calloc((size_t)max_B * m->T, 1);
+    if (!m->dacts_mem || !m->tokens || !m->targets || !m->frozen) goto oom;
+
+    rope_tables(m->rope_cos, m->rope_sin, m->T, m->hd, cfg->rope_base);
+    return 0;
+oom:
+    snprintf(err, errlen, "model: out of memory allocating a model of d_model %d, n_layer %d, batch %d x %d",
+             cfg->d_model, cfg->n_layer, max_B, cfg->seq_len);
+    model_free(m);
+    return -1;
+}
+
+void model_free(gl_model *m) {
+    if (!m) return;
+    free(m->tensors);
+    free(m->P.layer);
+    free(m->G.layer);
+    free(m->P.router);
+    free(m->G.router);
+    free(m->A);
+    free(m->params);
+    free(m->grads);
+    free(m->adam_m);
+    free(m->adam_v);
+    free(m->acts_mem);
+    free(m->dacts_mem);
+    free(m->tokens);
+    free(m->targets);
+    free(m->frozen);
+    free(m->ov.alpha_mode);
+    free(m->ov.alpha_value);
+    free(m->ov.lambda1_mode);
+    free(m->ov.lambda1_value);
+    memset(m, 0, sizeof *m);
+}
+
+const gl_tensor *model_find_tensor(const gl_model *m, const char *name) {
+    for (int i = 0; i < m->n_tensors; i++)
+        if (!strcmp(m->tensors[i].name, name)) return &m->tensors[i];
+    return NULL;
+}
+
+static int ends_with(const char *s, const char *suf) {
+    size_t a = strlen(s), b = strlen(suf);
+    return a >= b && !strcmp(s + a - b, suf);
+}
+
+void model_init_weights(gl_model *m, uint64_t seed) {
+    gl_rng r;
+    rng_seed(&r, seed);
+    const gl_model_config *c = &m->cfg;
+    for (int i = 0; i < m->n_tensors; i++) {
+        const gl_tensor *t = &m->tensors[i];
+        float *p = m->params + t->offset;
+        float fill = NAN;
+        if (ends_with(t->name, "norm")) fill = 1.0f;
+        else if (ends_with(t->name, "lambda1") || ends_with(t->name, "lambda2")) fill = 0.5f;
+        else if (!strcmp(t->name, "resformer.scale")) fill = (float)c->n_layer;
+        else if (!strcmp(t->name, "resformer.logits") || ends_with(t->name, "fc1_b")) fill = 0.0f;
+        else if (ends_with(t->name, "fc2_b")) fill = c->router_init_bias;
+        if (!isnan(fill)) {
+            for (size_t j = 0; j < t->size; j++) p[j] = fill;
+        } else {
+            for (size_t j = 0; j < t->size; j++) p[j] = 0.02f * rng_normal(&r);
+        }
+    }
+    memset(m->adam_m, 0, m->n_params * sizeof(float));
+    memset(m->adam_v, 0, m->n_params * sizeof(float));
+}
+
+size_t model_param_count(const gl_model *m) { return m->n_params; }
+
+double model_train_flops_per_token(const gl_model *m) {
+    /* 6 FLOPs per weight per token for every matmul weight (forward 2, backward 4),
+     * the head included, plus attention scores and values: 12·L·T·d (the usual
+     * count that ignores causal masking, as in the PaLM appendix). */
+    double w = 0;
+    for (int i = 0; i < m->n_tensors; i++)
+        if (m->tensors[i].ndim == 2 && strcmp(m->tensors[i].name, "embed")) w += m->tensors[i].size;
+    if (m->cfg.tied) w += (double)m->cfg.vocab_size * m->cfg.d_model;
+    return 6.0 * w + 12.0 * m->cfg.n_layer * m->cfg.seq_len * m->cfg.d_model;
+}
+
+/* ------------------------------------------------------------------------ */
+/* overrides                                                                */
+
+static int ensure_overrides(gl_model *m) {
+    const int L = m->cfg.n_layer, Hkv = m->cfg.n_kv_head;
+    if (!m->ov.alpha_mode) {
+        m->ov.alpha_mode = calloc((size_t)L * Hkv, sizeof(gl_gate_mode));
+        m->ov.alpha_value = calloc((size_t)L * Hkv, sizeof(float));
+        m->ov.lambda1_mode = calloc((size_t)L, sizeof(gl_gate_mode));
+        m->ov.lambda1_value = calloc((size_t)L, sizeof(float));
+    }
+    return m->ov.alpha_mode && m->ov.alpha_value && m->ov.lambda1_mode && m->ov.lambda1_value ? 0 : -1;
+}
+
+void model_set_alpha_override(gl_model *m, int layer, int kv_head, gl_gate_mode mode, float value) {
+    assert(layer >= 0 && layer < m->cfg.n_layer && kv_head >= 0 && kv_head < m->cfg.n_kv_head);
+    if (ensure_overrides(m)) abort();
+    m->ov.alpha_mode[layer * m->cfg.n_kv_head + kv_head] = mode;
+    m->ov.alpha_value[layer * m->cfg.n_kv_head + kv_head] = value;
+    m->have_overrides = 1;
+}
+
+void model_set_lambda1_override(gl_model *m, int layer, gl_gate_mode mode, float value) {
+    assert(layer >= 0 && layer < m->cfg.n_layer);
+    if (ensure_overrides(m)) abort();
+    m->ov.lambda1_mode[layer] = mode;
+    m->ov.lambda1_value[layer] = value;
+    m->have_overrides = 1;
+}
+
+void model_set_route_override(gl_model *m, gl_route_mode mode, float value, uint64_t seed) {
+    if (ensure_overrides(m)) abort();
+    m->ov.route_mode = mode;
+    m->ov.route_value = value;
+    m->ov.route_skip_prob = value;
+    m->ov.route_seed = seed;
+    m->have_overrides = 1;
+}
+
+void model_clear_overrides(gl_model *m) {
+    const int L = m->cfg.n_layer, Hkv = m->cfg.n_kv_head;
+    if (m->ov.alpha_mode) {
+        memset(m->ov.alpha_mode, 0, (size_t)L * Hkv * sizeof(gl_gate_mode));
+        memset(m->ov.lambda1_mode, 0, (size_t)L * sizeof(gl_gate_mode));
+    }
+    m->ov.route_mode = ROUTE_FREE;
+    m->have_overrides = 0;
+}
+
+static gl_gate_mode alpha_mode(const gl_model *m, int n, int j) {
+    return m->have_overrides ? m->ov.alpha_mode[n * m->cfg.n_kv_head + j] : GATE_FREE;
+}
+
+void model_resformer_lambda(const gl_model *m, int n, float *lambda1, float *lambda2) {
+    const gl_model_config *c = &m->cfg;
+    *lambda1 = 0.0f;
+    *lambda2 = 1.0f;
+    if (c->value_residual != VR_RESFORMER || !config_layer_mixes_v1(c, n)) return;
+    const gl_block_params *b = &m->P.layer[n];
+    switch (c->resformer_variant) {
+    case RF_PLUS: {
+        int M = n_mixing(c), i = mixing_index(c, n);
+        const float *l = m->P.rf_logits;
+        float mx = l[0];
+        for (int k = 1; k < M; k++) mx = l[k] > mx ? l[k] : mx;
+        double s = 0.0;
+        for (int k = 0; k < M; k++) s += exp((double)l[k] - mx);
+        *lambda1 = (float)(m->P.rf_scale[0] * exp((double)l[i] - mx) / s);
+        *lambda2 = b->lambda2[0];
+        break;
+    }
+    case RF_LEARNABLE:
+        *lambda1 = b->lambda1[0];
+        *lambda2 = b->lambda2[0];
+        break;
+    case RF_IDENTITY:
+        *lambda1 = 0.5f;
+        *lambda2 = 0.5f;
+        break;
+    }
+    if (m->have_overrides && m->ov.lambda1_mode[n] == GATE_CONST) *lambda1 = m->ov.lambda1_value[n];
+}
+
+/* ------------------------------------------------------------------------ */
+/* forward                                                                  */
+
+static uint64_t mix64(uint64_t z) {
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
+/* The value path of block n: vmix from v and V1 (block 0's v). */
+static void value_residual_forward(gl_model *m, int n, int N) {
+    const gl_model_config *c = &m->cfg;
+    gl_block_acts *a = &m->A[n];
+    const int Hkv = c->n_kv_head, hd = m->hd, kd = Hkv * hd;
+    const float *V1 = m->A[0].v;
+    if (!config_layer_mixes_v1(c, n)) {
+        memcpy(a->vmix, a->v, (size_t)N * kd * sizeof(float));
+        return;
+    }
+    if (c->value_residual == VR_SATFORMER) {
+        mm_forward(a->gate_pre, a->xn1, m->P.layer[n].alpha, N, c->d_model, Hkv);
+#pragma omp parallel for schedule(static)
+        for (int t = 0; t < N; t++)
+            for (int j = 0; j < Hkv; j++) {
+                float pre = a->gate_pre[(size_t)t * Hkv + j];
+                float g = alpha_mode(m, n, j) == GATE_CONST ? m->ov.alpha_value[n * Hkv + j]
+                                                            : (pre > 0.0f ? pre : 0.0f);
+                a->gate[(size_t)t * Hkv + j] = g;
+                const float *v = a->v + (size_t)t * kd + (size_t)j * hd;
+                const float *v1 = V1 + (size_t)t * kd + (size_t)j * hd;
+                float *o = a->vmix + (size_t)t * kd + (size_t)j * hd;
+                for (int i = 0; i < hd; i++) o[i] = v[i] + g * v1[i];
+            }
+    } else {
+        float l1, l2;
+        model_resformer_lambda(m, n, &l1, &l2);
+        size_t total = (size_t)N * kd;
+#pragma omp parallel for schedule(static)
+        for (size_t i = 0; i < total; i++) a->vmix[i] = l1 * V1[i] + l2 * a->v[i];
+    }
+}
+
+/* Halting probabilities of the router feeding block n (n >= 1). */
+static void route_forward(gl_model *m, int n, int N) {
+    gl_block_acts *a = &m->A[n];
+    const gl_router_params *r = &m->P.router[n - 1];
+    router_forward(a->p, a->r_pre, a->r_hid, a->xn1, r->fc1_w, r->fc1_b, r->fc2_w, r->fc2_b, N,
+                   m->cfg.d_model, m->R);
+    if (!m->have_overrides || m->ov.route_mode == ROUTE_FREE) return;
+    for (int t = 0; t < N; t++) {
+        if (m->ov.route_mode == ROUTE_CONST) {
+            a->p[t] = m->ov.route_value;
+        } else {
+            uint64_t h = mix64(m->ov.route_seed ^ mix64(((uint64_t)n << 40) + (uint64_t)t + 1));
+            float u = (float)(h >> 40) * (1.0f / 16777216.0f);
+            a->p[t] = u < m->ov.route_skip_prob ? 1.0f : 0.0f;
+        }
+    }
+}
+
+/* The FFN of block n on rows [0, K) of packed inputs hm (K, d) → fo rows [0, K). */
+static void ffn_forward(gl_model *m, int n, const float *hm, int K) {
+    const gl_model_config *c = &m->cfg;
+    gl_block_acts *a = &m->A[n];
+    const gl_block_params *b = &m->P.layer[n];
+    rmsnorm_forward(a->xn2, a->rstd2, hm, b->ffn_norm, K, c->d_model, c->norm_eps);
+    mm_forward(a->f1, a->xn2, b->w1, K, c->d_model, c->d_ff);
+    mm_forward(a->f3, a->xn2, b->w3, K, c->d_model, c->d_ff);
+    swiglu_forward(a->fg, a->f1, a->f3, (long)K * c->d_ff);
+    mm_forward(a->fo, a->fg, b->w2, K, c->d_ff, c->d_model);
+}
+
+/* Early-exit head of block n's output h (N, d): logits, probs, confidence. */
+static double exit_head_forward(gl_model *m, int n, const float *h, int N) {
+    const gl_model_config *c = &m->cfg;
+    gl_block_acts *a = &m->A[n];
+    float *probs = m->exit_probs + (size_t)n * N * c->vocab_size;
+    rmsnorm_forward(a->xnf, a->rstdf, h, m->P.final_norm, N, c->d_model, c->norm_eps);
+    mm_forward(a->logits, a->xnf, m->P.head, N, c->d_model, c->vocab_size);
+    double tot = xent_forward(probs, NULL, a->logits, m->targets, m->mask, N, c->vocab_size);
+    xent_confidence(m->exit_conf + (size_t)n * N, probs, N, c->vocab_size);
+    return tot;
+}
+
+static void block_forward(gl_model *m, int n, int B, int T, float *h_next, unsigned char *frozen) {
+    const gl_model_config *c = &m->cfg;
+    const int N = B * T, d = c->d_model, hd = m->hd, H = c->n_head, Hkv = c->n_kv_head;
+    gl_block_acts *a = &m->A[n];
+    const gl_block_params *b = &m->P.layer[n];
+    const int tsa = c->depth_routing == DR_TSA && n >= 1;
+
+    rmsnorm_forward(a->xn1, a->rstd1, a->h_in, b->attn_norm, N, d, c->norm_eps);
+    mm_forward(a->q, a->xn1, b->wq, N, d, H * hd);
+    mm_forward(a->k, a->xn1, b->wk, N, d, Hkv * hd);
+    mm_forward(a->v, a->xn1, b->wv, N, d, Hkv * hd);
+    if (tsa) route_forward(m, n, N);
+    value_residual_forward(m, n, N);
+    if (c->qk_norm) {
+        rmsnorm_forward(a->qr, a->qrstd, a->q, b->q_norm, N * H, hd, c->norm_eps);
+        rmsnorm_forward(a->kr, a->krstd, a->k, b->k_norm, N * Hkv, hd, c->norm_eps);
+    } else {
+        memcpy(a->qr, a->q, (size_t)N * H * hd * sizeof(float));
+        memcpy(a->kr, a->k, (size_t)N * Hkv * hd * sizeof(float));
+    }
+    rope_forward(a->qr, m->rope_cos, m->rope_sin, N, T, H, hd);
+    rope_forward(a->kr, m->rope_cos, m->rope_sin, N, T, Hkv, hd);
+    attn_forward(a->atty, a->att, a->qr, a->kr, a->vmix, B, T, H, Hkv, hd);
+    mm_forward(a->ao, a->atty, b->wo, N, H * hd, d);
+#pragma omp parallel for schedule(static)
+    for (size_t i = 0; i < (size_t)N * d; i++) a->h_mid[i] = a->h_in[i] + a->ao[i];
+
+    if (tsa && m->sparse) {
+        /* hard routing: gather the kept tokens, FFN on packed rows, scatter back */
+        float *packed = m->dacts_mem; /* (N, d) scratch: no backward in this mode */
+        int *idx = (int *)(m->dacts_mem + (size_t)N * d);
+        int K = 0;
+        for (int t = 0; t < N; t++)
+            if (a->p[t] <= 0.5f && !(frozen && frozen[t])) idx[K++] = t;
+        for (int k = 0; k < K; k++)
+            memcpy(packed + (size_t)k * d, a->h_mid + (size_t)idx[k] * d, (size_t)d * sizeof(float));
+        if (K) ffn_forward(m, n, packed, K);
+        memcpy(h_next, a->h_in, (size_t)N * d * sizeof(float));
+#pragma omp parallel for schedule(static)
+        for (int k = 0; k < K; k++) {
+            int t = idx[k];
+            float s = 1.0f - a->p[t];
+            for (int i = 0; i < d; i++)
+                h_next[(size_t)t * d + i] += s * (a->ao[(size_t)t * d + i] + a->fo[(size_t)k * d + i]);
+        }
+        m->active_count += K;
+        return;
+    }
+
+    ffn_forward(m, n, a->h_mid, N);
+    if (tsa) {
+#pragma omp parallel for schedule(static)
+        for (int t = 0; t < N; t++) {
+            float s = 1.0f - a->p[t];
+            for (int i = 0; i < d; i++) {
+                size_t j = (size_t)t * d + i;
+                h_next[j] = a->h_in[j] + s * (a->ao[j] + a->fo[j]);
+            }
+        }
+    } else {
+#pragma omp parallel for schedule(static)
+        for (size_t i = 0; i < (size_t)N * d; i++) h_next[i] = a->h_mid[i] + a->fo[i];
+    }
+    if (frozen) {
+        for (int t = 0; t < N; t++)
+            if (frozen[t]) memcpy(h_next + (size_t)t * d, a->h_in + (size_t)t * d, (size_t)d * sizeof(float));
+            else if (n >= 1) m->active_count++;
+    }
+}
+
+static float exit_weight(const gl_model *m, int n) {
+    const int L = m->cfg.n_layer;
+    if (m->cfg.exit_weighting == EE_WEIGHT_UNIFORM) return 1.0f / L;
+    return (float)(n + 1) / (float)(L * (L + 1) / 2);
+}
+
+float model_forward(gl_model *m, const int *tokens, const int *targets, const float *mask, int B, int T) {
+    const gl_model_config *c = &m->cfg;
+    assert(B >= 1 && B <= m->max_B && T >= 1 && T <= m->T);
+    const int N = B * T, d = c->d_model, V = c->vocab_size, L = c->n_layer;
+    m->B = B;
+    m->cur_T = T;
+    if (T != m->T) rope_tables(m->rope_cos, m->rope_sin, T, m->hd, c->rope_base);
+    memcpy(m->tokens, tokens, (size_t)N * sizeof(int));
+    double msum = 0.0;
+    for (int t = 0; t < N; t++) {
+        m->targets[t] = targets ? targets[t] : -1;
+        m->mask[t] = targets ? (mask ? mask[t] : 1.0f) : 0.0f;
+        if (m->targets[t] >= 0) msum += m->mask[t];
+    }
+    m->mask_sum = (float)msum;
+
+    /* embedding */
+    float *h0 = m->A[0].h_in;
+#pragma omp parallel for schedule(static)
+    for (int t = 0; t < N; t++) {
+        assert(tokens[t] >= 0 && tokens[t] < V);
+        memcpy(h0 + (size_t)t * d, m->P.embed + (size_t)tokens[t] * d, (size_t)d * sizeof(float));
+    }
+
+    const int ee = c->depth_routing == DR_EARLY_EXIT;
+    const int ee_infer = ee && m->exit_tau > 0.0f;
+    const int sparse = c->depth_routing == DR_TSA && m->sparse;
+    unsigned char *frozen = ee_infer ? m->frozen : NULL;
+    if (frozen) memset(frozen, 0, (size_t)N);
+    double exit_sum[GL_MAX_LAYERS] = {0};
+    m->active_count = 0;
+    for (int n = 0; n < L; n++) {
+        float *h_next = n + 1 < L ? m->A[n + 1].h_in : m->h_out;
+        block_forward(m, n, B, T, h_next, ee_infer ? frozen : NULL);
+        if (ee && n + 1 < L) {
+            exit_sum[n] = exit_head_forward(m, n, h_next, N);
+            if (ee_infer)
+                for (int t = 0; t < N; t++)
+                    if (!frozen[t] && m->exit_conf[(size_t)n * N + t] >= m->exit_tau) frozen[t] = 1;
+        }
+    }
+
+    /* final head */
+    rmsnorm_forward(m->xnf, m->rstdf, m->h_out, m->P.final_norm, N, d, c->norm_eps);
+    mm_forward(m->logits, m->xnf, m->P.head, N, d, V);
+    double tot = xent_forward(m->probs, m->tok_loss, m->logits, m->targets, m->mask, N, V);
+    if (ee) xent_confidence(m->exit_conf + (size_t)(L - 1) * N, m->probs, N, V);
+
+    m->task_loss = msum > 0 ? (float)(tot / msum) : 0.0f;
+    m->loss = m->task_loss;
+    m->penalty = 0.0f;
+    m->active_frac = 1.0f;
+    if (c->depth_routing == DR_TSA && L > 1) {
+        double pen = 0.0;
+        long active = 0;
+        for (int n = 1; n < L; n++)
+            for (int t = 0; t < N; t++) {
+                pen += 1.0 - m->A[n].p[t];
+                active += m->A[n].p[t] <= 0.5f;
+            }
+        m->penalty = (float)(c->tsa_lambda * pen / ((double)(L - 1) * N));
+        m->active_frac = (float)((double)active / ((double)(L - 1) * N));
+        if (!sparse) m->loss = m->task_loss + m->penalty;
+    } else if (ee && L > 1) {
+        if (ee_infer) {
+            m->active_frac = (float)((double)m->active_count / ((double)(L - 1) * N));
+        } else if (msum > 0) {
+            double total = exit_weight(m, L - 1) * tot / msum;
+            for (int n = 0; n + 1 < L; n++) total += exit_weight(m, n) * exit_sum[n] / msum;
+            m->loss = (float)total;
+        }
+    }
+    return targets ? m->loss : 0.0f;
+}
+
+/* ------------------------------------------------------------------------ */
+/* backward                                                                 */
+
+void model_zero_grad(gl_model *m) { memset(m->grads, 0, m->n_params * sizeof(float)); }
+
+static void zero(float *p, size_t n) { memset(p, 0, n * sizeof(float)); }
+
+/* Head backward: dlogits = scale·mask·(probs − onehot) → dxnf → final norm → dh (+=). */
+static void head_backward(gl_model *m, grad_bufs *g, const float *probs, const float *xnf,
+                          const float *h, const float *rstdf, float scale, float *dh, int N) {
+    const gl_model_config *c = &m->cfg;
+    const int d = c->d_model, V = c->vocab_size;
+    xent_backward(g->dlogits, probs, m->targets, m->mask, scale, N, V);
+    zero(g->dxnf, (size_t)N * d);
+    mm_backward(g->dxnf, m->G.head, g->dlogits, xnf, m->P.head, N, d, V);
+    rmsnorm_backward(dh, m->G.final_norm, g->dxnf, h, m->P.final_norm, rstdf, N, d);
+}
+
+/* Backward of the value path of block n: from dvmix to dv (returned) and dV1, gates. */
+static const float *value_residual_backward(gl_model *m, grad_bufs *g, int n, int N) {
+    const gl_model_config *c = &m->cfg;
+    gl_block_acts *a = &m->A[n];
+    const int Hkv = c->n_kv_head, hd = m->hd, kd = Hkv * hd;
+    const size_t total = (size_t)N * kd;
+    if (!config_layer_mixes_v1(c, n)) return g->dvmix;
+    const float *V1 = m->A[0].v;
+    if (c->value_residual == VR_SATFORMER) {
+        /* v' = v + α·V1:  dα = Σ_i dv'·V1,  dV1 += α·dv',  dv = dv' */
+#pragma omp parallel for schedule(static)
+        for (int t = 0; t < N; t++)
+            for (int j = 0; j < Hkv; j++) {
+                const float *dvm = g->dvmix + (size_t)t * kd + (size_t)j * hd;
+                const float *v1 = V1 + (size_t)t * kd + (size_t)j * hd;
+                float *dv1 = g->dV1 + (size_t)t * kd + (size_t)j * hd;
+                float ga = a->gate[(size_t)t * Hkv + j], dga = 0.0f;
+                for (int i = 0; i < hd; i++) {
+                    dga += dvm[i] * v1[i];
+                    dv1[i] += ga * dvm[i];
+                }
+                int live = alpha_mode(m, n, j) == GATE_FREE && a->gate_pre[(size_t)t * Hkv + j] > 0.0f;
+                g->dgate[(size_t)t * Hkv + j] = live ? dga : 0.0f;
+            }
+        return g->dvmix;
+    }
+    /* ResFormer: v' = λ1·V1 + λ2·v */
+    float l1, l2;
+    model_resformer_lambda(m, n, &l1, &l2);
+    double s1 = 0.0, s2 = 0.0;
+    for (size_t i = 0; i < total; i++) {
+        s1 += (double)g->dvmix[i] * V1[i];
+        s2 += (double)g->dvmix[i] * a->v[i];
+    }
+#pragma omp parallel for schedule(static)
+    for (size_t i = 0; i < total; i++) {
+        g->dV1[i] += l1 * g->dvmix[i];
+        g->dv[i] = l2 * g->dvmix[i];
+    }
+    int l1_free = !(m->have_overrides && m->ov.lambda1_mode[n] == GATE_CONST);
+    gl_block_params *gb = &m->G.layer[n];
+    switch (c->resformer_variant) {
+    case RF_PLUS: {
+        gb->lambda2[0] += (float)s2;
+        if (!l1_free) break;
+        /* λ1 = s·softmax(ℓ)_i:  ds += dλ1·softmax_i;  dℓ_k += dλ1·s·sm_i·(δ_ik − sm_k) */
+        int M = n_mixing(c), i = mixing_index(c, n);
+        const float *l = m->P.rf_logits;
+        double mx = l[0], z = 0.0, sm[GL_MAX_LAYERS] = {0};
+        for (int k = 1; k < M; k++) mx = l[k] > mx ? l[k] : mx;
+        for (int k = 0; k < M; k++) z += (sm[k] = exp((double)l[k] - mx));
+        for (int k = 0; k < M; k++) sm[k] /= z;
+        double sc = m->P.rf_scale[0];
+        m->G.rf_scale[0] += (float)(s1 * sm[i]);
+        for (int k = 0; k < M; k++) m->G.rf_logits[k] += (float)(s1 * sc * sm[i] * ((k == i) - sm[k]));
+        break;
+    }
+    case RF_LEARNABLE:
+        if (l1_free) gb->lambda1[0] += (float)s1;
+        gb->lambda2[0] += (float)s2;
+        break;
+    case RF_IDENTITY:
+        break;
+    }
+    return g->dv;
+}
+
+static void block_backward(gl_model *m, grad_bufs *g, int n) {
+    const gl_model_config *c = &m->cfg;
+    const int B = m->B, T = m->cur_T, N = B * T, d = c->d_model, hd = m->hd;
+    const int H = c->n_head, Hkv = c->n_kv_head, qd = H * hd, kd = Hkv * hd, F = c->d_ff;
+    gl_block_acts *a = &m->A[n];
+    const gl_block_params *b = &m->P.layer[n];
+    gl_block_params *gb = &m->G.layer[n];
+    const int tsa = c->depth_routing == DR_TSA && n >= 1;
+    const float *dres = g->dres;
+
+    /* h_out = h + s·(a + f), s = 1 − p (TSA) or 1 */
+#pragma omp parallel for schedule(static)
+    for (int t = 0; t < N; t++) {
+        float s = tsa ? 1.0f - a->p[t] : 1.0f;
+        for (int i = 0; i < d; i++) g->dfo[(size_t)t * d + i] = s * dres[(size_t)t * d + i];
+    }
+    /* FFN */
+    zero(g->dfg, (size_t)N * F);
+    mm_backward(g->dfg, gb->w2, g->dfo, a->fg, b->w2, N, F, d);
+    zero(g->df1, (size_t)N * F);
+    zero(g->df3, (size_t)N * F);
+    swiglu_backward(g->df1, g->df3, g->dfg, a->f1, a->f3, (long)N * F);
+    zero(g->dxn2, (size_t)N * d);
+    mm_backward(g->dxn2, gb->w1, g->df1, a->xn2, b->w1, N, d, F);
+    mm_backward(g->dxn2, gb->w3, g->df3, a->xn2, b->w3, N, d, F);
+    zero(g->dhm, (size_t)N * d);
+    rmsnorm_backward(g->dhm, gb->ffn_norm, g->dxn2, a->h_mid, b->ffn_norm, a->rstd2, N, d);
+    /* dao = s·dres + dhm;  dh = dres + dhm;  TSA: dp = −Σ dres·(a + f) − λ/((L−1)N) */
+    const float dpen = tsa ? (float)(c->tsa_lambda / ((double)(c->n_layer - 1) * N)) : 0.0f;
+#pragma omp parallel for schedule(static)
+    for (int t = 0; t < N; t++) {
+        float s = tsa ? 1.0f - a->p[t] : 1.0f, dp = 0.0f;
+        for (int i = 0; i < d; i++) {
+            size_t j = (size_t)t * d + i;
+            g->dao[j] = s * dres[j] + g->dhm[j];
+            g->dh[j] = dres[j] + g->dhm[j];
+            dp -= dres[j] * (a->ao[j] + a->fo[j]);
+        }
+        if (tsa) g->dp[t] = dp - dpen;
+    }
+    /* attention */
+    zero(g->datty, (size_t)N * qd);
+    mm_backward(g->datty, gb->wo, g->dao, a->atty, b->wo, N, qd, d);
+    zero(g->dqr, (size_t)N * qd);
+    zero(g->dkr, (size_t)N * kd);
+    zero(g->dvmix, (size_t)N * kd);
+    attn_backward(g->dqr, g->dkr, g->dvmix, g->datty, a->att, a->qr, a->kr, a->vmix, g->attscratch,
+                  B, T, H, Hkv, hd);
+    rope_backward(g->dqr, m->rope_cos, m->rope_sin, N, T, H, hd);
+    rope_backward(g->dkr, m->rope_cos, m->rope_sin, N, T, Hkv, hd);
+    const float *dq = g->dqr, *dk = g->dkr;
+    if (c->qk_norm) {
+        zero(g->dq, (size_t)N * qd);
+        zero(g->dk, (size_t)N * kd);
+        rmsnorm_backward(g->dq, gb->q_norm, g->dqr, a->q, b->q_norm, a->qrstd, N * H, hd);
+        rmsnorm_backward(g->dk, gb->k_norm, g->dkr, a->k, b->k_norm, a->krstd, N * Hkv, hd);
+        dq = g->dq;
+        dk = g->dk;
+    }
+    const float *dv = value_residual_backward(m, g, n, N);
+    if (n == 0 && c->value_residual != VR_NONE) {
+        /* V1 is block 0's v: add what every later block sent back */
+#pragma omp parallel for schedule(static)
+        for (size_t i = 0; i < (size_t)N * kd; i++) g->dv[i] = g->dvmix[i] + g->dV1[i];
+        dv = g->dv;
+    }
+    zero(g->dxn, (size_t)N * d);
+    mm_backward(g->dxn, gb->wq, dq, a->xn1, b->wq, N, d, qd);
+    mm_backward(g->dxn, gb->wk, dk, a->xn1, b->wk, N, d, kd);
+    mm_backward(g->dxn, gb->wv, dv, a->xn1, b->wv, N, d, kd);
+    if (c->value_residual == VR_SATFORMER && config_layer_mixes_v1(c, n))
+        mm_backward(g->dxn, gb->alpha, g->dgate, a->xn1, b->alpha, N, d, Hkv);
+    if (tsa) {
+        const gl_router_params *r = &m->P.router[n - 1];
+        gl_router_params *gr = &m->G.router[n - 1];
+        if (m->have_overrides && m->ov.route_mode != ROUTE_FREE) zero(g->dp, (size_t)N);
+        router_backward(g->dxn, gr->fc1_w, gr->fc1_b, gr->fc2_w, gr->fc2_b, g->dp, a->p, a->r_pre,
+                        a->r_hid, a->xn1, r->fc1_w, r->fc2_w, g->rscratch, N, d, m->R);
+    }
+    rmsnorm_backward(g->dh, gb->attn_norm, g->dxn, a->h_in, b->attn_norm, a->rstd1, N, d);
+}
+
+void model_backward(gl_model *m) {
+    const gl_model_config *c = &m->cfg;
+    assert(!m->sparse && m->exit_tau <= 0.0f);
+    const int N = m->B * m->cur_T, d = c->d_model, L = c->n_layer, V = c->vocab_size;
+    grad_bufs g;
+    carver cv = {m->dacts_mem, 0};
+    layout_grads(m, &cv, &g);
+    if (m->mask_sum <= 0.0f) return; /* nothing scored: zero gradient */
+    const int ee = c->depth_routing == DR_EARLY_EXIT;
+    const float inv = 1.0f / m->mask_sum;
+
+    zero(g.dres, (size_t)N * d);
+    head_backward(m, &g, m->probs, m->xnf, m->h_out, m->rstdf, (ee ? exit_weight(m, L - 1) : 1.0f) * inv,
+                  g.dres, N);
+    if (c->value_residual != VR_NONE) zero(g.dV1, (size_t)N * c->n_kv_head * m->hd);
+    for (int n = L - 1; n >= 0; n--) {
+        if (ee && n + 1 < L) {
+            /* the exit head of block n reads h_{n+1} = A[n+1].h_in */
+            head_backward(m, &g, m->exit_probs + (size_t)n * N * V, m->A[n].xnf, m->A[n + 1].h_in,
+                          m->A[n].rstdf, exit_weight(m, n) * inv, g.dres, N);
+        }
+        block_backward(m, &g, n);
+        float *tmp = g.dres; /* the block's input gradient becomes the next dres */
+        g.dres = g.dh;
+        g.dh = tmp;
+    }
+    /* embedding rows, in token order (serial: a token id can repeat) */
+    for (int t = 0; t < N; t++) {
+        float *ge = m->G.embed + (size_t)m->tokens[t] * d;
+        const float *gr = g.dres + (size_t)t * d;
+        for (int i = 0; i < d; i++) ge[i] += gr[i];
+    }
+}

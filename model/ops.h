@@ -1,0 +1,77 @@
+/*
+ * ops.h — the layer operations of the model, each a forward/backward pair in
+ * the style of llm.c: x_forward(out, inp, params…, sizes) and
+ * x_backward(dinp, dparams…, dout, inp/cached…, params…, sizes).
+ * Backward functions ADD into their gradient outputs (dinp, dparams).
+ *
+ * Layout: row-major; token-major activations (N = B*T rows); weights (out, in):
+ *   Y = X·Wᵀ,  dX += dY·W,  dW += dYᵀ·X.
+ * Files: matmul.c (mm_), norm.c (rmsnorm_), rope.c (rope_), attn.c (attn_),
+ * ffn.c (swiglu_), xent.c (xent_), router.c (router_, gelu_).
+ * Each op has a plain-loop reference (suffix _ref) used by the tests.
+ */
+#ifndef GATELAB_MODEL_OPS_H
+#define GATELAB_MODEL_OPS_H
+
+/* ---- matmul.c: every matmul goes through cblas_sgemm ---- */
+/* out (N, Dout) = inp (N, Din) · wᵀ, w (Dout, Din).  out is overwritten. */
+void mm_forward(float *out, const float *inp, const float *w, int N, int Din, int Dout);
+/* dinp (N, Din) += dout·w (skipped if dinp is NULL);  dw (Dout, Din) += doutᵀ·inp. */
+void mm_backward(float *dinp, float *dw, const float *dout, const float *inp, const float *w,
+                 int N, int Din, int Dout);
+void mm_forward_ref(float *out, const float *inp, const float *w, int N, int Din, int Dout);
+void mm_backward_ref(float *dinp, float *dw, const float *dout, const float *inp, const float *w,
+                     int N, int Din, int Dout);
+
+/* ---- norm.c: RMSNorm y = x / sqrt(mean(x²) + eps) · g over rows of C ---- */
+void rmsnorm_forward(float *out, float *rstd, const float *inp, const float *g, int N, int C, float eps);
+/* dinp (N, C) += ..., dg (C) += ... (dg may be NULL) */
+void rmsnorm_backward(float *dinp, float *dg, const float *dout, const float *inp, const float *g,
+                      const float *rstd, int N, int C);
+
+/* ---- rope.c: rotary embedding, rotate-half convention, in place ---- */
+/* x is (B*T, nh*hd); row r has position r % T.  cos/sin are (T, hd/2). */
+void rope_tables(float *cos_t, float *sin_t, int T, int hd, float base);
+void rope_forward(float *x, const float *cos_t, const float *sin_t, int N, int T, int nh, int hd);
+/* the inverse rotation applied to a gradient, in place */
+void rope_backward(float *dx, const float *cos_t, const float *sin_t, int N, int T, int nh, int hd);
+
+/* ---- attn.c: causal softmax attention with grouped-query heads ---- */
+/* q (B*T, H*hd), k/v (B*T, Hkv*hd) → att (B, H, T, T) probabilities, y (B*T, H*hd). */
+void attn_forward(float *y, float *att, const float *q, const float *k, const float *v,
+                  int B, int T, int H, int Hkv, int hd);
+/* dq/dk/dv += ...; scratch holds n_threads × T × T floats. */
+void attn_backward(float *dq, float *dk, float *dv, const float *dy, const float *att,
+                   const float *q, const float *k, const float *v, float *scratch,
+                   int B, int T, int H, int Hkv, int hd);
+void attn_forward_ref(float *y, float *att, const float *q, const float *k, const float *v,
+                      int B, int T, int H, int Hkv, int hd);
+
+/* ---- ffn.c: SwiGLU gate g = silu(a) ⊙ b ---- */
+void swiglu_forward(float *g, const float *a, const float *b, long n);
+/* da += dg·b·silu'(a), db += dg·silu(a) */
+void swiglu_backward(float *da, float *db, const float *dg, const float *a, const float *b, long n);
+
+/* ---- xent.c: softmax cross-entropy with per-position weights ---- */
+/* probs (N, V) = softmax(logits); tok_loss (N) = -log p[target] (0 where mask is 0).
+ * Returns Σ mask·loss (in double); targets < 0 are not scored. */
+double xent_forward(float *probs, float *tok_loss, const float *logits, const int *targets,
+                    const float *mask, int N, int V);
+/* dlogits (N, V) = scale·mask·(probs − onehot) — overwritten, not accumulated. */
+void xent_backward(float *dlogits, const float *probs, const int *targets, const float *mask,
+                   float scale, int N, int V);
+/* max over V of probs, per row */
+void xent_confidence(float *conf, const float *probs, int N, int V);
+
+/* ---- router.c: TSA halting router p = σ(w2·GELU(W1 x + b1) + b2) ---- */
+float gelu_erf(float x);
+float gelu_erf_grad(float x);
+/* x (N, d) → pre (N, R), hid (N, R), p (N) */
+void router_forward(float *p, float *pre, float *hid, const float *x, const float *w1,
+                    const float *b1, const float *w2, const float *b2, int N, int d, int R);
+/* dp (N) is dL/dp; dx (N, d) += ...; dw1, db1, dw2, db2 += ...; scratch (N, R) */
+void router_backward(float *dx, float *dw1, float *db1, float *dw2, float *db2, const float *dp,
+                     const float *p, const float *pre, const float *hid, const float *x,
+                     const float *w1, const float *w2, float *scratch, int N, int d, int R);
+
+#endif

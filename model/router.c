@@ -1,0 +1,64 @@
+/*
+ * router.c — the TSA halting router: p = σ(w2·GELU(W1 x + b1) + b2), with
+ * GELU in its exact erf form, GELU(z) = z·Φ(z).  x is the attention-norm
+ * output of the block the router gates (DESIGN.md "Depth routing").
+ * The matmul with W1 goes through matmul.c; the width-1 output layer is a dot
+ * product per token.
+ */
+#include <math.h>
+#include <stddef.h>
+
+#include "ops.h"
+
+float gelu_erf(float x) { return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f)); }
+
+float gelu_erf_grad(float x) {
+    /* d/dx xΦ(x) = Φ(x) + x·φ(x) */
+    float cdf = 0.5f * (1.0f + erff(x * 0.70710678118654752f));
+    float pdf = 0.39894228040143268f * expf(-0.5f * x * x);
+    return cdf + x * pdf;
+}
+
+void router_forward(float *p, float *pre, float *hid, const float *x, const float *w1,
+                    const float *b1, const float *w2, const float *b2, int N, int d, int R) {
+    mm_forward(pre, x, w1, N, d, R);
+#pragma omp parallel for schedule(static)
+    for (int n = 0; n < N; n++) {
+        float *pr = pre + (size_t)n * R, *hr = hid + (size_t)n * R;
+        float z = b2[0];
+        for (int r = 0; r < R; r++) {
+            pr[r] += b1[r];
+            hr[r] = gelu_erf(pr[r]);
+            z += w2[r] * hr[r];
+        }
+        p[n] = 1.0f / (1.0f + expf(-z));
+    }
+}
+
+void router_backward(float *dx, float *dw1, float *db1, float *dw2, float *db2, const float *dp,
+                     const float *p, const float *pre, const float *hid, const float *x,
+                     const float *w1, const float *w2, float *scratch, int N, int d, int R) {
+    float *dpre = scratch; /* (N, R) */
+#pragma omp parallel for schedule(static)
+    for (int n = 0; n < N; n++) {
+        float dz = dp[n] * p[n] * (1.0f - p[n]);
+        const float *pr = pre + (size_t)n * R;
+        float *dr = dpre + (size_t)n * R;
+        for (int r = 0; r < R; r++) dr[r] = dz * w2[r] * gelu_erf_grad(pr[r]);
+    }
+    /* reductions over tokens: per column, fixed order */
+    float sdz = 0.0f;
+    for (int n = 0; n < N; n++) sdz += dp[n] * p[n] * (1.0f - p[n]);
+    db2[0] += sdz;
+#pragma omp parallel for schedule(static)
+    for (int r = 0; r < R; r++) {
+        float s2 = 0.0f, s1 = 0.0f;
+        for (int n = 0; n < N; n++) {
+            s2 += dp[n] * p[n] * (1.0f - p[n]) * hid[(size_t)n * R + r];
+            s1 += dpre[(size_t)n * R + r];
+        }
+        dw2[r] += s2;
+        db1[r] += s1;
+    }
+    mm_backward(dx, dw1, dpre, x, w1, N, d, R);
+}

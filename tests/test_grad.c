@@ -1,0 +1,330 @@
+/*
+ * test_grad.c — every backward against central finite differences.
+ *
+ * Per op (RMSNorm, rotary, attention, SwiGLU, cross-entropy, router, matmul)
+ * and for the whole model in every variant (baseline with and without
+ * qk-norm, untied head, GQA, ResFormer plus/learnable/identity, SATFormer,
+ * SATFormer last-k, TSA, TSA+SATFormer, early exit linear/uniform).
+ *
+ * The objective is a fixed random projection of the op's output, summed in
+ * double.  The ops themselves run in float32, so a central difference with
+ * step h has a rounding error of about ε_f·|f|/h ≈ 6e-8·|f|/h; with h = 1e-2
+ * for ops (smooth, O(1) inputs) and 2e-3 for the whole model the expected
+ * disagreement is below 1e-3 relative to the largest gradient, and we allow
+ * 5e-3 (ops) and 1e-2 (model: a ReLU or the causal mask can sit within h of
+ * a kink; the inputs are drawn to make that unlikely, and the seed is fixed).
+ * For the model the error is relative to max(max|g|, 1e-2): the float loss
+ * (≈ 2.6) carries ≈ 1e-4 absolute difference noise at h = 2e-3, which would
+ * otherwise dominate tensors whose whole gradient is ~1e-3 (router biases).
+ */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "../model/adamw.h"
+#include "../model/model.h"
+#include "../model/ops.h"
+#include "../model/rng.h"
+
+static gl_rng rng;
+
+static float *randn(size_t n, float scale) {
+    float *p = malloc(n * sizeof *p);
+    for (size_t i = 0; i < n; i++) p[i] = scale * rng_normal(&rng);
+    return p;
+}
+
+static double dot(const float *a, const float *b, size_t n) {
+    double s = 0;
+    for (size_t i = 0; i < n; i++) s += (double)a[i] * b[i];
+    return s;
+}
+
+/* Compare analytic gradient g of x (n) against central differences of f(). */
+typedef double (*objective)(void *ctx);
+static double fd_check(const char *what, float *x, const float *g, size_t n, objective f, void *ctx,
+                       float h, size_t max_checks, double gfloor) {
+    double worst = 0, gmax = gfloor;
+    for (size_t i = 0; i < n; i++) gmax = fmax(gmax, fabs(g[i]));
+    size_t stride = n > max_checks ? n / max_checks : 1;
+    for (size_t i = 0; i < n; i += stride) {
+        float keep = x[i];
+        x[i] = keep + h;
+        double fp = f(ctx);
+        x[i] = keep - h;
+        double fm = f(ctx);
+        x[i] = keep;
+        double num = (fp - fm) / (2.0 * h);
+        double e = fabs(num - g[i]) / gmax;
+        if (e > worst) worst = e;
+    }
+    printf("  %-34s n=%-6zu max|g|=%.3e worst rel err %.2e\n", what, n, gmax, worst);
+    return worst;
+}
+
+/* ---------------- per-op checks ---------------- */
+
+enum { N = 12, C = 16 };
+
+typedef struct {
+    float *x, *g, *out, *rstd, *w;
+    int n, c;
+} norm_ctx;
+
+static double norm_obj(void *p) {
+    norm_ctx *k = p;
+    rmsnorm_forward(k->out, k->rstd, k->x, k->g, k->n, k->c, 1e-6f);
+    return dot(k->out, k->w, (size_t)k->n * k->c);
+}
+
+static void test_rmsnorm(void **state) {
+    (void)state;
+    norm_ctx k = {randn(N * C, 1), randn(C, 0.3f), malloc(N * C * 4), malloc(N * 4), randn(N * C, 1), N, C};
+    for (int i = 0; i < C; i++) k.g[i] += 1.0f;
+    float *dx = calloc(N * C, 4), *dg = calloc(C, 4);
+    norm_obj(&k);
+    rmsnorm_backward(dx, dg, k.w, k.x, k.g, k.rstd, N, C);
+    assert_true(fd_check("rmsnorm dx", k.x, dx, N * C, norm_obj, &k, 1e-2f, 400, 1e-12) < 5e-3);
+    assert_true(fd_check("rmsnorm dg", k.g, dg, C, norm_obj, &k, 1e-2f, 400, 1e-12) < 5e-3);
+    free(k.x); free(k.g); free(k.out); free(k.rstd); free(k.w); free(dx); free(dg);
+}
+
+typedef struct {
+    float *x, *y, *w, *cs, *sn;
+    int n, t, nh, hd;
+} rope_ctx;
+
+static double rope_obj(void *p) {
+    rope_ctx *k = p;
+    size_t sz = (size_t)k->n * k->nh * k->hd;
+    memcpy(k->y, k->x, sz * 4);
+    rope_forward(k->y, k->cs, k->sn, k->n, k->t, k->nh, k->hd);
+    return dot(k->y, k->w, sz);
+}
+
+static void test_rope(void **state) {
+    (void)state;
+    int T = 6, nh = 2, hd = 8, n = 12;
+    size_t sz = (size_t)n * nh * hd;
+    rope_ctx k = {randn(sz, 1), malloc(sz * 4), randn(sz, 1), malloc(T * hd / 2 * 4), malloc(T * hd / 2 * 4), n, T, nh, hd};
+    rope_tables(k.cs, k.sn, T, hd, 10000.0f);
+    float *dx = malloc(sz * 4);
+    memcpy(dx, k.w, sz * 4);
+    rope_backward(dx, k.cs, k.sn, n, T, nh, hd);
+    assert_true(fd_check("rope dx", k.x, dx, sz, rope_obj, &k, 1e-2f, 400, 1e-12) < 5e-3);
+    /* position 0 is the identity */
+    memcpy(k.y, k.x, sz * 4);
+    rope_forward(k.y, k.cs, k.sn, n, T, nh, hd);
+    for (int i = 0; i < nh * hd; i++) assert_float_equal(k.y[i], k.x[i], 0);
+    free(k.x); free(k.y); free(k.w); free(k.cs); free(k.sn); free(dx);
+}
+
+typedef struct {
+    float *q, *k, *v, *y, *att, *w;
+    int B, T, H, Hkv, hd;
+} attn_ctx;
+
+static double attn_obj(void *p) {
+    attn_ctx *c = p;
+    attn_forward(c->y, c->att, c->q, c->k, c->v, c->B, c->T, c->H, c->Hkv, c->hd);
+    return dot(c->y, c->w, (size_t)c->B * c->T * c->H * c->hd);
+}
+
+static void test_attention(void **state) {
+    (void)state;
+    /* T = 70 crosses the 64-row causal block boundary */
+    int B = 2, T = 70, H = 4, Hkv = 2, hd = 8;
+    size_t qn = (size_t)B * T * H * hd, kn = (size_t)B * T * Hkv * hd;
+    attn_ctx c = {randn(qn, 1), randn(kn, 1), randn(kn, 1), malloc(qn * 4), malloc((size_t)B * H * T * T * 4), randn(qn, 1), B, T, H, Hkv, hd};
+    /* sgemm path equals the plain-loop reference */
+    float *yr = malloc(qn * 4), *ar = malloc((size_t)B * H * T * T * 4);
+    attn_obj(&c);
+    attn_forward_ref(yr, ar, c.q, c.k, c.v, B, T, H, Hkv, hd);
+    double worst = 0;
+    for (size_t i = 0; i < qn; i++) worst = fmax(worst, fabs(yr[i] - c.y[i]));
+    printf("  attention sgemm vs loops: max abs diff %.2e\n", worst);
+    assert_true(worst < 1e-5);
+    float *dq = calloc(qn, 4), *dk = calloc(kn, 4), *dv = calloc(kn, 4), *scr = malloc((size_t)64 * T * T * 4);
+    attn_backward(dq, dk, dv, c.w, c.att, c.q, c.k, c.v, scr, B, T, H, Hkv, hd);
+    assert_true(fd_check("attention dq", c.q, dq, qn, attn_obj, &c, 1e-2f, 300, 1e-12) < 5e-3);
+    assert_true(fd_check("attention dk", c.k, dk, kn, attn_obj, &c, 1e-2f, 300, 1e-12) < 5e-3);
+    assert_true(fd_check("attention dv", c.v, dv, kn, attn_obj, &c, 1e-2f, 300, 1e-12) < 5e-3);
+    free(c.q); free(c.k); free(c.v); free(c.y); free(c.att); free(c.w); free(yr); free(ar);
+    free(dq); free(dk); free(dv); free(scr);
+}
+
+typedef struct { float *a, *b, *g, *w; long n; } glu_ctx;
+static double glu_obj(void *p) {
+    glu_ctx *c = p;
+    swiglu_forward(c->g, c->a, c->b, c->n);
+    return dot(c->g, c->w, c->n);
+}
+
+static void test_swiglu(void **state) {
+    (void)state;
+    long n = 200;
+    glu_ctx c = {randn(n, 2), randn(n, 1), malloc(n * 4), randn(n, 1), n};
+    float *da = calloc(n, 4), *db = calloc(n, 4);
+    swiglu_backward(da, db, c.w, c.a, c.b, n);
+    assert_true(fd_check("swiglu da", c.a, da, n, glu_obj, &c, 1e-2f, 400, 1e-12) < 5e-3);
+    assert_true(fd_check("swiglu db", c.b, db, n, glu_obj, &c, 1e-2f, 400, 1e-12) < 5e-3);
+    free(c.a); free(c.b); free(c.g); free(c.w); free(da); free(db);
+}
+
+typedef struct { float *logits, *probs, *mask; int *tg; int n, v; } xent_ctx;
+static double xent_obj(void *p) {
+    xent_ctx *c = p;
+    return xent_forward(c->probs, NULL, c->logits, c->tg, c->mask, c->n, c->v);
+}
+
+static void test_xent(void **state) {
+    (void)state;
+    int n = 10, v = 7;
+    xent_ctx c = {randn(n * v, 2), malloc(n * v * 4), malloc(n * 4), malloc(n * sizeof(int)), n, v};
+    for (int i = 0; i < n; i++) {
+        c.tg[i] = (int)rng_below(&rng, v);
+        c.mask[i] = i % 3 ? 1.0f : 0.0f;
+    }
+    float *dl = malloc(n * v * 4);
+    xent_obj(&c);
+    xent_backward(dl, c.probs, c.tg, c.mask, 1.0f, n, v);
+    assert_true(fd_check("cross-entropy dlogits", c.logits, dl, n * v, xent_obj, &c, 1e-2f, 400, 1e-12) < 5e-3);
+    free(c.logits); free(c.probs); free(c.mask); free(c.tg); free(dl);
+}
+
+typedef struct { float *x, *w1, *b1, *w2, *b2, *p, *pre, *hid, *wp; int n, d, r; } router_ctx;
+static double router_obj(void *p) {
+    router_ctx *c = p;
+    router_forward(c->p, c->pre, c->hid, c->x, c->w1, c->b1, c->w2, c->b2, c->n, c->d, c->r);
+    return dot(c->p, c->wp, c->n);
+}
+
+static void test_router(void **state) {
+    (void)state;
+    int n = 9, d = 12, r = 16;
+    router_ctx c = {randn(n * d, 1), randn(r * d, 0.4f), randn(r, 0.3f), randn(r, 0.5f), randn(1, 0.3f),
+                    malloc(n * 4), malloc(n * r * 4), malloc(n * r * 4), randn(n, 1), n, d, r};
+    float *dx = calloc(n * d, 4), *dw1 = calloc(r * d, 4), *db1 = calloc(r, 4), *dw2 = calloc(r, 4),
+          *db2 = calloc(1, 4), *scr = malloc(n * r * 4);
+    router_obj(&c);
+    router_backward(dx, dw1, db1, dw2, db2, c.wp, c.p, c.pre, c.hid, c.x, c.w1, c.w2, scr, n, d, r);
+    assert_true(fd_check("router dx", c.x, dx, n * d, router_obj, &c, 1e-2f, 400, 1e-12) < 5e-3);
+    assert_true(fd_check("router dW1", c.w1, dw1, r * d, router_obj, &c, 1e-2f, 400, 1e-12) < 5e-3);
+    assert_true(fd_check("router db1", c.b1, db1, r, router_obj, &c, 1e-2f, 400, 1e-12) < 5e-3);
+    assert_true(fd_check("router dw2", c.w2, dw2, r, router_obj, &c, 1e-2f, 400, 1e-12) < 5e-3);
+    assert_true(fd_check("router db2", c.b2, db2, 1, router_obj, &c, 1e-2f, 400, 1e-12) < 5e-3);
+    free(c.x); free(c.w1); free(c.b1); free(c.w2); free(c.b2); free(c.p); free(c.pre); free(c.hid);
+    free(c.wp); free(dx); free(dw1); free(db1); free(dw2); free(db2); free(scr);
+}
+
+/* ---------------- whole model ---------------- */
+
+typedef struct {
+    gl_model m;
+    int *tok, *tg;
+    float *mask;
+    int B, T;
+} model_ctx;
+
+static double model_obj(void *p) {
+    model_ctx *c = p;
+    return model_forward(&c->m, c->tok, c->tg, c->mask, c->B, c->T);
+}
+
+static void check_model(const char *label, void (*tweak)(gl_model_config *)) {
+    gl_model_config cfg;
+    config_defaults(&cfg);
+    cfg.vocab_size = 11;
+    cfg.d_model = 16;
+    cfg.n_layer = 3;
+    cfg.n_head = 4;
+    cfg.n_kv_head = 2;
+    cfg.d_ff = 24;
+    cfg.seq_len = 6;
+    tweak(&cfg);
+    model_ctx c = {.B = 2, .T = cfg.seq_len};
+    char err[256];
+    assert_int_equal(model_init(&c.m, &cfg, c.B, err, sizeof err), 0);
+    model_init_weights(&c.m, 7);
+    /* make the model non-trivial: bigger weights, norms away from 1, open gates */
+    for (int i = 0; i < c.m.n_tensors; i++) {
+        const gl_tensor *t = &c.m.tensors[i];
+        float *p = c.m.params + t->offset;
+        for (size_t j = 0; j < t->size; j++) {
+            if (t->ndim == 2) p[j] *= strstr(t->name, "alpha") ? 20.0f : 8.0f;
+            else p[j] += 0.2f * rng_normal(&rng);
+        }
+    }
+    int n = c.B * c.T;
+    c.tok = malloc(n * sizeof(int));
+    c.tg = malloc(n * sizeof(int));
+    c.mask = malloc(n * sizeof(float));
+    for (int i = 0; i < n; i++) {
+        c.tok[i] = (int)rng_below(&rng, cfg.vocab_size);
+        c.tg[i] = (int)rng_below(&rng, cfg.vocab_size);
+        c.mask[i] = i % 5 == 3 ? 0.0f : 1.0f;
+    }
+    printf("model %s: loss %.6f\n", label, model_obj(&c));
+    model_zero_grad(&c.m);
+    model_backward(&c.m);
+    float *g = malloc(c.m.n_params * sizeof(float));
+    memcpy(g, c.m.grads, c.m.n_params * sizeof(float));
+    double worst = 0;
+    for (int i = 0; i < c.m.n_tensors; i++) {
+        const gl_tensor *t = &c.m.tensors[i];
+        double e = fd_check(t->name, c.m.params + t->offset, g + t->offset, t->size, model_obj, &c, 2e-3f, 24, 1e-2);
+        if (e > worst) worst = e;
+    }
+    printf("model %s: worst rel err %.2e over %d tensors\n", label, worst, c.m.n_tensors);
+    assert_true(worst < 1e-2);
+    free(g); free(c.tok); free(c.tg); free(c.mask);
+    model_free(&c.m);
+}
+
+static void v_base(gl_model_config *c) { (void)c; }
+static void v_noqk_untied(gl_model_config *c) { c->qk_norm = 0; c->tied = 0; c->n_kv_head = 4; }
+static void v_rf_plus(gl_model_config *c) { c->value_residual = VR_RESFORMER; }
+static void v_rf_learn(gl_model_config *c) { c->value_residual = VR_RESFORMER; c->resformer_variant = RF_LEARNABLE; }
+static void v_rf_ident(gl_model_config *c) { c->value_residual = VR_RESFORMER; c->resformer_variant = RF_IDENTITY; }
+static void v_sat(gl_model_config *c) { c->value_residual = VR_SATFORMER; }
+static void v_sat_lastk(gl_model_config *c) { c->value_residual = VR_SATFORMER; c->n_layer = 4; c->vr_last_k = 2; }
+static void v_tsa(gl_model_config *c) { c->depth_routing = DR_TSA; c->tsa_lambda = 0.1f; c->router_init_bias = 0.0f; }
+static void v_tsa_sat(gl_model_config *c) { v_tsa(c); c->value_residual = VR_SATFORMER; }
+static void v_ee(gl_model_config *c) { c->depth_routing = DR_EARLY_EXIT; }
+static void v_ee_uni(gl_model_config *c) { c->depth_routing = DR_EARLY_EXIT; c->exit_weighting = EE_WEIGHT_UNIFORM; }
+
+#define MODEL_TEST(fn, variant) \
+    static void fn(void **s) { (void)s; check_model(#variant, variant); }
+MODEL_TEST(test_model_base, v_base)
+MODEL_TEST(test_model_noqk_untied, v_noqk_untied)
+MODEL_TEST(test_model_resformer_plus, v_rf_plus)
+MODEL_TEST(test_model_resformer_learnable, v_rf_learn)
+MODEL_TEST(test_model_resformer_identity, v_rf_ident)
+MODEL_TEST(test_model_satformer, v_sat)
+MODEL_TEST(test_model_satformer_lastk, v_sat_lastk)
+MODEL_TEST(test_model_tsa, v_tsa)
+MODEL_TEST(test_model_tsa_satformer, v_tsa_sat)
+MODEL_TEST(test_model_early_exit, v_ee)
+MODEL_TEST(test_model_early_exit_uniform, v_ee_uni)
+
+int main(void) {
+    rng_seed(&rng, 12345);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_rmsnorm),        cmocka_unit_test(test_rope),
+        cmocka_unit_test(test_attention),      cmocka_unit_test(test_swiglu),
+        cmocka_unit_test(test_xent),           cmocka_unit_test(test_router),
+        cmocka_unit_test(test_model_base),     cmocka_unit_test(test_model_noqk_untied),
+        cmocka_unit_test(test_model_resformer_plus), cmocka_unit_test(test_model_resformer_learnable),
+        cmocka_unit_test(test_model_resformer_identity), cmocka_unit_test(test_model_satformer),
+        cmocka_unit_test(test_model_satformer_lastk), cmocka_unit_test(test_model_tsa),
+        cmocka_unit_test(test_model_tsa_satformer), cmocka_unit_test(test_model_early_exit),
+        cmocka_unit_test(test_model_early_exit_uniform),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
