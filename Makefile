@@ -20,7 +20,7 @@ SAN      ?=
 PKGS     := hdf5 sqlite3 inih
 BLASDIR  ?= /usr/lib/x86_64-linux-gnu/openblas-openmp
 
-CFLAGS   := -std=c11 $(OPT) -g -fopenmp -Wall -Wextra -Werror -Wno-unused-parameter \
+CFLAGS   := -std=c11 $(OPT) -g -fopenmp -Wall -Wextra -Werror -Wno-unused-parameter -Wno-format-truncation \
             -D_GNU_SOURCE -MMD -MP $(SAN) \
             $(shell pkg-config --cflags $(PKGS) openblas 2>/dev/null)
 LDFLAGS  := -fopenmp $(SAN)

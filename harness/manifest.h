@@ -1,7 +1,7 @@
 /*
  * manifest.h — a run's whole configuration, read from an INI manifest.
  *
- * A manifest (experiments/*.ini) has the sections [model] [data] [train]
+ * A manifest (experiments/NAME.ini) has the sections [model] [data] [train]
  * [log] and, for sweeps, [sweep]; `section.key=value` overrides from the
  * command line are applied after the file.  Every key is known to a table in
  * manifest.c; an unknown key, a malformed value or an out-of-range value is an

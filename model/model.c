@@ -680,7 +680,7 @@ float model_forward(gl_model *m, const int *tokens, const int *targets, const fl
     const int N = B * T, d = c->d_model, V = c->vocab_size, L = c->n_layer;
     m->B = B;
     m->cur_T = T;
-    if (T != m->T) rope_tables(m->rope_cos, m->rope_sin, T, m->hd, c->rope_base);
+    /* the rotary tables cover positions 0..seq_len-1, so a shorter T reads a prefix of them */
     memcpy(m->tokens, tokens, (size_t)N * sizeof(int));
     double msum = 0.0;
     for (int t = 0; t < N; t++) {

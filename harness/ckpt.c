@@ -1,0 +1,471 @@
+/*
+ * ckpt.c — save and load a run's checkpoint (see ckpt.h, layout in
+ * docs/files.md).
+ *
+ * The file is one header, the model's tensor table, the training state, the
+ * config text, the parameters, AdamW m and v, and an FNV-1a 64 checksum of
+ * every byte before it.  Numbers are stored in the writer's byte order, which
+ * the header records (a file from a machine of the other order is refused, not
+ * converted).  Saving goes through "path.tmp" + fsync + rename + fsync of the
+ * folder, the usual recipe for an atomic replace on POSIX file systems.
+ * Loading checks everything before writing a byte of the model.
+ *
+ * Not here: HDF5 (exports live in export.c), deciding when to checkpoint (the
+ * training loop), or building the model (run_open in rundir.c).
+ */
+#include "ckpt.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static const char ckpt_magic[8] = {'G', 'L', 'A', 'B', 'C', 'K', 'P', 'T'};
+#define CKPT_BYTE_ORDER 0x01020304u
+#define CKPT_HEADER_BYTES 48u
+#define CKPT_TENSOR_BYTES (GL_NAME_MAX + 32u)
+#define CKPT_STATE_BYTES 348u
+#define CKPT_SUM_BYTES 8u
+
+#define FNV_OFFSET 0xcbf29ce484222325ULL
+#define FNV_PRIME 0x100000001b3ULL
+
+static uint64_t ckpt_fnv(uint64_t h, const void *p, size_t n) {
+    const uint8_t *b = p;
+    for (size_t i = 0; i < n; i++) {
+        h ^= b[i];
+        h *= FNV_PRIME;
+    }
+    return h;
+}
+
+/* ---------------------------------------------------------------- writing */
+
+typedef struct {
+    FILE *f;
+    uint64_t hash;
+    uint64_t bytes;
+    int err_no; /* first errno seen, 0 if none */
+} ckpt_writer;
+
+static void ckpt_put(ckpt_writer *w, const void *p, size_t n) {
+    if (w->err_no || n == 0) return;
+    if (fwrite(p, 1, n, w->f) != n) {
+        w->err_no = errno ? errno : EIO;
+        return;
+    }
+    w->hash = ckpt_fnv(w->hash, p, n);
+    w->bytes += n;
+}
+
+static void ckpt_put_u32(ckpt_writer *w, uint32_t v) { ckpt_put(w, &v, sizeof v); }
+static void ckpt_put_u64(ckpt_writer *w, uint64_t v) { ckpt_put(w, &v, sizeof v); }
+static void ckpt_put_i32(ckpt_writer *w, int32_t v) { ckpt_put(w, &v, sizeof v); }
+static void ckpt_put_i64(ckpt_writer *w, int64_t v) { ckpt_put(w, &v, sizeof v); }
+
+static uint64_t ckpt_expected_bytes(uint64_t n_tensors, uint64_t config_len, uint64_t n_params) {
+    return CKPT_HEADER_BYTES + n_tensors * CKPT_TENSOR_BYTES + CKPT_STATE_BYTES + config_len +
+           3 * n_params * sizeof(float) + CKPT_SUM_BYTES;
+}
+
+/* fsync the folder holding path so the rename itself is durable.  File systems
+ * that cannot sync a folder (EINVAL) are accepted. */
+static int ckpt_sync_dir(const char *path) {
+    char dir[4096];
+    const char *slash = strrchr(path, '/');
+    if (!slash) {
+        snprintf(dir, sizeof dir, ".");
+    } else if (slash == path) {
+        snprintf(dir, sizeof dir, "/");
+    } else {
+        snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
+    }
+    int fd = open(dir, O_RDONLY | O_DIRECTORY);
+    if (fd < 0) return -1;
+    int rc = fsync(fd);
+    int e = errno;
+    close(fd);
+    if (rc != 0 && e != EINVAL) {
+        errno = e;
+        return -1;
+    }
+    return 0;
+}
+
+int ckpt_save(const char *path, const gl_model *m, const gl_train_state *st, const char *config_ini,
+              uint64_t model_hash, char *err, size_t errlen) {
+    assert(m && st && path);
+    assert(m->params && m->adam_m && m->adam_v && m->tensors);
+    int rc = -1;
+    char tmp[4096];
+    ckpt_writer w = {NULL, FNV_OFFSET, 0, 0};
+    int tmp_made = 0;
+
+    if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp", path) >= sizeof tmp) {
+        snprintf(err, errlen, "%s: checkpoint path too long", path);
+        goto cleanup;
+    }
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0) {
+        snprintf(err, errlen, "%s: cannot create checkpoint: %s (check the run folder exists and is writable)",
+                 tmp, strerror(errno));
+        goto cleanup;
+    }
+    tmp_made = 1;
+    w.f = fdopen(fd, "wb");
+    if (!w.f) {
+        snprintf(err, errlen, "%s: cannot open checkpoint stream: %s", tmp, strerror(errno));
+        close(fd);
+        goto cleanup;
+    }
+
+    uint64_t config_len = config_ini ? strlen(config_ini) : 0;
+    uint64_t n_params = m->n_params;
+    uint64_t total = ckpt_expected_bytes((uint64_t)m->n_tensors, config_len, n_params);
+
+    /* header */
+    ckpt_put(&w, ckpt_magic, sizeof ckpt_magic);
+    ckpt_put_u32(&w, CKPT_VERSION);
+    ckpt_put_u32(&w, CKPT_BYTE_ORDER);
+    ckpt_put_u64(&w, total);
+    ckpt_put_u64(&w, model_hash);
+    ckpt_put_u64(&w, n_params);
+    ckpt_put_u32(&w, (uint32_t)m->n_tensors);
+    ckpt_put_u32(&w, (uint32_t)config_len);
+    assert(w.err_no || w.bytes == CKPT_HEADER_BYTES);
+
+    /* tensor table */
+    for (int i = 0; i < m->n_tensors; i++) {
+        const gl_tensor *t = &m->tensors[i];
+        char name[GL_NAME_MAX];
+        memset(name, 0, sizeof name);
+        snprintf(name, sizeof name, "%s", t->name);
+        ckpt_put(&w, name, sizeof name);
+        ckpt_put_u64(&w, t->offset);
+        ckpt_put_u64(&w, t->size);
+        ckpt_put_i32(&w, t->ndim);
+        ckpt_put_i32(&w, t->shape[0]);
+        ckpt_put_i32(&w, t->shape[1]);
+        ckpt_put_i32(&w, t->decay);
+    }
+
+    /* training state */
+    ckpt_put_i64(&w, st->step);
+    for (int i = 0; i < 4; i++) ckpt_put_u64(&w, st->data_rng.s[i]);
+    for (int i = 0; i < 4; i++) ckpt_put_u64(&w, st->aux_rng.s[i]);
+    ckpt_put(&w, &st->elapsed_s, sizeof(double));
+    ckpt_put_i64(&w, st->tokens_seen);
+    ckpt_put_i32(&w, st->vocab_size);
+    ckpt_put(&w, st->vocab, 256);
+
+    ckpt_put(&w, config_ini, config_len);
+    ckpt_put(&w, m->params, n_params * sizeof(float));
+    ckpt_put(&w, m->adam_m, n_params * sizeof(float));
+    ckpt_put(&w, m->adam_v, n_params * sizeof(float));
+    uint64_t sum = w.hash;
+    ckpt_put_u64(&w, sum);
+
+    if (!w.err_no && fflush(w.f) != 0) w.err_no = errno ? errno : EIO;
+    if (!w.err_no && fsync(fileno(w.f)) != 0) w.err_no = errno;
+    if (fclose(w.f) != 0 && !w.err_no) w.err_no = errno ? errno : EIO;
+    w.f = NULL;
+    if (w.err_no) {
+        snprintf(err, errlen,
+                 "%s: writing checkpoint failed: %s (free disk space or check the device); "
+                 "the previous checkpoint %s is unchanged",
+                 tmp, strerror(w.err_no), path);
+        goto cleanup;
+    }
+    assert(w.bytes == total);
+    if (rename(tmp, path) != 0) {
+        snprintf(err, errlen, "%s: cannot rename %s over it: %s; the previous checkpoint is unchanged",
+                 path, tmp, strerror(errno));
+        goto cleanup;
+    }
+    tmp_made = 0;
+    if (ckpt_sync_dir(path) != 0) {
+        snprintf(err, errlen, "%s: checkpoint written but syncing its folder failed: %s",
+                 path, strerror(errno));
+        goto cleanup;
+    }
+    rc = 0;
+cleanup:
+    if (w.f) fclose(w.f);
+    if (tmp_made) unlink(tmp);
+    return rc;
+}
+
+/* ---------------------------------------------------------------- reading */
+
+typedef struct {
+    FILE *f;
+    uint64_t total, model_hash, n_params;
+    uint32_t version, n_tensors, config_len;
+    gl_tensor *tensors;   /* [n_tensors] as stored (name, offset, size, ndim, shape, decay) */
+    gl_train_state st;
+    char *config;         /* config_len + 1, NUL-terminated */
+} ckpt_file;
+
+static void ckpt_file_close(ckpt_file *cf) {
+    if (cf->f) fclose(cf->f);
+    free(cf->tensors);
+    free(cf->config);
+    memset(cf, 0, sizeof *cf);
+}
+
+/* Read exactly n bytes; 0 on success. */
+static int ckpt_get(FILE *f, void *p, size_t n) { return fread(p, 1, n, f) == n ? 0 : -1; }
+
+static uint32_t ckpt_u32(const uint8_t *b) { uint32_t v; memcpy(&v, b, sizeof v); return v; }
+static uint64_t ckpt_u64(const uint8_t *b) { uint64_t v; memcpy(&v, b, sizeof v); return v; }
+static int32_t ckpt_i32(const uint8_t *b) { int32_t v; memcpy(&v, b, sizeof v); return v; }
+static int64_t ckpt_i64(const uint8_t *b) { int64_t v; memcpy(&v, b, sizeof v); return v; }
+
+/* Open path and check magic, version, byte order, length and checksum; then
+ * read the tensor table, state and config.  On success cf->f is positioned at
+ * the parameters.  Returns 0, or -1 with a message in err (cf closed). */
+static int ckpt_open_checked(const char *path, ckpt_file *cf, char *err, size_t errlen) {
+    int rc = -1;
+    uint8_t hdr[CKPT_HEADER_BYTES];
+    uint8_t *buf = NULL;
+    memset(cf, 0, sizeof *cf);
+
+    cf->f = fopen(path, "rb");
+    if (!cf->f) {
+        snprintf(err, errlen, "%s: cannot open checkpoint: %s", path, strerror(errno));
+        goto cleanup;
+    }
+    struct stat sb;
+    if (fstat(fileno(cf->f), &sb) != 0) {
+        snprintf(err, errlen, "%s: cannot stat checkpoint: %s", path, strerror(errno));
+        goto cleanup;
+    }
+    uint64_t size = (uint64_t)sb.st_size;
+    size_t got = fread(hdr, 1, sizeof hdr, cf->f);
+    if (got < sizeof ckpt_magic || memcmp(hdr, ckpt_magic, sizeof ckpt_magic) != 0) {
+        snprintf(err, errlen, "%s: not a gatelab checkpoint (bad magic); pass a run folder's ckpt file", path);
+        goto cleanup;
+    }
+    if (got < sizeof hdr) {
+        snprintf(err, errlen, "%s: truncated: %" PRIu64 " bytes, shorter than the %u-byte header; "
+                 "the file was cut short — restore it or restart the run", path, size, CKPT_HEADER_BYTES);
+        goto cleanup;
+    }
+    cf->version = ckpt_u32(hdr + 8);
+    uint32_t order = ckpt_u32(hdr + 12);
+    cf->total = ckpt_u64(hdr + 16);
+    cf->model_hash = ckpt_u64(hdr + 24);
+    cf->n_params = ckpt_u64(hdr + 32);
+    cf->n_tensors = ckpt_u32(hdr + 40);
+    cf->config_len = ckpt_u32(hdr + 44);
+    if (order != CKPT_BYTE_ORDER) {
+        snprintf(err, errlen, "%s: written on a machine of the other byte order; "
+                 "load it on such a machine and export it instead", path);
+        goto cleanup;
+    }
+    if (cf->version != CKPT_VERSION) {
+        snprintf(err, errlen, "%s: checkpoint format version %u, this gatelab reads version %d; "
+                 "use the gatelab that wrote it", path, cf->version, CKPT_VERSION);
+        goto cleanup;
+    }
+    if (size < cf->total) {
+        snprintf(err, errlen, "%s: truncated: %" PRIu64 " of %" PRIu64 " bytes; the file was cut short "
+                 "(full disk or interrupted copy) — restore it or restart the run", path, size, cf->total);
+        goto cleanup;
+    }
+    if (size > cf->total) {
+        snprintf(err, errlen, "%s: corrupted: %" PRIu64 " bytes where the header says %" PRIu64
+                 "; restore the file or restart the run", path, size, cf->total);
+        goto cleanup;
+    }
+    if (cf->total != ckpt_expected_bytes(cf->n_tensors, cf->config_len, cf->n_params)) {
+        snprintf(err, errlen, "%s: corrupted: header sizes do not add up to its length; "
+                 "restore the file or restart the run", path);
+        goto cleanup;
+    }
+
+    /* checksum over everything before the last 8 bytes */
+    enum { CHUNK = 1 << 20 };
+    buf = malloc(CHUNK);
+    if (!buf) {
+        snprintf(err, errlen, "%s: out of memory checking the checkpoint", path);
+        goto cleanup;
+    }
+    uint64_t h = ckpt_fnv(FNV_OFFSET, hdr, sizeof hdr);
+    uint64_t left = cf->total - sizeof hdr - CKPT_SUM_BYTES;
+    while (left > 0) {
+        size_t n = left < CHUNK ? (size_t)left : CHUNK;
+        if (ckpt_get(cf->f, buf, n) != 0) {
+            snprintf(err, errlen, "%s: read error while checking the checkpoint: %s", path,
+                     ferror(cf->f) ? strerror(errno) : "unexpected end of file");
+            goto cleanup;
+        }
+        h = ckpt_fnv(h, buf, n);
+        left -= n;
+    }
+    uint8_t sumb[8];
+    if (ckpt_get(cf->f, sumb, sizeof sumb) != 0) {
+        snprintf(err, errlen, "%s: read error at the checksum", path);
+        goto cleanup;
+    }
+    if (ckpt_u64(sumb) != h) {
+        snprintf(err, errlen, "%s: corrupted: checksum mismatch (stored %016" PRIx64 ", computed %016" PRIx64
+                 "); restore the file or restart the run", path, ckpt_u64(sumb), h);
+        goto cleanup;
+    }
+
+    /* table, state, config */
+    if (fseek(cf->f, CKPT_HEADER_BYTES, SEEK_SET) != 0) {
+        snprintf(err, errlen, "%s: seek failed: %s", path, strerror(errno));
+        goto cleanup;
+    }
+    cf->tensors = calloc(cf->n_tensors ? cf->n_tensors : 1, sizeof *cf->tensors);
+    cf->config = malloc((size_t)cf->config_len + 1);
+    if (!cf->tensors || !cf->config) {
+        snprintf(err, errlen, "%s: out of memory reading the checkpoint", path);
+        goto cleanup;
+    }
+    for (uint32_t i = 0; i < cf->n_tensors; i++) {
+        uint8_t tb[CKPT_TENSOR_BYTES];
+        if (ckpt_get(cf->f, tb, sizeof tb) != 0) goto read_error;
+        gl_tensor *t = &cf->tensors[i];
+        memcpy(t->name, tb, GL_NAME_MAX);
+        t->name[GL_NAME_MAX - 1] = '\0';
+        t->offset = (size_t)ckpt_u64(tb + GL_NAME_MAX);
+        t->size = (size_t)ckpt_u64(tb + GL_NAME_MAX + 8);
+        t->ndim = ckpt_i32(tb + GL_NAME_MAX + 16);
+        t->shape[0] = ckpt_i32(tb + GL_NAME_MAX + 20);
+        t->shape[1] = ckpt_i32(tb + GL_NAME_MAX + 24);
+        t->decay = ckpt_i32(tb + GL_NAME_MAX + 28);
+    }
+    uint8_t sb2[CKPT_STATE_BYTES];
+    if (ckpt_get(cf->f, sb2, sizeof sb2) != 0) goto read_error;
+    cf->st.step = (long)ckpt_i64(sb2);
+    for (int i = 0; i < 4; i++) cf->st.data_rng.s[i] = ckpt_u64(sb2 + 8 + 8 * i);
+    for (int i = 0; i < 4; i++) cf->st.aux_rng.s[i] = ckpt_u64(sb2 + 40 + 8 * i);
+    memcpy(&cf->st.elapsed_s, sb2 + 72, sizeof(double));
+    cf->st.tokens_seen = (long)ckpt_i64(sb2 + 80);
+    cf->st.vocab_size = ckpt_i32(sb2 + 88);
+    memcpy(cf->st.vocab, sb2 + 92, 256);
+    if (ckpt_get(cf->f, cf->config, cf->config_len) != 0) goto read_error;
+    cf->config[cf->config_len] = '\0';
+    rc = 0;
+    goto cleanup;
+read_error:
+    snprintf(err, errlen, "%s: read error after the checksum passed (file changed while reading?)", path);
+cleanup:
+    free(buf);
+    if (rc != 0) ckpt_file_close(cf);
+    return rc;
+}
+
+static void ckpt_shape_str(const gl_tensor *t, char *out, size_t n) {
+    if (t->ndim == 2) snprintf(out, n, "(%d, %d)", t->shape[0], t->shape[1]);
+    else snprintf(out, n, "(%d)", t->shape[0]);
+}
+
+/* Compare the stored table with the model's; 0 if identical, else -1 with the
+ * first difference described in what. */
+static int ckpt_compare_tables(const ckpt_file *cf, const gl_model *m, char *what, size_t n) {
+    /* names first (the most telling difference), then shapes, then layout */
+    for (uint32_t i = 0; i < cf->n_tensors; i++) {
+        if (!model_find_tensor(m, cf->tensors[i].name)) {
+            snprintf(what, n, "checkpoint has %s, this model does not", cf->tensors[i].name);
+            return -1;
+        }
+    }
+    for (int j = 0; j < m->n_tensors; j++) {
+        int found = 0;
+        for (uint32_t i = 0; i < cf->n_tensors && !found; i++)
+            found = !strcmp(m->tensors[j].name, cf->tensors[i].name);
+        if (!found) {
+            snprintf(what, n, "this model has %s, the checkpoint does not", m->tensors[j].name);
+            return -1;
+        }
+    }
+    for (uint32_t i = 0; i < cf->n_tensors; i++) {
+        const gl_tensor *t = &cf->tensors[i];
+        const gl_tensor *u = model_find_tensor(m, t->name);
+        if (u->ndim != t->ndim || u->shape[0] != t->shape[0] || (t->ndim == 2 && u->shape[1] != t->shape[1]) ||
+            u->size != t->size) {
+            char a[48], b[48];
+            ckpt_shape_str(t, a, sizeof a);
+            ckpt_shape_str(u, b, sizeof b);
+            snprintf(what, n, "%s is %s in the checkpoint, %s in this model", t->name, a, b);
+            return -1;
+        }
+    }
+    for (uint32_t i = 0; i < cf->n_tensors; i++) {
+        const gl_tensor *t = &cf->tensors[i];
+        const gl_tensor *u = model_find_tensor(m, t->name);
+        if (u->offset != t->offset) {
+            snprintf(what, n, "%s is at offset %zu in the checkpoint, %zu in this model", t->name,
+                     t->offset, u->offset);
+            return -1;
+        }
+    }
+    if (cf->n_params != m->n_params) {
+        snprintf(what, n, "%" PRIu64 " parameters in the checkpoint, %zu in this model", cf->n_params, m->n_params);
+        return -1;
+    }
+    return 0;
+}
+
+int ckpt_load(const char *path, gl_model *m, gl_train_state *st, uint64_t expect_model_hash,
+              char *err, size_t errlen) {
+    assert(m && st && path);
+    ckpt_file cf;
+    int rc = -1;
+    if (ckpt_open_checked(path, &cf, err, errlen) != 0) return -1;
+
+    char what[256];
+    if (ckpt_compare_tables(&cf, m, what, sizeof what) != 0) {
+        snprintf(err, errlen, "%s: written by a different model config: %s; open the run with the config "
+                 "stored in its checkpoint (gatelab eval/export RUN do), or start a new run", path, what);
+        goto cleanup;
+    }
+    if (expect_model_hash != 0 && cf.model_hash != expect_model_hash) {
+        snprintf(err, errlen, "%s: written by a different model config: model hash %016" PRIx64
+                 ", this config %016" PRIx64 " (same tensors, different settings such as norm_eps, "
+                 "rope_base or a variant); use the run's own config.ini or start a new run",
+                 path, cf.model_hash, expect_model_hash);
+        goto cleanup;
+    }
+    /* Everything checked: now fill the model. */
+    size_t bytes = m->n_params * sizeof(float);
+    if (ckpt_get(cf.f, m->params, bytes) != 0 || ckpt_get(cf.f, m->adam_m, bytes) != 0 ||
+        ckpt_get(cf.f, m->adam_v, bytes) != 0) {
+        snprintf(err, errlen, "%s: read error after the checks passed (file changed while loading?); "
+                 "the model is partly loaded — do not use it", path);
+        goto cleanup;
+    }
+    *st = cf.st;
+    rc = 0;
+cleanup:
+    ckpt_file_close(&cf);
+    return rc;
+}
+
+int ckpt_read_info(const char *path, char **config_ini, uint64_t *model_hash, long *step,
+                   char *err, size_t errlen) {
+    ckpt_file cf;
+    if (config_ini) *config_ini = NULL;
+    if (ckpt_open_checked(path, &cf, err, errlen) != 0) return -1;
+    if (model_hash) *model_hash = cf.model_hash;
+    if (step) *step = cf.st.step;
+    if (config_ini) {
+        *config_ini = cf.config;
+        cf.config = NULL;
+    }
+    ckpt_file_close(&cf);
+    return 0;
+}
+
+int ckpt_read_config(const char *path, char **config_ini, char *err, size_t errlen) {
+    return ckpt_read_info(path, config_ini, NULL, NULL, err, errlen);
+}

@@ -1,0 +1,58 @@
+/*
+ * ckpt.h — a run's checkpoint: parameters, AdamW moments, training state and
+ * the resolved config, in one plain binary file (no HDF5), replaced
+ * atomically and checked on load.  The byte layout is in docs/files.md.
+ */
+#ifndef GATELAB_HARNESS_CKPT_H
+#define GATELAB_HARNESS_CKPT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../model/model.h"
+#include "../model/rng.h"
+
+#define CKPT_VERSION 1
+
+typedef struct {
+    long step;          /* completed optimiser steps */
+    gl_rng data_rng;    /* training-batch stream (model/rng.h) */
+    gl_rng aux_rng;     /* any other stochastic stream */
+    double elapsed_s;   /* wall-clock training seconds so far */
+    long tokens_seen;
+    int vocab_size;
+    uint8_t vocab[256]; /* id -> byte */
+} gl_train_state;
+
+/* Write m's parameters and AdamW moments, st and config_ini (may be NULL) to
+ * path, atomically: the bytes go to "path.tmp", which is flushed, fsync'd and
+ * renamed over path, then the folder is fsync'd.  A crash at any moment leaves
+ * the old or the new checkpoint; on any error (full disk, I/O) the temporary
+ * file is removed, the old checkpoint is untouched, and -1 is returned with a
+ * message in err.  model_hash is manifest_model_hash() of the run's config.
+ * Returns 0 on success. */
+int ckpt_save(const char *path, const gl_model *m, const gl_train_state *st, const char *config_ini,
+              uint64_t model_hash, char *err, size_t errlen);
+
+/* Load path into m (parameters, adam_m, adam_v) and st.  Everything is checked
+ * before m or st is written: magic, version, byte order, length (truncation),
+ * checksum, the model hash (skipped when expect_model_hash is 0) and the
+ * tensor table against m's (names, shapes, offsets).  On failure returns -1
+ * with a message that names path and says what to do, and m and st are
+ * unchanged (unless the file changes between the check and the read, which is
+ * reported as an I/O error). */
+int ckpt_load(const char *path, gl_model *m, gl_train_state *st, uint64_t expect_model_hash,
+              char *err, size_t errlen);
+
+/* Read the config text stored in path (after the same magic, version, length
+ * and checksum checks).  On success *config_ini is a malloc'd NUL-terminated
+ * string the caller frees (empty if none was stored); returns 0, or -1 with a
+ * message in err (*config_ini is then NULL). */
+int ckpt_read_config(const char *path, char **config_ini, char *err, size_t errlen);
+
+/* Same as ckpt_read_config, also returning the stored model hash and step;
+ * any output pointer may be NULL. */
+int ckpt_read_info(const char *path, char **config_ini, uint64_t *model_hash, long *step,
+                   char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,17 @@
+/*
+ * cli.h — the gatelab subcommands.  Each cmd_* parses its own arguments,
+ * prints its own results and errors, and returns the process exit code
+ * (0 success, 1 failure of the work, 2 bad usage).  main.c only dispatches.
+ */
+#ifndef GATELAB_HARNESS_CLI_H
+#define GATELAB_HARNESS_CLI_H
+
+int cmd_train(int argc, char **argv);  /* harness/cmd_train.c */
+int cmd_eval(int argc, char **argv);   /* harness/cmd_eval.c */
+int cmd_sample(int argc, char **argv); /* harness/cmd_sample.c */
+int cmd_export(int argc, char **argv); /* harness/export.c */
+int cmd_sweep(int argc, char **argv);  /* harness/cmd_sweep.c */
+int cmd_collect(int argc, char **argv);/* harness/cmd_sweep.c */
+int cmd_runs(int argc, char **argv);   /* harness/cmd_runs.c */
+
+#endif

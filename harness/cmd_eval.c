@@ -1,0 +1,172 @@
+/*
+ * cmd_eval.c — `gatelab eval RUN [--text FILE | --split val|test] [--windows N]
+ * [--sparse] [--tau T | --match-alpha A] [--batch B] [--results DIR]`.
+ *
+ * Prints one JSON line: loss (nats/token), bpc for text, tokens, windows,
+ * accuracy for synthetic tasks, and for routed models the active fraction α,
+ * the TLOps saved and tokens/s.  --sparse (TSA) evaluates both the soft model
+ * and real skipping, side by side.  --tau T evaluates early exit at threshold
+ * T; --match-alpha A finds τ by bisection on the validation split so that the
+ * early-exit α is within 0.005 of A (the matched-compute comparison).
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "data.h"
+#include "evaluate.h"
+#include "rundir.h"
+
+static void print_result(const char *label, const gl_eval_result *r, int text, int L, int T) {
+    printf("\"%s\":{\"loss\":%.6f,", label, r->loss);
+    if (text) printf("\"bpc\":%.6f,", r->loss / log(2.0));
+    else printf("\"token_acc\":%.6f,\"seq_acc\":%.6f,", r->tok_acc, r->seq_acc);
+    printf("\"tokens\":%.0f,\"windows\":%ld,\"active_frac\":%.6f,\"tlops_saved\":%.6f,\"tokens_per_s\":%.1f}",
+           r->tokens, r->windows, r->active_frac, eval_tlops_saved(r->active_frac, L),
+           r->seconds > 0 ? (double)r->windows * T / r->seconds : 0.0);
+}
+
+/* Evaluate either the text file's ids or the dataset split. */
+static int run_eval(gl_run *run, const int *ids, size_t n_ids, const gl_dataset *ds, gl_split split,
+                    long windows, gl_eval_result *r, char *err, size_t errlen) {
+    if (ids) return eval_ids(&run->model, ids, n_ids, windows, r, err, errlen);
+    return eval_split(&run->model, ds, split, windows, r, err, errlen);
+}
+
+int cmd_eval(int argc, char **argv) {
+    const char *arg = NULL, *text = NULL, *results = NULL, *split_name = "val";
+    long windows = 0;
+    int sparse = 0, batch = 16;
+    double tau = -1, match = -1;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        int hv = i + 1 < argc;
+        if (!strcmp(a, "--text") && hv) text = argv[++i];
+        else if (!strcmp(a, "--windows") && hv) windows = atol(argv[++i]);
+        else if (!strcmp(a, "--split") && hv) split_name = argv[++i];
+        else if (!strcmp(a, "--sparse")) sparse = 1;
+        else if (!strcmp(a, "--tau") && hv) tau = atof(argv[++i]);
+        else if (!strcmp(a, "--match-alpha") && hv) match = atof(argv[++i]);
+        else if (!strcmp(a, "--batch") && hv) batch = atoi(argv[++i]);
+        else if (!strcmp(a, "--results") && hv) results = argv[++i];
+        else if (a[0] != '-' && !arg) arg = a;
+        else {
+            fprintf(stderr, "gatelab eval: unknown or incomplete argument '%s'\n", a);
+            return 2;
+        }
+    }
+    gl_split split = !strcmp(split_name, "test") ? SPLIT_TEST : !strcmp(split_name, "train") ? SPLIT_TRAIN : SPLIT_VAL;
+    if (!arg || batch < 1 || (strcmp(split_name, "val") && strcmp(split_name, "test") && strcmp(split_name, "train"))) {
+        fprintf(stderr, "usage: gatelab eval RUN [--text FILE | --split val|test] [--windows N] [--sparse] "
+                        "[--tau T | --match-alpha A] [--batch B] [--results DIR]\n");
+        return 2;
+    }
+    static gl_run run;
+    gl_dataset ds;
+    memset(&ds, 0, sizeof ds);
+    char err[1024];
+    int rc = 1, *ids = NULL;
+    size_t n_ids = 0;
+    if (run_open(&run, arg, results, batch, err, sizeof err)) goto fail;
+    gl_model *m = &run.model;
+    const gl_model_config *mc = &m->cfg;
+    if (sparse && mc->depth_routing != DR_TSA) {
+        snprintf(err, sizeof err, "--sparse needs a TSA model; run %s has depth_routing = %s", arg,
+                 config_depth_routing_name(mc->depth_routing));
+        goto fail;
+    }
+    if ((tau >= 0 || match >= 0) && mc->depth_routing != DR_EARLY_EXIT) {
+        snprintf(err, sizeof err, "--tau and --match-alpha need an early-exit model; run %s has depth_routing = %s",
+                 arg, config_depth_routing_name(mc->depth_routing));
+        goto fail;
+    }
+    if (text) {
+        FILE *f = fopen(text, "rb");
+        if (!f) {
+            snprintf(err, sizeof err, "cannot open --text %s", text);
+            goto fail;
+        }
+        fseek(f, 0, SEEK_END);
+        long n = ftell(f);
+        fseek(f, 0, SEEK_SET);
+        unsigned char *bytes = malloc(n > 0 ? (size_t)n : 1);
+        ids = malloc((n > 0 ? (size_t)n : 1) * sizeof(int));
+        size_t got = bytes && ids ? fread(bytes, 1, (size_t)n, f) : 0;
+        fclose(f);
+        int bad = -1;
+        for (size_t i = 0; i < got && bad < 0; i++) {
+            int id = -1;
+            for (int v = 0; v < run.st.vocab_size; v++)
+                if (run.st.vocab[v] == bytes[i]) id = v;
+            if (id < 0) bad = (int)i;
+            else ids[i] = id;
+        }
+        if (bad >= 0) {
+            snprintf(err, sizeof err, "%s: byte 0x%02x ('%c') at offset %d is not in the run's vocabulary of %d bytes",
+                     text, bytes[bad], bytes[bad] >= 32 && bytes[bad] < 127 ? bytes[bad] : '?', bad, run.st.vocab_size);
+            free(bytes);
+            goto fail;
+        }
+        free(bytes);
+        n_ids = got;
+    } else if (data_open(&ds, &run.mf.data, mc->seq_len, run.mf.train.seed, err, sizeof err)) {
+        goto fail;
+    }
+    const int is_text = run.mf.data.task == TASK_TEXT;
+    const int L = mc->n_layer;
+    gl_eval_result soft, r2;
+    if (run_eval(&run, ids, n_ids, &ds, split, windows, &soft, err, sizeof err)) goto fail;
+    printf("{\"run\":\"%s\",\"source\":\"%s\",", run.dir, text ? text : split_name);
+    print_result("soft", &soft, is_text, L, mc->seq_len);
+    if (sparse) {
+        m->sparse = 1;
+        if (run_eval(&run, ids, n_ids, &ds, split, windows, &r2, err, sizeof err)) goto fail;
+        m->sparse = 0;
+        printf(",");
+        print_result("sparse", &r2, is_text, L, mc->seq_len);
+        printf(",\"sparse_speedup\":%.4f", soft.seconds > 0 && r2.seconds > 0 ? soft.seconds / r2.seconds : 0.0);
+    }
+    if (match >= 0) {
+        /* α falls as τ falls (more tokens exit early): bisection on the validation split */
+        double lo = 0.0, hi = 1.0 + 1e-6;
+        gl_eval_result best = soft;
+        double best_tau = 1.0;
+        for (int it = 0; it < 40; it++) {
+            double mid = 0.5 * (lo + hi);
+            m->exit_tau = (float)mid;
+            if (run_eval(&run, ids, n_ids, &ds, split, windows, &r2, err, sizeof err)) goto fail;
+            if (fabs(r2.active_frac - match) < fabs(best.active_frac - match) || it == 0) {
+                best = r2;
+                best_tau = mid;
+            }
+            if (fabs(r2.active_frac - match) <= 0.005) break;
+            if (r2.active_frac > match) hi = mid;
+            else lo = mid;
+        }
+        m->exit_tau = 0;
+        tau = best_tau;
+        printf(",\"tau\":%.6f,\"alpha_target\":%.6f,", tau, match);
+        print_result("exit", &best, is_text, L, mc->seq_len);
+        if (fabs(best.active_frac - match) > 0.005)
+            fprintf(stderr, "gatelab eval: closest α reached is %.4f (target %.4f): α moves in steps at this data size\n",
+                    best.active_frac, match);
+    } else if (tau >= 0) {
+        m->exit_tau = (float)tau;
+        if (run_eval(&run, ids, n_ids, &ds, split, windows, &r2, err, sizeof err)) goto fail;
+        m->exit_tau = 0;
+        printf(",\"tau\":%.6f,", tau);
+        print_result("exit", &r2, is_text, L, mc->seq_len);
+    }
+    printf(",\"loss\":%.6f,\"tokens\":%.0f}\n", soft.loss, soft.tokens);
+    rc = 0;
+    goto done;
+fail:
+    fprintf(stderr, "gatelab eval: %s\n", err);
+done:
+    free(ids);
+    data_close(&ds);
+    run_close(&run);
+    return rc;
+}

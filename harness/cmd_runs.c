@@ -1,0 +1,235 @@
+/*
+ * cmd_runs.c — `gatelab runs`: what the registry holds, one row per run.
+ *
+ * Columns: run id, experiment, status, step reached (largest step with any
+ * metric), last train loss and last validation loss (nats per token), the
+ * active fraction α and TLOps saved where logged (metric names active_frac,
+ * tlops_saved), throughput (tokens_per_s, tokens/s), start time and duration.
+ * Formats: a readable table (default), CSV (RFC 4180 quoting; empty fields
+ * for missing values) and JSON (an array of objects; null for missing values).
+ * It reads only; it does not compute anything the registry does not hold.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "registry.h"
+
+typedef enum { RUNS_TABLE, RUNS_CSV, RUNS_JSON } runs_format;
+
+static void runs_usage(FILE *f) {
+    fprintf(f, "usage: gatelab runs [--experiment E] [--status S] [--format table|csv|json] [--db PATH]\n"
+               "  S is SCHEDULED, RUNNING, FINISHED, FAILED or KILLED; PATH defaults to results/gatelab.db\n");
+}
+
+/* Local time of a unix time as "YYYY-MM-DD HH:MM:SS" ("" when unknown). */
+static void runs_time(double t, char *out, size_t len) {
+    out[0] = '\0';
+    if (!isfinite(t) || t <= 0) return;
+    time_t s = (time_t)t;
+    struct tm tm;
+    if (localtime_r(&s, &tm)) strftime(out, len, "%Y-%m-%d %H:%M:%S", &tm);
+}
+
+/* ISO 8601 UTC of a unix time ("" when unknown). */
+static void runs_iso(double t, char *out, size_t len) {
+    out[0] = '\0';
+    if (!isfinite(t) || t <= 0) return;
+    time_t s = (time_t)t;
+    struct tm tm;
+    if (gmtime_r(&s, &tm)) strftime(out, len, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+/* Seconds the run has taken: end - start, or heartbeat - start while it runs. */
+static double runs_duration(const gl_run_row *r) {
+    if (!isfinite(r->start_time)) return NAN;
+    double end = isfinite(r->end_time) ? r->end_time : r->heartbeat;
+    return isfinite(end) ? end - r->start_time : NAN;
+}
+
+static void runs_num(double v, const char *fmt, char *out, size_t len) {
+    if (isfinite(v)) snprintf(out, len, fmt, v);
+    else snprintf(out, len, "-");
+}
+
+static void runs_print_table(const gl_run_row *rows, int n) {
+    printf("%-36s %-16s %-9s %7s %8s %8s %6s %6s %9s %-19s %8s\n", "run_id", "experiment", "status", "step",
+           "train", "val", "alpha", "tlops", "tok/s", "started", "took_s");
+    for (int i = 0; i < n; i++) {
+        const gl_run_row *r = &rows[i];
+        char step[24], tr[24], va[24], al[24], tl[24], tps[24], st[32], took[24];
+        if (r->step >= 0) snprintf(step, sizeof step, "%ld", r->step);
+        else snprintf(step, sizeof step, "-");
+        runs_num(r->train_loss, "%.4f", tr, sizeof tr);
+        runs_num(r->val_loss, "%.4f", va, sizeof va);
+        runs_num(r->active_frac, "%.3f", al, sizeof al);
+        runs_num(isfinite(r->tlops_saved) ? 100.0 * r->tlops_saved : NAN, "%.1f%%", tl, sizeof tl);
+        runs_num(r->tokens_per_s, "%.0f", tps, sizeof tps);
+        runs_time(r->start_time, st, sizeof st);
+        runs_num(runs_duration(r), "%.1f", took, sizeof took);
+        printf("%-36s %-16s %-9s %7s %8s %8s %6s %6s %9s %-19s %8s\n", r->run_id, r->experiment, r->status, step, tr,
+               va, al, tl, tps, st[0] ? st : "-", took);
+        if (r->error[0]) printf("    error: %s\n", r->error);
+    }
+    printf("%d run%s\n", n, n == 1 ? "" : "s");
+}
+
+static void runs_csv_text(const char *s) {
+    if (!strpbrk(s, ",\"\n\r")) {
+        fputs(s, stdout);
+        return;
+    }
+    putchar('"');
+    for (; *s; s++) {
+        if (*s == '"') putchar('"');
+        putchar(*s);
+    }
+    putchar('"');
+}
+
+static void runs_csv_num(double v) {
+    if (isfinite(v)) printf(",%.9g", v);
+    else printf(",");
+}
+
+static void runs_print_csv(const gl_run_row *rows, int n) {
+    printf("run_id,experiment,name,status,step,train_loss,val_loss,active_frac,tlops_saved,tokens_per_s,"
+           "start_time,end_time,start_iso,end_iso,duration_s,exit_code,error\n");
+    for (int i = 0; i < n; i++) {
+        const gl_run_row *r = &rows[i];
+        char a[32], b[32];
+        runs_csv_text(r->run_id);
+        putchar(',');
+        runs_csv_text(r->experiment);
+        putchar(',');
+        runs_csv_text(r->name);
+        putchar(',');
+        runs_csv_text(r->status);
+        if (r->step >= 0) printf(",%ld", r->step);
+        else printf(",");
+        runs_csv_num(r->train_loss);
+        runs_csv_num(r->val_loss);
+        runs_csv_num(r->active_frac);
+        runs_csv_num(r->tlops_saved);
+        runs_csv_num(r->tokens_per_s);
+        runs_csv_num(r->start_time);
+        runs_csv_num(r->end_time);
+        runs_iso(r->start_time, a, sizeof a);
+        runs_iso(r->end_time, b, sizeof b);
+        printf(",%s,%s", a, b);
+        runs_csv_num(runs_duration(r));
+        if (r->exit_code >= 0) printf(",%d,", r->exit_code);
+        else printf(",,");
+        runs_csv_text(r->error);
+        putchar('\n');
+    }
+}
+
+static void runs_json_text(const char *s) {
+    putchar('"');
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\') printf("\\%c", c);
+        else if (c == '\n') printf("\\n");
+        else if (c < 0x20) printf("\\u%04x", c);
+        else putchar(c);
+    }
+    putchar('"');
+}
+
+static void runs_json_num(const char *key, double v) {
+    if (isfinite(v)) printf(", \"%s\": %.9g", key, v);
+    else printf(", \"%s\": null", key);
+}
+
+static void runs_print_json(const gl_run_row *rows, int n) {
+    printf("[");
+    for (int i = 0; i < n; i++) {
+        const gl_run_row *r = &rows[i];
+        char a[32], b[32];
+        printf("%s\n  {\"run_id\": ", i ? "," : "");
+        runs_json_text(r->run_id);
+        printf(", \"experiment\": ");
+        runs_json_text(r->experiment);
+        printf(", \"name\": ");
+        runs_json_text(r->name);
+        printf(", \"status\": ");
+        runs_json_text(r->status);
+        if (r->step >= 0) printf(", \"step\": %ld", r->step);
+        else printf(", \"step\": null");
+        runs_json_num("train_loss", r->train_loss);
+        runs_json_num("val_loss", r->val_loss);
+        runs_json_num("active_frac", r->active_frac);
+        runs_json_num("tlops_saved", r->tlops_saved);
+        runs_json_num("tokens_per_s", r->tokens_per_s);
+        runs_json_num("start_time", r->start_time);
+        runs_json_num("end_time", r->end_time);
+        runs_iso(r->start_time, a, sizeof a);
+        runs_iso(r->end_time, b, sizeof b);
+        printf(", \"start_iso\": \"%s\", \"end_iso\": \"%s\"", a, b);
+        runs_json_num("duration_s", runs_duration(r));
+        if (r->exit_code >= 0) printf(", \"exit_code\": %d", r->exit_code);
+        else printf(", \"exit_code\": null");
+        printf(", \"error\": ");
+        if (r->error[0]) runs_json_text(r->error);
+        else printf("null");
+        printf("}");
+    }
+    printf("%s]\n", n ? "\n" : "");
+}
+
+int cmd_runs(int argc, char **argv) {
+    const char *experiment = NULL, *status = NULL, *dbp = DB_DEFAULT_PATH;
+    runs_format fmt = RUNS_TABLE;
+    for (int i = 1; i < argc; i++) {
+        const char *s = argv[i];
+        if (!strcmp(s, "-h") || !strcmp(s, "--help")) { runs_usage(stdout); return 0; }
+        if (i + 1 >= argc || (strcmp(s, "--experiment") && strcmp(s, "--status") && strcmp(s, "--format") &&
+                              strcmp(s, "--db"))) {
+            fprintf(stderr, "gatelab runs: unexpected argument '%s'\n", s);
+            runs_usage(stderr);
+            return 2;
+        }
+        const char *v = argv[++i];
+        if (!strcmp(s, "--experiment")) experiment = v;
+        else if (!strcmp(s, "--db")) dbp = v;
+        else if (!strcmp(s, "--status")) {
+            if (!db_status_rank(v)) {
+                fprintf(stderr, "gatelab runs: unknown status '%s' (SCHEDULED, RUNNING, FINISHED, FAILED, KILLED)\n", v);
+                return 2;
+            }
+            status = v;
+        } else if (!strcmp(v, "table")) fmt = RUNS_TABLE;
+        else if (!strcmp(v, "csv")) fmt = RUNS_CSV;
+        else if (!strcmp(v, "json")) fmt = RUNS_JSON;
+        else {
+            fprintf(stderr, "gatelab runs: unknown format '%s' (table, csv or json)\n", v);
+            return 2;
+        }
+    }
+    if (access(dbp, F_OK) != 0) {
+        fprintf(stderr, "gatelab runs: no registry at %s (run `gatelab train` or `gatelab sweep` first, or pass --db)\n",
+                dbp);
+        return 1;
+    }
+    char err[1024];
+    gl_db *db = NULL;
+    gl_run_row *rows = NULL;
+    int n = 0, rc = 1;
+    if (db_open(&db, dbp, err, sizeof err) || db_runs_list(db, experiment, status, &rows, &n, err, sizeof err)) {
+        fprintf(stderr, "gatelab runs: %s\n", err);
+        goto cleanup;
+    }
+    if (fmt == RUNS_CSV) runs_print_csv(rows, n);
+    else if (fmt == RUNS_JSON) runs_print_json(rows, n);
+    else runs_print_table(rows, n);
+    rc = 0;
+cleanup:
+    free(rows);
+    db_close(db);
+    return rc;
+}

@@ -1,0 +1,745 @@
+/*
+ * cmd_sweep.c — `gatelab sweep` (run a manifest's grid, resumably) and
+ * `gatelab collect` (merge per-task registries into the main one).
+ *
+ * sweep: expand the grid (sweep.c), register every run SCHEDULED if it is
+ * missing, then keep up to -j training processes going.  Each run is claimed
+ * atomically in the registry (db_run_claim, one BEGIN IMMEDIATE transaction)
+ * before its process starts, so two sweep commands on the same registry never
+ * run the same run, and a restarted sweep picks up SCHEDULED runs, runs left
+ * RUNNING by a dead process, and KILLED runs.  A run is executed by fork+exec
+ * of `<this binary> train MANIFEST <overrides> --run-id ID [--resume ID]
+ * --db PATH --results DIR` (never in-process: OpenMP state does not survive
+ * fork); --resume is passed when results/runs/<id>/ckpt exists.  The child's
+ * output goes to results/runs/<id>/train.log.
+ *
+ * Signals: SIGINT/SIGTERM stop claiming, wait for the running trainings (which
+ * checkpoint and mark themselves KILLED) and exit; a signal sent to the sweep
+ * process alone (kill PID) is forwarded to them, Ctrl-C already reaches the
+ * whole process group.  SIGUSR1 is forwarded (checkpoint and go on).  The
+ * children get SIGTERM if the sweep process dies (PR_SET_PDEATHSIG).
+ *
+ * --index I runs only run I, by exec'ing train in place (a Slurm array task:
+ * Slurm's signals reach train directly); --emit-slurm writes the sbatch array
+ * script for such tasks, each with its own registry on node-local disk,
+ * merged afterwards with `gatelab collect`.
+ *
+ * Test hook: when GATELAB_SWEEP_TRAIN_CMD is set, that program is exec'd
+ * instead of this binary, with the same arguments (starting with "train").
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <fcntl.h>
+
+#include "cli.h"
+#include "registry.h"
+#include "sweep.h"
+
+#define SWEEP_MAX_JOBS 256
+
+/* snprintf into out; a path or message longer than len is cut (paths are
+ * checked with sweep_path_ok).  Returns 0, or -1 when it was cut. */
+__attribute__((format(printf, 3, 4))) static int sweep_fmt(char *out, size_t len, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(out, len, fmt, ap);
+    va_end(ap);
+    return n < 0 || (size_t)n >= len ? -1 : 0;
+}
+
+typedef struct {
+    const char *manifest;
+    int n_cli;
+    char **cli;
+    int jobs;           /* -j; 0 = not given */
+    int dry_run;
+    int index;          /* -1 = all */
+    const char *slurm;  /* --emit-slurm FILE */
+    const char *db;     /* --db */
+    const char *results;/* --results */
+    double stale_s;     /* --stale */
+    int retry_failed;   /* --retry-failed */
+} sweep_args;
+
+static volatile sig_atomic_t sweep_stop_sig = 0;     /* SIGINT or SIGTERM received */
+static volatile sig_atomic_t sweep_stop_forward = 0; /* forward it: it was sent to us alone */
+static volatile sig_atomic_t sweep_usr1 = 0;
+
+static void sweep_on_signal(int sig, siginfo_t *info, void *ctx) {
+    (void)ctx;
+    if (sig == SIGUSR1) {
+        sweep_usr1 = 1;
+        return;
+    }
+    if (!sweep_stop_sig) sweep_stop_sig = sig;
+    /* Ctrl-C comes from the kernel to the whole foreground group; kill(1) comes from a user
+     * process to us alone. */
+    if (sig == SIGTERM || (info && info->si_code == SI_USER)) sweep_stop_forward = 1;
+}
+
+static void sweep_usage(FILE *f) {
+    fprintf(f,
+            "usage: gatelab sweep MANIFEST [key=value | key=a,b,c ...] [-j N] [--dry-run] [--index I]\n"
+            "                     [--emit-slurm FILE] [--db PATH] [--results DIR] [--stale SECONDS]\n"
+            "                     [--retry-failed]\n"
+            "  key=a,b,c replaces the [sweep] list of key (or adds an axis); key=value fixes a key for every run.\n"
+            "  Rerun the same command after a crash or Ctrl-C: only what is missing runs, interrupted runs resume.\n");
+}
+
+static int sweep_parse_int(const char *s, int lo, int hi, int *out) {
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || end == s || *end || v < lo || v > hi) return -1;
+    *out = (int)v;
+    return 0;
+}
+
+/* Parse argv (argv[0] is "sweep").  Returns 0, or 2 after printing a usage error. */
+static int sweep_parse_args(int argc, char **argv, sweep_args *a) {
+    memset(a, 0, sizeof *a);
+    a->index = -1;
+    a->stale_s = 1800;
+    a->cli = calloc((size_t)argc, sizeof *a->cli);
+    if (!a->cli) { fprintf(stderr, "gatelab sweep: out of memory\n"); return 2; }
+    for (int i = 1; i < argc; i++) {
+        const char *s = argv[i];
+        const char *val = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(s, "-h") || !strcmp(s, "--help")) { sweep_usage(stdout); return 3; }
+        if (!strcmp(s, "--dry-run")) { a->dry_run = 1; continue; }
+        if (!strcmp(s, "--retry-failed")) { a->retry_failed = 1; continue; }
+        if (!strncmp(s, "-j", 2) && s[2]) {
+            if (sweep_parse_int(s + 2, 1, SWEEP_MAX_JOBS, &a->jobs)) goto bad_value;
+            continue;
+        }
+        int takes = !strcmp(s, "-j") || !strcmp(s, "--jobs") || !strcmp(s, "--index") || !strcmp(s, "--emit-slurm") ||
+                    !strcmp(s, "--db") || !strcmp(s, "--results") || !strcmp(s, "--stale");
+        if (takes) {
+            if (!val) { fprintf(stderr, "gatelab sweep: %s needs a value\n", s); return 2; }
+            i++;
+            if (!strcmp(s, "-j") || !strcmp(s, "--jobs")) {
+                if (sweep_parse_int(val, 1, SWEEP_MAX_JOBS, &a->jobs)) goto bad_value;
+            } else if (!strcmp(s, "--index")) {
+                if (sweep_parse_int(val, 0, SWEEP_MAX_RUNS - 1, &a->index)) goto bad_value;
+            } else if (!strcmp(s, "--stale")) {
+                int v;
+                if (sweep_parse_int(val, 1, INT_MAX, &v)) goto bad_value;
+                a->stale_s = v;
+            } else if (!strcmp(s, "--emit-slurm")) {
+                a->slurm = val;
+            } else if (!strcmp(s, "--db")) {
+                a->db = val;
+            } else {
+                a->results = val;
+            }
+            continue;
+        }
+        if (s[0] == '-') { fprintf(stderr, "gatelab sweep: unknown option '%s'\n", s); sweep_usage(stderr); return 2; }
+        if (!a->manifest && !strchr(s, '=')) { a->manifest = s; continue; }
+        if (!strchr(s, '=')) {
+            fprintf(stderr, "gatelab sweep: '%s' is neither an option nor key=value\n", s);
+            return 2;
+        }
+        a->cli[a->n_cli++] = argv[i];
+        continue;
+    bad_value:
+        fprintf(stderr, "gatelab sweep: bad value for %s\n", s);
+        return 2;
+    }
+    if (!a->manifest) { sweep_usage(stderr); return 2; }
+    return 0;
+}
+
+/* mkdir -p path.  Returns 0 or -1 (errno set). */
+static int sweep_mkdirs(const char *path) {
+    char buf[GL_PATH_MAX];
+    if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf) { errno = ENAMETOOLONG; return -1; }
+    for (char *p = buf + 1; *p; p++) {
+        if (*p != '/') continue;
+        *p = '\0';
+        if (mkdir(buf, 0777) && errno != EEXIST) return -1;
+        *p = '/';
+    }
+    if (mkdir(buf, 0777) && errno != EEXIST) return -1;
+    return 0;
+}
+
+static int sweep_file_exists(const char *path) {
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+/* The train command for run r, as a NULL-terminated argv (malloc'd array of
+ * pointers into r, sw, a and exe; free the array only). */
+static char **sweep_train_argv(const char *exe, const gl_sweep *sw, const gl_sweep_run *r, const sweep_args *a,
+                               const char *db, const char *results, int resume) {
+    int n = 0, cap = 12 + sw->n_fixed + r->n_over;
+    char **v = calloc((size_t)cap, sizeof *v);
+    if (!v) return NULL;
+    v[n++] = (char *)exe;
+    v[n++] = "train";
+    v[n++] = (char *)a->manifest;
+    for (int i = 0; i < sw->n_fixed; i++) v[n++] = sw->fixed[i];
+    for (int i = 0; i < r->n_over; i++) v[n++] = (char *)r->over[i];
+    v[n++] = "--run-id";
+    v[n++] = (char *)r->run_id;
+    if (resume) {
+        v[n++] = "--resume";
+        v[n++] = (char *)r->run_id;
+    }
+    v[n++] = "--db";
+    v[n++] = (char *)db;
+    v[n++] = "--results";
+    v[n++] = (char *)results;
+    v[n] = NULL;
+    return v;
+}
+
+/* Path of the program that runs a training: the test hook or this binary. */
+static int sweep_train_exe(char *out, size_t outlen) {
+    const char *hook = getenv("GATELAB_SWEEP_TRAIN_CMD");
+    if (hook && *hook) {
+        snprintf(out, outlen, "%s", hook);
+        return 0;
+    }
+    ssize_t n = readlink("/proc/self/exe", out, outlen - 1);
+    if (n <= 0) return -1;
+    out[n] = '\0';
+    return 0;
+}
+
+/* ---- registration ---- */
+
+/* Register runs [lo, hi) of sw as SCHEDULED where missing.  Returns 0 or -1 (printed). */
+static int sweep_register(gl_db *db, const gl_sweep *sw, int lo, int hi) {
+    char err[512];
+    long long exp_id;
+    char *manifest_text = NULL;
+    FILE *f = fopen(sw->manifest_path, "rb");
+    if (f) {
+        fseek(f, 0, SEEK_END);
+        long len = ftell(f);
+        fseek(f, 0, SEEK_SET);
+        manifest_text = len >= 0 ? calloc((size_t)len + 1, 1) : NULL;
+        if (manifest_text && fread(manifest_text, 1, (size_t)len, f) != (size_t)len) manifest_text[0] = '\0';
+        fclose(f);
+    }
+    int rc = db_experiment_ensure(db, sw->experiment, manifest_text, &exp_id, err, sizeof err);
+    free(manifest_text);
+    if (rc) { fprintf(stderr, "gatelab sweep: %s\n", err); return -1; }
+    for (int i = lo; i < hi; i++) {
+        const gl_sweep_run *r = &sw->runs[i];
+        int have = db_run_exists(db, r->run_id, NULL, err, sizeof err);
+        if (have < 0) { fprintf(stderr, "gatelab sweep: %s\n", err); return -1; }
+        if (have) continue;
+        if (db_run_create(db, exp_id, r->run_id, r->label[0] ? r->label : sw->experiment, r->config_ini,
+                          r->config_hash, r->seed, "SCHEDULED", err, sizeof err) ||
+            db_params_put_ini(db, r->run_id, r->config_ini, err, sizeof err)) {
+            /* Another sweep may have registered it a moment ago. */
+            if (db_run_exists(db, r->run_id, NULL, err, sizeof err) == 1) continue;
+            fprintf(stderr, "gatelab sweep: %s\n", err);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* ---- --dry-run and --emit-slurm ---- */
+
+static void sweep_print_plan(const gl_sweep *sw, int index) {
+    printf("sweep %s: %d run%s from %s", sw->experiment, sw->n_runs, sw->n_runs == 1 ? "" : "s", sw->manifest_path);
+    if (sw->n_axes) {
+        printf(" (axes:");
+        for (int a = 0; a < sw->n_axes; a++) printf(" %s", sw->axes[a].key);
+        printf(")");
+    }
+    printf("\n");
+    for (int i = 0; i < sw->n_fixed; i++) printf("fixed: %s\n", sw->fixed[i]);
+    printf("%-5s  %-40s  %s\n", "index", "run_id", "overrides");
+    for (int i = 0; i < sw->n_runs; i++) {
+        if (index >= 0 && i != index) continue;
+        printf("%5d  %-40s  %s\n", i, sw->runs[i].run_id, sw->runs[i].label[0] ? sw->runs[i].label : "(none)");
+    }
+}
+
+/* Quote s for a POSIX shell into out. */
+static void sweep_shell_quote(const char *s, char *out, size_t outlen) {
+    size_t n = 0;
+    if (outlen < 3) { if (outlen) out[0] = '\0'; return; }
+    out[n++] = '\'';
+    for (; *s && n + 5 < outlen; s++) {
+        if (*s == '\'') { memcpy(out + n, "'\\''", 4); n += 4; }
+        else out[n++] = *s;
+    }
+    out[n++] = '\'';
+    out[n] = '\0';
+}
+
+/* Absolute version of path (relative paths against the working directory). */
+static void sweep_abspath(const char *path, char *out, size_t outlen) {
+    char cwd[GL_PATH_MAX];
+    if (path[0] == '/' || !getcwd(cwd, sizeof cwd)) snprintf(out, outlen, "%s", path);
+    else sweep_fmt(out, outlen, "%s/%s", cwd, path);
+}
+
+/* Write the sbatch array script.  Returns 0 or 1 (printed). */
+static int sweep_emit_slurm(const gl_sweep *sw, const sweep_args *a, const char *results) {
+    char exe[GL_PATH_MAX], q[4 * GL_PATH_MAX], cwd[GL_PATH_MAX], abs_results[GL_PATH_MAX], abs_manifest[GL_PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n <= 0) { fprintf(stderr, "gatelab sweep: cannot find this binary's path for the Slurm script\n"); return 1; }
+    exe[n] = '\0';
+    if (!getcwd(cwd, sizeof cwd)) { fprintf(stderr, "gatelab sweep: cannot read the working directory\n"); return 1; }
+    sweep_abspath(results, abs_results, sizeof abs_results);
+    sweep_abspath(a->manifest, abs_manifest, sizeof abs_manifest);
+    int k = a->jobs > 0 ? a->jobs : sw->n_runs;
+    FILE *f = fopen(a->slurm, "w");
+    if (!f) { fprintf(stderr, "gatelab sweep: cannot write %s: %s\n", a->slurm, strerror(errno)); return 1; }
+    fprintf(f, "#!/bin/bash\n");
+    fprintf(f, "#SBATCH --job-name=gatelab-%s\n", sw->experiment);
+    fprintf(f, "#SBATCH --array=0-%d%%%d\n", sw->n_runs - 1, k);
+    fprintf(f, "#SBATCH --signal=B:USR1@120\n");
+    fprintf(f, "#SBATCH --output=%s/slurm/%s/%%A_%%a.out\n", abs_results, sw->experiment);
+    fprintf(f, "#SBATCH --error=%s/slurm/%s/%%A_%%a.err\n", abs_results, sw->experiment);
+    fprintf(f, "#SBATCH --requeue\n");
+    if (sw->base.train.threads > 0) fprintf(f, "#SBATCH --cpus-per-task=%d\n", sw->base.train.threads);
+    fprintf(f, "#\n# Written by `gatelab sweep %s --emit-slurm`: %d runs of experiment %s, at most %d at once.\n",
+            a->manifest, sw->n_runs, sw->experiment, k);
+    fprintf(f, "# Array task i runs sweep run i (see `gatelab sweep ... --dry-run`). Add --time, --mem, --partition\n"
+               "# as your cluster needs. The output folder must exist before submitting:\n"
+               "#   mkdir -p %s/slurm/%s && sbatch %s\n",
+            abs_results, sw->experiment, a->slurm);
+    fprintf(f, "# Each task keeps its registry on node-local disk (SQLite WAL must not live on a network\n"
+               "# filesystem) and copies it to %s/slurm/%s/task-<i>.db when it ends. Afterwards:\n"
+               "#   %s collect %s/gatelab.db %s/slurm/%s/task-*.db\n",
+            abs_results, sw->experiment, exe, abs_results, abs_results, sw->experiment);
+    fprintf(f, "set -u\n");
+    sweep_shell_quote(cwd, q, sizeof q);
+    fprintf(f, "cd %s || exit 1\n", q);
+    const char *data = getenv("GATELAB_DATA");
+    if (data && *data) {
+        char abs_data[GL_PATH_MAX];
+        sweep_abspath(data, abs_data, sizeof abs_data);
+        sweep_shell_quote(abs_data, q, sizeof q);
+        fprintf(f, "export GATELAB_DATA=%s\n", q);
+    }
+    sweep_shell_quote(abs_results, q, sizeof q);
+    fprintf(f, "results=%s\n", q);
+    fprintf(f, "out_db=\"$results/slurm/%s/task-${SLURM_ARRAY_TASK_ID}.db\"\n", sw->experiment);
+    fprintf(f, "task_db=\"${TMPDIR:-/tmp}/gatelab-%s-${SLURM_ARRAY_JOB_ID:-0}-${SLURM_ARRAY_TASK_ID}.db\"\n",
+            sw->experiment);
+    fprintf(f, "mkdir -p \"$(dirname \"$out_db\")\"\n");
+    fprintf(f, "# A requeued task starts from its earlier registry.\n");
+    fprintf(f, "[ -f \"$out_db\" ] && [ ! -f \"$task_db\" ] && cp \"$out_db\" \"$task_db\"\n");
+    sweep_shell_quote(exe, q, sizeof q);
+    fprintf(f, "%s sweep ", q);
+    sweep_shell_quote(abs_manifest, q, sizeof q);
+    fprintf(f, "%s", q);
+    for (int i = 0; i < a->n_cli; i++) {
+        sweep_shell_quote(a->cli[i], q, sizeof q);
+        fprintf(f, " %s", q);
+    }
+    fprintf(f, " --index \"$SLURM_ARRAY_TASK_ID\" --db \"$task_db\" --results \"$results\" &\n");
+    fprintf(f, "pid=$!\n");
+    fprintf(f, "# Slurm signals this batch shell (B:); pass them on to the training.\n");
+    fprintf(f, "trap 'kill -USR1 $pid 2>/dev/null' USR1\n");
+    fprintf(f, "trap 'kill -TERM $pid 2>/dev/null' TERM INT\n");
+    fprintf(f, "while :; do wait \"$pid\"; rc=$?; kill -0 \"$pid\" 2>/dev/null || break; done\n");
+    fprintf(f, "cp \"$task_db\" \"$out_db.tmp\" && mv \"$out_db.tmp\" \"$out_db\" && rm -f \"$task_db\"\n");
+    fprintf(f, "exit $rc\n");
+    if (fclose(f)) { fprintf(stderr, "gatelab sweep: cannot write %s: %s\n", a->slurm, strerror(errno)); return 1; }
+    chmod(a->slurm, 0755);
+    printf("wrote %s: %d array tasks (at most %d at once)\n", a->slurm, sw->n_runs, k);
+    printf("submit:  mkdir -p %s/slurm/%s && sbatch %s\n", abs_results, sw->experiment, a->slurm);
+    printf("collect: %s collect %s/gatelab.db %s/slurm/%s/task-*.db\n", exe, abs_results, abs_results, sw->experiment);
+    return 0;
+}
+
+/* ---- running ---- */
+
+typedef struct {
+    pid_t pid;
+    int run;
+    double started;
+} sweep_child;
+
+typedef struct {
+    int total, finished, failed, running, killed, scheduled;
+} sweep_counts;
+
+static int sweep_count(gl_db *db, const gl_sweep *sw, int lo, int hi, sweep_counts *c) {
+    char err[512], status[16];
+    memset(c, 0, sizeof *c);
+    for (int i = lo; i < hi; i++) {
+        if (db_run_exists(db, sw->runs[i].run_id, status, err, sizeof err) < 0) {
+            fprintf(stderr, "gatelab sweep: %s\n", err);
+            return -1;
+        }
+        c->total++;
+        if (!strcmp(status, "FINISHED")) c->finished++;
+        else if (!strcmp(status, "FAILED")) c->failed++;
+        else if (!strcmp(status, "RUNNING")) c->running++;
+        else if (!strcmp(status, "KILLED")) c->killed++;
+        else c->scheduled++;
+    }
+    return 0;
+}
+
+static void sweep_progress(const gl_sweep *sw, const sweep_counts *c, const char *what) {
+    fprintf(stderr, "[sweep %s: %d/%d done, %d running, %d failed] %s\n", sw->experiment, c->finished, c->total,
+            c->running, c->failed, what);
+}
+
+/* fork+exec the training of run r.  Returns the child's pid, or -1 (printed). */
+static pid_t sweep_launch(const char *exe, const gl_sweep *sw, const gl_sweep_run *r, const sweep_args *a,
+                          const char *db_path_s, const char *results, int resume, char *log, size_t loglen) {
+    char dir[GL_PATH_MAX];
+    if (sweep_fmt(dir, sizeof dir, "%s/runs/%s", results, r->run_id) ||
+        sweep_fmt(log, loglen, "%s/train.log", dir)) {
+        fprintf(stderr, "gatelab sweep: results path too long: %s\n", results);
+        return -1;
+    }
+    if (sweep_mkdirs(dir)) {
+        fprintf(stderr, "gatelab sweep: cannot create %s: %s\n", dir, strerror(errno));
+        return -1;
+    }
+    char **argv = sweep_train_argv(exe, sw, r, a, db_path_s, results, resume);
+    if (!argv) { fprintf(stderr, "gatelab sweep: out of memory\n"); return -1; }
+    pid_t parent = getpid();
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0) {
+        fprintf(stderr, "gatelab sweep: fork failed: %s\n", strerror(errno));
+        free(argv);
+        return -1;
+    }
+    if (pid == 0) {
+        /* The child: default signals, die with the sweep, output to the run's log. */
+        struct sigaction dfl;
+        memset(&dfl, 0, sizeof dfl);
+        dfl.sa_handler = SIG_DFL;
+        sigaction(SIGINT, &dfl, NULL);
+        sigaction(SIGTERM, &dfl, NULL);
+        sigaction(SIGUSR1, &dfl, NULL);
+        prctl(PR_SET_PDEATHSIG, SIGTERM);
+        if (getppid() != parent) _exit(127);
+        int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0644);
+        if (fd >= 0) {
+            dup2(fd, STDOUT_FILENO);
+            dup2(fd, STDERR_FILENO);
+            if (fd > STDERR_FILENO) close(fd);
+        }
+        int devnull = open("/dev/null", O_RDONLY);
+        if (devnull >= 0) {
+            dup2(devnull, STDIN_FILENO);
+            if (devnull > STDERR_FILENO) close(devnull);
+        }
+        execv(argv[0], argv);
+        fprintf(stderr, "gatelab sweep: cannot run %s: %s\n", argv[0], strerror(errno));
+        _exit(127);
+    }
+    free(argv);
+    return pid;
+}
+
+/* After the training of run r ended with wait status ws: make sure the
+ * registry says how.  Returns the run's final status in status[16]. */
+static void sweep_settle(gl_db *db, const gl_sweep_run *r, int ws, char *status) {
+    char err[512], msg[256];
+    if (db_run_exists(db, r->run_id, status, err, sizeof err) < 0) {
+        fprintf(stderr, "gatelab sweep: %s\n", err);
+        snprintf(status, 16, "?");
+        return;
+    }
+    if (strcmp(status, "RUNNING") && strcmp(status, "SCHEDULED")) return; /* train recorded its end */
+    const char *end = "FAILED";
+    int code;
+    if (WIFSIGNALED(ws)) {
+        end = "KILLED";
+        code = 128 + WTERMSIG(ws);
+        snprintf(msg, sizeof msg, "training process killed by signal %d before recording an end state",
+                 WTERMSIG(ws));
+    } else {
+        code = WIFEXITED(ws) ? WEXITSTATUS(ws) : 1;
+        snprintf(msg, sizeof msg, "training process exited with code %d without recording an end state", code);
+    }
+    if (db_run_finish(db, r->run_id, end, code, msg, err, sizeof err)) fprintf(stderr, "gatelab sweep: %s\n", err);
+    snprintf(status, 16, "%s", end);
+}
+
+/* --index I: run sweep run I in this process (exec).  Returns an exit code
+ * unless the exec succeeds. */
+static int sweep_run_index(gl_db *db, const gl_sweep *sw, const sweep_args *a, const char *dbp,
+                           const char *results) {
+    char err[512], status[16], exe[GL_PATH_MAX];
+    const gl_sweep_run *r = &sw->runs[a->index];
+    if (db_run_exists(db, r->run_id, status, err, sizeof err) < 0) { fprintf(stderr, "gatelab sweep: %s\n", err); return 1; }
+    if (!strcmp(status, "FINISHED")) {
+        fprintf(stderr, "gatelab sweep: run %s already FINISHED\n", r->run_id);
+        return 0;
+    }
+    if (!strcmp(status, "FAILED") && !a->retry_failed) {
+        fprintf(stderr, "gatelab sweep: run %s FAILED earlier; pass --retry-failed to run it again\n", r->run_id);
+        return 1;
+    }
+    if (!strcmp(status, "FAILED") && db_run_release(db, r->run_id, err, sizeof err)) {
+        fprintf(stderr, "gatelab sweep: %s\n", err);
+        return 1;
+    }
+    const char *ids[1] = {r->run_id};
+    int interrupted = 0;
+    int got = db_run_claim(db, ids, 1, a->stale_s, &interrupted, err, sizeof err);
+    if (got == -1) { fprintf(stderr, "gatelab sweep: %s\n", err); return 1; }
+    if (got == -2) {
+        fprintf(stderr, "gatelab sweep: run %s is being run by another live process; not starting it twice\n",
+                r->run_id);
+        return 1;
+    }
+    if (sweep_train_exe(exe, sizeof exe)) { fprintf(stderr, "gatelab sweep: cannot find this binary's path\n"); goto release; }
+    char ckpt[GL_PATH_MAX];
+    sweep_fmt(ckpt, sizeof ckpt, "%s/runs/%s/ckpt", results, r->run_id);
+    int resume = sweep_file_exists(ckpt);
+    char **argv = sweep_train_argv(exe, sw, r, a, dbp, results, resume);
+    if (!argv) goto release;
+    fprintf(stderr, "gatelab sweep: run %d/%d %s (%s)%s\n", a->index, sw->n_runs, r->run_id,
+            r->label[0] ? r->label : "no overrides", resume ? ", resuming from its checkpoint" : "");
+    fflush(NULL);
+    execv(argv[0], argv);
+    fprintf(stderr, "gatelab sweep: cannot run %s: %s\n", argv[0], strerror(errno));
+    free(argv);
+release:
+    if (db_run_release(db, r->run_id, err, sizeof err)) fprintf(stderr, "gatelab sweep: %s\n", err);
+    return 1;
+}
+
+/* Keep up to a->jobs trainings going until no run is left to claim.  Returns the exit code. */
+static int sweep_run_all(gl_db *db, const gl_sweep *sw, const sweep_args *a, const char *dbp, const char *results) {
+    char err[512], exe[GL_PATH_MAX], what[GL_PATH_MAX + 256];
+    int jobs = a->jobs > 0 ? a->jobs : 1;
+    int rc = 1, n = sw->n_runs, n_children = 0, forwarded = 0, waiting_note = 0;
+    sweep_child *children = calloc((size_t)jobs, sizeof *children);
+    char *launched = calloc((size_t)n, 1);
+    const char **ids = calloc((size_t)n, sizeof *ids);
+    int *map = calloc((size_t)n, sizeof *map);
+    sweep_counts c;
+    if (!children || !launched || !ids || !map) { fprintf(stderr, "gatelab sweep: out of memory\n"); goto cleanup; }
+    if (sweep_train_exe(exe, sizeof exe)) { fprintf(stderr, "gatelab sweep: cannot find this binary's path\n"); goto cleanup; }
+
+    if (a->retry_failed) {
+        char status[16];
+        for (int i = 0; i < n; i++)
+            if (db_run_exists(db, sw->runs[i].run_id, status, err, sizeof err) == 1 && !strcmp(status, "FAILED") &&
+                db_run_release(db, sw->runs[i].run_id, err, sizeof err))
+                fprintf(stderr, "gatelab sweep: %s\n", err);
+    }
+    if (sweep_count(db, sw, 0, n, &c)) goto cleanup;
+    sweep_fmt(what, sizeof what, "%d to run, -j %d, registry %s, logs in %s/runs/<id>/train.log",
+             c.total - c.finished - c.failed, jobs, dbp, results);
+    sweep_progress(sw, &c, what);
+
+    for (;;) {
+        /* Reap finished trainings. */
+        int ws;
+        pid_t pid;
+        while ((pid = waitpid(-1, &ws, WNOHANG)) > 0) {
+            for (int k = 0; k < n_children; k++) {
+                if (children[k].pid != pid) continue;
+                const gl_sweep_run *r = &sw->runs[children[k].run];
+                char status[16];
+                double took = db_now() - children[k].started;
+                sweep_settle(db, r, ws, status);
+                children[k] = children[--n_children];
+                if (sweep_count(db, sw, 0, n, &c)) goto cleanup;
+                if (!strcmp(status, "FINISHED"))
+                    sweep_fmt(what, sizeof what, "%s FINISHED after %.1f s", r->run_id, took);
+                else
+                    sweep_fmt(what, sizeof what, "%s %s after %.1f s; see %s/runs/%s/train.log", r->run_id, status,
+                              took, results, r->run_id);
+                sweep_progress(sw, &c, what);
+                break;
+            }
+        }
+        if (sweep_usr1) {
+            sweep_usr1 = 0;
+            for (int k = 0; k < n_children; k++) kill(children[k].pid, SIGUSR1);
+        }
+        if (sweep_stop_sig && !forwarded) {
+            forwarded = 1;
+            fprintf(stderr, "[sweep %s] %s: no new runs; waiting for %d running to checkpoint and stop\n",
+                    sw->experiment, sweep_stop_sig == SIGINT ? "interrupted" : "terminated", n_children);
+            if (sweep_stop_forward)
+                for (int k = 0; k < n_children; k++) kill(children[k].pid, sweep_stop_sig);
+        }
+        /* Claim and start runs. */
+        while (!sweep_stop_sig && n_children < jobs) {
+            int m = 0;
+            for (int i = 0; i < n; i++)
+                if (!launched[i]) { ids[m] = sw->runs[i].run_id; map[m++] = i; }
+            if (m == 0) break;
+            int interrupted = 0;
+            int got = db_run_claim(db, ids, m, a->stale_s, &interrupted, err, sizeof err);
+            if (got == -1) { fprintf(stderr, "gatelab sweep: %s\n", err); goto cleanup; }
+            if (got == -2) break;
+            int i = map[got];
+            const gl_sweep_run *r = &sw->runs[i];
+            launched[i] = 1;
+            char ckpt[GL_PATH_MAX], log[GL_PATH_MAX];
+            sweep_fmt(ckpt, sizeof ckpt, "%s/runs/%s/ckpt", results, r->run_id);
+            int resume = sweep_file_exists(ckpt);
+            pid_t child = sweep_launch(exe, sw, r, a, dbp, results, resume, log, sizeof log);
+            if (child < 0) {
+                if (db_run_release(db, r->run_id, err, sizeof err)) fprintf(stderr, "gatelab sweep: %s\n", err);
+                goto cleanup;
+            }
+            children[n_children].pid = child;
+            children[n_children].run = i;
+            children[n_children].started = db_now();
+            n_children++;
+            if (sweep_count(db, sw, 0, n, &c)) goto cleanup;
+            snprintf(what, sizeof what, "started %s (%s)%s", r->run_id, r->label[0] ? r->label : "no overrides",
+                     resume ? ", resuming from its checkpoint" : interrupted ? ", restarting (no checkpoint)" : "");
+            sweep_progress(sw, &c, what);
+        }
+        if (n_children == 0) {
+            if (sweep_stop_sig) break;
+            /* Nothing of ours runs and nothing is claimable: done, unless another live process holds runs. */
+            if (sweep_count(db, sw, 0, n, &c)) goto cleanup;
+            int held = 0;
+            char status[16];
+            for (int i = 0; i < n; i++)
+                if (!launched[i] && db_run_exists(db, sw->runs[i].run_id, status, err, sizeof err) == 1 &&
+                    !strcmp(status, "RUNNING"))
+                    held++;
+            if (!held) break;
+            if (!waiting_note) {
+                snprintf(what, sizeof what, "waiting for %d run%s held by another live process", held,
+                         held == 1 ? "" : "s");
+                sweep_progress(sw, &c, what);
+                waiting_note = 1;
+            }
+            sleep(1);
+            continue;
+        }
+        struct timespec ts = {0, 100 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    if (sweep_count(db, sw, 0, n, &c)) goto cleanup;
+    snprintf(what, sizeof what, "%s: %d finished, %d failed, %d not finished%s", sweep_stop_sig ? "stopped" : "done",
+             c.finished, c.failed, c.total - c.finished - c.failed,
+             c.total - c.finished - c.failed ? " (rerun the same command to resume them)" : "");
+    sweep_progress(sw, &c, what);
+    rc = sweep_stop_sig ? 128 + sweep_stop_sig : (c.finished == c.total ? 0 : 1);
+cleanup:
+    /* On an error exit, stop and reap our trainings (they mark themselves KILLED). */
+    for (int k = 0; k < n_children; k++) kill(children[k].pid, SIGTERM);
+    for (int k = 0; k < n_children; k++) {
+        int ws;
+        if (waitpid(children[k].pid, &ws, 0) > 0) {
+            char status[16];
+            sweep_settle(db, &sw->runs[children[k].run], ws, status);
+        }
+    }
+    free(children);
+    free(launched);
+    free(ids);
+    free(map);
+    return rc;
+}
+
+int cmd_sweep(int argc, char **argv) {
+    sweep_args a;
+    gl_sweep *sw = calloc(1, sizeof *sw);
+    gl_db *db = NULL;
+    char err[1024], results[GL_PATH_MAX], dbp[GL_PATH_MAX];
+    int rc = sweep_parse_args(argc, argv, &a);
+    if (rc == 3) { rc = 0; goto cleanup; }
+    if (rc) goto cleanup;
+    rc = 1;
+    if (!sw) { fprintf(stderr, "gatelab sweep: out of memory\n"); goto cleanup; }
+    if (sweep_expand(sw, a.manifest, a.n_cli, a.cli, err, sizeof err)) {
+        fprintf(stderr, "gatelab sweep: %s\n", err);
+        rc = 2;
+        goto cleanup;
+    }
+    if (a.index >= sw->n_runs) {
+        fprintf(stderr, "gatelab sweep: --index %d is out of range: the sweep has runs 0..%d\n", a.index, sw->n_runs - 1);
+        rc = 2;
+        goto cleanup;
+    }
+    snprintf(results, sizeof results, "%s", a.results ? a.results : sw->base.log.results[0] ? sw->base.log.results : "results");
+    if (a.db) snprintf(dbp, sizeof dbp, "%s", a.db);
+    else sweep_fmt(dbp, sizeof dbp, "%s/gatelab.db", results);
+
+    if (a.dry_run) {
+        sweep_print_plan(sw, a.index);
+        rc = 0;
+        goto cleanup;
+    }
+    if (a.slurm) {
+        rc = sweep_emit_slurm(sw, &a, results);
+        goto cleanup;
+    }
+    if (db_open(&db, dbp, err, sizeof err)) { fprintf(stderr, "gatelab sweep: %s\n", err); goto cleanup; }
+    int lo = a.index >= 0 ? a.index : 0, hi = a.index >= 0 ? a.index + 1 : sw->n_runs;
+    if (sweep_register(db, sw, lo, hi)) goto cleanup;
+
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = sweep_on_signal;
+    sa.sa_flags = SA_SIGINFO;
+    sigemptyset(&sa.sa_mask);
+    if (a.index >= 0) {
+        rc = sweep_run_index(db, sw, &a, dbp, results); /* returns only when it did not exec */
+        goto cleanup;
+    }
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGUSR1, &sa, NULL);
+    rc = sweep_run_all(db, sw, &a, dbp, results);
+cleanup:
+    db_close(db);
+    if (sw) sweep_free(sw);
+    free(sw);
+    free(a.cli);
+    return rc;
+}
+
+int cmd_collect(int argc, char **argv) {
+    char err[1024];
+    gl_db *db = NULL;
+    int rc = 1, total_merged = 0, total_skipped = 0;
+    if (argc < 3 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
+        fprintf(argc < 3 ? stderr : stdout,
+                "usage: gatelab collect MAIN.db TASK.db [TASK.db ...]\n"
+                "  merge per-task registries (Slurm array tasks) into MAIN.db: a run id is kept once,\n"
+                "  with the more advanced status (SCHEDULED < RUNNING < KILLED < FAILED < FINISHED).\n");
+        return argc < 3 ? 2 : 0;
+    }
+    if (db_open(&db, argv[1], err, sizeof err)) { fprintf(stderr, "gatelab collect: %s\n", err); return 1; }
+    rc = 0;
+    for (int i = 2; i < argc; i++) {
+        int merged = 0, skipped = 0;
+        if (db_merge(db, argv[i], &merged, &skipped, err, sizeof err)) {
+            fprintf(stderr, "gatelab collect: %s\n", err);
+            rc = 1;
+            continue;
+        }
+        printf("%s: %d run%s merged, %d already present\n", argv[i], merged, merged == 1 ? "" : "s", skipped);
+        total_merged += merged;
+        total_skipped += skipped;
+    }
+    printf("collect into %s: %d merged, %d already present%s\n", argv[1], total_merged, total_skipped,
+           rc ? " (some files failed, see above)" : "");
+    db_close(db);
+    return rc;
+}

@@ -1,0 +1,57 @@
+/*
+ * cmd_train.c — `gatelab train MANIFEST [section.key=value ...] [--resume RUN]
+ * [--run-id ID] [--db PATH] [--results DIR] [--quiet]`.
+ * Parses the command line, loads the manifest with its overrides, runs
+ * train_run and maps the outcome to the exit code (0 finished, 1 failed,
+ * 2 bad usage or manifest, 3 killed by a signal).
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+#include "manifest.h"
+#include "train.h"
+
+int cmd_train(int argc, char **argv) {
+    const char *manifest = NULL;
+    gl_train_opts o = {0};
+    char *over[256];
+    int n_over = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        int has_val = i + 1 < argc;
+        if (!strcmp(a, "--resume") && has_val) o.resume = argv[++i];
+        else if (!strcmp(a, "--run-id") && has_val) o.run_id = argv[++i];
+        else if (!strcmp(a, "--db") && has_val) o.db_path = argv[++i];
+        else if (!strcmp(a, "--results") && has_val) o.results = argv[++i];
+        else if (!strcmp(a, "--quiet")) o.quiet = 1;
+        else if (a[0] == '-' && a[1] == '-') {
+            fprintf(stderr, "gatelab train: unknown or incomplete option '%s'\n", a);
+            return 2;
+        } else if (strchr(a, '=')) {
+            if (n_over == 256) {
+                fprintf(stderr, "gatelab train: too many overrides\n");
+                return 2;
+            }
+            over[n_over++] = argv[i];
+        } else if (!manifest) manifest = a;
+        else {
+            fprintf(stderr, "gatelab train: unexpected argument '%s' (overrides look like section.key=value)\n", a);
+            return 2;
+        }
+    }
+    if (!manifest) {
+        fprintf(stderr, "usage: gatelab train MANIFEST [section.key=value ...] [--resume RUN] [--run-id ID] "
+                        "[--db PATH] [--results DIR] [--quiet]\n");
+        return 2;
+    }
+    static gl_manifest mf;
+    char err[2048];
+    if (manifest_load(&mf, manifest, n_over, over, err, sizeof err)) {
+        fprintf(stderr, "gatelab train: %s\n", err);
+        return 2;
+    }
+    gl_train_outcome r = train_run(&mf, &o, err, sizeof err);
+    if (r != TRAIN_FINISHED) fprintf(stderr, "gatelab train: %s\n", err);
+    return (int)r;
+}

@@ -1,0 +1,310 @@
+/*
+ * data.c — byte-level text data sets and the gl_dataset face of the synthetic
+ * tasks: loading, vocabulary, splits, training and evaluation windows,
+ * encoding and accuracy.  See data.h for the conventions.
+ *
+ * Follows nanoGPT's data/shakespeare_char/prepare.py: vocabulary =
+ * sorted(set(text)) over the whole file, train = data[:int(n*0.9)], val = the
+ * rest; and the enwik8 convention of consecutive 90/5/5 splits (Transformer-XL).
+ *
+ * What it does not do: tokenise beyond bytes, shuffle, or stream from disk.
+ * The file is read once into memory (one byte per token id, so the full
+ * 100 MB enwik8 costs 100 MB) and never modified.
+ */
+#include "data.h"
+
+#include <assert.h>
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "tasks.h"
+
+const char *data_split_name(gl_split split) {
+    switch (split) {
+    case SPLIT_TRAIN: return "train";
+    case SPLIT_VAL: return "val";
+    case SPLIT_TEST: return "test";
+    }
+    return "unknown";
+}
+
+/* The decimal the user wrote for a float fraction: the shortest "%.*g" that
+ * reads back as the same float, as a double.  0.9f is 0.899999976..., and
+ * 4,000,000 × 0.899999976 floors to 3,599,999; the decimal 0.9 gives the
+ * 3,600,000 everyone else uses. */
+static double frac_decimal(float f) {
+    char buf[32];
+    for (int p = 1; p <= 9; p++) {
+        snprintf(buf, sizeof buf, "%.*g", p, (double)f);
+        if (strtof(buf, NULL) == f) return strtod(buf, NULL);
+    }
+    return (double)f;
+}
+
+/* Returns 0, or -1 when the resolved path does not fit out. */
+static int resolve_path(char *out, size_t outlen, const char *file) {
+    int n;
+    if (file[0] == '/' || !strncmp(file, "./", 2) || !strncmp(file, "../", 3)) {
+        n = snprintf(out, outlen, "%s", file);
+    } else {
+        const char *dir = getenv("GATELAB_DATA");
+        if (!dir || !*dir) dir = "data";
+        size_t dl = strlen(dir);
+        n = snprintf(out, outlen, "%s%s%s", dir, (dl > 0 && dir[dl - 1] == '/') ? "" : "/", file);
+    }
+    return (n < 0 || (size_t)n >= outlen) ? -1 : 0;
+}
+
+/* Read the whole file at ds->path into ds->ids.  Returns 0 or -1 with err. */
+static int read_file(gl_dataset *ds, char *err, size_t errlen) {
+    static const char hint[] =
+        "set GATELAB_DATA to the folder that holds the data sets (e.g. /work/shared/data) or give "
+        "data.file as an absolute path or one starting with ./";
+    int rc = -1;
+    FILE *f = fopen(ds->path, "rb");
+    if (!f) {
+        snprintf(err, errlen, "data.file: cannot open %s: %s; %s", ds->path, strerror(errno), hint);
+        goto cleanup;
+    }
+    struct stat st;
+    if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
+        snprintf(err, errlen, "data.file: %s is not a regular file; %s", ds->path, hint);
+        goto cleanup;
+    }
+    size_t size = (size_t)st.st_size;
+    ds->ids = malloc(size > 0 ? size : 1);
+    if (!ds->ids) {
+        snprintf(err, errlen, "data.file: out of memory reading %s (%zu bytes)", ds->path, size);
+        goto cleanup;
+    }
+    size_t got = fread(ds->ids, 1, size, f);
+    if (got != size || ferror(f)) {
+        snprintf(err, errlen, "data.file: read %zu of %zu bytes of %s: %s", got, size, ds->path,
+                 ferror(f) ? strerror(errno) : "file changed while reading");
+        goto cleanup;
+    }
+    ds->n = size;
+    rc = 0;
+cleanup:
+    if (f) fclose(f);
+    return rc;
+}
+
+static int open_text(gl_dataset *ds, char *err, size_t errlen) {
+    if (resolve_path(ds->path, sizeof ds->path, ds->dc.file)) {
+        snprintf(err, errlen, "data.file: the path of %s (in $GATELAB_DATA) is longer than %d bytes",
+                 ds->dc.file, GL_PATH_MAX - 1);
+        return -1;
+    }
+    if (read_file(ds, err, errlen)) return -1;
+    if (ds->n < 2) {
+        snprintf(err, errlen,
+                 "data.file: %s has %zu byte%s; a text data set needs enough bytes for a "
+                 "training and a validation window of model.seq_len + 1 = %d bytes each",
+                 ds->path, ds->n, ds->n == 1 ? "" : "s", ds->T + 1);
+        return -1;
+    }
+
+    /* vocabulary: sorted distinct bytes; then bytes -> ids in place */
+    int present[256] = {0};
+    for (size_t i = 0; i < ds->n; i++) present[ds->ids[i]] = 1;
+    ds->vocab = malloc(256);
+    if (!ds->vocab) {
+        snprintf(err, errlen, "data.file: out of memory for the vocabulary of %s", ds->path);
+        return -1;
+    }
+    int V = 0;
+    for (int b = 0; b < 256; b++) {
+        ds->byte_id[b] = present[b] ? V : -1;
+        if (present[b]) ds->vocab[V++] = (uint8_t)b;
+    }
+    ds->vocab_size = V;
+    for (size_t i = 0; i < ds->n; i++) ds->ids[i] = (uint8_t)ds->byte_id[ds->ids[i]];
+
+    /* splits: consecutive; val takes the rest when the fractions sum to 1 */
+    double tf = frac_decimal(ds->dc.train_frac), vf = frac_decimal(ds->dc.val_frac);
+    size_t n = ds->n;
+    size_t train_end = (size_t)floor((double)n * tf);
+    size_t val_end = (tf + vf >= 1.0 - 1e-9) ? n : train_end + (size_t)floor((double)n * vf);
+    if (train_end > n) train_end = n;
+    if (val_end > n) val_end = n;
+    ds->split_start[SPLIT_TRAIN] = 0;
+    ds->split_len[SPLIT_TRAIN] = train_end;
+    ds->split_start[SPLIT_VAL] = train_end;
+    ds->split_len[SPLIT_VAL] = val_end - train_end;
+    ds->split_start[SPLIT_TEST] = val_end;
+    ds->split_len[SPLIT_TEST] = n - val_end;
+
+    for (int s = SPLIT_TRAIN; s <= SPLIT_VAL; s++) {
+        if (ds->split_len[s] < (size_t)ds->T + 1) {
+            snprintf(err, errlen,
+                     "data: the %s split of %s has %zu bytes (data.%s_frac = %g of %zu), fewer "
+                     "than one window of model.seq_len + 1 = %d; lower model.seq_len, raise "
+                     "data.%s_frac or use a longer file",
+                     data_split_name((gl_split)s), ds->path, ds->split_len[s],
+                     s == SPLIT_TRAIN ? "train" : "val", s == SPLIT_TRAIN ? tf : vf, n, ds->T + 1,
+                     s == SPLIT_TRAIN ? "train" : "val");
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static int open_task(gl_dataset *ds, char *err, size_t errlen) {
+    if (task_check(&ds->dc, ds->T, err, errlen)) return -1;
+    int V = task_vocab_size(&ds->dc);
+    ds->vocab = malloc((size_t)V);
+    if (!ds->vocab) {
+        snprintf(err, errlen, "data: out of memory for the vocabulary of data.task = %s (%d ids)",
+                 manifest_task_name(ds->task), V);
+        return -1;
+    }
+    ds->vocab_size = V;
+    task_display(&ds->dc, ds->vocab);
+    for (int b = 0; b < 256; b++) ds->byte_id[b] = -1;
+    for (int i = V - 1; i >= 0; i--) ds->byte_id[ds->vocab[i]] = i; /* first id wins */
+    return 0;
+}
+
+int data_open(gl_dataset *ds, const gl_data_config *dc, int T, uint64_t seed, char *err,
+              size_t errlen) {
+    memset(ds, 0, sizeof *ds);
+    ds->task = dc->task;
+    ds->dc = *dc;
+    ds->T = T;
+    ds->seed = seed;
+    if (T < 1) {
+        snprintf(err, errlen, "model.seq_len (%d) must be at least 1", T);
+        return -1;
+    }
+    int rc = dc->task == TASK_TEXT ? open_text(ds, err, errlen) : open_task(ds, err, errlen);
+    if (rc) data_close(ds);
+    return rc;
+}
+
+void data_close(gl_dataset *ds) {
+    if (!ds) return;
+    free(ds->vocab);
+    free(ds->ids);
+    ds->vocab = NULL;
+    ds->ids = NULL;
+    ds->vocab_size = 0;
+    ds->n = 0;
+}
+
+int data_vocab_size(const gl_dataset *ds) { return ds->vocab_size; }
+
+const uint8_t *data_vocab(const gl_dataset *ds) { return ds->vocab; }
+
+static void text_window(const gl_dataset *ds, size_t start, int *tokens, int *targets,
+                        float *mask) {
+    const uint8_t *p = ds->ids + start;
+    for (int t = 0; t < ds->T; t++) {
+        tokens[t] = p[t];
+        targets[t] = p[t + 1];
+        mask[t] = 1.0f;
+    }
+}
+
+void data_train_batch(const gl_dataset *ds, gl_rng *rng, int B, int *tokens, int *targets,
+                      float *mask) {
+    int T = ds->T;
+    for (int b = 0; b < B; b++) {
+        int *tk = tokens + (size_t)b * T, *tg = targets + (size_t)b * T;
+        float *mk = mask + (size_t)b * T;
+        if (ds->task == TASK_TEXT) {
+            /* starts s with s + T inside the split: train_len - T choices */
+            assert(ds->split_len[SPLIT_TRAIN] > (size_t)T);
+            size_t s = ds->split_start[SPLIT_TRAIN] +
+                       (size_t)rng_below(rng, (uint64_t)(ds->split_len[SPLIT_TRAIN] - (size_t)T));
+            text_window(ds, s, tk, tg, mk);
+        } else {
+            task_sequence(&ds->dc, rng, T, tk, tg, mk);
+        }
+    }
+}
+
+long data_eval_windows(const gl_dataset *ds, gl_split split) {
+    assert(split >= SPLIT_TRAIN && split <= SPLIT_TEST);
+    if (ds->task != TASK_TEXT) return split == SPLIT_TRAIN ? 0 : TASK_EVAL_WINDOWS;
+    size_t len = ds->split_len[split];
+    return len < (size_t)ds->T + 1 ? 0 : (long)((len - 1) / (size_t)ds->T);
+}
+
+int data_eval_batch(const gl_dataset *ds, gl_split split, long first, int B, int *tokens,
+                    int *targets, float *mask) {
+    int T = ds->T, filled = 0;
+    long count = data_eval_windows(ds, split);
+    for (int b = 0; b < B; b++) {
+        long w = first + b;
+        int *tk = tokens + (size_t)b * T, *tg = targets + (size_t)b * T;
+        float *mk = mask + (size_t)b * T;
+        if (w < 0 || w >= count) {
+            for (int t = 0; t < T; t++) tk[t] = tg[t] = 0, mk[t] = 0.0f;
+            continue;
+        }
+        if (ds->task == TASK_TEXT) {
+            text_window(ds, ds->split_start[split] + (size_t)w * (size_t)T, tk, tg, mk);
+        } else {
+            gl_rng r;
+            task_eval_rng(&r, ds->seed, (int)split, w);
+            task_sequence(&ds->dc, &r, T, tk, tg, mk);
+        }
+        filled++;
+    }
+    return filled;
+}
+
+int data_encode(const gl_dataset *ds, const uint8_t *bytes, size_t n, int *ids, char *err,
+                size_t errlen) {
+    for (size_t i = 0; i < n; i++) {
+        int id = ds->byte_id[bytes[i]];
+        if (id < 0) {
+            char shown[8];
+            if (isprint(bytes[i]) && bytes[i] < 128)
+                snprintf(shown, sizeof shown, "'%c'", bytes[i]);
+            else if (bytes[i] == '\n')
+                snprintf(shown, sizeof shown, "'\\n'");
+            else
+                snprintf(shown, sizeof shown, "'\\x%02x'", bytes[i]);
+            snprintf(err, errlen,
+                     "byte %s (0x%02x) at offset %zu is not in the vocabulary of %s (%d symbols)",
+                     shown, bytes[i], i,
+                     ds->task == TASK_TEXT ? ds->path : manifest_task_name(ds->task),
+                     ds->vocab_size);
+            return -1;
+        }
+        ids[i] = id;
+    }
+    return 0;
+}
+
+void data_accuracy(const float *logits, const int *targets, const float *mask, int B, int T, int V,
+                   double *tok_acc, double *seq_acc) {
+    long scored = 0, correct = 0, rows = 0, rows_right = 0;
+    for (int b = 0; b < B; b++) {
+        int row_scored = 0, row_right = 1;
+        for (int t = 0; t < T; t++) {
+            size_t i = (size_t)b * T + t;
+            if (!(mask[i] > 0.0f)) continue;
+            const float *l = logits + i * (size_t)V;
+            int best = 0;
+            for (int v = 1; v < V; v++)
+                if (l[v] > l[best]) best = v;
+            int ok = best == targets[i];
+            scored++;
+            correct += ok;
+            row_scored = 1;
+            row_right &= ok;
+        }
+        rows += row_scored;
+        rows_right += row_scored && row_right;
+    }
+    *tok_acc = scored ? (double)correct / (double)scored : 0.0;
+    *seq_acc = rows ? (double)rows_right / (double)rows : 0.0;
+}

@@ -1,0 +1,102 @@
+/*
+ * data.h — data sets and batches: a byte-level text corpus (Tiny Shakespeare,
+ * enwik8) or a synthetic task (copy, sort, MQAR; harness/tasks.h), behind one
+ * interface the training loop, evaluation and analysis read from.
+ *
+ * Text: the whole file is read once into memory as one token id per byte; the
+ * vocabulary is the sorted set of distinct bytes of the whole file (nanoGPT's
+ * shakespeare_char convention).  Splits are consecutive: train = the first
+ * train_frac of the bytes, val = the next val_frac (all the rest when the two
+ * fractions sum to 1), test = what remains (may be empty).
+ *
+ * Windows: a window is T input tokens and the T targets shifted by one, so it
+ * reads T+1 consecutive tokens.  Training windows start uniformly at random in
+ * the train split; evaluation window i of a split is the i-th non-overlapping
+ * window from the split's start.  Synthetic tasks generate training sequences
+ * from the caller's rng and evaluation window i of a split from a generator
+ * seeded by (seed, split, i), so their val and test sets are fixed.
+ *
+ * Layout of every batch buffer: (B, T) row-major; tokens and targets are ids
+ * in [0, V); mask is 1.0 where the target is scored and 0.0 elsewhere.
+ * Formats of the synthetic tasks: docs/tasks.md.
+ */
+#ifndef GATELAB_HARNESS_DATA_H
+#define GATELAB_HARNESS_DATA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../model/rng.h"
+#include "manifest.h"
+
+typedef enum { SPLIT_TRAIN = 0, SPLIT_VAL, SPLIT_TEST } gl_split;
+
+typedef struct {
+    gl_task task;
+    gl_data_config dc;        /* copy of the manifest's [data] section */
+    int T;                    /* window length (model.seq_len) */
+    uint64_t seed;            /* seeds the synthetic evaluation sets */
+    int vocab_size;           /* V */
+    uint8_t *vocab;           /* (V) id -> byte (text) or display symbol (synthetic) */
+    int byte_id[256];         /* byte -> id, -1 when the byte is not in the vocabulary */
+    char path[GL_PATH_MAX];   /* text: the resolved file; synthetic: "" */
+    uint8_t *ids;             /* text: (n) the token id of every byte of the file */
+    size_t n;                 /* text: bytes in the file */
+    size_t split_start[3];    /* text: first byte of train, val, test */
+    size_t split_len[3];      /* text: bytes in train, val, test */
+} gl_dataset;
+
+/* Open the data set of dc for windows of T tokens.  Text: reads the file
+ * (dc->file if absolute or starting with "./" or "../", else
+ * $GATELAB_DATA/dc->file, default folder "data/") and checks that train and
+ * val each hold at least one window of T+1 tokens.  Synthetic: checks the task
+ * parameters against T (task_check).  seed fixes the synthetic val/test
+ * sequences (pass train.seed).  Returns 0, or -1 with a message in err naming
+ * the path or key and what to do; ds is then closed (nothing to free).  On
+ * success the caller owns ds and calls data_close. */
+int data_open(gl_dataset *ds, const gl_data_config *dc, int T, uint64_t seed, char *err,
+              size_t errlen);
+
+/* Free what data_open allocated; accepts a zeroed or half-built ds and may be
+ * called twice. */
+void data_close(gl_dataset *ds);
+
+int data_vocab_size(const gl_dataset *ds);
+
+/* id -> byte for text (the sorted distinct bytes of the whole file, nanoGPT's
+ * convention); for synthetic tasks a printable symbol per id for display
+ * (symbols may repeat when the task has more ids than the alphabet). */
+const uint8_t *data_vocab(const gl_dataset *ds);
+
+/* B random training windows from rng: tokens, targets (B*T ints), mask (B*T
+ * floats, 1 = scored).  Deterministic given the rng state; no allocation. */
+void data_train_batch(const gl_dataset *ds, gl_rng *rng, int B, int *tokens, int *targets,
+                      float *mask);
+
+/* Number of non-overlapping evaluation windows of the split (text:
+ * (len - 1) / T, 0 when the split is shorter than T + 1; synthetic:
+ * TASK_EVAL_WINDOWS for val and test, 0 for train). */
+long data_eval_windows(const gl_dataset *ds, gl_split split);
+
+/* Windows [first, first+B) of the split (deterministic); returns how many were
+ * filled (<= B).  Rows past the last window are filled with token 0, target 0
+ * and mask 0 so a caller may always run a full batch. */
+int data_eval_batch(const gl_dataset *ds, gl_split split, long first, int B, int *tokens,
+                    int *targets, float *mask);
+
+/* Map bytes to ids (synthetic tasks: display symbols to the first id that
+ * shows them).  Returns 0, or -1 with a message naming the first byte not in
+ * the vocabulary (as a character and in hex) and its offset. */
+int data_encode(const gl_dataset *ds, const uint8_t *bytes, size_t n, int *ids, char *err,
+                size_t errlen);
+
+/* Token and whole-sequence accuracy of argmax(logits) on masked positions
+ * (logits B*T*V; ties go to the lower id).  tok_acc = correct / scored
+ * positions; seq_acc = share of rows with at least one scored position whose
+ * scored positions are all correct.  Both are 0 when nothing is scored. */
+void data_accuracy(const float *logits, const int *targets, const float *mask, int B, int T, int V,
+                   double *tok_acc, double *seq_acc);
+
+const char *data_split_name(gl_split split);
+
+#endif

@@ -1,0 +1,113 @@
+/*
+ * evaluate.c — evaluation passes: mean cross-entropy (nats/token), token and
+ * sequence accuracy, and the active fraction of routed or exiting models,
+ * accumulated over windows in the model's batch size.  Whatever inference
+ * mode the model is set to (m->sparse, m->exit_tau, overrides) applies.
+ */
+#include "evaluate.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+typedef struct {
+    double loss_sum, scored, tok_right, seq_right, active_sum, active_w;
+    long windows;
+} accum;
+
+static void add_batch(gl_model *m, const int *tok, const int *tg, const float *mask, int B, accum *a) {
+    const int T = m->T, V = m->cfg.vocab_size;
+    model_forward(m, tok, tg, mask, B, T);
+    double tacc = 0, sacc = 0;
+    data_accuracy(m->logits, tg, mask, B, T, V, &tacc, &sacc);
+    a->loss_sum += (double)m->task_loss * m->mask_sum;
+    a->scored += m->mask_sum;
+    a->tok_right += tacc * m->mask_sum;
+    a->seq_right += sacc * B;
+    a->active_sum += (double)m->active_frac * B;
+    a->active_w += B;
+    a->windows += B;
+}
+
+static void finish(const accum *a, gl_eval_result *r, double t0) {
+    r->loss = a->scored > 0 ? a->loss_sum / a->scored : 0.0;
+    r->tokens = a->scored;
+    r->tok_acc = a->scored > 0 ? a->tok_right / a->scored : 0.0;
+    r->seq_acc = a->windows > 0 ? a->seq_right / a->windows : 0.0;
+    r->active_frac = a->active_w > 0 ? a->active_sum / a->active_w : 1.0;
+    r->windows = a->windows;
+    r->seconds = now_s() - t0;
+}
+
+int eval_split(gl_model *m, const gl_dataset *ds, gl_split split, long n_windows, gl_eval_result *r,
+               char *err, size_t errlen) {
+    memset(r, 0, sizeof *r);
+    long avail = data_eval_windows(ds, split);
+    if (avail <= 0) {
+        snprintf(err, errlen, "the %s split has no complete window of %d tokens", data_split_name(split), m->T);
+        return -1;
+    }
+    if (n_windows <= 0 || n_windows > avail) n_windows = avail;
+    const size_t cap = (size_t)m->max_B * m->T;
+    int *tok = malloc(cap * sizeof *tok), *tg = malloc(cap * sizeof *tg);
+    float *mask = malloc(cap * sizeof *mask);
+    if (!tok || !tg || !mask) {
+        free(tok); free(tg); free(mask);
+        snprintf(err, errlen, "evaluation: out of memory");
+        return -1;
+    }
+    accum a = {0};
+    double t0 = now_s();
+    for (long w = 0; w < n_windows; w += m->max_B) {
+        int want = (int)(n_windows - w < m->max_B ? n_windows - w : m->max_B);
+        int got = data_eval_batch(ds, split, w, want, tok, tg, mask);
+        if (got <= 0) break;
+        add_batch(m, tok, tg, mask, got, &a);
+    }
+    finish(&a, r, t0);
+    free(tok); free(tg); free(mask);
+    return 0;
+}
+
+int eval_ids(gl_model *m, const int *ids, size_t n_ids, long n_windows, gl_eval_result *r,
+             char *err, size_t errlen) {
+    memset(r, 0, sizeof *r);
+    const int T = m->T;
+    long avail = n_ids > (size_t)T ? (long)((n_ids - 1) / T) : 0;
+    if (avail <= 0) {
+        snprintf(err, errlen, "the text has %zu tokens: fewer than one window of %d + 1", n_ids, T);
+        return -1;
+    }
+    if (n_windows <= 0 || n_windows > avail) n_windows = avail;
+    const size_t cap = (size_t)m->max_B * T;
+    int *tg = malloc(cap * sizeof *tg);
+    float *mask = malloc(cap * sizeof *mask);
+    if (!tg || !mask) {
+        free(tg); free(mask);
+        snprintf(err, errlen, "evaluation: out of memory");
+        return -1;
+    }
+    for (size_t i = 0; i < cap; i++) mask[i] = 1.0f;
+    accum a = {0};
+    double t0 = now_s();
+    for (long w = 0; w < n_windows; w += m->max_B) {
+        int B = (int)(n_windows - w < m->max_B ? n_windows - w : m->max_B);
+        const int *tok = ids + (size_t)w * T; /* windows are consecutive: B windows = B·T ids */
+        for (size_t i = 0; i < (size_t)B * T; i++) tg[i] = ids[(size_t)w * T + i + 1];
+        add_batch(m, tok, tg, mask, B, &a);
+    }
+    finish(&a, r, t0);
+    free(tg); free(mask);
+    return 0;
+}
+
+double eval_tlops_saved(double alpha, int n_layer) {
+    return n_layer > 0 ? (1.0 - alpha) * (n_layer - 1) / n_layer : 0.0;
+}

@@ -1,0 +1,34 @@
+/*
+ * evaluate.h — loss, accuracy and active fraction of a model over evaluation
+ * windows, shared by the training loop (validation passes) and `gatelab eval`.
+ */
+#ifndef GATELAB_HARNESS_EVALUATE_H
+#define GATELAB_HARNESS_EVALUATE_H
+
+#include "../model/model.h"
+#include "data.h"
+
+typedef struct {
+    double loss;        /* mean cross-entropy over scored tokens (nats/token) */
+    double tokens;      /* scored tokens */
+    double tok_acc;     /* argmax accuracy on scored tokens */
+    double seq_acc;     /* share of windows with every scored token right */
+    double active_frac; /* TSA / early exit: share of (token, layer >= 1) pairs that ran */
+    long windows;
+    double seconds;     /* wall-clock time of the forward passes */
+} gl_eval_result;
+
+/* Evaluate windows [0, n_windows) of split (n_windows <= 0: all) in batches of
+ * the model's max_B.  Returns 0, or -1 with a message (empty split). */
+int eval_split(gl_model *m, const gl_dataset *ds, gl_split split, long n_windows, gl_eval_result *r,
+               char *err, size_t errlen);
+
+/* Evaluate the first n_windows non-overlapping windows of an id sequence
+ * (window i: inputs ids[iT, iT+T), targets shifted by one).  n_windows <= 0: all. */
+int eval_ids(gl_model *m, const int *ids, size_t n_ids, long n_windows, gl_eval_result *r,
+             char *err, size_t errlen);
+
+/* TLOps saved by routing at active fraction alpha over L layers: (1−α)(L−1)/L. */
+double eval_tlops_saved(double alpha, int n_layer);
+
+#endif

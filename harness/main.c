@@ -1,0 +1,43 @@
+/*
+ * main.c — the `gatelab` command: dispatch to a subcommand.
+ * Every subcommand lives in its own file and is listed once in the table below.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+
+typedef struct {
+    const char *name;
+    int (*run)(int argc, char **argv);
+    const char *usage;
+} command;
+
+static const command commands[] = {
+    {"train", cmd_train, "train MANIFEST [section.key=value ...] [--resume RUN]"},
+    {"eval", cmd_eval, "eval RUN [--text FILE] [--windows N] [--split val|test] [--sparse] [--tau T]"},
+    {"sample", cmd_sample, "sample RUN [--tokens N] [--prompt S] [--temperature T] [--seed S]"},
+    {"export", cmd_export, "export RUN --out FILE.h5"},
+    {"sweep", cmd_sweep, "sweep MANIFEST [key=a,b,c ...] [-j N] [--dry-run] [--index I] [--emit-slurm FILE] [--db PATH] [--results DIR]"},
+    {"collect", cmd_collect, "collect MAIN.db TASK.db [TASK.db ...]"},
+    {"runs", cmd_runs, "runs [--experiment E] [--status S] [--format table|csv|json] [--db PATH]"},
+};
+
+static void usage(FILE *f) {
+    fprintf(f, "gatelab — train, trace and take apart gated transformers\n\nusage:\n");
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        fprintf(f, "  gatelab %s\n", commands[i].usage);
+    fprintf(f, "\nRUN is a run id or a run folder (results/runs/<id>).\n");
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
+        usage(argc < 2 ? stderr : stdout);
+        return argc < 2 ? 2 : 0;
+    }
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        if (!strcmp(argv[1], commands[i].name)) return commands[i].run(argc - 1, argv + 1);
+    fprintf(stderr, "gatelab: unknown command '%s'\n\n", argv[1]);
+    usage(stderr);
+    return 2;
+}

@@ -1,0 +1,1232 @@
+/*
+ * manifest.c — read, check and write a run's configuration (manifest.h).
+ *
+ * One table (keys[] below) knows every key: its section, type, place in
+ * gl_manifest, range, and whether a sweep may vary it.  Parsing, range checks,
+ * error messages, the canonical INI text and the model hash are all driven by
+ * that table, so adding a key is one line here plus one in docs/manifest.md.
+ *
+ * Order of a load: defaults, then the file, then the command-line overrides,
+ * then the named scale (experiments/scales.ini) fills d_model, n_layer,
+ * n_head, n_kv_head and d_ff wherever the file or the command line did not set
+ * them, then whole-config checks (config_validate, the data fractions, the
+ * synthetic task against seq_len).
+ *
+ * INI parsing is inih (Debian libinih-dev).  We feed it through our own line
+ * reader, which counts physical lines (inih as packaged cannot hand the line
+ * number to the handler), strips leading blanks (so an indented line is never
+ * taken for a continuation of the previous value) and reports over-long lines
+ * instead of letting inih split them.  Only this file includes <ini.h>.
+ *
+ * What it does not do: expand sweeps (sweep.c does; here [sweep] lists are
+ * only parsed and every item checked), open data files, or print.
+ */
+#include "manifest.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <ini.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tasks.h"
+
+/* snprintf without -Wformat-truncation noise: messages are cut to the
+ * caller's buffer by design. */
+__attribute__((format(printf, 3, 4))) static int msgf(char *out, size_t outlen, const char *fmt,
+                                                       ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(out, outlen, fmt, ap);
+    va_end(ap);
+    return n;
+}
+
+/* ---------------------------------------------------------------- keys --- */
+
+typedef enum { K_INT, K_U64, K_FLOAT, K_BOOL, K_STR, K_ENUM, K_SCALE } key_kind;
+typedef enum { EN_NONE, EN_VR, EN_RF, EN_DR, EN_EE, EN_TASK } enum_id;
+/* string constraints */
+enum { S_ANY = 0, S_NONEMPTY = 1, S_NAME = 2 };
+
+typedef struct {
+    const char *section, *name;
+    key_kind kind;
+    size_t off;       /* offset of the field in gl_manifest */
+    size_t size;      /* strings: buffer size */
+    double lo, hi;    /* numeric range */
+    int lo_open, hi_open;
+    int aux;          /* K_ENUM: enum_id; K_STR: S_* constraint */
+    int sweep;        /* may be varied by [sweep] */
+} key_def;
+
+#define OFF(f) offsetof(gl_manifest, f)
+#define KINT(s, n, f, lo, hi) {s, n, K_INT, OFF(f), 0, lo, hi, 0, 0, 0, 1}
+#define KFLT(s, n, f, lo, hi, lo_open, hi_open) {s, n, K_FLOAT, OFF(f), 0, lo, hi, lo_open, hi_open, 0, 1}
+#define KBOOL(s, n, f) {s, n, K_BOOL, OFF(f), 0, 0, 1, 0, 0, 0, 1}
+#define KENUM(s, n, f, e) {s, n, K_ENUM, OFF(f), 0, 0, 0, 0, 0, e, 1}
+#define KSTR(s, n, f, c, sw) {s, n, K_STR, OFF(f), sizeof(((gl_manifest *)0)->f), 0, 0, 0, 0, c, sw}
+
+/* Ranges of [model] equal config.c's bounds (config_validate re-checks them
+ * for configs that come from checkpoints).  Canonical order = table order. */
+static const key_def keys[] = {
+    {"model", "scale", K_SCALE, OFF(scale), sizeof(((gl_manifest *)0)->scale), 0, 0, 0, 0, 0, 1},
+    KINT("model", "vocab_size", model.vocab_size, 0, 1048576),
+    KINT("model", "d_model", model.d_model, 1, 16384),
+    KINT("model", "n_layer", model.n_layer, 1, 64),
+    KINT("model", "n_head", model.n_head, 1, 256),
+    KINT("model", "n_kv_head", model.n_kv_head, 1, 256),
+    KINT("model", "d_ff", model.d_ff, 1, 65536),
+    KINT("model", "seq_len", model.seq_len, 1, 65536),
+    KFLT("model", "norm_eps", model.norm_eps, 0, 1, 1, 0),
+    KFLT("model", "rope_base", model.rope_base, 1, 1e9, 1, 0),
+    KBOOL("model", "qk_norm", model.qk_norm),
+    KBOOL("model", "tied", model.tied),
+    KENUM("model", "value_residual", model.value_residual, EN_VR),
+    KENUM("model", "resformer_variant", model.resformer_variant, EN_RF),
+    KINT("model", "value_residual_last_k", model.vr_last_k, 0, 63),
+    KBOOL("model", "decay_gates", model.decay_gates),
+    KENUM("model", "depth_routing", model.depth_routing, EN_DR),
+    KINT("model", "router_hidden", model.router_hidden, 0, 65536),
+    KFLT("model", "router_init_bias", model.router_init_bias, -30, 30, 0, 0),
+    KFLT("model", "tsa_lambda", model.tsa_lambda, 0, 1000, 0, 0),
+    KENUM("model", "exit_weighting", model.exit_weighting, EN_EE),
+
+    KENUM("data", "task", data.task, EN_TASK),
+    KSTR("data", "file", data.file, S_NONEMPTY, 1),
+    KFLT("data", "train_frac", data.train_frac, 0, 1, 1, 0),
+    KFLT("data", "val_frac", data.val_frac, 0, 1, 0, 0),
+    KINT("data", "seq_items", data.seq_items, 1, 4096),
+    KINT("data", "n_symbols", data.n_symbols, 1, 65536),
+    KINT("data", "mqar_pairs", data.mqar_pairs, 1, 1024),
+    KINT("data", "mqar_queries", data.mqar_queries, 1, 1024),
+    KINT("data", "mqar_keys", data.mqar_keys, 1, 65536),
+    KINT("data", "mqar_values", data.mqar_values, 1, 65536),
+
+    KINT("train", "steps", train.steps, 1, 1000000000),
+    KINT("train", "batch_size", train.batch_size, 1, 65536),
+    KFLT("train", "lr", train.lr, 0, 10, 1, 0),
+    KFLT("train", "min_lr", train.min_lr, 0, 10, 0, 0),
+    KINT("train", "warmup", train.warmup, 0, 1000000000),
+    KFLT("train", "weight_decay", train.weight_decay, 0, 10, 0, 0),
+    KFLT("train", "beta1", train.beta1, 0, 1, 0, 1),
+    KFLT("train", "beta2", train.beta2, 0, 1, 0, 1),
+    KFLT("train", "eps", train.eps, 0, 1, 1, 0),
+    KFLT("train", "grad_clip", train.grad_clip, 0, 1e9, 0, 0),
+    {"train", "seed", K_U64, OFF(train.seed), 0, 0, 0, 0, 0, 0, 1},
+    KINT("train", "threads", train.threads, 0, 4096),
+    KINT("train", "eval_every", train.eval_every, 1, 1000000000),
+    KINT("train", "eval_windows", train.eval_windows, 1, 10000000),
+    KINT("train", "ckpt_every", train.ckpt_every, 1, 1000000000),
+    KINT("train", "log_every", train.log_every, 1, 1000000000),
+
+    KSTR("log", "results", log.results, S_NONEMPTY, 0),
+    KSTR("log", "name", log.name, S_NAME, 0),
+    KSTR("log", "experiment", log.experiment, S_NAME, 0),
+    {"log", "trace", K_BOOL, OFF(log.trace), 0, 0, 1, 0, 0, 0, 0},
+    {"log", "probe_windows", K_INT, OFF(log.probe_windows), 0, 1, 4096, 0, 0, 0, 0},
+};
+#define N_KEYS ((int)(sizeof keys / sizeof keys[0]))
+
+static const char *const sections[] = {"model", "data", "train", "log", "sweep"};
+#define N_SECTIONS 4 /* sections that hold keys; "sweep" is the fifth name */
+
+/* Short names accepted on the command line and in [sweep]. */
+static const struct {
+    const char *alias, *section, *name;
+} aliases[] = {
+    {"lambda", "model", "tsa_lambda"},
+    {"scale", "model", "scale"},
+    {"seed", "train", "seed"},
+    {"value_residual", "model", "value_residual"},
+    {"depth_routing", "model", "depth_routing"},
+    {"lr", "train", "lr"},
+};
+
+/* The five keys a named scale sets, in scales.ini order. */
+static const char *const scale_keys[5] = {"d_model", "n_layer", "n_head", "n_kv_head", "d_ff"};
+
+static const char *const task_names[] = {"text", "copy", "sort", "mqar"};
+
+const char *manifest_task_name(gl_task t) {
+    return ((int)t >= 0 && (int)t < 4) ? task_names[t] : "unknown";
+}
+
+static int find_key(const char *section, const char *name) {
+    for (int i = 0; i < N_KEYS; i++)
+        if (!strcmp(keys[i].section, section) && !strcmp(keys[i].name, name)) return i;
+    return -1;
+}
+
+/* --------------------------------------------------------- small tools --- */
+
+/* Optimal-string-alignment distance (edits, with a swap of neighbours = 1). */
+static int edit_distance(const char *a, const char *b) {
+    int la = (int)strlen(a), lb = (int)strlen(b);
+    if (la > 63 || lb > 63) return 99;
+    int d[64][64];
+    for (int i = 0; i <= la; i++) d[i][0] = i;
+    for (int j = 0; j <= lb; j++) d[0][j] = j;
+    for (int i = 1; i <= la; i++)
+        for (int j = 1; j <= lb; j++) {
+            int c = a[i - 1] != b[j - 1];
+            int v = d[i - 1][j] + 1;
+            if (d[i][j - 1] + 1 < v) v = d[i][j - 1] + 1;
+            if (d[i - 1][j - 1] + c < v) v = d[i - 1][j - 1] + c;
+            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] &&
+                d[i - 2][j - 2] + 1 < v)
+                v = d[i - 2][j - 2] + 1;
+            d[i][j] = v;
+        }
+    return d[la][lb];
+}
+
+/* Write " (did you mean X?)" into out when some candidate is close. */
+static void suggest(char *out, size_t outlen, const char *word, const char *const *cands, int n) {
+    int best = -1, bd = 99;
+    for (int i = 0; i < n; i++) {
+        int d = edit_distance(word, cands[i]);
+        if (d < bd) bd = d, best = i;
+    }
+    int len = (int)strlen(word);
+    if (best >= 0 && (bd <= 2 || bd * 3 <= len) && bd < len)
+        msgf(out, outlen, " (did you mean %s?)", cands[best]);
+    else
+        out[0] = '\0';
+}
+
+static int ieq(const char *a, const char *b) {
+    for (; *a && *b; a++, b++)
+        if (tolower((unsigned char)*a) != tolower((unsigned char)*b)) return 0;
+    return *a == *b;
+}
+
+/* Shortest "%.*g" text that reads back as exactly f (so "0.001", not
+ * "0.00100000005"); at most 9 digits, which always round-trips a float.
+ * Whole numbers are written without an exponent. */
+static void format_float(char *out, size_t outlen, float f) {
+    if (fabsf(f) >= 1.0f && fabsf(f) < 1e15f && f == nearbyintf(f)) {
+        msgf(out, outlen, "%.0f", (double)f); /* 10000, not 1e+04 */
+        return;
+    }
+    for (int p = 1; p <= 9; p++) {
+        msgf(out, outlen, "%.*g", p, (double)f);
+        if (strtof(out, NULL) == f) return;
+    }
+    msgf(out, outlen, "%.9g", (double)f);
+}
+
+static const char *enum_name(int en, int v) {
+    switch (en) {
+    case EN_VR: return config_value_residual_name((gl_value_residual)v);
+    case EN_RF: return config_resformer_variant_name((gl_resformer_variant)v);
+    case EN_DR: return config_depth_routing_name((gl_depth_routing)v);
+    case EN_EE: return config_exit_weighting_name((gl_exit_weighting)v);
+    case EN_TASK: return manifest_task_name((gl_task)v);
+    }
+    return "unknown";
+}
+
+static int enum_count(int en) {
+    switch (en) {
+    case EN_VR: return 3;
+    case EN_RF: return 3;
+    case EN_DR: return 3;
+    case EN_EE: return 2;
+    case EN_TASK: return 4;
+    }
+    return 0;
+}
+
+/* Enum fields are written through their own type, never through an int*. */
+static void enum_store(gl_manifest *mf, int en, int v) {
+    switch (en) {
+    case EN_VR: mf->model.value_residual = (gl_value_residual)v; break;
+    case EN_RF: mf->model.resformer_variant = (gl_resformer_variant)v; break;
+    case EN_DR: mf->model.depth_routing = (gl_depth_routing)v; break;
+    case EN_EE: mf->model.exit_weighting = (gl_exit_weighting)v; break;
+    case EN_TASK: mf->data.task = (gl_task)v; break;
+    }
+}
+
+static int enum_load(const gl_manifest *mf, int en) {
+    switch (en) {
+    case EN_VR: return (int)mf->model.value_residual;
+    case EN_RF: return (int)mf->model.resformer_variant;
+    case EN_DR: return (int)mf->model.depth_routing;
+    case EN_EE: return (int)mf->model.exit_weighting;
+    case EN_TASK: return (int)mf->data.task;
+    }
+    return 0;
+}
+
+/* A growable string for the canonical text. */
+typedef struct {
+    char *p;
+    size_t len, cap;
+    int oom;
+} strbuf;
+
+static void sb_printf(strbuf *sb, const char *fmt, ...) {
+    if (sb->oom) return;
+    for (;;) {
+        va_list ap;
+        va_start(ap, fmt);
+        size_t room = sb->cap - sb->len;
+        int n = vsnprintf(sb->p ? sb->p + sb->len : NULL, sb->p ? room : 0, fmt, ap);
+        va_end(ap);
+        if (n < 0) {
+            sb->oom = 1;
+            return;
+        }
+        if (sb->p && (size_t)n < room) {
+            sb->len += (size_t)n;
+            return;
+        }
+        size_t cap = sb->cap ? sb->cap * 2 : 1024;
+        while (cap < sb->len + (size_t)n + 1) cap *= 2;
+        char *q = realloc(sb->p, cap);
+        if (!q) {
+            sb->oom = 1;
+            return;
+        }
+        sb->p = q;
+        sb->cap = cap;
+    }
+}
+
+/* ------------------------------------------------------ value parsing --- */
+
+/* The canonical text of key k's current value. */
+static void format_value(char *out, size_t outlen, const gl_manifest *mf, const key_def *k) {
+    const char *base = (const char *)mf + k->off;
+    switch (k->kind) {
+    case K_INT: msgf(out, outlen, "%d", *(const int *)base); break;
+    case K_BOOL: msgf(out, outlen, "%d", *(const int *)base ? 1 : 0); break;
+    case K_U64: msgf(out, outlen, "%" PRIu64, *(const uint64_t *)base); break;
+    case K_FLOAT: format_float(out, outlen, *(const float *)base); break;
+    case K_ENUM: msgf(out, outlen, "%s", enum_name(k->aux, enum_load(mf, k->aux))); break;
+    case K_STR:
+    case K_SCALE: msgf(out, outlen, "%s", base); break;
+    }
+}
+
+static void range_text(char *out, size_t outlen, const key_def *k) {
+    if (k->kind == K_INT) {
+        msgf(out, outlen, "must be between %.0f and %.0f", k->lo, k->hi);
+    } else {
+        msgf(out, outlen, "must be in %c%g, %g%c", k->lo_open ? '(' : '[', k->lo, k->hi,
+                 k->hi_open ? ')' : ']');
+    }
+}
+
+static int in_range(const key_def *k, double v) {
+    if (k->lo_open ? !(v > k->lo) : !(v >= k->lo)) return 0;
+    if (k->hi_open ? !(v < k->hi) : !(v <= k->hi)) return 0;
+    return 1;
+}
+
+static int name_char_ok(int c) {
+    return isalnum(c) || c == '_' || c == '-' || c == '.' || c == '+' || c == '=' || c == ',';
+}
+
+/* Parse value for key k and store it in mf.  On failure writes the reason
+ * ("not a number", "must be between 1 and 64", ...) into why and returns -1
+ * (quote = 1 when the value should be shown in quotes). */
+static int parse_value(gl_manifest *mf, const key_def *k, const char *value, char *why,
+                       size_t whylen, int *quote) {
+    char *base = (char *)mf + k->off;
+    char *end;
+    *quote = 1;
+    switch (k->kind) {
+    case K_INT: {
+        if (!*value) return msgf(why, whylen, "empty value, expected an integer"), -1;
+        errno = 0;
+        long v = strtol(value, &end, 10);
+        if (end == value || *end) return msgf(why, whylen, "not an integer"), -1;
+        *quote = 0;
+        if (errno == ERANGE || !in_range(k, (double)v)) return range_text(why, whylen, k), -1;
+        *(int *)base = (int)v;
+        return 0;
+    }
+    case K_U64: {
+        const char *s = value;
+        if (!*s) return msgf(why, whylen, "empty value, expected an integer"), -1;
+        if (!isdigit((unsigned char)*s))
+            return msgf(why, whylen, "not a non-negative integer"), -1;
+        errno = 0;
+        unsigned long long v = strtoull(s, &end, 10);
+        if (*end) return msgf(why, whylen, "not a non-negative integer"), -1;
+        if (errno == ERANGE) {
+            *quote = 0;
+            return msgf(why, whylen, "must be between 0 and %" PRIu64, UINT64_MAX), -1;
+        }
+        *(uint64_t *)base = (uint64_t)v;
+        return 0;
+    }
+    case K_FLOAT: {
+        if (!*value) return msgf(why, whylen, "empty value, expected a number"), -1;
+        errno = 0;
+        float v = strtof(value, &end);
+        if (end == value || *end) return msgf(why, whylen, "not a number"), -1;
+        if (!isfinite(v)) return msgf(why, whylen, "not a finite number"), -1;
+        *quote = 0;
+        if (!in_range(k, (double)v)) return range_text(why, whylen, k), -1;
+        *(float *)base = v;
+        return 0;
+    }
+    case K_BOOL: {
+        static const char *const yes[] = {"1", "true", "yes", "on"};
+        static const char *const no[] = {"0", "false", "no", "off"};
+        for (int i = 0; i < 4; i++) {
+            if (ieq(value, yes[i])) return *(int *)base = 1, 0;
+            if (ieq(value, no[i])) return *(int *)base = 0, 0;
+        }
+        return msgf(why, whylen, "not a boolean (use 1/0, true/false, yes/no or on/off)"), -1;
+    }
+    case K_ENUM: {
+        int n = enum_count(k->aux);
+        for (int i = 0; i < n; i++)
+            if (!strcmp(value, enum_name(k->aux, i))) return enum_store(mf, k->aux, i), 0;
+        size_t used = (size_t)msgf(why, whylen, "must be one of");
+        for (int i = 0; i < n && used < whylen; i++)
+            used += (size_t)msgf(why + used, whylen - used, "%s %s", i ? "," : "",
+                                     enum_name(k->aux, i));
+        return -1;
+    }
+    case K_STR:
+    case K_SCALE: {
+        size_t len = strlen(value);
+        if (len >= k->size)
+            return msgf(why, whylen, "too long (at most %zu bytes)", k->size - 1), -1;
+        for (const char *p = value; *p; p++) {
+            unsigned char c = (unsigned char)*p;
+            if (c < 32 || c == 127)
+                return msgf(why, whylen, "contains a control character"), -1;
+            if (c == ';')
+                return msgf(why, whylen, "contains ';', which starts an INI comment"), -1;
+            if (k->kind == K_SCALE && !(isalnum(c) || c == '_' || c == '-'))
+                return msgf(why, whylen, "a scale name is letters, digits, '_' and '-'"), -1;
+            if (k->kind == K_STR && k->aux == S_NAME && !name_char_ok(c))
+                return msgf(why, whylen,
+                                "must be usable as a folder name: letters, digits and ._-+=, "
+                                "only"),
+                       -1;
+        }
+        if (k->kind == K_STR && k->aux == S_NAME && value[0] == '.')
+            return msgf(why, whylen, "must not start with '.'"), -1;
+        if (k->kind == K_STR && k->aux == S_NONEMPTY && len == 0)
+            return msgf(why, whylen, "must not be empty"), -1;
+        memset(base, 0, k->size); /* whole buffer, so equal configs compare equal */
+        memcpy(base, value, len);
+        return 0;
+    }
+    }
+    return -1;
+}
+
+/* ------------------------------------------------------------- scales --- */
+
+#define MAX_SCALES 64
+
+typedef struct {
+    char path[GL_PATH_MAX];
+    int n;
+    struct {
+        char name[32];
+        int v[5];
+        int set[5];
+        int line;
+    } s[MAX_SCALES];
+} scale_table;
+
+/* Parse context: one per manifest_load / manifest_load_text / manifest_set. */
+typedef struct {
+    gl_manifest *mf;
+    const char *origin;  /* file path, "command line", or the text's origin */
+    int line;            /* current line, 0 when there are no lines */
+    int in_file;         /* 1 while reading a file or text (duplicates are errors) */
+    int track;           /* 1: remember explicit keys and resolve the scale at the end */
+    int set_line[sizeof keys / sizeof keys[0]]; /* file line where a key was set, 0 = not */
+    int explicit_[sizeof keys / sizeof keys[0]];
+    int scale_line;      /* where model.scale was set */
+    const char *scale_origin;
+    char scale_origin_buf[GL_PATH_MAX];
+    scale_table *scales; /* loaded on first need */
+    int scales_tried;
+    char *err;
+    size_t errlen;
+    int failed;
+    int err_line;
+} load_ctx;
+
+static void ctx_error(load_ctx *c, const char *fmt, ...) {
+    if (c->failed) return;
+    char msg[1536];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (c->line > 0)
+        msgf(c->err, c->errlen, "%s:%d: %s", c->origin, c->line, msg);
+    else
+        msgf(c->err, c->errlen, "%s: %s", c->origin, msg);
+    c->failed = 1;
+    c->err_line = c->line;
+}
+
+typedef struct {
+    const char *p;  /* rest of the text */
+    int line;       /* physical lines handed out so far */
+    int long_line;  /* first line that did not fit inih's buffer, 0 = none */
+    void *user;     /* the handler's own context */
+    int (*handler)(void *, const char *, const char *, const char *);
+} text_stream;
+
+/* fgets-style reader for ini_parse_stream: exactly one physical line per
+ * call, leading blanks stripped, too-long lines truncated and remembered. */
+static char *stream_reader(char *str, int num, void *stream) {
+    text_stream *ts = stream;
+    if (!*ts->p) return NULL;
+    const char *s = ts->p;
+    const char *nl = strchr(s, '\n');
+    size_t len = nl ? (size_t)(nl - s) + 1 : strlen(s);
+    ts->p = s + len;
+    ts->line++;
+    while (len > 0 && (*s == ' ' || *s == '\t')) s++, len--;
+    if (len + 1 > (size_t)num) {
+        if (!ts->long_line) ts->long_line = ts->line;
+        len = (size_t)num - 1;
+    }
+    memcpy(str, s, len);
+    str[len] = '\0';
+    return str;
+}
+
+static int stream_handler(void *user, const char *section, const char *name, const char *value) {
+    text_stream *ts = user;
+    return ts->handler(ts->user, section, name, value);
+}
+
+static char *read_text_file(const char *path, char *err, size_t errlen, const char *what) {
+    FILE *f = fopen(path, "rb");
+    char *buf = NULL;
+    if (!f) {
+        msgf(err, errlen, "cannot read %s %s: %s", what, path, strerror(errno));
+        return NULL;
+    }
+    size_t cap = 4096, len = 0;
+    buf = malloc(cap);
+    while (buf) {
+        size_t got = fread(buf + len, 1, cap - len - 1, f);
+        len += got;
+        if (got == 0) break;
+        if (len + 1 == cap) {
+            if (cap >= (1u << 24)) {
+                msgf(err, errlen, "%s %s is larger than 16 MiB; is it the right file?", what,
+                         path);
+                free(buf);
+                buf = NULL;
+                goto cleanup;
+            }
+            char *q = realloc(buf, cap * 2);
+            if (!q) {
+                free(buf);
+                buf = NULL;
+                break;
+            }
+            buf = q;
+            cap *= 2;
+        }
+    }
+    if (!buf) {
+        msgf(err, errlen, "out of memory reading %s %s", what, path);
+        goto cleanup;
+    }
+    if (ferror(f)) {
+        msgf(err, errlen, "cannot read %s %s: %s", what, path, strerror(errno));
+        free(buf);
+        buf = NULL;
+        goto cleanup;
+    }
+    buf[len] = '\0';
+    if (strlen(buf) != len) {
+        msgf(err, errlen, "%s %s contains a NUL byte; is it a text file?", what, path);
+        free(buf);
+        buf = NULL;
+    }
+cleanup:
+    fclose(f);
+    return buf;
+}
+
+/* The handler of scales.ini: [name] sections with the five size keys. */
+typedef struct {
+    scale_table *tab;
+    int *line;
+    char *err;
+    size_t errlen;
+    int failed;
+} scales_parse;
+
+static int scales_handler(void *user, const char *section, const char *name, const char *value) {
+    scales_parse *sp = user;
+    scale_table *tab = sp->tab;
+    if (sp->failed) return 1;
+    int line = *sp->line;
+    int idx = -1;
+    for (int i = 0; i < tab->n; i++)
+        if (!strcmp(tab->s[i].name, section)) idx = i;
+    if (idx < 0) {
+        if (!*section || strlen(section) >= sizeof tab->s[0].name || tab->n == MAX_SCALES) {
+            msgf(sp->err, sp->errlen, "%s:%d: key %s is outside a [scale] section (or the "
+                     "section name is too long, or there are more than %d scales)",
+                     tab->path, line, name, MAX_SCALES);
+            sp->failed = 1;
+            return 1;
+        }
+        idx = tab->n++;
+        msgf(tab->s[idx].name, sizeof tab->s[idx].name, "%s", section);
+        tab->s[idx].line = line;
+    }
+    int j = -1;
+    for (int i = 0; i < 5; i++)
+        if (!strcmp(name, scale_keys[i])) j = i;
+    if (j < 0) {
+        char hint[96];
+        suggest(hint, sizeof hint, name, scale_keys, 5);
+        msgf(sp->err, sp->errlen,
+                 "%s:%d: [%s] unknown key %s%s; a scale sets d_model, n_layer, n_head, n_kv_head "
+                 "and d_ff",
+                 tab->path, line, section, name, hint);
+        sp->failed = 1;
+        return 1;
+    }
+    gl_manifest tmp;
+    const key_def *k = &keys[find_key("model", name)];
+    char why[256];
+    int quote;
+    if (parse_value(&tmp, k, value, why, sizeof why, &quote)) {
+        msgf(sp->err, sp->errlen, quote ? "%s:%d: [%s] %s = \"%s\": %s" : "%s:%d: [%s] %s = %s: %s",
+                 tab->path, line, section, name, value, why);
+        sp->failed = 1;
+        return 1;
+    }
+    tab->s[idx].v[j] = *(const int *)((const char *)&tmp + k->off);
+    tab->s[idx].set[j] = 1;
+    return 1;
+}
+
+/* Find and read scales.ini: the manifest's folder, $GATELAB_ROOT/experiments,
+ * ./experiments.  Returns 0; 1 when no file exists (where[] lists the places
+ * looked); -1 on a malformed file (err). */
+static int scales_load(scale_table *tab, const char *manifest_path, char *where, size_t wherelen,
+                       char *err, size_t errlen) {
+    char cand[3][GL_PATH_MAX];
+    int nc = 0;
+    if (manifest_path && *manifest_path) {
+        const char *slash = strrchr(manifest_path, '/');
+        if (slash)
+            msgf(cand[nc++], GL_PATH_MAX, "%.*s/scales.ini", (int)(slash - manifest_path),
+                     manifest_path);
+        else
+            msgf(cand[nc++], GL_PATH_MAX, "scales.ini");
+    }
+    const char *root = getenv("GATELAB_ROOT");
+    if (root && *root) msgf(cand[nc++], GL_PATH_MAX, "%s/experiments/scales.ini", root);
+    msgf(cand[nc++], GL_PATH_MAX, "experiments/scales.ini");
+
+    memset(tab, 0, sizeof *tab);
+    const char *found = NULL;
+    for (int i = 0; i < nc && !found; i++) {
+        FILE *f = fopen(cand[i], "rb");
+        if (f) fclose(f), found = cand[i];
+    }
+    if (!found) {
+        size_t used = 0;
+        where[0] = '\0';
+        for (int i = 0; i < nc && used < wherelen; i++)
+            used += (size_t)msgf(where + used, wherelen - used, "%s%s", i ? ", " : "", cand[i]);
+        return 1;
+    }
+    msgf(tab->path, sizeof tab->path, "%s", found);
+    char *text = read_text_file(found, err, errlen, "scales file");
+    if (!text) return -1;
+    scales_parse sp = {tab, NULL, err, errlen, 0};
+    text_stream ts = {text, 0, 0, &sp, scales_handler};
+    sp.line = &ts.line;
+    if (ini_max_line < 4096) ini_max_line = 4096;
+    int rc = ini_parse_stream(stream_reader, &ts, stream_handler, &ts);
+    free(text);
+    if (sp.failed) return -1;
+    if (rc != 0 || ts.long_line) {
+        msgf(err, errlen, "%s:%d: cannot parse the line (expected [scale] or key = value)",
+                 tab->path, rc > 0 ? rc : ts.long_line);
+        return -1;
+    }
+    for (int i = 0; i < tab->n; i++)
+        for (int j = 0; j < 5; j++)
+            if (!tab->s[i].set[j]) {
+                msgf(err, errlen, "%s:%d: scale [%s] does not set %s (a scale sets d_model, "
+                         "n_layer, n_head, n_kv_head and d_ff)",
+                         tab->path, tab->s[i].line, tab->s[i].name, scale_keys[j]);
+                return -1;
+            }
+    return 0;
+}
+
+/* Load the scales table into the context once.  Returns 0, 1 (no file; where
+ * filled), -1 (error already in ctx). */
+static int ctx_scales(load_ctx *c, char *where, size_t wherelen) {
+    if (!c->scales) {
+        c->scales = calloc(1, sizeof *c->scales);
+        if (!c->scales) return ctx_error(c, "out of memory reading the scales file"), -1;
+    }
+    char emsg[1024];
+    int rc = scales_load(c->scales, c->mf->path, where, wherelen, emsg, sizeof emsg);
+    if (rc < 0) {
+        /* the scales file's own position is in emsg; keep the manifest origin too */
+        int saved = c->line;
+        c->line = 0;
+        ctx_error(c, "while reading the scales: %s", emsg);
+        c->line = saved;
+        c->err_line = saved;
+        return -1;
+    }
+    return rc;
+}
+
+static int scale_find(const scale_table *tab, const char *name) {
+    for (int i = 0; i < tab->n; i++)
+        if (!strcmp(tab->s[i].name, name)) return i;
+    return -1;
+}
+
+static void scale_list(char *out, size_t outlen, const scale_table *tab) {
+    size_t used = 0;
+    out[0] = '\0';
+    for (int i = 0; i < tab->n && used < outlen; i++)
+        used += (size_t)msgf(out + used, outlen - used, "%s%s", i ? ", " : "", tab->s[i].name);
+}
+
+/* Apply the named scale to the five size keys that were not set explicitly
+ * (all five when the context does not track explicit keys). */
+static int apply_scale(load_ctx *c) {
+    gl_manifest *mf = c->mf;
+    if (!mf->scale[0]) return 0;
+    int need = 0;
+    for (int j = 0; j < 5; j++)
+        if (!c->track || !c->explicit_[find_key("model", scale_keys[j])]) need = 1;
+    /* Every size key explicit (a stored run config, say): the name is only a
+     * label, and the run must reload even where scales.ini differs. */
+    if (!need) return 0;
+    char where[3 * GL_PATH_MAX + 8];
+    int saved_line = c->line;
+    const char *saved_origin = c->origin;
+    c->line = c->scale_line;
+    c->origin = c->scale_origin ? c->scale_origin : c->origin;
+    int rc = ctx_scales(c, where, sizeof where);
+    if (rc < 0) goto done;
+    if (rc == 1) {
+        ctx_error(c, "[model] scale = \"%s\": no scales file found (looked in %s); set "
+                  "GATELAB_ROOT to the gatelab folder or put scales.ini next to the manifest",
+                  mf->scale, where);
+        goto done;
+    }
+    int i = scale_find(c->scales, mf->scale);
+    if (i < 0) {
+        char known[512];
+        scale_list(known, sizeof known, c->scales);
+        ctx_error(c, "[model] scale = \"%s\": unknown scale (%s has %s)", mf->scale,
+                  c->scales->path, known);
+        rc = -1;
+        goto done;
+    }
+    int *dst[5] = {&mf->model.d_model, &mf->model.n_layer, &mf->model.n_head,
+                   &mf->model.n_kv_head, &mf->model.d_ff};
+    for (int j = 0; j < 5; j++)
+        if (!c->track || !c->explicit_[find_key("model", scale_keys[j])])
+            *dst[j] = c->scales->s[i].v[j];
+    rc = 0;
+done:
+    c->line = saved_line;
+    c->origin = saved_origin;
+    return c->failed ? -1 : rc;
+}
+
+/* -------------------------------------------------------- key lookup --- */
+
+/* Resolve "section.key", an alias, or a bare key that exactly one section
+ * has.  Returns the key index, or -1 with ctx_error. */
+static int resolve_key(load_ctx *c, const char *spec, const char *what) {
+    const char *dot = strchr(spec, '.');
+    char hint[128];
+    if (dot) {
+        char sec[64];
+        size_t sl = (size_t)(dot - spec);
+        if (sl >= sizeof sec) sl = sizeof sec - 1;
+        memcpy(sec, spec, sl);
+        sec[sl] = '\0';
+        const char *name = dot + 1;
+        int known_sec = 0;
+        for (int s = 0; s < N_SECTIONS; s++) known_sec |= !strcmp(sections[s], sec);
+        if (!known_sec) {
+            suggest(hint, sizeof hint, sec, sections, N_SECTIONS);
+            ctx_error(c, "%s %s: unknown section [%s]%s", what, spec, sec, hint);
+            return -1;
+        }
+        int k = find_key(sec, name);
+        if (k < 0) {
+            const char *cands[N_KEYS];
+            int n = 0;
+            for (int i = 0; i < N_KEYS; i++)
+                if (!strcmp(keys[i].section, sec)) cands[n++] = keys[i].name;
+            suggest(hint, sizeof hint, name, cands, n);
+            ctx_error(c, "%s %s: unknown key [%s] %s%s", what, spec, sec, name, hint);
+        }
+        return k;
+    }
+    for (size_t a = 0; a < sizeof aliases / sizeof aliases[0]; a++)
+        if (!strcmp(spec, aliases[a].alias)) return find_key(aliases[a].section, aliases[a].name);
+    int found = -1, count = 0;
+    for (int i = 0; i < N_KEYS; i++)
+        if (!strcmp(keys[i].name, spec)) found = i, count++;
+    if (count == 1) return found;
+    if (count > 1) {
+        ctx_error(c, "%s %s: ambiguous key; write it as section.key", what, spec);
+        return -1;
+    }
+    const char *cands[N_KEYS + 8];
+    int n = 0;
+    for (int i = 0; i < N_KEYS; i++) cands[n++] = keys[i].name;
+    for (size_t a = 0; a < sizeof aliases / sizeof aliases[0]; a++) cands[n++] = aliases[a].alias;
+    suggest(hint, sizeof hint, spec, cands, n);
+    ctx_error(c, "%s %s: unknown key%s; write keys as section.key (e.g. train.lr)", what, spec,
+              hint);
+    return -1;
+}
+
+/* Set key k from value text, with the context's origin and line in errors. */
+static int set_key(load_ctx *c, int k, const char *value) {
+    const key_def *kd = &keys[k];
+    char why[512];
+    int quote;
+    if (c->in_file && c->set_line[k]) {
+        ctx_error(c, "[%s] %s is set twice (first on line %d)", kd->section, kd->name,
+                  c->set_line[k]);
+        return -1;
+    }
+    if (parse_value(c->mf, kd, value, why, sizeof why, &quote)) {
+        const char *more = strlen(value) > 80 ? "..." : "";
+        if (quote)
+            ctx_error(c, "[%s] %s = \"%.80s%s\": %s", kd->section, kd->name, value, more, why);
+        else
+            ctx_error(c, "[%s] %s = %.80s%s: %s", kd->section, kd->name, value, more, why);
+        return -1;
+    }
+    if (c->in_file) c->set_line[k] = c->line > 0 ? c->line : 1;
+    c->explicit_[k] = 1;
+    if (kd->kind == K_SCALE) {
+        c->scale_line = c->line;
+        msgf(c->scale_origin_buf, sizeof c->scale_origin_buf, "%s", c->origin);
+        c->scale_origin = c->scale_origin_buf;
+        if (!c->track) return apply_scale(c);
+    }
+    return 0;
+}
+
+static void trim(char *s) {
+    size_t n = strlen(s);
+    while (n > 0 && isspace((unsigned char)s[n - 1])) s[--n] = '\0';
+    size_t i = 0;
+    while (s[i] && isspace((unsigned char)s[i])) i++;
+    if (i) memmove(s, s + i, n - i + 1);
+}
+
+/* [sweep] key = v1, v2, ...: every item must parse for the key. */
+static int sweep_add(load_ctx *c, const char *name, const char *value) {
+    gl_manifest *mf = c->mf;
+    int k = resolve_key(c, name, "[sweep]");
+    if (k < 0) return -1;
+    const key_def *kd = &keys[k];
+    char canon[64];
+    msgf(canon, sizeof canon, "%s.%s", kd->section, kd->name);
+    if (!kd->sweep) {
+        ctx_error(c, "[sweep] %s: [%s] keys cannot be swept", canon, kd->section);
+        return -1;
+    }
+    for (int i = 0; i < mf->n_sweep; i++)
+        if (!strcmp(mf->sweep[i].key, canon)) {
+            ctx_error(c, "[sweep] %s is listed twice (first on line %d)", canon,
+                      mf->sweep[i].line);
+            return -1;
+        }
+    if (mf->n_sweep == GL_SWEEP_MAX_KEYS) {
+        ctx_error(c, "[sweep] %s: more than %d sweep keys", canon, GL_SWEEP_MAX_KEYS);
+        return -1;
+    }
+    char list[sizeof mf->sweep[0].values];
+    if (strlen(value) >= sizeof list) {
+        ctx_error(c, "[sweep] %s: the list is longer than %zu characters", canon, sizeof list - 1);
+        return -1;
+    }
+    msgf(list, sizeof list, "%s", value);
+    trim(list);
+    if (!list[0]) {
+        ctx_error(c, "[sweep] %s: empty list; give the values separated by commas", canon);
+        return -1;
+    }
+    gl_manifest *scratch = malloc(sizeof *scratch);
+    if (!scratch) return ctx_error(c, "out of memory"), -1;
+    int rc = -1, item = 0;
+    char buf[sizeof list];
+    msgf(buf, sizeof buf, "%s", list);
+    char *p = buf;
+    for (;;) {
+        char *comma = strchr(p, ',');
+        if (comma) *comma = '\0';
+        trim(p);
+        item++;
+        if (!*p) {
+            ctx_error(c, "[sweep] %s = %s: item %d is empty", canon, list, item);
+            goto cleanup;
+        }
+        *scratch = *mf;
+        char why[512];
+        int quote;
+        if (parse_value(scratch, kd, p, why, sizeof why, &quote)) {
+            ctx_error(c, "[sweep] %s: item %d \"%s\": %s", canon, item, p, why);
+            goto cleanup;
+        }
+        if (kd->kind == K_SCALE) {
+            char where[3 * GL_PATH_MAX + 8], known[512];
+            int sr = ctx_scales(c, where, sizeof where);
+            if (sr < 0) goto cleanup;
+            if (sr == 1) {
+                ctx_error(c, "[sweep] %s: item %d \"%s\": no scales file found (looked in %s)",
+                          canon, item, p, where);
+                goto cleanup;
+            }
+            if (scale_find(c->scales, p) < 0) {
+                scale_list(known, sizeof known, c->scales);
+                ctx_error(c, "[sweep] %s: item %d \"%s\": unknown scale (%s has %s)", canon, item,
+                          p, c->scales->path, known);
+                goto cleanup;
+            }
+        }
+        if (!comma) break;
+        p = comma + 1;
+    }
+    gl_sweep_axis *ax = &mf->sweep[mf->n_sweep++];
+    memset(ax, 0, sizeof *ax);
+    msgf(ax->key, sizeof ax->key, "%s", canon);
+    msgf(ax->values, sizeof ax->values, "%s", list);
+    ax->line = c->line;
+    rc = 0;
+cleanup:
+    free(scratch);
+    return rc;
+}
+
+/* One name = value pair from a file or text. */
+static int ctx_pair(load_ctx *c, const char *section, const char *name, const char *value) {
+    if (!strcmp(section, "sweep")) return sweep_add(c, name, value);
+    int known = 0;
+    for (int s = 0; s < N_SECTIONS; s++) known |= !strcmp(sections[s], section);
+    char hint[128];
+    if (!known) {
+        if (!*section)
+            ctx_error(c, "%s = %s is outside any section; put it under [model], [data], [train], "
+                      "[log] or [sweep]",
+                      name, value);
+        else {
+            suggest(hint, sizeof hint, section, sections, 5);
+            ctx_error(c, "unknown section [%s]%s", section, hint);
+        }
+        return -1;
+    }
+    int k = find_key(section, name);
+    if (k < 0) {
+        const char *cands[N_KEYS];
+        int n = 0;
+        for (int i = 0; i < N_KEYS; i++)
+            if (!strcmp(keys[i].section, section)) cands[n++] = keys[i].name;
+        suggest(hint, sizeof hint, name, cands, n);
+        const char *elsewhere = NULL;
+        for (int i = 0; i < N_KEYS; i++)
+            if (!strcmp(keys[i].name, name)) elsewhere = keys[i].section;
+        if (!hint[0] && elsewhere)
+            msgf(hint, sizeof hint, " (it belongs in [%s])", elsewhere);
+        ctx_error(c, "unknown key [%s] %s%s", section, name, hint);
+        return -1;
+    }
+    return set_key(c, k, value);
+}
+
+typedef struct {
+    load_ctx *c;
+    text_stream *ts;
+} file_glue;
+
+static int file_handler(void *user, const char *section, const char *name, const char *value) {
+    file_glue *g = user;
+    if (g->c->failed) return 1;
+    g->c->line = g->ts->line;
+    ctx_pair(g->c, section, name, value);
+    return 1; /* our errors are in ctx; a 0 would make inih count a syntax error */
+}
+
+/* Parse INI text into c->mf with c's origin (line numbers from 1). */
+static int ctx_parse_text(load_ctx *c, const char *text) {
+    file_glue g = {c, NULL};
+    text_stream ts = {text, 0, 0, &g, file_handler};
+    g.ts = &ts;
+    if (ini_max_line < 4096) ini_max_line = 4096;
+    c->in_file = 1;
+    int rc = ini_parse_stream(stream_reader, &ts, stream_handler, &ts);
+    c->in_file = 0;
+    int bad = rc > 0 ? rc : 0;
+    if (ts.long_line && (!bad || ts.long_line < bad)) bad = ts.long_line;
+    if (bad && (!c->failed || bad <= c->err_line)) {
+        c->failed = 0;
+        c->line = bad;
+        if (bad == ts.long_line)
+            ctx_error(c, "line is longer than %d characters", ini_max_line - 3);
+        else
+            ctx_error(c, "cannot parse the line (expected [section], key = value, or a comment "
+                      "starting with ; or #)");
+    }
+    c->line = 0;
+    return c->failed ? -1 : 0;
+}
+
+/* One "section.key=value" (or alias=value) assignment. */
+static int ctx_assign(load_ctx *c, const char *assignment) {
+    const char *eq = strchr(assignment, '=');
+    if (!eq) {
+        ctx_error(c, "\"%s\": expected section.key=value (e.g. train.lr=3e-4)", assignment);
+        return -1;
+    }
+    char key[128], value[GL_PATH_MAX + 64];
+    size_t kl = (size_t)(eq - assignment);
+    if (kl >= sizeof key || strlen(eq + 1) >= sizeof value) {
+        ctx_error(c, "\"%.60s...\": too long", assignment);
+        return -1;
+    }
+    memcpy(key, assignment, kl);
+    key[kl] = '\0';
+    msgf(value, sizeof value, "%s", eq + 1);
+    trim(key);
+    trim(value);
+    if (!key[0]) {
+        ctx_error(c, "\"%s\": missing key before '='; expected section.key=value", assignment);
+        return -1;
+    }
+    if (!strncmp(key, "sweep.", 6)) return sweep_add(c, key + 6, value);
+    int k = resolve_key(c, key, "");
+    if (k < 0) return -1;
+    return set_key(c, k, value);
+}
+
+/* Whole-config checks after everything is applied. */
+static int ctx_finish(load_ctx *c) {
+    gl_manifest *mf = c->mf;
+    if (c->track && apply_scale(c)) return -1;
+    c->line = 0;
+    const char *origin = mf->path[0] ? mf->path : c->origin;
+    char msg[1024];
+    gl_model_config mc = mf->model;
+    if (mc.vocab_size == 0) mc.vocab_size = 1; /* 0 = "from the data", resolved by the caller */
+    if (config_validate(&mc, msg, sizeof msg)) {
+        msgf(c->err, c->errlen, "%s: %s", origin, msg);
+        return -1;
+    }
+    if (mf->data.task == TASK_TEXT) {
+        double sum = (double)mf->data.train_frac + (double)mf->data.val_frac;
+        if (sum > 1.0 + 1e-6) {
+            char a[32], b[32];
+            format_float(a, sizeof a, mf->data.train_frac);
+            format_float(b, sizeof b, mf->data.val_frac);
+            msgf(c->err, c->errlen,
+                     "%s: data.train_frac (%s) + data.val_frac (%s) is more than 1", origin, a, b);
+            return -1;
+        }
+    }
+    if (task_check(&mf->data, mf->model.seq_len, msg, sizeof msg)) {
+        msgf(c->err, c->errlen, "%s: %s", origin, msg);
+        return -1;
+    }
+    if (mf->data.task != TASK_TEXT && mf->model.vocab_size != 0 &&
+        mf->model.vocab_size != task_vocab_size(&mf->data)) {
+        msgf(c->err, c->errlen,
+                 "%s: model.vocab_size (%d) does not match data.task = %s, which has %d ids; set "
+                 "it to 0 (taken from the task)",
+                 origin, mf->model.vocab_size, manifest_task_name(mf->data.task),
+                 task_vocab_size(&mf->data));
+        return -1;
+    }
+    return 0;
+}
+
+/* --------------------------------------------------------------- API --- */
+
+void manifest_defaults(gl_manifest *mf) {
+    memset(mf, 0, sizeof *mf);
+    config_defaults(&mf->model);
+    mf->model.vocab_size = 0; /* taken from the data set or task */
+
+    gl_data_config *d = &mf->data;
+    d->task = TASK_TEXT;
+    msgf(d->file, sizeof d->file, "tinyshakespeare.txt");
+    d->train_frac = 0.9f;
+    d->val_frac = 0.1f;
+    d->seq_items = 10;
+    d->n_symbols = 16;
+    d->mqar_pairs = 8;
+    d->mqar_queries = 4;
+    d->mqar_keys = 32;
+    d->mqar_values = 32;
+
+    gl_train_config *t = &mf->train;
+    t->steps = 200;
+    t->batch_size = 16;
+    t->lr = 1e-3f;
+    t->min_lr = 1e-4f;
+    t->warmup = 20;
+    t->weight_decay = 0.1f;
+    t->beta1 = 0.9f;
+    t->beta2 = 0.95f;
+    t->eps = 1e-8f;
+    t->grad_clip = 1.0f;
+    t->seed = 1;
+    t->threads = 0;
+    t->eval_every = 50;
+    t->eval_windows = 16;
+    t->ckpt_every = 100;
+    t->log_every = 10;
+
+    msgf(mf->log.results, sizeof mf->log.results, "results");
+    mf->log.trace = 1;
+    mf->log.probe_windows = 4;
+}
+
+static void ctx_init(load_ctx *c, gl_manifest *mf, const char *origin, char *err, size_t errlen) {
+    memset(c, 0, sizeof *c);
+    c->mf = mf;
+    c->origin = origin;
+    c->err = err;
+    c->errlen = errlen;
+    c->track = 1;
+    if (errlen) err[0] = '\0';
+}
+
+int manifest_load(gl_manifest *mf, const char *path, int n_over, char *const *over, char *err,
+                  size_t errlen) {
+    load_ctx *c = malloc(sizeof *c);
+    char *text = NULL;
+    int rc = -1;
+    if (!c) {
+        msgf(err, errlen, "out of memory loading manifest %s", path ? path : "(none)");
+        return -1;
+    }
+    manifest_defaults(mf);
+    ctx_init(c, mf, path && *path ? path : "command line", err, errlen);
+    if (path && *path) {
+        if (strlen(path) >= sizeof mf->path) {
+            msgf(err, errlen, "manifest path %.80s... is too long", path);
+            goto cleanup;
+        }
+        msgf(mf->path, sizeof mf->path, "%s", path);
+        text = read_text_file(path, err, errlen, "manifest");
+        if (!text) goto cleanup;
+        if (ctx_parse_text(c, text)) goto cleanup;
+    }
+    c->origin = "command line";
+    for (int i = 0; i < n_over; i++) {
+        c->line = 0;
+        if (ctx_assign(c, over[i])) goto cleanup;
+    }
+    c->origin = mf->path[0] ? mf->path : "command line";
+    if (ctx_finish(c)) goto cleanup;
+    rc = 0;
+cleanup:
+    if (c) free(c->scales);
+    free(c);
+    free(text);
+    return rc;
+}
+
+int manifest_load_text(gl_manifest *mf, const char *text, const char *origin, char *err,
+                       size_t errlen) {
+    load_ctx *c = malloc(sizeof *c);
+    if (!c) {
+        msgf(err, errlen, "out of memory loading %s", origin);
+        return -1;
+    }
+    manifest_defaults(mf);
+    ctx_init(c, mf, origin ? origin : "(text)", err, errlen);
+    int rc = -1;
+    if (ctx_parse_text(c, text ? text : "")) goto cleanup;
+    if (ctx_finish(c)) goto cleanup;
+    rc = 0;
+cleanup:
+    free(c->scales);
+    free(c);
+    return rc;
+}
+
+int manifest_set(gl_manifest *mf, const char *assignment, const char *origin, int line, char *err,
+                 size_t errlen) {
+    load_ctx *c = malloc(sizeof *c);
+    if (!c) {
+        msgf(err, errlen, "out of memory");
+        return -1;
+    }
+    ctx_init(c, mf, origin ? origin : "command line", err, errlen);
+    c->track = 0; /* a lone model.scale sets all five size keys */
+    c->line = line;
+    int rc = ctx_assign(c, assignment);
+    free(c->scales);
+    free(c);
+    return rc;
+}
+
+static void write_section(strbuf *sb, const gl_manifest *mf, const char *section) {
+    char val[GL_PATH_MAX + 64];
+    sb_printf(sb, "[%s]\n", section);
+    for (int i = 0; i < N_KEYS; i++) {
+        if (strcmp(keys[i].section, section)) continue;
+        format_value(val, sizeof val, mf, &keys[i]);
+        sb_printf(sb, "%s =%s%s\n", keys[i].name, val[0] ? " " : "", val);
+    }
+}
+
+char *manifest_to_ini(const gl_manifest *mf) {
+    strbuf sb = {0};
+    for (int s = 0; s < N_SECTIONS; s++) {
+        if (s) sb_printf(&sb, "\n");
+        write_section(&sb, mf, sections[s]);
+    }
+    if (sb.oom) {
+        free(sb.p);
+        return NULL;
+    }
+    return sb.p;
+}
+
+uint64_t manifest_model_hash(const gl_manifest *mf) {
+    strbuf sb = {0};
+    write_section(&sb, mf, "model");
+    uint64_t h = 0xcbf29ce484222325ULL; /* FNV-1a 64 offset basis */
+    if (!sb.oom)
+        for (size_t i = 0; i < sb.len; i++) {
+            h ^= (unsigned char)sb.p[i];
+            h *= 0x100000001b3ULL; /* FNV prime */
+        }
+    free(sb.p);
+    return h;
+}

@@ -1,0 +1,943 @@
+/*
+ * registry.c — the experiment registry in SQLite (see registry.h and
+ * docs/registry.md for the schema).
+ *
+ * Every connection: WAL journal, synchronous=NORMAL, a busy timeout, and
+ * every write inside one BEGIN IMMEDIATE transaction, so a writer takes the
+ * write lock up front (never upgrading a read lock, which is what makes WAL
+ * writers fail with "database is locked" instead of waiting).  A BEGIN that
+ * still finds the database busy after the timeout is retried a few times.
+ *
+ * The schema carries its version in schema_version; db_open applies the
+ * upgrade steps db_upgrades[v] for v = stored version .. DB_SCHEMA_VERSION-1
+ * in one transaction, and refuses a database newer than this binary.
+ *
+ * What it deliberately does not do: any statistics or formatting (cmd_runs.c
+ * prints), any knowledge of training (the training loop calls it), any
+ * network-filesystem locking (on a cluster each task writes its own file and
+ * `gatelab collect` merges them with db_merge).  Follows the SQLite C API
+ * documentation (https://sqlite.org/c3ref/intro.html) and the WAL notes
+ * (https://sqlite.org/wal.html).  This is the only file including sqlite3.h.
+ */
+#include "registry.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <sqlite3.h>
+
+#include "sha256.h"
+
+#define DB_BUSY_TIMEOUT_MS 30000
+#define DB_BEGIN_RETRIES 20
+
+struct gl_db {
+    sqlite3 *h;
+    char path[GL_PATH_MAX];
+    char host[256];
+};
+
+/* ---- small helpers ---- */
+
+double db_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+const char *db_path(const gl_db *db) { return db ? db->path : ""; }
+
+int db_status_rank(const char *status) {
+    static const char *const order[] = {"SCHEDULED", "RUNNING", "KILLED", "FAILED", "FINISHED"};
+    if (!status) return 0;
+    for (int i = 0; i < 5; i++)
+        if (!strcmp(status, order[i])) return i + 1;
+    return 0;
+}
+
+/* err <- "<db path>: <what>: <sqlite message>". */
+static void db_fail(gl_db *db, const char *what, char *err, size_t errlen) {
+    snprintf(err, errlen, "%s: %s: %s", db->path, what, db->h ? sqlite3_errmsg(db->h) : "not open");
+}
+
+/* Run SQL without results.  Returns 0 or -1 with a message. */
+static int db_exec(gl_db *db, const char *sql, const char *what, char *err, size_t errlen) {
+    char *msg = NULL;
+    if (sqlite3_exec(db->h, sql, NULL, NULL, &msg) != SQLITE_OK) {
+        snprintf(err, errlen, "%s: %s: %s", db->path, what, msg ? msg : sqlite3_errmsg(db->h));
+        sqlite3_free(msg);
+        return -1;
+    }
+    return 0;
+}
+
+/* BEGIN IMMEDIATE, retried when the busy timeout expires (a long writer or a checkpoint). */
+static int db_begin(gl_db *db, char *err, size_t errlen) {
+    for (int attempt = 0;; attempt++) {
+        int rc = sqlite3_exec(db->h, "BEGIN IMMEDIATE", NULL, NULL, NULL);
+        if (rc == SQLITE_OK) return 0;
+        if ((rc & 0xff) != SQLITE_BUSY && (rc & 0xff) != SQLITE_LOCKED) break;
+        if (attempt >= DB_BEGIN_RETRIES) break;
+        usleep(10000u * (unsigned)(attempt + 1));
+    }
+    snprintf(err, errlen,
+             "%s: cannot start a write transaction: %s (another process holds the write lock; "
+             "is the registry on a network filesystem?)",
+             db->path, sqlite3_errmsg(db->h));
+    return -1;
+}
+
+static int db_commit(gl_db *db, char *err, size_t errlen) {
+    for (int attempt = 0;; attempt++) {
+        int rc = sqlite3_exec(db->h, "COMMIT", NULL, NULL, NULL);
+        if (rc == SQLITE_OK) return 0;
+        if ((rc & 0xff) != SQLITE_BUSY || attempt >= DB_BEGIN_RETRIES) break;
+        usleep(10000u * (unsigned)(attempt + 1));
+    }
+    db_fail(db, "commit failed", err, errlen);
+    return -1;
+}
+
+static void db_rollback(gl_db *db) {
+    if (db && db->h && !sqlite3_get_autocommit(db->h)) sqlite3_exec(db->h, "ROLLBACK", NULL, NULL, NULL);
+}
+
+/* Prepare sql; on failure fill err.  Returns the statement or NULL. */
+static sqlite3_stmt *db_prepare(gl_db *db, const char *sql, char *err, size_t errlen) {
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(db->h, sql, -1, &st, NULL) != SQLITE_OK) {
+        db_fail(db, "cannot prepare a statement", err, errlen);
+        sqlite3_finalize(st);
+        return NULL;
+    }
+    return st;
+}
+
+static void db_bind_text_or_null(sqlite3_stmt *st, int i, const char *s) {
+    if (s) sqlite3_bind_text(st, i, s, -1, SQLITE_TRANSIENT);
+    else sqlite3_bind_null(st, i);
+}
+
+/* Bind a double, or NULL when it is NaN or infinite (never stored as a number). */
+static void db_bind_real_or_null(sqlite3_stmt *st, int i, double v) {
+    if (isfinite(v)) sqlite3_bind_double(st, i, v);
+    else sqlite3_bind_null(st, i);
+}
+
+/* mkdir -p of the folder that will hold path.  Returns 0 or -1 with a message. */
+static int db_make_parent(const char *path, char *err, size_t errlen) {
+    char dir[GL_PATH_MAX];
+    if (strlen(path) >= sizeof dir) {
+        snprintf(err, errlen, "%s: registry path too long (max %d bytes)", path, GL_PATH_MAX - 1);
+        return -1;
+    }
+    strcpy(dir, path);
+    char *slash = strrchr(dir, '/');
+    if (!slash || slash == dir) return 0;
+    *slash = '\0';
+    for (char *p = dir + 1; *p; p++) {
+        if (*p != '/') continue;
+        *p = '\0';
+        if (mkdir(dir, 0777) != 0 && errno != EEXIST) goto fail;
+        *p = '/';
+    }
+    if (mkdir(dir, 0777) != 0 && errno != EEXIST) goto fail;
+    return 0;
+fail:
+    snprintf(err, errlen, "%s: cannot create folder %s for the registry: %s", path, dir, strerror(errno));
+    return -1;
+}
+
+/* ---- schema and upgrades ---- */
+
+/* db_upgrades[v] takes a database at schema version v to v+1. */
+static const char *const db_upgrades[DB_SCHEMA_VERSION] = {
+    /* 0 -> 1: the first schema. */
+    "CREATE TABLE schema_version (version INTEGER NOT NULL);"
+    "INSERT INTO schema_version (version) VALUES (0);"
+    "CREATE TABLE experiments ("
+    "  id INTEGER PRIMARY KEY,"
+    "  name TEXT NOT NULL UNIQUE,"
+    "  manifest_text TEXT,"
+    "  manifest_hash TEXT,"          /* sha256 hex of manifest_text */
+    "  created_time REAL NOT NULL);" /* unix seconds */
+    "CREATE TABLE runs ("
+    "  run_id TEXT PRIMARY KEY,"
+    "  experiment_id INTEGER NOT NULL REFERENCES experiments(id),"
+    "  name TEXT,"
+    "  config_text TEXT,"            /* canonical INI (manifest_to_ini) */
+    "  config_hash TEXT,"            /* sha256 hex of config_text */
+    "  seed INTEGER,"                /* uint64 stored as its int64 bit pattern */
+    "  git_commit TEXT,"
+    "  git_dirty INTEGER,"           /* 1 dirty, 0 clean, NULL unknown */
+    "  host TEXT,"
+    "  pid INTEGER,"
+    "  status TEXT NOT NULL CHECK (status IN ('SCHEDULED','RUNNING','FINISHED','FAILED','KILLED')),"
+    "  created_time REAL NOT NULL,"
+    "  start_time REAL,"
+    "  end_time REAL,"
+    "  heartbeat REAL,"
+    "  attempts INTEGER NOT NULL DEFAULT 0," /* times db_run_start was called */
+    "  exit_code INTEGER,"
+    "  error TEXT);"
+    "CREATE INDEX runs_by_experiment ON runs (experiment_id, status);"
+    "CREATE TABLE params ("
+    "  run_id TEXT NOT NULL REFERENCES runs(run_id),"
+    "  key TEXT NOT NULL,"           /* section.key */
+    "  value TEXT,"
+    "  PRIMARY KEY (run_id, key));"
+    "CREATE TABLE metrics ("
+    "  run_id TEXT NOT NULL REFERENCES runs(run_id),"
+    "  step INTEGER NOT NULL,"
+    "  split TEXT NOT NULL,"
+    "  name TEXT NOT NULL,"
+    "  value REAL,"                  /* NULL: the value was NaN or infinite */
+    "  wall_time REAL NOT NULL,"
+    "  PRIMARY KEY (run_id, step, split, name));"
+    "CREATE INDEX metrics_by_name ON metrics (run_id, split, name, step);"
+    "CREATE TABLE artifacts ("
+    "  run_id TEXT NOT NULL REFERENCES runs(run_id),"
+    "  kind TEXT NOT NULL,"
+    "  path TEXT NOT NULL,"
+    "  sha256 TEXT NOT NULL,"
+    "  bytes INTEGER NOT NULL,"
+    "  created_time REAL NOT NULL,"
+    "  PRIMARY KEY (run_id, kind));",
+};
+
+/* Stored schema version (0 for a fresh file).  Call inside a transaction. */
+static int db_schema_version(gl_db *db, int *version, char *err, size_t errlen) {
+    int rc = -1;
+    sqlite3_stmt *st = db_prepare(
+        db, "SELECT count(*) FROM sqlite_master WHERE type='table' AND name='schema_version'", err, errlen);
+    if (!st) goto cleanup;
+    if (sqlite3_step(st) != SQLITE_ROW) { db_fail(db, "cannot read the schema", err, errlen); goto cleanup; }
+    int have = sqlite3_column_int(st, 0);
+    sqlite3_finalize(st);
+    st = NULL;
+    *version = 0;
+    if (have) {
+        st = db_prepare(db, "SELECT max(version) FROM schema_version", err, errlen);
+        if (!st) goto cleanup;
+        if (sqlite3_step(st) != SQLITE_ROW) { db_fail(db, "cannot read schema_version", err, errlen); goto cleanup; }
+        *version = sqlite3_column_int(st, 0);
+    }
+    rc = 0;
+cleanup:
+    sqlite3_finalize(st);
+    return rc;
+}
+
+/* Bring the schema to DB_SCHEMA_VERSION in one transaction. */
+static int db_upgrade(gl_db *db, char *err, size_t errlen) {
+    int version = 0;
+    if (db_begin(db, err, errlen)) return -1;
+    if (db_schema_version(db, &version, err, errlen)) goto fail;
+    if (version > DB_SCHEMA_VERSION) {
+        snprintf(err, errlen,
+                 "%s: registry schema version %d is newer than this gatelab understands (%d); "
+                 "use a newer gatelab or another --db",
+                 db->path, version, DB_SCHEMA_VERSION);
+        goto fail;
+    }
+    for (int v = version; v < DB_SCHEMA_VERSION; v++) {
+        char what[64];
+        snprintf(what, sizeof what, "schema upgrade %d -> %d failed", v, v + 1);
+        if (db_exec(db, db_upgrades[v], what, err, errlen)) goto fail;
+    }
+    if (version < DB_SCHEMA_VERSION) {
+        char sql[96];
+        snprintf(sql, sizeof sql, "UPDATE schema_version SET version = %d", DB_SCHEMA_VERSION);
+        if (db_exec(db, sql, "cannot record the schema version", err, errlen)) goto fail;
+    }
+    return db_commit(db, err, errlen);
+fail:
+    db_rollback(db);
+    return -1;
+}
+
+int db_open(gl_db **out, const char *path, char *err, size_t errlen) {
+    gl_db *db = NULL;
+    *out = NULL;
+    if (!path || !*path) {
+        snprintf(err, errlen, "registry: empty database path (pass --db PATH)");
+        return -1;
+    }
+    if (strlen(path) >= GL_PATH_MAX) {
+        snprintf(err, errlen, "%s: registry path too long (max %d bytes)", path, GL_PATH_MAX - 1);
+        return -1;
+    }
+    if (db_make_parent(path, err, errlen)) return -1;
+    db = calloc(1, sizeof *db);
+    if (!db) { snprintf(err, errlen, "%s: out of memory opening the registry", path); return -1; }
+    strcpy(db->path, path);
+    if (gethostname(db->host, sizeof db->host - 1) != 0) strcpy(db->host, "unknown");
+    if (sqlite3_open_v2(path, &db->h, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
+                        NULL) != SQLITE_OK) {
+        db_fail(db, "cannot open the registry", err, errlen);
+        goto fail;
+    }
+    sqlite3_busy_timeout(db->h, DB_BUSY_TIMEOUT_MS);
+    sqlite3_extended_result_codes(db->h, 1);
+    /* journal_mode=WAL needs a moment of exclusive access on a fresh file; retry while busy. */
+    for (int attempt = 0;; attempt++) {
+        sqlite3_stmt *st = NULL;
+        int rc = sqlite3_prepare_v2(db->h, "PRAGMA journal_mode=WAL", -1, &st, NULL);
+        if (rc == SQLITE_OK) rc = sqlite3_step(st);
+        int ok = rc == SQLITE_ROW && !strcmp((const char *)sqlite3_column_text(st, 0), "wal");
+        sqlite3_finalize(st);
+        if (ok) break;
+        if (((rc & 0xff) == SQLITE_BUSY || (rc & 0xff) == SQLITE_LOCKED) && attempt < DB_BEGIN_RETRIES) {
+            usleep(10000u * (unsigned)(attempt + 1));
+            continue;
+        }
+        if (rc == SQLITE_ROW) {
+            snprintf(err, errlen, "%s: the registry cannot use WAL mode (a network filesystem?); "
+                                  "put it on a local disk with --db", path);
+        } else if ((rc & 0xff) == SQLITE_NOTADB) {
+            snprintf(err, errlen, "%s: not a SQLite database, so not a gatelab registry; pass another --db",
+                     path);
+        } else {
+            db_fail(db, "cannot switch the registry to WAL mode", err, errlen);
+        }
+        goto fail;
+    }
+    if (db_exec(db, "PRAGMA synchronous=NORMAL", "cannot set synchronous mode", err, errlen)) goto fail;
+    if (db_upgrade(db, err, errlen)) goto fail;
+    *out = db;
+    return 0;
+fail:
+    db_close(db);
+    return -1;
+}
+
+void db_close(gl_db *db) {
+    if (!db) return;
+    if (db->h) {
+        db_rollback(db);
+        sqlite3_close_v2(db->h);
+    }
+    free(db);
+}
+
+/* ---- experiments and runs ---- */
+
+int db_experiment_ensure(gl_db *db, const char *name, const char *manifest_text, long long *exp_id,
+                         char *err, size_t errlen) {
+    int rc = -1;
+    sqlite3_stmt *st = NULL;
+    char hash[65] = "";
+    if (!name || !*name) { snprintf(err, errlen, "%s: empty experiment name", db->path); return -1; }
+    if (manifest_text) sha256_hex(manifest_text, strlen(manifest_text), hash);
+    if (db_begin(db, err, errlen)) return -1;
+    st = db_prepare(db,
+                    "INSERT INTO experiments (name, manifest_text, manifest_hash, created_time) "
+                    "VALUES (?1, ?2, ?3, ?4) ON CONFLICT(name) DO NOTHING",
+                    err, errlen);
+    if (!st) goto cleanup;
+    sqlite3_bind_text(st, 1, name, -1, SQLITE_TRANSIENT);
+    db_bind_text_or_null(st, 2, manifest_text);
+    db_bind_text_or_null(st, 3, manifest_text ? hash : NULL);
+    sqlite3_bind_double(st, 4, db_now());
+    if (sqlite3_step(st) != SQLITE_DONE) { db_fail(db, "cannot record the experiment", err, errlen); goto cleanup; }
+    sqlite3_finalize(st);
+    st = db_prepare(db, "SELECT id FROM experiments WHERE name = ?1", err, errlen);
+    if (!st) goto cleanup;
+    sqlite3_bind_text(st, 1, name, -1, SQLITE_TRANSIENT);
+    if (sqlite3_step(st) != SQLITE_ROW) { db_fail(db, "cannot find the experiment just recorded", err, errlen); goto cleanup; }
+    *exp_id = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    st = NULL;
+    rc = db_commit(db, err, errlen);
+cleanup:
+    sqlite3_finalize(st);
+    if (rc) db_rollback(db);
+    return rc;
+}
+
+int db_run_create(gl_db *db, long long exp_id, const char *run_id, const char *name,
+                  const char *config_ini, const char *config_hash, unsigned long long seed,
+                  const char *status, char *err, size_t errlen) {
+    int rc = -1;
+    sqlite3_stmt *st = NULL;
+    if (!run_id || !*run_id) { snprintf(err, errlen, "%s: empty run id", db->path); return -1; }
+    if (!db_status_rank(status)) {
+        snprintf(err, errlen, "%s: run %s: unknown status '%s' (SCHEDULED, RUNNING, FINISHED, FAILED, KILLED)",
+                 db->path, run_id, status ? status : "(null)");
+        return -1;
+    }
+    if (db_begin(db, err, errlen)) return -1;
+    st = db_prepare(db,
+                    "INSERT INTO runs (run_id, experiment_id, name, config_text, config_hash, seed, status, "
+                    "created_time, heartbeat) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8)",
+                    err, errlen);
+    if (!st) goto cleanup;
+    sqlite3_bind_text(st, 1, run_id, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int64(st, 2, exp_id);
+    db_bind_text_or_null(st, 3, name);
+    db_bind_text_or_null(st, 4, config_ini);
+    db_bind_text_or_null(st, 5, config_hash);
+    sqlite3_bind_int64(st, 6, (sqlite3_int64)seed);
+    sqlite3_bind_text(st, 7, status, -1, SQLITE_STATIC);
+    sqlite3_bind_double(st, 8, db_now());
+    int s = sqlite3_step(st);
+    if (s == SQLITE_CONSTRAINT_PRIMARYKEY) {
+        snprintf(err, errlen, "%s: run %s already exists; choose another run id or resume it", db->path, run_id);
+        goto cleanup;
+    }
+    if (s != SQLITE_DONE) { db_fail(db, "cannot create the run", err, errlen); goto cleanup; }
+    sqlite3_finalize(st);
+    st = NULL;
+    rc = db_commit(db, err, errlen);
+cleanup:
+    sqlite3_finalize(st);
+    if (rc) db_rollback(db);
+    return rc;
+}
+
+int db_run_exists(gl_db *db, const char *run_id, char *status_out, char *err, size_t errlen) {
+    int rc = -1;
+    sqlite3_stmt *st = db_prepare(db, "SELECT status FROM runs WHERE run_id = ?1", err, errlen);
+    if (!st) return -1;
+    sqlite3_bind_text(st, 1, run_id, -1, SQLITE_TRANSIENT);
+    int s = sqlite3_step(st);
+    if (s == SQLITE_ROW) {
+        if (status_out) snprintf(status_out, 16, "%s", (const char *)sqlite3_column_text(st, 0));
+        rc = 1;
+    } else if (s == SQLITE_DONE) {
+        if (status_out) status_out[0] = '\0';
+        rc = 0;
+    } else {
+        db_fail(db, "cannot look up the run", err, errlen);
+    }
+    sqlite3_finalize(st);
+    return rc;
+}
+
+/* Run a short command and keep the first line of its output in out ("" on failure). */
+static void db_command_line(const char *cmd, char *out, size_t outlen) {
+    out[0] = '\0';
+    FILE *p = popen(cmd, "r");
+    if (!p) return;
+    if (!fgets(out, (int)outlen, p)) out[0] = '\0';
+    while (fgetc(p) != EOF) {} /* drain so the child does not get SIGPIPE */
+    if (pclose(p) != 0) out[0] = '\0';
+    out[strcspn(out, "\r\n")] = '\0';
+}
+
+/* Run a single-row UPDATE on run_id (bound as ?1) inside its own transaction;
+ * a run that does not exist is an error. */
+static int db_update_run(gl_db *db, sqlite3_stmt *st, const char *run_id, const char *what, char *err,
+                         size_t errlen) {
+    int rc = -1;
+    if (db_begin(db, err, errlen)) return -1;
+    if (sqlite3_step(st) != SQLITE_DONE) { db_fail(db, what, err, errlen); goto cleanup; }
+    if (sqlite3_changes(db->h) != 1) {
+        snprintf(err, errlen, "%s: %s: run %s is not in the registry", db->path, what, run_id);
+        goto cleanup;
+    }
+    rc = db_commit(db, err, errlen);
+cleanup:
+    if (rc) db_rollback(db);
+    return rc;
+}
+
+int db_run_start(gl_db *db, const char *run_id, char *err, size_t errlen) {
+    char commit[128], dirty[8];
+    /* git before the transaction: never hold the write lock across a subprocess. */
+    db_command_line("git rev-parse HEAD 2>/dev/null", commit, sizeof commit);
+    if (commit[0])
+        db_command_line("if [ -n \"$(git status --porcelain --untracked-files=no 2>/dev/null)\" ]; "
+                        "then echo 1; else echo 0; fi",
+                        dirty, sizeof dirty);
+    sqlite3_stmt *st = db_prepare(db,
+                                  "UPDATE runs SET status='RUNNING', start_time=coalesce(start_time, ?2), "
+                                  "end_time=NULL, exit_code=NULL, error=NULL, host=?3, pid=?4, git_commit=?5, "
+                                  "git_dirty=?6, heartbeat=?2, attempts=attempts+1 WHERE run_id=?1",
+                                  err, errlen);
+    if (!st) return -1;
+    sqlite3_bind_text(st, 1, run_id, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_double(st, 2, db_now());
+    sqlite3_bind_text(st, 3, db->host, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int64(st, 4, (sqlite3_int64)getpid());
+    if (commit[0]) {
+        sqlite3_bind_text(st, 5, commit, -1, SQLITE_TRANSIENT);
+        sqlite3_bind_int(st, 6, atoi(dirty));
+    } else {
+        sqlite3_bind_null(st, 5);
+        sqlite3_bind_null(st, 6);
+    }
+    int rc = db_update_run(db, st, run_id, "cannot mark the run RUNNING", err, errlen);
+    sqlite3_finalize(st);
+    return rc;
+}
+
+int db_run_finish(gl_db *db, const char *run_id, const char *status, int exit_code, const char *error,
+                  char *err, size_t errlen) {
+    if (!status || (strcmp(status, "FINISHED") && strcmp(status, "FAILED") && strcmp(status, "KILLED"))) {
+        snprintf(err, errlen, "%s: run %s: a run ends FINISHED, FAILED or KILLED, not '%s'", db->path, run_id,
+                 status ? status : "(null)");
+        return -1;
+    }
+    sqlite3_stmt *st = db_prepare(db,
+                                  "UPDATE runs SET status=?2, end_time=?3, heartbeat=?3, exit_code=?4, "
+                                  "error=?5 WHERE run_id=?1",
+                                  err, errlen);
+    if (!st) return -1;
+    sqlite3_bind_text(st, 1, run_id, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(st, 2, status, -1, SQLITE_STATIC);
+    sqlite3_bind_double(st, 3, db_now());
+    sqlite3_bind_int(st, 4, exit_code);
+    db_bind_text_or_null(st, 5, error);
+    int rc = db_update_run(db, st, run_id, "cannot mark the run ended", err, errlen);
+    sqlite3_finalize(st);
+    return rc;
+}
+
+int db_run_heartbeat(gl_db *db, const char *run_id, char *err, size_t errlen) {
+    sqlite3_stmt *st = db_prepare(db, "UPDATE runs SET heartbeat=?2, pid=?3 WHERE run_id=?1", err, errlen);
+    if (!st) return -1;
+    sqlite3_bind_text(st, 1, run_id, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_double(st, 2, db_now());
+    sqlite3_bind_int64(st, 3, (sqlite3_int64)getpid());
+    int rc = db_update_run(db, st, run_id, "cannot update the heartbeat", err, errlen);
+    sqlite3_finalize(st);
+    return rc;
+}
+
+/* ---- params, metrics, artifacts ---- */
+
+/* Trim spaces at both ends in place; returns the start. */
+static char *db_trim(char *s) {
+    while (*s == ' ' || *s == '\t') s++;
+    char *e = s + strlen(s);
+    while (e > s && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\r')) *--e = '\0';
+    return s;
+}
+
+int db_params_put_ini(gl_db *db, const char *run_id, const char *ini, char *err, size_t errlen) {
+    int rc = -1;
+    sqlite3_stmt *del = NULL, *ins = NULL;
+    char *text = strdup(ini ? ini : "");
+    if (!text) { snprintf(err, errlen, "%s: out of memory storing params", db->path); return -1; }
+    if (db_begin(db, err, errlen)) { free(text); return -1; }
+    del = db_prepare(db, "DELETE FROM params WHERE run_id=?1", err, errlen);
+    ins = db_prepare(db, "INSERT OR REPLACE INTO params (run_id, key, value) VALUES (?1, ?2, ?3)", err, errlen);
+    if (!del || !ins) goto cleanup;
+    sqlite3_bind_text(del, 1, run_id, -1, SQLITE_TRANSIENT);
+    if (sqlite3_step(del) != SQLITE_DONE) { db_fail(db, "cannot replace params", err, errlen); goto cleanup; }
+    char section[64] = "";
+    char *save = NULL;
+    for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        char *s = db_trim(line);
+        if (!*s || *s == ';' || *s == '#') continue;
+        if (*s == '[') {
+            char *close = strchr(s, ']');
+            if (close) *close = '\0';
+            snprintf(section, sizeof section, "%s", db_trim(s + 1));
+            continue;
+        }
+        char *eq = strchr(s, '=');
+        if (!eq) continue;
+        *eq = '\0';
+        char key[160];
+        const char *k = db_trim(s);
+        if (section[0]) snprintf(key, sizeof key, "%s.%s", section, k);
+        else snprintf(key, sizeof key, "%s", k);
+        sqlite3_reset(ins);
+        sqlite3_bind_text(ins, 1, run_id, -1, SQLITE_TRANSIENT);
+        sqlite3_bind_text(ins, 2, key, -1, SQLITE_TRANSIENT);
+        sqlite3_bind_text(ins, 3, db_trim(eq + 1), -1, SQLITE_TRANSIENT);
+        if (sqlite3_step(ins) != SQLITE_DONE) { db_fail(db, "cannot store a param", err, errlen); goto cleanup; }
+    }
+    sqlite3_finalize(del);
+    sqlite3_finalize(ins);
+    del = ins = NULL;
+    rc = db_commit(db, err, errlen);
+cleanup:
+    sqlite3_finalize(del);
+    sqlite3_finalize(ins);
+    if (rc) db_rollback(db);
+    free(text);
+    return rc;
+}
+
+int db_params_put(gl_db *db, const char *run_id, const gl_manifest *mf, char *err, size_t errlen) {
+    char *ini = manifest_to_ini(mf);
+    if (!ini) { snprintf(err, errlen, "%s: run %s: cannot render the config (out of memory)", db->path, run_id); return -1; }
+    int rc = db_params_put_ini(db, run_id, ini, err, errlen);
+    free(ini);
+    return rc;
+}
+
+int db_metrics_log(gl_db *db, const char *run_id, const gl_metric *rows, int n, char *err, size_t errlen) {
+    int rc = -1;
+    sqlite3_stmt *ins = NULL, *hb = NULL;
+    double now = db_now();
+    if (db_begin(db, err, errlen)) return -1;
+    ins = db_prepare(db,
+                     "INSERT OR REPLACE INTO metrics (run_id, step, split, name, value, wall_time) "
+                     "VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                     err, errlen);
+    hb = db_prepare(db, "UPDATE runs SET heartbeat=?2 WHERE run_id=?1", err, errlen);
+    if (!ins || !hb) goto cleanup;
+    sqlite3_bind_text(hb, 1, run_id, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_double(hb, 2, now);
+    if (sqlite3_step(hb) != SQLITE_DONE) { db_fail(db, "cannot update the heartbeat", err, errlen); goto cleanup; }
+    if (sqlite3_changes(db->h) != 1) {
+        snprintf(err, errlen, "%s: cannot log metrics: run %s is not in the registry", db->path, run_id);
+        goto cleanup;
+    }
+    sqlite3_bind_text(ins, 1, run_id, -1, SQLITE_TRANSIENT);
+    for (int i = 0; i < n; i++) {
+        sqlite3_reset(ins);
+        sqlite3_bind_int64(ins, 2, rows[i].step);
+        sqlite3_bind_text(ins, 3, rows[i].split ? rows[i].split : "train", -1, SQLITE_TRANSIENT);
+        sqlite3_bind_text(ins, 4, rows[i].name ? rows[i].name : "", -1, SQLITE_TRANSIENT);
+        db_bind_real_or_null(ins, 5, rows[i].value);
+        sqlite3_bind_double(ins, 6, rows[i].wall_time > 0 ? rows[i].wall_time : now);
+        if (sqlite3_step(ins) != SQLITE_DONE) {
+            char what[192];
+            snprintf(what, sizeof what, "cannot log metric %s/%s at step %ld of run %s",
+                     rows[i].split ? rows[i].split : "train", rows[i].name ? rows[i].name : "", rows[i].step, run_id);
+            db_fail(db, what, err, errlen);
+            goto cleanup;
+        }
+    }
+    sqlite3_finalize(ins);
+    sqlite3_finalize(hb);
+    ins = hb = NULL;
+    rc = db_commit(db, err, errlen);
+cleanup:
+    sqlite3_finalize(ins);
+    sqlite3_finalize(hb);
+    if (rc) db_rollback(db);
+    return rc;
+}
+
+int db_artifact_put(gl_db *db, const char *run_id, const char *kind, const char *path, char *err,
+                    size_t errlen) {
+    int rc = -1;
+    char hex[65];
+    long long bytes = 0;
+    sqlite3_stmt *st = NULL;
+    /* Hash before the transaction: never hold the write lock while reading a large file. */
+    if (sha256_file(path, hex, &bytes, err, errlen)) return -1;
+    if (db_begin(db, err, errlen)) return -1;
+    st = db_prepare(db,
+                    "INSERT OR REPLACE INTO artifacts (run_id, kind, path, sha256, bytes, created_time) "
+                    "VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                    err, errlen);
+    if (!st) goto cleanup;
+    sqlite3_bind_text(st, 1, run_id, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(st, 2, kind, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(st, 3, path, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(st, 4, hex, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int64(st, 5, bytes);
+    sqlite3_bind_double(st, 6, db_now());
+    if (sqlite3_step(st) != SQLITE_DONE) { db_fail(db, "cannot record the artifact", err, errlen); goto cleanup; }
+    sqlite3_finalize(st);
+    st = NULL;
+    rc = db_commit(db, err, errlen);
+cleanup:
+    sqlite3_finalize(st);
+    if (rc) db_rollback(db);
+    return rc;
+}
+
+int db_artifact_get(gl_db *db, const char *run_id, const char *kind, char *path_out, size_t pathlen,
+                    char sha256_out[65], long long *bytes, char *err, size_t errlen) {
+    int rc = -1;
+    sqlite3_stmt *st = db_prepare(db, "SELECT path, sha256, bytes FROM artifacts WHERE run_id=?1 AND kind=?2",
+                                  err, errlen);
+    if (!st) return -1;
+    sqlite3_bind_text(st, 1, run_id, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(st, 2, kind, -1, SQLITE_TRANSIENT);
+    int s = sqlite3_step(st);
+    if (s == SQLITE_ROW) {
+        if (path_out) snprintf(path_out, pathlen, "%s", (const char *)sqlite3_column_text(st, 0));
+        if (sha256_out) snprintf(sha256_out, 65, "%s", (const char *)sqlite3_column_text(st, 1));
+        if (bytes) *bytes = sqlite3_column_int64(st, 2);
+        rc = 1;
+    } else if (s == SQLITE_DONE) {
+        rc = 0;
+    } else {
+        db_fail(db, "cannot look up the artifact", err, errlen);
+    }
+    sqlite3_finalize(st);
+    return rc;
+}
+
+/* ---- sweeps: claiming and releasing runs ---- */
+
+/* 1 when the process pid is alive on this machine. */
+static int db_pid_alive(long long pid) {
+    if (pid <= 0) return 0;
+    if (kill((pid_t)pid, 0) == 0) return 1;
+    return errno == EPERM;
+}
+
+int db_run_claim(gl_db *db, const char *const *run_ids, int n, double stale_s, int *was_interrupted,
+                 char *err, size_t errlen) {
+    int rc = -1, claimed = -2;
+    sqlite3_stmt *sel = NULL, *upd = NULL;
+    double now = db_now();
+    *was_interrupted = 0;
+    if (db_begin(db, err, errlen)) return -1;
+    sel = db_prepare(db, "SELECT status, pid, host, heartbeat FROM runs WHERE run_id=?1", err, errlen);
+    upd = db_prepare(db,
+                     "UPDATE runs SET status='RUNNING', pid=?2, host=?3, heartbeat=?4, end_time=NULL, "
+                     "exit_code=NULL, error=NULL WHERE run_id=?1",
+                     err, errlen);
+    if (!sel || !upd) goto cleanup;
+    for (int i = 0; i < n && claimed == -2; i++) {
+        sqlite3_reset(sel);
+        sqlite3_bind_text(sel, 1, run_ids[i], -1, SQLITE_TRANSIENT);
+        int s = sqlite3_step(sel);
+        if (s == SQLITE_DONE) continue; /* not registered: not ours to run */
+        if (s != SQLITE_ROW) { db_fail(db, "cannot read a run's status", err, errlen); goto cleanup; }
+        const char *status = (const char *)sqlite3_column_text(sel, 0);
+        long long pid = sqlite3_column_int64(sel, 1);
+        const char *host = (const char *)sqlite3_column_text(sel, 2);
+        double beat = sqlite3_column_type(sel, 3) == SQLITE_NULL ? 0 : sqlite3_column_double(sel, 3);
+        int take = 0, interrupted = 0;
+        if (!strcmp(status, "SCHEDULED")) {
+            take = 1;
+        } else if (!strcmp(status, "KILLED")) {
+            take = interrupted = 1; /* stopped by a signal: resume */
+        } else if (!strcmp(status, "RUNNING")) {
+            int same_host = host && !strcmp(host, db->host);
+            if ((same_host && !db_pid_alive(pid)) || now - beat > stale_s) take = interrupted = 1;
+        }
+        if (!take) continue;
+        sqlite3_reset(upd);
+        sqlite3_bind_text(upd, 1, run_ids[i], -1, SQLITE_TRANSIENT);
+        sqlite3_bind_int64(upd, 2, (sqlite3_int64)getpid());
+        sqlite3_bind_text(upd, 3, db->host, -1, SQLITE_TRANSIENT);
+        sqlite3_bind_double(upd, 4, now);
+        if (sqlite3_step(upd) != SQLITE_DONE) { db_fail(db, "cannot claim a run", err, errlen); goto cleanup; }
+        claimed = i;
+        *was_interrupted = interrupted;
+    }
+    sqlite3_finalize(sel);
+    sqlite3_finalize(upd);
+    sel = upd = NULL;
+    if (db_commit(db, err, errlen)) goto cleanup;
+    rc = claimed;
+cleanup:
+    sqlite3_finalize(sel);
+    sqlite3_finalize(upd);
+    if (rc == -1) db_rollback(db);
+    return rc;
+}
+
+int db_run_release(gl_db *db, const char *run_id, char *err, size_t errlen) {
+    sqlite3_stmt *st = db_prepare(db, "UPDATE runs SET status='SCHEDULED', pid=NULL WHERE run_id=?1", err, errlen);
+    if (!st) return -1;
+    sqlite3_bind_text(st, 1, run_id, -1, SQLITE_TRANSIENT);
+    int rc = db_update_run(db, st, run_id, "cannot release the run", err, errlen);
+    sqlite3_finalize(st);
+    return rc;
+}
+
+/* ---- listing ---- */
+
+static double db_col_real(sqlite3_stmt *st, int i) {
+    return sqlite3_column_type(st, i) == SQLITE_NULL ? NAN : sqlite3_column_double(st, i);
+}
+
+static void db_col_text(sqlite3_stmt *st, int i, char *out, size_t len) {
+    const unsigned char *s = sqlite3_column_text(st, i);
+    snprintf(out, len, "%s", s ? (const char *)s : "");
+}
+
+int db_runs_list(gl_db *db, const char *experiment, const char *status, gl_run_row **rows, int *n,
+                 char *err, size_t errlen) {
+    int rc = -1, cap = 0, count = 0;
+    gl_run_row *out = NULL;
+    /* "last" metric: the largest step; at equal steps a val row before a train row. */
+#define DB_LAST(where) \
+    "(SELECT value FROM metrics m WHERE m.run_id = r.run_id AND " where " ORDER BY step DESC, (split='val') DESC LIMIT 1)"
+    static const char sql[] =
+        "SELECT r.run_id, e.name, r.name, r.status, "
+        "(SELECT max(step) FROM metrics m WHERE m.run_id = r.run_id), " DB_LAST("split='train' AND name='loss'")
+        ", " DB_LAST("split='val' AND name='loss'") ", " DB_LAST("name='active_frac'") ", " DB_LAST(
+            "name='tlops_saved'") ", " DB_LAST("name='tokens_per_s'")
+        ", r.start_time, r.end_time, r.heartbeat, r.exit_code, r.error "
+        "FROM runs r JOIN experiments e ON e.id = r.experiment_id "
+        "WHERE (?1 IS NULL OR e.name = ?1) AND (?2 IS NULL OR r.status = ?2) ORDER BY e.name, r.run_id";
+#undef DB_LAST
+    sqlite3_stmt *st = db_prepare(db, sql, err, errlen);
+    if (!st) return -1;
+    db_bind_text_or_null(st, 1, experiment);
+    db_bind_text_or_null(st, 2, status);
+    int s;
+    while ((s = sqlite3_step(st)) == SQLITE_ROW) {
+        if (count == cap) {
+            cap = cap ? 2 * cap : 16;
+            gl_run_row *grown = realloc(out, (size_t)cap * sizeof *out);
+            if (!grown) { snprintf(err, errlen, "%s: out of memory listing runs", db->path); goto cleanup; }
+            out = grown;
+        }
+        gl_run_row *r = &out[count++];
+        memset(r, 0, sizeof *r);
+        db_col_text(st, 0, r->run_id, sizeof r->run_id);
+        db_col_text(st, 1, r->experiment, sizeof r->experiment);
+        db_col_text(st, 2, r->name, sizeof r->name);
+        db_col_text(st, 3, r->status, sizeof r->status);
+        r->step = sqlite3_column_type(st, 4) == SQLITE_NULL ? -1 : (long)sqlite3_column_int64(st, 4);
+        r->train_loss = db_col_real(st, 5);
+        r->val_loss = db_col_real(st, 6);
+        r->active_frac = db_col_real(st, 7);
+        r->tlops_saved = db_col_real(st, 8);
+        r->tokens_per_s = db_col_real(st, 9);
+        r->start_time = db_col_real(st, 10);
+        r->end_time = db_col_real(st, 11);
+        r->heartbeat = db_col_real(st, 12);
+        r->exit_code = sqlite3_column_type(st, 13) == SQLITE_NULL ? -1 : sqlite3_column_int(st, 13);
+        db_col_text(st, 14, r->error, sizeof r->error);
+    }
+    if (s != SQLITE_DONE) { db_fail(db, "cannot list runs", err, errlen); goto cleanup; }
+    *rows = out;
+    *n = count;
+    out = NULL;
+    rc = 0;
+cleanup:
+    sqlite3_finalize(st);
+    free(out);
+    return rc;
+}
+
+/* ---- merging per-task databases ---- */
+
+/* SQL rank of a status column, matching db_status_rank. */
+#define DB_RANK(col)                                                                                 \
+    "(CASE " col " WHEN 'SCHEDULED' THEN 1 WHEN 'RUNNING' THEN 2 WHEN 'KILLED' THEN 3 WHEN 'FAILED' " \
+    "THEN 4 WHEN 'FINISHED' THEN 5 ELSE 0 END)"
+
+int db_merge(gl_db *dst, const char *src_path, int *merged, int *skipped, char *err, size_t errlen) {
+    int rc = -1, attached = 0, n_src = 0, n_take = 0;
+    gl_db *src = NULL;
+    sqlite3_stmt *st = NULL;
+    if (access(src_path, R_OK) != 0) {
+        snprintf(err, errlen, "%s: cannot read the task registry to merge: %s", src_path, strerror(errno));
+        return -1;
+    }
+    /* Opening it checks it is a registry and brings its schema up to date. */
+    if (db_open(&src, src_path, err, errlen)) return -1;
+    db_close(src);
+    src = NULL;
+    st = db_prepare(dst, "ATTACH DATABASE ?1 AS src", err, errlen);
+    if (!st) return -1;
+    sqlite3_bind_text(st, 1, src_path, -1, SQLITE_TRANSIENT);
+    if (sqlite3_step(st) != SQLITE_DONE) { db_fail(dst, "cannot attach the task registry", err, errlen); goto cleanup; }
+    sqlite3_finalize(st);
+    st = NULL;
+    attached = 1;
+    if (db_begin(dst, err, errlen)) goto cleanup;
+    static const char sql[] =
+        "CREATE TEMP TABLE merge_take AS SELECT s.run_id AS run_id FROM src.runs s "
+        "LEFT JOIN main.runs d ON d.run_id = s.run_id "
+        "WHERE d.run_id IS NULL OR " DB_RANK("s.status") " > " DB_RANK("d.status") ";"
+        "INSERT INTO main.experiments (name, manifest_text, manifest_hash, created_time) "
+        "  SELECT name, manifest_text, manifest_hash, created_time FROM src.experiments WHERE true "
+        "  ON CONFLICT(name) DO NOTHING;"
+        "DELETE FROM main.params WHERE run_id IN (SELECT run_id FROM merge_take);"
+        "DELETE FROM main.metrics WHERE run_id IN (SELECT run_id FROM merge_take);"
+        "DELETE FROM main.artifacts WHERE run_id IN (SELECT run_id FROM merge_take);"
+        "DELETE FROM main.runs WHERE run_id IN (SELECT run_id FROM merge_take);"
+        "INSERT INTO main.runs (run_id, experiment_id, name, config_text, config_hash, seed, git_commit, "
+        "  git_dirty, host, pid, status, created_time, start_time, end_time, heartbeat, attempts, exit_code, error) "
+        "  SELECT s.run_id, de.id, s.name, s.config_text, s.config_hash, s.seed, s.git_commit, s.git_dirty, "
+        "  s.host, s.pid, s.status, s.created_time, s.start_time, s.end_time, s.heartbeat, s.attempts, "
+        "  s.exit_code, s.error FROM src.runs s JOIN src.experiments se ON se.id = s.experiment_id "
+        "  JOIN main.experiments de ON de.name = se.name WHERE s.run_id IN (SELECT run_id FROM merge_take);"
+        "INSERT INTO main.params SELECT * FROM src.params WHERE run_id IN (SELECT run_id FROM merge_take);"
+        "INSERT INTO main.metrics SELECT * FROM src.metrics WHERE run_id IN (SELECT run_id FROM merge_take);"
+        "INSERT INTO main.artifacts SELECT * FROM src.artifacts WHERE run_id IN (SELECT run_id FROM merge_take);";
+    if (db_exec(dst, sql, "cannot merge the task registry", err, errlen)) goto cleanup;
+    st = db_prepare(dst, "SELECT (SELECT count(*) FROM src.runs), (SELECT count(*) FROM merge_take)", err, errlen);
+    if (!st) goto cleanup;
+    if (sqlite3_step(st) != SQLITE_ROW) { db_fail(dst, "cannot count merged runs", err, errlen); goto cleanup; }
+    n_src = sqlite3_column_int(st, 0);
+    n_take = sqlite3_column_int(st, 1);
+    sqlite3_finalize(st);
+    st = NULL;
+    if (db_exec(dst, "DROP TABLE temp.merge_take", "cannot drop the merge list", err, errlen)) goto cleanup;
+    if (db_commit(dst, err, errlen)) goto cleanup;
+    if (merged) *merged = n_take;
+    if (skipped) *skipped = n_src - n_take;
+    rc = 0;
+cleanup:
+    sqlite3_finalize(st);
+    if (rc) {
+        db_rollback(dst);
+        sqlite3_exec(dst->h, "DROP TABLE IF EXISTS temp.merge_take", NULL, NULL, NULL);
+        if (err[0] && !strstr(err, src_path)) {
+            size_t len = strlen(err);
+            snprintf(err + len, errlen > len ? errlen - len : 0, " (merging %s)", src_path);
+        }
+    }
+    if (attached) sqlite3_exec(dst->h, "DETACH DATABASE src", NULL, NULL, NULL);
+    return rc;
+}
+
+/* ---- small queries (tests, collect, sweeps) ---- */
+
+int db_metric_get(gl_db *db, const char *run_id, long step, const char *split, const char *name,
+                  double *value, char *err, size_t errlen) {
+    int rc = -1;
+    sqlite3_stmt *st = db_prepare(
+        db, "SELECT value FROM metrics WHERE run_id=?1 AND step=?2 AND split=?3 AND name=?4", err, errlen);
+    if (!st) return -1;
+    sqlite3_bind_text(st, 1, run_id, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int64(st, 2, step);
+    sqlite3_bind_text(st, 3, split, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(st, 4, name, -1, SQLITE_TRANSIENT);
+    int s = sqlite3_step(st);
+    if (s == SQLITE_ROW) {
+        *value = db_col_real(st, 0);
+        rc = 1;
+    } else if (s == SQLITE_DONE) {
+        rc = 0;
+    } else {
+        db_fail(db, "cannot read a metric", err, errlen);
+    }
+    sqlite3_finalize(st);
+    return rc;
+}
+
+long long db_count_rows(gl_db *db, const char *table, const char *run_id, char *err, size_t errlen) {
+    static const char *const tables[] = {"experiments", "runs", "params", "metrics", "artifacts"};
+    int known = 0;
+    for (int i = 0; i < 5; i++) known |= !strcmp(table, tables[i]);
+    if (!known || (run_id && !strcmp(table, "experiments"))) {
+        snprintf(err, errlen, "%s: cannot count rows of '%s'%s", db->path, table, run_id ? " by run" : "");
+        return -1;
+    }
+    char sql[128];
+    snprintf(sql, sizeof sql, "SELECT count(*) FROM %s%s", table, run_id ? " WHERE run_id=?1" : "");
+    sqlite3_stmt *st = db_prepare(db, sql, err, errlen);
+    if (!st) return -1;
+    if (run_id) sqlite3_bind_text(st, 1, run_id, -1, SQLITE_TRANSIENT);
+    long long n = -1;
+    if (sqlite3_step(st) == SQLITE_ROW) n = sqlite3_column_int64(st, 0);
+    else db_fail(db, "cannot count rows", err, errlen);
+    sqlite3_finalize(st);
+    return n;
+}
+
+int db_schema_version_get(gl_db *db, char *err, size_t errlen) {
+    int v = -1;
+    if (db_schema_version(db, &v, err, errlen)) return -1;
+    return v;
+}

@@ -1,0 +1,152 @@
+/*
+ * registry.h — the experiment registry: one SQLite database (results/gatelab.db
+ * by default) holding experiments, runs, their flattened parameters, metrics
+ * and artifacts, in the vocabulary MLflow users know.
+ *
+ * Every connection is opened in WAL mode with a busy timeout; every write is
+ * one short BEGIN IMMEDIATE transaction (never held across a training step).
+ * Timestamps come from the C clock (unix seconds as REAL).  A NaN or infinite
+ * metric value is stored as NULL, never as a number.
+ *
+ * Run lifecycle: SCHEDULED -> RUNNING -> FINISHED | FAILED | KILLED.
+ *
+ * All functions returning int return 0 on success and -1 on failure with a
+ * message in err (naming the database file and what to do), unless stated.
+ * registry.c is the only file that includes sqlite3.h.
+ */
+#ifndef GATELAB_HARNESS_REGISTRY_H
+#define GATELAB_HARNESS_REGISTRY_H
+
+#include <stddef.h>
+
+#include "manifest.h"
+
+#define DB_SCHEMA_VERSION 1
+#define DB_DEFAULT_PATH "results/gatelab.db"
+
+typedef struct gl_db gl_db;
+
+/* Open (creating the parent folder, the file and the schema, upgrading an
+ * older schema) the registry at path.  *out owns the connection; close it
+ * with db_close. */
+int db_open(gl_db **out, const char *path, char *err, size_t errlen);
+void db_close(gl_db *db); /* accepts NULL */
+
+/* The path the database was opened with. */
+const char *db_path(const gl_db *db);
+
+/* Find or create the experiment called name; on creation stores the manifest
+ * text and its hash (an existing experiment keeps its first manifest). */
+int db_experiment_ensure(gl_db *db, const char *name, const char *manifest_text, long long *exp_id,
+                         char *err, size_t errlen);
+
+/* Create a run (fails if run_id exists).  status is normally "SCHEDULED" or "RUNNING". */
+int db_run_create(gl_db *db, long long exp_id, const char *run_id, const char *name,
+                  const char *config_ini, const char *config_hash, unsigned long long seed,
+                  const char *status, char *err, size_t errlen);
+
+/* 1 if run_id exists (its status copied to status_out[16] if non-NULL), 0 if not, -1 on error. */
+int db_run_exists(gl_db *db, const char *run_id, char *status_out, char *err, size_t errlen);
+
+/* Mark run_id RUNNING: start time (kept if already set), host, pid, git commit
+ * and dirty flag (from `git` in the working directory, "" if unavailable), heartbeat. */
+int db_run_start(gl_db *db, const char *run_id, char *err, size_t errlen);
+
+/* Mark run_id ended: status FINISHED | FAILED | KILLED, end time, exit code, error text (or NULL). */
+int db_run_finish(gl_db *db, const char *run_id, const char *status, int exit_code,
+                  const char *error, char *err, size_t errlen);
+
+/* Refresh run_id's heartbeat (and pid) without logging anything. */
+int db_run_heartbeat(gl_db *db, const char *run_id, char *err, size_t errlen);
+
+/* Replace run_id's params with the flattened "section.key" = value pairs of
+ * manifest_to_ini(mf). */
+int db_params_put(gl_db *db, const char *run_id, const gl_manifest *mf, char *err, size_t errlen);
+/* The same from canonical INI text ("[section]" lines then "key = value" lines). */
+int db_params_put_ini(gl_db *db, const char *run_id, const char *ini, char *err, size_t errlen);
+
+typedef struct {
+    long step;
+    const char *split;  /* "train", "val", "test" */
+    const char *name;   /* "loss", "active_frac", "tlops_saved", "tokens_per_s", ... */
+    double value;       /* NaN / inf are stored as NULL */
+    double wall_time;   /* unix seconds; <= 0 means "now" */
+} gl_metric;
+
+/* Append n metric rows in one BEGIN IMMEDIATE transaction; also updates the heartbeat.
+ * A row with the same (run, step, split, name) replaces the earlier one (a resumed
+ * run re-logging a step does not duplicate it). */
+int db_metrics_log(gl_db *db, const char *run_id, const gl_metric *rows, int n, char *err,
+                   size_t errlen);
+
+/* Record the file at path as run_id's artifact of the given kind ("ckpt", "trace", ...),
+ * with its sha256 and size; replaces the same (run, kind). */
+int db_artifact_put(gl_db *db, const char *run_id, const char *kind, const char *path, char *err,
+                    size_t errlen);
+
+/* Look up run_id's artifact of this kind: 1 found (path, sha256 hex and bytes
+ * copied to those that are non-NULL), 0 none, -1 error. */
+int db_artifact_get(gl_db *db, const char *run_id, const char *kind, char *path_out, size_t pathlen,
+                    char sha256_out[65], long long *bytes, char *err, size_t errlen);
+
+/* One metric value: 1 found (*value NaN when stored as NULL), 0 none, -1 error. */
+int db_metric_get(gl_db *db, const char *run_id, long step, const char *split, const char *name,
+                  double *value, char *err, size_t errlen);
+
+/* Rows of table ("experiments", "runs", "params", "metrics", "artifacts"), only
+ * those of run_id when it is non-NULL (not for "experiments").  -1 on error. */
+long long db_count_rows(gl_db *db, const char *table, const char *run_id, char *err, size_t errlen);
+
+/* Stored schema version, or -1 on error. */
+int db_schema_version_get(gl_db *db, char *err, size_t errlen);
+
+/* ---- used by sweeps, `runs` and `collect` ---- */
+
+/* Current unix time in seconds (C clock). */
+double db_now(void);
+
+/* Atomically claim one run among the n ids: the first (in the given order)
+ * whose status is SCHEDULED, or RUNNING with a dead pid on this host or a
+ * heartbeat older than stale_s seconds.  The claimed run becomes RUNNING with
+ * this process's pid and host.  Returns the index claimed, -2 if none is
+ * claimable, -1 on error.  *was_interrupted is set to 1 when the claimed run
+ * had been RUNNING before (an interrupted run to resume). */
+int db_run_claim(gl_db *db, const char *const *run_ids, int n, double stale_s,
+                 int *was_interrupted, char *err, size_t errlen);
+
+/* Put a claimed run back to SCHEDULED (used when a worker is stopped before it starts the run). */
+int db_run_release(gl_db *db, const char *run_id, char *err, size_t errlen);
+
+/* Rows for `gatelab runs`.  Strings are "" and doubles NaN when absent. */
+typedef struct {
+    char run_id[128];
+    char experiment[128];
+    char name[128];
+    char status[16];
+    long step;               /* largest step with any metric (-1: none) */
+    double train_loss;       /* last train/loss */
+    double val_loss;         /* last val/loss */
+    double active_frac;      /* last active_frac (any split) */
+    double tlops_saved;      /* last tlops_saved (any split) */
+    double tokens_per_s;     /* last tokens_per_s (any split) */
+    double start_time, end_time, heartbeat;
+    int exit_code;           /* -1 when not set */
+    char error[256];
+} gl_run_row;
+
+/* List runs filtered by experiment and status (either may be NULL), ordered
+ * by experiment then run id.  *rows is malloc'd (the caller frees it). */
+int db_runs_list(gl_db *db, const char *experiment, const char *status, gl_run_row **rows,
+                 int *n, char *err, size_t errlen);
+
+/* Merge the registry file at src_path into dst: experiments by name, runs by
+ * id (a run already in dst is replaced only when src's status is more advanced:
+ * SCHEDULED < RUNNING < KILLED < FAILED < FINISHED), with their params,
+ * metrics and artifacts.  *merged / *skipped count runs (either may be NULL). */
+int db_merge(gl_db *dst, const char *src_path, int *merged, int *skipped, char *err,
+             size_t errlen);
+
+/* Rank of a status string in the order above (0 for unknown). */
+int db_status_rank(const char *status);
+
+#endif

@@ -1,0 +1,201 @@
+/*
+ * rundir.c — find, create and open run folders (see rundir.h).
+ *
+ * Opening a run trusts the checkpoint, not the manifest file it came from:
+ * the config text stored in ckpt rebuilds the model (so a later edit of
+ * experiments/ID.ini cannot silently change what a run means), and the model
+ * hash and tensor table are checked by ckpt_load.
+ *
+ * Not here: writing checkpoints or traces (ckpt.c, trace.c), choosing run ids
+ * or registering runs (the training loop and the registry).
+ */
+#include "rundir.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+static int run_is_dir(const char *p) {
+    struct stat sb;
+    return stat(p, &sb) == 0 && S_ISDIR(sb.st_mode);
+}
+
+static int run_is_file(const char *p) {
+    struct stat sb;
+    return stat(p, &sb) == 0 && S_ISREG(sb.st_mode);
+}
+
+const char *run_results_dir(const char *results) {
+    if (results && *results) return results;
+    const char *env = getenv("GATELAB_RESULTS");
+    if (env && *env) return env;
+    return "results";
+}
+
+int run_path(char *out, size_t outlen, const char *dir, const char *name) {
+    int n = snprintf(out, outlen, "%s/%s", dir, name);
+    return (n < 0 || (size_t)n >= outlen) ? -1 : 0;
+}
+
+int run_resolve(const char *arg, const char *results, char *dir, size_t dirlen, char *err, size_t errlen) {
+    const char *res = run_results_dir(results);
+    char runs[GL_PATH_MAX], cand[GL_PATH_MAX];
+    if (!arg || !*arg) {
+        snprintf(err, errlen, "no run given: pass a run id or a run folder");
+        return -1;
+    }
+    if (run_is_dir(arg)) {
+        if ((size_t)snprintf(dir, dirlen, "%s", arg) >= dirlen) goto too_long;
+        return 0;
+    }
+    if (strchr(arg, '/')) {
+        snprintf(err, errlen, "%s: no such run folder", arg);
+        return -1;
+    }
+    if (run_path(runs, sizeof runs, res, "runs") != 0 || run_path(cand, sizeof cand, runs, arg) != 0) goto too_long;
+    if (run_is_dir(cand)) {
+        if ((size_t)snprintf(dir, dirlen, "%s", cand) >= dirlen) goto too_long;
+        return 0;
+    }
+    /* a unique prefix of a run id */
+    DIR *dp = opendir(runs);
+    if (!dp) {
+        snprintf(err, errlen, "no run '%s': it is not a folder, and %s cannot be read (%s); "
+                 "pass --results DIR or set GATELAB_RESULTS", arg, runs, strerror(errno));
+        return -1;
+    }
+    size_t alen = strlen(arg);
+    int matches = 0;
+    char first[256] = "", second[256] = "";
+    struct dirent *e;
+    while ((e = readdir(dp))) {
+        if (e->d_name[0] == '.' || strncmp(e->d_name, arg, alen) != 0) continue;
+        if (run_path(cand, sizeof cand, runs, e->d_name) != 0 || !run_is_dir(cand)) continue;
+        if (matches == 0) snprintf(first, sizeof first, "%s", e->d_name);
+        else if (matches == 1) snprintf(second, sizeof second, "%s", e->d_name);
+        matches++;
+    }
+    closedir(dp);
+    if (matches == 1) {
+        if (run_path(dir, dirlen, runs, first) != 0) goto too_long;
+        return 0;
+    }
+    if (matches > 1)
+        snprintf(err, errlen, "run '%s' is ambiguous in %s: %d runs start with it (%s, %s%s); give more of the id",
+                 arg, runs, matches, first, second, matches > 2 ? ", ..." : "");
+    else
+        snprintf(err, errlen, "no run '%s': not a folder, and not in %s (see `gatelab runs`; "
+                 "pass --results DIR or set GATELAB_RESULTS for another results folder)", arg, runs);
+    return -1;
+too_long:
+    snprintf(err, errlen, "run path too long: %s", arg);
+    return -1;
+}
+
+/* mkdir -p for one path; returns 0 or -1 with errno set. */
+static int run_mkdir_p(const char *path) {
+    char buf[GL_PATH_MAX];
+    if ((size_t)snprintf(buf, sizeof buf, "%s", path) >= sizeof buf) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    for (char *p = buf + 1; *p; p++) {
+        if (*p != '/') continue;
+        *p = '\0';
+        if (mkdir(buf, 0755) != 0 && errno != EEXIST) return -1;
+        *p = '/';
+    }
+    if (mkdir(buf, 0755) != 0 && errno != EEXIST) return -1;
+    if (!run_is_dir(buf)) {
+        errno = ENOTDIR;
+        return -1;
+    }
+    return 0;
+}
+
+int run_create_dir(const char *results, const char *run_id, char *dir, size_t dirlen, char *err, size_t errlen) {
+    const char *res = run_results_dir(results);
+    char runs[GL_PATH_MAX];
+    if (!run_id || !*run_id || strchr(run_id, '/') || !strcmp(run_id, ".") || !strcmp(run_id, "..")) {
+        snprintf(err, errlen, "run id '%s' is not a valid folder name", run_id ? run_id : "");
+        return -1;
+    }
+    if (run_path(runs, sizeof runs, res, "runs") != 0 || run_path(dir, dirlen, runs, run_id) != 0) {
+        snprintf(err, errlen, "run folder path too long: %s/runs/%s", res, run_id);
+        return -1;
+    }
+    if (run_mkdir_p(dir) != 0) {
+        snprintf(err, errlen, "%s: cannot create the run folder: %s (check --results / GATELAB_RESULTS)", dir,
+                 strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+void run_close(gl_run *r) {
+    if (!r) return;
+    model_free(&r->model);
+    free(r->config_ini);
+    memset(r, 0, sizeof *r);
+}
+
+int run_open(gl_run *r, const char *arg, const char *results, int max_B, char *err, size_t errlen) {
+    char ckpt[GL_PATH_MAX], cfg_path[GL_PATH_MAX], origin[GL_PATH_MAX + 32];
+    int rc = -1;
+    memset(r, 0, sizeof *r);
+    if (run_resolve(arg, results, r->dir, sizeof r->dir, err, errlen) != 0) goto cleanup;
+    if (run_path(ckpt, sizeof ckpt, r->dir, RUN_CKPT) != 0 || run_path(cfg_path, sizeof cfg_path, r->dir, RUN_CONFIG) != 0) {
+        snprintf(err, errlen, "%s: run folder path too long", r->dir);
+        goto cleanup;
+    }
+    if (!run_is_file(ckpt)) {
+        snprintf(err, errlen, "%s: no checkpoint yet (%s missing)%s; resume it with `gatelab train ... --resume` "
+                 "once it has one, or train it again", r->dir, ckpt,
+                 run_is_file(cfg_path) ? ": the run stopped before its first checkpoint" : " and no config.ini: not a run folder?");
+        goto cleanup;
+    }
+    if (ckpt_read_config(ckpt, &r->config_ini, err, errlen) != 0) goto cleanup;
+    snprintf(origin, sizeof origin, "%s (stored config)", ckpt);
+    if (r->config_ini[0] == '\0') {
+        /* a checkpoint saved without its config: fall back to the folder's config.ini */
+        snprintf(err, errlen, "%s stores no config and %s is missing; cannot rebuild the model", ckpt, cfg_path);
+        FILE *f = fopen(cfg_path, "rb");
+        if (!f) goto cleanup;
+        free(r->config_ini);
+        r->config_ini = NULL;
+        size_t cap = 1 << 16, len = 0, got;
+        char *text = malloc(cap);
+        while (text && (got = fread(text + len, 1, cap - len - 1, f)) > 0) {
+            len += got;
+            if (len + 1 == cap) {
+                char *nt = realloc(text, cap * 2);
+                if (!nt) { free(text); text = NULL; break; }
+                text = nt;
+                cap *= 2;
+            }
+        }
+        fclose(f);
+        if (!text) {
+            snprintf(err, errlen, "%s: out of memory reading the config", cfg_path);
+            goto cleanup;
+        }
+        text[len] = '\0';
+        r->config_ini = text;
+        snprintf(origin, sizeof origin, "%s", cfg_path);
+    }
+    if (manifest_load_text(&r->mf, r->config_ini, origin, err, errlen) != 0) goto cleanup;
+    if (model_init(&r->model, &r->mf.model, max_B, err, errlen) != 0) goto cleanup;
+    if (ckpt_load(ckpt, &r->model, &r->st, manifest_model_hash(&r->mf), err, errlen) != 0) goto cleanup;
+    rc = 0;
+cleanup:
+    if (rc != 0) {
+        /* keep the message, drop the half-opened run */
+        model_free(&r->model);
+        free(r->config_ini);
+        r->config_ini = NULL;
+    }
+    return rc;
+}

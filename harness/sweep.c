@@ -1,0 +1,250 @@
+/*
+ * sweep.c — expand a manifest's [sweep] grid into runs (see sweep.h).
+ *
+ * Order: the Cartesian product of the axes in manifest order, the first axis
+ * varying slowest (like nested for-loops written top to bottom), so run i is
+ * the same run whoever expands the grid: a restarted sweep, a Slurm array
+ * task given --index i, or `--dry-run`.
+ *
+ * What it does not do: touch the registry or the file system (cmd_sweep.c
+ * registers and runs), interpret values (manifest_set parses and validates
+ * each one, so an unknown scale or a malformed number is reported with the
+ * manifest's file, line and key).
+ */
+#include "sweep.h"
+
+#include <assert.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sha256.h"
+
+#define SWEEP_MAX_ITEMS 256
+
+void sweep_config_hash(const char *config_ini, char hex[65]) {
+    sha256_hex(config_ini, strlen(config_ini), hex);
+}
+
+void sweep_experiment_name(const gl_manifest *mf, char *out, size_t outlen) {
+    assert(outlen > 1);
+    const char *src = mf->log.experiment;
+    size_t len = strlen(src);
+    if (!len) {
+        const char *slash = strrchr(mf->path, '/');
+        src = slash ? slash + 1 : mf->path;
+        len = strlen(src);
+        if (len > 4 && !strcmp(src + len - 4, ".ini")) len -= 4;
+    }
+    if (!len) {
+        src = "default";
+        len = strlen(src);
+    }
+    if (len >= outlen) len = outlen - 1;
+    for (size_t i = 0; i < len; i++) {
+        char c = src[i];
+        int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+                 c == '_' || c == '-';
+        out[i] = ok ? c : '_';
+    }
+    out[len] = '\0';
+}
+
+int sweep_split_list(const char *list, char (*out)[SWEEP_ASSIGN_MAX], int max) {
+    int n = 0;
+    const char *p = list;
+    for (;;) {
+        const char *comma = strchr(p, ',');
+        const char *end = comma ? comma : p + strlen(p);
+        const char *b = p, *e = end;
+        while (b < e && (*b == ' ' || *b == '\t')) b++;
+        while (e > b && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\r' || e[-1] == '\n')) e--;
+        if (e == b || n >= max || (size_t)(e - b) >= SWEEP_ASSIGN_MAX) return -1;
+        memcpy(out[n], b, (size_t)(e - b));
+        out[n][e - b] = '\0';
+        n++;
+        if (!comma) break;
+        p = comma + 1;
+    }
+    return n;
+}
+
+void sweep_free(gl_sweep *sw) {
+    if (!sw) return;
+    for (int i = 0; i < sw->n_fixed; i++) free(sw->fixed[i]);
+    free(sw->fixed);
+    if (sw->runs)
+        for (int i = 0; i < sw->n_runs; i++) free(sw->runs[i].config_ini);
+    free(sw->runs);
+    sw->fixed = NULL;
+    sw->runs = NULL;
+    sw->n_fixed = sw->n_runs = sw->n_axes = 0;
+}
+
+/* Canonical key of a command-line sweep key (an alias such as "lambda" becomes
+ * "train.tsa_lambda") as the manifest parser would record it in [sweep];
+ * falls back to the key as written when the parser does not accept it. */
+static void sweep_canonical_key(const char *key, const char *values, char *out, size_t outlen) {
+    snprintf(out, outlen, "%s", key);
+    gl_manifest *tmp = malloc(sizeof *tmp);
+    size_t need = strlen(key) + strlen(values) + 16;
+    char *text = malloc(need);
+    char err[256];
+    if (tmp && text) {
+        snprintf(text, need, "[sweep]\n%s = %s\n", key, values);
+        if (manifest_load_text(tmp, text, "command line", err, sizeof err) == 0 && tmp->n_sweep == 1)
+            snprintf(out, outlen, "%s", tmp->sweep[0].key);
+    }
+    free(tmp);
+    free(text);
+}
+
+/* Find the axis whose key is key (as written or canonical); -1 if none. */
+static int sweep_find_axis(const gl_sweep *sw, const char *key, const char *canon) {
+    for (int a = 0; a < sw->n_axes; a++)
+        if (!strcmp(sw->axes[a].key, key) || !strcmp(sw->axes[a].key, canon)) return a;
+    return -1;
+}
+
+/* Apply one command-line argument: replace or add an axis, or a fixed override. */
+static int sweep_apply_cli(gl_sweep *sw, const char *arg, char *err, size_t errlen) {
+    const char *eq = strchr(arg, '=');
+    if (!eq || eq == arg) {
+        snprintf(err, errlen, "command line: '%s' is not key=value (e.g. train.steps=100 or lambda=0,0.01)", arg);
+        return -1;
+    }
+    char key[64];
+    if ((size_t)(eq - arg) >= sizeof key) {
+        snprintf(err, errlen, "command line: key of '%s' is too long", arg);
+        return -1;
+    }
+    memcpy(key, arg, (size_t)(eq - arg));
+    key[eq - arg] = '\0';
+    const char *values = eq + 1;
+    char canon[64];
+    sweep_canonical_key(key, values, canon, sizeof canon);
+    int a = sweep_find_axis(sw, key, canon);
+    if (a < 0 && strchr(values, ',')) {
+        if (sw->n_axes >= GL_SWEEP_MAX_KEYS) {
+            snprintf(err, errlen, "command line: '%s' would be sweep axis %d; at most %d axes", arg,
+                     sw->n_axes + 1, GL_SWEEP_MAX_KEYS);
+            return -1;
+        }
+        a = sw->n_axes++;
+        snprintf(sw->axes[a].key, sizeof sw->axes[a].key, "%s", canon);
+    }
+    if (a >= 0) {
+        if (strlen(values) >= sizeof sw->axes[a].values) {
+            snprintf(err, errlen, "command line: the list of '%s' is too long", key);
+            return -1;
+        }
+        snprintf(sw->axes[a].values, sizeof sw->axes[a].values, "%s", values);
+        sw->axes[a].line = 0; /* now from the command line */
+        return 0;
+    }
+    /* A fixed override for every run (checked when the base is loaded). */
+    char **grown = realloc(sw->fixed, (size_t)(sw->n_fixed + 1) * sizeof *grown);
+    if (!grown) { snprintf(err, errlen, "command line: out of memory"); return -1; }
+    sw->fixed = grown;
+    if (!(sw->fixed[sw->n_fixed] = strdup(arg))) { snprintf(err, errlen, "command line: out of memory"); return -1; }
+    sw->n_fixed++;
+    return 0;
+}
+
+/* Build run r (index idx): the manifest file loaded with the fixed overrides
+ * and then one override per axis — exactly what `gatelab train MANIFEST
+ * <those overrides>` loads, so the config and its hash agree with train's. */
+static int sweep_build_run(gl_sweep *sw, gl_sweep_run *r, int idx, char (**items)[SWEEP_ASSIGN_MAX],
+                           const int *n_items, gl_manifest *work, char **over, char *err, size_t errlen) {
+    int pick[GL_SWEEP_MAX_KEYS];
+    int rem = idx;
+    for (int a = sw->n_axes - 1; a >= 0; a--) { /* first axis slowest */
+        pick[a] = rem % n_items[a];
+        rem /= n_items[a];
+    }
+    r->index = idx;
+    r->n_over = sw->n_axes;
+    r->label[0] = '\0';
+    for (int i = 0; i < sw->n_fixed; i++) over[i] = sw->fixed[i];
+    for (int a = 0; a < sw->n_axes; a++) {
+        const gl_sweep_axis *ax = &sw->axes[a];
+        int w = snprintf(r->over[a], SWEEP_ASSIGN_MAX, "%s=%s", ax->key, items[a][pick[a]]);
+        if (w < 0 || w >= SWEEP_ASSIGN_MAX) {
+            snprintf(err, errlen, "%s, line %d, key %s: value too long", sw->manifest_path, ax->line, ax->key);
+            return -1;
+        }
+        over[sw->n_fixed + a] = r->over[a];
+        size_t len = strlen(r->label);
+        snprintf(r->label + len, sizeof r->label - len, "%s%s", len ? " " : "", r->over[a]);
+    }
+    char lerr[1024];
+    if (manifest_load(work, sw->manifest_path, sw->n_fixed + sw->n_axes, over, lerr, sizeof lerr)) {
+        snprintf(err, errlen, "%s: sweep run %d (%s): %s", sw->manifest_path, idx,
+                 r->label[0] ? r->label : "no overrides", lerr);
+        return -1;
+    }
+    r->config_ini = manifest_to_ini(work);
+    if (!r->config_ini) {
+        snprintf(err, errlen, "%s: sweep run %d: out of memory rendering the config", sw->manifest_path, idx);
+        return -1;
+    }
+    sweep_config_hash(r->config_ini, r->config_hash);
+    snprintf(r->run_id, sizeof r->run_id, "%s-%03d-%.8s", sw->experiment, idx, r->config_hash);
+    r->seed = (unsigned long long)work->train.seed;
+    return 0;
+}
+
+int sweep_expand(gl_sweep *sw, const char *path, int n_cli, char *const *cli, char *err, size_t errlen) {
+    int rc = -1;
+    char (*items[GL_SWEEP_MAX_KEYS])[SWEEP_ASSIGN_MAX] = {0};
+    int n_items[GL_SWEEP_MAX_KEYS] = {0};
+    gl_manifest *work = malloc(sizeof *work);
+    char **over = calloc((size_t)n_cli + GL_SWEEP_MAX_KEYS + 1, sizeof *over);
+    memset(sw, 0, sizeof *sw);
+    if (!work || !over) { snprintf(err, errlen, "%s: out of memory expanding the sweep", path); goto cleanup; }
+    /* The file alone: its [sweep] axes (every item already checked by the parser). */
+    if (manifest_load(work, path, 0, NULL, err, errlen)) goto cleanup;
+    snprintf(sw->manifest_path, sizeof sw->manifest_path, "%s", path);
+    sweep_experiment_name(work, sw->experiment, sizeof sw->experiment);
+    sw->n_axes = work->n_sweep;
+    memcpy(sw->axes, work->sweep, (size_t)work->n_sweep * sizeof work->sweep[0]);
+    for (int i = 0; i < n_cli; i++)
+        if (sweep_apply_cli(sw, cli[i], err, errlen)) goto cleanup;
+    /* The base: the file plus the fixed overrides. */
+    if (manifest_load(&sw->base, path, sw->n_fixed, sw->fixed, err, errlen)) goto cleanup;
+    sweep_experiment_name(&sw->base, sw->experiment, sizeof sw->experiment);
+
+    long total = 1;
+    for (int a = 0; a < sw->n_axes; a++) {
+        const gl_sweep_axis *ax = &sw->axes[a];
+        const char *origin = ax->line > 0 ? sw->manifest_path : "command line";
+        items[a] = malloc(SWEEP_MAX_ITEMS * sizeof *items[a]);
+        if (!items[a]) { snprintf(err, errlen, "%s: out of memory expanding the sweep", origin); goto cleanup; }
+        n_items[a] = sweep_split_list(ax->values, items[a], SWEEP_MAX_ITEMS);
+        if (n_items[a] < 0) {
+            snprintf(err, errlen,
+                     "%s, line %d, key %s: the sweep list '%s' is empty, has an empty item or more than %d "
+                     "items; write a comma list such as 0, 0.01, 0.1",
+                     origin, ax->line, ax->key, ax->values, SWEEP_MAX_ITEMS);
+            goto cleanup;
+        }
+        total *= n_items[a];
+        if (total > SWEEP_MAX_RUNS) {
+            snprintf(err, errlen, "%s: the sweep has more than %d runs; split it into several manifests",
+                     sw->manifest_path, SWEEP_MAX_RUNS);
+            goto cleanup;
+        }
+    }
+    sw->runs = calloc((size_t)total, sizeof *sw->runs);
+    if (!sw->runs) { snprintf(err, errlen, "%s: out of memory expanding the sweep", sw->manifest_path); goto cleanup; }
+    sw->n_runs = (int)total;
+    for (int i = 0; i < sw->n_runs; i++)
+        if (sweep_build_run(sw, &sw->runs[i], i, items, n_items, work, over, err, errlen)) goto cleanup;
+    rc = 0;
+cleanup:
+    for (int a = 0; a < GL_SWEEP_MAX_KEYS; a++) free(items[a]);
+    free(work);
+    free(over);
+    if (rc) sweep_free(sw);
+    return rc;
+}

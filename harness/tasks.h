@@ -1,0 +1,52 @@
+/*
+ * tasks.h — the synthetic sequence tasks copy, sort and MQAR.
+ *
+ * data.c serves them through the gl_dataset interface (data.h); this header is
+ * the layer below, used by data.c, by manifest.c (to refuse a seq_len that
+ * cannot hold a sequence while the line number is still known) and by tests.
+ * Exact formats, vocabulary layout and the evaluation seeds: docs/tasks.md.
+ *
+ * Vocabulary layout (ids):
+ *   copy, sort: symbols 0..S-1, SEP = S, PAD = S+1                   V = S + 2
+ *   mqar:       keys 0..K-1, values K..K+Vv-1, PAD = K+Vv             V = K + Vv + 1
+ */
+#ifndef GATELAB_HARNESS_TASKS_H
+#define GATELAB_HARNESS_TASKS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../model/rng.h"
+#include "manifest.h"
+
+/* Evaluation windows per split of a synthetic task (val and test). */
+#define TASK_EVAL_WINDOWS 256
+
+/* Check that the task's parameters fit a context of T tokens and each other
+ * (copy/sort: T >= 2n; mqar: keys >= pairs >= queries, T >= 2P + 2Q).  The
+ * text task always passes here (data_open checks the file).  Returns 0, or -1
+ * with a message naming the manifest keys to change. */
+int task_check(const gl_data_config *dc, int T, char *err, size_t errlen);
+
+/* Layout of the vocabulary (see above).  task_sep_id is -1 for mqar. */
+int task_vocab_size(const gl_data_config *dc);
+int task_sep_id(const gl_data_config *dc);
+int task_pad_id(const gl_data_config *dc);
+/* mqar: id of value number v (0 <= v < mqar_values). */
+int task_value_id(const gl_data_config *dc, int v);
+
+/* One printable byte per id, for display only (symbols repeat once the
+ * alphabet runs out): sym has task_vocab_size(dc) entries. */
+void task_display(const gl_data_config *dc, uint8_t *sym);
+
+/* One sequence of the task drawn from rng, cut to a window: tokens[t] = s[t],
+ * targets[t] = s[t+1] for t < T, mask[t] = 1 exactly where the target is
+ * scored.  Requires task_check(dc, T) == 0.  No allocation. */
+void task_sequence(const gl_data_config *dc, gl_rng *rng, int T, int *tokens, int *targets,
+                   float *mask);
+
+/* The generator of evaluation window i of split (1 = val, 2 = test): a fixed
+ * function of (seed, split, i), so every evaluation sees the same sequences. */
+void task_eval_rng(gl_rng *r, uint64_t seed, int split, long i);
+
+#endif

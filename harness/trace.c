@@ -1,0 +1,724 @@
+/*
+ * trace.c — write and read a run's trace.h5 (see trace.h; layout in
+ * docs/files.md, "trace.h5").
+ *
+ * Writing follows the HDF5 SWMR recipe (HDF5 1.10 "Single Writer / Multiple
+ * Reader" user guide): the file is created with the latest format bounds,
+ * every group, dataset and attribute is created up front (SWMR forbids new
+ * objects later), then H5Fstart_swmr_write; each append extends the datasets
+ * along their unlimited step axis, writes one row, and H5Fflush's, so readers
+ * opening with SWMR read see every completed append, and a writer killed at
+ * any moment leaves a readable file.  The /step row is written last and its
+ * fill value is -1, so a reader can drop a row whose append did not finish.
+ *
+ * Not here: choosing the probe batch or computing gates (the training loop
+ * gathers them from the model's activations), analyses, the checkpoint.
+ * This file and export.c are the only ones that include hdf5.h.
+ */
+#include "trace.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <hdf5.h>
+
+#include "categories.h"
+
+enum { TR_STEP = 0, TR_TRAIN, TR_VAL, TR_ALPHA, TR_LAMBDA, TR_P, TR_CONF, TR_N };
+
+typedef struct {
+    const char *group; /* NULL: root */
+    const char *name;
+    const char *axes;  /* stored as the dataset's "axes" attribute */
+    int rank;          /* including the step axis */
+} tr_spec;
+
+static const tr_spec tr_specs[TR_N] = {
+    {NULL, "step", "step", 1},
+    {"loss", "train", "step", 1},
+    {"loss", "val", "step", 1},
+    {"sat", "alpha", "step,layer,token,kv_head", 4},
+    {"resformer", "lambda", "step,layer,coef", 3},
+    {"tsa", "p", "step,router,token", 3},
+    {"exit", "confidence", "step,layer,token", 3},
+};
+
+/* Chunk length of the 1-D per-step datasets (a row there is one number, so
+ * one row per chunk would spend more on the index than on the data). */
+#define TR_SCALAR_CHUNK 256
+
+static const char *tr_axes_doc =
+    "step: one row per evaluation, /step holds the completed optimiser steps; "
+    "layer: block 0..n_layer-1; router: TSA router l (after block l, scaling block l+1), 0..n_layer-2; "
+    "token: probe position, window w and position t at w*seq_len+t; kv_head: key/value head; "
+    "coef: 0 = lambda1 (weight of V1), 1 = lambda2 (weight of the block's own v)";
+
+struct gl_trace {
+    hid_t file;
+    hid_t ds[TR_N]; /* H5I_INVALID_HID where absent */
+    long n_steps;
+    long last_step;
+    gl_trace_desc d; /* config_ini not kept */
+    char path[4096];
+};
+
+/* ------------------------------------------------------------ HDF5 errors */
+
+typedef struct {
+    char inner[256];
+} tr_walk_data;
+
+static herr_t tr_walk(unsigned n, const H5E_error2_t *e, void *data) {
+    tr_walk_data *w = data;
+    if (n == 0 && e && e->desc) snprintf(w->inner, sizeof w->inner, "%s", e->desc);
+    return 0;
+}
+
+/* Fill err with "path: op failed (what): innermost HDF5 message" and clear
+ * the HDF5 error stack. */
+static void tr_fail(char *err, size_t errlen, const char *path, const char *op, const char *what) {
+    tr_walk_data w = {""};
+    H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, tr_walk, &w);
+    H5Eclear2(H5E_DEFAULT);
+    snprintf(err, errlen, "%s: %s failed%s%s%s%s", path, op, what ? " for " : "", what ? what : "",
+             w.inner[0] ? ": " : "", w.inner);
+}
+
+static void tr_quiet(void) { H5Eset_auto2(H5E_DEFAULT, NULL, NULL); }
+
+/* ------------------------------------------------------------- helpers */
+
+static int tr_has(const gl_trace_desc *d, int k) {
+    switch (k) {
+    case TR_ALPHA: return d->has_alpha;
+    case TR_LAMBDA: return d->has_lambda;
+    case TR_P: return d->has_p;
+    case TR_CONF: return d->has_exit;
+    default: return 1;
+    }
+}
+
+/* Dimensions of one row (everything after the step axis); returns their count. */
+static int tr_row_dims(const gl_trace_desc *d, int k, hsize_t *dims) {
+    switch (k) {
+    case TR_ALPHA: dims[0] = (hsize_t)d->n_layer; dims[1] = (hsize_t)d->n_probe; dims[2] = (hsize_t)d->n_kv_head; return 3;
+    case TR_LAMBDA: dims[0] = (hsize_t)d->n_layer; dims[1] = 2; return 2;
+    case TR_P: dims[0] = (hsize_t)d->n_router; dims[1] = (hsize_t)d->n_probe; return 2;
+    case TR_CONF: dims[0] = (hsize_t)d->n_layer; dims[1] = (hsize_t)d->n_probe; return 2;
+    default: return 0;
+    }
+}
+
+static size_t tr_row_size(const gl_trace_desc *d, int k) {
+    hsize_t dims[3];
+    int r = tr_row_dims(d, k, dims);
+    size_t n = 1;
+    for (int i = 0; i < r; i++) n *= (size_t)dims[i];
+    return n;
+}
+
+static void tr_dataset_path(int k, char *out, size_t n) {
+    if (tr_specs[k].group) snprintf(out, n, "/%s/%s", tr_specs[k].group, tr_specs[k].name);
+    else snprintf(out, n, "/%s", tr_specs[k].name);
+}
+
+static int tr_attr_str(hid_t obj, const char *name, const char *value) {
+    int rc = -1;
+    hid_t type = H5Tcopy(H5T_C_S1), space = H5I_INVALID_HID, attr = H5I_INVALID_HID;
+    if (type < 0) goto cleanup;
+    if (H5Tset_size(type, H5T_VARIABLE) < 0 || H5Tset_cset(type, H5T_CSET_UTF8) < 0) goto cleanup;
+    space = H5Screate(H5S_SCALAR);
+    if (space < 0) goto cleanup;
+    attr = H5Acreate2(obj, name, type, space, H5P_DEFAULT, H5P_DEFAULT);
+    if (attr < 0) goto cleanup;
+    const char *v = value ? value : "";
+    if (H5Awrite(attr, type, &v) < 0) goto cleanup;
+    rc = 0;
+cleanup:
+    if (attr >= 0) H5Aclose(attr);
+    if (space >= 0) H5Sclose(space);
+    if (type >= 0) H5Tclose(type);
+    return rc;
+}
+
+static int tr_attr_int(hid_t obj, const char *name, int value) {
+    int rc = -1;
+    hid_t space = H5Screate(H5S_SCALAR), attr = H5I_INVALID_HID;
+    if (space < 0) goto cleanup;
+    attr = H5Acreate2(obj, name, H5T_STD_I32LE, space, H5P_DEFAULT, H5P_DEFAULT);
+    if (attr < 0) goto cleanup;
+    if (H5Awrite(attr, H5T_NATIVE_INT, &value) < 0) goto cleanup;
+    rc = 0;
+cleanup:
+    if (attr >= 0) H5Aclose(attr);
+    if (space >= 0) H5Sclose(space);
+    return rc;
+}
+
+/* Read an integer attribute; returns 0, or -1 if absent or unreadable. */
+static int tr_read_attr_int(hid_t obj, const char *name, int *value) {
+    if (H5Aexists(obj, name) <= 0) return -1;
+    hid_t attr = H5Aopen(obj, name, H5P_DEFAULT);
+    if (attr < 0) return -1;
+    int rc = H5Aread(attr, H5T_NATIVE_INT, value) < 0 ? -1 : 0;
+    H5Aclose(attr);
+    return rc;
+}
+
+/* Read a string attribute (variable or fixed length) into a malloc'd string;
+ * returns NULL if absent or unreadable. */
+static char *tr_read_attr_str(hid_t obj, const char *name) {
+    char *out = NULL;
+    hid_t attr = H5I_INVALID_HID, ftype = H5I_INVALID_HID, mtype = H5I_INVALID_HID, space = H5I_INVALID_HID;
+    if (H5Aexists(obj, name) <= 0) return NULL;
+    attr = H5Aopen(obj, name, H5P_DEFAULT);
+    if (attr < 0) goto cleanup;
+    ftype = H5Aget_type(attr);
+    if (ftype < 0 || H5Tget_class(ftype) != H5T_STRING) goto cleanup;
+    space = H5Aget_space(attr);
+    if (space < 0) goto cleanup;
+    if (H5Tis_variable_str(ftype) > 0) {
+        mtype = H5Tcopy(H5T_C_S1);
+        H5Tset_size(mtype, H5T_VARIABLE);
+        H5Tset_cset(mtype, H5Tget_cset(ftype));
+        char *v = NULL;
+        if (H5Aread(attr, mtype, &v) < 0) goto cleanup;
+        out = strdup(v ? v : "");
+        H5Dvlen_reclaim(mtype, space, H5P_DEFAULT, &v);
+    } else {
+        size_t n = H5Tget_size(ftype);
+        mtype = H5Tcopy(H5T_C_S1);
+        H5Tset_size(mtype, n + 1);
+        H5Tset_cset(mtype, H5Tget_cset(ftype));
+        out = calloc(n + 2, 1);
+        if (out && H5Aread(attr, mtype, out) < 0) {
+            free(out);
+            out = NULL;
+        }
+    }
+cleanup:
+    if (space >= 0) H5Sclose(space);
+    if (mtype >= 0) H5Tclose(mtype);
+    if (ftype >= 0) H5Tclose(ftype);
+    if (attr >= 0) H5Aclose(attr);
+    return out;
+}
+
+static hid_t tr_file_type(int k) {
+    return k == TR_STEP ? H5T_STD_I64LE : H5T_IEEE_F32LE;
+}
+
+/* ------------------------------------------------------------- writing */
+
+/* Create dataset k at 0 rows: unlimited step axis, chunked one row per chunk
+ * (TR_SCALAR_CHUNK rows for 1-D), shuffle + deflate 4 for the gate arrays. */
+static hid_t tr_create_dataset(hid_t file, const gl_trace_desc *d, int k) {
+    hid_t ds = H5I_INVALID_HID, space = H5I_INVALID_HID, dcpl = H5I_INVALID_HID, loc = H5I_INVALID_HID;
+    hsize_t dims[4] = {0}, maxdims[4], chunk[4];
+    hsize_t row[3];
+    int r = tr_row_dims(d, k, row);
+    int rank = r + 1;
+    assert(rank == tr_specs[k].rank);
+    maxdims[0] = H5S_UNLIMITED;
+    chunk[0] = rank == 1 ? TR_SCALAR_CHUNK : 1;
+    for (int i = 0; i < r; i++) dims[i + 1] = maxdims[i + 1] = chunk[i + 1] = row[i];
+
+    space = H5Screate_simple(rank, dims, maxdims);
+    dcpl = H5Pcreate(H5P_DATASET_CREATE);
+    if (space < 0 || dcpl < 0) goto cleanup;
+    if (H5Pset_chunk(dcpl, rank, chunk) < 0) goto cleanup;
+    if (rank > 1 && (H5Pset_shuffle(dcpl) < 0 || H5Pset_deflate(dcpl, 4) < 0)) goto cleanup;
+    if (k == TR_STEP) {
+        int64_t fill = -1;
+        if (H5Pset_fill_value(dcpl, H5T_NATIVE_INT64, &fill) < 0) goto cleanup;
+    }
+    if (tr_specs[k].group) {
+        htri_t ex = H5Lexists(file, tr_specs[k].group, H5P_DEFAULT);
+        if (ex < 0) goto cleanup;
+        loc = ex ? H5Gopen2(file, tr_specs[k].group, H5P_DEFAULT)
+                 : H5Gcreate2(file, tr_specs[k].group, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+        if (loc < 0) goto cleanup;
+    }
+    ds = H5Dcreate2(loc >= 0 ? loc : file, tr_specs[k].name, tr_file_type(k), space, H5P_DEFAULT, dcpl,
+                    H5P_DEFAULT);
+    if (ds < 0) goto cleanup;
+    if (tr_attr_str(ds, "axes", tr_specs[k].axes) < 0) goto fail;
+    if ((k == TR_TRAIN || k == TR_VAL) && tr_attr_str(ds, "units", "nats per token") < 0) goto fail;
+    if (k == TR_STEP && tr_attr_str(ds, "units", "completed optimiser steps") < 0) goto fail;
+    if (k == TR_LAMBDA && tr_attr_str(ds, "coef", "lambda1,lambda2") < 0) goto fail;
+    goto cleanup;
+fail:
+    H5Dclose(ds);
+    ds = H5I_INVALID_HID;
+cleanup:
+    if (loc >= 0) H5Gclose(loc);
+    if (dcpl >= 0) H5Pclose(dcpl);
+    if (space >= 0) H5Sclose(space);
+    return ds;
+}
+
+/* Fixed-size probe dataset (P elements, contiguous). */
+static int tr_write_probe(hid_t grp, const char *name, hid_t ftype, hid_t mtype, int P, const void *data,
+                          const char *codes) {
+    int rc = -1;
+    hsize_t dims[1] = {(hsize_t)P};
+    hid_t space = H5Screate_simple(1, dims, NULL), ds = H5I_INVALID_HID;
+    if (space < 0) goto cleanup;
+    ds = H5Dcreate2(grp, name, ftype, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    if (ds < 0) goto cleanup;
+    if (P > 0 && H5Dwrite(ds, mtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, data) < 0) goto cleanup;
+    if (tr_attr_str(ds, "axes", "token") < 0) goto cleanup;
+    if (codes && tr_attr_str(ds, "codes", codes) < 0) goto cleanup;
+    rc = 0;
+cleanup:
+    if (ds >= 0) H5Dclose(ds);
+    if (space >= 0) H5Sclose(space);
+    return rc;
+}
+
+static int tr_check_desc(const char *path, const gl_trace_desc *d, char *err, size_t errlen) {
+    const char *bad = NULL;
+    if (d->n_layer < 1) bad = "n_layer must be at least 1";
+    else if (d->has_alpha && d->n_kv_head < 1) bad = "n_kv_head must be at least 1 when alpha is traced";
+    else if (d->has_p && d->n_router != d->n_layer - 1) bad = "n_router must be n_layer-1 when p is traced";
+    else if (d->has_p && d->n_router < 1) bad = "TSA traces need n_layer >= 2";
+    else if (d->n_probe < 0) bad = "n_probe must not be negative";
+    else if ((d->has_alpha || d->has_p || d->has_exit) && d->n_probe < 1)
+        bad = "gate traces need a probe batch (set log.probe_windows >= 1)";
+    if (bad) {
+        snprintf(err, errlen, "%s: cannot create trace: %s", path, bad);
+        return -1;
+    }
+    return 0;
+}
+
+static void tr_free_handle(gl_trace *t) {
+    if (!t) return;
+    for (int k = 0; k < TR_N; k++)
+        if (t->ds[k] >= 0) H5Dclose(t->ds[k]);
+    if (t->file >= 0) H5Fclose(t->file);
+    free(t);
+}
+
+int trace_create(gl_trace **out, const char *path, const gl_trace_desc *d, const int *probe_tokens,
+                 const uint8_t *probe_category, char *err, size_t errlen) {
+    int rc = -1;
+    gl_trace *t = NULL;
+    hid_t fapl = H5I_INVALID_HID, grp = H5I_INVALID_HID;
+    *out = NULL;
+    tr_quiet();
+    if (tr_check_desc(path, d, err, errlen) != 0) goto cleanup;
+    t = calloc(1, sizeof *t);
+    if (!t) {
+        snprintf(err, errlen, "%s: out of memory creating the trace", path);
+        goto cleanup;
+    }
+    t->file = H5I_INVALID_HID;
+    for (int k = 0; k < TR_N; k++) t->ds[k] = H5I_INVALID_HID;
+    t->d = *d;
+    t->d.config_ini = NULL;
+    t->last_step = -1;
+    snprintf(t->path, sizeof t->path, "%s", path);
+
+    fapl = H5Pcreate(H5P_FILE_ACCESS);
+    if (fapl < 0 || H5Pset_libver_bounds(fapl, H5F_LIBVER_LATEST, H5F_LIBVER_LATEST) < 0) {
+        tr_fail(err, errlen, path, "H5Pset_libver_bounds", NULL);
+        goto cleanup;
+    }
+    t->file = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
+    if (t->file < 0) {
+        tr_fail(err, errlen, path, "H5Fcreate", "the trace file (does the run folder exist and is it writable?)");
+        goto cleanup;
+    }
+    if (tr_attr_int(t->file, "schema_version", TRACE_SCHEMA_VERSION) < 0 ||
+        tr_attr_str(t->file, "config", d->config_ini) < 0 || tr_attr_str(t->file, "axes", tr_axes_doc) < 0 ||
+        tr_attr_int(t->file, "n_layer", d->n_layer) < 0 || tr_attr_int(t->file, "n_kv_head", d->n_kv_head) < 0 ||
+        tr_attr_int(t->file, "n_router", d->n_router) < 0 || tr_attr_int(t->file, "n_probe", d->n_probe) < 0 ||
+        tr_attr_str(t->file, "writer", "gatelab") < 0) {
+        tr_fail(err, errlen, path, "H5Acreate2/H5Awrite", "the root attributes");
+        goto cleanup;
+    }
+    grp = H5Gcreate2(t->file, "probe", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    if (grp < 0) {
+        tr_fail(err, errlen, path, "H5Gcreate2", "/probe");
+        goto cleanup;
+    }
+    if (tr_write_probe(grp, "tokens", H5T_STD_I32LE, H5T_NATIVE_INT, d->n_probe, probe_tokens, NULL) < 0) {
+        tr_fail(err, errlen, path, "writing", "/probe/tokens");
+        goto cleanup;
+    }
+    if (tr_write_probe(grp, "category", H5T_STD_U8LE, H5T_NATIVE_UINT8, d->n_probe, probe_category,
+                       cat_codes_description()) < 0) {
+        tr_fail(err, errlen, path, "writing", "/probe/category");
+        goto cleanup;
+    }
+    for (int k = 0; k < TR_N; k++) {
+        if (!tr_has(d, k)) continue;
+        t->ds[k] = tr_create_dataset(t->file, d, k);
+        if (t->ds[k] < 0) {
+            char name[64];
+            tr_dataset_path(k, name, sizeof name);
+            tr_fail(err, errlen, path, "H5Dcreate2", name);
+            goto cleanup;
+        }
+    }
+    if (H5Fstart_swmr_write(t->file) < 0) {
+        tr_fail(err, errlen, path, "H5Fstart_swmr_write", NULL);
+        goto cleanup;
+    }
+    *out = t;
+    t = NULL;
+    rc = 0;
+cleanup:
+    if (grp >= 0) H5Gclose(grp);
+    if (fapl >= 0) H5Pclose(fapl);
+    if (t) {
+        tr_free_handle(t);
+        unlink(path);
+    }
+    return rc;
+}
+
+/* Append row t->n_steps of dataset k from buf. */
+static int tr_append_row(gl_trace *t, int k, const void *buf) {
+    int rc = -1;
+    hsize_t dims[4], start[4] = {0}, count[4];
+    hsize_t row[3];
+    int r = tr_row_dims(&t->d, k, row);
+    dims[0] = (hsize_t)t->n_steps + 1;
+    count[0] = 1;
+    start[0] = (hsize_t)t->n_steps;
+    for (int i = 0; i < r; i++) dims[i + 1] = count[i + 1] = row[i];
+    hid_t fs = H5I_INVALID_HID, ms = H5I_INVALID_HID;
+    if (H5Dset_extent(t->ds[k], dims) < 0) goto cleanup;
+    fs = H5Dget_space(t->ds[k]);
+    if (fs < 0 || H5Sselect_hyperslab(fs, H5S_SELECT_SET, start, NULL, count, NULL) < 0) goto cleanup;
+    ms = H5Screate_simple(r + 1, count, NULL);
+    if (ms < 0) goto cleanup;
+    hid_t mtype = k == TR_STEP ? H5T_NATIVE_INT64 : H5T_NATIVE_FLOAT;
+    if (H5Dwrite(t->ds[k], mtype, ms, fs, H5P_DEFAULT, buf) < 0) goto cleanup;
+    rc = 0;
+cleanup:
+    if (ms >= 0) H5Sclose(ms);
+    if (fs >= 0) H5Sclose(fs);
+    return rc;
+}
+
+int trace_append(gl_trace *t, long step, float train_loss, float val_loss, const float *alpha,
+                 const float *lambda, const float *p, const float *conf, char *err, size_t errlen) {
+    assert(t);
+    const void *bufs[TR_N];
+    int64_t step64 = step;
+    bufs[TR_STEP] = &step64;
+    bufs[TR_TRAIN] = &train_loss;
+    bufs[TR_VAL] = &val_loss;
+    bufs[TR_ALPHA] = alpha;
+    bufs[TR_LAMBDA] = lambda;
+    bufs[TR_P] = p;
+    bufs[TR_CONF] = conf;
+    if (step <= t->last_step) {
+        snprintf(err, errlen, "%s: step %ld is not after the last traced step %ld", t->path, step, t->last_step);
+        return -1;
+    }
+    for (int k = 0; k < TR_N; k++) {
+        if (tr_has(&t->d, k) && !bufs[k]) {
+            char name[64];
+            tr_dataset_path(k, name, sizeof name);
+            snprintf(err, errlen, "%s: step %ld: the trace has %s but no data was given for it", t->path, step, name);
+            return -1;
+        }
+    }
+    /* every data row first, /step last: a reader treats a row whose /step is
+     * still the fill value -1 as not written */
+    for (int i = 1; i <= TR_N; i++) {
+        int k = i % TR_N;
+        if (!tr_has(&t->d, k)) continue;
+        if (tr_append_row(t, k, bufs[k]) != 0) {
+            char name[64], what[128];
+            tr_dataset_path(k, name, sizeof name);
+            snprintf(what, sizeof what, "%s at step %ld", name, step);
+            tr_fail(err, errlen, t->path, "H5Dset_extent/H5Dwrite", what);
+            return -1;
+        }
+    }
+    if (H5Fflush(t->file, H5F_SCOPE_LOCAL) < 0) {
+        char what[64];
+        snprintf(what, sizeof what, "step %ld", step);
+        tr_fail(err, errlen, t->path, "H5Fflush", what);
+        return -1;
+    }
+    t->n_steps++;
+    t->last_step = step;
+    return 0;
+}
+
+long trace_n_steps(const gl_trace *t) { return t ? t->n_steps : 0; }
+long trace_last_step(const gl_trace *t) { return t ? t->last_step : -1; }
+
+void trace_close(gl_trace *t) { tr_free_handle(t); }
+
+/* ------------------------------------------------------------- reading */
+
+void trace_data_free(gl_trace_data *d) {
+    if (!d) return;
+    free(d->step);
+    free(d->train_loss);
+    free(d->val_loss);
+    free(d->alpha);
+    free(d->lambda);
+    free(d->p);
+    free(d->conf);
+    free(d->probe_tokens);
+    free(d->probe_category);
+    free(d->config_ini);
+    memset(d, 0, sizeof *d);
+}
+
+/* 1 if /group/name exists, 0 if not, -1 on error. */
+static int tr_exists(hid_t file, int k) {
+    if (tr_specs[k].group) {
+        htri_t g = H5Lexists(file, tr_specs[k].group, H5P_DEFAULT);
+        if (g <= 0) return g < 0 ? -1 : 0;
+    }
+    char name[64];
+    tr_dataset_path(k, name, sizeof name);
+    htri_t e = H5Lexists(file, name, H5P_DEFAULT);
+    return e < 0 ? -1 : (e > 0);
+}
+
+/* Read the first n rows of an open dataset into buf (memory type mtype). */
+static int tr_read_rows(hid_t ds, int rank, const hsize_t *dims, hsize_t n, hid_t mtype, void *buf) {
+    if (n == 0) return 0;
+    int rc = -1;
+    hsize_t start[4] = {0}, count[4];
+    count[0] = n;
+    for (int i = 1; i < rank; i++) count[i] = dims[i];
+    hid_t fs = H5Dget_space(ds), ms = H5I_INVALID_HID;
+    if (fs < 0 || H5Sselect_hyperslab(fs, H5S_SELECT_SET, start, NULL, count, NULL) < 0) goto cleanup;
+    ms = H5Screate_simple(rank, count, NULL);
+    if (ms < 0) goto cleanup;
+    if (H5Dread(ds, mtype, ms, fs, H5P_DEFAULT, buf) < 0) goto cleanup;
+    rc = 0;
+cleanup:
+    if (ms >= 0) H5Sclose(ms);
+    if (fs >= 0) H5Sclose(fs);
+    return rc;
+}
+
+static hid_t tr_open_read(const char *path, char *err, size_t errlen) {
+    hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
+    hid_t f = H5I_INVALID_HID;
+    if (fapl >= 0 && H5Pset_libver_bounds(fapl, H5F_LIBVER_LATEST, H5F_LIBVER_LATEST) >= 0)
+        f = H5Fopen(path, H5F_ACC_RDONLY | H5F_ACC_SWMR_READ, fapl);
+    if (f < 0) {
+        /* not an SWMR-capable file (e.g. copied through an older tool): plain read */
+        char first[512];
+        tr_fail(first, sizeof first, path, "H5Fopen (SWMR read)", NULL);
+        f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+        if (f < 0) {
+            if (access(path, R_OK) != 0)
+                snprintf(err, errlen, "%s: cannot open trace: %s", path, strerror(errno));
+            else
+                snprintf(err, errlen, "%s (is it a gatelab trace.h5?)", first);
+            H5Eclear2(H5E_DEFAULT);
+        }
+    }
+    if (fapl >= 0) H5Pclose(fapl);
+    return f;
+}
+
+int trace_read(const char *path, gl_trace_data *out, char *err, size_t errlen) {
+    int rc = -1;
+    hid_t f = H5I_INVALID_HID, ds[TR_N], pt = H5I_INVALID_HID, pc = H5I_INVALID_HID;
+    hsize_t dims[TR_N][4];
+    void *bufs[TR_N] = {0};
+    for (int k = 0; k < TR_N; k++) ds[k] = H5I_INVALID_HID;
+    memset(out, 0, sizeof *out);
+    tr_quiet();
+
+    f = tr_open_read(path, err, errlen);
+    if (f < 0) goto cleanup;
+    int version = 0;
+    if (tr_read_attr_int(f, "schema_version", &version) != 0) {
+        snprintf(err, errlen, "%s: no schema_version attribute: not a gatelab trace", path);
+        goto cleanup;
+    }
+    if (version != TRACE_SCHEMA_VERSION) {
+        snprintf(err, errlen, "%s: trace schema version %d, this gatelab reads version %d", path, version,
+                 TRACE_SCHEMA_VERSION);
+        goto cleanup;
+    }
+    gl_trace_desc d = {0};
+    if (tr_read_attr_int(f, "n_layer", &d.n_layer) || tr_read_attr_int(f, "n_kv_head", &d.n_kv_head) ||
+        tr_read_attr_int(f, "n_router", &d.n_router) || tr_read_attr_int(f, "n_probe", &d.n_probe)) {
+        snprintf(err, errlen, "%s: missing one of the root attributes n_layer, n_kv_head, n_router, n_probe", path);
+        goto cleanup;
+    }
+    out->n_layer = d.n_layer;
+    out->n_kv_head = d.n_kv_head;
+    out->n_router = d.n_router;
+    out->n_probe = d.n_probe;
+    out->config_ini = tr_read_attr_str(f, "config");
+    if (!out->config_ini) out->config_ini = strdup("");
+
+    /* probe batch */
+    size_t P = (size_t)(d.n_probe > 0 ? d.n_probe : 0);
+    out->probe_tokens = malloc((P ? P : 1) * sizeof(int));
+    out->probe_category = malloc(P ? P : 1);
+    if (!out->config_ini || !out->probe_tokens || !out->probe_category) {
+        snprintf(err, errlen, "%s: out of memory reading the trace", path);
+        goto cleanup;
+    }
+    pt = H5Dopen2(f, "/probe/tokens", H5P_DEFAULT);
+    pc = H5Dopen2(f, "/probe/category", H5P_DEFAULT);
+    if (pt < 0 || pc < 0) {
+        tr_fail(err, errlen, path, "H5Dopen2", "/probe/tokens or /probe/category");
+        goto cleanup;
+    }
+    if (P > 0 && (H5Dread(pt, H5T_NATIVE_INT, H5S_ALL, H5S_ALL, H5P_DEFAULT, out->probe_tokens) < 0 ||
+                  H5Dread(pc, H5T_NATIVE_UINT8, H5S_ALL, H5S_ALL, H5P_DEFAULT, out->probe_category) < 0)) {
+        tr_fail(err, errlen, path, "H5Dread", "the probe batch");
+        goto cleanup;
+    }
+
+    /* which per-step datasets exist, their shapes, and the common row count */
+    hsize_t S = 0;
+    int first = 1;
+    for (int k = 0; k < TR_N; k++) {
+        char name[64];
+        tr_dataset_path(k, name, sizeof name);
+        int ex = tr_exists(f, k);
+        if (ex < 0) {
+            tr_fail(err, errlen, path, "H5Lexists", name);
+            goto cleanup;
+        }
+        if (!ex) {
+            if (k <= TR_VAL) {
+                snprintf(err, errlen, "%s: %s is missing: not a complete gatelab trace", path, name);
+                goto cleanup;
+            }
+            continue;
+        }
+        ds[k] = H5Dopen2(f, name, H5P_DEFAULT);
+        hid_t sp = ds[k] >= 0 ? H5Dget_space(ds[k]) : H5I_INVALID_HID;
+        int rank = sp >= 0 ? H5Sget_simple_extent_ndims(sp) : -1;
+        if (rank == tr_specs[k].rank) H5Sget_simple_extent_dims(sp, dims[k], NULL);
+        if (sp >= 0) H5Sclose(sp);
+        if (ds[k] < 0 || rank < 0) {
+            tr_fail(err, errlen, path, "H5Dopen2/H5Dget_space", name);
+            goto cleanup;
+        }
+        hsize_t row[3];
+        int r = tr_row_dims(&d, k, row);
+        int ok = rank == r + 1;
+        for (int i = 0; ok && i < r; i++) ok = dims[k][i + 1] == row[i];
+        if (!ok) {
+            snprintf(err, errlen, "%s: %s has the wrong shape for n_layer %d, n_kv_head %d, n_probe %d", path,
+                     name, d.n_layer, d.n_kv_head, d.n_probe);
+            goto cleanup;
+        }
+        if (first || dims[k][0] < S) S = dims[k][0];
+        first = 0;
+    }
+    d.has_alpha = ds[TR_ALPHA] >= 0;
+    d.has_lambda = ds[TR_LAMBDA] >= 0;
+    d.has_p = ds[TR_P] >= 0;
+    d.has_exit = ds[TR_CONF] >= 0;
+
+    for (int k = 0; k < TR_N; k++) {
+        if (ds[k] < 0) continue;
+        size_t elem = k == TR_STEP ? sizeof(int64_t) : sizeof(float);
+        size_t n = (size_t)S * tr_row_size(&d, k);
+        bufs[k] = malloc((n ? n : 1) * elem);
+        if (!bufs[k]) {
+            snprintf(err, errlen, "%s: out of memory reading %llu steps", path, (unsigned long long)S);
+            goto cleanup;
+        }
+        hid_t mtype = k == TR_STEP ? H5T_NATIVE_INT64 : H5T_NATIVE_FLOAT;
+        if (tr_read_rows(ds[k], tr_specs[k].rank, dims[k], S, mtype, bufs[k]) < 0) {
+            char name[64];
+            tr_dataset_path(k, name, sizeof name);
+            tr_fail(err, errlen, path, "H5Dread", name);
+            goto cleanup;
+        }
+    }
+    /* drop trailing rows whose append did not complete (/step still -1) */
+    const int64_t *st = bufs[TR_STEP];
+    hsize_t good = 0;
+    while (good < S && st[good] >= 0) good++;
+    out->n_steps = (int)good;
+    out->step = malloc((good ? good : 1) * sizeof(long));
+    if (!out->step) {
+        snprintf(err, errlen, "%s: out of memory reading the trace", path);
+        goto cleanup;
+    }
+    for (hsize_t i = 0; i < good; i++) out->step[i] = (long)st[i];
+    out->train_loss = bufs[TR_TRAIN];
+    out->val_loss = bufs[TR_VAL];
+    out->alpha = bufs[TR_ALPHA];
+    out->lambda = bufs[TR_LAMBDA];
+    out->p = bufs[TR_P];
+    out->conf = bufs[TR_CONF];
+    for (int k = TR_TRAIN; k < TR_N; k++) bufs[k] = NULL;
+    rc = 0;
+cleanup:
+    for (int k = 0; k < TR_N; k++) {
+        free(bufs[k]);
+        if (ds[k] >= 0) H5Dclose(ds[k]);
+    }
+    if (pt >= 0) H5Dclose(pt);
+    if (pc >= 0) H5Dclose(pc);
+    if (f >= 0) H5Fclose(f);
+    if (rc != 0) trace_data_free(out);
+    return rc;
+}
+
+/* ------------------------------------------------------------- resuming */
+
+int trace_reopen(gl_trace **out, const char *path, long last_step, char *err, size_t errlen) {
+    int rc = -1;
+    gl_trace_data old;
+    gl_trace *t = NULL;
+    char tmp[4096];
+    *out = NULL;
+    if (trace_read(path, &old, err, errlen) != 0) return -1;
+    if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp", path) >= sizeof tmp) {
+        snprintf(err, errlen, "%s: path too long", path);
+        goto cleanup;
+    }
+    gl_trace_desc d = {
+        .n_layer = old.n_layer, .n_kv_head = old.n_kv_head, .n_router = old.n_router, .n_probe = old.n_probe,
+        .has_alpha = old.alpha != NULL, .has_lambda = old.lambda != NULL, .has_p = old.p != NULL,
+        .has_exit = old.conf != NULL, .config_ini = old.config_ini,
+    };
+    if (trace_create(&t, tmp, &d, old.probe_tokens, old.probe_category, err, errlen) != 0) goto cleanup;
+    size_t na = tr_row_size(&d, TR_ALPHA), nl = tr_row_size(&d, TR_LAMBDA);
+    size_t np = tr_row_size(&d, TR_P), nc = tr_row_size(&d, TR_CONF);
+    for (int i = 0; i < old.n_steps && old.step[i] <= last_step; i++) {
+        if (trace_append(t, old.step[i], old.train_loss[i], old.val_loss[i],
+                         old.alpha ? old.alpha + (size_t)i * na : NULL, old.lambda ? old.lambda + (size_t)i * nl : NULL,
+                         old.p ? old.p + (size_t)i * np : NULL, old.conf ? old.conf + (size_t)i * nc : NULL,
+                         err, errlen) != 0)
+            goto cleanup;
+    }
+    if (rename(tmp, path) != 0) {
+        snprintf(err, errlen, "%s: cannot rename %s over it: %s; the old trace is unchanged", path, tmp,
+                 strerror(errno));
+        goto cleanup;
+    }
+    snprintf(t->path, sizeof t->path, "%s", path);
+    *out = t;
+    t = NULL;
+    rc = 0;
+cleanup:
+    if (t) {
+        trace_close(t);
+        unlink(tmp);
+    }
+    trace_data_free(&old);
+    return rc;
+}

@@ -1,0 +1,85 @@
+/*
+ * trace.h — a run's trace.h5: what the gates did at every evaluation, on a
+ * fixed probe batch of validation tokens.  Written by the training loop,
+ * read by every analysis.  Layout in docs/files.md ("trace.h5").
+ *
+ * The file is HDF5 in SWMR mode (single writer, multiple readers): readers
+ * may open it while training appends, and a run killed at any moment leaves a
+ * file holding every completed append.  Only trace.c includes hdf5.h.
+ */
+#ifndef GATELAB_HARNESS_TRACE_H
+#define GATELAB_HARNESS_TRACE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define TRACE_SCHEMA_VERSION 1
+
+typedef struct gl_trace gl_trace;
+
+typedef struct {
+    int n_layer, n_kv_head, n_router; /* n_router = L-1 for TSA, else 0 */
+    int n_probe;                      /* P probe tokens = probe windows × T */
+    int has_alpha, has_lambda, has_p, has_exit;
+    const char *config_ini;           /* stored as a UTF-8 root attribute (may be NULL) */
+} gl_trace_desc;
+
+/* Create path (replacing any file there) with every dataset the description
+ * asks for at 0 steps, store the probe batch (probe_tokens and
+ * probe_category, P each) and switch the file to SWMR writing.  Returns 0 and
+ * *out, or -1 with a message naming path and the failed HDF5 operation.  The
+ * caller closes *out with trace_close. */
+int trace_create(gl_trace **out, const char *path, const gl_trace_desc *d, const int *probe_tokens,
+                 const uint8_t *probe_category, char *err, size_t errlen);
+
+/* Reopen the trace of a resumed run: keep only the rows with step <=
+ * last_step (later rows were written after the checkpoint being resumed and
+ * will be written again) and continue appending.  The file is rewritten
+ * through "path.tmp" and renamed over path, so a crash leaves the old file.
+ * Works on a trace whose writer was killed.  Returns 0 and *out, or -1 with a
+ * message. */
+int trace_reopen(gl_trace **out, const char *path, long last_step, char *err, size_t errlen);
+
+/* Append one evaluation: step (strictly greater than the last one), losses in
+ * nats/token (NaN where not measured) and the gate arrays the trace has:
+ *   alpha  (L, P, Hkv)  SATFormer gate per layer, probe token, KV head
+ *   lambda (L, 2)       ResFormer (λ1, λ2) per layer
+ *   p      (L-1, P)     TSA halting probability per router, probe token
+ *   conf   (L, P)       early-exit confidence per layer, probe token
+ * An array the trace does not have is ignored (may be NULL); one it has must
+ * not be NULL.  Extends every dataset by one row, writes, and flushes the
+ * file.  Returns 0, or -1 with a message naming path, step and operation. */
+int trace_append(gl_trace *t, long step, float train_loss, float val_loss, const float *alpha,
+                 const float *lambda, const float *p, const float *conf, char *err, size_t errlen);
+
+/* Rows written so far, and the step of the last one (-1 if none). */
+long trace_n_steps(const gl_trace *t);
+long trace_last_step(const gl_trace *t);
+
+/* Close the file (which also ends SWMR mode, so every HDF5 tool opens it).
+ * Accepts NULL. */
+void trace_close(gl_trace *t);
+
+/* A whole trace in memory.  Arrays a trace does not have are NULL. */
+typedef struct {
+    int n_steps, n_layer, n_kv_head, n_router, n_probe;
+    long *step;                /* (S) completed optimiser steps at each evaluation */
+    float *train_loss;         /* (S) nats/token */
+    float *val_loss;           /* (S) nats/token */
+    float *alpha;              /* (S, L, P, Hkv) or NULL */
+    float *lambda;             /* (S, L, 2) or NULL */
+    float *p;                  /* (S, L-1, P) or NULL */
+    float *conf;               /* (S, L, P) or NULL */
+    int *probe_tokens;         /* (P) */
+    uint8_t *probe_category;   /* (P) 0 structural, 1 functional, 2 semantic */
+    char *config_ini;          /* NUL-terminated ("" if none) */
+} gl_trace_data;
+
+/* Read every dataset of path into malloc'd arrays (SWMR read, so a live or
+ * killed run's trace works; a row whose append did not complete is dropped).
+ * Returns 0, or -1 with a message (out is then empty).  Free with
+ * trace_data_free. */
+int trace_read(const char *path, gl_trace_data *out, char *err, size_t errlen);
+void trace_data_free(gl_trace_data *d); /* accepts an empty or partly filled struct */
+
+#endif

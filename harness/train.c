@@ -1,0 +1,564 @@
+/*
+ * train.c — the training loop: data → forward → backward → AdamW, with
+ * validation passes, the probe pass that feeds trace.h5, checkpoints, the
+ * registry, a progress line, and the signals a cluster sends.
+ *
+ * What a run leaves (DESIGN.md "Files a run leaves"):
+ *   <results>/runs/<id>/config.ini   the resolved manifest (canonical INI)
+ *   <results>/runs/<id>/ckpt         parameters, AdamW moments, step, RNG, vocab
+ *   <results>/runs/<id>/trace.h5     gates / halting probabilities / exit confidences
+ *   <results>/runs/<id>/train.log    the progress lines
+ *   <results>/gatelab.db             run row, params, metrics, artifacts
+ *
+ * Repeatability: the only randomness is the seeded init and the data stream
+ * (st.data_rng), both restored from the checkpoint, and every kernel reduces
+ * in a fixed order — so a run killed and resumed ends bit for bit where an
+ * uninterrupted run ends.  Evaluation never touches the training stream.
+ *
+ * Signals: SIGINT/SIGTERM → checkpoint, flush, mark KILLED, exit 3.
+ * SIGUSR1 (Slurm's pre-timeout signal) → checkpoint and keep going.
+ * A NaN or infinite loss or gradient → the run is FAILED at that step and the
+ * last good checkpoint stays as it was.
+ */
+#include "train.h"
+
+#include <errno.h>
+#include <libgen.h>
+#include <math.h>
+#include <omp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../model/adamw.h"
+#include "../model/model.h"
+#include "categories.h"
+#include "ckpt.h"
+#include "data.h"
+#include "evaluate.h"
+#include "registry.h"
+#include "rundir.h"
+#include "trace.h"
+
+static volatile sig_atomic_t g_stop = 0, g_ckpt = 0;
+static void on_stop(int sig) { g_stop = sig; }
+static void on_usr1(int sig) {
+    (void)sig;
+    g_ckpt = 1;
+}
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+typedef struct {
+    const gl_manifest *mf;
+    char results[GL_PATH_MAX];
+    char dir[GL_PATH_MAX];
+    char run_id[160];
+    char ckpt_path[GL_PATH_MAX + 8];
+    char trace_path[GL_PATH_MAX + 16];
+    char *config_ini;
+    uint64_t model_hash;
+    gl_dataset ds;
+    gl_model m;
+    gl_train_state st;
+    gl_trace *trace;
+    gl_db *db;
+    FILE *log;
+    int tty, quiet;
+    /* probe batch */
+    int P, probe_B;
+    int *probe_tok, *probe_tg;
+    float *probe_mask;
+    uint8_t *probe_cat;
+    float *buf_alpha, *buf_lambda, *buf_p, *buf_conf;
+    /* metrics waiting for the next registry write */
+    gl_metric pending[64];
+    char names[64][32];
+    int n_pending;
+} run_ctx;
+
+/* Progress and log lines: stderr (in place on a TTY) and train.log. */
+static void say(run_ctx *c, int transient, const char *fmt, ...) {
+    char line[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    if (!c->quiet) {
+        if (c->tty) fprintf(stderr, "\r\033[K%s%s", line, transient ? "" : "\n");
+        else if (!transient) fprintf(stderr, "%s\n", line);
+    }
+    if (c->log && !transient) {
+        fprintf(c->log, "%s\n", line);
+        fflush(c->log);
+    }
+}
+
+static void metric(run_ctx *c, long step, const char *split, const char *name, double v) {
+    if (c->n_pending == 64) return;
+    gl_metric *g = &c->pending[c->n_pending];
+    snprintf(c->names[c->n_pending], sizeof c->names[0], "%s", name);
+    g->step = step;
+    g->split = split;
+    g->name = c->names[c->n_pending];
+    g->value = v;
+    g->wall_time = 0;
+    c->n_pending++;
+}
+
+static int flush_metrics(run_ctx *c, char *err, size_t errlen) {
+    if (!c->n_pending) return 0;
+    int rc = db_metrics_log(c->db, c->run_id, c->pending, c->n_pending, err, errlen);
+    c->n_pending = 0;
+    return rc;
+}
+
+static int mkdir_p(const char *path) {
+    char tmp[GL_PATH_MAX];
+    snprintf(tmp, sizeof tmp, "%s", path);
+    for (char *p = tmp + 1; *p; p++)
+        if (*p == '/') {
+            *p = 0;
+            if (mkdir(tmp, 0755) && errno != EEXIST) return -1;
+            *p = '/';
+        }
+    return mkdir(tmp, 0755) && errno != EEXIST ? -1 : 0;
+}
+
+/* Write text to path through a temporary file and a rename. */
+static int write_file_atomic(const char *path, const char *text, char *err, size_t errlen) {
+    char tmp[GL_PATH_MAX + 8];
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    FILE *f = fopen(tmp, "w");
+    if (!f || fputs(text, f) < 0 || fflush(f) || fsync(fileno(f))) {
+        snprintf(err, errlen, "cannot write %s: %s", tmp, strerror(errno));
+        if (f) fclose(f);
+        unlink(tmp);
+        return -1;
+    }
+    fclose(f);
+    if (rename(tmp, path)) {
+        snprintf(err, errlen, "cannot rename %s to %s: %s", tmp, path, strerror(errno));
+        unlink(tmp);
+        return -1;
+    }
+    return 0;
+}
+
+/* experiments/function_words.txt next to the binary's source tree, or in the cwd. */
+static void function_words_path(char *out, size_t n) {
+    const char *root = getenv("GATELAB_ROOT");
+    if (root) {
+        snprintf(out, n, "%s/experiments/function_words.txt", root);
+        return;
+    }
+    char exe[GL_PATH_MAX];
+    ssize_t k = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (k > 0) {
+        exe[k] = 0;
+        char *d = dirname(dirname(exe)); /* <root>/build/gatelab → <root> */
+        snprintf(out, n, "%s/experiments/function_words.txt", d);
+        if (access(out, R_OK) == 0) return;
+    }
+    snprintf(out, n, "experiments/function_words.txt");
+}
+
+/* The probe batch: the first probe_windows validation windows, with categories. */
+static int setup_probe(run_ctx *c, char *err, size_t errlen) {
+    const int T = c->m.T;
+    c->probe_B = c->mf->log.probe_windows;
+    long avail = data_eval_windows(&c->ds, SPLIT_VAL);
+    if (c->probe_B > avail) c->probe_B = (int)avail;
+    if (c->probe_B < 1) {
+        snprintf(err, errlen, "the validation split has no window of %d tokens for the probe batch", T);
+        return -1;
+    }
+    c->P = c->probe_B * T;
+    c->probe_tok = malloc((size_t)c->P * sizeof(int));
+    c->probe_tg = malloc((size_t)c->P * sizeof(int));
+    c->probe_mask = malloc((size_t)c->P * sizeof(float));
+    c->probe_cat = malloc((size_t)c->P);
+    const gl_model_config *mc = &c->m.cfg;
+    c->buf_alpha = calloc((size_t)mc->n_layer * c->P * mc->n_kv_head, sizeof(float));
+    c->buf_lambda = calloc((size_t)mc->n_layer * 2, sizeof(float));
+    c->buf_p = calloc((size_t)(mc->n_layer > 1 ? mc->n_layer - 1 : 1) * c->P, sizeof(float));
+    c->buf_conf = calloc((size_t)mc->n_layer * c->P, sizeof(float));
+    uint8_t *bytes = malloc((size_t)c->P);
+    if (!c->probe_tok || !c->probe_tg || !c->probe_mask || !c->probe_cat || !c->buf_alpha ||
+        !c->buf_lambda || !c->buf_p || !c->buf_conf || !bytes) {
+        free(bytes);
+        snprintf(err, errlen, "out of memory for the probe batch");
+        return -1;
+    }
+    data_eval_batch(&c->ds, SPLIT_VAL, 0, c->probe_B, c->probe_tok, c->probe_tg, c->probe_mask);
+    const uint8_t *vocab = data_vocab(&c->ds);
+    for (int i = 0; i < c->P; i++) bytes[i] = vocab[c->probe_tok[i]];
+    cat_words fw;
+    memset(&fw, 0, sizeof fw);
+    char fwpath[GL_PATH_MAX], e2[256];
+    function_words_path(fwpath, sizeof fwpath);
+    if (cat_load_function_words(fwpath, &fw, e2, sizeof e2)) say(c, 0, "warning: %s (every word counts as semantic)", e2);
+    for (int w = 0; w < c->probe_B; w++) cat_classify(bytes + (size_t)w * T, (size_t)T, &fw, c->probe_cat + (size_t)w * T);
+    cat_words_free(&fw);
+    free(bytes);
+    return 0;
+}
+
+/* Run the probe batch and gather what the trace stores. */
+static void probe_pass(run_ctx *c) {
+    gl_model *m = &c->m;
+    const gl_model_config *mc = &m->cfg;
+    const int L = mc->n_layer, Hkv = mc->n_kv_head, P = c->P;
+    model_forward(m, c->probe_tok, c->probe_tg, c->probe_mask, c->probe_B, m->T);
+    for (int n = 0; n < L; n++) {
+        float *dst = c->buf_alpha + (size_t)n * P * Hkv;
+        if (mc->value_residual == VR_SATFORMER && config_layer_mixes_v1(mc, n))
+            memcpy(dst, m->A[n].gate, (size_t)P * Hkv * sizeof(float));
+        else
+            memset(dst, 0, (size_t)P * Hkv * sizeof(float));
+        model_resformer_lambda(m, n, &c->buf_lambda[2 * n], &c->buf_lambda[2 * n + 1]);
+        if (mc->depth_routing == DR_TSA && n >= 1) memcpy(c->buf_p + (size_t)(n - 1) * P, m->A[n].p, (size_t)P * sizeof(float));
+    }
+    if (mc->depth_routing == DR_EARLY_EXIT)
+        for (int n = 0; n < L; n++) memcpy(c->buf_conf + (size_t)n * P, m->exit_conf + (size_t)n * P, (size_t)P * sizeof(float));
+}
+
+static int save_ckpt(run_ctx *c, char *err, size_t errlen) {
+    return ckpt_save(c->ckpt_path, &c->m, &c->st, c->config_ini, c->model_hash, err, errlen);
+}
+
+static void ctx_free(run_ctx *c) {
+    trace_close(c->trace);
+    if (c->log) fclose(c->log);
+    db_close(c->db);
+    model_free(&c->m);
+    data_close(&c->ds);
+    free(c->config_ini);
+    free(c->probe_tok);
+    free(c->probe_tg);
+    free(c->probe_mask);
+    free(c->probe_cat);
+    free(c->buf_alpha);
+    free(c->buf_lambda);
+    free(c->buf_p);
+    free(c->buf_conf);
+}
+
+static void fmt_eta(char *out, size_t n, double s) {
+    if (s < 0 || !isfinite(s)) snprintf(out, n, "?");
+    else if (s < 60) snprintf(out, n, "%.0fs", s);
+    else if (s < 3600) snprintf(out, n, "%dm%02ds", (int)s / 60, (int)s % 60);
+    else snprintf(out, n, "%dh%02dm", (int)s / 3600, ((int)s / 60) % 60);
+}
+
+/* Validation pass + probe pass + trace row + metrics at the current step. */
+static int evaluate_now(run_ctx *c, double train_loss, char *err, size_t errlen) {
+    gl_model *m = &c->m;
+    const gl_manifest *mf = c->mf;
+    gl_eval_result r;
+    if (eval_split(m, &c->ds, SPLIT_VAL, mf->train.eval_windows, &r, err, errlen)) return -1;
+    long step = c->st.step;
+    metric(c, step, "val", "loss", r.loss);
+    int text = mf->data.task == TASK_TEXT;
+    if (text) metric(c, step, "val", "bpc", r.loss / log(2.0));
+    else {
+        metric(c, step, "val", "token_acc", r.tok_acc);
+        metric(c, step, "val", "seq_acc", r.seq_acc);
+    }
+    char extra[160] = "";
+    if (m->cfg.depth_routing == DR_TSA) {
+        metric(c, step, "val", "active_frac", r.active_frac);
+        metric(c, step, "val", "tlops_saved", eval_tlops_saved(r.active_frac, m->cfg.n_layer));
+        snprintf(extra, sizeof extra, " | α %.3f", r.active_frac);
+    }
+    if (text) say(c, 0, "step %ld | val loss %.4f (%.3f bpc)%s", step, r.loss, r.loss / log(2.0), extra);
+    else say(c, 0, "step %ld | val loss %.4f | token acc %.4f | seq acc %.4f%s", step, r.loss, r.tok_acc, r.seq_acc, extra);
+    if (c->trace) {
+        probe_pass(c);
+        const gl_model_config *mc = &m->cfg;
+        if (trace_append(c->trace, step, (float)train_loss, (float)r.loss,
+                         mc->value_residual == VR_SATFORMER ? c->buf_alpha : NULL,
+                         mc->value_residual == VR_RESFORMER ? c->buf_lambda : NULL,
+                         mc->depth_routing == DR_TSA ? c->buf_p : NULL,
+                         mc->depth_routing == DR_EARLY_EXIT ? c->buf_conf : NULL, err, errlen))
+            return -1;
+    }
+    return flush_metrics(c, err, errlen);
+}
+
+static const char *base_name(const char *path, char *out, size_t n) {
+    const char *b = strrchr(path, '/');
+    snprintf(out, n, "%s", b ? b + 1 : path);
+    char *dot = strrchr(out, '.');
+    if (dot && dot != out) *dot = 0;
+    return out;
+}
+
+gl_train_outcome train_run(const gl_manifest *mf, const gl_train_opts *o, char *err, size_t errlen) {
+    run_ctx c;
+    memset(&c, 0, sizeof c);
+    c.mf = mf;
+    c.quiet = o->quiet;
+    c.tty = isatty(2);
+    gl_train_outcome outcome = TRAIN_FAILED;
+    int registered = 0;
+    char e2[512] = "";
+    const gl_train_config *tc = &mf->train;
+
+    snprintf(c.results, sizeof c.results, "%s",
+             o->results ? o->results : getenv("GATELAB_RESULTS") ? getenv("GATELAB_RESULTS") : mf->log.results);
+    if (tc->threads > 0) omp_set_num_threads(tc->threads);
+
+    /* data, then the model sized from it */
+    if (data_open(&c.ds, &mf->data, mf->model.seq_len, tc->seed, err, errlen)) goto cleanup;
+    gl_model_config mc = mf->model;
+    int V = data_vocab_size(&c.ds);
+    if (mc.vocab_size == 0) mc.vocab_size = V;
+    else if (mc.vocab_size != V) {
+        snprintf(err, errlen, "model.vocab_size = %d but the data has %d distinct tokens; remove the key or set it to %d",
+                 mc.vocab_size, V, V);
+        goto cleanup;
+    }
+    gl_manifest resolved = *mf;
+    resolved.model = mc;
+    c.config_ini = manifest_to_ini(&resolved);
+    c.model_hash = manifest_model_hash(&resolved);
+    int max_B = tc->batch_size > mf->log.probe_windows ? tc->batch_size : mf->log.probe_windows;
+    if (model_init(&c.m, &mc, max_B, err, errlen)) goto cleanup;
+
+    /* run identity and folder */
+    if (o->resume) {
+        if (run_resolve(o->resume, c.results, c.dir, sizeof c.dir, err, errlen)) goto cleanup;
+        char tmp[GL_PATH_MAX];
+        snprintf(tmp, sizeof tmp, "%s", c.dir);
+        snprintf(c.run_id, sizeof c.run_id, "%s", basename(tmp));
+    } else {
+        if (o->run_id) {
+            snprintf(c.run_id, sizeof c.run_id, "%s", o->run_id);
+        } else {
+            char nm[128], ts[32];
+            time_t t = time(NULL);
+            strftime(ts, sizeof ts, "%Y%m%d-%H%M%S", gmtime(&t));
+            snprintf(c.run_id, sizeof c.run_id, "%s-%s-%05d",
+                     mf->log.name[0] ? mf->log.name : mf->path[0] ? base_name(mf->path, nm, sizeof nm) : "run",
+                     ts, (int)getpid() % 100000);
+        }
+        snprintf(c.dir, sizeof c.dir, "%s/runs/%s", c.results, c.run_id);
+        char probe[GL_PATH_MAX + 8];
+        snprintf(probe, sizeof probe, "%s/ckpt", c.dir);
+        if (access(probe, F_OK) == 0) {
+            snprintf(err, errlen, "run %s already has a checkpoint (%s): continue it with --resume %s, or pick another --run-id",
+                     c.run_id, probe, c.run_id);
+            goto cleanup;
+        }
+    }
+    if (mkdir_p(c.dir)) {
+        snprintf(err, errlen, "cannot create the run folder %s: %s", c.dir, strerror(errno));
+        goto cleanup;
+    }
+    snprintf(c.ckpt_path, sizeof c.ckpt_path, "%s/ckpt", c.dir);
+    snprintf(c.trace_path, sizeof c.trace_path, "%s/trace.h5", c.dir);
+    char path[GL_PATH_MAX + 16];
+    snprintf(path, sizeof path, "%s/train.log", c.dir);
+    c.log = fopen(path, "a");
+    if (!c.log) {
+        snprintf(err, errlen, "cannot open %s: %s", path, strerror(errno));
+        goto cleanup;
+    }
+
+    /* weights: fresh or from the checkpoint */
+    if (o->resume) {
+        if (ckpt_load(c.ckpt_path, &c.m, &c.st, c.model_hash, err, errlen)) goto cleanup;
+        if (c.st.vocab_size != V || memcmp(c.st.vocab, data_vocab(&c.ds), (size_t)V)) {
+            snprintf(err, errlen, "%s was trained on a different vocabulary than data.file %s has now", c.ckpt_path, mf->data.file);
+            goto cleanup;
+        }
+    } else {
+        model_init_weights(&c.m, tc->seed);
+        c.st.step = 0;
+        rng_seed(&c.st.data_rng, tc->seed ^ 0x5eed0da7aULL);
+        rng_seed(&c.st.aux_rng, tc->seed ^ 0xa0c5eedULL);
+        c.st.vocab_size = V;
+        memcpy(c.st.vocab, data_vocab(&c.ds), (size_t)V);
+        snprintf(path, sizeof path, "%s/config.ini", c.dir);
+        if (write_file_atomic(path, c.config_ini, err, errlen)) goto cleanup;
+    }
+
+    /* registry */
+    char dbp[GL_PATH_MAX + 16];
+    snprintf(dbp, sizeof dbp, "%s/gatelab.db", c.results);
+    if (db_open(&c.db, o->db_path ? o->db_path : dbp, err, errlen)) goto cleanup;
+    {
+        char nm[128];
+        const char *exp = mf->log.experiment[0] ? mf->log.experiment : mf->path[0] ? base_name(mf->path, nm, sizeof nm) : "default";
+        long long exp_id;
+        char status[16];
+        int exists = db_run_exists(c.db, c.run_id, status, err, errlen);
+        if (exists < 0) goto cleanup;
+        if (!exists) {
+            if (db_experiment_ensure(c.db, exp, c.config_ini, &exp_id, err, errlen)) goto cleanup;
+            char hash[32];
+            snprintf(hash, sizeof hash, "%016llx", (unsigned long long)c.model_hash);
+            if (db_run_create(c.db, exp_id, c.run_id, mf->log.name[0] ? mf->log.name : c.run_id, c.config_ini, hash,
+                              (unsigned long long)tc->seed, "SCHEDULED", err, errlen))
+                goto cleanup;
+            if (db_params_put(c.db, c.run_id, &resolved, err, errlen)) goto cleanup;
+        } else if (!strcmp(status, "FINISHED") && !o->resume) {
+            snprintf(err, errlen, "run %s is already FINISHED in %s", c.run_id, db_path(c.db));
+            goto cleanup;
+        }
+        if (db_run_start(c.db, c.run_id, err, errlen)) goto cleanup;
+        registered = 1;
+    }
+
+    /* trace */
+    if (setup_probe(&c, err, errlen)) goto cleanup;
+    if (mf->log.trace) {
+        gl_trace_desc td = {mc.n_layer, mc.n_kv_head, mc.depth_routing == DR_TSA ? mc.n_layer - 1 : 0, c.P,
+                            mc.value_residual == VR_SATFORMER, mc.value_residual == VR_RESFORMER,
+                            mc.depth_routing == DR_TSA, mc.depth_routing == DR_EARLY_EXIT, c.config_ini};
+        int rc = o->resume && access(c.trace_path, F_OK) == 0
+                     ? trace_reopen(&c.trace, c.trace_path, c.st.step, err, errlen)
+                     : trace_create(&c.trace, c.trace_path, &td, c.probe_tok, c.probe_cat, err, errlen);
+        if (rc) goto cleanup;
+    }
+
+    say(&c, 0, "gatelab train: run %s | %zu parameters | %d threads | %s", c.run_id, model_param_count(&c.m),
+        omp_get_max_threads(), c.dir);
+    if (o->resume) say(&c, 0, "resuming at step %ld of %d", c.st.step, tc->steps);
+
+    /* the loop */
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_stop;
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    sa.sa_handler = on_usr1;
+    sigaction(SIGUSR1, &sa, NULL);
+    const int B = tc->batch_size, T = mc.seq_len;
+    const size_t NT = (size_t)B * T;
+    int *tok = malloc(NT * sizeof(int)), *tg = malloc(NT * sizeof(int));
+    float *mask = malloc(NT * sizeof(float));
+    if (!tok || !tg || !mask) {
+        free(tok); free(tg); free(mask);
+        snprintf(err, errlen, "out of memory for a batch");
+        goto cleanup;
+    }
+    gl_adamw opt = {tc->beta1, tc->beta2, tc->eps, tc->weight_decay, tc->grad_clip};
+    double t_start = now_s(), t_log = t_start, t_draw = 0, train_sum = 0, elapsed0 = c.st.elapsed_s;
+    long log_tokens = 0, n_sum = 0, step_at_start = c.st.step;
+    int failed = 0;
+    if (c.st.step == 0 && tc->eval_every > 0 && evaluate_now(&c, NAN, err, errlen)) failed = 2;
+    while (!failed && c.st.step < tc->steps) {
+        data_train_batch(&c.ds, &c.st.data_rng, B, tok, tg, mask);
+        float loss = model_forward(&c.m, tok, tg, mask, B, T);
+        float lr = adamw_schedule(c.st.step, tc->warmup, tc->steps, tc->lr, tc->min_lr);
+        float gnorm = NAN;
+        if (isfinite(loss)) {
+            model_zero_grad(&c.m);
+            model_backward(&c.m);
+            gnorm = adamw_step(&c.m, &opt, lr, c.st.step + 1);
+        }
+        if (!isfinite(loss) || !isfinite(gnorm)) {
+            snprintf(err, errlen, "%s at step %ld (loss %g, gradient norm %g); the last good checkpoint is kept in %s — "
+                     "lower train.lr or raise train.warmup and resume or restart",
+                     !isfinite(loss) ? "the loss is not finite" : "the gradient is not finite", c.st.step + 1,
+                     loss, gnorm, c.ckpt_path);
+            failed = 1;
+            break;
+        }
+        c.st.step++;
+        c.st.tokens_seen += (long)NT;
+        log_tokens += (long)NT;
+        train_sum += c.m.task_loss;
+        n_sum++;
+        long step = c.st.step;
+        double t = now_s();
+        c.st.elapsed_s = elapsed0 + (t - t_start);
+        if (step % tc->log_every == 0 || step == tc->steps) {
+            double tps = log_tokens / (t - t_log);
+            metric(&c, step, "train", "loss", train_sum / n_sum);
+            metric(&c, step, "train", "lr", lr);
+            metric(&c, step, "train", "grad_norm", gnorm);
+            metric(&c, step, "train", "tokens_per_s", tps);
+            if (mc.depth_routing == DR_TSA) {
+                metric(&c, step, "train", "active_frac", c.m.active_frac);
+                metric(&c, step, "train", "tlops_saved", eval_tlops_saved(c.m.active_frac, mc.n_layer));
+                metric(&c, step, "train", "penalty", c.m.penalty);
+            }
+            if (mc.depth_routing == DR_EARLY_EXIT) metric(&c, step, "train", "exit_loss", c.m.loss);
+            char eta[32];
+            fmt_eta(eta, sizeof eta, (tc->steps - step) * (t - t_start) / (double)(step - step_at_start));
+            int plain_due = t - t_draw >= 5.0 || step == tc->steps;
+            if (c.tty || plain_due) {
+                say(&c, c.tty && step != tc->steps, "step %ld/%d | loss %.4f | lr %.2e | %.0f tok/s | ETA %s", step,
+                    tc->steps, train_sum / n_sum, lr, tps, eta);
+                t_draw = t;
+            }
+            if (flush_metrics(&c, err, errlen)) { failed = 2; break; }
+            t_log = now_s();
+            log_tokens = 0;
+        }
+        int eval_due = (tc->eval_every > 0 && step % tc->eval_every == 0) || step == tc->steps;
+        if (eval_due) {
+            if (evaluate_now(&c, n_sum ? train_sum / n_sum : NAN, err, errlen)) { failed = 2; break; }
+            train_sum = 0;
+            n_sum = 0;
+            t_log = now_s();
+        }
+        int ckpt_due = (tc->ckpt_every > 0 && step % tc->ckpt_every == 0) || step == tc->steps || g_stop || g_ckpt;
+        if (ckpt_due) {
+            if (save_ckpt(&c, err, errlen)) { failed = 2; break; }
+            if (g_ckpt) say(&c, 0, "checkpoint at step %ld (SIGUSR1)", step);
+            g_ckpt = 0;
+            t_log = now_s();
+        }
+        if (g_stop) break;
+    }
+    free(tok); free(tg); free(mask);
+
+    if (failed) {
+        outcome = TRAIN_FAILED;
+        say(&c, 0, "FAILED: %s", err);
+    } else if (g_stop) {
+        outcome = TRAIN_KILLED;
+        snprintf(err, errlen, "stopped by signal %d at step %ld; checkpoint saved: continue with --resume %s",
+                 (int)g_stop, c.st.step, c.run_id);
+        say(&c, 0, "KILLED: %s", err);
+    } else {
+        outcome = TRAIN_FINISHED;
+        say(&c, 0, "finished %d steps in %.1f s | run folder %s", tc->steps, c.st.elapsed_s, c.dir);
+        err[0] = 0;
+    }
+    if (c.trace) {
+        trace_close(c.trace);
+        c.trace = NULL;
+        if (access(c.trace_path, F_OK) == 0) db_artifact_put(c.db, c.run_id, "trace", c.trace_path, e2, sizeof e2);
+    }
+    if (access(c.ckpt_path, F_OK) == 0) db_artifact_put(c.db, c.run_id, "ckpt", c.ckpt_path, e2, sizeof e2);
+    flush_metrics(&c, e2, sizeof e2);
+
+cleanup:
+    if (registered) {
+        const char *status = outcome == TRAIN_FINISHED ? "FINISHED" : outcome == TRAIN_KILLED ? "KILLED" : "FAILED";
+        if (db_run_finish(c.db, c.run_id, status, (int)outcome, outcome == TRAIN_FINISHED ? NULL : err, e2, sizeof e2) &&
+            outcome == TRAIN_FINISHED) {
+            snprintf(err, errlen, "%s", e2);
+            outcome = TRAIN_FAILED;
+        }
+    }
+    ctx_free(&c);
+    signal(SIGINT, SIG_DFL);
+    signal(SIGTERM, SIG_DFL);
+    signal(SIGUSR1, SIG_DFL);
+    return outcome;
+}

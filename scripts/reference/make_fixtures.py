@@ -1,0 +1,228 @@
+"""make_fixtures.py — write the parity fixtures tests/test_parity.c checks the C model against.
+
+What it does: for each case below (a small model: V 13, d 32, L 3, H 4,
+d_ff 48, T 8, B 2, and one variant of value residual / depth routing each) it
+draws random weights and a random batch, runs the reference of ref_model.py
+in float64, and writes one HDF5 file per case with the config, the batch, the
+parameters, the logits, the losses, every gradient, the gates / halting
+probabilities / exit confidences, and the losses and parameters of 3 AdamW
+steps.  Values are computed in float64 and stored as float32; the parameters
+are rounded to float32 *before* the reference uses them, so the float32 C
+model starts from exactly the numbers the ground truth was computed from.
+
+What it does not: it does not read or call the C code, and it does not decide
+tolerances (tests/test_parity.c does).
+
+Usage: /usr/bin/python3 scripts/reference/make_fixtures.py OUT_DIR   (make fixtures)
+Deterministic: each case draws from its own torch.Generator seeded from the
+case name, and HDF5 timestamps are off, so reruns give identical files.
+"""
+import os
+import sys
+import zlib
+
+import h5py
+import numpy as np
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import ref_model as rm  # noqa: E402
+
+B, T = 2, 8
+N_ADAM_STEPS = 3
+# AdamW as in training (torch.optim.AdamW, betas (0.9, 0.95), decay 0.1, clip 1.0,
+# constant lr 1e-2) except eps: 1e-4 instead of training's 1e-8.  Why: Adam's
+# step is lr·g/(|g|+eps), whose sensitivity to g is up to lr/(4·eps); with
+# eps 1e-8 a parameter whose gradient happens to be ~1e-7 (a quiet FFN unit,
+# a cancelling sum) moves by a full ±lr on float32 rounding noise alone, and
+# even this same reference run in float32 misses its float64 self by 1.9e-3
+# (satformer_lastk_gqa, layers.1.ffn.w2) — the check would measure rounding, not
+# the optimiser.  With eps 1e-4 the float32 reference stays within 5e-6 on
+# every case, and a misplaced eps (inside the sqrt, before the bias correction)
+# is easier, not harder, to see.  The C optimiser reads eps from the file.
+OPT = dict(lr=1e-2, weight_decay=0.1, beta1=0.9, beta2=0.95, eps=1e-4, grad_clip=1.0)
+
+GQA = dict(n_kv_head=2)
+CASES = {
+    "base_mha_qk": dict(n_kv_head=4, qk_norm=1, tied=1),
+    # seq_len 16 > T 8 also checks a forward shorter than the model's context
+    "base_gqa_noqk_untied": dict(n_kv_head=2, qk_norm=0, tied=0, seq_len=16),
+    "base_gqa_qk": dict(GQA),
+    "resformer_plus_gqa": dict(GQA, value_residual="resformer", resformer_variant="plus"),
+    "resformer_learnable_gqa": dict(GQA, value_residual="resformer", resformer_variant="learnable"),
+    "resformer_identity_gqa": dict(GQA, value_residual="resformer", resformer_variant="identity"),
+    "satformer_gqa": dict(GQA, value_residual="satformer"),
+    "satformer_lastk_gqa": dict(GQA, value_residual="satformer", n_layer=4,
+                                value_residual_last_k=2, decay_gates=0),
+    "tsa_gqa": dict(GQA, depth_routing="tsa", tsa_lambda=0.05),
+    "tsa_satformer_gqa": dict(GQA, depth_routing="tsa", tsa_lambda=0.05,
+                              value_residual="satformer", router_hidden=8),
+    "early_exit_gqa": dict(GQA, depth_routing="early_exit", exit_weighting="linear"),
+    "early_exit_uniform": dict(n_kv_head=4, depth_routing="early_exit", exit_weighting="uniform"),
+}
+
+INT_ATTRS = ("vocab_size", "d_model", "n_layer", "n_head", "n_kv_head", "d_ff", "seq_len",
+             "qk_norm", "tied", "value_residual_last_k", "decay_gates", "router_hidden")
+FLOAT_ATTRS = ("norm_eps", "rope_base", "tsa_lambda")
+STR_ATTRS = ("value_residual", "resformer_variant", "depth_routing", "exit_weighting")
+
+
+def batch(cfg, gen):
+    tokens = torch.randint(0, cfg.vocab_size, (B, T), generator=gen)
+    targets = torch.randint(0, cfg.vocab_size, (B, T), generator=gen)
+    mask = (torch.rand(B, T, generator=gen, dtype=torch.float64) < 0.8).to(torch.float64)
+    if mask.min() > 0:  # at least one position not scored
+        mask[1, int(torch.randint(0, T, (1,), generator=gen))] = 0.0
+    assert mask.sum() > 0
+    return tokens, targets, mask
+
+
+def open_untimed(path, groups):
+    """A new HDF5 file whose root group and subgroups carry no timestamps, so
+    that rerunning the script rewrites byte-identical files."""
+    fcpl = h5py.h5p.create(h5py.h5p.FILE_CREATE)
+    fcpl.set_obj_track_times(False)
+    fcpl.set_link_creation_order(h5py.h5p.CRT_ORDER_TRACKED | h5py.h5p.CRT_ORDER_INDEXED)
+    fid = h5py.h5f.create(path.encode(), h5py.h5f.ACC_TRUNC, fcpl=fcpl)
+    f = h5py.File(fid)
+    gcpl = h5py.h5p.create(h5py.h5p.GROUP_CREATE)
+    gcpl.set_obj_track_times(False)
+    for g in groups:
+        h5py.h5g.create(f.id, g.encode(), gcpl=gcpl)
+    return f
+
+
+def put_str(f, key, s):
+    raw = s.encode("utf-8")
+    f.attrs.create(key, np.array(raw, dtype=h5py.string_dtype("utf-8", len(raw))))
+
+
+def put(f, name, t, **kw):
+    a = t.detach().to(torch.float32).numpy() if torch.is_tensor(t) else np.asarray(t, np.float32)
+    return f.create_dataset(name, data=a, track_times=False, **kw)
+
+
+def run_reference(cfg, P, tokens, targets, mask):
+    """Forward + gradients of P, then N_ADAM_STEPS AdamW steps on a copy.
+    Returns (forward outputs, gradients in P's order, losses_adam, params after)."""
+    P = {k: v.detach().clone().requires_grad_(True) for k, v in P.items()}
+    out = rm.forward(cfg, P, tokens, targets, mask)
+    grads = torch.autograd.grad(out["loss"], list(P.values()))
+    for gname, g in zip(P, grads):
+        assert g is not None, gname
+
+    # forward, backward, clip, step — N_ADAM_STEPS times; then one more forward
+    Q = {k: v.detach().clone().requires_grad_(True) for k, v in P.items()}
+    opt = rm.make_adamw(cfg, Q, lr=OPT["lr"], betas=(OPT["beta1"], OPT["beta2"]), eps=OPT["eps"],
+                        weight_decay=OPT["weight_decay"])
+    losses = []
+    for _ in range(N_ADAM_STEPS):
+        opt.zero_grad(set_to_none=False)
+        loss = rm.forward(cfg, Q, tokens, targets, mask)["loss"]
+        losses.append(float(loss))
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(list(Q.values()), OPT["grad_clip"])
+        opt.step()
+    with torch.no_grad():
+        losses.append(float(rm.forward(cfg, Q, tokens, targets, mask)["loss"]))
+    return out, grads, losses, Q
+
+
+def float32_errors(out, grads, losses, Q, out32, grads32, losses32, Q32):
+    """The errors test_parity.c measures, for the float32 reference."""
+    d = lambda a, b: float((a.double() - b.double()).abs().max())
+    e = {}
+    e["loss"] = abs(float(out32["loss"]) - float(out["loss"])) / abs(float(out["loss"]))
+    e["logits"] = d(out32["logits"], out["logits"]) / float(out["logits"].abs().max())
+    e["grad"] = max(d(g32, g) / max(float(g.abs().max()), 1e-6) for g32, g in zip(grads32, grads))
+    e["adam_loss"] = max(abs(a - b) / abs(b) for a, b in zip(losses32, losses))
+    e["adam_param"] = max(d(Q32[k], Q[k]) / float(Q[k].abs().max()) for k in Q)
+    return e
+
+
+def make_case(name, over, out_dir):
+    cfg = rm.Config(**over)
+    gen = torch.Generator().manual_seed(zlib.crc32(name.encode()))
+    P = rm.random_params(cfg, gen, torch.float64)
+    tokens, targets, mask = batch(cfg, gen)
+    shapes = rm.param_shapes(cfg)
+    out, grads, losses, Q = run_reference(cfg, P, tokens, targets, mask)
+    # The same computation in float32: what a correct float32 implementation
+    # can reach.  Printed next to the test's tolerances so an ill-conditioned
+    # fixture (e.g. a gradient near Adam's eps, a ReLU gate at 0) shows here.
+    P32 = {k: v.to(torch.float32) for k, v in P.items()}
+    out32, grads32, losses32, Q32 = run_reference(cfg, P32, tokens, targets, mask.float())
+    f32 = float32_errors(out, grads, losses, Q, out32, grads32, losses32, Q32)
+
+    path = os.path.join(out_dir, name + ".h5")
+    tmp = path + ".tmp"
+    groups = ["params", "grads", "params_after"]
+    groups += [g for k, g in (("sat_alpha", "sat"), ("resformer_lambda", "resformer"),
+                              ("tsa_p", "tsa"), ("exit_conf", "exit")) if k in out]
+    with open_untimed(tmp, groups) as f:
+        for k in INT_ATTRS:
+            f.attrs.create(k, np.int32(getattr(cfg, k)))
+        for k in FLOAT_ATTRS:
+            f.attrs.create(k, np.float32(getattr(cfg, k)))
+        for k in STR_ATTRS:
+            put_str(f, k, getattr(cfg, k))
+        put_str(f, "case", name)
+        f.attrs.create("B", np.int32(B))
+        f.attrs.create("T", np.int32(T))
+        f.attrs.create("n_adam_steps", np.int32(N_ADAM_STEPS))
+        for k, v in OPT.items():
+            f.attrs.create(k, np.float32(v))
+
+        f.create_dataset("tokens", data=tokens.to(torch.int32).numpy(), track_times=False)
+        f.create_dataset("targets", data=targets.to(torch.int32).numpy(), track_times=False)
+        put(f, "mask", mask)
+        for pname, t in P.items():
+            ds = put(f, "params/" + pname, t)
+            ds.attrs.create("decay", np.int32(rm.decays(cfg, pname, shapes[pname])))
+        put(f, "logits", out["logits"])
+        put(f, "loss", out["loss"].reshape(1))
+        put(f, "task_loss", out["task_loss"].reshape(1))
+        for pname, g in zip(P, grads):
+            put(f, "grads/" + pname, g)
+        put(f, "losses_adam", np.array(losses))
+        for pname, t in Q.items():
+            put(f, "params_after/" + pname, t)
+        if "sat_alpha" in out:
+            put(f, "sat/alpha", out["sat_alpha"])
+        if "resformer_lambda" in out:
+            put(f, "resformer/lambda", out["resformer_lambda"])
+        if "tsa_p" in out:
+            put(f, "tsa/p", out["tsa_p"])
+        if "exit_conf" in out:
+            put(f, "exit/confidence", out["exit_conf"])
+    os.replace(tmp, path)
+    return path, out, losses, f32
+
+
+def main():
+    if len(sys.argv) != 2:
+        sys.exit("usage: make_fixtures.py OUT_DIR")
+    out_dir = sys.argv[1]
+    os.makedirs(out_dir, exist_ok=True)
+    torch.manual_seed(0)
+    for name, over in CASES.items():
+        path, out, losses, f32 = make_case(name, over, out_dir)
+        extra = ""
+        if "sat_alpha" in out:
+            a = out["sat_alpha"]
+            M = rm.Config(**over).mixing_blocks()
+            extra += " alpha>0 %.2f" % float((a[M] > 0).double().mean())
+        if "tsa_p" in out:
+            p = out["tsa_p"]
+            extra += " p %.2f..%.2f" % (float(p.min()), float(p.max()))
+        if "exit_conf" in out:
+            c = out["exit_conf"]
+            extra += " conf %.2f..%.2f" % (float(c.min()), float(c.max()))
+        print("%-26s loss %.5f task %.5f adam %s%s  %d bytes" % (
+            name, float(out["loss"]), float(out["task_loss"]),
+            " ".join("%.4f" % x for x in losses), extra, os.path.getsize(path)))
+        print("    float32 reference vs float64: " + " ".join("%s %.1e" % kv for kv in f32.items()))
+
+
+if __name__ == "__main__":
+    main()

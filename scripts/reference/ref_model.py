@@ -1,0 +1,319 @@
+"""ref_model.py — an independent PyTorch reference of the gatelab model.
+
+What it does: defines the model of DESIGN.md ("Model") with every variant the
+parity fixtures cover — plain pre-norm Llama-style blocks (GQA, optional
+qk-norm, rotary, SwiGLU, tied or untied head), the value residual
+(ResFormer plus / learnable / identity, SATFormer ReLU gates, optionally on the
+last k blocks only), and depth routing (TSA soft routers with a depth penalty,
+early exit with weighted per-block losses) — as a plain function of a
+dictionary of named parameters, so that autograd gives the gradients and
+torch.optim.AdamW the optimiser steps.
+
+What it does not: it is not fast, holds no state, and was written from the
+design and the conventions below only, not from the C code, so that it is an
+independent check of model/*.c.  Everything runs in whatever dtype the
+parameters have; make_fixtures.py uses float64 so the fixture is the ground
+truth for the float32 C model.
+
+Conventions (the contract the C model is held to):
+  * weights are (out, in): y = x Wᵀ; no biases in the backbone;
+  * RMSNorm(x) = x / sqrt(mean(x²) + eps) · g;
+  * qk-norm: RMSNorm over each head's hd features, one (hd,) scale shared by
+    all heads, applied to q and k before rotary;
+  * rotary, rotate-half: for i < hd/2, freq_i = base^(-2i/hd), angle = pos·freq_i,
+    out[i] = x[i]cos − x[i+hd/2]sin, out[i+hd/2] = x[i+hd/2]cos + x[i]sin,
+    positions 0..T-1 in every window;
+  * GQA: query head h reads kv head h // (H / Hkv);
+  * V1 = block 0's v (x Wvᵀ, before qk-norm and rotary, which v never gets),
+    not detached; mixing blocks M = {1 ≤ n ≤ L-1, and n ≥ L-k when k > 0};
+  * TSA router r = n-1 reads block n's attention-norm output; block n's update
+    a + f is scaled by (1 − p); the FFN still sees h + a unscaled;
+  * early exit: every block's output goes through the shared final norm and
+    head; loss = Σ w_n CE_n, w ∝ n+1 (linear) or 1/L (uniform).
+"""
+import dataclasses
+import math
+from collections import OrderedDict
+
+import torch
+import torch.nn.functional as F
+
+
+@dataclasses.dataclass
+class Config:
+    vocab_size: int = 13
+    d_model: int = 32
+    n_layer: int = 3
+    n_head: int = 4
+    n_kv_head: int = 4
+    d_ff: int = 48
+    seq_len: int = 8
+    norm_eps: float = 1e-6
+    rope_base: float = 10000.0
+    qk_norm: int = 1
+    tied: int = 1
+    value_residual: str = "none"        # none | resformer | satformer
+    resformer_variant: str = "plus"     # plus | learnable | identity
+    value_residual_last_k: int = 0
+    decay_gates: int = 1
+    depth_routing: str = "none"         # none | tsa | early_exit
+    router_hidden: int = 0              # 0: max(d/4, 16)
+    tsa_lambda: float = 0.0
+    exit_weighting: str = "linear"      # linear | uniform
+
+    @property
+    def hd(self):
+        assert self.d_model % self.n_head == 0
+        return self.d_model // self.n_head
+
+    @property
+    def R(self):
+        return self.router_hidden if self.router_hidden > 0 else max(self.d_model // 4, 16)
+
+    def mixing_blocks(self):
+        """Blocks that mix V1 into their values, in increasing order."""
+        if self.value_residual == "none":
+            return []
+        L, k = self.n_layer, self.value_residual_last_k
+        return [n for n in range(1, L) if k == 0 or n >= L - k]
+
+
+def param_shapes(cfg):
+    """Every parameter name (DESIGN.md pattern) with its shape, in a fixed order."""
+    V, d, H, Hkv, hd, ff = cfg.vocab_size, cfg.d_model, cfg.n_head, cfg.n_kv_head, cfg.hd, cfg.d_ff
+    M = cfg.mixing_blocks()
+    s = OrderedDict()
+    s["embed"] = (V, d)
+    for n in range(cfg.n_layer):
+        p = f"layers.{n}."
+        s[p + "attn_norm"] = (d,)
+        s[p + "attn.wq"] = (H * hd, d)
+        s[p + "attn.wk"] = (Hkv * hd, d)
+        s[p + "attn.wv"] = (Hkv * hd, d)
+        s[p + "attn.wo"] = (d, H * hd)
+        if cfg.qk_norm:
+            s[p + "attn.q_norm"] = (hd,)
+            s[p + "attn.k_norm"] = (hd,)
+        if n in M and cfg.value_residual == "satformer":
+            s[p + "attn.alpha"] = (Hkv, d)
+        if n in M and cfg.value_residual == "resformer":
+            if cfg.resformer_variant == "learnable":
+                s[p + "attn.lambda1"] = (1,)
+            if cfg.resformer_variant in ("plus", "learnable"):
+                s[p + "attn.lambda2"] = (1,)
+        s[p + "ffn_norm"] = (d,)
+        s[p + "ffn.w1"] = (ff, d)
+        s[p + "ffn.w2"] = (d, ff)
+        s[p + "ffn.w3"] = (ff, d)
+    if cfg.value_residual == "resformer" and cfg.resformer_variant == "plus":
+        s["resformer.scale"] = (1,)
+        s["resformer.logits"] = (len(M),)
+    if cfg.depth_routing == "tsa":
+        for r in range(cfg.n_layer - 1):
+            s[f"routers.{r}.fc1_w"] = (cfg.R, d)
+            s[f"routers.{r}.fc1_b"] = (cfg.R,)
+            s[f"routers.{r}.fc2_w"] = (1, cfg.R)
+            s[f"routers.{r}.fc2_b"] = (1,)
+    s["final_norm"] = (d,)
+    if not cfg.tied:
+        s["head"] = (V, d)
+    return s
+
+
+GATE_LEAVES = ("attn.lambda1", "attn.lambda2")
+GATE_GLOBALS = ("resformer.scale", "resformer.logits")
+
+
+def decays(cfg, name, shape):
+    """1 when AdamW weight decay applies to the parameter (convention 11)."""
+    if name.endswith("attn.alpha"):
+        return int(cfg.decay_gates == 1)
+    if name.endswith(GATE_LEAVES) or name in GATE_GLOBALS:
+        return int(cfg.decay_gates == 1)
+    return int(len(shape) == 2)
+
+
+def random_params(cfg, gen, dtype=torch.float64):
+    """Non-trivial random weights (see make_fixtures.py for why these scales).
+
+    Values are rounded through float32 first so the float32 C model and the
+    float64 reference start from exactly the same numbers."""
+    out = OrderedDict()
+    for name, shape in param_shapes(cfg).items():
+        def normal(std, mean=0.0):
+            return mean + std * torch.randn(shape, generator=gen, dtype=torch.float64)
+        leaf = name.split(".")[-1]
+        if leaf in ("attn_norm", "ffn_norm", "final_norm", "q_norm", "k_norm"):
+            t = normal(0.2, 1.0)
+        elif name == "embed" or name == "head":
+            t = normal(0.3)
+        elif leaf == "alpha":
+            t = normal(0.3)
+        elif leaf in ("lambda1", "lambda2"):
+            t = normal(0.2, 0.5)
+        elif name == "resformer.scale":
+            t = normal(0.3, float(cfg.n_layer))
+        elif name == "resformer.logits":
+            t = normal(0.5)
+        elif leaf == "fc1_w":
+            t = normal(0.3)
+        elif leaf == "fc1_b":
+            t = normal(0.1)
+        elif leaf == "fc2_w":
+            t = normal(0.5)
+        elif leaf == "fc2_b":
+            t = normal(0.1)
+        elif leaf in ("wq", "wk"):
+            t = normal(0.2)  # big enough that attention is far from uniform
+        else:
+            t = normal(0.1)
+        out[name] = t.to(torch.float32).to(dtype)
+    return out
+
+
+def rmsnorm(x, g, eps):
+    return x / torch.sqrt(x.pow(2).mean(dim=-1, keepdim=True) + eps) * g
+
+
+def rope_tables(T, hd, base, dtype):
+    half = hd // 2
+    i = torch.arange(half, dtype=torch.float64)
+    freq = base ** (-2.0 * i / hd)                       # (hd/2)
+    ang = torch.arange(T, dtype=torch.float64)[:, None] * freq[None, :]  # (T, hd/2)
+    return torch.cos(ang).to(dtype), torch.sin(ang).to(dtype)
+
+
+def rope(x, cos, sin):
+    """x (B, T, nh, hd); cos, sin (T, hd/2); rotate-half."""
+    half = x.shape[-1] // 2
+    x1, x2 = x[..., :half], x[..., half:]
+    c, s = cos[None, :, None, :], sin[None, :, None, :]
+    return torch.cat([x1 * c - x2 * s, x2 * c + x1 * s], dim=-1)
+
+
+def masked_ce(logits, targets, mask):
+    """Σ mask·CE / Σ mask over (B, T); logits (B, T, V)."""
+    V = logits.shape[-1]
+    ce = F.cross_entropy(logits.reshape(-1, V), targets.reshape(-1).long(), reduction="none")
+    m = mask.reshape(-1).to(ce.dtype)
+    return (ce * m).sum() / m.sum()
+
+
+def forward(cfg, P, tokens, targets, mask):
+    """The whole model on tokens (B, T) long.
+
+    Returns a dict: logits (B,T,V) of the final head, loss (the optimised
+    loss), task_loss (masked CE of the final head), and where the model has
+    them sat_alpha (L,B,T,Hkv), resformer_lambda (L,2), tsa_p (L-1,B,T),
+    exit_conf (L,B,T)."""
+    B, T = tokens.shape
+    L, H, Hkv, hd, eps = cfg.n_layer, cfg.n_head, cfg.n_kv_head, cfg.hd, cfg.norm_eps
+    dtype = P["embed"].dtype
+    M = cfg.mixing_blocks()
+    group = H // Hkv
+    head_w = P["embed"] if cfg.tied else P["head"]
+    cos, sin = rope_tables(T, hd, cfg.rope_base, dtype)
+    causal = torch.ones(T, T, dtype=torch.bool).tril()
+
+    out = {}
+    sat_alpha = torch.zeros(L, B, T, Hkv, dtype=dtype)
+    rf_lambda = torch.zeros(L, 2, dtype=dtype)
+    rf_lambda[:, 1] = 1.0
+    tsa_p, exit_logits = [], []
+
+    if cfg.value_residual == "resformer" and cfg.resformer_variant == "plus":
+        rf_soft = torch.softmax(P["resformer.logits"], dim=0)
+
+    h = P["embed"][tokens]                                  # (B, T, d)
+    V1 = None
+    for n in range(L):
+        p = f"layers.{n}."
+        xn = rmsnorm(h, P[p + "attn_norm"], eps)
+        q = (xn @ P[p + "attn.wq"].T).view(B, T, H, hd)
+        k = (xn @ P[p + "attn.wk"].T).view(B, T, Hkv, hd)
+        v = (xn @ P[p + "attn.wv"].T).view(B, T, Hkv, hd)
+        if n == 0:
+            V1 = v
+        if cfg.qk_norm:
+            q = rmsnorm(q, P[p + "attn.q_norm"], eps)
+            k = rmsnorm(k, P[p + "attn.k_norm"], eps)
+        q, k = rope(q, cos, sin), rope(k, cos, sin)
+
+        # value residual
+        if n in M and cfg.value_residual == "satformer":
+            alpha = torch.relu(xn @ P[p + "attn.alpha"].T)          # (B, T, Hkv)
+            sat_alpha[n] = alpha.detach()
+            v = v + alpha[..., None] * V1
+        elif n in M and cfg.value_residual == "resformer":
+            if cfg.resformer_variant == "plus":
+                l1 = P["resformer.scale"][0] * rf_soft[M.index(n)]
+                l2 = P[p + "attn.lambda2"][0]
+            elif cfg.resformer_variant == "learnable":
+                l1 = P[p + "attn.lambda1"][0]
+                l2 = P[p + "attn.lambda2"][0]
+            else:
+                l1 = torch.tensor(0.5, dtype=dtype)
+                l2 = torch.tensor(0.5, dtype=dtype)
+            rf_lambda[n, 0] = l1.detach()
+            rf_lambda[n, 1] = l2.detach()
+            v = l1 * V1 + l2 * v
+
+        # causal attention, GQA by repeating kv heads
+        qh = q.transpose(1, 2)                                       # (B, H, T, hd)
+        kh = k.repeat_interleave(group, dim=2).transpose(1, 2)
+        vh = v.repeat_interleave(group, dim=2).transpose(1, 2)
+        s = (qh @ kh.transpose(-1, -2)) / math.sqrt(hd)              # (B, H, T, T)
+        s = s.masked_fill(~causal, float("-inf"))
+        o = (torch.softmax(s, dim=-1) @ vh).transpose(1, 2).reshape(B, T, H * hd)
+        a = o @ P[p + "attn.wo"].T
+
+        h_mid = h + a
+        x2 = rmsnorm(h_mid, P[p + "ffn_norm"], eps)
+        f = (F.silu(x2 @ P[p + "ffn.w1"].T) * (x2 @ P[p + "ffn.w3"].T)) @ P[p + "ffn.w2"].T
+
+        if cfg.depth_routing == "tsa" and n >= 1:
+            r = f"routers.{n - 1}."
+            hid = F.gelu(xn @ P[r + "fc1_w"].T + P[r + "fc1_b"])      # erf GELU
+            prob = torch.sigmoid(hid @ P[r + "fc2_w"].T + P[r + "fc2_b"])[..., 0]  # (B, T)
+            tsa_p.append(prob)
+            h = h + (1.0 - prob)[..., None] * (a + f)
+        else:
+            h = h_mid + f
+
+        if cfg.depth_routing == "early_exit":
+            exit_logits.append(rmsnorm(h, P["final_norm"], eps) @ head_w.T)
+
+    logits = rmsnorm(h, P["final_norm"], eps) @ head_w.T            # (B, T, V)
+    task_loss = masked_ce(logits, targets, mask)
+    loss = task_loss
+    if cfg.depth_routing == "tsa":
+        penalty = sum((1.0 - pr).mean() for pr in tsa_p) / (L - 1)
+        loss = task_loss + cfg.tsa_lambda * penalty
+        out["tsa_p"] = torch.stack([pr.detach() for pr in tsa_p])
+    elif cfg.depth_routing == "early_exit":
+        if cfg.exit_weighting == "linear":
+            w = [(n + 1) / (L * (L + 1) / 2) for n in range(L)]
+        else:
+            w = [1.0 / L] * L
+        loss = sum(w[n] * masked_ce(exit_logits[n], targets, mask) for n in range(L))
+        out["exit_conf"] = torch.stack(
+            [torch.softmax(lg.detach(), dim=-1).max(dim=-1).values for lg in exit_logits])
+
+    out["logits"] = logits
+    out["loss"] = loss
+    out["task_loss"] = task_loss
+    if cfg.value_residual == "satformer":
+        out["sat_alpha"] = sat_alpha
+    if cfg.value_residual == "resformer":
+        out["resformer_lambda"] = rf_lambda
+    return out
+
+
+def make_adamw(cfg, P, lr=1e-2, betas=(0.9, 0.95), eps=1e-8, weight_decay=0.1):
+    """torch.optim.AdamW with the two parameter groups of convention 11."""
+    shapes = param_shapes(cfg)
+    dec = [P[n] for n in P if decays(cfg, n, shapes[n])]
+    nodec = [P[n] for n in P if not decays(cfg, n, shapes[n])]
+    groups = [g for g in ({"params": dec, "weight_decay": weight_decay},
+                          {"params": nodec, "weight_decay": 0.0}) if g["params"]]
+    return torch.optim.AdamW(groups, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay)

@@ -1,0 +1,326 @@
+/*
+ * test_ckpt.c — checkpoints (harness/ckpt.c): round trip bit for bit, atomic
+ * replace, and every refusal (not a checkpoint, truncated, corrupted,
+ * different model config, full disk) leaving the model and the old file
+ * untouched.  Models are real (model_init + model_init_weights) and tiny.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "../harness/ckpt.h"
+#include "../model/model.h"
+
+static char g_dir[256];
+
+static void tiny_config(gl_model_config *c, gl_value_residual vr, gl_depth_routing dr) {
+    config_defaults(c);
+    c->vocab_size = 16;
+    c->d_model = 16;
+    c->n_layer = 3;
+    c->n_head = 2;
+    c->n_kv_head = 1;
+    c->d_ff = 32;
+    c->seq_len = 8;
+    c->value_residual = vr;
+    c->depth_routing = dr;
+}
+
+static void make_model(gl_model *m, gl_model_config *c, uint64_t seed) {
+    char err[512] = "";
+    int rc = model_init(m, c, 1, err, sizeof err);
+    if (rc) print_message("model_init: %s\n", err);
+    assert_int_equal(rc, 0);
+    model_init_weights(m, seed);
+    /* distinct optimiser moments so a mix-up of m and v would show */
+    for (size_t i = 0; i < m->n_params; i++) {
+        m->adam_m[i] = 0.001f * (float)i;
+        m->adam_v[i] = 1e-6f * (float)(i % 97) + 1e-9f;
+    }
+}
+
+static void make_state(gl_train_state *st, long step) {
+    memset(st, 0, sizeof *st);
+    st->step = step;
+    rng_seed(&st->data_rng, 1234);
+    rng_seed(&st->aux_rng, 99);
+    rng_next(&st->aux_rng);
+    st->elapsed_s = 12.5;
+    st->tokens_seen = step * 64;
+    st->vocab_size = 16;
+    for (int i = 0; i < 16; i++) st->vocab[i] = (uint8_t)('a' + i);
+}
+
+static void path_in(char *out, size_t n, const char *name) { snprintf(out, n, "%s/%s", g_dir, name); }
+
+static int setup(void **state) {
+    (void)state;
+    snprintf(g_dir, sizeof g_dir, "/tmp/gatelab_test_ckpt_XXXXXX");
+    return mkdtemp(g_dir) ? 0 : -1;
+}
+
+static int teardown(void **state) {
+    (void)state;
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_dir);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+static size_t count_diff(const float *a, const float *b, size_t n) {
+    size_t d = 0;
+    for (size_t i = 0; i < n; i++) d += memcmp(&a[i], &b[i], sizeof(float)) != 0;
+    return d;
+}
+
+static int file_exists(const char *p) {
+    struct stat sb;
+    return stat(p, &sb) == 0;
+}
+
+static void test_round_trip(void **state) {
+    (void)state;
+    char path[512], tmp[600], err[512] = "";
+    path_in(path, sizeof path, "ckpt");
+    gl_model_config c;
+    tiny_config(&c, VR_SATFORMER, DR_TSA);
+    gl_model a, b;
+    make_model(&a, &c, 7);
+    gl_train_state st, st2;
+    make_state(&st, 40);
+    const char *ini = "[model]\nd_model = 16\n# ünïcode kept as bytes\n";
+    int rc = ckpt_save(path, &a, &st, ini, 0xabcdef0123456789ULL, err, sizeof err);
+    if (rc) print_message("save: %s\n", err);
+    assert_int_equal(rc, 0);
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    assert_false(file_exists(tmp));
+
+    assert_int_equal(model_init(&b, &c, 1, err, sizeof err), 0);
+    memset(&st2, 0, sizeof st2);
+    rc = ckpt_load(path, &b, &st2, 0xabcdef0123456789ULL, err, sizeof err);
+    if (rc) print_message("load: %s\n", err);
+    assert_int_equal(rc, 0);
+    size_t dp = count_diff(a.params, b.params, a.n_params);
+    size_t dm = count_diff(a.adam_m, b.adam_m, a.n_params);
+    size_t dv = count_diff(a.adam_v, b.adam_v, a.n_params);
+    print_message("round trip of %zu params (%d tensors): %zu/%zu/%zu values differ (params/m/v)\n",
+                  a.n_params, a.n_tensors, dp, dm, dv);
+    assert_int_equal(dp + dm + dv, 0);
+    assert_int_equal(st2.step, 40);
+    assert_memory_equal(&st2.data_rng, &st.data_rng, sizeof st.data_rng);
+    assert_memory_equal(&st2.aux_rng, &st.aux_rng, sizeof st.aux_rng);
+    assert_true(st2.elapsed_s == st.elapsed_s);
+    assert_int_equal(st2.tokens_seen, st.tokens_seen);
+    assert_int_equal(st2.vocab_size, 16);
+    assert_memory_equal(st2.vocab, st.vocab, 256);
+
+    char *text = NULL;
+    uint64_t hash = 0;
+    long step = 0;
+    assert_int_equal(ckpt_read_info(path, &text, &hash, &step, err, sizeof err), 0);
+    assert_string_equal(text, ini);
+    assert_true(hash == 0xabcdef0123456789ULL);
+    assert_int_equal(step, 40);
+    free(text);
+
+    /* NULL config is stored as empty text */
+    assert_int_equal(ckpt_save(path, &a, &st, NULL, 1, err, sizeof err), 0);
+    assert_int_equal(ckpt_read_config(path, &text, err, sizeof err), 0);
+    assert_string_equal(text, "");
+    free(text);
+    /* a hash of 0 skips the hash check */
+    assert_int_equal(ckpt_load(path, &b, &st2, 0, err, sizeof err), 0);
+    print_message("state, config text, hash and step round-trip; no .tmp left behind\n");
+    model_free(&a);
+    model_free(&b);
+}
+
+/* Save a reference checkpoint; return the model (caller frees) */
+static void save_reference(const char *path, gl_model *a, gl_model_config *c) {
+    char err[512] = "";
+    tiny_config(c, VR_SATFORMER, DR_NONE);
+    make_model(a, c, 3);
+    gl_train_state st;
+    make_state(&st, 10);
+    int rc = ckpt_save(path, a, &st, "[model]\n", 42, err, sizeof err);
+    if (rc) print_message("save: %s\n", err);
+    assert_int_equal(rc, 0);
+}
+
+/* Try to load path into a fresh model of config c; expect failure with want in
+ * the message and the model and state untouched. */
+static void expect_refused(const char *path, const gl_model_config *c, uint64_t hash, const char *want) {
+    char err[512] = "";
+    gl_model m;
+    assert_int_equal(model_init(&m, c, 1, err, sizeof err), 0);
+    for (size_t i = 0; i < m.n_params; i++) m.params[i] = m.adam_m[i] = m.adam_v[i] = -7.0f;
+    gl_train_state st;
+    memset(&st, 0x5a, sizeof st);
+    gl_train_state st0 = st;
+    int rc = ckpt_load(path, &m, &st, hash, err, sizeof err);
+    size_t touched = 0;
+    for (size_t i = 0; i < m.n_params; i++)
+        touched += m.params[i] != -7.0f || m.adam_m[i] != -7.0f || m.adam_v[i] != -7.0f;
+    print_message("refused (%s): rc %d, %zu values touched, \"%s\"\n", want, rc, touched, err);
+    assert_int_equal(rc, -1);
+    assert_non_null(strstr(err, path));
+    assert_non_null(strstr(err, want));
+    assert_int_equal(touched, 0);
+    assert_memory_equal(&st, &st0, sizeof st);
+    model_free(&m);
+}
+
+static void write_bytes(const char *path, const void *p, size_t n) {
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(p, 1, n, f), n);
+    fclose(f);
+}
+
+static void *read_bytes(const char *path, size_t *n) {
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    fseek(f, 0, SEEK_END);
+    *n = (size_t)ftell(f);
+    fseek(f, 0, SEEK_SET);
+    void *p = malloc(*n);
+    assert_non_null(p);
+    assert_int_equal(fread(p, 1, *n, f), *n);
+    fclose(f);
+    return p;
+}
+
+static void test_refusals(void **state) {
+    (void)state;
+    char path[512], bad[512];
+    path_in(path, sizeof path, "ref_ckpt");
+    path_in(bad, sizeof bad, "bad_ckpt");
+    gl_model a;
+    gl_model_config c;
+    save_reference(path, &a, &c);
+    size_t n;
+    uint8_t *bytes = read_bytes(path, &n);
+
+    write_bytes(bad, "[model]\nd_model = 16\n", 21);
+    expect_refused(bad, &c, 42, "not a gatelab checkpoint");
+    write_bytes(bad, "", 0);
+    expect_refused(bad, &c, 42, "not a gatelab checkpoint");
+
+    write_bytes(bad, bytes, n - 100);
+    char want[128];
+    snprintf(want, sizeof want, "truncated: %zu of %zu bytes", n - 100, n);
+    expect_refused(bad, &c, 42, want);
+    write_bytes(bad, bytes, 20);
+    expect_refused(bad, &c, 42, "truncated");
+
+    /* one flipped bit in the parameters, then one in the checksum itself */
+    bytes[n / 2] ^= 0x10;
+    write_bytes(bad, bytes, n);
+    expect_refused(bad, &c, 42, "corrupted");
+    bytes[n / 2] ^= 0x10;
+    bytes[n - 1] ^= 0x01;
+    write_bytes(bad, bytes, n);
+    expect_refused(bad, &c, 42, "corrupted");
+    bytes[n - 1] ^= 0x01;
+    /* a byte appended */
+    uint8_t *longer = malloc(n + 1);
+    memcpy(longer, bytes, n);
+    longer[n] = 0;
+    write_bytes(bad, longer, n + 1);
+    expect_refused(bad, &c, 42, "corrupted");
+    free(longer);
+    /* another format version (the checksum is not reached) */
+    bytes[8] += 1;
+    write_bytes(bad, bytes, n);
+    expect_refused(bad, &c, 42, "format version");
+    bytes[8] -= 1;
+
+    /* different model configs */
+    gl_model_config c2 = c;
+    c2.value_residual = VR_NONE;
+    expect_refused(path, &c2, 42, "checkpoint has layers.1.attn.alpha, this model does not");
+    c2 = c;
+    c2.depth_routing = DR_TSA;
+    expect_refused(path, &c2, 42, "this model has routers.0.fc1_w, the checkpoint does not");
+    c2 = c;
+    c2.d_ff = 48;
+    expect_refused(path, &c2, 42, "is (32, 16) in the checkpoint, (48, 16) in this model");
+    expect_refused(path, &c, 43, "different model config: model hash");
+    /* the intact file still loads */
+    char err[512];
+    gl_model b;
+    gl_train_state st;
+    assert_int_equal(model_init(&b, &c, 1, err, sizeof err), 0);
+    assert_int_equal(ckpt_load(path, &b, &st, 42, err, sizeof err), 0);
+    assert_int_equal(count_diff(a.params, b.params, a.n_params), 0);
+    model_free(&b);
+    model_free(&a);
+    free(bytes);
+}
+
+/* A write that fails part-way (here: the file-size limit, as a full disk
+ * would) must leave the previous checkpoint intact and no temporary file. */
+static void test_failed_write_keeps_old(void **state) {
+    (void)state;
+    char path[512], tmp[600], err[512] = "";
+    path_in(path, sizeof path, "full_ckpt");
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    gl_model a;
+    gl_model_config c;
+    save_reference(path, &a, &c); /* step 10 */
+
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        signal(SIGXFSZ, SIG_IGN);
+        struct rlimit rl = {4096, 4096};
+        if (setrlimit(RLIMIT_FSIZE, &rl) != 0) _exit(3);
+        gl_train_state st;
+        make_state(&st, 99);
+        char e[512] = "";
+        int rc = ckpt_save(path, &a, &st, "[model]\n", 42, e, sizeof e);
+        fprintf(stdout, "child: ckpt_save under a 4 KiB file limit: rc %d, \"%s\"\n", rc, e);
+        fflush(stdout);
+        _exit(rc == -1 && strstr(e, "unchanged") ? 0 : 1);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
+    assert_false(file_exists(tmp));
+    gl_model b;
+    gl_train_state st;
+    assert_int_equal(model_init(&b, &c, 1, err, sizeof err), 0);
+    int rc = ckpt_load(path, &b, &st, 42, err, sizeof err);
+    if (rc) print_message("load: %s\n", err);
+    assert_int_equal(rc, 0);
+    assert_int_equal(st.step, 10);
+    print_message("failed write: old checkpoint (step %ld) loads, %s absent\n", st.step, tmp);
+
+    /* an unwritable folder: error names the path, nothing left behind */
+    rc = ckpt_save("/nonexistent_dir/ckpt", &a, &st, NULL, 42, err, sizeof err);
+    print_message("missing folder: rc %d, \"%s\"\n", rc, err);
+    assert_int_equal(rc, -1);
+    assert_non_null(strstr(err, "/nonexistent_dir/ckpt"));
+    model_free(&a);
+    model_free(&b);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_round_trip),
+        cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_failed_write_keeps_old),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}

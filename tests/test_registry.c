@@ -1,0 +1,775 @@
+/*
+ * test_registry.c — the SQLite registry (harness/registry.c), SHA-256
+ * (harness/sha256.c), sweep expansion (harness/sweep.c) and the refusal of bad
+ * sweeps by `gatelab sweep` (harness/cmd_sweep.c).
+ *
+ * The registry is read back with SQLite itself (this file includes sqlite3.h
+ * for that), not only through registry.c's own readers.  Concurrency checks
+ * use fork()ed processes, each with its own connection (no OpenMP here).
+ * Every test works in its own temporary folder under $TMPDIR (or /tmp).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <sqlite3.h>
+
+#include "../harness/cli.h"
+#include "../harness/manifest.h"
+#include "../harness/registry.h"
+#include "../harness/sha256.h"
+#include "../harness/sweep.h"
+
+/* ---- helpers ---- */
+
+static char tmp_root[512];
+
+/* A fresh folder for one test: <tmp_root>/<name>. */
+static void tmp_dir(char *out, size_t len, const char *name) {
+    snprintf(out, len, "%s/%s", tmp_root, name);
+    char cmd[1200];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s' && mkdir -p '%s'", out, out);
+    assert_int_equal(system(cmd), 0);
+}
+
+static void write_file(const char *path, const char *text) {
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    assert_int_equal(fclose(f), 0);
+}
+
+static int file_exists(const char *path) {
+    struct stat st;
+    return stat(path, &st) == 0;
+}
+
+/* One integer from SQL run on the file at path with SQLite directly. */
+static long long sql_int(const char *path, const char *sql) {
+    sqlite3 *h = NULL;
+    sqlite3_stmt *st = NULL;
+    assert_int_equal(sqlite3_open_v2(path, &h, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+    sqlite3_busy_timeout(h, 10000);
+    if (sqlite3_prepare_v2(h, sql, -1, &st, NULL) != SQLITE_OK) {
+        print_error("SQL failed: %s: %s\n", sql, sqlite3_errmsg(h));
+        fail();
+    }
+    assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+    long long v = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    sqlite3_close(h);
+    return v;
+}
+
+/* One text value (copied into out) from SQL on the file at path. */
+static void sql_text(const char *path, const char *sql, char *out, size_t len) {
+    sqlite3 *h = NULL;
+    sqlite3_stmt *st = NULL;
+    assert_int_equal(sqlite3_open_v2(path, &h, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+    assert_int_equal(sqlite3_prepare_v2(h, sql, -1, &st, NULL), SQLITE_OK);
+    assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+    const unsigned char *s = sqlite3_column_text(st, 0);
+    snprintf(out, len, "%s", s ? (const char *)s : "");
+    sqlite3_finalize(st);
+    sqlite3_close(h);
+}
+
+static void sql_exec(const char *path, const char *sql) {
+    sqlite3 *h = NULL;
+    assert_int_equal(sqlite3_open(path, &h), SQLITE_OK);
+    char *msg = NULL;
+    if (sqlite3_exec(h, sql, NULL, NULL, &msg) != SQLITE_OK) {
+        print_error("SQL failed: %s: %s\n", sql, msg);
+        fail();
+    }
+    sqlite3_close(h);
+}
+
+static gl_db *open_ok(const char *path) {
+    char err[512];
+    gl_db *db = NULL;
+    if (db_open(&db, path, err, sizeof err)) {
+        print_error("db_open: %s\n", err);
+        fail();
+    }
+    return db;
+}
+
+#define OK(call)                                                     \
+    do {                                                             \
+        if ((call) != 0) {                                           \
+            print_error("%s failed: %s\n", #call, err);              \
+            fail();                                                  \
+        }                                                            \
+    } while (0)
+
+/* An experiment and one run in status. */
+static void make_run(gl_db *db, const char *exp, const char *run_id, const char *status) {
+    char err[512];
+    long long exp_id;
+    OK(db_experiment_ensure(db, exp, "[train]\nsteps = 1\n", &exp_id, err, sizeof err));
+    OK(db_run_create(db, exp_id, run_id, run_id, "[train]\nsteps = 1\n", "h", 7, status, err, sizeof err));
+}
+
+/* ---- SHA-256 ---- */
+
+static void test_sha256_vectors(void **state) {
+    (void)state;
+    static const struct {
+        const char *msg, *hex;
+    } v[] = {
+        /* FIPS 180-4 / NIST CSRC examples */
+        {"abc", "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"},
+        {"", "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"},
+        {"abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq",
+         "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1"},
+        {"abcdefghbcdefghicdefghijdefghijkefghijklfghijklmghijklmnhijklmnoijklmnopjklmnopqklmnopqrlmnopqrsmnopqrst"
+         "nopqrstu",
+         "cf5b16a778af8380036ce59e7b0492370b249b11e8f07a51afac45037afee9d1"},
+    };
+    char hex[65];
+    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
+        sha256_hex(v[i].msg, strlen(v[i].msg), hex);
+        assert_string_equal(hex, v[i].hex);
+    }
+    /* One million 'a', fed in uneven pieces. */
+    char *a = malloc(1000000);
+    assert_non_null(a);
+    memset(a, 'a', 1000000);
+    sha256_ctx c;
+    unsigned char d[32];
+    sha256_init(&c);
+    size_t done = 0, piece = 1;
+    while (done < 1000000) {
+        size_t take = piece < 1000000 - done ? piece : 1000000 - done;
+        sha256_update(&c, a + done, take);
+        done += take;
+        piece = piece * 3 % 1000 + 1;
+    }
+    sha256_final(&c, d);
+    sha256_digest_hex(d, hex);
+    assert_string_equal(hex, "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+    free(a);
+    printf("sha256: 5 FIPS 180-4 vectors match (incl. 10^6 'a' in uneven pieces)\n");
+}
+
+/* ---- schema ---- */
+
+static void test_schema_created_and_versioned(void **state) {
+    (void)state;
+    char dir[600], path[700], err[512];
+    tmp_dir(dir, sizeof dir, "schema");
+    snprintf(path, sizeof path, "%s/nested/folder/gatelab.db", dir);
+    gl_db *db = open_ok(path);
+    assert_int_equal(db_schema_version_get(db, err, sizeof err), DB_SCHEMA_VERSION);
+    db_close(db);
+    assert_int_equal(sql_int(path, "SELECT version FROM schema_version"), DB_SCHEMA_VERSION);
+    assert_int_equal(sql_int(path, "SELECT count(*) FROM sqlite_master WHERE type='table' AND name IN "
+                                   "('experiments','runs','params','metrics','artifacts','schema_version')"),
+                     6);
+    char mode[32];
+    sql_text(path, "PRAGMA journal_mode", mode, sizeof mode);
+    assert_string_equal(mode, "wal");
+    /* Reopening does not re-create or change anything. */
+    db = open_ok(path);
+    db_close(db);
+    assert_int_equal(sql_int(path, "SELECT count(*) FROM schema_version"), 1);
+
+    /* A registry from a newer gatelab is refused, untouched. */
+    sql_exec(path, "UPDATE schema_version SET version = 99");
+    db = NULL;
+    assert_int_equal(db_open(&db, path, err, sizeof err), -1);
+    assert_null(db);
+    assert_non_null(strstr(err, "newer"));
+    assert_non_null(strstr(err, path));
+    assert_int_equal(sql_int(path, "SELECT version FROM schema_version"), 99);
+
+    /* Not a database at all. */
+    char junk[700];
+    snprintf(junk, sizeof junk, "%s/junk.db", dir);
+    write_file(junk, "this is not an SQLite file, just some text that is long enough to have a header........\n");
+    assert_int_equal(db_open(&db, junk, err, sizeof err), -1);
+    assert_non_null(strstr(err, "junk.db"));
+    printf("schema: 6 tables, version %d, WAL; newer schema refused (%s)\n", DB_SCHEMA_VERSION, err);
+}
+
+/* ---- run lifecycle ---- */
+
+static void test_run_lifecycle(void **state) {
+    (void)state;
+    char dir[600], path[700], err[512], status[16], q[256];
+    tmp_dir(dir, sizeof dir, "lifecycle");
+    snprintf(path, sizeof path, "%s/gatelab.db", dir);
+    gl_db *db = open_ok(path);
+    long long e1, e2;
+    OK(db_experiment_ensure(db, "exp", "[train]\nsteps = 3\n", &e1, err, sizeof err));
+    OK(db_experiment_ensure(db, "exp", "other text", &e2, err, sizeof err));
+    assert_true(e1 == e2);
+    assert_int_equal(db_run_exists(db, "r1", status, err, sizeof err), 0);
+    OK(db_run_create(db, e1, "r1", "first", "[train]\nsteps = 3\n", "abc", 18446744073709551615ULL, "SCHEDULED",
+                     err, sizeof err));
+    assert_int_equal(db_run_exists(db, "r1", status, err, sizeof err), 1);
+    assert_string_equal(status, "SCHEDULED");
+    assert_int_equal(db_run_create(db, e1, "r1", "again", "", "", 1, "SCHEDULED", err, sizeof err), -1);
+    assert_non_null(strstr(err, "already exists"));
+    assert_int_equal(db_run_create(db, e1, "r9", "bad", "", "", 1, "DONE", err, sizeof err), -1);
+    assert_int_equal(db_run_start(db, "no-such-run", err, sizeof err), -1);
+    assert_non_null(strstr(err, "no-such-run"));
+
+    OK(db_run_start(db, "r1", err, sizeof err));
+    assert_int_equal(db_run_exists(db, "r1", status, err, sizeof err), 1);
+    assert_string_equal(status, "RUNNING");
+    snprintf(q, sizeof q, "SELECT pid = %d AND start_time > 0 AND heartbeat >= start_time AND attempts = 1 "
+                          "AND host <> '' FROM runs WHERE run_id='r1'", (int)getpid());
+    assert_int_equal(sql_int(path, q), 1);
+    gl_metric m[2] = {{10, "train", "loss", 2.5, 0}, {10, "val", "loss", 2.75, 0}};
+    OK(db_metrics_log(db, "r1", m, 2, err, sizeof err));
+    assert_int_equal(db_metrics_log(db, "nope", m, 2, err, sizeof err), -1);
+    assert_int_equal(db_run_finish(db, "r1", "RUNNING", 0, NULL, err, sizeof err), -1);
+    OK(db_run_finish(db, "r1", "FINISHED", 0, NULL, err, sizeof err));
+    assert_int_equal(sql_int(path, "SELECT status='FINISHED' AND exit_code=0 AND end_time >= start_time AND "
+                                   "error IS NULL FROM runs WHERE run_id='r1'"),
+                     1);
+    /* The seed survives as its 64-bit pattern. */
+    assert_int_equal(sql_int(path, "SELECT seed FROM runs WHERE run_id='r1'"), -1);
+
+    /* A failed run keeps its error. */
+    OK(db_run_create(db, e1, "r2", "second", "", "", 1, "RUNNING", err, sizeof err));
+    OK(db_run_finish(db, "r2", "FAILED", 1, "loss is NaN at step 7", err, sizeof err));
+    gl_run_row *rows = NULL;
+    int n = 0;
+    OK(db_runs_list(db, "exp", NULL, &rows, &n, err, sizeof err));
+    assert_int_equal(n, 2);
+    assert_string_equal(rows[0].run_id, "r1");
+    assert_int_equal(rows[0].step, 10);
+    assert_true(rows[0].train_loss == 2.5 && rows[0].val_loss == 2.75);
+    assert_true(isnan(rows[0].active_frac));
+    assert_string_equal(rows[1].status, "FAILED");
+    assert_string_equal(rows[1].error, "loss is NaN at step 7");
+    free(rows);
+    OK(db_runs_list(db, NULL, "FAILED", &rows, &n, err, sizeof err));
+    assert_int_equal(n, 1);
+    free(rows);
+    db_close(db);
+    printf("lifecycle: SCHEDULED -> RUNNING -> FINISHED / FAILED recorded; duplicates and bad statuses refused\n");
+}
+
+static void test_nan_stored_as_null(void **state) {
+    (void)state;
+    char dir[600], path[700], err[512];
+    tmp_dir(dir, sizeof dir, "nan");
+    snprintf(path, sizeof path, "%s/gatelab.db", dir);
+    gl_db *db = open_ok(path);
+    make_run(db, "exp", "r", "RUNNING");
+    gl_metric m[4] = {{1, "train", "loss", NAN, 0}, {2, "train", "loss", INFINITY, 0},
+                      {3, "train", "loss", -INFINITY, 0}, {4, "train", "loss", 1.25, 0}};
+    OK(db_metrics_log(db, "r", m, 4, err, sizeof err));
+    assert_int_equal(sql_int(path, "SELECT count(*) FROM metrics WHERE value IS NULL"), 3);
+    assert_int_equal(sql_int(path, "SELECT count(*) FROM metrics WHERE typeof(value)='real'"), 1);
+    double v = 0;
+    assert_int_equal(db_metric_get(db, "r", 1, "train", "loss", &v, err, sizeof err), 1);
+    assert_true(isnan(v));
+    assert_int_equal(db_metric_get(db, "r", 4, "train", "loss", &v, err, sizeof err), 1);
+    assert_true(v == 1.25);
+    assert_int_equal(db_metric_get(db, "r", 5, "train", "loss", &v, err, sizeof err), 0);
+    /* Re-logging a step (a resumed run) replaces it. */
+    gl_metric again = {4, "train", "loss", 1.5, 0};
+    OK(db_metrics_log(db, "r", &again, 1, err, sizeof err));
+    assert_int_equal(db_count_rows(db, "metrics", "r", err, sizeof err), 4);
+    db_close(db);
+    printf("nan: NaN, +inf, -inf stored as NULL (3 of 4 rows); a re-logged step replaces its row\n");
+}
+
+static void test_params_flattened(void **state) {
+    (void)state;
+    char dir[600], path[700], err[512], val[64];
+    tmp_dir(dir, sizeof dir, "params");
+    snprintf(path, sizeof path, "%s/gatelab.db", dir);
+    gl_db *db = open_ok(path);
+    make_run(db, "exp", "r", "SCHEDULED");
+    gl_manifest mf;
+    manifest_defaults(&mf);
+    mf.train.steps = 1234;
+    OK(db_params_put(db, "r", &mf, err, sizeof err));
+    sql_text(path, "SELECT value FROM params WHERE run_id='r' AND key='train.steps'", val, sizeof val);
+    assert_string_equal(val, "1234");
+    long long n1 = sql_int(path, "SELECT count(*) FROM params WHERE run_id='r'");
+    assert_true(n1 > 20);
+    assert_int_equal(sql_int(path, "SELECT count(*) FROM params WHERE key NOT LIKE '%.%'"), 0);
+    OK(db_params_put(db, "r", &mf, err, sizeof err)); /* replaces, no duplicates */
+    assert_int_equal(sql_int(path, "SELECT count(*) FROM params WHERE run_id='r'"), n1);
+    db_close(db);
+    printf("params: %lld flattened section.key rows, replaced on rewrite\n", n1);
+}
+
+static void test_artifact_sha256(void **state) {
+    (void)state;
+    char dir[600], path[700], file[700], err[512], hex[65];
+    tmp_dir(dir, sizeof dir, "artifact");
+    snprintf(path, sizeof path, "%s/gatelab.db", dir);
+    snprintf(file, sizeof file, "%s/ckpt", dir);
+    gl_db *db = open_ok(path);
+    make_run(db, "exp", "r", "RUNNING");
+    write_file(file, "abc");
+    OK(db_artifact_put(db, "r", "ckpt", file, err, sizeof err));
+    long long bytes = 0;
+    assert_int_equal(db_artifact_get(db, "r", "ckpt", NULL, 0, hex, &bytes, err, sizeof err), 1);
+    assert_string_equal(hex, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+    assert_int_equal(bytes, 3);
+    write_file(file, "");
+    OK(db_artifact_put(db, "r", "ckpt", file, err, sizeof err));
+    assert_int_equal(db_count_rows(db, "artifacts", "r", err, sizeof err), 1);
+    assert_int_equal(db_artifact_get(db, "r", "ckpt", NULL, 0, hex, &bytes, err, sizeof err), 1);
+    assert_string_equal(hex, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+    assert_int_equal(bytes, 0);
+    char missing[720];
+    snprintf(missing, sizeof missing, "%s/no-such-file", dir);
+    assert_int_equal(db_artifact_put(db, "r", "trace", missing, err, sizeof err), -1);
+    assert_non_null(strstr(err, "no-such-file"));
+    db_close(db);
+    printf("artifact: sha256 and size of the file recorded, replaced per (run, kind); a missing file is an error\n");
+}
+
+/* ---- concurrency ---- */
+
+#define WRITERS 8
+#define ROWS_PER_WRITER 4000
+#define ROWS_PER_TX 40
+
+/* A writer process: open the (maybe not yet existing) registry, register its
+ * run, log its rows in batches.  Exit status 0 on success. */
+static int writer_main(const char *path, int w, int go_fd) {
+    char err[512], run[32], buf[1];
+    if (read(go_fd, buf, 1) < 0) return 3; /* wait for the start signal (EOF) */
+    gl_db *db = NULL;
+    if (db_open(&db, path, err, sizeof err)) { fprintf(stderr, "writer %d: %s\n", w, err); return 1; }
+    long long exp_id;
+    snprintf(run, sizeof run, "writer-%d", w);
+    if (db_experiment_ensure(db, "concurrency", NULL, &exp_id, err, sizeof err) ||
+        db_run_create(db, exp_id, run, run, "", "", (unsigned long long)w, "RUNNING", err, sizeof err)) {
+        fprintf(stderr, "writer %d: %s\n", w, err);
+        db_close(db);
+        return 1;
+    }
+    gl_metric rows[ROWS_PER_TX];
+    for (int i = 0; i < ROWS_PER_WRITER; i += ROWS_PER_TX) {
+        for (int k = 0; k < ROWS_PER_TX; k++) {
+            rows[k].step = i + k;
+            rows[k].split = "train";
+            rows[k].name = "loss";
+            rows[k].value = w * 1e6 + i + k;
+            rows[k].wall_time = 0;
+        }
+        if (db_metrics_log(db, run, rows, ROWS_PER_TX, err, sizeof err)) {
+            fprintf(stderr, "writer %d: %s\n", w, err);
+            db_close(db);
+            return 1;
+        }
+    }
+    int rc = db_run_finish(db, run, "FINISHED", 0, NULL, err, sizeof err) ? 1 : 0;
+    db_close(db);
+    return rc;
+}
+
+static void test_concurrent_writers(void **state) {
+    (void)state;
+    char dir[600], path[700], q[256];
+    tmp_dir(dir, sizeof dir, "concurrent");
+    snprintf(path, sizeof path, "%s/gatelab.db", dir); /* does not exist yet: the schema is raced too */
+    int go[2];
+    assert_int_equal(pipe(go), 0);
+    pid_t pids[WRITERS];
+    fflush(NULL);
+    for (int w = 0; w < WRITERS; w++) {
+        pids[w] = fork();
+        assert_true(pids[w] >= 0);
+        if (pids[w] == 0) {
+            close(go[1]);
+            _exit(writer_main(path, w, go[0]));
+        }
+    }
+    close(go[0]);
+    close(go[1]); /* all writers start now */
+    int failures = 0;
+    for (int w = 0; w < WRITERS; w++) {
+        int ws = 0;
+        assert_int_equal(waitpid(pids[w], &ws, 0), pids[w]);
+        if (!WIFEXITED(ws) || WEXITSTATUS(ws) != 0) failures++;
+    }
+    assert_int_equal(failures, 0);
+    long long total = sql_int(path, "SELECT count(*) FROM metrics");
+    assert_int_equal(total, (long long)WRITERS * ROWS_PER_WRITER);
+    assert_int_equal(sql_int(path, "SELECT count(*) FROM experiments"), 1);
+    assert_int_equal(sql_int(path, "SELECT count(*) FROM runs WHERE status='FINISHED'"), WRITERS);
+    long long worst = 0;
+    for (int w = 0; w < WRITERS; w++) {
+        snprintf(q, sizeof q,
+                 "SELECT count(*) FROM metrics WHERE run_id='writer-%d' AND value = %d * 1e6 + step", w, w);
+        long long n = sql_int(path, q);
+        if (ROWS_PER_WRITER - n > worst) worst = ROWS_PER_WRITER - n;
+    }
+    assert_int_equal(worst, 0);
+    printf("concurrency: %d processes x %d rows in batches of %d: %lld rows present, 0 missing, no lock errors\n",
+           WRITERS, ROWS_PER_WRITER, ROWS_PER_TX, total);
+}
+
+/* ---- claiming ---- */
+
+#define CLAIM_RUNS 24
+#define CLAIMERS 4
+
+static int claimer_main(const char *path, const char *const *ids, int go_fd) {
+    char err[512], buf[1];
+    if (read(go_fd, buf, 1) < 0) return 3;
+    gl_db *db = NULL;
+    if (db_open(&db, path, err, sizeof err)) return 1;
+    for (;;) {
+        int interrupted;
+        int got = db_run_claim(db, ids, CLAIM_RUNS, 3600, &interrupted, err, sizeof err);
+        if (got == -2) break;
+        if (got < 0 || db_run_start(db, ids[got], err, sizeof err) ||
+            db_run_finish(db, ids[got], "FINISHED", 0, NULL, err, sizeof err)) {
+            fprintf(stderr, "claimer: %s\n", err);
+            db_close(db);
+            return 1;
+        }
+    }
+    db_close(db);
+    return 0;
+}
+
+static void test_claim_exactly_once(void **state) {
+    (void)state;
+    char dir[600], path[700], err[512], names[CLAIM_RUNS][16];
+    const char *ids[CLAIM_RUNS];
+    tmp_dir(dir, sizeof dir, "claim");
+    snprintf(path, sizeof path, "%s/gatelab.db", dir);
+    gl_db *db = open_ok(path);
+    for (int i = 0; i < CLAIM_RUNS; i++) {
+        snprintf(names[i], sizeof names[i], "run-%02d", i);
+        ids[i] = names[i];
+        make_run(db, "claim", names[i], "SCHEDULED");
+    }
+    int go[2];
+    assert_int_equal(pipe(go), 0);
+    pid_t pids[CLAIMERS];
+    fflush(NULL);
+    for (int c = 0; c < CLAIMERS; c++) {
+        pids[c] = fork();
+        assert_true(pids[c] >= 0);
+        if (pids[c] == 0) {
+            close(go[1]);
+            _exit(claimer_main(path, ids, go[0]));
+        }
+    }
+    close(go[0]);
+    close(go[1]);
+    for (int c = 0; c < CLAIMERS; c++) {
+        int ws = 0;
+        assert_int_equal(waitpid(pids[c], &ws, 0), pids[c]);
+        assert_true(WIFEXITED(ws) && WEXITSTATUS(ws) == 0);
+    }
+    assert_int_equal(sql_int(path, "SELECT count(*) FROM runs WHERE status='FINISHED' AND attempts=1"), CLAIM_RUNS);
+
+    /* Which interrupted runs are claimable. */
+    int interrupted = 0;
+    make_run(db, "claim", "dead", "SCHEDULED");
+    pid_t child = fork();
+    if (child == 0) { /* start the run in a process that then dies */
+        gl_db *cdb = NULL;
+        char cerr[512];
+        _exit(db_open(&cdb, path, cerr, sizeof cerr) || db_run_start(cdb, "dead", cerr, sizeof cerr));
+    }
+    int ws = 0;
+    assert_int_equal(waitpid(child, &ws, 0), child);
+    assert_true(WIFEXITED(ws) && WEXITSTATUS(ws) == 0);
+    make_run(db, "claim", "alive", "SCHEDULED");
+    OK(db_run_start(db, "alive", err, sizeof err)); /* RUNNING with our own (live) pid */
+    make_run(db, "claim", "killed", "RUNNING");
+    OK(db_run_finish(db, "killed", "KILLED", 130, "SIGINT", err, sizeof err));
+    make_run(db, "claim", "failed", "RUNNING");
+    OK(db_run_finish(db, "failed", "FAILED", 1, "NaN", err, sizeof err));
+    const char *probe[] = {"run-00", "failed", "alive", "dead"};
+    assert_int_equal(db_run_claim(db, probe, 4, 3600, &interrupted, err, sizeof err), 3);
+    assert_int_equal(interrupted, 1);
+    const char *probe2[] = {"failed", "alive", "killed"};
+    assert_int_equal(db_run_claim(db, probe2, 3, 3600, &interrupted, err, sizeof err), 2);
+    assert_int_equal(interrupted, 1);
+    const char *probe3[] = {"failed", "alive", "dead", "killed", "not-registered"};
+    assert_int_equal(db_run_claim(db, probe3, 5, 3600, &interrupted, err, sizeof err), -2);
+    /* A live run whose heartbeat is older than the stale limit is claimable. */
+    sleep(1);
+    assert_int_equal(db_run_claim(db, probe2, 3, 0.5, &interrupted, err, sizeof err), 1);
+    OK(db_run_release(db, "alive", err, sizeof err));
+    assert_int_equal(sql_int(path, "SELECT status='SCHEDULED' AND pid IS NULL FROM runs WHERE run_id='alive'"), 1);
+    db_close(db);
+    printf("claim: %d runs by %d processes, each claimed exactly once; dead-pid, KILLED and stale runs "
+           "reclaimed, live and ended ones not\n",
+           CLAIM_RUNS, CLAIMERS);
+}
+
+/* ---- collect ---- */
+
+static void log_loss(gl_db *db, const char *run, int n, double base) {
+    char err[512];
+    gl_metric m[64];
+    assert_true(n <= 64);
+    for (int i = 0; i < n; i++) m[i] = (gl_metric){i, "train", "loss", base + i, 0};
+    OK(db_metrics_log(db, run, m, n, err, sizeof err));
+}
+
+static void test_collect_merge(void **state) {
+    (void)state;
+    char dir[600], main_db[700], a_db[700], b_db[700], err[512], status[16];
+    tmp_dir(dir, sizeof dir, "collect");
+    snprintf(main_db, sizeof main_db, "%s/main.db", dir);
+    snprintf(a_db, sizeof a_db, "%s/task-0.db", dir);
+    snprintf(b_db, sizeof b_db, "%s/task-1.db", dir);
+    gl_db *a = open_ok(a_db), *b = open_ok(b_db), *m = open_ok(main_db);
+    /* Task 0: r1 finished, r2 only scheduled.  Task 1: r2 finished, r3 killed.  Main: r3 finished. */
+    make_run(a, "exp", "r1", "RUNNING");
+    log_loss(a, "r1", 10, 100);
+    OK(db_params_put_ini(a, "r1", "[train]\nsteps = 10\n", err, sizeof err));
+    OK(db_run_finish(a, "r1", "FINISHED", 0, NULL, err, sizeof err));
+    make_run(a, "exp", "r2", "SCHEDULED");
+    make_run(b, "other", "pad", "SCHEDULED"); /* experiment ids differ between the files */
+    make_run(b, "exp", "r2", "RUNNING");
+    log_loss(b, "r2", 20, 200);
+    OK(db_run_finish(b, "r2", "FINISHED", 0, NULL, err, sizeof err));
+    make_run(b, "exp", "r3", "RUNNING");
+    log_loss(b, "r3", 5, 300);
+    OK(db_run_finish(b, "r3", "KILLED", 130, NULL, err, sizeof err));
+    make_run(m, "exp", "r3", "RUNNING");
+    log_loss(m, "r3", 30, 400);
+    OK(db_run_finish(m, "r3", "FINISHED", 0, NULL, err, sizeof err));
+    db_close(a);
+    db_close(b);
+
+    int merged = 0, skipped = 0;
+    OK(db_merge(m, a_db, &merged, &skipped, err, sizeof err));
+    assert_int_equal(merged, 2);
+    assert_int_equal(skipped, 0);
+    OK(db_merge(m, b_db, &merged, &skipped, err, sizeof err));
+    assert_int_equal(merged, 2); /* pad (new) and r2 (FINISHED beats SCHEDULED); r3 KILLED loses */
+    assert_int_equal(skipped, 1);
+    OK(db_merge(m, a_db, &merged, &skipped, err, sizeof err)); /* again: nothing new */
+    assert_int_equal(merged, 0);
+    assert_int_equal(skipped, 2);
+    OK(db_merge(m, b_db, &merged, &skipped, err, sizeof err));
+    assert_int_equal(merged, 0);
+    db_close(m);
+
+    assert_int_equal(sql_int(main_db, "SELECT count(*) FROM runs"), 4);
+    assert_int_equal(sql_int(main_db, "SELECT count(*) FROM experiments"), 2);
+    assert_int_equal(sql_int(main_db, "SELECT count(*) FROM runs WHERE status='FINISHED'"), 3);
+    assert_int_equal(sql_int(main_db, "SELECT count(*) FROM metrics WHERE run_id='r1'"), 10);
+    assert_int_equal(sql_int(main_db, "SELECT count(*) FROM metrics WHERE run_id='r2' AND value >= 200"), 20);
+    assert_int_equal(sql_int(main_db, "SELECT count(*) FROM metrics WHERE run_id='r2'"), 20);
+    assert_int_equal(sql_int(main_db, "SELECT count(*) FROM metrics WHERE run_id='r3' AND value >= 400"), 30);
+    assert_int_equal(sql_int(main_db, "SELECT count(*) FROM metrics WHERE run_id='r3'"), 30);
+    assert_int_equal(sql_int(main_db, "SELECT count(*) FROM params WHERE run_id='r1'"), 1);
+    assert_int_equal(sql_int(main_db, "SELECT count(*) FROM runs r JOIN experiments e ON e.id=r.experiment_id "
+                                      "WHERE e.name='exp'"),
+                     3);
+    m = open_ok(main_db);
+    assert_int_equal(db_run_exists(m, "r2", status, err, sizeof err), 1);
+    assert_string_equal(status, "FINISHED");
+    /* A file that is not there is an error naming it. */
+    char missing[720];
+    snprintf(missing, sizeof missing, "%s/task-9.db", dir);
+    assert_int_equal(db_merge(m, missing, &merged, &skipped, err, sizeof err), -1);
+    assert_non_null(strstr(err, "task-9.db"));
+    db_close(m);
+
+    /* The command: collect into a fresh main registry. */
+    char fresh[720];
+    snprintf(fresh, sizeof fresh, "%s/fresh.db", dir);
+    char *argv[] = {"collect", fresh, a_db, b_db, a_db, NULL};
+    assert_int_equal(cmd_collect(5, argv), 0);
+    assert_int_equal(sql_int(fresh, "SELECT count(*) FROM runs"), 4);
+    assert_int_equal(sql_int(fresh, "SELECT count(*) FROM metrics"), 10 + 20 + 5);
+    printf("collect: two task registries with an overlapping run merged once (4 runs, 3 FINISHED); "
+           "merging again adds nothing\n");
+}
+
+/* ---- sweeps ---- */
+
+static const char sweep_manifest[] =
+    "; test manifest\n"
+    "[model]\n"
+    "d_model = 32\n"
+    "n_layer = 2\n"
+    "n_head = 2\n"
+    "n_kv_head = 2\n"
+    "d_ff = 64\n"
+    "seq_len = 16\n"
+    "depth_routing = tsa\n"
+    "\n"
+    "[train]\n"
+    "steps = 5\n"
+    "\n"
+    "[log]\n"
+    "experiment = sw\n"
+    "\n"
+    "[sweep]\n"
+    "lambda = 0, 0.01\n"
+    "seed = 1, 2, 3\n";
+
+static void test_sweep_expansion(void **state) {
+    (void)state;
+    char dir[600], path[700], err[1024];
+    tmp_dir(dir, sizeof dir, "sweep");
+    snprintf(path, sizeof path, "%s/grid.ini", dir);
+    write_file(path, sweep_manifest);
+    gl_sweep sw, sw2;
+    OK(sweep_expand(&sw, path, 0, NULL, err, sizeof err));
+    assert_int_equal(sw.n_runs, 6);
+    assert_string_equal(sw.experiment, "sw");
+    static const char *const want[6][2] = {{"0", "1"}, {"0", "2"}, {"0", "3"}, {"0.01", "1"}, {"0.01", "2"}, {"0.01", "3"}};
+    for (int i = 0; i < 6; i++) {
+        char a[64], b[64], prefix[32];
+        snprintf(a, sizeof a, "model.tsa_lambda=%s", want[i][0]);
+        snprintf(b, sizeof b, "train.seed=%s", want[i][1]);
+        assert_int_equal(sw.runs[i].n_over, 2);
+        assert_string_equal(sw.runs[i].over[0], a);
+        assert_string_equal(sw.runs[i].over[1], b);
+        snprintf(prefix, sizeof prefix, "sw-%03d-", i);
+        assert_int_equal(strncmp(sw.runs[i].run_id, prefix, strlen(prefix)), 0);
+        assert_int_equal(strlen(sw.runs[i].run_id), strlen(prefix) + 8);
+        assert_int_equal(strncmp(sw.runs[i].run_id + strlen(prefix), sw.runs[i].config_hash, 8), 0);
+        char hex[65];
+        sha256_hex(sw.runs[i].config_ini, strlen(sw.runs[i].config_ini), hex);
+        assert_string_equal(hex, sw.runs[i].config_hash);
+        assert_int_equal((int)sw.runs[i].seed, atoi(want[i][1]));
+        for (int j = 0; j < i; j++) assert_string_not_equal(sw.runs[i].config_hash, sw.runs[j].config_hash);
+        /* The run's config is what train would load from the same overrides. */
+        gl_manifest mf;
+        char *over[2] = {sw.runs[i].over[0], sw.runs[i].over[1]};
+        OK(manifest_load(&mf, path, 2, over, err, sizeof err));
+        char *ini = manifest_to_ini(&mf);
+        assert_string_equal(ini, sw.runs[i].config_ini);
+        free(ini);
+    }
+    /* Deterministic: the same ids a second time. */
+    OK(sweep_expand(&sw2, path, 0, NULL, err, sizeof err));
+    for (int i = 0; i < 6; i++) assert_string_equal(sw.runs[i].run_id, sw2.runs[i].run_id);
+    sweep_free(&sw2);
+
+    /* The command line replaces a list (alias or canonical key), fixes a key, adds an axis. */
+    char *cli[] = {"seed=5,6", "train.steps=7", "train.lr=0.001,0.002"};
+    OK(sweep_expand(&sw2, path, 3, cli, err, sizeof err));
+    assert_int_equal(sw2.n_runs, 2 * 2 * 2);
+    assert_int_equal(sw2.n_fixed, 1);
+    assert_string_equal(sw2.runs[0].over[1], "train.seed=5");
+    assert_string_equal(sw2.runs[1].over[2], "train.lr=0.002");
+    assert_non_null(strstr(sw2.runs[7].config_ini, "steps = 7"));
+    assert_string_equal(sw2.runs[7].label, "model.tsa_lambda=0.01 train.seed=6 train.lr=0.002");
+    sweep_free(&sw2);
+    char *cli2[] = {"model.tsa_lambda=0.5"};
+    OK(sweep_expand(&sw2, path, 1, cli2, err, sizeof err));
+    assert_int_equal(sw2.n_runs, 3);
+    assert_string_equal(sw2.runs[2].over[0], "model.tsa_lambda=0.5");
+    sweep_free(&sw2);
+    sweep_free(&sw);
+    printf("sweep: 2 x 3 grid in order (first axis slowest), ids <exp>-<i>-<hash8> stable and matching "
+           "train's config; command-line lists replace and add axes\n");
+}
+
+/* Expect `gatelab sweep` and sweep_expand to refuse text with a message
+ * holding each of the needles, and nothing to be written. */
+static void expect_refused(const char *dir, const char *name, const char *text, const char *n1, const char *n2) {
+    char path[700], db[700], err[1024];
+    snprintf(path, sizeof path, "%s/%s.ini", dir, name);
+    snprintf(db, sizeof db, "%s/%s-registry/gatelab.db", dir, name);
+    write_file(path, text);
+    gl_sweep sw;
+    assert_int_equal(sweep_expand(&sw, path, 0, NULL, err, sizeof err), -1);
+    assert_int_equal(sw.n_runs, 0);
+    if (!strstr(err, n1) || !strstr(err, n2)) {
+        print_error("%s: message '%s' lacks '%s' or '%s'\n", name, err, n1, n2);
+        fail();
+    }
+    char *argv[] = {"sweep", path, "--db", db, NULL};
+    assert_int_equal(cmd_sweep(4, argv), 2);
+    assert_false(file_exists(db));
+    printf("  refused %s: %s\n", name, err);
+}
+
+static void test_sweep_errors_write_nothing(void **state) {
+    (void)state;
+    char dir[600], scales[700], err[1024];
+    tmp_dir(dir, sizeof dir, "sweep_errors");
+    snprintf(scales, sizeof scales, "%s/scales.ini", dir);
+    write_file(scales, "[xs]\nd_model = 32\nn_layer = 2\nn_head = 2\nn_kv_head = 2\nd_ff = 64\n");
+    expect_refused(dir, "malformed", "[train]\nsteps = 5\n\n[sweep]\nlambda 0, 0.1\n", "malformed.ini:5", "");
+    expect_refused(dir, "unknown_scale", "[train]\nsteps = 5\n[sweep]\nscale = xs, huge\n", "unknown_scale.ini:3",
+                   "huge");
+    expect_refused(dir, "empty_list", "[train]\nsteps = 5\n[sweep]\nlambda =\n", "empty_list.ini:3", "lambda");
+    expect_refused(dir, "empty_item", "[train]\nsteps = 5\n[sweep]\nseed = 1,,2\n", "empty_item.ini:3", "seed");
+    expect_refused(dir, "bad_value", "[sweep]\n\nlambda = 0, zero\n", "bad_value.ini:3", "tsa_lambda");
+    /* Bad lists on the command line. */
+    char path[700], db[700];
+    snprintf(path, sizeof path, "%s/ok.ini", dir);
+    snprintf(db, sizeof db, "%s/ok-registry/gatelab.db", dir);
+    write_file(path, sweep_manifest);
+    gl_sweep sw;
+    char *cli[] = {"seed=1,,2"};
+    assert_int_equal(sweep_expand(&sw, path, 1, cli, err, sizeof err), -1);
+    assert_non_null(strstr(err, "command line"));
+    assert_non_null(strstr(err, "seed"));
+    char *cli2[] = {"model.scale=xs,nosuch"};
+    assert_int_equal(sweep_expand(&sw, path, 1, cli2, err, sizeof err), -1);
+    assert_non_null(strstr(err, "nosuch"));
+    char *argv[] = {"sweep", path, "lambda=", "--db", db, NULL};
+    assert_int_equal(cmd_sweep(5, argv), 2);
+    assert_false(file_exists(db));
+    /* --dry-run writes nothing either. */
+    char *argv2[] = {"sweep", path, "--dry-run", "--db", db, NULL};
+    assert_int_equal(cmd_sweep(5, argv2), 0);
+    assert_false(file_exists(db));
+    printf("sweep errors: malformed line, unknown scale, empty list and item, bad value -> file:line and key, "
+           "exit 2, no registry written\n");
+}
+
+static int setup_all(void **state) {
+    (void)state;
+    const char *t = getenv("TMPDIR");
+    snprintf(tmp_root, sizeof tmp_root, "%s/gatelab-test-registry-%d", t && *t ? t : "/tmp", (int)getpid());
+    return mkdir(tmp_root, 0777) == 0 || errno == EEXIST ? 0 : -1;
+}
+
+static int teardown_all(void **state) {
+    (void)state;
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp_root);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_sha256_vectors),
+        cmocka_unit_test(test_schema_created_and_versioned),
+        cmocka_unit_test(test_run_lifecycle),
+        cmocka_unit_test(test_nan_stored_as_null),
+        cmocka_unit_test(test_params_flattened),
+        cmocka_unit_test(test_artifact_sha256),
+        cmocka_unit_test(test_concurrent_writers),
+        cmocka_unit_test(test_claim_exactly_once),
+        cmocka_unit_test(test_collect_merge),
+        cmocka_unit_test(test_sweep_expansion),
+        cmocka_unit_test(test_sweep_errors_write_nothing),
+    };
+    return cmocka_run_group_tests(tests, setup_all, teardown_all);
+}
