@@ -34,6 +34,7 @@ TEST_SRC := $(wildcard tests/test_*.c)
 TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 BENCH_BIN := $(BUILD)/bench_gatelab
 
+.SECONDARY:
 .PHONY: all test asan demo bench figures debug clean deps fixtures
 all: $(BUILD)/gatelab
 

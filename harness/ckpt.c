@@ -451,13 +451,17 @@ cleanup:
     return rc;
 }
 
-int ckpt_read_info(const char *path, char **config_ini, uint64_t *model_hash, long *step,
-                   char *err, size_t errlen) {
+int ckpt_read_info(const char *path, char **config_ini, ckpt_info *info, char *err, size_t errlen) {
     ckpt_file cf;
     if (config_ini) *config_ini = NULL;
     if (ckpt_open_checked(path, &cf, err, errlen) != 0) return -1;
-    if (model_hash) *model_hash = cf.model_hash;
-    if (step) *step = cf.st.step;
+    if (info) {
+        info->model_hash = cf.model_hash;
+        info->step = cf.st.step;
+        info->vocab_size = cf.st.vocab_size;
+        info->n_params = (size_t)cf.n_params;
+        info->n_tensors = (int)cf.n_tensors;
+    }
     if (config_ini) {
         *config_ini = cf.config;
         cf.config = NULL;
@@ -467,5 +471,5 @@ int ckpt_read_info(const char *path, char **config_ini, uint64_t *model_hash, lo
 }
 
 int ckpt_read_config(const char *path, char **config_ini, char *err, size_t errlen) {
-    return ckpt_read_info(path, config_ini, NULL, NULL, err, errlen);
+    return ckpt_read_info(path, config_ini, NULL, err, errlen);
 }

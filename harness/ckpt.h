@@ -50,9 +50,16 @@ int ckpt_load(const char *path, gl_model *m, gl_train_state *st, uint64_t expect
  * message in err (*config_ini is then NULL). */
 int ckpt_read_config(const char *path, char **config_ini, char *err, size_t errlen);
 
-/* Same as ckpt_read_config, also returning the stored model hash and step;
- * any output pointer may be NULL. */
-int ckpt_read_info(const char *path, char **config_ini, uint64_t *model_hash, long *step,
-                   char *err, size_t errlen);
+/* What a checkpoint holds besides the arrays. */
+typedef struct {
+    uint64_t model_hash; /* as passed to ckpt_save */
+    long step;           /* gl_train_state.step */
+    int vocab_size;      /* gl_train_state.vocab_size */
+    size_t n_params;
+    int n_tensors;
+} ckpt_info;
+
+/* Same as ckpt_read_config, also filling info (either output may be NULL). */
+int ckpt_read_info(const char *path, char **config_ini, ckpt_info *info, char *err, size_t errlen);
 
 #endif

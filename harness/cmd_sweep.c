@@ -11,7 +11,8 @@
  * of `<this binary> train MANIFEST <overrides> --run-id ID [--resume ID]
  * --db PATH --results DIR` (never in-process: OpenMP state does not survive
  * fork); --resume is passed when results/runs/<id>/ckpt exists.  The child's
- * output goes to results/runs/<id>/train.log.
+ * console output goes to results/runs/<id>/sweep.log (train keeps its own
+ * train.log there too).
  *
  * Signals: SIGINT/SIGTERM stop claiming, wait for the running trainings (which
  * checkpoint and mark themselves KILLED) and exit; a signal sent to the sweep
@@ -405,7 +406,7 @@ static pid_t sweep_launch(const char *exe, const gl_sweep *sw, const gl_sweep_ru
                           const char *db_path_s, const char *results, int resume, char *log, size_t loglen) {
     char dir[GL_PATH_MAX];
     if (sweep_fmt(dir, sizeof dir, "%s/runs/%s", results, r->run_id) ||
-        sweep_fmt(log, loglen, "%s/train.log", dir)) {
+        sweep_fmt(log, loglen, "%s/sweep.log", dir)) {
         fprintf(stderr, "gatelab sweep: results path too long: %s\n", results);
         return -1;
     }
@@ -563,7 +564,7 @@ static int sweep_run_all(gl_db *db, const gl_sweep *sw, const sweep_args *a, con
                 if (!strcmp(status, "FINISHED"))
                     sweep_fmt(what, sizeof what, "%s FINISHED after %.1f s", r->run_id, took);
                 else
-                    sweep_fmt(what, sizeof what, "%s %s after %.1f s; see %s/runs/%s/train.log", r->run_id, status,
+                    sweep_fmt(what, sizeof what, "%s %s after %.1f s; see %s/runs/%s/train.log and sweep.log", r->run_id, status,
                               took, results, r->run_id);
                 sweep_progress(sw, &c, what);
                 break;

@@ -679,11 +679,20 @@ int db_artifact_get(gl_db *db, const char *run_id, const char *kind, char *path_
 
 /* ---- sweeps: claiming and releasing runs ---- */
 
-/* 1 when the process pid is alive on this machine. */
+/* 1 when the process pid is alive on this machine.  A zombie (killed, not yet
+ * reaped by its parent) counts as dead. */
 static int db_pid_alive(long long pid) {
     if (pid <= 0) return 0;
-    if (kill((pid_t)pid, 0) == 0) return 1;
-    return errno == EPERM;
+    if (kill((pid_t)pid, 0) != 0 && errno != EPERM) return 0;
+    char path[64], buf[512];
+    snprintf(path, sizeof path, "/proc/%lld/stat", pid);
+    FILE *f = fopen(path, "r");
+    if (!f) return 1; /* no /proc: trust kill() */
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    const char *close = strrchr(buf, ')'); /* "pid (comm) S ..." — comm may hold spaces */
+    return !(close && close[1] == ' ' && (close[2] == 'Z' || close[2] == 'X'));
 }
 
 int db_run_claim(gl_db *db, const char *const *run_ids, int n, double stale_s, int *was_interrupted,

@@ -152,12 +152,15 @@ int run_open(gl_run *r, const char *arg, const char *results, int max_B, char *e
         goto cleanup;
     }
     if (!run_is_file(ckpt)) {
-        snprintf(err, errlen, "%s: no checkpoint yet (%s missing)%s; resume it with `gatelab train ... --resume` "
-                 "once it has one, or train it again", r->dir, ckpt,
-                 run_is_file(cfg_path) ? ": the run stopped before its first checkpoint" : " and no config.ini: not a run folder?");
+        if (run_is_file(cfg_path))
+            snprintf(err, errlen, "%s: no checkpoint yet (%s missing): the run stopped before its first "
+                     "checkpoint; train it again", r->dir, ckpt);
+        else
+            snprintf(err, errlen, "%s: not a run folder (no %s, no %s)", r->dir, RUN_CKPT, RUN_CONFIG);
         goto cleanup;
     }
-    if (ckpt_read_config(ckpt, &r->config_ini, err, errlen) != 0) goto cleanup;
+    ckpt_info info;
+    if (ckpt_read_info(ckpt, &r->config_ini, &info, err, errlen) != 0) goto cleanup;
     snprintf(origin, sizeof origin, "%s (stored config)", ckpt);
     if (r->config_ini[0] == '\0') {
         /* a checkpoint saved without its config: fall back to the folder's config.ini */
@@ -187,8 +190,11 @@ int run_open(gl_run *r, const char *arg, const char *results, int max_B, char *e
         snprintf(origin, sizeof origin, "%s", cfg_path);
     }
     if (manifest_load_text(&r->mf, r->config_ini, origin, err, errlen) != 0) goto cleanup;
+    uint64_t hash = manifest_model_hash(&r->mf);
+    /* vocab_size 0 means "from the data"; the checkpoint knows what the data gave */
+    if (r->mf.model.vocab_size == 0) r->mf.model.vocab_size = info.vocab_size;
     if (model_init(&r->model, &r->mf.model, max_B, err, errlen) != 0) goto cleanup;
-    if (ckpt_load(ckpt, &r->model, &r->st, manifest_model_hash(&r->mf), err, errlen) != 0) goto cleanup;
+    if (ckpt_load(ckpt, &r->model, &r->st, hash, err, errlen) != 0) goto cleanup;
     rc = 0;
 cleanup:
     if (rc != 0) {

@@ -81,22 +81,33 @@ void sweep_free(gl_sweep *sw) {
     sw->n_fixed = sw->n_runs = sw->n_axes = 0;
 }
 
-/* Canonical key of a command-line sweep key (an alias such as "lambda" becomes
- * "train.tsa_lambda") as the manifest parser would record it in [sweep];
- * falls back to the key as written when the parser does not accept it. */
-static void sweep_canonical_key(const char *key, const char *values, char *out, size_t outlen) {
-    snprintf(out, outlen, "%s", key);
+/* Check a command-line list "key=values" with the manifest parser's own
+ * [sweep] rules (every item parsed for the key, scale names looked up) and
+ * get the key's canonical name ("lambda" -> "model.tsa_lambda").  Returns 0,
+ * or -1 with the parser's message (origin "command line") in err. */
+static int sweep_check_cli_list(const char *key, const char *values, char *canon, size_t canonlen, char *err,
+                                size_t errlen) {
+    int rc = -1;
     gl_manifest *tmp = malloc(sizeof *tmp);
     size_t need = strlen(key) + strlen(values) + 16;
     char *text = malloc(need);
-    char err[256];
-    if (tmp && text) {
-        snprintf(text, need, "[sweep]\n%s = %s\n", key, values);
-        if (manifest_load_text(tmp, text, "command line", err, sizeof err) == 0 && tmp->n_sweep == 1)
-            snprintf(out, outlen, "%s", tmp->sweep[0].key);
+    char msg[1024];
+    if (!tmp || !text) { snprintf(err, errlen, "command line: out of memory"); goto cleanup; }
+    snprintf(text, need, "[sweep]\n%s = %s\n", key, values);
+    if (manifest_load_text(tmp, text, "command line", msg, sizeof msg)) {
+        /* The parser numbers the lines of our two-line text; drop that number. */
+        const char *p = msg;
+        if (!strncmp(p, "command line:2: ", 16)) p += 16;
+        snprintf(err, errlen, "command line: %s=%s: %s", key, values, p);
+        goto cleanup;
     }
+    if (tmp->n_sweep != 1) { snprintf(err, errlen, "command line: %s=%s is not a sweep list", key, values); goto cleanup; }
+    snprintf(canon, canonlen, "%s", tmp->sweep[0].key);
+    rc = 0;
+cleanup:
     free(tmp);
     free(text);
+    return rc;
 }
 
 /* Find the axis whose key is key (as written or canonical); -1 if none. */
@@ -121,8 +132,15 @@ static int sweep_apply_cli(gl_sweep *sw, const char *arg, char *err, size_t errl
     memcpy(key, arg, (size_t)(eq - arg));
     key[eq - arg] = '\0';
     const char *values = eq + 1;
-    char canon[64];
-    sweep_canonical_key(key, values, canon, sizeof canon);
+    /* Parsed as a [sweep] list, the key gets its canonical name and every item is checked;
+     * a single value that does not parse as a list (e.g. a [log] key) is a fixed override. */
+    char canon[64], list_err[1024];
+    int is_list = sweep_check_cli_list(key, values, canon, sizeof canon, list_err, sizeof list_err) == 0;
+    if (!is_list) snprintf(canon, sizeof canon, "%s", key);
+    if (!is_list && strchr(values, ',')) {
+        snprintf(err, errlen, "%s", list_err);
+        return -1;
+    }
     int a = sweep_find_axis(sw, key, canon);
     if (a < 0 && strchr(values, ',')) {
         if (sw->n_axes >= GL_SWEEP_MAX_KEYS) {

@@ -457,6 +457,7 @@ gl_train_outcome train_run(const gl_manifest *mf, const gl_train_opts *o, char *
     double t_start = now_s(), t_log = t_start, t_draw = 0, train_sum = 0, elapsed0 = c.st.elapsed_s;
     long log_tokens = 0, n_sum = 0, step_at_start = c.st.step;
     int failed = 0;
+    float last_loss = NAN;
     if (c.st.step == 0 && tc->eval_every > 0 && evaluate_now(&c, NAN, err, errlen)) failed = 2;
     while (!failed && c.st.step < tc->steps) {
         data_train_batch(&c.ds, &c.st.data_rng, B, tok, tg, mask);
@@ -476,6 +477,7 @@ gl_train_outcome train_run(const gl_manifest *mf, const gl_train_opts *o, char *
             failed = 1;
             break;
         }
+        last_loss = loss;
         c.st.step++;
         c.st.tokens_seen += (long)NT;
         log_tokens += (long)NT;
@@ -536,7 +538,9 @@ gl_train_outcome train_run(const gl_manifest *mf, const gl_train_opts *o, char *
         say(&c, 0, "KILLED: %s", err);
     } else {
         outcome = TRAIN_FINISHED;
-        say(&c, 0, "finished %d steps in %.1f s | run folder %s", tc->steps, c.st.elapsed_s, c.dir);
+        /* the hex float makes bit-for-bit comparisons of runs possible from the log */
+        say(&c, 0, "finished %d steps in %.1f s | last train loss %.6f (%a) | run folder %s", tc->steps,
+            c.st.elapsed_s, last_loss, last_loss, c.dir);
         err[0] = 0;
     }
     if (c.trace) {

@@ -20,6 +20,8 @@
 #include <cmocka.h>
 
 #include "../harness/ckpt.h"
+#include "../harness/manifest.h"
+#include "../harness/rundir.h"
 #include "../model/model.h"
 
 static char g_dir[256];
@@ -125,12 +127,14 @@ static void test_round_trip(void **state) {
     assert_memory_equal(st2.vocab, st.vocab, 256);
 
     char *text = NULL;
-    uint64_t hash = 0;
-    long step = 0;
-    assert_int_equal(ckpt_read_info(path, &text, &hash, &step, err, sizeof err), 0);
+    ckpt_info info;
+    assert_int_equal(ckpt_read_info(path, &text, &info, err, sizeof err), 0);
     assert_string_equal(text, ini);
-    assert_true(hash == 0xabcdef0123456789ULL);
-    assert_int_equal(step, 40);
+    assert_true(info.model_hash == 0xabcdef0123456789ULL);
+    assert_int_equal(info.step, 40);
+    assert_int_equal(info.vocab_size, 16);
+    assert_int_equal(info.n_params, a.n_params);
+    assert_int_equal(info.n_tensors, a.n_tensors);
     free(text);
 
     /* NULL config is stored as empty text */
@@ -316,11 +320,104 @@ static void test_failed_write_keeps_old(void **state) {
     model_free(&b);
 }
 
+
+/* Run folders: create, resolve by id, prefix and path, open (config from the
+ * checkpoint, weights loaded), and the refusals. */
+static void test_run_folders(void **state) {
+    (void)state;
+    char results[512], dir[GL_PATH_MAX], dir2[GL_PATH_MAX], got[GL_PATH_MAX], path[GL_PATH_MAX + 16], err[1024] = "";
+    snprintf(results, sizeof results, "%s/results", g_dir);
+    assert_int_equal(run_create_dir(results, "tiny-20261130-0001", dir, sizeof dir, err, sizeof err), 0);
+    assert_int_equal(run_create_dir(results, "tiny-20261130-0002", dir2, sizeof dir2, err, sizeof err), 0);
+    assert_int_equal(run_create_dir(results, "tiny-20261130-0001", got, sizeof got, err, sizeof err), 0);
+    assert_int_equal(run_create_dir(results, "../escape", got, sizeof got, err, sizeof err), -1);
+
+    gl_manifest mf;
+    manifest_defaults(&mf);
+    tiny_config(&mf.model, VR_RESFORMER, DR_NONE);
+    char *ini = manifest_to_ini(&mf);
+    assert_non_null(ini);
+    gl_model a;
+    make_model(&a, &mf.model, 5);
+    gl_train_state st;
+    make_state(&st, 77);
+    assert_int_equal(run_path(path, sizeof path, dir, RUN_CKPT), 0);
+    assert_int_equal(ckpt_save(path, &a, &st, ini, manifest_model_hash(&mf), err, sizeof err), 0);
+
+    const char *args[] = {"tiny-20261130-0001", "tiny-20261130-0001", NULL};
+    args[1] = dir; /* a folder path */
+    for (int i = 0; i < 2; i++) {
+        gl_run r;
+        int rc = run_open(&r, args[i], results, 2, err, sizeof err);
+        if (rc) print_message("run_open(%s): %s\n", args[i], err);
+        assert_int_equal(rc, 0);
+        assert_string_equal(r.dir, dir);
+        assert_int_equal(r.model.max_B, 2);
+        assert_int_equal(r.mf.model.value_residual, VR_RESFORMER);
+        assert_int_equal(r.st.step, 77);
+        assert_int_equal(count_diff(r.model.params, a.params, a.n_params), 0);
+        assert_string_equal(r.config_ini, ini);
+        run_close(&r);
+        run_close(&r);
+    }
+    /* a unique prefix, and $GATELAB_RESULTS when no folder is passed */
+    assert_int_equal(run_resolve("tiny-20261130-0002", results, got, sizeof got, err, sizeof err), 0);
+    assert_string_equal(got, dir2);
+    char dir3[GL_PATH_MAX];
+    assert_int_equal(run_create_dir(results, "other-run", dir3, sizeof dir3, err, sizeof err), 0);
+    assert_int_equal(run_resolve("oth", results, got, sizeof got, err, sizeof err), 0);
+    assert_string_equal(got, dir3);
+    setenv("GATELAB_RESULTS", results, 1);
+    assert_int_equal(run_resolve("tiny-20261130-000", NULL, got, sizeof got, err, sizeof err), -1);
+    print_message("ambiguous prefix: \"%s\"\n", err);
+    assert_non_null(strstr(err, "ambiguous"));
+    unsetenv("GATELAB_RESULTS");
+    assert_string_equal(run_results_dir(NULL), "results");
+    assert_string_equal(run_results_dir("x"), "x");
+
+    assert_int_equal(run_resolve("nosuchrun", results, got, sizeof got, err, sizeof err), -1);
+    print_message("unknown run: \"%s\"\n", err);
+    assert_non_null(strstr(err, "nosuchrun"));
+    assert_non_null(strstr(err, "--results"));
+    gl_run r;
+    assert_int_equal(run_open(&r, "tiny-20261130-0002", results, 1, err, sizeof err), -1);
+    print_message("run without a checkpoint: \"%s\"\n", err);
+    assert_non_null(strstr(err, "not a run folder"));
+    snprintf(path, sizeof path, "%s/%s", dir2, RUN_CONFIG);
+    FILE *cf = fopen(path, "w");
+    assert_non_null(cf);
+    fputs(ini, cf);
+    fclose(cf);
+    assert_int_equal(run_open(&r, "tiny-20261130-0002", results, 1, err, sizeof err), -1);
+    print_message("run stopped before its first checkpoint: \"%s\"\n", err);
+    assert_non_null(strstr(err, "no checkpoint yet"));
+    run_close(&r);
+    assert_int_equal(run_path(path, sizeof path, dir, RUN_CKPT), 0);
+    run_close(&r);
+    assert_int_equal(run_open(&r, "/nonexistent/run", results, 1, err, sizeof err), -1);
+    assert_non_null(strstr(err, "/nonexistent/run"));
+    run_close(&r);
+
+    /* a checkpoint whose stored config does not match its weights */
+    gl_manifest mf2 = mf;
+    mf2.model.d_ff = 48;
+    char *ini2 = manifest_to_ini(&mf2);
+    assert_int_equal(ckpt_save(path, &a, &st, ini2, manifest_model_hash(&mf), err, sizeof err), 0);
+    assert_int_equal(run_open(&r, "tiny-20261130-0001", results, 1, err, sizeof err), -1);
+    print_message("stored config does not match the weights: \"%s\"\n", err);
+    assert_non_null(strstr(err, "different model config"));
+    run_close(&r);
+    free(ini);
+    free(ini2);
+    model_free(&a);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_round_trip),
         cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_failed_write_keeps_old),
+        cmocka_unit_test(test_run_folders),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -714,10 +714,10 @@ static void test_sweep_errors_write_nothing(void **state) {
     snprintf(scales, sizeof scales, "%s/scales.ini", dir);
     write_file(scales, "[xs]\nd_model = 32\nn_layer = 2\nn_head = 2\nn_kv_head = 2\nd_ff = 64\n");
     expect_refused(dir, "malformed", "[train]\nsteps = 5\n\n[sweep]\nlambda 0, 0.1\n", "malformed.ini:5", "");
-    expect_refused(dir, "unknown_scale", "[train]\nsteps = 5\n[sweep]\nscale = xs, huge\n", "unknown_scale.ini:3",
+    expect_refused(dir, "unknown_scale", "[train]\nsteps = 5\n[sweep]\nscale = xs, huge\n", "unknown_scale.ini:4",
                    "huge");
-    expect_refused(dir, "empty_list", "[train]\nsteps = 5\n[sweep]\nlambda =\n", "empty_list.ini:3", "lambda");
-    expect_refused(dir, "empty_item", "[train]\nsteps = 5\n[sweep]\nseed = 1,,2\n", "empty_item.ini:3", "seed");
+    expect_refused(dir, "empty_list", "[train]\nsteps = 5\n[sweep]\nlambda =\n", "empty_list.ini:4", "lambda");
+    expect_refused(dir, "empty_item", "[train]\nsteps = 5\n[sweep]\nseed = 1,,2\n", "empty_item.ini:4", "seed");
     expect_refused(dir, "bad_value", "[sweep]\n\nlambda = 0, zero\n", "bad_value.ini:3", "tsa_lambda");
     /* Bad lists on the command line. */
     char path[700], db[700];

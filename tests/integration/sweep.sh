@@ -1,0 +1,223 @@
+#!/usr/bin/env bash
+# sweep.sh — `gatelab sweep`, `runs` and `collect` on the real binary, real
+# training runs and a real registry (read back with the sqlite3 tool).
+#
+# A 4-run grid (λ × seed) of a tiny TSA model (d 32, L 2, threads 1) on Tiny
+# Shakespeare is run three ways: uninterrupted; killed with kill -9 (the whole
+# process group, mid-sweep) and started again; stopped with SIGINT (what Ctrl-C
+# sends) and started again.  The three registries must hold the same runs,
+# each once, FINISHED, with identical metrics (all but tokens_per_s, which is
+# a timing).  Then --dry-run, `runs --format csv`, --index and collect, and
+# the Slurm array script (run locally as array task 0).
+#
+# Prints one PASS/FAIL line per check.  Needs $GATELAB_BIN, $GATELAB_DATA, sqlite3.
+set -u
+BIN="${GATELAB_BIN:-build/gatelab}"
+export GATELAB_DATA="${GATELAB_DATA:-/work/shared/data}"
+case "$BIN" in /*) ;; *) BIN="$PWD/$BIN" ;; esac
+ROOT="$PWD"
+W="$(mktemp -d "${TMPDIR:-/tmp}/gatelab-sweep-XXXXXX")"
+[ -n "${KEEP:-}" ] || trap 'rm -rf "$W"' EXIT; echo "work folder: $W"
+cd "$W" || exit 1
+export GATELAB_ROOT="$ROOT"
+
+pass() { echo "PASS $*"; }
+fail() { echo "FAIL $*"; }
+check() { local what="$1"; shift; if "$@"; then pass "$what"; else fail "$what"; fi; }
+q() { sqlite3 -batch -noheader "$1" "$2"; }
+
+if ! command -v sqlite3 >/dev/null; then fail "sqlite3 tool missing (apt-get install sqlite3)"; exit 1; fi
+if [ ! -x "$BIN" ]; then fail "no gatelab binary at $BIN (run make)"; exit 1; fi
+
+cat > grid.ini <<'EOF'
+; a tiny TSA model: 4 runs of ~800 steps, about 2 s each on one thread
+[model]
+d_model = 32
+n_layer = 2
+n_head = 2
+n_kv_head = 2
+d_ff = 64
+seq_len = 32
+depth_routing = tsa
+[data]
+task = text
+file = tinyshakespeare.txt
+[train]
+steps = 800
+batch_size = 4
+warmup = 20
+threads = 1
+eval_every = 200
+eval_windows = 4
+ckpt_every = 200                 ; = eval_every: see dump() below
+log_every = 20
+[log]
+experiment = grid
+trace = 0
+[sweep]
+lambda = 0, 0.01
+seed = 1, 2
+EOF
+
+# Registry content that must not depend on interruptions: run ids, statuses,
+# params and every metric except the timing one.  With a second argument the
+# train loss is left out too: train logs the mean loss since the last
+# evaluation, and a run stopped by a signal checkpoints at any step, so after
+# its resume that mean covers fewer steps (kill -9 resumes from the periodic
+# checkpoints, which fall on evaluation steps here, so there it is compared).
+dump() {
+    local skip="'tokens_per_s'"
+    [ -n "${2:-}" ] && skip="'tokens_per_s') AND NOT (split = 'train' AND name = 'loss'"
+    q "$1" "SELECT run_id, status, name FROM runs ORDER BY run_id;"
+    q "$1" "SELECT run_id, key, value FROM params ORDER BY run_id, key;"
+    q "$1" "SELECT run_id, step, split, name, quote(value) FROM metrics WHERE (name NOT IN ($skip))
+            ORDER BY run_id, step, split, name;"
+}
+alive_in_group() { # processes (not zombies) in process group $1
+    ps -e -o pgid=,stat= | awk -v pg="$1" '$1 == pg && $2 !~ /^Z/' | grep -q .
+}
+
+wait_for() { # wait_for SECONDS CONDITION...: poll until the condition holds
+    local limit=$(( $1 * 10 )); shift
+    for _ in $(seq "$limit"); do "$@" && return 0; sleep 0.1; done
+    return 1
+}
+
+# A run of the second half has a checkpoint while the first half is finished.
+mid_sweep() {
+    local db="$1/gatelab.db" n id
+    [ -f "$db" ] || return 1
+    n=$(q "$db" "SELECT count(*) FROM runs WHERE status='FINISHED'" 2>/dev/null) || return 1
+    [ "${n:-0}" -ge 1 ] || return 1
+    for id in $(q "$db" "SELECT run_id FROM runs WHERE status='RUNNING'" 2>/dev/null); do
+        [ -f "$1/runs/$id/ckpt" ] && return 0
+    done
+    return 1
+}
+
+# 1. Uninterrupted.
+t0=$(date +%s)
+"$BIN" sweep grid.ini -j 2 --results ref > ref.out 2> ref.err; rc=$?
+check "uninterrupted sweep exits 0" [ "$rc" -eq 0 ]
+check "uninterrupted sweep: 4 runs, all FINISHED" \
+    [ "$(q ref/gatelab.db "SELECT count(*) FROM runs WHERE status='FINISHED'")" = 4 ]
+check "uninterrupted sweep: metrics logged for every run" \
+    [ "$(q ref/gatelab.db "SELECT count(DISTINCT run_id) FROM metrics WHERE split='val' AND name='loss'")" = 4 ]
+dump ref/gatelab.db > ref.dump
+
+# 2. kill -9 of the whole process group in the middle, then the same command again.
+setsid "$BIN" sweep grid.ini -j 2 --results k9 > k9a.out 2> k9a.err &
+pg=$!
+if wait_for 60 mid_sweep k9; then
+    kill -9 -- "-$pg" 2>/dev/null
+    wait "$pg" 2>/dev/null
+    left=$(q k9/gatelab.db "SELECT count(*) FROM runs WHERE status <> 'FINISHED'")
+    check "kill -9 hit the sweep in the middle ($left of 4 runs unfinished)" [ "$left" -ge 1 ]
+    sleep 0.3
+    if alive_in_group "$pg"; then fail "kill -9 left processes behind"; ps -e -o pid,pgid,stat,cmd | awk -v pg="$pg" '$2 == pg'
+    else pass "kill -9 left no process of the sweep alive"; fi
+else
+    fail "kill -9: the sweep never reached the middle (see $W/k9a.err)"
+    kill -9 -- "-$pg" 2>/dev/null
+fi
+"$BIN" sweep grid.ini -j 2 --results k9 > k9b.out 2> k9b.err; rc=$?
+check "sweep after kill -9 exits 0" [ "$rc" -eq 0 ]
+check "sweep after kill -9 resumed an interrupted run from its checkpoint" grep -q "resuming from its checkpoint" k9b.err
+check "sweep after kill -9 did not rerun finished runs" \
+    [ "$(grep -c ' started ' k9b.err)" -eq "$left" ]
+check "after kill -9: 4 runs, each once, all FINISHED" \
+    [ "$(q k9/gatelab.db "SELECT count(*) || '/' || sum(status='FINISHED') FROM runs")" = "4/4" ]
+dump k9/gatelab.db > k9.dump
+if cmp -s ref.dump k9.dump; then pass "after kill -9: registry identical to the uninterrupted sweep's (ids, statuses, params, metrics)"
+else fail "after kill -9: registry differs from the uninterrupted sweep's"; diff ref.dump k9.dump | head -20; fi
+
+# 3. SIGINT to the process group (Ctrl-C): runs checkpoint and are marked KILLED; rerun completes.
+setsid "$BIN" sweep grid.ini -j 2 --results int > inta.out 2> inta.err &
+pg=$!
+if wait_for 60 mid_sweep int; then
+    kill -INT -- "-$pg" 2>/dev/null
+    wait "$pg"; rc=$?
+    check "Ctrl-C: sweep stops with exit 130" [ "$rc" -eq 130 ]
+    check "Ctrl-C: interrupted runs are KILLED, none left RUNNING" \
+        [ "$(q int/gatelab.db "SELECT sum(status='KILLED') >= 1 AND sum(status='RUNNING') = 0 FROM runs")" = 1 ]
+else
+    fail "Ctrl-C: the sweep never reached the middle (see $W/inta.err)"
+    kill -9 -- "-$pg" 2>/dev/null
+fi
+"$BIN" sweep grid.ini -j 2 --results int > intb.out 2> intb.err; rc=$?
+check "sweep after Ctrl-C exits 0 with all 4 FINISHED" \
+    [ "$rc" -eq 0 -a "$(q int/gatelab.db "SELECT sum(status='FINISHED') FROM runs")" = 4 ]
+dump int/gatelab.db no-train-loss > int.dump
+dump ref/gatelab.db no-train-loss > ref-nl.dump
+if cmp -s ref-nl.dump int.dump; then pass "after Ctrl-C: registry identical to the uninterrupted sweep's (but the train-loss window means)"
+else fail "after Ctrl-C: registry differs from the uninterrupted sweep's"; diff ref-nl.dump int.dump | head -20; fi
+
+# 4. A finished sweep started again does nothing.
+"$BIN" sweep grid.ini -j 2 --results ref > again.out 2> again.err; rc=$?
+check "a finished sweep run again starts nothing" [ "$rc" -eq 0 -a "$(grep -c ' started ' again.err)" -eq 0 ]
+
+# 5. --dry-run lists the runs with their overrides and writes nothing.
+"$BIN" sweep grid.ini --dry-run --results dry > dry.out 2> dry.err; rc=$?
+ids_dry=$(awk '$1 ~ /^[0-9]+$/ {print $2}' dry.out | sort | tr '\n' ' ')
+ids_ref=$(q ref/gatelab.db "SELECT run_id FROM runs ORDER BY run_id" | tr '\n' ' ')
+check "--dry-run lists the 4 run ids the sweep registers" [ "$rc" -eq 0 -a "$ids_dry" = "$ids_ref" ]
+check "--dry-run shows each run's overrides" grep -q "model.tsa_lambda=0.01 train.seed=2" dry.out
+check "--dry-run writes nothing" [ ! -e dry ]
+
+# 6. runs --format csv / json / table.
+"$BIN" runs --db ref/gatelab.db --format csv > runs.csv; rc=$?
+check "runs --format csv: header and 4 FINISHED rows" \
+    [ "$rc" -eq 0 -a "$(head -1 runs.csv | cut -d, -f1-6)" = "run_id,experiment,name,status,step,train_loss" \
+      -a "$(grep -c ',FINISHED,800,' runs.csv)" -eq 4 ]
+vl=$(awk -F, 'NR > 1 && $7 != "" && $8 != "" {n++} END {print n+0}' runs.csv)
+check "runs --format csv: val loss and α present for every run" [ "$vl" -eq 4 ]
+"$BIN" runs --db ref/gatelab.db --format json > runs.json
+check "runs --format json: 4 objects" [ "$(grep -c '"run_id"' runs.json)" -eq 4 ]
+"$BIN" runs --db ref/gatelab.db --experiment grid --status FINISHED > runs.txt
+check "runs (table) filtered by experiment and status: 4 runs" grep -q "^4 runs" runs.txt
+
+# 7. --index and collect: task databases with an overlapping run merge once.
+"$BIN" sweep grid.ini --index 1 --db tasks/t1.db --results idx > i1.out 2> i1.err; rc1=$?
+"$BIN" sweep grid.ini --index 2 --db tasks/t2.db --results idx > i2.out 2> i2.err; rc2=$?
+"$BIN" sweep grid.ini --index 1 --db tasks/t2.db --results idx > i3.out 2> i3.err; rc3=$?
+id1=$(awk '$1 == "1" {print $2}' dry.out)
+check "--index 1 runs exactly sweep run 1 ($id1)" \
+    [ "$rc1" -eq 0 -a "$(q tasks/t1.db "SELECT group_concat(run_id) FROM runs")" = "$id1" ]
+check "--index tasks finish" [ "$rc2" -eq 0 -a "$rc3" -eq 0 ]
+"$BIN" collect idx/main.db tasks/t1.db tasks/t2.db > collect.out 2>&1; rc=$?
+check "collect: 2 runs, each once, FINISHED" \
+    [ "$rc" -eq 0 -a "$(q idx/main.db "SELECT count(*) || '/' || sum(status='FINISHED') FROM runs")" = "2/2" ]
+a=$(q ref/gatelab.db "SELECT quote(value) FROM metrics WHERE run_id='$id1' AND split='val' AND name='loss' AND step=800")
+b=$(q idx/main.db "SELECT quote(value) FROM metrics WHERE run_id='$id1' AND split='val' AND name='loss' AND step=800")
+check "collect: run 1's final val loss equals the sweep's ($a)" [ -n "$a" -a "$a" = "$b" ]
+n_before=$(q idx/main.db "SELECT count(*) FROM metrics")
+"$BIN" collect idx/main.db tasks/t1.db tasks/t2.db > collect2.out 2>&1
+check "collect again: nothing duplicated" [ "$(q idx/main.db "SELECT count(*) FROM runs")" = 2 -a \
+    "$(q idx/main.db "SELECT count(*) FROM metrics")" = "$n_before" -a "$n_before" -gt 0 ]
+
+# 8. The Slurm array script: its shape, and array task 0 run here without Slurm.
+"$BIN" sweep grid.ini -j 2 --emit-slurm grid.sbatch --results slurm > slurm.out 2>&1; rc=$?
+check "--emit-slurm writes an array script" [ "$rc" -eq 0 -a -f grid.sbatch ]
+check "--emit-slurm: --array=0-3%2, --signal=B:USR1@120, %A_%a logs, --index from the task id" bash -c '
+    grep -q "^#SBATCH --array=0-3%2$" grid.sbatch && grep -q "^#SBATCH --signal=B:USR1@120$" grid.sbatch &&
+    grep -q "^#SBATCH --output=.*%A_%a" grid.sbatch && grep -q -- "--index \"\$SLURM_ARRAY_TASK_ID\"" grid.sbatch &&
+    bash -n grid.sbatch'
+check "--emit-slurm writes no registry" [ ! -e slurm/gatelab.db ]
+mkdir -p slurm/slurm/grid
+SLURM_ARRAY_TASK_ID=0 SLURM_ARRAY_JOB_ID=7 TMPDIR="$W" bash grid.sbatch > task0.out 2>&1; rc=$?
+id0=$(awk '$1 == "0" {print $2}' dry.out)
+check "array task 0 (run locally) runs sweep run 0 into its own registry" \
+    [ "$rc" -eq 0 -a "$(q slurm/slurm/grid/task-0.db "SELECT run_id || ' ' || status FROM runs")" = "$id0 FINISHED" ]
+"$BIN" collect slurm/gatelab.db slurm/slurm/grid/task-*.db > /dev/null 2>&1
+check "collect of the array task's registry" [ "$(q slurm/gatelab.db "SELECT run_id FROM runs")" = "$id0" ]
+
+# 9. Bad input: nothing written.
+printf '[sweep]\nlambda = 0, , 0.1\n' > bad.ini
+"$BIN" sweep bad.ini --results bad > bad.out 2> bad.err; rc=$?
+check "a sweep list with an empty item: exit 2, file:line and key named, nothing written" \
+    bash -c "[ $rc -eq 2 ] && [ ! -e bad ] && grep -q 'bad.ini:2' bad.err && grep -q 'tsa_lambda' bad.err"
+"$BIN" sweep grid.ini scale=xs,nosuch --results bad > bad2.out 2> bad2.err; rc=$?
+check "an unknown scale on the command line: exit 2, named, nothing written" \
+    bash -c "[ $rc -eq 2 ] && [ ! -e bad ] && grep -q 'nosuch' bad2.err"
+
+echo "sweep.sh: $(( $(date +%s) - t0 )) s"

@@ -1,0 +1,521 @@
+/*
+ * test_data.c — data sets and batches (harness/data.c) and the synthetic
+ * tasks (harness/tasks.c): vocabulary and encoding of a small file with UTF-8
+ * bytes, the Tiny Shakespeare and enwik8 split boundaries (from
+ * $GATELAB_DATA; skipped with a message when absent), window/target alignment,
+ * determinism, the error messages, the structure of copy / sort / MQAR
+ * sequences, and the accuracy function on constructed logits.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "../harness/data.h"
+#include "../harness/tasks.h"
+#include "../model/rng.h"
+
+static char tmpdir[256];
+
+static const char *write_file(const char *name, const void *bytes, size_t n) {
+    static char paths[8][512];
+    static int next;
+    char *p = paths[next++ % 8];
+    snprintf(p, 512, "%s/%s", tmpdir, name);
+    FILE *f = fopen(p, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(bytes, 1, n, f), n);
+    fclose(f);
+    return p;
+}
+
+static int setup_dir(void **state) {
+    (void)state;
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/gl_test_data_XXXXXX");
+    return mkdtemp(tmpdir) ? 0 : -1;
+}
+
+static int teardown_dir(void **state) {
+    (void)state;
+    char cmd[400];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+static void text_config(gl_data_config *dc, const char *file, float train, float val) {
+    gl_manifest mf;
+    manifest_defaults(&mf);
+    *dc = mf.data;
+    snprintf(dc->file, sizeof dc->file, "%s", file);
+    dc->train_frac = train;
+    dc->val_frac = val;
+}
+
+static void expect_open_error(const gl_data_config *dc, int T, ...) {
+    gl_dataset ds;
+    char err[2048] = "";
+    int rc = data_open(&ds, dc, T, 1, err, sizeof err);
+    printf("  error: %s\n", err);
+    assert_int_equal(rc, -1);
+    va_list ap;
+    va_start(ap, T);
+    for (const char *needle; (needle = va_arg(ap, const char *));) {
+        if (!strstr(err, needle)) {
+            printf("  missing \"%s\" in the message\n", needle);
+            fail();
+        }
+    }
+    va_end(ap);
+    data_close(&ds); /* closing a failed open is allowed */
+}
+
+/* ---------------------------------------------------------------- text --- */
+
+static const char sample[] = "To be, or not to be: that is the question.\n"
+                             "Caf\xc3\xa9 na\xc3\xafve \xe2\x80\x94 r\xc3\xa9sum\xc3\xa9!\n"
+                             "Whether 'tis nobler in the mind to suffer\n"
+                             "The slings and arrows of outrageous fortune,\n";
+
+static void test_vocab_and_encode(void **state) {
+    (void)state;
+    size_t n = sizeof sample - 1;
+    const char *path = write_file("sample.txt", sample, n);
+    gl_data_config dc;
+    text_config(&dc, path, 0.5f, 0.5f);
+    gl_dataset ds;
+    char err[1024];
+    int rc = data_open(&ds, &dc, 16, 1, err, sizeof err);
+    if (rc) printf("  %s\n", err);
+    assert_int_equal(rc, 0);
+
+    int present[256] = {0}, V = 0;
+    for (size_t i = 0; i < n; i++) present[(uint8_t)sample[i]] = 1;
+    for (int b = 0; b < 256; b++) V += present[b];
+    assert_int_equal(data_vocab_size(&ds), V);
+    const uint8_t *vocab = data_vocab(&ds);
+    for (int i = 1; i < V; i++) assert_true(vocab[i - 1] < vocab[i]);
+    assert_true(vocab[V - 1] >= 0x80); /* UTF-8 bytes are ids like any other byte */
+    int *ids = malloc(n * sizeof *ids);
+    assert_int_equal(data_encode(&ds, (const uint8_t *)sample, n, ids, err, sizeof err), 0);
+    for (size_t i = 0; i < n; i++) assert_int_equal(vocab[ids[i]], (uint8_t)sample[i]);
+    for (size_t i = 0; i < n; i++) assert_int_equal(ds.ids[i], ids[i]);
+    printf("  %d distinct bytes (largest 0x%02x, from UTF-8), sorted; encode/decode exact over %zu "
+           "bytes\n",
+           V, vocab[V - 1], n);
+
+    rc = data_encode(&ds, (const uint8_t *)"to beZ", 6, ids, err, sizeof err);
+    printf("  %s\n", err);
+    assert_int_equal(rc, -1);
+    assert_non_null(strstr(err, "'Z' (0x5a) at offset 5"));
+    rc = data_encode(&ds, (const uint8_t *)"a\x01", 2, ids, err, sizeof err);
+    printf("  %s\n", err);
+    assert_non_null(strstr(err, "(0x01) at offset 1"));
+    free(ids);
+    data_close(&ds);
+    data_close(&ds); /* twice is fine */
+}
+
+static void test_windows_alignment_and_determinism(void **state) {
+    (void)state;
+    /* 1000 bytes of a pattern with every byte position identifiable */
+    enum { N = 1000, T = 8, B = 5 };
+    uint8_t buf[N];
+    for (int i = 0; i < N; i++) buf[i] = (uint8_t)('a' + (i * 7 + i / 26) % 26);
+    const char *path = write_file("pattern.txt", buf, N);
+    gl_data_config dc;
+    text_config(&dc, path, 0.8f, 0.1f);
+    gl_dataset ds;
+    char err[1024];
+    assert_int_equal(data_open(&ds, &dc, T, 1, err, sizeof err), 0);
+    assert_true(ds.split_start[SPLIT_TRAIN] == 0 && ds.split_len[SPLIT_TRAIN] == 800);
+    assert_true(ds.split_start[SPLIT_VAL] == 800 && ds.split_len[SPLIT_VAL] == 100);
+    assert_true(ds.split_start[SPLIT_TEST] == 900 && ds.split_len[SPLIT_TEST] == 100);
+    assert_int_equal(data_eval_windows(&ds, SPLIT_VAL), (100 - 1) / T);
+    assert_int_equal(data_eval_windows(&ds, SPLIT_TEST), (100 - 1) / T);
+    printf("  splits 800/100/100; %ld eval windows of %d per 100-byte split\n",
+           data_eval_windows(&ds, SPLIT_VAL), T);
+
+    int tok[B * T], tgt[B * T], tok2[B * T], tgt2[B * T];
+    float mask[B * T], mask2[B * T];
+    /* eval window i of val covers bytes [800 + iT, 800 + iT + T] */
+    int filled = data_eval_batch(&ds, SPLIT_VAL, 3, B, tok, tgt, mask);
+    assert_int_equal(filled, B);
+    for (int b = 0; b < B; b++)
+        for (int t = 0; t < T; t++) {
+            size_t at = 800 + (size_t)(3 + b) * T + t;
+            assert_int_equal(ds.vocab[tok[b * T + t]], buf[at]);
+            assert_int_equal(ds.vocab[tgt[b * T + t]], buf[at + 1]);
+            assert_true(mask[b * T + t] == 1.0f);
+        }
+    /* the last val window's last target is still inside val */
+    long last = data_eval_windows(&ds, SPLIT_VAL) - 1;
+    filled = data_eval_batch(&ds, SPLIT_VAL, last, B, tok, tgt, mask);
+    assert_int_equal(filled, 1);
+    assert_true(800 + (size_t)last * T + T < 900);
+    for (int t = 0; t < T; t++) assert_true(mask[T + t] == 0.0f && tok[T + t] == 0);
+    printf("  eval windows: tokens = bytes[start+iT ..], targets shifted by one; partial batch "
+           "filled 1 of %d, rest masked\n",
+           B);
+
+    /* training windows: targets are tokens shifted by one and lie in train */
+    gl_rng r1, r2;
+    rng_seed(&r1, 42);
+    rng_seed(&r2, 42);
+    int max_start = 0;
+    for (int rep = 0; rep < 200; rep++) {
+        data_train_batch(&ds, &r1, B, tok, tgt, mask);
+        data_train_batch(&ds, &r2, B, tok2, tgt2, mask2);
+        assert_memory_equal(tok, tok2, sizeof tok);
+        assert_memory_equal(tgt, tgt2, sizeof tgt);
+        for (int b = 0; b < B; b++) {
+            for (int t = 0; t + 1 < T; t++) assert_int_equal(tgt[b * T + t], tok[b * T + t + 1]);
+            /* find the window in the train bytes */
+            int found = -1;
+            for (int s = 0; s + T < 800 && found < 0; s++) {
+                int ok = 1;
+                for (int t = 0; t < T && ok; t++)
+                    ok = ds.vocab[tok[b * T + t]] == buf[s + t] &&
+                         ds.vocab[tgt[b * T + t]] == buf[s + t + 1];
+                if (ok) found = s;
+            }
+            assert_true(found >= 0);
+            if (found > max_start) max_start = found;
+        }
+    }
+    rng_seed(&r2, 43);
+    data_train_batch(&ds, &r2, B, tok2, tgt2, mask2);
+    data_train_batch(&ds, &r1, B, tok, tgt, mask);
+    assert_true(memcmp(tok, tok2, sizeof tok) != 0);
+    printf("  1000 training windows: same seed -> same batches, all inside train (latest start "
+           "%d of max %d); another seed differs\n",
+           max_start, 800 - T - 1);
+    data_close(&ds);
+}
+
+static void test_text_errors(void **state) {
+    (void)state;
+    gl_data_config dc;
+    char missing[600];
+    snprintf(missing, sizeof missing, "%s/absent.txt", tmpdir);
+    text_config(&dc, missing, 0.9f, 0.1f);
+    expect_open_error(&dc, 8, "cannot open", "absent.txt", "GATELAB_DATA", NULL);
+
+    char saved[1024] = "";
+    const char *old = getenv("GATELAB_DATA");
+    if (old) snprintf(saved, sizeof saved, "%s", old);
+    setenv("GATELAB_DATA", tmpdir, 1);
+    text_config(&dc, "absent.txt", 0.9f, 0.1f);
+    expect_open_error(&dc, 8, missing, NULL);
+    write_file("rel.txt", sample, sizeof sample - 1);
+    text_config(&dc, "rel.txt", 0.5f, 0.5f);
+    gl_dataset ds;
+    char err[1024];
+    assert_int_equal(data_open(&ds, &dc, 8, 1, err, sizeof err), 0);
+    printf("  relative data.file resolved in $GATELAB_DATA: %s\n", ds.path);
+    data_close(&ds);
+    if (old)
+        setenv("GATELAB_DATA", saved, 1);
+    else
+        unsetenv("GATELAB_DATA");
+
+    text_config(&dc, write_file("empty.txt", "", 0), 0.9f, 0.1f);
+    expect_open_error(&dc, 8, "empty.txt has 0 bytes", NULL);
+    text_config(&dc, write_file("one.txt", "x", 1), 0.9f, 0.1f);
+    expect_open_error(&dc, 8, "one.txt has 1 byte;", NULL);
+    text_config(&dc, write_file("short.txt", sample, 100), 0.9f, 0.1f);
+    expect_open_error(&dc, 16, "the val split", "has 10 bytes", "model.seq_len + 1 = 17", NULL);
+    text_config(&dc, write_file("short2.txt", sample, 100), 0.1f, 0.9f);
+    expect_open_error(&dc, 16, "the train split", "has 10 bytes", NULL);
+    text_config(&dc, tmpdir, 0.9f, 0.1f);
+    expect_open_error(&dc, 8, "not a regular file", NULL);
+
+    gl_dataset zero;
+    memset(&zero, 0, sizeof zero);
+    data_close(&zero);
+    data_close(NULL);
+}
+
+static const char *data_dir(void) {
+    const char *d = getenv("GATELAB_DATA");
+    return d && *d ? d : "data";
+}
+
+static void test_tinyshakespeare_split(void **state) {
+    (void)state;
+    char path[1024];
+    snprintf(path, sizeof path, "%s/tinyshakespeare.txt", data_dir());
+    if (access(path, R_OK) != 0) {
+        printf("  SKIP: %s not found; set GATELAB_DATA to the folder with the data sets\n", path);
+        skip();
+    }
+    gl_data_config dc;
+    text_config(&dc, path, 0.9f, 0.1f);
+    gl_dataset ds;
+    char err[1024];
+    assert_int_equal(data_open(&ds, &dc, 128, 1, err, sizeof err), 0);
+    assert_int_equal(ds.n, 1115394);
+    assert_int_equal(data_vocab_size(&ds), 65);
+    assert_int_equal(ds.split_len[SPLIT_TRAIN], 1003854);
+    assert_int_equal(ds.split_start[SPLIT_VAL], 1003854);
+    assert_int_equal(ds.split_len[SPLIT_VAL], 111540);
+    assert_int_equal(ds.split_len[SPLIT_TEST], 0);
+    assert_int_equal(data_eval_windows(&ds, SPLIT_TEST), 0);
+    assert_int_equal(data_eval_windows(&ds, SPLIT_VAL), (111540 - 1) / 128);
+    const uint8_t *v = data_vocab(&ds);
+    assert_true(v[0] == '\n' && v[1] == ' ' && v[64] == 'z');
+    printf("  tinyshakespeare: 65 symbols, train 1,003,854, val 111,540 (nanoGPT), test 0, "
+           "%ld val windows of 128\n",
+           data_eval_windows(&ds, SPLIT_VAL));
+    data_close(&ds);
+}
+
+static void test_enwik8_split(void **state) {
+    (void)state;
+    char path[1024];
+    snprintf(path, sizeof path, "%s/enwik8_first4000000.txt", data_dir());
+    if (access(path, R_OK) != 0) {
+        printf("  SKIP: %s not found; set GATELAB_DATA to the folder with the data sets\n", path);
+        skip();
+    }
+    gl_data_config dc;
+    text_config(&dc, path, 0.9f, 0.05f);
+    gl_dataset ds;
+    char err[1024];
+    assert_int_equal(data_open(&ds, &dc, 256, 1, err, sizeof err), 0);
+    assert_int_equal(ds.split_start[SPLIT_VAL], 3600000);
+    assert_int_equal(ds.split_start[SPLIT_TEST], 3800000);
+    assert_int_equal(ds.split_len[SPLIT_VAL], 200000);
+    assert_int_equal(ds.split_len[SPLIT_TEST], 200000);
+    printf("  enwik8 prefix 90/5/5: [0, 3.6M) [3.6M, 3.8M) [3.8M, 4M) exactly (float 0.9f "
+           "read as the decimal 0.9); %d symbols\n",
+           data_vocab_size(&ds));
+    assert_int_equal(data_vocab_size(&ds), 200);
+    data_close(&ds);
+}
+
+/* ----------------------------------------------------------- synthetic --- */
+
+static void task_config(gl_data_config *dc, gl_task task) {
+    gl_manifest mf;
+    manifest_defaults(&mf);
+    *dc = mf.data;
+    dc->task = task;
+}
+
+static void test_copy_sort(void **state) {
+    (void)state;
+    for (int which = 0; which < 2; which++) {
+        gl_data_config dc;
+        task_config(&dc, which ? TASK_SORT : TASK_COPY);
+        dc.seq_items = 7;
+        dc.n_symbols = 5;
+        const int T = 20, B = 64, n = 7, S = 5;
+        gl_dataset ds;
+        char err[1024];
+        assert_int_equal(data_open(&ds, &dc, T, 9, err, sizeof err), 0);
+        assert_int_equal(data_vocab_size(&ds), S + 2);
+        int sep = task_sep_id(&dc), pad = task_pad_id(&dc);
+        assert_true(sep == S && pad == S + 1);
+        int tok[64 * 20], tgt[64 * 20];
+        float mask[64 * 20];
+        gl_rng r;
+        rng_seed(&r, 5);
+        long unsorted_inputs = 0;
+        for (int rep = 0; rep < 20; rep++) {
+            data_train_batch(&ds, &r, B, tok, tgt, mask);
+            for (int b = 0; b < B; b++) {
+                int *x = tok + b * T, *y = tgt + b * T;
+                float *m = mask + b * T;
+                for (int t = 0; t + 1 < T; t++) assert_int_equal(y[t], x[t + 1]);
+                for (int j = 0; j < n; j++) assert_true(x[j] >= 0 && x[j] < S);
+                assert_int_equal(x[n], sep);
+                int in_count[5] = {0}, out_count[5] = {0};
+                for (int j = 0; j < n; j++) in_count[x[j]]++;
+                for (int k = 0; k < n; k++) {
+                    int yk = y[n + k]; /* target at position n+k is y_{k+1} */
+                    assert_true(yk >= 0 && yk < S);
+                    out_count[yk]++;
+                    if (which == 0) assert_int_equal(yk, x[k]);
+                    if (which == 1 && k > 0) assert_true(y[n + k - 1] <= yk);
+                }
+                assert_memory_equal(in_count, out_count, sizeof in_count);
+                for (int j = 1; j < n; j++) unsorted_inputs += x[j - 1] > x[j];
+                for (int t = 0; t < T; t++) assert_true(m[t] == ((t >= n && t < 2 * n) ? 1.0f : 0.0f));
+                for (int t = 2 * n + 1; t < T; t++) assert_int_equal(x[t], pad);
+                for (int t = 2 * n; t < T; t++) assert_int_equal(y[t], pad);
+            }
+        }
+        assert_true(unsorted_inputs > 0);
+        printf("  %s: x SEP y layout, mask on positions [%d, %d), outputs %s, PAD after; "
+               "1280 sequences\n",
+               which ? "sort" : "copy", n, 2 * n, which ? "sorted permutations of x" : "= x");
+        data_close(&ds);
+    }
+    /* T = 2n is enough (the last output is only a target), T = 2n-1 is not */
+    gl_data_config dc;
+    task_config(&dc, TASK_COPY);
+    gl_dataset ds;
+    char err[1024];
+    assert_int_equal(data_open(&ds, &dc, 20, 1, err, sizeof err), 0);
+    int tok[20], tgt[20];
+    float mask[20];
+    gl_rng r;
+    rng_seed(&r, 3);
+    data_train_batch(&ds, &r, 1, tok, tgt, mask);
+    for (int k = 0; k < 10; k++) assert_int_equal(tgt[10 + k], tok[k]);
+    data_close(&ds);
+    expect_open_error(&dc, 19, "model.seq_len (19) is too short", "data.seq_items = 10", NULL);
+}
+
+static void test_mqar(void **state) {
+    (void)state;
+    gl_data_config dc;
+    task_config(&dc, TASK_MQAR);
+    dc.mqar_pairs = 6;
+    dc.mqar_queries = 4;
+    dc.mqar_keys = 8;
+    dc.mqar_values = 5;
+    const int P = 6, Q = 4, K = 8, Vv = 5, T = 24, B = 32;
+    gl_dataset ds;
+    char err[1024];
+    assert_int_equal(data_open(&ds, &dc, T, 1, err, sizeof err), 0);
+    assert_int_equal(data_vocab_size(&ds), K + Vv + 1);
+    assert_int_equal(task_pad_id(&dc), K + Vv);
+    assert_int_equal(task_sep_id(&dc), -1);
+    int tok[32 * 24], tgt[32 * 24];
+    float mask[32 * 24];
+    gl_rng r;
+    rng_seed(&r, 11);
+    int key_hist[8] = {0};
+    for (int rep = 0; rep < 50; rep++) {
+        data_train_batch(&ds, &r, B, tok, tgt, mask);
+        for (int b = 0; b < B; b++) {
+            int *x = tok + b * T, *y = tgt + b * T;
+            float *m = mask + b * T;
+            for (int t = 0; t + 1 < T; t++) assert_int_equal(y[t], x[t + 1]);
+            for (int i = 0; i < P; i++) {
+                assert_true(x[2 * i] >= 0 && x[2 * i] < K);
+                assert_true(x[2 * i + 1] >= K && x[2 * i + 1] < K + Vv);
+                for (int j = 0; j < i; j++) assert_true(x[2 * j] != x[2 * i]);
+                key_hist[x[2 * i]]++;
+            }
+            int scored = 0;
+            for (int q = 0; q < Q; q++) {
+                int pos = 2 * P + 2 * q, key = x[pos], value = -1;
+                for (int i = 0; i < P; i++)
+                    if (x[2 * i] == key) value = x[2 * i + 1];
+                assert_true(value >= 0);               /* asks a key of this sequence */
+                assert_int_equal(y[pos], value);        /* target = its value */
+                assert_int_equal(x[pos + 1], value);    /* and the value follows in the input */
+                for (int p = 0; p < q; p++) assert_true(x[2 * P + 2 * p] != key);
+            }
+            for (int t = 0; t < T; t++) {
+                int expect = t >= 2 * P && t < 2 * P + 2 * Q && (t - 2 * P) % 2 == 0;
+                assert_true(m[t] == (expect ? 1.0f : 0.0f));
+                scored += m[t] > 0;
+            }
+            assert_int_equal(scored, Q);
+            for (int t = 2 * P + 2 * Q; t < T; t++) assert_int_equal(x[t], K + Vv);
+        }
+    }
+    for (int k = 0; k < K; k++) assert_true(key_hist[k] > 0);
+    printf("  mqar: %d distinct keys with values in [%d, %d), %d distinct queries scored at the "
+           "key, answer follows; every key id used\n",
+           P, K, K + Vv, Q);
+    data_close(&ds);
+
+    dc.mqar_keys = 5;
+    expect_open_error(&dc, T, "data.mqar_keys (5) must be at least data.mqar_pairs (6)", NULL);
+    dc.mqar_keys = 8;
+    expect_open_error(&dc, 19, "model.seq_len (19) is too short for data.task = mqar", NULL);
+}
+
+static void test_synthetic_eval_sets(void **state) {
+    (void)state;
+    gl_data_config dc;
+    task_config(&dc, TASK_SORT);
+    const int T = 24, B = 8;
+    gl_dataset ds, ds2;
+    char err[1024];
+    assert_int_equal(data_open(&ds, &dc, T, 77, err, sizeof err), 0);
+    assert_int_equal(data_open(&ds2, &dc, T, 77, err, sizeof err), 0);
+    assert_int_equal(data_eval_windows(&ds, SPLIT_VAL), TASK_EVAL_WINDOWS);
+    assert_int_equal(data_eval_windows(&ds, SPLIT_TEST), TASK_EVAL_WINDOWS);
+    assert_int_equal(data_eval_windows(&ds, SPLIT_TRAIN), 0);
+    int a[8 * 24], at[8 * 24], b[8 * 24], bt[8 * 24];
+    float am[8 * 24], bm[8 * 24];
+    /* the same windows whatever the batch they come in */
+    assert_int_equal(data_eval_batch(&ds, SPLIT_VAL, 4, B, a, at, am), B);
+    assert_int_equal(data_eval_batch(&ds2, SPLIT_VAL, 6, B, b, bt, bm), B);
+    assert_memory_equal(a + 2 * T, b, (size_t)(B - 2) * T * sizeof(int));
+    assert_memory_equal(at + 2 * T, bt, (size_t)(B - 2) * T * sizeof(int));
+    /* val differs from test, and from another seed */
+    assert_int_equal(data_eval_batch(&ds, SPLIT_TEST, 4, B, b, bt, bm), B);
+    assert_true(memcmp(a, b, sizeof a) != 0);
+    data_close(&ds2);
+    assert_int_equal(data_open(&ds2, &dc, T, 78, err, sizeof err), 0);
+    assert_int_equal(data_eval_batch(&ds2, SPLIT_VAL, 4, B, b, bt, bm), B);
+    assert_true(memcmp(a, b, sizeof a) != 0);
+    /* the end of the set */
+    assert_int_equal(data_eval_batch(&ds, SPLIT_VAL, TASK_EVAL_WINDOWS - 3, B, a, at, am), 3);
+    for (int i = 3 * T; i < B * T; i++) assert_true(am[i] == 0.0f);
+    const uint8_t *v = data_vocab(&ds);
+    assert_true(v[task_sep_id(&dc)] == '|' && v[task_pad_id(&dc)] == '.');
+    int ids[3];
+    assert_int_equal(data_encode(&ds, (const uint8_t *)"0f|", 3, ids, err, sizeof err), 0);
+    assert_true(ids[0] == 0 && ids[1] == 15 && ids[2] == task_sep_id(&dc));
+    printf("  sort eval sets: %d val + %d test windows, fixed by (seed, split, i), independent of "
+           "batching; display symbols encode back\n",
+           TASK_EVAL_WINDOWS, TASK_EVAL_WINDOWS);
+    data_close(&ds);
+    data_close(&ds2);
+}
+
+/* ------------------------------------------------------------ accuracy --- */
+
+static void test_accuracy(void **state) {
+    (void)state;
+    enum { B = 3, T = 3, V = 4 };
+    float logits[B * T * V];
+    int argmax[B * T] = {2, 0, 3, /**/ 1, 1, 1, /**/ 0, 3, 2};
+    for (int i = 0; i < B * T; i++)
+        for (int v = 0; v < V; v++) logits[i * V + v] = v == argmax[i] ? 2.0f : -1.0f + 0.1f * v;
+    logits[5 * V + 2] = 2.0f; /* tie at position 5: ids 1 and 2 -> the lower id, 1 */
+    int targets[B * T] = {2, 1, 3, /**/ 1, 1, 1, /**/ 0, 0, 0};
+    float mask[B * T] = {1, 1, 0, /**/ 0, 1, 1, /**/ 0, 0, 0};
+    double tok, seq;
+    data_accuracy(logits, targets, mask, B, T, V, &tok, &seq);
+    /* scored: (0,0) ok, (0,1) wrong, (1,1) ok, (1,2) ok by tie -> 3/4; rows: 0 wrong, 1 right, 2
+     * unscored -> 1/2 */
+    printf("  token accuracy %.4f (expect 0.75), sequence accuracy %.4f (expect 0.5)\n", tok, seq);
+    assert_true(tok == 0.75 && seq == 0.5);
+    float none[B * T] = {0};
+    data_accuracy(logits, targets, none, B, T, V, &tok, &seq);
+    assert_true(tok == 0.0 && seq == 0.0);
+    for (int i = 0; i < B * T; i++) targets[i] = argmax[i]; /* position 5's tie resolves to 1 */
+    for (int i = 0; i < B * T; i++) mask[i] = 1.0f;
+    data_accuracy(logits, targets, mask, B, T, V, &tok, &seq);
+    assert_true(tok == 1.0 && seq == 1.0);
+    printf("  nothing scored -> 0, 0; all argmax targets -> 1, 1\n");
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_vocab_and_encode),
+        cmocka_unit_test(test_windows_alignment_and_determinism),
+        cmocka_unit_test(test_text_errors),
+        cmocka_unit_test(test_tinyshakespeare_split),
+        cmocka_unit_test(test_enwik8_split),
+        cmocka_unit_test(test_copy_sort),
+        cmocka_unit_test(test_mqar),
+        cmocka_unit_test(test_synthetic_eval_sets),
+        cmocka_unit_test(test_accuracy),
+    };
+    return cmocka_run_group_tests(tests, setup_dir, teardown_dir);
+}
