@@ -129,29 +129,17 @@ int cmd_eval(int argc, char **argv) {
         printf(",\"sparse_speedup\":%.4f", soft.seconds > 0 && r2.seconds > 0 ? soft.seconds / r2.seconds : 0.0);
     }
     if (match >= 0) {
-        /* α falls as τ falls (more tokens exit early): bisection on the validation split */
-        double lo = 0.0, hi = 1.0 + 1e-6;
-        gl_eval_result best = soft;
-        double best_tau = 1.0;
-        for (int it = 0; it < 40; it++) {
-            double mid = 0.5 * (lo + hi);
-            m->exit_tau = (float)mid;
-            if (run_eval(&run, ids, n_ids, &ds, split, windows, &r2, err, sizeof err)) goto fail;
-            if (fabs(r2.active_frac - match) < fabs(best.active_frac - match) || it == 0) {
-                best = r2;
-                best_tau = mid;
-            }
-            if (fabs(r2.active_frac - match) <= 0.005) break;
-            if (r2.active_frac > match) hi = mid;
-            else lo = mid;
+        if (ids) {
+            snprintf(err, sizeof err, "--match-alpha searches τ on the run's validation split; drop --text");
+            goto fail;
         }
-        m->exit_tau = 0;
-        tau = best_tau;
+        int mrc = eval_match_alpha(m, &ds, split, windows, match, 0.005, &tau, &r2, err, sizeof err);
+        if (mrc < 0) goto fail;
         printf(",\"tau\":%.6f,\"alpha_target\":%.6f,", tau, match);
-        print_result("exit", &best, is_text, L, mc->seq_len);
-        if (fabs(best.active_frac - match) > 0.005)
-            fprintf(stderr, "gatelab eval: closest α reached is %.4f (target %.4f): α moves in steps at this data size\n",
-                    best.active_frac, match);
+        print_result("exit", &r2, is_text, L, mc->seq_len);
+        if (mrc > 0)
+            fprintf(stderr, "gatelab eval: closest α reached is %.4f (target %.4f ± 0.005): α moves in steps at this data size\n",
+                    r2.active_frac, match);
     } else if (tau >= 0) {
         m->exit_tau = (float)tau;
         if (run_eval(&run, ids, n_ids, &ds, split, windows, &r2, err, sizeof err)) goto fail;

@@ -96,6 +96,12 @@ static void runs_csv_num(double v) {
     else printf(",");
 }
 
+/* Unix seconds with millisecond resolution (%.9g would round them to 10 s). */
+static void runs_csv_time(double t) {
+    if (isfinite(t)) printf(",%.3f", t);
+    else printf(",");
+}
+
 static void runs_print_csv(const gl_run_row *rows, int n) {
     printf("run_id,experiment,name,status,step,train_loss,val_loss,active_frac,tlops_saved,tokens_per_s,"
            "start_time,end_time,start_iso,end_iso,duration_s,exit_code,error\n");
@@ -116,8 +122,8 @@ static void runs_print_csv(const gl_run_row *rows, int n) {
         runs_csv_num(r->active_frac);
         runs_csv_num(r->tlops_saved);
         runs_csv_num(r->tokens_per_s);
-        runs_csv_num(r->start_time);
-        runs_csv_num(r->end_time);
+        runs_csv_time(r->start_time);
+        runs_csv_time(r->end_time);
         runs_iso(r->start_time, a, sizeof a);
         runs_iso(r->end_time, b, sizeof b);
         printf(",%s,%s", a, b);
@@ -146,6 +152,11 @@ static void runs_json_num(const char *key, double v) {
     else printf(", \"%s\": null", key);
 }
 
+static void runs_json_time(const char *key, double t) {
+    if (isfinite(t)) printf(", \"%s\": %.3f", key, t);
+    else printf(", \"%s\": null", key);
+}
+
 static void runs_print_json(const gl_run_row *rows, int n) {
     printf("[");
     for (int i = 0; i < n; i++) {
@@ -166,8 +177,8 @@ static void runs_print_json(const gl_run_row *rows, int n) {
         runs_json_num("active_frac", r->active_frac);
         runs_json_num("tlops_saved", r->tlops_saved);
         runs_json_num("tokens_per_s", r->tokens_per_s);
-        runs_json_num("start_time", r->start_time);
-        runs_json_num("end_time", r->end_time);
+        runs_json_time("start_time", r->start_time);
+        runs_json_time("end_time", r->end_time);
         runs_iso(r->start_time, a, sizeof a);
         runs_iso(r->end_time, b, sizeof b);
         printf(", \"start_iso\": \"%s\", \"end_iso\": \"%s\"", a, b);

@@ -24,9 +24,6 @@
  * Slurm's signals reach train directly); --emit-slurm writes the sbatch array
  * script for such tasks, each with its own registry on node-local disk,
  * merged afterwards with `gatelab collect`.
- *
- * Test hook: when GATELAB_SWEEP_TRAIN_CMD is set, that program is exec'd
- * instead of this binary, with the same arguments (starting with "train").
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -207,13 +204,8 @@ static char **sweep_train_argv(const char *exe, const gl_sweep *sw, const gl_swe
     return v;
 }
 
-/* Path of the program that runs a training: the test hook or this binary. */
+/* Path of this binary, which runs each training (`<it> train ...`). */
 static int sweep_train_exe(char *out, size_t outlen) {
-    const char *hook = getenv("GATELAB_SWEEP_TRAIN_CMD");
-    if (hook && *hook) {
-        snprintf(out, outlen, "%s", hook);
-        return 0;
-    }
     ssize_t n = readlink("/proc/self/exe", out, outlen - 1);
     if (n <= 0) return -1;
     out[n] = '\0';

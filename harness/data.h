@@ -97,6 +97,7 @@ int data_encode(const gl_dataset *ds, const uint8_t *bytes, size_t n, int *ids, 
 void data_accuracy(const float *logits, const int *targets, const float *mask, int B, int T, int V,
                    double *tok_acc, double *seq_acc);
 
+/* "train", "val" or "test" (for messages and registry rows). */
 const char *data_split_name(gl_split split);
 
 #endif

@@ -6,6 +6,7 @@
  */
 #include "evaluate.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -106,6 +107,36 @@ int eval_ids(gl_model *m, const int *ids, size_t n_ids, long n_windows, gl_eval_
     finish(&a, r, t0);
     free(tg); free(mask);
     return 0;
+}
+
+int eval_match_alpha(gl_model *m, const gl_dataset *ds, gl_split split, long n_windows, double target,
+                     double tol, double *tau, gl_eval_result *r, char *err, size_t errlen) {
+    /* α is non-decreasing in τ (a higher bar lets fewer tokens exit early) */
+    double lo = 0.0, hi = 1.0 + 1e-6, best_gap = INFINITY;
+    gl_eval_result cur;
+    int rc = 1;
+    for (int it = 0; it < 40; it++) {
+        double mid = 0.5 * (lo + hi);
+        m->exit_tau = (float)mid;
+        if (eval_split(m, ds, split, n_windows, &cur, err, errlen)) {
+            rc = -1;
+            break;
+        }
+        double gap = fabs(cur.active_frac - target);
+        if (gap < best_gap) {
+            best_gap = gap;
+            *r = cur;
+            *tau = mid;
+        }
+        if (gap <= tol) {
+            rc = 0;
+            break;
+        }
+        if (cur.active_frac > target) hi = mid;
+        else lo = mid;
+    }
+    m->exit_tau = 0.0f;
+    return rc;
 }
 
 double eval_tlops_saved(double alpha, int n_layer) {

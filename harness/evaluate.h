@@ -28,6 +28,13 @@ int eval_split(gl_model *m, const gl_dataset *ds, gl_split split, long n_windows
 int eval_ids(gl_model *m, const int *ids, size_t n_ids, long n_windows, gl_eval_result *r,
              char *err, size_t errlen);
 
+/* Early exit at matched compute: find τ by bisection so that the active
+ * fraction on windows [0, n_windows) of split is within tol of target.  Fills
+ * *tau and *r with the closest point found (also when tol is not reached:
+ * returns 1 then, 0 on success, -1 on error).  Leaves m->exit_tau at 0. */
+int eval_match_alpha(gl_model *m, const gl_dataset *ds, gl_split split, long n_windows, double target,
+                     double tol, double *tau, gl_eval_result *r, char *err, size_t errlen);
+
 /* TLOps saved by routing at active fraction alpha over L layers: (1−α)(L−1)/L. */
 double eval_tlops_saved(double alpha, int n_layer);
 

@@ -1,0 +1,210 @@
+/*
+ * test_routing.c — TSA and early exit at inference.
+ *
+ *  - α / TLOps arithmetic, including the published pairs for L = 6;
+ *  - the active fraction the model reports on constructed routers;
+ *  - sparse inference (gather → sgemm on packed rows → scatter) equals the
+ *    soft model whose skipped updates are zeroed by hand (hard routing), and
+ *    with every p ≤ 0.5 computes every token and equals the soft model;
+ *  - early exit: τ = 1 (nobody exits) equals the plain forward, and the τ
+ *    bisection reaches a requested α within 0.005.
+ */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "../harness/data.h"
+#include "../harness/evaluate.h"
+#include "../model/model.h"
+#include "../model/rng.h"
+
+static void test_tlops_arithmetic(void **s) {
+    (void)s;
+    /* DESIGN.md: with L = 6, α 0.726 → 22.8 %, 0.833 → 13.9 %, 0.341 → 54.9 % */
+    const double pairs[][2] = {{0.726, 0.228}, {0.833, 0.139}, {0.341, 0.549}, {1.0, 0.0}, {0.0, 5.0 / 6.0}};
+    for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++) {
+        double got = eval_tlops_saved(pairs[i][0], 6);
+        printf("  α %.3f → TLOps saved %.4f (published %.3f)\n", pairs[i][0], got, pairs[i][1]);
+        assert_true(fabs(got - pairs[i][1]) < 6e-4);
+    }
+}
+
+static void tsa_model(gl_model *m, int B, float router_scale, float bias) {
+    gl_model_config c;
+    config_defaults(&c);
+    c.vocab_size = 13;
+    c.d_model = 32;
+    c.n_layer = 4;
+    c.n_head = 4;
+    c.n_kv_head = 2;
+    c.d_ff = 48;
+    c.seq_len = 16;
+    c.depth_routing = DR_TSA;
+    c.router_init_bias = bias;
+    char err[256];
+    assert_int_equal(model_init(m, &c, B, err, sizeof err), 0);
+    model_init_weights(m, 5);
+    for (int i = 0; i < m->n_tensors; i++) {
+        const gl_tensor *t = &m->tensors[i];
+        float *p = m->params + t->offset;
+        if (t->ndim == 2)
+            for (size_t j = 0; j < t->size; j++) p[j] *= strstr(t->name, "routers") ? router_scale : 5.0f;
+    }
+}
+
+static void tokens(int *tok, int n, int V) {
+    gl_rng r;
+    rng_seed(&r, 11);
+    for (int i = 0; i < n; i++) tok[i] = (int)rng_below(&r, V);
+}
+
+static void test_active_fraction(void **s) {
+    (void)s;
+    gl_model m;
+    tsa_model(&m, 2, 0.0f, 0.0f);
+    int tok[32];
+    tokens(tok, 32, 13);
+    /* routers 0 and 2 skip (p = σ(3) > 0.5), router 1 runs (p = σ(−3)): α = 1/3 */
+    m.P.router[0].fc2_b[0] = 3.0f;
+    m.P.router[1].fc2_b[0] = -3.0f;
+    m.P.router[2].fc2_b[0] = 3.0f;
+    model_forward(&m, tok, NULL, NULL, 2, 16);
+    printf("  constructed routers: α = %.6f (expected 1/3)\n", m.active_frac);
+    assert_true(fabs(m.active_frac - 1.0 / 3.0) < 1e-6);
+    model_free(&m);
+}
+
+static double max_abs_diff(const float *a, const float *b, size_t n) {
+    double w = 0;
+    for (size_t i = 0; i < n; i++) w = fmax(w, fabs((double)a[i] - b[i]));
+    return w;
+}
+
+static void test_sparse_equals_hard_soft(void **s) {
+    (void)s;
+    /* Hard routing (p ∈ {0, 1} from a seeded ROUTE_RANDOM override, the same
+     * in both models): the soft model multiplies a skipped pair's update by
+     * 1 − p = 0 and still computes its FFN; the sparse model keeps the state
+     * and never computes the FFN rows.  They must agree up to the rounding of
+     * packed vs unpacked sgemm. */
+    gl_model m, ref;
+    tsa_model(&m, 3, 30.0f, 0.0f);
+    tsa_model(&ref, 3, 30.0f, 0.0f);
+    const int B = 3, T = 16, N = B * T, V = 13;
+    int tok[48];
+    tokens(tok, N, V);
+    model_set_route_override(&m, ROUTE_RANDOM, 0.4f, 7);
+    model_set_route_override(&ref, ROUTE_RANDOM, 0.4f, 7);
+    model_forward(&ref, tok, NULL, NULL, B, T);
+    m.sparse = 1;
+    model_forward(&m, tok, NULL, NULL, B, T);
+    double d = max_abs_diff(m.logits, ref.logits, (size_t)N * V);
+    printf("  hard routing (α = %.3f, %ld of %d pairs computed): sparse vs soft with zeroed updates, max |Δlogit| = %.2e\n",
+           m.active_frac, m.active_count, N * (m.cfg.n_layer - 1), d);
+    assert_true(m.active_frac > 0.3 && m.active_frac < 0.9);
+    assert_true(fabs(m.active_frac - ref.active_frac) < 1e-7);
+    assert_int_equal(m.active_count, (long)lround(m.active_frac * N * (m.cfg.n_layer - 1)));
+    assert_true(d < 1e-4);
+    model_free(&m);
+    model_free(&ref);
+}
+
+static void test_sparse_all_kept(void **s) {
+    (void)s;
+    gl_model m;
+    tsa_model(&m, 2, 0.0f, -4.0f); /* p = σ(−4) ≈ 0.018 for every token */
+    const int B = 2, T = 16, N = B * T, V = 13;
+    int tok[32];
+    tokens(tok, N, V);
+    model_forward(&m, tok, NULL, NULL, B, T);
+    float soft[32 * 13];
+    memcpy(soft, m.logits, sizeof soft);
+    m.sparse = 1;
+    model_forward(&m, tok, NULL, NULL, B, T);
+    double d = max_abs_diff(soft, m.logits, (size_t)N * V);
+    printf("  every p <= 0.5: α %.3f, active pairs %ld of %d, max |Δlogit| = %.2e\n", m.active_frac,
+           m.active_count, N * (m.cfg.n_layer - 1), d);
+    assert_true(m.active_frac == 1.0f);
+    assert_int_equal(m.active_count, N * (m.cfg.n_layer - 1));
+    assert_true(d < 1e-4);
+    model_free(&m);
+}
+
+static void ee_setup(gl_model *m, gl_dataset *ds, int B) {
+    gl_model_config c;
+    config_defaults(&c);
+    c.d_model = 32;
+    c.n_layer = 4;
+    c.n_head = 4;
+    c.n_kv_head = 2;
+    c.d_ff = 48;
+    c.seq_len = 21;
+    c.depth_routing = DR_EARLY_EXIT;
+    gl_data_config dc;
+    memset(&dc, 0, sizeof dc);
+    dc.task = TASK_COPY;
+    dc.seq_items = 10;
+    dc.n_symbols = 16;
+    dc.train_frac = 0.9f;
+    dc.val_frac = 0.1f;
+    char err[256];
+    assert_int_equal(data_open(ds, &dc, c.seq_len, 1, err, sizeof err), 0);
+    c.vocab_size = data_vocab_size(ds);
+    assert_int_equal(model_init(m, &c, B, err, sizeof err), 0);
+    model_init_weights(m, 3);
+    for (size_t i = 0; i < m->n_params; i++) m->params[i] *= 10.0f; /* spread the confidences */
+    for (int i = 0; i < m->n_tensors; i++)
+        if (strstr(m->tensors[i].name, "norm"))
+            for (size_t j = 0; j < m->tensors[i].size; j++) m->params[m->tensors[i].offset + j] = 1.0f;
+}
+
+static void test_exit_tau_one_is_plain(void **s) {
+    (void)s;
+    gl_model m;
+    gl_dataset ds;
+    ee_setup(&m, &ds, 8);
+    gl_eval_result a, b;
+    char err[256];
+    assert_int_equal(eval_split(&m, &ds, SPLIT_VAL, 16, &a, err, sizeof err), 0);
+    m.exit_tau = 1.0f + 1e-6f; /* no confidence reaches it: every token runs every layer */
+    assert_int_equal(eval_split(&m, &ds, SPLIT_VAL, 16, &b, err, sizeof err), 0);
+    printf("  τ > 1: loss %.6f vs plain %.6f, α %.3f\n", b.loss, a.loss, b.active_frac);
+    assert_true(fabs(a.loss - b.loss) < 1e-9);
+    assert_true(b.active_frac == 1.0);
+    model_free(&m);
+    data_close(&ds);
+}
+
+static void test_tau_search(void **s) {
+    (void)s;
+    gl_model m;
+    gl_dataset ds;
+    ee_setup(&m, &ds, 16);
+    char err[256];
+    const double targets[] = {0.8, 0.6, 0.4};
+    for (size_t i = 0; i < 3; i++) {
+        double tau = -1;
+        gl_eval_result r;
+        int rc = eval_match_alpha(&m, &ds, SPLIT_VAL, 64, targets[i], 0.005, &tau, &r, err, sizeof err);
+        printf("  target α %.3f: τ %.5f gives α %.4f (loss %.4f)\n", targets[i], tau, r.active_frac, r.loss);
+        assert_int_equal(rc, 0);
+        assert_true(fabs(r.active_frac - targets[i]) <= 0.005);
+    }
+    model_free(&m);
+    data_close(&ds);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_tlops_arithmetic),   cmocka_unit_test(test_active_fraction),
+        cmocka_unit_test(test_sparse_equals_hard_soft), cmocka_unit_test(test_sparse_all_kept),
+        cmocka_unit_test(test_exit_tau_one_is_plain), cmocka_unit_test(test_tau_search),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
