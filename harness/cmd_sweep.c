@@ -445,26 +445,48 @@ static pid_t sweep_launch(const char *exe, const gl_sweep *sw, const gl_sweep_ru
     return pid;
 }
 
+/* The last non-empty line of the file at path into out ("" if none). */
+static void sweep_last_line(const char *path, char *out, size_t outlen) {
+    out[0] = '\0';
+    FILE *f = fopen(path, "rb");
+    if (!f) return;
+    char buf[4096];
+    long size = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
+    long from = size > (long)sizeof buf - 1 ? size - (long)sizeof buf + 1 : 0;
+    size_t n = 0;
+    if (size >= 0 && fseek(f, from, SEEK_SET) == 0) n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r' || buf[n - 1] == ' ')) buf[--n] = '\0';
+    char *start = strrchr(buf, '\n');
+    snprintf(out, outlen, "%s", start ? start + 1 : buf);
+}
+
 /* After the training of run r ended with wait status ws: make sure the
- * registry says how.  Returns the run's final status in status[16]. */
-static void sweep_settle(gl_db *db, const gl_sweep_run *r, int ws, char *status) {
-    char err[512], msg[256];
+ * registry says how (a training that died before recording its end is marked
+ * KILLED when a signal ended it, FAILED otherwise, with the last line of its
+ * console log).  Returns the run's final status in status[16]. */
+static void sweep_settle(gl_db *db, const gl_sweep_run *r, const char *results, int ws, char *status) {
+    char err[512], msg[512], log[GL_PATH_MAX], last[256] = "";
     if (db_run_exists(db, r->run_id, status, err, sizeof err) < 0) {
         fprintf(stderr, "gatelab sweep: %s\n", err);
         snprintf(status, 16, "?");
         return;
     }
     if (strcmp(status, "RUNNING") && strcmp(status, "SCHEDULED")) return; /* train recorded its end */
+    if (sweep_fmt(log, sizeof log, "%s/runs/%s/sweep.log", results, r->run_id) == 0)
+        sweep_last_line(log, last, sizeof last);
     const char *end = "FAILED";
     int code;
     if (WIFSIGNALED(ws)) {
         end = "KILLED";
         code = 128 + WTERMSIG(ws);
-        snprintf(msg, sizeof msg, "training process killed by signal %d before recording an end state",
-                 WTERMSIG(ws));
+        sweep_fmt(msg, sizeof msg, "training process killed by signal %d before recording an end state%s%s",
+                  WTERMSIG(ws), last[0] ? "; its last output: " : "", last);
     } else {
         code = WIFEXITED(ws) ? WEXITSTATUS(ws) : 1;
-        snprintf(msg, sizeof msg, "training process exited with code %d without recording an end state", code);
+        sweep_fmt(msg, sizeof msg, "training process exited with code %d before recording an end state%s%s", code,
+                  last[0] ? ": " : "", last);
     }
     if (db_run_finish(db, r->run_id, end, code, msg, err, sizeof err)) fprintf(stderr, "gatelab sweep: %s\n", err);
     snprintf(status, 16, "%s", end);
@@ -550,7 +572,7 @@ static int sweep_run_all(gl_db *db, const gl_sweep *sw, const sweep_args *a, con
                 const gl_sweep_run *r = &sw->runs[children[k].run];
                 char status[16];
                 double took = db_now() - children[k].started;
-                sweep_settle(db, r, ws, status);
+                sweep_settle(db, r, results, ws, status);
                 children[k] = children[--n_children];
                 if (sweep_count(db, sw, 0, n, &c)) goto cleanup;
                 if (!strcmp(status, "FINISHED"))
@@ -639,7 +661,7 @@ cleanup:
         int ws;
         if (waitpid(children[k].pid, &ws, 0) > 0) {
             char status[16];
-            sweep_settle(db, &sw->runs[children[k].run], ws, status);
+            sweep_settle(db, &sw->runs[children[k].run], results, ws, status);
         }
     }
     free(children);

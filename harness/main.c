@@ -14,10 +14,10 @@ typedef struct {
 } command;
 
 static const command commands[] = {
-    {"train", cmd_train, "train MANIFEST [section.key=value ...] [--resume RUN]"},
-    {"eval", cmd_eval, "eval RUN [--text FILE] [--windows N] [--split val|test] [--sparse] [--tau T]"},
+    {"train", cmd_train, "train MANIFEST [section.key=value ...] [--resume RUN] [--run-id ID] [--db PATH] [--results DIR] [--quiet]"},
+    {"eval", cmd_eval, "eval RUN [--text FILE | --split val|test] [--windows N] [--sparse] [--tau T | --match-alpha A] [--batch B]"},
     {"sample", cmd_sample, "sample RUN [--tokens N] [--prompt S] [--temperature T] [--seed S]"},
-    {"export", cmd_export, "export RUN --out FILE.h5"},
+    {"export", cmd_export, "export RUN --out FILE.h5 [--results DIR]"},
     {"sweep", cmd_sweep, "sweep MANIFEST [key=a,b,c ...] [-j N] [--dry-run] [--index I] [--emit-slurm FILE] [--db PATH] [--results DIR]"},
     {"collect", cmd_collect, "collect MAIN.db TASK.db [TASK.db ...]"},
     {"runs", cmd_runs, "runs [--experiment E] [--status S] [--format table|csv|json] [--db PATH]"},

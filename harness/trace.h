@@ -5,7 +5,8 @@
  *
  * The file is HDF5 in SWMR mode (single writer, multiple readers): readers
  * may open it while training appends, and a run killed at any moment leaves a
- * file holding every completed append.  Only trace.c includes hdf5.h.
+ * file holding every completed append.  Only trace.c and export.c include
+ * hdf5.h.
  */
 #ifndef GATELAB_HARNESS_TRACE_H
 #define GATELAB_HARNESS_TRACE_H

@@ -122,18 +122,6 @@ static int flush_metrics(run_ctx *c, char *err, size_t errlen) {
     return rc;
 }
 
-static int mkdir_p(const char *path) {
-    char tmp[GL_PATH_MAX];
-    snprintf(tmp, sizeof tmp, "%s", path);
-    for (char *p = tmp + 1; *p; p++)
-        if (*p == '/') {
-            *p = 0;
-            if (mkdir(tmp, 0755) && errno != EEXIST) return -1;
-            *p = '/';
-        }
-    return mkdir(tmp, 0755) && errno != EEXIST ? -1 : 0;
-}
-
 /* Write text to path through a temporary file and a rename. */
 static int write_file_atomic(const char *path, const char *text, char *err, size_t errlen) {
     char tmp[GL_PATH_MAX + 8];
@@ -280,8 +268,6 @@ static int evaluate_now(run_ctx *c, double train_loss, char *err, size_t errlen)
         metric(c, step, "val", "tlops_saved", eval_tlops_saved(r.active_frac, m->cfg.n_layer));
         snprintf(extra, sizeof extra, " | α %.3f", r.active_frac);
     }
-    if (text) say(c, 0, "step %ld | val loss %.4f (%.3f bpc)%s", step, r.loss, r.loss / log(2.0), extra);
-    else say(c, 0, "step %ld | val loss %.4f | token acc %.4f | seq acc %.4f%s", step, r.loss, r.tok_acc, r.seq_acc, extra);
     if (c->trace) {
         probe_pass(c);
         const gl_model_config *mc = &m->cfg;
@@ -292,6 +278,8 @@ static int evaluate_now(run_ctx *c, double train_loss, char *err, size_t errlen)
                          mc->depth_routing == DR_EARLY_EXIT ? c->buf_conf : NULL, err, errlen))
             return -1;
     }
+    if (text) say(c, 0, "step %ld | val loss %.4f (%.3f bpc)%s", step, r.loss, r.loss / log(2.0), extra);
+    else say(c, 0, "step %ld | val loss %.4f | token acc %.4f | seq acc %.4f%s", step, r.loss, r.tok_acc, r.seq_acc, extra);
     return flush_metrics(c, err, errlen);
 }
 
@@ -352,20 +340,14 @@ gl_train_outcome train_run(const gl_manifest *mf, const gl_train_opts *o, char *
                      mf->log.name[0] ? mf->log.name : mf->path[0] ? base_name(mf->path, nm, sizeof nm) : "run",
                      ts, (int)getpid() % 100000);
         }
-        snprintf(c.dir, sizeof c.dir, "%s/runs/%s", c.results, c.run_id);
-        char probe[GL_PATH_MAX + 8];
-        snprintf(probe, sizeof probe, "%s/ckpt", c.dir);
-        if (access(probe, F_OK) == 0) {
-            snprintf(err, errlen, "run %s already has a checkpoint (%s): continue it with --resume %s, or pick another --run-id",
-                     c.run_id, probe, c.run_id);
-            goto cleanup;
-        }
     }
-    if (mkdir_p(c.dir)) {
-        snprintf(err, errlen, "cannot create the run folder %s: %s", c.dir, strerror(errno));
+    if (!o->resume && run_create_dir(c.results, c.run_id, c.dir, sizeof c.dir, err, errlen)) goto cleanup;
+    snprintf(c.ckpt_path, sizeof c.ckpt_path, "%s/ckpt", c.dir);
+    if (!o->resume && access(c.ckpt_path, F_OK) == 0) {
+        snprintf(err, errlen, "run %s already has a checkpoint (%s): continue it with --resume %s, or pick another --run-id",
+                 c.run_id, c.ckpt_path, c.run_id);
         goto cleanup;
     }
-    snprintf(c.ckpt_path, sizeof c.ckpt_path, "%s/ckpt", c.dir);
     snprintf(c.trace_path, sizeof c.trace_path, "%s/trace.h5", c.dir);
     char path[GL_PATH_MAX + 16];
     snprintf(path, sizeof path, "%s/train.log", c.dir);
@@ -423,9 +405,15 @@ gl_train_outcome train_run(const gl_manifest *mf, const gl_train_opts *o, char *
     /* trace */
     if (setup_probe(&c, err, errlen)) goto cleanup;
     if (mf->log.trace) {
-        gl_trace_desc td = {mc.n_layer, mc.n_kv_head, mc.depth_routing == DR_TSA ? mc.n_layer - 1 : 0, c.P,
-                            mc.value_residual == VR_SATFORMER, mc.value_residual == VR_RESFORMER,
-                            mc.depth_routing == DR_TSA, mc.depth_routing == DR_EARLY_EXIT, c.config_ini};
+        gl_trace_desc td = {.n_layer = mc.n_layer,
+                            .n_kv_head = mc.n_kv_head,
+                            .n_router = mc.depth_routing == DR_TSA ? mc.n_layer - 1 : 0,
+                            .n_probe = c.P,
+                            .has_alpha = mc.value_residual == VR_SATFORMER,
+                            .has_lambda = mc.value_residual == VR_RESFORMER,
+                            .has_p = mc.depth_routing == DR_TSA,
+                            .has_exit = mc.depth_routing == DR_EARLY_EXIT,
+                            .config_ini = c.config_ini};
         int rc = o->resume && access(c.trace_path, F_OK) == 0
                      ? trace_reopen(&c.trace, c.trace_path, c.st.step, err, errlen)
                      : trace_create(&c.trace, c.trace_path, &td, c.probe_tok, c.probe_cat, err, errlen);
