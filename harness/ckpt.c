@@ -29,7 +29,7 @@ static const char ckpt_magic[8] = {'G', 'L', 'A', 'B', 'C', 'K', 'P', 'T'};
 #define CKPT_BYTE_ORDER 0x01020304u
 #define CKPT_HEADER_BYTES 48u
 #define CKPT_TENSOR_BYTES (GL_NAME_MAX + 32u)
-#define CKPT_STATE_BYTES 348u
+#define CKPT_STATE_BYTES 380u
 #define CKPT_SUM_BYTES 8u
 
 #define FNV_OFFSET 0xcbf29ce484222325ULL
@@ -162,6 +162,10 @@ int ckpt_save(const char *path, const gl_model *m, const gl_train_state *st, con
     ckpt_put_i64(&w, st->tokens_seen);
     ckpt_put_i32(&w, st->vocab_size);
     ckpt_put(&w, st->vocab, 256);
+    ckpt_put(&w, &st->log_loss_sum, sizeof(double));
+    ckpt_put_i64(&w, st->log_n);
+    ckpt_put(&w, &st->eval_loss_sum, sizeof(double));
+    ckpt_put_i64(&w, st->eval_n);
 
     ckpt_put(&w, config_ini, config_len);
     ckpt_put(&w, m->params, n_params * sizeof(float));
@@ -352,6 +356,10 @@ static int ckpt_open_checked(const char *path, ckpt_file *cf, char *err, size_t 
     cf->st.tokens_seen = (long)ckpt_i64(sb2 + 80);
     cf->st.vocab_size = ckpt_i32(sb2 + 88);
     memcpy(cf->st.vocab, sb2 + 92, 256);
+    memcpy(&cf->st.log_loss_sum, sb2 + 348, sizeof(double));
+    cf->st.log_n = (long)ckpt_i64(sb2 + 356);
+    memcpy(&cf->st.eval_loss_sum, sb2 + 364, sizeof(double));
+    cf->st.eval_n = (long)ckpt_i64(sb2 + 372);
     if (ckpt_get(cf->f, cf->config, cf->config_len) != 0) goto read_error;
     cf->config[cf->config_len] = '\0';
     rc = 0;

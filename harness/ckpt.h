@@ -12,7 +12,7 @@
 #include "../model/model.h"
 #include "../model/rng.h"
 
-#define CKPT_VERSION 1
+#define CKPT_VERSION 2
 
 typedef struct {
     long step;          /* completed optimiser steps */
@@ -20,6 +20,10 @@ typedef struct {
     gl_rng aux_rng;     /* any other stochastic stream */
     double elapsed_s;   /* wall-clock training seconds so far */
     long tokens_seen;
+    double log_loss_sum;  /* train loss summed since the last log row (so a resumed run logs the same means) */
+    long log_n;           /* steps in that sum */
+    double eval_loss_sum; /* train loss summed since the last evaluation (the trace's train loss) */
+    long eval_n;
     int vocab_size;
     uint8_t vocab[256]; /* id -> byte */
 } gl_train_state;

@@ -13,5 +13,10 @@ int cmd_export(int argc, char **argv); /* harness/export.c */
 int cmd_sweep(int argc, char **argv);  /* harness/cmd_sweep.c */
 int cmd_collect(int argc, char **argv);/* harness/cmd_sweep.c */
 int cmd_runs(int argc, char **argv);   /* harness/cmd_runs.c */
+int cmd_analyze(int argc, char **argv);/* harness/cmd_analyze.c */
+int cmd_ablate(int argc, char **argv); /* harness/cmd_ablate.c */
+int cmd_heads(int argc, char **argv);  /* harness/cmd_ablate.c */
+int cmd_tables(int argc, char **argv); /* harness/cmd_tables.c */
+int cmd_figures(int argc, char **argv);/* harness/cmd_tables.c */
 
 #endif

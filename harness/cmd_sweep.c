@@ -15,9 +15,9 @@
  * train.log there too).
  *
  * Signals: SIGINT/SIGTERM stop claiming, wait for the running trainings (which
- * checkpoint and mark themselves KILLED) and exit; a signal sent to the sweep
- * process alone (kill PID) is forwarded to them, Ctrl-C already reaches the
- * whole process group.  SIGUSR1 is forwarded (checkpoint and go on).  The
+ * checkpoint and mark themselves KILLED) and exit; the signal is forwarded to
+ * them (Ctrl-C reaches the whole process group anyway; kill PID does not).
+ * SIGUSR1 is forwarded (checkpoint and go on).  The
  * children get SIGTERM if the sweep process dies (PR_SET_PDEATHSIG).
  *
  * --index I runs only run I, by exec'ing train in place (a Slurm array task:
@@ -70,20 +70,12 @@ typedef struct {
     int retry_failed;   /* --retry-failed */
 } sweep_args;
 
-static volatile sig_atomic_t sweep_stop_sig = 0;     /* SIGINT or SIGTERM received */
-static volatile sig_atomic_t sweep_stop_forward = 0; /* forward it: it was sent to us alone */
+static volatile sig_atomic_t sweep_stop_sig = 0; /* SIGINT or SIGTERM received */
 static volatile sig_atomic_t sweep_usr1 = 0;
 
-static void sweep_on_signal(int sig, siginfo_t *info, void *ctx) {
-    (void)ctx;
-    if (sig == SIGUSR1) {
-        sweep_usr1 = 1;
-        return;
-    }
-    if (!sweep_stop_sig) sweep_stop_sig = sig;
-    /* Ctrl-C comes from the kernel to the whole foreground group; kill(1) comes from a user
-     * process to us alone. */
-    if (sig == SIGTERM || (info && info->si_code == SI_USER)) sweep_stop_forward = 1;
+static void sweep_on_signal(int sig) {
+    if (sig == SIGUSR1) sweep_usr1 = 1;
+    else if (!sweep_stop_sig) sweep_stop_sig = sig;
 }
 
 static void sweep_usage(FILE *f) {
@@ -592,8 +584,10 @@ static int sweep_run_all(gl_db *db, const gl_sweep *sw, const sweep_args *a, con
             forwarded = 1;
             fprintf(stderr, "[sweep %s] %s: no new runs; waiting for %d running to checkpoint and stop\n",
                     sw->experiment, sweep_stop_sig == SIGINT ? "interrupted" : "terminated", n_children);
-            if (sweep_stop_forward)
-                for (int k = 0; k < n_children; k++) kill(children[k].pid, sweep_stop_sig);
+            /* Ctrl-C reached the whole process group already, but a signal sent to the sweep
+             * alone did not, and a training forked a moment after it missed it; training
+             * treats a second stop signal like the first. */
+            for (int k = 0; k < n_children; k++) kill(children[k].pid, sweep_stop_sig);
         }
         /* Claim and start runs. */
         while (!sweep_stop_sig && n_children < jobs) {
@@ -710,8 +704,7 @@ int cmd_sweep(int argc, char **argv) {
 
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
-    sa.sa_sigaction = sweep_on_signal;
-    sa.sa_flags = SA_SIGINFO;
+    sa.sa_handler = sweep_on_signal;
     sigemptyset(&sa.sa_mask);
     if (a.index >= 0) {
         rc = sweep_run_index(db, sw, &a, dbp, results); /* returns only when it did not exec */
@@ -720,6 +713,9 @@ int cmd_sweep(int argc, char **argv) {
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGUSR1, &sa, NULL);
+    if (a.jobs > 1 && sw->base.train.threads == 0)
+        fprintf(stderr, "gatelab sweep: note: train.threads = 0 lets each of the %d trainings use every core; "
+                        "set train.threads (e.g. train.threads=1) so that -j x threads <= cores\n", a.jobs);
     rc = sweep_run_all(db, sw, &a, dbp, results);
 cleanup:
     db_close(db);

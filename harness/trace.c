@@ -2,14 +2,29 @@
  * trace.c — write and read a run's trace.h5 (see trace.h; layout in
  * docs/files.md, "trace.h5").
  *
- * Writing follows the HDF5 SWMR recipe (HDF5 1.10 "Single Writer / Multiple
- * Reader" user guide): the file is created with the latest format bounds,
- * every group, dataset and attribute is created up front (SWMR forbids new
- * objects later), then H5Fstart_swmr_write; each append extends the datasets
- * along their unlimited step axis, writes one row, and H5Fflush's, so readers
- * opening with SWMR read see every completed append, and a writer killed at
- * any moment leaves a readable file.  The /step row is written last and its
- * fill value is -1, so a reader can drop a row whose append did not finish.
+ * The file is closed between appends.  trace_create writes the whole file
+ * (every group, dataset and attribute, the step axis at 0 rows, latest format
+ * bounds so the superblock is version 3 and SWMR-capable) and closes it.  Each
+ * append opens it in SWMR-write mode, extends every dataset along its
+ * unlimited step axis, writes the rows (/step last), flushes and closes it.
+ * Closing clears the superblock's "open for writing" flags, so outside the
+ * milliseconds of an append the file on disk is a cleanly closed HDF5 file:
+ * plain h5dump opens it while training runs and after a kill -9, and readers
+ * that use SWMR (h5py swmr=True, trace_read) may also hold it open across
+ * appends and refresh.  The SWMR-write open matters for those: it makes the
+ * library order its metadata writes so that a concurrent SWMR reader never
+ * sees a half-updated structure (HDF5 1.10 "Single Writer / Multiple Reader"
+ * user guide).  /step's fill value is -1, so a reader drops a row whose
+ * append was cut short.
+ *
+ * File locks: HDF5 1.10 flock()s a file it opens (shared for readers, SWMR
+ * ones included, exclusive for writers) and keeps a reader's lock until the
+ * reader closes.  A writer that honoured locks could never append while an
+ * h5py session holds the trace open, so appends open the file with locking
+ * off (H5Pset_file_locking); the superblock flags still stop a non-SWMR
+ * reader from opening the file during an append.  When locking is forced on
+ * (HDF5_USE_FILE_LOCKING=TRUE) and a reader holds a lock, the append retries
+ * for about a second, then fails naming the file.
  *
  * Not here: choosing the probe batch or computing gates (the training loop
  * gathers them from the model's activations), analyses, the checkpoint.
@@ -22,6 +37,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <hdf5.h>
@@ -57,9 +73,15 @@ static const char *tr_axes_doc =
     "token: probe position, window w and position t at w*seq_len+t; kv_head: key/value head; "
     "coef: 0 = lambda1 (weight of V1), 1 = lambda2 (weight of the block's own v)";
 
+/* Attempts and pause for opening the trace to append while a reader's lock
+ * is in the way (only when locking is forced on, see the file comment). */
+#define TR_OPEN_TRIES 10
+#define TR_OPEN_PAUSE_NS 100000000L
+/* Attempts and pause for opening the trace to read (see tr_open_read). */
+#define TR_READ_TRIES 5
+#define TR_READ_PAUSE_NS 20000000L
+
 struct gl_trace {
-    hid_t file;
-    hid_t ds[TR_N]; /* H5I_INVALID_HID where absent */
     long n_steps;
     long last_step;
     gl_trace_desc d; /* config_ini not kept */
@@ -70,25 +92,52 @@ struct gl_trace {
 
 typedef struct {
     char inner[256];
+    int lock; /* some frame says the file could not be locked */
 } tr_walk_data;
 
 static herr_t tr_walk(unsigned n, const H5E_error2_t *e, void *data) {
     tr_walk_data *w = data;
     if (n == 0 && e && e->desc) snprintf(w->inner, sizeof w->inner, "%s", e->desc);
+    if (e && e->min_num == H5E_CANTLOCKFILE) w->lock = 1;
     return 0;
+}
+
+/* Take the innermost message off the HDF5 error stack and clear it. */
+static tr_walk_data tr_take_error(void) {
+    tr_walk_data w = {"", 0};
+    H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, tr_walk, &w);
+    H5Eclear2(H5E_DEFAULT);
+    return w;
 }
 
 /* Fill err with "path: op failed (what): innermost HDF5 message" and clear
  * the HDF5 error stack. */
 static void tr_fail(char *err, size_t errlen, const char *path, const char *op, const char *what) {
-    tr_walk_data w = {""};
-    H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, tr_walk, &w);
-    H5Eclear2(H5E_DEFAULT);
+    tr_walk_data w = tr_take_error();
     snprintf(err, errlen, "%s: %s failed%s%s%s%s", path, op, what ? " for " : "", what ? what : "",
              w.inner[0] ? ": " : "", w.inner);
 }
 
 static void tr_quiet(void) { H5Eset_auto2(H5E_DEFAULT, NULL, NULL); }
+
+/* File access properties for every open: latest format bounds (SWMR needs
+ * superblock version 3) and the locking asked for (1: best effort, i.e. lock
+ * where the file system can; 0: none).  H5Pset_file_locking came with
+ * 1.10.7 / 1.12.1; older libraries lock as HDF5_USE_FILE_LOCKING says. */
+static hid_t tr_fapl(int lock) {
+    hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
+    if (fapl < 0) return fapl;
+    if (H5Pset_libver_bounds(fapl, H5F_LIBVER_LATEST, H5F_LIBVER_LATEST) < 0) goto fail;
+#if (H5_VERS_MAJOR == 1 && H5_VERS_MINOR == 10 && H5_VERS_RELEASE >= 7) || H5_VERSION_GE(1, 12, 1)
+    if (H5Pset_file_locking(fapl, lock ? 1 : 0, 1) < 0) goto fail;
+#else
+    (void)lock;
+#endif
+    return fapl;
+fail:
+    H5Pclose(fapl);
+    return H5I_INVALID_HID;
+}
 
 /* ------------------------------------------------------------- helpers */
 
@@ -296,19 +345,12 @@ static int tr_check_desc(const char *path, const gl_trace_desc *d, char *err, si
     return 0;
 }
 
-static void tr_free_handle(gl_trace *t) {
-    if (!t) return;
-    for (int k = 0; k < TR_N; k++)
-        if (t->ds[k] >= 0) H5Dclose(t->ds[k]);
-    if (t->file >= 0) H5Fclose(t->file);
-    free(t);
-}
-
 int trace_create(gl_trace **out, const char *path, const gl_trace_desc *d, const int *probe_tokens,
                  const uint8_t *probe_category, char *err, size_t errlen) {
     int rc = -1;
     gl_trace *t = NULL;
-    hid_t fapl = H5I_INVALID_HID, grp = H5I_INVALID_HID;
+    hid_t fapl = H5I_INVALID_HID, file = H5I_INVALID_HID, grp = H5I_INVALID_HID, ds = H5I_INVALID_HID;
+    int made = 0; /* a half-written file is at path: remove it on failure */
     *out = NULL;
     tr_quiet();
     if (tr_check_desc(path, d, err, errlen) != 0) goto cleanup;
@@ -317,32 +359,40 @@ int trace_create(gl_trace **out, const char *path, const gl_trace_desc *d, const
         snprintf(err, errlen, "%s: out of memory creating the trace", path);
         goto cleanup;
     }
-    t->file = H5I_INVALID_HID;
-    for (int k = 0; k < TR_N; k++) t->ds[k] = H5I_INVALID_HID;
     t->d = *d;
     t->d.config_ini = NULL;
     t->last_step = -1;
-    snprintf(t->path, sizeof t->path, "%s", path);
-
-    fapl = H5Pcreate(H5P_FILE_ACCESS);
-    if (fapl < 0 || H5Pset_libver_bounds(fapl, H5F_LIBVER_LATEST, H5F_LIBVER_LATEST) < 0) {
-        tr_fail(err, errlen, path, "H5Pset_libver_bounds", NULL);
+    if ((size_t)snprintf(t->path, sizeof t->path, "%s", path) >= sizeof t->path) {
+        snprintf(err, errlen, "%s: path too long for a trace", path);
         goto cleanup;
     }
-    t->file = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
-    if (t->file < 0) {
+
+    fapl = tr_fapl(1);
+    if (fapl < 0) {
+        tr_fail(err, errlen, path, "H5Pset_libver_bounds/H5Pset_file_locking", NULL);
+        goto cleanup;
+    }
+    /* a reader may still hold an old file here open: unlink it so that the
+     * reader keeps the old inode instead of seeing it truncated */
+    if (unlink(path) != 0 && errno != ENOENT) {
+        snprintf(err, errlen, "%s: cannot replace the old trace: %s", path, strerror(errno));
+        goto cleanup;
+    }
+    file = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
+    if (file < 0) {
         tr_fail(err, errlen, path, "H5Fcreate", "the trace file (does the run folder exist and is it writable?)");
         goto cleanup;
     }
-    if (tr_attr_int(t->file, "schema_version", TRACE_SCHEMA_VERSION) < 0 ||
-        tr_attr_str(t->file, "config", d->config_ini) < 0 || tr_attr_str(t->file, "axes", tr_axes_doc) < 0 ||
-        tr_attr_int(t->file, "n_layer", d->n_layer) < 0 || tr_attr_int(t->file, "n_kv_head", d->n_kv_head) < 0 ||
-        tr_attr_int(t->file, "n_router", d->n_router) < 0 || tr_attr_int(t->file, "n_probe", d->n_probe) < 0 ||
-        tr_attr_str(t->file, "writer", "gatelab") < 0) {
+    made = 1;
+    if (tr_attr_int(file, "schema_version", TRACE_SCHEMA_VERSION) < 0 ||
+        tr_attr_str(file, "config", d->config_ini) < 0 || tr_attr_str(file, "axes", tr_axes_doc) < 0 ||
+        tr_attr_int(file, "n_layer", d->n_layer) < 0 || tr_attr_int(file, "n_kv_head", d->n_kv_head) < 0 ||
+        tr_attr_int(file, "n_router", d->n_router) < 0 || tr_attr_int(file, "n_probe", d->n_probe) < 0 ||
+        tr_attr_str(file, "writer", "gatelab") < 0) {
         tr_fail(err, errlen, path, "H5Acreate2/H5Awrite", "the root attributes");
         goto cleanup;
     }
-    grp = H5Gcreate2(t->file, "probe", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    grp = H5Gcreate2(file, "probe", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
     if (grp < 0) {
         tr_fail(err, errlen, path, "H5Gcreate2", "/probe");
         goto cleanup;
@@ -358,59 +408,186 @@ int trace_create(gl_trace **out, const char *path, const gl_trace_desc *d, const
     }
     for (int k = 0; k < TR_N; k++) {
         if (!tr_has(d, k)) continue;
-        t->ds[k] = tr_create_dataset(t->file, d, k);
-        if (t->ds[k] < 0) {
+        ds = tr_create_dataset(file, d, k);
+        if (ds < 0) {
             char name[64];
             tr_dataset_path(k, name, sizeof name);
             tr_fail(err, errlen, path, "H5Dcreate2", name);
             goto cleanup;
         }
+        H5Dclose(ds);
+        ds = H5I_INVALID_HID;
     }
-    if (H5Fstart_swmr_write(t->file) < 0) {
-        tr_fail(err, errlen, path, "H5Fstart_swmr_write", NULL);
+    H5Gclose(grp);
+    grp = H5I_INVALID_HID;
+    herr_t closed = H5Fclose(file);
+    file = H5I_INVALID_HID;
+    if (closed < 0) {
+        tr_fail(err, errlen, path, "H5Fclose", "the new trace");
         goto cleanup;
     }
     *out = t;
     t = NULL;
     rc = 0;
 cleanup:
+    if (ds >= 0) H5Dclose(ds);
     if (grp >= 0) H5Gclose(grp);
+    if (file >= 0) H5Fclose(file);
     if (fapl >= 0) H5Pclose(fapl);
-    if (t) {
-        tr_free_handle(t);
-        unlink(path);
-    }
+    if (made && rc != 0) unlink(path);
+    free(t);
     return rc;
 }
 
-/* Append row t->n_steps of dataset k from buf. */
-static int tr_append_row(gl_trace *t, int k, const void *buf) {
+/* Open path for appending: SWMR write, no file locking (file comment).  If
+ * the open fails because a lock is held anyway (locking forced on by
+ * HDF5_USE_FILE_LOCKING), try TR_OPEN_TRIES times TR_OPEN_PAUSE_NS apart.
+ * Returns the file id, or H5I_INVALID_HID with a message naming path and
+ * `what` (the step being written). */
+static hid_t tr_open_write(const char *path, const char *what, char *err, size_t errlen) {
+    hid_t f = H5I_INVALID_HID, fapl = tr_fapl(0);
+    if (fapl < 0) {
+        tr_fail(err, errlen, path, "H5Pset_libver_bounds/H5Pset_file_locking", what);
+        return f;
+    }
+    for (int i = 0; i < TR_OPEN_TRIES; i++) {
+        f = H5Fopen(path, H5F_ACC_RDWR | H5F_ACC_SWMR_WRITE, fapl);
+        if (f >= 0) break;
+        tr_walk_data w = tr_take_error();
+        if (access(path, F_OK) != 0) {
+            snprintf(err, errlen, "%s: cannot open the trace to append %s: %s (was the run folder moved or "
+                     "deleted?)", path, what, strerror(errno));
+            break;
+        }
+        if (!w.lock) {
+            snprintf(err, errlen, "%s: H5Fopen (SWMR write) failed for %s: %s%s", path, what, w.inner,
+                     strstr(w.inner, "already open") ? " (another process writes this trace, or one was killed "
+                                                       "while appending: h5clear -s clears the flag)"
+                                                     : "");
+            break;
+        }
+        if (i + 1 == TR_OPEN_TRIES) {
+            snprintf(err, errlen, "%s: cannot append %s: another program holds a lock on the file (%s) and "
+                     "file locking is forced on; %d tries over %.1f s.  Close that reader, or unset "
+                     "HDF5_USE_FILE_LOCKING", path, what, w.inner, TR_OPEN_TRIES,
+                     (TR_OPEN_TRIES - 1) * (double)TR_OPEN_PAUSE_NS * 1e-9);
+            break;
+        }
+        struct timespec pause = {0, TR_OPEN_PAUSE_NS};
+        nanosleep(&pause, NULL);
+    }
+    H5Pclose(fapl);
+    return f;
+}
+
+/* Extend dataset k of an open file from row0 to row0 + n rows and write
+ * those n rows from buf.  Returns 0 or -1 (HDF5 error stack set). */
+static int tr_write_rows(hid_t file, const gl_trace_desc *d, int k, hsize_t row0, hsize_t n, const void *buf) {
     int rc = -1;
+    char name[64];
     hsize_t dims[4], start[4] = {0}, count[4];
     hsize_t row[3];
-    int r = tr_row_dims(&t->d, k, row);
-    dims[0] = (hsize_t)t->n_steps + 1;
-    count[0] = 1;
-    start[0] = (hsize_t)t->n_steps;
+    int r = tr_row_dims(d, k, row);
+    dims[0] = row0 + n;
+    start[0] = row0;
+    count[0] = n;
     for (int i = 0; i < r; i++) dims[i + 1] = count[i + 1] = row[i];
-    hid_t fs = H5I_INVALID_HID, ms = H5I_INVALID_HID;
-    if (H5Dset_extent(t->ds[k], dims) < 0) goto cleanup;
-    fs = H5Dget_space(t->ds[k]);
+    hid_t ds = H5I_INVALID_HID, fs = H5I_INVALID_HID, ms = H5I_INVALID_HID;
+    tr_dataset_path(k, name, sizeof name);
+    ds = H5Dopen2(file, name, H5P_DEFAULT);
+    if (ds < 0 || H5Dset_extent(ds, dims) < 0) goto cleanup;
+    fs = H5Dget_space(ds);
     if (fs < 0 || H5Sselect_hyperslab(fs, H5S_SELECT_SET, start, NULL, count, NULL) < 0) goto cleanup;
     ms = H5Screate_simple(r + 1, count, NULL);
     if (ms < 0) goto cleanup;
     hid_t mtype = k == TR_STEP ? H5T_NATIVE_INT64 : H5T_NATIVE_FLOAT;
-    if (H5Dwrite(t->ds[k], mtype, ms, fs, H5P_DEFAULT, buf) < 0) goto cleanup;
+    if (H5Dwrite(ds, mtype, ms, fs, H5P_DEFAULT, buf) < 0) goto cleanup;
     rc = 0;
 cleanup:
     if (ms >= 0) H5Sclose(ms);
     if (fs >= 0) H5Sclose(fs);
+    if (ds >= 0) H5Dclose(ds);
+    return rc;
+}
+
+/* Rows of /step in an open trace, or -1 on error. */
+static long tr_rows_on_disk(hid_t file) {
+    hsize_t dims[1] = {0};
+    hid_t ds = H5Dopen2(file, "/step", H5P_DEFAULT);
+    hid_t sp = ds >= 0 ? H5Dget_space(ds) : H5I_INVALID_HID;
+    int rank = sp >= 0 ? H5Sget_simple_extent_dims(sp, dims, NULL) : -1;
+    if (sp >= 0) H5Sclose(sp);
+    if (ds >= 0) H5Dclose(ds);
+    return rank == 1 ? (long)dims[0] : -1;
+}
+
+/* Append n rows: steps (n), and for each dataset k the trace has, bufs[k]
+ * holding n rows (bufs[TR_STEP] is ignored).  Opens the file, writes every
+ * data row and /step last, flushes and closes it; t's counters advance only
+ * when all of that succeeded.  Returns 0, or -1 with a message naming path,
+ * the step(s) and the operation. */
+static int tr_append_rows(gl_trace *t, long n, const int64_t *steps, const void *const *bufs, char *err,
+                          size_t errlen) {
+    int rc = -1;
+    hid_t file = H5I_INVALID_HID;
+    char what[96];
+    assert(n >= 1);
+    if (n == 1) snprintf(what, sizeof what, "step %ld", (long)steps[0]);
+    else snprintf(what, sizeof what, "steps %ld to %ld", (long)steps[0], (long)steps[n - 1]);
+
+    file = tr_open_write(t->path, what, err, errlen);
+    if (file < 0) goto cleanup;
+    /* the file is not held open between appends: make sure nobody else
+     * appended to it in the meantime (two runs writing one trace) */
+    long on_disk = tr_rows_on_disk(file);
+    if (on_disk < 0) {
+        tr_fail(err, errlen, t->path, "H5Dopen2/H5Dget_space", "/step");
+        goto cleanup;
+    }
+    if (on_disk != t->n_steps) {
+        snprintf(err, errlen, "%s: cannot append %s: /step has %ld rows on disk but this run wrote %ld; another "
+                 "process is writing or rewrote this trace", t->path, what, on_disk, t->n_steps);
+        goto cleanup;
+    }
+    /* every data row first, /step last: a reader treats a row whose /step is
+     * still the fill value -1 as not written */
+    for (int i = 1; i <= TR_N; i++) {
+        int k = i % TR_N;
+        if (!tr_has(&t->d, k)) continue;
+        const void *buf = k == TR_STEP ? (const void *)steps : bufs[k];
+        if (tr_write_rows(file, &t->d, k, (hsize_t)t->n_steps, (hsize_t)n, buf) != 0) {
+            char name[64], at[192];
+            tr_dataset_path(k, name, sizeof name);
+            snprintf(at, sizeof at, "%s at %s", name, what);
+            tr_fail(err, errlen, t->path, "H5Dopen2/H5Dset_extent/H5Dwrite", at);
+            goto cleanup;
+        }
+    }
+    if (H5Fflush(file, H5F_SCOPE_LOCAL) < 0) {
+        tr_fail(err, errlen, t->path, "H5Fflush", what);
+        goto cleanup;
+    }
+    herr_t closed = H5Fclose(file);
+    file = H5I_INVALID_HID;
+    if (closed < 0) {
+        tr_fail(err, errlen, t->path, "H5Fclose", what);
+        goto cleanup;
+    }
+    t->n_steps += n;
+    t->last_step = (long)steps[n - 1];
+    rc = 0;
+cleanup:
+    if (file >= 0) {
+        H5Fclose(file);
+        H5Eclear2(H5E_DEFAULT);
+    }
     return rc;
 }
 
 int trace_append(gl_trace *t, long step, float train_loss, float val_loss, const float *alpha,
                  const float *lambda, const float *p, const float *conf, char *err, size_t errlen) {
     assert(t);
+    tr_quiet();
     const void *bufs[TR_N];
     int64_t step64 = step;
     bufs[TR_STEP] = &step64;
@@ -432,34 +609,13 @@ int trace_append(gl_trace *t, long step, float train_loss, float val_loss, const
             return -1;
         }
     }
-    /* every data row first, /step last: a reader treats a row whose /step is
-     * still the fill value -1 as not written */
-    for (int i = 1; i <= TR_N; i++) {
-        int k = i % TR_N;
-        if (!tr_has(&t->d, k)) continue;
-        if (tr_append_row(t, k, bufs[k]) != 0) {
-            char name[64], what[128];
-            tr_dataset_path(k, name, sizeof name);
-            snprintf(what, sizeof what, "%s at step %ld", name, step);
-            tr_fail(err, errlen, t->path, "H5Dset_extent/H5Dwrite", what);
-            return -1;
-        }
-    }
-    if (H5Fflush(t->file, H5F_SCOPE_LOCAL) < 0) {
-        char what[64];
-        snprintf(what, sizeof what, "step %ld", step);
-        tr_fail(err, errlen, t->path, "H5Fflush", what);
-        return -1;
-    }
-    t->n_steps++;
-    t->last_step = step;
-    return 0;
+    return tr_append_rows(t, 1, &step64, bufs, err, errlen);
 }
 
 long trace_n_steps(const gl_trace *t) { return t ? t->n_steps : 0; }
 long trace_last_step(const gl_trace *t) { return t ? t->last_step : -1; }
 
-void trace_close(gl_trace *t) { tr_free_handle(t); }
+void trace_close(gl_trace *t) { free(t); }
 
 /* ------------------------------------------------------------- reading */
 
@@ -509,23 +665,34 @@ cleanup:
     return rc;
 }
 
+/* Open path for reading: SWMR read (works on a closed trace, one being
+ * appended to, and one whose writer was killed mid-append), else a plain
+ * read-only open for a file without SWMR support.  An open that collides
+ * with the last microseconds of an append can fail ("truncated file": the
+ * superblock is written before the file is extended to its new end), so a
+ * failure on an existing HDF5 file is retried TR_READ_TRIES times.  Returns
+ * the file id, or H5I_INVALID_HID with a message naming path. */
 static hid_t tr_open_read(const char *path, char *err, size_t errlen) {
-    hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
+    hid_t fapl = tr_fapl(1);
     hid_t f = H5I_INVALID_HID;
-    if (fapl >= 0 && H5Pset_libver_bounds(fapl, H5F_LIBVER_LATEST, H5F_LIBVER_LATEST) >= 0)
-        f = H5Fopen(path, H5F_ACC_RDONLY | H5F_ACC_SWMR_READ, fapl);
-    if (f < 0) {
-        /* not an SWMR-capable file (e.g. copied through an older tool): plain read */
+    for (int i = 0; i < TR_READ_TRIES && f < 0; i++) {
+        if (i > 0) {
+            struct timespec pause = {0, TR_READ_PAUSE_NS};
+            nanosleep(&pause, NULL);
+        }
+        if (fapl >= 0) f = H5Fopen(path, H5F_ACC_RDONLY | H5F_ACC_SWMR_READ, fapl);
+        if (f >= 0) break;
         char first[512];
         tr_fail(first, sizeof first, path, "H5Fopen (SWMR read)", NULL);
         f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
-        if (f < 0) {
-            if (access(path, R_OK) != 0)
-                snprintf(err, errlen, "%s: cannot open trace: %s", path, strerror(errno));
-            else
-                snprintf(err, errlen, "%s (is it a gatelab trace.h5?)", first);
-            H5Eclear2(H5E_DEFAULT);
+        if (f >= 0) break;
+        H5Eclear2(H5E_DEFAULT);
+        if (access(path, R_OK) != 0) {
+            snprintf(err, errlen, "%s: cannot open trace: %s", path, strerror(errno));
+            break;
         }
+        snprintf(err, errlen, "%s (is it a gatelab trace.h5?)", first);
+        if (strstr(first, "signature")) break; /* not HDF5: no use retrying */
     }
     if (fapl >= 0) H5Pclose(fapl);
     return f;
@@ -683,6 +850,7 @@ int trace_reopen(gl_trace **out, const char *path, long last_step, char *err, si
     int rc = -1;
     gl_trace_data old;
     gl_trace *t = NULL;
+    int64_t *steps = NULL;
     char tmp[4096];
     *out = NULL;
     if (trace_read(path, &old, err, errlen) != 0) return -1;
@@ -696,14 +864,26 @@ int trace_reopen(gl_trace **out, const char *path, long last_step, char *err, si
         .has_exit = old.conf != NULL, .config_ini = old.config_ini,
     };
     if (trace_create(&t, tmp, &d, old.probe_tokens, old.probe_category, err, errlen) != 0) goto cleanup;
-    size_t na = tr_row_size(&d, TR_ALPHA), nl = tr_row_size(&d, TR_LAMBDA);
-    size_t np = tr_row_size(&d, TR_P), nc = tr_row_size(&d, TR_CONF);
-    for (int i = 0; i < old.n_steps && old.step[i] <= last_step; i++) {
-        if (trace_append(t, old.step[i], old.train_loss[i], old.val_loss[i],
-                         old.alpha ? old.alpha + (size_t)i * na : NULL, old.lambda ? old.lambda + (size_t)i * nl : NULL,
-                         old.p ? old.p + (size_t)i * np : NULL, old.conf ? old.conf + (size_t)i * nc : NULL,
-                         err, errlen) != 0)
+    /* the rows to keep, written in one append; steps are strictly increasing
+     * in a trace this file wrote, check anyway since appends rely on it */
+    long keep = 0;
+    while (keep < old.n_steps && old.step[keep] <= last_step) {
+        if (keep > 0 && old.step[keep] <= old.step[keep - 1]) {
+            snprintf(err, errlen, "%s: row %ld has step %ld after step %ld: steps must increase", path, keep,
+                     old.step[keep], old.step[keep - 1]);
             goto cleanup;
+        }
+        keep++;
+    }
+    if (keep > 0) {
+        steps = malloc((size_t)keep * sizeof *steps);
+        if (!steps) {
+            snprintf(err, errlen, "%s: out of memory resuming the trace", path);
+            goto cleanup;
+        }
+        for (long i = 0; i < keep; i++) steps[i] = old.step[i];
+        const void *bufs[TR_N] = {NULL, old.train_loss, old.val_loss, old.alpha, old.lambda, old.p, old.conf};
+        if (tr_append_rows(t, keep, steps, bufs, err, errlen) != 0) goto cleanup;
     }
     if (rename(tmp, path) != 0) {
         snprintf(err, errlen, "%s: cannot rename %s over it: %s; the old trace is unchanged", path, tmp,
@@ -719,6 +899,7 @@ cleanup:
         trace_close(t);
         unlink(tmp);
     }
+    free(steps);
     trace_data_free(&old);
     return rc;
 }

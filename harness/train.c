@@ -43,6 +43,7 @@
 #include "evaluate.h"
 #include "registry.h"
 #include "rundir.h"
+#include "sweep.h"
 #include "trace.h"
 
 static volatile sig_atomic_t g_stop = 0, g_ckpt = 0;
@@ -388,14 +389,17 @@ gl_train_outcome train_run(const gl_manifest *mf, const gl_train_opts *o, char *
         if (exists < 0) goto cleanup;
         if (!exists) {
             if (db_experiment_ensure(c.db, exp, c.config_ini, &exp_id, err, errlen)) goto cleanup;
-            char hash[32];
-            snprintf(hash, sizeof hash, "%016llx", (unsigned long long)c.model_hash);
+            char hash[65];
+            sweep_config_hash(c.config_ini, hash); /* the same hash a sweep records */
             if (db_run_create(c.db, exp_id, c.run_id, mf->log.name[0] ? mf->log.name : c.run_id, c.config_ini, hash,
                               (unsigned long long)tc->seed, "SCHEDULED", err, errlen))
                 goto cleanup;
             if (db_params_put(c.db, c.run_id, &resolved, err, errlen)) goto cleanup;
         } else if (!strcmp(status, "FINISHED") && !o->resume) {
             snprintf(err, errlen, "run %s is already FINISHED in %s", c.run_id, db_path(c.db));
+            goto cleanup;
+        } else if (db_params_put(c.db, c.run_id, &resolved, err, errlen)) {
+            /* a run a sweep scheduled: store the resolved values (vocab size from the data) */
             goto cleanup;
         }
         if (db_run_start(c.db, c.run_id, err, errlen)) goto cleanup;
@@ -442,8 +446,8 @@ gl_train_outcome train_run(const gl_manifest *mf, const gl_train_opts *o, char *
         goto cleanup;
     }
     gl_adamw opt = {tc->beta1, tc->beta2, tc->eps, tc->weight_decay, tc->grad_clip};
-    double t_start = now_s(), t_log = t_start, t_draw = 0, train_sum = 0, elapsed0 = c.st.elapsed_s;
-    long log_tokens = 0, n_sum = 0, step_at_start = c.st.step;
+    double t_start = now_s(), t_log = t_start, t_draw = 0, elapsed0 = c.st.elapsed_s;
+    long log_tokens = 0, step_at_start = c.st.step;
     int failed = 0;
     float last_loss = NAN;
     if (c.st.step == 0 && tc->eval_every > 0 && evaluate_now(&c, NAN, err, errlen)) failed = 2;
@@ -469,14 +473,17 @@ gl_train_outcome train_run(const gl_manifest *mf, const gl_train_opts *o, char *
         c.st.step++;
         c.st.tokens_seen += (long)NT;
         log_tokens += (long)NT;
-        train_sum += c.m.task_loss;
-        n_sum++;
+        c.st.log_loss_sum += c.m.task_loss;
+        c.st.log_n++;
+        c.st.eval_loss_sum += c.m.task_loss;
+        c.st.eval_n++;
         long step = c.st.step;
         double t = now_s();
         c.st.elapsed_s = elapsed0 + (t - t_start);
         if (step % tc->log_every == 0 || step == tc->steps) {
             double tps = log_tokens / (t - t_log);
-            metric(&c, step, "train", "loss", train_sum / n_sum);
+            double mean_loss = c.st.log_loss_sum / c.st.log_n;
+            metric(&c, step, "train", "loss", mean_loss);
             metric(&c, step, "train", "lr", lr);
             metric(&c, step, "train", "grad_norm", gnorm);
             metric(&c, step, "train", "tokens_per_s", tps);
@@ -491,18 +498,20 @@ gl_train_outcome train_run(const gl_manifest *mf, const gl_train_opts *o, char *
             int plain_due = t - t_draw >= 5.0 || step == tc->steps;
             if (c.tty || plain_due) {
                 say(&c, c.tty && step != tc->steps, "step %ld/%d | loss %.4f | lr %.2e | %.0f tok/s | ETA %s", step,
-                    tc->steps, train_sum / n_sum, lr, tps, eta);
+                    tc->steps, mean_loss, lr, tps, eta);
                 t_draw = t;
             }
             if (flush_metrics(&c, err, errlen)) { failed = 2; break; }
             t_log = now_s();
             log_tokens = 0;
+            c.st.log_loss_sum = 0;
+            c.st.log_n = 0;
         }
         int eval_due = (tc->eval_every > 0 && step % tc->eval_every == 0) || step == tc->steps;
         if (eval_due) {
-            if (evaluate_now(&c, n_sum ? train_sum / n_sum : NAN, err, errlen)) { failed = 2; break; }
-            train_sum = 0;
-            n_sum = 0;
+            if (evaluate_now(&c, c.st.eval_n ? c.st.eval_loss_sum / c.st.eval_n : NAN, err, errlen)) { failed = 2; break; }
+            c.st.eval_loss_sum = 0;
+            c.st.eval_n = 0;
             t_log = now_s();
         }
         int ckpt_due = (tc->ckpt_every > 0 && step % tc->ckpt_every == 0) || step == tc->steps || g_stop || g_ckpt;

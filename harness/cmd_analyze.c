@@ -1,0 +1,166 @@
+/*
+ * cmd_analyze.c — `gatelab analyze RUN [--results DIR] [--db PATH] [--out DIR] [--no-db]`.
+ *
+ * Reads the run's trace.h5 (every evaluation step) and writes what its gates
+ * did (analysis/analyze_trace.c): TSV files into <run>/analysis/ (or --out),
+ * metric rows into the registry (split "analysis"; --db defaults to the
+ * gatelab.db two folders above the run folder, where `gatelab train` put
+ * it), and a readable summary of the last evaluation on stdout.  The
+ * checkpoint, when there is one, only supplies the vocabulary so the
+ * per-token files show characters.  Files and names: docs/analysis.md.
+ */
+#include <libgen.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../analysis/analyze.h"
+#include "cli.h"
+#include "registry.h"
+#include "rundir.h"
+#include "trace.h"
+
+static void an_usage(FILE *f) {
+    fprintf(f, "usage: gatelab analyze RUN [--results DIR] [--db PATH] [--out DIR] [--no-db]\n"
+               "  RUN: a run id under <results>/runs/ or a run folder\n"
+               "  --out DIR   TSV files (default <run folder>/analysis)\n"
+               "  --db PATH   registry for the metric rows (default <run folder>/../../gatelab.db)\n");
+}
+
+/* The registry next to a run folder: <results>/runs/<id> → <results>/gatelab.db. */
+static void an_default_db(const char *dir, char *out, size_t n) {
+    char tmp[GL_PATH_MAX];
+    snprintf(tmp, sizeof tmp, "%s", dir);
+    char *up = dirname(dirname(tmp));
+    snprintf(out, n, "%s/gatelab.db", up);
+}
+
+static void an_print_summary(const char *run_id, const analyze_summary *s, const char *out_dir) {
+    printf("gatelab analyze: run %s | last evaluation at step %ld (%d in the trace) | %ld probe tokens: "
+           "%ld structural, %ld functional, %ld semantic\n",
+           run_id, s->step, s->n_steps, s->n_probe, s->cat_count[0], s->cat_count[1], s->cat_count[2]);
+    if (s->has_alpha) {
+        printf("\nSATFormer gate α by block (over probe tokens and KV heads)\n");
+        printf("  %5s %8s %7s %8s %8s %7s %7s %9s %8s %8s %8s\n", "block", "mean", "α=0", "α<1e-2", "α<0.1", "Gini",
+               "Hoyer", "H(heads)", "struct", "funct", "semant");
+        for (int n = 0; n < s->n_layer; n++) {
+            if (!s->gated[n]) continue;
+            const gates_summary *g = &s->alpha_layer[n];
+            printf("  %5d %8.4f %7.3f %8.3f %8.3f %7.3f %7.3f %9.3f %8.4f %8.4f %8.4f\n", n, g->mean, g->frac_zero,
+                   g->frac_below[1], g->frac_below[2], g->gini, g->hoyer, s->alpha_entropy[n], s->alpha_cat[n][0],
+                   s->alpha_cat[n][1], s->alpha_cat[n][2]);
+        }
+        printf("\n  mean α by block (rows) and KV head (columns):\n  %5s", "");
+        for (int j = 0; j < s->n_kv_head && j < ANALYZE_MAX_HEADS; j++) printf(" %7s%-2d", "H", j);
+        printf("\n");
+        for (int n = 0; n < s->n_layer; n++) {
+            if (!s->gated[n]) continue;
+            printf("  %5d", n);
+            for (int j = 0; j < s->n_kv_head && j < ANALYZE_MAX_HEADS; j++) printf(" %9.4f", s->alpha_head_mean[n][j]);
+            printf("\n");
+        }
+        printf("  α over every gated block: %.4f\n", s->alpha_mean);
+    }
+    if (s->has_lambda) {
+        printf("\nResFormer coefficients by block\n  %5s %9s %9s\n", "block", "λ1", "λ2");
+        for (int n = 0; n < s->n_layer; n++) printf("  %5d %9.4f %9.4f\n", n, s->lambda1[n], s->lambda2[n]);
+    }
+    if (s->has_p) {
+        printf("\nTSA routing: active fraction α %.4f (TLOps saved %.1f %%) | expected depth %.3f blocks soft, "
+               "%.3f hard, of %d\n",
+               s->active_frac, 100.0 * (1.0 - s->active_frac) * (s->n_layer - 1) / s->n_layer, s->depth_soft,
+               s->depth_hard, s->n_layer);
+        printf("  %5s %8s %8s %9s %9s %9s\n", "block", "mean p", "runs", "p struct", "p funct", "p semant");
+        for (int n = 1; n < s->n_layer; n++)
+            printf("  %5d %8.4f %8.3f %9.4f %9.4f %9.4f\n", n, s->p_mean[n], s->p_active[n], s->p_cat[n][0], s->p_cat[n][1],
+                   s->p_cat[n][2]);
+    }
+    if (s->has_exit) {
+        printf("\nEarly exit: mean max-softmax confidence by block\n");
+        for (int n = 0; n < s->n_layer; n++) printf("  block %d: %.4f\n", n, s->conf_mean[n]);
+    }
+    printf("\nfiles in %s:", out_dir);
+    for (int i = 0; i < s->n_files; i++) printf(" %s", s->files[i]);
+    printf("\n");
+}
+
+int cmd_analyze(int argc, char **argv) {
+    const char *arg = NULL, *results = NULL, *db_arg = NULL, *out_arg = NULL;
+    int no_db = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        int hv = i + 1 < argc;
+        if (!strcmp(a, "--results") && hv) results = argv[++i];
+        else if (!strcmp(a, "--db") && hv) db_arg = argv[++i];
+        else if (!strcmp(a, "--out") && hv) out_arg = argv[++i];
+        else if (!strcmp(a, "--no-db")) no_db = 1;
+        else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            an_usage(stdout);
+            return 0;
+        } else if (a[0] != '-' && !arg) arg = a;
+        else {
+            fprintf(stderr, "gatelab analyze: unknown or incomplete argument '%s'\n", a);
+            an_usage(stderr);
+            return 2;
+        }
+    }
+    if (!arg) {
+        an_usage(stderr);
+        return 2;
+    }
+    char err[2048] = "", dir[GL_PATH_MAX], trace_path[GL_PATH_MAX + 16], out_dir[GL_PATH_MAX + 16],
+         db_path[GL_PATH_MAX + 16], run_id[256];
+    gl_trace_data td;
+    memset(&td, 0, sizeof td);
+    report_metrics rm = {0};
+    gl_db *db = NULL;
+    static gl_run run;
+    static analyze_summary s;
+    int rc = 1, have_run = 0;
+    const char *rdir = run_results_dir(results);
+    if (run_resolve(arg, rdir, dir, sizeof dir, err, sizeof err)) goto fail;
+    {
+        char tmp[GL_PATH_MAX];
+        snprintf(tmp, sizeof tmp, "%s", dir);
+        snprintf(run_id, sizeof run_id, "%s", basename(tmp));
+    }
+    snprintf(trace_path, sizeof trace_path, "%s/%s", dir, RUN_TRACE);
+    if (access(trace_path, R_OK) != 0) {
+        snprintf(err, sizeof err, "%s: no trace (train with log.trace = 1)", trace_path);
+        goto fail;
+    }
+    if (trace_read(trace_path, &td, err, sizeof err)) goto fail;
+    char e2[1024];
+    if (run_open(&run, dir, rdir, 1, e2, sizeof e2) == 0) have_run = 1;
+    else fprintf(stderr, "gatelab analyze: note: %s; probe tokens are shown as ids\n", e2);
+    if (out_arg) snprintf(out_dir, sizeof out_dir, "%s", out_arg);
+    else snprintf(out_dir, sizeof out_dir, "%s/analysis", dir);
+    if (analyze_trace(&td, have_run ? run.st.vocab : NULL, have_run ? run.st.vocab_size : 0, out_dir, &rm, &s, err,
+                      sizeof err))
+        goto fail;
+    int n_rows = rm.n;
+    if (!no_db) {
+        if (db_arg) snprintf(db_path, sizeof db_path, "%s", db_arg);
+        else an_default_db(dir, db_path, sizeof db_path);
+        if (db_open(&db, db_path, err, sizeof err) || report_metrics_flush(&rm, db, run_id, err, sizeof err)) {
+            fprintf(stderr, "gatelab analyze: the files are written, but the registry was not updated: %s\n", err);
+            goto fail_quiet;
+        }
+    }
+    an_print_summary(run_id, &s, out_dir);
+    if (!no_db) printf("registry: %d rows (split \"%s\") for run %s in %s\n", n_rows, ANALYZE_SPLIT, run_id, db_path);
+    rc = 0;
+    goto done;
+fail:
+    fprintf(stderr, "gatelab analyze: %s\n", err);
+fail_quiet:
+    rc = 1;
+done:
+    db_close(db);
+    report_metrics_free(&rm);
+    trace_data_free(&td);
+    if (have_run) run_close(&run);
+    return rc;
+}
