@@ -49,7 +49,7 @@ __attribute__((format(printf, 3, 4))) static int msgf(char *out, size_t outlen, 
 /* ---------------------------------------------------------------- keys --- */
 
 typedef enum { K_INT, K_U64, K_FLOAT, K_BOOL, K_STR, K_ENUM, K_SCALE } key_kind;
-typedef enum { EN_NONE, EN_VR, EN_RF, EN_DR, EN_EE, EN_TASK } enum_id;
+typedef enum { EN_NONE, EN_VR, EN_RF, EN_DR, EN_EE, EN_TASK, EN_CL } enum_id;
 /* string constraints */
 enum { S_ANY = 0, S_NONEMPTY = 1, S_NAME = 2 };
 
@@ -95,6 +95,8 @@ static const key_def keys[] = {
     KFLT("model", "router_init_bias", model.router_init_bias, -30, 30, 0, 0),
     KFLT("model", "tsa_lambda", model.tsa_lambda, 0, 1000, 0, 0),
     KENUM("model", "exit_weighting", model.exit_weighting, EN_EE),
+    KENUM("model", "cross_layer", model.cross_layer, EN_CL),
+    KINT("model", "hc_expansion", model.hc_expansion, 1, 16),
 
     KENUM("data", "task", data.task, EN_TASK),
     KSTR("data", "file", data.file, S_NONEMPTY, 1),
@@ -226,6 +228,7 @@ static const char *enum_name(int en, int v) {
     case EN_RF: return config_resformer_variant_name((gl_resformer_variant)v);
     case EN_DR: return config_depth_routing_name((gl_depth_routing)v);
     case EN_EE: return config_exit_weighting_name((gl_exit_weighting)v);
+    case EN_CL: return config_cross_layer_name((gl_cross_layer)v);
     case EN_TASK: return manifest_task_name((gl_task)v);
     }
     return "unknown";
@@ -237,6 +240,7 @@ static int enum_count(int en) {
     case EN_RF: return 3;
     case EN_DR: return 3;
     case EN_EE: return 2;
+    case EN_CL: return 4;
     case EN_TASK: return 4;
     }
     return 0;
@@ -249,6 +253,7 @@ static void enum_store(gl_manifest *mf, int en, int v) {
     case EN_RF: mf->model.resformer_variant = (gl_resformer_variant)v; break;
     case EN_DR: mf->model.depth_routing = (gl_depth_routing)v; break;
     case EN_EE: mf->model.exit_weighting = (gl_exit_weighting)v; break;
+    case EN_CL: mf->model.cross_layer = (gl_cross_layer)v; break;
     case EN_TASK: mf->data.task = (gl_task)v; break;
     }
 }
@@ -259,6 +264,7 @@ static int enum_load(const gl_manifest *mf, int en) {
     case EN_RF: return (int)mf->model.resformer_variant;
     case EN_DR: return (int)mf->model.depth_routing;
     case EN_EE: return (int)mf->model.exit_weighting;
+    case EN_CL: return (int)mf->model.cross_layer;
     case EN_TASK: return (int)mf->data.task;
     }
     return 0;

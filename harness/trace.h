@@ -3,10 +3,13 @@
  * fixed probe batch of validation tokens.  Written by the training loop,
  * read by every analysis.  Layout in docs/files.md ("trace.h5").
  *
- * The file is HDF5 in SWMR mode (single writer, multiple readers): readers
- * may open it while training appends, and a run killed at any moment leaves a
- * file holding every completed append.  Only trace.c and export.c include
- * hdf5.h.
+ * The file is HDF5, SWMR-capable, and closed between appends: each append
+ * opens it in SWMR-write mode, writes, flushes and closes it (milliseconds).
+ * So plain h5dump opens it during training and after a kill -9; SWMR readers
+ * (h5py swmr=True, trace_read) may also hold it open while training appends;
+ * and a run killed at any moment leaves a file holding every completed append.
+ * What a kill inside an append leaves, and file locking: docs/files.md.  Only
+ * trace.c and export.c include hdf5.h.
  */
 #ifndef GATELAB_HARNESS_TRACE_H
 #define GATELAB_HARNESS_TRACE_H
@@ -27,9 +30,10 @@ typedef struct {
 
 /* Create path (replacing any file there) with every dataset the description
  * asks for at 0 steps, store the probe batch (probe_tokens and
- * probe_category, P each) and switch the file to SWMR writing.  Returns 0 and
+ * probe_category, P each), and close the file again (*out remembers the path
+ * and shape; the file is opened only inside trace_append).  Returns 0 and
  * *out, or -1 with a message naming path and the failed HDF5 operation.  The
- * caller closes *out with trace_close. */
+ * caller frees *out with trace_close. */
 int trace_create(gl_trace **out, const char *path, const gl_trace_desc *d, const int *probe_tokens,
                  const uint8_t *probe_category, char *err, size_t errlen);
 
@@ -48,8 +52,11 @@ int trace_reopen(gl_trace **out, const char *path, long last_step, char *err, si
  *   p      (L-1, P)     TSA halting probability per router, probe token
  *   conf   (L, P)       early-exit confidence per layer, probe token
  * An array the trace does not have is ignored (may be NULL); one it has must
- * not be NULL.  Extends every dataset by one row, writes, and flushes the
- * file.  Returns 0, or -1 with a message naming path, step and operation. */
+ * not be NULL.  Opens the file (SWMR write, without file locking, so readers
+ * holding it open do not block the append), extends every dataset by one row,
+ * writes it (/step last), flushes and closes the file.  Fails if the file has
+ * rows this handle did not write (another writer).  Returns 0, or -1 with a
+ * message naming path, step and operation. */
 int trace_append(gl_trace *t, long step, float train_loss, float val_loss, const float *alpha,
                  const float *lambda, const float *p, const float *conf, char *err, size_t errlen);
 
@@ -57,8 +64,8 @@ int trace_append(gl_trace *t, long step, float train_loss, float val_loss, const
 long trace_n_steps(const gl_trace *t);
 long trace_last_step(const gl_trace *t);
 
-/* Close the file (which also ends SWMR mode, so every HDF5 tool opens it).
- * Accepts NULL. */
+/* Free the handle (the file itself is already closed: it is open only
+ * inside trace_append).  Accepts NULL. */
 void trace_close(gl_trace *t);
 
 /* A whole trace in memory.  Arrays a trace does not have are NULL. */
@@ -76,10 +83,10 @@ typedef struct {
     char *config_ini;          /* NUL-terminated ("" if none) */
 } gl_trace_data;
 
-/* Read every dataset of path into malloc'd arrays (SWMR read, so a live or
- * killed run's trace works; a row whose append did not complete is dropped).
- * Returns 0, or -1 with a message (out is then empty).  Free with
- * trace_data_free. */
+/* Read every dataset of path into malloc'd arrays (SWMR read, so a live run's
+ * trace works, and so does one whose writer was killed inside an append; a
+ * row whose append did not complete is dropped).  Returns 0, or -1 with a
+ * message (out is then empty).  Free with trace_data_free. */
 int trace_read(const char *path, gl_trace_data *out, char *err, size_t errlen);
 void trace_data_free(gl_trace_data *d); /* accepts an empty or partly filled struct */
 

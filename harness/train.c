@@ -75,6 +75,7 @@ typedef struct {
     gl_db *db;
     FILE *log;
     int tty, quiet;
+    double trace_s; /* wall-clock seconds in probe passes and trace writes (this process) */
     /* probe batch */
     int P, probe_B;
     int *probe_tok, *probe_tg;
@@ -270,6 +271,7 @@ static int evaluate_now(run_ctx *c, double train_loss, char *err, size_t errlen)
         snprintf(extra, sizeof extra, " | α %.3f", r.active_frac);
     }
     if (c->trace) {
+        double t0 = now_s();
         probe_pass(c);
         const gl_model_config *mc = &m->cfg;
         if (trace_append(c->trace, step, (float)train_loss, (float)r.loss,
@@ -278,6 +280,7 @@ static int evaluate_now(run_ctx *c, double train_loss, char *err, size_t errlen)
                          mc->depth_routing == DR_TSA ? c->buf_p : NULL,
                          mc->depth_routing == DR_EARLY_EXIT ? c->buf_conf : NULL, err, errlen))
             return -1;
+        c->trace_s += now_s() - t0;
     }
     if (text) say(c, 0, "step %ld | val loss %.4f (%.3f bpc)%s", step, r.loss, r.loss / log(2.0), extra);
     else say(c, 0, "step %ld | val loss %.4f | token acc %.4f | seq acc %.4f%s", step, r.loss, r.tok_acc, r.seq_acc, extra);
@@ -538,6 +541,12 @@ gl_train_outcome train_run(const gl_manifest *mf, const gl_train_opts *o, char *
         /* the hex float makes bit-for-bit comparisons of runs possible from the log */
         say(&c, 0, "finished %d steps in %.1f s | last train loss %.6f (%a) | run folder %s", tc->steps,
             c.st.elapsed_s, last_loss, last_loss, c.dir);
+        double span = c.st.elapsed_s - elapsed0;
+        if (c.trace_s > 0 && span > 0) {
+            say(&c, 0, "trace: %.3f s in probe passes and writes, %.2f %% of this session's %.1f s", c.trace_s,
+                100.0 * c.trace_s / span, span);
+            metric(&c, c.st.step, "train", "trace_share", c.trace_s / span);
+        }
         err[0] = 0;
     }
     if (c.trace) {

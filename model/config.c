@@ -28,11 +28,13 @@
 #define CFG_MAX_DFF 65536
 #define CFG_MAX_SEQ 65536
 #define CFG_MAX_ROUTER 65536
+#define CFG_MAX_HC 16 /* hyper-connection streams */
 
 static const char *const vr_names[] = {"none", "resformer", "satformer"};
 static const char *const rf_names[] = {"plus", "learnable", "identity"};
 static const char *const dr_names[] = {"none", "tsa", "early_exit"};
 static const char *const ee_names[] = {"linear", "uniform"};
+static const char *const cl_names[] = {"none", "denseformer", "hyper", "mudd"};
 
 #define NELEM(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
@@ -66,6 +68,8 @@ void config_defaults(gl_model_config *c) {
     c->router_init_bias = -2.0f;
     c->tsa_lambda = 0.0f;
     c->exit_weighting = EE_WEIGHT_LINEAR;
+    c->cross_layer = CL_NONE;
+    c->hc_expansion = 4; /* Zhu et al. 2024's default expansion rate */
 }
 
 static int range_int(char *err, size_t errlen, const char *key, int v, int lo, int hi) {
@@ -170,6 +174,43 @@ int config_validate(const gl_model_config *c, char *err, size_t errlen) {
                  c->n_layer);
         return -1;
     }
+    if ((int)c->cross_layer < 0 || (int)c->cross_layer >= NELEM(cl_names)) {
+        snprintf(err, errlen, "model.cross_layer (%d) is not a known variant", (int)c->cross_layer);
+        return -1;
+    }
+    /* hc_expansion only matters to hyper (a zeroed struct elsewhere stays valid) */
+    if (c->cross_layer == CL_HYPER &&
+        range_int(err, errlen, "model.hc_expansion", c->hc_expansion, 1, CFG_MAX_HC))
+        return -1;
+    /* Cross-layer combinations (docs/crosslayer.md, "Combinations").  Value
+     * residuals live inside a block's value path and combine with all three.
+     * early_exit freezes an exited token's single residual state and reads the
+     * shared head after every block; with a depth-weighted average, widened
+     * streams or per-input dense mixes there is no one state to freeze.  TSA
+     * scales one block's residual update by (1 - p) and reads one attention
+     * input: well defined for DenseFormer (the update of the block's own
+     * stream, before the average), not for hyper (the update enters n_s
+     * streams with learned weights) or mudd (the block reads four different
+     * streams). */
+    if (c->cross_layer != CL_NONE && c->depth_routing == DR_EARLY_EXIT) {
+        snprintf(err, errlen,
+                 "model.cross_layer = %s cannot be combined with model.depth_routing = early_exit "
+                 "(an exited token freezes one residual state, which %s does not have); use "
+                 "depth_routing = none%s",
+                 cl_names[c->cross_layer], cl_names[c->cross_layer],
+                 c->cross_layer == CL_DENSEFORMER ? " or tsa" : "");
+        return -1;
+    }
+    if ((c->cross_layer == CL_HYPER || c->cross_layer == CL_MUDD) && c->depth_routing == DR_TSA) {
+        snprintf(err, errlen,
+                 "model.cross_layer = %s cannot be combined with model.depth_routing = tsa (TSA "
+                 "scales a block's update on a single residual stream; %s); use cross_layer = "
+                 "denseformer with tsa, or depth_routing = none",
+                 cl_names[c->cross_layer],
+                 c->cross_layer == CL_HYPER ? "hyper-connections add it to hc_expansion streams with learned weights"
+                                            : "MUDD blocks read separate query, key, value and residual streams");
+        return -1;
+    }
     /* Combinations: early_exit with a value residual is fine (V1 comes from
      * block 0, which every token runs); tsa together with early_exit cannot be
      * written, depth_routing is one enum. */
@@ -218,6 +259,9 @@ const char *config_depth_routing_name(gl_depth_routing v) {
 const char *config_exit_weighting_name(gl_exit_weighting v) {
     return name_of(ee_names, NELEM(ee_names), (int)v);
 }
+const char *config_cross_layer_name(gl_cross_layer v) {
+    return name_of(cl_names, NELEM(cl_names), (int)v);
+}
 
 int config_parse_value_residual(const char *s, gl_value_residual *out) {
     int i;
@@ -241,5 +285,11 @@ int config_parse_exit_weighting(const char *s, gl_exit_weighting *out) {
     int i;
     if (parse_name(ee_names, NELEM(ee_names), s, &i)) return -1;
     *out = (gl_exit_weighting)i;
+    return 0;
+}
+int config_parse_cross_layer(const char *s, gl_cross_layer *out) {
+    int i;
+    if (parse_name(cl_names, NELEM(cl_names), s, &i)) return -1;
+    *out = (gl_cross_layer)i;
     return 0;
 }

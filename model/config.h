@@ -8,6 +8,7 @@
  *
  *   value_residual   none | resformer | satformer     (SATFormer paper)
  *   depth_routing    none | tsa | early_exit          (TSA paper)
+ *   cross_layer      none | denseformer | hyper | mudd  (dense baselines, docs/crosslayer.md)
  *
  * Parameter names and shapes derived from a config are listed by
  * model_tensor_table() in model/model.h.
@@ -21,6 +22,7 @@ typedef enum { VR_NONE = 0, VR_RESFORMER, VR_SATFORMER } gl_value_residual;
 typedef enum { RF_PLUS = 0, RF_LEARNABLE, RF_IDENTITY } gl_resformer_variant;
 typedef enum { DR_NONE = 0, DR_TSA, DR_EARLY_EXIT } gl_depth_routing;
 typedef enum { EE_WEIGHT_LINEAR = 0, EE_WEIGHT_UNIFORM } gl_exit_weighting;
+typedef enum { CL_NONE = 0, CL_DENSEFORMER, CL_HYPER, CL_MUDD } gl_cross_layer;
 
 typedef struct {
     int vocab_size;  /* V: number of token ids */
@@ -45,6 +47,9 @@ typedef struct {
     float router_init_bias; /* initial fc2_b of every router; p0 = σ(bias) */
     float tsa_lambda;       /* depth penalty λ */
     gl_exit_weighting exit_weighting;
+
+    gl_cross_layer cross_layer; /* cross-layer connectivity (model/crosslayer.c) */
+    int hc_expansion;           /* hyper: residual streams n_s, default 4 */
 } gl_model_config;
 
 /* Fill the defaults of DESIGN.md (a small char model: V 65, d 128, L 4, H 4,
@@ -66,10 +71,12 @@ const char *config_value_residual_name(gl_value_residual v);
 const char *config_resformer_variant_name(gl_resformer_variant v);
 const char *config_depth_routing_name(gl_depth_routing v);
 const char *config_exit_weighting_name(gl_exit_weighting v);
+const char *config_cross_layer_name(gl_cross_layer v);
 /* Parse a name; return 0 on success, -1 if unknown. */
 int config_parse_value_residual(const char *s, gl_value_residual *out);
 int config_parse_resformer_variant(const char *s, gl_resformer_variant *out);
 int config_parse_depth_routing(const char *s, gl_depth_routing *out);
 int config_parse_exit_weighting(const char *s, gl_exit_weighting *out);
+int config_parse_cross_layer(const char *s, gl_cross_layer *out);
 
 #endif

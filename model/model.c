@@ -8,6 +8,8 @@
  *             a = Attn(RoPE(qknorm(q)), RoPE(qknorm(k)), v') Woᵀ;  h_mid = h + a
  *             f = SwiGLU(RMSNorm(h_mid));  h_out = h + s·(a + f)
  *   with s = 1, or s = 1 − p (TSA, block n ≥ 1, p from router n−1 reading xn).
+ *   Cross-layer variants (DenseFormer, hyper-connections, MUDD) replace the
+ *   block's inputs and residual sums through the xl_ hooks of crosslayer.h.
  *
  * Inference modes: sparse TSA (a token with p > 0.5 keeps its state and its
  * FFN rows are not computed: gather → sgemm on packed rows → scatter) and
@@ -26,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "crosslayer.h"
 #include "ops.h"
 #include "rng.h"
 
@@ -84,6 +87,10 @@ static int build_table(table_builder *tb, const gl_model_config *c) {
 #define ADD(suffix, r, cc, nd, dec) \
     (snprintf(nm, sizeof nm, "layers.%d.%s", n, suffix), rc |= table_add(tb, nm, r, cc, nd, dec))
         ADD("attn_norm", d, 1, 1, 0);
+        if (xl_separate_kv_norms(c, n)) {
+            ADD("attn_norm_k", d, 1, 1, 0);
+            ADD("attn_norm_v", d, 1, 1, 0);
+        }
         ADD("attn.wq", qd, d, 2, 1);
         ADD("attn.wk", kd, d, 2, 1);
         ADD("attn.wv", kd, d, 2, 1);
@@ -108,6 +115,11 @@ static int build_table(table_builder *tb, const gl_model_config *c) {
     if (c->value_residual == VR_RESFORMER && c->resformer_variant == RF_PLUS) {
         rc |= table_add(tb, "resformer.scale", 1, 1, 1, gates_decay);
         rc |= table_add(tb, "resformer.logits", n_mixing(c), 1, 1, gates_decay);
+    }
+    for (int i = 0; i < xl_n_tensors(c); i++) { /* cross-layer: dwa.{n}, hyper.{n}.*, mudd.{n}.* */
+        int r, cc, nd, dec;
+        xl_tensor_spec(c, i, nm, sizeof nm, &r, &cc, &nd, &dec);
+        rc |= table_add(tb, nm, r, cc, nd, dec);
     }
     if (c->depth_routing == DR_TSA)
         for (int l = 0; l < L - 1; l++) {
@@ -158,6 +170,8 @@ static float **ptr_slot(gl_param_ptrs *P, int layer, int router, const char *w) 
         gl_block_params *b = &P->layer[layer];
         static const struct { const char *n; size_t off; } map[] = {
             {"attn_norm", offsetof(gl_block_params, attn_norm)},
+            {"attn_norm_k", offsetof(gl_block_params, attn_norm_k)},
+            {"attn_norm_v", offsetof(gl_block_params, attn_norm_v)},
             {"attn.wq", offsetof(gl_block_params, wq)},
             {"attn.wk", offsetof(gl_block_params, wk)},
             {"attn.wv", offsetof(gl_block_params, wv)},
@@ -181,7 +195,7 @@ static float **ptr_slot(gl_param_ptrs *P, int layer, int router, const char *w) 
     if (!strcmp(w, "head")) return &P->head;
     if (!strcmp(w, "resformer.scale")) return &P->rf_scale;
     if (!strcmp(w, "resformer.logits")) return &P->rf_logits;
-    return NULL;
+    return xl_param_slot(P, w);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -256,6 +270,7 @@ static void layout_acts(gl_model *m, carver *cv) {
     m->rope_cos = carve(cv, (size_t)m->T * hd / 2);
     m->rope_sin = carve(cv, (size_t)m->T * hd / 2);
     m->mask = carve(cv, N);
+    xl_layout_acts(m, carve(cv, xl_layout_acts(m, NULL)));
 }
 
 /* Gradient buffers for one block at a time (reused across blocks). */
@@ -294,6 +309,7 @@ static void layout_grads(gl_model *m, carver *cv, grad_bufs *g) {
     int nt = omp_get_max_threads();
     int np = omp_get_num_procs();
     g->attscratch = carve(cv, (size_t)(nt > np ? nt : np) * m->T * m->T);
+    xl_layout_grads(m, carve(cv, xl_layout_grads(m, NULL)));
 }
 
 int model_init(gl_model *m, const gl_model_config *cfg, int max_B, char *err, size_t errlen) {
@@ -324,11 +340,13 @@ int model_init(gl_model *m, const gl_model_config *cfg, int max_B, char *err, si
     m->P.router = calloc((size_t)(L > 1 ? L - 1 : 1), sizeof(gl_router_params));
     m->G.router = calloc((size_t)(L > 1 ? L - 1 : 1), sizeof(gl_router_params));
     m->A = calloc((size_t)L, sizeof(gl_block_acts));
+    m->P.xl = calloc((size_t)L, sizeof(gl_xl_params));
+    m->G.xl = calloc((size_t)L, sizeof(gl_xl_params));
     m->params = alloc_floats(m->n_params);
     m->grads = alloc_floats(m->n_params);
     m->adam_m = alloc_floats(m->n_params);
     m->adam_v = alloc_floats(m->n_params);
-    if (!m->P.layer || !m->G.layer || !m->P.router || !m->G.router || !m->A || !m->params ||
+    if (!m->P.layer || !m->G.layer || !m->P.router || !m->G.router || !m->A || !m->P.xl || !m->G.xl || !m->params ||
         !m->grads || !m->adam_m || !m->adam_v)
         goto oom;
     bind_ptrs(m, &m->P, m->params);
@@ -367,6 +385,8 @@ void model_free(gl_model *m) {
     free(m->G.layer);
     free(m->P.router);
     free(m->G.router);
+    free(m->P.xl);
+    free(m->G.xl);
     free(m->A);
     free(m->params);
     free(m->grads);
@@ -414,6 +434,7 @@ void model_init_weights(gl_model *m, uint64_t seed) {
             for (size_t j = 0; j < t->size; j++) p[j] = 0.02f * rng_normal(&r);
         }
     }
+    xl_init_weights(m);
     memset(m->adam_m, 0, m->n_params * sizeof(float));
     memset(m->adam_v, 0, m->n_params * sizeof(float));
 }
@@ -534,7 +555,7 @@ static void value_residual_forward(gl_model *m, int n, int N) {
         return;
     }
     if (c->value_residual == VR_SATFORMER) {
-        mm_forward(a->gate_pre, a->xn1, m->P.layer[n].alpha, N, c->d_model, Hkv);
+        mm_forward(a->gate_pre, xl_attn_input(m, n, 2), m->P.layer[n].alpha, N, c->d_model, Hkv);
 #pragma omp parallel for schedule(static)
         for (int t = 0; t < N; t++)
             for (int j = 0; j < Hkv; j++) {
@@ -605,10 +626,12 @@ static void block_forward(gl_model *m, int n, int B, int T, float *h_next, unsig
     const gl_block_params *b = &m->P.layer[n];
     const int tsa = c->depth_routing == DR_TSA && n >= 1;
 
-    rmsnorm_forward(a->xn1, a->rstd1, a->h_in, b->attn_norm, N, d, c->norm_eps);
+    /* MUDD: q, k, v read separate streams (xl_*); otherwise all read xn1 = RMSNorm(h_in) */
+    rmsnorm_forward(a->xn1, a->rstd1, xl_query_input(m, n), b->attn_norm, N, d, c->norm_eps);
+    xl_kv_norm_forward(m, n, N);
     mm_forward(a->q, a->xn1, b->wq, N, d, H * hd);
-    mm_forward(a->k, a->xn1, b->wk, N, d, Hkv * hd);
-    mm_forward(a->v, a->xn1, b->wv, N, d, Hkv * hd);
+    mm_forward(a->k, xl_attn_input(m, n, 1), b->wk, N, d, Hkv * hd);
+    mm_forward(a->v, xl_attn_input(m, n, 2), b->wv, N, d, Hkv * hd);
     if (tsa) route_forward(m, n, N);
     value_residual_forward(m, n, N);
     if (c->qk_norm) {
@@ -622,8 +645,12 @@ static void block_forward(gl_model *m, int n, int B, int T, float *h_next, unsig
     rope_forward(a->kr, m->rope_cos, m->rope_sin, N, T, Hkv, hd);
     attn_forward(a->atty, a->att, a->qr, a->kr, a->vmix, B, T, H, Hkv, hd);
     mm_forward(a->ao, a->atty, b->wo, N, H * hd, d);
+    if (c->cross_layer == CL_HYPER) {
+        xl_hc_mid_forward(m, n, N); /* streams += attention; h_mid = the FFN's width connection */
+    } else {
 #pragma omp parallel for schedule(static)
-    for (size_t i = 0; i < (size_t)N * d; i++) a->h_mid[i] = a->h_in[i] + a->ao[i];
+        for (size_t i = 0; i < (size_t)N * d; i++) a->h_mid[i] = a->h_in[i] + a->ao[i];
+    }
 
     if (tsa && m->sparse) {
         /* hard routing: gather the kept tokens, FFN on packed rows, scatter back */
@@ -648,7 +675,9 @@ static void block_forward(gl_model *m, int n, int B, int T, float *h_next, unsig
     }
 
     ffn_forward(m, n, a->h_mid, N);
-    if (tsa) {
+    if (c->cross_layer == CL_HYPER) {
+        xl_hc_out_forward(m, n, N); /* streams += FFN; the next input comes from xl_forward_after_block */
+    } else if (tsa) {
 #pragma omp parallel for schedule(static)
         for (int t = 0; t < N; t++) {
             float s = 1.0f - a->p[t];
@@ -697,6 +726,7 @@ float model_forward(gl_model *m, const int *tokens, const int *targets, const fl
         assert(tokens[t] >= 0 && tokens[t] < V);
         memcpy(h0 + (size_t)t * d, m->P.embed + (size_t)tokens[t] * d, (size_t)d * sizeof(float));
     }
+    xl_forward_begin(m, N);
 
     const int ee = c->depth_routing == DR_EARLY_EXIT;
     const int ee_infer = ee && m->exit_tau > 0.0f;
@@ -706,8 +736,9 @@ float model_forward(gl_model *m, const int *tokens, const int *targets, const fl
     double exit_sum[GL_MAX_LAYERS] = {0};
     m->active_count = 0;
     for (int n = 0; n < L; n++) {
-        float *h_next = n + 1 < L ? m->A[n + 1].h_in : m->h_out;
+        float *h_next = xl_block_output(m, n, n + 1 < L ? m->A[n + 1].h_in : m->h_out);
         block_forward(m, n, B, T, h_next, ee_infer ? frozen : NULL);
+        xl_forward_after_block(m, n, N);
         if (ee && n + 1 < L) {
             exit_sum[n] = exit_head_forward(m, n, h_next, N);
             if (ee_infer)
@@ -845,10 +876,14 @@ static void block_backward(gl_model *m, grad_bufs *g, int n) {
     const float *dres = g->dres;
 
     /* h_out = h + s·(a + f), s = 1 − p (TSA) or 1 */
+    if (c->cross_layer == CL_HYPER) {
+        xl_hc_ffn_out_backward(m, n, N, g->dfo);
+    } else {
 #pragma omp parallel for schedule(static)
-    for (int t = 0; t < N; t++) {
-        float s = tsa ? 1.0f - a->p[t] : 1.0f;
-        for (int i = 0; i < d; i++) g->dfo[(size_t)t * d + i] = s * dres[(size_t)t * d + i];
+        for (int t = 0; t < N; t++) {
+            float s = tsa ? 1.0f - a->p[t] : 1.0f;
+            for (int i = 0; i < d; i++) g->dfo[(size_t)t * d + i] = s * dres[(size_t)t * d + i];
+        }
     }
     /* FFN */
     zero(g->dfg, (size_t)N * F);
@@ -863,16 +898,22 @@ static void block_backward(gl_model *m, grad_bufs *g, int n) {
     rmsnorm_backward(g->dhm, gb->ffn_norm, g->dxn2, a->h_mid, b->ffn_norm, a->rstd2, N, d);
     /* dao = s·dres + dhm;  dh = dres + dhm;  TSA: dp = −Σ dres·(a + f) − λ/((L−1)N) */
     const float dpen = tsa ? (float)(c->tsa_lambda / ((double)(c->n_layer - 1) * N)) : 0.0f;
+    if (c->cross_layer == CL_HYPER) {
+        /* hyper: dao from the attention's depth connection; dh gets only the attention-norm path */
+        xl_hc_mid_backward(m, n, N, g->dhm, g->dao);
+        zero(g->dh, (size_t)N * d);
+    } else {
 #pragma omp parallel for schedule(static)
-    for (int t = 0; t < N; t++) {
-        float s = tsa ? 1.0f - a->p[t] : 1.0f, dp = 0.0f;
-        for (int i = 0; i < d; i++) {
-            size_t j = (size_t)t * d + i;
-            g->dao[j] = s * dres[j] + g->dhm[j];
-            g->dh[j] = dres[j] + g->dhm[j];
-            dp -= dres[j] * (a->ao[j] + a->fo[j]);
+        for (int t = 0; t < N; t++) {
+            float s = tsa ? 1.0f - a->p[t] : 1.0f, dp = 0.0f;
+            for (int i = 0; i < d; i++) {
+                size_t j = (size_t)t * d + i;
+                g->dao[j] = s * dres[j] + g->dhm[j];
+                g->dh[j] = dres[j] + g->dhm[j];
+                dp -= dres[j] * (a->ao[j] + a->fo[j]);
+            }
+            if (tsa) g->dp[t] = dp - dpen;
         }
-        if (tsa) g->dp[t] = dp - dpen;
     }
     /* attention */
     zero(g->datty, (size_t)N * qd);
@@ -901,11 +942,13 @@ static void block_backward(gl_model *m, grad_bufs *g, int n) {
         dv = g->dv;
     }
     zero(g->dxn, (size_t)N * d);
+    float *dxk, *dxv; /* MUDD: the key/value inputs have their own gradient buffers */
+    xl_kv_grads(m, n, N, g->dxn, &dxk, &dxv);
     mm_backward(g->dxn, gb->wq, dq, a->xn1, b->wq, N, d, qd);
-    mm_backward(g->dxn, gb->wk, dk, a->xn1, b->wk, N, d, kd);
-    mm_backward(g->dxn, gb->wv, dv, a->xn1, b->wv, N, d, kd);
+    mm_backward(dxk, gb->wk, dk, xl_attn_input(m, n, 1), b->wk, N, d, kd);
+    mm_backward(dxv, gb->wv, dv, xl_attn_input(m, n, 2), b->wv, N, d, kd);
     if (c->value_residual == VR_SATFORMER && config_layer_mixes_v1(c, n))
-        mm_backward(g->dxn, gb->alpha, g->dgate, a->xn1, b->alpha, N, d, Hkv);
+        mm_backward(dxv, gb->alpha, g->dgate, xl_attn_input(m, n, 2), b->alpha, N, d, Hkv);
     if (tsa) {
         const gl_router_params *r = &m->P.router[n - 1];
         gl_router_params *gr = &m->G.router[n - 1];
@@ -913,7 +956,8 @@ static void block_backward(gl_model *m, grad_bufs *g, int n) {
         router_backward(g->dxn, gr->fc1_w, gr->fc1_b, gr->fc2_w, gr->fc2_b, g->dp, a->p, a->r_pre,
                         a->r_hid, a->xn1, r->fc1_w, r->fc2_w, g->rscratch, N, d, m->R);
     }
-    rmsnorm_backward(g->dh, gb->attn_norm, g->dxn, a->h_in, b->attn_norm, a->rstd1, N, d);
+    if (!xl_attn_norm_backward(m, n, N, g->dxn))
+        rmsnorm_backward(g->dh, gb->attn_norm, g->dxn, a->h_in, b->attn_norm, a->rstd1, N, d);
 }
 
 void model_backward(gl_model *m) {
@@ -937,7 +981,9 @@ void model_backward(gl_model *m) {
             head_backward(m, &g, m->exit_probs + (size_t)n * N * V, m->A[n].xnf, m->A[n + 1].h_in,
                           m->A[n].rstdf, exit_weight(m, n) * inv, g.dres, N);
         }
+        xl_backward_block_out(m, g.dres, n, N); /* dense averages / MUDD mixes read after block n */
         block_backward(m, &g, n);
+        xl_backward_block_in(m, g.dh, n, N);
         float *tmp = g.dres; /* the block's input gradient becomes the next dres */
         g.dres = g.dh;
         g.dh = tmp;

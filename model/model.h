@@ -40,6 +40,8 @@ typedef struct {
  * where the config has no such tensor). */
 typedef struct {
     float *attn_norm; /* (d) */
+    float *attn_norm_k; /* (d)  MUDD, n >= 1: norm of the key stream (attn_norm: query stream) */
+    float *attn_norm_v; /* (d)  MUDD, n >= 1: norm of the value stream */
     float *wq;        /* (H*hd, d) */
     float *wk;        /* (Hkv*hd, d) */
     float *wv;        /* (Hkv*hd, d) */
@@ -62,6 +64,24 @@ typedef struct {
     float *fc2_b; /* (1) */
 } gl_router_params;
 
+/* Cross-layer parameters (model/crosslayer.c, docs/crosslayer.md); S = hc_expansion. */
+typedef struct {
+    float *static_alpha;        /* (S, S+1)  [A_m | A_r] of Zhu et al. */
+    float *static_beta;         /* (S) */
+    float *dynamic_alpha_fn;    /* (S+1, d)  the paper's W_α, stored (out, in) */
+    float *dynamic_beta_fn;     /* (1, d) */
+    float *dynamic_alpha_scale; /* (1) */
+    float *dynamic_beta_scale;  /* (1) */
+} gl_hc_params;
+
+typedef struct {
+    float *dwa;         /* (n+2)  DenseFormer weights after block n */
+    gl_hc_params hc[2]; /* hyper: [0] around block n's attention, [1] around its FFN */
+    float *mudd_w1;     /* (K, d)  MUDD after block n, K = C·(n+2), C = 4 (n < L-1) or 1 */
+    float *mudd_w2;     /* (K, K) */
+    float *mudd_bias;   /* (C, n+2) static part of the dense weights */
+} gl_xl_params;
+
 typedef struct {
     float *embed;          /* (V, d) */
     gl_block_params *layer;/* [L] */
@@ -70,6 +90,7 @@ typedef struct {
     float *rf_logits;      /* (M) ResFormer plus ℓ over the mixing blocks */
     float *final_norm;     /* (d) */
     float *head;           /* (V, d) when untied, else == embed */
+    gl_xl_params *xl;      /* [L] cross-layer (all NULL when cross_layer = none) */
 } gl_param_ptrs;
 
 /* Per-block activations kept for backward; all (B*T, width) token-major. */
@@ -106,6 +127,40 @@ typedef struct {
     float *rstdf;  /* (BT) */
     float *logits; /* (BT, V) */
 } gl_block_acts;
+
+/* Cross-layer activations (BT = max_B·T rows each; S = hc_expansion) and the
+ * gradient buffers of their backward (in dacts_mem).  NULL where unused. */
+typedef struct {
+    /* DenseFormer, MUDD: s_{n+1}, the output of block n (s_0 is A[0].h_in) */
+    float *state[GL_MAX_LAYERS];  /* (BT, d) */
+    /* MUDD: block n >= 1 reads query/key/value streams (its residual stream is A[n].h_in) */
+    float *in_q[GL_MAX_LAYERS], *in_k[GL_MAX_LAYERS], *in_v[GL_MAX_LAYERS]; /* (BT, d) */
+    float *xnk[GL_MAX_LAYERS], *xnv[GL_MAX_LAYERS];       /* (BT, d)  normed key/value streams */
+    float *rstdk[GL_MAX_LAYERS], *rstdv[GL_MAX_LAYERS];   /* (BT) */
+    /* MUDD: dense-weight MLP after block n */
+    float *mrstd[GL_MAX_LAYERS];  /* (BT)  1/rms of s_{n+1} */
+    float *mz[GL_MAX_LAYERS];     /* (BT, K)  w1 · norm(s_{n+1}) */
+    float *mg[GL_MAX_LAYERS];     /* (BT, K)  GELU(mz) */
+    float *mdw[GL_MAX_LAYERS];    /* (BT, K)  dense weights (w2 · mg + bias), index c·(n+2)+j */
+    float *mu;                    /* (BT, d)  scratch: norm(s_{n+1}) */
+    /* hyper: streams H^(k) entering module k (k = 2n attention, 2n+1 FFN; H^(2L) final) */
+    float *hs[2 * GL_MAX_LAYERS + 1];  /* (BT, S, d) */
+    float *hrstd[2 * GL_MAX_LAYERS];   /* (BT, S)  1/rms of each stream */
+    float *hta[2 * GL_MAX_LAYERS];     /* (BT, S, S+1)  tanh of the dynamic α projection */
+    float *htb[2 * GL_MAX_LAYERS];     /* (BT, S)  tanh of the dynamic β projection */
+    float *hbar;                       /* (BT, S, d)  scratch: normed streams */
+    /* gradient buffers */
+    float *ds[GL_MAX_LAYERS + 1];      /* (BT, d)  dL/ds_j accumulators */
+    float *dots;                       /* (BT, Kmax)  per-token weight gradients */
+    float *dq, *dk, *dv;               /* (BT, d)  MUDD: dL/d stream inputs of the block below */
+    float *dxnk, *dxnv;                /* (BT, d) */
+    float *dg, *dz, *du;               /* (BT, Kmax), (BT, Kmax), (BT, d) */
+    float *dH[2];                      /* (BT, S, d)  hyper: stream gradients, ping-pong */
+    int cur;                           /* index of dH holding the current stream gradient */
+    float *dhbar;                      /* (BT, S, d) */
+    float *dalpha;                     /* (BT, S, S+1) */
+    float *dbeta;                      /* (BT, S) */
+} gl_xl_acts;
 
 /* Gate overrides for ablations and interventions, applied in forward. */
 typedef enum { GATE_FREE = 0, GATE_CONST } gl_gate_mode;
@@ -145,6 +200,7 @@ typedef struct gl_model {
     float *h_out;         /* (BT, d) final residual stream */
     float *xnf, *rstdf;   /* (BT, d), (BT)  final norm */
     float *logits;        /* (BT, V) */
+    gl_xl_acts xl;        /* cross-layer activations and gradient buffers */
     float *probs;         /* (BT, V) softmax of logits (kept for backward) */
     float *exit_probs;    /* (L, BT, V) early exit: softmax per block (block L-1 aliases probs) */
     float *exit_conf;     /* (L, BT) early exit: max softmax probability per block */

@@ -4,7 +4,9 @@
  * Per op (RMSNorm, rotary, attention, SwiGLU, cross-entropy, router, matmul)
  * and for the whole model in every variant (baseline with and without
  * qk-norm, untied head, GQA, ResFormer plus/learnable/identity, SATFormer,
- * SATFormer last-k, TSA, TSA+SATFormer, early exit linear/uniform).
+ * SATFormer last-k, TSA, TSA+SATFormer, early exit linear/uniform, and the
+ * cross-layer variants DenseFormer, hyper-connections, MUDD and their
+ * combinations with value residuals / TSA).
  *
  * The objective is a fixed random projection of the op's output, summed in
  * double.  The ops themselves run in float32, so a central difference with
@@ -256,8 +258,10 @@ static void check_model(const char *label, void (*tweak)(gl_model_config *)) {
     for (int i = 0; i < c.m.n_tensors; i++) {
         const gl_tensor *t = &c.m.tensors[i];
         float *p = c.m.params + t->offset;
+        /* cross-layer weights start at structured or zero values: perturb, do not scale */
+        int xl = !strncmp(t->name, "dwa.", 4) || !strncmp(t->name, "hyper.", 6) || !strncmp(t->name, "mudd.", 5);
         for (size_t j = 0; j < t->size; j++) {
-            if (t->ndim == 2) p[j] *= strstr(t->name, "alpha") ? 20.0f : 8.0f;
+            if (t->ndim == 2 && !xl) p[j] *= strstr(t->name, "alpha") ? 20.0f : 8.0f;
             else p[j] += 0.2f * rng_normal(&rng);
         }
     }
@@ -298,6 +302,12 @@ static void v_tsa(gl_model_config *c) { c->depth_routing = DR_TSA; c->tsa_lambda
 static void v_tsa_sat(gl_model_config *c) { v_tsa(c); c->value_residual = VR_SATFORMER; }
 static void v_ee(gl_model_config *c) { c->depth_routing = DR_EARLY_EXIT; }
 static void v_ee_uni(gl_model_config *c) { c->depth_routing = DR_EARLY_EXIT; c->exit_weighting = EE_WEIGHT_UNIFORM; }
+static void v_dense(gl_model_config *c) { c->cross_layer = CL_DENSEFORMER; }
+static void v_dense_tsa_sat(gl_model_config *c) { v_tsa(c); c->value_residual = VR_SATFORMER; c->cross_layer = CL_DENSEFORMER; }
+static void v_hyper(gl_model_config *c) { c->cross_layer = CL_HYPER; }
+static void v_hyper3_rf(gl_model_config *c) { c->cross_layer = CL_HYPER; c->hc_expansion = 3; c->value_residual = VR_RESFORMER; }
+static void v_mudd(gl_model_config *c) { c->cross_layer = CL_MUDD; c->n_layer = 4; }
+static void v_mudd_sat(gl_model_config *c) { c->cross_layer = CL_MUDD; c->value_residual = VR_SATFORMER; }
 
 #define MODEL_TEST(fn, variant) \
     static void fn(void **s) { (void)s; check_model(#variant, variant); }
@@ -312,6 +322,12 @@ MODEL_TEST(test_model_tsa, v_tsa)
 MODEL_TEST(test_model_tsa_satformer, v_tsa_sat)
 MODEL_TEST(test_model_early_exit, v_ee)
 MODEL_TEST(test_model_early_exit_uniform, v_ee_uni)
+MODEL_TEST(test_model_denseformer, v_dense)
+MODEL_TEST(test_model_denseformer_tsa_satformer, v_dense_tsa_sat)
+MODEL_TEST(test_model_hyper, v_hyper)
+MODEL_TEST(test_model_hyper3_resformer, v_hyper3_rf)
+MODEL_TEST(test_model_mudd, v_mudd)
+MODEL_TEST(test_model_mudd_satformer, v_mudd_sat)
 
 int main(void) {
     rng_seed(&rng, 12345);
@@ -325,6 +341,9 @@ int main(void) {
         cmocka_unit_test(test_model_satformer_lastk), cmocka_unit_test(test_model_tsa),
         cmocka_unit_test(test_model_tsa_satformer), cmocka_unit_test(test_model_early_exit),
         cmocka_unit_test(test_model_early_exit_uniform),
+        cmocka_unit_test(test_model_denseformer), cmocka_unit_test(test_model_denseformer_tsa_satformer),
+        cmocka_unit_test(test_model_hyper), cmocka_unit_test(test_model_hyper3_resformer),
+        cmocka_unit_test(test_model_mudd), cmocka_unit_test(test_model_mudd_satformer),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

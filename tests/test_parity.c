@@ -264,6 +264,14 @@ static int read_config(parity_ctx *c, gl_model_config *cfg, int *B, int *T) {
         parity_fail(c, "exit_weighting '%s' not understood", s);
         bad = -1;
     }
+    /* cross-layer attributes are written only by cross-layer cases; absent means none */
+    if (H5Aexists(c->file, "cross_layer") > 0) {
+        bad |= attr_int(c, "hc_expansion", &cfg->hc_expansion);
+        if (attr_str(c, "cross_layer", s, sizeof s) || config_parse_cross_layer(s, &cfg->cross_layer)) {
+            parity_fail(c, "cross_layer '%s' not understood", s);
+            bad = -1;
+        }
+    }
     return bad ? -1 : 0;
 }
 

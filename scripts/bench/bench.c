@@ -14,7 +14,7 @@
  * Variants run back to back in one process, so ratios share the machine's state.
  *
  * usage: bench_gatelab [--steps N] [--warmup N] [--batch B] [--variants a,b,…]
- *        variants: base resformer satformer tsa early_exit sparse
+ *        variants: base resformer satformer tsa early_exit denseformer hyper mudd sparse
  *        (sparse: TSA inference at batch 64 with p forced to give α ≈ 0.73 and
  *        0.5, dense vs sparse tokens/s and the ideal speed-up from FFN FLOPs)
  */
@@ -192,7 +192,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--batch") && i + 1 < argc) B = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--variants") && i + 1 < argc) variants = argv[++i];
         else {
-            fprintf(stderr, "usage: bench_gatelab [--steps N] [--warmup N] [--batch B] [--variants base,resformer,satformer,tsa,early_exit,sparse]\n");
+            fprintf(stderr, "usage: bench_gatelab [--steps N] [--warmup N] [--batch B] [--variants base,resformer,satformer,tsa,early_exit,denseformer,hyper,mudd,sparse]\n");
             return 2;
         }
     }
@@ -216,6 +216,9 @@ int main(int argc, char **argv) {
         else if (!strcmp(v, "satformer")) c.value_residual = VR_SATFORMER;
         else if (!strcmp(v, "tsa")) c.depth_routing = DR_TSA;
         else if (!strcmp(v, "early_exit")) c.depth_routing = DR_EARLY_EXIT;
+        else if (!strcmp(v, "denseformer")) c.cross_layer = CL_DENSEFORMER;
+        else if (!strcmp(v, "hyper")) c.cross_layer = CL_HYPER; /* hc_expansion 4 */
+        else if (!strcmp(v, "mudd")) c.cross_layer = CL_MUDD;
         else if (strcmp(v, "base")) {
             fprintf(stderr, "bench: unknown variant %s\n", v);
             return 2;

@@ -13,7 +13,8 @@ model starts from exactly the numbers the ground truth was computed from.
 What it does not: it does not read or call the C code, and it does not decide
 tolerances (tests/test_parity.c does).
 
-Usage: /usr/bin/python3 scripts/reference/make_fixtures.py OUT_DIR   (make fixtures)
+Usage: /usr/bin/python3 scripts/reference/make_fixtures.py OUT_DIR [CASE ...]   (make fixtures)
+       with CASE names, only those cases are (re)written.
 Deterministic: each case draws from its own torch.Generator seeded from the
 case name, and HDF5 timestamps are off, so reruns give identical files.
 """
@@ -59,12 +60,24 @@ CASES = {
                               value_residual="satformer", router_hidden=8),
     "early_exit_gqa": dict(GQA, depth_routing="early_exit", exit_weighting="linear"),
     "early_exit_uniform": dict(n_kv_head=4, depth_routing="early_exit", exit_weighting="uniform"),
+    # cross-layer (docs/crosslayer.md); combinations with value residuals and TSA
+    "denseformer_gqa": dict(GQA, cross_layer="denseformer"),
+    "denseformer_tsa_satformer_gqa": dict(GQA, cross_layer="denseformer", depth_routing="tsa",
+                                          tsa_lambda=0.05, value_residual="satformer", router_hidden=8),
+    "hyper_gqa": dict(GQA, cross_layer="hyper"),
+    "hyper3_resformer_gqa": dict(GQA, cross_layer="hyper", hc_expansion=3,
+                                 value_residual="resformer", resformer_variant="plus"),
+    "mudd_gqa": dict(GQA, cross_layer="mudd", n_layer=4),
+    "mudd_satformer_gqa": dict(GQA, cross_layer="mudd", value_residual="satformer"),
 }
 
 INT_ATTRS = ("vocab_size", "d_model", "n_layer", "n_head", "n_kv_head", "d_ff", "seq_len",
              "qk_norm", "tied", "value_residual_last_k", "decay_gates", "router_hidden")
 FLOAT_ATTRS = ("norm_eps", "rope_base", "tsa_lambda")
 STR_ATTRS = ("value_residual", "resformer_variant", "depth_routing", "exit_weighting")
+# written only when cross_layer != "none", so the files of the other cases keep their bytes
+XL_INT_ATTRS = ("hc_expansion",)
+XL_STR_ATTRS = ("cross_layer",)
 
 
 def batch(cfg, gen):
@@ -166,6 +179,11 @@ def make_case(name, over, out_dir):
             f.attrs.create(k, np.float32(getattr(cfg, k)))
         for k in STR_ATTRS:
             put_str(f, k, getattr(cfg, k))
+        if cfg.cross_layer != "none":
+            for k in XL_INT_ATTRS:
+                f.attrs.create(k, np.int32(getattr(cfg, k)))
+            for k in XL_STR_ATTRS:
+                put_str(f, k, getattr(cfg, k))
         put_str(f, "case", name)
         f.attrs.create("B", np.int32(B))
         f.attrs.create("T", np.int32(T))
@@ -200,12 +218,17 @@ def make_case(name, over, out_dir):
 
 
 def main():
-    if len(sys.argv) != 2:
-        sys.exit("usage: make_fixtures.py OUT_DIR")
+    if len(sys.argv) < 2:
+        sys.exit("usage: make_fixtures.py OUT_DIR [CASE ...]")
     out_dir = sys.argv[1]
+    unknown = [c for c in sys.argv[2:] if c not in CASES]
+    if unknown:
+        sys.exit("make_fixtures.py: unknown case(s) %s; known: %s" % (" ".join(unknown), " ".join(CASES)))
     os.makedirs(out_dir, exist_ok=True)
     torch.manual_seed(0)
     for name, over in CASES.items():
+        if len(sys.argv) > 2 and name not in sys.argv[2:]:
+            continue
         path, out, losses, f32 = make_case(name, over, out_dir)
         extra = ""
         if "sat_alpha" in out:

@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
 # trace_h5dump.sh — trace.h5 and exports from the real `gatelab` binary, read
-# back with HDF5's own tools (h5dump, h5ls, h5clear from hdf5-tools).
+# back with HDF5's own tools (h5dump, h5ls from hdf5-tools).
 #
 #   1. a tiny SATFormer + TSA run: h5dump -H shows the documented datasets and
 #      shapes (and no /resformer, /exit); a ResFormer + early-exit run shows
 #      /resformer/lambda and /exit/confidence;
 #   2. `gatelab export` writes every tensor by name with the right shape;
-#   3. kill -9 during training leaves a trace with as many steps as completed
-#      evaluations (read after `h5clear -s` on a copy, see docs/files.md), and
-#      `--resume` continues it without duplicate or missing steps.
+#   3. while a run trains, plain h5dump opens its trace, and an h5py
+#      swmr=True reader holding the file open (when a python3 with h5py is
+#      installed) sees the evaluations arrive without disturbing the run;
+#   4. kill -9 during training leaves a trace that plain h5dump opens (no
+#      h5clear) with as many steps as completed evaluations, and `--resume`
+#      continues it without duplicate or missing steps.
 #
 # Prints one PASS/FAIL line per check.  Uses $GATELAB_BIN and $GATELAB_DATA.
 set -u
@@ -23,7 +26,7 @@ pass() { echo "PASS $*"; }
 fail() { echo "FAIL $*"; }
 check() { if eval "$2"; then pass "$1"; else fail "$1"; fi; }
 
-for tool in h5dump h5ls h5clear; do
+for tool in h5dump h5ls od; do
     if ! command -v "$tool" >/dev/null; then
         fail "$tool is installed (apt-get install hdf5-tools)"
         exit 1
@@ -106,39 +109,118 @@ check "/probe/category agrees with the probe bytes: $bad" '[ "${bad%% *}" = 0 ]'
 "$BIN" export nosuchrun --results "$R" --out "$R/x.h5" > "$R/export_bad.out" 2>&1
 check "export of an unknown run fails with exit 1 and names it" '[ $? -eq 1 ] && grep -q nosuchrun "$R/export_bad.out" && [ ! -e "$R/x.h5" ]'
 
-# ---------------------------------------------------------------- 3. kill -9
+# ---------------------------------------------------------------- 3. live readers
+# a run long enough to outlast the readers; it is killed once they are done
+"$BIN" train "$MF" --results "$R" --run-id live "${TINY[@]}" model.value_residual=satformer train.steps=100000 \
+    train.eval_every=5 train.ckpt_every=100000 train.batch_size=2 > "$R/live.out" 2>&1 &
+pid=$!
+LOG="$R/runs/live/train.log"
+TR="$R/runs/live/trace.h5"
+evals() { local n; n=$(grep -cE '^step [0-9]+ \| val loss' "$LOG" 2>/dev/null); echo "${n:-0}"; }
+wait_evals() { # wait_evals N: until N evaluations are logged; 1 if the run ended or 30 s passed
+    for _ in $(seq 1500); do
+        [ "$(evals)" -ge "$1" ] && return 0
+        kill -0 $pid 2>/dev/null || return 1
+        sleep 0.02
+    done
+    return 1
+}
+wait_evals 1
+
+# plain h5dump on the live trace: it opens the file whenever no append is in
+# progress (an append takes milliseconds), so allow a few retries
+live_ok=1
+for _ in $(seq 20); do
+    if h5dump -H "$TR" > "$R/live.h" 2>&1; then live_ok=0; break; fi
+    sleep 0.05
+done
+check "plain h5dump -H opens the trace of a run still training" '[ $live_ok -eq 0 ] && grep -q "DATASET \"alpha\"" "$R/live.h"'
+
+# an h5py reader holding the live file open with swmr=True and refreshing,
+# as docs/files.md shows; it prints the row count after each refresh
+PY=
+for py in python3 /usr/bin/python3; do
+    if "$py" -c 'import h5py' 2>/dev/null; then PY=$py; break; fi
+done
+if [ -n "$PY" ]; then
+    "$PY" - "$TR" > "$R/h5py.out" 2>&1 <<'PYEOF' &
+import sys, time, h5py
+f = h5py.File(sys.argv[1], "r", libver="latest", swmr=True)
+step, alpha = f["step"], f["sat/alpha"]
+end = time.time() + 60
+while time.time() < end:
+    step.refresh(); alpha.refresh()
+    s = step[:]
+    n = min(len(s), alpha.shape[0])
+    while n and s[n - 1] < 0:
+        n -= 1
+    assert list(s[:n]) == list(range(0, 5 * n, 5)), s
+    a = alpha[n - 1] if n else None
+    print(n, flush=True)
+    time.sleep(0.01)
+PYEOF
+    pypid=$!
+    # until the reader has refreshed through 3 new evaluations (at most 30 s)
+    for _ in $(seq 1500); do
+        [ "$(sort -un "$R/h5py.out" 2>/dev/null | grep -cE '^[0-9]+$')" -ge 4 ] && break
+        kill -0 $pypid 2>/dev/null || break
+        kill -0 $pid 2>/dev/null || break
+        sleep 0.02
+    done
+    kill -0 $pypid 2>/dev/null; reader_alive=$?
+    kill -0 $pid 2>/dev/null; run_alive=$?
+    kill $pypid 2>/dev/null
+    wait $pypid 2>/dev/null
+    seen=$(sort -un "$R/h5py.out" 2>/dev/null | grep -cE '^[0-9]+$')
+    check "h5py swmr=True reader holding the live trace saw it grow ($seen row counts), steps 0,5,10,..." \
+        '[ $reader_alive -eq 0 ] && [ "$seen" -ge 4 ] || { tail -5 "$R/h5py.out"; false; }'
+    check "the run kept training while the h5py reader held the file" '[ $run_alive -eq 0 ] || { tail -3 "$R/live.out"; false; }'
+else
+    echo "SKIP h5py swmr reader on a live run (no python3 with h5py)"
+fi
+kill -9 $pid 2>/dev/null
+wait $pid 2>/dev/null
+
+# ---------------------------------------------------------------- 4. kill -9
 # long enough that the kill always comes mid-run, short enough to resume quickly
 KILL=(train.steps=400 train.eval_every=5 train.ckpt_every=10 train.batch_size=2)
 "$BIN" train "$MF" --results "$R" --run-id killed "${TINY[@]}" model.value_residual=satformer "${KILL[@]}" \
     > "$R/killed.out" 2>&1 &
 pid=$!
 LOG="$R/runs/killed/train.log"
-evals() { local n; n=$(grep -cE '^step [0-9]+ \| val loss' "$LOG" 2>/dev/null); echo "${n:-0}"; }
-for _ in $(seq 600); do
-    [ "$(evals)" -ge 4 ] && break
-    kill -0 $pid 2>/dev/null || break
-    sleep 0.02
+TR="$R/runs/killed/trace.h5"
+wait_evals 4
+
+# kill -9 between appends, the moment a kill almost always hits (an append
+# takes milliseconds per evaluation): freeze the run, and kill it if byte 11
+# of the file (the superblock's consistency flags, set only while an append
+# has the file open) is 0, else let it run on a moment.  A kill inside an
+# append is tested in tests/test_trace.c (test_killed_anywhere).
+flags=
+for _ in $(seq 200); do
+    kill -STOP $pid 2>/dev/null || break
+    flags=$(od -An -tu1 -j11 -N1 "$TR" | tr -d ' ')
+    [ "$flags" = 0 ] && break
+    kill -CONT $pid
+    sleep 0.003
 done
 kill -9 $pid 2>/dev/null
 wait $pid 2>/dev/null
 st=$?
-check "training was killed by SIGKILL mid-run (status $st)" '[ $st -eq 137 ]'
+check "training was killed by SIGKILL mid-run (status $st), outside an append (flags byte $flags)" \
+    '[ $st -eq 137 ] && [ "$flags" = 0 ]'
 logged=$(grep -oE '^step [0-9]+ \| val loss' "$LOG" | awk '{printf "%s%s", s, $2; s=","}')
-cp "$R/runs/killed/trace.h5" "$R/killed_copy.h5"
-h5clear -s "$R/killed_copy.h5"
-check "h5clear -s + h5dump -H read the killed run's trace" 'h5dump -H "$R/killed_copy.h5" > /dev/null 2>&1'
-# a row whose append the kill interrupted may show /step = -1 (the fill
-# value); readers drop it (docs/files.md), and so does this check
-traced=$(values /step "$R/killed_copy.h5" | sed -E 's/(,-1)+$//')
+h5dump -H "$TR" > "$R/killed.h" 2>&1
+check "plain h5dump -H opens the killed run's trace (no h5clear)" '[ $? -eq 0 ] || { head -5 "$R/killed.h"; false; }'
+traced=$(values /step "$TR")
 # trace_append follows the "val loss" log line, so the last logged evaluation
 # may not have reached the trace when the kill came
 without_last=${logged%,*}
 check "killed trace holds every completed evaluation (log: $logged; trace: $traced)" \
     '[ -n "$traced" ] && { [ "$traced" = "$logged" ] || [ "$traced" = "$without_last" ]; }'
 n=$(echo "$traced" | tr , '\n' | grep -c .)
-rows=$(h5dump -H "$R/killed_copy.h5" | awk '/DATASET "alpha"/ { f = 1 } f && /DATASPACE/ { sub(/.*SIMPLE \{ \( /, ""); sub(/,.*/, ""); print; exit }')
-check "killed trace: /sat/alpha has a row for each of the $n steps (rows: $rows)" \
-    '[ "$rows" = "$n" ] || [ "$rows" = "$((n + 1))" ]'
+rows=$(awk '/DATASET "alpha"/ { f = 1 } f && /DATASPACE/ { sub(/.*SIMPLE \{ \( /, ""); sub(/,.*/, ""); print; exit }' "$R/killed.h")
+check "killed trace: /sat/alpha has a row for each of the $n steps (rows: $rows)" '[ "$rows" = "$n" ]'
 
 "$BIN" train "$MF" --results "$R" --resume killed "${TINY[@]}" model.value_residual=satformer "${KILL[@]}" \
     > "$R/resumed.out" 2>&1

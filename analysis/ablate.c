@@ -1,0 +1,483 @@
+/*
+ * ablate.c — gate interventions on a loaded model (ablate.h): evaluation
+ * with per-token losses split by category, the reference means of α, and
+ * the zero / mean / full-depth / random modes through the model's overrides
+ * (model_set_alpha_override, model_set_lambda1_override,
+ * model_set_route_override).
+ *
+ * What it does not do: load runs, write files or print (the cmd_* functions
+ * do), or change weights — every intervention is an override cleared before
+ * returning.  Losses are summed in double precision in token order from
+ * m->tok_loss, so the same model and windows give the same numbers.
+ * The interventions follow the SATFormer paper's analysis (zero and mean
+ * ablation of the gates) and the TSA paper's controls (full depth, random
+ * routing at a matched active fraction).
+ */
+#include "ablate.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "catsens.h"
+
+static const char *const ablate_names[] = {"zero", "mean", "full-depth", "random"};
+
+const char *ablate_mode_name(ablate_mode mode) {
+    return mode >= ABLATE_ZERO && mode <= ABLATE_RANDOM ? ablate_names[mode] : "unknown";
+}
+
+int ablate_parse_mode(const char *s, ablate_mode *mode) {
+    for (int i = 0; i <= ABLATE_RANDOM; i++)
+        if (!strcmp(s, ablate_names[i])) {
+            *mode = (ablate_mode)i;
+            return 0;
+        }
+    return -1;
+}
+
+int ablate_block_gated(const gl_model *m, int n) {
+    const gl_model_config *c = &m->cfg;
+    return (c->value_residual == VR_SATFORMER || c->value_residual == VR_RESFORMER) && config_layer_mixes_v1(c, n);
+}
+
+void ablate_free(ablate_ctx *c) {
+    if (!c) return;
+    cat_words_free(&c->fw);
+    free(c->tok);
+    free(c->tg);
+    free(c->mask);
+    free(c->bytes);
+    free(c->cat);
+    c->tok = c->tg = NULL;
+    c->mask = NULL;
+    c->bytes = c->cat = NULL;
+}
+
+int ablate_init(ablate_ctx *c, gl_model *m, const gl_dataset *ds, long windows, uint64_t seed, const char *fw_path,
+                char *warning, size_t warnlen, char *err, size_t errlen) {
+    memset(c, 0, sizeof *c);
+    if (warning && warnlen) warning[0] = 0;
+    c->m = m;
+    c->ds = ds;
+    c->seed = seed;
+    const size_t cap = (size_t)m->max_B * m->T;
+    c->tok = malloc(cap * sizeof(int));
+    c->tg = malloc(cap * sizeof(int));
+    c->mask = malloc(cap * sizeof(float));
+    c->bytes = malloc(cap);
+    c->cat = malloc(cap);
+    if (!c->tok || !c->tg || !c->mask || !c->bytes || !c->cat) {
+        snprintf(err, errlen, "out of memory for evaluation batches of %d x %d tokens", m->max_B, m->T);
+        ablate_free(c);
+        return -1;
+    }
+    long avail = data_eval_windows(ds, SPLIT_VAL);
+    if (avail < 1) {
+        snprintf(err, errlen, "the validation split has no window of %d tokens to evaluate on", m->T);
+        ablate_free(c);
+        return -1;
+    }
+    long N = windows > 0 ? windows : 64;
+    if (N > avail) N = avail;
+    if (windows <= 0 && avail >= 2 && N > avail / 2) N = avail / 2;
+    c->eval_split = SPLIT_VAL;
+    c->eval_first = 0;
+    c->eval_windows = N;
+    if (avail - N >= 1) {
+        c->ref_split = SPLIT_VAL;
+        c->ref_first = N;
+        c->ref_windows = avail - N < N ? avail - N : N;
+    } else {
+        gl_split alt = ds->task == TASK_TEXT ? SPLIT_TRAIN : SPLIT_TEST;
+        long a2 = data_eval_windows(ds, alt);
+        c->ref_split = alt;
+        c->ref_first = 0;
+        c->ref_windows = a2 < N ? a2 : N;
+    }
+    snprintf(c->eval_desc, sizeof c->eval_desc, "%s[%ld,%ld)", data_split_name(c->eval_split), c->eval_first,
+             c->eval_first + c->eval_windows);
+    if (c->ref_windows > 0)
+        snprintf(c->ref_desc, sizeof c->ref_desc, "%s[%ld,%ld)", data_split_name(c->ref_split), c->ref_first,
+                 c->ref_first + c->ref_windows);
+    else
+        snprintf(c->ref_desc, sizeof c->ref_desc, "none");
+    c->have_cats = ds->task == TASK_TEXT;
+    if (c->have_cats) {
+        char path[4096], e2[512];
+        if (fw_path) snprintf(path, sizeof path, "%s", fw_path);
+        else report_repo_path(path, sizeof path, "experiments/function_words.txt");
+        if (cat_load_function_words(path, &c->fw, e2, sizeof e2) && warning)
+            snprintf(warning, warnlen, "%s (every word counts as semantic)", e2);
+    }
+    return 0;
+}
+
+int ablate_evaluate(ablate_ctx *c, gl_split split, long first, long n, ablate_eval *r, double *alpha_sum,
+                    float *alpha_all, char *err, size_t errlen) {
+    gl_model *m = c->m;
+    const gl_model_config *mc = &m->cfg;
+    const int T = m->T, L = mc->n_layer, Hkv = mc->n_kv_head;
+    const int sat = mc->value_residual == VR_SATFORMER;
+    memset(r, 0, sizeof *r);
+    if (n < 1) {
+        snprintf(err, errlen, "nothing to evaluate: 0 windows of the %s split", data_split_name(split));
+        return -1;
+    }
+    if (alpha_sum) memset(alpha_sum, 0, (size_t)L * Hkv * sizeof(double));
+    double loss = 0.0, scored = 0.0, cl[CAT_COUNT] = {0}, cw[CAT_COUNT] = {0}, act = 0.0;
+    long done = 0;
+    const uint8_t *vocab = data_vocab(c->ds);
+    for (long w = first; w < first + n; w += m->max_B) {
+        int want = (int)(first + n - w < m->max_B ? first + n - w : m->max_B);
+        int got = data_eval_batch(c->ds, split, w, want, c->tok, c->tg, c->mask);
+        if (got < want) {
+            snprintf(err, errlen, "the %s split has no window %ld (it has %ld)", data_split_name(split), w + got,
+                     data_eval_windows(c->ds, split));
+            return -1;
+        }
+        const int N = got * T;
+        model_forward(m, c->tok, c->tg, c->mask, got, T);
+        for (int t = 0; t < N; t++) {
+            if (c->mask[t] == 0.0f || c->tg[t] < 0) continue;
+            loss += (double)c->mask[t] * m->tok_loss[t];
+            scored += c->mask[t];
+        }
+        if (c->have_cats) {
+            for (int t = 0; t < N; t++) c->bytes[t] = vocab[c->tok[t]];
+            for (int b = 0; b < got; b++) cat_classify(c->bytes + (size_t)b * T, (size_t)T, &c->fw, c->cat + (size_t)b * T);
+            for (int t = 0; t < N; t++) {
+                if (c->mask[t] == 0.0f || c->tg[t] < 0 || c->cat[t] >= CAT_COUNT) continue;
+                cl[c->cat[t]] += (double)c->mask[t] * m->tok_loss[t];
+                cw[c->cat[t]] += c->mask[t];
+            }
+        }
+        act += (double)m->active_frac * got;
+        if (sat)
+            for (int l = 0; l < L; l++) {
+                if (!config_layer_mixes_v1(mc, l)) continue;
+                const float *g = m->A[l].gate; /* (N, Hkv) */
+                if (alpha_sum)
+                    for (int t = 0; t < N; t++)
+                        for (int j = 0; j < Hkv; j++) alpha_sum[l * Hkv + j] += g[(size_t)t * Hkv + j];
+                if (alpha_all)
+                    memcpy(alpha_all + ((size_t)l * n * T + (size_t)(w - first) * T) * Hkv, g,
+                           (size_t)N * Hkv * sizeof(float));
+            }
+        done += got;
+    }
+    r->loss = scored > 0 ? loss / scored : NAN;
+    r->tokens = scored;
+    for (int k = 0; k < CAT_COUNT; k++) {
+        r->cat_tokens[k] = cw[k];
+        r->cat_loss[k] = cw[k] > 0 ? cl[k] / cw[k] : NAN;
+    }
+    r->active_frac = done ? act / (double)done : 1.0;
+    return 0;
+}
+
+int ablate_baseline(ablate_ctx *c, ablate_eval *r, float *alpha_all, char *err, size_t errlen) {
+    model_clear_overrides(c->m);
+    return ablate_evaluate(c, c->eval_split, c->eval_first, c->eval_windows, r, NULL, alpha_all, err, errlen);
+}
+
+int ablate_reference_alpha(ablate_ctx *c, float *mean, char *err, size_t errlen) {
+    gl_model *m = c->m;
+    const int L = m->cfg.n_layer, Hkv = m->cfg.n_kv_head;
+    if (c->ref_windows < 1) {
+        snprintf(err, errlen, "no reference windows disjoint from the %ld evaluation windows: evaluate on fewer (--windows)",
+                 c->eval_windows);
+        return -1;
+    }
+    double *sum = malloc((size_t)L * Hkv * sizeof(double));
+    if (!sum) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    ablate_eval r;
+    model_clear_overrides(m);
+    int rc = ablate_evaluate(c, c->ref_split, c->ref_first, c->ref_windows, &r, sum, NULL, err, errlen);
+    if (rc == 0) {
+        const double positions = (double)c->ref_windows * m->T;
+        for (int i = 0; i < L * Hkv; i++) mean[i] = (float)(sum[i] / positions);
+    }
+    free(sum);
+    return rc;
+}
+
+static void ablate_finish(ablate_result *res) {
+    res->delta = res->ablated.loss - res->base.loss;
+    res->ppl_ratio = exp(res->delta);
+    for (int k = 0; k < CAT_COUNT; k++) res->delta_cat[k] = res->ablated.cat_loss[k] - res->base.cat_loss[k];
+}
+
+int ablate_run(ablate_ctx *c, ablate_mode mode, const unsigned char *sel, const ablate_eval *base, ablate_result *res,
+               char *err, size_t errlen) {
+    gl_model *m = c->m;
+    const gl_model_config *mc = &m->cfg;
+    const int L = mc->n_layer, Hkv = mc->n_kv_head;
+    memset(res, 0, sizeof *res);
+    res->mode = mode;
+    res->route_skip = NAN;
+    int rc = -1;
+    float *mean = NULL;
+    const int sparse0 = m->sparse;
+
+    if (mode == ABLATE_ZERO || mode == ABLATE_MEAN) {
+        if (mc->value_residual == VR_NONE) {
+            snprintf(err, errlen, "--mode %s needs a gate to remove: this model has value_residual = none "
+                                  "(SATFormer α or ResFormer λ1)", ablate_mode_name(mode));
+            return -1;
+        }
+        if (mode == ABLATE_MEAN && mc->value_residual == VR_RESFORMER) {
+            snprintf(err, errlen, "ResFormer's λ1 is one constant per block, so its mean ablation changes nothing; "
+                                  "use --mode zero");
+            return -1;
+        }
+        int any = 0;
+        for (int i = 0; i < L * Hkv; i++) any |= sel[i];
+        if (!any) {
+            snprintf(err, errlen, "the selection holds no gated block");
+            return -1;
+        }
+    } else if (mc->depth_routing != DR_TSA) {
+        snprintf(err, errlen, "--mode %s needs a TSA model; this one has depth_routing = %s", ablate_mode_name(mode),
+                 config_depth_routing_name(mc->depth_routing));
+        return -1;
+    }
+
+    if (mode == ABLATE_RANDOM) {
+        /* the learned routers run hard give α; random routing at that α is the control */
+        model_clear_overrides(m);
+        m->sparse = 1;
+        if (ablate_evaluate(c, c->eval_split, c->eval_first, c->eval_windows, &res->base, NULL, NULL, err, errlen))
+            goto cleanup;
+    } else if (base) {
+        res->base = *base;
+    } else if (ablate_baseline(c, &res->base, NULL, err, errlen)) {
+        goto cleanup;
+    }
+
+    switch (mode) {
+    case ABLATE_ZERO:
+    case ABLATE_MEAN:
+        if (mode == ABLATE_MEAN) {
+            mean = malloc((size_t)L * Hkv * sizeof(float));
+            if (!mean) {
+                snprintf(err, errlen, "out of memory");
+                goto cleanup;
+            }
+            if (ablate_reference_alpha(c, mean, err, errlen)) goto cleanup;
+        }
+        for (int n = 0; n < L; n++) {
+            if (!ablate_block_gated(m, n)) continue;
+            if (mc->value_residual == VR_RESFORMER) {
+                int any = 0;
+                for (int j = 0; j < Hkv; j++) any |= sel[n * Hkv + j];
+                if (any) model_set_lambda1_override(m, n, GATE_CONST, 0.0f);
+                continue;
+            }
+            for (int j = 0; j < Hkv; j++)
+                if (sel[n * Hkv + j]) model_set_alpha_override(m, n, j, GATE_CONST, mode == ABLATE_MEAN ? mean[n * Hkv + j] : 0.0f);
+        }
+        break;
+    case ABLATE_FULL_DEPTH:
+        model_set_route_override(m, ROUTE_CONST, 0.0f, 0);
+        break;
+    case ABLATE_RANDOM:
+        res->route_skip = 1.0 - res->base.active_frac;
+        model_set_route_override(m, ROUTE_RANDOM, (float)res->route_skip, c->seed);
+        break;
+    }
+    if (ablate_evaluate(c, c->eval_split, c->eval_first, c->eval_windows, &res->ablated, NULL, NULL, err, errlen))
+        goto cleanup;
+    ablate_finish(res);
+    rc = 0;
+cleanup:
+    model_clear_overrides(m);
+    m->sparse = sparse0;
+    free(mean);
+    return rc;
+}
+
+int ablate_exit_sweep(ablate_ctx *c, const double *taus, int n, ablate_eval *full, ablate_exit_point *pts, char *err,
+                      size_t errlen) {
+    gl_model *m = c->m;
+    if (m->cfg.depth_routing != DR_EARLY_EXIT) {
+        snprintf(err, errlen, "--mode exit needs an early-exit model; this one has depth_routing = %s",
+                 config_depth_routing_name(m->cfg.depth_routing));
+        return -1;
+    }
+    for (int i = 0; i < n; i++)
+        if (!(taus[i] > 0.0 && taus[i] <= 1.0)) {
+            snprintf(err, errlen, "--taus: %g is not a confidence threshold in (0, 1]", taus[i]);
+            return -1;
+        }
+    const float tau0 = m->exit_tau;
+    int rc = -1;
+    m->exit_tau = 0.0f;
+    if (ablate_baseline(c, full, NULL, err, errlen)) goto cleanup;
+    for (int i = 0; i < n; i++) {
+        m->exit_tau = (float)taus[i];
+        pts[i].tau = taus[i];
+        if (ablate_evaluate(c, c->eval_split, c->eval_first, c->eval_windows, &pts[i].r, NULL, NULL, err, errlen))
+            goto cleanup;
+        pts[i].tlops_saved = (1.0 - pts[i].r.active_frac) * (m->cfg.n_layer - 1) / m->cfg.n_layer;
+    }
+    rc = 0;
+cleanup:
+    m->exit_tau = tau0;
+    return rc;
+}
+
+int ablate_exit_metrics(const ablate_eval *full, const ablate_exit_point *pts, int n, long step, report_metrics *rm,
+                        char *err, size_t errlen) {
+    char name[REPORT_NAME_MAX];
+#define ROW(val, ...)                                                                     \
+    do {                                                                                  \
+        snprintf(name, sizeof name, __VA_ARGS__);                                          \
+        if (report_metric_add(rm, step, ABLATE_SPLIT, name, (val), err, errlen)) return -1; \
+    } while (0)
+    ROW(full->loss, "%s", "exit.full.loss");
+    for (int i = 0; i < n; i++) {
+        const ablate_exit_point *p = &pts[i];
+        double d = p->r.loss - full->loss;
+        ROW(p->r.loss, "exit.tau%.3f.loss", p->tau);
+        ROW(d, "exit.tau%.3f.delta_loss", p->tau);
+        ROW(exp(d), "exit.tau%.3f.ppl_ratio", p->tau);
+        ROW(p->r.active_frac, "exit.tau%.3f.active_frac", p->tau);
+        ROW(p->tlops_saved, "exit.tau%.3f.tlops_saved", p->tau);
+        for (int k = 0; k < CAT_COUNT; k++)
+            if (!isnan(p->r.cat_loss[k]))
+                ROW(p->r.cat_loss[k] - full->cat_loss[k], "exit.tau%.3f.delta_loss.%s", p->tau, cat_name(k));
+    }
+#undef ROW
+    return 0;
+}
+
+/* Parse a comma list of non-negative integers; returns the count or -1. */
+static int ablate_parse_ints(const char *s, int *out, int max) {
+    int n = 0;
+    while (*s) {
+        char *end;
+        long v = strtol(s, &end, 10);
+        if (end == s || v < 0 || v > 1000000 || n == max) return -1;
+        out[n++] = (int)v;
+        s = end;
+        if (*s == ',') s++;
+        else if (*s) return -1;
+    }
+    return n;
+}
+
+int ablate_parse_selection(const gl_model *m, const char *layers, const char *heads, unsigned char *sel, char *err,
+                           size_t errlen) {
+    const int L = m->cfg.n_layer, Hkv = m->cfg.n_kv_head;
+    memset(sel, 0, (size_t)L * Hkv);
+    if (!layers && !heads) {
+        for (int n = 0; n < L; n++)
+            for (int j = 0; j < Hkv; j++) sel[n * Hkv + j] = (unsigned char)ablate_block_gated(m, n);
+        return 0;
+    }
+    if (layers) {
+        int v[GL_MAX_LAYERS];
+        int k = ablate_parse_ints(layers, v, GL_MAX_LAYERS);
+        if (k <= 0) {
+            snprintf(err, errlen, "--layers '%s': expected a comma list of block numbers, e.g. 1,3", layers);
+            return -1;
+        }
+        for (int i = 0; i < k; i++) {
+            if (v[i] >= L || !ablate_block_gated(m, v[i])) {
+                snprintf(err, errlen, "--layers: block %d %s", v[i],
+                         v[i] >= L ? "does not exist" : "has no value-residual gate (block 0 and blocks outside last_k do not)");
+                return -1;
+            }
+            for (int j = 0; j < Hkv; j++) sel[v[i] * Hkv + j] = 1;
+        }
+    }
+    if (heads) {
+        if (m->cfg.value_residual == VR_RESFORMER) {
+            snprintf(err, errlen, "--heads: ResFormer's λ1 is one coefficient per block; select blocks with --layers");
+            return -1;
+        }
+        const char *s = heads;
+        while (*s) {
+            char *end;
+            long n = strtol(s, &end, 10);
+            long j = -1;
+            if (end != s && *end == ':') {
+                const char *s2 = end + 1;
+                j = strtol(s2, &end, 10);
+                if (end == s2) j = -1;
+            }
+            if (j < 0 || n < 0 || (*end && *end != ',')) {
+                snprintf(err, errlen, "--heads '%s': expected BLOCK:KV_HEAD pairs, e.g. 2:0,3:1", heads);
+                return -1;
+            }
+            if (n >= L || j >= Hkv || !ablate_block_gated(m, (int)n)) {
+                snprintf(err, errlen, "--heads: %ld:%ld is not a gated (block, KV head) pair (blocks 1..%d, heads 0..%d)", n, j,
+                         L - 1, Hkv - 1);
+                return -1;
+            }
+            sel[n * Hkv + j] = 1;
+            s = *end ? end + 1 : end;
+        }
+    }
+    return 0;
+}
+
+void ablate_selection_label(const gl_model *m, const unsigned char *sel, char *out, size_t n) {
+    const int L = m->cfg.n_layer, Hkv = m->cfg.n_kv_head;
+    int all = 1;
+    for (int l = 0; l < L; l++)
+        for (int j = 0; j < Hkv; j++)
+            if (!!sel[l * Hkv + j] != ablate_block_gated(m, l)) all = 0;
+    if (all) {
+        snprintf(out, n, "all");
+        return;
+    }
+    size_t len = 0;
+    out[0] = 0;
+    for (int l = 0; l < L; l++) {
+        int k = 0;
+        for (int j = 0; j < Hkv; j++) k += sel[l * Hkv + j] != 0;
+        if (!k) continue;
+        char item[256];
+        int il = 0;
+        if (k == Hkv) il = snprintf(item, sizeof item, "%sL%d", len ? "+" : "", l);
+        else
+            for (int j = 0; j < Hkv; j++)
+                if (sel[l * Hkv + j]) il += snprintf(item + il, sizeof item - il, "%sL%dH%d", len || il ? "+" : "", l, j);
+        if (len + il + 4 >= n) {
+            snprintf(out + len, n - len, "+…");
+            return;
+        }
+        memcpy(out + len, item, (size_t)il + 1);
+        len += il;
+    }
+}
+
+int ablate_metrics(const ablate_result *res, const char *label, long step, report_metrics *rm, char *err,
+                   size_t errlen) {
+    char name[REPORT_NAME_MAX];
+    const char *mode = ablate_mode_name(res->mode);
+#define ROW(val, ...)                                                                     \
+    do {                                                                                  \
+        snprintf(name, sizeof name, __VA_ARGS__);                                          \
+        if (report_metric_add(rm, step, ABLATE_SPLIT, name, (val), err, errlen)) return -1; \
+    } while (0)
+    ROW(res->base.loss, "%s.%s.base_loss", mode, label);
+    ROW(res->ablated.loss, "%s.%s.loss", mode, label);
+    ROW(res->delta, "%s.%s.delta_loss", mode, label);
+    ROW(res->ppl_ratio, "%s.%s.ppl_ratio", mode, label);
+    for (int k = 0; k < CAT_COUNT; k++)
+        if (!isnan(res->delta_cat[k])) ROW(res->delta_cat[k], "%s.%s.delta_loss.%s", mode, label, cat_name(k));
+    if (res->mode == ABLATE_FULL_DEPTH || res->mode == ABLATE_RANDOM) {
+        ROW(res->base.active_frac, "%s.%s.base_active_frac", mode, label);
+        ROW(res->ablated.active_frac, "%s.%s.active_frac", mode, label);
+    }
+    if (res->mode == ABLATE_RANDOM) ROW(res->route_skip, "%s.%s.route_skip", mode, label);
+#undef ROW
+    return 0;
+}

@@ -1,0 +1,144 @@
+/*
+ * ablate.h — gate interventions: re-evaluate a trained model with its gates
+ * overridden and measure what the loss does, overall and by token category.
+ *
+ *   zero         SATFormer α = 0 on the selected (block, KV head) pairs, or
+ *                ResFormer λ1 = 0 on the selected blocks
+ *   mean         SATFormer α = its mean over the reference tokens, per
+ *                (block, KV head)
+ *   full-depth   TSA: p = 0 for every router (every token runs every block)
+ *   random       TSA: each (token, router) skips at random with probability
+ *                1 − α, α the active fraction the learned routers reach on
+ *                the evaluation tokens; compared with the learned routing run
+ *                hard (sparse inference) at that same α
+ *
+ * Evaluation tokens are validation windows [0, N).  Reference tokens, from
+ * which mean mode takes α's mean, are disjoint from them: validation windows
+ * [N, 2N) when the split has them, else as many as there are after N, else
+ * the first N windows of the training split (text) or test split (synthetic
+ * tasks).  Categories are those of each *input* token (the token whose gate
+ * or halting probability acts at that position), for text tasks only.
+ */
+#ifndef GATELAB_ANALYSIS_ABLATE_H
+#define GATELAB_ANALYSIS_ABLATE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../harness/categories.h"
+#include "../harness/data.h"
+#include "../model/model.h"
+#include "report.h"
+
+#define ABLATE_SPLIT "ablation"
+
+typedef enum { ABLATE_ZERO = 0, ABLATE_MEAN, ABLATE_FULL_DEPTH, ABLATE_RANDOM } ablate_mode;
+
+typedef struct {
+    double loss;                  /* mean cross-entropy over scored tokens (nats/token) */
+    double tokens;                /* scored tokens */
+    double cat_loss[CAT_COUNT];   /* the same by category of the input token (NaN: none, or no categories) */
+    double cat_tokens[CAT_COUNT];
+    double active_frac;           /* TSA / early exit: share of (token, block >= 1) pairs that ran */
+} ablate_eval;
+
+typedef struct {
+    ablate_mode mode;
+    ablate_eval base;             /* the unmodified model (random: learned routing run hard) */
+    ablate_eval ablated;
+    double delta;                 /* ablated.loss − base.loss (nats/token) */
+    double ppl_ratio;             /* exp(delta) */
+    double delta_cat[CAT_COUNT];  /* per category (NaN where none) */
+    double route_skip;            /* random: the skip probability used (1 − α) */
+} ablate_result;
+
+typedef struct {
+    gl_model *m;
+    const gl_dataset *ds;
+    gl_split eval_split, ref_split;
+    long eval_first, eval_windows, ref_first, ref_windows;
+    char eval_desc[48], ref_desc[48]; /* e.g. "val[0,64)" */
+    int have_cats;                /* 1: text task with categories */
+    cat_words fw;
+    uint64_t seed;                /* random routing */
+    int *tok, *tg;                /* (max_B, T) */
+    float *mask;                  /* (max_B, T) */
+    uint8_t *bytes, *cat;         /* (max_B, T) */
+} ablate_ctx;
+
+/* Set up evaluation on N = windows validation windows (windows <= 0: 64, at
+ * most half the split when that leaves reference windows) and the reference
+ * windows described above.  fw_path is the function-word list (NULL: the
+ * repository's experiments/function_words.txt); if it cannot be read every
+ * word counts as semantic and *warning (if not NULL) says so.  Returns 0, or
+ * -1 with a message (no validation windows).  The caller calls ablate_free. */
+int ablate_init(ablate_ctx *c, gl_model *m, const gl_dataset *ds, long windows, uint64_t seed, const char *fw_path,
+                char *warning, size_t warnlen, char *err, size_t errlen);
+void ablate_free(ablate_ctx *c); /* accepts a zeroed or half-built context */
+
+/* Evaluate the model as it is now (overrides included) on n windows of split
+ * starting at first.  alpha_sum (L·Hkv, may be NULL) receives the sum of the
+ * SATFormer gate over every position per (block, KV head); alpha_all (L, n·T,
+ * Hkv, may be NULL) every gate value.  Returns 0, or -1 with a message. */
+int ablate_evaluate(ablate_ctx *c, gl_split split, long first, long n, ablate_eval *r, double *alpha_sum,
+                    float *alpha_all, char *err, size_t errlen);
+
+/* The unmodified model on the evaluation windows (alpha_all as above). */
+int ablate_baseline(ablate_ctx *c, ablate_eval *r, float *alpha_all, char *err, size_t errlen);
+
+/* Per-(block, KV head) mean of α over the reference windows, into mean (L·Hkv). */
+int ablate_reference_alpha(ablate_ctx *c, float *mean, char *err, size_t errlen);
+
+/* Run one intervention.  sel (L·Hkv, 1 = selected) names the (block, KV
+ * head) pairs for zero and mean (ResFormer: a block is selected when any of
+ * its entries is); it is ignored for the TSA modes.  base is the baseline of
+ * ablate_baseline (NULL: computed here; random always computes its own).
+ * Overrides are cleared before returning.  Returns 0, or -1 with a message
+ * that says why the mode does not apply to this model. */
+int ablate_run(ablate_ctx *c, ablate_mode mode, const unsigned char *sel, const ablate_eval *base, ablate_result *res,
+               char *err, size_t errlen);
+
+/* Early exit over thresholds: for each τ in taus (n of them) evaluate the
+ * model exiting at confidence ≥ τ (m->exit_tau); full receives the
+ * full-depth evaluation (no exiting) every point is compared with.  pts (n)
+ * are filled in order.  Returns 0, or -1 with a message (not an early-exit
+ * model, τ outside (0, 1]). */
+typedef struct {
+    double tau;
+    ablate_eval r;
+    double tlops_saved;  /* (1 − α)(L − 1)/L, a fraction */
+} ablate_exit_point;
+int ablate_exit_sweep(ablate_ctx *c, const double *taus, int n, ablate_eval *full, ablate_exit_point *pts, char *err,
+                      size_t errlen);
+
+/* Registry rows of a sweep: exit.tau<τ as %.3f>.{loss, delta_loss,
+ * ppl_ratio, active_frac, tlops_saved, delta_loss.<category>} and
+ * exit.full.loss, split "ablation" at step. */
+int ablate_exit_metrics(const ablate_eval *full, const ablate_exit_point *pts, int n, long step, report_metrics *rm,
+                        char *err, size_t errlen);
+
+/* Parse "--layers 1,3" and "--heads 2:0,3:1" (either may be NULL) into sel
+ * (L·Hkv): the union of whole blocks and single pairs; neither → every gated
+ * pair.  Blocks without a gate, indices out of range and malformed lists are
+ * errors naming the item.  Returns 0 or -1 with a message. */
+int ablate_parse_selection(const gl_model *m, const char *layers, const char *heads, unsigned char *sel, char *err,
+                           size_t errlen);
+
+/* A short label of sel for metric names: "all", or "L1+L3H0" (whole blocks as
+ * L{n}, single pairs as L{n}H{j}); truncated with "+…" past n bytes. */
+void ablate_selection_label(const gl_model *m, const unsigned char *sel, char *out, size_t n);
+
+/* "zero", "mean", "full-depth", "random"; parse returns 0 or -1. */
+const char *ablate_mode_name(ablate_mode mode);
+int ablate_parse_mode(const char *s, ablate_mode *mode);
+
+/* 1 when block n of m has a gate the mode can override (SATFormer α or ResFormer λ1). */
+int ablate_block_gated(const gl_model *m, int n);
+
+/* Registry rows of res under "<mode>.<label>.": base_loss, loss, delta_loss,
+ * ppl_ratio, delta_loss.<category>, active_frac (routed models), route_skip
+ * (random); split "ablation" at step.  Returns 0 or -1 with a message. */
+int ablate_metrics(const ablate_result *res, const char *label, long step, report_metrics *rm, char *err,
+                   size_t errlen);
+
+#endif

@@ -1,0 +1,47 @@
+/*
+ * figures.h — `gatelab figures`: the data files behind every figure (TSV,
+ * from the registry and the runs' traces) and the gnuplot runs that draw
+ * them as PNG and PDF with the scripts in scripts/plots and their shared
+ * style.gp.
+ * Figure list, data columns and file names: docs/analysis.md.
+ */
+#ifndef GATELAB_ANALYSIS_FIGURES_H
+#define GATELAB_ANALYSIS_FIGURES_H
+
+#include <stddef.h>
+
+#include "results_db.h"
+
+#define FIGURES_MAX 256
+
+typedef struct {
+    int n_made;
+    char made[FIGURES_MAX][128];     /* base names: NAME.png and NAME.pdf exist */
+    int n_skipped;
+    char skipped[FIGURES_MAX][200];  /* "NAME: why" */
+} figures_summary;
+
+/* Draw scripts/plots/<script> twice — out_base.png (pngcairo) and
+ * out_base.pdf (pdfcairo) — with gnuplot -e "style=…; data=…; out=…; vars".
+ * vars (may be NULL or "") are more gnuplot assignments separated by ';'.
+ * Fails when gnuplot is missing, exits non-zero or writes anything on
+ * stderr; the message quotes gnuplot's stderr.  Paths must not contain a
+ * single quote.  Returns 0 or -1. */
+int figures_gnuplot(const char *script, const char *data, const char *out_base, const char *vars, char *err,
+                    size_t errlen);
+
+/* Every figure of experiment (NULL: all runs): data files into
+ * out_dir/data/, figures into out_dir.  results is the results folder (run
+ * folders and traces for the per-token depth map).  A figure without data is
+ * listed in s->skipped, not an error.  Returns 0, or -1 with a message. */
+int figures_make_all(rdb *db, const char *experiment, const char *results, const char *out_dir, figures_summary *s,
+                     char *err, size_t errlen);
+
+/* The per-token depth map of one TSA run from its trace (last evaluation):
+ * up to max_chars probe characters, cols per row, into data_path; *rows and
+ * *max_depth (blocks) for the drawing.  vocab (vocab_size) maps ids to
+ * bytes.  Returns 0, or -1 with a message (no trace, not TSA). */
+int figures_depth_map_data(const char *trace_path, const unsigned char *vocab, int vocab_size, int max_chars, int cols,
+                           const char *data_path, int *rows, int *max_depth, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,149 @@
+/*
+ * report.c — sinks for analysis results: registry metric rows, TSV files,
+ * folders, and repository paths (report.h).
+ *
+ * What it does not do: compute anything, choose metric names (the analyses
+ * do), or talk SQL (registry.c does, through db_metrics_log).
+ */
+#include "report.h"
+
+#include <errno.h>
+#include <libgen.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+int report_metric_add(report_metrics *rm, long step, const char *split, const char *name, double value,
+                      char *err, size_t errlen) {
+    if (strlen(name) >= REPORT_NAME_MAX || strlen(split) >= sizeof rm->splits[0]) {
+        snprintf(err, errlen, "metric name %s/%s is too long (at most %d bytes)", split, name, REPORT_NAME_MAX - 1);
+        return -1;
+    }
+    if (rm->n == rm->cap) {
+        int cap = rm->cap ? 2 * rm->cap : 256;
+        gl_metric *rows = realloc(rm->rows, (size_t)cap * sizeof *rows);
+        if (rows) rm->rows = rows;
+        char(*names)[REPORT_NAME_MAX] = rows ? realloc(rm->names, (size_t)cap * sizeof *names) : NULL;
+        if (names) rm->names = names;
+        char(*splits)[16] = names ? realloc(rm->splits, (size_t)cap * sizeof *splits) : NULL;
+        if (splits) rm->splits = splits;
+        if (!splits) {
+            snprintf(err, errlen, "out of memory for %d metric rows", cap);
+            return -1;
+        }
+        rm->cap = cap;
+    }
+    snprintf(rm->names[rm->n], REPORT_NAME_MAX, "%s", name);
+    snprintf(rm->splits[rm->n], sizeof rm->splits[0], "%s", split);
+    gl_metric *g = &rm->rows[rm->n];
+    g->step = step;
+    g->value = value;
+    g->wall_time = 0;
+    g->name = NULL;
+    g->split = NULL;
+    rm->n++;
+    return 0;
+}
+
+int report_metric_find(const report_metrics *rm, const char *split, const char *name, double *value) {
+    for (int i = rm->n - 1; i >= 0; i--)
+        if (!strcmp(rm->names[i], name) && !strcmp(rm->splits[i], split)) {
+            *value = rm->rows[i].value;
+            return 1;
+        }
+    return 0;
+}
+
+int report_metrics_flush(report_metrics *rm, gl_db *db, const char *run_id, char *err, size_t errlen) {
+    if (!rm->n) return 0;
+    for (int i = 0; i < rm->n; i++) {
+        rm->rows[i].name = rm->names[i];
+        rm->rows[i].split = rm->splits[i];
+    }
+    int rc = db_metrics_log(db, run_id, rm->rows, rm->n, err, errlen);
+    if (rc == 0) rm->n = 0;
+    return rc;
+}
+
+void report_metrics_free(report_metrics *rm) {
+    if (!rm) return;
+    free(rm->rows);
+    free(rm->names);
+    free(rm->splits);
+    rm->rows = NULL;
+    rm->names = NULL;
+    rm->splits = NULL;
+    rm->n = rm->cap = 0;
+}
+
+int report_mkdir_p(const char *path, char *err, size_t errlen) {
+    char tmp[4096];
+    if (snprintf(tmp, sizeof tmp, "%s", path) >= (int)sizeof tmp) {
+        snprintf(err, errlen, "folder path too long: %.200s…", path);
+        return -1;
+    }
+    for (char *p = tmp + 1; *p; p++)
+        if (*p == '/') {
+            *p = 0;
+            if (mkdir(tmp, 0755) && errno != EEXIST) goto fail;
+            *p = '/';
+        }
+    if (mkdir(tmp, 0755) && errno != EEXIST) goto fail;
+    return 0;
+fail:
+    snprintf(err, errlen, "cannot create folder %s: %s", tmp, strerror(errno));
+    return -1;
+}
+
+FILE *report_tsv_open(const char *dir, const char *name, const char *header, char *path_out, size_t pathlen,
+                      char *err, size_t errlen) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    if (path_out) snprintf(path_out, pathlen, "%s", path);
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
+        return NULL;
+    }
+    fprintf(f, "%s\n", header);
+    return f;
+}
+
+int report_tsv_close(FILE *f, const char *path, char *err, size_t errlen) {
+    if (!f) return 0;
+    int bad = ferror(f);
+    if (fclose(f) || bad) {
+        snprintf(err, errlen, "writing %s failed (disk full?): %s", path, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+const char *report_num(char *buf, size_t n, double v) {
+    if (isnan(v)) snprintf(buf, n, "nan");
+    else snprintf(buf, n, "%.6g", v);
+    return buf;
+}
+
+void report_repo_path(char *out, size_t n, const char *rel) {
+    const char *root = getenv("GATELAB_ROOT");
+    if (root && *root) {
+        snprintf(out, n, "%s/%s", root, rel);
+        return;
+    }
+    char exe[4096];
+    ssize_t k = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (k > 0) {
+        exe[k] = 0;
+        /* <root>/build/gatelab, <root>/build/tests/x, <root>/build/asan/tests/x: walk up */
+        char *d = dirname(exe);
+        for (int up = 0; up < 4 && strcmp(d, "/") && strcmp(d, "."); up++) {
+            d = dirname(d);
+            snprintf(out, n, "%s/%s", d, rel);
+            if (access(out, R_OK) == 0) return;
+        }
+    }
+    snprintf(out, n, "%s", rel);
+}

@@ -1,0 +1,60 @@
+/*
+ * report.h — where analysis results go: a growable list of registry metric
+ * rows (flushed with db_metrics_log in one transaction), tab-separated files
+ * with a header row, folders, and the repository files an analysis needs
+ * (the function-word list, the gnuplot scripts).
+ */
+#ifndef GATELAB_ANALYSIS_REPORT_H
+#define GATELAB_ANALYSIS_REPORT_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#include "../harness/registry.h"
+
+#define REPORT_NAME_MAX 96
+
+typedef struct {
+    gl_metric *rows;                 /* [n] name pointers are set at flush */
+    char (*names)[REPORT_NAME_MAX];  /* [n] */
+    char (*splits)[16];              /* [n] */
+    int n, cap;
+} report_metrics;
+
+/* Append one row (step, split, name, value); the strings are copied.  NaN is
+ * kept (the registry stores it as NULL).  Returns 0, or -1 with a message
+ * (out of memory, a name longer than REPORT_NAME_MAX − 1). */
+int report_metric_add(report_metrics *rm, long step, const char *split, const char *name, double value,
+                      char *err, size_t errlen);
+
+/* Value of the last row added with this split and name: 1 found, 0 not. */
+int report_metric_find(const report_metrics *rm, const char *split, const char *name, double *value);
+
+/* Write every row for run_id in one transaction, then empty the list.
+ * Returns 0, or -1 with the registry's message. */
+int report_metrics_flush(report_metrics *rm, gl_db *db, const char *run_id, char *err, size_t errlen);
+
+void report_metrics_free(report_metrics *rm); /* accepts a zeroed list */
+
+/* mkdir -p.  Returns 0, or -1 with a message naming the folder. */
+int report_mkdir_p(const char *path, char *err, size_t errlen);
+
+/* Create dir/name for writing and write the header line (tab-separated column
+ * names, given with tabs already in place).  The full path goes to path_out
+ * (pathlen bytes) when it is not NULL.  Returns the open file, or NULL with a
+ * message.  The caller closes it with report_tsv_close. */
+FILE *report_tsv_open(const char *dir, const char *name, const char *header, char *path_out, size_t pathlen,
+                      char *err, size_t errlen);
+
+/* Close f; returns 0, or -1 with a message naming path if a write failed. */
+int report_tsv_close(FILE *f, const char *path, char *err, size_t errlen);
+
+/* A number for a TSV cell: "%.6g", or "nan" (gnuplot reads both). */
+const char *report_num(char *buf, size_t n, double v);
+
+/* A file shipped in the repository (e.g. "experiments/function_words.txt",
+ * "scripts/plots"): $GATELAB_ROOT/rel if set, else the folder above the
+ * binary's build/ folder if rel exists there, else rel in the current folder. */
+void report_repo_path(char *out, size_t n, const char *rel);
+
+#endif

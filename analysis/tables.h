@@ -1,0 +1,62 @@
+/*
+ * tables.h — `gatelab tables`: the paper's tables as Markdown and LaTeX,
+ * drawn from the registry alone (results_db.h).
+ *
+ *   loss_by_variant   validation loss (nats/token) and bpc by data, scale and variant
+ *   tsa_lambda        TSA: active fraction α, TLOps saved and loss by λ
+ *   task_accuracy     copy / sort / mqar: token and sequence accuracy
+ *   throughput        training tokens/s by variant and scale
+ *   ablations         gate interventions (split "ablation") per run
+ *   tsa_vs_exit       TSA run hard against early exit at the nearest active fraction
+ *
+ * Every cell over seeds is "mean ± sample std (n − 1)" with the seed count in
+ * its own column; a single seed shows the mean alone.  Only FINISHED runs
+ * count.  Columns: docs/analysis.md.
+ */
+#ifndef GATELAB_ANALYSIS_TABLES_H
+#define GATELAB_ANALYSIS_TABLES_H
+
+#include <stddef.h>
+
+#include "results_db.h"
+
+/* One run as the tables see it. */
+typedef struct {
+    char run_id[128], experiment[128];
+    char data[64];      /* task name, or the text file's base name without extension */
+    int text;           /* 1: text task (bpc meaningful) */
+    char variant[64];   /* baseline | resformer | satformer, "+tsa" / "+early_exit" appended */
+    char scale[32];     /* model.scale, else "d{d_model}L{n_layer}" */
+    char seed[32];
+    double lambda;      /* model.tsa_lambda (NaN unless TSA) */
+    double val_loss, val_bpc, tok_acc, seq_acc, tokens_per_s, active_frac, tlops_saved; /* NaN: absent */
+} tables_run;
+
+/* The FINISHED runs of experiment (NULL: all) with their parameters and final
+ * metrics.  *runs is malloc'd (the caller frees it).  Returns 0 or -1. */
+int tables_collect(rdb *db, const char *experiment, tables_run **runs, int *n, char *err, size_t errlen);
+
+/* Sort runs by data, scale (xs, s, m, l, xl, then others), variant
+ * (baseline, resformer, satformer, then others), λ, seed: the tables' order. */
+void tables_sort(tables_run *runs, int n);
+
+#define TABLES_MAX 8
+
+typedef struct {
+    int n_written;
+    char written[TABLES_MAX][64];   /* base names written (NAME.md and NAME.tex) */
+    int rows[TABLES_MAX];           /* body rows of each */
+    int n_skipped;
+    char skipped[TABLES_MAX][128];  /* "NAME: why" */
+    int n_runs;
+} tables_summary;
+
+/* Write every table that has rows into out_dir (created if needed) as NAME.md
+ * and NAME.tex.  Returns 0, or -1 with a message. */
+int tables_write_all(rdb *db, const char *experiment, const char *out_dir, tables_summary *s, char *err,
+                     size_t errlen);
+
+/* mean and sample standard deviation of x[0..n) skipping NaN; *k the count used. */
+void tables_mean_std(const double *x, int n, double *mean, double *std, int *k);
+
+#endif

@@ -1,0 +1,520 @@
+/*
+ * test_analysis.c — the analysis layer (analysis/): gate statistics, depth
+ * profiles and category means on constructed arrays with known answers;
+ * `analyze` on a constructed trace; gate interventions on a tiny SATFormer
+ * and a tiny TSA model trained in memory on Tiny Shakespeare; the paper
+ * tables from a registry built here.
+ *
+ * Ablation checks: zeroing every gate changes the loss; zeroing (or
+ * mean-replacing) a gate that is 0 on every token — its Wα row set to zero,
+ * so ReLU(x·0) = 0 exactly — changes nothing, bit for bit; the per-category
+ * losses recombine into the overall loss.  Run from the repository root
+ * (tests/run.sh does); data from $GATELAB_DATA or ../shared/data.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../analysis/ablate.h"
+#include "../analysis/analyze.h"
+#include "../analysis/catsens.h"
+#include "../analysis/depth.h"
+#include "../analysis/gates.h"
+#include "../analysis/heads.h"
+#include "../analysis/results_db.h"
+#include "../analysis/tables.h"
+#include "../harness/data.h"
+#include "../harness/registry.h"
+#include "../model/adamw.h"
+#include "../model/model.h"
+
+/* Check |got − want| <= tol, print the check and its difference. */
+static double g_worst;
+#define NEAR(got, want, tol, what)                                                                      \
+    do {                                                                                                \
+        double g_ = (got), w_ = (want), d_ = fabs(g_ - w_);                                             \
+        if (d_ > g_worst) g_worst = d_;                                                                 \
+        if (!(d_ <= (tol))) print_message("FAIL %s: got %.9g want %.9g (diff %.3g)\n", what, g_, w_, d_); \
+        assert_true(d_ <= (tol));                                                                       \
+    } while (0)
+
+static void test_gate_stats(void **state) {
+    (void)state;
+    g_worst = 0;
+    float scratch[16];
+    /* mean, zeros, below-ε */
+    const float x[8] = {0.0f, 0.0f, 0.0005f, 0.005f, 0.05f, 0.5f, 1.0f, 2.0f};
+    NEAR(gates_mean(x, 8, 1), (0.0005 + 0.005 + 0.05 + 0.5 + 1 + 2) / 8.0, 1e-7, "mean");
+    NEAR(gates_frac_zero(x, 8, 1), 2.0 / 8, 0, "fraction exactly zero");
+    NEAR(gates_frac_below(x, 8, 1, 1e-3), 3.0 / 8, 0, "fraction < 1e-3");
+    NEAR(gates_frac_below(x, 8, 1, 1e-2), 4.0 / 8, 0, "fraction < 1e-2");
+    NEAR(gates_frac_below(x, 8, 1, 1e-1), 5.0 / 8, 0, "fraction < 0.1");
+    /* Gini: equal → 0; one-hot of n → 1 − 1/n; half zeros, half equal → 0.5 */
+    const float eq[4] = {3, 3, 3, 3}, oh[4] = {0, 0, 7, 0}, half[4] = {1, 0, 1, 0};
+    NEAR(gates_gini(eq, 4, 1, scratch), 0.0, 1e-12, "Gini of a constant");
+    NEAR(gates_gini(oh, 4, 1, scratch), 0.75, 1e-12, "Gini of a one-hot vector of 4");
+    NEAR(gates_gini(half, 4, 1, scratch), 0.5, 1e-12, "Gini of half zeros");
+    /* Hoyer: constant → 0, one-hot → 1, [1,1,0,0] → (2 − √2)/(2 − 1) */
+    NEAR(gates_hoyer(eq, 4, 1), 0.0, 1e-7, "Hoyer of a constant");
+    NEAR(gates_hoyer(oh, 4, 1), 1.0, 1e-12, "Hoyer of a one-hot vector");
+    NEAR(gates_hoyer(half, 4, 1), 2.0 - sqrt(2.0), 1e-7, "Hoyer of half zeros");
+    /* undefined cases are NaN */
+    const float z[3] = {0, 0, 0};
+    assert_true(isnan(gates_gini(z, 3, 1, scratch)) && isnan(gates_hoyer(z, 3, 1)));
+    assert_true(isnan(gates_gini(oh, 1, 1, scratch)) && isnan(gates_mean(x, 0, 1)));
+    /* stride: head 1 of a (4 tokens, 2 heads) array is the one-hot column */
+    const float th[8] = {1, 0, 1, 0, 1, 7, 1, 0};
+    NEAR(gates_gini(th + 1, 4, 2, scratch), 0.75, 1e-12, "Gini with stride 2");
+    NEAR(gates_mean(th, 4, 2), 1.0, 0, "mean with stride 2");
+    gates_summary s;
+    gates_summarize(th + 1, 4, 2, scratch, &s);
+    NEAR(s.frac_zero, 0.75, 0, "summary: zeros");
+    NEAR(s.hoyer, 1.0, 1e-12, "summary: Hoyer");
+    /* entropy across heads: uniform 1, one-hot 0, two of four 0.5; massless tokens skipped */
+    const float hx[4 * 4] = {1, 1, 1, 1, 0, 5, 0, 0, 2, 0, 2, 0, 0, 0, 0, 0};
+    long used = -1;
+    NEAR(gates_head_entropy(hx, 1, 4, &used), 1.0, 1e-12, "entropy of uniform heads");
+    NEAR(gates_head_entropy(hx + 4, 1, 4, &used), 0.0, 1e-12, "entropy of one head");
+    NEAR(gates_head_entropy(hx + 8, 1, 4, &used), 0.5, 1e-12, "entropy of two of four heads");
+    NEAR(gates_head_entropy(hx, 4, 4, &used), 0.5, 1e-12, "mean entropy over tokens with mass");
+    assert_int_equal(used, 3);
+    /* histogram: bins [0, .25) [.25, .5) [.5, .75) [.75, 1]; outside values clamp; NaN skipped */
+    const float hv[7] = {-1.0f, 0.0f, 0.25f, 0.5f, 0.99f, 1.0f, NAN};
+    long counts[4];
+    assert_int_equal(gates_histogram(hv, 7, 1, 0.0, 1.0, 4, counts), 6);
+    assert_true(counts[0] == 2 && counts[1] == 1 && counts[2] == 1 && counts[3] == 2);
+    print_message("gate statistics: mean, zero / below-ε shares, Gini, Hoyer, head entropy, histogram; worst diff %.3g\n",
+                  g_worst);
+}
+
+static void test_depth_and_categories(void **state) {
+    (void)state;
+    g_worst = 0;
+    /* R = 2 routers (L = 3), P = 3 tokens */
+    const float p[6] = {0.2f, 0.7f, 0.5f, /* router 0 → block 1 */
+                        0.2f, 0.1f, 0.6f}; /* router 1 → block 2 */
+    float soft[3];
+    int hard[3];
+    depth_tokens(p, 2, 3, soft, hard);
+    NEAR(soft[0], 1 + 0.8 + 0.8, 1e-6, "soft depth of token 0");
+    NEAR(soft[1], 1 + 0.3 + 0.9, 1e-6, "soft depth of token 1");
+    NEAR(soft[2], 1 + 0.5 + 0.4, 1e-6, "soft depth of token 2");
+    assert_true(hard[0] == 3 && hard[1] == 2 && hard[2] == 2); /* p = 0.5 still runs */
+    double ds, dh, mp[2], act[2];
+    depth_expected(p, 2, 3, &ds, &dh);
+    NEAR(ds, (2.6 + 2.2 + 1.9) / 3, 1e-6, "expected soft depth");
+    NEAR(dh, 7.0 / 3, 1e-12, "expected hard depth");
+    double a = depth_active_frac(p, 2, 3);
+    NEAR(a, 4.0 / 6, 1e-12, "active fraction");
+    NEAR(dh, 1 + 2 * a, 1e-12, "mean hard depth = 1 + (L−1)·α");
+    depth_router_profile(p, 2, 3, mp, act);
+    NEAR(mp[0], (0.2 + 0.7 + 0.5) / 3, 1e-7, "mean p of router 0");
+    NEAR(act[1], 2.0 / 3, 1e-12, "active share of block 2");
+    long hist[3];
+    depth_hist_hard(p, 2, 3, hist);
+    assert_true(hist[0] == 0 && hist[1] == 2 && hist[2] == 1);
+    /* category means with counts */
+    const float v[6] = {1, 2, 3, 4, 5, 6};
+    const uint8_t cat[6] = {CAT_STRUCTURAL, CAT_SEMANTIC, CAT_SEMANTIC, CAT_STRUCTURAL, CAT_SEMANTIC, 7};
+    double mean[CAT_COUNT];
+    long cnt[CAT_COUNT];
+    assert_int_equal(catsens_means(v, 6, 1, cat, mean, cnt), 5);
+    NEAR(mean[CAT_STRUCTURAL], 2.5, 0, "structural mean");
+    NEAR(mean[CAT_SEMANTIC], 10.0 / 3, 1e-12, "semantic mean");
+    assert_true(isnan(mean[CAT_FUNCTIONAL]) && cnt[CAT_FUNCTIONAL] == 0 && cnt[CAT_SEMANTIC] == 3);
+    const float w[6] = {1, 0, 1, 3, 1, 1};
+    double wsum[CAT_COUNT];
+    catsens_weighted(v, w, 6, cat, mean, wsum);
+    NEAR(mean[CAT_STRUCTURAL], (1 + 12) / 4.0, 1e-12, "weighted structural mean");
+    NEAR(wsum[CAT_SEMANTIC], 2.0, 0, "semantic weight (masked token left out)");
+    print_message("depth: soft/hard per token, expected depth, α, router profile, histogram; categories; worst diff %.3g\n",
+                  g_worst);
+}
+
+static void tmp_dir(char *out, size_t n, const char *tag) {
+    const char *t = getenv("TMPDIR");
+    snprintf(out, n, "%s/gatelab-test-%s-XXXXXX", t && *t ? t : "/tmp", tag);
+    assert_non_null(mkdtemp(out));
+}
+
+static long count_lines(const char *path) {
+    FILE *f = fopen(path, "r");
+    if (!f) return -1;
+    long n = 0;
+    int c;
+    while ((c = fgetc(f)) != EOF) n += c == '\n';
+    fclose(f);
+    return n;
+}
+
+/* analyze on a constructed trace: 2 steps, L = 3, Hkv = 2, 4 probe tokens, TSA p too. */
+static void test_analyze_trace(void **state) {
+    (void)state;
+    g_worst = 0;
+    enum { S = 2, L = 3, H = 2, P = 4, R = 2 };
+    long step[S] = {0, 10};
+    float tl[S] = {NAN, 3.0f}, vl[S] = {4.0f, 3.5f};
+    float alpha[S * L * P * H] = {0};
+    float p[S * R * P];
+    /* last step, block 1: head 0 = [0, 0, 0, 4] (one-hot), head 1 = [1, 1, 1, 1] */
+    for (int t = 0; t < P; t++) {
+        alpha[((1 * L + 1) * P + t) * H + 0] = t == 3 ? 4.0f : 0.0f;
+        alpha[((1 * L + 1) * P + t) * H + 1] = 1.0f;
+        alpha[((1 * L + 2) * P + t) * H + 0] = 0.5f;
+    }
+    for (int i = 0; i < S * R * P; i++) p[i] = (i % 3) == 0 ? 0.9f : 0.1f;
+    int tok[P] = {0, 1, 2, 3};
+    uint8_t cat[P] = {CAT_STRUCTURAL, CAT_FUNCTIONAL, CAT_SEMANTIC, CAT_SEMANTIC};
+    gl_trace_data td = {S, L, H, R, P, step, tl, vl, alpha, NULL, p, NULL, tok, cat, (char *)""};
+    char dir[512], err[1024] = "";
+    tmp_dir(dir, sizeof dir, "analyze");
+    report_metrics rm = {0};
+    static analyze_summary s;
+    const uint8_t vocab[4] = {' ', 'a', 'b', '"'};
+    int rc = analyze_trace(&td, vocab, 4, dir, &rm, &s, err, sizeof err);
+    if (rc) print_message("analyze_trace: %s\n", err);
+    assert_int_equal(rc, 0);
+    assert_true(s.gated[1] && s.gated[2] && !s.gated[0]);
+    NEAR(s.alpha_head_mean[1][0], 1.0, 0, "α mean of block 1 head 0");
+    NEAR(s.alpha_layer[1].mean, 1.0, 0, "α mean of block 1");
+    double v;
+    assert_true(report_metric_find(&rm, ANALYZE_SPLIT, "alpha_gini.L1.H0", &v));
+    NEAR(v, 0.75, 1e-12, "registry row alpha_gini.L1.H0 (one-hot)");
+    assert_true(report_metric_find(&rm, ANALYZE_SPLIT, "alpha_gini.L1.H1", &v));
+    NEAR(v, 0.0, 1e-12, "registry row alpha_gini.L1.H1 (constant)");
+    assert_true(report_metric_find(&rm, ANALYZE_SPLIT, "alpha_frac_zero.L2", &v));
+    NEAR(v, 0.5, 0, "alpha_frac_zero.L2 (head 1 is all zero)");
+    assert_true(report_metric_find(&rm, ANALYZE_SPLIT, "alpha_mean.L1.semantic", &v));
+    NEAR(v, (0 + 1 + 4 + 1) / 4.0, 0, "alpha_mean.L1.semantic");
+    assert_true(report_metric_find(&rm, ANALYZE_SPLIT, "expected_depth_hard", &v));
+    NEAR(v, 1 + 2 * depth_active_frac(p + R * P, R, P), 1e-12, "expected_depth_hard");
+    assert_true(report_metric_find(&rm, ANALYZE_SPLIT, "p_mean.L2", &v));
+    /* last step, router 1 = p[12..15] = 0.9, 0.1, 0.1, 0.9 */
+    NEAR(v, (0.9 + 0.1 + 0.1 + 0.9) / 4, 1e-7, "p_mean.L2 (router 1)");
+    /* files: header + rows */
+    char path[1024];
+    snprintf(path, sizeof path, "%s/alpha_heads.tsv", dir);
+    assert_int_equal(count_lines(path), 1 + 2 * H);
+    snprintf(path, sizeof path, "%s/alpha_evolution.tsv", dir);
+    assert_int_equal(count_lines(path), 1 + S * 2 * (H + 1));
+    snprintf(path, sizeof path, "%s/depth_tokens.tsv", dir);
+    assert_int_equal(count_lines(path), 1 + P);
+    snprintf(path, sizeof path, "%s/depth_hist.tsv", dir);
+    assert_int_equal(count_lines(path), 1 + L);
+    print_message("analyze on a constructed trace: %d files, %d metric rows; worst diff %.3g\n", s.n_files, rm.n, g_worst);
+    report_metrics_free(&rm);
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
+/* ---- a tiny model trained in memory ---- */
+
+static const char *data_dir(void) {
+    const char *d = getenv("GATELAB_DATA");
+    return d && *d ? d : "../shared/data";
+}
+
+static void open_text(gl_dataset *ds, int T) {
+    gl_manifest mf;
+    manifest_defaults(&mf);
+    char err[1024];
+    snprintf(mf.data.file, sizeof mf.data.file, "%s/tinyshakespeare.txt", data_dir());
+    mf.data.task = TASK_TEXT;
+    int rc = data_open(ds, &mf.data, T, 1, err, sizeof err);
+    if (rc) print_message("data_open: %s\n", err);
+    assert_int_equal(rc, 0);
+}
+
+static void tiny_model(gl_model *m, const gl_dataset *ds, gl_value_residual vr, gl_depth_routing dr, float bias, int steps) {
+    gl_model_config c;
+    config_defaults(&c);
+    c.vocab_size = data_vocab_size(ds);
+    c.d_model = 32;
+    c.n_layer = 3;
+    c.n_head = 2;
+    c.n_kv_head = 2;
+    c.d_ff = 64;
+    c.seq_len = 32;
+    c.value_residual = vr;
+    c.depth_routing = dr;
+    c.router_init_bias = bias;
+    char err[512];
+    int rc = model_init(m, &c, 4, err, sizeof err);
+    if (rc) print_message("model_init: %s\n", err);
+    assert_int_equal(rc, 0);
+    model_init_weights(m, 7);
+    gl_rng rng;
+    rng_seed(&rng, 11);
+    int tok[4 * 32], tg[4 * 32];
+    float mask[4 * 32];
+    gl_adamw opt = {0.9f, 0.95f, 1e-8f, 0.0f, 1.0f};
+    for (int s = 1; s <= steps; s++) {
+        data_train_batch(ds, &rng, 4, tok, tg, mask);
+        model_forward(m, tok, tg, mask, 4, 32);
+        model_zero_grad(m);
+        model_backward(m);
+        adamw_step(m, &opt, 3e-3f, s);
+    }
+}
+
+static void test_ablate_satformer(void **state) {
+    (void)state;
+    static gl_dataset ds;
+    static gl_model m;
+    static ablate_ctx c;
+    memset(&ds, 0, sizeof ds);
+    memset(&m, 0, sizeof m);
+    open_text(&ds, 32);
+    tiny_model(&m, &ds, VR_SATFORMER, DR_NONE, 0.0f, 20);
+    /* a dead gate: block 2, KV head 1 reads V1 with Wα row = 0, so α = ReLU(0) = 0 on every token */
+    const int d = m.cfg.d_model, L = m.cfg.n_layer, Hkv = m.cfg.n_kv_head;
+    memset(m.P.layer[2].alpha + 1 * d, 0, (size_t)d * sizeof(float));
+    char err[1024] = "", warn[512];
+    int rc = ablate_init(&c, &m, &ds, 8, 3, "experiments/function_words.txt", warn, sizeof warn, err, sizeof err);
+    if (rc) print_message("ablate_init: %s\n", err);
+    assert_int_equal(rc, 0);
+    assert_string_equal(c.eval_desc, "val[0,8)");
+    assert_string_equal(c.ref_desc, "val[8,16)");
+    unsigned char sel[64];
+    ablate_eval base;
+    assert_int_equal(ablate_baseline(&c, &base, NULL, err, sizeof err), 0);
+    /* categories recombine into the total */
+    double tw = 0, tl = 0;
+    for (int k = 0; k < CAT_COUNT; k++)
+        if (base.cat_tokens[k] > 0) tw += base.cat_tokens[k], tl += base.cat_tokens[k] * base.cat_loss[k];
+    NEAR(tw, base.tokens, 0, "category token counts sum to the scored tokens");
+    NEAR(tl / tw, base.loss, 1e-9, "category losses recombine into the loss");
+    NEAR(base.tokens, 8 * 32, 0, "scored tokens of 8 windows");
+
+    /* every gate zeroed: the loss moves */
+    ablate_result all, dead, dead_mean;
+    assert_int_equal(ablate_parse_selection(&m, NULL, NULL, sel, err, sizeof err), 0);
+    rc = ablate_run(&c, ABLATE_ZERO, sel, &base, &all, err, sizeof err);
+    if (rc) print_message("ablate_run: %s\n", err);
+    assert_int_equal(rc, 0);
+    print_message("zero every gate: base %.6f → %.6f nats/token, ΔL %+.3g\n", all.base.loss, all.ablated.loss, all.delta);
+    assert_true(fabs(all.delta) > 1e-6);
+    NEAR(all.ppl_ratio, exp(all.delta), 1e-12, "exp(ΔL)");
+
+    /* the dead gate zeroed or mean-replaced: nothing changes, bit for bit */
+    assert_int_equal(ablate_parse_selection(&m, NULL, "2:1", sel, err, sizeof err), 0);
+    assert_int_equal(ablate_run(&c, ABLATE_ZERO, sel, NULL, &dead, err, sizeof err), 0);
+    assert_true(dead.ablated.loss == dead.base.loss && dead.delta == 0.0);
+    assert_int_equal(ablate_run(&c, ABLATE_MEAN, sel, NULL, &dead_mean, err, sizeof err), 0);
+    assert_true(dead_mean.delta == 0.0);
+    float mean[64];
+    assert_int_equal(ablate_reference_alpha(&c, mean, err, sizeof err), 0);
+    assert_true(mean[2 * Hkv + 1] == 0.0f && mean[1 * Hkv + 0] >= 0.0f);
+    print_message("dead gate (block 2, head 1): zero ΔL %g, mean ΔL %g (exactly 0)\n", dead.delta, dead_mean.delta);
+    /* a live head mean-replaced uses its reference mean (not 0): the result differs from zeroing */
+    ablate_result z1, m1;
+    assert_int_equal(ablate_parse_selection(&m, NULL, "1:0", sel, err, sizeof err), 0);
+    assert_int_equal(ablate_run(&c, ABLATE_ZERO, sel, &base, &z1, err, sizeof err), 0);
+    assert_int_equal(ablate_run(&c, ABLATE_MEAN, sel, &base, &m1, err, sizeof err), 0);
+    assert_true(mean[1 * Hkv + 0] == 0.0f || z1.ablated.loss != m1.ablated.loss);
+
+    /* heads: the dead gate has ΔL 0 and α = 0 on every token */
+    heads_row *rows = NULL;
+    int n = 0;
+    ablate_eval hb;
+    assert_int_equal(heads_rank(&c, &rows, &n, &hb, err, sizeof err), 0);
+    assert_int_equal(n, (L - 1) * Hkv);
+    int found = 0;
+    for (int i = 0; i < n; i++) {
+        if (i) assert_true(rows[i - 1].delta >= rows[i].delta);
+        if (rows[i].layer == 2 && rows[i].kv_head == 1) {
+            found = 1;
+            assert_true(rows[i].delta == 0.0 && rows[i].frac_zero == 1.0 && rows[i].alpha_mean == 0.0);
+        }
+    }
+    assert_true(found);
+    free(rows);
+
+    /* selections and labels */
+    char label[64];
+    assert_int_equal(ablate_parse_selection(&m, "1", "2:0", sel, err, sizeof err), 0);
+    ablate_selection_label(&m, sel, label, sizeof label);
+    assert_string_equal(label, "L1+L2H0");
+    assert_int_equal(ablate_parse_selection(&m, "0", NULL, sel, err, sizeof err), -1);
+    assert_non_null(strstr(err, "block 0"));
+    assert_int_equal(ablate_parse_selection(&m, NULL, "2:5", sel, err, sizeof err), -1);
+    assert_int_equal(ablate_run(&c, ABLATE_FULL_DEPTH, sel, NULL, &dead, err, sizeof err), -1);
+    assert_non_null(strstr(err, "TSA"));
+    ablate_free(&c);
+    model_free(&m);
+    data_close(&ds);
+}
+
+static void test_ablate_tsa(void **state) {
+    (void)state;
+    static gl_dataset ds;
+    static gl_model m;
+    static ablate_ctx c;
+    memset(&ds, 0, sizeof ds);
+    memset(&m, 0, sizeof m);
+    open_text(&ds, 32);
+    /* router bias +6: p ≈ 1 everywhere, so the learned routing skips every routed block */
+    tiny_model(&m, &ds, VR_NONE, DR_TSA, 6.0f, 5);
+    char err[1024] = "", warn[512];
+    assert_int_equal(ablate_init(&c, &m, &ds, 4, 3, NULL, warn, sizeof warn, err, sizeof err), 0);
+    ablate_result fd, rnd;
+    int rc = ablate_run(&c, ABLATE_FULL_DEPTH, NULL, NULL, &fd, err, sizeof err);
+    if (rc) print_message("full-depth: %s\n", err);
+    assert_int_equal(rc, 0);
+    assert_true(fd.ablated.active_frac == 1.0 && fabs(fd.delta) > 1e-6);
+    assert_int_equal(ablate_run(&c, ABLATE_RANDOM, NULL, NULL, &rnd, err, sizeof err), 0);
+    /* α = 0 learned → skip probability 1 → random routing skips everything too: identical */
+    NEAR(rnd.base.active_frac, 0.0, 0, "learned hard α");
+    NEAR(rnd.route_skip, 1.0, 0, "random skip probability");
+    assert_true(rnd.delta == 0.0);
+    print_message("TSA: full depth ΔL %+.4g (α 1.0), random at α 0 ΔL %g\n", fd.delta, rnd.delta);
+    ablate_result z;
+    unsigned char sel[64] = {0};
+    assert_int_equal(ablate_run(&c, ABLATE_ZERO, sel, NULL, &z, err, sizeof err), -1);
+    assert_non_null(strstr(err, "value_residual = none"));
+    ablate_free(&c);
+    model_free(&m);
+    data_close(&ds);
+}
+
+/* ---- tables from a registry built here ---- */
+
+static void add_run(gl_db *db, long long exp, const char *id, const char *ini, const char *status, const gl_metric *mt,
+                    int n) {
+    char err[1024];
+    assert_int_equal(db_run_create(db, exp, id, id, ini, "h", 1, "SCHEDULED", err, sizeof err), 0);
+    assert_int_equal(db_params_put_ini(db, id, ini, err, sizeof err), 0);
+    assert_int_equal(db_run_start(db, id, err, sizeof err), 0);
+    int rc = db_metrics_log(db, id, mt, n, err, sizeof err);
+    if (rc) print_message("metrics: %s\n", err);
+    assert_int_equal(rc, 0);
+    if (strcmp(status, "RUNNING")) assert_int_equal(db_run_finish(db, id, status, 0, NULL, err, sizeof err), 0);
+}
+
+static char *slurp(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    static char buf[1 << 16];
+    size_t k = fread(buf, 1, sizeof buf - 1, f);
+    buf[k] = 0;
+    fclose(f);
+    return buf;
+}
+
+static void test_tables(void **state) {
+    (void)state;
+    char dir[512], path[1024], err[1024] = "";
+    tmp_dir(dir, sizeof dir, "tables");
+    snprintf(path, sizeof path, "%s/gatelab.db", dir);
+    gl_db *db = NULL;
+    assert_int_equal(db_open(&db, path, err, sizeof err), 0);
+    long long e;
+    assert_int_equal(db_experiment_ensure(db, "paper", "", &e, err, sizeof err), 0);
+    const char *sat = "[model]\nscale = xs\nvalue_residual = satformer\ndepth_routing = none\n[data]\ntask = text\n"
+                      "file = tinyshakespeare.txt\n[train]\nseed = %d\n";
+    char ini[512];
+    gl_metric m1[] = {{10, "val", "loss", 1.5, 0}, {0, "val", "loss", 9.0, 0}, {10, "val", "bpc", 1.5 / log(2), 0},
+                      {5, "train", "tokens_per_s", 100, 0}, {10, "train", "tokens_per_s", 1000, 0}};
+    snprintf(ini, sizeof ini, sat, 1);
+    add_run(db, e, "sat1", ini, "FINISHED", m1, 5);
+    gl_metric m2[] = {{10, "val", "loss", 1.7, 0}, {10, "val", "bpc", 1.7 / log(2), 0},
+                      {10, "train", "tokens_per_s", 2000, 0}, {10, "ablation", "zero.all.delta_loss", 0.25, 0},
+                      {10, "ablation", "zero.all.ppl_ratio", exp(0.25), 0},
+                      {10, "ablation", "zero.all.delta_loss.semantic", 0.5, 0}};
+    snprintf(ini, sizeof ini, sat, 2);
+    add_run(db, e, "sat2", ini, "FINISHED", m2, 6);
+    gl_metric m3[] = {{10, "val", "loss", 5.0, 0}};
+    snprintf(ini, sizeof ini, sat, 3);
+    add_run(db, e, "sat3-running", ini, "RUNNING", m3, 1); /* not finished: left out */
+    gl_metric m4[] = {{10, "val", "loss", 2.0, 0},
+                      {10, "val", "active_frac", 0.726, 0},
+                      {10, "val", "tlops_saved", 0.228, 0},
+                      {10, "ablation", "random.all.base_active_frac", 0.7, 0},
+                      {10, "ablation", "random.all.base_loss", 2.1, 0}};
+    add_run(db, e, "tsa1",
+            "[model]\nscale = s\nvalue_residual = none\ndepth_routing = tsa\ntsa_lambda = 0.01\n[data]\ntask = text\n"
+            "file = tinyshakespeare.txt\n[train]\nseed = 1\n",
+            "FINISHED", m4, 5);
+    gl_metric m6[] = {{10, "val", "loss", 2.4, 0},
+                      {10, "ablation", "exit.tau0.500.active_frac", 0.5, 0},
+                      {10, "ablation", "exit.tau0.500.loss", 2.5, 0},
+                      {10, "ablation", "exit.tau0.900.active_frac", 0.75, 0},
+                      {10, "ablation", "exit.tau0.900.loss", 2.2, 0}};
+    add_run(db, e, "ee1",
+            "[model]\nscale = s\ndepth_routing = early_exit\n[data]\ntask = text\nfile = tinyshakespeare.txt\n[train]\n"
+            "seed = 1\n",
+            "FINISHED", m6, 5);
+    gl_metric m5[] = {{10, "val", "loss", 0.1, 0}, {10, "val", "token_acc", 0.995, 0}, {10, "val", "seq_acc", 0.9, 0}};
+    add_run(db, e, "copy1", "[model]\nscale = xs\n[data]\ntask = copy\n[train]\nseed = 1\n", "FINISHED", m5, 3);
+    db_close(db);
+
+    rdb *r = NULL;
+    assert_int_equal(rdb_open(&r, path, err, sizeof err), 0);
+    static tables_summary s;
+    char out[600];
+    snprintf(out, sizeof out, "%s/tables", dir);
+    int rc = tables_write_all(r, "paper", out, &s, err, sizeof err);
+    if (rc) print_message("tables: %s\n", err);
+    assert_int_equal(rc, 0);
+    assert_int_equal(s.n_runs, 5);
+    assert_int_equal(s.n_written, 6);
+    /* 1.5 and 1.7: mean 1.6, sample std 0.1414 */
+    snprintf(path, sizeof path, "%s/loss_by_variant.md", out);
+    char *t = slurp(path);
+    assert_non_null(t);
+    assert_non_null(strstr(t, "| tinyshakespeare | xs | satformer | 2 | 1.6000 ± 0.1414 | 2.3083 ± 0.2040 |"));
+    assert_null(strstr(t, "5.0000"));
+    assert_non_null(strstr(t, "| tinyshakespeare | s | baseline+tsa | 1 | 2.0000 | – |")); /* no bpc logged */
+    snprintf(path, sizeof path, "%s/loss_by_variant.tex", out);
+    t = slurp(path);
+    assert_non_null(t);
+    assert_non_null(strstr(t, "$1.6000 \\pm 0.1414$"));
+    assert_non_null(strstr(t, "\\toprule"));
+    snprintf(path, sizeof path, "%s/tsa_lambda.md", out);
+    t = slurp(path);
+    assert_non_null(strstr(t, "| tinyshakespeare | s | baseline+tsa | 0.01 | 1 | 0.726 | 22.8 | 2.0000 |"));
+    snprintf(path, sizeof path, "%s/task_accuracy.md", out);
+    t = slurp(path);
+    assert_non_null(strstr(t, "| copy | xs | baseline | 1 | 99.50 | 90.00 |"));
+    /* throughput: the first log row is start-up and left out when there are more: (1000 + 2000) / 2 */
+    snprintf(path, sizeof path, "%s/throughput.md", out);
+    t = slurp(path);
+    assert_non_null(strstr(t, "| tinyshakespeare | xs | satformer | 2 | 1500 ± 707 |"));
+    snprintf(path, sizeof path, "%s/ablations.md", out);
+    t = slurp(path);
+    assert_non_null(strstr(t, "| sat2 | satformer | xs | zero | all | +0.2500 | 1.2840 | – | – | +0.5000 |"));
+    /* TSA at α 0.7 (hard, loss 2.1) against the nearest early-exit point: τ 0.9, α 0.75, loss 2.2 */
+    snprintf(path, sizeof path, "%s/tsa_vs_exit.md", out);
+    t = slurp(path);
+    assert_non_null(t);
+    assert_non_null(strstr(t, "| tinyshakespeare | s | tsa1 | 0.01 | 0.700 | 2.1000 | ee1 | 0.900 | 0.750 | 2.2000 | +0.1000 |"));
+    print_message("tables: 6 tables from %d finished runs; mean ± std over seeds, λ, accuracy, throughput, ablations\n",
+                  s.n_runs);
+    /* an experiment with no runs: every table skipped, none written */
+    assert_int_equal(tables_write_all(r, "nope", out, &s, err, sizeof err), 0);
+    assert_int_equal(s.n_written, 0);
+    assert_int_equal(s.n_skipped, 6);
+    rdb_close(r);
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_gate_stats),   cmocka_unit_test(test_depth_and_categories),
+        cmocka_unit_test(test_analyze_trace), cmocka_unit_test(test_ablate_satformer),
+        cmocka_unit_test(test_ablate_tsa),   cmocka_unit_test(test_tables),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
