@@ -30,7 +30,7 @@ warmup = 5
 threads = 2
 eval_every = 20
 eval_windows = 4
-ckpt_every = 20
+ckpt_every = 10
 log_every = 5
 [log]
 probe_windows = 2
@@ -48,17 +48,19 @@ for v in denseformer hyper mudd; do
     check "$v: config.ini records cross_layer = $v" grep -q "^cross_layer = $v\$" "$R/runs/$v/config.ini"
 done
 
-# hyper with 2 streams: kill -9 after the step-20 checkpoint, resume, compare with a straight run
+# hyper with 2 streams: kill -9 after a checkpoint, resume (same overrides), compare with a straight run
 H2="model.cross_layer=hyper model.hc_expansion=2"
 "$BIN" train "$W/tiny.ini" $H2 --run-id h2 --results "$R" --quiet > /dev/null 2>&1
 "$BIN" train "$W/tiny.ini" $H2 --run-id h2k --results "$R" --quiet > /dev/null 2>&1 &
 pid=$!
 for _ in $(seq 1 1200); do
-    grep -q "^step 25 " "$R/runs/h2k/train.log" 2>/dev/null && break
+    grep -q "^step 20 " "$R/runs/h2k/train.log" 2>/dev/null && break
     sleep 0.05
 done
 kill -9 $pid 2>/dev/null; wait $pid 2>/dev/null
-"$BIN" train "$W/tiny.ini" --resume h2k --results "$R" --quiet > /dev/null 2>&1
+check "hyper (2 streams): the killed run is not FINISHED" \
+    bash -c "! grep -q '^finished' '$R/runs/h2k/train.log'"
+"$BIN" train "$W/tiny.ini" $H2 --resume h2k --results "$R" --quiet > "$W/resume.out" 2>&1
 check "hyper (2 streams): resume exits 0" test $? -eq 0
 ha=$(last_hex h2); hb=$(last_hex h2k)
 check "hyper (2 streams): kill -9 + resume ends bit for bit like never stopping ($ha = $hb)" test -n "$ha" -a "$ha" = "$hb"
