@@ -102,10 +102,24 @@ static herr_t tr_walk(unsigned n, const H5E_error2_t *e, void *data) {
     return 0;
 }
 
-/* Take the innermost message off the HDF5 error stack and clear it. */
-static tr_walk_data tr_take_error(void) {
+/* The last failed HDF5 call's innermost message.  Kept by an error handler
+ * at the moment of the failure, because every later HDF5 call (closing
+ * handles on the way to cleanup:) clears the library's error stack.  gatelab
+ * calls HDF5 from one thread. */
+static tr_walk_data tr_last;
+
+static herr_t tr_on_error(hid_t stack, void *data) {
+    (void)data;
     tr_walk_data w = {"", 0};
-    H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, tr_walk, &w);
+    H5Ewalk2(stack, H5E_WALK_UPWARD, tr_walk, &w);
+    tr_last = w;
+    return 0;
+}
+
+/* Take the last failed call's message (see tr_last) and clear it. */
+static tr_walk_data tr_take_error(void) {
+    tr_walk_data w = tr_last;
+    memset(&tr_last, 0, sizeof tr_last);
     H5Eclear2(H5E_DEFAULT);
     return w;
 }
@@ -118,7 +132,12 @@ static void tr_fail(char *err, size_t errlen, const char *path, const char *op, 
              w.inner[0] ? ": " : "", w.inner);
 }
 
-static void tr_quiet(void) { H5Eset_auto2(H5E_DEFAULT, NULL, NULL); }
+/* Called by every public entry: HDF5 prints nothing, failures are kept in
+ * tr_last for the messages. */
+static void tr_quiet(void) {
+    H5Eset_auto2(H5E_DEFAULT, tr_on_error, NULL);
+    memset(&tr_last, 0, sizeof tr_last);
+}
 
 /* File access properties for every open: latest format bounds (SWMR needs
  * superblock version 3) and the locking asked for (1: best effort, i.e. lock
@@ -665,36 +684,41 @@ cleanup:
     return rc;
 }
 
-/* Open path for reading: SWMR read (works on a closed trace, one being
- * appended to, and one whose writer was killed mid-append), else a plain
- * read-only open for a file without SWMR support.  An open that collides
- * with the last microseconds of an append can fail ("truncated file": the
- * superblock is written before the file is extended to its new end), so a
- * failure on an existing HDF5 file is retried TR_READ_TRIES times.  Returns
- * the file id, or H5I_INVALID_HID with a message naming path. */
+/* Open path for reading with SWMR read: works on a closed trace, one being
+ * appended to, and one whose writer was killed inside an append.  An open
+ * that overlaps an append can fail with "truncated file" (the file grew
+ * between HDF5's size check and its superblock read); that is retried
+ * TR_READ_TRIES times.  A file that is not SWMR-capable (written by another
+ * tool in an older format) is opened plainly.  Never a plain open of a
+ * gatelab trace: a plain reader trusts the superblock's end of file, and an
+ * append during the read makes it fail.  Returns the file id, or
+ * H5I_INVALID_HID with a message naming path. */
 static hid_t tr_open_read(const char *path, char *err, size_t errlen) {
     hid_t fapl = tr_fapl(1);
     hid_t f = H5I_INVALID_HID;
-    for (int i = 0; i < TR_READ_TRIES && f < 0; i++) {
+    if (fapl < 0) {
+        tr_fail(err, errlen, path, "H5Pset_libver_bounds/H5Pset_file_locking", NULL);
+        return f;
+    }
+    for (int i = 0; i < TR_READ_TRIES; i++) {
         if (i > 0) {
             struct timespec pause = {0, TR_READ_PAUSE_NS};
             nanosleep(&pause, NULL);
         }
-        if (fapl >= 0) f = H5Fopen(path, H5F_ACC_RDONLY | H5F_ACC_SWMR_READ, fapl);
+        f = H5Fopen(path, H5F_ACC_RDONLY | H5F_ACC_SWMR_READ, fapl);
         if (f >= 0) break;
-        char first[512];
-        tr_fail(first, sizeof first, path, "H5Fopen (SWMR read)", NULL);
-        f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
-        if (f >= 0) break;
-        H5Eclear2(H5E_DEFAULT);
+        tr_walk_data w = tr_take_error();
         if (access(path, R_OK) != 0) {
             snprintf(err, errlen, "%s: cannot open trace: %s", path, strerror(errno));
             break;
         }
-        snprintf(err, errlen, "%s (is it a gatelab trace.h5?)", first);
-        if (strstr(first, "signature")) break; /* not HDF5: no use retrying */
+        snprintf(err, errlen, "%s: H5Fopen (SWMR read) failed: %s (is it a gatelab trace.h5?)", path, w.inner);
+        if (strstr(w.inner, "truncated file")) continue;
+        f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+        if (f < 0) tr_take_error();
+        break;
     }
-    if (fapl >= 0) H5Pclose(fapl);
+    H5Pclose(fapl);
     return f;
 }
 

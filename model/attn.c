@@ -11,7 +11,7 @@
  * Causality is exploited in row blocks of ATT_BLOCK: rows [i0, i1) only touch
  * columns [0, i1).  Entries of att at or beyond column i1 of a row block are
  * never written nor read: att is defined for j ≤ i only.
- * Backward (per row i): dP = dy vᵀ, dS = P ⊙ (dP − Σ_j P·dP), dq = dS k /√hd,
+ * Backward (per row i): dP = dy vᵀ, dS = P ⊙ (dP − Σ_j P·dP), dq = dS k /√hd (written),
  * dk += dSᵀ q /√hd, dv += Pᵀ dy.
  */
 #include <cblas.h>
@@ -96,9 +96,9 @@ void attn_backward(float *dq, float *dk, float *dv, const float *dy, const float
                     for (int j = 0; j <= i; j++) dr[j] = pr[j] * (dr[j] - dot);
                     for (int j = i + 1; j < i1; j++) dr[j] = 0.0f;
                 }
-                /* dq += dS k / √hd ; dk += dSᵀ q / √hd */
+                /* dq = dS k / √hd (one writer per row) ; dk += dSᵀ q / √hd */
                 cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, hd, i1, scale, dPb, T, kb, ks,
-                            1.0f, dqb + (size_t)i0 * qs, qs);
+                            0.0f, dqb + (size_t)i0 * qs, qs);
                 cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, i1, hd, m, scale, dPb, T,
                             qb + (size_t)i0 * qs, qs, 1.0f, dkb, ks);
             }

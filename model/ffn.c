@@ -20,7 +20,7 @@ void swiglu_backward(float *da, float *db, const float *dg, const float *a, cons
 #pragma omp parallel for schedule(static)
     for (long i = 0; i < n; i++) {
         float s = 1.0f / (1.0f + expf(-a[i]));
-        da[i] += dg[i] * b[i] * s * (1.0f + a[i] * (1.0f - s));
-        db[i] += dg[i] * a[i] * s;
+        da[i] = dg[i] * b[i] * s * (1.0f + a[i] * (1.0f - s));
+        db[i] = dg[i] * a[i] * s;
     }
 }

@@ -30,6 +30,13 @@ void mm_backward(float *dinp, float *dw, const float *dout, const float *inp, co
                     dw, Din);
 }
 
+void mm_backward_set(float *dinp, float *dw, const float *dout, const float *inp, const float *w,
+                     int N, int Din, int Dout) {
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, Din, Dout, 1.0f, dout, Dout, w, Din, 0.0f,
+                dinp, Din);
+    mm_backward(NULL, dw, dout, inp, w, N, Din, Dout);
+}
+
 void mm_forward_ref(float *out, const float *inp, const float *w, int N, int Din, int Dout) {
     for (int n = 0; n < N; n++)
         for (int o = 0; o < Dout; o++) {

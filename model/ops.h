@@ -19,6 +19,10 @@ void mm_forward(float *out, const float *inp, const float *w, int N, int Din, in
 /* dinp (N, Din) += dout·w (skipped if dinp is NULL);  dw (Dout, Din) += doutᵀ·inp. */
 void mm_backward(float *dinp, float *dw, const float *dout, const float *inp, const float *w,
                  int N, int Din, int Dout);
+/* The same, but dinp is overwritten (beta 0) instead of accumulated: for the
+ * first contribution to a buffer, which then needs no zeroing pass. */
+void mm_backward_set(float *dinp, float *dw, const float *dout, const float *inp, const float *w,
+                     int N, int Din, int Dout);
 void mm_forward_ref(float *out, const float *inp, const float *w, int N, int Din, int Dout);
 void mm_backward_ref(float *dinp, float *dw, const float *dout, const float *inp, const float *w,
                      int N, int Din, int Dout);
@@ -40,7 +44,8 @@ void rope_backward(float *dx, const float *cos_t, const float *sin_t, int N, int
 /* q (B*T, H*hd), k/v (B*T, Hkv*hd) → att (B, H, T, T) probabilities, y (B*T, H*hd). */
 void attn_forward(float *y, float *att, const float *q, const float *k, const float *v,
                   int B, int T, int H, int Hkv, int hd);
-/* dq/dk/dv += ...; scratch holds n_threads × T × T floats. */
+/* dq = ... (overwritten: each query row has one writer), dk/dv += ...;
+ * scratch holds n_threads × T × T floats. */
 void attn_backward(float *dq, float *dk, float *dv, const float *dy, const float *att,
                    const float *q, const float *k, const float *v, float *scratch,
                    int B, int T, int H, int Hkv, int hd);
@@ -49,7 +54,7 @@ void attn_forward_ref(float *y, float *att, const float *q, const float *k, cons
 
 /* ---- ffn.c: SwiGLU gate g = silu(a) ⊙ b ---- */
 void swiglu_forward(float *g, const float *a, const float *b, long n);
-/* da += dg·b·silu'(a), db += dg·silu(a) */
+/* da = dg·b·silu'(a), db = dg·silu(a): OVERWRITTEN (the only writer of these buffers) */
 void swiglu_backward(float *da, float *db, const float *dg, const float *a, const float *b, long n);
 
 /* ---- xent.c: softmax cross-entropy with per-position weights ---- */
