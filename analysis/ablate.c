@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../harness/rundir.h"
 #include "catsens.h"
 
 static const char *const ablate_names[] = {"zero", "mean", "full-depth", "random"};
@@ -107,7 +108,7 @@ int ablate_init(ablate_ctx *c, gl_model *m, const gl_dataset *ds, long windows, 
     if (c->have_cats) {
         char path[4096], e2[512];
         if (fw_path) snprintf(path, sizeof path, "%s", fw_path);
-        else report_repo_path(path, sizeof path, "experiments/function_words.txt");
+        else run_repo_path(path, sizeof path, "experiments/function_words.txt");
         if (cat_load_function_words(path, &c->fw, e2, sizeof e2) && warning)
             snprintf(warning, warnlen, "%s (every word counts as semantic)", e2);
     }

@@ -85,7 +85,7 @@ done:
 int figures_gnuplot(const char *script, const char *data, const char *out_base, const char *vars, char *err,
                     size_t errlen) {
     char dir[4096], path[4096], style[4096];
-    report_repo_path(dir, sizeof dir, "scripts/plots");
+    run_repo_path(dir, sizeof dir, "scripts/plots");
     snprintf(path, sizeof path, "%s/%s", dir, script);
     snprintf(style, sizeof style, "%s/style.gp", dir);
     if (access(path, R_OK) != 0) {

@@ -127,23 +127,3 @@ const char *report_num(char *buf, size_t n, double v) {
     return buf;
 }
 
-void report_repo_path(char *out, size_t n, const char *rel) {
-    const char *root = getenv("GATELAB_ROOT");
-    if (root && *root) {
-        snprintf(out, n, "%s/%s", root, rel);
-        return;
-    }
-    char exe[4096];
-    ssize_t k = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (k > 0) {
-        exe[k] = 0;
-        /* <root>/build/gatelab, <root>/build/tests/x, <root>/build/asan/tests/x: walk up */
-        char *d = dirname(exe);
-        for (int up = 0; up < 4 && strcmp(d, "/") && strcmp(d, "."); up++) {
-            d = dirname(d);
-            snprintf(out, n, "%s/%s", d, rel);
-            if (access(out, R_OK) == 0) return;
-        }
-    }
-    snprintf(out, n, "%s", rel);
-}

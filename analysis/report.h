@@ -52,9 +52,5 @@ int report_tsv_close(FILE *f, const char *path, char *err, size_t errlen);
 /* A number for a TSV cell: "%.6g", or "nan" (gnuplot reads both). */
 const char *report_num(char *buf, size_t n, double v);
 
-/* A file shipped in the repository (e.g. "experiments/function_words.txt",
- * "scripts/plots"): $GATELAB_ROOT/rel if set, else the folder above the
- * binary's build/ folder if rel exists there, else rel in the current folder. */
-void report_repo_path(char *out, size_t n, const char *rel);
 
 #endif

@@ -16,6 +16,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+#include <libgen.h>
 #include <sys/stat.h>
 
 static int run_is_dir(const char *p) {
@@ -204,4 +206,25 @@ cleanup:
         r->config_ini = NULL;
     }
     return rc;
+}
+
+void run_repo_path(char *out, size_t n, const char *rel) {
+    const char *root = getenv("GATELAB_ROOT");
+    if (root && *root) {
+        snprintf(out, n, "%s/%s", root, rel);
+        return;
+    }
+    char exe[4096];
+    ssize_t k = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (k > 0) {
+        exe[k] = 0;
+        /* <root>/build/gatelab, <root>/build/tests/x, <root>/build/asan/tests/x: walk up */
+        char *d = dirname(exe);
+        for (int up = 0; up < 4 && strcmp(d, "/") && strcmp(d, "."); up++) {
+            d = dirname(d);
+            snprintf(out, n, "%s/%s", d, rel);
+            if (access(out, R_OK) == 0) return;
+        }
+    }
+    snprintf(out, n, "%s", rel);
 }

@@ -52,4 +52,10 @@ typedef struct {
 int run_open(gl_run *r, const char *arg, const char *results, int max_B, char *err, size_t errlen);
 void run_close(gl_run *r); /* accepts a zeroed or closed gl_run */
 
+/* A file of the gatelab source tree (e.g. "experiments/function_words.txt",
+ * "scripts/plots/style.gp"): under $GATELAB_ROOT if set, else found by walking
+ * up from the running binary (build/gatelab, build/tests/x, build/asan/...),
+ * else rel as given (relative to the working folder). */
+void run_repo_path(char *out, size_t n, const char *rel);
+
 #endif

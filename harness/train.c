@@ -144,23 +144,6 @@ static int write_file_atomic(const char *path, const char *text, char *err, size
     return 0;
 }
 
-/* experiments/function_words.txt next to the binary's source tree, or in the cwd. */
-static void function_words_path(char *out, size_t n) {
-    const char *root = getenv("GATELAB_ROOT");
-    if (root) {
-        snprintf(out, n, "%s/experiments/function_words.txt", root);
-        return;
-    }
-    char exe[GL_PATH_MAX];
-    ssize_t k = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (k > 0) {
-        exe[k] = 0;
-        char *d = dirname(dirname(exe)); /* <root>/build/gatelab → <root> */
-        snprintf(out, n, "%s/experiments/function_words.txt", d);
-        if (access(out, R_OK) == 0) return;
-    }
-    snprintf(out, n, "experiments/function_words.txt");
-}
 
 /* The probe batch: the first probe_windows validation windows, with categories. */
 static int setup_probe(run_ctx *c, char *err, size_t errlen) {
@@ -195,7 +178,7 @@ static int setup_probe(run_ctx *c, char *err, size_t errlen) {
     cat_words fw;
     memset(&fw, 0, sizeof fw);
     char fwpath[GL_PATH_MAX], e2[256];
-    function_words_path(fwpath, sizeof fwpath);
+    run_repo_path(fwpath, sizeof fwpath, "experiments/function_words.txt");
     if (cat_load_function_words(fwpath, &fw, e2, sizeof e2)) say(c, 0, "warning: %s (every word counts as semantic)", e2);
     for (int w = 0; w < c->probe_B; w++) cat_classify(bytes + (size_t)w * T, (size_t)T, &fw, c->probe_cat + (size_t)w * T);
     cat_words_free(&fw);

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # demo.sh — the main job (`make demo`): train the five variants of
 # experiments/demo.ini on Tiny Shakespeare (or, without the data set, on the
-# synthetic copy task), show a sample, and print where every file is.
+# synthetic copy task), show a sample, compare TSA with early exit at the same
+# active fraction, analyse and ablate the gates, draw the tables and figures,
+# and print where every file is.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=build/gatelab
@@ -48,6 +50,24 @@ if [ "$manifest" = experiments/demo.ini ]; then
     "$BIN" eval "${ids[4]}" --results "$RESULTS" --match-alpha "$alpha" --windows 32 || true
 fi
 echo
+echo "== analysis: gate statistics, depth profiles, token categories"
+for i in 2 3 4; do "$BIN" analyze "${ids[$i]}" --results "$RESULTS" | tail -n 12; done
+echo
+echo "== ablations: does the model need its gates?"
+"$BIN" ablate "${ids[2]}" --mode zero --results "$RESULTS" | tail -n 6
+"$BIN" ablate "${ids[2]}" --mode mean --results "$RESULTS" | tail -n 6
+"$BIN" ablate "${ids[1]}" --mode zero --results "$RESULTS" | tail -n 6
+"$BIN" ablate "${ids[3]}" --mode full-depth --results "$RESULTS" | tail -n 6
+"$BIN" ablate "${ids[3]}" --mode random --results "$RESULTS" | tail -n 6
+"$BIN" ablate "${ids[4]}" --mode exit --results "$RESULTS" | tail -n 6
+echo
+echo "== which heads read V1 (gatelab heads ${ids[2]})"
+"$BIN" heads "${ids[2]}" --results "$RESULTS" | head -n 14
+echo
+echo "== tables and figures from the registry"
+"$BIN" tables demo --results "$RESULTS"
+"$BIN" figures demo --results "$RESULTS"
+echo
 echo "== the registry (gatelab runs --experiment demo)"
 "$BIN" runs --experiment demo --db "$RESULTS/gatelab.db" | tail -n 8
 echo
@@ -55,3 +75,6 @@ echo "Files:"
 echo "  registry          $RESULTS/gatelab.db   (sqlite3 $RESULTS/gatelab.db 'select * from runs')"
 for id in "${ids[@]}"; do echo "  run folder        $RESULTS/runs/$id/  (config.ini ckpt trace.h5 train.log)"; done
 echo "  gate trace        h5dump -H $RESULTS/runs/${ids[2]}/trace.h5"
+echo "  analysis          $RESULTS/runs/<id>/analysis/*.tsv"
+echo "  tables            $RESULTS/tables/*.md *.tex"
+echo "  figures           $RESULTS/figures/*.png *.pdf"
