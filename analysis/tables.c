@@ -54,7 +54,7 @@ int tables_collect(rdb *db, const char *experiment, tables_run **runs_out, int *
         snprintf(t->run_id, sizeof t->run_id, "%s", id);
         snprintf(t->experiment, sizeof t->experiment, "%s", rr[i].experiment);
         char vr[64] = "none", dr[64] = "none", scale[64] = "", dm[32] = "?", nl[32] = "?", task[32] = "text", file[1024] = "",
-             lam[64] = "";
+             lam[64] = "", cl[64] = "none";
         const struct {
             const char *key;
             char *dst;
@@ -63,14 +63,15 @@ int tables_collect(rdb *db, const char *experiment, tables_run **runs_out, int *
                     {"model.scale", scale, sizeof scale},   {"model.d_model", dm, sizeof dm},
                     {"model.n_layer", nl, sizeof nl},       {"data.task", task, sizeof task},
                     {"data.file", file, sizeof file},       {"train.seed", t->seed, sizeof t->seed},
-                    {"model.tsa_lambda", lam, sizeof lam}};
+                    {"model.tsa_lambda", lam, sizeof lam},  {"model.cross_layer", cl, sizeof cl}};
         for (size_t k = 0; k < sizeof want / sizeof want[0]; k++)
             if (rdb_param(db, id, want[k].key, want[k].dst, want[k].n, err, errlen) < 0) fail = 1;
         t->text = !strcmp(task, "text");
         if (t->text && file[0]) tb_base_name(file, t->data, sizeof t->data);
         else snprintf(t->data, sizeof t->data, "%s", task);
-        snprintf(t->variant, sizeof t->variant, "%s%s%s", !strcmp(vr, "none") ? "baseline" : vr, strcmp(dr, "none") ? "+" : "",
-                 strcmp(dr, "none") ? dr : "");
+        snprintf(t->variant, sizeof t->variant, "%s%s%s%s%s", !strcmp(vr, "none") ? "baseline" : vr,
+                 strcmp(dr, "none") ? "+" : "", strcmp(dr, "none") ? dr : "", strcmp(cl, "none") ? "+" : "",
+                 strcmp(cl, "none") ? cl : "");
         if (scale[0]) snprintf(t->scale, sizeof t->scale, "%s", scale);
         else snprintf(t->scale, sizeof t->scale, "d%sL%s", dm, nl);
         t->lambda = !strcmp(dr, "tsa") && lam[0] ? atof(lam) : NAN;
@@ -80,6 +81,8 @@ int tables_collect(rdb *db, const char *experiment, tables_run **runs_out, int *
         t->seq_acc = tb_last(db, id, "val", "seq_acc", &fail, err, errlen);
         t->active_frac = tb_last(db, id, "val", "active_frac", &fail, err, errlen);
         t->tlops_saved = tb_last(db, id, "val", "tlops_saved", &fail, err, errlen);
+        t->bench_tps = tb_last(db, id, "bench", "train_tokens_per_s", &fail, err, errlen);
+        t->bench_rss = tb_last(db, id, "bench", "peak_rss_mib", &fail, err, errlen);
         /* throughput: skip the first log row (start-up) when there are others */
         rdb_point *pts = NULL;
         int np = 0;
@@ -506,6 +509,30 @@ static int tb_tsa_vs_exit(tb_table *t, rdb *db, const tables_run *runs, int n, c
     return 0;
 }
 
+/* The cost table (`make bench`): training tokens/s and peak memory of every
+ * variant relative to the baseline of the same scale, from split "bench". */
+static int tb_cost(tb_table *t, const tables_run *runs, int n, char *err, size_t errlen) {
+    for (int i = 0; i < n; i++) {
+        if (isnan(runs[i].bench_tps)) continue;
+        const tables_run *base = NULL;
+        for (int j = 0; j < n && !base; j++)
+            if (!isnan(runs[j].bench_tps) && !strcmp(runs[j].variant, "baseline") &&
+                !strcmp(runs[j].scale, runs[i].scale) && !strcmp(runs[j].experiment, runs[i].experiment))
+                base = &runs[j];
+        tb_cell *c = tb_row(t, err, errlen);
+        if (!c) return -1;
+        int col = 0;
+        tb_text(&c[col++], runs[i].scale);
+        tb_text(&c[col++], runs[i].variant);
+        tb_num(&c[col++], runs[i].bench_tps, "%.0f");
+        tb_num(&c[col++], base ? runs[i].bench_tps / base->bench_tps : NAN, "%.3f");
+        tb_num(&c[col++], base ? base->bench_tps / runs[i].bench_tps : NAN, "%.3f");
+        tb_num(&c[col++], runs[i].bench_rss, "%.0f");
+        tb_num(&c[col++], base ? runs[i].bench_rss / base->bench_rss : NAN, "%.3f");
+    }
+    return 0;
+}
+
 static void tb_note(tables_summary *s, const tb_table *t, const char *why) {
     if (s->n_skipped < TABLES_MAX) snprintf(s->skipped[s->n_skipped++], sizeof s->skipped[0], "%s: %s", t->name, why);
 }
@@ -522,7 +549,7 @@ int tables_write_all(rdb *db, const char *experiment, const char *out_dir, table
     char source[512];
     snprintf(source, sizeof source, "the registry%s%s", experiment ? ", experiment " : "", experiment ? experiment : "");
 
-    tb_table tabs[6] = {
+    tb_table tabs[7] = {
         {"loss_by_variant", "Validation loss by variant and scale (mean ± std over seeds)", 6,
          {"Data", "Scale", "Variant", "Seeds", "Val loss (nats/token)", "Val bpc"},
          {"Data", "Scale", "Variant", "Seeds", "Val loss (nats/token)", "Val bpc"}, "lllrrr", NULL, 0, 0},
@@ -550,17 +577,24 @@ int tables_write_all(rdb *db, const char *experiment, const char *out_dir, table
          {"Data", "Scale", "TSA run", "$\\lambda$", "$\\alpha$ (TSA, hard)", "TSA loss", "Early-exit run", "$\\tau$",
           "$\\alpha$ (exit)", "Exit loss", "Exit $-$ TSA"},
          "lllrrrlrrrr", NULL, 0, 0},
+        {"cost", "Training cost by variant (`make bench`, one process per variant): throughput and peak memory relative to the baseline of the same scale", 7,
+         {"Scale", "Variant", "Train tokens/s", "× baseline", "Baseline speed-up over it", "Peak RSS (MiB)", "Memory × baseline"},
+         {"Scale", "Variant", "Train tokens/s", "$\\times$ baseline", "Baseline speed-up over it", "Peak RSS (MiB)",
+          "Memory $\\times$ baseline"},
+         "llrrrrr", NULL, 0, 0},
     };
     const tb_kind kinds[4] = {TB_LOSS, TB_LAMBDA, TB_ACC, TB_TPS};
-    const char *why[6] = {"no finished run has val/loss", "no finished TSA run", "no finished copy/sort/mqar run",
+    const char *why[7] = {"no finished run has val/loss", "no finished TSA run", "no finished copy/sort/mqar run",
                           "no finished run has train/tokens_per_s",
                           "no ablation results (run `gatelab ablate` or `gatelab heads`)",
                           "needs a TSA run with `gatelab ablate RUN --mode random` and an early-exit run of the same data "
-                          "and scale with `gatelab ablate RUN --mode exit`"};
-    for (int q = 0; q < 6; q++) {
+                          "and scale with `gatelab ablate RUN --mode exit`",
+                          "no cost runs (make bench records them as experiment cost-<tag>)"};
+    for (int q = 0; q < 7; q++) {
         int r = q < 4 ? tb_grouped(&tabs[q], runs, n, kinds[q], err, errlen)
                 : q == 4 ? tb_ablations(&tabs[q], db, runs, n, err, errlen)
-                         : tb_tsa_vs_exit(&tabs[q], db, runs, n, err, errlen);
+                : q == 5 ? tb_tsa_vs_exit(&tabs[q], db, runs, n, err, errlen)
+                         : tb_cost(&tabs[q], runs, n, err, errlen);
         if (r) goto free_tabs;
         if (!tabs[q].nrows) {
             tb_note(s, &tabs[q], why[q]);
@@ -572,7 +606,7 @@ int tables_write_all(rdb *db, const char *experiment, const char *out_dir, table
     }
     rc = 0;
 free_tabs:
-    for (int q = 0; q < 6; q++) tb_free(&tabs[q]);
+    for (int q = 0; q < 7; q++) tb_free(&tabs[q]);
 cleanup:
     free(runs);
     return rc;

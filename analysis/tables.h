@@ -25,11 +25,12 @@ typedef struct {
     char run_id[128], experiment[128];
     char data[64];      /* task name, or the text file's base name without extension */
     int text;           /* 1: text task (bpc meaningful) */
-    char variant[64];   /* baseline | resformer | satformer, "+tsa" / "+early_exit" appended */
+    char variant[64];   /* baseline | resformer | satformer, "+tsa" / "+early_exit" / "+<cross_layer>" appended */
     char scale[32];     /* model.scale, else "d{d_model}L{n_layer}" */
     char seed[32];
     double lambda;      /* model.tsa_lambda (NaN unless TSA) */
     double val_loss, val_bpc, tok_acc, seq_acc, tokens_per_s, active_frac, tlops_saved; /* NaN: absent */
+    double bench_tps, bench_rss; /* `make bench` cost runs: bench/train_tokens_per_s, bench/peak_rss_mib */
 } tables_run;
 
 /* The FINISHED runs of experiment (NULL: all) with their parameters and final

@@ -13,7 +13,15 @@
  *   peak_rss_mib, openblas core, threads
  * Variants run back to back in one process, so ratios share the machine's state.
  *
- * usage: bench_gatelab [--steps N] [--warmup N] [--batch B] [--variants a,b,…]
+ * With --db PATH --tag TAG each variant is also recorded in the registry as a
+ * FINISHED run of experiment "cost-TAG" (params: its model config; metrics in
+ * split "bench": train_tokens_per_s, fwd_tokens_per_s, step_ms, peak_rss_mib,
+ * model_gflops), which `gatelab tables cost-TAG` turns into the cost table.
+ * Run one variant per process (scripts/bench/run.sh does) for a per-variant
+ * peak RSS; --no-sgemm skips the sgemm measurement and its buffers.
+ *
+ * usage: bench_gatelab [--steps N] [--warmup N] [--batch B] [--scale s|m] [--variants a,b,…]
+ *                      [--no-sgemm] [--db PATH --tag TAG]
  *        variants: base resformer satformer tsa early_exit denseformer hyper mudd sparse
  *        (sparse: TSA inference at batch 64 with p forced to give α ≈ 0.73 and
  *        0.5, dense vs sparse tokens/s and the ideal speed-up from FFN FLOPs)
@@ -30,6 +38,7 @@
 #include "../../model/adamw.h"
 #include "../../model/model.h"
 #include "../../model/rng.h"
+#include "../../harness/registry.h"
 
 char *openblas_get_corename(void);
 int openblas_get_num_threads(void);
@@ -56,7 +65,8 @@ static double peak_rss_mib(void) {
     return ru.ru_maxrss / 1024.0;
 }
 
-static gl_model_config ref_config(void) {
+/* The reference config (scale m of experiments/scales.ini) or scale s. */
+static gl_model_config ref_config(const char *scale) {
     gl_model_config c;
     config_defaults(&c);
     c.vocab_size = 65;
@@ -66,7 +76,39 @@ static gl_model_config ref_config(void) {
     c.n_kv_head = 8;
     c.d_ff = 1024;
     c.seq_len = 256;
+    if (!strcmp(scale, "s")) { /* scales.ini [s] */
+        c.d_model = 128;
+        c.n_head = 4;
+        c.n_kv_head = 4;
+        c.d_ff = 512;
+    }
     return c;
+}
+
+/* Record one variant's figures as a FINISHED run of experiment cost-<tag>. */
+static int record(const char *db_path, const char *tag, const char *scale, const char *variant,
+                  const gl_model_config *c, int B, const double *vals, const char *const *names, int nv) {
+    gl_db *db = NULL;
+    char err[512], exp[160], id[256], ini[1024];
+    snprintf(exp, sizeof exp, "cost-%s", tag);
+    snprintf(id, sizeof id, "cost-%s-%s-%s", tag, scale, variant);
+    snprintf(ini, sizeof ini,
+             "[model]\nscale = %s\nd_model = %d\nn_layer = %d\nn_head = %d\nn_kv_head = %d\nd_ff = %d\nseq_len = %d\n"
+             "vocab_size = %d\nvalue_residual = %s\ndepth_routing = %s\ncross_layer = %s\n[train]\nbatch_size = %d\n"
+             "threads = %d\n",
+             scale, c->d_model, c->n_layer, c->n_head, c->n_kv_head, c->d_ff, c->seq_len, c->vocab_size,
+             config_value_residual_name(c->value_residual), config_depth_routing_name(c->depth_routing),
+             config_cross_layer_name(c->cross_layer), B, omp_get_max_threads());
+    long long exp_id;
+    gl_metric rows[8];
+    for (int i = 0; i < nv; i++) rows[i] = (gl_metric){0, "bench", names[i], vals[i], 0};
+    int rc = db_open(&db, db_path, err, sizeof err) || db_experiment_ensure(db, exp, ini, &exp_id, err, sizeof err) ||
+             db_run_create(db, exp_id, id, variant, ini, "", 0, "RUNNING", err, sizeof err) ||
+             db_params_put_ini(db, id, ini, err, sizeof err) || db_metrics_log(db, id, rows, nv, err, sizeof err) ||
+             db_run_finish(db, id, "FINISHED", 0, NULL, err, sizeof err);
+    if (rc) fprintf(stderr, "bench: registry %s: %s\n", db_path, err);
+    db_close(db);
+    return rc ? -1 : 0;
 }
 
 /* sgemm GFLOP/s over the model's matmul shapes (forward and both backward products). */
@@ -142,7 +184,7 @@ static result run_variant(gl_model_config cfg, int B, int warmup, int steps) {
 
 /* TSA sparse inference: dense vs sparse forward at a forced active fraction. */
 static void run_sparse(int B, int warmup, int steps, double alpha_target) {
-    gl_model_config cfg = ref_config();
+    gl_model_config cfg = ref_config("m");
     cfg.depth_routing = DR_TSA;
     gl_model m;
     char err[256];
@@ -184,21 +226,34 @@ static void run_sparse(int B, int warmup, int steps, double alpha_target) {
 }
 
 int main(int argc, char **argv) {
-    int steps = 10, warmup = 2, B = 32;
-    const char *variants = "base,resformer,satformer,tsa";
+    int steps = 10, warmup = 2, B = 32, do_sgemm = 1;
+    const char *variants = "base,resformer,satformer,tsa", *scale = "m", *db_path = NULL, *tag = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--steps") && i + 1 < argc) steps = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--warmup") && i + 1 < argc) warmup = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--batch") && i + 1 < argc) B = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--variants") && i + 1 < argc) variants = argv[++i];
+        else if (!strcmp(argv[i], "--scale") && i + 1 < argc) scale = argv[++i];
+        else if (!strcmp(argv[i], "--db") && i + 1 < argc) db_path = argv[++i];
+        else if (!strcmp(argv[i], "--tag") && i + 1 < argc) tag = argv[++i];
+        else if (!strcmp(argv[i], "--no-sgemm")) do_sgemm = 0;
         else {
-            fprintf(stderr, "usage: bench_gatelab [--steps N] [--warmup N] [--batch B] [--variants base,resformer,satformer,tsa,early_exit,denseformer,hyper,mudd,sparse]\n");
+            fprintf(stderr, "usage: bench_gatelab [--steps N] [--warmup N] [--batch B] [--scale s|m] [--no-sgemm] "
+                            "[--db PATH --tag TAG] [--variants base,resformer,satformer,tsa,early_exit,denseformer,hyper,mudd,sparse]\n");
             return 2;
         }
     }
-    gl_model_config base = ref_config();
+    if (strcmp(scale, "s") && strcmp(scale, "m")) {
+        fprintf(stderr, "bench: --scale must be s or m\n");
+        return 2;
+    }
+    if (!db_path != !tag) {
+        fprintf(stderr, "bench: --db and --tag go together\n");
+        return 2;
+    }
+    gl_model_config base = ref_config(scale);
     const char *env_core = getenv("OPENBLAS_CORETYPE");
-    double sg = sgemm_rate(&base, B, 3);
+    double sg = do_sgemm ? sgemm_rate(&base, B, 3) : NAN;
     printf("{\"openblas_core\":\"%s\",\"OPENBLAS_CORETYPE\":\"%s\",\"threads\":%d,\"sgemm_gflops\":%.1f}\n",
            openblas_get_corename(), env_core ? env_core : "(unset)", omp_get_max_threads(), sg);
     fflush(stdout);
@@ -225,11 +280,17 @@ int main(int argc, char **argv) {
         }
         result r = run_variant(c, B, warmup, steps);
         if (!strcmp(v, "base")) base_step = r.step_s;
-        printf("{\"variant\":\"%s\",\"batch\":%d,\"seq_len\":%d,\"train_tokens_per_s\":%.0f,\"fwd_tokens_per_s\":%.0f,"
+        double rss = peak_rss_mib();
+        if (db_path) {
+            const char *names[] = {"train_tokens_per_s", "fwd_tokens_per_s", "step_ms", "peak_rss_mib", "model_gflops"};
+            const double vals[] = {r.tps, r.fwd_tps, r.step_s * 1e3, rss, r.gflops};
+            if (record(db_path, tag, scale, v, &c, B, vals, names, 5)) return 1;
+        }
+        printf("{\"variant\":\"%s\",\"scale\":\"%s\",\"batch\":%d,\"seq_len\":%d,\"train_tokens_per_s\":%.0f,\"fwd_tokens_per_s\":%.0f,"
                "\"train_step_ms_median\":%.1f,\"model_gflops\":%.1f,\"ratio_to_sgemm\":%.3f,\"step_ratio\":%.4f,"
                "\"peak_rss_mib\":%.0f}\n",
-               v, B, c.seq_len, r.tps, r.fwd_tps, r.step_s * 1e3, r.gflops, r.gflops / sg,
-               base_step > 0 ? r.step_s / base_step : 0.0, peak_rss_mib());
+               v, scale, B, c.seq_len, r.tps, r.fwd_tps, r.step_s * 1e3, r.gflops, r.gflops / sg,
+               base_step > 0 ? r.step_s / base_step : 0.0, rss);
         fflush(stdout);
     }
     return 0;

@@ -10,18 +10,25 @@
 # Every line printed is JSON; the summary at the end gives the ratios.  Figures
 # depend on the machine's load: compare ratios from one run.
 #
-# usage: scripts/bench/run.sh [--steps N] [--quick] [--no-torch] [--variants LIST]
+# The cost table: every variant (baseline, ResFormer, SATFormer, TSA, DenseFormer,
+# Hyper-Connections, MUDDFormer) at scales s and m, one process per variant (so
+# peak RSS is the variant's own), recorded in the registry as experiment
+# cost-<stamp> and printed with `gatelab tables cost-<stamp>`.
+#
+# usage: scripts/bench/run.sh [--steps N] [--quick] [--no-torch] [--no-cost] [--variants LIST]
 set -u
 cd "$(dirname "$0")/../.."
 BUILD="${BUILD:-build}"
-STEPS=10; TORCH=1; VARIANTS="base,resformer,satformer,tsa,sparse"
+STEPS=10; TORCH=1; COST=1; VARIANTS="base,resformer,satformer,tsa,sparse"
+COST_VARIANTS="base resformer satformer tsa denseformer hyper mudd"
 while [ $# -gt 0 ]; do
     case "$1" in
         --steps) STEPS=$2; shift 2;;
         --quick) STEPS=3; shift;;
         --no-torch) TORCH=0; shift;;
+        --no-cost) COST=0; shift;;
         --variants) VARIANTS=$2; shift 2;;
-        *) echo "usage: $0 [--steps N] [--quick] [--no-torch] [--variants LIST]" >&2; exit 2;;
+        *) echo "usage: $0 [--steps N] [--quick] [--no-torch] [--no-cost] [--variants LIST]" >&2; exit 2;;
     esac
 done
 OUT="${BENCH_OUT:-results/bench}"; mkdir -p "$OUT"
@@ -54,6 +61,18 @@ for envname in "as set" "autodetect"; do
             $PY scripts/bench/torch_bench.py --threads 2 --steps "$STEPS"
     fi
 done
+
+if [ $COST = 1 ]; then
+    stamp=$(date -u +%Y%m%d-%H%M%S)
+    db="${GATELAB_RESULTS:-results}/gatelab.db"
+    for scale in s m; do
+        for v in $COST_VARIANTS; do
+            run "cost/$scale" env OMP_NUM_THREADS=2 "$BUILD/bench_gatelab" --scale $scale --steps "$STEPS" --no-sgemm \
+                --variants "$v" --db "$db" --tag "$stamp"
+        done
+    done
+    "$BUILD/gatelab" tables "cost-$stamp" --db "$db" --out "$OUT/cost-$stamp" >&2 && cat "$OUT/cost-$stamp/cost.md"
+fi
 
 echo
 echo "summary ($log):"
