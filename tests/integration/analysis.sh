@@ -5,13 +5,10 @@
 # with the registry, every figure is a valid PNG and PDF, and every gnuplot
 # script run on its own exits 0 with nothing on stderr.
 set -u
-BIN="${GATELAB_BIN:-build/gatelab}"
+. "$(dirname "$0")/lib.sh"
 DATA="${GATELAB_DATA:-../shared/data}"
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
 W=$(mktemp -d); trap 'rm -rf "$W"' EXIT
-pass() { echo "PASS $*"; }
-fail() { echo "FAIL $*"; }
-check() { local what=$1; shift; if "$@"; then pass "$what"; else fail "$what"; fi; }
 export GATELAB_DATA="$DATA"
 export OMP_NUM_THREADS=1 # tiny models: one thread is fastest and immune to a busy machine
 R="$W/results"

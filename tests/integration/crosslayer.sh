@@ -5,12 +5,9 @@
 # variant, a hyper run killed and resumed equals one that never stopped, and
 # the refused combinations exit non-zero with a message naming the key.
 set -u
-BIN="${GATELAB_BIN:-build/gatelab}"
+. "$(dirname "$0")/lib.sh"
 DATA="${GATELAB_DATA:-../shared/data}"
 W=$(mktemp -d); trap 'rm -rf "$W"' EXIT
-pass() { echo "PASS $*"; }
-fail() { echo "FAIL $*"; }
-check() { local what=$1; shift; if "$@"; then pass "$what"; else fail "$what"; fi; }
 
 cat > "$W/tiny.ini" <<INI
 [model]

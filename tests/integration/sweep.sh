@@ -12,7 +12,7 @@
 #
 # Prints one PASS/FAIL line per check.  Needs $GATELAB_BIN, $GATELAB_DATA, sqlite3.
 set -u
-BIN="${GATELAB_BIN:-build/gatelab}"
+. "$(dirname "$0")/lib.sh"
 export GATELAB_DATA="${GATELAB_DATA:-/work/shared/data}"
 case "$BIN" in /*) ;; *) BIN="$PWD/$BIN" ;; esac
 ROOT="$PWD"
@@ -21,9 +21,6 @@ W="$(mktemp -d "${TMPDIR:-/tmp}/gatelab-sweep-XXXXXX")"
 cd "$W" || exit 1
 export GATELAB_ROOT="$ROOT"
 
-pass() { echo "PASS $*"; }
-fail() { echo "FAIL $*"; }
-check() { local what="$1"; shift; if "$@"; then pass "$what"; else fail "$what"; fi; }
 q() { sqlite3 -batch -noheader -cmd ".timeout 10000" "$1" "$2"; }
 
 if ! command -v sqlite3 >/dev/null; then fail "sqlite3 tool missing (apt-get install sqlite3)"; exit 1; fi

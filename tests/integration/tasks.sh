@@ -3,12 +3,9 @@
 # a copy run with TSA reaches >= 99 % token accuracy; sparse inference and the
 # matched-α early-exit comparison work through `gatelab eval`; sort and mqar train.
 set -u
-BIN="${GATELAB_BIN:-build/gatelab}"
+. "$(dirname "$0")/lib.sh"
 W=$(mktemp -d); trap 'rm -rf "$W"' EXIT
 R="$W/results"
-pass() { echo "PASS $*"; }
-fail() { echo "FAIL $*"; }
-check() { local what=$1; shift; if "$@"; then pass "$what"; else fail "$what"; fi; }
 SMALL="model.d_model=32 model.n_layer=3 model.n_head=2 model.n_kv_head=2 model.d_ff=64 model.seq_len=21
        train.batch_size=32 train.threads=2 train.lr=1e-2 train.warmup=20 train.eval_every=50 train.eval_windows=64"
 jnum() { sed -n "s/.*\"$1\":{[^}]*\"$2\":\([-0-9.e]*\).*/\1/p"; }

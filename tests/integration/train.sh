@@ -3,12 +3,9 @@
 # identical runs agree bit for bit, kill -9 + --resume equals never stopping,
 # and bad inputs give a clear error, a non-zero exit and leave files untouched.
 set -u
-BIN="${GATELAB_BIN:-build/gatelab}"
+. "$(dirname "$0")/lib.sh"
 DATA="${GATELAB_DATA:-../shared/data}"
 W=$(mktemp -d); trap 'rm -rf "$W"' EXIT
-pass() { echo "PASS $*"; }
-fail() { echo "FAIL $*"; }
-check() { local what=$1; shift; if "$@"; then pass "$what"; else fail "$what"; fi; }
 
 cat > "$W/tiny.ini" <<INI
 [model]
