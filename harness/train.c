@@ -292,6 +292,16 @@ gl_train_outcome train_run(const gl_manifest *mf, const gl_train_opts *o, char *
     snprintf(c.results, sizeof c.results, "%s",
              o->results ? o->results : getenv("GATELAB_RESULTS") ? getenv("GATELAB_RESULTS") : mf->log.results);
     if (tc->threads > 0) omp_set_num_threads(tc->threads);
+    /* signals from the start, so a Ctrl-C during set-up still ends as KILLED with a checkpoint */
+    g_stop = 0;
+    g_ckpt = 0;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_stop;
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    sa.sa_handler = on_usr1;
+    sigaction(SIGUSR1, &sa, NULL);
 
     /* data, then the model sized from it */
     if (data_open(&c.ds, &mf->data, mf->model.seq_len, tc->seed, err, errlen)) goto cleanup;
@@ -415,13 +425,6 @@ gl_train_outcome train_run(const gl_manifest *mf, const gl_train_opts *o, char *
     if (o->resume) say(&c, 0, "resuming at step %ld of %d", c.st.step, tc->steps);
 
     /* the loop */
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_stop;
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
-    sa.sa_handler = on_usr1;
-    sigaction(SIGUSR1, &sa, NULL);
     const int B = tc->batch_size, T = mc.seq_len;
     const size_t NT = (size_t)B * T;
     int *tok = malloc(NT * sizeof(int)), *tg = malloc(NT * sizeof(int));
@@ -438,6 +441,10 @@ gl_train_outcome train_run(const gl_manifest *mf, const gl_train_opts *o, char *
     float last_loss = NAN;
     if (c.st.step == 0 && tc->eval_every > 0 && evaluate_now(&c, NAN, err, errlen)) failed = 2;
     while (!failed && c.st.step < tc->steps) {
+        if (g_stop) { /* stopped before this step: keep where we are */
+            if (save_ckpt(&c, err, errlen)) failed = 2;
+            break;
+        }
         data_train_batch(&c.ds, &c.st.data_rng, B, tok, tg, mask);
         float loss = model_forward(&c.m, tok, tg, mask, B, T);
         float lr = adamw_schedule(c.st.step, tc->warmup, tc->steps, tc->lr, tc->min_lr);
@@ -514,7 +521,7 @@ gl_train_outcome train_run(const gl_manifest *mf, const gl_train_opts *o, char *
     if (failed) {
         outcome = TRAIN_FAILED;
         say(&c, 0, "FAILED: %s", err);
-    } else if (g_stop) {
+    } else if (g_stop && c.st.step < tc->steps) {
         outcome = TRAIN_KILLED;
         snprintf(err, errlen, "stopped by signal %d at step %ld; checkpoint saved: continue with --resume %s",
                  (int)g_stop, c.st.step, c.run_id);
