@@ -20,6 +20,7 @@
 #include <omp.h>
 
 #include "ops.h"
+#include "vexp.h"
 
 #define ATT_BLOCK 64
 
@@ -46,7 +47,7 @@ void attn_forward(float *y, float *att, const float *q, const float *k, const fl
                 for (int j = 0; j <= i; j++) mx = row[j] > mx ? row[j] : mx;
                 float sum = 0.0f;
                 for (int j = 0; j <= i; j++) {
-                    row[j] = expf(row[j] - mx);
+                    row[j] = gl_expf(row[j] - mx);
                     sum += row[j];
                 }
                 float inv = 1.0f / sum;

@@ -7,11 +7,12 @@
 #include <math.h>
 
 #include "ops.h"
+#include "vexp.h"
 
 void swiglu_forward(float *g, const float *a, const float *b, long n) {
 #pragma omp parallel for schedule(static)
     for (long i = 0; i < n; i++) {
-        float s = 1.0f / (1.0f + expf(-a[i]));
+        float s = 1.0f / (1.0f + gl_expf(-a[i]));
         g[i] = a[i] * s * b[i];
     }
 }
@@ -19,7 +20,7 @@ void swiglu_forward(float *g, const float *a, const float *b, long n) {
 void swiglu_backward(float *da, float *db, const float *dg, const float *a, const float *b, long n) {
 #pragma omp parallel for schedule(static)
     for (long i = 0; i < n; i++) {
-        float s = 1.0f / (1.0f + expf(-a[i]));
+        float s = 1.0f / (1.0f + gl_expf(-a[i]));
         da[i] = dg[i] * b[i] * s * (1.0f + a[i] * (1.0f - s));
         db[i] = dg[i] * a[i] * s;
     }
