@@ -23,14 +23,14 @@
 #include "../harness/rundir.h"
 #include "catsens.h"
 
-static const char *const ablate_names[] = {"zero", "mean", "full-depth", "random"};
+static const char *const ablate_names[] = {"zero", "mean", "full-depth", "random", "file"};
 
 const char *ablate_mode_name(ablate_mode mode) {
-    return mode >= ABLATE_ZERO && mode <= ABLATE_RANDOM ? ablate_names[mode] : "unknown";
+    return mode >= ABLATE_ZERO && mode <= ABLATE_FILE ? ablate_names[mode] : "unknown";
 }
 
 int ablate_parse_mode(const char *s, ablate_mode *mode) {
-    for (int i = 0; i <= ABLATE_RANDOM; i++)
+    for (int i = 0; i <= ABLATE_FILE; i++)
         if (!strcmp(s, ablate_names[i])) {
             *mode = (ablate_mode)i;
             return 0;
@@ -44,6 +44,7 @@ int ablate_block_gated(const gl_model *m, int n) {
 }
 
 void ablate_free(ablate_ctx *c) {
+    if (c) free(c->values);
     if (!c) return;
     cat_words_free(&c->fw);
     free(c->tok);
@@ -225,7 +226,12 @@ int ablate_run(ablate_ctx *c, ablate_mode mode, const unsigned char *sel, const 
     float *mean = NULL;
     const int sparse0 = m->sparse;
 
-    if (mode == ABLATE_ZERO || mode == ABLATE_MEAN) {
+    const int gate_mode = mode == ABLATE_ZERO || mode == ABLATE_MEAN || mode == ABLATE_FILE;
+    if (mode == ABLATE_FILE && !c->values) {
+        snprintf(err, errlen, "--mode file needs --values FILE");
+        return -1;
+    }
+    if (gate_mode) {
         if (mc->value_residual == VR_NONE) {
             snprintf(err, errlen, "--mode %s needs a gate to remove: this model has value_residual = none "
                                   "(SATFormer α or ResFormer λ1)", ablate_mode_name(mode));
@@ -263,6 +269,7 @@ int ablate_run(ablate_ctx *c, ablate_mode mode, const unsigned char *sel, const 
     switch (mode) {
     case ABLATE_ZERO:
     case ABLATE_MEAN:
+    case ABLATE_FILE:
         if (mode == ABLATE_MEAN) {
             mean = malloc((size_t)L * Hkv * sizeof(float));
             if (!mean) {
@@ -276,11 +283,18 @@ int ablate_run(ablate_ctx *c, ablate_mode mode, const unsigned char *sel, const 
             if (mc->value_residual == VR_RESFORMER) {
                 int any = 0;
                 for (int j = 0; j < Hkv; j++) any |= sel[n * Hkv + j];
-                if (any) model_set_lambda1_override(m, n, GATE_CONST, 0.0f);
+                float v = 0.0f;
+                for (int j = 0; j < Hkv && mode == ABLATE_FILE; j++)
+                    if (sel[n * Hkv + j]) v = c->values[n * Hkv + j];
+                if (any) model_set_lambda1_override(m, n, GATE_CONST, v);
                 continue;
             }
             for (int j = 0; j < Hkv; j++)
-                if (sel[n * Hkv + j]) model_set_alpha_override(m, n, j, GATE_CONST, mode == ABLATE_MEAN ? mean[n * Hkv + j] : 0.0f);
+                if (sel[n * Hkv + j])
+                    model_set_alpha_override(m, n, j, GATE_CONST,
+                                             mode == ABLATE_MEAN ? mean[n * Hkv + j]
+                                             : mode == ABLATE_FILE ? c->values[n * Hkv + j]
+                                                                   : 0.0f);
         }
         break;
     case ABLATE_FULL_DEPTH:
@@ -481,4 +495,65 @@ int ablate_metrics(const ablate_result *res, const char *label, long step, repor
     if (res->mode == ABLATE_RANDOM) ROW(res->route_skip, "%s.%s.route_skip", mode, label);
 #undef ROW
     return 0;
+}
+
+int ablate_read_values(ablate_ctx *c, const char *path, unsigned char *sel, char *err, size_t errlen) {
+    const gl_model_config *mc = &c->m->cfg;
+    const int L = mc->n_layer, Hkv = mc->n_kv_head;
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        snprintf(err, errlen, "--values %s: cannot open it", path);
+        return -1;
+    }
+    free(c->values);
+    c->values = calloc((size_t)L * Hkv, sizeof(float));
+    if (!c->values) {
+        fclose(f);
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    memset(sel, 0, (size_t)L * Hkv);
+    char line[512];
+    int lineno = 0, rows = 0, rc = -1;
+    while (fgets(line, sizeof line, f)) {
+        lineno++;
+        char *hash = strchr(line, '#');
+        if (hash) *hash = 0;
+        char *p = line;
+        while (*p == ' ' || *p == '\t') p++;
+        if (!*p || *p == '\n' || *p == '\r') continue;
+        char *e1, *e2, *e3;
+        long n = strtol(p, &e1, 10);
+        if (e1 == p) {
+            if (rows == 0 && lineno == 1) continue; /* a header */
+            snprintf(err, errlen, "%s:%d: expected \"block kv_head value\"", path, lineno);
+            goto done;
+        }
+        long j = strtol(e1, &e2, 10);
+        double v = strtod(e2, &e3);
+        if (e2 == e1 || e3 == e2 || !isfinite(v)) {
+            snprintf(err, errlen, "%s:%d: expected \"block kv_head value\" with a finite value", path, lineno);
+            goto done;
+        }
+        if (n < 1 || n >= L || j < 0 || j >= Hkv || !config_layer_mixes_v1(mc, (int)n)) {
+            snprintf(err, errlen, "%s:%d: block %ld, KV head %ld is not a gated pair of this model (blocks 1..%d that "
+                     "mix V1, heads 0..%d)", path, lineno, n, j, L - 1, Hkv - 1);
+            goto done;
+        }
+        if (sel[n * Hkv + j]) {
+            snprintf(err, errlen, "%s:%d: block %ld, KV head %ld is listed twice", path, lineno, n, j);
+            goto done;
+        }
+        sel[n * Hkv + j] = 1;
+        c->values[n * Hkv + j] = (float)v;
+        rows++;
+    }
+    if (!rows) {
+        snprintf(err, errlen, "%s: no \"block kv_head value\" line", path);
+        goto done;
+    }
+    rc = 0;
+done:
+    fclose(f);
+    return rc;
 }

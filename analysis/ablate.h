@@ -32,7 +32,10 @@
 
 #define ABLATE_SPLIT "ablation"
 
-typedef enum { ABLATE_ZERO = 0, ABLATE_MEAN, ABLATE_FULL_DEPTH, ABLATE_RANDOM } ablate_mode;
+/* zero: gate := 0; mean: := its per-(block, KV head) mean on reference tokens;
+ * file: := a per-(block, KV head) value read from a file (ablate_read_values);
+ * full-depth / random: TSA routing forced to p = 0 / random at the learned α. */
+typedef enum { ABLATE_ZERO = 0, ABLATE_MEAN, ABLATE_FULL_DEPTH, ABLATE_RANDOM, ABLATE_FILE } ablate_mode;
 
 typedef struct {
     double loss;                  /* mean cross-entropy over scored tokens (nats/token) */
@@ -64,7 +67,16 @@ typedef struct {
     int *tok, *tg;                /* (max_B, T) */
     float *mask;                  /* (max_B, T) */
     uint8_t *bytes, *cat;         /* (max_B, T) */
+    float *values;                /* (L·Hkv) ABLATE_FILE: the value of each selected gate (owned) */
 } ablate_ctx;
+
+/* Read gate values for --mode file: lines "block kv_head value" (whitespace
+ * separated; '#' starts a comment; a first line that is not numeric is a
+ * header).  For ResFormer the value replaces block's λ1 and kv_head is
+ * ignored (write 0).  Fills c->values and sel (L·Hkv, 1 = listed).  Returns 0,
+ * or -1 with a message naming the file and line (a block or head out of
+ * range, a value that is not a finite number, a pair listed twice, no line). */
+int ablate_read_values(ablate_ctx *c, const char *path, unsigned char *sel, char *err, size_t errlen);
 
 /* Set up evaluation on N = windows validation windows (windows <= 0: 64, at
  * most half the split when that leaves reference windows) and the reference

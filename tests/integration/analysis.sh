@@ -96,6 +96,15 @@ check "ablate --mode exit sweeps τ (exit 0, 3 points logged)" \
 check "full-depth on a SATFormer run is refused with a reason" test $? -ne 0 -a -n "$(grep -i 'TSA' "$W/ab6")"
 "$BIN" ablate sat --results "$R" --mode zero --layers 0 > "$W/ab7" 2>&1
 check "--layers 0 (no gate) is refused naming the block" test $? -ne 0 -a -n "$(grep -i 'block 0' "$W/ab7")"
+# --mode file: all-zero values from a file must reproduce --mode zero exactly
+printf 'block kv_head value\n1 0 0\n1 1 0\n2 0 0\n2 1 0\n' > "$W/zeros.tsv"
+"$BIN" ablate sat --results "$R" --mode file --values "$W/zeros.tsv" --windows 16 --no-db > "$W/ab8" 2>&1
+z1=$(sed -n 's/.*"delta_loss":\(-\{0,1\}[0-9.]*\).*/\1/p' "$W/ab1" | head -1)
+z8=$(sed -n 's/.*"delta_loss":\(-\{0,1\}[0-9.]*\).*/\1/p' "$W/ab8" | head -1)
+check "--mode file with every gate at 0 equals --mode zero (ΔL $z8 = $z1)" test -n "$z1" -a "$z1" = "$z8"
+printf '1 0 0.5\n1 0 0.25\n' > "$W/dup.tsv"
+"$BIN" ablate sat --results "$R" --mode file --values "$W/dup.tsv" --no-db > "$W/ab9" 2>&1
+check "--values with a pair listed twice is refused naming file and line" test $? -ne 0 -a -n "$(grep 'dup.tsv:2' "$W/ab9")"
 
 # ---- heads ----
 "$BIN" heads sat --results "$R" --windows 16 > "$W/hd" 2>&1
