@@ -9,35 +9,11 @@ set -u
 DATA="${GATELAB_DATA:-../shared/data}"
 W=$(mktemp -d); trap 'rm -rf "$W"' EXIT
 
-cat > "$W/tiny.ini" <<INI
-[model]
-d_model = 32
-n_layer = 3
-n_head = 2
-n_kv_head = 1
-d_ff = 64
-seq_len = 32
-[data]
-file = tinyshakespeare.txt
-[train]
-steps = 40
-batch_size = 4
-lr = 3e-3
-warmup = 5
-threads = 2
-eval_every = 20
-eval_windows = 4
-ckpt_every = 10
-log_every = 5
-[log]
-probe_windows = 2
-INI
 export GATELAB_DATA="$DATA"
 R="$W/results"
-last_hex() { sed -n 's/.*last train loss [^ ]* (\([^)]*\)).*/\1/p' "$R/runs/$1/train.log" | tail -1; }
 
 for v in denseformer hyper mudd; do
-    "$BIN" train "$W/tiny.ini" model.cross_layer=$v --run-id $v --results "$R" --quiet > "$W/$v.out" 2>&1
+    "$BIN" train "$TINY" model.n_layer=3 model.cross_layer=$v --run-id $v --results "$R" --quiet > "$W/$v.out" 2>&1
     check "$v: a tiny run finishes (exit 0)" test $? -eq 0
     first=$(sed -n 's/^step 0 | val loss \([0-9.]*\).*/\1/p' "$R/runs/$v/train.log" | head -1)
     final=$(sed -n 's/^step 40 | val loss \([0-9.]*\).*/\1/p' "$R/runs/$v/train.log" | tail -1)
@@ -47,8 +23,8 @@ done
 
 # hyper with 2 streams: kill -9 after a checkpoint, resume (same overrides), compare with a straight run
 H2="model.cross_layer=hyper model.hc_expansion=2"
-"$BIN" train "$W/tiny.ini" $H2 --run-id h2 --results "$R" --quiet > /dev/null 2>&1
-"$BIN" train "$W/tiny.ini" $H2 --run-id h2k --results "$R" --quiet > /dev/null 2>&1 &
+"$BIN" train "$TINY" model.n_layer=3 $H2 --run-id h2 --results "$R" --quiet > /dev/null 2>&1
+"$BIN" train "$TINY" model.n_layer=3 $H2 --run-id h2k --results "$R" --quiet > /dev/null 2>&1 &
 pid=$!
 for _ in $(seq 1 1200); do
     grep -q "^step 20 " "$R/runs/h2k/train.log" 2>/dev/null && break
@@ -57,19 +33,19 @@ done
 kill -9 $pid 2>/dev/null; wait $pid 2>/dev/null
 check "hyper (2 streams): the killed run is not FINISHED" \
     bash -c "! grep -q '^finished' '$R/runs/h2k/train.log'"
-"$BIN" train "$W/tiny.ini" $H2 --resume h2k --results "$R" --quiet > "$W/resume.out" 2>&1
+"$BIN" train "$TINY" model.n_layer=3 $H2 --resume h2k --results "$R" --quiet > "$W/resume.out" 2>&1
 check "hyper (2 streams): resume exits 0" test $? -eq 0
 ha=$(last_hex h2); hb=$(last_hex h2k)
 check "hyper (2 streams): kill -9 + resume ends bit for bit like never stopping ($ha = $hb)" test -n "$ha" -a "$ha" = "$hb"
 
 for combo in "hyper tsa" "mudd tsa" "denseformer early_exit"; do
     set -- $combo
-    "$BIN" train "$W/tiny.ini" model.cross_layer=$1 model.depth_routing=$2 --run-id bad --results "$R" --quiet > "$W/bad.out" 2>&1
+    "$BIN" train "$TINY" model.n_layer=3 model.cross_layer=$1 model.depth_routing=$2 --run-id bad --results "$R" --quiet > "$W/bad.out" 2>&1
     rc=$?
     check "$1 + $2 is refused (exit $rc) naming model.cross_layer" \
         bash -c "test $rc -ne 0 && grep -q 'model.cross_layer = $1 cannot be combined' '$W/bad.out'"
 done
-"$BIN" train "$W/tiny.ini" model.cross_layer=hyper model.hc_expansion=0 --run-id bad2 --results "$R" --quiet > "$W/bad2.out" 2>&1
+"$BIN" train "$TINY" model.n_layer=3 model.cross_layer=hyper model.hc_expansion=0 --run-id bad2 --results "$R" --quiet > "$W/bad2.out" 2>&1
 rc=$?
 check "hc_expansion = 0 is refused (exit $rc) naming model.hc_expansion" \
     bash -c "test $rc -ne 0 && grep -q 'hc_expansion' '$W/bad2.out'"

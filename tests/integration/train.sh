@@ -7,34 +7,10 @@ set -u
 DATA="${GATELAB_DATA:-../shared/data}"
 W=$(mktemp -d); trap 'rm -rf "$W"' EXIT
 
-cat > "$W/tiny.ini" <<INI
-[model]
-d_model = 32
-n_layer = 2
-n_head = 2
-n_kv_head = 1
-d_ff = 64
-seq_len = 32
-[data]
-file = tinyshakespeare.txt
-[train]
-steps = 40
-batch_size = 4
-lr = 3e-3
-warmup = 5
-threads = 2
-eval_every = 20
-eval_windows = 4
-ckpt_every = 10
-log_every = 5
-[log]
-probe_windows = 2
-INI
 export GATELAB_DATA="$DATA"
 R="$W/results"
-last_hex() { sed -n 's/.*last train loss [^ ]* (\([^)]*\)).*/\1/p' "$R/runs/$1/train.log" | tail -1; }
 
-"$BIN" train "$W/tiny.ini" --run-id a --results "$R" --quiet > "$W/a.out" 2>&1
+"$BIN" train "$TINY" --run-id a --results "$R" --quiet > "$W/a.out" 2>&1
 check "a tiny run finishes (exit 0)" test $? -eq 0
 first=$(sed -n 's/^step 0 | val loss \([0-9.]*\).*/\1/p' "$R/runs/a/train.log" | head -1)
 final=$(sed -n 's/^step 40 | val loss \([0-9.]*\).*/\1/p' "$R/runs/a/train.log" | tail -1)
@@ -42,12 +18,12 @@ check "validation loss falls ($first -> $final)" awk -v a="$first" -v b="$final"
 check "run folder holds config.ini, ckpt, trace.h5, train.log" test -s "$R/runs/a/config.ini" -a -s "$R/runs/a/ckpt" -a -s "$R/runs/a/trace.h5" -a -s "$R/runs/a/train.log"
 check "the registry marks the run FINISHED" test "$(sqlite3 "$R/gatelab.db" "select status from runs where run_id='a'")" = FINISHED
 
-"$BIN" train "$W/tiny.ini" --run-id b --results "$R" --quiet > /dev/null 2>&1
+"$BIN" train "$TINY" --run-id b --results "$R" --quiet > /dev/null 2>&1
 ha=$(last_hex a); hb=$(last_hex b)
 check "two identical runs agree bit for bit ($ha = $hb)" test -n "$ha" -a "$ha" = "$hb"
 
 # kill -9 once a checkpoint beyond step 10 exists, then resume
-"$BIN" train "$W/tiny.ini" steps=40 --run-id c --results "$R" --quiet > /dev/null 2>&1 &
+"$BIN" train "$TINY" steps=40 --run-id c --results "$R" --quiet > /dev/null 2>&1 &
 pid=$!
 for _ in $(seq 1 600); do
     grep -q "^step 20 " "$R/runs/c/train.log" 2>/dev/null && break
@@ -56,7 +32,7 @@ done
 kill -9 $pid 2>/dev/null; wait $pid 2>/dev/null
 check "the killed run left a checkpoint" test -s "$R/runs/c/ckpt"
 check "the killed run is not FINISHED" test "$(sqlite3 "$R/gatelab.db" "select status from runs where run_id='c'")" != FINISHED
-"$BIN" train "$W/tiny.ini" --resume c --results "$R" --quiet > "$W/c.out" 2>&1
+"$BIN" train "$TINY" --resume c --results "$R" --quiet > "$W/c.out" 2>&1
 check "resume exits 0" test $? -eq 0
 hc=$(last_hex c)
 check "kill -9 + resume ends bit for bit like never stopping ($hc = $ha)" test -n "$hc" -a "$hc" = "$ha"
@@ -73,15 +49,15 @@ printf '[model]\nd_mdoel = 32\n' > "$W/bad1.ini"
 expect_fail "unknown key names file, line and key" "bad1.ini:2.*d_mdoel" "$BIN" train "$W/bad1.ini" --results "$R"
 printf '[train]\nlr = fast\n' > "$W/bad2.ini"
 expect_fail "malformed value names the key" "lr" "$BIN" train "$W/bad2.ini" --results "$R"
-expect_fail "malformed override" "batch_size" "$BIN" train "$W/tiny.ini" train.batch_size=-3 --results "$R"
-expect_fail "missing data file" "missing.txt" "$BIN" train "$W/tiny.ini" data.file=missing.txt --results "$R"
+expect_fail "malformed override" "batch_size" "$BIN" train "$TINY" train.batch_size=-3 --results "$R"
+expect_fail "missing data file" "missing.txt" "$BIN" train "$TINY" data.file=missing.txt --results "$R"
 : > "$W/empty.txt"
-expect_fail "empty data file" "empty" "$BIN" train "$W/tiny.ini" data.file="$W/empty.txt" --results "$R"
+expect_fail "empty data file" "empty" "$BIN" train "$TINY" data.file="$W/empty.txt" --results "$R"
 printf 'x' > "$W/one.txt"
-expect_fail "one-byte data file" "one.txt" "$BIN" train "$W/tiny.ini" data.file="$W/one.txt" --results "$R"
+expect_fail "one-byte data file" "one.txt" "$BIN" train "$TINY" data.file="$W/one.txt" --results "$R"
 
 sum_before=$(sha256sum "$R/runs/a/ckpt" | cut -d' ' -f1)
-expect_fail "checkpoint from another config is refused" "config|model" "$BIN" train "$W/tiny.ini" model.d_model=64 --resume a --results "$R"
+expect_fail "checkpoint from another config is refused" "config|model" "$BIN" train "$TINY" model.d_model=64 --resume a --results "$R"
 check "the refused checkpoint is untouched" test "$(sha256sum "$R/runs/a/ckpt" | cut -d' ' -f1)" = "$sum_before"
 cp -r "$R/runs/a" "$R/runs/t"
 head -c 1000 "$R/runs/a/ckpt" > "$R/runs/t/ckpt"
