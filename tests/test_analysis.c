@@ -456,6 +456,13 @@ static void test_tables(void **state) {
             "FINISHED", m6, 5);
     gl_metric m5[] = {{10, "val", "loss", 0.1, 0}, {10, "val", "token_acc", 0.995, 0}, {10, "val", "seq_acc", 0.9, 0}};
     add_run(db, e, "copy1", "[model]\nscale = xs\n[data]\ntask = copy\n[train]\nseed = 1\n", "FINISHED", m5, 3);
+    /* `make bench` cost runs (their own experiment): baseline and hyper at scale m */
+    long long ec;
+    assert_int_equal(db_experiment_ensure(db, "cost-t", "", &ec, err, sizeof err), 0);
+    gl_metric c1[] = {{0, "bench", "train_tokens_per_s", 3000, 0}, {0, "bench", "peak_rss_mib", 2000, 0}};
+    gl_metric c2[] = {{0, "bench", "train_tokens_per_s", 2400, 0}, {0, "bench", "peak_rss_mib", 2600, 0}};
+    add_run(db, ec, "cost-t-m-base", "[model]\nscale = m\ncross_layer = none\n", "FINISHED", c1, 2);
+    add_run(db, ec, "cost-t-m-hyper", "[model]\nscale = m\ncross_layer = hyper\n", "FINISHED", c2, 2);
     db_close(db);
 
     rdb *r = NULL;
@@ -500,10 +507,19 @@ static void test_tables(void **state) {
     assert_non_null(strstr(t, "| tinyshakespeare | s | tsa1 | 0.01 | 0.700 | 2.1000 | ee1 | 0.900 | 0.750 | 2.2000 | +0.1000 |"));
     print_message("tables: 6 tables from %d finished runs; mean ± std over seeds, λ, accuracy, throughput, ablations\n",
                   s.n_runs);
+    /* the cost table: throughput and memory relative to the same scale's baseline */
+    char out2[640];
+    snprintf(out2, sizeof out2, "%s/cost", dir);
+    assert_int_equal(tables_write_all(r, "cost-t", out2, &s, err, sizeof err), 0);
+    assert_int_equal(s.n_written, 1);
+    snprintf(path, sizeof path, "%s/cost.md", out2);
+    t = slurp(path);
+    assert_non_null(t);
+    assert_non_null(strstr(t, "| m | baseline+hyper | 2400 | 0.800 | 1.250 | 2600 | 1.300 |"));
     /* an experiment with no runs: every table skipped, none written */
     assert_int_equal(tables_write_all(r, "nope", out, &s, err, sizeof err), 0);
     assert_int_equal(s.n_written, 0);
-    assert_int_equal(s.n_skipped, 6);
+    assert_int_equal(s.n_skipped, 7);
     rdb_close(r);
     char cmd[600];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
