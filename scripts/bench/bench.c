@@ -111,29 +111,32 @@ static int record(const char *db_path, const char *tag, const char *scale, const
     return rc ? -1 : 0;
 }
 
-/* sgemm GFLOP/s over the model's matmul shapes (forward and both backward products). */
+/* sgemm GFLOP/s over the model's matmul shapes (forward and both backward
+ * products of each linear layer): the median over `reps` rounds after one
+ * warm-up round, so one slow round on a shared machine does not set it. */
 static double sgemm_rate(const gl_model_config *c, int B, int reps) {
     const int N = B * c->seq_len, d = c->d_model, F = c->d_ff;
     const int shapes[][2] = {{d, d}, {d, F}, {F, d}, {d, c->vocab_size}};
     size_t maxw = (size_t)F * d;
     float *x = malloc((size_t)N * F * sizeof(float)), *w = malloc(maxw * sizeof(float));
     float *y = malloc((size_t)N * F * sizeof(float)), *dw = malloc(maxw * sizeof(float));
+    double *rate = malloc((size_t)(reps + 1) * sizeof(double));
     for (size_t i = 0; i < (size_t)N * F; i++) x[i] = y[i] = 0.01f * (float)(i % 97);
-    for (size_t i = 0; i < maxw; i++) w[i] = 0.001f * (float)(i % 89);
-    double flops = 0, secs = 0;
-    for (int r = 0; r < reps; r++)
+    for (size_t i = 0; i < maxw; i++) w[i] = dw[i] = 0.001f * (float)(i % 89);
+    for (int r = 0; r <= reps; r++) {
+        double flops = 0, t0 = now_s();
         for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
             int in = shapes[s][0], out = shapes[s][1];
-            double t0 = now_s();
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, out, in, 1, x, in, w, in, 0, y, out);
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, in, out, 1, y, out, w, in, 1, x, in);
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, in, out, 1, y, out, w, in, 0, x, in);
             cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, out, in, N, 1, y, out, x, in, 1, dw, in);
-            secs += now_s() - t0;
-            if (r > 0 || reps == 1) flops += 3.0 * 2.0 * N * in * out;
-            else secs = 0; /* first round warms up */
+            flops += 3.0 * 2.0 * N * in * out;
         }
-    free(x); free(w); free(y); free(dw);
-    return flops / secs / 1e9;
+        rate[r] = flops / (now_s() - t0) / 1e9;
+    }
+    double med = median(rate + 1, reps); /* round 0 warms up */
+    free(x); free(w); free(y); free(dw); free(rate);
+    return med;
 }
 
 typedef struct {
@@ -253,7 +256,7 @@ int main(int argc, char **argv) {
     }
     gl_model_config base = ref_config(scale);
     const char *env_core = getenv("OPENBLAS_CORETYPE");
-    double sg = do_sgemm ? sgemm_rate(&base, B, 3) : NAN;
+    double sg = do_sgemm ? sgemm_rate(&base, B, 10) : NAN;
     char sgs[32] = "null"; /* JSON has no NaN: null when not measured */
     if (do_sgemm) snprintf(sgs, sizeof sgs, "%.1f", sg);
     printf("{\"openblas_core\":\"%s\",\"OPENBLAS_CORETYPE\":\"%s\",\"threads\":%d,\"sgemm_gflops\":%s}\n",
