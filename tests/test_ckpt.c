@@ -19,12 +19,13 @@
 
 #include <cmocka.h>
 
+#include "tmpdir.h"
+
 #include "../harness/ckpt.h"
 #include "../harness/manifest.h"
 #include "../harness/rundir.h"
 #include "../model/model.h"
 
-static char g_dir[256];
 
 static void tiny_config(gl_model_config *c, gl_value_residual vr, gl_depth_routing dr) {
     config_defaults(c);
@@ -68,16 +69,9 @@ static void path_in(char *out, size_t n, const char *name) { snprintf(out, n, "%
 
 static int setup(void **state) {
     (void)state;
-    snprintf(g_dir, sizeof g_dir, "/tmp/gatelab_test_ckpt_XXXXXX");
-    return mkdtemp(g_dir) ? 0 : -1;
+    return tmpdir_make("ckpt");
 }
 
-static int teardown(void **state) {
-    (void)state;
-    char cmd[512];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_dir);
-    return system(cmd) == 0 ? 0 : -1;
-}
 
 static size_t count_diff(const float *a, const float *b, size_t n) {
     size_t d = 0;

@@ -15,24 +15,18 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+
+#include "tmpdir.h"
 #include <hdf5.h>
 
 #include "../harness/export.h"
 
-static char g_dir[256];
 
 static int setup(void **state) {
     (void)state;
-    snprintf(g_dir, sizeof g_dir, "/tmp/gatelab_test_export_XXXXXX");
-    return mkdtemp(g_dir) ? 0 : -1;
+    return tmpdir_make("export");
 }
 
-static int teardown(void **state) {
-    (void)state;
-    char cmd[512];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_dir);
-    return system(cmd) == 0 ? 0 : -1;
-}
 
 static int read_int_attr(hid_t f, const char *name) {
     int v = -12345;

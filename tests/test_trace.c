@@ -29,11 +29,12 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+
+#include "tmpdir.h"
 #include <hdf5.h>
 
 #include "../harness/trace.h"
 
-static char g_dir[256];
 
 enum { L = 3, HKV = 2, P = 10 };
 
@@ -43,16 +44,9 @@ static void path_in(char *out, size_t n, const char *name) { snprintf(out, n, "%
 
 static int setup(void **state) {
     (void)state;
-    snprintf(g_dir, sizeof g_dir, "/tmp/gatelab_test_trace_XXXXXX");
-    return mkdtemp(g_dir) ? 0 : -1;
+    return tmpdir_make("trace");
 }
 
-static int teardown(void **state) {
-    (void)state;
-    char cmd[512];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_dir);
-    return system(cmd) == 0 ? 0 : -1;
-}
 
 static gl_trace_desc full_desc(void) {
     gl_trace_desc d = {.n_layer = L, .n_kv_head = HKV, .n_router = L - 1, .n_probe = P,
