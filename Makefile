@@ -21,14 +21,17 @@ PKGS     := hdf5 sqlite3 inih
 BLASDIR  ?= /usr/lib/x86_64-linux-gnu/openblas-openmp
 
 CFLAGS   := -std=c11 $(OPT) -g -fopenmp -Wall -Wextra -Werror -Wno-unused-parameter -Wno-format-truncation \
-            -D_GNU_SOURCE -MMD -MP $(SAN) \
+            -D_GNU_SOURCE -MMD -MP -I. -Iharness $(SAN) \
             $(shell pkg-config --cflags $(PKGS) openblas 2>/dev/null)
 LDFLAGS  := -fopenmp $(SAN)
 LDLIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null) \
             -L$(BLASDIR) -Wl,-rpath,$(BLASDIR) -l:libopenblas.so.0 -lm
 
-LIB_SRC  := $(wildcard model/*.c) $(filter-out harness/main.c,$(wildcard harness/*.c)) \
-            $(wildcard analysis/*.c)
+# Rooms, arrows only downward: model/ <- harness/store/ <- harness/run/ and
+# analysis/ <- harness/cli/.  Includes are written from the root ("model/model.h",
+# "store/trace.h", "analysis/ablate.h"), hence -I. -Iharness.
+LIB_SRC  := $(wildcard model/*.c harness/store/*.c harness/run/*.c analysis/*.c) \
+            $(filter-out harness/cli/main.c,$(wildcard harness/cli/*.c))
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o)
 TEST_SRC := $(wildcard tests/test_*.c)
 TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
@@ -49,7 +52,7 @@ $(BUILD)/libgatelab.a: $(LIB_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
-$(BUILD)/gatelab: $(BUILD)/harness/main.o $(BUILD)/libgatelab.a
+$(BUILD)/gatelab: $(BUILD)/harness/cli/main.o $(BUILD)/libgatelab.a
 	$(CC) $(LDFLAGS) $^ -o $@ $(LDLIBS)
 
 $(BUILD)/tests/%: $(BUILD)/tests/%.o $(BUILD)/libgatelab.a

@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../harness/rundir.h"
+#include "store/rundir.h"
 #include "catsens.h"
 
 static const char *const ablate_names[] = {"zero", "mean", "full-depth", "random", "file"};

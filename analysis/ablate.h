@@ -25,9 +25,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../harness/categories.h"
-#include "../harness/data.h"
-#include "../model/model.h"
+#include "store/categories.h"
+#include "store/data.h"
+#include "model/model.h"
 #include "report.h"
 
 #define ABLATE_SPLIT "ablation"

@@ -10,9 +10,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../harness/categories.h"
-#include "../harness/trace.h"
-#include "../model/model.h"
+#include "store/categories.h"
+#include "store/trace.h"
+#include "model/model.h"
 #include "gates.h"
 #include "report.h"
 

@@ -1,5 +1,5 @@
 /*
- * analyze_trace.c — `gatelab analyze`'s work: a trace (harness/trace.h) in,
+ * analyze_trace.c — `gatelab analyze`'s work: a trace (harness/store/trace.h) in,
  * TSV files, registry metric rows and a summary out (analyze.h).
  *
  * For SATFormer α: per block and KV head, and per block over all heads, the
@@ -22,7 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../harness/manifest.h"
+#include "store/manifest.h"
 #include "catsens.h"
 #include "depth.h"
 

@@ -1,7 +1,7 @@
 /*
  * catsens.c — per-category means of a per-token quantity (catsens.h).
  *
- * What it does not do: classify bytes (harness/categories.c does, with the
+ * What it does not do: classify bytes (harness/store/categories.c does, with the
  * rules and word list documented there) or choose which quantity to split.
  * Sums in double precision in token order.
  */

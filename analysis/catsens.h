@@ -1,7 +1,7 @@
 /*
  * catsens.h — token-category sensitivity: means of a per-token quantity (a
  * gate α, a halting probability p, a loss difference) split by the category
- * of each token — structural, functional, semantic (harness/categories.h).
+ * of each token — structural, functional, semantic (harness/store/categories.h).
  * Nothing here allocates, prints or does I/O.
  */
 #ifndef GATELAB_ANALYSIS_CATSENS_H
@@ -9,7 +9,7 @@
 
 #include <stdint.h>
 
-#include "../harness/categories.h"
+#include "store/categories.h"
 
 /* For tokens t = 0..n−1 with value x[t·stride] and category cat[t]
  * (CAT_STRUCTURAL..CAT_SEMANTIC; other codes are ignored): mean[c] and

@@ -31,9 +31,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../harness/categories.h"
-#include "../harness/rundir.h"
-#include "../harness/trace.h"
+#include "store/categories.h"
+#include "store/rundir.h"
+#include "store/trace.h"
 #include "ablate.h"
 #include "analyze.h"
 #include "depth.h"

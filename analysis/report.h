@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
-#include "../harness/registry.h"
+#include "store/registry.h"
 
 #define REPORT_NAME_MAX 96
 

@@ -1,6 +1,6 @@
 /*
  * results_db.c — read-only SQL on the registry for tables and figures
- * (results_db.h).  Besides harness/registry.c this is the only file that
+ * (results_db.h).  Besides harness/store/registry.c this is the only file that
  * includes sqlite3.h; it never writes (analysis results are logged through
  * db_metrics_log).
  *

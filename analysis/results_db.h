@@ -1,8 +1,8 @@
 /*
  * results_db.h — read-only queries on the registry (results/gatelab.db) that
- * the tables and figures need beyond harness/registry.h: runs with their
+ * the tables and figures need beyond harness/store/registry.h: runs with their
  * experiment, a run's parameters, a metric's last value, mean or series, and
- * every metric name of a split.  Schema: harness/registry.c.
+ * every metric name of a split.  Schema: harness/store/registry.c.
  *
  * All functions returning int return 0 on success and -1 with a message in
  * err (naming the database file), unless stated.

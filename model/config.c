@@ -2,7 +2,7 @@
  * config.c — defaults, consistency checks, derived sizes and enum names of a
  * gl_model_config (see config.h and DESIGN.md "Model").
  *
- * What it does not do: read manifests (harness/manifest.c does, and checks
+ * What it does not do: read manifests (harness/store/manifest.c does, and checks
  * each key's range with a line number before this file sees the struct) or
  * allocate anything.  config_validate is the last word on whether a config
  * can be built; it is also run on configs read back from checkpoints, so the
@@ -20,7 +20,7 @@
 
 /* Upper bounds: generous for a CPU harness, small enough that products such
  * as V*d and L*d*d_ff stay far from int overflow. Kept equal to the ranges in
- * harness/manifest.c's key table. */
+ * harness/store/manifest.c's key table. */
 #define CFG_MAX_VOCAB 1048576
 #define CFG_MAX_D 16384
 #define CFG_MAX_LAYER 64

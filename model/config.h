@@ -2,7 +2,7 @@
  * config.h — the shape and variant of one gatelab model.
  *
  * A gl_model_config is plain data: the harness fills it from a manifest
- * (harness/manifest.c), the model reads it (model/model.c), checkpoints hash
+ * (harness/store/manifest.c), the model reads it (model/model.c), checkpoints hash
  * it.  Nothing here allocates or does I/O.  The model definition it describes
  * is the one in DESIGN.md ("Model"), and the variants are:
  *

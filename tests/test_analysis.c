@@ -24,18 +24,18 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../analysis/ablate.h"
-#include "../analysis/analyze.h"
-#include "../analysis/catsens.h"
-#include "../analysis/depth.h"
-#include "../analysis/gates.h"
-#include "../analysis/heads.h"
-#include "../analysis/results_db.h"
-#include "../analysis/tables.h"
-#include "../harness/data.h"
-#include "../harness/registry.h"
-#include "../model/adamw.h"
-#include "../model/model.h"
+#include "analysis/ablate.h"
+#include "analysis/analyze.h"
+#include "analysis/catsens.h"
+#include "analysis/depth.h"
+#include "analysis/gates.h"
+#include "analysis/heads.h"
+#include "analysis/results_db.h"
+#include "analysis/tables.h"
+#include "store/data.h"
+#include "store/registry.h"
+#include "model/adamw.h"
+#include "model/model.h"
 
 /* Check |got − want| <= tol, print the check and its difference. */
 static double g_worst;

@@ -1,5 +1,5 @@
 /*
- * test_categories.c — the token categories of harness/categories.c and the
+ * test_categories.c — the token categories of harness/store/categories.c and the
  * function-word list experiments/function_words.txt.
  *
  * Checks: the list loads, covers every word of the shared Snowball list plus
@@ -18,7 +18,7 @@
 
 #include <cmocka.h>
 
-#include "../harness/categories.h"
+#include "store/categories.h"
 
 #define OUR_LIST "experiments/function_words.txt"
 

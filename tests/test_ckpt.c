@@ -1,5 +1,5 @@
 /*
- * test_ckpt.c — checkpoints (harness/ckpt.c): round trip bit for bit, atomic
+ * test_ckpt.c — checkpoints (harness/store/ckpt.c): round trip bit for bit, atomic
  * replace, and every refusal (not a checkpoint, truncated, corrupted,
  * different model config, full disk) leaving the model and the old file
  * untouched.  Models are real (model_init + model_init_weights) and tiny.
@@ -21,10 +21,10 @@
 
 #include "tmpdir.h"
 
-#include "../harness/ckpt.h"
-#include "../harness/manifest.h"
-#include "../harness/rundir.h"
-#include "../model/model.h"
+#include "store/ckpt.h"
+#include "store/manifest.h"
+#include "store/rundir.h"
+#include "model/model.h"
 
 
 static void tiny_config(gl_model_config *c, gl_value_residual vr, gl_depth_routing dr) {

@@ -26,9 +26,9 @@
 
 #include <cmocka.h>
 
-#include "../model/crosslayer.h"
-#include "../model/model.h"
-#include "../model/rng.h"
+#include "model/crosslayer.h"
+#include "model/model.h"
+#include "model/rng.h"
 
 static gl_model_config small_config(void) {
     gl_model_config c;

@@ -1,6 +1,6 @@
 /*
- * test_data.c — data sets and batches (harness/data.c) and the synthetic
- * tasks (harness/tasks.c): vocabulary and encoding of a small file with UTF-8
+ * test_data.c — data sets and batches (harness/store/data.c) and the synthetic
+ * tasks (harness/store/tasks.c): vocabulary and encoding of a small file with UTF-8
  * bytes, the Tiny Shakespeare and enwik8 split boundaries (from
  * $GATELAB_DATA; skipped with a message when absent), window/target alignment,
  * determinism, the error messages, the structure of copy / sort / MQAR
@@ -17,9 +17,9 @@
 
 #include <cmocka.h>
 
-#include "../harness/data.h"
-#include "../harness/tasks.h"
-#include "../model/rng.h"
+#include "store/data.h"
+#include "store/tasks.h"
+#include "model/rng.h"
 
 static char tmpdir[256];
 

@@ -1,5 +1,5 @@
 /*
- * test_export.c — `gatelab export` (harness/export.c): a tiny model built in
+ * test_export.c — `gatelab export` (harness/store/export.c): a tiny model built in
  * memory is exported, then read back with the HDF5 library itself: every
  * tensor-table entry is a float32 dataset of the right name, shape and
  * values, the vocabulary and the config attributes are there.
@@ -19,7 +19,7 @@
 #include "tmpdir.h"
 #include <hdf5.h>
 
-#include "../harness/export.h"
+#include "store/export.h"
 
 
 static int setup(void **state) {

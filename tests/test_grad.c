@@ -29,11 +29,11 @@
 
 #include <cmocka.h>
 
-#include "../model/adamw.h"
-#include "../model/model.h"
-#include "../model/ops.h"
-#include "../model/rng.h"
-#include "../model/vexp.h"
+#include "model/adamw.h"
+#include "model/model.h"
+#include "model/ops.h"
+#include "model/rng.h"
+#include "model/vexp.h"
 
 static gl_rng rng;
 

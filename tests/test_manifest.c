@@ -1,5 +1,5 @@
 /*
- * test_manifest.c — manifests (harness/manifest.c) and model configs
+ * test_manifest.c — manifests (harness/store/manifest.c) and model configs
  * (model/config.c): defaults, the shipped experiments, scales and their
  * precedence, overrides and aliases, [sweep] lists, every class of error
  * message, the canonical-text round trip and the model hash.
@@ -20,8 +20,8 @@
 
 #include <cmocka.h>
 
-#include "../harness/manifest.h"
-#include "../model/config.h"
+#include "store/manifest.h"
+#include "model/config.h"
 
 static char tmpdir[256];
 

@@ -31,9 +31,9 @@
 #include <cmocka.h>
 #include <hdf5.h>
 
-#include "../model/adamw.h"
-#include "../model/config.h"
-#include "../model/model.h"
+#include "model/adamw.h"
+#include "model/config.h"
+#include "model/model.h"
 
 /* Tolerances.  The fixture is float64 truth; the model runs in float32, so a
  * correct model differs by float32 rounding carried through a few layers:

@@ -1,7 +1,7 @@
 /*
- * test_registry.c — the SQLite registry (harness/registry.c), SHA-256
- * (harness/sha256.c), sweep expansion (harness/sweep.c) and the refusal of bad
- * sweeps by `gatelab sweep` (harness/cmd_sweep.c).
+ * test_registry.c — the SQLite registry (harness/store/registry.c), SHA-256
+ * (harness/store/sha256.c), sweep expansion (harness/run/sweep.c) and the refusal of bad
+ * sweeps by `gatelab sweep` (harness/cli/cmd_sweep.c).
  *
  * The registry is read back with SQLite itself (this file includes sqlite3.h
  * for that), not only through registry.c's own readers.  Concurrency checks
@@ -26,11 +26,11 @@
 
 #include <sqlite3.h>
 
-#include "../harness/cli.h"
-#include "../harness/manifest.h"
-#include "../harness/registry.h"
-#include "../harness/sha256.h"
-#include "../harness/sweep.h"
+#include "cli/cli.h"
+#include "store/manifest.h"
+#include "store/registry.h"
+#include "store/sha256.h"
+#include "run/sweep.h"
 
 /* ---- helpers ---- */
 

@@ -19,10 +19,10 @@
 
 #include <cmocka.h>
 
-#include "../harness/data.h"
-#include "../harness/evaluate.h"
-#include "../model/model.h"
-#include "../model/rng.h"
+#include "store/data.h"
+#include "run/evaluate.h"
+#include "model/model.h"
+#include "model/rng.h"
 
 static void test_tlops_arithmetic(void **s) {
     (void)s;

@@ -1,5 +1,5 @@
 /*
- * test_trace.c — trace.h5 (harness/trace.c): write/read round trip, only the
+ * test_trace.c — trace.h5 (harness/store/trace.c): write/read round trip, only the
  * datasets a model has, a writer killed with SIGKILL between appends (plain
  * h5dump opens the file, no h5clear) and at arbitrary instants (every
  * completed append reads back), readers working while the writer appends
@@ -33,7 +33,7 @@
 #include "tmpdir.h"
 #include <hdf5.h>
 
-#include "../harness/trace.h"
+#include "store/trace.h"
 
 
 enum { L = 3, HKV = 2, P = 10 };

@@ -35,10 +35,10 @@
 #include <sys/resource.h>
 #include <time.h>
 
-#include "../../model/adamw.h"
-#include "../../model/model.h"
-#include "../../model/rng.h"
-#include "../../harness/registry.h"
+#include "model/adamw.h"
+#include "model/model.h"
+#include "model/rng.h"
+#include "store/registry.h"
 
 char *openblas_get_corename(void);
 int openblas_get_num_threads(void);

@@ -17,7 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../model/config.h"
+#include "model/config.h"
 
 #define GL_PATH_MAX 1024
 #define GL_SWEEP_MAX_KEYS 16

@@ -24,13 +24,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../analysis/ablate.h"
-#include "../analysis/figures.h"
-#include "../analysis/heads.h"
+#include "analysis/ablate.h"
+#include "analysis/figures.h"
+#include "analysis/heads.h"
 #include "cli.h"
-#include "data.h"
-#include "registry.h"
-#include "rundir.h"
+#include "store/data.h"
+#include "store/registry.h"
+#include "store/rundir.h"
 
 #define AB_MAX_TAUS 32
 

@@ -16,11 +16,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../analysis/analyze.h"
+#include "analysis/analyze.h"
 #include "cli.h"
-#include "registry.h"
-#include "rundir.h"
-#include "trace.h"
+#include "store/registry.h"
+#include "store/rundir.h"
+#include "store/trace.h"
 
 static void an_usage(FILE *f) {
     fprintf(f, "usage: gatelab analyze RUN [--results DIR] [--db PATH] [--out DIR] [--no-db]\n"

@@ -16,7 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../model/rng.h"
+#include "model/rng.h"
 #include "manifest.h"
 
 /* Evaluation windows per split of a synthetic task (val and test). */

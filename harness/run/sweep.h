@@ -21,7 +21,7 @@
 
 #include <stddef.h>
 
-#include "manifest.h"
+#include "store/manifest.h"
 
 #define SWEEP_MAX_RUNS 10000
 #define SWEEP_ASSIGN_MAX 1100

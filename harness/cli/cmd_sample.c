@@ -9,9 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../model/rng.h"
+#include "model/rng.h"
 #include "cli.h"
-#include "rundir.h"
+#include "store/rundir.h"
 
 int cmd_sample(int argc, char **argv) {
     const char *arg = NULL, *prompt = "\n", *results = NULL;

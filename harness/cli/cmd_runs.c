@@ -17,7 +17,7 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "registry.h"
+#include "store/registry.h"
 
 typedef enum { RUNS_TABLE, RUNS_CSV, RUNS_JSON } runs_format;
 

@@ -35,16 +35,16 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../model/adamw.h"
-#include "../model/model.h"
-#include "categories.h"
-#include "ckpt.h"
-#include "data.h"
+#include "model/adamw.h"
+#include "model/model.h"
+#include "store/categories.h"
+#include "store/ckpt.h"
+#include "store/data.h"
 #include "evaluate.h"
-#include "registry.h"
-#include "rundir.h"
+#include "store/registry.h"
+#include "store/rundir.h"
 #include "sweep.h"
-#include "trace.h"
+#include "store/trace.h"
 
 static volatile sig_atomic_t g_stop = 0, g_ckpt = 0;
 static void on_stop(int sig) { g_stop = sig; }

@@ -8,7 +8,7 @@
 
 #include <stddef.h>
 
-#include "manifest.h"
+#include "store/manifest.h"
 
 typedef struct {
     const char *run_id;  /* NULL: <name>-<UTC time>-<pid>; an existing SCHEDULED run id is taken over */

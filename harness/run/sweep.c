@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sha256.h"
+#include "store/sha256.h"
 
 #define SWEEP_MAX_ITEMS 256
 

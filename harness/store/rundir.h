@@ -12,7 +12,7 @@
 
 #include <stddef.h>
 
-#include "../model/model.h"
+#include "model/model.h"
 #include "ckpt.h"
 #include "manifest.h"
 

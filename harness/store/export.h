@@ -8,7 +8,7 @@
 
 #include <stddef.h>
 
-#include "../model/model.h"
+#include "model/model.h"
 #include "ckpt.h"
 
 #define EXPORT_SCHEMA_VERSION 1

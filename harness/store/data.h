@@ -1,6 +1,6 @@
 /*
  * data.h — data sets and batches: a byte-level text corpus (Tiny Shakespeare,
- * enwik8) or a synthetic task (copy, sort, MQAR; harness/tasks.h), behind one
+ * enwik8) or a synthetic task (copy, sort, MQAR; harness/store/tasks.h), behind one
  * interface the training loop, evaluation and analysis read from.
  *
  * Text: the whole file is read once into memory as one token id per byte; the
@@ -26,7 +26,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../model/rng.h"
+#include "model/rng.h"
 #include "manifest.h"
 
 typedef enum { SPLIT_TRAIN = 0, SPLIT_VAL, SPLIT_TEST } gl_split;

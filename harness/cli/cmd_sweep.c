@@ -41,8 +41,8 @@
 #include <fcntl.h>
 
 #include "cli.h"
-#include "registry.h"
-#include "sweep.h"
+#include "store/registry.h"
+#include "run/sweep.h"
 
 #define SWEEP_MAX_JOBS 256
 

@@ -9,8 +9,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../model/model.h"
-#include "../model/rng.h"
+#include "model/model.h"
+#include "model/rng.h"
 
 #define CKPT_VERSION 2
 

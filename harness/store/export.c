@@ -1,6 +1,5 @@
 /*
- * export.c — `gatelab export RUN --out FILE.h5 [--results DIR]`: a run's
- * parameters by name, in HDF5, for other tools (h5py, PyTorch loaders).
+ * export.c — a run's parameters by name, in HDF5, for other tools (h5py, PyTorch loaders).
  *
  * One float32 dataset per entry of the model's tensor table, named exactly as
  * the table names it ("layers.3.attn.wq"), shape (out, in) for matrices and
@@ -9,7 +8,8 @@
  * and step.  Written with the library's default (oldest) format bounds, so
  * any HDF5 1.8+ reader opens it, to "FILE.h5.tmp" and renamed when complete.
  *
- * Not here: traces (trace.c), checkpoints (ckpt.c).  This file and trace.c
+ * Not here: the command line (cli/cmd_export.c), traces (trace.c),
+ * checkpoints (ckpt.c).  This file and trace.c
  * are the only ones that include hdf5.h.
  */
 #include "export.h"
@@ -23,8 +23,6 @@
 
 #include <hdf5.h>
 
-#include "cli.h"
-#include "rundir.h"
 
 typedef struct {
     char inner[256];
@@ -180,69 +178,5 @@ int export_model(const char *path, const gl_model *m, const gl_train_state *st, 
 cleanup:
     if (f >= 0) H5Fclose(f);
     if (rc != 0) unlink(tmp);
-    return rc;
-}
-
-static void export_usage(FILE *out) {
-    fprintf(out, "usage: gatelab export RUN --out FILE.h5 [--results DIR]\n"
-                 "  Write every parameter of RUN (a run id or run folder) as a float32 dataset named\n"
-                 "  by the tensor table, the vocabulary and the config as attributes.\n");
-}
-
-int cmd_export(int argc, char **argv) {
-    const char *run = NULL, *out = NULL, *results = NULL;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-            export_usage(stdout);
-            return 0;
-        } else if (!strcmp(argv[i], "--out") || !strcmp(argv[i], "-o")) {
-            if (++i >= argc) {
-                fprintf(stderr, "gatelab export: --out needs a file name\n");
-                export_usage(stderr);
-                return 2;
-            }
-            out = argv[i];
-        } else if (!strncmp(argv[i], "--out=", 6)) {
-            out = argv[i] + 6;
-        } else if (!strcmp(argv[i], "--results")) {
-            if (++i >= argc) {
-                fprintf(stderr, "gatelab export: --results needs a folder\n");
-                return 2;
-            }
-            results = argv[i];
-        } else if (!strncmp(argv[i], "--results=", 10)) {
-            results = argv[i] + 10;
-        } else if (argv[i][0] == '-') {
-            fprintf(stderr, "gatelab export: unknown option '%s'\n", argv[i]);
-            export_usage(stderr);
-            return 2;
-        } else if (!run) {
-            run = argv[i];
-        } else {
-            fprintf(stderr, "gatelab export: one RUN only ('%s' and '%s' given)\n", run, argv[i]);
-            return 2;
-        }
-    }
-    if (!run || !out) {
-        fprintf(stderr, "gatelab export: %s\n", !run ? "RUN is missing" : "--out FILE.h5 is missing");
-        export_usage(stderr);
-        return 2;
-    }
-    char err[2048] = "";
-    gl_run r;
-    if (run_open(&r, run, results, 1, err, sizeof err) != 0) {
-        fprintf(stderr, "gatelab export: %s\n", err);
-        run_close(&r);
-        return 1;
-    }
-    int rc = 0;
-    if (export_model(out, &r.model, &r.st, r.config_ini, err, sizeof err) != 0) {
-        fprintf(stderr, "gatelab export: %s\n", err);
-        rc = 1;
-    } else {
-        printf("exported %d tensors (%zu parameters, step %ld) of %s to %s\n", r.model.n_tensors,
-               r.model.n_params, r.st.step, r.dir, out);
-    }
-    run_close(&r);
     return rc;
 }

@@ -9,8 +9,8 @@
 #include <string.h>
 
 #include "cli.h"
-#include "manifest.h"
-#include "train.h"
+#include "store/manifest.h"
+#include "run/train.h"
 
 int cmd_train(int argc, char **argv) {
     const char *manifest = NULL;

@@ -15,9 +15,9 @@
 #include <string.h>
 
 #include "cli.h"
-#include "data.h"
-#include "evaluate.h"
-#include "rundir.h"
+#include "store/data.h"
+#include "run/evaluate.h"
+#include "store/rundir.h"
 
 static void print_result(const char *label, const gl_eval_result *r, int text, int L, int T) {
     printf("\"%s\":{\"loss\":%.6f,", label, r->loss);

@@ -12,12 +12,12 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../analysis/figures.h"
-#include "../analysis/results_db.h"
-#include "../analysis/tables.h"
+#include "analysis/figures.h"
+#include "analysis/results_db.h"
+#include "analysis/tables.h"
 #include "cli.h"
-#include "manifest.h"
-#include "rundir.h"
+#include "store/manifest.h"
+#include "store/rundir.h"
 
 typedef struct {
     const char *experiment, *db, *results, *out;

@@ -5,8 +5,8 @@
 #ifndef GATELAB_HARNESS_EVALUATE_H
 #define GATELAB_HARNESS_EVALUATE_H
 
-#include "../model/model.h"
-#include "data.h"
+#include "model/model.h"
+#include "store/data.h"
 
 typedef struct {
     double loss;        /* mean cross-entropy over scored tokens (nats/token) */

@@ -1,0 +1,22 @@
+/*
+ * cli.h — the gatelab subcommands.  Each cmd_* parses its own arguments,
+ * prints its own results and errors, and returns the process exit code
+ * (0 success, 1 failure of the work, 2 bad usage).  main.c only dispatches.
+ */
+#ifndef GATELAB_HARNESS_CLI_H
+#define GATELAB_HARNESS_CLI_H
+
+int cmd_train(int argc, char **argv);  /* harness/cli/cmd_train.c */
+int cmd_eval(int argc, char **argv);   /* harness/cli/cmd_eval.c */
+int cmd_sample(int argc, char **argv); /* harness/cli/cmd_sample.c */
+int cmd_export(int argc, char **argv); /* harness/cli/cmd_export.c */
+int cmd_sweep(int argc, char **argv);  /* harness/cli/cmd_sweep.c */
+int cmd_collect(int argc, char **argv);/* harness/cli/cmd_sweep.c */
+int cmd_runs(int argc, char **argv);   /* harness/cli/cmd_runs.c */
+int cmd_analyze(int argc, char **argv);/* harness/cli/cmd_analyze.c */
+int cmd_ablate(int argc, char **argv); /* harness/cli/cmd_ablate.c */
+int cmd_heads(int argc, char **argv);  /* harness/cli/cmd_ablate.c */
+int cmd_tables(int argc, char **argv); /* harness/cli/cmd_tables.c */
+int cmd_figures(int argc, char **argv);/* harness/cli/cmd_tables.c */
+
+#endif
