@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# paper.sh PRESET [STAGE] — reproduce the published claims of the SATFormer and
+# TSA papers: `make paper PRESET=smoke|local|full`.
+#
+# Stages, in order (STAGE = all runs them all; each is resumable: rerunning the
+# same command never retrains a finished run nor repeats a finished measurement):
+#   train   one `gatelab sweep` per line of experiments/paper/PRESET.plan, into
+#           the registry $PAPER_RESULTS/gatelab.db (default results/paper/PRESET);
+#   post    the measurements the claims need, each recorded in the registry
+#           (gatelab paper-post: full-split evaluation, matched-α early exit,
+#           sparse inference, gate ablations, head ranking, trace analysis);
+#   report  `gatelab report --paper PRESET` writes $PAPER_RESULTS/REPORT.md and
+#           its figures from the registry and traces alone.
+#
+# Environment: PAPER_RESULTS (registry + run folders), PAPER_JOBS (parallel
+# training runs, default 2), GATELAB_BIN (default build/gatelab), GATELAB_DATA.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+preset="${1:-local}"; stage="${2:-all}"
+plan="experiments/paper/$preset.plan"
+[ -f "$plan" ] || { echo "paper: no plan $plan (presets: $(ls experiments/paper/*.plan | xargs -n1 basename | sed 's/\.plan$//' | tr '\n' ' '))" >&2; exit 2; }
+BIN="${GATELAB_BIN:-build/gatelab}"
+RES="${PAPER_RESULTS:-results/paper/$preset}"
+JOBS="${PAPER_JOBS:-2}"
+export GATELAB_ROOT="$PWD"
+mkdir -p "$RES"
+t0=$(date +%s)
+say() { printf '[paper %s %s] %s\n' "$preset" "$(date +%H:%M:%S)" "$*" >&2; }
+
+# Lines of the plan: GROUP MANIFEST CLAIMS ARGS...
+plan_lines() { grep -vE '^\s*(#|$)' "$plan"; }
+
+stage_train() {
+    local n=0 total; total=$(plan_lines | wc -l)
+    while read -r group manifest claims args; do
+        n=$((n + 1))
+        say "train $n/$total: paper-$group (claims $claims): $args"
+        # shellcheck disable=SC2086 # args is a list of key=value words
+        "$BIN" sweep "experiments/paper/$manifest" $args log.experiment="paper-$group" \
+            -j "$JOBS" --results "$RES" </dev/null
+    done < <(plan_lines)
+}
+
+stage_post() {
+    say "post: measurements for the claims"
+    "$BIN" paper-post --results "$RES"
+}
+
+stage_report() {
+    say "report"
+    "$BIN" report --paper "$preset" --results "$RES"
+}
+
+case "$stage" in
+train) stage_train ;;
+post) stage_post ;;
+report) stage_report ;;
+all) stage_train; stage_post; stage_report ;;
+*) echo "paper: unknown stage '$stage' (train, post, report, all)" >&2; exit 2 ;;
+esac
+say "done in $(( $(date +%s) - t0 )) s"
