@@ -4,7 +4,9 @@
  *
  * Prints one JSON line: loss (nats/token), bpc for text, tokens, windows,
  * accuracy for synthetic tasks, and for routed models the active fraction α,
- * the TLOps saved and tokens/s.  --sparse (TSA) evaluates both the soft model
+ * the TLOps saved and tokens/s.  --record (whole split only) also writes the
+ * result to the run's registry as its headline (run/headline.h): final.* rows,
+ * and with --match-alpha the matched.* rows.  --sparse (TSA) evaluates both the soft model
  * and real skipping, side by side.  --tau T evaluates early exit at threshold
  * T; --match-alpha A finds τ by bisection on the validation split so that the
  * early-exit α is within 0.005 of A (the matched-compute comparison).
@@ -14,9 +16,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <libgen.h>
+
 #include "cli.h"
-#include "store/data.h"
 #include "run/evaluate.h"
+#include "run/headline.h"
+#include "store/data.h"
+#include "store/registry.h"
 #include "store/rundir.h"
 
 static void print_result(const char *label, const gl_eval_result *r, int text, int L, int T) {
@@ -35,10 +41,34 @@ static int run_eval(gl_run *run, const int *ids, size_t n_ids, const gl_dataset 
     return eval_split(&run->model, ds, split, windows, r, err, errlen);
 }
 
+/* Write the whole-split result (and the matched early-exit point, when
+ * match >= 0) to the registry of the run's results folder: <run dir>/../../gatelab.db. */
+static int record(const gl_run *run, const char *split_name, const gl_eval_result *soft, double match, double tau,
+                  const gl_eval_result *exit_r, char *err, size_t errlen) {
+    char tmp[GL_PATH_MAX], run_id[256], db_path[GL_PATH_MAX + 16];
+    snprintf(tmp, sizeof tmp, "%s", run->dir);
+    snprintf(run_id, sizeof run_id, "%s", basename(tmp));
+    snprintf(tmp, sizeof tmp, "%s", run->dir);
+    snprintf(db_path, sizeof db_path, "%s/gatelab.db", dirname(dirname(tmp)));
+    const gl_model_config *mc = &run->model.cfg;
+    const int text = run->mf.data.task == TASK_TEXT, L = mc->n_layer;
+    gl_db *db = NULL;
+    int rc = db_open(&db, db_path, err, errlen);
+    if (!rc)
+        rc = headline_record(db, run_id, run->st.step, split_name, soft, text, mc->depth_routing != DR_NONE, L, err,
+                             errlen);
+    if (!rc && match >= 0)
+        rc = headline_record_matched(db, run_id, run->st.step, split_name, tau, match, exit_r, L, err, errlen);
+    db_close(db);
+    if (!rc) fprintf(stderr, "gatelab eval: recorded the headline of %s (step %ld, %s split) in %s\n", run_id,
+                     run->st.step, split_name, db_path);
+    return rc;
+}
+
 int cmd_eval(int argc, char **argv) {
     const char *arg = NULL, *text = NULL, *results = NULL, *split_name = "val";
     long windows = 0;
-    int sparse = 0, batch = 16;
+    int sparse = 0, batch = 16, rec = 0;
     double tau = -1, match = -1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -47,6 +77,7 @@ int cmd_eval(int argc, char **argv) {
         else if (!strcmp(a, "--windows") && hv) windows = atol(argv[++i]);
         else if (!strcmp(a, "--split") && hv) split_name = argv[++i];
         else if (!strcmp(a, "--sparse")) sparse = 1;
+        else if (!strcmp(a, "--record")) rec = 1;
         else if (!strcmp(a, "--tau") && hv) tau = atof(argv[++i]);
         else if (!strcmp(a, "--match-alpha") && hv) match = atof(argv[++i]);
         else if (!strcmp(a, "--batch") && hv) batch = atoi(argv[++i]);
@@ -60,7 +91,12 @@ int cmd_eval(int argc, char **argv) {
     gl_split split = !strcmp(split_name, "test") ? SPLIT_TEST : !strcmp(split_name, "train") ? SPLIT_TRAIN : SPLIT_VAL;
     if (!arg || batch < 1 || (strcmp(split_name, "val") && strcmp(split_name, "test") && strcmp(split_name, "train"))) {
         fprintf(stderr, "usage: gatelab eval RUN [--text FILE | --split val|test] [--windows N] [--sparse] "
-                        "[--tau T | --match-alpha A] [--batch B] [--results DIR]\n");
+                        "[--tau T | --match-alpha A] [--batch B] [--results DIR] [--record]\n");
+        return 2;
+    }
+    if (rec && (text || windows > 0 || tau >= 0 || sparse)) {
+        fprintf(stderr, "gatelab eval: --record writes a headline, which is the whole split: drop --text, --windows, "
+                        "--tau and --sparse\n");
         return 2;
     }
     static gl_run run;
@@ -147,7 +183,9 @@ int cmd_eval(int argc, char **argv) {
         printf(",\"tau\":%.6f,", tau);
         print_result("exit", &r2, is_text, L, mc->seq_len);
     }
-    printf(",\"loss\":%.6f,\"tokens\":%.0f}\n", soft.loss, soft.tokens);
+    printf(",\"loss\":%.6f,\"loss_se\":%.6f,\"tokens\":%.0f}\n", soft.loss, soft.loss_se, soft.tokens);
+    fflush(stdout);
+    if (rec && record(&run, split_name, &soft, match, tau, &r2, err, sizeof err)) goto fail;
     rc = 0;
     goto done;
 fail:

@@ -3,6 +3,11 @@
  * sequence accuracy, and the active fraction of routed or exiting models,
  * accumulated over windows in the model's batch size.  Whatever inference
  * mode the model is set to (m->sparse, m->exit_tau, overrides) applies.
+ *
+ * The standard error of the loss treats each batch of windows as a cluster
+ * (tokens inside a window are not independent; windows far apart nearly are):
+ * with batch means x_b over w_b scored tokens and x̄ their weighted mean,
+ * SE² = n/(n−1) · Σ w_b²(x_b − x̄)² / (Σ w_b)², the cluster-robust estimate.
  */
 #include "evaluate.h"
 
@@ -20,7 +25,8 @@ static double now_s(void) {
 
 typedef struct {
     double loss_sum, scored, tok_right, seq_right, active_sum, active_w;
-    long windows;
+    double w2x2, w2x, w2; /* Σ w²x², Σ w²x, Σ w² over batches (x = batch mean loss, w = its tokens) */
+    long windows, batches;
 } accum;
 
 static void add_batch(gl_model *m, const int *tok, const int *tg, const float *mask, int B, accum *a) {
@@ -28,8 +34,13 @@ static void add_batch(gl_model *m, const int *tok, const int *tg, const float *m
     model_forward(m, tok, tg, mask, B, T);
     double tacc = 0, sacc = 0;
     data_accuracy(m->logits, tg, mask, B, T, V, &tacc, &sacc);
-    a->loss_sum += (double)m->task_loss * m->mask_sum;
-    a->scored += m->mask_sum;
+    const double x = m->task_loss, w = m->mask_sum;
+    a->loss_sum += x * w;
+    a->scored += w;
+    a->w2x2 += w * w * x * x;
+    a->w2x += w * w * x;
+    a->w2 += w * w;
+    a->batches++;
     a->tok_right += tacc * m->mask_sum;
     a->seq_right += sacc * B;
     a->active_sum += (double)m->active_frac * B;
@@ -39,6 +50,13 @@ static void add_batch(gl_model *m, const int *tok, const int *tg, const float *m
 
 static void finish(const accum *a, gl_eval_result *r, double t0) {
     r->loss = a->scored > 0 ? a->loss_sum / a->scored : 0.0;
+    r->loss_se = 0.0;
+    if (a->batches > 1 && a->scored > 0) {
+        const double n = (double)a->batches, xbar = r->loss;
+        double ss = a->w2x2 - 2.0 * xbar * a->w2x + xbar * xbar * a->w2;
+        if (ss < 0) ss = 0; /* rounding */
+        r->loss_se = sqrt(n / (n - 1.0) * ss) / a->scored;
+    }
     r->tokens = a->scored;
     r->tok_acc = a->scored > 0 ? a->tok_right / a->scored : 0.0;
     r->seq_acc = a->windows > 0 ? a->seq_right / a->windows : 0.0;

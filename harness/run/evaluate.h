@@ -10,6 +10,7 @@
 
 typedef struct {
     double loss;        /* mean cross-entropy over scored tokens (nats/token) */
+    double loss_se;     /* standard error of loss: batches of windows as clusters (see evaluate.c); 0 for one batch */
     double tokens;      /* scored tokens */
     double tok_acc;     /* argmax accuracy on scored tokens */
     double seq_acc;     /* share of windows with every scored token right */

@@ -1,0 +1,34 @@
+/*
+ * headline.h — a run's headline numbers: the evaluation of a whole split (not
+ * the few windows a training-time evaluation reads), recorded in the registry
+ * with what it was measured on.  Written at the end of training and by
+ * `gatelab eval RUN --record` for runs trained before; read by tables and the
+ * paper report.
+ *
+ * Metric rows (split = the evaluated split, step = the checkpoint's step):
+ *   final.loss, final.loss_se (nats/token), final.bpc (text), final.token_acc,
+ *   final.seq_acc (tasks), final.active_frac, final.tlops_saved (routed
+ *   models), final.tokens, final.windows — the provenance of the numbers;
+ *   matched.{tau,alpha_target,active_frac,tlops_saved,loss,loss_se,tokens} —
+ *   early exit at the τ whose α matches alpha_target on the same whole split.
+ */
+#ifndef GATELAB_RUN_HEADLINE_H
+#define GATELAB_RUN_HEADLINE_H
+
+#include <stddef.h>
+
+#include "run/evaluate.h"
+#include "store/registry.h"
+
+/* Record r (an evaluation of the whole split called split_name, e.g. "val")
+ * as run_id's headline at step.  is_text: write bpc (else the accuracies);
+ * n_layer > 0 and a routed model: write α and TLOps saved. */
+int headline_record(gl_db *db, const char *run_id, long step, const char *split_name, const gl_eval_result *r,
+                    int is_text, int routed, int n_layer, char *err, size_t errlen);
+
+/* Record an early-exit evaluation r at threshold tau, searched to match
+ * alpha_target, as run_id's matched.* rows. */
+int headline_record_matched(gl_db *db, const char *run_id, long step, const char *split_name, double tau,
+                            double alpha_target, const gl_eval_result *r, int n_layer, char *err, size_t errlen);
+
+#endif
