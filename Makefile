@@ -5,6 +5,8 @@
 #   make asan       the same tests under AddressSanitizer + UBSan (build/asan/)
 #   make demo       the main job: train, sample and show where the files are
 #   make bench      throughput benchmark (prints figures; never asserts timings)
+#   make paper      reproduce the papers' claims: PRESET=smoke|local|full (default local),
+#                   results in results/paper/PRESET/ (REPORT.md), resumable
 #   make figures    gnuplot figures from the registry
 #   make debug      -O0 -g build in build/debug/
 #   make clean
@@ -38,7 +40,7 @@ TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 BENCH_BIN := $(BUILD)/bench_gatelab
 
 .SECONDARY:
-.PHONY: all test asan demo bench figures debug clean deps fixtures
+.PHONY: all test asan demo bench figures debug clean deps fixtures paper
 all: $(BUILD)/gatelab
 
 deps:
@@ -77,6 +79,10 @@ demo: deps all
 
 bench: deps all $(BENCH_BIN)
 	@scripts/bench/run.sh
+
+PRESET ?= local
+paper: deps all
+	@scripts/paper.sh $(PRESET)
 
 figures: deps all
 	@$(BUILD)/gatelab figures

@@ -7,9 +7,9 @@
 #   train   one `gatelab sweep` per line of experiments/paper/PRESET.plan, into
 #           the registry $PAPER_RESULTS/gatelab.db (default results/paper/PRESET);
 #   post    the measurements the claims need, each recorded in the registry
-#           (gatelab paper-post: full-split evaluation, matched-α early exit,
+#           (gatelab paper post: full-split evaluation, matched-α early exit,
 #           sparse inference, gate ablations, head ranking, trace analysis);
-#   report  `gatelab report --paper PRESET` writes $PAPER_RESULTS/REPORT.md and
+#   report  `gatelab paper report PRESET` writes $PAPER_RESULTS/REPORT.md and
 #           its figures from the registry and traces alone.
 #
 # Environment: PAPER_RESULTS (registry + run folders), PAPER_JOBS (parallel
@@ -30,10 +30,25 @@ say() { printf '[paper %s %s] %s\n' "$preset" "$(date +%H:%M:%S)" "$*" >&2; }
 # Lines of the plan: GROUP MANIFEST CLAIMS ARGS...
 plan_lines() { grep -vE '^\s*(#|$)' "$plan"; }
 
+# The text file a manifest trains on ("" for synthetic tasks), and whether it
+# is where gatelab looks: $GATELAB_DATA, then data/, then ../shared/data.
+data_file() { sed -n 's/^file *= *\([^ ;]*\).*/\1/p' "experiments/paper/$1" | head -1; }
+have_data() {
+    [ -z "$1" ] && return 0
+    local d
+    for d in "${GATELAB_DATA:-}" data ../shared/data; do [ -n "$d" ] && [ -f "$d/$1" ] && return 0; done
+    return 1
+}
+
 stage_train() {
     local n=0 total; total=$(plan_lines | wc -l)
     while read -r group manifest claims args; do
         n=$((n + 1))
+        local file; file=$(data_file "$manifest")
+        if ! have_data "$file"; then
+            say "train $n/$total: paper-$group SKIPPED: $file not found (GATELAB_DATA, data/, ../shared/data; \`make data\` fetches it); claims $claims stay \"not run\""
+            continue
+        fi
         say "train $n/$total: paper-$group (claims $claims): $args"
         # shellcheck disable=SC2086 # args is a list of key=value words
         "$BIN" sweep "experiments/paper/$manifest" $args log.experiment="paper-$group" \
@@ -43,12 +58,18 @@ stage_train() {
 
 stage_post() {
     say "post: measurements for the claims"
-    "$BIN" paper-post --results "$RES"
+    "$BIN" paper post --results "$RES"
 }
 
 stage_report() {
+    say "report: figures"
+    local group rest
+    while read -r group rest; do
+        "$BIN" figures "paper-$group" --results "$RES" --out "$RES/figures" >/dev/null ||
+            say "figures of paper-$group: some could not be drawn (see above); the report links those that were"
+    done < <(plan_lines)
     say "report"
-    "$BIN" report --paper "$preset" --results "$RES"
+    "$BIN" paper report "$preset" --results "$RES"
 }
 
 case "$stage" in

@@ -27,6 +27,7 @@ static const command commands[] = {
     {"ablate", cmd_ablate, "ablate RUN --mode zero|mean|full-depth|random|exit [--layers 1,3] [--heads 2:0,3:1] [--taus T,...] [--windows N] [--db PATH]"},
     {"heads", cmd_heads, "heads RUN [--windows N] [--out DIR] [--db PATH] [--no-figure]"},
     {"tables", cmd_tables, "tables [EXPERIMENT] [--db PATH] [--results DIR] [--out DIR]"},
+    {"paper", cmd_paper, "paper post | paper report PRESET [--results DIR] [--out DIR]   (stages of make paper)"},
     {"figures", cmd_figures, "figures [EXPERIMENT] [--db PATH] [--results DIR] [--out DIR]"},
 };
 

@@ -1,0 +1,58 @@
+/*
+ * paper.h — the published claims of the SATFormer and TSA papers, each tested
+ * against the runs of `make paper` and written as one row of a report
+ * (REPORT.md) that sets the paper's number beside ours.
+ *
+ * Everything comes from the registry (results_db.h) and the plan that made the
+ * runs (experiments/paper/PRESET.plan); nothing is typed by hand.  Each claim
+ * is a function of the collected runs that fills a paper_row: the paper's
+ * number, ours (mean ± sd over seeds, n), the difference that decides it with
+ * a 95 % t-interval over seeds (paired by seed), the verdict by the rule
+ * written beside it, and the scale and token budget it rests on.
+ */
+#ifndef GATELAB_ANALYSIS_PAPER_H
+#define GATELAB_ANALYSIS_PAPER_H
+
+#include <stddef.h>
+
+#include "results_db.h"
+#include "tables.h"
+
+/* One finished run with what the claims read. NaN = not measured. */
+typedef struct {
+    tables_run t;            /* identity: data, variant, scale, seed, λ, ... */
+    char value[16], depth[16], cross[16]; /* model.value_residual, depth_routing, cross_layer */
+    long steps, batch, seq_len;
+    double loss, loss_se;    /* final.* on the whole validation split (nats/token) */
+    double alpha, tlops;     /* final.active_frac, final.tlops_saved (routed models) */
+    double tok_acc, seq_acc; /* final.* (synthetic tasks) */
+    double m_loss, m_alpha, m_tau, m_target; /* matched.* (early exit at TSA's α) */
+    double zero_dl, mean_dl; /* ablation: ΔL with every gate zeroed / set to its mean */
+    double train_tps;        /* mean training tokens/s (first log row skipped) */
+    double wall_s;           /* first to last training metric (s) */
+    double t0, t1;           /* wall time (unix s) of the first and last training metric */
+    double late_alpha, early_alpha;     /* SATFormer: mean α of the later / earlier half of blocks ≥ 1 */
+    double late_sem, late_other;        /* mean α of later-half blocks on semantic / other tokens */
+    double head_gini;        /* Gini of per-(block, head) mean α: 0 even, 1 all on one head */
+} paper_run;
+
+/* The FINISHED runs of the registry (all experiments) with the fields above.
+ * *runs is malloc'd (the caller frees it).  Returns 0 or -1. */
+int paper_collect(rdb *db, paper_run **runs, int *n, char *err, size_t errlen);
+
+/* TSA's λ* for a data set and scale: the λ whose mean final α over seeds is
+ * nearest target (the paper's α for the claim).  Returns 1 found, 0 none. */
+int paper_lambda_star(const paper_run *runs, int n, const char *data, const char *scale, double target,
+                      double *lambda);
+
+/* Write out_dir/REPORT.md for the runs of preset (plan_path lists the groups,
+ * their claims and the sweep arguments that made them; results is where the
+ * registry lives, for the regenerate commands).  *n_rows gets the claims
+ * written.  Returns 0 or -1. */
+int paper_report(rdb *db, const char *preset, const char *plan_path, const char *results, const char *out_dir,
+                 int *n_rows, char *err, size_t errlen);
+
+/* Two-sided 95 % Student t quantile for df degrees of freedom (df ≥ 1). */
+double paper_t95(int df);
+
+#endif

@@ -1,0 +1,192 @@
+/*
+ * cmd_paper.c — `gatelab paper post|report`: the two stages of `make paper`
+ * (scripts/paper.sh) that follow the training sweeps.
+ *
+ *   gatelab paper post [--results DIR]
+ *       Measures what the claims need and records it in DIR/gatelab.db, for
+ *       every FINISHED run that lacks it (so a rerun repeats nothing):
+ *       1. the headline: the whole validation split (`eval --record`);
+ *       2. SATFormer and ResFormer: every gate zeroed (`ablate --mode zero
+ *          --windows 128`), SATFormer's also set to its mean (--mode mean;
+ *          ResFormer's λ1 is a constant, so its mean is itself); SATFormer and TSA: the
+ *          trace analysis (`analyze`);
+ *       3. early exit: τ matched to the α of the TSA run of the same data,
+ *          scale and seed at λ* (the λ whose mean α is nearest the paper's
+ *          0.726), on the whole split (`eval --match-alpha A --record`).
+ *   gatelab paper report PRESET [--results DIR] [--out DIR]
+ *       Writes OUT/REPORT.md (default DIR) from the registry: analysis/paper.c.
+ *
+ * The stages call the subcommands in-process with the arguments a user would
+ * type, so what the report reads is exactly what those commands record.
+ */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis/paper.h"
+#include "analysis/results_db.h"
+#include "cli.h"
+#include "store/rundir.h"
+
+typedef int (*subcommand)(int argc, char **argv);
+
+/* Run a subcommand with a NULL-terminated argument list; returns its exit code. */
+static int pp_call(subcommand fn, const char *first, ...) {
+    char *argv[24];
+    int argc = 0;
+    va_list ap;
+    va_start(ap, first);
+    for (const char *a = first; a && argc < 23; a = va_arg(ap, const char *)) argv[argc++] = (char *)a;
+    va_end(ap);
+    argv[argc] = NULL;
+    fflush(stdout);
+    int rc = fn(argc, argv);
+    fflush(stdout);
+    return rc;
+}
+
+static int pp_has(rdb *db, const char *run, const char *split, const char *name) {
+    char err[256];
+    double v;
+    return rdb_metric_last(db, run, split, name, &v, NULL, err, sizeof err) == 1;
+}
+
+static int pp_open(rdb **db, const char *results, char *err, size_t errlen) {
+    char path[GL_PATH_MAX + 16];
+    snprintf(path, sizeof path, "%s/gatelab.db", results);
+    return rdb_open(db, path, err, errlen);
+}
+
+/* Stages 1 and 2 for one run.  Returns the number of failed measurements. */
+static int pp_measure(rdb *db, const paper_run *r, const char *results) {
+    const char *id = r->t.run_id;
+    int bad = 0;
+    if (!pp_has(db, id, "val", "final.loss")) {
+        fprintf(stderr, "[paper post] %s: whole-split evaluation\n", id);
+        bad += pp_call(cmd_eval, "eval", id, "--record", "--results", results, NULL) != 0;
+    }
+    const int gated = !strcmp(r->value, "satformer") || !strcmp(r->value, "resformer");
+    if (gated && !pp_has(db, id, "ablation", "zero.all.delta_loss")) {
+        fprintf(stderr, "[paper post] %s: gates zeroed\n", id);
+        bad += pp_call(cmd_ablate, "ablate", id, "--mode", "zero", "--windows", "128", "--results", results, NULL) != 0;
+    }
+    /* ResFormer's λ1 is one constant per block: its mean ablation is the identity (ablate refuses it) */
+    if (!strcmp(r->value, "satformer") && !pp_has(db, id, "ablation", "mean.all.delta_loss")) {
+        fprintf(stderr, "[paper post] %s: gates at their mean\n", id);
+        bad += pp_call(cmd_ablate, "ablate", id, "--mode", "mean", "--windows", "128", "--results", results, NULL) != 0;
+    }
+    const int traced = !strcmp(r->value, "satformer") || !strcmp(r->depth, "tsa");
+    if (traced && !pp_has(db, id, "analysis", !strcmp(r->value, "satformer") ? "alpha_mean" : "active_frac")) {
+        fprintf(stderr, "[paper post] %s: trace analysis\n", id);
+        bad += pp_call(cmd_analyze, "analyze", id, "--results", results, NULL) != 0;
+    }
+    return bad;
+}
+
+/* Stage 3: early exit matched to TSA's α, paired by seed. */
+static int pp_match(const paper_run *runs, int n, rdb *db, const char *results) {
+    int bad = 0;
+    for (int i = 0; i < n; i++) {
+        const paper_run *e = &runs[i];
+        if (strcmp(e->depth, "early_exit") || pp_has(db, e->t.run_id, "val", "matched.loss")) continue;
+        double lstar;
+        if (!paper_lambda_star(runs, n, e->t.data, e->t.scale, 0.726, &lstar)) {
+            fprintf(stderr, "[paper post] %s: no TSA run of %s at scale %s to match; skipped\n", e->t.run_id,
+                    e->t.data, e->t.scale);
+            continue;
+        }
+        const paper_run *t = NULL;
+        for (int j = 0; j < n && !t; j++)
+            if (!strcmp(runs[j].depth, "tsa") && !strcmp(runs[j].t.data, e->t.data) &&
+                !strcmp(runs[j].t.scale, e->t.scale) && !strcmp(runs[j].t.seed, e->t.seed) &&
+                runs[j].steps == e->steps && fabs(runs[j].t.lambda - lstar) < 1e-9 && !isnan(runs[j].alpha))
+                t = &runs[j];
+        if (!t) {
+            fprintf(stderr, "[paper post] %s: no TSA run at λ* = %g with seed %s; skipped\n", e->t.run_id, lstar,
+                    e->t.seed);
+            continue;
+        }
+        char alpha[32];
+        snprintf(alpha, sizeof alpha, "%.6f", t->alpha);
+        fprintf(stderr, "[paper post] %s: early exit matched to α %s of %s (λ* = %g)\n", e->t.run_id, alpha,
+                t->t.run_id, lstar);
+        bad += pp_call(cmd_eval, "eval", e->t.run_id, "--match-alpha", alpha, "--record", "--results", results,
+                       NULL) != 0;
+    }
+    return bad;
+}
+
+static int paper_post(const char *results) {
+    char err[1024];
+    rdb *db = NULL;
+    paper_run *runs = NULL;
+    int n = 0, bad = 0;
+    if (pp_open(&db, results, err, sizeof err) || paper_collect(db, &runs, &n, err, sizeof err)) goto fail;
+    fprintf(stderr, "[paper post] %d finished runs in %s\n", n, results);
+    for (int i = 0; i < n; i++) bad += pp_measure(db, &runs[i], results);
+    free(runs);
+    runs = NULL;
+    if (paper_collect(db, &runs, &n, err, sizeof err)) goto fail; /* now with the headlines */
+    bad += pp_match(runs, n, db, results);
+    free(runs);
+    rdb_close(db);
+    if (bad) fprintf(stderr, "gatelab paper post: %d measurement%s failed (messages above); rerun to retry them\n", bad,
+                     bad == 1 ? "" : "s");
+    return bad ? 1 : 0;
+fail:
+    fprintf(stderr, "gatelab paper post: %s\n", err);
+    free(runs);
+    rdb_close(db);
+    return 1;
+}
+
+static int paper_report_cmd(const char *preset, const char *results, const char *out) {
+    char err[1024], plan[GL_PATH_MAX + 64], rel[128];
+    snprintf(rel, sizeof rel, "experiments/paper/%s.plan", preset);
+    run_repo_path(plan, sizeof plan, rel);
+    rdb *db = NULL;
+    int rows = 0;
+    if (pp_open(&db, results, err, sizeof err) ||
+        paper_report(db, preset, plan, results, out ? out : results, &rows, err, sizeof err)) {
+        fprintf(stderr, "gatelab paper report: %s\n", err);
+        rdb_close(db);
+        return 1;
+    }
+    rdb_close(db);
+    printf("wrote %s/REPORT.md: %d claim rows\n", out ? out : results, rows);
+    return 0;
+}
+
+static void paper_usage(FILE *f) {
+    fprintf(f, "usage: gatelab paper post [--results DIR]\n"
+               "       gatelab paper report PRESET [--results DIR] [--out DIR]\n"
+               "  The stages of `make paper PRESET=smoke|local|full` after training (scripts/paper.sh).\n");
+}
+
+int cmd_paper(int argc, char **argv) {
+    const char *stage = argc > 1 ? argv[1] : NULL, *preset = NULL, *results = NULL, *out = NULL;
+    for (int i = 2; i < argc; i++) {
+        if (!strcmp(argv[i], "--results") && i + 1 < argc) results = argv[++i];
+        else if (!strcmp(argv[i], "--out") && i + 1 < argc) out = argv[++i];
+        else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+            paper_usage(stdout);
+            return 0;
+        } else if (argv[i][0] != '-' && !preset) preset = argv[i];
+        else {
+            fprintf(stderr, "gatelab paper: unknown or incomplete argument '%s'\n", argv[i]);
+            paper_usage(stderr);
+            return 2;
+        }
+    }
+    if (stage && (!strcmp(stage, "-h") || !strcmp(stage, "--help"))) {
+        paper_usage(stdout);
+        return 0;
+    }
+    if (!results) results = run_results_dir(NULL);
+    if (stage && !strcmp(stage, "post") && !preset) return paper_post(results);
+    if (stage && !strcmp(stage, "report") && preset) return paper_report_cmd(preset, results, out);
+    paper_usage(stderr);
+    return 2;
+}
