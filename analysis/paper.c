@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "paper_fig.h"
 #include "report.h"
 
 /* ---- statistics ---- */
@@ -158,6 +159,7 @@ static void pc_one(rdb *db, paper_run *p, int *fail, char *err, size_t errlen) {
     p->m_alpha = pc_last(db, id, "val", "matched.active_frac", fail, err, errlen);
     p->m_tau = pc_last(db, id, "val", "matched.tau", fail, err, errlen);
     p->m_target = pc_last(db, id, "val", "matched.alpha_target", fail, err, errlen);
+    p->m_tlops = pc_last(db, id, "val", "matched.tlops_saved", fail, err, errlen);
     p->zero_dl = pc_last(db, id, "ablation", "zero.all.delta_loss", fail, err, errlen);
     p->mean_dl = pc_last(db, id, "ablation", "mean.all.delta_loss", fail, err, errlen);
     p->train_tps = p->t.tokens_per_s;
@@ -761,25 +763,52 @@ static void write_runs(FILE *f, const pctx *c) {
 
 static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
-/* Link every figure that `make paper` drew under out_dir/figures (PNG). */
-static void write_figures(FILE *f, const char *out_dir) {
+static const struct {
+    const char *name, *caption;
+} fig_captions[] = {
+    {"paper_pareto", "Claims 3, 5–7: TLOps saved against whole-split validation loss over λ (mean ± sd over seeds), "
+                     "the dense model at 0 %, and early exit at the τ matched to TSA's α at λ*."},
+    {"paper_alpha_heatmap", "Claim 10: SATFormer's mean gate α per block and KV head (block 0 has no gate), mean over "
+                            "seeds, from the traced probe tokens."},
+    {"paper_category", "Claim 11: SATFormer's mean α per block on semantic, structural and functional tokens, mean ± sd "
+                       "over seeds."},
+    {"paper_ablation", "Claim 12: loss increase when every gate is zeroed or set to its mean (SATFormer), or ResFormer's "
+                       "λ1 is zeroed; mean ± sd over seeds."},
+    {"paper_loss_time", "Claim 14: training loss against wall-clock time, seed 1 of each variant (timed on a shared "
+                        "machine)."},
+};
+
+/* The seed-aggregated figures with captions, then links to the per-run figures
+ * that `gatelab figures paper-GROUP` drew into out_dir/figures. */
+static void write_figures(FILE *f, const char *out_dir, const paper_figs *pf, const char *fig_err) {
+    fprintf(f, "\n## Figures\n\n");
+    for (size_t k = 0; k < sizeof fig_captions / sizeof fig_captions[0]; k++) {
+        int made = 0;
+        for (int i = 0; i < pf->n_made; i++) made |= !strcmp(pf->made[i], fig_captions[k].name);
+        if (made) fprintf(f, "![%s](figures/%s.png)\n\n%s (`figures/%s.tsv` holds the numbers.)\n\n", fig_captions[k].name,
+                          fig_captions[k].name, fig_captions[k].caption, fig_captions[k].name);
+    }
+    for (int i = 0; i < pf->n_skipped; i++) fprintf(f, "- not drawn: %s\n", pf->skipped[i]);
+    if (fig_err && *fig_err) fprintf(f, "- a figure failed: %s\n", fig_err);
     char dir[4200];
     snprintf(dir, sizeof dir, "%s/figures", out_dir);
     DIR *d = opendir(dir);
     if (!d) return;
-    char *names[256];
+    char *names[1024];
     int n = 0;
-    for (struct dirent *e; (e = readdir(d)) && n < 256;) {
+    for (struct dirent *e; (e = readdir(d)) && n < 1024;) {
         size_t l = strlen(e->d_name);
-        if (l > 4 && !strcmp(e->d_name + l - 4, ".png")) names[n++] = strdup(e->d_name);
+        if (l > 4 && !strcmp(e->d_name + l - 4, ".png") && strncmp(e->d_name, "paper_", 6))
+            names[n++] = strdup(e->d_name);
     }
     closedir(d);
     qsort(names, (size_t)n, sizeof *names, cmp_str);
-    if (n) fprintf(f, "\n## Figures\n\nDrawn by `gatelab figures paper-GROUP` for each group of the plan.\n\n");
+    if (n) fprintf(f, "\nPer-run figures (`gatelab figures paper-GROUP`): ");
     for (int i = 0; i < n; i++) {
-        if (names[i]) fprintf(f, "### %s\n\n![%s](figures/%s)\n\n", names[i], names[i], names[i]);
+        if (names[i]) fprintf(f, "%s[%.*s](figures/%s)", i ? ", " : "", (int)strlen(names[i]) - 4, names[i], names[i]);
         free(names[i]);
     }
+    if (n) fprintf(f, ".\n");
 }
 
 int paper_report(rdb *db, const char *preset, const char *plan_path, const char *results, const char *out_dir,
@@ -793,8 +822,12 @@ int paper_report(rdb *db, const char *preset, const char *plan_path, const char 
     for (int i = 0; i < n; i++)
         if (!strcmp(runs[i].t.data, "tinyshakespeare") && !strcmp(runs[i].value, "satformer")) c.scale = runs[i].t.scale;
     if (!paper_lambda_star(runs, n, "tinyshakespeare", c.scale, 0.726, &c.lstar)) c.lstar = NAN;
-    char path[4200];
-    if (report_mkdir_p(out_dir, err, errlen)) goto done;
+    char path[4200], fig_err[1024] = "";
+    snprintf(path, sizeof path, "%s/figures", out_dir);
+    if (report_mkdir_p(path, err, errlen)) goto done;
+    paper_figs figs;
+    if (paper_figures(db, runs, n, c.scale, path, &figs, fig_err, sizeof fig_err))
+        fprintf(stderr, "gatelab paper report: %s (the report goes on without it)\n", fig_err);
     snprintf(path, sizeof path, "%s/REPORT.md", out_dir);
     char tmp[4300];
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
@@ -822,7 +855,7 @@ int paper_report(rdb *db, const char *preset, const char *plan_path, const char 
                    "first training step to the last (runs in parallel, sharing the machine).\n\n",
                 n, tokens / 1e6, train_s, (t1 - t0) / 3600.0);
     if (write_rows(f, &c, plan_path, results, n_rows) == 0) write_runs(f, &c);
-    write_figures(f, out_dir);
+    write_figures(f, out_dir, &figs, fig_err);
     int bad = ferror(f);
     if (fclose(f) || bad) {
         snprintf(err, errlen, "writing %s failed (disk full?)", tmp);

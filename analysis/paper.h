@@ -26,7 +26,7 @@ typedef struct {
     double loss, loss_se;    /* final.* on the whole validation split (nats/token) */
     double alpha, tlops;     /* final.active_frac, final.tlops_saved (routed models) */
     double tok_acc, seq_acc; /* final.* (synthetic tasks) */
-    double m_loss, m_alpha, m_tau, m_target; /* matched.* (early exit at TSA's α) */
+    double m_loss, m_alpha, m_tau, m_target, m_tlops; /* matched.* (early exit at TSA's α) */
     double zero_dl, mean_dl; /* ablation: ΔL with every gate zeroed / set to its mean */
     double train_tps;        /* mean training tokens/s (first log row skipped) */
     double wall_s;           /* first to last training metric (s) */

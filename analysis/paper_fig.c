@@ -1,0 +1,317 @@
+/*
+ * paper_fig.c — the report's figures, each over seeds (paper.h): the λ
+ * Pareto curve with early exit at matched α, the layer × KV-head map of
+ * SATFormer's mean gate, its gate per token category and block, the gate
+ * ablations, and training loss against wall-clock time.
+ *
+ * Each figure is a TSV written next to its PNG/PDF (so a reader can replot
+ * it) and drawn by scripts/plots/paper_*.gp or heatmap.gp through
+ * figures_gnuplot.  A figure without data is skipped with its reason.
+ *
+ * Not here: which runs answer which claim (paper.c), per-run figures
+ * (figures.c).
+ */
+#include "paper_fig.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "figures.h"
+
+typedef struct {
+    double sum, sq;
+    int n;
+} acc;
+
+static void acc_add(acc *a, double v) {
+    if (isnan(v)) return;
+    a->sum += v;
+    a->sq += v * v;
+    a->n++;
+}
+static double acc_mean(const acc *a) { return a->n ? a->sum / a->n : NAN; }
+static double acc_sd(const acc *a) {
+    if (a->n < 2) return NAN;
+    double m = a->sum / a->n, v = (a->sq - a->n * m * m) / (a->n - 1);
+    return v > 0 ? sqrt(v) : 0.0;
+}
+
+static void pf_num(FILE *f, double v) {
+    if (isnan(v)) fprintf(f, "\tnan");
+    else fprintf(f, "\t%.6g", v);
+}
+
+static int pf_is(const paper_run *r, const char *data, const char *scale, const char *value, const char *depth,
+                 const char *cross) {
+    return !strcmp(r->t.data, data) && !strcmp(r->t.scale, scale) && (!value || !strcmp(r->value, value)) &&
+           (!depth || !strcmp(r->depth, depth)) && (!cross || !strcmp(r->cross, cross));
+}
+
+/* Open dir/name.tsv for writing; NULL with err set on failure. */
+static FILE *pf_open(const char *dir, const char *name, char *path, size_t plen, char *err, size_t errlen) {
+    snprintf(path, plen, "%s/%s.tsv", dir, name);
+    FILE *f = fopen(path, "w");
+    if (!f) snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
+    return f;
+}
+
+static int pf_draw(paper_figs *s, const char *script, const char *tsv, const char *dir, const char *name,
+                   const char *vars, char *err, size_t errlen) {
+    char base[4200];
+    snprintf(base, sizeof base, "%s/%s", dir, name);
+    if (figures_gnuplot(script, tsv, base, vars, err, errlen)) return -1;
+    if (s->n_made < PAPER_FIGS_MAX) snprintf(s->made[s->n_made++], sizeof s->made[0], "%s", name);
+    return 0;
+}
+
+static void pf_skip(paper_figs *s, const char *name, const char *why) {
+    if (s->n_skipped < PAPER_FIGS_MAX)
+        snprintf(s->skipped[s->n_skipped++], sizeof s->skipped[0], "%s: %s", name, why);
+}
+
+/* λ Pareto: TSA per λ, dense at 0 %, early exit at the matched τ. */
+static int fig_pareto(const paper_run *r, int n, const char *scale, const char *dir, paper_figs *s, char *err,
+                      size_t errlen) {
+    double lam[32];
+    int nl = 0;
+    for (int i = 0; i < n && nl < 32; i++) {
+        if (!pf_is(&r[i], "tinyshakespeare", scale, NULL, "tsa", NULL)) continue;
+        int dup = 0;
+        for (int j = 0; j < nl; j++) dup |= fabs(lam[j] - r[i].t.lambda) < 1e-12;
+        if (!dup) lam[nl++] = r[i].t.lambda;
+    }
+    if (!nl) {
+        pf_skip(s, "paper_pareto", "no TSA runs on Tiny Shakespeare");
+        return 0;
+    }
+    for (int i = 1; i < nl; i++) /* λ ascending */
+        for (int j = i; j > 0 && lam[j - 1] > lam[j]; j--) {
+            double t = lam[j];
+            lam[j] = lam[j - 1];
+            lam[j - 1] = t;
+        }
+    char path[4200];
+    FILE *f = pf_open(dir, "paper_pareto", path, sizeof path, err, errlen);
+    if (!f) return -1;
+    fprintf(f, "TSA (λ)\tsaved\tsaved_sd\tloss\tloss_sd\n");
+    for (int k = 0; k < nl; k++) {
+        acc sv = {0}, ls = {0};
+        for (int i = 0; i < n; i++)
+            if (pf_is(&r[i], "tinyshakespeare", scale, NULL, "tsa", NULL) && fabs(r[i].t.lambda - lam[k]) < 1e-12)
+                acc_add(&sv, 100 * r[i].tlops), acc_add(&ls, r[i].loss);
+        fprintf(f, "%g", lam[k]);
+        pf_num(f, acc_mean(&sv)), pf_num(f, acc_sd(&sv)), pf_num(f, acc_mean(&ls)), pf_num(f, acc_sd(&ls));
+        fprintf(f, "\n");
+    }
+    acc ls = {0}, esv = {0}, els = {0}, etau = {0};
+    for (int i = 0; i < n; i++) {
+        if (pf_is(&r[i], "tinyshakespeare", scale, "none", "none", "none")) acc_add(&ls, r[i].loss);
+        if (pf_is(&r[i], "tinyshakespeare", scale, NULL, "early_exit", NULL) && !isnan(r[i].m_loss))
+            acc_add(&esv, 100 * r[i].m_tlops), acc_add(&els, r[i].m_loss), acc_add(&etau, r[i].m_tau);
+    }
+    fprintf(f, "\n\ndense\tsaved\tsaved_sd\tloss\tloss_sd\n\t0\t0");
+    pf_num(f, acc_mean(&ls)), pf_num(f, acc_sd(&ls));
+    fprintf(f, "\n");
+    if (els.n) {
+        fprintf(f, "\n\nearly exit (τ matched to TSA's α at λ*)\tsaved\tsaved_sd\tloss\tloss_sd\nτ=%.2f", acc_mean(&etau));
+        pf_num(f, acc_mean(&esv)), pf_num(f, acc_sd(&esv)), pf_num(f, acc_mean(&els)), pf_num(f, acc_sd(&els));
+        fprintf(f, "\n");
+    }
+    if (fclose(f)) {
+        snprintf(err, errlen, "writing %s failed", path);
+        return -1;
+    }
+    return pf_draw(s, "paper_pareto.gp", path, dir, "paper_pareto",
+                   "title='Tiny Shakespeare: TLOps saved vs whole-split loss, mean ± sd over seeds'", err, errlen);
+}
+
+/* The SATFormer gate map, block × KV head, averaged over seeds. */
+static int fig_heatmap(rdb *db, const paper_run *r, int n, const char *scale, const char *dir, paper_figs *s,
+                       char *err, size_t errlen) {
+    enum { MAXL = 64, MAXH = 64 };
+    static acc cell[MAXL][MAXH];
+    memset(cell, 0, sizeof cell);
+    int L = 0, H = 0, runs = 0;
+    for (int i = 0; i < n; i++) {
+        if (!pf_is(&r[i], "tinyshakespeare", scale, "satformer", "none", "none")) continue;
+        char v[32] = "";
+        if (rdb_param(db, r[i].t.run_id, "model.n_layer", v, sizeof v, err, errlen) < 0) return -1;
+        int l = atoi(v);
+        if (rdb_param(db, r[i].t.run_id, "model.n_kv_head", v, sizeof v, err, errlen) < 0) return -1;
+        int h = atoi(v);
+        if (l > MAXL || h > MAXH) continue;
+        L = l, H = h, runs++;
+        for (int b = 1; b < l; b++)
+            for (int k = 0; k < h; k++) {
+                char name[64];
+                double a = NAN;
+                snprintf(name, sizeof name, "alpha_mean.L%d.H%d", b, k);
+                if (rdb_metric_last(db, r[i].t.run_id, "analysis", name, &a, NULL, err, errlen) < 0) return -1;
+                acc_add(&cell[b][k], a);
+            }
+    }
+    if (!runs || L < 2) {
+        pf_skip(s, "paper_alpha_heatmap", "no analysed SATFormer runs on Tiny Shakespeare");
+        return 0;
+    }
+    char path[4200];
+    FILE *f = pf_open(dir, "paper_alpha_heatmap", path, sizeof path, err, errlen);
+    if (!f) return -1;
+    fprintf(f, "block\tkv_head\tmean_alpha\n");
+    double lo = INFINITY, hi = -INFINITY;
+    for (int b = 1; b < L; b++)
+        for (int k = 0; k < H; k++) {
+            double m = acc_mean(&cell[b][k]);
+            fprintf(f, "%d\t%d", b, k);
+            pf_num(f, m);
+            fprintf(f, "\n");
+            if (!isnan(m)) lo = fmin(lo, m), hi = fmax(hi, m);
+        }
+    if (!(hi > lo)) lo = isfinite(lo) ? lo - 0.5 : 0, hi = isfinite(hi) ? hi + 0.5 : 1; /* a range around a constant */
+    if (fclose(f)) {
+        snprintf(err, errlen, "writing %s failed", path);
+        return -1;
+    }
+    char vars[256];
+    snprintf(vars, sizeof vars,
+             "title='SATFormer mean gate α per block and KV head, mean of %d seeds'; cblabel='mean α'; cbmin=%.9g; "
+             "cbmax=%.9g",
+             runs, lo, hi);
+    return pf_draw(s, "heatmap.gp", path, dir, "paper_alpha_heatmap", vars, err, errlen);
+}
+
+/* Mean α per block and token category over the SATFormer seeds. */
+static int fig_category(rdb *db, const paper_run *r, int n, const char *scale, const char *dir, paper_figs *s,
+                        char *err, size_t errlen) {
+    enum { MAXL = 64 };
+    static const char *cat[3] = {"semantic", "structural", "functional"};
+    acc a[MAXL][3];
+    memset(a, 0, sizeof a);
+    int L = 0;
+    for (int i = 0; i < n; i++) {
+        if (!pf_is(&r[i], "tinyshakespeare", scale, "satformer", "none", "none")) continue;
+        char v[32] = "";
+        if (rdb_param(db, r[i].t.run_id, "model.n_layer", v, sizeof v, err, errlen) < 0) return -1;
+        L = atoi(v) < MAXL ? atoi(v) : MAXL;
+        for (int b = 1; b < L; b++)
+            for (int c = 0; c < 3; c++) {
+                char name[64];
+                double x = NAN;
+                snprintf(name, sizeof name, "alpha_mean.L%d.%s", b, cat[c]);
+                if (rdb_metric_last(db, r[i].t.run_id, "analysis", name, &x, NULL, err, errlen) < 0) return -1;
+                acc_add(&a[b][c], x);
+            }
+    }
+    if (L < 2 || !a[1][0].n) {
+        pf_skip(s, "paper_category", "no analysed SATFormer runs on Tiny Shakespeare");
+        return 0;
+    }
+    char path[4200];
+    FILE *f = pf_open(dir, "paper_category", path, sizeof path, err, errlen);
+    if (!f) return -1;
+    fprintf(f, "block\tsemantic\tsd\tstructural\tsd\tfunctional\tsd\n");
+    for (int b = 1; b < L; b++) {
+        fprintf(f, "%d", b);
+        for (int c = 0; c < 3; c++) pf_num(f, acc_mean(&a[b][c])), pf_num(f, acc_sd(&a[b][c]));
+        fprintf(f, "\n");
+    }
+    if (fclose(f)) {
+        snprintf(err, errlen, "writing %s failed", path);
+        return -1;
+    }
+    return pf_draw(s, "paper_category.gp", path, dir, "paper_category",
+                   "title='SATFormer mean α by token category and block, mean ± sd over seeds'", err, errlen);
+}
+
+/* ΔL when the gates are zeroed or set to their mean, over seeds. */
+static int fig_ablation(const paper_run *r, int n, const char *scale, const char *dir, paper_figs *s, char *err,
+                        size_t errlen) {
+    acc sz = {0}, sm = {0}, rz = {0};
+    for (int i = 0; i < n; i++) {
+        if (pf_is(&r[i], "tinyshakespeare", scale, "satformer", "none", "none"))
+            acc_add(&sz, r[i].zero_dl), acc_add(&sm, r[i].mean_dl);
+        if (pf_is(&r[i], "tinyshakespeare", scale, "resformer", "none", "none")) acc_add(&rz, r[i].zero_dl);
+    }
+    if (!sz.n && !rz.n) {
+        pf_skip(s, "paper_ablation", "no ablated SATFormer or ResFormer runs on Tiny Shakespeare");
+        return 0;
+    }
+    char path[4200];
+    FILE *f = pf_open(dir, "paper_ablation", path, sizeof path, err, errlen);
+    if (!f) return -1;
+    fprintf(f, "intervention\tdelta_loss\tsd\n");
+    const struct {
+        const char *label;
+        const acc *a;
+    } rows[] = {{"SATFormer: α := 0", &sz}, {"SATFormer: α := its mean", &sm}, {"ResFormer: λ1 := 0", &rz}};
+    for (size_t k = 0; k < 3; k++) {
+        if (!rows[k].a->n) continue;
+        fprintf(f, "%s", rows[k].label);
+        pf_num(f, acc_mean(rows[k].a)), pf_num(f, acc_sd(rows[k].a));
+        fprintf(f, "\n");
+    }
+    if (fclose(f)) {
+        snprintf(err, errlen, "writing %s failed", path);
+        return -1;
+    }
+    return pf_draw(s, "paper_bars.gp", path, dir, "paper_ablation",
+                   "title='Gate ablations: loss increase, mean ± sd over seeds'; ylab='ΔL (nats/token)'", err, errlen);
+}
+
+/* Training loss against wall-clock time, seed 1 of each variant. */
+static int fig_loss_time(rdb *db, const paper_run *r, int n, const char *scale, const char *dir, paper_figs *s,
+                         char *err, size_t errlen) {
+    const struct {
+        const char *title, *value, *cross;
+    } v[] = {{"plain", "none", "none"}, {"ResFormer", "resformer", "none"}, {"SATFormer", "satformer", "none"},
+             {"Hyper-Connections", "none", "hyper"}, {"MUDDFormer", "none", "mudd"}, {"DenseFormer", "none", "denseformer"}};
+    char path[4200];
+    FILE *f = NULL;
+    int curves = 0;
+    for (size_t k = 0; k < sizeof v / sizeof v[0]; k++) {
+        const paper_run *q = NULL;
+        for (int i = 0; i < n && !q; i++)
+            if (pf_is(&r[i], "tinyshakespeare", scale, v[k].value, "none", v[k].cross) && !strcmp(r[i].t.seed, "1"))
+                q = &r[i];
+        if (!q) continue;
+        rdb_point *pts = NULL;
+        int np = 0;
+        if (rdb_metric_series(db, q->t.run_id, "train", "loss", &pts, &np, err, errlen)) goto fail;
+        if (np > 1) {
+            if (!f && !(f = pf_open(dir, "paper_loss_time", path, sizeof path, err, errlen))) {
+                free(pts);
+                return -1;
+            }
+            fprintf(f, "%s%s\tloss\n", curves ? "\n\n" : "", v[k].title);
+            for (int j = 0; j < np; j++) fprintf(f, "%.3f\t%.6g\n", pts[j].wall_time - pts[0].wall_time, pts[j].value);
+            curves++;
+        }
+        free(pts);
+    }
+    if (!curves) {
+        pf_skip(s, "paper_loss_time", "no seed-1 runs of the value or cross-layer variants on Tiny Shakespeare");
+        return 0;
+    }
+    if (fclose(f)) {
+        snprintf(err, errlen, "writing %s failed", path);
+        return -1;
+    }
+    return pf_draw(s, "paper_loss_time.gp", path, dir, "paper_loss_time",
+                   "title='Training loss against wall-clock time (seed 1; shared machine)'", err, errlen);
+fail:
+    if (f) fclose(f);
+    return -1;
+}
+
+int paper_figures(rdb *db, const paper_run *runs, int n, const char *scale, const char *dir, paper_figs *s,
+                  char *err, size_t errlen) {
+    memset(s, 0, sizeof *s);
+    if (fig_pareto(runs, n, scale, dir, s, err, errlen) || fig_heatmap(db, runs, n, scale, dir, s, err, errlen) ||
+        fig_category(db, runs, n, scale, dir, s, err, errlen) || fig_ablation(runs, n, scale, dir, s, err, errlen) ||
+        fig_loss_time(db, runs, n, scale, dir, s, err, errlen))
+        return -1;
+    return 0;
+}

@@ -1,0 +1,28 @@
+/*
+ * paper_fig.h — the figures of the paper report, each over seeds
+ * (paper_fig.c): paper_pareto, paper_alpha_heatmap, paper_category,
+ * paper_ablation, paper_loss_time (.tsv, .png, .pdf).
+ */
+#ifndef GATELAB_ANALYSIS_PAPER_FIG_H
+#define GATELAB_ANALYSIS_PAPER_FIG_H
+
+#include <stddef.h>
+
+#include "paper.h"
+
+#define PAPER_FIGS_MAX 8
+
+typedef struct {
+    int n_made;
+    char made[PAPER_FIGS_MAX][64];     /* base names drawn */
+    int n_skipped;
+    char skipped[PAPER_FIGS_MAX][160]; /* "name: why" */
+} paper_figs;
+
+/* Draw every figure that has data into dir (which must exist), for the
+ * Tiny Shakespeare runs at the given scale.  Returns 0, or -1 with a message
+ * (a gnuplot or file failure; missing data is a skip, not a failure). */
+int paper_figures(rdb *db, const paper_run *runs, int n, const char *scale, const char *dir, paper_figs *s,
+                  char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,15 @@
+# paper_loss_time.gp — training loss against wall-clock time for SATFormer,
+# the plain model and the dense cross-layer variants (claim 14), one seed.
+#
+#   gnuplot -e "data='paper_loss_time.tsv'; out='x.png'" scripts/plots/paper_loss_time.gp
+#
+# data: blocks separated by two blank lines, each with a header row whose
+# first cell is the curve's title; rows: seconds since the run's first step,
+# training loss (nats/token).
+if (!exists("style")) { _d = ARG0; _i = strlen(_d); while (_i > 0 && _d[_i:_i] ne '/') { _i = _i - 1 }; style = _d[1:_i] . 'style.gp' }
+load style
+if (exists("title")) set title title noenhanced
+set xlabel 'wall-clock time (s)'
+set ylabel 'training loss (nats/token)'
+set key top right
+plot for [i=0:*] data index i using 1:2 with lines lt (i+1) title columnheader(1)
