@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "store/metric.h"
 #include "store/rundir.h"
 #include "catsens.h"
 
@@ -349,23 +350,25 @@ cleanup:
 int ablate_exit_metrics(const ablate_eval *full, const ablate_exit_point *pts, int n, long step, report_metrics *rm,
                         char *err, size_t errlen) {
     char name[REPORT_NAME_MAX];
-#define ROW(val, ...)                                                                     \
-    do {                                                                                  \
-        snprintf(name, sizeof name, __VA_ARGS__);                                          \
-        if (report_metric_add(rm, step, ABLATE_SPLIT, name, (val), err, errlen)) return -1; \
+#define ROW(val, tau, quantity, cat)                                                                          \
+    do {                                                                                                      \
+        if (metric_exit(name, sizeof name, (tau), (quantity), (cat))) {                                       \
+            snprintf(err, errlen, "cannot name the early-exit metric %s at tau %g", (quantity), (double)(tau)); \
+            return -1;                                                                                        \
+        }                                                                                                     \
+        if (report_metric_add(rm, step, ABLATE_SPLIT, name, (val), err, errlen)) return -1;                    \
     } while (0)
-    ROW(full->loss, "%s", "exit.full.loss");
+    ROW(full->loss, NAN, "loss", METRIC_NONE);
     for (int i = 0; i < n; i++) {
         const ablate_exit_point *p = &pts[i];
         double d = p->r.loss - full->loss;
-        ROW(p->r.loss, "exit.tau%.3f.loss", p->tau);
-        ROW(d, "exit.tau%.3f.delta_loss", p->tau);
-        ROW(exp(d), "exit.tau%.3f.ppl_ratio", p->tau);
-        ROW(p->r.active_frac, "exit.tau%.3f.active_frac", p->tau);
-        ROW(p->tlops_saved, "exit.tau%.3f.tlops_saved", p->tau);
+        ROW(p->r.loss, p->tau, "loss", METRIC_NONE);
+        ROW(d, p->tau, "delta_loss", METRIC_NONE);
+        ROW(exp(d), p->tau, "ppl_ratio", METRIC_NONE);
+        ROW(p->r.active_frac, p->tau, "active_frac", METRIC_NONE);
+        ROW(p->tlops_saved, p->tau, "tlops_saved", METRIC_NONE);
         for (int k = 0; k < CAT_COUNT; k++)
-            if (!isnan(p->r.cat_loss[k]))
-                ROW(p->r.cat_loss[k] - full->cat_loss[k], "exit.tau%.3f.delta_loss.%s", p->tau, cat_name(k));
+            if (!isnan(p->r.cat_loss[k])) ROW(p->r.cat_loss[k] - full->cat_loss[k], p->tau, "delta_loss", k);
     }
 #undef ROW
     return 0;
@@ -449,7 +452,7 @@ void ablate_selection_label(const gl_model *m, const unsigned char *sel, char *o
         for (int j = 0; j < Hkv; j++)
             if (!!sel[l * Hkv + j] != ablate_block_gated(m, l)) all = 0;
     if (all) {
-        snprintf(out, n, "all");
+        snprintf(out, n, "%s", METRIC_LABEL_ALL);
         return;
     }
     size_t len = 0;
@@ -458,12 +461,14 @@ void ablate_selection_label(const gl_model *m, const unsigned char *sel, char *o
         int k = 0;
         for (int j = 0; j < Hkv; j++) k += sel[l * Hkv + j] != 0;
         if (!k) continue;
-        char item[256];
+        char item[256], one[32];
         int il = 0;
-        if (k == Hkv) il = snprintf(item, sizeof item, "%sL%d", len ? "+" : "", l);
-        else
-            for (int j = 0; j < Hkv; j++)
-                if (sel[l * Hkv + j]) il += snprintf(item + il, sizeof item - il, "%sL%dH%d", len || il ? "+" : "", l, j);
+        for (int j = 0; j < Hkv; j++) { /* a whole block as L<l>, else each head as L<l>H<h> (store/metric.h) */
+            if (k != Hkv && !sel[l * Hkv + j]) continue;
+            metric_label_gate(one, sizeof one, l, k == Hkv ? METRIC_NONE : j);
+            il += snprintf(item + il, sizeof item - il, "%s%s", len || il ? "+" : "", one);
+            if (k == Hkv || il > (int)sizeof item - 40) break; /* longer than any label: cut below */
+        }
         if (len + il + 4 >= n) {
             snprintf(out + len, n - len, "+…");
             return;
@@ -477,22 +482,25 @@ int ablate_metrics(const ablate_result *res, const char *label, long step, repor
                    size_t errlen) {
     char name[REPORT_NAME_MAX];
     const char *mode = ablate_mode_name(res->mode);
-#define ROW(val, ...)                                                                     \
-    do {                                                                                  \
-        snprintf(name, sizeof name, __VA_ARGS__);                                          \
-        if (report_metric_add(rm, step, ABLATE_SPLIT, name, (val), err, errlen)) return -1; \
+#define ROW(val, quantity, cat)                                                                      \
+    do {                                                                                             \
+        if (metric_ablation(name, sizeof name, mode, label, (quantity), (cat))) {                    \
+            snprintf(err, errlen, "cannot name the metric %s of intervention %s.%s", (quantity), mode, label); \
+            return -1;                                                                               \
+        }                                                                                            \
+        if (report_metric_add(rm, step, ABLATE_SPLIT, name, (val), err, errlen)) return -1;           \
     } while (0)
-    ROW(res->base.loss, "%s.%s.base_loss", mode, label);
-    ROW(res->ablated.loss, "%s.%s.loss", mode, label);
-    ROW(res->delta, "%s.%s.delta_loss", mode, label);
-    ROW(res->ppl_ratio, "%s.%s.ppl_ratio", mode, label);
+    ROW(res->base.loss, "base_loss", METRIC_NONE);
+    ROW(res->ablated.loss, "loss", METRIC_NONE);
+    ROW(res->delta, "delta_loss", METRIC_NONE);
+    ROW(res->ppl_ratio, "ppl_ratio", METRIC_NONE);
     for (int k = 0; k < CAT_COUNT; k++)
-        if (!isnan(res->delta_cat[k])) ROW(res->delta_cat[k], "%s.%s.delta_loss.%s", mode, label, cat_name(k));
+        if (!isnan(res->delta_cat[k])) ROW(res->delta_cat[k], "delta_loss", k);
     if (res->mode == ABLATE_FULL_DEPTH || res->mode == ABLATE_RANDOM) {
-        ROW(res->base.active_frac, "%s.%s.base_active_frac", mode, label);
-        ROW(res->ablated.active_frac, "%s.%s.active_frac", mode, label);
+        ROW(res->base.active_frac, "base_active_frac", METRIC_NONE);
+        ROW(res->ablated.active_frac, "active_frac", METRIC_NONE);
     }
-    if (res->mode == ABLATE_RANDOM) ROW(res->route_skip, "%s.%s.route_skip", mode, label);
+    if (res->mode == ABLATE_RANDOM) ROW(res->route_skip, "route_skip", METRIC_NONE);
 #undef ROW
     return 0;
 }

@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "store/manifest.h"
+#include "store/metric.h"
 #include "catsens.h"
 #include "depth.h"
 
@@ -57,18 +58,24 @@ const char *analyze_char_label(uint8_t b, char out[8]) {
     return out;
 }
 
-/* Shorthands for metric rows and numbers. */
-#define ADD(name_fmt, ...)                                                                             \
+/* Shorthand for a metric row: value of stat at (layer, head, category), any
+ * of them METRIC_NONE; the name comes from store/metric.h. */
+#define METRIC(value, stat, layer, head, cat)                                                          \
     do {                                                                                               \
         char nm_[REPORT_NAME_MAX];                                                                     \
-        snprintf(nm_, sizeof nm_, name_fmt, __VA_ARGS__);                                              \
-        if (report_metric_add(rm, step, ANALYZE_SPLIT, nm_, val_, err, errlen)) goto cleanup;          \
+        if (metric_stat(nm_, sizeof nm_, (stat), (layer), (head), (cat))) {                            \
+            snprintf(err, errlen, "cannot name metric %s (layer %d, head %d, category %d)", (stat),      \
+                     (layer), (head), (cat));                                                          \
+            goto cleanup;                                                                              \
+        }                                                                                              \
+        if (report_metric_add(rm, step, ANALYZE_SPLIT, nm_, (value), err, errlen)) goto cleanup;       \
     } while (0)
-#define METRIC(value, ...)                                                                             \
-    do {                                                                                               \
-        double val_ = (value);                                                                         \
-        ADD(__VA_ARGS__);                                                                              \
-    } while (0)
+
+/* The statistic "alpha_frac_lt_<eps>" for threshold e of gates_eps_name. */
+static const char *an_lt_stat(char out[40], int e) {
+    snprintf(out, 40, "alpha_frac_lt_%s", gates_eps_name[e]);
+    return out;
+}
 
 static const char *num(char *b, double v) { return report_num(b, 32, v); }
 
@@ -91,7 +98,7 @@ int analyze_trace(const gl_trace_data *td, const uint8_t *vocab, int vocab_size,
     float *scratch = NULL, *soft = NULL;
     int *hard = NULL;
     tsv_out o = {0}, ev = {0}, cs = {0}, dv = {0}; /* closed at cleanup if still open */
-    char b1[32], b2[32], b3[32], b4[32], b5[32], b6[32], b7[32], b8[32], b9[32];
+    char b1[32], b2[32], b3[32], b4[32], b5[32], b6[32], b7[32], b8[32], b9[32], lt[40];
     if (S < 1) {
         snprintf(err, errlen, "the trace has no evaluation step yet: train at least until the first evaluation");
         return -1;
@@ -131,7 +138,7 @@ int analyze_trace(const gl_trace_data *td, const uint8_t *vocab, int vocab_size,
 
     for (int k = 0; k < S; k++) {
         long step = td->step[k];
-        for (int c = 0; c < CAT_COUNT; c++) METRIC((double)s->cat_count[c], "tokens.%s", cat_name(c));
+        for (int c = 0; c < CAT_COUNT; c++) METRIC((double)s->cat_count[c], "tokens", METRIC_NONE, METRIC_NONE, c);
     }
 
     /* ---- SATFormer α ---- */
@@ -163,12 +170,12 @@ int analyze_trace(const gl_trace_data *td, const uint8_t *vocab, int vocab_size,
                     double cm[CAT_COUNT];
                     long cc[CAT_COUNT];
                     catsens_means(a + j, P, Hkv, cat, cm, cc);
-                    METRIC(g.mean, "alpha_mean.L%d.H%d", n, j);
-                    METRIC(g.frac_zero, "alpha_frac_zero.L%d.H%d", n, j);
+                    METRIC(g.mean, "alpha_mean", n, j, METRIC_NONE);
+                    METRIC(g.frac_zero, "alpha_frac_zero", n, j, METRIC_NONE);
                     for (int e = 0; e < GATES_N_EPS; e++)
-                        METRIC(g.frac_below[e], "alpha_frac_lt_%s.L%d.H%d", gates_eps_name[e], n, j);
-                    METRIC(g.gini, "alpha_gini.L%d.H%d", n, j);
-                    METRIC(g.hoyer, "alpha_hoyer.L%d.H%d", n, j);
+                        METRIC(g.frac_below[e], an_lt_stat(lt, e), n, j, METRIC_NONE);
+                    METRIC(g.gini, "alpha_gini", n, j, METRIC_NONE);
+                    METRIC(g.hoyer, "alpha_hoyer", n, j, METRIC_NONE);
                     fprintf(ev.f, "%ld\t%d\t%d\t%s\t%s\t%s\t%s\t%s\n", step, n, j, num(b1, g.mean), num(b2, g.frac_zero),
                             num(b3, g.frac_below[1]), num(b4, g.gini), num(b5, g.hoyer));
                     if (last) {
@@ -200,14 +207,14 @@ int analyze_trace(const gl_trace_data *td, const uint8_t *vocab, int vocab_size,
                 }
                 all_sum += g.mean * (double)g.n;
                 all_n += g.n;
-                METRIC(g.mean, "alpha_mean.L%d", n);
-                METRIC(g.frac_zero, "alpha_frac_zero.L%d", n);
+                METRIC(g.mean, "alpha_mean", n, METRIC_NONE, METRIC_NONE);
+                METRIC(g.frac_zero, "alpha_frac_zero", n, METRIC_NONE, METRIC_NONE);
                 for (int e = 0; e < GATES_N_EPS; e++)
-                    METRIC(g.frac_below[e], "alpha_frac_lt_%s.L%d", gates_eps_name[e], n);
-                METRIC(g.gini, "alpha_gini.L%d", n);
-                METRIC(g.hoyer, "alpha_hoyer.L%d", n);
-                METRIC(ent, "alpha_head_entropy.L%d", n);
-                for (int c = 0; c < CAT_COUNT; c++) METRIC(cm[c], "alpha_mean.L%d.%s", n, cat_name(c));
+                    METRIC(g.frac_below[e], an_lt_stat(lt, e), n, METRIC_NONE, METRIC_NONE);
+                METRIC(g.gini, "alpha_gini", n, METRIC_NONE, METRIC_NONE);
+                METRIC(g.hoyer, "alpha_hoyer", n, METRIC_NONE, METRIC_NONE);
+                METRIC(ent, "alpha_head_entropy", n, METRIC_NONE, METRIC_NONE);
+                for (int c = 0; c < CAT_COUNT; c++) METRIC(cm[c], "alpha_mean", n, METRIC_NONE, c);
                 fprintf(ev.f, "%ld\t%d\t-1\t%s\t%s\t%s\t%s\t%s\n", step, n, num(b1, g.mean), num(b2, g.frac_zero),
                         num(b3, g.frac_below[1]), num(b4, g.gini), num(b5, g.hoyer));
                 if (last) {
@@ -220,7 +227,7 @@ int analyze_trace(const gl_trace_data *td, const uint8_t *vocab, int vocab_size,
                 }
             }
             double amean = all_n ? all_sum / (double)all_n : NAN;
-            METRIC(amean, "%s", "alpha_mean");
+            METRIC(amean, "alpha_mean", METRIC_NONE, METRIC_NONE, METRIC_NONE);
             if (last) {
                 s->alpha_mean = amean;
                 if (an_close(&o, err, errlen) || an_close(&cs, err, errlen)) goto cleanup;
@@ -252,8 +259,8 @@ int analyze_trace(const gl_trace_data *td, const uint8_t *vocab, int vocab_size,
             for (int n = 0; n < L; n++) {
                 double l1 = td->lambda[((size_t)k * L + n) * 2], l2 = td->lambda[((size_t)k * L + n) * 2 + 1];
                 fprintf(o.f, "%ld\t%d\t%s\t%s\n", step, n, num(b1, l1), num(b2, l2));
-                METRIC(l1, "lambda1.L%d", n);
-                METRIC(l2, "lambda2.L%d", n);
+                METRIC(l1, "lambda1", n, METRIC_NONE, METRIC_NONE);
+                METRIC(l2, "lambda2", n, METRIC_NONE, METRIC_NONE);
                 if (k == S - 1) {
                     s->lambda1[n] = l1;
                     s->lambda2[n] = l2;
@@ -279,21 +286,21 @@ int analyze_trace(const gl_trace_data *td, const uint8_t *vocab, int vocab_size,
             double af = depth_active_frac(p, R, P);
             for (int l = 0; l < R; l++) {
                 fprintf(o.f, "%ld\t%d\t%d\t%s\t%s\n", step, l, l + 1, num(b1, mp[l]), num(b2, act[l]));
-                METRIC(mp[l], "p_mean.L%d", l + 1);
-                METRIC(act[l], "active_frac.L%d", l + 1);
+                METRIC(mp[l], "p_mean", l + 1, METRIC_NONE, METRIC_NONE);
+                METRIC(act[l], "active_frac", l + 1, METRIC_NONE, METRIC_NONE);
                 double cm[CAT_COUNT];
                 long cc[CAT_COUNT];
                 catsens_means(p + (size_t)l * P, P, 1, cat, cm, cc);
-                for (int c = 0; c < CAT_COUNT; c++) METRIC(cm[c], "p_mean.L%d.%s", l + 1, cat_name(c));
+                for (int c = 0; c < CAT_COUNT; c++) METRIC(cm[c], "p_mean", l + 1, METRIC_NONE, c);
                 if (k == S - 1) {
                     s->p_mean[l + 1] = mp[l];
                     s->p_active[l + 1] = act[l];
                     for (int c = 0; c < CAT_COUNT; c++) s->p_cat[l + 1][c] = cm[c];
                 }
             }
-            METRIC(ds, "%s", "expected_depth");
-            METRIC(dh, "%s", "expected_depth_hard");
-            METRIC(af, "%s", "active_frac");
+            METRIC(ds, "expected_depth", METRIC_NONE, METRIC_NONE, METRIC_NONE);
+            METRIC(dh, "expected_depth_hard", METRIC_NONE, METRIC_NONE, METRIC_NONE);
+            METRIC(af, "active_frac", METRIC_NONE, METRIC_NONE, METRIC_NONE);
             fprintf(dv.f, "%ld\t%s\t%s\t%s\n", step, num(b1, ds), num(b2, dh), num(b3, af));
             if (k == S - 1) {
                 s->depth_soft = ds;
@@ -377,8 +384,8 @@ int analyze_trace(const gl_trace_data *td, const uint8_t *vocab, int vocab_size,
                 double mc = gates_mean(cf, P, 1), cm[CAT_COUNT];
                 long cc[CAT_COUNT];
                 catsens_means(cf, P, 1, cat, cm, cc);
-                METRIC(mc, "exit_conf.L%d", n);
-                for (int c = 0; c < CAT_COUNT; c++) METRIC(cm[c], "exit_conf.L%d.%s", n, cat_name(c));
+                METRIC(mc, "exit_conf", n, METRIC_NONE, METRIC_NONE);
+                for (int c = 0; c < CAT_COUNT; c++) METRIC(cm[c], "exit_conf", n, METRIC_NONE, c);
                 fprintf(o.f, "%ld\t%d\t%s\t%s\t%s\t%s\n", step, n, num(b1, mc), num(b2, cm[0]), num(b3, cm[1]),
                         num(b4, cm[2]));
                 if (k == S - 1) s->conf_mean[n] = mc;

@@ -32,6 +32,7 @@
 #include <unistd.h>
 
 #include "store/categories.h"
+#include "store/metric.h"
 #include "store/rundir.h"
 #include "store/trace.h"
 #include "ablate.h"
@@ -164,38 +165,20 @@ static int fg_draw(figures_summary *s, const char *script, const char *data, con
     return 0;
 }
 
-/* Match name against "prefix.L%d.H%d" / "prefix.L%d" / "prefix.L%d.<cat>" exactly. */
-static int fg_match_lh(const char *name, const char *prefix, int *l, int *h) {
-    size_t pl = strlen(prefix);
-    if (strncmp(name, prefix, pl)) return 0;
-    int end = -1;
-    if (sscanf(name + pl, ".L%d.H%d%n", l, h, &end) == 2 && end >= 0 && name[pl + end] == 0) return 1;
-    return 0;
-}
-
-static int fg_match_l(const char *name, const char *prefix, int *l, const char **suffix) {
-    size_t pl = strlen(prefix);
-    if (strncmp(name, prefix, pl)) return 0;
-    int end = -1;
-    if (sscanf(name + pl, ".L%d%n", l, &end) != 1 || end < 0) return 0;
-    *suffix = name + pl + end; /* "" or ".structural" … */
-    return 1;
-}
-
-static int fg_param_int(rdb *db, const char *run, const char *key, int dflt, char *err, size_t errlen) {
+static int fg_param_int(gl_db *db, const char *run, const char *key, int dflt, char *err, size_t errlen) {
     char v[64];
-    int rc = rdb_param(db, run, key, v, sizeof v, err, errlen);
+    int rc = db_param_get(db, run, key, v, sizeof v, err, errlen);
     return rc == 1 ? atoi(v) : dflt;
 }
 
 /* ---- figure data ---- */
 
-static int fg_loss(rdb *db, const tables_run *runs, int n, const char *data_dir, const char *out_dir, figures_summary *s,
+static int fg_loss(gl_db *db, const tables_run *runs, int n, const char *data_dir, const char *out_dir, figures_summary *s,
                    char *err, size_t errlen) {
     char path[4096];
     FILE *f = NULL;
     int blocks = 0, rc = -1;
-    rdb_point *tr = NULL, *va = NULL;
+    gl_metric_point *tr = NULL, *va = NULL;
     snprintf(path, sizeof path, "%s/loss.tsv", data_dir);
     f = fopen(path, "w");
     if (!f) {
@@ -208,9 +191,9 @@ static int fg_loss(rdb *db, const tables_run *runs, int n, const char *data_dir,
         free(tr);
         free(va);
         tr = va = NULL;
-        if (rdb_metric_series(db, runs[i].run_id, "train", "loss", &tr, &ntr, err, errlen) ||
-            rdb_metric_series(db, runs[i].run_id, "val", "loss", &va, &nva, err, errlen) ||
-            rdb_run_t0(db, runs[i].run_id, &t0, err, errlen) < 0)
+        if (db_metric_series(db, runs[i].run_id, "train", "loss", &tr, &ntr, err, errlen) ||
+            db_metric_series(db, runs[i].run_id, "val", "loss", &va, &nva, err, errlen) ||
+            db_run_t0(db, runs[i].run_id, &t0, err, errlen) < 0)
             goto cleanup;
         int gtr = 0, gva = 0;
         for (int k = 0; k < ntr; k++) gtr += !isnan(tr[k].value);
@@ -219,7 +202,7 @@ static int fg_loss(rdb *db, const tables_run *runs, int n, const char *data_dir,
         char label[256];
         fg_label(&runs[i], label, sizeof label);
         for (int pass = 0; pass < 2; pass++) {
-            const rdb_point *p = pass ? va : tr;
+            const gl_metric_point *p = pass ? va : tr;
             int np = pass ? nva : ntr;
             fprintf(f, "%s%s %s\twall_s\tloss\n", blocks ? "\n\n" : "", label, pass ? "val" : "train");
             for (int k = 0; k < np; k++)
@@ -251,7 +234,7 @@ cleanup:
 
 /* TSA runs grouped by (data, scale, variant), mean over seeds per λ; early
  * exit from ablation rows exit.tau<τ>.{tlops_saved,loss}. */
-static int fg_pareto(rdb *db, const tables_run *runs, int n, const char *data_dir, const char *out_dir,
+static int fg_pareto(gl_db *db, const tables_run *runs, int n, const char *data_dir, const char *out_dir,
                      figures_summary *s, char *err, size_t errlen) {
     char path[4096], epath[4096];
     snprintf(path, sizeof path, "%s/pareto_tsa.tsv", data_dir);
@@ -304,22 +287,21 @@ static int fg_pareto(rdb *db, const tables_run *runs, int n, const char *data_di
         return -1;
     }
     for (int i = 0; i < n; i++) {
-        rdb_named *m = NULL;
+        gl_metric_latest *m = NULL;
         int nm = 0;
-        if (rdb_split_metrics(db, runs[i].run_id, ABLATE_SPLIT, &m, &nm, err, errlen)) {
+        if (db_metrics_latest(db, runs[i].run_id, ABLATE_SPLIT, &m, &nm, err, errlen)) {
             fclose(e);
             return -1;
         }
         int wrote = 0;
         for (int k = 0; k < nm; k++) {
-            double tau;
-            int end = -1;
-            if (sscanf(m[k].name, "exit.tau%lf.tlops_saved%n", &tau, &end) != 1 || end < 0 || m[k].name[end]) continue;
-            char want[160];
-            snprintf(want, sizeof want, "%.*sloss", (int)(strlen(m[k].name) - strlen("tlops_saved")), m[k].name);
-            double loss = NAN;
-            for (int q = 0; q < nm; q++)
-                if (!strcmp(m[q].name, want)) loss = m[q].value;
+            metric_ablation_key key;
+            char want[METRIC_NAME_MAX];
+            if (!metric_ablation_parse(m[k].name, &key) || strcmp(key.mode, METRIC_EXIT_MODE) || isnan(key.tau) ||
+                strcmp(key.quantity, "tlops_saved") || key.cat != METRIC_NONE ||
+                metric_ablation_sibling(want, sizeof want, &key, "loss", METRIC_NONE))
+                continue;
+            const double tau = key.tau, loss = db_metrics_latest_find(m, nm, want);
             if (isnan(loss) || isnan(m[k].value)) continue;
             if (!wrote) fprintf(e, "%s%s %s early exit (%s)\ttlops_saved\tval_loss\n", eblocks ? "\n\n" : "", runs[i].data,
                                 runs[i].scale, runs[i].seed);
@@ -348,266 +330,351 @@ static int fg_pareto(rdb *db, const tables_run *runs, int n, const char *data_di
     return fg_draw(s, "pareto.gp", path, out_dir, "pareto", vars, err, errlen);
 }
 
-/* Per-run figures from the analysis, ablation and trace data, and the depth profiles across runs. */
-static int fg_per_run(rdb *db, const tables_run *runs, int n, const char *results, const char *data_dir,
-                      const char *out_dir, figures_summary *s, char *err, size_t errlen) {
-    char pa[4096], pp[4096];
-    snprintf(pa, sizeof pa, "%s/depth_alpha.tsv", data_dir);
-    snprintf(pp, sizeof pp, "%s/depth_p.tsv", data_dir);
-    FILE *fa = fopen(pa, "w"), *fp = fopen(pp, "w");
-    int na = 0, np = 0, rc = -1;
-    fg_rng ax = fg_rng_empty(), ay = fg_rng_empty(), px = fg_rng_empty(), py = fg_rng_empty();
-    rdb_named *m = NULL;
-    double *grid = NULL;
-    if (!fa || !fp) {
-        snprintf(err, errlen, "cannot write %s: %s", !fa ? pa : pp, strerror(errno));
+/* ---- per-run figures ---- */
+
+/* What one run's analysis and ablation rows hold by block, KV head and
+ * category (NaN where absent), and its legend text. */
+typedef struct {
+    const tables_run *run;
+    int L, H;
+    double *alpha_head;  /* (L, H) mean α per KV head (analysis) */
+    double *delta_head;  /* (L, H) ΔL when that one gate is zeroed (ablation) */
+    double *alpha_block; /* (L) mean α per block */
+    double *p_block;     /* (L) mean halting probability per router */
+    double *alpha_cat;   /* (L, CAT_COUNT) mean α per block and category */
+    double *p_cat;       /* (L, CAT_COUNT) mean p per router and category */
+    int has_alpha_head, has_delta_head, has_alpha_block, has_p_block, has_alpha_cat, has_p_cat;
+    char label[256];
+} fg_run_data;
+
+static void fg_run_data_free(fg_run_data *d) {
+    free(d->alpha_head);
+    memset(d, 0, sizeof *d);
+}
+
+/* Size d for run r from its parameters: 1 ready, 0 the run has no usable
+ * shape (skipped), -1 out of memory. */
+static int fg_run_data_init(fg_run_data *d, gl_db *db, const tables_run *r, char *err, size_t errlen) {
+    fg_run_data_free(d);
+    d->run = r;
+    d->L = fg_param_int(db, r->run_id, "model.n_layer", 0, err, errlen);
+    d->H = fg_param_int(db, r->run_id, "model.n_kv_head", 0, err, errlen);
+    if (d->L <= 0 || d->H <= 0 || d->L > GL_MAX_LAYERS || d->H > ANALYZE_MAX_HEADS) return 0;
+    const size_t LH = (size_t)d->L * d->H, L = (size_t)d->L, total = 2 * LH + 2 * L + 2 * L * CAT_COUNT;
+    double *g = malloc(total * sizeof *g);
+    if (!g) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    for (size_t q = 0; q < total; q++) g[q] = NAN;
+    d->alpha_head = g;
+    d->delta_head = g + LH;
+    d->alpha_block = g + 2 * LH;
+    d->p_block = d->alpha_block + L;
+    d->alpha_cat = d->p_block + L;
+    d->p_cat = d->alpha_cat + L * CAT_COUNT;
+    fg_label(r, d->label, sizeof d->label);
+    return 1;
+}
+
+/* Gate statistics of `gatelab analyze` (split ANALYZE_SPLIT) into d:
+ * alpha_mean.L<l>.H<h>, alpha_mean.L<l>[.<cat>], p_mean.L<l>[.<cat>]. */
+static int fg_read_analysis(gl_db *db, fg_run_data *d, char *err, size_t errlen) {
+    gl_metric_latest *m = NULL;
+    int nm = 0;
+    if (db_metrics_latest(db, d->run->run_id, ANALYZE_SPLIT, &m, &nm, err, errlen)) return -1;
+    const int L = d->L, H = d->H;
+    for (int k = 0; k < nm; k++) {
+        int l, h, c;
+        const double v = m[k].value;
+        if (metric_stat_parse(m[k].name, "alpha_mean", &l, &h, &c) && l != METRIC_NONE && l < L) {
+            if (h != METRIC_NONE && c == METRIC_NONE) {
+                if (h < H) d->alpha_head[l * H + h] = v, d->has_alpha_head = 1;
+            } else if (h == METRIC_NONE && c == METRIC_NONE) {
+                d->alpha_block[l] = v, d->has_alpha_block = 1;
+            } else if (h == METRIC_NONE) {
+                d->alpha_cat[l * CAT_COUNT + c] = v, d->has_alpha_cat = 1;
+            }
+        } else if (metric_stat_parse(m[k].name, "p_mean", &l, &h, &c) && l != METRIC_NONE && l < L &&
+                   h == METRIC_NONE) {
+            if (c == METRIC_NONE) d->p_block[l] = v, d->has_p_block = 1;
+            else d->p_cat[l * CAT_COUNT + c] = v, d->has_p_cat = 1;
+        }
+    }
+    free(m);
+    return 0;
+}
+
+/* 1 when key is the ΔL of zeroing one KV head (zero.L<l>H<h>.delta_loss). */
+static int fg_single_gate(const metric_ablation_key *key, int *l, int *h) {
+    return !strcmp(key->mode, "zero") && !strcmp(key->quantity, "delta_loss") && key->cat == METRIC_NONE &&
+           metric_label_gate_parse(key->label, l, h) && *h != METRIC_NONE;
+}
+
+/* ablation_<run>: one bar group per intervention (every <mode>.<label>.delta_loss
+ * except early exit and single-gate zeroing, which goes to the heads map: its
+ * values are kept in d->delta_head). */
+static int fg_ablation_bars(gl_db *db, fg_run_data *d, const char *data_dir, const char *out_dir, figures_summary *s,
+                            char *err, size_t errlen) {
+    gl_metric_latest *m = NULL;
+    int nm = 0, nbars = 0, has_cat[CAT_COUNT] = {0}, rc = -1;
+    char path[4096], name[160], vars[512], b[32];
+    fg_rng ry = fg_rng_empty();
+    const char *id = d->run->run_id;
+    if (db_metrics_latest(db, id, ABLATE_SPLIT, &m, &nm, err, errlen)) return -1;
+    snprintf(path, sizeof path, "%s/ablation_%s.tsv", data_dir, id);
+    FILE *fb = fopen(path, "w");
+    if (!fb) {
+        snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
         goto cleanup;
     }
-    for (int i = 0; i < n; i++) {
-        const tables_run *r = &runs[i];
-        const char *id = r->run_id;
-        int nm = 0;
-        free(m);
-        m = NULL;
-        const int L = fg_param_int(db, id, "model.n_layer", 0, err, errlen);
-        const int H = fg_param_int(db, id, "model.n_kv_head", 0, err, errlen);
-        if (L <= 0 || H <= 0 || L > GL_MAX_LAYERS || H > ANALYZE_MAX_HEADS) continue;
-        /* (L, H) heads grid, (L) α by block, (L) p by block, (L, 3) α / p by category */
-        free(grid);
-        grid = malloc(((size_t)L * H * 2 + (size_t)L * 8) * sizeof(double));
-        if (!grid) {
-            snprintf(err, errlen, "out of memory");
-            goto cleanup;
+    /* which category columns any intervention has (the others are left out) */
+    for (int k = 0; k < nm; k++) {
+        metric_ablation_key key;
+        if (metric_ablation_parse(m[k].name, &key) && !strcmp(key.quantity, "delta_loss") && key.cat != METRIC_NONE &&
+            strcmp(key.mode, METRIC_EXIT_MODE) && !isnan(m[k].value))
+            has_cat[key.cat] = 1;
+    }
+    fprintf(fb, "intervention\tall tokens");
+    for (int c = 0; c < CAT_COUNT; c++)
+        if (has_cat[c]) fprintf(fb, "\t%s", cat_name(c));
+    fprintf(fb, "\n");
+    for (int k = 0; k < nm; k++) {
+        metric_ablation_key key;
+        int l, h;
+        if (!metric_ablation_parse(m[k].name, &key)) continue;
+        if (fg_single_gate(&key, &l, &h)) {
+            if (l < d->L && h < d->H) d->delta_head[l * d->H + h] = m[k].value, d->has_delta_head = 1;
+            continue; /* single gates go to the heads map, not the bars */
         }
-        double *ah = grid, *dh = grid + (size_t)L * H, *al = dh + (size_t)L * H, *pl = al + L, *ac = pl + L,
-               *pc = ac + 3 * L;
-        for (size_t q = 0; q < (size_t)L * H * 2 + (size_t)L * 8; q++) grid[q] = NAN;
-        int has_ah = 0, has_al = 0, has_pl = 0, has_ac = 0, has_pc = 0, has_dh = 0;
-        if (rdb_split_metrics(db, id, ANALYZE_SPLIT, &m, &nm, err, errlen)) goto cleanup;
-        for (int k = 0; k < nm; k++) {
-            int l, h;
-            const char *suf;
-            if (fg_match_lh(m[k].name, "alpha_mean", &l, &h)) {
-                if (l < L && h < H) ah[l * H + h] = m[k].value, has_ah = 1;
-            } else if (fg_match_l(m[k].name, "alpha_mean", &l, &suf) && l < L) {
-                if (!*suf) al[l] = m[k].value, has_al = 1;
-                for (int c = 0; c < CAT_COUNT; c++)
-                    if (suf[0] == '.' && !strcmp(suf + 1, cat_name(c))) ac[l * 3 + c] = m[k].value, has_ac = 1;
-            } else if (fg_match_l(m[k].name, "p_mean", &l, &suf) && l < L) {
-                if (!*suf) pl[l] = m[k].value, has_pl = 1;
-                for (int c = 0; c < CAT_COUNT; c++)
-                    if (suf[0] == '.' && !strcmp(suf + 1, cat_name(c))) pc[l * 3 + c] = m[k].value, has_pc = 1;
-            }
+        if (strcmp(key.quantity, "delta_loss") || key.cat != METRIC_NONE || !strcmp(key.mode, METRIC_EXIT_MODE))
+            continue;
+        double cv[CAT_COUNT];
+        for (int c = 0; c < CAT_COUNT; c++) {
+            char want[METRIC_NAME_MAX];
+            cv[c] = metric_ablation_sibling(want, sizeof want, &key, "delta_loss", c) ? NAN
+                                                                                       : db_metrics_latest_find(m, nm, want);
         }
-        free(m);
-        m = NULL;
-        /* ablation rows: bars, and single-gate zeroing for the heads map */
-        if (rdb_split_metrics(db, id, ABLATE_SPLIT, &m, &nm, err, errlen)) goto cleanup;
-        char label[256], name[160], path[4096], vars[512];
-        fg_label(r, label, sizeof label);
-        int nbars = 0, has_cat[CAT_COUNT] = {0};
-        fg_rng ry = fg_rng_empty();
-        snprintf(path, sizeof path, "%s/ablation_%s.tsv", data_dir, id);
-        FILE *fb = fopen(path, "w");
-        if (!fb) {
-            snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
-            goto cleanup;
-        }
-        /* which category columns any intervention has (the others are left out) */
-        for (int k = 0; k < nm; k++)
-            for (int c = 0; c < CAT_COUNT; c++) {
-                const char *d = strstr(m[k].name, ".delta_loss.");
-                if (d && !strcmp(d + 12, cat_name(c)) && strncmp(m[k].name, "exit.", 5) && !isnan(m[k].value)) has_cat[c] = 1;
-            }
-        fprintf(fb, "intervention\tall tokens");
+        fprintf(fb, "%s:%s\t%s", key.mode, key.label, report_num(b, 32, m[k].value));
         for (int c = 0; c < CAT_COUNT; c++)
-            if (has_cat[c]) fprintf(fb, "\t%s", cat_name(c));
+            if (has_cat[c]) fprintf(fb, "\t%s", report_num(b, 32, cv[c]));
         fprintf(fb, "\n");
-        for (int k = 0; k < nm; k++) {
-            int l, h, end = -1;
-            if (sscanf(m[k].name, "zero.L%dH%d.delta_loss%n", &l, &h, &end) == 2 && end > 0 && !m[k].name[end]) {
-                if (l < L && h < H) dh[l * H + h] = m[k].value, has_dh = 1;
-                continue; /* single gates go to the heads map, not the bars */
-            }
-            const char *nmk = m[k].name, *suf = ".delta_loss";
-            size_t ln = strlen(nmk);
-            if (ln <= strlen(suf) || strcmp(nmk + ln - strlen(suf), suf) || !strncmp(nmk, "exit.", 5)) continue;
-            char prefix[128];
-            snprintf(prefix, sizeof prefix, "%.*s", (int)(ln - strlen(suf)), nmk);
-            double cv[CAT_COUNT] = {NAN, NAN, NAN};
-            for (int q = 0; q < nm; q++)
-                for (int c = 0; c < CAT_COUNT; c++) {
-                    char want[256];
-                    snprintf(want, sizeof want, "%s.delta_loss.%s", prefix, cat_name(c));
-                    if (!strcmp(m[q].name, want)) cv[c] = m[q].value;
-                }
-            char *dot = strchr(prefix, '.');
-            if (dot) *dot = ':';
-            char b[32];
-            fprintf(fb, "%s\t%s", prefix, report_num(b, 32, m[k].value));
-            for (int c = 0; c < CAT_COUNT; c++)
-                if (has_cat[c]) fprintf(fb, "\t%s", report_num(b, 32, cv[c]));
-            fprintf(fb, "\n");
-            fg_rng_add(&ry, m[k].value);
-            for (int c = 0; c < CAT_COUNT; c++) fg_rng_add(&ry, cv[c]);
-            nbars++;
-        }
-        if (ferror(fb) | fclose(fb)) {
-            snprintf(err, errlen, "writing %s failed", path);
-            goto cleanup;
-        }
-        snprintf(name, sizeof name, "ablation_%s", id);
-        if (nbars) {
-            snprintf(vars, sizeof vars, "title='%s'; ncol=%d", label, 2 + has_cat[0] + has_cat[1] + has_cat[2]);
-            fg_rng_vars(ry, "y", 1, vars, sizeof vars);
-            if (fg_draw(s, "ablation_bars.gp", path, out_dir, name, vars, err, errlen)) goto cleanup;
-        }
-        /* heatmaps */
-        for (int pass = 0; pass < 2; pass++) {
-            const double *g = pass ? dh : ah;
-            if (!(pass ? has_dh : has_ah)) continue;
-            snprintf(name, sizeof name, "%s_%s", pass ? "heads" : "alpha_heatmap", id);
-            snprintf(path, sizeof path, "%s/%s.tsv", data_dir, name);
-            FILE *fh = fopen(path, "w");
-            if (!fh) {
-                snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
-                goto cleanup;
-            }
-            fprintf(fh, "layer\tkv_head\t%s\n", pass ? "delta_loss" : "alpha_mean");
-            char b[32];
-            fg_rng rc3 = fg_rng_empty();
-            for (int l = 0; l < L; l++)
-                for (int h = 0; h < H; h++) {
-                    fprintf(fh, "%d\t%d\t%s\n", l, h, report_num(b, 32, g[l * H + h]));
-                    fg_rng_add(&rc3, g[l * H + h]);
-                }
-            if (ferror(fh) | fclose(fh)) {
-                snprintf(err, errlen, "writing %s failed", path);
-                goto cleanup;
-            }
-            snprintf(vars, sizeof vars, "title='%s'; cblabel='%s'", label,
-                     pass ? "ΔL when zeroed alone (nats/token)" : "mean α (probe tokens)");
-            fg_rng_vars(rc3, "cb", 0, vars, sizeof vars);
-            if (fg_draw(s, "heatmap.gp", path, out_dir, name, vars, err, errlen)) goto cleanup;
-        }
-        /* category bars */
-        for (int pass = 0; pass < 2; pass++) {
-            const double *c3 = pass ? pc : ac;
-            if (!(pass ? has_pc : has_ac)) continue;
-            snprintf(name, sizeof name, "category_%s_%s", pass ? "p" : "alpha", id);
-            snprintf(path, sizeof path, "%s/%s.tsv", data_dir, name);
-            FILE *fc = fopen(path, "w");
-            if (!fc) {
-                snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
-                goto cleanup;
-            }
-            int hc[CAT_COUNT] = {0}, ncat = 0;
-            for (int l = 0; l < L; l++)
-                for (int c = 0; c < CAT_COUNT; c++) hc[c] |= !isnan(c3[l * 3 + c]);
-            fprintf(fc, "block");
-            for (int c = 0; c < CAT_COUNT; c++)
-                if (hc[c]) fprintf(fc, "\t%s", cat_name(c)), ncat++;
-            fprintf(fc, "\n");
-            char b[32];
-            fg_rng ryc = fg_rng_empty();
-            for (int l = 0; l < L; l++) {
-                if (isnan(c3[l * 3]) && isnan(c3[l * 3 + 1]) && isnan(c3[l * 3 + 2])) continue;
-                fprintf(fc, "%d", l);
-                for (int c = 0; c < CAT_COUNT; c++)
-                    if (hc[c]) {
-                        fprintf(fc, "\t%s", report_num(b, 32, c3[l * 3 + c]));
-                        fg_rng_add(&ryc, c3[l * 3 + c]);
-                    }
-                fprintf(fc, "\n");
-            }
-            if (ferror(fc) | fclose(fc)) {
-                snprintf(err, errlen, "writing %s failed", path);
-                goto cleanup;
-            }
-            snprintf(vars, sizeof vars, "title='%s'; ylab='%s'; ncol=%d", label,
-                     pass ? "mean halting probability p" : "mean gate α", 1 + ncat);
-            fg_rng_vars(ryc, "y", 1, vars, sizeof vars);
-            if (fg_draw(s, "category_bars.gp", path, out_dir, name, vars, err, errlen)) goto cleanup;
-        }
-        /* depth profiles across runs */
-        if (has_al) {
-            fprintf(fa, "%s%s\tmean_alpha\n", na ? "\n\n" : "", label);
-            char b[32];
-            for (int l = 0; l < L; l++)
-                if (!isnan(al[l])) {
-                    fprintf(fa, "%d\t%s\n", l, report_num(b, 32, al[l]));
-                    fg_rng_add(&ax, l);
-                    fg_rng_add(&ay, al[l]);
-                }
-            na++;
-        }
-        if (has_pl) {
-            fprintf(fp, "%s%s\tmean_p\n", np ? "\n\n" : "", label);
-            char b[32];
-            for (int l = 0; l < L; l++)
-                if (!isnan(pl[l])) {
-                    fprintf(fp, "%d\t%s\n", l, report_num(b, 32, pl[l]));
-                    fg_rng_add(&px, l);
-                    fg_rng_add(&py, pl[l]);
-                }
-            np++;
-        }
-        /* per-token depth map from the trace */
-        if (!isnan(r->lambda)) {
-            char tpath[4096], rdir[4096], e2[1024];
-            snprintf(rdir, sizeof rdir, "%s/runs/%s", results, id);
-            snprintf(tpath, sizeof tpath, "%s/trace.h5", rdir);
-            snprintf(name, sizeof name, "depth_map_%s", id);
-            snprintf(path, sizeof path, "%s/%s.tsv", data_dir, name);
-            static gl_run run;
-            int rows = 0, maxd = 0;
-            if (access(tpath, R_OK) != 0) {
-                fg_skip(s, name, "no trace.h5 in the run folder");
-            } else if (run_open(&run, rdir, results, 1, e2, sizeof e2)) {
-                fg_skip(s, name, e2);
-            } else {
-                int drc = figures_depth_map_data(tpath, run.st.vocab, run.st.vocab_size, 512, 64, path, &rows, &maxd, e2,
-                                                 sizeof e2);
-                run_close(&run);
-                if (drc) fg_skip(s, name, e2);
-                else {
-                    snprintf(vars, sizeof vars, "title='%s: effective depth per character (last evaluation)'; maxdepth=%d; "
-                                                "fig_w=9; fig_h=%.2f",
-                             label, maxd, 1.3 + 0.28 * rows);
-                    if (fg_draw(s, "depth_map.gp", path, out_dir, name, vars, err, errlen)) goto cleanup;
-                }
-            }
-        }
+        fg_rng_add(&ry, m[k].value);
+        for (int c = 0; c < CAT_COUNT; c++) fg_rng_add(&ry, cv[c]);
+        nbars++;
     }
-    int bad = (ferror(fa) | fclose(fa)) | (ferror(fp) | fclose(fp));
-    fa = fp = NULL;
+    int bad = ferror(fb) | fclose(fb);
+    fb = NULL;
     if (bad) {
-        snprintf(err, errlen, "writing %s failed", pa);
+        snprintf(err, errlen, "writing %s failed", path);
         goto cleanup;
     }
-    char pv[512];
-    if (na) {
-        snprintf(pv, sizeof pv, "ylab='mean gate α (probe tokens)'");
-        fg_rng_vars(ax, "x", 0, pv, sizeof pv);
-        fg_rng_vars(ay, "y", 1, pv, sizeof pv);
-        if (fg_draw(s, "depth_profile.gp", pa, out_dir, "depth_alpha", pv, err, errlen)) goto cleanup;
-    } else {
-        fg_skip(s, "depth_alpha", "no SATFormer run analysed (`gatelab analyze RUN`)");
-    }
-    if (np) {
-        snprintf(pv, sizeof pv, "ylab='mean halting probability p'");
-        fg_rng_vars(px, "x", 0, pv, sizeof pv);
-        fg_rng_vars(py, "y", 1, pv, sizeof pv);
-        if (fg_draw(s, "depth_profile.gp", pp, out_dir, "depth_p", pv, err, errlen)) goto cleanup;
-    } else {
-        fg_skip(s, "depth_p", "no TSA run analysed (`gatelab analyze RUN`)");
+    snprintf(name, sizeof name, "ablation_%s", id);
+    if (nbars) {
+        int ncol = 2;
+        for (int c = 0; c < CAT_COUNT; c++) ncol += has_cat[c];
+        snprintf(vars, sizeof vars, "title='%s'; ncol=%d", d->label, ncol);
+        fg_rng_vars(ry, "y", 1, vars, sizeof vars);
+        if (fg_draw(s, "ablation_bars.gp", path, out_dir, name, vars, err, errlen)) goto cleanup;
     }
     rc = 0;
 cleanup:
-    if (fa) fclose(fa);
-    if (fp) fclose(fp);
+    if (fb) fclose(fb);
     free(m);
-    free(grid);
+    return rc;
+}
+
+/* alpha_heatmap_<run> (heads = 0: mean α) or heads_<run> (heads = 1: ΔL of
+ * single-gate zeroing): block × KV head. */
+static int fg_heatmap(const fg_run_data *d, int heads, const char *data_dir, const char *out_dir, figures_summary *s,
+                      char *err, size_t errlen) {
+    const double *g = heads ? d->delta_head : d->alpha_head;
+    if (!(heads ? d->has_delta_head : d->has_alpha_head)) return 0;
+    char name[160], path[4096], vars[512], b[32];
+    snprintf(name, sizeof name, "%s_%s", heads ? "heads" : "alpha_heatmap", d->run->run_id);
+    snprintf(path, sizeof path, "%s/%s.tsv", data_dir, name);
+    FILE *fh = fopen(path, "w");
+    if (!fh) {
+        snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
+        return -1;
+    }
+    fprintf(fh, "layer\tkv_head\t%s\n", heads ? "delta_loss" : "alpha_mean");
+    fg_rng rc3 = fg_rng_empty();
+    for (int l = 0; l < d->L; l++)
+        for (int h = 0; h < d->H; h++) {
+            fprintf(fh, "%d\t%d\t%s\n", l, h, report_num(b, 32, g[l * d->H + h]));
+            fg_rng_add(&rc3, g[l * d->H + h]);
+        }
+    if (ferror(fh) | fclose(fh)) {
+        snprintf(err, errlen, "writing %s failed", path);
+        return -1;
+    }
+    snprintf(vars, sizeof vars, "title='%s'; cblabel='%s'", d->label,
+             heads ? "ΔL when zeroed alone (nats/token)" : "mean α (probe tokens)");
+    fg_rng_vars(rc3, "cb", 0, vars, sizeof vars);
+    return fg_draw(s, "heatmap.gp", path, out_dir, name, vars, err, errlen);
+}
+
+/* category_alpha_<run> (p = 0) or category_p_<run> (p = 1): bars by block and token category. */
+static int fg_category(const fg_run_data *d, int p, const char *data_dir, const char *out_dir, figures_summary *s,
+                       char *err, size_t errlen) {
+    const double *c3 = p ? d->p_cat : d->alpha_cat;
+    if (!(p ? d->has_p_cat : d->has_alpha_cat)) return 0;
+    char name[160], path[4096], vars[512], b[32];
+    snprintf(name, sizeof name, "category_%s_%s", p ? "p" : "alpha", d->run->run_id);
+    snprintf(path, sizeof path, "%s/%s.tsv", data_dir, name);
+    FILE *fc = fopen(path, "w");
+    if (!fc) {
+        snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
+        return -1;
+    }
+    int hc[CAT_COUNT] = {0}, ncat = 0;
+    for (int l = 0; l < d->L; l++)
+        for (int c = 0; c < CAT_COUNT; c++) hc[c] |= !isnan(c3[l * CAT_COUNT + c]);
+    fprintf(fc, "block");
+    for (int c = 0; c < CAT_COUNT; c++)
+        if (hc[c]) fprintf(fc, "\t%s", cat_name(c)), ncat++;
+    fprintf(fc, "\n");
+    fg_rng ryc = fg_rng_empty();
+    for (int l = 0; l < d->L; l++) {
+        int any = 0;
+        for (int c = 0; c < CAT_COUNT; c++) any |= !isnan(c3[l * CAT_COUNT + c]);
+        if (!any) continue;
+        fprintf(fc, "%d", l);
+        for (int c = 0; c < CAT_COUNT; c++)
+            if (hc[c]) {
+                fprintf(fc, "\t%s", report_num(b, 32, c3[l * CAT_COUNT + c]));
+                fg_rng_add(&ryc, c3[l * CAT_COUNT + c]);
+            }
+        fprintf(fc, "\n");
+    }
+    if (ferror(fc) | fclose(fc)) {
+        snprintf(err, errlen, "writing %s failed", path);
+        return -1;
+    }
+    snprintf(vars, sizeof vars, "title='%s'; ylab='%s'; ncol=%d", d->label,
+             p ? "mean halting probability p" : "mean gate α", 1 + ncat);
+    fg_rng_vars(ryc, "y", 1, vars, sizeof vars);
+    return fg_draw(s, "category_bars.gp", path, out_dir, name, vars, err, errlen);
+}
+
+/* The depth profiles across runs: one block per run in depth_alpha.tsv and
+ * depth_p.tsv, drawn once every run is in. */
+typedef struct {
+    char path[2][4096]; /* [0] α, [1] p */
+    FILE *f[2];
+    int blocks[2];
+    fg_rng x[2], y[2];
+} fg_profiles;
+
+static void fg_profiles_add(fg_profiles *pr, const fg_run_data *d) {
+    for (int p = 0; p < 2; p++) {
+        const double *v = p ? d->p_block : d->alpha_block;
+        if (!(p ? d->has_p_block : d->has_alpha_block)) continue;
+        char b[32];
+        fprintf(pr->f[p], "%s%s\t%s\n", pr->blocks[p] ? "\n\n" : "", d->label, p ? "mean_p" : "mean_alpha");
+        for (int l = 0; l < d->L; l++)
+            if (!isnan(v[l])) {
+                fprintf(pr->f[p], "%d\t%s\n", l, report_num(b, 32, v[l]));
+                fg_rng_add(&pr->x[p], l);
+                fg_rng_add(&pr->y[p], v[l]);
+            }
+        pr->blocks[p]++;
+    }
+}
+
+/* Close both files and draw depth_alpha and depth_p (or say why not). */
+static int fg_profiles_draw(fg_profiles *pr, const char *out_dir, figures_summary *s, char *err, size_t errlen) {
+    int bad = (ferror(pr->f[0]) | fclose(pr->f[0])) | (ferror(pr->f[1]) | fclose(pr->f[1]));
+    pr->f[0] = pr->f[1] = NULL;
+    if (bad) {
+        snprintf(err, errlen, "writing %s failed", pr->path[0]);
+        return -1;
+    }
+    static const char *const name[2] = {"depth_alpha", "depth_p"};
+    static const char *const ylab[2] = {"mean gate α (probe tokens)", "mean halting probability p"};
+    static const char *const why[2] = {"no SATFormer run analysed (`gatelab analyze RUN`)",
+                                       "no TSA run analysed (`gatelab analyze RUN`)"};
+    for (int p = 0; p < 2; p++) {
+        if (!pr->blocks[p]) {
+            fg_skip(s, name[p], why[p]);
+            continue;
+        }
+        char pv[512];
+        snprintf(pv, sizeof pv, "ylab='%s'", ylab[p]);
+        fg_rng_vars(pr->x[p], "x", 0, pv, sizeof pv);
+        fg_rng_vars(pr->y[p], "y", 1, pv, sizeof pv);
+        if (fg_draw(s, "depth_profile.gp", pr->path[p], out_dir, name[p], pv, err, errlen)) return -1;
+    }
+    return 0;
+}
+
+/* depth_map_<run>: per-character effective depth of a TSA run from its
+ * trace's last evaluation.  A run without a usable trace is skipped. */
+static int fg_depth_map(const fg_run_data *d, const char *results, const char *data_dir, const char *out_dir,
+                        figures_summary *s, char *err, size_t errlen) {
+    const char *id = d->run->run_id;
+    char tpath[4096], rdir[4096], e2[1024], name[160], path[4096], vars[512];
+    snprintf(rdir, sizeof rdir, "%s/runs/%s", results, id);
+    snprintf(tpath, sizeof tpath, "%s/trace.h5", rdir);
+    snprintf(name, sizeof name, "depth_map_%s", id);
+    snprintf(path, sizeof path, "%s/%s.tsv", data_dir, name);
+    static gl_run run;
+    int rows = 0, maxd = 0;
+    if (access(tpath, R_OK) != 0) {
+        fg_skip(s, name, "no trace.h5 in the run folder");
+        return 0;
+    }
+    if (run_open(&run, rdir, results, 1, e2, sizeof e2)) {
+        fg_skip(s, name, e2);
+        return 0;
+    }
+    int drc = figures_depth_map_data(tpath, run.st.vocab, run.st.vocab_size, 512, 64, path, &rows, &maxd, e2,
+                                     sizeof e2);
+    run_close(&run);
+    if (drc) {
+        fg_skip(s, name, e2);
+        return 0;
+    }
+    snprintf(vars, sizeof vars,
+             "title='%s: effective depth per character (last evaluation)'; maxdepth=%d; fig_w=9; fig_h=%.2f", d->label,
+             maxd, 1.3 + 0.28 * rows);
+    return fg_draw(s, "depth_map.gp", path, out_dir, name, vars, err, errlen);
+}
+
+/* Per-run figures from the analysis, ablation and trace data, and the depth profiles across runs. */
+static int fg_per_run(gl_db *db, const tables_run *runs, int n, const char *results, const char *data_dir,
+                      const char *out_dir, figures_summary *s, char *err, size_t errlen) {
+    fg_profiles pr;
+    fg_run_data d;
+    int rc = -1;
+    memset(&pr, 0, sizeof pr);
+    memset(&d, 0, sizeof d);
+    for (int p = 0; p < 2; p++) {
+        snprintf(pr.path[p], sizeof pr.path[p], "%s/%s", data_dir, p ? "depth_p.tsv" : "depth_alpha.tsv");
+        pr.f[p] = fopen(pr.path[p], "w");
+        pr.x[p] = pr.y[p] = fg_rng_empty();
+        if (!pr.f[p]) {
+            snprintf(err, errlen, "cannot write %s: %s", pr.path[p], strerror(errno));
+            goto cleanup;
+        }
+    }
+    for (int i = 0; i < n; i++) {
+        int ok = fg_run_data_init(&d, db, &runs[i], err, errlen);
+        if (ok < 0) goto cleanup;
+        if (!ok) continue;
+        if (fg_read_analysis(db, &d, err, errlen) || fg_ablation_bars(db, &d, data_dir, out_dir, s, err, errlen) ||
+            fg_heatmap(&d, 0, data_dir, out_dir, s, err, errlen) || fg_heatmap(&d, 1, data_dir, out_dir, s, err, errlen) ||
+            fg_category(&d, 0, data_dir, out_dir, s, err, errlen) || fg_category(&d, 1, data_dir, out_dir, s, err, errlen))
+            goto cleanup;
+        fg_profiles_add(&pr, &d);
+        if (!isnan(runs[i].lambda) && fg_depth_map(&d, results, data_dir, out_dir, s, err, errlen)) goto cleanup;
+    }
+    rc = fg_profiles_draw(&pr, out_dir, s, err, errlen);
+cleanup:
+    for (int p = 0; p < 2; p++)
+        if (pr.f[p]) fclose(pr.f[p]);
+    fg_run_data_free(&d);
     return rc;
 }
 
@@ -654,7 +721,7 @@ cleanup:
     return rc;
 }
 
-int figures_make_all(rdb *db, const char *experiment, const char *results, const char *out_dir, figures_summary *s,
+int figures_make_all(gl_db *db, const char *experiment, const char *results, const char *out_dir, figures_summary *s,
                      char *err, size_t errlen) {
     memset(s, 0, sizeof *s);
     char data_dir[4096];

@@ -10,7 +10,7 @@
 
 #include <stddef.h>
 
-#include "results_db.h"
+#include "store/registry.h"
 
 #define FIGURES_MAX 256
 
@@ -34,7 +34,7 @@ int figures_gnuplot(const char *script, const char *data, const char *out_base, 
  * out_dir/data/, figures into out_dir.  results is the results folder (run
  * folders and traces for the per-token depth map).  A figure without data is
  * listed in s->skipped, not an error.  Returns 0, or -1 with a message. */
-int figures_make_all(rdb *db, const char *experiment, const char *results, const char *out_dir, figures_summary *s,
+int figures_make_all(gl_db *db, const char *experiment, const char *results, const char *out_dir, figures_summary *s,
                      char *err, size_t errlen);
 
 /* The per-token depth map of one TSA run from its trace (last evaluation):

@@ -10,9 +10,10 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "store/metric.h"
 #include "store/registry.h"
 
-#define REPORT_NAME_MAX 96
+#define REPORT_NAME_MAX METRIC_NAME_MAX
 
 typedef struct {
     gl_metric *rows;                 /* [n] name pointers are set at flush */

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "store/metric.h"
 #include "ablate.h"
 #include "report.h"
 
@@ -29,19 +30,20 @@ static void tb_base_name(const char *path, char *out, size_t n) {
     if (dot && dot != out) *dot = 0;
 }
 
-static double tb_last(rdb *db, const char *run, const char *split, const char *name, int *fail, char *err, size_t errlen) {
+static double tb_last(gl_db *db, const char *run, const char *split, const char *name, int *fail, char *err,
+                      size_t errlen) {
     double v = NAN;
-    int rc = rdb_metric_last(db, run, split, name, &v, NULL, err, errlen);
+    int rc = db_metric_last(db, run, split, name, &v, NULL, err, errlen);
     if (rc < 0) *fail = 1;
     return rc == 1 ? v : NAN;
 }
 
-int tables_collect(rdb *db, const char *experiment, tables_run **runs_out, int *n_out, char *err, size_t errlen) {
-    rdb_run *rr = NULL;
+int tables_collect(gl_db *db, const char *experiment, tables_run **runs_out, int *n_out, char *err, size_t errlen) {
+    gl_run_row *rr = NULL;
     int nr = 0, fail = 0;
     *runs_out = NULL;
     *n_out = 0;
-    if (rdb_runs(db, experiment, "FINISHED", &rr, &nr, err, errlen)) return -1;
+    if (db_runs_list(db, experiment, "FINISHED", &rr, &nr, err, errlen)) return -1;
     tables_run *v = calloc((size_t)(nr > 0 ? nr : 1), sizeof *v);
     if (!v) {
         free(rr);
@@ -65,7 +67,7 @@ int tables_collect(rdb *db, const char *experiment, tables_run **runs_out, int *
                     {"data.file", file, sizeof file},       {"train.seed", t->seed, sizeof t->seed},
                     {"model.tsa_lambda", lam, sizeof lam},  {"model.cross_layer", cl, sizeof cl}};
         for (size_t k = 0; k < sizeof want / sizeof want[0]; k++)
-            if (rdb_param(db, id, want[k].key, want[k].dst, want[k].n, err, errlen) < 0) fail = 1;
+            if (db_param_get(db, id, want[k].key, want[k].dst, want[k].n, err, errlen) < 0) fail = 1;
         t->text = !strcmp(task, "text");
         if (t->text && file[0]) tb_base_name(file, t->data, sizeof t->data);
         else snprintf(t->data, sizeof t->data, "%s", task);
@@ -84,9 +86,9 @@ int tables_collect(rdb *db, const char *experiment, tables_run **runs_out, int *
         t->bench_tps = tb_last(db, id, "bench", "train_tokens_per_s", &fail, err, errlen);
         t->bench_rss = tb_last(db, id, "bench", "peak_rss_mib", &fail, err, errlen);
         /* throughput: skip the first log row (start-up) when there are others */
-        rdb_point *pts = NULL;
+        gl_metric_point *pts = NULL;
         int np = 0;
-        if (rdb_metric_series(db, id, "train", "tokens_per_s", &pts, &np, err, errlen)) fail = 1;
+        if (db_metric_series(db, id, "train", "tokens_per_s", &pts, &np, err, errlen)) fail = 1;
         double s = 0;
         int k = 0;
         for (int j = np > 1 ? 1 : 0; j < np; j++)
@@ -401,34 +403,26 @@ cleanup:
     return rc;
 }
 
+/* The latest value of the sibling of k named by (quantity, cat), NaN if absent. */
+static double tb_sibling(const gl_metric_latest *m, int nm, const metric_ablation_key *k, const char *quantity, int cat) {
+    char want[METRIC_NAME_MAX];
+    if (metric_ablation_sibling(want, sizeof want, k, quantity, cat)) return NAN;
+    return db_metrics_latest_find(m, nm, want);
+}
+
 /* Ablation rows: one per (run, intervention) from split "ablation". */
-static int tb_ablations(tb_table *t, rdb *db, const tables_run *runs, int n, char *err, size_t errlen) {
+static int tb_ablations(tb_table *t, gl_db *db, const tables_run *runs, int n, char *err, size_t errlen) {
     for (int i = 0; i < n; i++) {
-        rdb_named *m = NULL;
+        gl_metric_latest *m = NULL;
         int nm = 0;
-        if (rdb_split_metrics(db, runs[i].run_id, ABLATE_SPLIT, &m, &nm, err, errlen)) return -1;
+        if (db_metrics_latest(db, runs[i].run_id, ABLATE_SPLIT, &m, &nm, err, errlen)) return -1;
         for (int k = 0; k < nm; k++) {
-            /* <mode>.<label>.delta_loss */
-            const char *nmk = m[k].name;
-            size_t L = strlen(nmk);
-            const char *suf = ".delta_loss";
-            if (L <= strlen(suf) || strcmp(nmk + L - strlen(suf), suf)) continue;
-            char prefix[128];
-            snprintf(prefix, sizeof prefix, "%.*s", (int)(L - strlen(suf)), nmk);
-            char *dot = strchr(prefix, '.');
-            if (!dot) continue;
-            *dot = 0;
-            const char *mode = prefix, *label = dot + 1;
-            double cat[CAT_COUNT] = {NAN, NAN, NAN}, ratio = NAN;
-            for (int q = 0; q < nm; q++) {
-                char want[256];
-                snprintf(want, sizeof want, "%s.%s.ppl_ratio", mode, label);
-                if (!strcmp(m[q].name, want)) ratio = m[q].value;
-                for (int c = 0; c < CAT_COUNT; c++) {
-                    snprintf(want, sizeof want, "%s.%s.delta_loss.%s", mode, label, cat_name(c));
-                    if (!strcmp(m[q].name, want)) cat[c] = m[q].value;
-                }
-            }
+            /* one row per <mode>.<label>.delta_loss */
+            metric_ablation_key key;
+            if (!metric_ablation_parse(m[k].name, &key) || strcmp(key.quantity, "delta_loss") || key.cat != METRIC_NONE)
+                continue;
+            double cat[CAT_COUNT], ratio = tb_sibling(m, nm, &key, "ppl_ratio", METRIC_NONE);
+            for (int c = 0; c < CAT_COUNT; c++) cat[c] = tb_sibling(m, nm, &key, "delta_loss", c);
             tb_cell *c = tb_row(t, err, errlen);
             if (!c) {
                 free(m);
@@ -438,8 +432,8 @@ static int tb_ablations(tb_table *t, rdb *db, const tables_run *runs, int n, cha
             tb_text(&c[col++], runs[i].run_id);
             tb_text(&c[col++], runs[i].variant);
             tb_text(&c[col++], runs[i].scale);
-            tb_text(&c[col++], mode);
-            tb_text(&c[col++], label);
+            tb_text(&c[col++], key.mode);
+            tb_text(&c[col++], key.label);
             tb_num(&c[col++], m[k].value, "%+.4f");
             tb_num(&c[col++], ratio, "%.4f");
             for (int q = 0; q < CAT_COUNT; q++) tb_num(&c[col++], cat[q], "%+.4f");
@@ -449,44 +443,42 @@ static int tb_ablations(tb_table *t, rdb *db, const tables_run *runs, int n, cha
     return 0;
 }
 
-/* Value of name in rows (NaN if absent). */
-static double tb_named(const rdb_named *m, int n, const char *name) {
-    for (int i = 0; i < n; i++)
-        if (!strcmp(m[i].name, name)) return m[i].value;
-    return NAN;
-}
-
 /* TSA against early exit at matched compute: each TSA run's learned routing
  * run hard (random.all.base_loss / base_active_frac, logged by `gatelab
  * ablate RUN --mode random`) beside the τ of each early-exit run of the same
  * data and scale (exit.tau*, `gatelab ablate RUN --mode exit`) whose α is
  * nearest.  Both are measured on the same validation windows when both
  * commands used the same --windows. */
-static int tb_tsa_vs_exit(tb_table *t, rdb *db, const tables_run *runs, int n, char *err, size_t errlen) {
+static int tb_tsa_vs_exit(tb_table *t, gl_db *db, const tables_run *runs, int n, char *err, size_t errlen) {
     for (int i = 0; i < n; i++) {
         if (isnan(runs[i].lambda)) continue;
-        rdb_named *m = NULL;
+        gl_metric_latest *m = NULL;
         int nm = 0;
-        if (rdb_split_metrics(db, runs[i].run_id, ABLATE_SPLIT, &m, &nm, err, errlen)) return -1;
-        double a_tsa = tb_named(m, nm, "random.all.base_active_frac"), l_tsa = tb_named(m, nm, "random.all.base_loss");
+        char na[METRIC_NAME_MAX], nl[METRIC_NAME_MAX];
+        if (metric_ablation(na, sizeof na, "random", METRIC_LABEL_ALL, "base_active_frac", METRIC_NONE) ||
+            metric_ablation(nl, sizeof nl, "random", METRIC_LABEL_ALL, "base_loss", METRIC_NONE)) {
+            snprintf(err, errlen, "tsa_vs_exit: cannot build the metric names of `ablate --mode random`");
+            return -1;
+        }
+        if (db_metrics_latest(db, runs[i].run_id, ABLATE_SPLIT, &m, &nm, err, errlen)) return -1;
+        double a_tsa = db_metrics_latest_find(m, nm, na), l_tsa = db_metrics_latest_find(m, nm, nl);
         free(m);
         if (isnan(a_tsa) || isnan(l_tsa)) continue;
         for (int j = 0; j < n; j++) {
             if (strcmp(runs[j].data, runs[i].data) || strcmp(runs[j].scale, runs[i].scale) ||
                 !strstr(runs[j].variant, "early_exit"))
                 continue;
-            if (rdb_split_metrics(db, runs[j].run_id, ABLATE_SPLIT, &m, &nm, err, errlen)) return -1;
+            if (db_metrics_latest(db, runs[j].run_id, ABLATE_SPLIT, &m, &nm, err, errlen)) return -1;
             double best_tau = NAN, best_a = NAN, best_l = NAN;
             for (int k = 0; k < nm; k++) {
-                double tau;
-                int end = -1;
-                if (sscanf(m[k].name, "exit.tau%lf.active_frac%n", &tau, &end) != 1 || end < 0 || m[k].name[end]) continue;
-                char want[160];
-                snprintf(want, sizeof want, "exit.tau%.3f.loss", tau);
-                double l = tb_named(m, nm, want);
+                metric_ablation_key key;
+                if (!metric_ablation_parse(m[k].name, &key) || strcmp(key.mode, METRIC_EXIT_MODE) || isnan(key.tau) ||
+                    strcmp(key.quantity, "active_frac") || key.cat != METRIC_NONE)
+                    continue;
+                double l = tb_sibling(m, nm, &key, "loss", METRIC_NONE);
                 if (isnan(l) || isnan(m[k].value)) continue;
                 if (isnan(best_a) || fabs(m[k].value - a_tsa) < fabs(best_a - a_tsa))
-                    best_tau = tau, best_a = m[k].value, best_l = l;
+                    best_tau = key.tau, best_a = m[k].value, best_l = l;
             }
             free(m);
             if (isnan(best_a)) continue;
@@ -537,7 +529,7 @@ static void tb_note(tables_summary *s, const tb_table *t, const char *why) {
     if (s->n_skipped < TABLES_MAX) snprintf(s->skipped[s->n_skipped++], sizeof s->skipped[0], "%s: %s", t->name, why);
 }
 
-int tables_write_all(rdb *db, const char *experiment, const char *out_dir, tables_summary *s, char *err,
+int tables_write_all(gl_db *db, const char *experiment, const char *out_dir, tables_summary *s, char *err,
                      size_t errlen) {
     memset(s, 0, sizeof *s);
     tables_run *runs = NULL;

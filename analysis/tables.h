@@ -1,6 +1,6 @@
 /*
  * tables.h — `gatelab tables`: the paper's tables as Markdown and LaTeX,
- * drawn from the registry alone (results_db.h).
+ * drawn from the registry alone (store/registry.h).
  *
  *   loss_by_variant   validation loss (nats/token) and bpc by data, scale and variant
  *   tsa_lambda        TSA: active fraction α, TLOps saved and loss by λ
@@ -18,7 +18,7 @@
 
 #include <stddef.h>
 
-#include "results_db.h"
+#include "store/registry.h"
 
 /* One run as the tables see it. */
 typedef struct {
@@ -35,7 +35,7 @@ typedef struct {
 
 /* The FINISHED runs of experiment (NULL: all) with their parameters and final
  * metrics.  *runs is malloc'd (the caller frees it).  Returns 0 or -1. */
-int tables_collect(rdb *db, const char *experiment, tables_run **runs, int *n, char *err, size_t errlen);
+int tables_collect(gl_db *db, const char *experiment, tables_run **runs, int *n, char *err, size_t errlen);
 
 /* Sort runs by data, scale (xs, s, m, l, xl, then others), variant
  * (baseline, resformer, satformer, then others), λ, seed: the tables' order. */
@@ -54,7 +54,7 @@ typedef struct {
 
 /* Write every table that has rows into out_dir (created if needed) as NAME.md
  * and NAME.tex.  Returns 0, or -1 with a message. */
-int tables_write_all(rdb *db, const char *experiment, const char *out_dir, tables_summary *s, char *err,
+int tables_write_all(gl_db *db, const char *experiment, const char *out_dir, tables_summary *s, char *err,
                      size_t errlen);
 
 /* mean and sample standard deviation of x[0..n) skipping NaN; *k the count used. */

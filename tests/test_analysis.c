@@ -30,7 +30,6 @@
 #include "analysis/depth.h"
 #include "analysis/gates.h"
 #include "analysis/heads.h"
-#include "analysis/results_db.h"
 #include "analysis/tables.h"
 #include "store/data.h"
 #include "store/registry.h"
@@ -465,8 +464,8 @@ static void test_tables(void **state) {
     add_run(db, ec, "cost-t-m-hyper", "[model]\nscale = m\ncross_layer = hyper\n", "FINISHED", c2, 2);
     db_close(db);
 
-    rdb *r = NULL;
-    assert_int_equal(rdb_open(&r, path, err, sizeof err), 0);
+    gl_db *r = NULL;
+    assert_int_equal(db_open_readonly(&r, path, err, sizeof err), 0);
     static tables_summary s;
     char out[600];
     snprintf(out, sizeof out, "%s/tables", dir);
@@ -520,7 +519,7 @@ static void test_tables(void **state) {
     assert_int_equal(tables_write_all(r, "nope", out, &s, err, sizeof err), 0);
     assert_int_equal(s.n_written, 0);
     assert_int_equal(s.n_skipped, 7);
-    rdb_close(r);
+    db_close(r);
     char cmd[600];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     assert_int_equal(system(cmd), 0);

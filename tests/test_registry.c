@@ -1,5 +1,6 @@
 /*
- * test_registry.c — the SQLite registry (harness/store/registry.c), SHA-256
+ * test_registry.c — the SQLite registry (harness/store/registry.c), metric
+ * names (harness/store/metric.c), SHA-256
  * (harness/store/sha256.c), sweep expansion (harness/run/sweep.c) and the refusal of bad
  * sweeps by `gatelab sweep` (harness/cli/cmd_sweep.c).
  *
@@ -27,7 +28,9 @@
 #include <sqlite3.h>
 
 #include "cli/cli.h"
+#include "store/categories.h"
 #include "store/manifest.h"
+#include "store/metric.h"
 #include "store/registry.h"
 #include "store/sha256.h"
 #include "run/sweep.h"
@@ -290,6 +293,162 @@ static void test_nan_stored_as_null(void **state) {
     assert_int_equal(db_count_rows(db, "metrics", "r", err, sizeof err), 4);
     db_close(db);
     printf("nan: NaN, +inf, -inf stored as NULL (3 of 4 rows); a re-logged step replaces its row\n");
+}
+
+static void test_heartbeat(void **state) {
+    (void)state;
+    char dir[600], path[700], err[512], q[256];
+    tmp_dir(dir, sizeof dir, "heartbeat");
+    snprintf(path, sizeof path, "%s/gatelab.db", dir);
+    gl_db *db = open_ok(path);
+    make_run(db, "exp", "r", "RUNNING");
+    sql_exec(path, "UPDATE runs SET heartbeat = 1000, pid = 1 WHERE run_id = 'r'");
+    /* logging metrics (as an analysis of a live run does) must not refresh it */
+    gl_metric m = {5, "analysis", "alpha_mean", 0.5, 0};
+    OK(db_metrics_log(db, "r", &m, 1, err, sizeof err));
+    assert_int_equal(sql_int(path, "SELECT heartbeat = 1000 FROM runs WHERE run_id='r'"), 1);
+    /* the training loop's call does, and records its pid */
+    double before = db_now();
+    OK(db_run_heartbeat(db, "r", err, sizeof err));
+    snprintf(q, sizeof q, "SELECT heartbeat >= %.3f AND pid = %d FROM runs WHERE run_id='r'", before - 1,
+             (int)getpid());
+    assert_int_equal(sql_int(path, q), 1);
+    assert_int_equal(db_run_heartbeat(db, "nope", err, sizeof err), -1);
+    assert_non_null(strstr(err, "nope"));
+    db_close(db);
+    printf("heartbeat: db_run_heartbeat refreshes heartbeat and pid; db_metrics_log leaves them alone\n");
+}
+
+static void test_readers(void **state) {
+    (void)state;
+    char dir[600], path[700], other[700], err[512], val[64];
+    tmp_dir(dir, sizeof dir, "readers");
+    snprintf(path, sizeof path, "%s/gatelab.db", dir);
+    snprintf(other, sizeof other, "%s/other.db", dir);
+    gl_db *ro = NULL;
+    assert_int_equal(db_open_readonly(&ro, path, err, sizeof err), -1);
+    assert_non_null(strstr(err, "no registry there"));
+    assert_false(file_exists(path)); /* nothing created */
+    sql_exec(other, "CREATE TABLE t (x)");
+    assert_int_equal(db_open_readonly(&ro, other, err, sizeof err), -1);
+    assert_non_null(strstr(err, "not a gatelab registry"));
+
+    gl_db *db = open_ok(path);
+    make_run(db, "exp", "r", "RUNNING");
+    OK(db_params_put_ini(db, "r", "[model]\nn_layer = 4\n", err, sizeof err));
+    gl_metric m[6] = {{20, "val", "loss", 2.0, 110}, {10, "val", "loss", 3.0, 105}, {30, "val", "loss", NAN, 120},
+                      {10, "train", "loss", 3.5, 100}, {7, "ablation", "zero.all.delta_loss", 0.25, 130},
+                      {9, "ablation", "zero.all.delta_loss", 0.5, 140}};
+    OK(db_metrics_log(db, "r", m, 6, err, sizeof err));
+    db_close(db);
+
+    if (db_open_readonly(&ro, path, err, sizeof err)) {
+        print_error("db_open_readonly: %s\n", err);
+        fail();
+    }
+    assert_int_equal(db_param_get(ro, "r", "model.n_layer", val, sizeof val, err, sizeof err), 1);
+    assert_string_equal(val, "4");
+    assert_int_equal(db_param_get(ro, "r", "model.nope", val, sizeof val, err, sizeof err), 0);
+    double v = 0;
+    long step = 0;
+    assert_int_equal(db_metric_last(ro, "r", "val", "loss", &v, &step, err, sizeof err), 1);
+    assert_true(isnan(v) && step == 30); /* the largest step, NULL read as NaN */
+    assert_int_equal(db_metric_last(ro, "r", "val", "bpc", &v, NULL, err, sizeof err), 0);
+    gl_metric_point *pts = NULL;
+    int n = 0;
+    OK(db_metric_series(ro, "r", "val", "loss", &pts, &n, err, sizeof err));
+    assert_int_equal(n, 3);
+    assert_true(pts[0].step == 10 && pts[0].value == 3.0 && pts[0].wall_time == 105 && pts[1].step == 20 &&
+                isnan(pts[2].value));
+    free(pts);
+    gl_metric_latest *rows = NULL;
+    OK(db_metrics_latest(ro, "r", "ablation", &rows, &n, err, sizeof err));
+    assert_int_equal(n, 1);
+    assert_true(rows[0].step == 9 && rows[0].value == 0.5);
+    assert_true(db_metrics_latest_find(rows, n, "zero.all.delta_loss") == 0.5);
+    assert_true(isnan(db_metrics_latest_find(rows, n, "zero.all.loss")));
+    free(rows);
+    double t0 = 0;
+    assert_int_equal(db_run_t0(ro, "r", &t0, err, sizeof err), 1);
+    assert_true(t0 == 100); /* train and val only: the ablation rows are later anyway */
+    assert_int_equal(db_run_t0(ro, "nope", &t0, err, sizeof err), 0);
+    /* a read-only connection cannot write */
+    assert_int_equal(db_metrics_log(ro, "r", m, 1, err, sizeof err), -1);
+    db_close(ro);
+    printf("readers: read-only open refuses a missing file and a non-registry; params, last, series, latest, t0\n");
+}
+
+/* name == expected, from a builder that returned 0. */
+#define NAME_IS(call, expected)                                  \
+    do {                                                         \
+        assert_int_equal((call), 0);                             \
+        assert_string_equal(name, (expected));                   \
+    } while (0)
+
+static void test_metric_names(void **state) {
+    (void)state;
+    char name[METRIC_NAME_MAX], tiny[8];
+    int l, h, c;
+    /* statistics */
+    NAME_IS(metric_stat(name, sizeof name, "alpha_mean", 1, 0, METRIC_NONE), "alpha_mean.L1.H0");
+    NAME_IS(metric_stat(name, sizeof name, "alpha_mean", 2, METRIC_NONE, CAT_SEMANTIC), "alpha_mean.L2.semantic");
+    NAME_IS(metric_stat(name, sizeof name, "tokens", METRIC_NONE, METRIC_NONE, CAT_FUNCTIONAL), "tokens.functional");
+    NAME_IS(metric_stat(name, sizeof name, "expected_depth", METRIC_NONE, METRIC_NONE, METRIC_NONE), "expected_depth");
+    assert_int_equal(metric_stat(name, sizeof name, "a.b", 1, METRIC_NONE, METRIC_NONE), -1);
+    assert_int_equal(metric_stat(name, sizeof name, "alpha_mean", METRIC_NONE, 0, METRIC_NONE), -1);
+    assert_int_equal(metric_stat(name, sizeof name, "alpha_mean", 1, METRIC_NONE, CAT_COUNT), -1);
+    assert_int_equal(metric_stat(tiny, sizeof tiny, "alpha_mean", 1, 0, METRIC_NONE), -1);
+    assert_string_equal(tiny, ""); /* never truncated */
+    assert_true(metric_stat_parse("alpha_mean.L12.H3", "alpha_mean", &l, &h, &c) && l == 12 && h == 3 && c == METRIC_NONE);
+    assert_true(metric_stat_parse("p_mean.L2.structural", "p_mean", &l, &h, &c) && l == 2 && h == METRIC_NONE &&
+                c == CAT_STRUCTURAL);
+    assert_true(metric_stat_parse("alpha_mean", "alpha_mean", &l, &h, &c) && l == METRIC_NONE);
+    assert_false(metric_stat_parse("alpha_mean_x.L1", "alpha_mean", &l, &h, &c));
+    assert_false(metric_stat_parse("alpha_mean.L1.bogus", "alpha_mean", &l, &h, &c));
+    assert_false(metric_stat_parse("alpha_mean.L-1", "alpha_mean", &l, &h, &c));
+    assert_false(metric_stat_parse("alpha_mean.L1.H", "alpha_mean", &l, &h, &c));
+    assert_false(metric_stat_parse("alpha_mean.L1x", "alpha_mean", &l, &h, &c));
+    /* every statistic name built parses back to its parts */
+    for (int layer = METRIC_NONE; layer < 3; layer++)
+        for (int head = METRIC_NONE; head < 2; head++)
+            for (int cat = METRIC_NONE; cat < CAT_COUNT; cat++) {
+                if (head != METRIC_NONE && layer == METRIC_NONE) continue;
+                assert_int_equal(metric_stat(name, sizeof name, "alpha_gini", layer, head, cat), 0);
+                assert_true(metric_stat_parse(name, "alpha_gini", &l, &h, &c));
+                assert_true(l == layer && h == head && c == cat);
+            }
+
+    /* interventions and early exit */
+    metric_ablation_key k;
+    NAME_IS(metric_ablation(name, sizeof name, "zero", "L1H0+L2", "delta_loss", CAT_SEMANTIC),
+            "zero.L1H0+L2.delta_loss.semantic");
+    assert_true(metric_ablation_parse(name, &k));
+    assert_string_equal(k.mode, "zero");
+    assert_string_equal(k.label, "L1H0+L2");
+    assert_string_equal(k.quantity, "delta_loss");
+    assert_true(k.cat == CAT_SEMANTIC && isnan(k.tau));
+    NAME_IS(metric_exit(name, sizeof name, 0.5, "tlops_saved", METRIC_NONE), "exit.tau0.500.tlops_saved");
+    assert_true(metric_ablation_parse(name, &k));
+    assert_true(!strcmp(k.mode, "exit") && !strcmp(k.label, "tau0.500") && k.tau == 0.5 && k.cat == METRIC_NONE);
+    NAME_IS(metric_ablation_sibling(name, sizeof name, &k, "delta_loss", CAT_FUNCTIONAL),
+            "exit.tau0.500.delta_loss.functional");
+    NAME_IS(metric_exit(name, sizeof name, NAN, "loss", METRIC_NONE), "exit.full.loss");
+    assert_true(metric_ablation_parse(name, &k) && !strcmp(k.label, "full") && isnan(k.tau));
+    assert_int_equal(metric_ablation(name, sizeof name, "zero", "tau0.5", "loss", METRIC_NONE), -1);
+    assert_int_equal(metric_exit(name, sizeof name, INFINITY, "loss", METRIC_NONE), -1);
+    assert_false(metric_ablation_parse("zero.all", &k));
+    assert_false(metric_ablation_parse("zero.all.delta_loss.nope", &k));
+    assert_false(metric_ablation_parse("exit.taux.loss", &k));
+
+    /* gate labels */
+    NAME_IS(metric_label_gate(name, sizeof name, 3, METRIC_NONE), "L3");
+    NAME_IS(metric_label_gate(name, sizeof name, 3, 7), "L3H7");
+    assert_true(metric_label_gate_parse("L3H7", &l, &h) && l == 3 && h == 7);
+    assert_true(metric_label_gate_parse("L3", &l, &h) && l == 3 && h == METRIC_NONE);
+    assert_false(metric_label_gate_parse("L3H7+L2", &l, &h));
+    assert_false(metric_label_gate_parse("all", &l, &h));
+    assert_false(metric_label_gate_parse("L3H", &l, &h));
+    printf("metric names: statistics, interventions, early exit and gate labels round-trip; bad tokens refused\n");
 }
 
 static void test_params_flattened(void **state) {
@@ -763,6 +922,9 @@ int main(void) {
         cmocka_unit_test(test_schema_created_and_versioned),
         cmocka_unit_test(test_run_lifecycle),
         cmocka_unit_test(test_nan_stored_as_null),
+        cmocka_unit_test(test_heartbeat),
+        cmocka_unit_test(test_readers),
+        cmocka_unit_test(test_metric_names),
         cmocka_unit_test(test_params_flattened),
         cmocka_unit_test(test_artifact_sha256),
         cmocka_unit_test(test_concurrent_writers),

@@ -29,6 +29,7 @@
 #include "analysis/heads.h"
 #include "cli.h"
 #include "store/data.h"
+#include "store/metric.h"
 #include "store/registry.h"
 #include "store/rundir.h"
 
@@ -339,7 +340,7 @@ int cmd_heads(int argc, char **argv) {
         r.ppl_ratio = rows[i].ppl_ratio;
         memcpy(r.delta_cat, rows[i].delta_cat, sizeof r.delta_cat);
         char label[32];
-        snprintf(label, sizeof label, "L%dH%d", rows[i].layer, rows[i].kv_head);
+        metric_label_gate(label, sizeof label, rows[i].layer, rows[i].kv_head);
         if (ablate_metrics(&r, label, e.run.st.step, &rm, err, sizeof err)) goto fail;
     }
     if (ab_log(&e, &rm, a.no_db, err, sizeof err)) goto fail;

@@ -529,18 +529,136 @@ release:
     return 1;
 }
 
+/* The state of sweep_run_all: our trainings, which runs this invocation has
+ * launched, and the counts of the last progress line. */
+typedef struct {
+    gl_db *db;
+    const gl_sweep *sw;
+    const sweep_args *a;
+    const char *dbp, *results;
+    char exe[GL_PATH_MAX];
+    int jobs, n_children;
+    sweep_child *children; /* [jobs] */
+    char *launched;        /* [n_runs] 1: started by this invocation */
+    const char **ids;      /* [n_runs] scratch: the ids still to claim */
+    int *map;              /* [n_runs] scratch: ids[k] is run map[k] */
+    sweep_counts c;
+    char what[GL_PATH_MAX + 256];
+} sweep_pool;
+
+/* Reap finished trainings: settle each run's status and say how it ended.  Returns 0 or -1. */
+static int sweep_reap(sweep_pool *p) {
+    int ws;
+    pid_t pid;
+    while ((pid = waitpid(-1, &ws, WNOHANG)) > 0) {
+        for (int k = 0; k < p->n_children; k++) {
+            if (p->children[k].pid != pid) continue;
+            const gl_sweep_run *r = &p->sw->runs[p->children[k].run];
+            char status[16];
+            double took = db_now() - p->children[k].started;
+            sweep_settle(p->db, r, p->results, ws, status);
+            p->children[k] = p->children[--p->n_children];
+            if (sweep_count(p->db, p->sw, 0, p->sw->n_runs, &p->c)) return -1;
+            if (!strcmp(status, "FINISHED"))
+                sweep_fmt(p->what, sizeof p->what, "%s FINISHED after %.1f s", r->run_id, took);
+            else
+                sweep_fmt(p->what, sizeof p->what, "%s %s after %.1f s; see %s/runs/%s/train.log and sweep.log",
+                          r->run_id, status, took, p->results, r->run_id);
+            sweep_progress(p->sw, &p->c, p->what);
+            break;
+        }
+    }
+    return 0;
+}
+
+/* Pass SIGUSR1 on to our trainings, and a stop signal once (*forwarded). */
+static void sweep_forward_signals(sweep_pool *p, int *forwarded) {
+    if (sweep_usr1) {
+        sweep_usr1 = 0;
+        for (int k = 0; k < p->n_children; k++) kill(p->children[k].pid, SIGUSR1);
+    }
+    if (sweep_stop_sig && !*forwarded) {
+        *forwarded = 1;
+        fprintf(stderr, "[sweep %s] %s: no new runs; waiting for %d running to checkpoint and stop\n",
+                p->sw->experiment, sweep_stop_sig == SIGINT ? "interrupted" : "terminated", p->n_children);
+        /* Ctrl-C reached the whole process group already, but a signal sent to the sweep
+         * alone did not, and a training forked a moment after it missed it; training
+         * treats a second stop signal like the first. */
+        for (int k = 0; k < p->n_children; k++) kill(p->children[k].pid, sweep_stop_sig);
+    }
+}
+
+/* Claim and start runs while there is a free slot and a claimable run.  Returns 0 or -1. */
+static int sweep_start_more(sweep_pool *p) {
+    char err[512];
+    const int n = p->sw->n_runs;
+    while (!sweep_stop_sig && p->n_children < p->jobs) {
+        int m = 0;
+        for (int i = 0; i < n; i++)
+            if (!p->launched[i]) { p->ids[m] = p->sw->runs[i].run_id; p->map[m++] = i; }
+        if (m == 0) break;
+        int interrupted = 0;
+        int got = db_run_claim(p->db, p->ids, m, p->a->stale_s, &interrupted, err, sizeof err);
+        if (got == -1) { fprintf(stderr, "gatelab sweep: %s\n", err); return -1; }
+        if (got == -2) break;
+        int i = p->map[got];
+        const gl_sweep_run *r = &p->sw->runs[i];
+        p->launched[i] = 1;
+        char ckpt[GL_PATH_MAX], log[GL_PATH_MAX];
+        sweep_fmt(ckpt, sizeof ckpt, "%s/runs/%s/ckpt", p->results, r->run_id);
+        int resume = sweep_file_exists(ckpt);
+        pid_t child = sweep_launch(p->exe, p->sw, r, p->a, p->dbp, p->results, resume, log, sizeof log);
+        if (child < 0) {
+            if (db_run_release(p->db, r->run_id, err, sizeof err)) fprintf(stderr, "gatelab sweep: %s\n", err);
+            return -1;
+        }
+        p->children[p->n_children].pid = child;
+        p->children[p->n_children].run = i;
+        p->children[p->n_children].started = db_now();
+        p->n_children++;
+        if (sweep_count(p->db, p->sw, 0, n, &p->c)) return -1;
+        snprintf(p->what, sizeof p->what, "started %s (%s)%s", r->run_id, r->label[0] ? r->label : "no overrides",
+                 resume ? ", resuming from its checkpoint" : interrupted ? ", restarting (no checkpoint)" : "");
+        sweep_progress(p->sw, &p->c, p->what);
+    }
+    return 0;
+}
+
+/* Nothing of ours runs and nothing is claimable: 1 when the sweep is done,
+ * 0 when another live process still holds runs of the grid (after a
+ * second's wait), -1 on error. */
+static int sweep_idle(sweep_pool *p, int *waiting_note) {
+    char err[512], status[16];
+    const int n = p->sw->n_runs;
+    if (sweep_count(p->db, p->sw, 0, n, &p->c)) return -1;
+    int held = 0;
+    for (int i = 0; i < n; i++)
+        if (!p->launched[i] && db_run_exists(p->db, p->sw->runs[i].run_id, status, err, sizeof err) == 1 &&
+            !strcmp(status, "RUNNING"))
+            held++;
+    if (!held) return 1;
+    if (!*waiting_note) {
+        snprintf(p->what, sizeof p->what, "waiting for %d run%s held by another live process", held,
+                 held == 1 ? "" : "s");
+        sweep_progress(p->sw, &p->c, p->what);
+        *waiting_note = 1;
+    }
+    sleep(1);
+    return 0;
+}
+
 /* Keep up to a->jobs trainings going until no run is left to claim.  Returns the exit code. */
 static int sweep_run_all(gl_db *db, const gl_sweep *sw, const sweep_args *a, const char *dbp, const char *results) {
-    char err[512], exe[GL_PATH_MAX], what[GL_PATH_MAX + 256];
-    int jobs = a->jobs > 0 ? a->jobs : 1;
-    int rc = 1, n = sw->n_runs, n_children = 0, forwarded = 0, waiting_note = 0;
-    sweep_child *children = calloc((size_t)jobs, sizeof *children);
-    char *launched = calloc((size_t)n, 1);
-    const char **ids = calloc((size_t)n, sizeof *ids);
-    int *map = calloc((size_t)n, sizeof *map);
-    sweep_counts c;
-    if (!children || !launched || !ids || !map) { fprintf(stderr, "gatelab sweep: out of memory\n"); goto cleanup; }
-    if (sweep_train_exe(exe, sizeof exe)) { fprintf(stderr, "gatelab sweep: cannot find this binary's path\n"); goto cleanup; }
+    char err[512];
+    const int n = sw->n_runs;
+    int rc = 1, forwarded = 0, waiting_note = 0;
+    sweep_pool p = {.db = db, .sw = sw, .a = a, .dbp = dbp, .results = results, .jobs = a->jobs > 0 ? a->jobs : 1};
+    p.children = calloc((size_t)p.jobs, sizeof *p.children);
+    p.launched = calloc((size_t)n, 1);
+    p.ids = calloc((size_t)n, sizeof *p.ids);
+    p.map = calloc((size_t)n, sizeof *p.map);
+    if (!p.children || !p.launched || !p.ids || !p.map) { fprintf(stderr, "gatelab sweep: out of memory\n"); goto cleanup; }
+    if (sweep_train_exe(p.exe, sizeof p.exe)) { fprintf(stderr, "gatelab sweep: cannot find this binary's path\n"); goto cleanup; }
 
     if (a->retry_failed) {
         char status[16];
@@ -549,119 +667,46 @@ static int sweep_run_all(gl_db *db, const gl_sweep *sw, const sweep_args *a, con
                 db_run_release(db, sw->runs[i].run_id, err, sizeof err))
                 fprintf(stderr, "gatelab sweep: %s\n", err);
     }
-    if (sweep_count(db, sw, 0, n, &c)) goto cleanup;
-    sweep_fmt(what, sizeof what, "%d to run, -j %d, registry %s, logs in %s/runs/<id>/train.log",
-             c.total - c.finished - c.failed, jobs, dbp, results);
-    sweep_progress(sw, &c, what);
+    if (sweep_count(db, sw, 0, n, &p.c)) goto cleanup;
+    sweep_fmt(p.what, sizeof p.what, "%d to run, -j %d, registry %s, logs in %s/runs/<id>/train.log",
+              p.c.total - p.c.finished - p.c.failed, p.jobs, dbp, results);
+    sweep_progress(sw, &p.c, p.what);
 
     for (;;) {
-        /* Reap finished trainings. */
-        int ws;
-        pid_t pid;
-        while ((pid = waitpid(-1, &ws, WNOHANG)) > 0) {
-            for (int k = 0; k < n_children; k++) {
-                if (children[k].pid != pid) continue;
-                const gl_sweep_run *r = &sw->runs[children[k].run];
-                char status[16];
-                double took = db_now() - children[k].started;
-                sweep_settle(db, r, results, ws, status);
-                children[k] = children[--n_children];
-                if (sweep_count(db, sw, 0, n, &c)) goto cleanup;
-                if (!strcmp(status, "FINISHED"))
-                    sweep_fmt(what, sizeof what, "%s FINISHED after %.1f s", r->run_id, took);
-                else
-                    sweep_fmt(what, sizeof what, "%s %s after %.1f s; see %s/runs/%s/train.log and sweep.log", r->run_id, status,
-                              took, results, r->run_id);
-                sweep_progress(sw, &c, what);
-                break;
-            }
-        }
-        if (sweep_usr1) {
-            sweep_usr1 = 0;
-            for (int k = 0; k < n_children; k++) kill(children[k].pid, SIGUSR1);
-        }
-        if (sweep_stop_sig && !forwarded) {
-            forwarded = 1;
-            fprintf(stderr, "[sweep %s] %s: no new runs; waiting for %d running to checkpoint and stop\n",
-                    sw->experiment, sweep_stop_sig == SIGINT ? "interrupted" : "terminated", n_children);
-            /* Ctrl-C reached the whole process group already, but a signal sent to the sweep
-             * alone did not, and a training forked a moment after it missed it; training
-             * treats a second stop signal like the first. */
-            for (int k = 0; k < n_children; k++) kill(children[k].pid, sweep_stop_sig);
-        }
-        /* Claim and start runs. */
-        while (!sweep_stop_sig && n_children < jobs) {
-            int m = 0;
-            for (int i = 0; i < n; i++)
-                if (!launched[i]) { ids[m] = sw->runs[i].run_id; map[m++] = i; }
-            if (m == 0) break;
-            int interrupted = 0;
-            int got = db_run_claim(db, ids, m, a->stale_s, &interrupted, err, sizeof err);
-            if (got == -1) { fprintf(stderr, "gatelab sweep: %s\n", err); goto cleanup; }
-            if (got == -2) break;
-            int i = map[got];
-            const gl_sweep_run *r = &sw->runs[i];
-            launched[i] = 1;
-            char ckpt[GL_PATH_MAX], log[GL_PATH_MAX];
-            sweep_fmt(ckpt, sizeof ckpt, "%s/runs/%s/ckpt", results, r->run_id);
-            int resume = sweep_file_exists(ckpt);
-            pid_t child = sweep_launch(exe, sw, r, a, dbp, results, resume, log, sizeof log);
-            if (child < 0) {
-                if (db_run_release(db, r->run_id, err, sizeof err)) fprintf(stderr, "gatelab sweep: %s\n", err);
-                goto cleanup;
-            }
-            children[n_children].pid = child;
-            children[n_children].run = i;
-            children[n_children].started = db_now();
-            n_children++;
-            if (sweep_count(db, sw, 0, n, &c)) goto cleanup;
-            snprintf(what, sizeof what, "started %s (%s)%s", r->run_id, r->label[0] ? r->label : "no overrides",
-                     resume ? ", resuming from its checkpoint" : interrupted ? ", restarting (no checkpoint)" : "");
-            sweep_progress(sw, &c, what);
-        }
-        if (n_children == 0) {
+        if (sweep_reap(&p)) goto cleanup;
+        sweep_forward_signals(&p, &forwarded);
+        if (sweep_start_more(&p)) goto cleanup;
+        if (p.n_children == 0) {
             if (sweep_stop_sig) break;
-            /* Nothing of ours runs and nothing is claimable: done, unless another live process holds runs. */
-            if (sweep_count(db, sw, 0, n, &c)) goto cleanup;
-            int held = 0;
-            char status[16];
-            for (int i = 0; i < n; i++)
-                if (!launched[i] && db_run_exists(db, sw->runs[i].run_id, status, err, sizeof err) == 1 &&
-                    !strcmp(status, "RUNNING"))
-                    held++;
-            if (!held) break;
-            if (!waiting_note) {
-                snprintf(what, sizeof what, "waiting for %d run%s held by another live process", held,
-                         held == 1 ? "" : "s");
-                sweep_progress(sw, &c, what);
-                waiting_note = 1;
-            }
-            sleep(1);
+            int done = sweep_idle(&p, &waiting_note);
+            if (done < 0) goto cleanup;
+            if (done) break;
             continue;
         }
         struct timespec ts = {0, 100 * 1000 * 1000};
         nanosleep(&ts, NULL);
     }
-    if (sweep_count(db, sw, 0, n, &c)) goto cleanup;
-    snprintf(what, sizeof what, "%s: %d finished, %d failed, %d not finished%s", sweep_stop_sig ? "stopped" : "done",
-             c.finished, c.failed, c.total - c.finished - c.failed,
-             c.total - c.finished - c.failed ? " (rerun the same command to resume them)" : "");
-    sweep_progress(sw, &c, what);
-    rc = sweep_stop_sig ? 128 + sweep_stop_sig : (c.finished == c.total ? 0 : 1);
+    sweep_counts *c = &p.c;
+    if (sweep_count(db, sw, 0, n, c)) goto cleanup;
+    snprintf(p.what, sizeof p.what, "%s: %d finished, %d failed, %d not finished%s", sweep_stop_sig ? "stopped" : "done",
+             c->finished, c->failed, c->total - c->finished - c->failed,
+             c->total - c->finished - c->failed ? " (rerun the same command to resume them)" : "");
+    sweep_progress(sw, c, p.what);
+    rc = sweep_stop_sig ? 128 + sweep_stop_sig : (c->finished == c->total ? 0 : 1);
 cleanup:
     /* On an error exit, stop and reap our trainings (they mark themselves KILLED). */
-    for (int k = 0; k < n_children; k++) kill(children[k].pid, SIGTERM);
-    for (int k = 0; k < n_children; k++) {
+    for (int k = 0; k < p.n_children; k++) kill(p.children[k].pid, SIGTERM);
+    for (int k = 0; k < p.n_children; k++) {
         int ws;
-        if (waitpid(children[k].pid, &ws, 0) > 0) {
+        if (waitpid(p.children[k].pid, &ws, 0) > 0) {
             char status[16];
-            sweep_settle(db, &sw->runs[children[k].run], results, ws, status);
+            sweep_settle(db, &sw->runs[p.children[k].run], results, ws, status);
         }
     }
-    free(children);
-    free(launched);
-    free(ids);
-    free(map);
+    free(p.children);
+    free(p.launched);
+    free(p.ids);
+    free(p.map);
     return rc;
 }
 

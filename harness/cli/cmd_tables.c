@@ -13,10 +13,10 @@
 #include <string.h>
 
 #include "analysis/figures.h"
-#include "analysis/results_db.h"
 #include "analysis/tables.h"
 #include "cli.h"
 #include "store/manifest.h"
+#include "store/registry.h"
 #include "store/rundir.h"
 
 typedef struct {
@@ -49,14 +49,14 @@ static void tf_usage(FILE *f, const char *cmd) {
 }
 
 /* Open the registry and resolve the output folder. */
-static int tf_open(const tf_args *a, const char *what, rdb **db, char *db_path, size_t dbn, char *out, size_t outn,
+static int tf_open(const tf_args *a, const char *what, gl_db **db, char *db_path, size_t dbn, char *out, size_t outn,
                    char *err, size_t errlen) {
     const char *results = run_results_dir(a->results);
     if (a->db) snprintf(db_path, dbn, "%s", a->db);
     else snprintf(db_path, dbn, "%s/gatelab.db", results);
     if (a->out) snprintf(out, outn, "%s", a->out);
     else snprintf(out, outn, "%s/%s", results, what);
-    return rdb_open(db, db_path, err, errlen);
+    return db_open_readonly(db, db_path, err, errlen);
 }
 
 int cmd_tables(int argc, char **argv) {
@@ -67,7 +67,7 @@ int cmd_tables(int argc, char **argv) {
         return pr == 1 ? 0 : 2;
     }
     char err[2048] = "", db_path[GL_PATH_MAX + 16], out[GL_PATH_MAX + 16];
-    rdb *db = NULL;
+    gl_db *db = NULL;
     static tables_summary s;
     int rc = 1;
     if (tf_open(&a, "tables", &db, db_path, sizeof db_path, out, sizeof out, err, sizeof err) ||
@@ -82,7 +82,7 @@ int cmd_tables(int argc, char **argv) {
     for (int i = 0; i < s.n_skipped; i++) printf("  skipped %s\n", s.skipped[i]);
     rc = 0;
 done:
-    rdb_close(db);
+    db_close(db);
     return rc;
 }
 
@@ -94,7 +94,7 @@ int cmd_figures(int argc, char **argv) {
         return pr == 1 ? 0 : 2;
     }
     char err[4096] = "", db_path[GL_PATH_MAX + 16], out[GL_PATH_MAX + 16];
-    rdb *db = NULL;
+    gl_db *db = NULL;
     static figures_summary s;
     int rc = 1;
     if (tf_open(&a, "figures", &db, db_path, sizeof db_path, out, sizeof out, err, sizeof err) ||
@@ -108,6 +108,6 @@ int cmd_figures(int argc, char **argv) {
     for (int i = 0; i < s.n_skipped; i++) printf("  skipped %s\n", s.skipped[i]);
     rc = 0;
 done:
-    rdb_close(db);
+    db_close(db);
     return rc;
 }

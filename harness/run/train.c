@@ -61,6 +61,7 @@ static double now_s(void) {
 
 typedef struct {
     const gl_manifest *mf;
+    gl_manifest resolved; /* mf with model.vocab_size taken from the data */
     char results[GL_PATH_MAX];
     char dir[GL_PATH_MAX];
     char run_id[160];
@@ -117,11 +118,13 @@ static void metric(run_ctx *c, long step, const char *split, const char *name, d
     c->n_pending++;
 }
 
+/* Write the pending metrics, then refresh the run's heartbeat: a flush comes
+ * at every log interval, every evaluation and the end, so a RUNNING run whose
+ * heartbeat is older than a few intervals has lost its process. */
 static int flush_metrics(run_ctx *c, char *err, size_t errlen) {
-    if (!c->n_pending) return 0;
-    int rc = db_metrics_log(c->db, c->run_id, c->pending, c->n_pending, err, errlen);
+    int rc = c->n_pending ? db_metrics_log(c->db, c->run_id, c->pending, c->n_pending, err, errlen) : 0;
     c->n_pending = 0;
-    return rc;
+    return rc ? rc : db_run_heartbeat(c->db, c->run_id, err, errlen);
 }
 
 /* Write text to path through a temporary file and a rename. */
@@ -278,9 +281,328 @@ static const char *base_name(const char *path, char *out, size_t n) {
     return out;
 }
 
+/* Signals from the start, so a Ctrl-C during set-up still ends as KILLED with a checkpoint. */
+static void install_signals(void) {
+    g_stop = 0;
+    g_ckpt = 0;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_stop;
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    sa.sa_handler = on_usr1;
+    sigaction(SIGUSR1, &sa, NULL);
+}
+
+/* The data, then the model sized from it; c->resolved is mf with the
+ * vocabulary size the data gives, and its canonical INI and model hash. */
+static int setup_model(run_ctx *c, char *err, size_t errlen) {
+    const gl_manifest *mf = c->mf;
+    const gl_train_config *tc = &mf->train;
+    if (data_open(&c->ds, &mf->data, mf->model.seq_len, tc->seed, err, errlen)) return -1;
+    gl_model_config mc = mf->model;
+    int V = data_vocab_size(&c->ds);
+    if (mc.vocab_size == 0) mc.vocab_size = V;
+    else if (mc.vocab_size != V) {
+        snprintf(err, errlen, "model.vocab_size = %d but the data has %d distinct tokens; remove the key or set it to %d",
+                 mc.vocab_size, V, V);
+        return -1;
+    }
+    c->resolved = *mf;
+    c->resolved.model = mc;
+    c->config_ini = manifest_to_ini(&c->resolved);
+    c->model_hash = manifest_model_hash(&c->resolved);
+    int max_B = tc->batch_size > mf->log.probe_windows ? tc->batch_size : mf->log.probe_windows;
+    return model_init(&c->m, &mc, max_B, err, errlen);
+}
+
+/* Run identity, folder and train.log; then the weights, fresh (and
+ * config.ini written) or from the checkpoint of the run resumed. */
+static int setup_run(run_ctx *c, const gl_train_opts *o, char *err, size_t errlen) {
+    const gl_manifest *mf = c->mf;
+    const gl_train_config *tc = &mf->train;
+    if (o->resume) {
+        if (run_resolve(o->resume, c->results, c->dir, sizeof c->dir, err, errlen)) return -1;
+        char tmp[GL_PATH_MAX];
+        snprintf(tmp, sizeof tmp, "%s", c->dir);
+        snprintf(c->run_id, sizeof c->run_id, "%s", basename(tmp));
+    } else if (o->run_id) {
+        snprintf(c->run_id, sizeof c->run_id, "%s", o->run_id);
+    } else {
+        char nm[128], ts[32];
+        time_t t = time(NULL);
+        strftime(ts, sizeof ts, "%Y%m%d-%H%M%S", gmtime(&t));
+        snprintf(c->run_id, sizeof c->run_id, "%s-%s-%05d",
+                 mf->log.name[0] ? mf->log.name : mf->path[0] ? base_name(mf->path, nm, sizeof nm) : "run", ts,
+                 (int)getpid() % 100000);
+    }
+    if (!o->resume && run_create_dir(c->results, c->run_id, c->dir, sizeof c->dir, err, errlen)) return -1;
+    snprintf(c->ckpt_path, sizeof c->ckpt_path, "%s/ckpt", c->dir);
+    if (!o->resume && access(c->ckpt_path, F_OK) == 0) {
+        snprintf(err, errlen, "run %s already has a checkpoint (%s): continue it with --resume %s, or pick another --run-id",
+                 c->run_id, c->ckpt_path, c->run_id);
+        return -1;
+    }
+    snprintf(c->trace_path, sizeof c->trace_path, "%s/trace.h5", c->dir);
+    char path[GL_PATH_MAX + 16];
+    snprintf(path, sizeof path, "%s/train.log", c->dir);
+    c->log = fopen(path, "a");
+    if (!c->log) {
+        snprintf(err, errlen, "cannot open %s: %s", path, strerror(errno));
+        return -1;
+    }
+    const int V = data_vocab_size(&c->ds);
+    if (o->resume) {
+        if (ckpt_load(c->ckpt_path, &c->m, &c->st, c->model_hash, err, errlen)) return -1;
+        if (c->st.vocab_size != V || memcmp(c->st.vocab, data_vocab(&c->ds), (size_t)V)) {
+            snprintf(err, errlen, "%s was trained on a different vocabulary than data.file %s has now", c->ckpt_path,
+                     mf->data.file);
+            return -1;
+        }
+        return 0;
+    }
+    model_init_weights(&c->m, tc->seed);
+    c->st.step = 0;
+    rng_seed(&c->st.data_rng, tc->seed ^ 0x5eed0da7aULL);
+    rng_seed(&c->st.aux_rng, tc->seed ^ 0xa0c5eedULL);
+    c->st.vocab_size = V;
+    memcpy(c->st.vocab, data_vocab(&c->ds), (size_t)V);
+    snprintf(path, sizeof path, "%s/config.ini", c->dir);
+    return write_file_atomic(path, c->config_ini, err, errlen);
+}
+
+/* Open the registry and register the run (or take over the one a sweep
+ * scheduled), then mark it RUNNING.  *registered = 1 once it is. */
+static int setup_registry(run_ctx *c, const gl_train_opts *o, int *registered, char *err, size_t errlen) {
+    const gl_manifest *mf = c->mf;
+    char dbp[GL_PATH_MAX + 16], nm[128], status[16];
+    snprintf(dbp, sizeof dbp, "%s/gatelab.db", c->results);
+    if (db_open(&c->db, o->db_path ? o->db_path : dbp, err, errlen)) return -1;
+    const char *exp = mf->log.experiment[0] ? mf->log.experiment : mf->path[0] ? base_name(mf->path, nm, sizeof nm) : "default";
+    long long exp_id;
+    int exists = db_run_exists(c->db, c->run_id, status, err, errlen);
+    if (exists < 0) return -1;
+    if (!exists) {
+        if (db_experiment_ensure(c->db, exp, c->config_ini, &exp_id, err, errlen)) return -1;
+        char hash[65];
+        sweep_config_hash(c->config_ini, hash); /* the same hash a sweep records */
+        if (db_run_create(c->db, exp_id, c->run_id, mf->log.name[0] ? mf->log.name : c->run_id, c->config_ini, hash,
+                          (unsigned long long)mf->train.seed, "SCHEDULED", err, errlen))
+            return -1;
+        if (db_params_put(c->db, c->run_id, &c->resolved, err, errlen)) return -1;
+    } else if (!strcmp(status, "FINISHED") && !o->resume) {
+        snprintf(err, errlen, "run %s is already FINISHED in %s", c->run_id, db_path(c->db));
+        return -1;
+    } else if (db_params_put(c->db, c->run_id, &c->resolved, err, errlen)) {
+        /* a run a sweep scheduled: store the resolved values (vocab size from the data) */
+        return -1;
+    }
+    if (db_run_start(c->db, c->run_id, err, errlen)) return -1;
+    *registered = 1;
+    return 0;
+}
+
+/* The probe batch, and trace.h5 created (or reopened on resume) when log.trace is on. */
+static int setup_trace(run_ctx *c, const gl_train_opts *o, char *err, size_t errlen) {
+    const gl_model_config mc = c->resolved.model;
+    if (setup_probe(c, err, errlen)) return -1;
+    if (!c->mf->log.trace) return 0;
+    gl_trace_desc td = {.n_layer = mc.n_layer,
+                        .n_kv_head = mc.n_kv_head,
+                        .n_router = mc.depth_routing == DR_TSA ? mc.n_layer - 1 : 0,
+                        .n_probe = c->P,
+                        .has_alpha = mc.value_residual == VR_SATFORMER,
+                        .has_lambda = mc.value_residual == VR_RESFORMER,
+                        .has_p = mc.depth_routing == DR_TSA,
+                        .has_exit = mc.depth_routing == DR_EARLY_EXIT,
+                        .config_ini = c->config_ini};
+    return o->resume && access(c->trace_path, F_OK) == 0
+               ? trace_reopen(&c->trace, c->trace_path, c->st.step, err, errlen)
+               : trace_create(&c->trace, c->trace_path, &td, c->probe_tok, c->probe_cat, err, errlen);
+}
+
+/* What the loop keeps between steps: the batch buffers, the optimiser's
+ * settings, and the clocks and token counts of the progress line. */
+typedef struct {
+    int B, T;
+    int *tok, *tg; /* (B*T) */
+    float *mask;   /* (B*T) */
+    gl_adamw opt;
+    double t_start, t_log, t_draw, elapsed0;
+    long log_tokens, step_at_start;
+    float last_loss;
+} train_loop;
+
+static void loop_free(train_loop *lp) {
+    free(lp->tok);
+    free(lp->tg);
+    free(lp->mask);
+}
+
+static int loop_init(train_loop *lp, const run_ctx *c, char *err, size_t errlen) {
+    const gl_train_config *tc = &c->mf->train;
+    memset(lp, 0, sizeof *lp);
+    lp->B = tc->batch_size;
+    lp->T = c->resolved.model.seq_len;
+    const size_t NT = (size_t)lp->B * lp->T;
+    lp->tok = malloc(NT * sizeof(int));
+    lp->tg = malloc(NT * sizeof(int));
+    lp->mask = malloc(NT * sizeof(float));
+    if (!lp->tok || !lp->tg || !lp->mask) {
+        snprintf(err, errlen, "out of memory for a batch");
+        return -1;
+    }
+    lp->opt = (gl_adamw){tc->beta1, tc->beta2, tc->eps, tc->weight_decay, tc->grad_clip};
+    lp->t_start = lp->t_log = now_s();
+    lp->t_draw = 0;
+    lp->elapsed0 = c->st.elapsed_s;
+    lp->step_at_start = c->st.step;
+    lp->last_loss = NAN;
+    return 0;
+}
+
+/* One optimiser step on the next training batch.  Returns 0, or -1 when the
+ * loss or the gradient is not finite (err says which, at which step; the
+ * step is not taken). */
+static int train_step(run_ctx *c, train_loop *lp, float *lr, float *gnorm, char *err, size_t errlen) {
+    const gl_train_config *tc = &c->mf->train;
+    const size_t NT = (size_t)lp->B * lp->T;
+    data_train_batch(&c->ds, &c->st.data_rng, lp->B, lp->tok, lp->tg, lp->mask);
+    float loss = model_forward(&c->m, lp->tok, lp->tg, lp->mask, lp->B, lp->T);
+    *lr = adamw_schedule(c->st.step, tc->warmup, tc->steps, tc->lr, tc->min_lr);
+    *gnorm = NAN;
+    if (isfinite(loss)) {
+        model_zero_grad(&c->m);
+        model_backward(&c->m);
+        *gnorm = adamw_step(&c->m, &lp->opt, *lr, c->st.step + 1);
+    }
+    if (!isfinite(loss) || !isfinite(*gnorm)) {
+        snprintf(err, errlen, "%s at step %ld (loss %g, gradient norm %g); the last good checkpoint is kept in %s — "
+                 "lower train.lr or raise train.warmup and resume or restart",
+                 !isfinite(loss) ? "the loss is not finite" : "the gradient is not finite", c->st.step + 1, loss, *gnorm,
+                 c->ckpt_path);
+        return -1;
+    }
+    lp->last_loss = loss;
+    c->st.step++;
+    c->st.tokens_seen += (long)NT;
+    lp->log_tokens += (long)NT;
+    c->st.log_loss_sum += c->m.task_loss;
+    c->st.log_n++;
+    c->st.eval_loss_sum += c->m.task_loss;
+    c->st.eval_n++;
+    return 0;
+}
+
+/* The log-interval metrics, the progress line and the registry flush at step. */
+static int log_interval(run_ctx *c, train_loop *lp, float lr, float gnorm, double t, char *err, size_t errlen) {
+    const gl_train_config *tc = &c->mf->train;
+    const gl_model_config *mc = &c->m.cfg;
+    const long step = c->st.step;
+    double tps = lp->log_tokens / (t - lp->t_log);
+    double mean_loss = c->st.log_loss_sum / c->st.log_n;
+    metric(c, step, "train", "loss", mean_loss);
+    metric(c, step, "train", "lr", lr);
+    metric(c, step, "train", "grad_norm", gnorm);
+    metric(c, step, "train", "tokens_per_s", tps);
+    if (mc->depth_routing == DR_TSA) {
+        metric(c, step, "train", "active_frac", c->m.active_frac);
+        metric(c, step, "train", "tlops_saved", eval_tlops_saved(c->m.active_frac, mc->n_layer));
+        metric(c, step, "train", "penalty", c->m.penalty);
+    }
+    if (mc->depth_routing == DR_EARLY_EXIT) metric(c, step, "train", "exit_loss", c->m.loss);
+    char eta[32];
+    fmt_eta(eta, sizeof eta, (tc->steps - step) * (t - lp->t_start) / (double)(step - lp->step_at_start));
+    int plain_due = t - lp->t_draw >= 5.0 || step == tc->steps;
+    if (c->tty || plain_due) {
+        say(c, c->tty && step != tc->steps, "step %ld/%d | loss %.4f | lr %.2e | %.0f tok/s | ETA %s", step, tc->steps,
+            mean_loss, lr, tps, eta);
+        lp->t_draw = t;
+    }
+    if (flush_metrics(c, err, errlen)) return -1;
+    lp->t_log = now_s();
+    lp->log_tokens = 0;
+    c->st.log_loss_sum = 0;
+    c->st.log_n = 0;
+    return 0;
+}
+
+/* Steps until train.steps or a stop signal: log, evaluate and checkpoint when
+ * due.  Returns 0, 1 (a non-finite loss or gradient) or 2 (an I/O error); err
+ * says what happened. */
+static int train_loop_run(run_ctx *c, train_loop *lp, char *err, size_t errlen) {
+    const gl_train_config *tc = &c->mf->train;
+    if (c->st.step == 0 && tc->eval_every > 0 && evaluate_now(c, NAN, err, errlen)) return 2;
+    while (c->st.step < tc->steps) {
+        if (g_stop) /* stopped before this step: keep where we are */
+            return save_ckpt(c, err, errlen) ? 2 : 0;
+        float lr, gnorm;
+        if (train_step(c, lp, &lr, &gnorm, err, errlen)) return 1;
+        const long step = c->st.step;
+        double t = now_s();
+        c->st.elapsed_s = lp->elapsed0 + (t - lp->t_start);
+        if ((step % tc->log_every == 0 || step == tc->steps) && log_interval(c, lp, lr, gnorm, t, err, errlen)) return 2;
+        int eval_due = (tc->eval_every > 0 && step % tc->eval_every == 0) || step == tc->steps;
+        if (eval_due) {
+            if (evaluate_now(c, c->st.eval_n ? c->st.eval_loss_sum / c->st.eval_n : NAN, err, errlen)) return 2;
+            c->st.eval_loss_sum = 0;
+            c->st.eval_n = 0;
+            lp->t_log = now_s();
+        }
+        int ckpt_due = (tc->ckpt_every > 0 && step % tc->ckpt_every == 0) || step == tc->steps || g_stop || g_ckpt;
+        if (ckpt_due) {
+            if (save_ckpt(c, err, errlen)) return 2;
+            if (g_ckpt) say(c, 0, "checkpoint at step %ld (SIGUSR1)", step);
+            g_ckpt = 0;
+            lp->t_log = now_s();
+        }
+        if (g_stop) break;
+    }
+    return 0;
+}
+
+/* The outcome after the loop (failed: train_loop_run's code), its closing
+ * line, and what the registry keeps: artifacts and the last metrics. */
+static gl_train_outcome train_finish(run_ctx *c, const train_loop *lp, int failed, char *err, size_t errlen) {
+    const gl_train_config *tc = &c->mf->train;
+    gl_train_outcome outcome;
+    char e2[512] = "";
+    if (failed) {
+        outcome = TRAIN_FAILED;
+        say(c, 0, "FAILED: %s", err);
+    } else if (g_stop && c->st.step < tc->steps) {
+        outcome = TRAIN_KILLED;
+        snprintf(err, errlen, "stopped by signal %d at step %ld; checkpoint saved: continue with --resume %s",
+                 (int)g_stop, c->st.step, c->run_id);
+        say(c, 0, "KILLED: %s", err);
+    } else {
+        outcome = TRAIN_FINISHED;
+        /* the hex float makes bit-for-bit comparisons of runs possible from the log */
+        say(c, 0, "finished %d steps in %.1f s | last train loss %.6f (%a) | run folder %s", tc->steps,
+            c->st.elapsed_s, lp->last_loss, lp->last_loss, c->dir);
+        double span = c->st.elapsed_s - lp->elapsed0;
+        if (c->trace_s > 0 && span > 0) {
+            say(c, 0, "trace: %.3f s in probe passes and writes, %.2f %% of this session's %.1f s", c->trace_s,
+                100.0 * c->trace_s / span, span);
+            metric(c, c->st.step, "train", "trace_share", c->trace_s / span);
+        }
+        err[0] = 0;
+    }
+    if (c->trace) {
+        trace_close(c->trace);
+        c->trace = NULL;
+        if (access(c->trace_path, F_OK) == 0) db_artifact_put(c->db, c->run_id, "trace", c->trace_path, e2, sizeof e2);
+    }
+    if (access(c->ckpt_path, F_OK) == 0) db_artifact_put(c->db, c->run_id, "ckpt", c->ckpt_path, e2, sizeof e2);
+    flush_metrics(c, e2, sizeof e2);
+    return outcome;
+}
+
 gl_train_outcome train_run(const gl_manifest *mf, const gl_train_opts *o, char *err, size_t errlen) {
     run_ctx c;
+    train_loop lp;
     memset(&c, 0, sizeof c);
+    memset(&lp, 0, sizeof lp);
     c.mf = mf;
     c.quiet = o->quiet;
     c.tty = isatty(2);
@@ -292,260 +614,16 @@ gl_train_outcome train_run(const gl_manifest *mf, const gl_train_opts *o, char *
     snprintf(c.results, sizeof c.results, "%s",
              o->results ? o->results : getenv("GATELAB_RESULTS") ? getenv("GATELAB_RESULTS") : mf->log.results);
     if (tc->threads > 0) omp_set_num_threads(tc->threads);
-    /* signals from the start, so a Ctrl-C during set-up still ends as KILLED with a checkpoint */
-    g_stop = 0;
-    g_ckpt = 0;
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_stop;
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
-    sa.sa_handler = on_usr1;
-    sigaction(SIGUSR1, &sa, NULL);
-
-    /* data, then the model sized from it */
-    if (data_open(&c.ds, &mf->data, mf->model.seq_len, tc->seed, err, errlen)) goto cleanup;
-    gl_model_config mc = mf->model;
-    int V = data_vocab_size(&c.ds);
-    if (mc.vocab_size == 0) mc.vocab_size = V;
-    else if (mc.vocab_size != V) {
-        snprintf(err, errlen, "model.vocab_size = %d but the data has %d distinct tokens; remove the key or set it to %d",
-                 mc.vocab_size, V, V);
+    install_signals();
+    if (setup_model(&c, err, errlen) || setup_run(&c, o, err, errlen) ||
+        setup_registry(&c, o, &registered, err, errlen) || setup_trace(&c, o, err, errlen))
         goto cleanup;
-    }
-    gl_manifest resolved = *mf;
-    resolved.model = mc;
-    c.config_ini = manifest_to_ini(&resolved);
-    c.model_hash = manifest_model_hash(&resolved);
-    int max_B = tc->batch_size > mf->log.probe_windows ? tc->batch_size : mf->log.probe_windows;
-    if (model_init(&c.m, &mc, max_B, err, errlen)) goto cleanup;
-
-    /* run identity and folder */
-    if (o->resume) {
-        if (run_resolve(o->resume, c.results, c.dir, sizeof c.dir, err, errlen)) goto cleanup;
-        char tmp[GL_PATH_MAX];
-        snprintf(tmp, sizeof tmp, "%s", c.dir);
-        snprintf(c.run_id, sizeof c.run_id, "%s", basename(tmp));
-    } else {
-        if (o->run_id) {
-            snprintf(c.run_id, sizeof c.run_id, "%s", o->run_id);
-        } else {
-            char nm[128], ts[32];
-            time_t t = time(NULL);
-            strftime(ts, sizeof ts, "%Y%m%d-%H%M%S", gmtime(&t));
-            snprintf(c.run_id, sizeof c.run_id, "%s-%s-%05d",
-                     mf->log.name[0] ? mf->log.name : mf->path[0] ? base_name(mf->path, nm, sizeof nm) : "run",
-                     ts, (int)getpid() % 100000);
-        }
-    }
-    if (!o->resume && run_create_dir(c.results, c.run_id, c.dir, sizeof c.dir, err, errlen)) goto cleanup;
-    snprintf(c.ckpt_path, sizeof c.ckpt_path, "%s/ckpt", c.dir);
-    if (!o->resume && access(c.ckpt_path, F_OK) == 0) {
-        snprintf(err, errlen, "run %s already has a checkpoint (%s): continue it with --resume %s, or pick another --run-id",
-                 c.run_id, c.ckpt_path, c.run_id);
-        goto cleanup;
-    }
-    snprintf(c.trace_path, sizeof c.trace_path, "%s/trace.h5", c.dir);
-    char path[GL_PATH_MAX + 16];
-    snprintf(path, sizeof path, "%s/train.log", c.dir);
-    c.log = fopen(path, "a");
-    if (!c.log) {
-        snprintf(err, errlen, "cannot open %s: %s", path, strerror(errno));
-        goto cleanup;
-    }
-
-    /* weights: fresh or from the checkpoint */
-    if (o->resume) {
-        if (ckpt_load(c.ckpt_path, &c.m, &c.st, c.model_hash, err, errlen)) goto cleanup;
-        if (c.st.vocab_size != V || memcmp(c.st.vocab, data_vocab(&c.ds), (size_t)V)) {
-            snprintf(err, errlen, "%s was trained on a different vocabulary than data.file %s has now", c.ckpt_path, mf->data.file);
-            goto cleanup;
-        }
-    } else {
-        model_init_weights(&c.m, tc->seed);
-        c.st.step = 0;
-        rng_seed(&c.st.data_rng, tc->seed ^ 0x5eed0da7aULL);
-        rng_seed(&c.st.aux_rng, tc->seed ^ 0xa0c5eedULL);
-        c.st.vocab_size = V;
-        memcpy(c.st.vocab, data_vocab(&c.ds), (size_t)V);
-        snprintf(path, sizeof path, "%s/config.ini", c.dir);
-        if (write_file_atomic(path, c.config_ini, err, errlen)) goto cleanup;
-    }
-
-    /* registry */
-    char dbp[GL_PATH_MAX + 16];
-    snprintf(dbp, sizeof dbp, "%s/gatelab.db", c.results);
-    if (db_open(&c.db, o->db_path ? o->db_path : dbp, err, errlen)) goto cleanup;
-    {
-        char nm[128];
-        const char *exp = mf->log.experiment[0] ? mf->log.experiment : mf->path[0] ? base_name(mf->path, nm, sizeof nm) : "default";
-        long long exp_id;
-        char status[16];
-        int exists = db_run_exists(c.db, c.run_id, status, err, errlen);
-        if (exists < 0) goto cleanup;
-        if (!exists) {
-            if (db_experiment_ensure(c.db, exp, c.config_ini, &exp_id, err, errlen)) goto cleanup;
-            char hash[65];
-            sweep_config_hash(c.config_ini, hash); /* the same hash a sweep records */
-            if (db_run_create(c.db, exp_id, c.run_id, mf->log.name[0] ? mf->log.name : c.run_id, c.config_ini, hash,
-                              (unsigned long long)tc->seed, "SCHEDULED", err, errlen))
-                goto cleanup;
-            if (db_params_put(c.db, c.run_id, &resolved, err, errlen)) goto cleanup;
-        } else if (!strcmp(status, "FINISHED") && !o->resume) {
-            snprintf(err, errlen, "run %s is already FINISHED in %s", c.run_id, db_path(c.db));
-            goto cleanup;
-        } else if (db_params_put(c.db, c.run_id, &resolved, err, errlen)) {
-            /* a run a sweep scheduled: store the resolved values (vocab size from the data) */
-            goto cleanup;
-        }
-        if (db_run_start(c.db, c.run_id, err, errlen)) goto cleanup;
-        registered = 1;
-    }
-
-    /* trace */
-    if (setup_probe(&c, err, errlen)) goto cleanup;
-    if (mf->log.trace) {
-        gl_trace_desc td = {.n_layer = mc.n_layer,
-                            .n_kv_head = mc.n_kv_head,
-                            .n_router = mc.depth_routing == DR_TSA ? mc.n_layer - 1 : 0,
-                            .n_probe = c.P,
-                            .has_alpha = mc.value_residual == VR_SATFORMER,
-                            .has_lambda = mc.value_residual == VR_RESFORMER,
-                            .has_p = mc.depth_routing == DR_TSA,
-                            .has_exit = mc.depth_routing == DR_EARLY_EXIT,
-                            .config_ini = c.config_ini};
-        int rc = o->resume && access(c.trace_path, F_OK) == 0
-                     ? trace_reopen(&c.trace, c.trace_path, c.st.step, err, errlen)
-                     : trace_create(&c.trace, c.trace_path, &td, c.probe_tok, c.probe_cat, err, errlen);
-        if (rc) goto cleanup;
-    }
-
     say(&c, 0, "gatelab train: run %s | %zu parameters | %d threads | %s", c.run_id, model_param_count(&c.m),
         omp_get_max_threads(), c.dir);
     if (o->resume) say(&c, 0, "resuming at step %ld of %d", c.st.step, tc->steps);
-
-    /* the loop */
-    const int B = tc->batch_size, T = mc.seq_len;
-    const size_t NT = (size_t)B * T;
-    int *tok = malloc(NT * sizeof(int)), *tg = malloc(NT * sizeof(int));
-    float *mask = malloc(NT * sizeof(float));
-    if (!tok || !tg || !mask) {
-        free(tok); free(tg); free(mask);
-        snprintf(err, errlen, "out of memory for a batch");
-        goto cleanup;
-    }
-    gl_adamw opt = {tc->beta1, tc->beta2, tc->eps, tc->weight_decay, tc->grad_clip};
-    double t_start = now_s(), t_log = t_start, t_draw = 0, elapsed0 = c.st.elapsed_s;
-    long log_tokens = 0, step_at_start = c.st.step;
-    int failed = 0;
-    float last_loss = NAN;
-    if (c.st.step == 0 && tc->eval_every > 0 && evaluate_now(&c, NAN, err, errlen)) failed = 2;
-    while (!failed && c.st.step < tc->steps) {
-        if (g_stop) { /* stopped before this step: keep where we are */
-            if (save_ckpt(&c, err, errlen)) failed = 2;
-            break;
-        }
-        data_train_batch(&c.ds, &c.st.data_rng, B, tok, tg, mask);
-        float loss = model_forward(&c.m, tok, tg, mask, B, T);
-        float lr = adamw_schedule(c.st.step, tc->warmup, tc->steps, tc->lr, tc->min_lr);
-        float gnorm = NAN;
-        if (isfinite(loss)) {
-            model_zero_grad(&c.m);
-            model_backward(&c.m);
-            gnorm = adamw_step(&c.m, &opt, lr, c.st.step + 1);
-        }
-        if (!isfinite(loss) || !isfinite(gnorm)) {
-            snprintf(err, errlen, "%s at step %ld (loss %g, gradient norm %g); the last good checkpoint is kept in %s — "
-                     "lower train.lr or raise train.warmup and resume or restart",
-                     !isfinite(loss) ? "the loss is not finite" : "the gradient is not finite", c.st.step + 1,
-                     loss, gnorm, c.ckpt_path);
-            failed = 1;
-            break;
-        }
-        last_loss = loss;
-        c.st.step++;
-        c.st.tokens_seen += (long)NT;
-        log_tokens += (long)NT;
-        c.st.log_loss_sum += c.m.task_loss;
-        c.st.log_n++;
-        c.st.eval_loss_sum += c.m.task_loss;
-        c.st.eval_n++;
-        long step = c.st.step;
-        double t = now_s();
-        c.st.elapsed_s = elapsed0 + (t - t_start);
-        if (step % tc->log_every == 0 || step == tc->steps) {
-            double tps = log_tokens / (t - t_log);
-            double mean_loss = c.st.log_loss_sum / c.st.log_n;
-            metric(&c, step, "train", "loss", mean_loss);
-            metric(&c, step, "train", "lr", lr);
-            metric(&c, step, "train", "grad_norm", gnorm);
-            metric(&c, step, "train", "tokens_per_s", tps);
-            if (mc.depth_routing == DR_TSA) {
-                metric(&c, step, "train", "active_frac", c.m.active_frac);
-                metric(&c, step, "train", "tlops_saved", eval_tlops_saved(c.m.active_frac, mc.n_layer));
-                metric(&c, step, "train", "penalty", c.m.penalty);
-            }
-            if (mc.depth_routing == DR_EARLY_EXIT) metric(&c, step, "train", "exit_loss", c.m.loss);
-            char eta[32];
-            fmt_eta(eta, sizeof eta, (tc->steps - step) * (t - t_start) / (double)(step - step_at_start));
-            int plain_due = t - t_draw >= 5.0 || step == tc->steps;
-            if (c.tty || plain_due) {
-                say(&c, c.tty && step != tc->steps, "step %ld/%d | loss %.4f | lr %.2e | %.0f tok/s | ETA %s", step,
-                    tc->steps, mean_loss, lr, tps, eta);
-                t_draw = t;
-            }
-            if (flush_metrics(&c, err, errlen)) { failed = 2; break; }
-            t_log = now_s();
-            log_tokens = 0;
-            c.st.log_loss_sum = 0;
-            c.st.log_n = 0;
-        }
-        int eval_due = (tc->eval_every > 0 && step % tc->eval_every == 0) || step == tc->steps;
-        if (eval_due) {
-            if (evaluate_now(&c, c.st.eval_n ? c.st.eval_loss_sum / c.st.eval_n : NAN, err, errlen)) { failed = 2; break; }
-            c.st.eval_loss_sum = 0;
-            c.st.eval_n = 0;
-            t_log = now_s();
-        }
-        int ckpt_due = (tc->ckpt_every > 0 && step % tc->ckpt_every == 0) || step == tc->steps || g_stop || g_ckpt;
-        if (ckpt_due) {
-            if (save_ckpt(&c, err, errlen)) { failed = 2; break; }
-            if (g_ckpt) say(&c, 0, "checkpoint at step %ld (SIGUSR1)", step);
-            g_ckpt = 0;
-            t_log = now_s();
-        }
-        if (g_stop) break;
-    }
-    free(tok); free(tg); free(mask);
-
-    if (failed) {
-        outcome = TRAIN_FAILED;
-        say(&c, 0, "FAILED: %s", err);
-    } else if (g_stop && c.st.step < tc->steps) {
-        outcome = TRAIN_KILLED;
-        snprintf(err, errlen, "stopped by signal %d at step %ld; checkpoint saved: continue with --resume %s",
-                 (int)g_stop, c.st.step, c.run_id);
-        say(&c, 0, "KILLED: %s", err);
-    } else {
-        outcome = TRAIN_FINISHED;
-        /* the hex float makes bit-for-bit comparisons of runs possible from the log */
-        say(&c, 0, "finished %d steps in %.1f s | last train loss %.6f (%a) | run folder %s", tc->steps,
-            c.st.elapsed_s, last_loss, last_loss, c.dir);
-        double span = c.st.elapsed_s - elapsed0;
-        if (c.trace_s > 0 && span > 0) {
-            say(&c, 0, "trace: %.3f s in probe passes and writes, %.2f %% of this session's %.1f s", c.trace_s,
-                100.0 * c.trace_s / span, span);
-            metric(&c, c.st.step, "train", "trace_share", c.trace_s / span);
-        }
-        err[0] = 0;
-    }
-    if (c.trace) {
-        trace_close(c.trace);
-        c.trace = NULL;
-        if (access(c.trace_path, F_OK) == 0) db_artifact_put(c.db, c.run_id, "trace", c.trace_path, e2, sizeof e2);
-    }
-    if (access(c.ckpt_path, F_OK) == 0) db_artifact_put(c.db, c.run_id, "ckpt", c.ckpt_path, e2, sizeof e2);
-    flush_metrics(&c, e2, sizeof e2);
+    if (loop_init(&lp, &c, err, errlen)) goto cleanup;
+    int failed = train_loop_run(&c, &lp, err, errlen);
+    outcome = train_finish(&c, &lp, failed, err, errlen);
 
 cleanup:
     if (registered) {
@@ -556,6 +634,7 @@ cleanup:
             outcome = TRAIN_FAILED;
         }
     }
+    loop_free(&lp);
     ctx_free(&c);
     signal(SIGINT, SIG_DFL);
     signal(SIGTERM, SIG_DFL);

@@ -329,6 +329,41 @@ void db_close(gl_db *db) {
     free(db);
 }
 
+int db_open_readonly(gl_db **out, const char *path, char *err, size_t errlen) {
+    gl_db *db = NULL;
+    sqlite3_stmt *st = NULL;
+    struct stat sb;
+    *out = NULL;
+    if (!path || !*path || stat(path, &sb) != 0) {
+        snprintf(err, errlen, "%s: no registry there: train a run first, or pass --db PATH", path ? path : "");
+        return -1;
+    }
+    if (strlen(path) >= GL_PATH_MAX) {
+        snprintf(err, errlen, "%s: registry path too long (max %d bytes)", path, GL_PATH_MAX - 1);
+        return -1;
+    }
+    db = calloc(1, sizeof *db);
+    if (!db) { snprintf(err, errlen, "%s: out of memory opening the registry", path); return -1; }
+    strcpy(db->path, path);
+    if (sqlite3_open_v2(path, &db->h, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
+        db_fail(db, "cannot open the registry", err, errlen);
+        goto fail;
+    }
+    sqlite3_busy_timeout(db->h, DB_BUSY_TIMEOUT_MS);
+    /* a file that is not a registry fails here with a clear message */
+    if (sqlite3_prepare_v2(db->h, "SELECT count(*) FROM runs", -1, &st, NULL) != SQLITE_OK) {
+        db_fail(db, "not a gatelab registry (no runs table)", err, errlen);
+        goto fail;
+    }
+    sqlite3_finalize(st);
+    *out = db;
+    return 0;
+fail:
+    sqlite3_finalize(st);
+    db_close(db);
+    return -1;
+}
+
 /* ---- experiments and runs ---- */
 
 int db_experiment_ensure(gl_db *db, const char *name, const char *manifest_text, long long *exp_id,
@@ -581,19 +616,21 @@ int db_params_put(gl_db *db, const char *run_id, const gl_manifest *mf, char *er
 
 int db_metrics_log(gl_db *db, const char *run_id, const gl_metric *rows, int n, char *err, size_t errlen) {
     int rc = -1;
-    sqlite3_stmt *ins = NULL, *hb = NULL;
+    sqlite3_stmt *ins = NULL, *run = NULL;
+    int found;
     double now = db_now();
     if (db_begin(db, err, errlen)) return -1;
     ins = db_prepare(db,
                      "INSERT OR REPLACE INTO metrics (run_id, step, split, name, value, wall_time) "
                      "VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
                      err, errlen);
-    hb = db_prepare(db, "UPDATE runs SET heartbeat=?2 WHERE run_id=?1", err, errlen);
-    if (!ins || !hb) goto cleanup;
-    sqlite3_bind_text(hb, 1, run_id, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_double(hb, 2, now);
-    if (sqlite3_step(hb) != SQLITE_DONE) { db_fail(db, "cannot update the heartbeat", err, errlen); goto cleanup; }
-    if (sqlite3_changes(db->h) != 1) {
+    /* the run must exist (no foreign-key enforcement); its heartbeat is left alone */
+    run = db_prepare(db, "SELECT 1 FROM runs WHERE run_id=?1", err, errlen);
+    if (!ins || !run) goto cleanup;
+    sqlite3_bind_text(run, 1, run_id, -1, SQLITE_TRANSIENT);
+    found = sqlite3_step(run);
+    if (found != SQLITE_ROW && found != SQLITE_DONE) { db_fail(db, "cannot look up the run", err, errlen); goto cleanup; }
+    if (found == SQLITE_DONE) {
         snprintf(err, errlen, "%s: cannot log metrics: run %s is not in the registry", db->path, run_id);
         goto cleanup;
     }
@@ -614,12 +651,12 @@ int db_metrics_log(gl_db *db, const char *run_id, const gl_metric *rows, int n, 
         }
     }
     sqlite3_finalize(ins);
-    sqlite3_finalize(hb);
-    ins = hb = NULL;
+    sqlite3_finalize(run);
+    ins = run = NULL;
     rc = db_commit(db, err, errlen);
 cleanup:
     sqlite3_finalize(ins);
-    sqlite3_finalize(hb);
+    sqlite3_finalize(run);
     if (rc) db_rollback(db);
     return rc;
 }
@@ -949,4 +986,152 @@ int db_schema_version_get(gl_db *db, char *err, size_t errlen) {
     int v = -1;
     if (db_schema_version(db, &v, err, errlen)) return -1;
     return v;
+}
+
+/* ---- reading, for tables and figures ---- */
+
+int db_param_get(gl_db *db, const char *run_id, const char *key, char *value, size_t valuelen, char *err,
+                 size_t errlen) {
+    sqlite3_stmt *st = db_prepare(db, "SELECT value FROM params WHERE run_id = ?1 AND key = ?2", err, errlen);
+    if (!st) return -1;
+    sqlite3_bind_text(st, 1, run_id, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(st, 2, key, -1, SQLITE_TRANSIENT);
+    int s = sqlite3_step(st), rc = -1;
+    if (s == SQLITE_ROW) {
+        db_col_text(st, 0, value, valuelen);
+        rc = 1;
+    } else if (s == SQLITE_DONE) {
+        rc = 0;
+    } else {
+        db_fail(db, "cannot read a parameter", err, errlen);
+    }
+    sqlite3_finalize(st);
+    return rc;
+}
+
+int db_metric_last(gl_db *db, const char *run_id, const char *split, const char *name, double *value, long *step,
+                   char *err, size_t errlen) {
+    sqlite3_stmt *st = db_prepare(db,
+                                  "SELECT value, step FROM metrics WHERE run_id = ?1 AND split = ?2 AND name = ?3 "
+                                  "ORDER BY step DESC LIMIT 1",
+                                  err, errlen);
+    if (!st) return -1;
+    sqlite3_bind_text(st, 1, run_id, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(st, 2, split, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(st, 3, name, -1, SQLITE_TRANSIENT);
+    int s = sqlite3_step(st), rc = -1;
+    if (s == SQLITE_ROW) {
+        *value = db_col_real(st, 0);
+        if (step) *step = (long)sqlite3_column_int64(st, 1);
+        rc = 1;
+    } else if (s == SQLITE_DONE) {
+        rc = 0;
+    } else {
+        db_fail(db, "cannot read a metric", err, errlen);
+    }
+    sqlite3_finalize(st);
+    return rc;
+}
+
+/* Make room for one more element of size sz in *v (count k, capacity *cap). */
+static int db_grow(void **v, int k, int *cap, size_t sz) {
+    if (k < *cap) return 0;
+    int c = *cap ? 2 * *cap : 64;
+    void *nv = realloc(*v, (size_t)c * sz);
+    if (!nv) return -1;
+    *v = nv;
+    *cap = c;
+    return 0;
+}
+
+int db_metric_series(gl_db *db, const char *run_id, const char *split, const char *name, gl_metric_point **pts,
+                     int *n, char *err, size_t errlen) {
+    int rc = -1, k = 0, cap = 0, s;
+    gl_metric_point *v = NULL;
+    *pts = NULL;
+    *n = 0;
+    sqlite3_stmt *st = db_prepare(db,
+                                  "SELECT step, value, wall_time FROM metrics WHERE run_id = ?1 AND split = ?2 "
+                                  "AND name = ?3 ORDER BY step",
+                                  err, errlen);
+    if (!st) return -1;
+    sqlite3_bind_text(st, 1, run_id, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(st, 2, split, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(st, 3, name, -1, SQLITE_TRANSIENT);
+    while ((s = sqlite3_step(st)) == SQLITE_ROW) {
+        if (db_grow((void **)&v, k, &cap, sizeof *v)) {
+            snprintf(err, errlen, "%s: out of memory reading %s/%s of run %s", db->path, split, name, run_id);
+            goto cleanup;
+        }
+        v[k].step = (long)sqlite3_column_int64(st, 0);
+        v[k].value = db_col_real(st, 1);
+        v[k].wall_time = sqlite3_column_double(st, 2);
+        k++;
+    }
+    if (s != SQLITE_DONE) { db_fail(db, "cannot read a metric series", err, errlen); goto cleanup; }
+    *pts = v;
+    *n = k;
+    v = NULL;
+    rc = 0;
+cleanup:
+    sqlite3_finalize(st);
+    free(v);
+    return rc;
+}
+
+int db_metrics_latest(gl_db *db, const char *run_id, const char *split, gl_metric_latest **rows, int *n,
+                      char *err, size_t errlen) {
+    int rc = -1, k = 0, cap = 0, s;
+    gl_metric_latest *v = NULL;
+    *rows = NULL;
+    *n = 0;
+    sqlite3_stmt *st = db_prepare(db,
+                                  "SELECT m.name, m.value, m.step FROM metrics m WHERE m.run_id = ?1 AND m.split = ?2 "
+                                  "AND m.step = (SELECT max(step) FROM metrics x WHERE x.run_id = m.run_id "
+                                  "AND x.split = m.split AND x.name = m.name) ORDER BY m.name",
+                                  err, errlen);
+    if (!st) return -1;
+    sqlite3_bind_text(st, 1, run_id, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(st, 2, split, -1, SQLITE_TRANSIENT);
+    while ((s = sqlite3_step(st)) == SQLITE_ROW) {
+        if (db_grow((void **)&v, k, &cap, sizeof *v)) {
+            snprintf(err, errlen, "%s: out of memory reading split %s of run %s", db->path, split, run_id);
+            goto cleanup;
+        }
+        db_col_text(st, 0, v[k].name, sizeof v[k].name);
+        v[k].value = db_col_real(st, 1);
+        v[k].step = (long)sqlite3_column_int64(st, 2);
+        k++;
+    }
+    if (s != SQLITE_DONE) { db_fail(db, "cannot read a split's metrics", err, errlen); goto cleanup; }
+    *rows = v;
+    *n = k;
+    v = NULL;
+    rc = 0;
+cleanup:
+    sqlite3_finalize(st);
+    free(v);
+    return rc;
+}
+
+double db_metrics_latest_find(const gl_metric_latest *rows, int n, const char *name) {
+    for (int i = 0; i < n; i++)
+        if (!strcmp(rows[i].name, name)) return rows[i].value;
+    return NAN;
+}
+
+int db_run_t0(gl_db *db, const char *run_id, double *t0, char *err, size_t errlen) {
+    sqlite3_stmt *st = db_prepare(
+        db, "SELECT min(wall_time) FROM metrics WHERE run_id = ?1 AND split IN ('train','val')", err, errlen);
+    if (!st) return -1;
+    sqlite3_bind_text(st, 1, run_id, -1, SQLITE_TRANSIENT);
+    int s = sqlite3_step(st), rc = -1;
+    if (s == SQLITE_ROW) {
+        rc = sqlite3_column_type(st, 0) != SQLITE_NULL;
+        if (rc) *t0 = sqlite3_column_double(st, 0);
+    } else {
+        db_fail(db, "cannot read wall times", err, errlen);
+    }
+    sqlite3_finalize(st);
+    return rc;
 }

@@ -12,7 +12,10 @@
  *
  * All functions returning int return 0 on success and -1 on failure with a
  * message in err (naming the database file and what to do), unless stated.
- * registry.c is the only file that includes sqlite3.h.
+ * registry.c is the only file that includes sqlite3.h: training, sweeps,
+ * `runs`, the analyses, tables and figures all read and write through here.
+ * Metric names beyond the bare training ones are built and parsed by
+ * metric.h.
  */
 #ifndef GATELAB_HARNESS_REGISTRY_H
 #define GATELAB_HARNESS_REGISTRY_H
@@ -31,6 +34,10 @@ typedef struct gl_db gl_db;
  * with db_close. */
 int db_open(gl_db **out, const char *path, char *err, size_t errlen);
 void db_close(gl_db *db); /* accepts NULL */
+
+/* Open an existing registry read-only (tables, figures): the file must exist
+ * and hold a runs table; nothing is created or upgraded.  Close with db_close. */
+int db_open_readonly(gl_db **out, const char *path, char *err, size_t errlen);
 
 /* The path the database was opened with. */
 const char *db_path(const gl_db *db);
@@ -56,7 +63,10 @@ int db_run_start(gl_db *db, const char *run_id, char *err, size_t errlen);
 int db_run_finish(gl_db *db, const char *run_id, const char *status, int exit_code,
                   const char *error, char *err, size_t errlen);
 
-/* Refresh run_id's heartbeat (and pid) without logging anything. */
+/* Refresh run_id's heartbeat (and pid): the training loop calls it at every
+ * metric flush, so a RUNNING run whose heartbeat is old has lost its process.
+ * Nothing else refreshes it (logging metrics does not: an analysis logging
+ * into a run must not make a dead training look alive). */
 int db_run_heartbeat(gl_db *db, const char *run_id, char *err, size_t errlen);
 
 /* Replace run_id's params with the flattened "section.key" = value pairs of
@@ -73,7 +83,7 @@ typedef struct {
     double wall_time;   /* unix seconds; <= 0 means "now" */
 } gl_metric;
 
-/* Append n metric rows in one BEGIN IMMEDIATE transaction; also updates the heartbeat.
+/* Append n metric rows in one BEGIN IMMEDIATE transaction (run_id must exist).
  * A row with the same (run, step, split, name) replaces the earlier one (a resumed
  * run re-logging a step does not duplicate it). */
 int db_metrics_log(gl_db *db, const char *run_id, const gl_metric *rows, int n, char *err,
@@ -100,7 +110,7 @@ long long db_count_rows(gl_db *db, const char *table, const char *run_id, char *
 /* Stored schema version, or -1 on error. */
 int db_schema_version_get(gl_db *db, char *err, size_t errlen);
 
-/* ---- used by sweeps, `runs` and `collect` ---- */
+/* ---- used by sweeps, `runs`, `collect` and tables ---- */
 
 /* Current unix time in seconds (C clock). */
 double db_now(void);
@@ -138,6 +148,45 @@ typedef struct {
  * by experiment then run id.  *rows is malloc'd (the caller frees it). */
 int db_runs_list(gl_db *db, const char *experiment, const char *status, gl_run_row **rows,
                  int *n, char *err, size_t errlen);
+
+/* ---- reading, for tables and figures ---- */
+
+/* A run's parameter "section.key": 1 found (copied to value), 0 none, -1 error. */
+int db_param_get(gl_db *db, const char *run_id, const char *key, char *value, size_t valuelen, char *err,
+                 size_t errlen);
+
+/* The value at the largest step of (split, name): 1 found (*value NaN when
+ * stored as NULL; *step the step, if step is not NULL), 0 none, -1 error. */
+int db_metric_last(gl_db *db, const char *run_id, const char *split, const char *name, double *value, long *step,
+                   char *err, size_t errlen);
+
+typedef struct {
+    long step;
+    double value;     /* NaN when stored as NULL */
+    double wall_time; /* unix seconds */
+} gl_metric_point;
+
+/* Every row of (split, name) by step.  *pts is malloc'd (the caller frees it). */
+int db_metric_series(gl_db *db, const char *run_id, const char *split, const char *name, gl_metric_point **pts,
+                     int *n, char *err, size_t errlen);
+
+typedef struct {
+    char name[128];
+    double value;     /* at the largest step logged for that name; NaN when NULL */
+    long step;
+} gl_metric_latest;
+
+/* Every metric name of split for run_id with its latest value, ordered by
+ * name.  *rows is malloc'd (the caller frees it). */
+int db_metrics_latest(gl_db *db, const char *run_id, const char *split, gl_metric_latest **rows, int *n,
+                      char *err, size_t errlen);
+
+/* The value of name among rows[0..n) (NaN when absent). */
+double db_metrics_latest_find(const gl_metric_latest *rows, int n, const char *name);
+
+/* Earliest wall time of any train or val metric of run_id (the run's time
+ * origin for loss-vs-time curves): 1 found, 0 none, -1 error. */
+int db_run_t0(gl_db *db, const char *run_id, double *t0, char *err, size_t errlen);
 
 /* Merge the registry file at src_path into dst: experiments by name, runs by
  * id (a run already in dst is replaced only when src's status is more advanced:

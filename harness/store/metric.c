@@ -1,0 +1,204 @@
+/*
+ * metric.c — build and parse the structured metric names of metric.h.
+ *
+ * The analyses (analyze, ablate, heads) write these names into the registry
+ * and the readers (tables, figures) take them apart again; both sides call
+ * this file, so a name cannot be written in one shape and read in another.
+ *
+ * What it does not do: talk to the registry (registry.c stores the rows), or
+ * know which statistics or interventions exist (the analyses choose their
+ * tokens; this file only joins and splits them).  Parsing is strict: digits
+ * without sign or space, no trailing text, categories by their exact names.
+ */
+#include "metric.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "categories.h"
+
+/* ---- small helpers ---- */
+
+/* A token: non-empty, no '.'. */
+static int metric_token_ok(const char *s) { return s && *s && !strchr(s, '.'); }
+
+/* snprintf that refuses to truncate: 0, or -1 with out = "". */
+static int metric_print(char *out, size_t n, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    int k = vsnprintf(out, n, fmt, ap);
+    va_end(ap);
+    if (k < 0 || (size_t)k >= n) {
+        if (n) out[0] = 0;
+        return -1;
+    }
+    return 0;
+}
+
+/* The category code whose name is s, or METRIC_NONE. */
+static int metric_cat_code(const char *s) {
+    for (int c = 0; c < CAT_COUNT; c++)
+        if (!strcmp(s, cat_name(c))) return c;
+    return METRIC_NONE;
+}
+
+/* ".<category>" or "" (cat METRIC_NONE); NULL for a code out of range. */
+static const char *metric_cat_suffix(int cat, char *buf, size_t n) {
+    if (cat == METRIC_NONE) return "";
+    if (cat < 0 || cat >= CAT_COUNT) return NULL;
+    snprintf(buf, n, ".%s", cat_name(cat));
+    return buf;
+}
+
+/* Read an unsigned decimal at *s (digits only, at most 6); advances *s.
+ * Returns the value, or -1 when no digit is there. */
+static int metric_uint(const char **s) {
+    const char *p = *s;
+    long v = 0;
+    int k = 0;
+    while (*p >= '0' && *p <= '9' && k < 6) v = v * 10 + (*p++ - '0'), k++;
+    if (!k || (*p >= '0' && *p <= '9')) return -1;
+    *s = p;
+    return (int)v;
+}
+
+/* Copy the token at s up to the next '.' (or the end) into out; returns the
+ * position after it (at the '.' or the end), or NULL if empty or too long. */
+static const char *metric_take(const char *s, char *out, size_t n) {
+    size_t k = strcspn(s, ".");
+    if (!k || k >= n) return NULL;
+    memcpy(out, s, k);
+    out[k] = 0;
+    return s + k;
+}
+
+/* ---- statistics ---- */
+
+int metric_stat(char *out, size_t n, const char *stat, int layer, int head, int cat) {
+    char lh[32] = "", cs[48];
+    const char *csuf = metric_cat_suffix(cat, cs, sizeof cs);
+    if (!metric_token_ok(stat) || !csuf || layer < METRIC_NONE || head < METRIC_NONE ||
+        (head != METRIC_NONE && layer == METRIC_NONE)) {
+        if (n) out[0] = 0;
+        return -1;
+    }
+    if (layer != METRIC_NONE && head != METRIC_NONE) snprintf(lh, sizeof lh, ".L%d.H%d", layer, head);
+    else if (layer != METRIC_NONE) snprintf(lh, sizeof lh, ".L%d", layer);
+    return metric_print(out, n, "%s%s%s", stat, lh, csuf);
+}
+
+int metric_stat_parse(const char *name, const char *stat, int *layer, int *head, int *cat) {
+    size_t sl = strlen(stat);
+    *layer = *head = *cat = METRIC_NONE;
+    if (!sl || strncmp(name, stat, sl)) return 0;
+    const char *p = name + sl;
+    if (!strncmp(p, ".L", 2) && p[2] >= '0' && p[2] <= '9') {
+        p += 2;
+        if ((*layer = metric_uint(&p)) < 0) return 0;
+        if (!strncmp(p, ".H", 2) && p[2] >= '0' && p[2] <= '9') {
+            p += 2;
+            if ((*head = metric_uint(&p)) < 0) return 0;
+        }
+    }
+    if (*p == 0) return 1;
+    if (*p != '.') return 0;
+    *cat = metric_cat_code(p + 1);
+    return *cat != METRIC_NONE;
+}
+
+/* ---- interventions and early exit ---- */
+
+/* mode.label.quantity[.cat] with the label checked by the caller. */
+static int metric_join(char *out, size_t n, const char *mode, const char *label, const char *quantity, int cat) {
+    char cs[48];
+    const char *csuf = metric_cat_suffix(cat, cs, sizeof cs);
+    if (!metric_token_ok(mode) || !label || !*label || !metric_token_ok(quantity) || !csuf) {
+        if (n) out[0] = 0;
+        return -1;
+    }
+    return metric_print(out, n, "%s.%s.%s%s", mode, label, quantity, csuf);
+}
+
+int metric_ablation(char *out, size_t n, const char *mode, const char *label, const char *quantity, int cat) {
+    if (!metric_token_ok(label)) {
+        if (n) out[0] = 0;
+        return -1;
+    }
+    return metric_join(out, n, mode, label, quantity, cat);
+}
+
+int metric_exit(char *out, size_t n, double tau, const char *quantity, int cat) {
+    char label[40];
+    if (isnan(tau)) snprintf(label, sizeof label, "full");
+    else if (!isfinite(tau) || fabs(tau) >= 1e6) {
+        if (n) out[0] = 0;
+        return -1;
+    } else snprintf(label, sizeof label, "tau%.3f", tau);
+    return metric_join(out, n, METRIC_EXIT_MODE, label, quantity, cat);
+}
+
+/* The early-exit label at p ("tau<number>" or a plain token) into k; returns
+ * the position after it, or NULL. */
+static const char *metric_exit_label(const char *p, metric_ablation_key *k) {
+    if (strncmp(p, "tau", 3)) return metric_take(p, k->label, sizeof k->label);
+    char *end = NULL;
+    double tau = strtod(p + 3, &end);
+    if (end == p + 3 || (*end != '.' && *end != 0) || !isfinite(tau)) return NULL;
+    size_t len = (size_t)(end - p);
+    if (len >= sizeof k->label) return NULL;
+    memcpy(k->label, p, len);
+    k->label[len] = 0;
+    k->tau = tau;
+    return end;
+}
+
+int metric_ablation_parse(const char *name, metric_ablation_key *k) {
+    memset(k, 0, sizeof *k);
+    k->cat = METRIC_NONE;
+    k->tau = NAN;
+    const char *p = metric_take(name, k->mode, sizeof k->mode);
+    if (!p || *p != '.') return 0;
+    p++;
+    p = !strcmp(k->mode, METRIC_EXIT_MODE) ? metric_exit_label(p, k) : metric_take(p, k->label, sizeof k->label);
+    if (!p || *p != '.') return 0;
+    p = metric_take(p + 1, k->quantity, sizeof k->quantity);
+    if (!p) return 0;
+    if (*p == 0) return 1;
+    k->cat = metric_cat_code(p + 1);
+    return k->cat != METRIC_NONE;
+}
+
+int metric_ablation_sibling(char *out, size_t n, const metric_ablation_key *k, const char *quantity, int cat) {
+    int exit_tau = !strcmp(k->mode, METRIC_EXIT_MODE) && !isnan(k->tau);
+    if (!exit_tau && !metric_token_ok(k->label)) {
+        if (n) out[0] = 0;
+        return -1;
+    }
+    return metric_join(out, n, k->mode, k->label, quantity, cat);
+}
+
+/* ---- gate labels ---- */
+
+int metric_label_gate(char *out, size_t n, int layer, int head) {
+    if (layer < 0 || head < METRIC_NONE) {
+        if (n) out[0] = 0;
+        return -1;
+    }
+    if (head == METRIC_NONE) return metric_print(out, n, "L%d", layer);
+    return metric_print(out, n, "L%dH%d", layer, head);
+}
+
+int metric_label_gate_parse(const char *label, int *layer, int *head) {
+    const char *p = label;
+    *layer = *head = METRIC_NONE;
+    if (*p++ != 'L' || (*layer = metric_uint(&p)) < 0) return 0;
+    if (*p == 0) return 1;
+    if (*p++ != 'H' || (*head = metric_uint(&p)) < 0 || *p) {
+        *layer = *head = METRIC_NONE;
+        return 0;
+    }
+    return 1;
+}

@@ -1,0 +1,76 @@
+/*
+ * metric.h — the names of registry metrics, built and parsed in one place.
+ *
+ * A metric row is (run, step, split, name, value).  Training and evaluation
+ * log bare names ("loss", "bpc", "active_frac", "tokens_per_s", …).  The
+ * analyses log structured names, and every writer and reader of those goes
+ * through this module, so the grammar below is the only place it is written:
+ *
+ *   statistic (split "analysis"):  <stat>[.L<layer>[.H<head>]][.<category>]
+ *       alpha_mean.L1.H0   alpha_mean.L1   alpha_mean.L1.semantic   tokens.functional   expected_depth
+ *   intervention (split "ablation"):  <mode>.<label>.<quantity>[.<category>]
+ *       zero.all.delta_loss   zero.L1H0.delta_loss   mean.L2.delta_loss.semantic   random.all.base_loss
+ *   early exit (split "ablation"):  exit.tau<τ, 3 decimals>.<quantity>[.<category>],  exit.full.loss
+ *
+ * Tokens (stat, mode, label, quantity) are non-empty and hold no '.', except
+ * an early-exit label "tau0.500", whose dot belongs to the number.  A gate
+ * label is "all", "L<layer>" (every gate of a block), "L<layer>H<head>" (one
+ * KV head) or several joined by '+'.  Layers and heads count from 0;
+ * categories are the codes of store/categories.h (cat_name).
+ *
+ * Builders return 0, or -1 when a token is empty or holds a '.', or the name
+ * does not fit in n bytes (out then holds ""); they never truncate.  Parsers
+ * return 1 when the name has the form asked for, 0 when not.
+ */
+#ifndef GATELAB_STORE_METRIC_H
+#define GATELAB_STORE_METRIC_H
+
+#include <stddef.h>
+
+#define METRIC_NAME_MAX 96   /* bytes of a name, with its terminating 0 */
+#define METRIC_NONE (-1)     /* no layer, head or category in a name */
+#define METRIC_EXIT_MODE "exit"  /* the mode of early-exit rows */
+#define METRIC_LABEL_ALL "all"   /* the label of every gate of the model */
+
+/* ---- statistics: <stat>[.L<layer>[.H<head>]][.<category>] ---- */
+
+/* layer, head and cat may each be METRIC_NONE; a head needs a layer. */
+int metric_stat(char *out, size_t n, const char *stat, int layer, int head, int cat);
+
+/* 1 when name is exactly stat followed by the optional parts above; each of
+ * *layer, *head, *cat is set, METRIC_NONE where the part is absent. */
+int metric_stat_parse(const char *name, const char *stat, int *layer, int *head, int *cat);
+
+/* ---- interventions: <mode>.<label>.<quantity>[.<category>] ---- */
+
+int metric_ablation(char *out, size_t n, const char *mode, const char *label, const char *quantity, int cat);
+
+/* Early exit at threshold tau (NaN: the full model, label "full"). */
+int metric_exit(char *out, size_t n, double tau, const char *quantity, int cat);
+
+typedef struct {
+    char mode[32];      /* zero, mean, full-depth, random, file, exit */
+    char label[64];     /* all, L1, L1H0, L1H0+L2 …; for exit: full or tau0.500 */
+    char quantity[32];  /* loss, base_loss, delta_loss, ppl_ratio, active_frac, tlops_saved … */
+    int cat;            /* category code, METRIC_NONE for all tokens */
+    double tau;         /* exit rows with a threshold: τ; NaN otherwise */
+} metric_ablation_key;
+
+/* Split an intervention or early-exit name into its parts: 1, or 0 when name
+ * has neither form. */
+int metric_ablation_parse(const char *name, metric_ablation_key *k);
+
+/* The name of another quantity or category of the intervention k was parsed
+ * from (k's mode and label kept as written). */
+int metric_ablation_sibling(char *out, size_t n, const metric_ablation_key *k, const char *quantity, int cat);
+
+/* ---- gate labels ---- */
+
+/* "L<layer>" (head METRIC_NONE) or "L<layer>H<head>". */
+int metric_label_gate(char *out, size_t n, int layer, int head);
+
+/* 1 when label names exactly one block ("L<l>", *head = METRIC_NONE) or one
+ * KV head ("L<l>H<h>"). */
+int metric_label_gate_parse(const char *label, int *layer, int *head);
+
+#endif
