@@ -26,6 +26,8 @@
 #include <string.h>
 
 #include "paper_fig.h"
+#include "store/categories.h"
+#include "store/metric.h"
 #include "report.h"
 
 /* ---- statistics ---- */
@@ -63,17 +65,17 @@ static pstat st_of(const double *x, int n) {
 
 /* ---- collecting ---- */
 
-static double pc_last(rdb *db, const char *run, const char *split, const char *name, int *fail, char *err,
+static double pc_last(gl_db *db, const char *run, const char *split, const char *name, int *fail, char *err,
                       size_t errlen) {
     double v = NAN;
-    int rc = rdb_metric_last(db, run, split, name, &v, NULL, err, errlen);
+    int rc = db_metric_last(db, run, split, name, &v, NULL, err, errlen);
     if (rc < 0) *fail = 1;
     return rc == 1 ? v : NAN;
 }
 
-static long pc_param_long(rdb *db, const char *run, const char *key, int *fail, char *err, size_t errlen) {
+static long pc_param_long(gl_db *db, const char *run, const char *key, int *fail, char *err, size_t errlen) {
     char v[64] = "";
-    if (rdb_param(db, run, key, v, sizeof v, err, errlen) < 0) *fail = 1;
+    if (db_param_get(db, run, key, v, sizeof v, err, errlen) < 0) *fail = 1;
     return v[0] ? atol(v) : 0;
 }
 
@@ -92,31 +94,31 @@ static double pc_gini(double *x, int n) {
 }
 
 /* SATFormer gate statistics from the analysis rows of the last traced step. */
-static void pc_gates(rdb *db, paper_run *p, int *fail, char *err, size_t errlen) {
+static void pc_gates(gl_db *db, paper_run *p, int *fail, char *err, size_t errlen) {
     const char *id = p->t.run_id;
     int L = (int)pc_param_long(db, id, "model.n_layer", fail, err, errlen);
     int H = (int)pc_param_long(db, id, "model.n_kv_head", fail, err, errlen);
     double early = 0, late = 0, sem = 0, oth = 0, heads[4096];
     int ne = 0, nl = 0, nh = 0, nsem = 0;
     const int first_late = 1 + (L - 1) / 2; /* blocks 1..L−1; the later half starts here */
-    char name[96];
+    char name[METRIC_NAME_MAX];
     for (int n = 1; n < L && !*fail; n++) {
-        snprintf(name, sizeof name, "alpha_mean.L%d", n);
+        metric_stat(name, sizeof name, "alpha_mean", n, METRIC_NONE, METRIC_NONE);
         double a = pc_last(db, id, "analysis", name, fail, err, errlen);
         if (isnan(a)) continue;
         if (n >= first_late) late += a, nl++;
         else early += a, ne++;
         if (n >= first_late) {
             double c[3];
-            const char *cat[3] = {"semantic", "structural", "functional"};
+            const int cat[3] = {CAT_SEMANTIC, CAT_STRUCTURAL, CAT_FUNCTIONAL};
             for (int k = 0; k < 3; k++) {
-                snprintf(name, sizeof name, "alpha_mean.L%d.%s", n, cat[k]);
+                metric_stat(name, sizeof name, "alpha_mean", n, METRIC_NONE, cat[k]);
                 c[k] = pc_last(db, id, "analysis", name, fail, err, errlen);
             }
             if (!isnan(c[0]) && !isnan(c[1]) && !isnan(c[2])) sem += c[0], oth += 0.5 * (c[1] + c[2]), nsem++;
         }
         for (int h = 0; h < H && nh < 4096; h++) {
-            snprintf(name, sizeof name, "alpha_mean.L%d.H%d", n, h);
+            metric_stat(name, sizeof name, "alpha_mean", n, h, METRIC_NONE);
             double v = pc_last(db, id, "analysis", name, fail, err, errlen);
             if (!isnan(v)) heads[nh++] = v;
         }
@@ -128,24 +130,24 @@ static void pc_gates(rdb *db, paper_run *p, int *fail, char *err, size_t errlen)
     p->head_gini = pc_gini(heads, nh);
 }
 
-static void pc_wall(rdb *db, paper_run *p, int *fail, char *err, size_t errlen) {
-    rdb_point *pts = NULL;
+static void pc_wall(gl_db *db, paper_run *p, int *fail, char *err, size_t errlen) {
+    gl_metric_point *pts = NULL;
     int np = 0;
-    if (rdb_metric_series(db, p->t.run_id, "train", "loss", &pts, &np, err, errlen)) *fail = 1;
+    if (db_metric_series(db, p->t.run_id, "train", "loss", &pts, &np, err, errlen)) *fail = 1;
     p->wall_s = np > 1 ? pts[np - 1].wall_time - pts[0].wall_time : NAN;
     p->t0 = np ? pts[0].wall_time : NAN;
     p->t1 = np ? pts[np - 1].wall_time : NAN;
     free(pts);
 }
 
-static void pc_one(rdb *db, paper_run *p, int *fail, char *err, size_t errlen) {
+static void pc_one(gl_db *db, paper_run *p, int *fail, char *err, size_t errlen) {
     const char *id = p->t.run_id;
     const struct {
         const char *key;
         char *dst;
     } want[] = {{"model.value_residual", p->value}, {"model.depth_routing", p->depth}, {"model.cross_layer", p->cross}};
     for (size_t k = 0; k < sizeof want / sizeof want[0]; k++)
-        if (rdb_param(db, id, want[k].key, want[k].dst, sizeof p->value, err, errlen) < 0) *fail = 1;
+        if (db_param_get(db, id, want[k].key, want[k].dst, sizeof p->value, err, errlen) < 0) *fail = 1;
     p->steps = pc_param_long(db, id, "train.steps", fail, err, errlen);
     p->batch = pc_param_long(db, id, "train.batch_size", fail, err, errlen);
     p->seq_len = pc_param_long(db, id, "model.seq_len", fail, err, errlen);
@@ -160,15 +162,18 @@ static void pc_one(rdb *db, paper_run *p, int *fail, char *err, size_t errlen) {
     p->m_tau = pc_last(db, id, "val", "matched.tau", fail, err, errlen);
     p->m_target = pc_last(db, id, "val", "matched.alpha_target", fail, err, errlen);
     p->m_tlops = pc_last(db, id, "val", "matched.tlops_saved", fail, err, errlen);
-    p->zero_dl = pc_last(db, id, "ablation", "zero.all.delta_loss", fail, err, errlen);
-    p->mean_dl = pc_last(db, id, "ablation", "mean.all.delta_loss", fail, err, errlen);
+    char name[METRIC_NAME_MAX];
+    metric_ablation(name, sizeof name, "zero", METRIC_LABEL_ALL, "delta_loss", METRIC_NONE);
+    p->zero_dl = pc_last(db, id, "ablation", name, fail, err, errlen);
+    metric_ablation(name, sizeof name, "mean", METRIC_LABEL_ALL, "delta_loss", METRIC_NONE);
+    p->mean_dl = pc_last(db, id, "ablation", name, fail, err, errlen);
     p->train_tps = p->t.tokens_per_s;
     pc_wall(db, p, fail, err, errlen);
     if (!strcmp(p->value, "satformer")) pc_gates(db, p, fail, err, errlen);
     else p->early_alpha = p->late_alpha = p->late_sem = p->late_other = p->head_gini = NAN;
 }
 
-int paper_collect(rdb *db, paper_run **runs, int *n, char *err, size_t errlen) {
+int paper_collect(gl_db *db, paper_run **runs, int *n, char *err, size_t errlen) {
     tables_run *t = NULL;
     int nt = 0, fail = 0;
     *runs = NULL;
@@ -811,7 +816,7 @@ static void write_figures(FILE *f, const char *out_dir, const paper_figs *pf, co
     if (n) fprintf(f, ".\n");
 }
 
-int paper_report(rdb *db, const char *preset, const char *plan_path, const char *results, const char *out_dir,
+int paper_report(gl_db *db, const char *preset, const char *plan_path, const char *results, const char *out_dir,
                  int *n_rows, char *err, size_t errlen) {
     paper_run *runs = NULL;
     int n = 0, rc = -1;

@@ -15,7 +15,7 @@
 
 #include <stddef.h>
 
-#include "results_db.h"
+#include "store/registry.h"
 #include "tables.h"
 
 /* One finished run with what the claims read. NaN = not measured. */
@@ -38,7 +38,7 @@ typedef struct {
 
 /* The FINISHED runs of the registry (all experiments) with the fields above.
  * *runs is malloc'd (the caller frees it).  Returns 0 or -1. */
-int paper_collect(rdb *db, paper_run **runs, int *n, char *err, size_t errlen);
+int paper_collect(gl_db *db, paper_run **runs, int *n, char *err, size_t errlen);
 
 /* TSA's λ* for a data set and scale: the λ whose mean final α over seeds is
  * nearest target (the paper's α for the claim).  Returns 1 found, 0 none. */
@@ -49,7 +49,7 @@ int paper_lambda_star(const paper_run *runs, int n, const char *data, const char
  * their claims and the sweep arguments that made them; results is where the
  * registry lives, for the regenerate commands).  *n_rows gets the claims
  * written.  Returns 0 or -1. */
-int paper_report(rdb *db, const char *preset, const char *plan_path, const char *results, const char *out_dir,
+int paper_report(gl_db *db, const char *preset, const char *plan_path, const char *results, const char *out_dir,
                  int *n_rows, char *err, size_t errlen);
 
 /* Two-sided 95 % Student t quantile for df degrees of freedom (df ≥ 1). */

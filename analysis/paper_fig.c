@@ -20,6 +20,8 @@
 #include <string.h>
 
 #include "figures.h"
+#include "store/categories.h"
+#include "store/metric.h"
 
 typedef struct {
     double sum, sq;
@@ -129,7 +131,7 @@ static int fig_pareto(const paper_run *r, int n, const char *scale, const char *
 }
 
 /* The SATFormer gate map, block × KV head, averaged over seeds. */
-static int fig_heatmap(rdb *db, const paper_run *r, int n, const char *scale, const char *dir, paper_figs *s,
+static int fig_heatmap(gl_db *db, const paper_run *r, int n, const char *scale, const char *dir, paper_figs *s,
                        char *err, size_t errlen) {
     enum { MAXL = 64, MAXH = 64 };
     static acc cell[MAXL][MAXH];
@@ -138,18 +140,18 @@ static int fig_heatmap(rdb *db, const paper_run *r, int n, const char *scale, co
     for (int i = 0; i < n; i++) {
         if (!pf_is(&r[i], "tinyshakespeare", scale, "satformer", "none", "none")) continue;
         char v[32] = "";
-        if (rdb_param(db, r[i].t.run_id, "model.n_layer", v, sizeof v, err, errlen) < 0) return -1;
+        if (db_param_get(db, r[i].t.run_id, "model.n_layer", v, sizeof v, err, errlen) < 0) return -1;
         int l = atoi(v);
-        if (rdb_param(db, r[i].t.run_id, "model.n_kv_head", v, sizeof v, err, errlen) < 0) return -1;
+        if (db_param_get(db, r[i].t.run_id, "model.n_kv_head", v, sizeof v, err, errlen) < 0) return -1;
         int h = atoi(v);
         if (l > MAXL || h > MAXH) continue;
         L = l, H = h, runs++;
         for (int b = 1; b < l; b++)
             for (int k = 0; k < h; k++) {
-                char name[64];
+                char name[METRIC_NAME_MAX];
                 double a = NAN;
-                snprintf(name, sizeof name, "alpha_mean.L%d.H%d", b, k);
-                if (rdb_metric_last(db, r[i].t.run_id, "analysis", name, &a, NULL, err, errlen) < 0) return -1;
+                metric_stat(name, sizeof name, "alpha_mean", b, k, METRIC_NONE);
+                if (db_metric_last(db, r[i].t.run_id, "analysis", name, &a, NULL, err, errlen) < 0) return -1;
                 acc_add(&cell[b][k], a);
             }
     }
@@ -184,24 +186,24 @@ static int fig_heatmap(rdb *db, const paper_run *r, int n, const char *scale, co
 }
 
 /* Mean α per block and token category over the SATFormer seeds. */
-static int fig_category(rdb *db, const paper_run *r, int n, const char *scale, const char *dir, paper_figs *s,
+static int fig_category(gl_db *db, const paper_run *r, int n, const char *scale, const char *dir, paper_figs *s,
                         char *err, size_t errlen) {
     enum { MAXL = 64 };
-    static const char *cat[3] = {"semantic", "structural", "functional"};
+    static const int cat[3] = {CAT_SEMANTIC, CAT_STRUCTURAL, CAT_FUNCTIONAL};
     acc a[MAXL][3];
     memset(a, 0, sizeof a);
     int L = 0;
     for (int i = 0; i < n; i++) {
         if (!pf_is(&r[i], "tinyshakespeare", scale, "satformer", "none", "none")) continue;
         char v[32] = "";
-        if (rdb_param(db, r[i].t.run_id, "model.n_layer", v, sizeof v, err, errlen) < 0) return -1;
+        if (db_param_get(db, r[i].t.run_id, "model.n_layer", v, sizeof v, err, errlen) < 0) return -1;
         L = atoi(v) < MAXL ? atoi(v) : MAXL;
         for (int b = 1; b < L; b++)
             for (int c = 0; c < 3; c++) {
-                char name[64];
+                char name[METRIC_NAME_MAX];
                 double x = NAN;
-                snprintf(name, sizeof name, "alpha_mean.L%d.%s", b, cat[c]);
-                if (rdb_metric_last(db, r[i].t.run_id, "analysis", name, &x, NULL, err, errlen) < 0) return -1;
+                metric_stat(name, sizeof name, "alpha_mean", b, METRIC_NONE, cat[c]);
+                if (db_metric_last(db, r[i].t.run_id, "analysis", name, &x, NULL, err, errlen) < 0) return -1;
                 acc_add(&a[b][c], x);
             }
     }
@@ -262,7 +264,7 @@ static int fig_ablation(const paper_run *r, int n, const char *scale, const char
 }
 
 /* Training loss against wall-clock time, seed 1 of each variant. */
-static int fig_loss_time(rdb *db, const paper_run *r, int n, const char *scale, const char *dir, paper_figs *s,
+static int fig_loss_time(gl_db *db, const paper_run *r, int n, const char *scale, const char *dir, paper_figs *s,
                          char *err, size_t errlen) {
     const struct {
         const char *title, *value, *cross;
@@ -277,9 +279,9 @@ static int fig_loss_time(rdb *db, const paper_run *r, int n, const char *scale, 
             if (pf_is(&r[i], "tinyshakespeare", scale, v[k].value, "none", v[k].cross) && !strcmp(r[i].t.seed, "1"))
                 q = &r[i];
         if (!q) continue;
-        rdb_point *pts = NULL;
+        gl_metric_point *pts = NULL;
         int np = 0;
-        if (rdb_metric_series(db, q->t.run_id, "train", "loss", &pts, &np, err, errlen)) goto fail;
+        if (db_metric_series(db, q->t.run_id, "train", "loss", &pts, &np, err, errlen)) goto fail;
         if (np > 1) {
             if (!f && !(f = pf_open(dir, "paper_loss_time", path, sizeof path, err, errlen))) {
                 free(pts);
@@ -306,7 +308,7 @@ fail:
     return -1;
 }
 
-int paper_figures(rdb *db, const paper_run *runs, int n, const char *scale, const char *dir, paper_figs *s,
+int paper_figures(gl_db *db, const paper_run *runs, int n, const char *scale, const char *dir, paper_figs *s,
                   char *err, size_t errlen) {
     memset(s, 0, sizeof *s);
     if (fig_pareto(runs, n, scale, dir, s, err, errlen) || fig_heatmap(db, runs, n, scale, dir, s, err, errlen) ||

@@ -22,7 +22,7 @@ typedef struct {
 /* Draw every figure that has data into dir (which must exist), for the
  * Tiny Shakespeare runs at the given scale.  Returns 0, or -1 with a message
  * (a gnuplot or file failure; missing data is a skip, not a failure). */
-int paper_figures(rdb *db, const paper_run *runs, int n, const char *scale, const char *dir, paper_figs *s,
+int paper_figures(gl_db *db, const paper_run *runs, int n, const char *scale, const char *dir, paper_figs *s,
                   char *err, size_t errlen);
 
 #endif

@@ -26,8 +26,9 @@
 #include <string.h>
 
 #include "analysis/paper.h"
-#include "analysis/results_db.h"
+#include "store/registry.h"
 #include "cli.h"
+#include "store/metric.h"
 #include "store/rundir.h"
 
 typedef int (*subcommand)(int argc, char **argv);
@@ -47,33 +48,36 @@ static int pp_call(subcommand fn, const char *first, ...) {
     return rc;
 }
 
-static int pp_has(rdb *db, const char *run, const char *split, const char *name) {
+static int pp_has(gl_db *db, const char *run, const char *split, const char *name) {
     char err[256];
     double v;
-    return rdb_metric_last(db, run, split, name, &v, NULL, err, sizeof err) == 1;
+    return db_metric_last(db, run, split, name, &v, NULL, err, sizeof err) == 1;
 }
 
-static int pp_open(rdb **db, const char *results, char *err, size_t errlen) {
+static int pp_open(gl_db **db, const char *results, char *err, size_t errlen) {
     char path[GL_PATH_MAX + 16];
     snprintf(path, sizeof path, "%s/gatelab.db", results);
-    return rdb_open(db, path, err, errlen);
+    return db_open_readonly(db, path, err, errlen);
 }
 
 /* Stages 1 and 2 for one run.  Returns the number of failed measurements. */
-static int pp_measure(rdb *db, const paper_run *r, const char *results) {
+static int pp_measure(gl_db *db, const paper_run *r, const char *results) {
     const char *id = r->t.run_id;
     int bad = 0;
+    char zero[METRIC_NAME_MAX], mean[METRIC_NAME_MAX];
+    metric_ablation(zero, sizeof zero, "zero", METRIC_LABEL_ALL, "delta_loss", METRIC_NONE);
+    metric_ablation(mean, sizeof mean, "mean", METRIC_LABEL_ALL, "delta_loss", METRIC_NONE);
     if (!pp_has(db, id, "val", "final.loss")) {
         fprintf(stderr, "[paper post] %s: whole-split evaluation\n", id);
         bad += pp_call(cmd_eval, "eval", id, "--record", "--results", results, NULL) != 0;
     }
     const int gated = !strcmp(r->value, "satformer") || !strcmp(r->value, "resformer");
-    if (gated && !pp_has(db, id, "ablation", "zero.all.delta_loss")) {
+    if (gated && !pp_has(db, id, "ablation", zero)) {
         fprintf(stderr, "[paper post] %s: gates zeroed\n", id);
         bad += pp_call(cmd_ablate, "ablate", id, "--mode", "zero", "--windows", "128", "--results", results, NULL) != 0;
     }
     /* ResFormer's λ1 is one constant per block: its mean ablation is the identity (ablate refuses it) */
-    if (!strcmp(r->value, "satformer") && !pp_has(db, id, "ablation", "mean.all.delta_loss")) {
+    if (!strcmp(r->value, "satformer") && !pp_has(db, id, "ablation", mean)) {
         fprintf(stderr, "[paper post] %s: gates at their mean\n", id);
         bad += pp_call(cmd_ablate, "ablate", id, "--mode", "mean", "--windows", "128", "--results", results, NULL) != 0;
     }
@@ -86,7 +90,7 @@ static int pp_measure(rdb *db, const paper_run *r, const char *results) {
 }
 
 /* Stage 3: early exit matched to TSA's α, paired by seed. */
-static int pp_match(const paper_run *runs, int n, rdb *db, const char *results) {
+static int pp_match(const paper_run *runs, int n, gl_db *db, const char *results) {
     int bad = 0;
     for (int i = 0; i < n; i++) {
         const paper_run *e = &runs[i];
@@ -120,7 +124,7 @@ static int pp_match(const paper_run *runs, int n, rdb *db, const char *results) 
 
 static int paper_post(const char *results) {
     char err[1024];
-    rdb *db = NULL;
+    gl_db *db = NULL;
     paper_run *runs = NULL;
     int n = 0, bad = 0;
     if (pp_open(&db, results, err, sizeof err) || paper_collect(db, &runs, &n, err, sizeof err)) goto fail;
@@ -131,14 +135,14 @@ static int paper_post(const char *results) {
     if (paper_collect(db, &runs, &n, err, sizeof err)) goto fail; /* now with the headlines */
     bad += pp_match(runs, n, db, results);
     free(runs);
-    rdb_close(db);
+    db_close(db);
     if (bad) fprintf(stderr, "gatelab paper post: %d measurement%s failed (messages above); rerun to retry them\n", bad,
                      bad == 1 ? "" : "s");
     return bad ? 1 : 0;
 fail:
     fprintf(stderr, "gatelab paper post: %s\n", err);
     free(runs);
-    rdb_close(db);
+    db_close(db);
     return 1;
 }
 
@@ -146,15 +150,15 @@ static int paper_report_cmd(const char *preset, const char *results, const char 
     char err[1024], plan[GL_PATH_MAX + 64], rel[128];
     snprintf(rel, sizeof rel, "experiments/paper/%s.plan", preset);
     run_repo_path(plan, sizeof plan, rel);
-    rdb *db = NULL;
+    gl_db *db = NULL;
     int rows = 0;
     if (pp_open(&db, results, err, sizeof err) ||
         paper_report(db, preset, plan, results, out ? out : results, &rows, err, sizeof err)) {
         fprintf(stderr, "gatelab paper report: %s\n", err);
-        rdb_close(db);
+        db_close(db);
         return 1;
     }
-    rdb_close(db);
+    db_close(db);
     printf("wrote %s/REPORT.md: %d claim rows\n", out ? out : results, rows);
     return 0;
 }
