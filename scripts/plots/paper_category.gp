@@ -13,7 +13,8 @@ set key autotitle columnheader
 set key top right
 set boxwidth 0.26
 set xtics 1
-set offsets 0.6, 0.6, 0, 0
+stats data using 1 nooutput
+set xrange [STATS_min - 0.6 : STATS_max + 0.6]
 set yrange [0:*]
 plot data using ($1 - 0.28):2 with boxes lt 1 title 'semantic', \
      data using ($1 - 0.28):2:($3 == $3 ? $3 : 0) with yerrorbars lt -1 lw 1 pt 0 notitle, \
