@@ -9,11 +9,12 @@ standard library only: zlib and struct), for tests/integration/report_html.sh.
         top_ink                share of non-white pixels in the band just below
                                the page title (rows 5-30 % of the content), where
                                the first figures are
-        orange_bottom, blue_bottom
+        probe_box              rows of the last box with a long #ccc border
+                               (the coloured probe text; "0 0" if none)
+        orange_probe, blue_probe
                                pixels of the report's α colours (white to
-                               #e6550d) and depth colours (white to #2171b5) in
-                               the bottom quarter of the content, where the
-                               coloured probe text is
+                               #e6550d) and depth colours (white to #2171b5)
+                               inside that box — not the legend above it
   pngcheck.py crop FILE.png X Y W H OUT.png     a region, for a person to look at
 """
 import struct
@@ -83,8 +84,12 @@ def regions(path):
     top0, top1 = int(bottom * 0.05), int(bottom * 0.30)
     ink = sum(sum(1 for x in range(w) if min(rows[y][3 * x:3 * x + 3]) < 235) for y in range(top0, top1))
     area = max(1, (top1 - top0) * w)
+    # the probe box: the last two rows (apart) where #ccc runs over half the width
+    long = [y for y in range(h) if rows[y].count(b"\xcc\xcc\xcc") > w // 2]
+    y1 = long[-1] if long else 0
+    y0 = max((y for y in long if y < y1 - 5), default=y1)
     orange = blue = 0
-    for y in range(int(bottom * 0.75), bottom + 1):
+    for y in range(y0 + 1, y1):
         row = rows[y]
         for x in range(w):
             r, g, b = row[3 * x:3 * x + 3]
@@ -93,7 +98,7 @@ def regions(path):
             orange += on_scale(r, g, b, (0xe6, 0x55, 0x0d))
             blue += on_scale(r, g, b, (0x21, 0x71, 0xb5))
     print(f"width {w}\nheight {h}\ncontent_bottom {bottom}\ntop_ink {ink / area:.4f}")
-    print(f"orange_bottom {orange}\nblue_bottom {blue}")
+    print(f"probe_box {y0} {y1}\norange_probe {orange}\nblue_probe {blue}")
 
 
 def crop(path, x, y, cw, ch, out):
