@@ -71,5 +71,5 @@ else
     python3 "$ROOT/tests/pngcheck.py" regions "$W/tsa.png" > "$W/tsa.txt" 2>&1
     check "screenshot: depth-coloured characters inside the TSA page's probe-text box ($(v blue_probe "$W/tsa.txt") blue pixels >= 500)" \
         awk -v x="$(v blue_probe "$W/tsa.txt")" 'BEGIN { exit !(x >= 500) }'
-    [ -n "${KEEP_SHOTS:-}" ] && cp "$W"/*.png "$KEEP_SHOTS"/
+    if [ -n "${KEEP_SHOTS:-}" ]; then cp "$W"/*.png "$KEEP_SHOTS"/; fi
 fi
