@@ -348,7 +348,7 @@ static const char hr_style[] =
     ".note{color:#666;font-size:13px}.meta{color:#555;font-size:13px}summary{cursor:pointer;margin:6px 0}";
 
 /* A run's section: final metrics, its analysis files, its coloured probe text. */
-static int hr_run_section(FILE *f, rdb *db, const char *results, const char *run_id, const html_opts *o, char *err,
+static int hr_run_section(FILE *f, gl_db *db, const char *results, const char *run_id, const html_opts *o, char *err,
                           size_t errlen) {
     fputs("<h2 id=\"run-", f);
     html_escape(f, run_id);
@@ -357,9 +357,9 @@ static int hr_run_section(FILE *f, rdb *db, const char *results, const char *run
     fputs("</h2>\n<table><tr><th>split</th><th>metric</th><th>value</th><th>step</th></tr>\n", f);
     static const char *const splits[] = {"val", "train"};
     for (int s = 0; s < 2; s++) {
-        rdb_named *rows = NULL;
+        gl_metric_latest *rows = NULL;
         int n = 0;
-        if (rdb_split_metrics(db, run_id, splits[s], &rows, &n, err, errlen)) return -1;
+        if (db_metrics_latest(db, run_id, splits[s], &rows, &n, err, errlen)) return -1;
         for (int i = 0; i < n; i++) {
             char b[32];
             fprintf(f, "<tr><td>%s</td><td>", splits[s]);
@@ -407,13 +407,13 @@ static void hr_head(FILE *f, const html_target *t) {
                "runs' traces.</p>\n", when);
 }
 
-int html_report(rdb *db, const html_target *t, const html_opts *o, const char *out_path, int *n_figures, int *n_texts,
+int html_report(gl_db *db, const html_target *t, const html_opts *o, const char *out_path, int *n_figures, int *n_texts,
                 char *err, size_t errlen) {
     static figures_summary fs;
     static tables_summary ts;
     char fig_dir[GL_PATH_MAX + 16], tab_dir[GL_PATH_MAX + 16], dir[GL_PATH_MAX + 16], tmp[GL_PATH_MAX + 32];
     FILE *f = NULL;
-    rdb_run *runs = NULL;
+    gl_run_row *runs = NULL;
     int rc = -1, nfig = 0, ntext = 0, nruns = 0;
     tmp[0] = 0;
     snprintf(fig_dir, sizeof fig_dir, "%s/figures", t->results);
@@ -422,7 +422,7 @@ int html_report(rdb *db, const html_target *t, const html_opts *o, const char *o
     memset(&ts, 0, sizeof ts);
     if (figures_make_all(db, t->experiment, t->results, fig_dir, &fs, err, errlen)) goto cleanup;
     if (tables_write_all(db, t->experiment, tab_dir, &ts, err, errlen)) goto cleanup;
-    if (rdb_runs(db, t->experiment, "FINISHED", &runs, &nruns, err, errlen)) goto cleanup;
+    if (db_runs_list(db, t->experiment, "FINISHED", &runs, &nruns, err, errlen)) goto cleanup;
     snprintf(dir, sizeof dir, "%s", out_path);
     char *slash = strrchr(dir, '/');
     if (slash && slash != dir) {

@@ -13,7 +13,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
-#include "results_db.h"
+#include "store/registry.h"
 
 typedef struct {
     int block;      /* α view: block (1..L-1); -1: the gate with the largest mean α */
@@ -35,7 +35,7 @@ typedef struct {
  * page to out_path (its folder is created).  *n_figures and *n_texts (if not
  * NULL) get the number of figures inlined and of coloured probe-text views.
  * Returns 0, or -1 with a message naming what failed. */
-int html_report(rdb *db, const html_target *t, const html_opts *o, const char *out_path, int *n_figures,
+int html_report(gl_db *db, const html_target *t, const html_opts *o, const char *out_path, int *n_figures,
                 int *n_texts, char *err, size_t errlen);
 
 /* The colour of a value v in [0, 1] on the page's scale (white to orange

@@ -18,7 +18,7 @@
 #include <string.h>
 
 #include "analysis/html.h"
-#include "analysis/results_db.h"
+#include "store/registry.h"
 #include "cli.h"
 #include "store/manifest.h"
 #include "store/rundir.h"
@@ -70,11 +70,11 @@ static int rp_parse(int argc, char **argv, rp_args *a) {
 }
 
 /* Is target a run (0 = yes; run_id and experiment filled), an experiment (1), or neither (-1, err)? */
-static int rp_classify(rdb *db, const char *target, const char *results, char *run_id, size_t rn, char *exp,
+static int rp_classify(gl_db *db, const char *target, const char *results, char *run_id, size_t rn, char *exp,
                        size_t en, char *err, size_t errlen) {
-    rdb_run *runs = NULL;
+    gl_run_row *runs = NULL;
     int n = 0, kind = -1;
-    if (rdb_runs(db, NULL, NULL, &runs, &n, err, errlen)) return -1;
+    if (db_runs_list(db, NULL, NULL, &runs, &n, err, errlen)) return -1;
     char dir[GL_PATH_MAX + 16], e2[512], id[GL_PATH_MAX + 16];
     snprintf(id, sizeof id, "%s", target);
     if (run_resolve(target, results, dir, sizeof dir, e2, sizeof e2) == 0) snprintf(id, sizeof id, "%s", basename(dir));
@@ -107,9 +107,9 @@ int cmd_report(int argc, char **argv) {
     char db_path[GL_PATH_MAX + 16], out[GL_PATH_MAX + 64], run_id[256] = "", exp[256] = "", err[4096] = "";
     if (a.db) snprintf(db_path, sizeof db_path, "%s", a.db);
     else snprintf(db_path, sizeof db_path, "%s/gatelab.db", results);
-    rdb *db = NULL;
+    gl_db *db = NULL;
     int rc = 1, nfig = 0, ntext = 0;
-    if (rdb_open(&db, db_path, err, sizeof err)) goto done;
+    if (db_open_readonly(&db, db_path, err, sizeof err)) goto done;
     int kind = rp_classify(db, a.target, results, run_id, sizeof run_id, exp, sizeof exp, err, sizeof err);
     if (kind < 0) goto done;
     if (a.out) snprintf(out, sizeof out, "%s", a.out);
@@ -121,6 +121,6 @@ int cmd_report(int argc, char **argv) {
     rc = 0;
 done:
     if (rc) fprintf(stderr, "gatelab report: %s\n", err);
-    rdb_close(db);
+    db_close(db);
     return rc;
 }
