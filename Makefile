@@ -4,6 +4,7 @@
 #   make test       unit, gradient, parity, integration and failure tests
 #   make asan       the same tests under AddressSanitizer + UBSan (build/asan/)
 #   make demo       the main job: train, sample and show where the files are
+#   make data       download Tiny Shakespeare and enwik8 into data/ (SHA-256 checked)
 #   make bench      throughput benchmark (prints figures; never asserts timings)
 #   make paper      reproduce the papers' claims: PRESET=smoke|local|full (default local),
 #                   results in results/paper/PRESET/ (REPORT.md), resumable
@@ -36,11 +37,11 @@ LIB_SRC  := $(wildcard model/*.c harness/store/*.c harness/run/*.c analysis/*.c)
             $(filter-out harness/cli/main.c,$(wildcard harness/cli/*.c))
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o)
 TEST_SRC := $(wildcard tests/test_*.c)
-TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
+TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%) $(BUILD)/tests/mkcorpus  # mkcorpus: the tests' own text
 BENCH_BIN := $(BUILD)/bench_gatelab
 
 .SECONDARY:
-.PHONY: all test asan demo bench figures debug clean deps fixtures paper
+.PHONY: all test asan demo bench figures debug clean deps fixtures paper data
 all: $(BUILD)/gatelab
 
 deps:
@@ -76,6 +77,9 @@ debug:
 
 demo: deps all
 	@scripts/demo.sh
+
+data:
+	@scripts/fetch_data.sh
 
 bench: deps all $(BENCH_BIN)
 	@scripts/bench/run.sh

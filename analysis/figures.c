@@ -97,8 +97,8 @@ int figures_gnuplot(const char *script, const char *data, const char *out_base, 
         snprintf(err, errlen, "path with a single quote cannot be passed to gnuplot: %s", strchr(data, '\'') ? data : out_base);
         return -1;
     }
-    static const char *const ext[2] = {"png", "pdf"};
-    for (int e = 0; e < 2; e++) {
+    static const char *const ext[3] = {"png", "pdf", "svg"}; /* svg: for `gatelab report --html` */
+    for (int e = 0; e < 3; e++) {
         char assign[12288];
         snprintf(assign, sizeof assign, "style='%s'; data='%s'; out='%s.%s'%s%s", style, data, out_base, ext[e],
                  vars && *vars ? "; " : "", vars && *vars ? vars : "");
@@ -160,7 +160,20 @@ static int fg_draw(figures_summary *s, const char *script, const char *data, con
                    const char *vars, char *err, size_t errlen) {
     char base[4096];
     snprintf(base, sizeof base, "%s/%s", out_dir, name);
-    if (figures_gnuplot(script, data, base, vars, err, errlen)) return -1;
+    if (figures_gnuplot(script, data, base, vars, err, errlen)) {
+        /* gnuplot found nothing to draw (every value missing): a figure without data is skipped,
+         * with a note, like the others; any other gnuplot message is still a failure */
+        if (!strstr(err, "no valid points") && !strstr(err, "undefined value")) return -1;
+        static const char *const ext[] = {"png", "pdf", "svg"};
+        for (size_t e = 0; e < sizeof ext / sizeof ext[0]; e++) {
+            char f[4200];
+            snprintf(f, sizeof f, "%s.%s", base, ext[e]);
+            unlink(f); /* a half-drawn file */
+        }
+        fg_skip(s, name, "no data to draw (gnuplot: every value is missing)");
+        err[0] = 0;
+        return 0;
+    }
     fg_made(s, name);
     return 0;
 }

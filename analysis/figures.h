@@ -16,13 +16,14 @@
 
 typedef struct {
     int n_made;
-    char made[FIGURES_MAX][128];     /* base names: NAME.png and NAME.pdf exist */
+    char made[FIGURES_MAX][128];     /* base names: NAME.png, NAME.pdf and NAME.svg exist */
     int n_skipped;
     char skipped[FIGURES_MAX][200];  /* "NAME: why" */
 } figures_summary;
 
-/* Draw scripts/plots/<script> twice — out_base.png (pngcairo) and
- * out_base.pdf (pdfcairo) — with gnuplot -e "style=…; data=…; out=…; vars".
+/* Draw scripts/plots/<script> three times — out_base.png (pngcairo),
+ * out_base.pdf (pdfcairo) and out_base.svg (svg, inlined by `gatelab report
+ * --html`) — with gnuplot -e "style=…; data=…; out=…; vars".
  * vars (may be NULL or "") are more gnuplot assignments separated by ';'.
  * Fails when gnuplot is missing, exits non-zero or writes anything on
  * stderr; the message quotes gnuplot's stderr.  Paths must not contain a

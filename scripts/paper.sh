@@ -15,6 +15,7 @@
 # Environment: PAPER_RESULTS (registry + run folders), PAPER_JOBS (parallel
 # training runs, default 2), GATELAB_BIN (default build/gatelab), GATELAB_DATA.
 set -euo pipefail
+case "${GATELAB_DATA:-}" in ""|/*) ;; *) export GATELAB_DATA="$PWD/$GATELAB_DATA" ;; esac  # relative to where it started
 cd "$(dirname "$0")/.."
 preset="${1:-local}"; stage="${2:-all}"
 plan="experiments/paper/$preset.plan"
@@ -31,13 +32,12 @@ say() { printf '[paper %s %s] %s\n' "$preset" "$(date +%H:%M:%S)" "$*" >&2; }
 plan_lines() { grep -vE '^\s*(#|$)' "$plan"; }
 
 # The text file a manifest trains on ("" for synthetic tasks), and whether it
-# is where gatelab looks: $GATELAB_DATA, then data/, then ../shared/data.
+# is where gatelab looks ($GATELAB_DATA, then data/, then ../shared/data: the
+# binary's own lookup, `gatelab data FILE`).
 data_file() { sed -n 's/^file *= *\([^ ;]*\).*/\1/p' "experiments/paper/$1" | head -1; }
 have_data() {
     [ -z "$1" ] && return 0
-    local d
-    for d in "${GATELAB_DATA:-}" data ../shared/data; do [ -n "$d" ] && [ -f "$d/$1" ] && return 0; done
-    return 1
+    "$BIN" data "$1" > /dev/null 2>&1
 }
 
 stage_train() {

@@ -2,14 +2,15 @@
  * test_analysis.c — the analysis layer (analysis/): gate statistics, depth
  * profiles and category means on constructed arrays with known answers;
  * `analyze` on a constructed trace; gate interventions on a tiny SATFormer
- * and a tiny TSA model trained in memory on Tiny Shakespeare; the paper
+ * and a tiny TSA model trained in memory on the test's own corpus
+ * (tests/corpus.h: words, punctuation, function words, newlines); the paper
  * tables from a registry built here.
  *
  * Ablation checks: zeroing every gate changes the loss; zeroing (or
  * mean-replacing) a gate that is 0 on every token — its Wα row set to zero,
  * so ReLU(x·0) = 0 exactly — changes nothing, bit for bit; the per-category
  * losses recombine into the overall loss.  Run from the repository root
- * (tests/run.sh does); data from $GATELAB_DATA or ../shared/data.
+ * (tests/run.sh does, for experiments/function_words.txt).  Needs no data set.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -35,6 +36,7 @@
 #include "store/registry.h"
 #include "model/adamw.h"
 #include "model/model.h"
+#include "corpus.h"
 
 /* Check |got − want| <= tol, print the check and its difference. */
 static double g_worst;
@@ -218,16 +220,32 @@ static void test_analyze_trace(void **state) {
 
 /* ---- a tiny model trained in memory ---- */
 
-static const char *data_dir(void) {
-    const char *d = getenv("GATELAB_DATA");
-    return d && *d ? d : "../shared/data";
+/* The test's own corpus (tests/corpus.h), written once per process. */
+static const char *corpus_path(void) {
+    static char path[64];
+    if (!path[0]) {
+        char dir[] = "/tmp/gatelab_test_analysis_corpus_XXXXXX";
+        assert_non_null(mkdtemp(dir));
+        snprintf(path, sizeof path, "%s/corpus.txt", dir);
+        assert_int_equal(corpus_write(path, 131072, 1, "experiments/function_words.txt"), 0);
+    }
+    return path;
+}
+
+static void corpus_remove(void) {
+    const char *p = corpus_path();
+    char dir[64];
+    snprintf(dir, sizeof dir, "%s", p);
+    *strrchr(dir, '/') = 0;
+    unlink(p);
+    rmdir(dir);
 }
 
 static void open_text(gl_dataset *ds, int T) {
     gl_manifest mf;
     manifest_defaults(&mf);
     char err[1024];
-    snprintf(mf.data.file, sizeof mf.data.file, "%s/tinyshakespeare.txt", data_dir());
+    snprintf(mf.data.file, sizeof mf.data.file, "%s", corpus_path());
     mf.data.task = TASK_TEXT;
     int rc = data_open(ds, &mf.data, T, 1, err, sizeof err);
     if (rc) print_message("data_open: %s\n", err);
@@ -531,5 +549,7 @@ int main(void) {
         cmocka_unit_test(test_analyze_trace), cmocka_unit_test(test_ablate_satformer),
         cmocka_unit_test(test_ablate_tsa),   cmocka_unit_test(test_tables),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    int failed = cmocka_run_group_tests(tests, NULL, NULL);
+    corpus_remove();
+    return failed;
 }

@@ -1,8 +1,9 @@
 /*
  * test_data.c — data sets and batches (harness/store/data.c) and the synthetic
  * tasks (harness/store/tasks.c): vocabulary and encoding of a small file with UTF-8
- * bytes, the Tiny Shakespeare and enwik8 split boundaries (from
- * $GATELAB_DATA; skipped with a message when absent), window/target alignment,
+ * bytes, the Tiny Shakespeare and enwik8 split boundaries (the real files,
+ * found by data_find; skipped with the reason when absent), the lookup order
+ * of data_find and its message, window/target alignment,
  * determinism, the error messages, the structure of copy / sort / MQAR
  * sequences, and the accuracy function on constructed logits.
  */
@@ -13,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -211,7 +213,9 @@ static void test_text_errors(void **state) {
     if (old) snprintf(saved, sizeof saved, "%s", old);
     setenv("GATELAB_DATA", tmpdir, 1);
     text_config(&dc, "absent.txt", 0.9f, 0.1f);
-    expect_open_error(&dc, 8, missing, NULL);
+    /* every place searched, in order, and the command that fetches the data sets */
+    expect_open_error(&dc, 8, "absent.txt not found; searched", missing, "($GATELAB_DATA)", "(data/ in the clone)",
+                      "(../shared/data)", "make data", NULL);
     write_file("rel.txt", sample, sizeof sample - 1);
     text_config(&dc, "rel.txt", 0.5f, 0.5f);
     gl_dataset ds;
@@ -241,19 +245,74 @@ static void test_text_errors(void **state) {
     data_close(NULL);
 }
 
-static const char *data_dir(void) {
-    const char *d = getenv("GATELAB_DATA");
-    return d && *d ? d : "data";
+/* The real data set name, found by data_find; skips the test, saying why, when it is absent. */
+static void find_or_skip(const char *test, const char *name, char *path, size_t n) {
+    char why[4096];
+    if (data_find(name, path, n, why, sizeof why) == 0) return;
+    printf("SKIP %s: %s\n", test, why);
+    fflush(stdout);
+    skip();
+}
+
+/* The lookup order: $GATELAB_DATA (a relative value taken against the working
+ * folder), data/ in the clone, the clone's ../shared/data. */
+static void test_data_lookup(void **state) {
+    (void)state;
+    char saved[1024] = "", cwd[1024];
+    const char *old = getenv("GATELAB_DATA");
+    if (old) snprintf(saved, sizeof saved, "%s", old);
+    assert_non_null(getcwd(cwd, sizeof cwd));
+
+    setenv("GATELAB_DATA", tmpdir, 1);
+    gl_data_dirs d;
+    data_search_dirs(&d);
+    assert_int_equal(d.n, 3);
+    assert_string_equal(d.dir[0], tmpdir);
+    assert_string_equal(d.origin[0], "$GATELAB_DATA");
+    assert_string_equal(d.origin[1], "data/ in the clone");
+    assert_string_equal(d.origin[2], "../shared/data");
+    /* the clone is the tree this test binary was built in: it holds experiments/scales.ini */
+    char clone[GL_PATH_MAX + 32], probe[GL_PATH_MAX + 64];
+    snprintf(clone, sizeof clone, "%s", d.dir[1]);
+    size_t k = strlen(clone);
+    assert_true(k > 5 && !strcmp(clone + k - 5, "/data"));
+    clone[k - 5] = 0;
+    snprintf(probe, sizeof probe, "%s/experiments/scales.ini", clone);
+    assert_int_equal(access(probe, R_OK), 0);
+    char *slash = strrchr(clone, '/');
+    assert_non_null(slash);
+    *slash = 0;
+    snprintf(probe, sizeof probe, "%s/shared/data", clone);
+    assert_string_equal(d.dir[2], probe);
+
+    /* a relative GATELAB_DATA is relative to the working folder */
+    char sub[600];
+    snprintf(sub, sizeof sub, "%s/sub", tmpdir);
+    assert_int_equal(mkdir(sub, 0755), 0);
+    write_file("sub/rel2.txt", sample, sizeof sample - 1);
+    assert_int_equal(chdir(tmpdir), 0);
+    setenv("GATELAB_DATA", "sub", 1);
+    char path[GL_PATH_MAX], err[4096];
+    int rc = data_find("rel2.txt", path, sizeof path, err, sizeof err);
+    assert_int_equal(chdir(cwd), 0);
+    if (rc) printf("  %s\n", err);
+    assert_int_equal(rc, 0);
+    char want[700];
+    snprintf(want, sizeof want, "%s/sub/rel2.txt", tmpdir);
+    assert_string_equal(path, want);
+    /* a path is used as given, never looked up */
+    assert_int_equal(data_find("./nowhere.txt", path, sizeof path, err, sizeof err), 0);
+    assert_string_equal(path, "./nowhere.txt");
+    printf("  lookup: %s, then %s, then %s; GATELAB_DATA=sub from %s -> %s\n", d.dir[0], d.dir[1], d.dir[2], tmpdir,
+           want);
+    if (old) setenv("GATELAB_DATA", saved, 1);
+    else unsetenv("GATELAB_DATA");
 }
 
 static void test_tinyshakespeare_split(void **state) {
     (void)state;
     char path[1024];
-    snprintf(path, sizeof path, "%s/tinyshakespeare.txt", data_dir());
-    if (access(path, R_OK) != 0) {
-        printf("  SKIP: %s not found; set GATELAB_DATA to the folder with the data sets\n", path);
-        skip();
-    }
+    find_or_skip("test_tinyshakespeare_split", "tinyshakespeare.txt", path, sizeof path);
     gl_data_config dc;
     text_config(&dc, path, 0.9f, 0.1f);
     gl_dataset ds;
@@ -278,11 +337,7 @@ static void test_tinyshakespeare_split(void **state) {
 static void test_enwik8_split(void **state) {
     (void)state;
     char path[1024];
-    snprintf(path, sizeof path, "%s/enwik8_first4000000.txt", data_dir());
-    if (access(path, R_OK) != 0) {
-        printf("  SKIP: %s not found; set GATELAB_DATA to the folder with the data sets\n", path);
-        skip();
-    }
+    find_or_skip("test_enwik8_split", "enwik8_first4000000.txt", path, sizeof path);
     gl_data_config dc;
     text_config(&dc, path, 0.9f, 0.05f);
     gl_dataset ds;
@@ -510,6 +565,7 @@ int main(void) {
         cmocka_unit_test(test_vocab_and_encode),
         cmocka_unit_test(test_windows_alignment_and_determinism),
         cmocka_unit_test(test_text_errors),
+        cmocka_unit_test(test_data_lookup),
         cmocka_unit_test(test_tinyshakespeare_split),
         cmocka_unit_test(test_enwik8_split),
         cmocka_unit_test(test_copy_sort),

@@ -1,6 +1,6 @@
 /*
  * cmd_tables.c — `gatelab tables` and `gatelab figures`: the paper's tables
- * (Markdown + LaTeX) and figures (gnuplot PNG + PDF) from the registry and
+ * (Markdown + LaTeX) and figures (gnuplot PNG + PDF + SVG) from the registry and
  * the runs' traces alone.
  *
  *   gatelab tables [EXPERIMENT] [--db PATH] [--results DIR] [--out DIR]     (default out: <results>/tables)
@@ -103,7 +103,7 @@ int cmd_figures(int argc, char **argv) {
         for (int i = 0; i < s.n_made; i++) fprintf(stderr, "  made before the failure: %s\n", s.made[i]);
         goto done;
     }
-    printf("gatelab figures: %d figures (PNG + PDF) in %s, data in %s/data\n", s.n_made, out, out);
+    printf("gatelab figures: %d figures (PNG + PDF + SVG) in %s, data in %s/data\n", s.n_made, out, out);
     for (int i = 0; i < s.n_made; i++) printf("  %s.png  %s.pdf\n", s.made[i], s.made[i]);
     for (int i = 0; i < s.n_skipped; i++) printf("  skipped %s\n", s.skipped[i]);
     rc = 0;

@@ -29,6 +29,8 @@ static const command commands[] = {
     {"tables", cmd_tables, "tables [EXPERIMENT] [--db PATH] [--results DIR] [--out DIR]"},
     {"paper", cmd_paper, "paper post | paper report PRESET [--results DIR] [--out DIR]   (stages of make paper)"},
     {"figures", cmd_figures, "figures [EXPERIMENT] [--db PATH] [--results DIR] [--out DIR]"},
+    {"report", cmd_report, "report RUN|EXPERIMENT --html [--out FILE] [--block N --kv-head H] [--chars N] [--results DIR] [--db PATH]"},
+    {"data", cmd_data, "data [FILE ...]   (where data sets are looked for and found; `make data` fetches them)"},
 };
 
 static void usage(FILE *f) {

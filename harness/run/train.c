@@ -208,8 +208,15 @@ static void probe_pass(run_ctx *c) {
         for (int n = 0; n < L; n++) memcpy(c->buf_conf + (size_t)n * P, m->exit_conf + (size_t)n * P, (size_t)P * sizeof(float));
 }
 
+/* GATELAB_KILL_AFTER_CKPT=N (fault injection for the tests): once the
+ * checkpoint of step N is on disk the process sends itself SIGKILL, exactly
+ * what `kill -9` does, at a known point instead of at a moment a test would
+ * have to guess (which could land after the run had finished). */
 static int save_ckpt(run_ctx *c, char *err, size_t errlen) {
-    return ckpt_save(c->ckpt_path, &c->m, &c->st, c->config_ini, c->model_hash, err, errlen);
+    int rc = ckpt_save(c->ckpt_path, &c->m, &c->st, c->config_ini, c->model_hash, err, errlen);
+    const char *kill_at = getenv("GATELAB_KILL_AFTER_CKPT");
+    if (rc == 0 && kill_at && *kill_at && atol(kill_at) == c->st.step) raise(SIGKILL);
+    return rc;
 }
 
 static void ctx_free(run_ctx *c) {
@@ -615,9 +622,18 @@ gl_train_outcome train_run(const gl_manifest *mf, const gl_train_opts *o, char *
              o->results ? o->results : getenv("GATELAB_RESULTS") ? getenv("GATELAB_RESULTS") : mf->log.results);
     if (tc->threads > 0) omp_set_num_threads(tc->threads);
     install_signals();
-    if (setup_model(&c, err, errlen) || setup_run(&c, o, err, errlen) ||
-        setup_registry(&c, o, &registered, err, errlen) || setup_trace(&c, o, err, errlen))
+    if (setup_model(&c, err, errlen) || setup_run(&c, o, err, errlen) || setup_registry(&c, o, &registered, err, errlen))
         goto cleanup;
+    if (o->resume && c.st.step >= tc->steps) {
+        /* a finished run: nothing to train, nothing appended to its log, metrics or trace; the
+         * registry says FINISHED (cleanup), also when a kill had landed before it was told */
+        fprintf(stderr, "gatelab train: run %s has already finished: its checkpoint is at step %ld of train.steps = %d; "
+                "nothing to do\n", c.run_id, c.st.step, tc->steps);
+        err[0] = 0;
+        outcome = TRAIN_FINISHED;
+        goto cleanup;
+    }
+    if (setup_trace(&c, o, err, errlen)) goto cleanup;
     say(&c, 0, "gatelab train: run %s | %zu parameters | %d threads | %s", c.run_id, model_param_count(&c.m),
         omp_get_max_threads(), c.dir);
     if (o->resume) say(&c, 0, "resuming at step %ld of %d", c.st.step, tc->steps);

@@ -7,7 +7,12 @@
  * sorted(set(text)) over the whole file, train = data[:int(n*0.9)], val = the
  * rest; and the enwik8 convention of consecutive 90/5/5 splits (Transformer-XL).
  *
- * What it does not do: tokenise beyond bytes, shuffle, or stream from disk.
+ * Where files are found: one lookup order ($GATELAB_DATA, data/ in the
+ * clone, ../shared/data; data_find), used by training, evaluation, the
+ * tests and `gatelab data`, and printed whole when a file is missing.
+ *
+ * What it does not do: download (scripts/fetch_data.sh does, `make data`),
+ * tokenise beyond bytes, shuffle, or stream from disk.
  * The file is read once into memory (one byte per token id, so the full
  * 100 MB enwik8 costs 100 MB) and never modified.
  */
@@ -21,7 +26,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include "rundir.h"
 #include "tasks.h"
 
 const char *data_split_name(gl_split split) {
@@ -46,25 +53,94 @@ static double frac_decimal(float f) {
     return (double)f;
 }
 
-/* Returns 0, or -1 when the resolved path does not fit out. */
-static int resolve_path(char *out, size_t outlen, const char *file) {
-    int n;
-    if (file[0] == '/' || !strncmp(file, "./", 2) || !strncmp(file, "../", 3)) {
-        n = snprintf(out, outlen, "%s", file);
-    } else {
-        const char *dir = getenv("GATELAB_DATA");
-        if (!dir || !*dir) dir = "data";
-        size_t dl = strlen(dir);
-        n = snprintf(out, outlen, "%s%s%s", dir, (dl > 0 && dir[dl - 1] == '/') ? "" : "/", file);
+/* ---- where data sets are found ---- */
+
+/* dir joined with rel, into out; a relative dir is taken against the working
+ * folder (where the command started: nothing in gatelab changes it). */
+static void dd_absolute(char *out, size_t n, const char *dir) {
+    if (dir[0] == '/') {
+        snprintf(out, n, "%s", dir);
+        return;
     }
-    return (n < 0 || (size_t)n >= outlen) ? -1 : 0;
+    char cwd[GL_PATH_MAX];
+    if (!getcwd(cwd, sizeof cwd)) snprintf(cwd, sizeof cwd, ".");
+    while (!strncmp(dir, "./", 2)) dir += 2;
+    snprintf(out, n, "%s/%s", cwd, *dir && strcmp(dir, ".") ? dir : "");
+    size_t k = strlen(out);
+    while (k > 1 && out[k - 1] == '/') out[--k] = 0;
+}
+
+/* The clone this binary belongs to: the folder holding experiments/scales.ini
+ * that run_repo_path finds ($GATELAB_ROOT, else walking up from the binary),
+ * else the working folder. */
+static void dd_clone_root(char *out, size_t n) {
+    static const char probe[] = "experiments/scales.ini";
+    char p[GL_PATH_MAX];
+    run_repo_path(p, sizeof p, probe);
+    size_t k = strlen(p), pk = sizeof probe - 1;
+    if (access(p, R_OK) == 0 && k > pk && p[k - pk - 1] == '/') {
+        p[k - pk - 1] = 0;
+        dd_absolute(out, n, p);
+    } else {
+        dd_absolute(out, n, ".");
+    }
+}
+
+void data_search_dirs(gl_data_dirs *d) {
+    memset(d, 0, sizeof *d);
+    const char *env = getenv("GATELAB_DATA");
+    if (env && *env) {
+        dd_absolute(d->dir[d->n], sizeof d->dir[0], env);
+        d->origin[d->n++] = "$GATELAB_DATA";
+    }
+    char root[GL_PATH_MAX];
+    dd_clone_root(root, sizeof root);
+    snprintf(d->dir[d->n], sizeof d->dir[0], "%s/data", root);
+    d->origin[d->n++] = "data/ in the clone";
+    char *slash = strrchr(root, '/');
+    if (slash) *slash = 0; /* the clone's parent ("" for a clone at /) */
+    snprintf(d->dir[d->n], sizeof d->dir[0], "%s/shared/data", root);
+    d->origin[d->n++] = "../shared/data";
+}
+
+/* A path given as a path, not a name to look up. */
+static int dd_is_path(const char *file) {
+    return file[0] == '/' || !strncmp(file, "./", 2) || !strncmp(file, "../", 3);
+}
+
+int data_find(const char *file, char *out, size_t outlen, char *err, size_t errlen) {
+    if (dd_is_path(file)) {
+        int n = snprintf(out, outlen, "%s", file);
+        if (n < 0 || (size_t)n >= outlen) {
+            snprintf(err, errlen, "data.file: the path %s is longer than %zu bytes", file, outlen - 1);
+            return -1;
+        }
+        return 0;
+    }
+    gl_data_dirs d;
+    data_search_dirs(&d);
+    for (int i = 0; i < d.n; i++) {
+        int n = snprintf(out, outlen, "%s/%s", d.dir[i], file);
+        if (n < 0 || (size_t)n >= outlen) continue;
+        if (access(out, F_OK) == 0) return 0;
+    }
+    out[0] = 0;
+    size_t k = (size_t)snprintf(err, errlen, "data.file: %s not found; searched", file);
+    for (int i = 0; i < d.n && k < errlen; i++)
+        k += (size_t)snprintf(err + k, errlen - k, "%s %s/%s (%s)", i ? "," : "", d.dir[i], file, d.origin[i]);
+    if (k < errlen)
+        snprintf(err + k, errlen - k,
+                 ". Get the data sets with `make data` (scripts/fetch_data.sh downloads Tiny Shakespeare and "
+                 "enwik8 into data/), or set GATELAB_DATA to the folder that holds %s",
+                 file);
+    return -1;
 }
 
 /* Read the whole file at ds->path into ds->ids.  Returns 0 or -1 with err. */
 static int read_file(gl_dataset *ds, char *err, size_t errlen) {
     static const char hint[] =
-        "set GATELAB_DATA to the folder that holds the data sets (e.g. /work/shared/data) or give "
-        "data.file as an absolute path or one starting with ./";
+        "give data.file as an existing path, or as a bare name looked up in $GATELAB_DATA, data/ and "
+        "../shared/data (`make data` fetches Tiny Shakespeare and enwik8 into data/)";
     int rc = -1;
     FILE *f = fopen(ds->path, "rb");
     if (!f) {
@@ -96,11 +172,7 @@ cleanup:
 }
 
 static int open_text(gl_dataset *ds, char *err, size_t errlen) {
-    if (resolve_path(ds->path, sizeof ds->path, ds->dc.file)) {
-        snprintf(err, errlen, "data.file: the path of %s (in $GATELAB_DATA) is longer than %d bytes",
-                 ds->dc.file, GL_PATH_MAX - 1);
-        return -1;
-    }
+    if (data_find(ds->dc.file, ds->path, sizeof ds->path, err, errlen)) return -1;
     if (read_file(ds, err, errlen)) return -1;
     if (ds->n < 2) {
         snprintf(err, errlen,

@@ -46,9 +46,29 @@ typedef struct {
     size_t split_len[3];      /* text: bytes in train, val, test */
 } gl_dataset;
 
+/* The folders a data set named by a bare file name is looked for in, in
+ * order: $GATELAB_DATA (when set; a relative value is taken against the
+ * working folder, where the command started), data/ in the clone, then the
+ * clone's ../shared/data.  "The clone" is the source tree the binary was
+ * built in ($GATELAB_ROOT, else found from the binary's path as
+ * run_repo_path does), else the working folder.  Every dir is absolute. */
+#define DATA_DIRS_MAX 3
+typedef struct {
+    int n;
+    char dir[DATA_DIRS_MAX][GL_PATH_MAX];
+    const char *origin[DATA_DIRS_MAX]; /* "$GATELAB_DATA", "data/ in the clone", "../shared/data" */
+} gl_data_dirs;
+
+void data_search_dirs(gl_data_dirs *d);
+
+/* Where file is: as given when it is a path (absolute, or starting with "./"
+ * or "../"), else the first of data_search_dirs that holds it.  Returns 0
+ * with the path in out, or -1 with a message in err that lists every place
+ * searched and says how to get the data (`make data`, GATELAB_DATA). */
+int data_find(const char *file, char *out, size_t outlen, char *err, size_t errlen);
+
 /* Open the data set of dc for windows of T tokens.  Text: reads the file
- * (dc->file if absolute or starting with "./" or "../", else
- * $GATELAB_DATA/dc->file, default folder "data/") and checks that train and
+ * (found by data_find) and checks that train and
  * val each hold at least one window of T+1 tokens.  Synthetic: checks the task
  * parameters against T (task_check).  seed fixes the synthetic val/test
  * sequences (pass train.seed).  Returns 0, or -1 with a message in err naming

@@ -2,7 +2,8 @@
 #
 # Loaded by each script after it sets its variables.  Inputs (gnuplot -e):
 #   out    output file; a name ending in .pdf gets the pdfcairo terminal,
-#          anything else pngcairo (PNG at 200 pixels per inch)
+#          .svg the svg terminal (for the HTML report), anything else
+#          pngcairo (PNG at 200 pixels per inch)
 #   fig_w, fig_h   figure size in inches (optional; default 5.5 x 3.4)
 #   xmin, xmax, ymin, ymax, cbmin, cbmax   axis ranges (optional; autoscaled
 #          otherwise).  `gatelab figures` always passes them, so a figure with
@@ -17,9 +18,11 @@ if (!exists("fig_h")) fig_h = 3.4
 _ext = strlen(out) >= 4 ? out[strlen(out)-3:strlen(out)] : ''
 if (_ext eq '.pdf') {
     set terminal pdfcairo enhanced color font 'DejaVu Sans,8' size fig_w*1.0 in, fig_h*1.0 in linewidth 1.2
+} else { if (_ext eq '.svg') {
+    set terminal svg enhanced font 'DejaVu Sans,9' size int(fig_w*110), int(fig_h*110) linewidth 1.2 background '#ffffff'
 } else {
     set terminal pngcairo enhanced color font 'DejaVu Sans,9' size int(fig_w*200), int(fig_h*200) linewidth 1.6 fontscale 1.6
-}
+} }
 set output out
 
 set datafile separator "\t"

@@ -1,15 +1,15 @@
 #!/usr/bin/env bash
 # crosslayer.sh — the real `gatelab train` with model.cross_layer = denseformer,
-# hyper and mudd on Tiny Shakespeare (docs/crosslayer.md): each trains from a
-# manifest and its validation loss falls, the config it stores names the
-# variant, a hyper run killed and resumed equals one that never stopped, and
-# the refused combinations exit non-zero with a message naming the key.
+# hyper and mudd on the test's own corpus (tests/corpus.h; docs/crosslayer.md):
+# each trains from a manifest and its validation loss falls, the config it
+# stores names the variant, a hyper run killed (SIGKILL right after its step-20
+# checkpoint) and resumed equals one that never stopped, and the refused
+# combinations exit non-zero with a message naming the key.
 set -u
 . "$(dirname "$0")/lib.sh"
-DATA="${GATELAB_DATA:-../shared/data}"
 W=$(mktemp -d); trap 'rm -rf "$W"' EXIT
-
-export GATELAB_DATA="$DATA"
+export GATELAB_DATA="$W/data"
+make_corpus "$GATELAB_DATA/corpus.txt"
 R="$W/results"
 
 for v in denseformer hyper mudd; do
@@ -24,13 +24,9 @@ done
 # hyper with 2 streams: kill -9 after a checkpoint, resume (same overrides), compare with a straight run
 H2="model.cross_layer=hyper model.hc_expansion=2"
 "$BIN" train "$TINY" model.n_layer=3 $H2 --run-id h2 --results "$R" --quiet > /dev/null 2>&1
-"$BIN" train "$TINY" model.n_layer=3 $H2 --run-id h2k --results "$R" --quiet > /dev/null 2>&1 &
-pid=$!
-for _ in $(seq 1 1200); do
-    grep -q "^step 20 " "$R/runs/h2k/train.log" 2>/dev/null && break
-    sleep 0.05
-done
-kill -9 $pid 2>/dev/null; wait $pid 2>/dev/null
+GATELAB_KILL_AFTER_CKPT=20 "$BIN" train "$TINY" model.n_layer=3 $H2 --run-id h2k --results "$R" --quiet > /dev/null 2>&1
+rc=$?
+check "hyper (2 streams): SIGKILL after the step-20 checkpoint (exit $rc = 137)" test $rc -eq 137
 check "hyper (2 streams): the killed run is not FINISHED" \
     bash -c "! grep -q '^finished' '$R/runs/h2k/train.log'"
 "$BIN" train "$TINY" model.n_layer=3 $H2 --resume h2k --results "$R" --quiet > "$W/resume.out" 2>&1

@@ -1,13 +1,28 @@
 # lib.sh — shared by the integration scripts (sourced, not run: tests/run.sh
-# runs only the *.sh files that are not lib.sh).
-#   BIN     the gatelab binary under test ($GATELAB_BIN, default build/gatelab)
-#   pass / fail WHAT           print the line tests/run.sh counts
+# runs only the *.sh files that are not lib.sh).  Source it before any cd.
+#   BIN     the gatelab binary under test ($GATELAB_BIN, default build/gatelab), absolute
+#   pass / fail / skip WHAT    print the line tests/run.sh counts (skip: say why)
 #   check WHAT COMMAND...      PASS if the command succeeds, else FAIL
-#   TINY                       tests/fixtures/tiny.ini;  last_hex RUN  (needs $R)
+#   TINY                       tests/fixtures/tiny.ini (reads data.file = corpus.txt)
+#   make_corpus FILE [BYTES]   write the tests' own text (tests/corpus.h) to FILE
+#   data_path NAME             a real data set's path by gatelab's own lookup, "" if absent
+#   last_hex RUN               the final train loss of RUN (under $R) as a hex float
 BIN="${GATELAB_BIN:-build/gatelab}"
+case "$BIN" in /*) ;; *) BIN="$PWD/$BIN" ;; esac
+# a relative GATELAB_DATA means "relative to where the test started", also after a cd
+case "${GATELAB_DATA:-}" in ""|/*) ;; *) export GATELAB_DATA="$PWD/$GATELAB_DATA" ;; esac
 pass() { echo "PASS $*"; }
 fail() { echo "FAIL $*"; }
+skip() { echo "SKIP $*"; }
 check() { local what=$1; shift; if "$@"; then pass "$what"; else fail "$what"; fi; }
 TINY="$(cd "$(dirname "${BASH_SOURCE[0]}")/../fixtures" && pwd)/tiny.ini"  # the tiny test manifest
-# last_hex RUN: the final train loss of RUN (under $R) as a hex float, for bit-for-bit checks
+MKCORPUS="$(dirname "$BIN")/tests/mkcorpus"
+make_corpus() {
+    mkdir -p "$(dirname "$1")"
+    if ! "$MKCORPUS" "$1" "${2:-262144}"; then
+        fail "write the test corpus $1 with $MKCORPUS (build it with make test)"
+        exit 1
+    fi
+}
+data_path() { "$BIN" data "$1" 2> /dev/null; }
 last_hex() { sed -n 's/.*last train loss [^ ]* (\([^)]*\)).*/\1/p' "$R/runs/$1/train.log" | tail -1; }

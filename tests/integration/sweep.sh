@@ -2,22 +2,22 @@
 # sweep.sh — `gatelab sweep`, `runs` and `collect` on the real binary, real
 # training runs and a real registry (read back with the sqlite3 tool).
 #
-# A 4-run grid (λ × seed) of a tiny TSA model (d 32, L 2, threads 1) on Tiny
-# Shakespeare is run three ways: uninterrupted; killed with kill -9 (the whole
+# A 4-run grid (λ × seed) of a tiny TSA model (d 32, L 2, threads 1) on the
+# test's own corpus (tests/corpus.h) is run three ways: uninterrupted; killed with kill -9 (the whole
 # process group, mid-sweep) and started again; stopped with SIGINT (what Ctrl-C
 # sends) and started again.  The three registries must hold the same runs,
 # each once, FINISHED, with identical metrics (all but tokens_per_s, which is
 # a timing).  Then --dry-run, `runs --format csv`, --index and collect, and
 # the Slurm array script (run locally as array task 0).
 #
-# Prints one PASS/FAIL line per check.  Needs $GATELAB_BIN, $GATELAB_DATA, sqlite3.
+# Prints one PASS/FAIL line per check.  Needs $GATELAB_BIN and sqlite3.
 set -u
 . "$(dirname "$0")/lib.sh"
-export GATELAB_DATA="${GATELAB_DATA:-/work/shared/data}"
-case "$BIN" in /*) ;; *) BIN="$PWD/$BIN" ;; esac
-ROOT="$PWD"
+ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
 W="$(mktemp -d "${TMPDIR:-/tmp}/gatelab-sweep-XXXXXX")"
 [ -n "${KEEP:-}" ] || trap 'rm -rf "$W"' EXIT; echo "work folder: $W"
+export GATELAB_DATA="$W/data"
+make_corpus "$GATELAB_DATA/corpus.txt"
 cd "$W" || exit 1
 export GATELAB_ROOT="$ROOT"
 
@@ -38,7 +38,7 @@ seq_len = 32
 depth_routing = tsa
 [data]
 task = text
-file = tinyshakespeare.txt
+file = corpus.txt
 [train]
 steps = 600
 batch_size = 4

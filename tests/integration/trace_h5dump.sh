@@ -13,14 +13,17 @@
 #      h5clear) with as many steps as completed evaluations, and `--resume`
 #      continues it without duplicate or missing steps.
 #
-# Prints one PASS/FAIL line per check.  Uses $GATELAB_BIN and $GATELAB_DATA.
+# Prints one PASS/FAIL line per check.  Uses $GATELAB_BIN; the text is the
+# test's own corpus (tests/corpus.h).
 set -u
+. "$(dirname "$0")/lib.sh"   # BIN (absolute), make_corpus
 cd "$(dirname "$0")/../.."
-BIN="${GATELAB_BIN:-$PWD/build/gatelab}"
-export GATELAB_DATA="${GATELAB_DATA:-$PWD/../shared/data}"
 MF=experiments/shakespeare_baseline.ini
 R=$(mktemp -d /tmp/gatelab_trace_h5dump.XXXXXX)
 trap 'rm -rf "$R"' EXIT
+export GATELAB_DATA="$R/data"   # the manifest's model and training, on the test's own corpus
+make_corpus "$GATELAB_DATA/corpus.txt"
+V=$(od -An -v -tu1 "$GATELAB_DATA/corpus.txt" | tr -s ' ' '\n' | grep . | sort -un | wc -l)  # distinct bytes
 
 pass() { echo "PASS $*"; }
 fail() { echo "FAIL $*"; }
@@ -35,7 +38,7 @@ done
 
 # small and quick: d 32, 4 layers, 4 heads of 8 sharing 2 KV heads, 32-token
 # windows, 2 probe windows, one thread (the suite runs on 2 busy cores)
-TINY=(model.d_model=32 model.n_head=4 model.n_kv_head=2 model.d_ff=64 model.seq_len=32
+TINY=(data.file=corpus.txt model.d_model=32 model.n_head=4 model.n_kv_head=2 model.d_ff=64 model.seq_len=32
       train.batch_size=4 train.warmup=2 train.eval_windows=2 train.threads=1 log.probe_windows=2 log.trace=1)
 
 # dims "NAME" FILE -> "( a, b ) / ( H5S_UNLIMITED, b )" of dataset NAME in h5dump -H output
@@ -75,11 +78,11 @@ check "no /sat or /tsa in a ResFormer+early-exit trace" '! grep -qE "GROUP \"(sa
 "$BIN" export sat --results "$R" --out "$R/sat_export.h5" > "$R/export.out" 2>&1
 check "gatelab export RUN --out FILE.h5 (exit 0)" '[ $? -eq 0 ] || { cat "$R/export.out"; false; }'
 h5ls "$R/sat_export.h5" > "$R/export.ls" 2>&1
-check "export: embed {65, 32}"               'grep -qE "^embed +Dataset \{65, 32\}" "$R/export.ls"'
+check "export: embed {$V, 32}"               'grep -qE "^embed +Dataset \{$V, 32\}" "$R/export.ls"'
 check "export: layers.1.attn.alpha {2, 32}"  'grep -qE "^layers\.1\.attn\.alpha +Dataset \{2, 32\}" "$R/export.ls"'
 check "export: layers.3.attn.wk {16, 32} (GQA, 2 KV heads of 8)" 'grep -qE "^layers\.3\.attn\.wk +Dataset \{16, 32\}" "$R/export.ls"'
 check "export: routers.2.fc2_b {1}"           'grep -qE "^routers\.2\.fc2_b +Dataset \{1\}" "$R/export.ls"'
-check "export: vocab {65}"                    'grep -qE "^vocab +Dataset \{65\}" "$R/export.ls"'
+check "export: vocab {$V}"                    'grep -qE "^vocab +Dataset \{$V\}" "$R/export.ls"'
 check "export: no routers.3 (L-1 routers) and no head (tied)" '! grep -qE "^(routers\.3|head) " "$R/export.ls"'
 n_ds=$(grep -c " Dataset " "$R/export.ls")
 n_tensors=$(sed -n 's/^exported \([0-9]*\) tensors.*/\1/p' "$R/export.out")

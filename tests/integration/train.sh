@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
-# train.sh — the real `gatelab train` on Tiny Shakespeare: the loss falls, two
-# identical runs agree bit for bit, kill -9 + --resume equals never stopping,
-# and bad inputs give a clear error, a non-zero exit and leave files untouched.
+# train.sh — the real `gatelab train` on the test's own corpus (tests/corpus.h):
+# the loss falls, two identical runs agree bit for bit, a run killed with
+# SIGKILL right after a checkpoint (GATELAB_KILL_AFTER_CKPT) and resumed equals
+# never stopping, resuming a finished run changes nothing, and bad inputs give
+# a clear error, a non-zero exit and leave files untouched.  One check trains
+# on Tiny Shakespeare itself and is skipped, with the reason, without it.
 set -u
 . "$(dirname "$0")/lib.sh"
-DATA="${GATELAB_DATA:-../shared/data}"
+REAL=$(data_path tinyshakespeare.txt)
 W=$(mktemp -d); trap 'rm -rf "$W"' EXIT
-
-export GATELAB_DATA="$DATA"
+export GATELAB_DATA="$W/data"
+make_corpus "$GATELAB_DATA/corpus.txt"
 R="$W/results"
 
 "$BIN" train "$TINY" --run-id a --results "$R" --quiet > "$W/a.out" 2>&1
@@ -22,21 +25,30 @@ check "the registry marks the run FINISHED" test "$(sqlite3 "$R/gatelab.db" "sel
 ha=$(last_hex a); hb=$(last_hex b)
 check "two identical runs agree bit for bit ($ha = $hb)" test -n "$ha" -a "$ha" = "$hb"
 
-# kill -9 once a checkpoint beyond step 10 exists, then resume
-"$BIN" train "$TINY" steps=40 --run-id c --results "$R" --quiet > /dev/null 2>&1 &
-pid=$!
-for _ in $(seq 1 600); do
-    grep -q "^step 20 " "$R/runs/c/train.log" 2>/dev/null && break
-    sleep 0.05
-done
-kill -9 $pid 2>/dev/null; wait $pid 2>/dev/null
+# SIGKILL (what kill -9 sends) at a known point: right after the checkpoint of step 20
+GATELAB_KILL_AFTER_CKPT=20 "$BIN" train "$TINY" --run-id c --results "$R" --quiet > "$W/c0.out" 2>&1
+rc=$?
+check "the run died of SIGKILL after its step-20 checkpoint (exit $rc = 137)" test $rc -eq 137
 check "the killed run left a checkpoint" test -s "$R/runs/c/ckpt"
 check "the killed run is not FINISHED" test "$(sqlite3 "$R/gatelab.db" "select status from runs where run_id='c'")" != FINISHED
+check "the killed run's log stops at step 20" bash -c "grep -q '^step 20 ' '$R/runs/c/train.log' && ! grep -qE '^(step 2[5-9]|step 3|step 40|finished)' '$R/runs/c/train.log'"
 "$BIN" train "$TINY" --resume c --results "$R" --quiet > "$W/c.out" 2>&1
 check "resume exits 0" test $? -eq 0
 hc=$(last_hex c)
 check "kill -9 + resume ends bit for bit like never stopping ($hc = $ha)" test -n "$hc" -a "$hc" = "$ha"
-check "h5dump opens the resumed trace" h5dump -H "$R/runs/c/trace.h5" > /dev/null
+
+# resuming a finished run: a clear message, exit 0, nothing appended anywhere
+log_before=$(sha256sum < "$R/runs/a/train.log"); ckpt_before=$(sha256sum < "$R/runs/a/ckpt")
+n_before=$(sqlite3 "$R/gatelab.db" "select count(*) from metrics where run_id='a'")
+"$BIN" train "$TINY" --resume a --results "$R" > "$W/fin.out" 2>&1
+rc=$?
+check "resume of a FINISHED run exits 0 (exit $rc)" test $rc -eq 0
+check "resume of a FINISHED run says it has already finished" grep -q "run a has already finished" "$W/fin.out"
+check "resume of a FINISHED run appends nothing (log, checkpoint, metrics; no nan)" \
+    test "$(sha256sum < "$R/runs/a/train.log")" = "$log_before" -a "$(sha256sum < "$R/runs/a/ckpt")" = "$ckpt_before" \
+    -a "$(sqlite3 "$R/gatelab.db" "select count(*) from metrics where run_id='a'")" = "$n_before"
+check "the finished run is still FINISHED" test "$(sqlite3 "$R/gatelab.db" "select status from runs where run_id='a'")" = FINISHED
+check "h5dump opens the resumed trace" bash -c "h5dump -H '$R/runs/c/trace.h5' > /dev/null"
 
 # bad inputs: non-zero exit, a message naming what is wrong
 expect_fail() { # what, pattern, command...
@@ -50,7 +62,9 @@ expect_fail "unknown key names file, line and key" "bad1.ini:2.*d_mdoel" "$BIN" 
 printf '[train]\nlr = fast\n' > "$W/bad2.ini"
 expect_fail "malformed value names the key" "lr" "$BIN" train "$W/bad2.ini" --results "$R"
 expect_fail "malformed override" "batch_size" "$BIN" train "$TINY" train.batch_size=-3 --results "$R"
-expect_fail "missing data file" "missing.txt" "$BIN" train "$TINY" data.file=missing.txt --results "$R"
+expect_fail "missing data file: names it and every folder searched, and make data" \
+    "missing.txt not found; searched $W/data/missing.txt \\(\\\$GATELAB_DATA\\).*data/ in the clone.*make data" \
+    "$BIN" train "$TINY" data.file=missing.txt --results "$R"
 : > "$W/empty.txt"
 expect_fail "empty data file" "empty" "$BIN" train "$TINY" data.file="$W/empty.txt" --results "$R"
 printf 'x' > "$W/one.txt"
@@ -66,8 +80,19 @@ cp "$R/runs/a/ckpt" "$R/runs/t/ckpt"
 printf '\x55' | dd of="$R/runs/t/ckpt" bs=1 seek=5000 conv=notrunc 2> /dev/null
 expect_fail "corrupted checkpoint" "corrupt|checksum" "$BIN" eval t --results "$R"
 check "eval prints a JSON line with loss and tokens" bash -c "'$BIN' eval a --results '$R' --windows 4 | grep -q '\"loss\":[0-9].*\"tokens\":[0-9]'"
-head -c 2000 "$DATA/tinyshakespeare.txt" > "$W/sample.txt"
+head -c 2000 "$GATELAB_DATA/corpus.txt" > "$W/sample.txt"
 check "eval --text on a file" bash -c "'$BIN' eval a --results '$R' --text '$W/sample.txt' --windows 3 | grep -q '\"tokens\":96'"
 printf 'caf\xc3\xa9 ~ \x01' > "$W/odd.txt"
 expect_fail "eval --text with a byte missing from the vocabulary" "0x" "$BIN" eval a --results "$R" --text "$W/odd.txt"
 check "sample generates text" bash -c "'$BIN' sample a --results '$R' --tokens 40 --prompt 'ROMEO:' | grep -q '^ROMEO:'"
+
+# the real data set, where it is: the same tiny run on Tiny Shakespeare
+if [ -n "$REAL" ]; then
+    "$BIN" train "$TINY" data.file="$REAL" --run-id ts --results "$R" --quiet > "$W/ts.out" 2>&1
+    check "Tiny Shakespeare ($REAL): a tiny run finishes (exit 0)" test $? -eq 0
+    first=$(sed -n 's/^step 0 | val loss \([0-9.]*\).*/\1/p' "$R/runs/ts/train.log" | head -1)
+    final=$(sed -n 's/^step 40 | val loss \([0-9.]*\).*/\1/p' "$R/runs/ts/train.log" | tail -1)
+    check "Tiny Shakespeare: validation loss falls ($first -> $final)" awk -v a="$first" -v b="$final" 'BEGIN{exit !(b + 0.3 < a)}'
+else
+    skip "Tiny Shakespeare: a tiny run whose loss falls (tinyshakespeare.txt not found by \`gatelab data\`; \`make data\` fetches it)"
+fi
