@@ -1,6 +1,7 @@
 # gatelab — one Makefile, read top to bottom.
 #
-#   make            build build/gatelab (release: -O3 -march=native, OpenMP)
+#   make            build build/gatelab (release: -O3 -march=native, OpenMP), and
+#                   build/gatelab-mpi when OpenMPI is installed (see MPI below)
 #   make test       unit, gradient, parity, integration and failure tests
 #   make asan       the same tests under AddressSanitizer + UBSan (build/asan/)
 #   make demo       the main job: train, sample and show where the files are
@@ -33,16 +34,24 @@ LDLIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null) \
 # Rooms, arrows only downward: model/ <- harness/store/ <- harness/run/ and
 # analysis/ <- harness/cli/.  Includes are written from the root ("model/model.h",
 # "store/trace.h", "analysis/ablate.h"), hence -I. -Iharness.
-LIB_SRC  := $(wildcard model/*.c harness/store/*.c harness/run/*.c analysis/*.c) \
+LIB_SRC  := $(filter-out harness/run/dist_mpi.c,$(wildcard model/*.c harness/store/*.c harness/run/*.c analysis/*.c)) \
             $(filter-out harness/cli/main.c,$(wildcard harness/cli/*.c))
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o)
 TEST_SRC := $(wildcard tests/test_*.c)
 TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%) $(BUILD)/tests/mkcorpus  # mkcorpus: the tests' own text
 BENCH_BIN := $(BUILD)/bench_gatelab
 
+# MPI: data-parallel training (`mpirun -np N build/gatelab-mpi train …`, or
+# srun).  build/gatelab-mpi is build/gatelab with harness/run/dist_mpi.c (the
+# only file that includes mpi.h) in place of dist.c (one rank), built only
+# when `pkg-config ompi-c` finds OpenMPI (Debian: libopenmpi-dev openmpi-bin).
+# Without it everything else builds and tests as before; MPI=0 skips it.
+MPI      ?= $(shell pkg-config --exists ompi-c 2>/dev/null && echo 1 || echo 0)
+MPI_BIN  := $(if $(filter 1,$(MPI)),$(BUILD)/gatelab-mpi)
+
 .SECONDARY:
 .PHONY: all test asan demo bench figures debug clean deps fixtures paper data
-all: $(BUILD)/gatelab
+all: $(BUILD)/gatelab $(MPI_BIN)
 
 deps:
 	@scripts/setup.sh
@@ -58,6 +67,14 @@ $(BUILD)/libgatelab.a: $(LIB_OBJ)
 $(BUILD)/gatelab: $(BUILD)/harness/cli/main.o $(BUILD)/libgatelab.a
 	$(CC) $(LDFLAGS) $^ -o $@ $(LDLIBS)
 
+$(BUILD)/mpi/dist_mpi.o: harness/run/dist_mpi.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(shell pkg-config --cflags ompi-c) -c $< -o $@
+
+# dist_mpi.o defines every dist_ symbol, so the archive's dist.o is never pulled in.
+$(BUILD)/gatelab-mpi: $(BUILD)/harness/cli/main.o $(BUILD)/mpi/dist_mpi.o $(BUILD)/libgatelab.a
+	$(CC) $(LDFLAGS) $^ -o $@ $(LDLIBS) $(shell pkg-config --libs ompi-c)
+
 $(BUILD)/tests/%: $(BUILD)/tests/%.o $(BUILD)/libgatelab.a
 	$(CC) $(LDFLAGS) $^ -o $@ $(LDLIBS) -lcmocka
 
@@ -65,7 +82,7 @@ $(BENCH_BIN): $(BUILD)/scripts/bench/bench.o $(BUILD)/libgatelab.a
 	$(CC) $(LDFLAGS) $^ -o $@ $(LDLIBS)
 
 test: deps
-	@$(MAKE) --no-print-directory $(BUILD)/gatelab $(TEST_BIN)
+	@$(MAKE) --no-print-directory $(BUILD)/gatelab $(MPI_BIN) $(TEST_BIN)
 	@BUILD=$(BUILD) tests/run.sh
 
 asan: deps

@@ -753,7 +753,10 @@ float model_forward(gl_model *m, const int *tokens, const int *targets, const fl
     double tot = xent_forward(m->probs, m->tok_loss, m->logits, m->targets, m->mask, N, V);
     if (ee) xent_confidence(m->exit_conf + (size_t)(L - 1) * N, m->probs, N, V);
 
-    m->task_loss = msum > 0 ? (float)(tot / msum) : 0.0f;
+    /* a data-parallel shard divides by the global batch's counts (model.h: norm_mask_sum) */
+    const double norm = m->norm_mask_sum > 0 ? m->norm_mask_sum : msum;
+    const double ntok = m->norm_tokens > 0 ? (double)m->norm_tokens : (double)N;
+    m->task_loss = norm > 0 ? (float)(tot / norm) : 0.0f;
     m->loss = m->task_loss;
     m->penalty = 0.0f;
     m->active_frac = 1.0f;
@@ -765,15 +768,15 @@ float model_forward(gl_model *m, const int *tokens, const int *targets, const fl
                 pen += 1.0 - m->A[n].p[t];
                 active += m->A[n].p[t] <= 0.5f;
             }
-        m->penalty = (float)(c->tsa_lambda * pen / ((double)(L - 1) * N));
-        m->active_frac = (float)((double)active / ((double)(L - 1) * N));
+        m->penalty = (float)(c->tsa_lambda * pen / ((double)(L - 1) * ntok));
+        m->active_frac = (float)((double)active / ((double)(L - 1) * ntok));
         if (!sparse) m->loss = m->task_loss + m->penalty;
     } else if (ee && L > 1) {
         if (ee_infer) {
             m->active_frac = (float)((double)m->active_count / ((double)(L - 1) * N));
-        } else if (msum > 0) {
-            double total = exit_weight(m, L - 1) * tot / msum;
-            for (int n = 0; n + 1 < L; n++) total += exit_weight(m, n) * exit_sum[n] / msum;
+        } else if (norm > 0) {
+            double total = exit_weight(m, L - 1) * tot / norm;
+            for (int n = 0; n + 1 < L; n++) total += exit_weight(m, n) * exit_sum[n] / norm;
             m->loss = (float)total;
         }
     }
@@ -903,7 +906,8 @@ static void block_backward(gl_model *m, grad_bufs *g, int n) {
     zero(g->dhm, (size_t)N * d);
     rmsnorm_backward(g->dhm, gb->ffn_norm, g->dxn2, a->h_mid, b->ffn_norm, a->rstd2, N, d);
     /* dao = s·dres + dhm;  dh = dres + dhm;  TSA: dp = −Σ dres·(a + f) − λ/((L−1)N) */
-    const float dpen = tsa ? (float)(c->tsa_lambda / ((double)(c->n_layer - 1) * N)) : 0.0f;
+    const double ntok = m->norm_tokens > 0 ? (double)m->norm_tokens : (double)N; /* model.h: norm_tokens */
+    const float dpen = tsa ? (float)(c->tsa_lambda / ((double)(c->n_layer - 1) * ntok)) : 0.0f;
     if (c->cross_layer == CL_HYPER) {
         /* hyper: dao from the attention's depth connection; dh gets only the attention-norm path */
         xl_hc_mid_backward(m, n, N, g->dhm, g->dao);
@@ -971,9 +975,10 @@ void model_backward(gl_model *m) {
     grad_bufs g;
     carver cv = {m->dacts_mem, 0};
     layout_grads(m, &cv, &g);
-    if (m->mask_sum <= 0.0f) return; /* nothing scored: zero gradient */
+    const float norm = m->norm_mask_sum > 0 ? (float)m->norm_mask_sum : m->mask_sum;
+    if (norm <= 0.0f) return; /* nothing scored: zero gradient */
     const int ee = c->depth_routing == DR_EARLY_EXIT;
-    const float inv = 1.0f / m->mask_sum;
+    const float inv = 1.0f / norm;
 
     zero(g.dres, (size_t)N * d);
     head_backward(m, &g, m->probs, m->xnf, m->h_out, m->rstdf, (ee ? exit_weight(m, L - 1) : 1.0f) * inv,

@@ -215,6 +215,14 @@ typedef struct gl_model {
     int *targets;         /* (BT) */
     float *mask;          /* (BT) weight of each target; 0 = not scored */
     float mask_sum;
+    /* Data-parallel shards (set by the training loop, 0 otherwise): when > 0,
+     * the loss is normalised by the whole global batch's Σ mask and the TSA
+     * penalty and active fraction by its token count, instead of this batch's
+     * own.  loss, task_loss, penalty and active_frac are then this shard's
+     * share, and shares (and gradients) add up over shards to the global
+     * batch's values. */
+    double norm_mask_sum;
+    long norm_tokens;
 
     /* results of the last forward */
     float loss;           /* optimised loss: task loss (+ λ penalty for TSA) */

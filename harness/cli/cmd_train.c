@@ -4,12 +4,17 @@
  * Parses the command line, loads the manifest with its overrides, runs
  * train_run and maps the outcome to the exit code (0 finished, 1 failed,
  * 2 bad usage or manifest, 3 killed by a signal).
+ *
+ * Under mpirun or srun (build/gatelab-mpi) every rank runs this; the ranks
+ * start and end here (dist_init / dist_finalize), and a message every rank
+ * shares is printed by rank 0 alone.
  */
 #include <stdio.h>
 #include <string.h>
 
 #include "cli.h"
 #include "store/manifest.h"
+#include "run/dist.h"
 #include "run/train.h"
 
 int cmd_train(int argc, char **argv) {
@@ -47,11 +52,25 @@ int cmd_train(int argc, char **argv) {
     }
     static gl_manifest mf;
     char err[2048];
-    if (manifest_load(&mf, manifest, n_over, over, err, sizeof err)) {
+    if (dist_init(NULL, NULL, err, sizeof err)) {
         fprintf(stderr, "gatelab train: %s\n", err);
-        return 2;
+        return 1;
     }
-    gl_train_outcome r = train_run(&mf, &o, err, sizeof err);
-    if (r != TRAIN_FINISHED) fprintf(stderr, "gatelab train: %s\n", err);
-    return (int)r;
+    int rc;
+    /* the ranks agree on the manifest: {rank 0 failed, any rank failed}; a
+     * rank's own message is printed unless rank 0 prints the same one */
+    int bad = manifest_load(&mf, manifest, n_over, over, err, sizeof err) != 0;
+    int v[2] = {dist_rank() == 0 && bad, bad};
+    dist_max_ints(v, 2);
+    if (v[1]) {
+        if (bad && dist_rank() == 0) fprintf(stderr, "gatelab train: %s\n", err);
+        else if (bad && !v[0]) fprintf(stderr, "gatelab train: rank %d: %s\n", dist_rank(), err);
+        rc = 2;
+    } else {
+        gl_train_outcome r = train_run(&mf, &o, err, sizeof err);
+        if (r != TRAIN_FINISHED && err[0]) fprintf(stderr, "gatelab train: %s\n", err);
+        rc = (int)r;
+    }
+    dist_finalize();
+    return rc;
 }

@@ -37,6 +37,7 @@
 
 #include "model/adamw.h"
 #include "model/model.h"
+#include "dist.h"
 #include "store/categories.h"
 #include "store/ckpt.h"
 #include "store/data.h"
@@ -76,6 +77,8 @@ typedef struct {
     gl_db *db;
     FILE *log;
     int tty, quiet;
+    int rank, ranks;      /* dist.h: this process's rank of ranks; rank 0 alone writes files and the registry */
+    int B_local, b0;      /* this rank's shard of the global batch: sequences [b0, b0 + B_local) */
     double trace_s; /* wall-clock seconds in probe passes and trace writes (this process) */
     /* probe batch */
     int P, probe_B;
@@ -122,6 +125,10 @@ static void metric(run_ctx *c, long step, const char *split, const char *name, d
  * at every log interval, every evaluation and the end, so a RUNNING run whose
  * heartbeat is older than a few intervals has lost its process. */
 static int flush_metrics(run_ctx *c, char *err, size_t errlen) {
+    if (!c->db) { /* a rank other than 0 keeps no registry */
+        c->n_pending = 0;
+        return 0;
+    }
     int rc = c->n_pending ? db_metrics_log(c->db, c->run_id, c->pending, c->n_pending, err, errlen) : 0;
     c->n_pending = 0;
     return rc ? rc : db_run_heartbeat(c->db, c->run_id, err, errlen);
@@ -306,6 +313,15 @@ static void install_signals(void) {
 static int setup_model(run_ctx *c, char *err, size_t errlen) {
     const gl_manifest *mf = c->mf;
     const gl_train_config *tc = &mf->train;
+    /* the global batch split over the ranks: the first B % ranks ranks take one sequence more */
+    const int B = tc->batch_size, R = c->ranks;
+    if (B < R) {
+        snprintf(err, errlen, "train.batch_size = %d is smaller than the %d ranks: each rank needs at least one "
+                 "sequence; raise train.batch_size or start fewer ranks", B, R);
+        return -1;
+    }
+    c->B_local = B / R + (c->rank < B % R);
+    c->b0 = c->rank * (B / R) + (c->rank < B % R ? c->rank : B % R);
     if (data_open(&c->ds, &mf->data, mf->model.seq_len, tc->seed, err, errlen)) return -1;
     gl_model_config mc = mf->model;
     int V = data_vocab_size(&c->ds);
@@ -319,7 +335,7 @@ static int setup_model(run_ctx *c, char *err, size_t errlen) {
     c->resolved.model = mc;
     c->config_ini = manifest_to_ini(&c->resolved);
     c->model_hash = manifest_model_hash(&c->resolved);
-    int max_B = tc->batch_size > mf->log.probe_windows ? tc->batch_size : mf->log.probe_windows;
+    int max_B = c->B_local > mf->log.probe_windows ? c->B_local : mf->log.probe_windows;
     return model_init(&c->m, &mc, max_B, err, errlen);
 }
 
@@ -428,6 +444,27 @@ static int setup_trace(run_ctx *c, const gl_train_opts *o, char *err, size_t err
                : trace_create(&c->trace, c->trace_path, &td, c->probe_tok, c->probe_cat, err, errlen);
 }
 
+/* Rank 0's weights, AdamW moments and training state (fresh or from its
+ * checkpoint, which only rank 0 reads) copied to every rank, so every rank
+ * starts identical without a shared filesystem.  The other ranks then check
+ * that their data gives the vocabulary rank 0's run has.  Returns 0, or -1
+ * with a message on this rank. */
+static int share_state(run_ctx *c, char *err, size_t errlen) {
+    if (c->ranks < 2) return 0;
+    gl_model *m = &c->m;
+    dist_bcast(m->params, m->n_params * sizeof(float));
+    dist_bcast(m->adam_m, m->n_params * sizeof(float));
+    dist_bcast(m->adam_v, m->n_params * sizeof(float));
+    dist_bcast(&c->st, sizeof c->st);
+    const int V = data_vocab_size(&c->ds);
+    if (c->st.vocab_size != V || memcmp(c->st.vocab, data_vocab(&c->ds), (size_t)V)) {
+        snprintf(err, errlen, "rank %d: data.file %s gives a different vocabulary than on rank 0; every rank must "
+                 "read the same file", c->rank, c->mf->data.file);
+        return -1;
+    }
+    return 0;
+}
+
 /* What the loop keeps between steps: the batch buffers, the optimiser's
  * settings, and the clocks and token counts of the progress line. */
 typedef struct {
@@ -468,21 +505,50 @@ static int loop_init(train_loop *lp, const run_ctx *c, char *err, size_t errlen)
     return 0;
 }
 
-/* One optimiser step on the next training batch.  Returns 0, or -1 when the
- * loss or the gradient is not finite (err says which, at which step; the
- * step is not taken). */
+/* Forward of this rank's shard of the batch just drawn; with several ranks
+ * the shard's loss is its share of the global batch's loss (model.h:
+ * norm_mask_sum), and the shares and statistics are summed over the ranks in
+ * rank order, so every rank sees the global loss, penalty and α.  Returns the
+ * global loss. */
+static float shard_forward(run_ctx *c, train_loop *lp) {
+    gl_model *m = &c->m;
+    const size_t off = (size_t)c->b0 * lp->T, NT = (size_t)lp->B * lp->T;
+    if (c->ranks > 1) { /* every rank drew the whole batch: the global counts need no message */
+        double msum = 0.0;
+        for (size_t t = 0; t < NT; t++)
+            if (lp->tg[t] >= 0) msum += lp->mask[t];
+        m->norm_mask_sum = msum;
+        m->norm_tokens = (long)NT;
+    }
+    float loss = model_forward(m, lp->tok + off, lp->tg + off, lp->mask + off, c->B_local, lp->T);
+    double sums[4] = {loss, m->task_loss, m->penalty, m->active_frac};
+    dist_sum_doubles(sums, 4);
+    m->loss = (float)sums[0];
+    m->task_loss = (float)sums[1];
+    m->penalty = (float)sums[2];
+    m->active_frac = (float)sums[3];
+    return m->loss;
+}
+
+/* One optimiser step on the next training batch: each rank's gradient of its
+ * shard, summed over the ranks in rank order, then the same AdamW update on
+ * every rank.  Returns 0, or -1 when the loss or the gradient is not finite
+ * (err says which, at which step; the step is not taken, on any rank). */
 static int train_step(run_ctx *c, train_loop *lp, float *lr, float *gnorm, char *err, size_t errlen) {
     const gl_train_config *tc = &c->mf->train;
     const size_t NT = (size_t)lp->B * lp->T;
     data_train_batch(&c->ds, &c->st.data_rng, lp->B, lp->tok, lp->tg, lp->mask);
-    float loss = model_forward(&c->m, lp->tok, lp->tg, lp->mask, lp->B, lp->T);
+    float loss = shard_forward(c, lp);
     *lr = adamw_schedule(c->st.step, tc->warmup, tc->steps, tc->lr, tc->min_lr);
     *gnorm = NAN;
-    if (isfinite(loss)) {
+    if (isfinite(loss)) { /* the global loss: every rank takes the same branch */
         model_zero_grad(&c->m);
         model_backward(&c->m);
+        dist_sum_floats(c->m.grads, c->m.n_params);
         *gnorm = adamw_step(&c->m, &lp->opt, *lr, c->st.step + 1);
     }
+    c->m.norm_mask_sum = 0; /* evaluation and probe passes normalise by their own batch */
+    c->m.norm_tokens = 0;
     if (!isfinite(loss) || !isfinite(*gnorm)) {
         snprintf(err, errlen, "%s at step %ld (loss %g, gradient norm %g); the last good checkpoint is kept in %s — "
                  "lower train.lr or raise train.warmup and resume or restart",
@@ -534,38 +600,85 @@ static int log_interval(run_ctx *c, train_loop *lp, float lr, float gnorm, doubl
     return 0;
 }
 
+/* What the ranks agree on at a point of the loop: a stop or checkpoint
+ * signal seen by any rank, and whether any rank failed (rank 0's writes: the
+ * registry, the trace, the checkpoint).  With one rank: the flags as they
+ * are.  A failure elsewhere than here leaves err saying where to look. */
+typedef struct {
+    int stop, ckpt, fail;
+} agreed;
+
+static agreed agree(int fail, char *err, size_t errlen) {
+    int v[3] = {g_stop, g_ckpt, fail ? dist_rank() + 1 : 0};
+    dist_max_ints(v, 3);
+    if (v[0] && !g_stop) g_stop = v[0]; /* a signal another rank got counts here too (KILLED, not FINISHED) */
+    if (v[2] && !fail)
+        snprintf(err, errlen, "rank %d stopped the run after an error (its output%s says which)", v[2] - 1,
+                 v[2] == 1 ? " and train.log" : "");
+    return (agreed){v[0], v[1], v[2]};
+}
+
+/* Rank 0 writes the checkpoint; the ranks then agree on whether it worked. */
+static int save_ckpt_agreed(run_ctx *c, char *err, size_t errlen) {
+    int fail = c->rank == 0 && save_ckpt(c, err, errlen);
+    return agree(fail, err, errlen).fail ? -1 : 0;
+}
+
 /* Steps until train.steps or a stop signal: log, evaluate and checkpoint when
- * due.  Returns 0, 1 (a non-finite loss or gradient) or 2 (an I/O error); err
- * says what happened. */
+ * due (rank 0 writes; the ranks agree on signals and failures before they act
+ * on them, so every rank leaves the loop at the same step).  Returns 0, 1 (a
+ * non-finite loss or gradient) or 2 (an I/O error); err says what happened. */
 static int train_loop_run(run_ctx *c, train_loop *lp, char *err, size_t errlen) {
     const gl_train_config *tc = &c->mf->train;
-    if (c->st.step == 0 && tc->eval_every > 0 && evaluate_now(c, NAN, err, errlen)) return 2;
+    const int writer = c->rank == 0;
+    int fail = writer && c->st.step == 0 && tc->eval_every > 0 && evaluate_now(c, NAN, err, errlen);
+    agreed a = agree(fail, err, errlen);
+    if (a.fail) return 2;
+    if (a.stop) /* stopped before the first step: keep where we are */
+        return save_ckpt_agreed(c, err, errlen) ? 2 : 0;
     while (c->st.step < tc->steps) {
-        if (g_stop) /* stopped before this step: keep where we are */
-            return save_ckpt(c, err, errlen) ? 2 : 0;
         float lr, gnorm;
         if (train_step(c, lp, &lr, &gnorm, err, errlen)) return 1;
         const long step = c->st.step;
         double t = now_s();
         c->st.elapsed_s = lp->elapsed0 + (t - lp->t_start);
-        if ((step % tc->log_every == 0 || step == tc->steps) && log_interval(c, lp, lr, gnorm, t, err, errlen)) return 2;
+        if (writer && (step % tc->log_every == 0 || step == tc->steps)) fail = log_interval(c, lp, lr, gnorm, t, err, errlen);
         int eval_due = (tc->eval_every > 0 && step % tc->eval_every == 0) || step == tc->steps;
         if (eval_due) {
-            if (evaluate_now(c, c->st.eval_n ? c->st.eval_loss_sum / c->st.eval_n : NAN, err, errlen)) return 2;
+            if (writer && !fail) fail = evaluate_now(c, c->st.eval_n ? c->st.eval_loss_sum / c->st.eval_n : NAN, err, errlen);
             c->st.eval_loss_sum = 0;
             c->st.eval_n = 0;
             lp->t_log = now_s();
         }
-        int ckpt_due = (tc->ckpt_every > 0 && step % tc->ckpt_every == 0) || step == tc->steps || g_stop || g_ckpt;
+        a = agree(fail, err, errlen);
+        if (a.fail) return 2;
+        int ckpt_due = (tc->ckpt_every > 0 && step % tc->ckpt_every == 0) || step == tc->steps || a.stop || a.ckpt;
         if (ckpt_due) {
-            if (save_ckpt(c, err, errlen)) return 2;
-            if (g_ckpt) say(c, 0, "checkpoint at step %ld (SIGUSR1)", step);
+            if (save_ckpt_agreed(c, err, errlen)) return 2;
+            if (a.ckpt) say(c, 0, "checkpoint at step %ld (SIGUSR1)", step);
             g_ckpt = 0;
             lp->t_log = now_s();
         }
-        if (g_stop) break;
+        if (a.stop) break;
     }
     return 0;
+}
+
+/* With several ranks: the time rank 0 spent in collectives (waiting for the
+ * slower ranks included) and the gradient volume of a step, on the console,
+ * in train.log and as metrics (train: ranks, comm_s, comm_share). */
+static void report_ranks(run_ctx *c, const train_loop *lp) {
+    if (c->ranks < 2) return;
+    gl_dist_stats ds;
+    dist_stats(&ds);
+    const double span = now_s() - lp->t_start;
+    const long steps = c->st.step - lp->step_at_start;
+    say(c, 0, "ranks: %d (%s) x %d threads | communication %.3f s in %ld collectives, %.1f %% of %.1f s | "
+        "gradient %.2f MiB per step", c->ranks, dist_kind(), omp_get_max_threads(), ds.comm_s, ds.calls,
+        span > 0 ? 100.0 * ds.comm_s / span : 0.0, span, c->m.n_params * sizeof(float) / 1048576.0);
+    metric(c, c->st.step, "train", "ranks", c->ranks);
+    metric(c, c->st.step, "train", "comm_s", ds.comm_s);
+    if (span > 0 && steps > 0) metric(c, c->st.step, "train", "comm_share", ds.comm_s / span);
 }
 
 /* The outcome after the loop (failed: train_loop_run's code), its closing
@@ -600,7 +713,7 @@ static gl_train_outcome train_finish(run_ctx *c, const train_loop *lp, int faile
         c->trace = NULL;
         if (access(c->trace_path, F_OK) == 0) db_artifact_put(c->db, c->run_id, "trace", c->trace_path, e2, sizeof e2);
     }
-    if (access(c->ckpt_path, F_OK) == 0) db_artifact_put(c->db, c->run_id, "ckpt", c->ckpt_path, e2, sizeof e2);
+    if (c->db && access(c->ckpt_path, F_OK) == 0) db_artifact_put(c->db, c->run_id, "ckpt", c->ckpt_path, e2, sizeof e2);
     flush_metrics(c, e2, sizeof e2);
     return outcome;
 }
@@ -611,10 +724,12 @@ gl_train_outcome train_run(const gl_manifest *mf, const gl_train_opts *o, char *
     memset(&c, 0, sizeof c);
     memset(&lp, 0, sizeof lp);
     c.mf = mf;
-    c.quiet = o->quiet;
+    c.rank = dist_rank();
+    c.ranks = dist_size();
+    c.quiet = o->quiet || c.rank != 0; /* one progress line: rank 0's */
     c.tty = isatty(2);
     gl_train_outcome outcome = TRAIN_FAILED;
-    int registered = 0;
+    int registered = 0, own = 0; /* own: this rank's set-up failed (its message is its own) */
     char e2[512] = "";
     const gl_train_config *tc = &mf->train;
 
@@ -622,23 +737,34 @@ gl_train_outcome train_run(const gl_manifest *mf, const gl_train_opts *o, char *
              o->results ? o->results : getenv("GATELAB_RESULTS") ? getenv("GATELAB_RESULTS") : mf->log.results);
     if (tc->threads > 0) omp_set_num_threads(tc->threads);
     install_signals();
-    if (setup_model(&c, err, errlen) || setup_run(&c, o, err, errlen) || setup_registry(&c, o, &registered, err, errlen))
-        goto cleanup;
-    if (o->resume && c.st.step >= tc->steps) {
-        /* a finished run: nothing to train, nothing appended to its log, metrics or trace; the
-         * registry says FINISHED (cleanup), also when a kill had landed before it was told */
-        fprintf(stderr, "gatelab train: run %s has already finished: its checkpoint is at step %ld of train.steps = %d; "
-                "nothing to do\n", c.run_id, c.st.step, tc->steps);
+    /* every rank: data and model; rank 0 alone: run folder, weights, registry, trace */
+    own = setup_model(&c, err, errlen) ||
+          (c.rank == 0 && (setup_run(&c, o, err, errlen) || setup_registry(&c, o, &registered, err, errlen)));
+    /* a finished run: nothing to train, nothing appended to its log, metrics or trace; the
+     * registry says FINISHED (cleanup), also when a kill had landed before it was told */
+    int done = c.rank == 0 && !own && o->resume && c.st.step >= tc->steps;
+    if (c.rank == 0 && !own && !done) own = setup_trace(&c, o, err, errlen);
+    if (agree(own, err, errlen).fail) goto cleanup;
+    dist_max_ints(&done, 1);
+    if (done) {
+        if (c.rank == 0)
+            fprintf(stderr, "gatelab train: run %s has already finished: its checkpoint is at step %ld of train.steps = %d; "
+                    "nothing to do\n", c.run_id, c.st.step, tc->steps);
         err[0] = 0;
         outcome = TRAIN_FINISHED;
         goto cleanup;
     }
-    if (setup_trace(&c, o, err, errlen)) goto cleanup;
+    own = share_state(&c, err, errlen) || loop_init(&lp, &c, err, errlen);
+    if (agree(own, err, errlen).fail) goto cleanup;
     say(&c, 0, "gatelab train: run %s | %zu parameters | %d threads | %s", c.run_id, model_param_count(&c.m),
         omp_get_max_threads(), c.dir);
+    if (c.ranks > 1)
+        say(&c, 0, "data parallel: %d ranks (%s) x %d threads; the batch of %d sequences split %d-%d per rank",
+            c.ranks, dist_kind(), omp_get_max_threads(), tc->batch_size, tc->batch_size / c.ranks,
+            (tc->batch_size + c.ranks - 1) / c.ranks);
     if (o->resume) say(&c, 0, "resuming at step %ld of %d", c.st.step, tc->steps);
-    if (loop_init(&lp, &c, err, errlen)) goto cleanup;
     int failed = train_loop_run(&c, &lp, err, errlen);
+    report_ranks(&c, &lp);
     outcome = train_finish(&c, &lp, failed, err, errlen);
 
 cleanup:
@@ -650,6 +776,7 @@ cleanup:
             outcome = TRAIN_FAILED;
         }
     }
+    if (c.rank != 0 && !own) err[0] = '\0'; /* rank 0 reports what every rank shares */
     loop_free(&lp);
     ctx_free(&c);
     signal(SIGINT, SIG_DFL);
