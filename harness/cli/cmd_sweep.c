@@ -24,6 +24,12 @@
  * Slurm's signals reach train directly); --emit-slurm writes the sbatch array
  * script for such tasks, each with its own registry on node-local disk,
  * merged afterwards with `gatelab collect`.
+ *
+ * Data-parallel runs (docs/mpi.md): --launcher "CMD ARGS" starts each
+ * training as `CMD ARGS <this binary>-mpi train …` (e.g. "srun
+ * --kill-on-bad-exit=1" or "mpirun -np 4"; the words are split at spaces, no
+ * shell quoting); --emit-slurm with --nodes N and/or --ntasks-per-node K
+ * gives each array task N×K ranks and writes that launcher with srun.
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -68,6 +74,9 @@ typedef struct {
     const char *results;/* --results */
     double stale_s;     /* --stale */
     int retry_failed;   /* --retry-failed */
+    const char *launcher; /* --launcher: command words before `<binary>-mpi train …`, or NULL */
+    int nodes;          /* --nodes (Slurm script): 0 = not given */
+    int ntasks_per_node;/* --ntasks-per-node (Slurm script): 0 = not given */
 } sweep_args;
 
 static volatile sig_atomic_t sweep_stop_sig = 0; /* SIGINT or SIGTERM received */
@@ -82,7 +91,9 @@ static void sweep_usage(FILE *f) {
     fprintf(f,
             "usage: gatelab sweep MANIFEST [key=value | key=a,b,c ...] [-j N] [--dry-run] [--index I]\n"
             "                     [--emit-slurm FILE] [--db PATH] [--results DIR] [--stale SECONDS]\n"
-            "                     [--retry-failed]\n"
+            "                     [--retry-failed] [--launcher \"CMD ARGS\"] [--nodes N] [--ntasks-per-node K]\n"
+            "  --launcher: run each training data-parallel as CMD ARGS <binary>-mpi train ... (srun, mpirun -np N).\n"
+            "  --nodes, --ntasks-per-node: with --emit-slurm, ranks per array task (launched with srun).\n"
             "  key=a,b,c replaces the [sweep] list of key (or adds an axis); key=value fixes a key for every run.\n"
             "  Rerun the same command after a crash or Ctrl-C: only what is missing runs, interrupted runs resume.\n");
 }
@@ -114,7 +125,8 @@ static int sweep_parse_args(int argc, char **argv, sweep_args *a) {
             continue;
         }
         int takes = !strcmp(s, "-j") || !strcmp(s, "--jobs") || !strcmp(s, "--index") || !strcmp(s, "--emit-slurm") ||
-                    !strcmp(s, "--db") || !strcmp(s, "--results") || !strcmp(s, "--stale");
+                    !strcmp(s, "--db") || !strcmp(s, "--results") || !strcmp(s, "--stale") ||
+                    !strcmp(s, "--launcher") || !strcmp(s, "--nodes") || !strcmp(s, "--ntasks-per-node");
         if (takes) {
             if (!val) { fprintf(stderr, "gatelab sweep: %s needs a value\n", s); return 2; }
             i++;
@@ -128,6 +140,13 @@ static int sweep_parse_args(int argc, char **argv, sweep_args *a) {
                 a->stale_s = v;
             } else if (!strcmp(s, "--emit-slurm")) {
                 a->slurm = val;
+            } else if (!strcmp(s, "--launcher")) {
+                if (!val[strspn(val, " ")]) goto bad_value;
+                a->launcher = val;
+            } else if (!strcmp(s, "--nodes")) {
+                if (sweep_parse_int(val, 1, 100000, &a->nodes)) goto bad_value;
+            } else if (!strcmp(s, "--ntasks-per-node")) {
+                if (sweep_parse_int(val, 1, 100000, &a->ntasks_per_node)) goto bad_value;
             } else if (!strcmp(s, "--db")) {
                 a->db = val;
             } else {
@@ -148,6 +167,11 @@ static int sweep_parse_args(int argc, char **argv, sweep_args *a) {
         return 2;
     }
     if (!a->manifest) { sweep_usage(stderr); return 2; }
+    if ((a->nodes || a->ntasks_per_node) && !a->slurm) {
+        fprintf(stderr, "gatelab sweep: --nodes and --ntasks-per-node shape the Slurm script: use them with --emit-slurm "
+                        "(to run data-parallel here, pass --launcher \"mpirun -np N\")\n");
+        return 2;
+    }
     return 0;
 }
 
@@ -174,9 +198,22 @@ static int sweep_file_exists(const char *path) {
  * pointers into r, sw, a and exe; free the array only). */
 static char **sweep_train_argv(const char *exe, const gl_sweep *sw, const gl_sweep_run *r, const sweep_args *a,
                                const char *db, const char *results, int resume) {
-    int n = 0, cap = 12 + sw->n_fixed + r->n_over;
+    int n = 0, words = 0;
+    static char launcher[1024]; /* --launcher split in place at spaces; v points into it */
+    if (a->launcher) {
+        snprintf(launcher, sizeof launcher, "%s", a->launcher);
+        for (char *p = launcher; *p;) {
+            while (*p == ' ') *p++ = '\0';
+            if (!*p) break;
+            words++;
+            while (*p && *p != ' ') p++;
+        }
+    }
+    int cap = 12 + words + sw->n_fixed + r->n_over;
     char **v = calloc((size_t)cap, sizeof *v);
     if (!v) return NULL;
+    for (char *p = launcher; n < words; p++)
+        if (*p && (p == launcher || p[-1] == '\0')) v[n++] = p;
     v[n++] = (char *)exe;
     v[n++] = "train";
     v[n++] = (char *)a->manifest;
@@ -196,11 +233,22 @@ static char **sweep_train_argv(const char *exe, const gl_sweep *sw, const gl_swe
     return v;
 }
 
-/* Path of this binary, which runs each training (`<it> train ...`). */
-static int sweep_train_exe(char *out, size_t outlen) {
+/* Path of the binary that runs each training (`<it> train ...`): this one,
+ * or with --launcher its MPI build next to it (`<this>-mpi`, Makefile).
+ * Returns 0, or -1 after printing why not. */
+static int sweep_train_exe(const sweep_args *a, char *out, size_t outlen) {
     ssize_t n = readlink("/proc/self/exe", out, outlen - 1);
-    if (n <= 0) return -1;
+    if (n <= 0) {
+        fprintf(stderr, "gatelab sweep: cannot find this binary's path\n");
+        return -1;
+    }
     out[n] = '\0';
+    if (!a->launcher || (n > 4 && !strcmp(out + n - 4, "-mpi"))) return 0;
+    if (sweep_fmt(out + n, outlen - (size_t)n, "-mpi") || access(out, X_OK)) {
+        fprintf(stderr, "gatelab sweep: --launcher needs %s, the MPI build: install libopenmpi-dev openmpi-bin "
+                        "and run make\n", out);
+        return -1;
+    }
     return 0;
 }
 
@@ -298,6 +346,16 @@ static int sweep_emit_slurm(const gl_sweep *sw, const sweep_args *a, const char 
     fprintf(f, "#SBATCH --error=%s/slurm/%s/%%A_%%a.err\n", abs_results, sw->experiment);
     fprintf(f, "#SBATCH --requeue\n");
     if (sw->base.train.threads > 0) fprintf(f, "#SBATCH --cpus-per-task=%d\n", sw->base.train.threads);
+    const int ranks = a->nodes || a->ntasks_per_node; /* data-parallel array tasks (docs/mpi.md) */
+    if (a->nodes) fprintf(f, "#SBATCH --nodes=%d\n", a->nodes);
+    if (a->ntasks_per_node) fprintf(f, "#SBATCH --ntasks-per-node=%d\n", a->ntasks_per_node);
+    if ((ranks || a->launcher) && !(n > 4 && !strcmp(exe + n - 4, "-mpi"))) {
+        char mpi_exe[GL_PATH_MAX + 8];
+        snprintf(mpi_exe, sizeof mpi_exe, "%s-mpi", exe);
+        if (access(mpi_exe, X_OK))
+            fprintf(stderr, "gatelab sweep: warning: %s is missing: build it (make, with libopenmpi-dev installed) "
+                            "before the tasks start\n", mpi_exe);
+    }
     fprintf(f, "#\n# Written by `gatelab sweep %s --emit-slurm`: %d runs of experiment %s, at most %d at once.\n",
             a->manifest, sw->n_runs, sw->experiment, k);
     fprintf(f, "# Array task i runs sweep run i (see `gatelab sweep ... --dry-run`). Add --time, --mem, --partition\n"
@@ -308,6 +366,13 @@ static int sweep_emit_slurm(const gl_sweep *sw, const sweep_args *a, const char 
                "# filesystem) and copies it to %s/slurm/%s/task-<i>.db when it ends. Afterwards:\n"
                "#   %s collect %s/gatelab.db %s/slurm/%s/task-*.db\n",
             abs_results, sw->experiment, exe, abs_results, abs_results, sw->experiment);
+    if (ranks || a->launcher)
+        fprintf(f, "# Each task trains its run data-parallel on %s%d node(s) x %s%d rank(s) per node: the sweep\n"
+                   "# process claims the run, then becomes `%s <binary>-mpi train ...`\n"
+                   "# (kill-on-bad-exit: a rank that dies ends the step). Set train.threads to the cores per rank.\n",
+                a->nodes ? "" : "<default> ", a->nodes ? a->nodes : 1, a->ntasks_per_node ? "" : "<default> ",
+                a->ntasks_per_node ? a->ntasks_per_node : 1,
+                a->launcher ? a->launcher : "srun --kill-on-bad-exit=1 --cpus-per-task=...");
     fprintf(f, "set -u\n");
     sweep_shell_quote(cwd, q, sizeof q);
     fprintf(f, "cd %s || exit 1\n", q);
@@ -333,6 +398,13 @@ static int sweep_emit_slurm(const gl_sweep *sw, const sweep_args *a, const char 
     for (int i = 0; i < a->n_cli; i++) {
         sweep_shell_quote(a->cli[i], q, sizeof q);
         fprintf(f, " %s", q);
+    }
+    if (a->launcher) {
+        sweep_shell_quote(a->launcher, q, sizeof q);
+        fprintf(f, " --launcher %s", q);
+    } else if (ranks) {
+        /* srun does not inherit the batch's --cpus-per-task (Slurm >= 22.05): pass it on */
+        fprintf(f, " --launcher \"srun --kill-on-bad-exit=1 --cpus-per-task=${SLURM_CPUS_PER_TASK:-1}\"");
     }
     fprintf(f, " --index \"$SLURM_ARRAY_TASK_ID\" --db \"$task_db\" --results \"$results\" &\n");
     fprintf(f, "pid=$!\n");
@@ -429,7 +501,7 @@ static pid_t sweep_launch(const char *exe, const gl_sweep *sw, const gl_sweep_ru
             dup2(devnull, STDIN_FILENO);
             if (devnull > STDERR_FILENO) close(devnull);
         }
-        execv(argv[0], argv);
+        execvp(argv[0], argv);
         fprintf(stderr, "gatelab sweep: cannot run %s: %s\n", argv[0], strerror(errno));
         _exit(127);
     }
@@ -512,7 +584,7 @@ static int sweep_run_index(gl_db *db, const gl_sweep *sw, const sweep_args *a, c
                 r->run_id);
         return 1;
     }
-    if (sweep_train_exe(exe, sizeof exe)) { fprintf(stderr, "gatelab sweep: cannot find this binary's path\n"); goto release; }
+    if (sweep_train_exe(a, exe, sizeof exe)) goto release;
     char ckpt[GL_PATH_MAX];
     sweep_fmt(ckpt, sizeof ckpt, "%s/runs/%s/ckpt", results, r->run_id);
     int resume = sweep_file_exists(ckpt);
@@ -521,7 +593,7 @@ static int sweep_run_index(gl_db *db, const gl_sweep *sw, const sweep_args *a, c
     fprintf(stderr, "gatelab sweep: run %d/%d %s (%s)%s\n", a->index, sw->n_runs, r->run_id,
             r->label[0] ? r->label : "no overrides", resume ? ", resuming from its checkpoint" : "");
     fflush(NULL);
-    execv(argv[0], argv);
+    execvp(argv[0], argv);
     fprintf(stderr, "gatelab sweep: cannot run %s: %s\n", argv[0], strerror(errno));
     free(argv);
 release:
@@ -658,7 +730,7 @@ static int sweep_run_all(gl_db *db, const gl_sweep *sw, const sweep_args *a, con
     p.ids = calloc((size_t)n, sizeof *p.ids);
     p.map = calloc((size_t)n, sizeof *p.map);
     if (!p.children || !p.launched || !p.ids || !p.map) { fprintf(stderr, "gatelab sweep: out of memory\n"); goto cleanup; }
-    if (sweep_train_exe(p.exe, sizeof p.exe)) { fprintf(stderr, "gatelab sweep: cannot find this binary's path\n"); goto cleanup; }
+    if (sweep_train_exe(a, p.exe, sizeof p.exe)) goto cleanup;
 
     if (a->retry_failed) {
         char status[16];
