@@ -618,6 +618,17 @@ static agreed agree(int fail, char *err, size_t errlen) {
     return (agreed){v[0], v[1], v[2]};
 }
 
+/* The ranks agree on a set-up step: returns 1 when any rank failed.  *own
+ * stays 1 on a rank whose own message is worth printing: rank 0's, or
+ * another rank's when rank 0 did not fail (a file missing on one node). */
+static int agree_setup(int *own, char *err, size_t errlen) {
+    int v[1] = {dist_rank() == 0 && *own};
+    if (!agree(*own, err, errlen).fail) return 0;
+    dist_max_ints(v, 1);
+    if (v[0] && dist_rank() != 0) *own = 0;
+    return 1;
+}
+
 /* Rank 0 writes the checkpoint; the ranks then agree on whether it worked. */
 static int save_ckpt_agreed(run_ctx *c, char *err, size_t errlen) {
     int fail = c->rank == 0 && save_ckpt(c, err, errlen);
@@ -744,7 +755,7 @@ gl_train_outcome train_run(const gl_manifest *mf, const gl_train_opts *o, char *
      * registry says FINISHED (cleanup), also when a kill had landed before it was told */
     int done = c.rank == 0 && !own && o->resume && c.st.step >= tc->steps;
     if (c.rank == 0 && !own && !done) own = setup_trace(&c, o, err, errlen);
-    if (agree(own, err, errlen).fail) goto cleanup;
+    if (agree_setup(&own, err, errlen)) goto cleanup;
     dist_max_ints(&done, 1);
     if (done) {
         if (c.rank == 0)
@@ -755,7 +766,7 @@ gl_train_outcome train_run(const gl_manifest *mf, const gl_train_opts *o, char *
         goto cleanup;
     }
     own = share_state(&c, err, errlen) || loop_init(&lp, &c, err, errlen);
-    if (agree(own, err, errlen).fail) goto cleanup;
+    if (agree_setup(&own, err, errlen)) goto cleanup;
     say(&c, 0, "gatelab train: run %s | %zu parameters | %d threads | %s", c.run_id, model_param_count(&c.m),
         omp_get_max_threads(), c.dir);
     if (c.ranks > 1)
