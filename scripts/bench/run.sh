@@ -62,6 +62,10 @@ for envname in "as set" "autodetect"; do
     fi
 done
 
+# Data parallel over MPI: 2 ranks x 1 thread vs 1 process x 2 threads (scripts/bench/mpi.sh;
+# skipped with a message when OpenMPI or build/gatelab-mpi is missing).
+run "mpi" env BUILD="$BUILD" scripts/bench/mpi.sh --steps "$STEPS"
+
 if [ $COST = 1 ]; then
     stamp=$(date -u +%Y%m%d-%H%M%S)
     db="${GATELAB_RESULTS:-results}/gatelab.db"
@@ -98,4 +102,10 @@ for env in ("as set", "autodetect"):
     for r in rows:
         if r["env"] == env + "/gatelab" and r.get("variant") == "tsa_sparse_inference":
             print(f"  TSA sparse inference α {r['alpha']:.2f}: {r['speedup']:.2f}x dense (ideal {r['ideal_speedup']:.2f}x, {100*r['share_of_ideal']:.0f}% of ideal)")
+for r in rows:
+    if r["env"] == "mpi" and "config" in r:
+        print(f"[mpi] {r['config']:<16} {r['tokens_per_s']:.0f} tok/s, step {r['step_s']:.3f} s = compute {r['compute_s_per_step']:.3f} s"
+              f" + communication {r['comm_s_per_step']:.3f} s, gradient {r['grad_mib']:.1f} MiB per step")
+    if r["env"] == "mpi" and "efficiency_2ranks_vs_2threads" in r:
+        print(f"[mpi] 2-rank efficiency (2 ranks x 1 thread / 1 process x 2 threads): {r['efficiency_2ranks_vs_2threads']:.3f}")
 PYEOF
