@@ -7,6 +7,28 @@ set -euo pipefail
 PKGS=(build-essential pkg-config libopenblas-dev libopenblas0-openmp libhdf5-dev hdf5-tools
       libsqlite3-dev sqlite3 libinih-dev libcmocka-dev gnuplot-nox fonts-dejavu-core
       chromium python3 unzip curl)
+# Optional: OpenMPI for build/gatelab-mpi (data-parallel training, docs/mpi.md).  Tried as
+# root, never fatal: everything else builds and tests without it (GATELAB_NO_MPI=1: skip).
+OPT_PKGS=(libopenmpi-dev openmpi-bin)
+optional() {
+    [ "${GATELAB_NO_MPI:-0}" = 1 ] && return 0
+    local p opt=()
+    for p in "${OPT_PKGS[@]}"; do
+        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || opt+=("$p")
+    done
+    [ ${#opt[@]} -eq 0 ] && return 0
+    if [ "$(id -u)" -eq 0 ]; then
+        echo "setup: installing ${opt[*]} (optional: build/gatelab-mpi)" >&2
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${opt[@]}" > /dev/null 2>&1 ||
+            { apt-get update -qq > /dev/null 2>&1 && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+                  --no-install-recommends "${opt[@]}" > /dev/null 2>&1; } ||
+            echo "setup: could not install ${opt[*]}: build/gatelab-mpi is left out, the MPI tests skip" >&2
+    else
+        echo "setup: optional, for build/gatelab-mpi: sudo apt-get install ${opt[*]}" >&2
+    fi
+    return 0
+}
+trap optional EXIT
 missing=()
 for p in "${PKGS[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
