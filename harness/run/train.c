@@ -15,6 +15,12 @@
  * in a fixed order — so a run killed and resumed ends bit for bit where an
  * uninterrupted run ends.  Evaluation never touches the training stream.
  *
+ * Ranks (dist.h, docs/mpi.md): under mpirun/srun (build/gatelab-mpi) each rank
+ * trains a shard of the global batch and the gradients are summed in rank
+ * order; rank 0 alone writes the folder, checkpoint, trace, registry and
+ * console, and the ranks agree on signals and failures before acting on
+ * them.  With one rank (build/gatelab) every collective is the identity.
+ *
  * Signals: SIGINT/SIGTERM → checkpoint, flush, mark KILLED, exit 3.
  * SIGUSR1 (Slurm's pre-timeout signal) → checkpoint and keep going.
  * A NaN or infinite loss or gradient → the run is FAILED at that step and the
