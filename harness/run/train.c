@@ -224,11 +224,16 @@ static void probe_pass(run_ctx *c) {
 /* GATELAB_KILL_AFTER_CKPT=N (fault injection for the tests): once the
  * checkpoint of step N is on disk the process sends itself SIGKILL, exactly
  * what `kill -9` does, at a known point instead of at a moment a test would
- * have to guess (which could land after the run had finished). */
+ * have to guess (which could land after the run had finished).  With ranks,
+ * GATELAB_KILL_RANK=r (default 0) picks the rank that dies. */
+static int kill_due(const run_ctx *c) {
+    const char *kill_at = getenv("GATELAB_KILL_AFTER_CKPT"), *rank = getenv("GATELAB_KILL_RANK");
+    return kill_at && *kill_at && atol(kill_at) == c->st.step && c->rank == (rank && *rank ? atoi(rank) : 0);
+}
+
 static int save_ckpt(run_ctx *c, char *err, size_t errlen) {
     int rc = ckpt_save(c->ckpt_path, &c->m, &c->st, c->config_ini, c->model_hash, err, errlen);
-    const char *kill_at = getenv("GATELAB_KILL_AFTER_CKPT");
-    if (rc == 0 && kill_at && *kill_at && atol(kill_at) == c->st.step) raise(SIGKILL);
+    if (rc == 0 && kill_due(c)) raise(SIGKILL);
     return rc;
 }
 
@@ -638,7 +643,9 @@ static int agree_setup(int *own, char *err, size_t errlen) {
 /* Rank 0 writes the checkpoint; the ranks then agree on whether it worked. */
 static int save_ckpt_agreed(run_ctx *c, char *err, size_t errlen) {
     int fail = c->rank == 0 && save_ckpt(c, err, errlen);
-    return agree(fail, err, errlen).fail ? -1 : 0;
+    if (agree(fail, err, errlen).fail) return -1;
+    if (c->rank != 0 && kill_due(c)) raise(SIGKILL); /* the checkpoint is on disk: rank 0 agreed */
+    return 0;
 }
 
 /* Steps until train.steps or a stop signal: log, evaluate and checkpoint when

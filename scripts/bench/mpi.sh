@@ -16,20 +16,20 @@
 # (1 process x 2 threads).  docs/mpi.md turns compute time per step and
 # gradient bytes per step into the expected scaling over N nodes.
 #
+# Data: tinyshakespeare.txt by gatelab's own lookup ($GATELAB_DATA, data/, ../shared/data).
 # usage: scripts/bench/mpi.sh [--steps N]        (default 12; needs build/gatelab-mpi)
 set -u
 cd "$(dirname "$0")/../.."
 BUILD="${BUILD:-build}"
 STEPS=12
 [ "${1:-}" = --steps ] && STEPS=$2
-export GATELAB_DATA="${GATELAB_DATA:-$PWD/../shared/data}"
 if ! command -v mpirun > /dev/null 2>&1 || [ ! -x "$BUILD/gatelab-mpi" ]; then
     echo "bench: MPI skipped: needs mpirun and $BUILD/gatelab-mpi (apt-get install openmpi-bin libopenmpi-dev; make)" >&2
     exit 0
 fi
 [ "$(id -u)" = 0 ] && export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 W=$(mktemp -d); trap 'rm -rf "$W"' EXIT
-REF=(model.d_model=256 model.n_layer=6 model.n_head=8 model.n_kv_head=8 model.d_ff=1024 model.seq_len=256
+REF=(data.file=tinyshakespeare.txt model.d_model=256 model.n_layer=6 model.n_head=8 model.n_kv_head=8 model.d_ff=1024 model.seq_len=256
      train.batch_size=32 train.steps=$((STEPS + 2)) train.log_every=1 train.eval_every=1000000 train.ckpt_every=1000000
      train.eval_windows=1 log.probe_windows=1 log.trace=false)
 
