@@ -39,7 +39,7 @@ relclose() { local a b; a=$(hexf "$1") && b=$(hexf "$2") &&
     awk -v a="$a" -v b="$b" -v t="$3" 'BEGIN{d=a-b; if(d<0)d=-d; m=a<0?-a:a; exit !(d <= t*m)}'; }
 
 # lr 2e-3 and 8 sequences: a run whose rounding differences stay at rounding
-# level (tiny.ini's lr 3e-3 has a loss spike near step 30 that amplifies any
+# level (tiny.ini's lr 3e-3 on Tiny Shakespeare has a loss spike near step 30 that amplifies any
 # reordering of a sum, a thread or a rank split alike, to ~1e-4; docs/mpi.md)
 C=(train.threads=1 train.lr=2e-3 train.batch_size=8 train.steps=50)
 "$BIN" train "$TINY" "${C[@]}" --run-id s1 --results "$R" --quiet > "$W/s1.out" 2>&1
