@@ -2,7 +2,7 @@
  * ablate.c — gate interventions on a loaded model (ablate.h): evaluation
  * with per-token losses split by category, the reference means of α, and
  * the zero / mean / full-depth / random modes through the model's overrides
- * (model_set_alpha_override, model_set_lambda1_override,
+ * (model_set_gate_override, model_set_lambda1_override,
  * model_set_route_override).
  *
  * What it does not do: load runs, write files or print (the cmd_* functions
@@ -292,7 +292,7 @@ int ablate_run(ablate_ctx *c, ablate_mode mode, const unsigned char *sel, const 
             }
             for (int j = 0; j < Hkv; j++)
                 if (sel[n * Hkv + j])
-                    model_set_alpha_override(m, n, j, GATE_CONST,
+                    model_set_gate_override(m, n, j, GATE_CONST,
                                              mode == ABLATE_MEAN ? mean[n * Hkv + j]
                                              : mode == ABLATE_FILE ? c->values[n * Hkv + j]
                                                                    : 0.0f);
