@@ -114,10 +114,10 @@ int analyze_trace(const gl_trace_data *td, const uint8_t *vocab, int vocab_size,
     s->n_steps = S;
     s->n_probe = P;
     s->step = td->step[S - 1];
-    s->has_alpha = td->alpha != NULL;
-    s->has_lambda = td->lambda != NULL;
-    s->has_p = td->p != NULL && R > 0;
-    s->has_exit = td->conf != NULL;
+    s->has_alpha = td->gate[GATE_ALPHA] != NULL;
+    s->has_lambda = td->gate[GATE_LAMBDA] != NULL;
+    s->has_p = td->gate[GATE_P] != NULL && R > 0;
+    s->has_exit = td->gate[GATE_CONF] != NULL;
     if (report_mkdir_p(out_dir, err, errlen)) return -1;
     scratch = malloc((size_t)(P > 0 ? P : 1) * (Hkv > 0 ? Hkv : 1) * sizeof(float));
     soft = malloc((size_t)(P > 0 ? P : 1) * sizeof(float));
@@ -163,7 +163,7 @@ int analyze_trace(const gl_trace_data *td, const uint8_t *vocab, int vocab_size,
             }
             for (int n = 0; n < L; n++) {
                 if (!s->gated[n]) continue;
-                const float *a = td->alpha + ((size_t)k * L + n) * P * Hkv; /* (P, Hkv) */
+                const float *a = td->gate[GATE_ALPHA] + ((size_t)k * L + n) * P * Hkv; /* (P, Hkv) */
                 for (int j = 0; j < Hkv; j++) {
                     gates_summary g;
                     gates_summarize(a + j, P, Hkv, scratch, &g);
@@ -257,7 +257,7 @@ int analyze_trace(const gl_trace_data *td, const uint8_t *vocab, int vocab_size,
         for (int k = 0; k < S; k++) {
             long step = td->step[k];
             for (int n = 0; n < L; n++) {
-                double l1 = td->lambda[((size_t)k * L + n) * 2], l2 = td->lambda[((size_t)k * L + n) * 2 + 1];
+                double l1 = td->gate[GATE_LAMBDA][((size_t)k * L + n) * 2], l2 = td->gate[GATE_LAMBDA][((size_t)k * L + n) * 2 + 1];
                 fprintf(o.f, "%ld\t%d\t%s\t%s\n", step, n, num(b1, l1), num(b2, l2));
                 METRIC(l1, "lambda1", n, METRIC_NONE, METRIC_NONE);
                 METRIC(l2, "lambda2", n, METRIC_NONE, METRIC_NONE);
@@ -279,7 +279,7 @@ int analyze_trace(const gl_trace_data *td, const uint8_t *vocab, int vocab_size,
             goto cleanup;
         for (int k = 0; k < S; k++) {
             long step = td->step[k];
-            const float *p = td->p + (size_t)k * R * P;
+            const float *p = td->gate[GATE_P] + (size_t)k * R * P;
             depth_router_profile(p, R, P, mp, act);
             double ds, dh;
             depth_expected(p, R, P, &ds, &dh);
@@ -311,7 +311,7 @@ int analyze_trace(const gl_trace_data *td, const uint8_t *vocab, int vocab_size,
         if (an_close(&o, err, errlen) || an_close(&dv, err, errlen)) goto cleanup;
 
         /* last step: per-router table, per-token depths, histograms */
-        const float *p = td->p + (size_t)(S - 1) * R * P;
+        const float *p = td->gate[GATE_P] + (size_t)(S - 1) * R * P;
         if (an_open(&o, out_dir, "p_routers.tsv",
                     "router\tlayer\tmean_p\tactive_frac\tmean_p_structural\tmean_p_functional\tmean_p_semantic", s, err,
                     errlen))
@@ -380,7 +380,7 @@ int analyze_trace(const gl_trace_data *td, const uint8_t *vocab, int vocab_size,
         for (int k = 0; k < S; k++) {
             long step = td->step[k];
             for (int n = 0; n < L; n++) {
-                const float *cf = td->conf + ((size_t)k * L + n) * P;
+                const float *cf = td->gate[GATE_CONF] + ((size_t)k * L + n) * P;
                 double mc = gates_mean(cf, P, 1), cm[CAT_COUNT];
                 long cc[CAT_COUNT];
                 catsens_means(cf, P, 1, cat, cm, cc);

@@ -685,13 +685,13 @@ int figures_depth_map_data(const char *trace_path, const unsigned char *vocab, i
     if (trace_read(trace_path, &td, err, errlen)) return -1;
     int rc = -1;
     FILE *f = NULL;
-    if (!td.p || td.n_router < 1 || td.n_steps < 1) {
+    if (!td.gate[GATE_P] || td.n_router < 1 || td.n_steps < 1) {
         snprintf(err, errlen, "%s holds no halting probabilities (not a TSA run, or no evaluation yet)", trace_path);
         goto cleanup;
     }
     const long P = td.n_probe;
     const int R = td.n_router;
-    const float *p = td.p + (size_t)(td.n_steps - 1) * R * P;
+    const float *p = td.gate[GATE_P] + (size_t)(td.n_steps - 1) * R * P;
     long n = P < max_chars ? P : max_chars;
     f = fopen(data_path, "w");
     if (!f) {
