@@ -5,6 +5,9 @@
  *   none        v' = v
  *   resformer   v' = λ1ₙ·V1 + λ2ₙ·v   (plus: λ1ₙ = s·softmax(ℓ)ₙ; learnable; identity)
  *   satformer   v'ₜ,ⱼ = vₜ,ⱼ + αₜ,ⱼ·V1ₜ,ⱼ,  αₜ,ⱼ = ReLU(x Wα)ⱼ per token and KV head
+ *   headgate    v'ₜ,ⱼ = vₜ,ⱼ + gₙ,ⱼ·V1ₜ,ⱼ,  gₙ,ⱼ a learned scalar per block and KV head,
+ *               the same for every token: SATFormer's head-specificity without
+ *               its token-dependence (docs/model.md)
  *
  * Gated variants write their gate per (token, KV head) into A[n].gate and
  * share the mixing v' = v + gate·V1 (gate_mix_*); the gate is what the trace
@@ -144,6 +147,31 @@ static void sat_backward(gl_model *m, int n, int N, const float *dvmix, float *d
 }
 
 /* ------------------------------------------------------------------------ */
+/* static head gate: gate = g[n, j] for every token                        */
+
+static void hg_forward(gl_model *m, int n, int N) {
+    gl_block_acts *a = &m->A[n];
+    const int Hkv = m->cfg.n_kv_head;
+    const float *g = m->P.layer[n].headgate; /* (Hkv) */
+    for (int t = 0; t < N; t++)
+        for (int j = 0; j < Hkv; j++)
+            a->gate[(size_t)t * Hkv + j] = gate_mode(m, n, j) == GATE_CONST ? gate_value(m, n, j) : g[j];
+    gate_mix_forward(m, n, N);
+}
+
+/* dg[j] = Σ_t dgate[t, j], in double and token order (an overridden gate is a constant). */
+static void hg_backward(gl_model *m, int n, int N, const float *dvmix, float *dV1, float *dgate) {
+    const int Hkv = m->cfg.n_kv_head;
+    gate_mix_backward(m, n, N, dvmix, dV1, dgate);
+    for (int j = 0; j < Hkv; j++) {
+        if (gate_mode(m, n, j) != GATE_FREE) continue;
+        double s = 0.0;
+        for (int t = 0; t < N; t++) s += dgate[(size_t)t * Hkv + j];
+        m->G.layer[n].headgate[j] += (float)s;
+    }
+}
+
+/* ------------------------------------------------------------------------ */
 /* ResFormer: v' = λ1·V1 + λ2·v                                             */
 
 static void rf_forward(gl_model *m, int n, int N) {
@@ -213,6 +241,7 @@ void vr_forward(gl_model *m, int n, int N) {
     switch (c->value_residual) {
     case VR_SATFORMER: sat_forward(m, n, N); break;
     case VR_RESFORMER: rf_forward(m, n, N); break;
+    case VR_HEADGATE: hg_forward(m, n, N); break;
     case VR_NONE: assert(0); break;
     }
 }
@@ -223,6 +252,7 @@ const float *vr_backward(gl_model *m, int n, int N, const float *dvmix, float *d
     switch (c->value_residual) {
     case VR_SATFORMER: sat_backward(m, n, N, dvmix, dV1, dgate); return dvmix;
     case VR_RESFORMER: return rf_backward(m, n, N, dvmix, dV1, dv);
+    case VR_HEADGATE: hg_backward(m, n, N, dvmix, dV1, dgate); return dvmix;
     case VR_NONE: break;
     }
     assert(0);

@@ -26,7 +26,8 @@
 #define GL_VALUE_RESIDUALS(X) \
     X(VR_NONE, "none")        \
     X(VR_RESFORMER, "resformer") \
-    X(VR_SATFORMER, "satformer")
+    X(VR_SATFORMER, "satformer") \
+    X(VR_HEADGATE, "headgate")
 
 #define GL_RESFORMER_VARIANTS(X) \
     X(RF_PLUS, "plus")           \
@@ -91,6 +92,8 @@
       DECAY_GATES, INIT_FILL(0.5f))                                                                           \
     X(lambda2, "layers.%d.attn.lambda2", 1, 1, 1, vr_mixes(c, n, VR_RESFORMER) && c->resformer_variant != RF_IDENTITY, \
       DECAY_GATES, INIT_FILL(0.5f))                                                                           \
+    X(headgate, "layers.%d.attn.headgate", s.Hkv, 1, 1, vr_mixes(c, n, VR_HEADGATE), DECAY_GATES,              \
+      INIT_FILL(0.02f * sqrtf((float)c->d_model) / sqrtf(6.2831853f)))                                        \
     X(ffn_norm, "layers.%d.ffn_norm", s.d, 1, 1, 1, DECAY_NONE, INIT_FILL(1.0f))                              \
     X(w1, "layers.%d.ffn.w1", s.F, s.d, 2, 1, DECAY_ALL, INIT_NORMAL)                                         \
     X(w2, "layers.%d.ffn.w2", s.d, s.F, 2, 1, DECAY_ALL, INIT_NORMAL)                                         \
@@ -157,6 +160,9 @@
       m->A[n + 1].p, GABL_ROUTE, "TSA halting probability", "p")                                               \
     X(GATE_CONF, "exit_conf", "exit", "confidence", GAX_LAYER, GAX_TOKEN, GAX_NONE, NULL,                      \
       c->depth_routing == DR_EARLY_EXIT, m->exit_conf + (size_t)n * N, GABL_NONE,                              \
-      "early-exit confidence (max softmax probability)", "conf")
+      "early-exit confidence (max softmax probability)", "conf")                                              \
+    X(GATE_HEADGATE, "headgate", "headgate", "g", GAX_LAYER, GAX_NONE, GAX_KV_HEAD, NULL,                      \
+      c->value_residual == VR_HEADGATE, vr_mixes(&m->cfg, n, VR_HEADGATE) ? m->A[n].gate : NULL, GABL_HEAD,   \
+      "static head gate g", "g")
 
 #endif

@@ -5,7 +5,7 @@
  * attention, SwiGLU, cross-entropy, router)
  * and for the whole model in every variant (baseline with and without
  * qk-norm, untied head, GQA, ResFormer plus/learnable/identity, SATFormer,
- * SATFormer last-k, TSA, TSA+SATFormer, early exit linear/uniform, and the
+ * SATFormer last-k, the static head gate, TSA, TSA+SATFormer, early exit linear/uniform, and the
  * cross-layer variants DenseFormer, hyper-connections, MUDD and their
  * combinations with value residuals / TSA).
  *
@@ -367,6 +367,7 @@ static void v_rf_plus(gl_model_config *c) { c->value_residual = VR_RESFORMER; }
 static void v_rf_learn(gl_model_config *c) { c->value_residual = VR_RESFORMER; c->resformer_variant = RF_LEARNABLE; }
 static void v_rf_ident(gl_model_config *c) { c->value_residual = VR_RESFORMER; c->resformer_variant = RF_IDENTITY; }
 static void v_sat(gl_model_config *c) { c->value_residual = VR_SATFORMER; }
+static void v_headgate(gl_model_config *c) { c->value_residual = VR_HEADGATE; }
 static void v_sat_lastk(gl_model_config *c) { c->value_residual = VR_SATFORMER; c->n_layer = 4; c->vr_last_k = 2; }
 static void v_tsa(gl_model_config *c) { c->depth_routing = DR_TSA; c->tsa_lambda = 0.1f; c->router_init_bias = 0.0f; }
 static void v_tsa_sat(gl_model_config *c) { v_tsa(c); c->value_residual = VR_SATFORMER; }
@@ -388,6 +389,7 @@ MODEL_TEST(test_model_resformer_learnable, v_rf_learn)
 MODEL_TEST(test_model_resformer_identity, v_rf_ident)
 MODEL_TEST(test_model_satformer, v_sat)
 MODEL_TEST(test_model_satformer_lastk, v_sat_lastk)
+MODEL_TEST(test_model_headgate, v_headgate)
 MODEL_TEST(test_model_tsa, v_tsa)
 MODEL_TEST(test_model_tsa_satformer, v_tsa_sat)
 MODEL_TEST(test_model_early_exit, v_ee)
@@ -415,6 +417,7 @@ int main(void) {
         cmocka_unit_test(test_model_denseformer), cmocka_unit_test(test_model_denseformer_tsa_satformer),
         cmocka_unit_test(test_model_hyper), cmocka_unit_test(test_model_hyper3_resformer),
         cmocka_unit_test(test_model_mudd), cmocka_unit_test(test_model_mudd_satformer),
+        cmocka_unit_test(test_model_headgate),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
