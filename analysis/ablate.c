@@ -2,8 +2,10 @@
  * ablate.c — gate interventions on a loaded model (ablate.h): evaluation
  * with per-token losses split by category, the reference means of α, and
  * the zero / mean / full-depth / random modes through the model's overrides
- * (model_set_alpha_override, model_set_lambda1_override,
- * model_set_route_override).
+ * (model_set_gate_override, model_set_lambda1_override,
+ * model_set_route_override).  Which override a model's gates take is their
+ * row of the gate table (model/gatekind.h, "ablate"): this file names no
+ * variant.
  *
  * What it does not do: load runs, write files or print (the cmd_* functions
  * do), or change weights — every intervention is an override cleared before
@@ -20,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "model/gatekind.h"
 #include "store/metric.h"
 #include "store/rundir.h"
 #include "catsens.h"
@@ -39,9 +42,21 @@ int ablate_parse_mode(const char *s, ablate_mode *mode) {
     return -1;
 }
 
+/* The value-residual gate of m that zero / mean / file override (gatekind.h):
+ * per (block, KV head) or per block; -1 when m has none. */
+static int ablate_value_gate(const gl_model *m) {
+    int g = gatekind_find(&m->cfg, GABL_HEAD);
+    return g >= 0 ? g : gatekind_find(&m->cfg, GABL_BLOCK);
+}
+
 int ablate_block_gated(const gl_model *m, int n) {
-    const gl_model_config *c = &m->cfg;
-    return (c->value_residual == VR_SATFORMER || c->value_residual == VR_RESFORMER) && config_layer_mixes_v1(c, n);
+    return ablate_value_gate(m) >= 0 && config_layer_mixes_v1(&m->cfg, n);
+}
+
+/* Gate value of (block l, token t, KV head j) from the last forward; a gate
+ * without a token axis is the same for every token. */
+static float ablate_gate_at(const float *src, int per_token, int t, int j, int Hkv) {
+    return src[(per_token ? (size_t)t * Hkv : 0) + j];
 }
 
 void ablate_free(ablate_ctx *c) {
@@ -122,7 +137,7 @@ int ablate_evaluate(ablate_ctx *c, gl_split split, long first, long n, ablate_ev
     gl_model *m = c->m;
     const gl_model_config *mc = &m->cfg;
     const int T = m->T, L = mc->n_layer, Hkv = mc->n_kv_head;
-    const int sat = mc->value_residual == VR_SATFORMER;
+    const int hg = gatekind_find(mc, GABL_HEAD); /* the per-head gate α_sum / α_all read, or -1 */
     memset(r, 0, sizeof *r);
     if (n < 1) {
         snprintf(err, errlen, "nothing to evaluate: 0 windows of the %s split", data_split_name(split));
@@ -157,16 +172,18 @@ int ablate_evaluate(ablate_ctx *c, gl_split split, long first, long n, ablate_ev
             }
         }
         act += (double)m->active_frac * got;
-        if (sat)
+        if (hg >= 0)
             for (int l = 0; l < L; l++) {
-                if (!config_layer_mixes_v1(mc, l)) continue;
-                const float *g = m->A[l].gate; /* (N, Hkv) */
-                if (alpha_sum)
-                    for (int t = 0; t < N; t++)
-                        for (int j = 0; j < Hkv; j++) alpha_sum[l * Hkv + j] += g[(size_t)t * Hkv + j];
-                if (alpha_all)
-                    memcpy(alpha_all + ((size_t)l * n * T + (size_t)(w - first) * T) * Hkv, g,
-                           (size_t)N * Hkv * sizeof(float));
+                const float *g = gatekind_src(m, (gl_gate)hg, l); /* (N, Hkv), or (Hkv) for every token */
+                if (!g) continue;
+                const int pt = gatekind_per_token((gl_gate)hg);
+                float *all = alpha_all ? alpha_all + ((size_t)l * n * T + (size_t)(w - first) * T) * Hkv : NULL;
+                for (int t = 0; t < N; t++)
+                    for (int j = 0; j < Hkv; j++) {
+                        float v = ablate_gate_at(g, pt, t, j, Hkv);
+                        if (alpha_sum) alpha_sum[l * Hkv + j] += v;
+                        if (all) all[(size_t)t * Hkv + j] = v;
+                    }
             }
         done += got;
     }
@@ -232,15 +249,16 @@ int ablate_run(ablate_ctx *c, ablate_mode mode, const unsigned char *sel, const 
         snprintf(err, errlen, "--mode file needs --values FILE");
         return -1;
     }
+    const int vg = ablate_value_gate(m);
     if (gate_mode) {
-        if (mc->value_residual == VR_NONE) {
-            snprintf(err, errlen, "--mode %s needs a gate to remove: this model has value_residual = none "
-                                  "(SATFormer α or ResFormer λ1)", ablate_mode_name(mode));
+        if (vg < 0) {
+            snprintf(err, errlen, "--mode %s needs a gate to remove: this model has value_residual = %s, which "
+                                  "records none", ablate_mode_name(mode), config_value_residual_name(mc->value_residual));
             return -1;
         }
-        if (mode == ABLATE_MEAN && mc->value_residual == VR_RESFORMER) {
-            snprintf(err, errlen, "ResFormer's λ1 is one constant per block, so its mean ablation changes nothing; "
-                                  "use --mode zero");
+        if (mode == ABLATE_MEAN && !gatekind_per_token((gl_gate)vg)) {
+            snprintf(err, errlen, "%s is one constant per %s, so its mean ablation changes nothing; use --mode zero",
+                     gatekind_info[vg].title, gatekind_info[vg].ablate == GABL_BLOCK ? "block" : "(block, KV head)");
             return -1;
         }
         int any = 0;
@@ -249,7 +267,7 @@ int ablate_run(ablate_ctx *c, ablate_mode mode, const unsigned char *sel, const 
             snprintf(err, errlen, "the selection holds no gated block");
             return -1;
         }
-    } else if (mc->depth_routing != DR_TSA) {
+    } else if (gatekind_find(mc, GABL_ROUTE) < 0) {
         snprintf(err, errlen, "--mode %s needs a TSA model; this one has depth_routing = %s", ablate_mode_name(mode),
                  config_depth_routing_name(mc->depth_routing));
         return -1;
@@ -281,7 +299,7 @@ int ablate_run(ablate_ctx *c, ablate_mode mode, const unsigned char *sel, const 
         }
         for (int n = 0; n < L; n++) {
             if (!ablate_block_gated(m, n)) continue;
-            if (mc->value_residual == VR_RESFORMER) {
+            if (gatekind_info[vg].ablate == GABL_BLOCK) {
                 int any = 0;
                 for (int j = 0; j < Hkv; j++) any |= sel[n * Hkv + j];
                 float v = 0.0f;
@@ -292,7 +310,7 @@ int ablate_run(ablate_ctx *c, ablate_mode mode, const unsigned char *sel, const 
             }
             for (int j = 0; j < Hkv; j++)
                 if (sel[n * Hkv + j])
-                    model_set_alpha_override(m, n, j, GATE_CONST,
+                    model_set_gate_override(m, n, j, GATE_CONST,
                                              mode == ABLATE_MEAN ? mean[n * Hkv + j]
                                              : mode == ABLATE_FILE ? c->values[n * Hkv + j]
                                                                    : 0.0f);
@@ -415,8 +433,10 @@ int ablate_parse_selection(const gl_model *m, const char *layers, const char *he
         }
     }
     if (heads) {
-        if (m->cfg.value_residual == VR_RESFORMER) {
-            snprintf(err, errlen, "--heads: ResFormer's λ1 is one coefficient per block; select blocks with --layers");
+        int vg = ablate_value_gate(m);
+        if (vg >= 0 && gatekind_info[vg].ablate == GABL_BLOCK) {
+            snprintf(err, errlen, "--heads: %s are one coefficient per block; select blocks with --layers",
+                     gatekind_info[vg].title);
             return -1;
         }
         const char *s = heads;

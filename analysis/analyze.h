@@ -2,6 +2,12 @@
  * analyze.h — `gatelab analyze`: everything a run's trace.h5 says about its
  * gates, as tab-separated files (one header row each) for plotting, metric
  * rows for the registry (split "analysis"), and a summary the command prints.
+ * Which analyses run is decided by the gates the trace holds, read through
+ * the gate table (model/gatekind.h) by their axes: a per-(block, KV head)
+ * gate gets the head statistics under its key ("alpha_heads.tsv",
+ * "alpha_mean.L1.H0"; a gate that is the same for every token is analysed as
+ * if recorded at every probe token), per-block coefficients a table, routers
+ * the depth profile, per-block per-token values their means.
  * File columns and metric names: docs/analysis.md.
  */
 #ifndef GATELAB_ANALYSIS_ANALYZE_H
@@ -12,6 +18,7 @@
 
 #include "store/categories.h"
 #include "store/trace.h"
+#include "model/gatekind.h"
 #include "model/model.h"
 #include "gates.h"
 #include "report.h"
@@ -20,19 +27,26 @@
 #define ANALYZE_MAX_FILES 24
 #define ANALYZE_SPLIT "analysis"
 
+/* The statistics of a per-(block, KV head) gate (SATFormer α, …) at the
+ * last trace step. */
+typedef struct {
+    int gated[GL_MAX_LAYERS];                    /* 1: block n has the gate */
+    gates_summary layer[GL_MAX_LAYERS];          /* over (probe tokens, KV heads) of block n */
+    double entropy[GL_MAX_LAYERS];               /* normalised entropy across heads */
+    double head_mean[GL_MAX_LAYERS][ANALYZE_MAX_HEADS];
+    double cat[GL_MAX_LAYERS][CAT_COUNT];        /* mean by category of the token */
+    double mean;                                 /* over every gated block */
+} analyze_head_gate;
+
 /* What the last evaluation step of the trace shows (for the printed summary;
  * the files and metric rows hold everything, every step). */
 typedef struct {
     int n_layer, n_kv_head, n_router, n_steps;
     long n_probe;
     long step;                                   /* last trace step */
-    int has_alpha, has_lambda, has_p, has_exit;
-    int gated[GL_MAX_LAYERS];                    /* 1: block n has a SATFormer gate */
-    gates_summary alpha_layer[GL_MAX_LAYERS];    /* over (probe tokens, KV heads) of block n */
-    double alpha_entropy[GL_MAX_LAYERS];         /* normalised entropy across heads */
-    double alpha_head_mean[GL_MAX_LAYERS][ANALYZE_MAX_HEADS];
-    double alpha_cat[GL_MAX_LAYERS][CAT_COUNT];  /* mean α by category of the token */
-    double alpha_mean;                           /* over every gated block */
+    int has[GATE_COUNT];                         /* the trace records gate g (model/gatekind.h) */
+    int head_gate;                               /* the per-head gate analysed into head, or -1 */
+    analyze_head_gate head;
     long cat_count[CAT_COUNT];                   /* probe tokens per category */
     double p_mean[GL_MAX_LAYERS];                /* per block n >= 1 (router n−1); index n */
     double p_active[GL_MAX_LAYERS];              /* share of tokens running block n */

@@ -6,8 +6,9 @@
  *   loss_step, loss_time        train and val loss of every run vs step / seconds
  *   pareto                      TSA: TLOps saved vs val loss over λ (+ early exit over τ)
  *   depth_alpha, depth_p        mean α by block (SATFormer), mean p by block (TSA), all runs
- *   alpha_heatmap_<run>         block × KV head mean α        (needs `gatelab analyze`)
- *   category_alpha_<run>        mean α by block and category  (needs `gatelab analyze`)
+ *   <key>_heatmap_<run>         block × KV head mean of the run's per-head gate (the gate
+ *                               table's key: alpha_heatmap for SATFormer; needs `gatelab analyze`)
+ *   category_<key>_<run>        its mean by block and category  (needs `gatelab analyze`)
  *   category_p_<run>            mean p by block and category  (needs `gatelab analyze`)
  *   ablation_<run>              ΔL by intervention and category (needs `gatelab ablate`)
  *   heads_<run>                 block × KV head ΔL of single-gate zeroing (needs `gatelab heads`)
@@ -37,6 +38,7 @@
 #include "store/trace.h"
 #include "ablate.h"
 #include "analyze.h"
+#include "model/gatekind.h"
 #include "depth.h"
 #include "report.h"
 #include "tables.h"
@@ -357,6 +359,7 @@ typedef struct {
     double *alpha_cat;   /* (L, CAT_COUNT) mean α per block and category */
     double *p_cat;       /* (L, CAT_COUNT) mean p per router and category */
     int has_alpha_head, has_delta_head, has_alpha_block, has_p_block, has_alpha_cat, has_p_cat;
+    gl_gate gate;        /* the per-head gate the alpha_* fields hold (gate table, model/gatekind.h) */
     char label[256];
 } fg_run_data;
 
@@ -397,10 +400,22 @@ static int fg_read_analysis(gl_db *db, fg_run_data *d, char *err, size_t errlen)
     int nm = 0;
     if (db_metrics_latest(db, d->run->run_id, ANALYZE_SPLIT, &m, &nm, err, errlen)) return -1;
     const int L = d->L, H = d->H;
+    /* the run's per-head gate: the one whose "<key>_mean" rows it has (SATFormer α when none) */
+    char mean[64];
+    d->gate = GATE_ALPHA;
+    for (int g = 0; g < GATE_COUNT; g++) {
+        if (gatekind_info[g].axis[2] != GAX_KV_HEAD) continue;
+        snprintf(mean, sizeof mean, "%s_mean", gatekind_info[g].key);
+        for (int k = 0; k < nm; k++) {
+            int l, h, c;
+            if (metric_stat_parse(m[k].name, mean, &l, &h, &c)) d->gate = (gl_gate)g;
+        }
+    }
+    snprintf(mean, sizeof mean, "%s_mean", gatekind_info[d->gate].key);
     for (int k = 0; k < nm; k++) {
         int l, h, c;
         const double v = m[k].value;
-        if (metric_stat_parse(m[k].name, "alpha_mean", &l, &h, &c) && l != METRIC_NONE && l < L) {
+        if (metric_stat_parse(m[k].name, mean, &l, &h, &c) && l != METRIC_NONE && l < L) {
             if (h != METRIC_NONE && c == METRIC_NONE) {
                 if (h < H) d->alpha_head[l * H + h] = v, d->has_alpha_head = 1;
             } else if (h == METRIC_NONE && c == METRIC_NONE) {
@@ -504,14 +519,15 @@ static int fg_heatmap(const fg_run_data *d, int heads, const char *data_dir, con
     const double *g = heads ? d->delta_head : d->alpha_head;
     if (!(heads ? d->has_delta_head : d->has_alpha_head)) return 0;
     char name[160], path[4096], vars[512], b[32];
-    snprintf(name, sizeof name, "%s_%s", heads ? "heads" : "alpha_heatmap", d->run->run_id);
+    const gl_gate_info *gi = &gatekind_info[d->gate];
+    snprintf(name, sizeof name, "%s%s_%s", heads ? "heads" : gi->key, heads ? "" : "_heatmap", d->run->run_id);
     snprintf(path, sizeof path, "%s/%s.tsv", data_dir, name);
     FILE *fh = fopen(path, "w");
     if (!fh) {
         snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
         return -1;
     }
-    fprintf(fh, "layer\tkv_head\t%s\n", heads ? "delta_loss" : "alpha_mean");
+    fprintf(fh, "layer\tkv_head\t%s%s\n", heads ? "delta_loss" : gi->key, heads ? "" : "_mean");
     fg_rng rc3 = fg_rng_empty();
     for (int l = 0; l < d->L; l++)
         for (int h = 0; h < d->H; h++) {
@@ -522,8 +538,9 @@ static int fg_heatmap(const fg_run_data *d, int heads, const char *data_dir, con
         snprintf(err, errlen, "writing %s failed", path);
         return -1;
     }
-    snprintf(vars, sizeof vars, "title='%s'; cblabel='%s'", d->label,
-             heads ? "ΔL when zeroed alone (nats/token)" : "mean α (probe tokens)");
+    char cbl[64];
+    snprintf(cbl, sizeof cbl, "mean %s (probe tokens)", gi->symbol);
+    snprintf(vars, sizeof vars, "title='%s'; cblabel='%s'", d->label, heads ? "ΔL when zeroed alone (nats/token)" : cbl);
     fg_rng_vars(rc3, "cb", 0, vars, sizeof vars);
     return fg_draw(s, "heatmap.gp", path, out_dir, name, vars, err, errlen);
 }
@@ -534,7 +551,7 @@ static int fg_category(const fg_run_data *d, int p, const char *data_dir, const 
     const double *c3 = p ? d->p_cat : d->alpha_cat;
     if (!(p ? d->has_p_cat : d->has_alpha_cat)) return 0;
     char name[160], path[4096], vars[512], b[32];
-    snprintf(name, sizeof name, "category_%s_%s", p ? "p" : "alpha", d->run->run_id);
+    snprintf(name, sizeof name, "category_%s_%s", p ? "p" : gatekind_info[d->gate].key, d->run->run_id);
     snprintf(path, sizeof path, "%s/%s.tsv", data_dir, name);
     FILE *fc = fopen(path, "w");
     if (!fc) {
@@ -565,8 +582,9 @@ static int fg_category(const fg_run_data *d, int p, const char *data_dir, const 
         snprintf(err, errlen, "writing %s failed", path);
         return -1;
     }
-    snprintf(vars, sizeof vars, "title='%s'; ylab='%s'; ncol=%d", d->label,
-             p ? "mean halting probability p" : "mean gate α", 1 + ncat);
+    char yl[64];
+    snprintf(yl, sizeof yl, "mean gate %s", gatekind_info[d->gate].symbol);
+    snprintf(vars, sizeof vars, "title='%s'; ylab='%s'; ncol=%d", d->label, p ? "mean halting probability p" : yl, 1 + ncat);
     fg_rng_vars(ryc, "y", 1, vars, sizeof vars);
     return fg_draw(s, "category_bars.gp", path, out_dir, name, vars, err, errlen);
 }
@@ -698,13 +716,13 @@ int figures_depth_map_data(const char *trace_path, const unsigned char *vocab, i
     if (trace_read(trace_path, &td, err, errlen)) return -1;
     int rc = -1;
     FILE *f = NULL;
-    if (!td.p || td.n_router < 1 || td.n_steps < 1) {
+    if (!td.gate[GATE_P] || td.n_router < 1 || td.n_steps < 1) {
         snprintf(err, errlen, "%s holds no halting probabilities (not a TSA run, or no evaluation yet)", trace_path);
         goto cleanup;
     }
     const long P = td.n_probe;
     const int R = td.n_router;
-    const float *p = td.p + (size_t)(td.n_steps - 1) * R * P;
+    const float *p = td.gate[GATE_P] + (size_t)(td.n_steps - 1) * R * P;
     long n = P < max_chars ? P : max_chars;
     f = fopen(data_path, "w");
     if (!f) {

@@ -2,6 +2,9 @@
  * heads.c — head ranking by single-gate zero ablation (heads.h): "which
  * heads read V1".
  *
+ * It ranks the per-(block, KV head) gate of any variant whose row in the gate
+ * table (model/gatekind.h) is ablated per head (GABL_HEAD).
+ *
  * What it does not do: choose evaluation tokens (ablate_init does), load
  * runs or draw (cmd_heads and figures.c do).  The statistics beside each
  * ΔL come from gates_stats.c on the baseline pass's own gate values, so the
@@ -14,6 +17,7 @@
 #include <string.h>
 
 #include "gates.h"
+#include "model/gatekind.h"
 
 static int heads_cmp(const void *a, const void *b) {
     const heads_row *x = a, *y = b;
@@ -30,9 +34,9 @@ int heads_rank(ablate_ctx *c, heads_row **rows_out, int *n_out, ablate_eval *bas
     const int L = m->cfg.n_layer, Hkv = m->cfg.n_kv_head;
     *rows_out = NULL;
     *n_out = 0;
-    if (m->cfg.value_residual != VR_SATFORMER) {
-        snprintf(err, errlen, "heads ranks SATFormer gates; this model has value_residual = %s (for ResFormer use "
-                              "`gatelab ablate RUN --mode zero --layers N`)",
+    if (gatekind_find(&m->cfg, GABL_HEAD) < 0) {
+        snprintf(err, errlen, "heads ranks per-(block, KV head) gates; this model has value_residual = %s, which "
+                              "has none (for ResFormer use `gatelab ablate RUN --mode zero --layers N`)",
                  config_value_residual_name(m->cfg.value_residual));
         return -1;
     }
@@ -80,10 +84,10 @@ cleanup:
 }
 
 void heads_write_markdown(FILE *f, const heads_row *rows, int n, const ablate_eval *base, const char *eval_desc) {
-    fprintf(f, "Gates ranked by the loss increase when only that gate is zeroed (α = 0), on %s "
+    fprintf(f, "Gates ranked by the loss increase when only that gate is zeroed (gate = 0), on %s "
                "(%.0f scored tokens; baseline loss %.4f nats/token).\n\n",
             eval_desc, base->tokens, base->loss);
-    fprintf(f, "| rank | block | KV head | ΔL (nats/token) | exp(ΔL) | mean α | α = 0 share | Gini(α) |\n");
+    fprintf(f, "| rank | block | KV head | ΔL (nats/token) | exp(ΔL) | mean gate | gate = 0 share | Gini(gate) |\n");
     fprintf(f, "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
     for (int i = 0; i < n; i++) {
         const heads_row *r = &rows[i];

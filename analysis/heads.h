@@ -22,10 +22,10 @@ typedef struct {
     double gini;        /* Gini index of α over the evaluation tokens */
 } heads_row;
 
-/* Rank every gated pair of a SATFormer model.  *rows (malloc'd, the caller
+/* Rank every gated pair of a model with a per-head gate (SATFormer α, …).  *rows (malloc'd, the caller
  * frees it) holds *n rows sorted by delta, largest first (ties: block, head);
  * base receives the unmodified model's evaluation.  Returns 0, or -1 with a
- * message (not a SATFormer model, out of memory, evaluation failure). */
+ * message (no per-head gate, out of memory, evaluation failure). */
 int heads_rank(ablate_ctx *c, heads_row **rows, int *n, ablate_eval *base, char *err, size_t errlen);
 
 /* The ranking as a Markdown table (rank, block, head, ΔL, exp(ΔL), mean α,

@@ -284,11 +284,14 @@ static int tb_scale_rank(const char *s) {
     return 10;
 }
 
+/* Variants in the order of their value residual's row in model/variants.h
+ * (baseline = none first); the variant label is "<value residual>[+…]". */
 static int tb_variant_rank(const char *v) {
-    if (!strncmp(v, "baseline", 8)) return 0;
-    if (!strncmp(v, "resformer", 9)) return 1;
-    if (!strncmp(v, "satformer", 9)) return 2;
-    return 3;
+    char vr[64];
+    snprintf(vr, sizeof vr, "%.*s", (int)strcspn(v, "+"), v);
+    gl_value_residual r;
+    if (!strcmp(vr, "baseline")) return VR_NONE;
+    return config_parse_value_residual(vr, &r) == 0 ? (int)r : VR_COUNT;
 }
 
 static int tb_cmp(const void *a, const void *b) {

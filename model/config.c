@@ -30,13 +30,21 @@
 #define CFG_MAX_ROUTER 65536
 #define CFG_MAX_HC 16 /* hyper-connection streams */
 
-static const char *const vr_names[] = {"none", "resformer", "satformer"};
-static const char *const rf_names[] = {"plus", "learnable", "identity"};
-static const char *const dr_names[] = {"none", "tsa", "early_exit"};
-static const char *const ee_names[] = {"linear", "uniform"};
-static const char *const cl_names[] = {"none", "denseformer", "hyper", "mudd"};
+/* The one table of variant names (rows of variants.h), indexed by the enum. */
+#define GL_ENUM_NAME(id, name) [id] = name,
+static const char *const vr_names[] = {GL_VALUE_RESIDUALS(GL_ENUM_NAME)};
+static const char *const rf_names[] = {GL_RESFORMER_VARIANTS(GL_ENUM_NAME)};
+static const char *const dr_names[] = {GL_DEPTH_ROUTINGS(GL_ENUM_NAME)};
+static const char *const ee_names[] = {GL_EXIT_WEIGHTINGS(GL_ENUM_NAME)};
+static const char *const cl_names[] = {GL_CROSS_LAYERS(GL_ENUM_NAME)};
+#undef GL_ENUM_NAME
 
 #define NELEM(a) ((int)(sizeof(a) / sizeof((a)[0])))
+_Static_assert(NELEM(vr_names) == VR_COUNT, "one name per value residual");
+_Static_assert(NELEM(rf_names) == RF_COUNT, "one name per ResFormer variant");
+_Static_assert(NELEM(dr_names) == DR_COUNT, "one name per depth routing");
+_Static_assert(NELEM(ee_names) == EE_COUNT, "one name per exit weighting");
+_Static_assert(NELEM(cl_names) == CL_COUNT, "one name per cross-layer variant");
 
 void config_defaults(gl_model_config *c) {
     memset(c, 0, sizeof *c);

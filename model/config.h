@@ -6,23 +6,39 @@
  * it.  Nothing here allocates or does I/O.  The model definition it describes
  * is the one in DESIGN.md ("Model"), and the variants are:
  *
- *   value_residual   none | resformer | satformer     (SATFormer paper)
- *   depth_routing    none | tsa | early_exit          (TSA paper)
- *   cross_layer      none | denseformer | hyper | mudd  (dense baselines, docs/crosslayer.md)
+ *   value_residual   none | resformer | satformer | ...  (SATFormer paper; docs/model.md)
+ *   depth_routing    none | tsa | early_exit                (TSA paper)
+ *   cross_layer      none | denseformer | hyper | mudd      (dense baselines, docs/crosslayer.md)
  *
- * Parameter names and shapes derived from a config are listed by
- * model_tensor_table() in model/model.h.
+ * Every name is a row of model/variants.h.  Parameter names and shapes
+ * derived from a config are the tensor table (model.h: m->tensors,
+ * model_find_tensor).
  */
 #ifndef GATELAB_MODEL_CONFIG_H
 #define GATELAB_MODEL_CONFIG_H
 
 #include <stddef.h>
 
-typedef enum { VR_NONE = 0, VR_RESFORMER, VR_SATFORMER } gl_value_residual;
-typedef enum { RF_PLUS = 0, RF_LEARNABLE, RF_IDENTITY } gl_resformer_variant;
-typedef enum { DR_NONE = 0, DR_TSA, DR_EARLY_EXIT } gl_depth_routing;
-typedef enum { EE_WEIGHT_LINEAR = 0, EE_WEIGHT_UNIFORM } gl_exit_weighting;
-typedef enum { CL_NONE = 0, CL_DENSEFORMER, CL_HYPER, CL_MUDD } gl_cross_layer;
+#include "variants.h"
+
+/* The enums come from the lists in variants.h (one row per variant, with its
+ * manifest name); *_COUNT is the number of names. */
+#define GL_ENUM_ID(id, name) id,
+#define GL_ENUM_ONE(id, name) +1
+typedef enum { GL_VALUE_RESIDUALS(GL_ENUM_ID) } gl_value_residual;
+typedef enum { GL_RESFORMER_VARIANTS(GL_ENUM_ID) } gl_resformer_variant;
+typedef enum { GL_DEPTH_ROUTINGS(GL_ENUM_ID) } gl_depth_routing;
+typedef enum { GL_EXIT_WEIGHTINGS(GL_ENUM_ID) } gl_exit_weighting;
+typedef enum { GL_CROSS_LAYERS(GL_ENUM_ID) } gl_cross_layer;
+enum {
+    VR_COUNT = 0 GL_VALUE_RESIDUALS(GL_ENUM_ONE),
+    RF_COUNT = 0 GL_RESFORMER_VARIANTS(GL_ENUM_ONE),
+    DR_COUNT = 0 GL_DEPTH_ROUTINGS(GL_ENUM_ONE),
+    EE_COUNT = 0 GL_EXIT_WEIGHTINGS(GL_ENUM_ONE),
+    CL_COUNT = 0 GL_CROSS_LAYERS(GL_ENUM_ONE),
+};
+#undef GL_ENUM_ID
+#undef GL_ENUM_ONE
 
 typedef struct {
     int vocab_size;  /* V: number of token ids */
@@ -65,8 +81,16 @@ int config_head_dim(const gl_model_config *c);
 int config_router_hidden(const gl_model_config *c);
 /* 1 when block n mixes V1 into its values (n >= 1 and inside last_k). */
 int config_layer_mixes_v1(const gl_model_config *c, int n);
+/* 1 when the value residual is vr and block n mixes V1 (used by the rows of variants.h). */
+static inline int vr_mixes(const gl_model_config *c, int n, gl_value_residual vr) {
+    return c->value_residual == vr && config_layer_mixes_v1(c, n);
+}
+/* 1 for ResFormer plus (which has the shared resformer.scale and .logits). */
+static inline int vr_plus(const gl_model_config *c) {
+    return c->value_residual == VR_RESFORMER && c->resformer_variant == RF_PLUS;
+}
 
-/* Names used in manifests, exports and trace attributes. */
+/* Names used in manifests, exports and trace attributes ("unknown" out of range). */
 const char *config_value_residual_name(gl_value_residual v);
 const char *config_resformer_variant_name(gl_resformer_variant v);
 const char *config_depth_routing_name(gl_depth_routing v);

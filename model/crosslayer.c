@@ -13,7 +13,8 @@
  *                block's query, key, value and residual inputs (Xiao et al.
  *                2025, dense_type "qkvr", separate attention norms).
  *
- * It does: the cross-layer rows of the tensor table, their initial values,
+ * It does: the structured initial values of its tensors (their rows are in
+ * variants.h, GL_XL_TENSORS),
  * their activation and gradient layout, and the forward/backward of every
  * hook model.c calls (crosslayer.h says where).  The equations, parameter
  * counts and memory are written out in docs/crosslayer.md with the same
@@ -62,90 +63,20 @@ static float dotf(const float *a, const float *b, int n) {
 }
 
 /* ------------------------------------------------------------------------ */
-/* tensor table                                                             */
+/* initial values                                                           */
 
-static const char *const hc_part[2] = {"attn", "ffn"};
-static const char *const hc_field[6] = {"static_alpha",        "static_beta",
-                                        "dynamic_alpha_fn",    "dynamic_beta_fn",
-                                        "dynamic_alpha_scale", "dynamic_beta_scale"};
-
-int xl_n_tensors(const gl_model_config *c) {
-    switch (c->cross_layer) {
-    case CL_DENSEFORMER: return c->n_layer;
-    case CL_HYPER: return c->n_layer * 12;
-    case CL_MUDD: return c->n_layer * 3;
-    case CL_NONE: break;
-    }
-    return 0;
-}
-
-void xl_tensor_spec(const gl_model_config *c, int i, char *name, size_t namelen, int *rows, int *cols,
-                    int *ndim, int *decay) {
-    assert(i >= 0 && i < xl_n_tensors(c));
-    const int d = c->d_model, S = c->hc_expansion;
-    *cols = 1;
-    *ndim = 1;
-    *decay = 0;
-    if (c->cross_layer == CL_DENSEFORMER) {
-        snprintf(name, namelen, "dwa.%d", i);
-        *rows = i + 2;
-        return;
-    }
-    if (c->cross_layer == CL_HYPER) {
-        int n = i / 12, part = (i % 12) / 6, f = i % 6;
-        snprintf(name, namelen, "hyper.%d.%s.%s", n, hc_part[part], hc_field[f]);
-        switch (f) {
-        case 0: *rows = S, *cols = S + 1, *ndim = 2; break;
-        case 1: *rows = S; break;
-        case 2: *rows = S + 1, *cols = d, *ndim = 2, *decay = 1; break;
-        case 3: *rows = 1, *cols = d, *ndim = 2, *decay = 1; break;
-        default: *rows = 1; break;
-        }
-        return;
-    }
-    /* MUDD: w1 (K, d), w2 (K, K) are matrices with decay; the static weights are not decayed */
-    int n = i / 3, f = i % 3, K = mudd_K(c, n);
-    static const char *const mf[3] = {"w1", "w2", "bias"};
-    snprintf(name, namelen, "mudd.%d.%s", n, mf[f]);
-    *ndim = 2;
-    switch (f) {
-    case 0: *rows = K, *cols = d, *decay = 1; break;
-    case 1: *rows = K, *cols = K, *decay = 1; break;
-    default: *rows = mudd_C(c, n), *cols = n + 2; break;
-    }
-}
-
+int xl_mudd_c(const gl_model_config *c, int n) { return mudd_C(c, n); }
+int xl_mudd_k(const gl_model_config *c, int n) { return mudd_K(c, n); }
 int xl_separate_kv_norms(const gl_model_config *c, int n) { return c->cross_layer == CL_MUDD && n >= 1; }
 
-float **xl_param_slot(gl_param_ptrs *P, const char *name) {
-    int n = -1, pos = 0;
-    char part[8], field[32];
-    if (sscanf(name, "dwa.%d%n", &n, &pos) == 1 && name[pos] == '\0') return &P->xl[n].dwa;
-    if (sscanf(name, "mudd.%d.%31s", &n, field) == 2) {
-        if (!strcmp(field, "w1")) return &P->xl[n].mudd_w1;
-        if (!strcmp(field, "w2")) return &P->xl[n].mudd_w2;
-        if (!strcmp(field, "bias")) return &P->xl[n].mudd_bias;
-        return NULL;
-    }
-    if (sscanf(name, "hyper.%d.%7[a-z].%31s", &n, part, field) == 3) {
-        int k = !strcmp(part, "attn") ? 0 : !strcmp(part, "ffn") ? 1 : -1;
-        if (k < 0) return NULL;
-        gl_hc_params *h = &P->xl[n].hc[k];
-        float **slots[6] = {&h->static_alpha,     &h->static_beta,         &h->dynamic_alpha_fn,
-                            &h->dynamic_beta_fn,  &h->dynamic_alpha_scale, &h->dynamic_beta_scale};
-        for (int f = 0; f < 6; f++)
-            if (!strcmp(field, hc_field[f])) return slots[f];
-    }
-    return NULL;
-}
-
 void xl_init_weights(gl_model *m) {
+    /* Only the structured starts (INIT_XL rows of variants.h); the constant
+     * ones (static_beta = 1, dynamic weights 0, scales 0.01, MUDD w2 = 0, the
+     * key/value norms 1) are filled by the tensor table itself. */
     const gl_model_config *c = &m->cfg;
-    const int L = c->n_layer, S = c->hc_expansion, d = c->d_model;
+    const int L = c->n_layer, S = c->hc_expansion;
     for (int n = 0; n < L; n++) {
         gl_xl_params *x = &m->P.xl[n];
-        if (xl_separate_kv_norms(c, n))
-            for (int i = 0; i < d; i++) m->P.layer[n].attn_norm_k[i] = m->P.layer[n].attn_norm_v[i] = 1.0f;
         switch (c->cross_layer) {
         case CL_DENSEFORMER:
             /* (D0) α_{n,j} = [j = n+1]: x_{n+1} = s_{n+1}, the plain residual network */
@@ -156,22 +87,16 @@ void xl_init_weights(gl_model *m) {
             for (int part = 0; part < 2; part++) {
                 gl_hc_params *h = &x->hc[part];
                 int k = 2 * n + part;
-                /* (H0) A_m = e_{k mod S}, A_r = I, B = 1, W = 0, scales 0.01 */
+                /* (H0) A_m = e_{k mod S}, A_r = I (B = 1, W = 0, scales 0.01 come from the table) */
                 memset(h->static_alpha, 0, (size_t)S * (S + 1) * sizeof(float));
                 h->static_alpha[(k % S) * (S + 1)] = 1.0f;
                 for (int i = 0; i < S; i++) h->static_alpha[i * (S + 1) + 1 + i] = 1.0f;
-                for (int i = 0; i < S; i++) h->static_beta[i] = 1.0f;
-                memset(h->dynamic_alpha_fn, 0, (size_t)(S + 1) * d * sizeof(float));
-                memset(h->dynamic_beta_fn, 0, (size_t)d * sizeof(float));
-                h->dynamic_alpha_scale[0] = 0.01f;
-                h->dynamic_beta_scale[0] = 0.01f;
             }
             break;
         case CL_MUDD: {
-            /* (M0) w1 keeps its N(0, 0.02) draw; w2 = 0; bias = 1 on s_{n+1} for every way */
-            int C = mudd_C(c, n), K = mudd_K(c, n);
-            memset(x->mudd_w2, 0, (size_t)K * K * sizeof(float));
-            memset(x->mudd_bias, 0, (size_t)K * sizeof(float));
+            /* (M0) w1 keeps its N(0, 0.02) draw; w2 = 0 (table); bias = 1 on s_{n+1} for every way */
+            int C = mudd_C(c, n);
+            memset(x->mudd_bias, 0, (size_t)C * (n + 2) * sizeof(float));
             for (int w = 0; w < C; w++) x->mudd_bias[w * (n + 2) + n + 1] = 1.0f;
             break;
         }

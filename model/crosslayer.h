@@ -2,7 +2,8 @@
  * crosslayer.h — the hooks model.c calls for cross-layer connectivity
  * (cross_layer = denseformer | hyper | mudd; model/crosslayer.c).  Internal to
  * model/: the harness sees only the config field, the parameter names in the
- * tensor table and the typed views in model.h (gl_xl_params, gl_xl_acts).
+ * tensor table (rows in variants.h) and the typed views in model.h
+ * (gl_xl_params, gl_xl_acts).
  *
  * Where the hooks sit (block n, forward):
  *   xl_forward_begin                after the embedding (hyper: widen to S streams)
@@ -24,18 +25,13 @@
 
 #include "model.h"
 
-/* ---- parameters ---- */
-/* Number of cross-layer tensors of c (they follow the blocks in the table). */
-int xl_n_tensors(const gl_model_config *c);
-/* The i-th of them: name, shape (rows, cols; cols = 1 for vectors), ndim, decay. */
-void xl_tensor_spec(const gl_model_config *c, int i, char *name, size_t namelen, int *rows, int *cols,
-                    int *ndim, int *decay);
+/* ---- parameters (their rows: GL_XL_TENSORS in variants.h) ---- */
+/* MUDD after block n: C ways (4 before the last block, 1 after it), K = C·(n+2) weights. */
+int xl_mudd_c(const gl_model_config *c, int n);
+int xl_mudd_k(const gl_model_config *c, int n);
 /* 1 when block n has separate key/value attention norms (MUDD, n >= 1). */
 int xl_separate_kv_norms(const gl_model_config *c, int n);
-/* Typed slot of a cross-layer tensor name ("dwa.3", "hyper.1.ffn.static_beta",
- * "mudd.0.w2"); NULL if the name is not one. */
-float **xl_param_slot(gl_param_ptrs *P, const char *name);
-/* Initial values (docs/crosslayer.md "Initialisation"); after model_init_weights' draws. */
+/* The structured initial values (INIT_XL rows); after the table's draws and fills. */
 void xl_init_weights(gl_model *m);
 
 /* ---- memory: with base NULL these only count; they return floats used ---- */

@@ -1,13 +1,16 @@
 /*
- * matmul.c — the one place that calls cblas_sgemm.
+ * matmul.c — sgemm for the model's linear layers (every projection, the FFN,
+ * the head, routers and cross-layer MLPs).  The attention's per-head products
+ * call cblas_sgemm directly on strided views (attn.c); nothing else does.
  *
  * Layout, stated once: row-major; activations (N, in); weights (out, in) as a
  * linear layer stores them; so
  *     Y  = X·Wᵀ          sgemm(NoTrans, Trans)
  *     dX += dY·W         sgemm(NoTrans, NoTrans, beta 1)
  *     dW += dYᵀ·X        sgemm(Trans, NoTrans, beta 1)
- * The _ref versions are plain loops in double, used only by the tests to
- * check the sgemm calls (and their transposes) on every shape the model uses.
+ * The _ref versions are plain loops in double, used only by the tests
+ * (tests/test_grad.c, "matmul") to check the sgemm calls and their
+ * transposes against them.
  * OpenBLAS is linked in its OpenMP build: called from outside a parallel
  * region it uses the OpenMP pool; called inside one (attn.c) it runs serially.
  */

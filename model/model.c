@@ -30,173 +30,8 @@
 
 #include "crosslayer.h"
 #include "ops.h"
-#include "rng.h"
-
-/* ------------------------------------------------------------------------ */
-/* tensor table                                                             */
-
-typedef struct {
-    gl_tensor *t;
-    int n, cap;
-    size_t total;
-} table_builder;
-
-static float **ptr_slot(gl_param_ptrs *P, int layer, int router, const char *what);
-
-static int table_add(table_builder *tb, const char *name, int rows, int cols, int ndim, int decay) {
-    if (tb->n == tb->cap) {
-        int cap = tb->cap ? tb->cap * 2 : 64;
-        gl_tensor *t = realloc(tb->t, (size_t)cap * sizeof *t);
-        if (!t) return -1;
-        tb->t = t;
-        tb->cap = cap;
-    }
-    gl_tensor *e = &tb->t[tb->n++];
-    memset(e, 0, sizeof *e);
-    snprintf(e->name, sizeof e->name, "%s", name);
-    e->offset = tb->total;
-    e->size = (size_t)rows * cols;
-    e->ndim = ndim;
-    e->shape[0] = rows;
-    e->shape[1] = ndim == 2 ? cols : 1;
-    e->decay = decay;
-    tb->total += e->size;
-    return 0;
-}
-
-static int n_mixing(const gl_model_config *c) {
-    int k = 0;
-    for (int n = 0; n < c->n_layer; n++) k += config_layer_mixes_v1(c, n);
-    return k;
-}
-
-static int mixing_index(const gl_model_config *c, int n) {
-    int k = 0;
-    for (int i = 0; i < n; i++) k += config_layer_mixes_v1(c, i);
-    return k;
-}
-
-/* Build the table of every parameter of cfg, in a fixed order. */
-static int build_table(table_builder *tb, const gl_model_config *c) {
-    const int d = c->d_model, hd = d / c->n_head, L = c->n_layer;
-    const int qd = c->n_head * hd, kd = c->n_kv_head * hd, R = config_router_hidden(c);
-    const int gates_decay = c->decay_gates ? 1 : 0;
-    char nm[GL_NAME_MAX];
-    int rc = table_add(tb, "embed", c->vocab_size, d, 2, 1);
-    for (int n = 0; n < L && rc == 0; n++) {
-#define ADD(suffix, r, cc, nd, dec) \
-    (snprintf(nm, sizeof nm, "layers.%d.%s", n, suffix), rc |= table_add(tb, nm, r, cc, nd, dec))
-        ADD("attn_norm", d, 1, 1, 0);
-        if (xl_separate_kv_norms(c, n)) {
-            ADD("attn_norm_k", d, 1, 1, 0);
-            ADD("attn_norm_v", d, 1, 1, 0);
-        }
-        ADD("attn.wq", qd, d, 2, 1);
-        ADD("attn.wk", kd, d, 2, 1);
-        ADD("attn.wv", kd, d, 2, 1);
-        ADD("attn.wo", d, qd, 2, 1);
-        if (c->qk_norm) {
-            ADD("attn.q_norm", hd, 1, 1, 0);
-            ADD("attn.k_norm", hd, 1, 1, 0);
-        }
-        if (config_layer_mixes_v1(c, n)) {
-            if (c->value_residual == VR_SATFORMER) ADD("attn.alpha", c->n_kv_head, d, 2, gates_decay);
-            if (c->value_residual == VR_RESFORMER && c->resformer_variant == RF_LEARNABLE)
-                ADD("attn.lambda1", 1, 1, 1, gates_decay);
-            if (c->value_residual == VR_RESFORMER && c->resformer_variant != RF_IDENTITY)
-                ADD("attn.lambda2", 1, 1, 1, gates_decay);
-        }
-        ADD("ffn_norm", d, 1, 1, 0);
-        ADD("ffn.w1", c->d_ff, d, 2, 1);
-        ADD("ffn.w2", d, c->d_ff, 2, 1);
-        ADD("ffn.w3", c->d_ff, d, 2, 1);
-#undef ADD
-    }
-    if (c->value_residual == VR_RESFORMER && c->resformer_variant == RF_PLUS) {
-        rc |= table_add(tb, "resformer.scale", 1, 1, 1, gates_decay);
-        rc |= table_add(tb, "resformer.logits", n_mixing(c), 1, 1, gates_decay);
-    }
-    for (int i = 0; i < xl_n_tensors(c); i++) { /* cross-layer: dwa.{n}, hyper.{n}.*, mudd.{n}.* */
-        int r, cc, nd, dec;
-        xl_tensor_spec(c, i, nm, sizeof nm, &r, &cc, &nd, &dec);
-        rc |= table_add(tb, nm, r, cc, nd, dec);
-    }
-    if (c->depth_routing == DR_TSA)
-        for (int l = 0; l < L - 1; l++) {
-            snprintf(nm, sizeof nm, "routers.%d.fc1_w", l);
-            rc |= table_add(tb, nm, R, d, 2, 1);
-            snprintf(nm, sizeof nm, "routers.%d.fc1_b", l);
-            rc |= table_add(tb, nm, R, 1, 1, 0);
-            snprintf(nm, sizeof nm, "routers.%d.fc2_w", l);
-            rc |= table_add(tb, nm, 1, R, 2, 1);
-            snprintf(nm, sizeof nm, "routers.%d.fc2_b", l);
-            rc |= table_add(tb, nm, 1, 1, 1, 0);
-        }
-    rc |= table_add(tb, "final_norm", d, 1, 1, 0);
-    if (!c->tied) rc |= table_add(tb, "head", c->vocab_size, d, 2, 1);
-    return rc;
-}
-
-/* Point the typed views of one block (P: params or grads) at base. */
-static void bind_ptrs(gl_model *m, gl_param_ptrs *P, float *base) {
-    for (int i = 0; i < m->n_tensors; i++) {
-        const gl_tensor *t = &m->tensors[i];
-        int layer = -1, router = -1;
-        char what[GL_NAME_MAX] = "";
-        if (sscanf(t->name, "layers.%d.%47s", &layer, what) == 2) {
-            /* block tensor */
-        } else if (sscanf(t->name, "routers.%d.%47s", &router, what) == 2) {
-            layer = -1;
-        } else {
-            snprintf(what, sizeof what, "%s", t->name);
-        }
-        float **slot = ptr_slot(P, layer, router, what);
-        assert(slot);
-        *slot = base + t->offset;
-    }
-    if (m->cfg.tied) P->head = P->embed;
-}
-
-static float **ptr_slot(gl_param_ptrs *P, int layer, int router, const char *w) {
-    if (router >= 0) {
-        gl_router_params *r = &P->router[router];
-        if (!strcmp(w, "fc1_w")) return &r->fc1_w;
-        if (!strcmp(w, "fc1_b")) return &r->fc1_b;
-        if (!strcmp(w, "fc2_w")) return &r->fc2_w;
-        if (!strcmp(w, "fc2_b")) return &r->fc2_b;
-        return NULL;
-    }
-    if (layer >= 0) {
-        gl_block_params *b = &P->layer[layer];
-        static const struct { const char *n; size_t off; } map[] = {
-            {"attn_norm", offsetof(gl_block_params, attn_norm)},
-            {"attn_norm_k", offsetof(gl_block_params, attn_norm_k)},
-            {"attn_norm_v", offsetof(gl_block_params, attn_norm_v)},
-            {"attn.wq", offsetof(gl_block_params, wq)},
-            {"attn.wk", offsetof(gl_block_params, wk)},
-            {"attn.wv", offsetof(gl_block_params, wv)},
-            {"attn.wo", offsetof(gl_block_params, wo)},
-            {"attn.q_norm", offsetof(gl_block_params, q_norm)},
-            {"attn.k_norm", offsetof(gl_block_params, k_norm)},
-            {"attn.alpha", offsetof(gl_block_params, alpha)},
-            {"attn.lambda1", offsetof(gl_block_params, lambda1)},
-            {"attn.lambda2", offsetof(gl_block_params, lambda2)},
-            {"ffn_norm", offsetof(gl_block_params, ffn_norm)},
-            {"ffn.w1", offsetof(gl_block_params, w1)},
-            {"ffn.w2", offsetof(gl_block_params, w2)},
-            {"ffn.w3", offsetof(gl_block_params, w3)},
-        };
-        for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
-            if (!strcmp(w, map[i].n)) return (float **)((char *)b + map[i].off);
-        return NULL;
-    }
-    if (!strcmp(w, "embed")) return &P->embed;
-    if (!strcmp(w, "final_norm")) return &P->final_norm;
-    if (!strcmp(w, "head")) return &P->head;
-    if (!strcmp(w, "resformer.scale")) return &P->rf_scale;
-    if (!strcmp(w, "resformer.logits")) return &P->rf_logits;
-    return xl_param_slot(P, w);
-}
+#include "tensors.h"
+#include "valueres.h"
 
 /* ------------------------------------------------------------------------ */
 /* allocation                                                               */
@@ -266,6 +101,7 @@ static void layout_acts(gl_model *m, carver *cv) {
     m->probs = carve(cv, N * V);
     m->exit_probs = ee ? carve(cv, (size_t)(c->n_layer - 1) * N * V) : NULL;
     m->exit_conf = ee ? carve(cv, (size_t)c->n_layer * N) : NULL;
+    m->vr_lambda = carve(cv, (size_t)c->n_layer * 2);
     m->tok_loss = carve(cv, N);
     m->rope_cos = carve(cv, (size_t)m->T * hd / 2);
     m->rope_sin = carve(cv, (size_t)m->T * hd / 2);
@@ -326,14 +162,7 @@ int model_init(gl_model *m, const gl_model_config *cfg, int max_B, char *err, si
     m->T = cfg->seq_len;
     const int L = cfg->n_layer;
 
-    table_builder tb = {0};
-    if (build_table(&tb, cfg)) {
-        free(tb.t);
-        goto oom;
-    }
-    m->tensors = tb.t;
-    m->n_tensors = tb.n;
-    m->n_params = tb.total;
+    if (tensors_build(cfg, &m->tensors, &m->n_tensors, &m->n_params)) goto oom;
 
     m->P.layer = calloc((size_t)L, sizeof(gl_block_params));
     m->G.layer = calloc((size_t)L, sizeof(gl_block_params));
@@ -349,8 +178,8 @@ int model_init(gl_model *m, const gl_model_config *cfg, int max_B, char *err, si
     if (!m->P.layer || !m->G.layer || !m->P.router || !m->G.router || !m->A || !m->P.xl || !m->G.xl || !m->params ||
         !m->grads || !m->adam_m || !m->adam_v)
         goto oom;
-    bind_ptrs(m, &m->P, m->params);
-    bind_ptrs(m, &m->G, m->grads);
+    tensors_bind(m, &m->P, m->params);
+    tensors_bind(m, &m->G, m->grads);
 
     carver cv = {0};
     layout_acts(m, &cv);
@@ -397,59 +226,11 @@ void model_free(gl_model *m) {
     free(m->tokens);
     free(m->targets);
     free(m->frozen);
-    free(m->ov.alpha_mode);
-    free(m->ov.alpha_value);
+    free(m->ov.gate_mode);
+    free(m->ov.gate_value);
     free(m->ov.lambda1_mode);
     free(m->ov.lambda1_value);
     memset(m, 0, sizeof *m);
-}
-
-const gl_tensor *model_find_tensor(const gl_model *m, const char *name) {
-    for (int i = 0; i < m->n_tensors; i++)
-        if (!strcmp(m->tensors[i].name, name)) return &m->tensors[i];
-    return NULL;
-}
-
-static int ends_with(const char *s, const char *suf) {
-    size_t a = strlen(s), b = strlen(suf);
-    return a >= b && !strcmp(s + a - b, suf);
-}
-
-void model_init_weights(gl_model *m, uint64_t seed) {
-    gl_rng r;
-    rng_seed(&r, seed);
-    const gl_model_config *c = &m->cfg;
-    for (int i = 0; i < m->n_tensors; i++) {
-        const gl_tensor *t = &m->tensors[i];
-        float *p = m->params + t->offset;
-        float fill = NAN;
-        if (ends_with(t->name, "norm")) fill = 1.0f;
-        else if (ends_with(t->name, "lambda1") || ends_with(t->name, "lambda2")) fill = 0.5f;
-        else if (!strcmp(t->name, "resformer.scale")) fill = (float)c->n_layer;
-        else if (!strcmp(t->name, "resformer.logits") || ends_with(t->name, "fc1_b")) fill = 0.0f;
-        else if (ends_with(t->name, "fc2_b")) fill = c->router_init_bias;
-        if (!isnan(fill)) {
-            for (size_t j = 0; j < t->size; j++) p[j] = fill;
-        } else {
-            for (size_t j = 0; j < t->size; j++) p[j] = 0.02f * rng_normal(&r);
-        }
-    }
-    xl_init_weights(m);
-    memset(m->adam_m, 0, m->n_params * sizeof(float));
-    memset(m->adam_v, 0, m->n_params * sizeof(float));
-}
-
-size_t model_param_count(const gl_model *m) { return m->n_params; }
-
-double model_train_flops_per_token(const gl_model *m) {
-    /* 6 FLOPs per weight per token for every matmul weight (forward 2, backward 4),
-     * the head included, plus attention scores and values: 12·L·T·d (the usual
-     * count that ignores causal masking, as in the PaLM appendix). */
-    double w = 0;
-    for (int i = 0; i < m->n_tensors; i++)
-        if (m->tensors[i].ndim == 2 && strcmp(m->tensors[i].name, "embed")) w += m->tensors[i].size;
-    if (m->cfg.tied) w += (double)m->cfg.vocab_size * m->cfg.d_model;
-    return 6.0 * w + 12.0 * m->cfg.n_layer * m->cfg.seq_len * m->cfg.d_model;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -457,20 +238,20 @@ double model_train_flops_per_token(const gl_model *m) {
 
 static int ensure_overrides(gl_model *m) {
     const int L = m->cfg.n_layer, Hkv = m->cfg.n_kv_head;
-    if (!m->ov.alpha_mode) {
-        m->ov.alpha_mode = calloc((size_t)L * Hkv, sizeof(gl_gate_mode));
-        m->ov.alpha_value = calloc((size_t)L * Hkv, sizeof(float));
+    if (!m->ov.gate_mode) {
+        m->ov.gate_mode = calloc((size_t)L * Hkv, sizeof(gl_gate_mode));
+        m->ov.gate_value = calloc((size_t)L * Hkv, sizeof(float));
         m->ov.lambda1_mode = calloc((size_t)L, sizeof(gl_gate_mode));
         m->ov.lambda1_value = calloc((size_t)L, sizeof(float));
     }
-    return m->ov.alpha_mode && m->ov.alpha_value && m->ov.lambda1_mode && m->ov.lambda1_value ? 0 : -1;
+    return m->ov.gate_mode && m->ov.gate_value && m->ov.lambda1_mode && m->ov.lambda1_value ? 0 : -1;
 }
 
-void model_set_alpha_override(gl_model *m, int layer, int kv_head, gl_gate_mode mode, float value) {
+void model_set_gate_override(gl_model *m, int layer, int kv_head, gl_gate_mode mode, float value) {
     assert(layer >= 0 && layer < m->cfg.n_layer && kv_head >= 0 && kv_head < m->cfg.n_kv_head);
     if (ensure_overrides(m)) abort();
-    m->ov.alpha_mode[layer * m->cfg.n_kv_head + kv_head] = mode;
-    m->ov.alpha_value[layer * m->cfg.n_kv_head + kv_head] = value;
+    m->ov.gate_mode[layer * m->cfg.n_kv_head + kv_head] = mode;
+    m->ov.gate_value[layer * m->cfg.n_kv_head + kv_head] = value;
     m->have_overrides = 1;
 }
 
@@ -493,46 +274,12 @@ void model_set_route_override(gl_model *m, gl_route_mode mode, float value, uint
 
 void model_clear_overrides(gl_model *m) {
     const int L = m->cfg.n_layer, Hkv = m->cfg.n_kv_head;
-    if (m->ov.alpha_mode) {
-        memset(m->ov.alpha_mode, 0, (size_t)L * Hkv * sizeof(gl_gate_mode));
+    if (m->ov.gate_mode) {
+        memset(m->ov.gate_mode, 0, (size_t)L * Hkv * sizeof(gl_gate_mode));
         memset(m->ov.lambda1_mode, 0, (size_t)L * sizeof(gl_gate_mode));
     }
     m->ov.route_mode = ROUTE_FREE;
     m->have_overrides = 0;
-}
-
-static gl_gate_mode alpha_mode(const gl_model *m, int n, int j) {
-    return m->have_overrides ? m->ov.alpha_mode[n * m->cfg.n_kv_head + j] : GATE_FREE;
-}
-
-void model_resformer_lambda(const gl_model *m, int n, float *lambda1, float *lambda2) {
-    const gl_model_config *c = &m->cfg;
-    *lambda1 = 0.0f;
-    *lambda2 = 1.0f;
-    if (c->value_residual != VR_RESFORMER || !config_layer_mixes_v1(c, n)) return;
-    const gl_block_params *b = &m->P.layer[n];
-    switch (c->resformer_variant) {
-    case RF_PLUS: {
-        int M = n_mixing(c), i = mixing_index(c, n);
-        const float *l = m->P.rf_logits;
-        float mx = l[0];
-        for (int k = 1; k < M; k++) mx = l[k] > mx ? l[k] : mx;
-        double s = 0.0;
-        for (int k = 0; k < M; k++) s += exp((double)l[k] - mx);
-        *lambda1 = (float)(m->P.rf_scale[0] * exp((double)l[i] - mx) / s);
-        *lambda2 = b->lambda2[0];
-        break;
-    }
-    case RF_LEARNABLE:
-        *lambda1 = b->lambda1[0];
-        *lambda2 = b->lambda2[0];
-        break;
-    case RF_IDENTITY:
-        *lambda1 = 0.5f;
-        *lambda2 = 0.5f;
-        break;
-    }
-    if (m->have_overrides && m->ov.lambda1_mode[n] == GATE_CONST) *lambda1 = m->ov.lambda1_value[n];
 }
 
 /* ------------------------------------------------------------------------ */
@@ -542,39 +289,6 @@ static uint64_t mix64(uint64_t z) {
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
     return z ^ (z >> 31);
-}
-
-/* The value path of block n: vmix from v and V1 (block 0's v). */
-static void value_residual_forward(gl_model *m, int n, int N) {
-    const gl_model_config *c = &m->cfg;
-    gl_block_acts *a = &m->A[n];
-    const int Hkv = c->n_kv_head, hd = m->hd, kd = Hkv * hd;
-    const float *V1 = m->A[0].v;
-    if (!config_layer_mixes_v1(c, n)) {
-        memcpy(a->vmix, a->v, (size_t)N * kd * sizeof(float));
-        return;
-    }
-    if (c->value_residual == VR_SATFORMER) {
-        mm_forward(a->gate_pre, xl_attn_input(m, n, 2), m->P.layer[n].alpha, N, c->d_model, Hkv);
-#pragma omp parallel for schedule(static)
-        for (int t = 0; t < N; t++)
-            for (int j = 0; j < Hkv; j++) {
-                float pre = a->gate_pre[(size_t)t * Hkv + j];
-                float g = alpha_mode(m, n, j) == GATE_CONST ? m->ov.alpha_value[n * Hkv + j]
-                                                            : (pre > 0.0f ? pre : 0.0f);
-                a->gate[(size_t)t * Hkv + j] = g;
-                const float *v = a->v + (size_t)t * kd + (size_t)j * hd;
-                const float *v1 = V1 + (size_t)t * kd + (size_t)j * hd;
-                float *o = a->vmix + (size_t)t * kd + (size_t)j * hd;
-                for (int i = 0; i < hd; i++) o[i] = v[i] + g * v1[i];
-            }
-    } else {
-        float l1, l2;
-        model_resformer_lambda(m, n, &l1, &l2);
-        size_t total = (size_t)N * kd;
-#pragma omp parallel for schedule(static)
-        for (size_t i = 0; i < total; i++) a->vmix[i] = l1 * V1[i] + l2 * a->v[i];
-    }
 }
 
 /* Halting probabilities of the router feeding block n (n >= 1). */
@@ -633,7 +347,7 @@ static void block_forward(gl_model *m, int n, int B, int T, float *h_next, unsig
     mm_forward(a->k, xl_attn_input(m, n, 1), b->wk, N, d, Hkv * hd);
     mm_forward(a->v, xl_attn_input(m, n, 2), b->wv, N, d, Hkv * hd);
     if (tsa) route_forward(m, n, N);
-    value_residual_forward(m, n, N);
+    vr_forward(m, n, N);
     if (c->qk_norm) {
         rmsnorm_forward(a->qr, a->qrstd, a->q, b->q_norm, N * H, hd, c->norm_eps);
         rmsnorm_forward(a->kr, a->krstd, a->k, b->k_norm, N * Hkv, hd, c->norm_eps);
@@ -811,73 +525,6 @@ static void head_backward(gl_model *m, grad_bufs *g, const float *probs, const f
     rmsnorm_backward(dh, m->G.final_norm, g->dxnf, h, m->P.final_norm, rstdf, N, d);
 }
 
-/* Backward of the value path of block n: from dvmix to dv (returned) and dV1, gates. */
-static const float *value_residual_backward(gl_model *m, grad_bufs *g, int n, int N) {
-    const gl_model_config *c = &m->cfg;
-    gl_block_acts *a = &m->A[n];
-    const int Hkv = c->n_kv_head, hd = m->hd, kd = Hkv * hd;
-    const size_t total = (size_t)N * kd;
-    if (!config_layer_mixes_v1(c, n)) return g->dvmix;
-    const float *V1 = m->A[0].v;
-    if (c->value_residual == VR_SATFORMER) {
-        /* v' = v + α·V1:  dα = Σ_i dv'·V1,  dV1 += α·dv',  dv = dv' */
-#pragma omp parallel for schedule(static)
-        for (int t = 0; t < N; t++)
-            for (int j = 0; j < Hkv; j++) {
-                const float *dvm = g->dvmix + (size_t)t * kd + (size_t)j * hd;
-                const float *v1 = V1 + (size_t)t * kd + (size_t)j * hd;
-                float *dv1 = g->dV1 + (size_t)t * kd + (size_t)j * hd;
-                float ga = a->gate[(size_t)t * Hkv + j], dga = 0.0f;
-                for (int i = 0; i < hd; i++) {
-                    dga += dvm[i] * v1[i];
-                    dv1[i] += ga * dvm[i];
-                }
-                int live = alpha_mode(m, n, j) == GATE_FREE && a->gate_pre[(size_t)t * Hkv + j] > 0.0f;
-                g->dgate[(size_t)t * Hkv + j] = live ? dga : 0.0f;
-            }
-        return g->dvmix;
-    }
-    /* ResFormer: v' = λ1·V1 + λ2·v */
-    float l1, l2;
-    model_resformer_lambda(m, n, &l1, &l2);
-    double s1 = 0.0, s2 = 0.0;
-    for (size_t i = 0; i < total; i++) {
-        s1 += (double)g->dvmix[i] * V1[i];
-        s2 += (double)g->dvmix[i] * a->v[i];
-    }
-#pragma omp parallel for schedule(static)
-    for (size_t i = 0; i < total; i++) {
-        g->dV1[i] += l1 * g->dvmix[i];
-        g->dv[i] = l2 * g->dvmix[i];
-    }
-    int l1_free = !(m->have_overrides && m->ov.lambda1_mode[n] == GATE_CONST);
-    gl_block_params *gb = &m->G.layer[n];
-    switch (c->resformer_variant) {
-    case RF_PLUS: {
-        gb->lambda2[0] += (float)s2;
-        if (!l1_free) break;
-        /* λ1 = s·softmax(ℓ)_i:  ds += dλ1·softmax_i;  dℓ_k += dλ1·s·sm_i·(δ_ik − sm_k) */
-        int M = n_mixing(c), i = mixing_index(c, n);
-        const float *l = m->P.rf_logits;
-        double mx = l[0], z = 0.0, sm[GL_MAX_LAYERS] = {0};
-        for (int k = 1; k < M; k++) mx = l[k] > mx ? l[k] : mx;
-        for (int k = 0; k < M; k++) z += (sm[k] = exp((double)l[k] - mx));
-        for (int k = 0; k < M; k++) sm[k] /= z;
-        double sc = m->P.rf_scale[0];
-        m->G.rf_scale[0] += (float)(s1 * sm[i]);
-        for (int k = 0; k < M; k++) m->G.rf_logits[k] += (float)(s1 * sc * sm[i] * ((k == i) - sm[k]));
-        break;
-    }
-    case RF_LEARNABLE:
-        if (l1_free) gb->lambda1[0] += (float)s1;
-        gb->lambda2[0] += (float)s2;
-        break;
-    case RF_IDENTITY:
-        break;
-    }
-    return g->dv;
-}
-
 static void block_backward(gl_model *m, grad_bufs *g, int n) {
     const gl_model_config *c = &m->cfg;
     const int B = m->B, T = m->cur_T, N = B * T, d = c->d_model, hd = m->hd;
@@ -942,7 +589,7 @@ static void block_backward(gl_model *m, grad_bufs *g, int n) {
         dq = g->dq;
         dk = g->dk;
     }
-    const float *dv = value_residual_backward(m, g, n, N);
+    const float *dv = vr_backward(m, n, N, g->dvmix, g->dV1, g->dv, g->dgate);
     if (n == 0 && c->value_residual != VR_NONE) {
         /* V1 is block 0's v: add what every later block sent back */
 #pragma omp parallel for schedule(static)
@@ -955,8 +602,7 @@ static void block_backward(gl_model *m, grad_bufs *g, int n) {
     mm_backward(g->dxn, gb->wq, dq, a->xn1, b->wq, N, d, qd);
     mm_backward(dxk, gb->wk, dk, xl_attn_input(m, n, 1), b->wk, N, d, kd);
     mm_backward(dxv, gb->wv, dv, xl_attn_input(m, n, 2), b->wv, N, d, kd);
-    if (c->value_residual == VR_SATFORMER && config_layer_mixes_v1(c, n))
-        mm_backward(dxv, gb->alpha, g->dgate, xl_attn_input(m, n, 2), b->alpha, N, d, Hkv);
+    vr_input_backward(m, n, N, g->dgate, dxv);
     if (tsa) {
         const gl_router_params *r = &m->P.router[n - 1];
         gl_router_params *gr = &m->G.router[n - 1];

@@ -10,9 +10,11 @@
  * AdamW m, AdamW v, activations, activation gradients) sized for max_B × T;
  * no step allocates.  Every tensor of a family is a typed pointer into it.
  *
- * Names: model_tensors() lists every parameter with its DESIGN.md name, shape,
- * offset into the parameter block and whether weight decay applies.  That one
- * table drives checkpoints, exports, traces and test labels.
+ * Names: m->tensors lists every parameter of this config with its DESIGN.md
+ * name, shape, offset into the parameter block and whether weight decay
+ * applies (built by tensors.c from the rows of variants.h; model_find_tensor
+ * looks one up).  That one table drives checkpoints, exports and test labels.
+ * The gates a run records are the rows of variants.h's GL_GATES (gatekind.h).
  *
  * The model does no I/O and knows nothing of manifests, SQLite or HDF5.
  */
@@ -34,37 +36,25 @@ typedef struct {
     int ndim;               /* 1 or 2 */
     int shape[2];           /* (out, in) for matrices; (n, 1) for vectors */
     int decay;              /* 1: AdamW weight decay applies */
+    int kind;               /* its row in the tensor lists of variants.h (tensors.c) */
+    int index;              /* block or router number; -1 for model-wide tensors */
 } gl_tensor;
 
-/* Per-block parameters (pointers into the parameter or gradient block; NULL
- * where the config has no such tensor). */
+/* Typed views of the parameter (or gradient) block: one pointer per row of
+ * the tensor lists in variants.h, whose rows give each one's name and shape;
+ * NULL where the config has no such tensor. */
+#define GL_VIEW_FIELD(id, name, rows, cols, ndim, has, decay, init) float *id;
 typedef struct {
-    float *attn_norm; /* (d) */
-    float *attn_norm_k; /* (d)  MUDD, n >= 1: norm of the key stream (attn_norm: query stream) */
-    float *attn_norm_v; /* (d)  MUDD, n >= 1: norm of the value stream */
-    float *wq;        /* (H*hd, d) */
-    float *wk;        /* (Hkv*hd, d) */
-    float *wv;        /* (Hkv*hd, d) */
-    float *wo;        /* (d, H*hd) */
-    float *q_norm;    /* (hd) */
-    float *k_norm;    /* (hd) */
-    float *alpha;     /* (Hkv, d)  SATFormer Wα */
-    float *lambda1;   /* (1)  ResFormer learnable */
-    float *lambda2;   /* (1)  ResFormer plus / learnable */
-    float *ffn_norm;  /* (d) */
-    float *w1;        /* (d_ff, d) */
-    float *w2;        /* (d, d_ff) */
-    float *w3;        /* (d_ff, d) */
+    GL_BLOCK_TENSORS(GL_VIEW_FIELD)
 } gl_block_params;
 
 typedef struct {
-    float *fc1_w; /* (R, d) */
-    float *fc1_b; /* (R) */
-    float *fc2_w; /* (1, R) */
-    float *fc2_b; /* (1) */
+    GL_ROUTER_TENSORS(GL_VIEW_FIELD)
 } gl_router_params;
 
-/* Cross-layer parameters (model/crosslayer.c, docs/crosslayer.md); S = hc_expansion. */
+/* Cross-layer parameters (model/crosslayer.c, docs/crosslayer.md); S = hc_expansion.
+ * Written out by hand (hc[] nests); every pointer is a member of one row of
+ * GL_XL_TENSORS, which tensors.c checks at compile time. */
 typedef struct {
     float *static_alpha;        /* (S, S+1)  [A_m | A_r] of Zhu et al. */
     float *static_beta;         /* (S) */
@@ -83,15 +73,14 @@ typedef struct {
 } gl_xl_params;
 
 typedef struct {
-    float *embed;          /* (V, d) */
-    gl_block_params *layer;/* [L] */
+    GL_EMBED_TENSORS(GL_VIEW_FIELD)
+    GL_RESFORMER_TENSORS(GL_VIEW_FIELD)
+    GL_OUTPUT_TENSORS(GL_VIEW_FIELD) /* head == embed when tied */
+    gl_block_params *layer; /* [L] */
     gl_router_params *router; /* [L-1] (TSA only) */
-    float *rf_scale;       /* (1) ResFormer plus s */
-    float *rf_logits;      /* (M) ResFormer plus ℓ over the mixing blocks */
-    float *final_norm;     /* (d) */
-    float *head;           /* (V, d) when untied, else == embed */
-    gl_xl_params *xl;      /* [L] cross-layer (all NULL when cross_layer = none) */
+    gl_xl_params *xl;       /* [L] cross-layer (all NULL when cross_layer = none) */
 } gl_param_ptrs;
+#undef GL_VIEW_FIELD
 
 /* Per-block activations kept for backward; all (B*T, width) token-major. */
 typedef struct {
@@ -106,7 +95,8 @@ typedef struct {
     float *qrstd;  /* (BT*H) */
     float *krstd;  /* (BT*Hkv) */
     float *vmix;   /* (BT, Hkv*hd) v' after the value residual (== v when none) */
-    float *gate;   /* (BT, Hkv) SATFormer α after ReLU and overrides */
+    float *gate;   /* (BT, Hkv) value-residual gate per token and KV head, after overrides:
+                      v' = v + gate·V1 (SATFormer α; see valueres.c) */
     float *gate_pre;/* (BT, Hkv) SATFormer x Wα before ReLU */
     float *att;    /* (B, H, T, T) softmax probabilities */
     float *atty;   /* (BT, H*hd) attention output before Wo */
@@ -167,8 +157,8 @@ typedef enum { GATE_FREE = 0, GATE_CONST } gl_gate_mode;
 typedef enum { ROUTE_FREE = 0, ROUTE_CONST, ROUTE_RANDOM } gl_route_mode;
 
 typedef struct {
-    gl_gate_mode *alpha_mode; /* (L, Hkv) */
-    float *alpha_value;       /* (L, Hkv) value used when mode is GATE_CONST */
+    gl_gate_mode *gate_mode;  /* (L, Hkv) the value-residual gate (A[n].gate) */
+    float *gate_value;        /* (L, Hkv) value used when mode is GATE_CONST */
     gl_gate_mode *lambda1_mode; /* (L) ResFormer λ1 */
     float *lambda1_value;       /* (L) */
     gl_route_mode route_mode;   /* TSA: ROUTE_CONST forces p = route_value for every router */
@@ -204,6 +194,8 @@ typedef struct gl_model {
     float *probs;         /* (BT, V) softmax of logits (kept for backward) */
     float *exit_probs;    /* (L, BT, V) early exit: softmax per block (block L-1 aliases probs) */
     float *exit_conf;     /* (L, BT) early exit: max softmax probability per block */
+    float *vr_lambda;     /* (L, 2) ResFormer (λ1, λ2) of each block in the last forward, (0, 1) where
+                             a block does not mix V1 */
     float *tok_loss;      /* (BT) per-token cross-entropy of the final head (nats) */
     float *rope_cos, *rope_sin; /* (T, hd/2) */
     /* scratch for backward, (BT, widths) */
@@ -264,13 +256,17 @@ void model_zero_grad(gl_model *m);
 /* Backward of the last forward (which must have had targets); adds into grads. */
 void model_backward(gl_model *m);
 
-/* Overrides: allocate on first use; model_clear_overrides returns to free gates. */
-void model_set_alpha_override(gl_model *m, int layer, int kv_head, gl_gate_mode mode, float value);
+/* Overrides: allocate on first use; model_clear_overrides returns to free gates.
+ * model_set_gate_override fixes the value-residual gate of (layer, kv_head)
+ * (A[n].gate: SATFormer α, ...); lambda1 ResFormer's λ1 of a block; route the
+ * TSA routers. */
+void model_set_gate_override(gl_model *m, int layer, int kv_head, gl_gate_mode mode, float value);
 void model_set_lambda1_override(gl_model *m, int layer, gl_gate_mode mode, float value);
 void model_set_route_override(gl_model *m, gl_route_mode mode, float value, uint64_t seed);
 void model_clear_overrides(gl_model *m);
 
-/* Effective ResFormer coefficients of block n (λ1ₙ, λ2ₙ); (0, 1) for blocks that do not mix. */
+/* Effective ResFormer coefficients of block n (λ1ₙ, λ2ₙ) from the current
+ * parameters and overrides; (0, 1) for blocks that do not mix (valueres.c). */
 void model_resformer_lambda(const gl_model *m, int n, float *lambda1, float *lambda2);
 
 /* Counts for reporting. */

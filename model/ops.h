@@ -8,12 +8,13 @@
  *   Y = X·Wᵀ,  dX += dY·W,  dW += dYᵀ·X.
  * Files: matmul.c (mm_), norm.c (rmsnorm_), rope.c (rope_), attn.c (attn_),
  * ffn.c (swiglu_), xent.c (xent_), router.c (router_, gelu_).
- * Each op has a plain-loop reference (suffix _ref) used by the tests.
+ * matmul and attention have plain-loop references (suffix _ref) used by the
+ * tests; the other ops are checked against finite differences directly.
  */
 #ifndef GATELAB_MODEL_OPS_H
 #define GATELAB_MODEL_OPS_H
 
-/* ---- matmul.c: every matmul goes through cblas_sgemm ---- */
+/* ---- matmul.c: the linear layers through cblas_sgemm (attn.c calls sgemm itself) ---- */
 /* out (N, Dout) = inp (N, Din) · wᵀ, w (Dout, Din).  out is overwritten. */
 void mm_forward(float *out, const float *inp, const float *w, int N, int Din, int Dout);
 /* dinp (N, Din) += dout·w (skipped if dinp is NULL);  dw (Dout, Din) += doutᵀ·inp. */

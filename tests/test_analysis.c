@@ -175,7 +175,7 @@ static void test_analyze_trace(void **state) {
     for (int i = 0; i < S * R * P; i++) p[i] = (i % 3) == 0 ? 0.9f : 0.1f;
     int tok[P] = {0, 1, 2, 3};
     uint8_t cat[P] = {CAT_STRUCTURAL, CAT_FUNCTIONAL, CAT_SEMANTIC, CAT_SEMANTIC};
-    gl_trace_data td = {S, L, H, R, P, step, tl, vl, alpha, NULL, p, NULL, tok, cat, (char *)""};
+    gl_trace_data td = {S, L, H, R, P, step, tl, vl, {[GATE_ALPHA] = alpha, [GATE_P] = p}, tok, cat, (char *)""};
     char dir[512], err[1024] = "";
     tmp_dir(dir, sizeof dir, "analyze");
     report_metrics rm = {0};
@@ -184,9 +184,9 @@ static void test_analyze_trace(void **state) {
     int rc = analyze_trace(&td, vocab, 4, dir, &rm, &s, err, sizeof err);
     if (rc) print_message("analyze_trace: %s\n", err);
     assert_int_equal(rc, 0);
-    assert_true(s.gated[1] && s.gated[2] && !s.gated[0]);
-    NEAR(s.alpha_head_mean[1][0], 1.0, 0, "α mean of block 1 head 0");
-    NEAR(s.alpha_layer[1].mean, 1.0, 0, "α mean of block 1");
+    assert_true(s.head.gated[1] && s.head.gated[2] && !s.head.gated[0]);
+    NEAR(s.head.head_mean[1][0], 1.0, 0, "α mean of block 1 head 0");
+    NEAR(s.head.layer[1].mean, 1.0, 0, "α mean of block 1");
     double v;
     assert_true(report_metric_find(&rm, ANALYZE_SPLIT, "alpha_gini.L1.H0", &v));
     NEAR(v, 0.75, 1e-12, "registry row alpha_gini.L1.H0 (one-hot)");

@@ -1,10 +1,11 @@
 /*
  * test_grad.c — every backward against central finite differences.
  *
- * Per op (RMSNorm, rotary, attention, SwiGLU, cross-entropy, router, matmul)
+ * Per op (matmul — also sgemm against plain loops —, RMSNorm, rotary,
+ * attention, SwiGLU, cross-entropy, router)
  * and for the whole model in every variant (baseline with and without
  * qk-norm, untied head, GQA, ResFormer plus/learnable/identity, SATFormer,
- * SATFormer last-k, TSA, TSA+SATFormer, early exit linear/uniform, and the
+ * SATFormer last-k, the static head gate, TSA, TSA+SATFormer, early exit linear/uniform, and the
  * cross-layer variants DenseFormer, hyper-connections, MUDD and their
  * combinations with value residuals / TSA).
  *
@@ -183,6 +184,53 @@ static void test_attention(void **state) {
     free(dq); free(dk); free(dv); free(scr);
 }
 
+/* matmul: sgemm against the plain loops in double (forward, both backward
+ * products, the overwrite variant) on shapes that are not multiples of any
+ * kernel block, then dinp and dw against finite differences.  sgemm sums in
+ * float in its own order, so agreement is to about 1e-5 relative on O(1)
+ * inputs with ≤ 40 terms; we allow 1e-4. */
+typedef struct { float *x, *w, *y, *r; int N, Din, Dout; } mm_ctx;
+static double mm_obj(void *p) {
+    mm_ctx *c = p;
+    mm_forward(c->y, c->x, c->w, c->N, c->Din, c->Dout);
+    return dot(c->y, c->r, (size_t)c->N * c->Dout);
+}
+
+static double max_abs_diff(const float *a, const float *b, size_t n) {
+    double worst = 0;
+    for (size_t i = 0; i < n; i++) worst = fmax(worst, fabs((double)a[i] - b[i]));
+    return worst;
+}
+
+static void test_matmul(void **state) {
+    (void)state;
+    const gl_rng keep = rng; /* its own draws: the later tests see the stream they always saw */
+    const int N = 37, Din = 29, Dout = 41;
+    const size_t nx = (size_t)N * Din, nw = (size_t)Dout * Din, ny = (size_t)N * Dout;
+    mm_ctx c = {randn(nx, 1), randn(nw, 1), malloc(ny * 4), randn(ny, 1), N, Din, Dout};
+    float *yr = malloc(ny * 4), *dx = randn(nx, 1), *dw = randn(nw, 1), *dxr = malloc(nx * 4), *dwr = malloc(nw * 4);
+    memcpy(dxr, dx, nx * 4);
+    memcpy(dwr, dw, nw * 4);
+    mm_obj(&c);
+    mm_forward_ref(yr, c.x, c.w, N, Din, Dout);
+    double e_fwd = max_abs_diff(c.y, yr, ny);
+    mm_backward(dx, dw, c.r, c.x, c.w, N, Din, Dout); /* accumulates onto the random start */
+    mm_backward_ref(dxr, dwr, c.r, c.x, c.w, N, Din, Dout);
+    double e_dx = max_abs_diff(dx, dxr, nx), e_dw = max_abs_diff(dw, dwr, nw);
+    memset(dwr, 0, nw * 4);
+    mm_backward_set(dx, dwr, c.r, c.x, c.w, N, Din, Dout); /* dx overwritten, dwr from zero */
+    memset(dxr, 0, nx * 4);
+    memset(dw, 0, nw * 4);
+    mm_backward_ref(dxr, dw, c.r, c.x, c.w, N, Din, Dout);
+    double e_set = fmax(max_abs_diff(dx, dxr, nx), max_abs_diff(dwr, dw, nw));
+    printf("  matmul sgemm vs loops: forward %.2e, dinp %.2e, dw %.2e, backward_set %.2e\n", e_fwd, e_dx, e_dw, e_set);
+    assert_true(e_fwd < 1e-4 && e_dx < 1e-4 && e_dw < 1e-4 && e_set < 1e-4);
+    assert_true(fd_check("matmul dinp", c.x, dxr, nx, mm_obj, &c, 1e-2f, 300, 1e-12) < 5e-3);
+    assert_true(fd_check("matmul dw", c.w, dw, nw, mm_obj, &c, 1e-2f, 300, 1e-12) < 5e-3);
+    free(c.x); free(c.w); free(c.y); free(c.r); free(yr); free(dx); free(dw); free(dxr); free(dwr);
+    rng = keep;
+}
+
 typedef struct { float *a, *b, *g, *w; long n; } glu_ctx;
 static double glu_obj(void *p) {
     glu_ctx *c = p;
@@ -319,6 +367,7 @@ static void v_rf_plus(gl_model_config *c) { c->value_residual = VR_RESFORMER; }
 static void v_rf_learn(gl_model_config *c) { c->value_residual = VR_RESFORMER; c->resformer_variant = RF_LEARNABLE; }
 static void v_rf_ident(gl_model_config *c) { c->value_residual = VR_RESFORMER; c->resformer_variant = RF_IDENTITY; }
 static void v_sat(gl_model_config *c) { c->value_residual = VR_SATFORMER; }
+static void v_headgate(gl_model_config *c) { c->value_residual = VR_HEADGATE; }
 static void v_sat_lastk(gl_model_config *c) { c->value_residual = VR_SATFORMER; c->n_layer = 4; c->vr_last_k = 2; }
 static void v_tsa(gl_model_config *c) { c->depth_routing = DR_TSA; c->tsa_lambda = 0.1f; c->router_init_bias = 0.0f; }
 static void v_tsa_sat(gl_model_config *c) { v_tsa(c); c->value_residual = VR_SATFORMER; }
@@ -340,6 +389,7 @@ MODEL_TEST(test_model_resformer_learnable, v_rf_learn)
 MODEL_TEST(test_model_resformer_identity, v_rf_ident)
 MODEL_TEST(test_model_satformer, v_sat)
 MODEL_TEST(test_model_satformer_lastk, v_sat_lastk)
+MODEL_TEST(test_model_headgate, v_headgate)
 MODEL_TEST(test_model_tsa, v_tsa)
 MODEL_TEST(test_model_tsa_satformer, v_tsa_sat)
 MODEL_TEST(test_model_early_exit, v_ee)
@@ -354,7 +404,7 @@ MODEL_TEST(test_model_mudd_satformer, v_mudd_sat)
 int main(void) {
     rng_seed(&rng, 12345);
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_vexp),
+        cmocka_unit_test(test_vexp),           cmocka_unit_test(test_matmul),
         cmocka_unit_test(test_rmsnorm),        cmocka_unit_test(test_rope),
         cmocka_unit_test(test_attention),      cmocka_unit_test(test_swiglu),
         cmocka_unit_test(test_xent),           cmocka_unit_test(test_router),
@@ -367,6 +417,7 @@ int main(void) {
         cmocka_unit_test(test_model_denseformer), cmocka_unit_test(test_model_denseformer_tsa_satformer),
         cmocka_unit_test(test_model_hyper), cmocka_unit_test(test_model_hyper3_resformer),
         cmocka_unit_test(test_model_mudd), cmocka_unit_test(test_model_mudd_satformer),
+        cmocka_unit_test(test_model_headgate),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

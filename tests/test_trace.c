@@ -50,7 +50,8 @@ static int setup(void **state) {
 
 static gl_trace_desc full_desc(void) {
     gl_trace_desc d = {.n_layer = L, .n_kv_head = HKV, .n_router = L - 1, .n_probe = P,
-                       .has_alpha = 1, .has_lambda = 1, .has_p = 1, .has_exit = 1, .config_ini = CONFIG};
+                       .has = {[GATE_ALPHA] = 1, [GATE_LAMBDA] = 1, [GATE_P] = 1, [GATE_CONF] = 1},
+                       .config_ini = CONFIG};
     return d;
 }
 
@@ -60,6 +61,10 @@ static void probe(int *tok, uint8_t *cat) {
         cat[i] = (uint8_t)(i % 3);
     }
 }
+
+/* The gate arrays of one append, by gate kind (model/gatekind.h); the others NULL. */
+#define GATES(alpha, lambda, p, conf) \
+    ((const float *const[GATE_COUNT]){[GATE_ALPHA] = (alpha), [GATE_LAMBDA] = (lambda), [GATE_P] = (p), [GATE_CONF] = (conf)})
 
 /* The value every array holds at (step row s, flat index i); `salt` tells
  * rewritten rows apart. */
@@ -79,8 +84,8 @@ static void fill_row(row_bufs *r, int s, float salt) {
 static int append_step(gl_trace *t, int s, long step, float salt, char *err, size_t errlen) {
     row_bufs r;
     fill_row(&r, s, salt);
-    return trace_append(t, step, 4.0f - 0.1f * s + salt, s == 0 ? NAN : 3.5f - 0.1f * s + salt, r.alpha, r.lambda,
-                        r.p, r.conf, err, errlen);
+    return trace_append(t, step, 4.0f - 0.1f * s + salt, s == 0 ? NAN : 3.5f - 0.1f * s + salt, GATES(r.alpha, r.lambda, r.p, r.conf),
+                        err, errlen);
 }
 
 /* Largest absolute difference between rows 0..n-1 of a read-back trace and
@@ -98,10 +103,10 @@ static double rows_worst(const gl_trace_data *d, int n, const long *steps, const
         worst = fmax(worst, fabs(d->train_loss[s] - tl));
         if (s == 0 && !isnan(d->val_loss[s])) return INFINITY;
         if (s > 0) worst = fmax(worst, fabs(d->val_loss[s] - (3.5f - 0.1f * s + salts[s])));
-        for (size_t i = 0; i < L * P * HKV; i++) worst = fmax(worst, fabs(d->alpha[(size_t)s * L * P * HKV + i] - r.alpha[i]));
-        for (size_t i = 0; i < L * 2; i++) worst = fmax(worst, fabs(d->lambda[(size_t)s * L * 2 + i] - r.lambda[i]));
-        for (size_t i = 0; i < (L - 1) * P; i++) worst = fmax(worst, fabs(d->p[(size_t)s * (L - 1) * P + i] - r.p[i]));
-        for (size_t i = 0; i < L * P; i++) worst = fmax(worst, fabs(d->conf[(size_t)s * L * P + i] - r.conf[i]));
+        for (size_t i = 0; i < L * P * HKV; i++) worst = fmax(worst, fabs(d->gate[GATE_ALPHA][(size_t)s * L * P * HKV + i] - r.alpha[i]));
+        for (size_t i = 0; i < L * 2; i++) worst = fmax(worst, fabs(d->gate[GATE_LAMBDA][(size_t)s * L * 2 + i] - r.lambda[i]));
+        for (size_t i = 0; i < (L - 1) * P; i++) worst = fmax(worst, fabs(d->gate[GATE_P][(size_t)s * (L - 1) * P + i] - r.p[i]));
+        for (size_t i = 0; i < L * P; i++) worst = fmax(worst, fabs(d->gate[GATE_CONF][(size_t)s * L * P + i] - r.conf[i]));
     }
     return worst;
 }
@@ -163,7 +168,7 @@ static void test_subset(void **state) {
     (void)state;
     char path[512], err[512] = "";
     path_in(path, sizeof path, "lambda.h5");
-    gl_trace_desc d = {.n_layer = L, .n_kv_head = HKV, .n_probe = P, .has_lambda = 1};
+    gl_trace_desc d = {.n_layer = L, .n_kv_head = HKV, .n_probe = P, .has = {[GATE_LAMBDA] = 1}};
     int tok[P];
     uint8_t cat[P];
     probe(tok, cat);
@@ -172,16 +177,15 @@ static void test_subset(void **state) {
     float lambda[L * 2] = {0.5f, 0.5f, 1.f, 2.f, 3.f, 4.f};
     /* arrays the trace does not have are ignored */
     float junk[1] = {9};
-    assert_int_equal(trace_append(t, 7, 1.f, 2.f, junk, lambda, NULL, NULL, err, sizeof err), 0);
+    assert_int_equal(trace_append(t, 7, 1.f, 2.f, GATES(junk, lambda, NULL, NULL), err, sizeof err), 0);
     trace_close(t);
     gl_trace_data r;
     assert_int_equal(trace_read(path, &r, err, sizeof err), 0);
     assert_int_equal(r.n_steps, 1);
-    assert_null(r.alpha);
-    assert_null(r.p);
-    assert_null(r.conf);
-    assert_non_null(r.lambda);
-    assert_memory_equal(r.lambda, lambda, sizeof lambda);
+    for (int g = 0; g < GATE_COUNT; g++)
+        if (g != GATE_LAMBDA) assert_null(r.gate[g]);
+    assert_non_null(r.gate[GATE_LAMBDA]);
+    assert_memory_equal(r.gate[GATE_LAMBDA], lambda, sizeof lambda);
     assert_string_equal(r.config_ini, "");
     print_message("lambda-only trace: alpha, p, confidence absent; lambda row exact\n");
     trace_data_free(&r);
@@ -720,7 +724,7 @@ static void test_append_cost(void **state) {
     enum { CL = 6, CP = 1024, CH = 8, CN = 20 };
     char path[512], err[512] = "";
     path_in(path, sizeof path, "cost.h5");
-    gl_trace_desc d = {.n_layer = CL, .n_kv_head = CH, .n_probe = CP, .has_alpha = 1, .config_ini = CONFIG};
+    gl_trace_desc d = {.n_layer = CL, .n_kv_head = CH, .n_probe = CP, .has = {[GATE_ALPHA] = 1}, .config_ini = CONFIG};
     int *tok = calloc(CP, sizeof *tok);
     uint8_t *cat = calloc(CP, 1);
     float *alpha = malloc(sizeof(float) * CN * CL * CP * CH);
@@ -739,8 +743,8 @@ static void test_append_cost(void **state) {
         struct timespec w0, w1, c0, c1;
         clock_gettime(CLOCK_MONOTONIC, &w0);
         clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c0);
-        int rc = trace_append(t, 100L * s, 3.0f, 3.0f, alpha + (size_t)s * CL * CP * CH, NULL, NULL, NULL, err,
-                              sizeof err);
+        int rc = trace_append(t, 100L * s, 3.0f, 3.0f, GATES(alpha + (size_t)s * CL * CP * CH, NULL, NULL, NULL),
+                              err, sizeof err);
         clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c1);
         clock_gettime(CLOCK_MONOTONIC, &w1);
         if (rc) print_message("append %d: %s\n", s, err);
@@ -756,7 +760,7 @@ static void test_append_cost(void **state) {
     gl_trace_data r;
     assert_int_equal(trace_read(path, &r, err, sizeof err), 0);
     assert_int_equal(r.n_steps, CN);
-    assert_memory_equal(r.alpha, alpha, sizeof(float) * CN * CL * CP * CH);
+    assert_memory_equal(r.gate[GATE_ALPHA], alpha, sizeof(float) * CN * CL * CP * CH);
     print_message("append cost, L %d, P %d, Hkv %d, alpha only: %.2f ms wall (slowest %.2f), %.2f ms CPU per "
                   "append; %.0f KiB per step on disk; %d rows read back exact\n", CL, CP, CH, 1e3 * wall / CN,
                   1e3 * slowest, 1e3 * cpu / CN, (double)sb.st_size / 1024.0 / CN, CN);
@@ -809,7 +813,7 @@ static void test_refusals(void **state) {
     assert_int_equal(rc, -1);
     assert_non_null(strstr(err, "step 10"));
     float lambda[L * 2] = {0};
-    rc = trace_append(t, 20, 1, 1, NULL, lambda, NULL, NULL, err, sizeof err);
+    rc = trace_append(t, 20, 1, 1, GATES(NULL, lambda, NULL, NULL), err, sizeof err);
     print_message("missing alpha: \"%s\"\n", err);
     assert_int_equal(rc, -1);
     assert_non_null(strstr(err, "/sat/alpha"));

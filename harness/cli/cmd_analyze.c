@@ -41,33 +41,40 @@ static void an_print_summary(const char *run_id, const analyze_summary *s, const
     printf("gatelab analyze: run %s | last evaluation at step %ld (%d in the trace) | %ld probe tokens: "
            "%ld structural, %ld functional, %ld semantic\n",
            run_id, s->step, s->n_steps, s->n_probe, s->cat_count[0], s->cat_count[1], s->cat_count[2]);
-    if (s->has_alpha) {
-        printf("\nSATFormer gate α by block (over probe tokens and KV heads)\n");
-        printf("  %5s %8s %7s %8s %8s %7s %7s %9s %8s %8s %8s\n", "block", "mean", "α=0", "α<1e-2", "α<0.1", "Gini",
-               "Hoyer", "H(heads)", "struct", "funct", "semant");
+    if (s->head_gate >= 0) {
+        const gl_gate_info *gi = &gatekind_info[s->head_gate];
+        const char *y = gi->symbol;
+        const analyze_head_gate *h = &s->head;
+        char c0[16], c1[16], c2[16];
+        snprintf(c0, sizeof c0, "%s=0", y);
+        snprintf(c1, sizeof c1, "%s<1e-2", y);
+        snprintf(c2, sizeof c2, "%s<0.1", y);
+        printf("\n%s by block (over probe tokens and KV heads)\n", gi->title);
+        printf("  %5s %8s %7s %8s %8s %7s %7s %9s %8s %8s %8s\n", "block", "mean", c0, c1, c2, "Gini", "Hoyer",
+               "H(heads)", "struct", "funct", "semant");
         for (int n = 0; n < s->n_layer; n++) {
-            if (!s->gated[n]) continue;
-            const gates_summary *g = &s->alpha_layer[n];
+            if (!h->gated[n]) continue;
+            const gates_summary *g = &h->layer[n];
             printf("  %5d %8.4f %7.3f %8.3f %8.3f %7.3f %7.3f %9.3f %8.4f %8.4f %8.4f\n", n, g->mean, g->frac_zero,
-                   g->frac_below[1], g->frac_below[2], g->gini, g->hoyer, s->alpha_entropy[n], s->alpha_cat[n][0],
-                   s->alpha_cat[n][1], s->alpha_cat[n][2]);
+                   g->frac_below[1], g->frac_below[2], g->gini, g->hoyer, h->entropy[n], h->cat[n][0], h->cat[n][1],
+                   h->cat[n][2]);
         }
-        printf("\n  mean α by block (rows) and KV head (columns):\n  %5s", "");
+        printf("\n  mean %s by block (rows) and KV head (columns):\n  %5s", y, "");
         for (int j = 0; j < s->n_kv_head && j < ANALYZE_MAX_HEADS; j++) printf(" %7s%-2d", "H", j);
         printf("\n");
         for (int n = 0; n < s->n_layer; n++) {
-            if (!s->gated[n]) continue;
+            if (!h->gated[n]) continue;
             printf("  %5d", n);
-            for (int j = 0; j < s->n_kv_head && j < ANALYZE_MAX_HEADS; j++) printf(" %9.4f", s->alpha_head_mean[n][j]);
+            for (int j = 0; j < s->n_kv_head && j < ANALYZE_MAX_HEADS; j++) printf(" %9.4f", h->head_mean[n][j]);
             printf("\n");
         }
-        printf("  α over every gated block: %.4f\n", s->alpha_mean);
+        printf("  %s over every gated block: %.4f\n", y, h->mean);
     }
-    if (s->has_lambda) {
+    if (s->has[GATE_LAMBDA]) {
         printf("\nResFormer coefficients by block\n  %5s %9s %9s\n", "block", "λ1", "λ2");
         for (int n = 0; n < s->n_layer; n++) printf("  %5d %9.4f %9.4f\n", n, s->lambda1[n], s->lambda2[n]);
     }
-    if (s->has_p) {
+    if (s->has[GATE_P]) {
         printf("\nTSA routing: active fraction α %.4f (TLOps saved %.1f %%) | expected depth %.3f blocks soft, "
                "%.3f hard, of %d\n",
                s->active_frac, 100.0 * (1.0 - s->active_frac) * (s->n_layer - 1) / s->n_layer, s->depth_soft,
@@ -77,7 +84,7 @@ static void an_print_summary(const char *run_id, const analyze_summary *s, const
             printf("  %5d %8.4f %8.3f %9.4f %9.4f %9.4f\n", n, s->p_mean[n], s->p_active[n], s->p_cat[n][0], s->p_cat[n][1],
                    s->p_cat[n][2]);
     }
-    if (s->has_exit) {
+    if (s->has[GATE_CONF]) {
         printf("\nEarly exit: mean max-softmax confidence by block\n");
         for (int n = 0; n < s->n_layer; n++) printf("  block %d: %.4f\n", n, s->conf_mean[n]);
     }

@@ -91,7 +91,7 @@ typedef struct {
     int *probe_tok, *probe_tg;
     float *probe_mask;
     uint8_t *probe_cat;
-    float *buf_alpha, *buf_lambda, *buf_p, *buf_conf;
+    float *gate_buf[GATE_COUNT]; /* each gate the model records, as the trace stores it (model/gatekind.h) */
     /* metrics waiting for the next registry write */
     gl_metric pending[64];
     char names[64][32];
@@ -177,13 +177,14 @@ static int setup_probe(run_ctx *c, char *err, size_t errlen) {
     c->probe_mask = malloc((size_t)c->P * sizeof(float));
     c->probe_cat = malloc((size_t)c->P);
     const gl_model_config *mc = &c->m.cfg;
-    c->buf_alpha = calloc((size_t)mc->n_layer * c->P * mc->n_kv_head, sizeof(float));
-    c->buf_lambda = calloc((size_t)mc->n_layer * 2, sizeof(float));
-    c->buf_p = calloc((size_t)(mc->n_layer > 1 ? mc->n_layer - 1 : 1) * c->P, sizeof(float));
-    c->buf_conf = calloc((size_t)mc->n_layer * c->P, sizeof(float));
+    int gates_ok = 1;
+    for (int g = 0; g < GATE_COUNT; g++)
+        if (gatekind_has(mc, (gl_gate)g)) {
+            c->gate_buf[g] = calloc(gatekind_size((gl_gate)g, mc->n_layer, mc->n_kv_head, c->P), sizeof(float));
+            gates_ok &= c->gate_buf[g] != NULL;
+        }
     uint8_t *bytes = malloc((size_t)c->P);
-    if (!c->probe_tok || !c->probe_tg || !c->probe_mask || !c->probe_cat || !c->buf_alpha ||
-        !c->buf_lambda || !c->buf_p || !c->buf_conf || !bytes) {
+    if (!c->probe_tok || !c->probe_tg || !c->probe_mask || !c->probe_cat || !gates_ok || !bytes) {
         free(bytes);
         snprintf(err, errlen, "out of memory for the probe batch");
         return -1;
@@ -202,23 +203,13 @@ static int setup_probe(run_ctx *c, char *err, size_t errlen) {
     return 0;
 }
 
-/* Run the probe batch and gather what the trace stores. */
+/* Run the probe batch and gather what the trace stores: every gate of the
+ * gate table that the model records, as the forward pass left it. */
 static void probe_pass(run_ctx *c) {
     gl_model *m = &c->m;
-    const gl_model_config *mc = &m->cfg;
-    const int L = mc->n_layer, Hkv = mc->n_kv_head, P = c->P;
     model_forward(m, c->probe_tok, c->probe_tg, c->probe_mask, c->probe_B, m->T);
-    for (int n = 0; n < L; n++) {
-        float *dst = c->buf_alpha + (size_t)n * P * Hkv;
-        if (mc->value_residual == VR_SATFORMER && config_layer_mixes_v1(mc, n))
-            memcpy(dst, m->A[n].gate, (size_t)P * Hkv * sizeof(float));
-        else
-            memset(dst, 0, (size_t)P * Hkv * sizeof(float));
-        model_resformer_lambda(m, n, &c->buf_lambda[2 * n], &c->buf_lambda[2 * n + 1]);
-        if (mc->depth_routing == DR_TSA && n >= 1) memcpy(c->buf_p + (size_t)(n - 1) * P, m->A[n].p, (size_t)P * sizeof(float));
-    }
-    if (mc->depth_routing == DR_EARLY_EXIT)
-        for (int n = 0; n < L; n++) memcpy(c->buf_conf + (size_t)n * P, m->exit_conf + (size_t)n * P, (size_t)P * sizeof(float));
+    for (int g = 0; g < GATE_COUNT; g++)
+        if (c->gate_buf[g]) gatekind_copy(m, (gl_gate)g, c->gate_buf[g]);
 }
 
 /* GATELAB_KILL_AFTER_CKPT=N (fault injection for the tests): once the
@@ -248,10 +239,7 @@ static void ctx_free(run_ctx *c) {
     free(c->probe_tg);
     free(c->probe_mask);
     free(c->probe_cat);
-    free(c->buf_alpha);
-    free(c->buf_lambda);
-    free(c->buf_p);
-    free(c->buf_conf);
+    for (int g = 0; g < GATE_COUNT; g++) free(c->gate_buf[g]);
 }
 
 static void fmt_eta(char *out, size_t n, double s) {
@@ -284,12 +272,8 @@ static int evaluate_now(run_ctx *c, double train_loss, char *err, size_t errlen)
     if (c->trace) {
         double t0 = now_s();
         probe_pass(c);
-        const gl_model_config *mc = &m->cfg;
-        if (trace_append(c->trace, step, (float)train_loss, (float)r.loss,
-                         mc->value_residual == VR_SATFORMER ? c->buf_alpha : NULL,
-                         mc->value_residual == VR_RESFORMER ? c->buf_lambda : NULL,
-                         mc->depth_routing == DR_TSA ? c->buf_p : NULL,
-                         mc->depth_routing == DR_EARLY_EXIT ? c->buf_conf : NULL, err, errlen))
+        if (trace_append(c->trace, step, (float)train_loss, (float)r.loss, (const float *const *)c->gate_buf, err,
+                         errlen))
             return -1;
         c->trace_s += now_s() - t0;
     }
@@ -445,11 +429,8 @@ static int setup_trace(run_ctx *c, const gl_train_opts *o, char *err, size_t err
                         .n_kv_head = mc.n_kv_head,
                         .n_router = mc.depth_routing == DR_TSA ? mc.n_layer - 1 : 0,
                         .n_probe = c->P,
-                        .has_alpha = mc.value_residual == VR_SATFORMER,
-                        .has_lambda = mc.value_residual == VR_RESFORMER,
-                        .has_p = mc.depth_routing == DR_TSA,
-                        .has_exit = mc.depth_routing == DR_EARLY_EXIT,
                         .config_ini = c->config_ini};
+    for (int g = 0; g < GATE_COUNT; g++) td.has[g] = gatekind_has(&mc, (gl_gate)g);
     return o->resume && access(c->trace_path, F_OK) == 0
                ? trace_reopen(&c->trace, c->trace_path, c->st.step, err, errlen)
                : trace_create(&c->trace, c->trace_path, &td, c->probe_tok, c->probe_cat, err, errlen);

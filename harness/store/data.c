@@ -233,7 +233,7 @@ static int open_task(gl_dataset *ds, char *err, size_t errlen) {
     ds->vocab = malloc((size_t)V);
     if (!ds->vocab) {
         snprintf(err, errlen, "data: out of memory for the vocabulary of data.task = %s (%d ids)",
-                 manifest_task_name(ds->task), V);
+                 task_name(ds->task), V);
         return -1;
     }
     ds->vocab_size = V;
@@ -347,7 +347,7 @@ int data_encode(const gl_dataset *ds, const uint8_t *bytes, size_t n, int *ids, 
             snprintf(err, errlen,
                      "byte %s (0x%02x) at offset %zu is not in the vocabulary of %s (%d symbols)",
                      shown, bytes[i], i,
-                     ds->task == TASK_TEXT ? ds->path : manifest_task_name(ds->task),
+                     ds->task == TASK_TEXT ? ds->path : task_name(ds->task),
                      ds->vocab_size);
             return -1;
         }

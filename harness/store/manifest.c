@@ -152,12 +152,6 @@ static const struct {
 /* The five keys a named scale sets, in scales.ini order. */
 static const char *const scale_keys[5] = {"d_model", "n_layer", "n_head", "n_kv_head", "d_ff"};
 
-static const char *const task_names[] = {"text", "copy", "sort", "mqar"};
-
-const char *manifest_task_name(gl_task t) {
-    return ((int)t >= 0 && (int)t < 4) ? task_names[t] : "unknown";
-}
-
 static int find_key(const char *section, const char *name) {
     for (int i = 0; i < N_KEYS; i++)
         if (!strcmp(keys[i].section, section) && !strcmp(keys[i].name, name)) return i;
@@ -229,19 +223,19 @@ static const char *enum_name(int en, int v) {
     case EN_DR: return config_depth_routing_name((gl_depth_routing)v);
     case EN_EE: return config_exit_weighting_name((gl_exit_weighting)v);
     case EN_CL: return config_cross_layer_name((gl_cross_layer)v);
-    case EN_TASK: return manifest_task_name((gl_task)v);
+    case EN_TASK: return task_name((gl_task)v);
     }
     return "unknown";
 }
 
 static int enum_count(int en) {
     switch (en) {
-    case EN_VR: return 3;
-    case EN_RF: return 3;
-    case EN_DR: return 3;
-    case EN_EE: return 2;
-    case EN_CL: return 4;
-    case EN_TASK: return 4;
+    case EN_VR: return VR_COUNT;
+    case EN_RF: return RF_COUNT;
+    case EN_DR: return DR_COUNT;
+    case EN_EE: return EE_COUNT;
+    case EN_CL: return CL_COUNT;
+    case EN_TASK: return TASK_COUNT;
     }
     return 0;
 }
@@ -1071,7 +1065,7 @@ static int ctx_finish(load_ctx *c) {
         msgf(c->err, c->errlen,
                  "%s: model.vocab_size (%d) does not match data.task = %s, which has %d ids; set "
                  "it to 0 (taken from the task)",
-                 origin, mf->model.vocab_size, manifest_task_name(mf->data.task),
+                 origin, mf->model.vocab_size, task_name(mf->data.task),
                  task_vocab_size(&mf->data));
         return -1;
     }

@@ -18,26 +18,9 @@
 #include <stdint.h>
 
 #include "model/config.h"
+#include "tasks.h" /* gl_task, gl_data_config, GL_PATH_MAX */
 
-#define GL_PATH_MAX 1024
 #define GL_SWEEP_MAX_KEYS 16
-
-typedef enum { TASK_TEXT = 0, TASK_COPY, TASK_SORT, TASK_MQAR } gl_task;
-
-typedef struct {
-    gl_task task;
-    char file[GL_PATH_MAX]; /* text task: file name, resolved against $GATELAB_DATA (default "data/")
-                               unless absolute or starting with "./" */
-    float train_frac;       /* 0.9 */
-    float val_frac;         /* 0.1 (enwik8: 0.05; the rest is test) */
-    /* synthetic tasks */
-    int seq_items;          /* copy/sort: items per sequence (10) */
-    int n_symbols;          /* copy/sort: distinct item symbols (16) */
-    int mqar_pairs;         /* mqar: key-value pairs per sequence (8) */
-    int mqar_queries;       /* mqar: queries per sequence (4) */
-    int mqar_keys;          /* mqar: key vocabulary size (32) */
-    int mqar_values;        /* mqar: value vocabulary size (32) */
-} gl_data_config;
 
 typedef struct {
     int steps;              /* optimiser steps */
@@ -65,7 +48,7 @@ typedef struct {
 } gl_log_config;
 
 typedef struct {
-    char key[64];              /* "section.key", e.g. "train.tsa_lambda" or "scale" */
+    char key[64];              /* "section.key", e.g. "model.tsa_lambda" or "scale" */
     char values[1024];         /* the comma list as written */
     int line;                  /* line in the manifest */
 } gl_sweep_axis;
@@ -103,7 +86,5 @@ char *manifest_to_ini(const gl_manifest *mf);
 
 /* FNV-1a 64-bit hash of the model section's canonical text (checkpoints must match it). */
 uint64_t manifest_model_hash(const gl_manifest *mf);
-
-const char *manifest_task_name(gl_task t);
 
 #endif

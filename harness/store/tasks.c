@@ -24,12 +24,19 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#define GL_TASK_NAME(id, name) [id] = name,
+static const char *const task_names[] = {GL_TASKS(GL_TASK_NAME)};
+#undef GL_TASK_NAME
+_Static_assert(sizeof task_names / sizeof task_names[0] == TASK_COUNT, "one name per task");
+
+const char *task_name(gl_task t) { return (int)t >= 0 && (int)t < TASK_COUNT ? task_names[t] : "unknown"; }
+
 static const char alnum[] = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
 static const char letters[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
 static const char valsyms[] = "0123456789!#$%&*+-/<=>?@^~";
 
 int task_check(const gl_data_config *dc, int T, char *err, size_t errlen) {
-    const char *name = manifest_task_name(dc->task);
+    const char *name = task_name(dc->task);
     switch (dc->task) {
     case TASK_TEXT:
         return 0;

@@ -4,6 +4,8 @@
  * data.c serves them through the gl_dataset interface (data.h); this header is
  * the layer below, used by data.c, by manifest.c (to refuse a seq_len that
  * cannot hold a sequence while the line number is still known) and by tests.
+ * It owns the [data] section's struct, so that manifest.h includes this
+ * header and not the other way round.
  * Exact formats, vocabulary layout and the evaluation seeds: docs/tasks.md.
  *
  * Vocabulary layout (ids):
@@ -17,7 +19,36 @@
 #include <stdint.h>
 
 #include "model/rng.h"
-#include "manifest.h"
+
+/* Longest path anywhere in the harness (data files, run folders, results). */
+#define GL_PATH_MAX 1024
+
+/* The tasks: X(IDENTIFIER, "manifest name"), in enum order. */
+#define GL_TASKS(X) X(TASK_TEXT, "text") X(TASK_COPY, "copy") X(TASK_SORT, "sort") X(TASK_MQAR, "mqar")
+#define GL_TASK_ID(id, name) id,
+#define GL_TASK_ONE(id, name) +1
+typedef enum { GL_TASKS(GL_TASK_ID) } gl_task;
+enum { TASK_COUNT = 0 GL_TASKS(GL_TASK_ONE) };
+#undef GL_TASK_ID
+#undef GL_TASK_ONE
+
+typedef struct {
+    gl_task task;
+    char file[GL_PATH_MAX]; /* text task: file name, resolved against $GATELAB_DATA (default "data/")
+                               unless absolute or starting with "./" */
+    float train_frac;       /* 0.9 */
+    float val_frac;         /* 0.1 (enwik8: 0.05; the rest is test) */
+    /* synthetic tasks */
+    int seq_items;          /* copy/sort: items per sequence (10) */
+    int n_symbols;          /* copy/sort: distinct item symbols (16) */
+    int mqar_pairs;         /* mqar: key-value pairs per sequence (8) */
+    int mqar_queries;       /* mqar: queries per sequence (4) */
+    int mqar_keys;          /* mqar: key vocabulary size (32) */
+    int mqar_values;        /* mqar: value vocabulary size (32) */
+} gl_data_config;
+
+/* "text", "copy", "sort", "mqar"; "unknown" out of range. */
+const char *task_name(gl_task t);
 
 /* Evaluation windows per split of a synthetic task (val and test). */
 #define TASK_EVAL_WINDOWS 256

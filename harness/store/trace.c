@@ -26,6 +26,9 @@
  * (HDF5_USE_FILE_LOCKING=TRUE) and a reader holds a lock, the append retries
  * for about a second, then fails naming the file.
  *
+ * Which gates a trace holds, their paths, axes and shapes come from the gate
+ * table (model/gatekind.h): this file names no gate.
+ *
  * Not here: choosing the probe batch or computing gates (the training loop
  * gathers them from the model's activations), analyses, the checkpoint.
  * This file and export.c are the only ones that include hdf5.h.
@@ -44,24 +47,31 @@
 
 #include "categories.h"
 
-enum { TR_STEP = 0, TR_TRAIN, TR_VAL, TR_ALPHA, TR_LAMBDA, TR_P, TR_CONF, TR_N };
+/* Datasets: the three per-step scalars, then one per gate kind (k = TR_GATE0 + g). */
+enum { TR_STEP = 0, TR_TRAIN, TR_VAL, TR_GATE0, TR_N = TR_GATE0 + GATE_COUNT };
 
 typedef struct {
     const char *group; /* NULL: root */
     const char *name;
-    const char *axes;  /* stored as the dataset's "axes" attribute */
+    char axes[64];     /* stored as the dataset's "axes" attribute, e.g. "step,layer,token,kv_head" */
     int rank;          /* including the step axis */
 } tr_spec;
 
-static const tr_spec tr_specs[TR_N] = {
-    {NULL, "step", "step", 1},
-    {"loss", "train", "step", 1},
-    {"loss", "val", "step", 1},
-    {"sat", "alpha", "step,layer,token,kv_head", 4},
-    {"resformer", "lambda", "step,layer,coef", 3},
-    {"tsa", "p", "step,router,token", 3},
-    {"exit", "confidence", "step,layer,token", 3},
-};
+/* The specs of dataset k (the gates' from model/gatekind.h). */
+static tr_spec tr_spec_of(int k) {
+    static const tr_spec scalars[TR_GATE0] = {
+        {NULL, "step", "step", 1}, {"loss", "train", "step", 1}, {"loss", "val", "step", 1}};
+    if (k < TR_GATE0) return scalars[k];
+    const gl_gate_info *gi = &gatekind_info[k - TR_GATE0];
+    tr_spec sp = {gi->group, gi->dataset, "step", 1};
+    for (int i = 0; i < 3; i++)
+        if (gi->axis[i] != GAX_NONE) {
+            size_t len = strlen(sp.axes);
+            snprintf(sp.axes + len, sizeof sp.axes - len, ",%s", gatekind_axis_name(gi->axis[i]));
+            sp.rank++;
+        }
+    return sp;
+}
 
 /* Chunk length of the 1-D per-step datasets (a row there is one number, so
  * one row per chunk would spend more on the index than on the data). */
@@ -160,25 +170,15 @@ fail:
 
 /* ------------------------------------------------------------- helpers */
 
-static int tr_has(const gl_trace_desc *d, int k) {
-    switch (k) {
-    case TR_ALPHA: return d->has_alpha;
-    case TR_LAMBDA: return d->has_lambda;
-    case TR_P: return d->has_p;
-    case TR_CONF: return d->has_exit;
-    default: return 1;
-    }
-}
+static int tr_has(const gl_trace_desc *d, int k) { return k < TR_GATE0 ? 1 : d->has[k - TR_GATE0]; }
 
 /* Dimensions of one row (everything after the step axis); returns their count. */
 static int tr_row_dims(const gl_trace_desc *d, int k, hsize_t *dims) {
-    switch (k) {
-    case TR_ALPHA: dims[0] = (hsize_t)d->n_layer; dims[1] = (hsize_t)d->n_probe; dims[2] = (hsize_t)d->n_kv_head; return 3;
-    case TR_LAMBDA: dims[0] = (hsize_t)d->n_layer; dims[1] = 2; return 2;
-    case TR_P: dims[0] = (hsize_t)d->n_router; dims[1] = (hsize_t)d->n_probe; return 2;
-    case TR_CONF: dims[0] = (hsize_t)d->n_layer; dims[1] = (hsize_t)d->n_probe; return 2;
-    default: return 0;
-    }
+    if (k < TR_GATE0) return 0;
+    long ld[3];
+    int r = gatekind_dims((gl_gate)(k - TR_GATE0), d->n_layer, d->n_kv_head, d->n_probe, ld);
+    for (int i = 0; i < r; i++) dims[i] = (hsize_t)(ld[i] > 0 ? ld[i] : 0);
+    return r;
 }
 
 static size_t tr_row_size(const gl_trace_desc *d, int k) {
@@ -190,8 +190,9 @@ static size_t tr_row_size(const gl_trace_desc *d, int k) {
 }
 
 static void tr_dataset_path(int k, char *out, size_t n) {
-    if (tr_specs[k].group) snprintf(out, n, "/%s/%s", tr_specs[k].group, tr_specs[k].name);
-    else snprintf(out, n, "/%s", tr_specs[k].name);
+    const tr_spec sp = tr_spec_of(k);
+    if (sp.group) snprintf(out, n, "/%s/%s", sp.group, sp.name);
+    else snprintf(out, n, "/%s", sp.name);
 }
 
 static int tr_attr_str(hid_t obj, const char *name, const char *value) {
@@ -288,9 +289,10 @@ static hid_t tr_create_dataset(hid_t file, const gl_trace_desc *d, int k) {
     hid_t ds = H5I_INVALID_HID, space = H5I_INVALID_HID, dcpl = H5I_INVALID_HID, loc = H5I_INVALID_HID;
     hsize_t dims[4] = {0}, maxdims[4], chunk[4];
     hsize_t row[3];
+    const tr_spec sp = tr_spec_of(k);
     int r = tr_row_dims(d, k, row);
     int rank = r + 1;
-    assert(rank == tr_specs[k].rank);
+    assert(rank == sp.rank);
     maxdims[0] = H5S_UNLIMITED;
     chunk[0] = rank == 1 ? TR_SCALAR_CHUNK : 1;
     for (int i = 0; i < r; i++) dims[i + 1] = maxdims[i + 1] = chunk[i + 1] = row[i];
@@ -304,20 +306,21 @@ static hid_t tr_create_dataset(hid_t file, const gl_trace_desc *d, int k) {
         int64_t fill = -1;
         if (H5Pset_fill_value(dcpl, H5T_NATIVE_INT64, &fill) < 0) goto cleanup;
     }
-    if (tr_specs[k].group) {
-        htri_t ex = H5Lexists(file, tr_specs[k].group, H5P_DEFAULT);
+    if (sp.group) {
+        htri_t ex = H5Lexists(file, sp.group, H5P_DEFAULT);
         if (ex < 0) goto cleanup;
-        loc = ex ? H5Gopen2(file, tr_specs[k].group, H5P_DEFAULT)
-                 : H5Gcreate2(file, tr_specs[k].group, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+        loc = ex ? H5Gopen2(file, sp.group, H5P_DEFAULT)
+                 : H5Gcreate2(file, sp.group, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
         if (loc < 0) goto cleanup;
     }
-    ds = H5Dcreate2(loc >= 0 ? loc : file, tr_specs[k].name, tr_file_type(k), space, H5P_DEFAULT, dcpl,
-                    H5P_DEFAULT);
+    ds = H5Dcreate2(loc >= 0 ? loc : file, sp.name, tr_file_type(k), space, H5P_DEFAULT, dcpl, H5P_DEFAULT);
     if (ds < 0) goto cleanup;
-    if (tr_attr_str(ds, "axes", tr_specs[k].axes) < 0) goto fail;
+    if (tr_attr_str(ds, "axes", sp.axes) < 0) goto fail;
     if ((k == TR_TRAIN || k == TR_VAL) && tr_attr_str(ds, "units", "nats per token") < 0) goto fail;
     if (k == TR_STEP && tr_attr_str(ds, "units", "completed optimiser steps") < 0) goto fail;
-    if (k == TR_LAMBDA && tr_attr_str(ds, "coef", "lambda1,lambda2") < 0) goto fail;
+    if (k >= TR_GATE0 && gatekind_info[k - TR_GATE0].coef &&
+        tr_attr_str(ds, "coef", gatekind_info[k - TR_GATE0].coef) < 0)
+        goto fail;
     goto cleanup;
 fail:
     H5Dclose(ds);
@@ -351,12 +354,15 @@ cleanup:
 static int tr_check_desc(const char *path, const gl_trace_desc *d, char *err, size_t errlen) {
     const char *bad = NULL;
     if (d->n_layer < 1) bad = "n_layer must be at least 1";
-    else if (d->has_alpha && d->n_kv_head < 1) bad = "n_kv_head must be at least 1 when alpha is traced";
-    else if (d->has_p && d->n_router != d->n_layer - 1) bad = "n_router must be n_layer-1 when p is traced";
-    else if (d->has_p && d->n_router < 1) bad = "TSA traces need n_layer >= 2";
     else if (d->n_probe < 0) bad = "n_probe must not be negative";
-    else if ((d->has_alpha || d->has_p || d->has_exit) && d->n_probe < 1)
-        bad = "gate traces need a probe batch (set log.probe_windows >= 1)";
+    for (int g = 0; g < GATE_COUNT && !bad; g++) {
+        if (!d->has[g]) continue;
+        const gl_gate_info *gi = &gatekind_info[g];
+        if (gi->axis[2] == GAX_KV_HEAD && d->n_kv_head < 1) bad = "n_kv_head must be at least 1 for a per-head gate";
+        else if (gi->axis[0] == GAX_ROUTER && d->n_router != d->n_layer - 1) bad = "n_router must be n_layer-1 when p is traced";
+        else if (gi->axis[0] == GAX_ROUTER && d->n_router < 1) bad = "TSA traces need n_layer >= 2";
+        else if (gi->axis[1] == GAX_TOKEN && d->n_probe < 1) bad = "gate traces need a probe batch (set log.probe_windows >= 1)";
+    }
     if (bad) {
         snprintf(err, errlen, "%s: cannot create trace: %s", path, bad);
         return -1;
@@ -603,8 +609,8 @@ cleanup:
     return rc;
 }
 
-int trace_append(gl_trace *t, long step, float train_loss, float val_loss, const float *alpha,
-                 const float *lambda, const float *p, const float *conf, char *err, size_t errlen) {
+int trace_append(gl_trace *t, long step, float train_loss, float val_loss, const float *const gates[GATE_COUNT],
+                 char *err, size_t errlen) {
     assert(t);
     tr_quiet();
     const void *bufs[TR_N];
@@ -612,10 +618,7 @@ int trace_append(gl_trace *t, long step, float train_loss, float val_loss, const
     bufs[TR_STEP] = &step64;
     bufs[TR_TRAIN] = &train_loss;
     bufs[TR_VAL] = &val_loss;
-    bufs[TR_ALPHA] = alpha;
-    bufs[TR_LAMBDA] = lambda;
-    bufs[TR_P] = p;
-    bufs[TR_CONF] = conf;
+    for (int g = 0; g < GATE_COUNT; g++) bufs[TR_GATE0 + g] = gates ? gates[g] : NULL;
     if (step <= t->last_step) {
         snprintf(err, errlen, "%s: step %ld is not after the last traced step %ld", t->path, step, t->last_step);
         return -1;
@@ -643,10 +646,7 @@ void trace_data_free(gl_trace_data *d) {
     free(d->step);
     free(d->train_loss);
     free(d->val_loss);
-    free(d->alpha);
-    free(d->lambda);
-    free(d->p);
-    free(d->conf);
+    for (int g = 0; g < GATE_COUNT; g++) free(d->gate[g]);
     free(d->probe_tokens);
     free(d->probe_category);
     free(d->config_ini);
@@ -655,8 +655,9 @@ void trace_data_free(gl_trace_data *d) {
 
 /* 1 if /group/name exists, 0 if not, -1 on error. */
 static int tr_exists(hid_t file, int k) {
-    if (tr_specs[k].group) {
-        htri_t g = H5Lexists(file, tr_specs[k].group, H5P_DEFAULT);
+    const tr_spec sp = tr_spec_of(k);
+    if (sp.group) {
+        htri_t g = H5Lexists(file, sp.group, H5P_DEFAULT);
         if (g <= 0) return g < 0 ? -1 : 0;
     }
     char name[64];
@@ -797,7 +798,7 @@ int trace_read(const char *path, gl_trace_data *out, char *err, size_t errlen) {
         ds[k] = H5Dopen2(f, name, H5P_DEFAULT);
         hid_t sp = ds[k] >= 0 ? H5Dget_space(ds[k]) : H5I_INVALID_HID;
         int rank = sp >= 0 ? H5Sget_simple_extent_ndims(sp) : -1;
-        if (rank == tr_specs[k].rank) H5Sget_simple_extent_dims(sp, dims[k], NULL);
+        if (rank == tr_spec_of(k).rank) H5Sget_simple_extent_dims(sp, dims[k], NULL);
         if (sp >= 0) H5Sclose(sp);
         if (ds[k] < 0 || rank < 0) {
             tr_fail(err, errlen, path, "H5Dopen2/H5Dget_space", name);
@@ -815,10 +816,7 @@ int trace_read(const char *path, gl_trace_data *out, char *err, size_t errlen) {
         if (first || dims[k][0] < S) S = dims[k][0];
         first = 0;
     }
-    d.has_alpha = ds[TR_ALPHA] >= 0;
-    d.has_lambda = ds[TR_LAMBDA] >= 0;
-    d.has_p = ds[TR_P] >= 0;
-    d.has_exit = ds[TR_CONF] >= 0;
+    for (int g = 0; g < GATE_COUNT; g++) d.has[g] = ds[TR_GATE0 + g] >= 0;
 
     for (int k = 0; k < TR_N; k++) {
         if (ds[k] < 0) continue;
@@ -830,7 +828,7 @@ int trace_read(const char *path, gl_trace_data *out, char *err, size_t errlen) {
             goto cleanup;
         }
         hid_t mtype = k == TR_STEP ? H5T_NATIVE_INT64 : H5T_NATIVE_FLOAT;
-        if (tr_read_rows(ds[k], tr_specs[k].rank, dims[k], S, mtype, bufs[k]) < 0) {
+        if (tr_read_rows(ds[k], tr_spec_of(k).rank, dims[k], S, mtype, bufs[k]) < 0) {
             char name[64];
             tr_dataset_path(k, name, sizeof name);
             tr_fail(err, errlen, path, "H5Dread", name);
@@ -850,10 +848,7 @@ int trace_read(const char *path, gl_trace_data *out, char *err, size_t errlen) {
     for (hsize_t i = 0; i < good; i++) out->step[i] = (long)st[i];
     out->train_loss = bufs[TR_TRAIN];
     out->val_loss = bufs[TR_VAL];
-    out->alpha = bufs[TR_ALPHA];
-    out->lambda = bufs[TR_LAMBDA];
-    out->p = bufs[TR_P];
-    out->conf = bufs[TR_CONF];
+    for (int g = 0; g < GATE_COUNT; g++) out->gate[g] = bufs[TR_GATE0 + g];
     for (int k = TR_TRAIN; k < TR_N; k++) bufs[k] = NULL;
     rc = 0;
 cleanup:
@@ -884,9 +879,9 @@ int trace_reopen(gl_trace **out, const char *path, long last_step, char *err, si
     }
     gl_trace_desc d = {
         .n_layer = old.n_layer, .n_kv_head = old.n_kv_head, .n_router = old.n_router, .n_probe = old.n_probe,
-        .has_alpha = old.alpha != NULL, .has_lambda = old.lambda != NULL, .has_p = old.p != NULL,
-        .has_exit = old.conf != NULL, .config_ini = old.config_ini,
+        .config_ini = old.config_ini,
     };
+    for (int g = 0; g < GATE_COUNT; g++) d.has[g] = old.gate[g] != NULL;
     if (trace_create(&t, tmp, &d, old.probe_tokens, old.probe_category, err, errlen) != 0) goto cleanup;
     /* the rows to keep, written in one append; steps are strictly increasing
      * in a trace this file wrote, check anyway since appends rely on it */
@@ -906,7 +901,8 @@ int trace_reopen(gl_trace **out, const char *path, long last_step, char *err, si
             goto cleanup;
         }
         for (long i = 0; i < keep; i++) steps[i] = old.step[i];
-        const void *bufs[TR_N] = {NULL, old.train_loss, old.val_loss, old.alpha, old.lambda, old.p, old.conf};
+        const void *bufs[TR_N] = {NULL, old.train_loss, old.val_loss};
+        for (int g = 0; g < GATE_COUNT; g++) bufs[TR_GATE0 + g] = old.gate[g];
         if (tr_append_rows(t, keep, steps, bufs, err, errlen) != 0) goto cleanup;
     }
     if (rename(tmp, path) != 0) {

@@ -17,6 +17,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "model/gatekind.h"
+
 #define TRACE_SCHEMA_VERSION 1
 
 typedef struct gl_trace gl_trace;
@@ -24,7 +26,7 @@ typedef struct gl_trace gl_trace;
 typedef struct {
     int n_layer, n_kv_head, n_router; /* n_router = L-1 for TSA, else 0 */
     int n_probe;                      /* P probe tokens = probe windows × T */
-    int has_alpha, has_lambda, has_p, has_exit;
+    int has[GATE_COUNT];              /* 1: the trace records gate g (model/gatekind.h) */
     const char *config_ini;           /* stored as a UTF-8 root attribute (may be NULL) */
 } gl_trace_desc;
 
@@ -46,19 +48,17 @@ int trace_create(gl_trace **out, const char *path, const gl_trace_desc *d, const
 int trace_reopen(gl_trace **out, const char *path, long last_step, char *err, size_t errlen);
 
 /* Append one evaluation: step (strictly greater than the last one), losses in
- * nats/token (NaN where not measured) and the gate arrays the trace has:
- *   alpha  (L, P, Hkv)  SATFormer gate per layer, probe token, KV head
- *   lambda (L, 2)       ResFormer (λ1, λ2) per layer
- *   p      (L-1, P)     TSA halting probability per router, probe token
- *   conf   (L, P)       early-exit confidence per layer, probe token
- * An array the trace does not have is ignored (may be NULL); one it has must
- * not be NULL.  Opens the file (SWMR write, without file locking, so readers
- * holding it open do not block the append), extends every dataset by one row,
- * writes it (/step last), flushes and closes the file.  Fails if the file has
- * rows this handle did not write (another writer).  Returns 0, or -1 with a
- * message naming path, step and operation. */
-int trace_append(gl_trace *t, long step, float train_loss, float val_loss, const float *alpha,
-                 const float *lambda, const float *p, const float *conf, char *err, size_t errlen);
+ * nats/token (NaN where not measured) and gates[g] for every gate the trace
+ * has, laid out as gatekind_dims(g, L, Hkv, P) says (e.g. α (L, P, Hkv),
+ * λ (L, 2), p (L−1, P), confidence (L, P)); entries of gates the trace does
+ * not have are ignored (may be NULL), one it has must not be NULL.  Opens the
+ * file (SWMR write, without file locking, so readers holding it open do not
+ * block the append), extends every dataset by one row, writes it (/step
+ * last), flushes and closes the file.  Fails if the file has rows this handle
+ * did not write (another writer).  Returns 0, or -1 with a message naming
+ * path, step and operation. */
+int trace_append(gl_trace *t, long step, float train_loss, float val_loss, const float *const gates[GATE_COUNT],
+                 char *err, size_t errlen);
 
 /* Rows written so far, and the step of the last one (-1 if none). */
 long trace_n_steps(const gl_trace *t);
@@ -74,10 +74,7 @@ typedef struct {
     long *step;                /* (S) completed optimiser steps at each evaluation */
     float *train_loss;         /* (S) nats/token */
     float *val_loss;           /* (S) nats/token */
-    float *alpha;              /* (S, L, P, Hkv) or NULL */
-    float *lambda;             /* (S, L, 2) or NULL */
-    float *p;                  /* (S, L-1, P) or NULL */
-    float *conf;               /* (S, L, P) or NULL */
+    float *gate[GATE_COUNT];   /* (S, gatekind_dims(g, L, Hkv, P)) or NULL: e.g. α (S, L, P, Hkv) */
     int *probe_tokens;         /* (P) */
     uint8_t *probe_category;   /* (P) 0 structural, 1 functional, 2 semantic */
     char *config_ini;          /* NUL-terminated ("" if none) */

@@ -22,7 +22,9 @@
  *
  * usage: bench_gatelab [--steps N] [--warmup N] [--batch B] [--scale s|m] [--variants a,b,…]
  *                      [--no-sgemm] [--db PATH --tag TAG]
- *        variants: base resformer satformer tsa early_exit denseformer hyper mudd sparse
+ *        variants: base, any value_residual, depth_routing or cross_layer name
+ *        of model/variants.h (resformer satformer tsa early_exit denseformer
+ *        hyper mudd ...), and sparse
  *        (sparse: TSA inference at batch 64 with p forced to give α ≈ 0.73 and
  *        0.5, dense vs sparse tokens/s and the ideal speed-up from FFN FLOPs)
  */
@@ -271,16 +273,11 @@ int main(int argc, char **argv) {
             run_sparse(64, 1, steps > 5 ? 5 : steps, 0.5);
             continue;
         }
-        gl_model_config c = base;
-        if (!strcmp(v, "resformer")) c.value_residual = VR_RESFORMER;
-        else if (!strcmp(v, "satformer")) c.value_residual = VR_SATFORMER;
-        else if (!strcmp(v, "tsa")) c.depth_routing = DR_TSA;
-        else if (!strcmp(v, "early_exit")) c.depth_routing = DR_EARLY_EXIT;
-        else if (!strcmp(v, "denseformer")) c.cross_layer = CL_DENSEFORMER;
-        else if (!strcmp(v, "hyper")) c.cross_layer = CL_HYPER; /* hc_expansion 4 */
-        else if (!strcmp(v, "mudd")) c.cross_layer = CL_MUDD;
-        else if (strcmp(v, "base")) {
-            fprintf(stderr, "bench: unknown variant %s\n", v);
+        gl_model_config c = base; /* hyper: hc_expansion 4 */
+        if (strcmp(v, "base") && strcmp(v, "none") && config_parse_value_residual(v, &c.value_residual) &&
+            config_parse_depth_routing(v, &c.depth_routing) && config_parse_cross_layer(v, &c.cross_layer)) {
+            fprintf(stderr, "bench: unknown variant %s (base, sparse, or a value_residual, depth_routing or "
+                            "cross_layer name)\n", v);
             return 2;
         }
         result r = run_variant(c, B, warmup, steps);

@@ -1,0 +1,267 @@
+/*
+ * valueres.c — the value residual of blocks n >= 1 (DESIGN.md "Model",
+ * "Value residual"; docs/model.md): v' = f(v, V1) with V1 = block 0's v.
+ *
+ *   none        v' = v
+ *   resformer   v' = λ1ₙ·V1 + λ2ₙ·v   (plus: λ1ₙ = s·softmax(ℓ)ₙ; learnable; identity)
+ *   satformer   v'ₜ,ⱼ = vₜ,ⱼ + αₜ,ⱼ·V1ₜ,ⱼ,  αₜ,ⱼ = ReLU(x Wα)ⱼ per token and KV head
+ *   headgate    v'ₜ,ⱼ = vₜ,ⱼ + gₙ,ⱼ·V1ₜ,ⱼ,  gₙ,ⱼ a learned scalar per block and KV head,
+ *               the same for every token: SATFormer's head-specificity without
+ *               its token-dependence (docs/model.md)
+ *
+ * Gated variants write their gate per (token, KV head) into A[n].gate and
+ * share the mixing v' = v + gate·V1 (gate_mix_*); the gate is what the trace
+ * records and what model_set_gate_override fixes.  A variant is one case in
+ * vr_forward and vr_backward (the compiler lists a missing one) plus its rows
+ * in variants.h.
+ *
+ * Deliberately not here: the projections that make v and V1 (model.c), I/O.
+ * Scalar gradients (λ's) are sums over every token in double, serially, so
+ * they repeat bit for bit.
+ */
+#include "valueres.h"
+
+#include <assert.h>
+#include <math.h>
+#include <string.h>
+
+#include "crosslayer.h"
+#include "ops.h"
+
+/* ------------------------------------------------------------------------ */
+/* helpers                                                                  */
+
+static int n_mixing(const gl_model_config *c) {
+    int k = 0;
+    for (int n = 0; n < c->n_layer; n++) k += config_layer_mixes_v1(c, n);
+    return k;
+}
+
+static int mixing_index(const gl_model_config *c, int n) {
+    int k = 0;
+    for (int i = 0; i < n; i++) k += config_layer_mixes_v1(c, i);
+    return k;
+}
+
+/* Override of the gate of (block n, KV head j). */
+static gl_gate_mode gate_mode(const gl_model *m, int n, int j) {
+    return m->have_overrides ? m->ov.gate_mode[n * m->cfg.n_kv_head + j] : GATE_FREE;
+}
+
+static float gate_value(const gl_model *m, int n, int j) { return m->ov.gate_value[n * m->cfg.n_kv_head + j]; }
+
+void model_resformer_lambda(const gl_model *m, int n, float *lambda1, float *lambda2) {
+    const gl_model_config *c = &m->cfg;
+    *lambda1 = 0.0f;
+    *lambda2 = 1.0f;
+    if (c->value_residual != VR_RESFORMER || !config_layer_mixes_v1(c, n)) return;
+    const gl_block_params *b = &m->P.layer[n];
+    switch (c->resformer_variant) {
+    case RF_PLUS: {
+        int M = n_mixing(c), i = mixing_index(c, n);
+        const float *l = m->P.rf_logits;
+        float mx = l[0];
+        for (int k = 1; k < M; k++) mx = l[k] > mx ? l[k] : mx;
+        double s = 0.0;
+        for (int k = 0; k < M; k++) s += exp((double)l[k] - mx);
+        *lambda1 = (float)(m->P.rf_scale[0] * exp((double)l[i] - mx) / s);
+        *lambda2 = b->lambda2[0];
+        break;
+    }
+    case RF_LEARNABLE:
+        *lambda1 = b->lambda1[0];
+        *lambda2 = b->lambda2[0];
+        break;
+    case RF_IDENTITY:
+        *lambda1 = 0.5f;
+        *lambda2 = 0.5f;
+        break;
+    }
+    if (m->have_overrides && m->ov.lambda1_mode[n] == GATE_CONST) *lambda1 = m->ov.lambda1_value[n];
+}
+
+/* ------------------------------------------------------------------------ */
+/* gated mixing: v' = v + gate·V1 per (token, KV head)                      */
+
+static void gate_mix_forward(gl_model *m, int n, int N) {
+    gl_block_acts *a = &m->A[n];
+    const int Hkv = m->cfg.n_kv_head, hd = m->hd, kd = Hkv * hd;
+    const float *V1 = m->A[0].v;
+#pragma omp parallel for schedule(static)
+    for (int t = 0; t < N; t++)
+        for (int j = 0; j < Hkv; j++) {
+            const float g = a->gate[(size_t)t * Hkv + j];
+            const float *v = a->v + (size_t)t * kd + (size_t)j * hd;
+            const float *v1 = V1 + (size_t)t * kd + (size_t)j * hd;
+            float *o = a->vmix + (size_t)t * kd + (size_t)j * hd;
+            for (int i = 0; i < hd; i++) o[i] = v[i] + g * v1[i];
+        }
+}
+
+/* dgate = Σ_i dv'·V1 (before any mask),  dV1 += gate·dv';  dv = dv' (not written). */
+static void gate_mix_backward(gl_model *m, int n, int N, const float *dvmix, float *dV1, float *dgate) {
+    const gl_block_acts *a = &m->A[n];
+    const int Hkv = m->cfg.n_kv_head, hd = m->hd, kd = Hkv * hd;
+    const float *V1 = m->A[0].v;
+#pragma omp parallel for schedule(static)
+    for (int t = 0; t < N; t++)
+        for (int j = 0; j < Hkv; j++) {
+            const float *dvm = dvmix + (size_t)t * kd + (size_t)j * hd;
+            const float *v1 = V1 + (size_t)t * kd + (size_t)j * hd;
+            float *dv1 = dV1 + (size_t)t * kd + (size_t)j * hd;
+            float ga = a->gate[(size_t)t * Hkv + j], dga = 0.0f;
+            for (int i = 0; i < hd; i++) {
+                dga += dvm[i] * v1[i];
+                dv1[i] += ga * dvm[i];
+            }
+            dgate[(size_t)t * Hkv + j] = dga;
+        }
+}
+
+/* ------------------------------------------------------------------------ */
+/* SATFormer: α = ReLU(x Wα)                                                */
+
+static void sat_forward(gl_model *m, int n, int N) {
+    gl_block_acts *a = &m->A[n];
+    const int Hkv = m->cfg.n_kv_head;
+    mm_forward(a->gate_pre, xl_attn_input(m, n, 2), m->P.layer[n].alpha, N, m->cfg.d_model, Hkv);
+#pragma omp parallel for schedule(static)
+    for (int t = 0; t < N; t++)
+        for (int j = 0; j < Hkv; j++) {
+            float pre = a->gate_pre[(size_t)t * Hkv + j];
+            a->gate[(size_t)t * Hkv + j] = gate_mode(m, n, j) == GATE_CONST ? gate_value(m, n, j) : (pre > 0.0f ? pre : 0.0f);
+        }
+    gate_mix_forward(m, n, N);
+}
+
+static void sat_backward(gl_model *m, int n, int N, const float *dvmix, float *dV1, float *dgate) {
+    const gl_block_acts *a = &m->A[n];
+    const int Hkv = m->cfg.n_kv_head;
+    gate_mix_backward(m, n, N, dvmix, dV1, dgate);
+    /* through the ReLU; an overridden gate is a constant */
+    for (int t = 0; t < N; t++)
+        for (int j = 0; j < Hkv; j++) {
+            int live = gate_mode(m, n, j) == GATE_FREE && a->gate_pre[(size_t)t * Hkv + j] > 0.0f;
+            if (!live) dgate[(size_t)t * Hkv + j] = 0.0f;
+        }
+}
+
+/* ------------------------------------------------------------------------ */
+/* static head gate: gate = g[n, j] for every token                        */
+
+static void hg_forward(gl_model *m, int n, int N) {
+    gl_block_acts *a = &m->A[n];
+    const int Hkv = m->cfg.n_kv_head;
+    const float *g = m->P.layer[n].headgate; /* (Hkv) */
+    for (int t = 0; t < N; t++)
+        for (int j = 0; j < Hkv; j++)
+            a->gate[(size_t)t * Hkv + j] = gate_mode(m, n, j) == GATE_CONST ? gate_value(m, n, j) : g[j];
+    gate_mix_forward(m, n, N);
+}
+
+/* dg[j] = Σ_t dgate[t, j], in double and token order (an overridden gate is a constant). */
+static void hg_backward(gl_model *m, int n, int N, const float *dvmix, float *dV1, float *dgate) {
+    const int Hkv = m->cfg.n_kv_head;
+    gate_mix_backward(m, n, N, dvmix, dV1, dgate);
+    for (int j = 0; j < Hkv; j++) {
+        if (gate_mode(m, n, j) != GATE_FREE) continue;
+        double s = 0.0;
+        for (int t = 0; t < N; t++) s += dgate[(size_t)t * Hkv + j];
+        m->G.layer[n].headgate[j] += (float)s;
+    }
+}
+
+/* ------------------------------------------------------------------------ */
+/* ResFormer: v' = λ1·V1 + λ2·v                                             */
+
+static void rf_forward(gl_model *m, int n, int N) {
+    gl_block_acts *a = &m->A[n];
+    const float l1 = m->vr_lambda[2 * n], l2 = m->vr_lambda[2 * n + 1];
+    const float *V1 = m->A[0].v;
+    const size_t total = (size_t)N * m->cfg.n_kv_head * m->hd;
+#pragma omp parallel for schedule(static)
+    for (size_t i = 0; i < total; i++) a->vmix[i] = l1 * V1[i] + l2 * a->v[i];
+}
+
+static const float *rf_backward(gl_model *m, int n, int N, const float *dvmix, float *dV1, float *dv) {
+    const gl_model_config *c = &m->cfg;
+    const gl_block_acts *a = &m->A[n];
+    const size_t total = (size_t)N * c->n_kv_head * m->hd;
+    const float *V1 = m->A[0].v;
+    float l1, l2;
+    model_resformer_lambda(m, n, &l1, &l2);
+    double s1 = 0.0, s2 = 0.0;
+    for (size_t i = 0; i < total; i++) {
+        s1 += (double)dvmix[i] * V1[i];
+        s2 += (double)dvmix[i] * a->v[i];
+    }
+#pragma omp parallel for schedule(static)
+    for (size_t i = 0; i < total; i++) {
+        dV1[i] += l1 * dvmix[i];
+        dv[i] = l2 * dvmix[i];
+    }
+    int l1_free = !(m->have_overrides && m->ov.lambda1_mode[n] == GATE_CONST);
+    gl_block_params *gb = &m->G.layer[n];
+    switch (c->resformer_variant) {
+    case RF_PLUS: {
+        gb->lambda2[0] += (float)s2;
+        if (!l1_free) break;
+        /* λ1 = s·softmax(ℓ)_i:  ds += dλ1·softmax_i;  dℓ_k += dλ1·s·sm_i·(δ_ik − sm_k) */
+        int M = n_mixing(c), i = mixing_index(c, n);
+        const float *l = m->P.rf_logits;
+        double mx = l[0], z = 0.0, sm[GL_MAX_LAYERS] = {0};
+        for (int k = 1; k < M; k++) mx = l[k] > mx ? l[k] : mx;
+        for (int k = 0; k < M; k++) z += (sm[k] = exp((double)l[k] - mx));
+        for (int k = 0; k < M; k++) sm[k] /= z;
+        double sc = m->P.rf_scale[0];
+        m->G.rf_scale[0] += (float)(s1 * sm[i]);
+        for (int k = 0; k < M; k++) m->G.rf_logits[k] += (float)(s1 * sc * sm[i] * ((k == i) - sm[k]));
+        break;
+    }
+    case RF_LEARNABLE:
+        if (l1_free) gb->lambda1[0] += (float)s1;
+        gb->lambda2[0] += (float)s2;
+        break;
+    case RF_IDENTITY:
+        break;
+    }
+    return dv;
+}
+
+/* ------------------------------------------------------------------------ */
+/* dispatch                                                                 */
+
+void vr_forward(gl_model *m, int n, int N) {
+    const gl_model_config *c = &m->cfg;
+    model_resformer_lambda(m, n, &m->vr_lambda[2 * n], &m->vr_lambda[2 * n + 1]);
+    if (!config_layer_mixes_v1(c, n)) {
+        memcpy(m->A[n].vmix, m->A[n].v, (size_t)N * c->n_kv_head * m->hd * sizeof(float));
+        return;
+    }
+    switch (c->value_residual) {
+    case VR_SATFORMER: sat_forward(m, n, N); break;
+    case VR_RESFORMER: rf_forward(m, n, N); break;
+    case VR_HEADGATE: hg_forward(m, n, N); break;
+    case VR_NONE: assert(0); break;
+    }
+}
+
+const float *vr_backward(gl_model *m, int n, int N, const float *dvmix, float *dV1, float *dv, float *dgate) {
+    const gl_model_config *c = &m->cfg;
+    if (!config_layer_mixes_v1(c, n)) return dvmix;
+    switch (c->value_residual) {
+    case VR_SATFORMER: sat_backward(m, n, N, dvmix, dV1, dgate); return dvmix;
+    case VR_RESFORMER: return rf_backward(m, n, N, dvmix, dV1, dv);
+    case VR_HEADGATE: hg_backward(m, n, N, dvmix, dV1, dgate); return dvmix;
+    case VR_NONE: break;
+    }
+    assert(0);
+    return dvmix;
+}
+
+void vr_input_backward(gl_model *m, int n, int N, const float *dgate, float *dx) {
+    const gl_model_config *c = &m->cfg;
+    if (!vr_mixes(c, n, VR_SATFORMER)) return;
+    mm_backward(dx, m->G.layer[n].alpha, dgate, xl_attn_input(m, n, 2), m->P.layer[n].alpha, N, c->d_model,
+                c->n_kv_head);
+}

@@ -1,0 +1,168 @@
+/*
+ * variants.h — every kind of thing a gatelab model can have, listed once:
+ * the variant enums and their manifest names, the parameter tensors (name,
+ * shape, presence, weight decay, initial value), and the recorded gates
+ * (trace dataset, axes, where the forward pass keeps them, how they are
+ * overridden and ablated).
+ *
+ * The lists are X-macros: this file holds data only, and each user expands a
+ * list into what it needs (config.h the enums, config.c the name tables,
+ * model.h the typed parameter views, tensors.c the tensor table, gatekind.c
+ * the gate table), with _Static_assert on every count.  A new variant adds
+ * its rows here and its maths in the file that does that part of the model
+ * (valueres.c for a value residual); nothing else names it.
+ *
+ * Expressions in the rows may use: c (const gl_model_config *), n (block or
+ * router number), s (gl_sizes: d, hd, qd, kd, Hkv, F, V, R, M, S; see
+ * tensors.c) and, in the gate rows, m (const gl_model *) and N (rows of the
+ * last forward, B·T).
+ */
+#ifndef GATELAB_MODEL_VARIANTS_H
+#define GATELAB_MODEL_VARIANTS_H
+
+/* ------------------------------------------------------------------------ */
+/* enums: X(IDENTIFIER, "manifest name"), in enum order                     */
+
+#define GL_VALUE_RESIDUALS(X) \
+    X(VR_NONE, "none")        \
+    X(VR_RESFORMER, "resformer") \
+    X(VR_SATFORMER, "satformer") \
+    X(VR_HEADGATE, "headgate")
+
+#define GL_RESFORMER_VARIANTS(X) \
+    X(RF_PLUS, "plus")           \
+    X(RF_LEARNABLE, "learnable") \
+    X(RF_IDENTITY, "identity")
+
+#define GL_DEPTH_ROUTINGS(X) \
+    X(DR_NONE, "none")       \
+    X(DR_TSA, "tsa")         \
+    X(DR_EARLY_EXIT, "early_exit")
+
+#define GL_EXIT_WEIGHTINGS(X)       \
+    X(EE_WEIGHT_LINEAR, "linear")   \
+    X(EE_WEIGHT_UNIFORM, "uniform")
+
+#define GL_CROSS_LAYERS(X)             \
+    X(CL_NONE, "none")                 \
+    X(CL_DENSEFORMER, "denseformer")   \
+    X(CL_HYPER, "hyper")               \
+    X(CL_MUDD, "mudd")
+
+/* ------------------------------------------------------------------------ */
+/* tensors                                                                  */
+/*
+ * X(id, "name", rows, cols, ndim, has, decay, init)
+ *   id      the field of the typed view (gl_param_ptrs, gl_block_params,
+ *           gl_router_params); the cross-layer list has a member path instead
+ *           (X(id, member, "name", ...), the view gl_xl_params is written out in model.h)
+ *   name    printf format of the DESIGN.md name; %d is the block or router number
+ *   rows, cols  the shape, (out, in) for matrices, (n, 1) for vectors
+ *   ndim    1 or 2
+ *   has     1 when the config has the tensor (for block n / router n)
+ *   decay   DECAY_ALL (AdamW weight decay), DECAY_NONE, DECAY_GATES (when model.decay_gates)
+ *   init    INIT_NORMAL               N(0, 0.02) from the seeded stream
+ *           INIT_FILL(v)              every entry v, no draw
+ *           INIT_DRAW_FILL(v)         every entry v after a draw that is thrown away: the draw
+ *                                     keeps the random stream of every later tensor where it
+ *                                     was before these tensors had a rule (runs repeat bit for bit)
+ *           INIT_XL                   drawn, then crosslayer.c writes its structured start
+ *                                     (docs/crosslayer.md "Initialisation")
+ * The table's order is the parameter block's order (checkpoints depend on
+ * it): the lists are laid out as embed; per block n; resformer; per block n
+ * the cross-layer rows; per router l; the output rows.
+ */
+
+#define GL_EMBED_TENSORS(X) X(embed, "embed", s.V, s.d, 2, 1, DECAY_ALL, INIT_NORMAL)
+
+#define GL_BLOCK_TENSORS(X)                                                                                   \
+    X(attn_norm, "layers.%d.attn_norm", s.d, 1, 1, 1, DECAY_NONE, INIT_FILL(1.0f))                            \
+    X(attn_norm_k, "layers.%d.attn_norm_k", s.d, 1, 1, xl_separate_kv_norms(c, n), DECAY_NONE,                \
+      INIT_DRAW_FILL(1.0f))                                                                                   \
+    X(attn_norm_v, "layers.%d.attn_norm_v", s.d, 1, 1, xl_separate_kv_norms(c, n), DECAY_NONE,                \
+      INIT_DRAW_FILL(1.0f))                                                                                   \
+    X(wq, "layers.%d.attn.wq", s.qd, s.d, 2, 1, DECAY_ALL, INIT_NORMAL)                                       \
+    X(wk, "layers.%d.attn.wk", s.kd, s.d, 2, 1, DECAY_ALL, INIT_NORMAL)                                       \
+    X(wv, "layers.%d.attn.wv", s.kd, s.d, 2, 1, DECAY_ALL, INIT_NORMAL)                                       \
+    X(wo, "layers.%d.attn.wo", s.d, s.qd, 2, 1, DECAY_ALL, INIT_NORMAL)                                       \
+    X(q_norm, "layers.%d.attn.q_norm", s.hd, 1, 1, c->qk_norm, DECAY_NONE, INIT_FILL(1.0f))                   \
+    X(k_norm, "layers.%d.attn.k_norm", s.hd, 1, 1, c->qk_norm, DECAY_NONE, INIT_FILL(1.0f))                   \
+    X(alpha, "layers.%d.attn.alpha", s.Hkv, s.d, 2, vr_mixes(c, n, VR_SATFORMER), DECAY_GATES, INIT_NORMAL)   \
+    X(lambda1, "layers.%d.attn.lambda1", 1, 1, 1, vr_mixes(c, n, VR_RESFORMER) && c->resformer_variant == RF_LEARNABLE, \
+      DECAY_GATES, INIT_FILL(0.5f))                                                                           \
+    X(lambda2, "layers.%d.attn.lambda2", 1, 1, 1, vr_mixes(c, n, VR_RESFORMER) && c->resformer_variant != RF_IDENTITY, \
+      DECAY_GATES, INIT_FILL(0.5f))                                                                           \
+    X(headgate, "layers.%d.attn.headgate", s.Hkv, 1, 1, vr_mixes(c, n, VR_HEADGATE), DECAY_GATES,              \
+      INIT_FILL(0.02f * sqrtf((float)c->d_model) / sqrtf(6.2831853f)))                                        \
+    X(ffn_norm, "layers.%d.ffn_norm", s.d, 1, 1, 1, DECAY_NONE, INIT_FILL(1.0f))                              \
+    X(w1, "layers.%d.ffn.w1", s.F, s.d, 2, 1, DECAY_ALL, INIT_NORMAL)                                         \
+    X(w2, "layers.%d.ffn.w2", s.d, s.F, 2, 1, DECAY_ALL, INIT_NORMAL)                                         \
+    X(w3, "layers.%d.ffn.w3", s.F, s.d, 2, 1, DECAY_ALL, INIT_NORMAL)
+
+#define GL_RESFORMER_TENSORS(X)                                                                               \
+    X(rf_scale, "resformer.scale", 1, 1, 1, vr_plus(c), DECAY_GATES, INIT_FILL((float)c->n_layer))            \
+    X(rf_logits, "resformer.logits", s.M, 1, 1, vr_plus(c), DECAY_GATES, INIT_FILL(0.0f))
+
+#define GL_XL_TENSORS(X)                                                                                      \
+    X(dwa, dwa, "dwa.%d", n + 2, 1, 1, c->cross_layer == CL_DENSEFORMER, DECAY_NONE, INIT_XL)                 \
+    X(hca_sa, hc[0].static_alpha, "hyper.%d.attn.static_alpha", s.S, s.S + 1, 2, c->cross_layer == CL_HYPER, DECAY_NONE, INIT_XL) \
+    X(hca_sb, hc[0].static_beta, "hyper.%d.attn.static_beta", s.S, 1, 1, c->cross_layer == CL_HYPER, DECAY_NONE, INIT_DRAW_FILL(1.0f)) \
+    X(hca_da, hc[0].dynamic_alpha_fn, "hyper.%d.attn.dynamic_alpha_fn", s.S + 1, s.d, 2, c->cross_layer == CL_HYPER, DECAY_ALL, INIT_DRAW_FILL(0.0f)) \
+    X(hca_db, hc[0].dynamic_beta_fn, "hyper.%d.attn.dynamic_beta_fn", 1, s.d, 2, c->cross_layer == CL_HYPER, DECAY_ALL, INIT_DRAW_FILL(0.0f)) \
+    X(hca_das, hc[0].dynamic_alpha_scale, "hyper.%d.attn.dynamic_alpha_scale", 1, 1, 1, c->cross_layer == CL_HYPER, DECAY_NONE, INIT_DRAW_FILL(0.01f)) \
+    X(hca_dbs, hc[0].dynamic_beta_scale, "hyper.%d.attn.dynamic_beta_scale", 1, 1, 1, c->cross_layer == CL_HYPER, DECAY_NONE, INIT_DRAW_FILL(0.01f)) \
+    X(hcf_sa, hc[1].static_alpha, "hyper.%d.ffn.static_alpha", s.S, s.S + 1, 2, c->cross_layer == CL_HYPER, DECAY_NONE, INIT_XL) \
+    X(hcf_sb, hc[1].static_beta, "hyper.%d.ffn.static_beta", s.S, 1, 1, c->cross_layer == CL_HYPER, DECAY_NONE, INIT_DRAW_FILL(1.0f)) \
+    X(hcf_da, hc[1].dynamic_alpha_fn, "hyper.%d.ffn.dynamic_alpha_fn", s.S + 1, s.d, 2, c->cross_layer == CL_HYPER, DECAY_ALL, INIT_DRAW_FILL(0.0f)) \
+    X(hcf_db, hc[1].dynamic_beta_fn, "hyper.%d.ffn.dynamic_beta_fn", 1, s.d, 2, c->cross_layer == CL_HYPER, DECAY_ALL, INIT_DRAW_FILL(0.0f)) \
+    X(hcf_das, hc[1].dynamic_alpha_scale, "hyper.%d.ffn.dynamic_alpha_scale", 1, 1, 1, c->cross_layer == CL_HYPER, DECAY_NONE, INIT_DRAW_FILL(0.01f)) \
+    X(hcf_dbs, hc[1].dynamic_beta_scale, "hyper.%d.ffn.dynamic_beta_scale", 1, 1, 1, c->cross_layer == CL_HYPER, DECAY_NONE, INIT_DRAW_FILL(0.01f)) \
+    X(mudd_w1, mudd_w1, "mudd.%d.w1", xl_mudd_k(c, n), s.d, 2, c->cross_layer == CL_MUDD, DECAY_ALL, INIT_NORMAL) \
+    X(mudd_w2, mudd_w2, "mudd.%d.w2", xl_mudd_k(c, n), xl_mudd_k(c, n), 2, c->cross_layer == CL_MUDD, DECAY_ALL, INIT_DRAW_FILL(0.0f)) \
+    X(mudd_bias, mudd_bias, "mudd.%d.bias", xl_mudd_c(c, n), n + 2, 2, c->cross_layer == CL_MUDD, DECAY_NONE, INIT_XL)
+
+#define GL_ROUTER_TENSORS(X)                                                                                  \
+    X(fc1_w, "routers.%d.fc1_w", s.R, s.d, 2, c->depth_routing == DR_TSA, DECAY_ALL, INIT_NORMAL)             \
+    X(fc1_b, "routers.%d.fc1_b", s.R, 1, 1, c->depth_routing == DR_TSA, DECAY_NONE, INIT_FILL(0.0f))          \
+    X(fc2_w, "routers.%d.fc2_w", 1, s.R, 2, c->depth_routing == DR_TSA, DECAY_ALL, INIT_NORMAL)               \
+    X(fc2_b, "routers.%d.fc2_b", 1, 1, 1, c->depth_routing == DR_TSA, DECAY_NONE, INIT_FILL(c->router_init_bias))
+
+#define GL_OUTPUT_TENSORS(X)                                                                                  \
+    X(final_norm, "final_norm", s.d, 1, 1, 1, DECAY_NONE, INIT_FILL(1.0f))                                    \
+    X(head, "head", s.V, s.d, 2, !c->tied, DECAY_ALL, INIT_NORMAL)
+
+/* ------------------------------------------------------------------------ */
+/* recorded gates                                                           */
+/*
+ * X(ID, "key", "group", "dataset", axis0, axis1, axis2, "coef", has, src, ablate, "title", "symbol")
+ *   key       file and metric prefix of the analyses ("alpha" → alpha_heads.tsv, alpha_mean.L1.H0)
+ *   group, dataset  the trace's /group/dataset; its axes attribute is "step," + the axes
+ *   axis0..2  GAX_LAYER or GAX_ROUTER, then GAX_TOKEN (one value per probe token) or GAX_NONE,
+ *             then GAX_KV_HEAD, GAX_COEF (2) or GAX_NONE
+ *   coef      names of the coef axis (a dataset attribute), or NULL
+ *   has       1 when a config records the gate
+ *   src       where the forward pass keeps layer (router) n's values: (N, width) with a token
+ *             axis, else its first width values; NULL where that layer has none (read as 0)
+ *   ablate    GABL_HEAD: zero / mean / file per (block, KV head) through model_set_gate_override
+ *             GABL_BLOCK: zero / file per block through model_set_lambda1_override
+ *             GABL_ROUTE: full-depth / random routing through model_set_route_override
+ *             GABL_NONE: not overridden (early exit is swept by threshold instead)
+ *   title, symbol  for printed summaries
+ */
+#define GL_GATES(X)                                                                                           \
+    X(GATE_ALPHA, "alpha", "sat", "alpha", GAX_LAYER, GAX_TOKEN, GAX_KV_HEAD, NULL,                            \
+      c->value_residual == VR_SATFORMER, vr_mixes(&m->cfg, n, VR_SATFORMER) ? m->A[n].gate : NULL, GABL_HEAD, \
+      "SATFormer gate α", "α")                                                                                 \
+    X(GATE_LAMBDA, "lambda", "resformer", "lambda", GAX_LAYER, GAX_NONE, GAX_COEF, "lambda1,lambda2",          \
+      c->value_residual == VR_RESFORMER, m->vr_lambda + 2 * (size_t)n, GABL_BLOCK,                            \
+      "ResFormer coefficients (λ1, λ2)", "λ")                                                                  \
+    X(GATE_P, "p", "tsa", "p", GAX_ROUTER, GAX_TOKEN, GAX_NONE, NULL, c->depth_routing == DR_TSA,              \
+      m->A[n + 1].p, GABL_ROUTE, "TSA halting probability", "p")                                               \
+    X(GATE_CONF, "exit_conf", "exit", "confidence", GAX_LAYER, GAX_TOKEN, GAX_NONE, NULL,                      \
+      c->depth_routing == DR_EARLY_EXIT, m->exit_conf + (size_t)n * N, GABL_NONE,                              \
+      "early-exit confidence (max softmax probability)", "conf")                                              \
+    X(GATE_HEADGATE, "headgate", "headgate", "g", GAX_LAYER, GAX_NONE, GAX_KV_HEAD, NULL,                      \
+      c->value_residual == VR_HEADGATE, vr_mixes(&m->cfg, n, VR_HEADGATE) ? m->A[n].gate : NULL, GABL_HEAD,   \
+      "static head gate g", "g")
+
+#endif
