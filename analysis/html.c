@@ -252,7 +252,7 @@ static int hr_alpha_views(FILE *f, const gl_trace_data *t, const uint8_t *vocab,
                           int max_chars, float *val) {
     const int L = t->n_layer, H = t->n_kv_head;
     const long P = t->n_probe, S = t->n_steps;
-    const float *a = t->alpha + (size_t)(S - 1) * L * P * H; /* (L, P, Hkv) at the last evaluation */
+    const float *a = t->gate[GATE_ALPHA] + (size_t)(S - 1) * L * P * H; /* (L, P, Hkv) at the last evaluation */
     int cb = o->block, ch = o->kv_head, pick = cb < 0 || ch < 0;
     double best = -1;
     for (int l = 1; l < L && pick; l++) /* default: the gate with the largest mean α */
@@ -301,7 +301,7 @@ static int hr_probe(FILE *f, const char *results, const char *run_id, const html
     memset(&t, 0, sizeof t);
     int views = 0, max_chars = o->max_chars > 0 ? o->max_chars : 1024;
     float *val = NULL;
-    if (trace_read(tpath, &t, e2, sizeof e2) || t.n_steps < 1 || (!t.alpha && !t.p)) goto done;
+    if (trace_read(tpath, &t, e2, sizeof e2) || t.n_steps < 1 || (!t.gate[GATE_ALPHA] && !t.gate[GATE_P])) goto done;
     if (run_open(&run, dir, results, 1, e2, sizeof e2)) {
         fprintf(f, "<p class=\"note\">probe text not shown: ");
         html_escape(f, e2);
@@ -311,10 +311,10 @@ static int hr_probe(FILE *f, const char *results, const char *run_id, const html
     val = malloc((size_t)t.n_probe * sizeof *val);
     if (val) {
         fprintf(f, "<h3>Probe text (%d characters, step %ld)</h3>\n", t.n_probe, t.step[t.n_steps - 1]);
-        if (t.alpha) views += hr_alpha_views(f, &t, run.st.vocab, run.st.vocab_size, o, max_chars, val);
-        if (t.p) {
+        if (t.gate[GATE_ALPHA]) views += hr_alpha_views(f, &t, run.st.vocab, run.st.vocab_size, o, max_chars, val);
+        if (t.gate[GATE_P]) {
             const int R = t.n_router;
-            const float *p = t.p + (size_t)(t.n_steps - 1) * R * t.n_probe;
+            const float *p = t.gate[GATE_P] + (size_t)(t.n_steps - 1) * R * t.n_probe;
             for (long i = 0; i < t.n_probe; i++) val[i] = (float)depth_token_soft(p, R, t.n_probe, i);
             fprintf(f, "<details open><summary>TSA effective depth Dₜ = 1 + Σₗ (1 − pₗₜ), of %d blocks</summary>\n",
                     R + 1);
