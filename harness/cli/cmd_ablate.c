@@ -18,6 +18,7 @@
  * analysis/ablate.h and docs/analysis.md.
  */
 #include <libgen.h>
+#include <limits.h>
 #include <math.h>
 #include <omp.h>
 #include <stdio.h>
@@ -27,7 +28,9 @@
 #include "analysis/ablate.h"
 #include "analysis/figures.h"
 #include "analysis/heads.h"
+#include "args.h"
 #include "cli.h"
+#include "store/parse.h"
 #include "store/data.h"
 #include "store/metric.h"
 #include "store/registry.h"
@@ -65,9 +68,13 @@ static int ab_parse(int argc, char **argv, ab_args *a, int heads) {
         int hv = i + 1 < argc;
         if (!strcmp(s, "--results") && hv) a->results = argv[++i];
         else if (!strcmp(s, "--db") && hv) a->db = argv[++i];
-        else if (!strcmp(s, "--windows") && hv) a->windows = atol(argv[++i]);
-        else if (!strcmp(s, "--batch") && hv) a->batch = atoi(argv[++i]);
-        else if (!strcmp(s, "--threads") && hv) a->threads = atoi(argv[++i]);
+        else if (!strcmp(s, "--windows") && hv) {
+            if (args_long(heads ? "heads" : "ablate", s, argv[++i], 1, LONG_MAX, &a->windows)) return 2;
+        } else if (!strcmp(s, "--batch") && hv) {
+            if (args_int(heads ? "heads" : "ablate", s, argv[++i], 1, 4096, &a->batch)) return 2;
+        } else if (!strcmp(s, "--threads") && hv) {
+            if (args_int(heads ? "heads" : "ablate", s, argv[++i], 0, 1024, &a->threads)) return 2;
+        }
         else if (!strcmp(s, "--no-db")) a->no_db = 1;
         else if (heads && !strcmp(s, "--out") && hv) a->out = argv[++i];
         else if (heads && !strcmp(s, "--no-figure")) a->no_figure = 1;
@@ -181,13 +188,15 @@ static int ab_exit(ab_env *e, const ab_args *a, report_metrics *rm, char *err, s
         n = 0;
         const char *s = a->taus;
         while (*s && n < AB_MAX_TAUS) {
-            char *end;
-            taus[n++] = strtod(s, &end);
-            if (end == s || (*end && *end != ',')) {
-                snprintf(err, errlen, "--taus '%s': expected a comma list of thresholds, e.g. 0.5,0.9", a->taus);
+            char item[64], why[160];
+            size_t len = strcspn(s, ",");
+            snprintf(item, sizeof item, "%.*s", (int)(len < sizeof item ? len : sizeof item - 1), s);
+            if (len >= sizeof item || parse_double(item, 0, 1, &taus[n++], why, sizeof why)) {
+                snprintf(err, errlen, "--taus '%s': item '%s': %s; expected a comma list of thresholds in [0, 1], "
+                         "e.g. 0.5,0.9", a->taus, item, len >= sizeof item ? "too long" : why);
                 return -1;
             }
-            s = *end ? end + 1 : end;
+            s += len + (s[len] == ',');
         }
     }
     ablate_eval full;

@@ -11,6 +11,8 @@
  * T; --match-alpha A finds τ by bisection on the validation split so that the
  * early-exit α is within 0.005 of A (the matched-compute comparison).
  */
+#include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,20 +20,33 @@
 
 #include <libgen.h>
 
+#include "args.h"
 #include "cli.h"
+#include "store/fileio.h"
 #include "run/evaluate.h"
 #include "run/headline.h"
 #include "store/data.h"
 #include "store/registry.h"
 #include "store/rundir.h"
 
+/* "key":value with JSON's null for NaN or infinity (printf's "nan" is not JSON). */
+static void json_num(const char *key, double v, const char *after) {
+    if (isfinite(v)) printf("\"%s\":%.6f%s", key, v, after);
+    else printf("\"%s\":null%s", key, after);
+}
+
 static void print_result(const char *label, const gl_eval_result *r, int text, int L, int T) {
-    printf("\"%s\":{\"loss\":%.6f,", label, r->loss);
-    if (text) printf("\"bpc\":%.6f,", r->loss / log(2.0));
-    else printf("\"token_acc\":%.6f,\"seq_acc\":%.6f,", r->tok_acc, r->seq_acc);
-    printf("\"tokens\":%.0f,\"windows\":%ld,\"active_frac\":%.6f,\"tlops_saved\":%.6f,\"tokens_per_s\":%.1f}",
-           r->tokens, r->windows, r->active_frac, eval_tlops_saved(r->active_frac, L),
-           r->seconds > 0 ? (double)r->windows * T / r->seconds : 0.0);
+    printf("\"%s\":{", label);
+    json_num("loss", r->loss, ",");
+    if (text) json_num("bpc", r->loss / log(2.0), ",");
+    else {
+        json_num("token_acc", r->tok_acc, ",");
+        json_num("seq_acc", r->seq_acc, ",");
+    }
+    printf("\"tokens\":%.0f,\"windows\":%ld,", r->tokens, r->windows);
+    json_num("active_frac", r->active_frac, ",");
+    json_num("tlops_saved", eval_tlops_saved(r->active_frac, L), ",");
+    printf("\"tokens_per_s\":%.1f}", r->seconds > 0 ? (double)r->windows * T / r->seconds : 0.0);
 }
 
 /* Evaluate either the text file's ids or the dataset split. */
@@ -74,14 +89,18 @@ int cmd_eval(int argc, char **argv) {
         const char *a = argv[i];
         int hv = i + 1 < argc;
         if (!strcmp(a, "--text") && hv) text = argv[++i];
-        else if (!strcmp(a, "--windows") && hv) windows = atol(argv[++i]);
-        else if (!strcmp(a, "--split") && hv) split_name = argv[++i];
+        else if (!strcmp(a, "--windows") && hv) {
+            if (args_long("eval", a, argv[++i], 1, LONG_MAX, &windows)) return 2;
+        } else if (!strcmp(a, "--split") && hv) split_name = argv[++i];
         else if (!strcmp(a, "--sparse")) sparse = 1;
         else if (!strcmp(a, "--record")) rec = 1;
-        else if (!strcmp(a, "--tau") && hv) tau = atof(argv[++i]);
-        else if (!strcmp(a, "--match-alpha") && hv) match = atof(argv[++i]);
-        else if (!strcmp(a, "--batch") && hv) batch = atoi(argv[++i]);
-        else if (!strcmp(a, "--results") && hv) results = argv[++i];
+        else if (!strcmp(a, "--tau") && hv) {
+            if (args_double("eval", a, argv[++i], 0, 1, &tau)) return 2;
+        } else if (!strcmp(a, "--match-alpha") && hv) {
+            if (args_double("eval", a, argv[++i], 0, 1, &match)) return 2;
+        } else if (!strcmp(a, "--batch") && hv) {
+            if (args_int("eval", a, argv[++i], 1, 4096, &batch)) return 2;
+        } else if (!strcmp(a, "--results") && hv) results = argv[++i];
         else if (a[0] != '-' && !arg) arg = a;
         else {
             fprintf(stderr, "gatelab eval: unknown or incomplete argument '%s'\n", a);
@@ -89,7 +108,11 @@ int cmd_eval(int argc, char **argv) {
         }
     }
     gl_split split = !strcmp(split_name, "test") ? SPLIT_TEST : !strcmp(split_name, "train") ? SPLIT_TRAIN : SPLIT_VAL;
-    if (!arg || batch < 1 || (strcmp(split_name, "val") && strcmp(split_name, "test") && strcmp(split_name, "train"))) {
+    if (strcmp(split_name, "val") && strcmp(split_name, "test") && strcmp(split_name, "train")) {
+        fprintf(stderr, "gatelab eval: --split '%s': must be val, test or train\n", split_name);
+        return 2;
+    }
+    if (!arg) {
         fprintf(stderr, "usage: gatelab eval RUN [--text FILE | --split val|test] [--windows N] [--sparse] "
                         "[--tau T | --match-alpha A] [--batch B] [--results DIR] [--record]\n");
         return 2;
@@ -119,14 +142,14 @@ int cmd_eval(int argc, char **argv) {
         goto fail;
     }
     if (text) {
-        FILE *f = fopen(text, "rb");
-        if (!f) {
-            snprintf(err, sizeof err, "cannot open --text %s", text);
+        FILE *f;
+        if (fileio_open_regular(text, "--text file", &f, err, sizeof err)) goto fail; /* no hang on a FIFO */
+        long n = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
+        if (n < 0 || fseek(f, 0, SEEK_SET) != 0) {
+            snprintf(err, sizeof err, "--text %s: cannot find its length: %s", text, strerror(errno));
+            fclose(f);
             goto fail;
         }
-        fseek(f, 0, SEEK_END);
-        long n = ftell(f);
-        fseek(f, 0, SEEK_SET);
         unsigned char *bytes = malloc(n > 0 ? (size_t)n : 1);
         ids = malloc((n > 0 ? (size_t)n : 1) * sizeof(int));
         size_t got = bytes && ids ? fread(bytes, 1, (size_t)n, f) : 0;
@@ -183,7 +206,10 @@ int cmd_eval(int argc, char **argv) {
         printf(",\"tau\":%.6f,", tau);
         print_result("exit", &r2, is_text, L, mc->seq_len);
     }
-    printf(",\"loss\":%.6f,\"loss_se\":%.6f,\"tokens\":%.0f}\n", soft.loss, soft.loss_se, soft.tokens);
+    printf(",");
+    json_num("loss", soft.loss, ",");
+    json_num("loss_se", soft.loss_se, ",");
+    printf("\"tokens\":%.0f}\n", soft.tokens);
     fflush(stdout);
     if (rec && record(&run, split_name, &soft, match, tau, &r2, err, sizeof err)) goto fail;
     rc = 0;

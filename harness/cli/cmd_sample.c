@@ -3,37 +3,53 @@
  * [--seed S] [--results DIR]`: generate text from a trained run, one token at
  * a time over a sliding window of the model's context length.  Temperature 0
  * takes the most likely token.  Output goes to stdout as raw bytes.
+ *
+ * Flags are checked before the run is opened: --tokens 0..SAMPLE_MAX_TOKENS,
+ * --temperature a finite 0..SAMPLE_MAX_TEMPERATURE, --prompt at least one
+ * byte of the run's vocabulary (the model predicts from a context).
  */
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "model/rng.h"
+#include "args.h"
 #include "cli.h"
 #include "store/rundir.h"
+
+#define SAMPLE_MAX_TOKENS 10000000L  /* one forward pass each: days on a laptop beyond this */
+#define SAMPLE_MAX_TEMPERATURE 1000.0 /* far past uniform sampling already */
 
 int cmd_sample(int argc, char **argv) {
     const char *arg = NULL, *prompt = "\n", *results = NULL;
     long n_tokens = 200;
     double temperature = 1.0;
-    unsigned long long seed = 1;
+    uint64_t seed = 1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         int hv = i + 1 < argc;
-        if (!strcmp(a, "--tokens") && hv) n_tokens = atol(argv[++i]);
-        else if (!strcmp(a, "--prompt") && hv) prompt = argv[++i];
-        else if (!strcmp(a, "--temperature") && hv) temperature = atof(argv[++i]);
-        else if (!strcmp(a, "--seed") && hv) seed = strtoull(argv[++i], NULL, 10);
-        else if (!strcmp(a, "--results") && hv) results = argv[++i];
+        if (!strcmp(a, "--tokens") && hv) {
+            if (args_long("sample", a, argv[++i], 0, SAMPLE_MAX_TOKENS, &n_tokens)) return 2;
+        } else if (!strcmp(a, "--prompt") && hv) prompt = argv[++i];
+        else if (!strcmp(a, "--temperature") && hv) {
+            if (args_double("sample", a, argv[++i], 0, SAMPLE_MAX_TEMPERATURE, &temperature)) return 2;
+        } else if (!strcmp(a, "--seed") && hv) {
+            if (args_u64("sample", a, argv[++i], &seed)) return 2;
+        } else if (!strcmp(a, "--results") && hv) results = argv[++i];
         else if (a[0] != '-' && !arg) arg = a;
         else {
             fprintf(stderr, "gatelab sample: unknown or incomplete argument '%s'\n", a);
             return 2;
         }
     }
-    if (!arg || n_tokens < 0 || temperature < 0) {
+    if (!arg) {
         fprintf(stderr, "usage: gatelab sample RUN [--tokens N] [--prompt S] [--temperature T] [--seed S]\n");
+        return 2;
+    }
+    if (!*prompt) { /* the model needs at least one token of context to predict the next */
+        fprintf(stderr, "gatelab sample: --prompt is empty: give at least one byte (the default is a newline)\n");
         return 2;
     }
     static gl_run run;

@@ -47,6 +47,7 @@
 #include <fcntl.h>
 
 #include "cli.h"
+#include "store/parse.h"
 #include "store/registry.h"
 #include "run/sweep.h"
 
@@ -99,12 +100,8 @@ static void sweep_usage(FILE *f) {
 }
 
 static int sweep_parse_int(const char *s, int lo, int hi, int *out) {
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno || end == s || *end || v < lo || v > hi) return -1;
-    *out = (int)v;
-    return 0;
+    char why[160];
+    return parse_int(s, lo, hi, out, why, sizeof why) ? -1 : 0; /* store/parse.c: the one number syntax */
 }
 
 /* Parse argv (argv[0] is "sweep").  Returns 0, or 2 after printing a usage error. */

@@ -10,6 +10,7 @@
  * and archaic pronouns, see its header).
  */
 #include "categories.h"
+#include "fileio.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -51,11 +52,8 @@ void cat_words_free(cat_words *fw) {
  * fills err on failure. */
 static char *cat_read_file(const char *path, size_t *len_out, char *err, size_t errlen) {
     char *buf = NULL;
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        snprintf(err, errlen, "%s: cannot open function-word list: %s", path, strerror(errno));
-        return NULL;
-    }
+    FILE *f;
+    if (fileio_open_regular(path, "function-word list", &f, err, errlen)) return NULL;
     size_t cap = 4096, len = 0;
     buf = malloc(cap);
     while (buf) {

@@ -14,11 +14,13 @@
  * training loop), or building the model (run_open in rundir.c).
  */
 #include "ckpt.h"
+#include "fileio.h"
 
 #include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -68,7 +70,11 @@ static void ckpt_put_u64(ckpt_writer *w, uint64_t v) { ckpt_put(w, &v, sizeof v)
 static void ckpt_put_i32(ckpt_writer *w, int32_t v) { ckpt_put(w, &v, sizeof v); }
 static void ckpt_put_i64(ckpt_writer *w, int64_t v) { ckpt_put(w, &v, sizeof v); }
 
+/* Bytes of a checkpoint with these counts; UINT64_MAX when the counts are so
+ * large the sum would overflow (a hostile header must not wrap round to the
+ * file's real size). */
 static uint64_t ckpt_expected_bytes(uint64_t n_tensors, uint64_t config_len, uint64_t n_params) {
+    if (n_tensors > (1ull << 32) || config_len > (1ull << 32) || n_params > (UINT64_MAX / 16)) return UINT64_MAX;
     return CKPT_HEADER_BYTES + n_tensors * CKPT_TENSOR_BYTES + CKPT_STATE_BYTES + config_len +
            3 * n_params * sizeof(float) + CKPT_SUM_BYTES;
 }
@@ -95,6 +101,13 @@ static int ckpt_sync_dir(const char *path) {
         return -1;
     }
     return 0;
+}
+
+/* What a failed save leaves: the words for the error message.  Only claims an
+ * unchanged previous checkpoint when one is there. */
+static void ckpt_previous(const char *path, char *out, size_t n) {
+    if (access(path, F_OK) == 0) snprintf(out, n, "the previous checkpoint %s is unchanged", path);
+    else snprintf(out, n, "there is no earlier checkpoint at %s (the run has none yet)", path);
 }
 
 int ckpt_save(const char *path, const gl_model *m, const gl_train_state *st, const char *config_ini,
@@ -178,17 +191,17 @@ int ckpt_save(const char *path, const gl_model *m, const gl_train_state *st, con
     if (!w.err_no && fsync(fileno(w.f)) != 0) w.err_no = errno;
     if (fclose(w.f) != 0 && !w.err_no) w.err_no = errno ? errno : EIO;
     w.f = NULL;
+    char prev[4200];
+    ckpt_previous(path, prev, sizeof prev);
     if (w.err_no) {
-        snprintf(err, errlen,
-                 "%s: writing checkpoint failed: %s (free disk space or check the device); "
-                 "the previous checkpoint %s is unchanged",
-                 tmp, strerror(w.err_no), path);
+        snprintf(err, errlen, "%s: writing checkpoint failed: %s (free disk space or check the device); %s",
+                 tmp, strerror(w.err_no), prev);
         goto cleanup;
     }
     assert(w.bytes == total);
     if (rename(tmp, path) != 0) {
-        snprintf(err, errlen, "%s: cannot rename %s over it: %s; the previous checkpoint is unchanged",
-                 path, tmp, strerror(errno));
+        int e = errno;
+        snprintf(err, errlen, "%s: cannot rename %s over it: %s; %s", path, tmp, strerror(e), prev);
         goto cleanup;
     }
     tmp_made = 0;
@@ -230,6 +243,37 @@ static uint64_t ckpt_u64(const uint8_t *b) { uint64_t v; memcpy(&v, b, sizeof v)
 static int32_t ckpt_i32(const uint8_t *b) { int32_t v; memcpy(&v, b, sizeof v); return v; }
 static int64_t ckpt_i64(const uint8_t *b) { int64_t v; memcpy(&v, b, sizeof v); return v; }
 
+/* Every field of a checkpoint is untrusted input, even under a good checksum
+ * (the checksum finds accidents, not a file made to look right): check each
+ * against what a writer can produce.  0, or -1 with the field named. */
+static int ckpt_check_fields(const ckpt_file *cf, const char *path, char *err, size_t errlen) {
+    const gl_train_state *st = &cf->st;
+    const char *bad = NULL;
+    char what[160] = "";
+    if (st->step < 0) bad = "the step is negative";
+    else if (st->tokens_seen < 0 || st->log_n < 0 || st->eval_n < 0) bad = "a token or step count is negative";
+    else if (!isfinite(st->elapsed_s) || st->elapsed_s < 0) bad = "the elapsed time is negative or not finite";
+    else if (!isfinite(st->log_loss_sum) || !isfinite(st->eval_loss_sum)) bad = "a running loss sum is not finite";
+    else if (st->vocab_size < 1 || st->vocab_size > 256) {
+        snprintf(what, sizeof what, "the vocabulary size is %d (a byte vocabulary has 1 to 256)", st->vocab_size);
+        bad = what;
+    } else if (memchr(cf->config, '\0', cf->config_len)) bad = "the config text holds a NUL byte";
+    for (uint32_t i = 0; !bad && i < cf->n_tensors; i++) {
+        const gl_tensor *t = &cf->tensors[i];
+        uint64_t elems = t->ndim == 2 ? (uint64_t)(uint32_t)t->shape[0] * (uint32_t)t->shape[1]
+                                      : (uint64_t)(uint32_t)t->shape[0];
+        if ((t->ndim != 1 && t->ndim != 2) || t->shape[0] < 1 || (t->ndim == 2 && t->shape[1] < 1) ||
+            elems != t->size || t->offset > cf->n_params || t->size > cf->n_params - t->offset) {
+            snprintf(what, sizeof what, "tensor %u (%s) has a shape, size or offset outside the %" PRIu64
+                     " stored parameters", i, t->name, cf->n_params);
+            bad = what;
+        }
+    }
+    if (!bad) return 0;
+    snprintf(err, errlen, "%s: corrupted or hand-made: %s; restore the file or restart the run", path, bad);
+    return -1;
+}
+
 /* Open path and check magic, version, byte order, length and checksum; then
  * read the tensor table, state and config.  On success cf->f is positioned at
  * the parameters.  Returns 0, or -1 with a message in err (cf closed). */
@@ -239,11 +283,7 @@ static int ckpt_open_checked(const char *path, ckpt_file *cf, char *err, size_t 
     uint8_t *buf = NULL;
     memset(cf, 0, sizeof *cf);
 
-    cf->f = fopen(path, "rb");
-    if (!cf->f) {
-        snprintf(err, errlen, "%s: cannot open checkpoint: %s", path, strerror(errno));
-        goto cleanup;
-    }
+    if (fileio_open_regular(path, "checkpoint", &cf->f, err, errlen)) goto cleanup;
     struct stat sb;
     if (fstat(fileno(cf->f), &sb) != 0) {
         snprintf(err, errlen, "%s: cannot stat checkpoint: %s", path, strerror(errno));
@@ -362,6 +402,7 @@ static int ckpt_open_checked(const char *path, ckpt_file *cf, char *err, size_t 
     cf->st.eval_n = (long)ckpt_i64(sb2 + 372);
     if (ckpt_get(cf->f, cf->config, cf->config_len) != 0) goto read_error;
     cf->config[cf->config_len] = '\0';
+    if (ckpt_check_fields(cf, path, err, errlen) != 0) goto cleanup;
     rc = 0;
     goto cleanup;
 read_error:
@@ -424,6 +465,28 @@ static int ckpt_compare_tables(const ckpt_file *cf, const gl_model *m, char *wha
     return 0;
 }
 
+/* A trained model's numbers are finite and AdamW's second moments are not
+ * negative; a checkpoint that says otherwise would print "loss": nan or train
+ * on garbage.  0, or -1 naming the tensor and index (the model then holds
+ * the rejected numbers: the caller must not use it). */
+static int ckpt_check_values(const gl_model *m, const char *path, char *err, size_t errlen) {
+    static const char *const family[3] = {"parameter", "AdamW first moment", "AdamW second moment"};
+    const float *arr[3] = {m->params, m->adam_m, m->adam_v};
+    for (int f = 0; f < 3; f++) {
+        for (size_t i = 0; i < m->n_params; i++) {
+            float v = arr[f][i];
+            if (isfinite(v) && !(f == 2 && v < 0)) continue;
+            const char *name = "?";
+            for (int j = 0; j < m->n_tensors; j++)
+                if (i >= m->tensors[j].offset && i < m->tensors[j].offset + m->tensors[j].size) name = m->tensors[j].name;
+            snprintf(err, errlen, "%s: corrupted or hand-made: %s %s[%zu] is %g; the model is not usable — "
+                     "restore the file or restart the run", path, family[f], name, i, (double)v);
+            return -1;
+        }
+    }
+    return 0;
+}
+
 int ckpt_load(const char *path, gl_model *m, gl_train_state *st, uint64_t expect_model_hash,
               char *err, size_t errlen) {
     assert(m && st && path);
@@ -444,6 +507,11 @@ int ckpt_load(const char *path, gl_model *m, gl_train_state *st, uint64_t expect
                  path, cf.model_hash, expect_model_hash);
         goto cleanup;
     }
+    if (cf.st.vocab_size != m->cfg.vocab_size) {
+        snprintf(err, errlen, "%s: corrupted or hand-made: a vocabulary of %d bytes for a model with %d token "
+                 "embeddings; restore the file or restart the run", path, cf.st.vocab_size, m->cfg.vocab_size);
+        goto cleanup;
+    }
     /* Everything checked: now fill the model. */
     size_t bytes = m->n_params * sizeof(float);
     if (ckpt_get(cf.f, m->params, bytes) != 0 || ckpt_get(cf.f, m->adam_m, bytes) != 0 ||
@@ -452,6 +520,7 @@ int ckpt_load(const char *path, gl_model *m, gl_train_state *st, uint64_t expect
                  "the model is partly loaded — do not use it", path);
         goto cleanup;
     }
+    if (ckpt_check_values(m, path, err, errlen) != 0) goto cleanup;
     *st = cf.st;
     rc = 0;
 cleanup:

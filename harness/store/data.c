@@ -17,6 +17,7 @@
  * 100 MB enwik8 costs 100 MB) and never modified.
  */
 #include "data.h"
+#include "fileio.h"
 
 #include <assert.h>
 #include <ctype.h>
@@ -142,9 +143,10 @@ static int read_file(gl_dataset *ds, char *err, size_t errlen) {
         "give data.file as an existing path, or as a bare name looked up in $GATELAB_DATA, data/ and "
         "../shared/data (`make data` fetches Tiny Shakespeare and enwik8 into data/)";
     int rc = -1;
-    FILE *f = fopen(ds->path, "rb");
-    if (!f) {
-        snprintf(err, errlen, "data.file: cannot open %s: %s; %s", ds->path, strerror(errno), hint);
+    FILE *f;
+    char why[GL_PATH_MAX + 128];
+    if (fileio_open_regular(ds->path, "data file", &f, why, sizeof why)) { /* no hang on a FIFO */
+        snprintf(err, errlen, "data.file: %s; %s", why, hint);
         goto cleanup;
     }
     struct stat st;

@@ -24,6 +24,7 @@
 #include "manifest.h"
 
 #include <ctype.h>
+#include <limits.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <ini.h>
@@ -33,6 +34,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fileio.h"
+#include "parse.h"
 #include "tasks.h"
 
 /* snprintf without -Wformat-truncation noise: messages are cut to the
@@ -340,40 +343,29 @@ static int name_char_ok(int c) {
 static int parse_value(gl_manifest *mf, const key_def *k, const char *value, char *why,
                        size_t whylen, int *quote) {
     char *base = (char *)mf + k->off;
-    char *end;
     *quote = 1;
     switch (k->kind) {
     case K_INT: {
-        if (!*value) return msgf(why, whylen, "empty value, expected an integer"), -1;
-        errno = 0;
-        long v = strtol(value, &end, 10);
-        if (end == value || *end) return msgf(why, whylen, "not an integer"), -1;
-        *quote = 0;
-        if (errno == ERANGE || !in_range(k, (double)v)) return range_text(why, whylen, k), -1;
+        long v;
+        int prc = parse_long(value, LONG_MIN, LONG_MAX, &v, why, whylen); /* syntax: parse.c */
+        *quote = prc == -1;
+        if (prc == -1) return -1;
+        if (prc == -2) return range_text(why, whylen, k), -1;
+        if (v < INT_MIN || v > INT_MAX || !in_range(k, (double)v)) return range_text(why, whylen, k), -1;
         *(int *)base = (int)v;
         return 0;
     }
     case K_U64: {
-        const char *s = value;
-        if (!*s) return msgf(why, whylen, "empty value, expected an integer"), -1;
-        if (!isdigit((unsigned char)*s))
-            return msgf(why, whylen, "not a non-negative integer"), -1;
-        errno = 0;
-        unsigned long long v = strtoull(s, &end, 10);
-        if (*end) return msgf(why, whylen, "not a non-negative integer"), -1;
-        if (errno == ERANGE) {
-            *quote = 0;
-            return msgf(why, whylen, "must be between 0 and %" PRIu64, UINT64_MAX), -1;
-        }
-        *(uint64_t *)base = (uint64_t)v;
+        uint64_t v;
+        int prc = parse_u64(value, &v, why, whylen);
+        *quote = prc == -1;
+        if (prc) return -1;
+        *(uint64_t *)base = v;
         return 0;
     }
     case K_FLOAT: {
-        if (!*value) return msgf(why, whylen, "empty value, expected a number"), -1;
-        errno = 0;
-        float v = strtof(value, &end);
-        if (end == value || *end) return msgf(why, whylen, "not a number"), -1;
-        if (!isfinite(v)) return msgf(why, whylen, "not a finite number"), -1;
+        float v;
+        if (parse_float(value, &v, why, whylen)) return -1;
         *quote = 0;
         if (!in_range(k, (double)v)) return range_text(why, whylen, k), -1;
         *(float *)base = v;
@@ -513,12 +505,9 @@ static int stream_handler(void *user, const char *section, const char *name, con
 }
 
 static char *read_text_file(const char *path, char *err, size_t errlen, const char *what) {
-    FILE *f = fopen(path, "rb");
+    FILE *f;
     char *buf = NULL;
-    if (!f) {
-        msgf(err, errlen, "cannot read %s %s: %s", what, path, strerror(errno));
-        return NULL;
-    }
+    if (fileio_open_regular(path, what, &f, err, errlen)) return NULL; /* no hang on a FIFO */
     size_t cap = 4096, len = 0;
     buf = malloc(cap);
     while (buf) {
