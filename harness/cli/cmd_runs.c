@@ -7,7 +7,10 @@
  * tlops_saved), throughput (tokens_per_s, tokens/s), start time and duration.
  * Formats: a readable table (default), CSV (RFC 4180 quoting; empty fields
  * for missing values) and JSON (an array of objects; null for missing values).
- * It reads only; it does not compute anything the registry does not hold.
+ * It reads only, with one exception: --fix-stale marks KILLED the runs that
+ * are RUNNING in the registry but whose process is gone (kill -9, a full
+ * registry disk at the end) or silent past --stale-after; without it those
+ * show as STALE.  It does not compute anything the registry does not hold.
  */
 #include <math.h>
 #include <stdio.h>
@@ -16,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "args.h"
 #include "cli.h"
 #include "store/registry.h"
 
@@ -23,7 +27,38 @@ typedef enum { RUNS_TABLE, RUNS_CSV, RUNS_JSON } runs_format;
 
 static void runs_usage(FILE *f) {
     fprintf(f, "usage: gatelab runs [--experiment E] [--status S] [--format table|csv|json] [--db PATH]\n"
-               "  S is SCHEDULED, RUNNING, FINISHED, FAILED or KILLED; PATH defaults to results/gatelab.db\n");
+               "                    [--stale-after SECONDS] [--fix-stale]\n"
+               "  S is SCHEDULED, RUNNING, FINISHED, FAILED or KILLED; PATH defaults to results/gatelab.db\n"
+               "  a RUNNING run whose process is gone, or without a heartbeat for SECONDS (default 1800),\n"
+               "  shows as STALE; --fix-stale marks those KILLED (then --resume RUN or a sweep continues them)\n");
+}
+
+/* Find RUNNING rows that nobody runs (db_run_stale); show them as STALE, or
+ * with fix mark them KILLED in the registry.  why: n strings of 256 bytes. */
+static int runs_check_stale(gl_db *db, gl_run_row *rows, int n, double stale_s, int fix, char (*why)[256],
+                            char *err, size_t errlen) {
+    int fixed = 0;
+    for (int i = 0; i < n; i++) {
+        why[i][0] = '\0';
+        if (strcmp(rows[i].status, "RUNNING")) continue;
+        int st = db_run_stale(db, rows[i].run_id, stale_s, why[i], sizeof why[i], err, errlen);
+        if (st < 0) return -1;
+        if (!st) continue;
+        if (!fix) {
+            snprintf(rows[i].status, sizeof rows[i].status, "STALE");
+            continue;
+        }
+        char msg[400];
+        snprintf(msg, sizeof msg, "marked KILLED by gatelab runs --fix-stale: %s", why[i]);
+        if (db_run_finish(db, rows[i].run_id, "KILLED", 3, msg, err, errlen)) return -1;
+        snprintf(rows[i].status, sizeof rows[i].status, "KILLED");
+        snprintf(rows[i].error, sizeof rows[i].error, "%s", msg);
+        why[i][0] = '\0';
+        fprintf(stderr, "gatelab runs: %s marked KILLED (%s); continue it with gatelab train MANIFEST --resume %s\n",
+                rows[i].run_id, msg + strlen("marked KILLED by gatelab runs --fix-stale: "), rows[i].run_id);
+        fixed++;
+    }
+    return fixed;
 }
 
 /* Local time of a unix time as "YYYY-MM-DD HH:MM:SS" ("" when unknown). */
@@ -56,7 +91,7 @@ static void runs_num(double v, const char *fmt, char *out, size_t len) {
     else snprintf(out, len, "-");
 }
 
-static void runs_print_table(const gl_run_row *rows, int n) {
+static void runs_print_table(const gl_run_row *rows, int n, char (*why)[256]) {
     printf("%-36s %-16s %-9s %7s %8s %8s %6s %6s %9s %-19s %8s\n", "run_id", "experiment", "status", "step",
            "train", "val", "alpha", "tlops", "tok/s", "started", "took_s");
     for (int i = 0; i < n; i++) {
@@ -74,6 +109,8 @@ static void runs_print_table(const gl_run_row *rows, int n) {
         printf("%-36s %-16s %-9s %7s %8s %8s %6s %6s %9s %-19s %8s\n", r->run_id, r->experiment, r->status, step, tr,
                va, al, tl, tps, st[0] ? st : "-", took);
         if (r->error[0]) printf("    error: %s\n", r->error);
+        if (why && why[i][0])
+            printf("    stale: RUNNING in the registry but %s; `gatelab runs --fix-stale` marks it KILLED\n", why[i]);
     }
     printf("%d run%s\n", n, n == 1 ? "" : "s");
 }
@@ -196,9 +233,16 @@ static void runs_print_json(const gl_run_row *rows, int n) {
 int cmd_runs(int argc, char **argv) {
     const char *experiment = NULL, *status = NULL, *dbp = DB_DEFAULT_PATH;
     runs_format fmt = RUNS_TABLE;
+    int fix_stale = 0;
+    double stale_s = 1800;
     for (int i = 1; i < argc; i++) {
         const char *s = argv[i];
         if (!strcmp(s, "-h") || !strcmp(s, "--help")) { runs_usage(stdout); return 0; }
+        if (!strcmp(s, "--fix-stale")) { fix_stale = 1; continue; }
+        if (!strcmp(s, "--stale-after") && i + 1 < argc) {
+            if (args_double("runs", s, argv[++i], 0, 1e9, &stale_s)) return 2;
+            continue;
+        }
         if (i + 1 >= argc || (strcmp(s, "--experiment") && strcmp(s, "--status") && strcmp(s, "--format") &&
                               strcmp(s, "--db"))) {
             fprintf(stderr, "gatelab runs: unexpected argument '%s'\n", s);
@@ -230,16 +274,27 @@ int cmd_runs(int argc, char **argv) {
     char err[1024];
     gl_db *db = NULL;
     gl_run_row *rows = NULL;
+    char (*why)[256] = NULL;
     int n = 0, rc = 1;
     if (db_open(&db, dbp, err, sizeof err) || db_runs_list(db, experiment, status, &rows, &n, err, sizeof err)) {
         fprintf(stderr, "gatelab runs: %s\n", err);
         goto cleanup;
     }
+    why = calloc((size_t)(n ? n : 1), sizeof *why);
+    if (!why) {
+        fprintf(stderr, "gatelab runs: out of memory\n");
+        goto cleanup;
+    }
+    if (runs_check_stale(db, rows, n, stale_s, fix_stale, why, err, sizeof err) < 0) {
+        fprintf(stderr, "gatelab runs: %s\n", err);
+        goto cleanup;
+    }
     if (fmt == RUNS_CSV) runs_print_csv(rows, n);
     else if (fmt == RUNS_JSON) runs_print_json(rows, n);
-    else runs_print_table(rows, n);
+    else runs_print_table(rows, n, why);
     rc = 0;
 cleanup:
+    free(why);
     free(rows);
     db_close(db);
     return rc;

@@ -85,6 +85,7 @@ typedef struct {
     int tty, quiet;
     int rank, ranks;      /* dist.h: this process's rank of ranks; rank 0 alone writes files and the registry */
     int B_local, b0;      /* this rank's shard of the global batch: sequences [b0, b0 + B_local) */
+    int from_ckpt; /* resumed from a checkpoint (a --resume of a run that has none starts again) */
     double trace_s; /* wall-clock seconds in probe passes and trace writes (this process) */
     /* probe batch */
     int P, probe_B;
@@ -370,7 +371,12 @@ static int setup_run(run_ctx *c, const gl_train_opts *o, char *err, size_t errle
         return -1;
     }
     const int V = data_vocab_size(&c->ds);
-    if (o->resume) {
+    /* A run stopped before its first checkpoint (kill -9 during set-up) has
+     * nothing to resume: start it again from step 0 in its folder, saying so. */
+    c->from_ckpt = o->resume && access(c->ckpt_path, F_OK) == 0;
+    if (o->resume && !c->from_ckpt)
+        say(c, 0, "run %s has no checkpoint yet (stopped before its first one): starting it again from step 0", c->run_id);
+    if (c->from_ckpt) {
         if (ckpt_load(c->ckpt_path, &c->m, &c->st, c->model_hash, err, errlen)) return -1;
         if (c->st.vocab_size != V || memcmp(c->st.vocab, data_vocab(&c->ds), (size_t)V)) {
             snprintf(err, errlen, "%s was trained on a different vocabulary than data.file %s has now", c->ckpt_path,
@@ -431,7 +437,8 @@ static int setup_trace(run_ctx *c, const gl_train_opts *o, char *err, size_t err
                         .n_probe = c->P,
                         .config_ini = c->config_ini};
     for (int g = 0; g < GATE_COUNT; g++) td.has[g] = gatekind_has(&mc, (gl_gate)g);
-    return o->resume && access(c->trace_path, F_OK) == 0
+    /* resuming at step 0 (stopped during step 0) evaluates step 0 again: a fresh trace */
+    return c->from_ckpt && c->st.step > 0 && access(c->trace_path, F_OK) == 0
                ? trace_reopen(&c->trace, c->trace_path, c->st.step, err, errlen)
                : trace_create(&c->trace, c->trace_path, &td, c->probe_tok, c->probe_cat, err, errlen);
 }
@@ -767,7 +774,7 @@ gl_train_outcome train_run(const gl_manifest *mf, const gl_train_opts *o, char *
         say(&c, 0, "data parallel: %d ranks (%s) x %d threads; the batch of %d sequences split %d-%d per rank",
             c.ranks, dist_kind(), omp_get_max_threads(), tc->batch_size, tc->batch_size / c.ranks,
             (tc->batch_size + c.ranks - 1) / c.ranks);
-    if (o->resume) say(&c, 0, "resuming at step %ld of %d", c.st.step, tc->steps);
+    if (c.from_ckpt) say(&c, 0, "resuming at step %ld of %d", c.st.step, tc->steps);
     int failed = train_loop_run(&c, &lp, err, errlen);
     report_ranks(&c, &lp);
     outcome = train_finish(&c, &lp, failed, err, errlen);

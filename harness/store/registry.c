@@ -1135,3 +1135,39 @@ int db_run_t0(gl_db *db, const char *run_id, double *t0, char *err, size_t errle
     sqlite3_finalize(st);
     return rc;
 }
+
+/* ---- stale runs: RUNNING in the registry, nobody running them ---- */
+
+int db_run_stale(gl_db *db, const char *run_id, double stale_s, char *why, size_t whylen, char *err,
+                 size_t errlen) {
+    int rc = -1;
+    why[0] = '\0';
+    sqlite3_stmt *st = db_prepare(db, "SELECT status, pid, host, heartbeat FROM runs WHERE run_id=?1", err, errlen);
+    if (!st) return -1;
+    sqlite3_bind_text(st, 1, run_id, -1, SQLITE_TRANSIENT);
+    int s = sqlite3_step(st);
+    if (s == SQLITE_DONE) {
+        rc = 0;
+    } else if (s != SQLITE_ROW) {
+        db_fail(db, "cannot read a run's status", err, errlen);
+    } else {
+        const char *status = (const char *)sqlite3_column_text(st, 0);
+        long long pid = sqlite3_column_int64(st, 1);
+        const char *host = (const char *)sqlite3_column_text(st, 2);
+        double beat = sqlite3_column_type(st, 3) == SQLITE_NULL ? 0 : sqlite3_column_double(st, 3);
+        double age = db_now() - beat;
+        rc = 0;
+        if (status && !strcmp(status, "RUNNING")) {
+            if (host && !strcmp(host, db->host) && !db_pid_alive(pid)) {
+                snprintf(why, whylen, "process %lld on %s is gone (last heartbeat %.0f s ago)", pid, host, age);
+                rc = 1;
+            } else if (age > stale_s) {
+                snprintf(why, whylen, "no heartbeat for %.0f s (more than %.0f s; process %lld on %s)", age, stale_s,
+                         pid, host ? host : "an unknown host");
+                rc = 1;
+            }
+        }
+    }
+    sqlite3_finalize(st);
+    return rc;
+}

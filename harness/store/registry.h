@@ -198,4 +198,13 @@ int db_merge(gl_db *dst, const char *src_path, int *merged, int *skipped, char *
 /* Rank of a status string in the order above (0 for unknown). */
 int db_status_rank(const char *status);
 
+/* 1 when run_id is RUNNING in the registry but nothing runs it: its process
+ * is gone (same host, pid not alive) or its heartbeat is older than stale_s
+ * seconds (any host); why says which.  0 when not stale (or not RUNNING, or
+ * not registered); -1 with err on a registry error.  A process killed with
+ * -9, or one whose registry disk was full when it ended, leaves such a row;
+ * db_run_finish(..., "KILLED", ...) is the repair (`gatelab runs --fix-stale`). */
+int db_run_stale(gl_db *db, const char *run_id, double stale_s, char *why, size_t whylen, char *err,
+                 size_t errlen);
+
 #endif

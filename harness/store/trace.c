@@ -107,7 +107,17 @@ typedef struct {
 
 static herr_t tr_walk(unsigned n, const H5E_error2_t *e, void *data) {
     tr_walk_data *w = data;
-    if (n == 0 && e && e->desc) snprintf(w->inner, sizeof w->inner, "%s", e->desc);
+    if (n == 0 && e && e->desc) {
+        /* the sec2 driver's message is several lines with a time stamp and a
+         * buffer address; keep its head and the system's reason ("No space
+         * left on device") */
+        const char *why = strstr(e->desc, "error message = '");
+        const char *colon = strchr(e->desc, ':');
+        if (why && colon && colon < why)
+            snprintf(w->inner, sizeof w->inner, "%.*s: %.*s", (int)(colon - e->desc), e->desc,
+                     (int)strcspn(why + 17, "'"), why + 17);
+        else snprintf(w->inner, sizeof w->inner, "%s", e->desc);
+    }
     if (e && e->min_num == H5E_CANTLOCKFILE) w->lock = 1;
     return 0;
 }
@@ -145,6 +155,13 @@ static void tr_fail(char *err, size_t errlen, const char *path, const char *op, 
 /* Called by every public entry: HDF5 prints nothing, failures are kept in
  * tr_last for the messages. */
 static void tr_quiet(void) {
+    /* A file whose H5Fclose failed (a full disk) stays half-open inside the
+     * library, and HDF5's atexit shutdown then loops or crashes trying to
+     * flush it again.  Every file this code opens is closed before it
+     * returns, so there is nothing for that shutdown to do: skip it.  Only
+     * effective before the library's first use; later calls return an error,
+     * ignored. */
+    H5dont_atexit();
     H5Eset_auto2(H5E_DEFAULT, tr_on_error, NULL);
     memset(&tr_last, 0, sizeof tr_last);
 }
