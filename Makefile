@@ -82,8 +82,14 @@ $(BUILD)/tests/%: $(BUILD)/tests/%.o $(BUILD)/libgatelab.a
 $(BENCH_BIN): $(BUILD)/scripts/bench/bench.o $(BUILD)/libgatelab.a
 	$(CC) $(LDFLAGS) $^ -o $@ $(LDLIBS)
 
+# tests/fault/*.c: LD_PRELOAD shims for the fault-injection tests (tests/integration/faults.sh)
+FAULT_SO := $(patsubst tests/fault/%.c,$(BUILD)/fault/%.so,$(wildcard tests/fault/*.c))
+$(BUILD)/fault/%.so: tests/fault/%.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 -O1 -g -fPIC -shared -Wall -Wextra -Werror -D_GNU_SOURCE $< -o $@ -ldl
+
 test: deps
-	@$(MAKE) --no-print-directory $(BUILD)/gatelab $(MPI_BIN) $(TEST_BIN)
+	@$(MAKE) --no-print-directory $(BUILD)/gatelab $(MPI_BIN) $(TEST_BIN) $(FAULT_SO)
 	@BUILD=$(BUILD) tests/run.sh
 
 asan: deps

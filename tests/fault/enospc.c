@@ -19,7 +19,9 @@
  * Used by tests/integration/faults.sh; needs no privileges (no tmpfs mount).
  * Not a general fault injector: one byte budget for the whole process.
  */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
