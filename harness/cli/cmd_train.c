@@ -17,6 +17,8 @@
 #include "run/dist.h"
 #include "run/train.h"
 
+#define TRAIN_RUN_ID_MAX 159 /* run_ctx.run_id in run/train.c holds 160 bytes */
+
 int cmd_train(int argc, char **argv) {
     const char *manifest = NULL;
     gl_train_opts o = {0};
@@ -42,6 +44,16 @@ int cmd_train(int argc, char **argv) {
         } else if (!manifest) manifest = a;
         else {
             fprintf(stderr, "gatelab train: unexpected argument '%s' (overrides look like section.key=value)\n", a);
+            return 2;
+        }
+    }
+    /* run ids name a folder and a registry row; a longer one would be cut short silently */
+    const char *ids[2] = {o.run_id, o.resume};
+    for (int k = 0; k < 2; k++) {
+        if (ids[k] && (!*ids[k] || strlen(ids[k]) > TRAIN_RUN_ID_MAX)) {
+            fprintf(stderr, "gatelab train: %s '%.40s%s': a run id is 1 to %d characters (this one has %zu)\n",
+                    k ? "--resume" : "--run-id", ids[k], strlen(ids[k]) > 40 ? "…" : "", TRAIN_RUN_ID_MAX,
+                    strlen(ids[k]));
             return 2;
         }
     }

@@ -740,6 +740,16 @@ static hid_t tr_open_read(const char *path, char *err, size_t errlen) {
     return f;
 }
 
+/* Elements of a 1-D dataset, or -1 when it is not 1-D or on error. */
+static long long tr_probe_len(hid_t ds) {
+    hsize_t dims[1] = {0};
+    hid_t sp = H5Dget_space(ds);
+    int rank = sp >= 0 ? H5Sget_simple_extent_ndims(sp) : -1;
+    if (rank == 1) H5Sget_simple_extent_dims(sp, dims, NULL);
+    if (sp >= 0) H5Sclose(sp);
+    return rank == 1 ? (long long)dims[0] : -1;
+}
+
 int trace_read(const char *path, gl_trace_data *out, char *err, size_t errlen) {
     int rc = -1;
     hid_t f = H5I_INVALID_HID, ds[TR_N], pt = H5I_INVALID_HID, pc = H5I_INVALID_HID;
@@ -788,10 +798,21 @@ int trace_read(const char *path, gl_trace_data *out, char *err, size_t errlen) {
         tr_fail(err, errlen, path, "H5Dopen2", "/probe/tokens or /probe/category");
         goto cleanup;
     }
+    if (tr_probe_len(pt) != (long long)P || tr_probe_len(pc) != (long long)P) { /* H5S_ALL reads all of it */
+        snprintf(err, errlen, "%s: /probe/tokens or /probe/category does not hold n_probe = %d values", path, d.n_probe);
+        goto cleanup;
+    }
     if (P > 0 && (H5Dread(pt, H5T_NATIVE_INT, H5S_ALL, H5S_ALL, H5P_DEFAULT, out->probe_tokens) < 0 ||
                   H5Dread(pc, H5T_NATIVE_UINT8, H5S_ALL, H5S_ALL, H5P_DEFAULT, out->probe_category) < 0)) {
         tr_fail(err, errlen, path, "H5Dread", "the probe batch");
         goto cleanup;
+    }
+    for (size_t i = 0; i < P; i++) { /* untrusted input: analyses index tables by category */
+        if (out->probe_category[i] >= CAT_COUNT) {
+            snprintf(err, errlen, "%s: /probe/category[%zu] is %u, outside the codes 0..%d (%s); not a trace "
+                     "this gatelab wrote", path, i, out->probe_category[i], CAT_COUNT - 1, cat_codes_description());
+            goto cleanup;
+        }
     }
 
     /* which per-step datasets exist, their shapes, and the common row count */
