@@ -467,24 +467,47 @@ static int ckpt_compare_tables(const ckpt_file *cf, const gl_model *m, char *wha
 
 /* A trained model's numbers are finite and AdamW's second moments are not
  * negative; a checkpoint that says otherwise would print "loss": nan or train
- * on garbage.  0, or -1 naming the tensor and index (the model then holds
- * the rejected numbers: the caller must not use it). */
-static int ckpt_check_values(const gl_model *m, const char *path, char *err, size_t errlen) {
+ * on garbage.  Reads the three arrays from f's position (the parameters) in
+ * chunks, before anything is copied into the model, and seeks back.  0, or
+ * -1 naming the tensor and index. */
+static int ckpt_check_values(FILE *f, const gl_model *m, const char *path, char *err, size_t errlen) {
     static const char *const family[3] = {"parameter", "AdamW first moment", "AdamW second moment"};
-    const float *arr[3] = {m->params, m->adam_m, m->adam_v};
-    for (int f = 0; f < 3; f++) {
-        for (size_t i = 0; i < m->n_params; i++) {
-            float v = arr[f][i];
-            if (isfinite(v) && !(f == 2 && v < 0)) continue;
-            const char *name = "?";
-            for (int j = 0; j < m->n_tensors; j++)
-                if (i >= m->tensors[j].offset && i < m->tensors[j].offset + m->tensors[j].size) name = m->tensors[j].name;
-            snprintf(err, errlen, "%s: corrupted or hand-made: %s %s[%zu] is %g; the model is not usable — "
-                     "restore the file or restart the run", path, family[f], name, i, (double)v);
-            return -1;
+    enum { CHUNK = 1 << 16 };
+    int rc = -1;
+    long start = ftell(f);
+    float *buf = malloc(CHUNK * sizeof(float));
+    if (start < 0 || !buf) {
+        snprintf(err, errlen, "%s: %s checking the checkpoint's values", path, buf ? "cannot tell the position" : "out of memory");
+        goto cleanup;
+    }
+    for (int fam = 0; fam < 3; fam++) {
+        for (size_t i0 = 0; i0 < m->n_params; i0 += CHUNK) {
+            size_t n = m->n_params - i0 < CHUNK ? m->n_params - i0 : CHUNK;
+            if (ckpt_get(f, buf, n * sizeof(float)) != 0) {
+                snprintf(err, errlen, "%s: read error after the checksum passed (file changed while reading?)", path);
+                goto cleanup;
+            }
+            for (size_t k = 0; k < n; k++) {
+                float v = buf[k];
+                if (isfinite(v) && !(fam == 2 && v < 0)) continue;
+                size_t i = i0 + k;
+                const char *name = "?";
+                for (int j = 0; j < m->n_tensors; j++)
+                    if (i >= m->tensors[j].offset && i < m->tensors[j].offset + m->tensors[j].size) name = m->tensors[j].name;
+                snprintf(err, errlen, "%s: corrupted or hand-made: %s %s[%zu] is %g; restore the file or restart the run",
+                         path, family[fam], name, i - (name[0] == '?' ? 0 : model_find_tensor(m, name)->offset), (double)v);
+                goto cleanup;
+            }
         }
     }
-    return 0;
+    if (fseek(f, start, SEEK_SET) != 0) {
+        snprintf(err, errlen, "%s: seek failed: %s", path, strerror(errno));
+        goto cleanup;
+    }
+    rc = 0;
+cleanup:
+    free(buf);
+    return rc;
 }
 
 int ckpt_load(const char *path, gl_model *m, gl_train_state *st, uint64_t expect_model_hash,
@@ -512,6 +535,7 @@ int ckpt_load(const char *path, gl_model *m, gl_train_state *st, uint64_t expect
                  "embeddings; restore the file or restart the run", path, cf.st.vocab_size, m->cfg.vocab_size);
         goto cleanup;
     }
+    if (ckpt_check_values(cf.f, m, path, err, errlen) != 0) goto cleanup;
     /* Everything checked: now fill the model. */
     size_t bytes = m->n_params * sizeof(float);
     if (ckpt_get(cf.f, m->params, bytes) != 0 || ckpt_get(cf.f, m->adam_m, bytes) != 0 ||
@@ -520,7 +544,6 @@ int ckpt_load(const char *path, gl_model *m, gl_train_state *st, uint64_t expect
                  "the model is partly loaded — do not use it", path);
         goto cleanup;
     }
-    if (ckpt_check_values(m, path, err, errlen) != 0) goto cleanup;
     *st = cf.st;
     rc = 0;
 cleanup:
