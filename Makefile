@@ -12,6 +12,7 @@
 #                   results in results/paper/PRESET/ (REPORT.md), resumable
 #   make figures    gnuplot figures from the registry
 #   make debug      -O0 -g build in build/debug/
+#   make fuzz       libFuzzer targets (tests/fuzz/) under ASan+UBSan, FUZZ_SECONDS each (clang)
 #   make clean
 #
 # Libraries come through pkg-config.  OpenBLAS is linked in its OpenMP build
@@ -51,7 +52,7 @@ MPI      ?= $(shell pkg-config --exists ompi-c 2>/dev/null && echo 1 || echo 0)
 MPI_BIN  := $(if $(filter 1,$(MPI)),$(BUILD)/gatelab-mpi)
 
 .SECONDARY:
-.PHONY: all test asan demo bench figures debug clean deps fixtures paper data
+.PHONY: all test asan demo bench figures debug clean deps fixtures paper data fuzz
 all: $(BUILD)/gatelab $(MPI_BIN)
 
 deps:
@@ -98,6 +99,23 @@ asan: deps
 
 debug:
 	@$(MAKE) --no-print-directory BUILD=build/debug OPT="-O0" all
+
+# Fuzzing: the library again with clang, ASan+UBSan and libFuzzer's coverage
+# (build/fuzz/), one binary per tests/fuzz/fuzz_*.c, then scripts/fuzz.sh runs
+# each for FUZZ_SECONDS on its seed corpus tests/fuzz/<name>/.
+FUZZ_CC      ?= clang
+FUZZ_SECONDS ?= 60
+FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+FUZZ_BIN     := $(patsubst tests/fuzz/%.c,$(BUILD)/%,$(wildcard tests/fuzz/fuzz_*.c))
+$(BUILD)/fuzz_%: tests/fuzz/fuzz_%.c $(BUILD)/libgatelab.a
+	$(CC) $(CFLAGS) -fsanitize=fuzzer $< $(BUILD)/libgatelab.a -o $@ $(LDLIBS)
+
+fuzz:
+	@$(MAKE) --no-print-directory BUILD=build/fuzz CC=$(FUZZ_CC) OPT="-O1 -DTR_READ_TRIES=1" \
+	    SAN="$(FUZZ_SAN) -fsanitize=fuzzer-no-link -Wno-error -Wno-unknown-warning-option" fuzz-bins
+	@FUZZ_SECONDS=$(FUZZ_SECONDS) scripts/fuzz.sh build/fuzz
+
+fuzz-bins: $(FUZZ_BIN)
 
 demo: deps all
 	@scripts/demo.sh
