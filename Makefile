@@ -111,7 +111,7 @@ $(BUILD)/fuzz_%: tests/fuzz/fuzz_%.c $(BUILD)/libgatelab.a
 	$(CC) $(CFLAGS) -fsanitize=fuzzer $< $(BUILD)/libgatelab.a -o $@ $(LDLIBS)
 
 fuzz:
-	@$(MAKE) --no-print-directory BUILD=build/fuzz CC=$(FUZZ_CC) OPT="-O1 -DTR_READ_TRIES=1" \
+	@$(MAKE) --no-print-directory BUILD=build/fuzz CC=$(FUZZ_CC) OPT="-O1 -DTR_READ_TRIES=1 -DTR_METADATA_READ_ATTEMPTS=1" \
 	    SAN="$(FUZZ_SAN) -fsanitize=fuzzer-no-link -Wno-error -Wno-unknown-warning-option" fuzz-bins
 	@FUZZ_SECONDS=$(FUZZ_SECONDS) scripts/fuzz.sh build/fuzz
 
