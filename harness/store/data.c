@@ -146,7 +146,8 @@ static int read_file(gl_dataset *ds, char *err, size_t errlen) {
     FILE *f;
     char why[GL_PATH_MAX + 128];
     if (fileio_open_regular(ds->path, "data file", &f, why, sizeof why)) { /* no hang on a FIFO */
-        snprintf(err, errlen, "data.file: %s; %s", why, hint);
+        if (strstr(why, "cannot read")) snprintf(err, errlen, "data.file: cannot open %s: %s; %s", ds->path, strerror(errno), hint);
+        else snprintf(err, errlen, "data.file: %s; %s", why, hint);
         goto cleanup;
     }
     struct stat st;

@@ -31,9 +31,9 @@ int fileio_open_regular(const char *path, const char *what, FILE **out, char *er
     if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
         int e = errno;
         const char *kind = S_ISDIR(sb.st_mode) ? "a directory" : S_ISFIFO(sb.st_mode) ? "a FIFO (named pipe)"
-                           : S_ISCHR(sb.st_mode) || S_ISBLK(sb.st_mode) ? "a device" : "not a regular file";
+                           : S_ISCHR(sb.st_mode) || S_ISBLK(sb.st_mode) ? "a device" : "a special file";
         if (e == 0 || S_ISDIR(sb.st_mode) || S_ISFIFO(sb.st_mode)) e = S_ISDIR(sb.st_mode) ? EISDIR : EINVAL;
-        snprintf(err, errlen, "%s %s is %s; give the path of a regular file", what, path, kind);
+        snprintf(err, errlen, "%s %s is %s, not a regular file; give the path of one", what, path, kind);
         close(fd);
         errno = e;
         return -1;
