@@ -356,6 +356,16 @@ int db_open_readonly(gl_db **out, const char *path, char *err, size_t errlen) {
         goto fail;
     }
     sqlite3_finalize(st);
+    st = NULL;
+    /* a registry from a newer gatelab: refuse, as db_open does, rather than
+     * read columns whose meaning may have changed */
+    int version = 0;
+    if (db_schema_version(db, &version, err, errlen)) goto fail;
+    if (version > DB_SCHEMA_VERSION) {
+        snprintf(err, errlen, "%s: registry schema version %d is newer than this gatelab understands (%d); "
+                 "use the gatelab that wrote it", path, version, DB_SCHEMA_VERSION);
+        goto fail;
+    }
     *out = db;
     return 0;
 fail:

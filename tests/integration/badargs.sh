@@ -4,9 +4,9 @@
 # an abort, garbage, silence or a hang.
 set -u
 . "$(dirname "$0")/lib.sh"
-DATA="${GATELAB_DATA:-../shared/data}"
-export GATELAB_DATA="$DATA"
 W=$(mktemp -d); trap 'rm -rf "$W"' EXIT
+export GATELAB_DATA="$W/data"
+make_corpus "$GATELAB_DATA/corpus.txt"
 R="$W/results"
 "$BIN" train "$TINY" steps=10 eval_every=10 --run-id a --results "$R" --quiet > /dev/null 2>&1
 check "a tiny run to poke at" test -s "$R/runs/a/ckpt"

@@ -13,9 +13,9 @@
 # never on a timer.
 set -u
 . "$(dirname "$0")/lib.sh"
-DATA="${GATELAB_DATA:-../shared/data}"
-export GATELAB_DATA="$DATA"
 W=$(mktemp -d); trap 'rm -rf "$W"' EXIT
+export GATELAB_DATA="$W/data"
+make_corpus "$GATELAB_DATA/corpus.txt"
 R="$W/results"
 SHIM="${GATELAB_FAULT_SHIM:-$(cd "$(dirname "$BIN")" && pwd)/fault/enospc.so}"
 if [ ! -f "$SHIM" ]; then fail "fault shim $SHIM not built (make builds it with the tests)"; exit 1; fi
