@@ -29,18 +29,21 @@ static void write_seeds(const char *dir) {
     float p[(L - 1) * P] = {0.1f, 0.9f, 0.4f, 0.6f};
     gl_trace_desc ds[3] = {
         {.n_layer = L, .n_kv_head = HKV, .n_probe = P, .config_ini = "[model]\n"},
-        {.n_layer = L, .n_kv_head = HKV, .n_probe = P, .has_alpha = 1, .config_ini = "[model]\nvalue_residual = satformer\n"},
-        {.n_layer = L, .n_kv_head = HKV, .n_router = L - 1, .n_probe = P, .has_p = 1, .config_ini = "[model]\n"},
+        {.n_layer = L, .n_kv_head = HKV, .n_probe = P, .config_ini = "[model]\nvalue_residual = satformer\n"},
+        {.n_layer = L, .n_kv_head = HKV, .n_router = L - 1, .n_probe = P, .config_ini = "[model]\n"},
     };
+    ds[1].has[GATE_ALPHA] = 1;
+    ds[2].has[GATE_P] = 1;
     for (int k = 0; k < 3; k++) {
         char path[4096], err[1024];
         snprintf(path, sizeof path, "%s/seed%d.h5", dir, k);
         gl_trace *t = NULL;
         if (trace_create(&t, path, &ds[k], tok, cat, err, sizeof err)) goto fail;
+        const float *gates[GATE_COUNT] = {0};
+        if (ds[k].has[GATE_ALPHA]) gates[GATE_ALPHA] = alpha;
+        if (ds[k].has[GATE_P]) gates[GATE_P] = p;
         for (long s = 0; s < 2 * k; s += 1)
-            if (trace_append(t, s * 10, 1.0f, 2.0f, ds[k].has_alpha ? alpha : NULL, NULL, ds[k].has_p ? p : NULL, NULL,
-                             err, sizeof err))
-                goto fail;
+            if (trace_append(t, s * 10, 1.0f, 2.0f, gates, err, sizeof err)) goto fail;
         trace_close(t);
         continue;
     fail:
