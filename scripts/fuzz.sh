@@ -29,7 +29,16 @@ for bin in "$B"/fuzz_*; do
     execs=$(grep -oE '^#[0-9]+' "$log" | tail -1 | tr -d '#')
     crashes=$(grep -cE '^==[0-9]+==ERROR: (Address|Leak|UndefinedBehavior)Sanitizer|runtime error:|deadly signal' "$log")
     timeouts=$(grep -c 'ERROR: libFuzzer: timeout' "$log")
-    echo "fuzz $short: ${execs:-?} executions in ${secs} s, $crashes crashes, $timeouts timeouts (rc $rc, log $log)"
-    if [ "$rc" -ne 0 ] || [ "$crashes" -ne 0 ]; then bad=1; tail -30 "$log"; fi
+    # fork mode sums its jobs as "oom/timeout/crash: A/B/C" and exits with the
+    # timeout code (70) when a job timed out: a timeout or an out-of-memory unit
+    # is reported, a crash fails
+    ooms=0
+    last=$(grep -oE 'oom/timeout/crash: [0-9]+/[0-9]+/[0-9]+' "$log" | tail -1 | awk '{print $2}')
+    if [ -n "$last" ]; then
+        IFS=/ read -r f_oom f_to f_cr <<< "$last"
+        ooms=$f_oom; timeouts=$((timeouts + f_to)); crashes=$((crashes + f_cr))
+    fi
+    echo "fuzz $short: ${execs:-?} executions in ${secs} s, $crashes crashes, $timeouts timeouts, $ooms out of memory (rc $rc, log $log)"
+    if { [ "$rc" -ne 0 ] && [ "$rc" -ne 70 ]; } || [ "$crashes" -ne 0 ]; then bad=1; tail -30 "$log"; fi
 done
 exit $bad
