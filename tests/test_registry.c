@@ -237,7 +237,7 @@ static void test_run_lifecycle(void **state) {
     snprintf(q, sizeof q, "SELECT pid = %d AND start_time > 0 AND heartbeat >= start_time AND attempts = 1 "
                           "AND host <> '' FROM runs WHERE run_id='r1'", (int)getpid());
     assert_int_equal(sql_int(path, q), 1);
-    gl_metric m[2] = {{10, "train", "loss", 2.5, 0}, {10, "val", "loss", 2.75, 0}};
+    gl_metric m[2] = {{.step = 10, .split = "train", .name = "loss", .value = 2.5, .wall_time = 0}, {.step = 10, .split = "val", .name = "loss", .value = 2.75, .wall_time = 0}};
     OK(db_metrics_log(db, "r1", m, 2, err, sizeof err));
     assert_int_equal(db_metrics_log(db, "nope", m, 2, err, sizeof err), -1);
     assert_int_equal(db_run_finish(db, "r1", "RUNNING", 0, NULL, err, sizeof err), -1);
@@ -276,8 +276,8 @@ static void test_nan_stored_as_null(void **state) {
     snprintf(path, sizeof path, "%s/gatelab.db", dir);
     gl_db *db = open_ok(path);
     make_run(db, "exp", "r", "RUNNING");
-    gl_metric m[4] = {{1, "train", "loss", NAN, 0}, {2, "train", "loss", INFINITY, 0},
-                      {3, "train", "loss", -INFINITY, 0}, {4, "train", "loss", 1.25, 0}};
+    gl_metric m[4] = {{.step = 1, .split = "train", .name = "loss", .value = NAN, .wall_time = 0}, {.step = 2, .split = "train", .name = "loss", .value = INFINITY, .wall_time = 0},
+                      {.step = 3, .split = "train", .name = "loss", .value = -INFINITY, .wall_time = 0}, {.step = 4, .split = "train", .name = "loss", .value = 1.25, .wall_time = 0}};
     OK(db_metrics_log(db, "r", m, 4, err, sizeof err));
     assert_int_equal(sql_int(path, "SELECT count(*) FROM metrics WHERE value IS NULL"), 3);
     assert_int_equal(sql_int(path, "SELECT count(*) FROM metrics WHERE typeof(value)='real'"), 1);
@@ -288,7 +288,7 @@ static void test_nan_stored_as_null(void **state) {
     assert_true(v == 1.25);
     assert_int_equal(db_metric_get(db, "r", 5, "train", "loss", &v, err, sizeof err), 0);
     /* Re-logging a step (a resumed run) replaces it. */
-    gl_metric again = {4, "train", "loss", 1.5, 0};
+    gl_metric again = {.step = 4, .split = "train", .name = "loss", .value = 1.5, .wall_time = 0};
     OK(db_metrics_log(db, "r", &again, 1, err, sizeof err));
     assert_int_equal(db_count_rows(db, "metrics", "r", err, sizeof err), 4);
     db_close(db);
@@ -304,7 +304,7 @@ static void test_heartbeat(void **state) {
     make_run(db, "exp", "r", "RUNNING");
     sql_exec(path, "UPDATE runs SET heartbeat = 1000, pid = 1 WHERE run_id = 'r'");
     /* logging metrics (as an analysis of a live run does) must not refresh it */
-    gl_metric m = {5, "analysis", "alpha_mean", 0.5, 0};
+    gl_metric m = {.step = 5, .split = "analysis", .name = "alpha_mean", .value = 0.5, .wall_time = 0};
     OK(db_metrics_log(db, "r", &m, 1, err, sizeof err));
     assert_int_equal(sql_int(path, "SELECT heartbeat = 1000 FROM runs WHERE run_id='r'"), 1);
     /* the training loop's call does, and records its pid */
@@ -336,9 +336,9 @@ static void test_readers(void **state) {
     gl_db *db = open_ok(path);
     make_run(db, "exp", "r", "RUNNING");
     OK(db_params_put_ini(db, "r", "[model]\nn_layer = 4\n", err, sizeof err));
-    gl_metric m[6] = {{20, "val", "loss", 2.0, 110}, {10, "val", "loss", 3.0, 105}, {30, "val", "loss", NAN, 120},
-                      {10, "train", "loss", 3.5, 100}, {7, "ablation", "zero.all.delta_loss", 0.25, 130},
-                      {9, "ablation", "zero.all.delta_loss", 0.5, 140}};
+    gl_metric m[6] = {{.step = 20, .split = "val", .name = "loss", .value = 2.0, .wall_time = 110}, {.step = 10, .split = "val", .name = "loss", .value = 3.0, .wall_time = 105}, {.step = 30, .split = "val", .name = "loss", .value = NAN, .wall_time = 120},
+                      {.step = 10, .split = "train", .name = "loss", .value = 3.5, .wall_time = 100}, {.step = 7, .split = "ablation", .name = "zero.all.delta_loss", .value = 0.25, .wall_time = 130},
+                      {.step = 9, .split = "ablation", .name = "zero.all.delta_loss", .value = 0.5, .wall_time = 140}};
     OK(db_metrics_log(db, "r", m, 6, err, sizeof err));
     db_close(db);
 
@@ -685,7 +685,7 @@ static void log_loss(gl_db *db, const char *run, int n, double base) {
     char err[512];
     gl_metric m[64];
     assert_true(n <= 64);
-    for (int i = 0; i < n; i++) m[i] = (gl_metric){i, "train", "loss", base + i, 0};
+    for (int i = 0; i < n; i++) m[i] = (gl_metric){.step = i, .split = "train", .name = "loss", .value = base + i, .wall_time = 0};
     OK(db_metrics_log(db, run, m, n, err, sizeof err));
 }
 
