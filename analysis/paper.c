@@ -32,13 +32,7 @@
 
 /* ---- statistics ---- */
 
-double paper_t95(int df) {
-    static const double t[] = {0,     12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
-                               2.201, 2.179,  2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086};
-    if (df < 1) return NAN;
-    if (df <= 20) return t[df];
-    return df <= 30 ? 2.042 : df <= 60 ? 2.000 : 1.960;
-}
+double paper_t95(int df) { return tables_t95(df); }
 
 typedef struct {
     double mean, sd, lo, hi; /* lo, hi: 95 % interval of the mean (NaN when n < 2) */
