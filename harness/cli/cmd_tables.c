@@ -80,6 +80,7 @@ int cmd_tables(int argc, char **argv) {
     for (int i = 0; i < s.n_written; i++)
         printf("  %-16s %3d rows  %s/%s.md  %s/%s.tex\n", s.written[i], s.rows[i], out, s.written[i], out, s.written[i]);
     for (int i = 0; i < s.n_skipped; i++) printf("  skipped %s\n", s.skipped[i]);
+    for (int i = 0; i < s.n_notes; i++) printf("  left out of %s\n", s.notes[i]);
     rc = 0;
 done:
     db_close(db);
@@ -106,6 +107,7 @@ int cmd_figures(int argc, char **argv) {
     printf("gatelab figures: %d figures (PNG + PDF + SVG) in %s, data in %s/data\n", s.n_made, out, out);
     for (int i = 0; i < s.n_made; i++) printf("  %s.png  %s.pdf\n", s.made[i], s.made[i]);
     for (int i = 0; i < s.n_skipped; i++) printf("  skipped %s\n", s.skipped[i]);
+    for (int i = 0; i < s.n_notes; i++) printf("  left out of %s\n", s.notes[i]);
     rc = 0;
 done:
     db_close(db);
