@@ -80,7 +80,6 @@ int cmd_tables(int argc, char **argv) {
     for (int i = 0; i < s.n_written; i++)
         printf("  %-16s %3d rows  %s/%s.md  %s/%s.tex\n", s.written[i], s.rows[i], out, s.written[i], out, s.written[i]);
     for (int i = 0; i < s.n_skipped; i++) printf("  skipped %s\n", s.skipped[i]);
-    for (int i = 0; i < s.n_notes; i++) printf("  left out of %s\n", s.notes[i]);
     rc = 0;
 done:
     db_close(db);
