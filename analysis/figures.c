@@ -450,6 +450,7 @@ typedef struct {
     double *p_cat;       /* (L, CAT_COUNT) mean p per router and category */
     int has_alpha_head, has_delta_head, has_alpha_block, has_p_block, has_alpha_cat, has_p_cat;
     gl_gate gate;        /* the per-head gate the alpha_* fields hold (gate table, model/gatekind.h) */
+    char delta_head_on[96];  /* what delta_head was measured on ("val[0,64) 4096 tok @40") */
     char label[256];
 } fg_run_data;
 
@@ -529,6 +530,42 @@ static int fg_single_gate(const metric_ablation_key *key, int *l, int *h) {
            metric_label_gate_parse(key->label, l, h) && *h != METRIC_NONE;
 }
 
+/* 1 when row k is a bar of the ablation figure (single = 0: an intervention's
+ * delta_loss over all tokens, not early exit, not one gate) or a cell of the
+ * heads map (single = 1: the ΔL of zeroing one KV head). */
+static int fg_ablation_kind(const gl_metric_latest *row, int single) {
+    metric_ablation_key key;
+    int l, h;
+    if (!metric_ablation_parse(row->name, &key)) return 0;
+    if (fg_single_gate(&key, &l, &h)) return single;
+    return !single && !strcmp(key.quantity, "delta_loss") && key.cat == METRIC_NONE && strcmp(key.mode, METRIC_EXIT_MODE);
+}
+
+/* The measurement (step and token set) with the most rows of the kind (ties:
+ * the most windows): a figure draws that one alone.  NULL when there is none. */
+static const gl_metric_latest *fg_main_measurement(const gl_metric_latest *m, int nm, int single) {
+    const gl_metric_latest *best = NULL;
+    int best_n = 0;
+    for (int k = 0; k < nm; k++) {
+        if (!fg_ablation_kind(&m[k], single)) continue;
+        int c = 0;
+        for (int q = 0; q < nm; q++)
+            c += fg_ablation_kind(&m[q], single) && m[q].step == m[k].step && db_prov_same(&m[q].prov, &m[k].prov);
+        if (c > best_n || (c == best_n && best && m[k].prov.count > best->prov.count)) best = &m[k], best_n = c;
+    }
+    return best;
+}
+
+/* Note, once per figure, that rows of another measurement were left out. */
+static void fg_note_other(figures_summary *s, const char *fig, const gl_metric_latest *row, const gl_metric_latest *main,
+                          int *noted) {
+    if ((*noted)++) return;
+    char a[64], b[64], note[220];
+    snprintf(note, sizeof note, "rows measured on %s @%ld left out: the figure shows %s @%ld",
+             db_prov_str(&row->prov, a, sizeof a), row->step, db_prov_str(&main->prov, b, sizeof b), main->step);
+    fg_note(s, fig, note);
+}
+
 /* ablation_<run>: one bar group per intervention (every <mode>.<label>.delta_loss
  * except early exit and single-gate zeroing, which goes to the heads map: its
  * values are kept in d->delta_head). */
@@ -536,7 +573,7 @@ static int fg_ablation_bars(gl_db *db, fg_run_data *d, const char *data_dir, con
                             char *err, size_t errlen) {
     gl_metric_latest *m = NULL;
     int nm = 0, nbars = 0, has_cat[CAT_COUNT] = {0}, rc = -1;
-    char path[4096], name[160], vars[512], b[32];
+    char path[4096], name[160], vars[640], b[32];
     fg_rng ry = fg_rng_empty();
     const char *id = d->run->run_id;
     if (db_metrics_latest(db, id, ABLATE_SPLIT, &m, &nm, err, errlen)) return -1;
@@ -557,21 +594,32 @@ static int fg_ablation_bars(gl_db *db, fg_run_data *d, const char *data_dir, con
     for (int c = 0; c < CAT_COUNT; c++)
         if (has_cat[c]) fprintf(fb, "\t%s", cat_name(c));
     fprintf(fb, "\n");
+    snprintf(name, sizeof name, "ablation_%s", id);
+    const gl_metric_latest *bars = fg_main_measurement(m, nm, 0), *cells = fg_main_measurement(m, nm, 1);
+    int noted_bars = 0, noted_cells = 0;
+    char heads_name[160];
+    snprintf(heads_name, sizeof heads_name, "heads_%s", id);
     for (int k = 0; k < nm; k++) {
         metric_ablation_key key;
         int l, h;
         if (!metric_ablation_parse(m[k].name, &key)) continue;
-        if (fg_single_gate(&key, &l, &h)) {
-            if (l < d->L && h < d->H) d->delta_head[l * d->H + h] = m[k].value, d->has_delta_head = 1;
-            continue; /* single gates go to the heads map, not the bars */
-        }
-        if (strcmp(key.quantity, "delta_loss") || key.cat != METRIC_NONE || !strcmp(key.mode, METRIC_EXIT_MODE))
+        if (fg_single_gate(&key, &l, &h)) { /* single gates go to the heads map, not the bars */
+            if (m[k].step != cells->step || !db_prov_same(&m[k].prov, &cells->prov))
+                fg_note_other(s, heads_name, &m[k], cells, &noted_cells);
+            else if (l < d->L && h < d->H) d->delta_head[l * d->H + h] = m[k].value, d->has_delta_head = 1;
             continue;
+        }
+        if (!fg_ablation_kind(&m[k], 0)) continue;
+        if (m[k].step != bars->step || !db_prov_same(&m[k].prov, &bars->prov)) {
+            fg_note_other(s, name, &m[k], bars, &noted_bars);
+            continue;
+        }
         double cv[CAT_COUNT];
         for (int c = 0; c < CAT_COUNT; c++) {
             char want[METRIC_NAME_MAX];
-            cv[c] = metric_ablation_sibling(want, sizeof want, &key, "delta_loss", c) ? NAN
-                                                                                       : db_metrics_latest_find(m, nm, want);
+            cv[c] = metric_ablation_sibling(want, sizeof want, &key, "delta_loss", c)
+                        ? NAN
+                        : db_metrics_latest_find_like(m, nm, want, &m[k]);
         }
         fprintf(fb, "%s:%s\t%s", key.mode, key.label, report_num(b, 32, m[k].value));
         for (int c = 0; c < CAT_COUNT; c++)
@@ -587,11 +635,14 @@ static int fg_ablation_bars(gl_db *db, fg_run_data *d, const char *data_dir, con
         snprintf(err, errlen, "writing %s failed", path);
         goto cleanup;
     }
-    snprintf(name, sizeof name, "ablation_%s", id);
+    char on[64];
+    if (cells) snprintf(d->delta_head_on, sizeof d->delta_head_on, "%s @%ld", db_prov_str(&cells->prov, on, sizeof on),
+                        cells->step);
     if (nbars) {
         int ncol = 2;
         for (int c = 0; c < CAT_COUNT; c++) ncol += has_cat[c];
-        snprintf(vars, sizeof vars, "title='%s'; ncol=%d", d->label, ncol);
+        snprintf(vars, sizeof vars, "title='%s, on %s @%ld'; ncol=%d", d->label, db_prov_str(&bars->prov, on, sizeof on),
+                 bars->step, ncol);
         fg_rng_vars(ry, "y", 1, vars, sizeof vars);
         if (fg_draw(s, "ablation_bars.gp", path, out_dir, name, vars, err, errlen)) goto cleanup;
     }
@@ -630,7 +681,8 @@ static int fg_heatmap(const fg_run_data *d, int heads, const char *data_dir, con
     }
     char cbl[64];
     snprintf(cbl, sizeof cbl, "mean %s (probe tokens)", gi->symbol);
-    snprintf(vars, sizeof vars, "title='%s'; cblabel='%s'", d->label, heads ? "ΔL when zeroed alone (nats/token)" : cbl);
+    snprintf(vars, sizeof vars, "title='%s%s%s'; cblabel='%s'", d->label, heads ? ", on " : "",
+             heads ? d->delta_head_on : "", heads ? "ΔL when zeroed alone (nats/token)" : cbl);
     fg_rng_vars(rc3, "cb", 0, vars, sizeof vars);
     return fg_draw(s, "heatmap.gp", path, out_dir, name, vars, err, errlen);
 }

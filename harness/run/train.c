@@ -866,9 +866,15 @@ static gl_train_outcome train_finish(run_ctx *c, const train_loop *lp, int faile
         say(c, 0, "KILLED: %s", err);
     } else {
         outcome = TRAIN_FINISHED;
-        /* the hex float makes bit-for-bit comparisons of runs possible from the log */
-        say(c, 0, "finished %d steps in %.1f s | last train loss %.6f (%a) | run folder %s", tc->steps,
-            c->st.elapsed_s, lp->last_loss, lp->last_loss, c->dir);
+        /* the hex float makes bit-for-bit comparisons of runs possible from the log; a session that took
+         * no step (resumed from the final checkpoint, e.g. killed during the headline evaluation) has no
+         * train loss of its own: the session that took the last step logged it */
+        if (isnan(lp->last_loss))
+            say(c, 0, "finished %d steps in %.1f s | no step in this session (the checkpoint was at step %ld) | "
+                      "run folder %s", tc->steps, c->st.elapsed_s, c->st.step, c->dir);
+        else
+            say(c, 0, "finished %d steps in %.1f s | last train loss %.6f (%a) | run folder %s", tc->steps,
+                c->st.elapsed_s, lp->last_loss, lp->last_loss, c->dir);
         double span = c->st.elapsed_s - lp->elapsed0;
         if (c->trace_s > 0 && span > 0) {
             say(c, 0, "trace: %.3f s in probe passes and writes, %.2f %% of this session's %.1f s", c->trace_s,

@@ -119,9 +119,12 @@ check "tables exits 0" test $? -eq 0
 for t in loss_by_variant tsa_lambda throughput ablations tsa_vs_exit; do
     check "tables writes $t.md and $t.tex" test -s "$R/tables/$t.md" -a -s "$R/tables/$t.tex"
 done
-v_reg=$(q "select printf('%.4f', value) from metrics where run_id='sat' and split='val' and name='loss' order by step desc limit 1")
-check "the loss table shows the registry's final val loss of the SATFormer run ($v_reg)" \
+v_reg=$(q "select printf('%.4f ± %.4f', value, se) from metrics where run_id='sat' and split='val' and name='final.loss'")
+check "the loss table shows the registry's headline val loss ± SE of the SATFormer run ($v_reg)" \
     grep -q "| corpus | d32L3 | satformer | 1 | $v_reg |" "$R/tables/loss_by_variant.md"
+v_on=$(q "select data_split || '[' || win_first || ',' || (win_first + win_count) || ') ' || printf('%.0f', tokens) || ' tok @' || step from metrics where run_id='sat' and split='val' and name='final.loss'")
+check "the loss table says what it was measured on: the whole split ($v_on)" \
+    grep -q "| $v_on |" "$R/tables/loss_by_variant.md"
 check "the LaTeX table is booktabs" grep -q '\\midrule' "$R/tables/loss_by_variant.tex"
 
 # ---- figures ----
