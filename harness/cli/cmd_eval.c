@@ -117,6 +117,43 @@ static int record(const gl_run *run, const char *split_name, const gl_eval_resul
     return rc;
 }
 
+/* The bytes of the file at path as the run's token ids: *ids malloc'd (the
+ * caller frees it, also on failure), *n_ids of them.  Returns 0, or -1 with a
+ * message naming a byte missing from the run's vocabulary. */
+static int read_text_ids(const gl_run *run, const char *text, int **ids_out, size_t *n_ids, char *err,
+                         size_t errlen) {
+    FILE *f;
+    if (fileio_open_regular(text, "--text file", &f, err, errlen)) return -1; /* no hang on a FIFO */
+    long n = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
+    if (n < 0 || fseek(f, 0, SEEK_SET) != 0) {
+        snprintf(err, errlen, "--text %s: cannot find its length: %s", text, strerror(errno));
+        fclose(f);
+        return -1;
+    }
+    unsigned char *bytes = malloc(n > 0 ? (size_t)n : 1);
+    int *ids = malloc((n > 0 ? (size_t)n : 1) * sizeof(int));
+    *ids_out = ids;
+    size_t got = bytes && ids ? fread(bytes, 1, (size_t)n, f) : 0;
+    fclose(f);
+    int bad = -1;
+    for (size_t i = 0; i < got && bad < 0; i++) {
+        int id = -1;
+        for (int v = 0; v < run->st.vocab_size; v++)
+            if (run->st.vocab[v] == bytes[i]) id = v;
+        if (id < 0) bad = (int)i;
+        else ids[i] = id;
+    }
+    if (bad >= 0) {
+        snprintf(err, errlen, "%s: byte 0x%02x ('%c') at offset %d is not in the run's vocabulary of %d bytes", text,
+                 bytes[bad], bytes[bad] >= 32 && bytes[bad] < 127 ? bytes[bad] : '?', bad, run->st.vocab_size);
+        free(bytes);
+        return -1;
+    }
+    free(bytes);
+    *n_ids = got;
+    return 0;
+}
+
 int cmd_eval(int argc, char **argv) {
     const char *arg = NULL, *text = NULL, *results = NULL, *split_name = "val", *partner = NULL;
     long windows = 0;
@@ -190,34 +227,7 @@ int cmd_eval(int argc, char **argv) {
         goto fail;
     }
     if (text) {
-        FILE *f;
-        if (fileio_open_regular(text, "--text file", &f, err, sizeof err)) goto fail; /* no hang on a FIFO */
-        long n = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
-        if (n < 0 || fseek(f, 0, SEEK_SET) != 0) {
-            snprintf(err, sizeof err, "--text %s: cannot find its length: %s", text, strerror(errno));
-            fclose(f);
-            goto fail;
-        }
-        unsigned char *bytes = malloc(n > 0 ? (size_t)n : 1);
-        ids = malloc((n > 0 ? (size_t)n : 1) * sizeof(int));
-        size_t got = bytes && ids ? fread(bytes, 1, (size_t)n, f) : 0;
-        fclose(f);
-        int bad = -1;
-        for (size_t i = 0; i < got && bad < 0; i++) {
-            int id = -1;
-            for (int v = 0; v < run.st.vocab_size; v++)
-                if (run.st.vocab[v] == bytes[i]) id = v;
-            if (id < 0) bad = (int)i;
-            else ids[i] = id;
-        }
-        if (bad >= 0) {
-            snprintf(err, sizeof err, "%s: byte 0x%02x ('%c') at offset %d is not in the run's vocabulary of %d bytes",
-                     text, bytes[bad], bytes[bad] >= 32 && bytes[bad] < 127 ? bytes[bad] : '?', bad, run.st.vocab_size);
-            free(bytes);
-            goto fail;
-        }
-        free(bytes);
-        n_ids = got;
+        if (read_text_ids(&run, text, &ids, &n_ids, err, sizeof err)) goto fail;
     } else if (data_open(&ds, &run.mf.data, mc->seq_len, run.mf.train.seed, err, sizeof err)) {
         goto fail;
     }
