@@ -850,6 +850,13 @@ static int final_evaluation(run_ctx *c, char *err, size_t errlen) {
     return 0;
 }
 
+/* 1 when the run has a headline at its checkpoint's step (0 also when the registry cannot say). */
+static int has_headline(run_ctx *c) {
+    gl_metric_val v;
+    char e2[256];
+    return db_metric_at(c->db, c->run_id, "val", "final.loss", NULL, &v, e2, sizeof e2) == 1 && v.step == c->st.step;
+}
+
 /* The outcome after the loop (failed: train_loop_run's code), its closing
  * line, and what the registry keeps: artifacts and the last metrics. */
 static gl_train_outcome train_finish(run_ctx *c, const train_loop *lp, int failed, char *err, size_t errlen) {
@@ -929,6 +936,9 @@ gl_train_outcome train_run(const gl_manifest *mf, const gl_train_opts *o, char *
                     "nothing to do\n", c.run_id, c.st.step, tc->steps);
         err[0] = 0;
         outcome = TRAIN_FINISHED;
+        /* a kill during the headline evaluation left the run without one: record it now */
+        if (!has_headline(&c) && final_evaluation(&c, e2, sizeof e2))
+            say(&c, 0, "warning: no headline recorded (%s); record it with `gatelab eval %s --record`", e2, c.run_id);
         goto cleanup;
     }
     own = share_state(&c, err, errlen) || loop_init(&lp, &c, err, errlen);
