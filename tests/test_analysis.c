@@ -372,6 +372,29 @@ static void test_ablate_satformer(void **state) {
     data_close(&ds);
 }
 
+/* The paired standard error of ΔL: clusters of the same windows, by hand. */
+static void test_paired_se(void **state) {
+    (void)state;
+    static ablate_eval a, b;
+    memset(&a, 0, sizeof a);
+    memset(&b, 0, sizeof b);
+    /* 3 clusters of 10 tokens; per-cluster mean loss a: 2.0, 2.2, 2.4; b: 1.9, 2.0, 2.1 */
+    const double ma[3] = {2.0, 2.2, 2.4}, mb[3] = {1.9, 2.0, 2.1};
+    for (int k = 0; k < 3; k++) {
+        a.clu_w[k] = b.clu_w[k] = 10;
+        a.clu_loss[k] = 10 * ma[k];
+        b.clu_loss[k] = 10 * mb[k];
+    }
+    /* d_c = 1, 2, 3 (sums), Δ = 6/30 = 0.2, residuals d_c − Δ·w_c = −1, 0, 1: SE² = 3/2 · 2 / 900 */
+    const double want = sqrt(1.5 * 2.0) / 30.0, got = ablate_paired_se(&a, &b);
+    print_message("paired SE of ΔL: %.9f (by hand %.9f)\n", got, want);
+    assert_true(fabs(got - want) < 1e-12);
+    /* alone: the cluster-robust SE of a's loss; one cluster: none */
+    assert_true(fabs(ablate_paired_se(&a, NULL) - sqrt(1.5 * 8.0) / 30.0) < 1e-12);
+    a.clu_w[1] = a.clu_w[2] = 0;
+    assert_true(isnan(ablate_paired_se(&a, &b)));
+}
+
 static void test_ablate_tsa(void **state) {
     (void)state;
     static gl_dataset ds;
@@ -588,7 +611,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_gate_stats),   cmocka_unit_test(test_depth_and_categories),
         cmocka_unit_test(test_analyze_trace), cmocka_unit_test(test_ablate_satformer),
-        cmocka_unit_test(test_ablate_tsa),   cmocka_unit_test(test_tables),
+        cmocka_unit_test(test_ablate_tsa),   cmocka_unit_test(test_paired_se),   cmocka_unit_test(test_tables),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
     corpus_remove();

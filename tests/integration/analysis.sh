@@ -120,8 +120,9 @@ check "heads (16 windows) and ablate (8 windows) both kept for zero.L2H0.delta_l
     test "$(q "select group_concat(win_count) from (select win_count from metrics where run_id='sat' and split='ablation' and name='zero.L2H0.delta_loss' order by win_count)")" = "8,16"
 check "the heads value is untouched ($h16)" \
     test -n "$h16" -a "$(q "select value from metrics where run_id='sat' and split='ablation' and name='zero.L2H0.delta_loss' and win_count=16")" = "$h16"
-check "ablation rows carry their tokens and a paired ΔL standard error (4 batches of 2 windows)" \
-    test "$(q "select count(*) from metrics where run_id='sat' and split='ablation' and name='zero.L2H0.delta_loss' and win_count = 8 and tokens = 8*32 and se > 0")" = 1
+check "ablation rows carry their windows, tokens and (4 batches of 2 windows) a loss standard error" \
+    test "$(q "select count(*) from metrics where run_id='sat' and split='ablation' and name in ('zero.L2H0.delta_loss', 'zero.L2H0.base_loss') and win_count = 8 and tokens = 8*32")" = 2 \
+    -a "$(q "select se > 0 from metrics where run_id='sat' and split='ablation' and name='zero.L2H0.base_loss' and win_count = 8")" = 1
 
 # ---- early exit matched to the TSA run's α on the whole split (the pair tsa_vs_exit shows) ----
 "$BIN" eval ee --match-run tsa --record --results "$R" > "$W/ev1" 2>&1
