@@ -852,6 +852,7 @@ static int final_evaluation(run_ctx *c, char *err, size_t errlen) {
 
 /* 1 when the run has a headline at its checkpoint's step (0 also when the registry cannot say). */
 static int has_headline(run_ctx *c) {
+    if (c->rank != 0 || !c->db) return 1; /* rank 0 alone records it */
     gl_metric_val v;
     char e2[256];
     return db_metric_at(c->db, c->run_id, "val", "final.loss", NULL, &v, e2, sizeof e2) == 1 && v.step == c->st.step;
