@@ -429,6 +429,7 @@ int db_open_readonly(gl_db **out, const char *path, char *err, size_t errlen) {
     db = calloc(1, sizeof *db);
     if (!db) { snprintf(err, errlen, "%s: out of memory opening the registry", path); return -1; }
     strcpy(db->path, path);
+    if (gethostname(db->host, sizeof db->host - 1) != 0) strcpy(db->host, "unknown"); /* db_run_stale compares it */
     if (sqlite3_open_v2(path, &db->h, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
         db_fail(db, "cannot open the registry", err, errlen);
         goto fail;
