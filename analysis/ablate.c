@@ -157,11 +157,17 @@ int ablate_evaluate(ablate_ctx *c, gl_split split, long first, long n, ablate_ev
         }
         const int N = got * T;
         model_forward(m, c->tok, c->tg, c->mask, got, T);
+        double bl = 0.0, bw = 0.0; /* this batch: one cluster of the standard error */
         for (int t = 0; t < N; t++) {
             if (c->mask[t] == 0.0f || c->tg[t] < 0) continue;
-            loss += (double)c->mask[t] * m->tok_loss[t];
-            scored += c->mask[t];
+            bl += (double)c->mask[t] * m->tok_loss[t];
+            bw += c->mask[t];
         }
+        loss += bl;
+        scored += bw;
+        const int k = (int)(((w - first) / m->max_B) % ABLATE_CLUSTERS);
+        r->clu_loss[k] += bl;
+        r->clu_w[k] += bw;
         if (c->have_cats) {
             for (int t = 0; t < N; t++) c->bytes[t] = vocab[c->tok[t]];
             for (int b = 0; b < got; b++) cat_classify(c->bytes + (size_t)b * T, (size_t)T, &c->fw, c->cat + (size_t)b * T);
@@ -189,6 +195,8 @@ int ablate_evaluate(ablate_ctx *c, gl_split split, long first, long n, ablate_ev
     }
     r->loss = scored > 0 ? loss / scored : NAN;
     r->tokens = scored;
+    for (int k = 0; k < ABLATE_CLUSTERS; k++) r->n_clu += r->clu_w[k] > 0;
+    r->loss_se = ablate_paired_se(r, NULL);
     for (int k = 0; k < CAT_COUNT; k++) {
         r->cat_tokens[k] = cw[k];
         r->cat_loss[k] = cw[k] > 0 ? cl[k] / cw[k] : NAN;
@@ -226,8 +234,29 @@ int ablate_reference_alpha(ablate_ctx *c, float *mean, char *err, size_t errlen)
     return rc;
 }
 
+double ablate_paired_se(const ablate_eval *a, const ablate_eval *b) {
+    double W = 0.0, D = 0.0;
+    int g = 0;
+    for (int k = 0; k < ABLATE_CLUSTERS; k++) {
+        if (a->clu_w[k] <= 0) continue;
+        W += a->clu_w[k];
+        D += a->clu_loss[k] - (b ? b->clu_loss[k] : 0.0);
+        g++;
+    }
+    if (g < 2 || W <= 0) return NAN;
+    const double delta = D / W;
+    double ss = 0.0;
+    for (int k = 0; k < ABLATE_CLUSTERS; k++) {
+        if (a->clu_w[k] <= 0) continue;
+        const double d = a->clu_loss[k] - (b ? b->clu_loss[k] : 0.0) - delta * a->clu_w[k];
+        ss += d * d;
+    }
+    return sqrt((double)g / (g - 1.0) * ss) / W;
+}
+
 static void ablate_finish(ablate_result *res) {
     res->delta = res->ablated.loss - res->base.loss;
+    res->delta_se = ablate_paired_se(&res->ablated, &res->base);
     res->ppl_ratio = exp(res->delta);
     for (int k = 0; k < CAT_COUNT; k++) res->delta_cat[k] = res->ablated.cat_loss[k] - res->base.cat_loss[k];
 }
@@ -374,13 +403,17 @@ int ablate_exit_metrics(const ablate_eval *full, const ablate_exit_point *pts, i
             snprintf(err, errlen, "cannot name the early-exit metric %s at tau %g", (quantity), (double)(tau)); \
             return -1;                                                                                        \
         }                                                                                                     \
-        if (report_metric_add(rm, step, ABLATE_SPLIT, name, (val), err, errlen)) return -1;                    \
+        if (report_metric_add_se(rm, step, ABLATE_SPLIT, name, (val), se, err, errlen)) return -1;            \
+        se = NAN;                                                                                             \
     } while (0)
+    double se = full->loss_se;
     ROW(full->loss, NAN, "loss", METRIC_NONE);
     for (int i = 0; i < n; i++) {
         const ablate_exit_point *p = &pts[i];
         double d = p->r.loss - full->loss;
+        se = p->r.loss_se;
         ROW(p->r.loss, p->tau, "loss", METRIC_NONE);
+        se = ablate_paired_se(&p->r, full);
         ROW(d, p->tau, "delta_loss", METRIC_NONE);
         ROW(exp(d), p->tau, "ppl_ratio", METRIC_NONE);
         ROW(p->r.active_frac, p->tau, "active_frac", METRIC_NONE);
@@ -508,10 +541,14 @@ int ablate_metrics(const ablate_result *res, const char *label, long step, repor
             snprintf(err, errlen, "cannot name the metric %s of intervention %s.%s", (quantity), mode, label); \
             return -1;                                                                               \
         }                                                                                            \
-        if (report_metric_add(rm, step, ABLATE_SPLIT, name, (val), err, errlen)) return -1;           \
+        if (report_metric_add_se(rm, step, ABLATE_SPLIT, name, (val), se, err, errlen)) return -1;   \
+        se = NAN;                                                                                    \
     } while (0)
+    double se = res->base.loss_se;
     ROW(res->base.loss, "base_loss", METRIC_NONE);
+    se = res->ablated.loss_se;
     ROW(res->ablated.loss, "loss", METRIC_NONE);
+    se = res->delta_se;
     ROW(res->delta, "delta_loss", METRIC_NONE);
     ROW(res->ppl_ratio, "ppl_ratio", METRIC_NONE);
     for (int k = 0; k < CAT_COUNT; k++)

@@ -37,8 +37,13 @@
  * full-depth / random: TSA routing forced to p = 0 / random at the learned α. */
 typedef enum { ABLATE_ZERO = 0, ABLATE_MEAN, ABLATE_FULL_DEPTH, ABLATE_RANDOM, ABLATE_FILE } ablate_mode;
 
+#define ABLATE_CLUSTERS 64 /* batches of windows folded into this many clusters for standard errors */
+
 typedef struct {
     double loss;                  /* mean cross-entropy over scored tokens (nats/token) */
+    double loss_se;               /* its cluster-robust standard error (batches of windows as clusters; NaN: one) */
+    double clu_loss[ABLATE_CLUSTERS], clu_w[ABLATE_CLUSTERS]; /* loss sum and scored tokens per cluster */
+    int n_clu;                    /* clusters holding tokens */
     double tokens;                /* scored tokens */
     double cat_loss[CAT_COUNT];   /* the same by category of the input token (NaN: none, or no categories) */
     double cat_tokens[CAT_COUNT];
@@ -50,6 +55,7 @@ typedef struct {
     ablate_eval base;             /* the unmodified model (random: learned routing run hard) */
     ablate_eval ablated;
     double delta;                 /* ablated.loss − base.loss (nats/token) */
+    double delta_se;              /* its paired standard error (the same windows, cluster by cluster; NaN: one) */
     double ppl_ratio;             /* exp(delta) */
     double delta_cat[CAT_COUNT];  /* per category (NaN where none) */
     double route_skip;            /* random: the skip probability used (1 − α) */
@@ -95,6 +101,12 @@ void ablate_free(ablate_ctx *c); /* accepts a zeroed or half-built context */
 int ablate_evaluate(ablate_ctx *c, gl_split split, long first, long n, ablate_eval *r, double *alpha_sum,
                     float *alpha_all, char *err, size_t errlen);
 
+/* Standard error of a->loss − b->loss, two evaluations of the same windows:
+ * paired cluster by cluster, SE² = G/(G−1) Σ_c (d_c − Δ·w_c)² / W², with d_c
+ * the difference of the clusters' loss sums, w_c their tokens, W = Σ w_c.
+ * b NULL: the SE of a->loss alone.  NaN with fewer than two clusters. */
+double ablate_paired_se(const ablate_eval *a, const ablate_eval *b);
+
 /* The unmodified model on the evaluation windows (alpha_all as above). */
 int ablate_baseline(ablate_ctx *c, ablate_eval *r, float *alpha_all, char *err, size_t errlen);
 
@@ -123,7 +135,8 @@ typedef struct {
 int ablate_exit_sweep(ablate_ctx *c, const double *taus, int n, ablate_eval *full, ablate_exit_point *pts, char *err,
                       size_t errlen);
 
-/* Registry rows of a sweep: exit.tau<τ as %.3f>.{loss, delta_loss,
+/* Registry rows of a sweep (measured on rm->prov; loss and delta_loss with
+ * their standard errors): exit.tau<τ as %.3f>.{loss, delta_loss,
  * ppl_ratio, active_frac, tlops_saved, delta_loss.<category>} and
  * exit.full.loss, split "ablation" at step. */
 int ablate_exit_metrics(const ablate_eval *full, const ablate_exit_point *pts, int n, long step, report_metrics *rm,
@@ -147,7 +160,8 @@ int ablate_parse_mode(const char *s, ablate_mode *mode);
 /* 1 when block n of m has a gate the mode can override (SATFormer α or ResFormer λ1). */
 int ablate_block_gated(const gl_model *m, int n);
 
-/* Registry rows of res under "<mode>.<label>.": base_loss, loss, delta_loss,
+/* Registry rows of res under "<mode>.<label>." (measured on rm->prov; the
+ * losses and delta_loss with their standard errors): base_loss, loss, delta_loss,
  * ppl_ratio, delta_loss.<category>, active_frac (routed models), route_skip
  * (random); split "ablation" at step.  Returns 0 or -1 with a message. */
 int ablate_metrics(const ablate_result *res, const char *label, long step, report_metrics *rm, char *err,

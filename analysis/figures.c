@@ -4,7 +4,8 @@
  *
  * Figures, each NAME.png + NAME.pdf in the output folder, data in data/:
  *   loss_step, loss_time        train and val loss of every run vs step / seconds
- *   pareto                      TSA: TLOps saved vs val loss over λ (+ early exit over τ)
+ *   pareto                      TSA: TLOps saved vs val loss over λ, early exit at the matched α
+ *                               (+ the τ sweep when it was measured on the same tokens)
  *   depth_alpha, depth_p        mean α by block (SATFormer), mean p by block (TSA), all runs
  *   <key>_heatmap_<run>         block × KV head mean of the run's per-head gate (the gate
  *                               table's key: alpha_heatmap for SATFormer; needs `gatelab analyze`)
@@ -13,6 +14,11 @@
  *   ablation_<run>              ΔL by intervention and category (needs `gatelab ablate`)
  *   heads_<run>                 block × KV head ΔL of single-gate zeroing (needs `gatelab heads`)
  *   depth_map_<run>             per-character effective depth over the probe text (TSA trace)
+ *
+ * One figure, one token set: every number a figure sets side by side was
+ * measured on the same windows at the same step (the registry's provenance);
+ * what was measured on other tokens is left out and listed in s->notes, and
+ * the titles say what the numbers rest on.
  *
  * What it does not do: compute statistics (the analyses logged them), or
  * print.  Only FINISHED runs are drawn.  gnuplot runs as a child process
@@ -149,6 +155,10 @@ static void fg_skip(figures_summary *s, const char *name, const char *why) {
     if (s->n_skipped < FIGURES_MAX) snprintf(s->skipped[s->n_skipped++], sizeof s->skipped[0], "%s: %s", name, why);
 }
 
+static void fg_note(figures_summary *s, const char *name, const char *what) {
+    if (s->n_notes < FIGURES_MAX) snprintf(s->notes[s->n_notes++], sizeof s->notes[0], "%s: %s", name, what);
+}
+
 /* A run's legend / title text; a single quote (which would end gnuplot's
  * string) becomes a backquote. */
 static void fg_label(const tables_run *r, char *out, size_t n) {
@@ -247,8 +257,141 @@ cleanup:
     return rc;
 }
 
-/* TSA runs grouped by (data, scale, variant), mean over seeds per λ; early
- * exit from ablation rows exit.tau<τ>.{tlops_saved,loss}. */
+/* The token set of the TSA points of one (data, scale): early-exit points
+ * join the figure only when measured on it. */
+typedef struct {
+    char data[64], scale[32];
+    gl_prov prov;
+} fg_tokens;
+
+static const gl_prov *fg_tokens_of(const fg_tokens *t, int nt, const tables_run *r) {
+    for (int i = 0; i < nt; i++)
+        if (!strcmp(t[i].data, r->data) && !strcmp(t[i].scale, r->scale)) return &t[i].prov;
+    return NULL;
+}
+
+/* TSA runs grouped by (data, scale, variant), mean over seeds per λ, from
+ * their headlines (runs without one are left out: noted).  Records each
+ * (data, scale)'s token set in tok. */
+static int fg_pareto_tsa(FILE *f, const tables_run *runs, int n, fg_tokens *tok, int *ntok, fg_rng *rx, fg_rng *ry,
+                         figures_summary *s) {
+    int blocks = 0;
+    char note[200], p[64];
+    for (int i = 0; i < n;) {
+        if (isnan(runs[i].lambda) || isnan(runs[i].tlops_saved) || !runs[i].headline) {
+            if (!isnan(runs[i].lambda) && !runs[i].headline) {
+                snprintf(note, sizeof note, "TSA run %s left out: no headline (record it with `gatelab eval %s --record`)",
+                         runs[i].run_id, runs[i].run_id);
+                fg_note(s, "pareto", note);
+            }
+            i++;
+            continue;
+        }
+        const gl_prov *have = fg_tokens_of(tok, *ntok, &runs[i]);
+        if (!have && *ntok < 64) {
+            snprintf(tok[*ntok].data, sizeof tok[0].data, "%s", runs[i].data);
+            snprintf(tok[*ntok].scale, sizeof tok[0].scale, "%s", runs[i].scale);
+            tok[*ntok].prov = runs[i].val_prov;
+            have = &tok[(*ntok)++].prov;
+        }
+        int j = i;
+        while (j < n && !strcmp(runs[j].data, runs[i].data) && !strcmp(runs[j].scale, runs[i].scale) &&
+               !strcmp(runs[j].variant, runs[i].variant))
+            j++;
+        fprintf(f, "%s%s %s %s (%s)\ttlops_saved\tval_loss\n", blocks ? "\n\n" : "", runs[i].data, runs[i].scale,
+                runs[i].variant, db_prov_str(have, p, sizeof p));
+        int pts = 0;
+        for (int a = i; a < j;) {
+            int b = a;
+            double st = 0, sl = 0;
+            int k = 0;
+            for (; b < j && (runs[b].lambda == runs[a].lambda || (isnan(runs[b].lambda) && isnan(runs[a].lambda))); b++) {
+                const tables_run *r = &runs[b];
+                if (isnan(r->tlops_saved) || isnan(r->val_loss) || !r->headline) continue;
+                if (!db_prov_same(&r->val_prov, have)) {
+                    snprintf(note, sizeof note, "TSA run %s left out: measured on %s, not on the tokens of the others",
+                             r->run_id, db_prov_str(&r->val_prov, p, sizeof p));
+                    fg_note(s, "pareto", note);
+                    continue;
+                }
+                st += r->tlops_saved, sl += r->val_loss, k++;
+            }
+            if (k && !isnan(runs[a].lambda)) {
+                fprintf(f, "%g\t%.4f\t%.6g\n", runs[a].lambda, 100.0 * st / k, sl / k);
+                fg_rng_add(rx, 100.0 * st / k);
+                fg_rng_add(ry, sl / k);
+                pts++;
+            }
+            a = b;
+        }
+        if (!pts) fprintf(f, "nan\tnan\tnan\n");
+        blocks++;
+        i = j;
+    }
+    return blocks;
+}
+
+/* Early exit on the TSA points' tokens: each run's matched point (matched.*,
+ * τ bisected for a TSA run's α on the whole split) and its τ sweep (exit.tau*
+ * of `ablate --mode exit`) when the sweep was measured on those tokens too;
+ * what is on other tokens is noted, not drawn.  Returns the blocks written. */
+static int fg_pareto_exit(gl_db *db, FILE *e, const tables_run *runs, int n, const fg_tokens *tok, int ntok, fg_rng *rx,
+                          fg_rng *ry, figures_summary *s, char *err, size_t errlen) {
+    int eblocks = 0;
+    char note[200], p[64], q[64], name[METRIC_NAME_MAX];
+    for (int i = 0; i < n; i++) {
+        if (!strstr(runs[i].variant, "early_exit")) continue;
+        const gl_prov *want = fg_tokens_of(tok, ntok, &runs[i]);
+        gl_metric_val ml, mt;
+        metric_headline(name, sizeof name, METRIC_MATCHED, "loss");
+        int k = db_metric_at(db, runs[i].run_id, "val", name, NULL, &ml, err, errlen);
+        metric_headline(name, sizeof name, METRIC_MATCHED, "tlops_saved");
+        if (k == 1) k = db_metric_at(db, runs[i].run_id, "val", name, &ml.prov, &mt, err, errlen);
+        gl_metric_val tau = {.value = NAN};
+        metric_headline(name, sizeof name, METRIC_MATCHED, "tau");
+        if (k == 1 && db_metric_at(db, runs[i].run_id, "val", name, &ml.prov, &tau, err, errlen) < 0) k = -1;
+        if (k < 0) return -1;
+        if (k == 1 && want && db_prov_same(&ml.prov, want)) {
+            fprintf(e, "%s%s %s early exit at matched α (seed %s)\ttlops_saved\tval_loss\n", eblocks++ ? "\n\n" : "",
+                    runs[i].data, runs[i].scale, runs[i].seed);
+            fprintf(e, "%g\t%.4f\t%.6g\n", tau.value, 100.0 * mt.value, ml.value);
+            fg_rng_add(rx, 100.0 * mt.value);
+            fg_rng_add(ry, ml.value);
+        }
+        gl_metric_latest *m = NULL;
+        int nm = 0, wrote = 0, other = 0;
+        if (db_metrics_latest(db, runs[i].run_id, ABLATE_SPLIT, &m, &nm, err, errlen)) return -1;
+        for (int r = 0; r < nm; r++) {
+            metric_ablation_key key;
+            char sib[METRIC_NAME_MAX];
+            if (!metric_ablation_parse(m[r].name, &key) || strcmp(key.mode, METRIC_EXIT_MODE) || isnan(key.tau) ||
+                strcmp(key.quantity, "tlops_saved") || key.cat != METRIC_NONE ||
+                metric_ablation_sibling(sib, sizeof sib, &key, "loss", METRIC_NONE))
+                continue;
+            if (!want || !db_prov_same(&m[r].prov, want)) {
+                if (!other++) {
+                    snprintf(note, sizeof note, "the τ sweep of %s on %s left out: the TSA points are on %s", runs[i].run_id,
+                             db_prov_str(&m[r].prov, p, sizeof p), want ? db_prov_str(want, q, sizeof q) : "none");
+                    fg_note(s, "pareto", note);
+                }
+                continue;
+            }
+            const double loss = db_metrics_latest_find_like(m, nm, sib, &m[r]);
+            if (isnan(loss) || isnan(m[r].value)) continue;
+            if (!wrote++)
+                fprintf(e, "%s%s %s early exit over τ (seed %s)\ttlops_saved\tval_loss\n", eblocks++ ? "\n\n" : "",
+                        runs[i].data, runs[i].scale, runs[i].seed);
+            fprintf(e, "%g\t%.4f\t%.6g\n", key.tau, 100.0 * m[r].value, loss);
+            fg_rng_add(rx, 100.0 * m[r].value);
+            fg_rng_add(ry, loss);
+        }
+        free(m);
+    }
+    return eblocks;
+}
+
+/* pareto: TSA's λ curves and early exit, every point on the whole validation
+ * split of its data (one token set per data and scale). */
 static int fg_pareto(gl_db *db, const tables_run *runs, int n, const char *data_dir, const char *out_dir,
                      figures_summary *s, char *err, size_t errlen) {
     char path[4096], epath[4096];
@@ -259,89 +402,36 @@ static int fg_pareto(gl_db *db, const tables_run *runs, int n, const char *data_
         snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
         return -1;
     }
-    int blocks = 0, eblocks = 0;
+    static fg_tokens tok[64];
+    int ntok = 0;
     fg_rng rx = fg_rng_empty(), ry = fg_rng_empty();
-    /* runs are sorted by data, scale, variant, λ, seed (tables' order) */
-    for (int i = 0; i < n;) {
-        if (isnan(runs[i].lambda) || isnan(runs[i].tlops_saved)) {
-            i++;
-            continue;
-        }
-        int j = i;
-        while (j < n && !strcmp(runs[j].data, runs[i].data) && !strcmp(runs[j].scale, runs[i].scale) &&
-               !strcmp(runs[j].variant, runs[i].variant))
-            j++;
-        fprintf(f, "%s%s %s %s\ttlops_saved\tval_loss\n", blocks ? "\n\n" : "", runs[i].data, runs[i].scale, runs[i].variant);
-        int pts = 0;
-        for (int a = i; a < j;) {
-            int b = a;
-            double st = 0, sl = 0;
-            int k = 0;
-            for (; b < j && (runs[b].lambda == runs[a].lambda || (isnan(runs[b].lambda) && isnan(runs[a].lambda))); b++)
-                if (!isnan(runs[b].tlops_saved) && !isnan(runs[b].val_loss)) st += runs[b].tlops_saved, sl += runs[b].val_loss, k++;
-            if (k && !isnan(runs[a].lambda)) {
-                fprintf(f, "%g\t%.4f\t%.6g\n", runs[a].lambda, 100.0 * st / k, sl / k);
-                fg_rng_add(&rx, 100.0 * st / k);
-                fg_rng_add(&ry, sl / k);
-                pts++;
-            }
-            a = b;
-        }
-        if (!pts) fprintf(f, "nan\tnan\tnan\n"); /* unreachable: the first run had both */
-        blocks++;
-        i = j;
-    }
+    int blocks = fg_pareto_tsa(f, runs, n, tok, &ntok, &rx, &ry, s);
     if (ferror(f) | fclose(f)) {
         snprintf(err, errlen, "writing %s failed", path);
         return -1;
     }
-    /* early exit: every run with exit.tau* rows is its own curve */
     FILE *e = fopen(epath, "w");
     if (!e) {
         snprintf(err, errlen, "cannot write %s: %s", epath, strerror(errno));
         return -1;
     }
-    for (int i = 0; i < n; i++) {
-        gl_metric_latest *m = NULL;
-        int nm = 0;
-        if (db_metrics_latest(db, runs[i].run_id, ABLATE_SPLIT, &m, &nm, err, errlen)) {
-            fclose(e);
-            return -1;
-        }
-        int wrote = 0;
-        for (int k = 0; k < nm; k++) {
-            metric_ablation_key key;
-            char want[METRIC_NAME_MAX];
-            if (!metric_ablation_parse(m[k].name, &key) || strcmp(key.mode, METRIC_EXIT_MODE) || isnan(key.tau) ||
-                strcmp(key.quantity, "tlops_saved") || key.cat != METRIC_NONE ||
-                metric_ablation_sibling(want, sizeof want, &key, "loss", METRIC_NONE))
-                continue;
-            const double tau = key.tau, loss = db_metrics_latest_find(m, nm, want);
-            if (isnan(loss) || isnan(m[k].value)) continue;
-            if (!wrote) fprintf(e, "%s%s %s early exit (%s)\ttlops_saved\tval_loss\n", eblocks ? "\n\n" : "", runs[i].data,
-                                runs[i].scale, runs[i].seed);
-            fprintf(e, "%g\t%.4f\t%.6g\n", tau, 100.0 * m[k].value, loss);
-            fg_rng_add(&rx, 100.0 * m[k].value);
-            fg_rng_add(&ry, loss);
-            wrote = 1;
-        }
-        eblocks += wrote;
-        free(m);
-    }
-    if (ferror(e) | fclose(e)) {
+    int eblocks = fg_pareto_exit(db, e, runs, n, tok, ntok, &rx, &ry, s, err, errlen);
+    if ((ferror(e) | fclose(e)) && eblocks >= 0) {
         snprintf(err, errlen, "writing %s failed", epath);
         return -1;
     }
-    if (!blocks && !eblocks) {
-        fg_skip(s, "pareto", "no finished TSA run (and no early-exit sweep from `gatelab ablate --mode exit`)");
+    if (eblocks < 0) return -1;
+    if (!blocks) {
+        fg_skip(s, "pareto", "no finished TSA run with a headline (the whole validation split)");
         return 0;
     }
-    char vars[4400] = "";
-    if (eblocks && blocks) snprintf(vars, sizeof vars, "exitdata='%s'", epath);
+    char vars[4600] = "", p[64];
+    if (ntok == 1)
+        snprintf(vars, sizeof vars, "title='every point on the same tokens: %s'", db_prov_str(&tok[0].prov, p, sizeof p));
+    else snprintf(vars, sizeof vars, "title='every point on the whole validation split of its data'");
+    if (eblocks) snprintf(vars + strlen(vars), sizeof vars - strlen(vars), "; exitdata='%s'", epath);
     fg_rng_vars(rx, "x", 0, vars, sizeof vars);
     fg_rng_vars(ry, "y", 0, vars, sizeof vars);
-    if (!blocks) /* only early exit: draw it as the main data */
-        return fg_draw(s, "pareto.gp", epath, out_dir, "pareto", vars, err, errlen);
     return fg_draw(s, "pareto.gp", path, out_dir, "pareto", vars, err, errlen);
 }
 
@@ -360,6 +450,7 @@ typedef struct {
     double *p_cat;       /* (L, CAT_COUNT) mean p per router and category */
     int has_alpha_head, has_delta_head, has_alpha_block, has_p_block, has_alpha_cat, has_p_cat;
     gl_gate gate;        /* the per-head gate the alpha_* fields hold (gate table, model/gatekind.h) */
+    char delta_head_on[96];  /* what delta_head was measured on ("val[0,64) 4096 tok @40") */
     char label[256];
 } fg_run_data;
 
@@ -439,6 +530,42 @@ static int fg_single_gate(const metric_ablation_key *key, int *l, int *h) {
            metric_label_gate_parse(key->label, l, h) && *h != METRIC_NONE;
 }
 
+/* 1 when row k is a bar of the ablation figure (single = 0: an intervention's
+ * delta_loss over all tokens, not early exit, not one gate) or a cell of the
+ * heads map (single = 1: the ΔL of zeroing one KV head). */
+static int fg_ablation_kind(const gl_metric_latest *row, int single) {
+    metric_ablation_key key;
+    int l, h;
+    if (!metric_ablation_parse(row->name, &key)) return 0;
+    if (fg_single_gate(&key, &l, &h)) return single;
+    return !single && !strcmp(key.quantity, "delta_loss") && key.cat == METRIC_NONE && strcmp(key.mode, METRIC_EXIT_MODE);
+}
+
+/* The measurement (step and token set) with the most rows of the kind (ties:
+ * the most windows): a figure draws that one alone.  NULL when there is none. */
+static const gl_metric_latest *fg_main_measurement(const gl_metric_latest *m, int nm, int single) {
+    const gl_metric_latest *best = NULL;
+    int best_n = 0;
+    for (int k = 0; k < nm; k++) {
+        if (!fg_ablation_kind(&m[k], single)) continue;
+        int c = 0;
+        for (int q = 0; q < nm; q++)
+            c += fg_ablation_kind(&m[q], single) && m[q].step == m[k].step && db_prov_same(&m[q].prov, &m[k].prov);
+        if (c > best_n || (c == best_n && best && m[k].prov.count > best->prov.count)) best = &m[k], best_n = c;
+    }
+    return best;
+}
+
+/* Note, once per figure, that rows of another measurement were left out. */
+static void fg_note_other(figures_summary *s, const char *fig, const gl_metric_latest *row, const gl_metric_latest *main,
+                          int *noted) {
+    if ((*noted)++) return;
+    char a[64], b[64], note[220];
+    snprintf(note, sizeof note, "rows measured on %s @%ld left out: the figure shows %s @%ld",
+             db_prov_str(&row->prov, a, sizeof a), row->step, db_prov_str(&main->prov, b, sizeof b), main->step);
+    fg_note(s, fig, note);
+}
+
 /* ablation_<run>: one bar group per intervention (every <mode>.<label>.delta_loss
  * except early exit and single-gate zeroing, which goes to the heads map: its
  * values are kept in d->delta_head). */
@@ -446,7 +573,7 @@ static int fg_ablation_bars(gl_db *db, fg_run_data *d, const char *data_dir, con
                             char *err, size_t errlen) {
     gl_metric_latest *m = NULL;
     int nm = 0, nbars = 0, has_cat[CAT_COUNT] = {0}, rc = -1;
-    char path[4096], name[160], vars[512], b[32];
+    char path[4096], name[160], vars[640], b[32];
     fg_rng ry = fg_rng_empty();
     const char *id = d->run->run_id;
     if (db_metrics_latest(db, id, ABLATE_SPLIT, &m, &nm, err, errlen)) return -1;
@@ -467,21 +594,32 @@ static int fg_ablation_bars(gl_db *db, fg_run_data *d, const char *data_dir, con
     for (int c = 0; c < CAT_COUNT; c++)
         if (has_cat[c]) fprintf(fb, "\t%s", cat_name(c));
     fprintf(fb, "\n");
+    snprintf(name, sizeof name, "ablation_%s", id);
+    const gl_metric_latest *bars = fg_main_measurement(m, nm, 0), *cells = fg_main_measurement(m, nm, 1);
+    int noted_bars = 0, noted_cells = 0;
+    char heads_name[160];
+    snprintf(heads_name, sizeof heads_name, "heads_%s", id);
     for (int k = 0; k < nm; k++) {
         metric_ablation_key key;
         int l, h;
         if (!metric_ablation_parse(m[k].name, &key)) continue;
-        if (fg_single_gate(&key, &l, &h)) {
-            if (l < d->L && h < d->H) d->delta_head[l * d->H + h] = m[k].value, d->has_delta_head = 1;
-            continue; /* single gates go to the heads map, not the bars */
-        }
-        if (strcmp(key.quantity, "delta_loss") || key.cat != METRIC_NONE || !strcmp(key.mode, METRIC_EXIT_MODE))
+        if (fg_single_gate(&key, &l, &h)) { /* single gates go to the heads map, not the bars */
+            if (m[k].step != cells->step || !db_prov_same(&m[k].prov, &cells->prov))
+                fg_note_other(s, heads_name, &m[k], cells, &noted_cells);
+            else if (l < d->L && h < d->H) d->delta_head[l * d->H + h] = m[k].value, d->has_delta_head = 1;
             continue;
+        }
+        if (!fg_ablation_kind(&m[k], 0)) continue;
+        if (m[k].step != bars->step || !db_prov_same(&m[k].prov, &bars->prov)) {
+            fg_note_other(s, name, &m[k], bars, &noted_bars);
+            continue;
+        }
         double cv[CAT_COUNT];
         for (int c = 0; c < CAT_COUNT; c++) {
             char want[METRIC_NAME_MAX];
-            cv[c] = metric_ablation_sibling(want, sizeof want, &key, "delta_loss", c) ? NAN
-                                                                                       : db_metrics_latest_find(m, nm, want);
+            cv[c] = metric_ablation_sibling(want, sizeof want, &key, "delta_loss", c)
+                        ? NAN
+                        : db_metrics_latest_find_like(m, nm, want, &m[k]);
         }
         fprintf(fb, "%s:%s\t%s", key.mode, key.label, report_num(b, 32, m[k].value));
         for (int c = 0; c < CAT_COUNT; c++)
@@ -497,11 +635,14 @@ static int fg_ablation_bars(gl_db *db, fg_run_data *d, const char *data_dir, con
         snprintf(err, errlen, "writing %s failed", path);
         goto cleanup;
     }
-    snprintf(name, sizeof name, "ablation_%s", id);
+    char on[64];
+    if (cells) snprintf(d->delta_head_on, sizeof d->delta_head_on, "%s @%ld", db_prov_str(&cells->prov, on, sizeof on),
+                        cells->step);
     if (nbars) {
         int ncol = 2;
         for (int c = 0; c < CAT_COUNT; c++) ncol += has_cat[c];
-        snprintf(vars, sizeof vars, "title='%s'; ncol=%d", d->label, ncol);
+        snprintf(vars, sizeof vars, "title='%s, on %s @%ld'; ncol=%d", d->label, db_prov_str(&bars->prov, on, sizeof on),
+                 bars->step, ncol);
         fg_rng_vars(ry, "y", 1, vars, sizeof vars);
         if (fg_draw(s, "ablation_bars.gp", path, out_dir, name, vars, err, errlen)) goto cleanup;
     }
@@ -540,7 +681,8 @@ static int fg_heatmap(const fg_run_data *d, int heads, const char *data_dir, con
     }
     char cbl[64];
     snprintf(cbl, sizeof cbl, "mean %s (probe tokens)", gi->symbol);
-    snprintf(vars, sizeof vars, "title='%s'; cblabel='%s'", d->label, heads ? "ΔL when zeroed alone (nats/token)" : cbl);
+    snprintf(vars, sizeof vars, "title='%s%s%s'; cblabel='%s'", d->label, heads ? ", on " : "",
+             heads ? d->delta_head_on : "", heads ? "ΔL when zeroed alone (nats/token)" : cbl);
     fg_rng_vars(rc3, "cb", 0, vars, sizeof vars);
     return fg_draw(s, "heatmap.gp", path, out_dir, name, vars, err, errlen);
 }

@@ -19,6 +19,8 @@ typedef struct {
     char made[FIGURES_MAX][128];     /* base names: NAME.png, NAME.pdf and NAME.svg exist */
     int n_skipped;
     char skipped[FIGURES_MAX][200];  /* "NAME: why" */
+    int n_notes;
+    char notes[FIGURES_MAX][240];    /* "NAME: what was left out of a drawn figure and why" (other tokens) */
 } figures_summary;
 
 /* Draw scripts/plots/<script> three times — out_base.png (pngcairo),

@@ -66,6 +66,7 @@ int heads_rank(ablate_ctx *c, heads_row **rows_out, int *n_out, ablate_eval *bas
             ablate_result res;
             if (ablate_run(c, ABLATE_ZERO, sel, base, &res, err, errlen)) goto cleanup;
             r->delta = res.delta;
+            r->delta_se = res.delta_se;
             r->ppl_ratio = res.ppl_ratio;
             memcpy(r->delta_cat, res.delta_cat, sizeof r->delta_cat);
         }

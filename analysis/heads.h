@@ -16,6 +16,7 @@ typedef struct {
     int layer, kv_head;
     double delta;       /* loss increase when only this gate is zeroed (nats/token) */
     double ppl_ratio;   /* exp(delta) */
+    double delta_se;    /* paired standard error of delta (ablate_paired_se; NaN: one cluster) */
     double delta_cat[CAT_COUNT];
     double alpha_mean;  /* gate mean over the evaluation tokens */
     double frac_zero;   /* share of evaluation tokens with α exactly 0 */

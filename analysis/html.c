@@ -354,7 +354,8 @@ static int hr_run_section(FILE *f, gl_db *db, const char *results, const char *r
     html_escape(f, run_id);
     fputs("\">Run ", f);
     html_escape(f, run_id);
-    fputs("</h2>\n<table><tr><th>split</th><th>metric</th><th>value</th><th>step</th></tr>\n", f);
+    fputs("</h2>\n<table><tr><th>split</th><th>metric</th><th>value</th><th>± se</th><th>step</th>"
+          "<th>measured on</th></tr>\n", f);
     static const char *const splits[] = {"val", "train"};
     for (int s = 0; s < 2; s++) {
         gl_metric_latest *rows = NULL;
@@ -364,7 +365,10 @@ static int hr_run_section(FILE *f, gl_db *db, const char *results, const char *r
             char b[32];
             fprintf(f, "<tr><td>%s</td><td>", splits[s]);
             html_escape(f, rows[i].name);
-            fprintf(f, "</td><td>%s</td><td>%ld</td></tr>\n", report_num(b, sizeof b, rows[i].value), rows[i].step);
+            char se[32], on[64];
+            fprintf(f, "</td><td>%s</td><td>%s</td><td>%ld</td><td>%s</td></tr>\n", report_num(b, sizeof b, rows[i].value),
+                    isnan(rows[i].se) ? "" : report_num(se, sizeof se, rows[i].se), rows[i].step,
+                    db_prov_str(&rows[i].prov, on, sizeof on));
         }
         free(rows);
     }

@@ -32,13 +32,7 @@
 
 /* ---- statistics ---- */
 
-double paper_t95(int df) {
-    static const double t[] = {0,     12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
-                               2.201, 2.179,  2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086};
-    if (df < 1) return NAN;
-    if (df <= 20) return t[df];
-    return df <= 30 ? 2.042 : df <= 60 ? 2.000 : 1.960;
-}
+double paper_t95(int df) { return tables_t95(df); }
 
 typedef struct {
     double mean, sd, lo, hi; /* lo, hi: 95 % interval of the mean (NaN when n < 2) */
@@ -151,6 +145,12 @@ static void pc_one(gl_db *db, paper_run *p, int *fail, char *err, size_t errlen)
     p->steps = pc_param_long(db, id, "train.steps", fail, err, errlen);
     p->batch = pc_param_long(db, id, "train.batch_size", fail, err, errlen);
     p->seq_len = pc_param_long(db, id, "model.seq_len", fail, err, errlen);
+    gl_metric_val hv;
+    int hk = db_metric_at(db, id, "val", "final.loss", NULL, &hv, err, errlen);
+    if (hk < 0) *fail = 1;
+    memset(&p->loss_prov, 0, sizeof p->loss_prov);
+    p->loss_step = hk == 1 ? hv.step : -1;
+    if (hk == 1) p->loss_prov = hv.prov;
     p->loss = pc_last(db, id, "val", "final.loss", fail, err, errlen);
     p->loss_se = pc_last(db, id, "val", "final.loss_se", fail, err, errlen);
     p->alpha = pc_last(db, id, "val", "final.active_frac", fail, err, errlen);
@@ -165,6 +165,13 @@ static void pc_one(gl_db *db, paper_run *p, int *fail, char *err, size_t errlen)
     char name[METRIC_NAME_MAX];
     metric_ablation(name, sizeof name, "zero", METRIC_LABEL_ALL, "delta_loss", METRIC_NONE);
     p->zero_dl = pc_last(db, id, "ablation", name, fail, err, errlen);
+    memset(&p->zero_prov, 0, sizeof p->zero_prov);
+    if (!isnan(p->zero_dl)) {
+        gl_metric_val zv;
+        int zk = db_metric_at(db, id, "ablation", name, NULL, &zv, err, errlen);
+        if (zk < 0) *fail = 1;
+        if (zk == 1) p->zero_prov = zv.prov;
+    }
     metric_ablation(name, sizeof name, "mean", METRIC_LABEL_ALL, "delta_loss", METRIC_NONE);
     p->mean_dl = pc_last(db, id, "ablation", name, fail, err, errlen);
     p->train_tps = p->t.tokens_per_s;
@@ -788,17 +795,24 @@ static int write_rows(FILE *f, const pctx *c, const char *plan_path, const char 
 
 static void write_runs(FILE *f, const pctx *c) {
     fprintf(f, "\n## Every run\n\nWhole-split validation loss (nats/token ± its standard error over batches of "
-               "windows), the tokens it rests on, and the run's training time.\n\n"
-               "| run | data | scale | variant | λ | seed | val loss | ± se | tokens | α | accuracy | train s |\n"
-               "| --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
+               "windows) with what it was measured on (split[first window, last window) scored tokens @ checkpoint "
+               "step), the windows the gate ablations (ΔL) were measured on, the training tokens and the run's "
+               "training time.\n\n"
+               "| run | data | scale | variant | λ | seed | val loss | ± se | measured on | ΔL measured on | "
+               "train tokens | α | accuracy | train s |\n"
+               "| --- | --- | --- | --- | ---: | ---: | ---: | ---: | --- | --- | ---: | ---: | ---: | ---: |\n");
     for (int i = 0; i < c->n; i++) {
         const paper_run *r = &c->runs[i];
-        char lam[32] = "", acc[32] = "", al[32] = "";
+        char lam[32] = "", acc[32] = "", al[32] = "", on[64], zon[64] = "";
         if (!isnan(r->t.lambda)) snprintf(lam, sizeof lam, "%g", r->t.lambda);
         if (!isnan(r->tok_acc)) snprintf(acc, sizeof acc, "%.4f", r->tok_acc);
         if (!isnan(r->alpha)) snprintf(al, sizeof al, "%.3f", r->alpha);
-        fprintf(f, "| %s | %s | %s | %s | %s | %s | %.4f | %.4f | %ld | %s | %s | %.0f |\n", r->t.run_id, r->t.data,
-                r->t.scale, r->t.variant, lam, r->t.seed, r->loss, r->loss_se, run_tokens(r), al, acc, r->wall_s);
+        db_prov_str(&r->loss_prov, on, sizeof on);
+        if (r->loss_step >= 0) snprintf(on + strlen(on), sizeof on - strlen(on), " @%ld", r->loss_step);
+        if (!isnan(r->zero_dl)) db_prov_str(&r->zero_prov, zon, sizeof zon);
+        fprintf(f, "| %s | %s | %s | %s | %s | %s | %.4f | %.4f | %s | %s | %ld | %s | %s | %.0f |\n", r->t.run_id,
+                r->t.data, r->t.scale, r->t.variant, lam, r->t.seed, r->loss, r->loss_se, on, zon, run_tokens(r), al,
+                acc, r->wall_s);
     }
 }
 

@@ -28,6 +28,9 @@ typedef struct {
     double tok_acc, seq_acc; /* final.* (synthetic tasks) */
     double m_loss, m_alpha, m_tau, m_target, m_tlops; /* matched.* (early exit at TSA's α) */
     double zero_dl, mean_dl; /* ablation: ΔL with every gate zeroed / set to its mean */
+    gl_prov loss_prov;       /* what loss (final.*) was measured on; its step is loss_step */
+    long loss_step;
+    gl_prov zero_prov;       /* what zero_dl was measured on */
     double train_tps;        /* mean training tokens/s (first log row skipped) */
     double wall_s;           /* first to last training metric (s) */
     double t0, t1;           /* wall time (unix s) of the first and last training metric */

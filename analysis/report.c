@@ -17,6 +17,11 @@
 
 int report_metric_add(report_metrics *rm, long step, const char *split, const char *name, double value,
                       char *err, size_t errlen) {
+    return report_metric_add_se(rm, step, split, name, value, NAN, err, errlen);
+}
+
+int report_metric_add_se(report_metrics *rm, long step, const char *split, const char *name, double value, double se,
+                         char *err, size_t errlen) {
     if (strlen(name) >= REPORT_NAME_MAX || strlen(split) >= sizeof rm->splits[0]) {
         snprintf(err, errlen, "metric name %s/%s is too long (at most %d bytes)", split, name, REPORT_NAME_MAX - 1);
         return -1;
@@ -43,6 +48,8 @@ int report_metric_add(report_metrics *rm, long step, const char *split, const ch
     g->wall_time = 0;
     g->name = NULL;
     g->split = NULL;
+    g->prov = rm->prov;
+    g->se = se;
     rm->n++;
     return 0;
 }

@@ -4,11 +4,14 @@
  * their seed, and render Markdown and LaTeX (booktabs) side by side.
  *
  * What it does not do: run or evaluate models, read traces, or invent a
- * number — a metric missing from the registry shows as "–".  Final metrics
- * are the last logged value of val/loss, val/bpc, val/token_acc,
- * val/seq_acc, val/active_frac and val/tlops_saved; throughput is the mean of
- * train/tokens_per_s over every log row after the first (the first includes
- * start-up).
+ * number — a metric missing from the registry shows as "–", a comparison
+ * that cannot be made says so in its cell.  Validation numbers are the
+ * headline val/final.{loss,bpc,token_acc,seq_acc,active_frac,tlops_saved}
+ * (the whole split, recorded at the end of training or by `eval --record`),
+ * all from one measurement; a run without a headline falls back to the last
+ * val/loss, val/bpc, … of its periodic evaluations, marked "†".  Throughput
+ * is the mean of train/tokens_per_s over every log row after the first (the
+ * first includes start-up).
  */
 #include "tables.h"
 
@@ -36,6 +39,38 @@ static double tb_last(gl_db *db, const char *run, const char *split, const char 
     int rc = db_metric_last(db, run, split, name, &v, NULL, err, errlen);
     if (rc < 0) *fail = 1;
     return rc == 1 ? v : NAN;
+}
+
+/* The value of (split, name) measured on prov at step (NaN when absent). */
+static double tb_on(gl_db *db, const char *run, const char *name, const gl_metric_val *like, int *fail, char *err,
+                    size_t errlen) {
+    gl_metric_val v;
+    int rc = db_metric_at(db, run, "val", name, &like->prov, &v, err, errlen);
+    if (rc < 0) *fail = 1;
+    return rc == 1 && v.step == like->step ? v.value : NAN;
+}
+
+/* t's validation numbers: the headline (val/final.*) when the run has one,
+ * else its last periodic evaluation; all of one measurement. */
+static void tb_val(gl_db *db, tables_run *t, int *fail, char *err, size_t errlen) {
+    static const char *const q[6] = {"loss", "bpc", "token_acc", "seq_acc", "active_frac", "tlops_saved"};
+    double *dst[6] = {&t->val_loss, &t->val_bpc, &t->tok_acc, &t->seq_acc, &t->active_frac, &t->tlops_saved};
+    char names[6][METRIC_NAME_MAX];
+    gl_metric_val v;
+    for (int k = 0; k < 6; k++) metric_headline(names[k], sizeof names[k], METRIC_FINAL, q[k]);
+    int rc = db_metric_at(db, t->run_id, "val", names[0], NULL, &v, err, errlen);
+    if (rc < 0) *fail = 1;
+    t->headline = rc == 1;
+    if (!t->headline && (rc = db_metric_at(db, t->run_id, "val", "loss", NULL, &v, err, errlen)) < 0) *fail = 1;
+    for (int k = 0; k < 6; k++) *dst[k] = NAN;
+    t->val_se = NAN;
+    t->val_step = -1;
+    memset(&t->val_prov, 0, sizeof t->val_prov);
+    if (rc != 1) return;
+    t->val_se = v.se;
+    t->val_step = v.step;
+    t->val_prov = v.prov;
+    for (int k = 0; k < 6; k++) *dst[k] = tb_on(db, t->run_id, t->headline ? names[k] : q[k], &v, fail, err, errlen);
 }
 
 int tables_collect(gl_db *db, const char *experiment, tables_run **runs_out, int *n_out, char *err, size_t errlen) {
@@ -77,12 +112,7 @@ int tables_collect(gl_db *db, const char *experiment, tables_run **runs_out, int
         if (scale[0]) snprintf(t->scale, sizeof t->scale, "%s", scale);
         else snprintf(t->scale, sizeof t->scale, "d%sL%s", dm, nl);
         t->lambda = !strcmp(dr, "tsa") && lam[0] ? atof(lam) : NAN;
-        t->val_loss = tb_last(db, id, "val", "loss", &fail, err, errlen);
-        t->val_bpc = tb_last(db, id, "val", "bpc", &fail, err, errlen);
-        t->tok_acc = tb_last(db, id, "val", "token_acc", &fail, err, errlen);
-        t->seq_acc = tb_last(db, id, "val", "seq_acc", &fail, err, errlen);
-        t->active_frac = tb_last(db, id, "val", "active_frac", &fail, err, errlen);
-        t->tlops_saved = tb_last(db, id, "val", "tlops_saved", &fail, err, errlen);
+        tb_val(db, t, &fail, err, errlen);
         t->bench_tps = tb_last(db, id, "bench", "train_tokens_per_s", &fail, err, errlen);
         t->bench_rss = tb_last(db, id, "bench", "peak_rss_mib", &fail, err, errlen);
         /* throughput: skip the first log row (start-up) when there are others */
@@ -106,6 +136,14 @@ int tables_collect(gl_db *db, const char *experiment, tables_run **runs_out, int
     return 0;
 }
 
+double tables_t95(int df) {
+    static const double t[] = {0,     12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
+                               2.201, 2.179,  2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086};
+    if (df < 1) return NAN;
+    if (df <= 20) return t[df];
+    return df <= 30 ? 2.042 : df <= 60 ? 2.000 : 1.960;
+}
+
 void tables_mean_std(const double *x, int n, double *mean, double *std, int *k) {
     double s = 0;
     int c = 0;
@@ -121,7 +159,7 @@ void tables_mean_std(const double *x, int n, double *mean, double *std, int *k) 
 
 /* ---- a table: cells in two renderings ---- */
 
-#define TB_MAX_COL 12 /* the widest table has 11 columns */
+#define TB_MAX_COL 12 /* the widest table has 12 columns */
 
 typedef struct {
     char md[160];
@@ -136,7 +174,12 @@ typedef struct {
     const char *align; /* one of l/r per column */
     tb_cell *cells;    /* [nrows * ncol] */
     int nrows, cap;
+    int periodic;      /* a cell fell back to a periodic evaluation ("†"): the note says so */
 } tb_table;
+
+#define TB_DAGGER_NOTE                                                                                         \
+    "† the run's last periodic evaluation (a few validation windows), not the whole split: it has no headline; " \
+    "record one with `gatelab eval RUN --record`."
 
 static void tb_free(tb_table *t) {
     free(t->cells);
@@ -244,6 +287,7 @@ static int tb_write(const tb_table *t, const char *out_dir, const char *source, 
         for (int j = 0; j < t->ncol; j++) fprintf(f, " %s |", t->cells[(size_t)i * t->ncol + j].md);
         fprintf(f, "\n");
     }
+    if (t->periodic) fprintf(f, "\n%s\n", TB_DAGGER_NOTE);
     if (ferror(f) | fclose(f)) {
         f = NULL;
         goto io;
@@ -263,7 +307,13 @@ static int tb_write(const tb_table *t, const char *out_dir, const char *source, 
         for (int j = 0; j < t->ncol; j++) fprintf(f, "%s%s", j ? " & " : "", t->cells[(size_t)i * t->ncol + j].tex);
         fprintf(f, " \\\\\n");
     }
-    fprintf(f, "\\bottomrule\n\\end{tabular}\n\\end{table}\n");
+    fprintf(f, "\\bottomrule\n\\end{tabular}\n");
+    if (t->periodic) {
+        char note[512];
+        tb_tex_escape(TB_DAGGER_NOTE, note, sizeof note);
+        fprintf(f, "\\par\\footnotesize %s\n", note);
+    }
+    fprintf(f, "\\end{table}\n");
     if (ferror(f) | fclose(f)) {
         f = NULL;
         goto io;
@@ -334,13 +384,96 @@ static int tb_wanted(const tables_run *r, tb_kind k) {
     return 0;
 }
 
+/* One cell over the k seeds of a group: mean ± sd, or for one seed its value
+ * ± its standard error (se, NaN: the value alone); "†" appended when dagger. */
+static void tb_stat(tb_cell *c, const double *x, int k, int digits, double se, int dagger) {
+    if (k == 1 && !isnan(x[0]) && !isnan(se) && se > 0) {
+        snprintf(c->md, sizeof c->md, "%.*f ± %.*f", digits, x[0], digits, se);
+        snprintf(c->tex, sizeof c->tex, "$%.*f \\pm %.*f$", digits, x[0], digits, se);
+    } else {
+        tb_pm(c, x, k, digits);
+    }
+    if (dagger && strcmp(c->md, "–")) {
+        strcat(c->md, " †");
+        strcat(c->tex, "$^\\dagger$");
+    }
+}
+
+/* A signed difference with its standard error: "+0.2500 ± 0.0123" ("+0.2500" without one). */
+static void tb_delta(tb_cell *c, double v, double se) {
+    if (isnan(v)) {
+        tb_num(c, NAN, "%g");
+    } else if (isnan(se) || se <= 0) {
+        tb_num(c, v, "%+.4f");
+    } else {
+        snprintf(c->md, sizeof c->md, "%+.4f ± %.4f", v, se);
+        snprintf(c->tex, sizeof c->tex, "$%+.4f \\pm %.4f$", v, se);
+    }
+}
+
+/* What the group's validation numbers rest on: one provenance and step
+ * ("val[0,100) 6400 tok @40"), "mixed" when the seeds differ; "periodic"
+ * first when they are not headlines. */
+static void tb_measured(tb_cell *c, const tables_run *const *g, int k) {
+    char p[64], text[128];
+    int same = 1;
+    for (int q = 1; q < k; q++)
+        same &= db_prov_same(&g[q]->val_prov, &g[0]->val_prov) && g[q]->val_step == g[0]->val_step &&
+                g[q]->headline == g[0]->headline;
+    if (!k || g[0]->val_step < 0) snprintf(text, sizeof text, "–");
+    else if (!same) snprintf(text, sizeof text, "mixed (see `gatelab runs`)");
+    else snprintf(text, sizeof text, "%s%s @%ld", g[0]->headline ? "" : "periodic ",
+                  db_prov_str(&g[0]->val_prov, p, sizeof p), g[0]->val_step);
+    tb_text(c, text);
+}
+
+/* The loss difference of the group g (k runs) from the baseline of the same
+ * data and scale, paired by seed, on one token set: "+d [lo, hi]" (95 % t
+ * interval, two or more seeds), "+d (1 seed)", or why there is none. */
+static void tb_vs_baseline(tb_cell *c, const tables_run *const *g, int k, const tables_run *runs, int n) {
+    if (!k || !strcmp(g[0]->variant, "baseline")) {
+        tb_text(c, "–");
+        return;
+    }
+    double d[64];
+    int nd = 0, other = 0, seen = 0;
+    for (int q = 0; q < k && nd < 64; q++)
+        for (int j = 0; j < n; j++) {
+            const tables_run *b = &runs[j];
+            if (strcmp(b->variant, "baseline") || strcmp(b->data, g[q]->data) || strcmp(b->scale, g[q]->scale) ||
+                strcmp(b->seed, g[q]->seed) || isnan(b->val_loss))
+                continue;
+            seen = 1;
+            if (!db_prov_same(&b->val_prov, &g[q]->val_prov) || !b->headline || !g[q]->headline ||
+                isnan(g[q]->val_loss)) {
+                other = 1;
+                continue;
+            }
+            d[nd++] = g[q]->val_loss - b->val_loss;
+            break;
+        }
+    char text[128];
+    double m, sd;
+    int kk;
+    tables_mean_std(d, nd, &m, &sd, &kk);
+    if (!seen) snprintf(text, sizeof text, "– (no baseline run)");
+    else if (!nd) snprintf(text, sizeof text, other ? "not matched: other tokens or no headline" : "–");
+    else if (kk == 1) snprintf(text, sizeof text, "%+.4f (1 seed)", m);
+    else {
+        const double h = tables_t95(kk - 1) * sd / sqrt((double)kk);
+        snprintf(text, sizeof text, "%+.4f [%+.4f, %+.4f]", m, m - h, m + h);
+    }
+    tb_text(c, text);
+}
+
 /* Fill t with one row per group of the runs wanted for kind. */
 static int tb_grouped(tb_table *t, const tables_run *runs, int n, tb_kind kind, char *err, size_t errlen) {
     double *x[6];
+    const tables_run **g = malloc((size_t)(n > 0 ? n : 1) * sizeof *g);
     for (int q = 0; q < 6; q++) x[q] = malloc((size_t)(n > 0 ? n : 1) * sizeof(double));
     int rc = -1;
     for (int q = 0; q < 6; q++)
-        if (!x[q]) {
+        if (!x[q] || !g) {
             snprintf(err, errlen, "out of memory");
             goto cleanup;
         }
@@ -349,49 +482,55 @@ static int tb_grouped(tb_table *t, const tables_run *runs, int n, tb_kind kind, 
             i++;
             continue;
         }
-        int k = 0, j = i;
+        int k = 0, j = i, dagger = 0;
         for (; j < n && tb_same(&runs[i], &runs[j]); j++) {
             const tables_run *r = &runs[j];
             if (!tb_wanted(r, kind)) continue;
+            g[k] = r;
+            dagger |= kind != TB_TPS && !r->headline;
             x[0][k] = r->val_loss;
             x[1][k] = r->val_bpc;
-            x[2][k] = r->tok_acc;
-            x[3][k] = r->seq_acc;
+            x[2][k] = r->tok_acc * 100.0;
+            x[3][k] = r->seq_acc * 100.0;
             x[4][k] = r->tokens_per_s;
             x[5][k] = r->active_frac;
             k++;
         }
-        const tables_run *g = &runs[i];
+        t->periodic |= dagger;
+        const tables_run *g0 = &runs[i];
+        const double se = k == 1 ? g[0]->val_se : NAN;
         tb_cell *c = tb_row(t, err, errlen);
         if (!c) goto cleanup;
         int col = 0;
-        tb_text(&c[col++], g->data);
-        tb_text(&c[col++], g->scale);
-        tb_text(&c[col++], g->variant);
+        tb_text(&c[col++], g0->data);
+        tb_text(&c[col++], g0->scale);
+        tb_text(&c[col++], g0->variant);
         switch (kind) {
         case TB_LOSS:
             tb_int(&c[col++], k);
-            tb_pm(&c[col++], x[0], k, 4);
-            if (g->text) tb_pm(&c[col++], x[1], k, 4);
+            tb_stat(&c[col++], x[0], k, 4, se, dagger);
+            if (g0->text) tb_stat(&c[col++], x[1], k, 4, se / log(2.0), dagger);
             else tb_num(&c[col++], NAN, "%g");
+            tb_vs_baseline(&c[col++], g, k, runs, n);
+            tb_measured(&c[col++], g, k);
             break;
         case TB_LAMBDA: {
-            tb_num(&c[col++], g->lambda, "%g");
+            tb_num(&c[col++], g0->lambda, "%g");
             tb_int(&c[col++], k);
-            tb_pm(&c[col++], x[5], k, 3);
+            tb_stat(&c[col++], x[5], k, 3, NAN, dagger);
             double tl[64];
             int kk = 0;
-            for (int q = i; q < j && kk < 64; q++)
-                if (tb_wanted(&runs[q], kind)) tl[kk++] = runs[q].tlops_saved * 100.0;
-            tb_pm(&c[col++], tl, kk, 1);
-            tb_pm(&c[col++], x[0], k, 4);
+            for (int q = 0; q < k && kk < 64; q++) tl[kk++] = g[q]->tlops_saved * 100.0;
+            tb_stat(&c[col++], tl, kk, 1, NAN, dagger);
+            tb_stat(&c[col++], x[0], k, 4, se, dagger);
+            tb_measured(&c[col++], g, k);
             break;
         }
         case TB_ACC:
             tb_int(&c[col++], k);
-            for (int q = 0; q < k; q++) x[2][q] *= 100.0, x[3][q] *= 100.0;
-            tb_pm(&c[col++], x[2], k, 2);
-            tb_pm(&c[col++], x[3], k, 2);
+            tb_stat(&c[col++], x[2], k, 2, NAN, dagger);
+            tb_stat(&c[col++], x[3], k, 2, NAN, dagger);
+            tb_measured(&c[col++], g, k);
             break;
         case TB_TPS:
             tb_int(&c[col++], k);
@@ -403,17 +542,23 @@ static int tb_grouped(tb_table *t, const tables_run *runs, int n, tb_kind kind, 
     rc = 0;
 cleanup:
     for (int q = 0; q < 6; q++) free(x[q]);
+    free(g);
     return rc;
 }
 
-/* The latest value of the sibling of k named by (quantity, cat), NaN if absent. */
-static double tb_sibling(const gl_metric_latest *m, int nm, const metric_ablation_key *k, const char *quantity, int cat) {
+/* The latest value of the sibling of k named by (quantity, cat), measured
+ * like `like` (the same step and windows), NaN if absent. */
+static double tb_sibling(const gl_metric_latest *m, int nm, const metric_ablation_key *k, const char *quantity, int cat,
+                         const gl_metric_latest *like) {
     char want[METRIC_NAME_MAX];
     if (metric_ablation_sibling(want, sizeof want, k, quantity, cat)) return NAN;
-    return db_metrics_latest_find(m, nm, want);
+    return db_metrics_latest_find_like(m, nm, want, like);
 }
 
-/* Ablation rows: one per (run, intervention) from split "ablation". */
+/* Ablation rows: one per (run, intervention, measurement) from split
+ * "ablation": a rerun on other windows is its own row, never averaged with
+ * the first, and every sibling (ratio, categories) comes from the same
+ * measurement. */
 static int tb_ablations(tb_table *t, gl_db *db, const tables_run *runs, int n, char *err, size_t errlen) {
     for (int i = 0; i < n; i++) {
         gl_metric_latest *m = NULL;
@@ -424,8 +569,8 @@ static int tb_ablations(tb_table *t, gl_db *db, const tables_run *runs, int n, c
             metric_ablation_key key;
             if (!metric_ablation_parse(m[k].name, &key) || strcmp(key.quantity, "delta_loss") || key.cat != METRIC_NONE)
                 continue;
-            double cat[CAT_COUNT], ratio = tb_sibling(m, nm, &key, "ppl_ratio", METRIC_NONE);
-            for (int c = 0; c < CAT_COUNT; c++) cat[c] = tb_sibling(m, nm, &key, "delta_loss", c);
+            double cat[CAT_COUNT], ratio = tb_sibling(m, nm, &key, "ppl_ratio", METRIC_NONE, &m[k]);
+            for (int c = 0; c < CAT_COUNT; c++) cat[c] = tb_sibling(m, nm, &key, "delta_loss", c, &m[k]);
             tb_cell *c = tb_row(t, err, errlen);
             if (!c) {
                 free(m);
@@ -437,69 +582,96 @@ static int tb_ablations(tb_table *t, gl_db *db, const tables_run *runs, int n, c
             tb_text(&c[col++], runs[i].scale);
             tb_text(&c[col++], key.mode);
             tb_text(&c[col++], key.label);
-            tb_num(&c[col++], m[k].value, "%+.4f");
+            tb_delta(&c[col++], m[k].value, m[k].se);
             tb_num(&c[col++], ratio, "%.4f");
             for (int q = 0; q < CAT_COUNT; q++) tb_num(&c[col++], cat[q], "%+.4f");
+            char p[64], on[96];
+            snprintf(on, sizeof on, "%s @%ld", db_prov_str(&m[k].prov, p, sizeof p), m[k].step);
+            tb_text(&c[col++], on);
         }
         free(m);
     }
     return 0;
 }
 
-/* TSA against early exit at matched compute: each TSA run's learned routing
- * run hard (random.all.base_loss / base_active_frac, logged by `gatelab
- * ablate RUN --mode random`) beside the τ of each early-exit run of the same
- * data and scale (exit.tau*, `gatelab ablate RUN --mode exit`) whose α is
- * nearest.  Both are measured on the same validation windows when both
- * commands used the same --windows. */
+/* The matched pair an early-exit run holds (matched.*, `gatelab eval EXIT
+ * --match-run TSA --record`): 1 found, 0 none, -1 error. */
+typedef struct {
+    double tau, alpha_target, alpha, loss, loss_se, partner_loss;
+    gl_metric_val at;
+} tb_match;
+
+static int tb_matched(gl_db *db, const char *run, tb_match *mt, char *err, size_t errlen) {
+    char name[METRIC_NAME_MAX];
+    metric_headline(name, sizeof name, METRIC_MATCHED, "loss");
+    int rc = db_metric_at(db, run, "val", name, NULL, &mt->at, err, errlen);
+    if (rc != 1) return rc;
+    mt->loss = mt->at.value;
+    mt->loss_se = mt->at.se;
+    const char *q[4] = {"tau", "alpha_target", "active_frac", "partner_loss"};
+    double *dst[4] = {&mt->tau, &mt->alpha_target, &mt->alpha, &mt->partner_loss};
+    for (int k = 0; k < 4; k++) {
+        gl_metric_val v;
+        metric_headline(name, sizeof name, METRIC_MATCHED, q[k]);
+        int r = db_metric_at(db, run, "val", name, &mt->at.prov, &v, err, errlen);
+        if (r < 0) return -1;
+        *dst[k] = r == 1 && v.step == mt->at.step ? v.value : NAN;
+    }
+    return 1;
+}
+
+/* TSA against early exit at a matched active fraction, on one token set:
+ * each early-exit run's matched pair (τ found by bisection for the α of a TSA
+ * run of the same data and scale, both on the whole validation split) beside
+ * that TSA run's headline.  A pair that is not matched — no bisection
+ * recorded, α not reached within 0.005, or the TSA headline on other tokens —
+ * says so in the row. */
 static int tb_tsa_vs_exit(tb_table *t, gl_db *db, const tables_run *runs, int n, char *err, size_t errlen) {
-    for (int i = 0; i < n; i++) {
-        if (isnan(runs[i].lambda)) continue;
-        gl_metric_latest *m = NULL;
-        int nm = 0;
-        char na[METRIC_NAME_MAX], nl[METRIC_NAME_MAX];
-        if (metric_ablation(na, sizeof na, "random", METRIC_LABEL_ALL, "base_active_frac", METRIC_NONE) ||
-            metric_ablation(nl, sizeof nl, "random", METRIC_LABEL_ALL, "base_loss", METRIC_NONE)) {
-            snprintf(err, errlen, "tsa_vs_exit: cannot build the metric names of `ablate --mode random`");
-            return -1;
-        }
-        if (db_metrics_latest(db, runs[i].run_id, ABLATE_SPLIT, &m, &nm, err, errlen)) return -1;
-        double a_tsa = db_metrics_latest_find(m, nm, na), l_tsa = db_metrics_latest_find(m, nm, nl);
-        free(m);
-        if (isnan(a_tsa) || isnan(l_tsa)) continue;
-        for (int j = 0; j < n; j++) {
-            if (strcmp(runs[j].data, runs[i].data) || strcmp(runs[j].scale, runs[i].scale) ||
-                !strstr(runs[j].variant, "early_exit"))
+    for (int j = 0; j < n; j++) {
+        if (!strstr(runs[j].variant, "early_exit")) continue;
+        int any_tsa = 0;
+        for (int i = 0; i < n; i++)
+            any_tsa |= !isnan(runs[i].lambda) && !strcmp(runs[i].data, runs[j].data) &&
+                       !strcmp(runs[i].scale, runs[j].scale);
+        if (!any_tsa) continue;
+        tb_match mt;
+        int rc = tb_matched(db, runs[j].run_id, &mt, err, errlen);
+        if (rc < 0) return -1;
+        const tables_run *tsa = NULL;
+        for (int i = 0; rc == 1 && i < n; i++) {
+            const tables_run *r = &runs[i];
+            if (isnan(r->lambda) || strcmp(r->data, runs[j].data) || strcmp(r->scale, runs[j].scale) || !r->headline ||
+                !db_prov_same(&r->val_prov, &mt.at.prov) || fabs(r->active_frac - mt.alpha_target) > 1e-9)
                 continue;
-            if (db_metrics_latest(db, runs[j].run_id, ABLATE_SPLIT, &m, &nm, err, errlen)) return -1;
-            double best_tau = NAN, best_a = NAN, best_l = NAN;
-            for (int k = 0; k < nm; k++) {
-                metric_ablation_key key;
-                if (!metric_ablation_parse(m[k].name, &key) || strcmp(key.mode, METRIC_EXIT_MODE) || isnan(key.tau) ||
-                    strcmp(key.quantity, "active_frac") || key.cat != METRIC_NONE)
-                    continue;
-                double l = tb_sibling(m, nm, &key, "loss", METRIC_NONE);
-                if (isnan(l) || isnan(m[k].value)) continue;
-                if (isnan(best_a) || fabs(m[k].value - a_tsa) < fabs(best_a - a_tsa))
-                    best_tau = key.tau, best_a = m[k].value, best_l = l;
-            }
-            free(m);
-            if (isnan(best_a)) continue;
-            tb_cell *c = tb_row(t, err, errlen);
-            if (!c) return -1;
-            int col = 0;
-            tb_text(&c[col++], runs[i].data);
-            tb_text(&c[col++], runs[i].scale);
-            tb_text(&c[col++], runs[i].run_id);
-            tb_num(&c[col++], runs[i].lambda, "%g");
-            tb_num(&c[col++], a_tsa, "%.3f");
-            tb_num(&c[col++], l_tsa, "%.4f");
-            tb_text(&c[col++], runs[j].run_id);
-            tb_num(&c[col++], best_tau, "%.3f");
-            tb_num(&c[col++], best_a, "%.3f");
-            tb_num(&c[col++], best_l, "%.4f");
-            tb_num(&c[col++], best_l - l_tsa, "%+.4f");
+            if (!tsa || !strcmp(r->seed, runs[j].seed)) tsa = r; /* the same seed first */
         }
+        tb_cell *c = tb_row(t, err, errlen);
+        if (!c) return -1;
+        int col = 0;
+        char text[160], p[64];
+        tb_text(&c[col++], runs[j].data);
+        tb_text(&c[col++], runs[j].scale);
+        tb_text(&c[col++], tsa ? tsa->run_id : "–");
+        tb_num(&c[col++], tsa ? tsa->lambda : NAN, "%g");
+        tb_num(&c[col++], rc == 1 ? mt.alpha_target : NAN, "%.3f");
+        const double l_tsa = tsa ? tsa->val_loss : rc == 1 ? mt.partner_loss : NAN;
+        tb_stat(&c[col++], &l_tsa, 1, 4, tsa ? tsa->val_se : NAN, 0);
+        tb_text(&c[col++], runs[j].run_id);
+        tb_num(&c[col++], rc == 1 ? mt.tau : NAN, "%.3f");
+        tb_num(&c[col++], rc == 1 ? mt.alpha : NAN, "%.3f");
+        tb_stat(&c[col++], &mt.loss, 1, 4, rc == 1 ? mt.loss_se : NAN, 0);
+        if (rc != 1)
+            snprintf(text, sizeof text, "not matched: run `gatelab eval %s --match-run TSA_RUN --record`",
+                     runs[j].run_id);
+        else if (isnan(mt.alpha) || fabs(mt.alpha - mt.alpha_target) > 0.005)
+            snprintf(text, sizeof text, "not matched: α %.3f vs %.3f", mt.alpha, mt.alpha_target);
+        else if (isnan(l_tsa))
+            snprintf(text, sizeof text, "not matched: no TSA headline on these tokens");
+        else snprintf(text, sizeof text, "%+.4f", mt.loss - l_tsa);
+        tb_text(&c[col++], text);
+        if (rc == 1) snprintf(text, sizeof text, "%s @%ld", db_prov_str(&mt.at.prov, p, sizeof p), mt.at.step);
+        else snprintf(text, sizeof text, "–");
+        tb_text(&c[col++], text);
     }
     return 0;
 }
@@ -545,45 +717,58 @@ int tables_write_all(gl_db *db, const char *experiment, const char *out_dir, tab
     snprintf(source, sizeof source, "the registry%s%s", experiment ? ", experiment " : "", experiment ? experiment : "");
 
     tb_table tabs[7] = {
-        {"loss_by_variant", "Validation loss by variant and scale (mean ± std over seeds)", 6,
-         {"Data", "Scale", "Variant", "Seeds", "Val loss (nats/token)", "Val bpc"},
-         {"Data", "Scale", "Variant", "Seeds", "Val loss (nats/token)", "Val bpc"}, "lllrrr", NULL, 0, 0},
-        {"tsa_lambda", "Token-selective depth: active fraction, TLOps saved and loss by λ", 8,
-         {"Data", "Scale", "Variant", "λ", "Seeds", "Active fraction α", "TLOps saved (%)", "Val loss (nats/token)"},
+        {"loss_by_variant",
+         "Validation loss by variant and scale on the whole validation split (mean ± std over seeds; one seed: ± "
+         "standard error over tokens); difference from the baseline paired by seed with its 95 % interval",
+         8,
+         {"Data", "Scale", "Variant", "Seeds", "Val loss (nats/token)", "Val bpc", "Δ vs baseline (paired)",
+          "Measured on"},
+         {"Data", "Scale", "Variant", "Seeds", "Val loss (nats/token)", "Val bpc", "$\\Delta$ vs baseline (paired)",
+          "Measured on"},
+         "lllrrrrl", NULL, 0, 0, 0},
+        {"tsa_lambda", "Token-selective depth: active fraction, TLOps saved and loss by λ (whole validation split)", 9,
+         {"Data", "Scale", "Variant", "λ", "Seeds", "Active fraction α", "TLOps saved (%)", "Val loss (nats/token)",
+          "Measured on"},
          {"Data", "Scale", "Variant", "$\\lambda$", "Seeds", "Active fraction $\\alpha$", "TLOps saved (\\%)",
-          "Val loss (nats/token)"},
-         "lllrrrrr", NULL, 0, 0},
-        {"task_accuracy", "Synthetic tasks: accuracy on the scored positions (%)", 6,
-         {"Task", "Scale", "Variant", "Seeds", "Token acc (%)", "Sequence acc (%)"},
-         {"Task", "Scale", "Variant", "Seeds", "Token acc (\\%)", "Sequence acc (\\%)"}, "lllrrr", NULL, 0, 0},
+          "Val loss (nats/token)", "Measured on"},
+         "lllrrrrrl", NULL, 0, 0, 0},
+        {"task_accuracy", "Synthetic tasks: accuracy on the scored positions (%)", 7,
+         {"Task", "Scale", "Variant", "Seeds", "Token acc (%)", "Sequence acc (%)", "Measured on"},
+         {"Task", "Scale", "Variant", "Seeds", "Token acc (\\%)", "Sequence acc (\\%)", "Measured on"}, "lllrrrl",
+         NULL, 0, 0, 0},
         {"throughput", "Training throughput (tokens/s, mean over log intervals)", 5,
          {"Data", "Scale", "Variant", "Seeds", "Tokens/s"}, {"Data", "Scale", "Variant", "Seeds", "Tokens/s"}, "lllrr",
-         NULL, 0, 0},
-        {"ablations", "Gate interventions: loss change ΔL (nats/token) on validation tokens", 10,
-         {"Run", "Variant", "Scale", "Intervention", "Gates", "ΔL", "exp(ΔL)", "ΔL structural", "ΔL functional",
-          "ΔL semantic"},
-         {"Run", "Variant", "Scale", "Intervention", "Gates", "$\\Delta L$", "$\\exp(\\Delta L)$", "$\\Delta L$ structural",
-          "$\\Delta L$ functional", "$\\Delta L$ semantic"},
-         "lllllrrrrr", NULL, 0, 0},
-        {"tsa_vs_exit", "Token-selective depth against early exit at matched active fraction α (validation loss, nats/token)",
+         NULL, 0, 0, 0},
+        {"ablations",
+         "Gate interventions: loss change ΔL (nats/token, ± paired standard error over tokens) on the validation "
+         "windows each was measured on",
          11,
-         {"Data", "Scale", "TSA run", "λ", "α (TSA, hard)", "TSA loss", "Early-exit run", "τ", "α (exit)", "Exit loss",
-          "Exit − TSA"},
-         {"Data", "Scale", "TSA run", "$\\lambda$", "$\\alpha$ (TSA, hard)", "TSA loss", "Early-exit run", "$\\tau$",
-          "$\\alpha$ (exit)", "Exit loss", "Exit $-$ TSA"},
-         "lllrrrlrrrr", NULL, 0, 0},
+         {"Run", "Variant", "Scale", "Intervention", "Gates", "ΔL", "exp(ΔL)", "ΔL structural", "ΔL functional",
+          "ΔL semantic", "Measured on"},
+         {"Run", "Variant", "Scale", "Intervention", "Gates", "$\\Delta L$", "$\\exp(\\Delta L)$", "$\\Delta L$ structural",
+          "$\\Delta L$ functional", "$\\Delta L$ semantic", "Measured on"},
+         "lllllrrrrrl", NULL, 0, 0, 0},
+        {"tsa_vs_exit",
+         "Token-selective depth against early exit at a matched active fraction α: τ found by bisection for the TSA "
+         "run's α, both on the whole validation split (loss in nats/token)",
+         12,
+         {"Data", "Scale", "TSA run", "λ", "α (TSA)", "TSA loss", "Early-exit run", "τ", "α (exit)", "Exit loss",
+          "Exit − TSA", "Measured on"},
+         {"Data", "Scale", "TSA run", "$\\lambda$", "$\\alpha$ (TSA)", "TSA loss", "Early-exit run", "$\\tau$",
+          "$\\alpha$ (exit)", "Exit loss", "Exit $-$ TSA", "Measured on"},
+         "lllrrrlrrrll", NULL, 0, 0, 0},
         {"cost", "Training cost by variant (`make bench`, one process per variant): throughput and peak memory relative to the baseline of the same scale", 7,
          {"Scale", "Variant", "Train tokens/s", "× baseline", "Baseline speed-up over it", "Peak RSS (MiB)", "Memory × baseline"},
          {"Scale", "Variant", "Train tokens/s", "$\\times$ baseline", "Baseline speed-up over it", "Peak RSS (MiB)",
           "Memory $\\times$ baseline"},
-         "llrrrrr", NULL, 0, 0},
+         "llrrrrr", NULL, 0, 0, 0},
     };
     const tb_kind kinds[4] = {TB_LOSS, TB_LAMBDA, TB_ACC, TB_TPS};
     const char *why[7] = {"no finished run has val/loss", "no finished TSA run", "no finished copy/sort/mqar run",
                           "no finished run has train/tokens_per_s",
                           "no ablation results (run `gatelab ablate` or `gatelab heads`)",
-                          "needs a TSA run with `gatelab ablate RUN --mode random` and an early-exit run of the same data "
-                          "and scale with `gatelab ablate RUN --mode exit`",
+                          "needs a TSA run and an early-exit run of the same data and scale (the pair: `gatelab eval EXIT "
+                          "--match-run TSA --record`)",
                           "no cost runs (make bench records them as experiment cost-<tag>)"};
     for (int q = 0; q < 7; q++) {
         int r = q < 4 ? tb_grouped(&tabs[q], runs, n, kinds[q], err, errlen)

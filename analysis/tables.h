@@ -2,16 +2,24 @@
  * tables.h — `gatelab tables`: the paper's tables as Markdown and LaTeX,
  * drawn from the registry alone (store/registry.h).
  *
- *   loss_by_variant   validation loss (nats/token) and bpc by data, scale and variant
+ *   loss_by_variant   validation loss (nats/token) and bpc by data, scale and variant,
+ *                     with the paired difference from the baseline of the same seeds
  *   tsa_lambda        TSA: active fraction α, TLOps saved and loss by λ
  *   task_accuracy     copy / sort / mqar: token and sequence accuracy
  *   throughput        training tokens/s by variant and scale
- *   ablations         gate interventions (split "ablation") per run
- *   tsa_vs_exit       TSA run hard against early exit at the nearest active fraction
+ *   ablations         gate interventions (split "ablation") per run and measurement
+ *   tsa_vs_exit       TSA against early exit at a matched α: the pair `eval --match-run` recorded
  *
- * Every cell over seeds is "mean ± sample std (n − 1)" with the seed count in
- * its own column; a single seed shows the mean alone.  Only FINISHED runs
- * count.  Columns: docs/analysis.md.
+ * Validation numbers are each run's headline (the whole split, val/final.*);
+ * a run without one (trained before the headline existed) falls back to its
+ * last periodic evaluation, and the cell says so with "†" and a note under
+ * the table.  Every number says what it was measured on: a column with the
+ * split, windows, tokens and checkpoint step.  Every cell over seeds is
+ * "mean ± sample std (n − 1)" with the seed count in its own column; a single
+ * seed shows its value ± its standard error over tokens.  Differences between
+ * variants are paired by seed, with a 95 % Student t interval, and only
+ * between numbers measured on one token set.  Only FINISHED runs count.
+ * Columns: docs/analysis.md.
  */
 #ifndef GATELAB_ANALYSIS_TABLES_H
 #define GATELAB_ANALYSIS_TABLES_H
@@ -30,6 +38,10 @@ typedef struct {
     char seed[32];
     double lambda;      /* model.tsa_lambda (NaN unless TSA) */
     double val_loss, val_bpc, tok_acc, seq_acc, tokens_per_s, active_frac, tlops_saved; /* NaN: absent */
+    int headline;       /* 1: the val numbers are the headline (val/final.*); 0: the last periodic evaluation */
+    double val_se;      /* standard error of val_loss (NaN: unknown) */
+    long val_step;      /* the checkpoint step of the val numbers (-1: none) */
+    gl_prov val_prov;   /* what the val numbers were measured on */
     double bench_tps, bench_rss; /* `make bench` cost runs: bench/train_tokens_per_s, bench/peak_rss_mib */
 } tables_run;
 
@@ -56,6 +68,9 @@ typedef struct {
  * and NAME.tex.  Returns 0, or -1 with a message. */
 int tables_write_all(gl_db *db, const char *experiment, const char *out_dir, tables_summary *s, char *err,
                      size_t errlen);
+
+/* The two-sided 95 % quantile of Student's t with df degrees of freedom (NaN for df < 1). */
+double tables_t95(int df);
 
 /* mean and sample standard deviation of x[0..n) skipping NaN; *k the count used. */
 void tables_mean_std(const double *x, int n, double *mean, double *std, int *k);

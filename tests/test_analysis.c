@@ -372,6 +372,29 @@ static void test_ablate_satformer(void **state) {
     data_close(&ds);
 }
 
+/* The paired standard error of ΔL: clusters of the same windows, by hand. */
+static void test_paired_se(void **state) {
+    (void)state;
+    static ablate_eval a, b;
+    memset(&a, 0, sizeof a);
+    memset(&b, 0, sizeof b);
+    /* 3 clusters of 10 tokens; per-cluster mean loss a: 2.0, 2.2, 2.4; b: 1.9, 2.0, 2.1 */
+    const double ma[3] = {2.0, 2.2, 2.4}, mb[3] = {1.9, 2.0, 2.1};
+    for (int k = 0; k < 3; k++) {
+        a.clu_w[k] = b.clu_w[k] = 10;
+        a.clu_loss[k] = 10 * ma[k];
+        b.clu_loss[k] = 10 * mb[k];
+    }
+    /* d_c = 1, 2, 3 (sums), Δ = 6/30 = 0.2, residuals d_c − Δ·w_c = −1, 0, 1: SE² = 3/2 · 2 / 900 */
+    const double want = sqrt(1.5 * 2.0) / 30.0, got = ablate_paired_se(&a, &b);
+    print_message("paired SE of ΔL: %.9f (by hand %.9f)\n", got, want);
+    assert_true(fabs(got - want) < 1e-12);
+    /* alone: the cluster-robust SE of a's loss; one cluster: none */
+    assert_true(fabs(ablate_paired_se(&a, NULL) - sqrt(1.5 * 8.0) / 30.0) < 1e-12);
+    a.clu_w[1] = a.clu_w[2] = 0;
+    assert_true(isnan(ablate_paired_se(&a, &b)));
+}
+
 static void test_ablate_tsa(void **state) {
     (void)state;
     static gl_dataset ds;
@@ -440,44 +463,71 @@ static void test_tables(void **state) {
     const char *sat = "[model]\nscale = xs\nvalue_residual = satformer\ndepth_routing = none\n[data]\ntask = text\n"
                       "file = tinyshakespeare.txt\n[train]\nseed = %d\n";
     char ini[512];
-    gl_metric m1[] = {{10, "val", "loss", 1.5, 0}, {0, "val", "loss", 9.0, 0}, {10, "val", "bpc", 1.5 / log(2), 0},
-                      {5, "train", "tokens_per_s", 100, 0}, {10, "train", "tokens_per_s", 1000, 0}};
+    /* headline rows on the whole split (val[0,100), 6400 tokens) at step 10; periodic rows on 4 windows */
+#define HL(n, v, e_) {.step = 10, .split = "val", .name = n, .value = v, .prov = WHOLE, .se = e_}
+#define PER(st, n, v) {.step = st, .split = "val", .name = n, .value = v, .prov = {"val", 0, 4, 256}}
+#define M(st, sp, n, v) {.step = st, .split = sp, .name = n, .value = v}
+    const gl_prov WHOLE = {"val", 0, 100, 6400};
+    gl_metric m1[] = {HL("final.loss", 1.5, 0.01), PER(10, "loss", 1.9), PER(0, "loss", 9.0),
+                      HL("final.bpc", 1.5 / log(2), 0), M(5, "train", "tokens_per_s", 100),
+                      M(10, "train", "tokens_per_s", 1000)};
     snprintf(ini, sizeof ini, sat, 1);
-    add_run(db, e, "sat1", ini, "FINISHED", m1, 5);
-    gl_metric m2[] = {{10, "val", "loss", 1.7, 0}, {10, "val", "bpc", 1.7 / log(2), 0},
-                      {10, "train", "tokens_per_s", 2000, 0}, {10, "ablation", "zero.all.delta_loss", 0.25, 0},
-                      {10, "ablation", "zero.all.ppl_ratio", exp(0.25), 0},
-                      {10, "ablation", "zero.all.delta_loss.semantic", 0.5, 0}};
+    add_run(db, e, "sat1", ini, "FINISHED", m1, 6);
+    gl_metric m2[] = {HL("final.loss", 1.7, 0.01), HL("final.bpc", 1.7 / log(2), 0), M(10, "train", "tokens_per_s", 2000),
+                      {.step = 10, .split = "ablation", .name = "zero.all.delta_loss", .value = 0.25,
+                       .prov = {"val", 0, 64, 4096}, .se = 0.0125},
+                      {.step = 10, .split = "ablation", .name = "zero.all.ppl_ratio", .value = exp(0.25),
+                       .prov = {"val", 0, 64, 4096}},
+                      {.step = 10, .split = "ablation", .name = "zero.all.delta_loss.semantic", .value = 0.5,
+                       .prov = {"val", 0, 64, 4096}},
+                      /* the same intervention on 128 windows: its own row, never mixed with the 64 */
+                      {.step = 10, .split = "ablation", .name = "zero.all.delta_loss", .value = 0.375,
+                       .prov = {"val", 0, 128, 8192}}};
     snprintf(ini, sizeof ini, sat, 2);
-    add_run(db, e, "sat2", ini, "FINISHED", m2, 6);
-    gl_metric m3[] = {{10, "val", "loss", 5.0, 0}};
+    add_run(db, e, "sat2", ini, "FINISHED", m2, 7);
+    gl_metric m3[] = {PER(10, "loss", 5.0)};
     snprintf(ini, sizeof ini, sat, 3);
     add_run(db, e, "sat3-running", ini, "RUNNING", m3, 1); /* not finished: left out */
-    gl_metric m4[] = {{10, "val", "loss", 2.0, 0},
-                      {10, "val", "active_frac", 0.726, 0},
-                      {10, "val", "tlops_saved", 0.228, 0},
-                      {10, "ablation", "random.all.base_active_frac", 0.7, 0},
-                      {10, "ablation", "random.all.base_loss", 2.1, 0}};
+    /* baselines of seeds 1 and 2 (paired with sat1, sat2), seed 2 with only a periodic evaluation (no headline) */
+    const char *base = "[model]\nscale = xs\nvalue_residual = none\ndepth_routing = none\n[data]\ntask = text\n"
+                       "file = tinyshakespeare.txt\n[train]\nseed = %d\n";
+    gl_metric b1[] = {HL("final.loss", 1.625, 0.01)};
+    snprintf(ini, sizeof ini, base, 1);
+    add_run(db, e, "base1", ini, "FINISHED", b1, 1);
+    gl_metric b2[] = {PER(10, "loss", 1.75)};
+    snprintf(ini, sizeof ini, base, 2);
+    add_run(db, e, "base2", ini, "FINISHED", b2, 1);
+    gl_metric m4[] = {HL("final.loss", 2.0, 0.02), HL("final.active_frac", 0.726, 0), HL("final.tlops_saved", 0.228, 0),
+                      PER(10, "loss", 2.5), PER(10, "active_frac", 0.5)};
     add_run(db, e, "tsa1",
             "[model]\nscale = s\nvalue_residual = none\ndepth_routing = tsa\ntsa_lambda = 0.01\n[data]\ntask = text\n"
             "file = tinyshakespeare.txt\n[train]\nseed = 1\n",
             "FINISHED", m4, 5);
-    gl_metric m6[] = {{10, "val", "loss", 2.4, 0},
-                      {10, "ablation", "exit.tau0.500.active_frac", 0.5, 0},
-                      {10, "ablation", "exit.tau0.500.loss", 2.5, 0},
-                      {10, "ablation", "exit.tau0.900.active_frac", 0.75, 0},
-                      {10, "ablation", "exit.tau0.900.loss", 2.2, 0}};
+    /* the early-exit run holds the matched pair: τ for α 0.726 by bisection, on the same whole split */
+    gl_metric m6[] = {HL("final.loss", 2.4, 0.02), HL("matched.tau", 0.8125, 0), HL("matched.alpha_target", 0.726, 0),
+                      HL("matched.active_frac", 0.7275, 0), HL("matched.loss", 2.2, 0.02),
+                      HL("matched.partner_loss", 2.0, 0)};
     add_run(db, e, "ee1",
             "[model]\nscale = s\ndepth_routing = early_exit\n[data]\ntask = text\nfile = tinyshakespeare.txt\n[train]\n"
             "seed = 1\n",
-            "FINISHED", m6, 5);
-    gl_metric m5[] = {{10, "val", "loss", 0.1, 0}, {10, "val", "token_acc", 0.995, 0}, {10, "val", "seq_acc", 0.9, 0}};
+            "FINISHED", m6, 6);
+    /* an early-exit run whose bisection did not reach the TSA α */
+    gl_metric m7[] = {HL("final.loss", 2.45, 0.02), HL("matched.tau", 0.5, 0), HL("matched.alpha_target", 0.726, 0),
+                      HL("matched.active_frac", 0.52, 0), HL("matched.loss", 2.6, 0.02)};
+    add_run(db, e, "ee2",
+            "[model]\nscale = s\ndepth_routing = early_exit\n[data]\ntask = text\nfile = tinyshakespeare.txt\n[train]\n"
+            "seed = 2\n",
+            "FINISHED", m7, 5);
+    gl_metric m5[] = {HL("final.loss", 0.1, 0.001), HL("final.token_acc", 0.995, 0), HL("final.seq_acc", 0.9, 0)};
     add_run(db, e, "copy1", "[model]\nscale = xs\n[data]\ntask = copy\n[train]\nseed = 1\n", "FINISHED", m5, 3);
     /* `make bench` cost runs (their own experiment): baseline and hyper at scale m */
     long long ec;
     assert_int_equal(db_experiment_ensure(db, "cost-t", "", &ec, err, sizeof err), 0);
-    gl_metric c1[] = {{0, "bench", "train_tokens_per_s", 3000, 0}, {0, "bench", "peak_rss_mib", 2000, 0}};
-    gl_metric c2[] = {{0, "bench", "train_tokens_per_s", 2400, 0}, {0, "bench", "peak_rss_mib", 2600, 0}};
+    gl_metric c1[] = {M(0, "bench", "train_tokens_per_s", 3000), M(0, "bench", "peak_rss_mib", 2000)};
+    gl_metric c2[] = {M(0, "bench", "train_tokens_per_s", 2400), M(0, "bench", "peak_rss_mib", 2600)};
+#undef HL
+#undef PER
+#undef M
     add_run(db, ec, "cost-t-m-base", "[model]\nscale = m\ncross_layer = none\n", "FINISHED", c1, 2);
     add_run(db, ec, "cost-t-m-hyper", "[model]\nscale = m\ncross_layer = hyper\n", "FINISHED", c2, 2);
     db_close(db);
@@ -490,15 +540,23 @@ static void test_tables(void **state) {
     int rc = tables_write_all(r, "paper", out, &s, err, sizeof err);
     if (rc) print_message("tables: %s\n", err);
     assert_int_equal(rc, 0);
-    assert_int_equal(s.n_runs, 5);
+    assert_int_equal(s.n_runs, 8);
     assert_int_equal(s.n_written, 6);
-    /* 1.5 and 1.7: mean 1.6, sample std 0.1414 */
+    /* headlines 1.5 and 1.7 (not the periodic 1.9): mean 1.6, sample std 0.1414; measured on one token set */
     snprintf(path, sizeof path, "%s/loss_by_variant.md", out);
     char *t = slurp(path);
     assert_non_null(t);
     assert_non_null(strstr(t, "| tinyshakespeare | xs | satformer | 2 | 1.6000 ± 0.1414 | 2.3083 ± 0.2040 |"));
+    assert_non_null(strstr(t, "| val[0,100) 6400 tok @10 |"));
     assert_null(strstr(t, "5.0000"));
-    assert_non_null(strstr(t, "| tinyshakespeare | s | baseline+tsa | 1 | 2.0000 | – |")); /* no bpc logged */
+    assert_null(strstr(t, "1.9000"));
+    /* the baseline pairs by seed only where both are headlines on one token set: seed 1, 1.5 − 1.625 */
+    assert_non_null(strstr(t, "| -0.1250 (1 seed) |"));
+    /* one seed: ± its standard error; a run without a headline is marked and the note says why */
+    assert_non_null(strstr(t, "| tinyshakespeare | s | baseline+tsa | 1 | 2.0000 ± 0.0200 | – |"));
+    assert_non_null(strstr(t, "1.6875 ± 0.0884 †"));
+    assert_non_null(strstr(t, "mixed"));
+    assert_non_null(strstr(t, "† the run's last periodic evaluation"));
     snprintf(path, sizeof path, "%s/loss_by_variant.tex", out);
     t = slurp(path);
     assert_non_null(t);
@@ -506,7 +564,8 @@ static void test_tables(void **state) {
     assert_non_null(strstr(t, "\\toprule"));
     snprintf(path, sizeof path, "%s/tsa_lambda.md", out);
     t = slurp(path);
-    assert_non_null(strstr(t, "| tinyshakespeare | s | baseline+tsa | 0.01 | 1 | 0.726 | 22.8 | 2.0000 |"));
+    assert_non_null(strstr(t, "| tinyshakespeare | s | baseline+tsa | 0.01 | 1 | 0.726 | 22.8 | 2.0000 ± 0.0200 | "
+                              "val[0,100) 6400 tok @10 |"));
     snprintf(path, sizeof path, "%s/task_accuracy.md", out);
     t = slurp(path);
     assert_non_null(strstr(t, "| copy | xs | baseline | 1 | 99.50 | 90.00 |"));
@@ -514,15 +573,20 @@ static void test_tables(void **state) {
     snprintf(path, sizeof path, "%s/throughput.md", out);
     t = slurp(path);
     assert_non_null(strstr(t, "| tinyshakespeare | xs | satformer | 2 | 1500 ± 707 |"));
+    /* ablations: the 64- and 128-window measurements are two rows, each with its own siblings */
     snprintf(path, sizeof path, "%s/ablations.md", out);
     t = slurp(path);
-    assert_non_null(strstr(t, "| sat2 | satformer | xs | zero | all | +0.2500 | 1.2840 | – | – | +0.5000 |"));
-    /* TSA at α 0.7 (hard, loss 2.1) against the nearest early-exit point: τ 0.9, α 0.75, loss 2.2 */
+    assert_non_null(strstr(t, "| sat2 | satformer | xs | zero | all | +0.2500 ± 0.0125 | 1.2840 | – | – | +0.5000 | "
+                              "val[0,64) 4096 tok @10 |"));
+    assert_non_null(strstr(t, "| sat2 | satformer | xs | zero | all | +0.3750 | – | – | – | – | val[0,128) 8192 tok @10 |"));
+    /* TSA against early exit: the recorded pair at matched α, and an unmatched one that says so */
     snprintf(path, sizeof path, "%s/tsa_vs_exit.md", out);
     t = slurp(path);
     assert_non_null(t);
-    assert_non_null(strstr(t, "| tinyshakespeare | s | tsa1 | 0.01 | 0.700 | 2.1000 | ee1 | 0.900 | 0.750 | 2.2000 | +0.1000 |"));
-    print_message("tables: 6 tables from %d finished runs; mean ± std over seeds, λ, accuracy, throughput, ablations\n",
+    assert_non_null(strstr(t, "| tinyshakespeare | s | tsa1 | 0.01 | 0.726 | 2.0000 ± 0.0200 | ee1 | 0.812 | 0.728 | "
+                              "2.2000 ± 0.0200 | +0.2000 | val[0,100) 6400 tok @10 |"));
+    assert_non_null(strstr(t, "| ee2 | 0.500 | 0.520 | 2.6000 ± 0.0200 | not matched: α 0.520 vs 0.726 |"));
+    print_message("tables: 6 tables from %d finished runs; headlines, provenance, paired differences, matched pairs\n",
                   s.n_runs);
     /* the cost table: throughput and memory relative to the same scale's baseline */
     char out2[640];
@@ -547,7 +611,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_gate_stats),   cmocka_unit_test(test_depth_and_categories),
         cmocka_unit_test(test_analyze_trace), cmocka_unit_test(test_ablate_satformer),
-        cmocka_unit_test(test_ablate_tsa),   cmocka_unit_test(test_tables),
+        cmocka_unit_test(test_ablate_tsa),   cmocka_unit_test(test_paired_se),   cmocka_unit_test(test_tables),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
     corpus_remove();

@@ -237,7 +237,7 @@ static void test_run_lifecycle(void **state) {
     snprintf(q, sizeof q, "SELECT pid = %d AND start_time > 0 AND heartbeat >= start_time AND attempts = 1 "
                           "AND host <> '' FROM runs WHERE run_id='r1'", (int)getpid());
     assert_int_equal(sql_int(path, q), 1);
-    gl_metric m[2] = {{10, "train", "loss", 2.5, 0}, {10, "val", "loss", 2.75, 0}};
+    gl_metric m[2] = {{.step = 10, .split = "train", .name = "loss", .value = 2.5, .wall_time = 0}, {.step = 10, .split = "val", .name = "loss", .value = 2.75, .wall_time = 0}};
     OK(db_metrics_log(db, "r1", m, 2, err, sizeof err));
     assert_int_equal(db_metrics_log(db, "nope", m, 2, err, sizeof err), -1);
     assert_int_equal(db_run_finish(db, "r1", "RUNNING", 0, NULL, err, sizeof err), -1);
@@ -276,8 +276,8 @@ static void test_nan_stored_as_null(void **state) {
     snprintf(path, sizeof path, "%s/gatelab.db", dir);
     gl_db *db = open_ok(path);
     make_run(db, "exp", "r", "RUNNING");
-    gl_metric m[4] = {{1, "train", "loss", NAN, 0}, {2, "train", "loss", INFINITY, 0},
-                      {3, "train", "loss", -INFINITY, 0}, {4, "train", "loss", 1.25, 0}};
+    gl_metric m[4] = {{.step = 1, .split = "train", .name = "loss", .value = NAN, .wall_time = 0}, {.step = 2, .split = "train", .name = "loss", .value = INFINITY, .wall_time = 0},
+                      {.step = 3, .split = "train", .name = "loss", .value = -INFINITY, .wall_time = 0}, {.step = 4, .split = "train", .name = "loss", .value = 1.25, .wall_time = 0}};
     OK(db_metrics_log(db, "r", m, 4, err, sizeof err));
     assert_int_equal(sql_int(path, "SELECT count(*) FROM metrics WHERE value IS NULL"), 3);
     assert_int_equal(sql_int(path, "SELECT count(*) FROM metrics WHERE typeof(value)='real'"), 1);
@@ -288,7 +288,7 @@ static void test_nan_stored_as_null(void **state) {
     assert_true(v == 1.25);
     assert_int_equal(db_metric_get(db, "r", 5, "train", "loss", &v, err, sizeof err), 0);
     /* Re-logging a step (a resumed run) replaces it. */
-    gl_metric again = {4, "train", "loss", 1.5, 0};
+    gl_metric again = {.step = 4, .split = "train", .name = "loss", .value = 1.5, .wall_time = 0};
     OK(db_metrics_log(db, "r", &again, 1, err, sizeof err));
     assert_int_equal(db_count_rows(db, "metrics", "r", err, sizeof err), 4);
     db_close(db);
@@ -304,7 +304,7 @@ static void test_heartbeat(void **state) {
     make_run(db, "exp", "r", "RUNNING");
     sql_exec(path, "UPDATE runs SET heartbeat = 1000, pid = 1 WHERE run_id = 'r'");
     /* logging metrics (as an analysis of a live run does) must not refresh it */
-    gl_metric m = {5, "analysis", "alpha_mean", 0.5, 0};
+    gl_metric m = {.step = 5, .split = "analysis", .name = "alpha_mean", .value = 0.5, .wall_time = 0};
     OK(db_metrics_log(db, "r", &m, 1, err, sizeof err));
     assert_int_equal(sql_int(path, "SELECT heartbeat = 1000 FROM runs WHERE run_id='r'"), 1);
     /* the training loop's call does, and records its pid */
@@ -336,9 +336,9 @@ static void test_readers(void **state) {
     gl_db *db = open_ok(path);
     make_run(db, "exp", "r", "RUNNING");
     OK(db_params_put_ini(db, "r", "[model]\nn_layer = 4\n", err, sizeof err));
-    gl_metric m[6] = {{20, "val", "loss", 2.0, 110}, {10, "val", "loss", 3.0, 105}, {30, "val", "loss", NAN, 120},
-                      {10, "train", "loss", 3.5, 100}, {7, "ablation", "zero.all.delta_loss", 0.25, 130},
-                      {9, "ablation", "zero.all.delta_loss", 0.5, 140}};
+    gl_metric m[6] = {{.step = 20, .split = "val", .name = "loss", .value = 2.0, .wall_time = 110}, {.step = 10, .split = "val", .name = "loss", .value = 3.0, .wall_time = 105}, {.step = 30, .split = "val", .name = "loss", .value = NAN, .wall_time = 120},
+                      {.step = 10, .split = "train", .name = "loss", .value = 3.5, .wall_time = 100}, {.step = 7, .split = "ablation", .name = "zero.all.delta_loss", .value = 0.25, .wall_time = 130},
+                      {.step = 9, .split = "ablation", .name = "zero.all.delta_loss", .value = 0.5, .wall_time = 140}};
     OK(db_metrics_log(db, "r", m, 6, err, sizeof err));
     db_close(db);
 
@@ -685,7 +685,7 @@ static void log_loss(gl_db *db, const char *run, int n, double base) {
     char err[512];
     gl_metric m[64];
     assert_true(n <= 64);
-    for (int i = 0; i < n; i++) m[i] = (gl_metric){i, "train", "loss", base + i, 0};
+    for (int i = 0; i < n; i++) m[i] = (gl_metric){.step = i, .split = "train", .name = "loss", .value = base + i, .wall_time = 0};
     OK(db_metrics_log(db, run, m, n, err, sizeof err));
 }
 
@@ -916,10 +916,147 @@ static int teardown_all(void **state) {
     return system(cmd) == 0 ? 0 : -1;
 }
 
+/* ---- provenance (schema 2) ---- */
+
+/* The schema of version 1, as gatelab wrote it before metric provenance. */
+static const char v1_schema[] =
+    "CREATE TABLE schema_version (version INTEGER NOT NULL); INSERT INTO schema_version VALUES (1);"
+    "CREATE TABLE experiments (id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE, manifest_text TEXT,"
+    "  manifest_hash TEXT, created_time REAL NOT NULL);"
+    "CREATE TABLE runs (run_id TEXT PRIMARY KEY, experiment_id INTEGER NOT NULL REFERENCES experiments(id), name TEXT,"
+    "  config_text TEXT, config_hash TEXT, seed INTEGER, git_commit TEXT, git_dirty INTEGER, host TEXT, pid INTEGER,"
+    "  status TEXT NOT NULL CHECK (status IN ('SCHEDULED','RUNNING','FINISHED','FAILED','KILLED')),"
+    "  created_time REAL NOT NULL, start_time REAL, end_time REAL, heartbeat REAL,"
+    "  attempts INTEGER NOT NULL DEFAULT 0, exit_code INTEGER, error TEXT);"
+    "CREATE INDEX runs_by_experiment ON runs (experiment_id, status);"
+    "CREATE TABLE params (run_id TEXT NOT NULL REFERENCES runs(run_id), key TEXT NOT NULL, value TEXT,"
+    "  PRIMARY KEY (run_id, key));"
+    "CREATE TABLE metrics (run_id TEXT NOT NULL REFERENCES runs(run_id), step INTEGER NOT NULL, split TEXT NOT NULL,"
+    "  name TEXT NOT NULL, value REAL, wall_time REAL NOT NULL, PRIMARY KEY (run_id, step, split, name));"
+    "CREATE INDEX metrics_by_name ON metrics (run_id, split, name, step);"
+    "CREATE TABLE artifacts (run_id TEXT NOT NULL REFERENCES runs(run_id), kind TEXT NOT NULL, path TEXT NOT NULL,"
+    "  sha256 TEXT NOT NULL, bytes INTEGER NOT NULL, created_time REAL NOT NULL, PRIMARY KEY (run_id, kind));"
+    "INSERT INTO experiments VALUES (1, 'old', NULL, NULL, 1.0);"
+    "INSERT INTO runs (run_id, experiment_id, name, status, created_time, start_time, end_time) "
+    "  VALUES ('r1', 1, 'r1', 'FINISHED', 1.0, 2.0, 3.0);"
+    "INSERT INTO params VALUES ('r1', 'train.steps', '40');"
+    "INSERT INTO metrics VALUES ('r1', 10, 'train', 'loss', 2.9, 10.0), ('r1', 40, 'val', 'loss', 2.5, 11.0),"
+    "  ('r1', 40, 'val', 'final.loss', 2.25, 12.0), ('r1', 40, 'val', 'final.loss_se', 0.0125, 12.0),"
+    "  ('r1', 40, 'val', 'final.bpc', 3.2, 12.0), ('r1', 40, 'val', 'final.tokens', 6400, 12.0),"
+    "  ('r1', 40, 'val', 'final.windows', 100, 12.0), ('r1', 40, 'val', 'matched.loss', 2.375, 13.0),"
+    "  ('r1', 40, 'val', 'matched.loss_se', 0.02, 13.0), ('r1', 40, 'val', 'matched.tokens', 6400, 13.0),"
+    "  ('r1', 40, 'ablation', 'zero.L1H0.delta_loss', 0.5, 14.0);";
+
+/* Checks shared by the read-only view of a v1 file and the upgraded one. */
+static void check_v1_provenance(gl_db *db) {
+    char err[512], s[64];
+    gl_metric_val v;
+    assert_int_equal(db_metric_at(db, "r1", "val", "final.loss", NULL, &v, err, sizeof err), 1);
+    assert_true(v.value == 2.25 && v.step == 40 && v.se == 0.0125);
+    assert_string_equal(db_prov_str(&v.prov, s, sizeof s), "val[0,100) 6400 tok");
+    assert_int_equal(db_metric_at(db, "r1", "val", "matched.loss", &v.prov, &v, err, sizeof err), 1);
+    assert_true(v.value == 2.375 && v.se == 0.02 && v.prov.tokens == 6400);
+    assert_int_equal(db_metric_at(db, "r1", "val", "loss", NULL, &v, err, sizeof err), 1);
+    assert_string_equal(db_prov_str(&v.prov, s, sizeof s), "?"); /* periodic rows of v1: not known */
+    gl_run_row *rows = NULL;
+    int n = 0;
+    OK(db_runs_list(db, NULL, NULL, &rows, &n, err, sizeof err));
+    assert_int_equal(n, 1);
+    assert_true(rows[0].val_headline && rows[0].val_loss == 2.25 && rows[0].val_prov.count == 100);
+    free(rows);
+}
+
+static void test_upgrade_v1(void **state) {
+    (void)state;
+    char dir[600], path[700], err[512];
+    tmp_dir(dir, sizeof dir, "upgrade_v1");
+    snprintf(path, sizeof path, "%s/gatelab.db", dir);
+    sql_exec(path, v1_schema);
+    /* read-only: v1 seen as v2 through temporary views, the file untouched */
+    gl_db *db = NULL;
+    if (db_open_readonly(&db, path, err, sizeof err)) {
+        print_error("db_open_readonly: %s\n", err);
+        fail();
+    }
+    check_v1_provenance(db);
+    db_close(db);
+    assert_int_equal(sql_int(path, "SELECT version FROM schema_version"), 1);
+    assert_int_equal(sql_int(path, "SELECT count(*) FROM pragma_table_info('metrics')"), 6);
+    /* read-write: upgraded in place, nothing lost */
+    db = open_ok(path);
+    assert_int_equal(db_schema_version_get(db, err, sizeof err), 2);
+    assert_int_equal(db_count_rows(db, "metrics", NULL, err, sizeof err), 11);
+    assert_int_equal(db_count_rows(db, "params", NULL, err, sizeof err), 1);
+    assert_int_equal(db_count_rows(db, "run_events", NULL, err, sizeof err), 0);
+    check_v1_provenance(db);
+    /* the v1 ablation row (windows unknown) and a new one on 128 windows both stay */
+    gl_metric m = {.step = 40, .split = "ablation", .name = "zero.L1H0.delta_loss", .value = 0.75,
+                   .prov = db_prov("val", 0, 128, 8192), .se = 0.05};
+    OK(db_metrics_log(db, "r1", &m, 1, err, sizeof err));
+    assert_int_equal(db_count_rows(db, "metrics", NULL, err, sizeof err), 12);
+    db_close(db);
+    assert_int_equal(sql_int(path, "SELECT version FROM schema_version"), 2);
+    printf("upgrade v1 -> v2: 11 rows kept, headline provenance val[0,100) 6400 tok and se filled in; "
+           "read-only open leaves a v1 file at v1\n");
+}
+
+static void test_provenance_keyed(void **state) {
+    (void)state;
+    char dir[600], path[700], err[512];
+    tmp_dir(dir, sizeof dir, "prov_keyed");
+    snprintf(path, sizeof path, "%s/gatelab.db", dir);
+    gl_db *db = open_ok(path);
+    long long exp_id;
+    OK(db_experiment_ensure(db, "e", NULL, &exp_id, err, sizeof err));
+    OK(db_run_create(db, exp_id, "r", "r", NULL, NULL, 1, "FINISHED", err, sizeof err));
+    /* `heads` at 64 windows, then `ablate --heads 2:0 --windows 128`: same name, same step */
+    gl_metric heads = {.step = 40, .split = "ablation", .name = "zero.L2H0.delta_loss", .value = 0.125,
+                       .prov = db_prov("val", 0, 64, 4096)};
+    gl_metric ablate = heads;
+    ablate.value = 0.25;
+    ablate.prov = db_prov("val", 0, 128, 8192);
+    OK(db_metrics_log(db, "r", &heads, 1, err, sizeof err));
+    OK(db_metrics_log(db, "r", &ablate, 1, err, sizeof err));
+    assert_int_equal(db_count_rows(db, "metrics", "r", err, sizeof err), 2);
+    gl_metric_val v;
+    assert_int_equal(db_metric_at(db, "r", "ablation", "zero.L2H0.delta_loss", &heads.prov, &v, err, sizeof err), 1);
+    assert_true(v.value == 0.125);
+    assert_int_equal(db_metric_at(db, "r", "ablation", "zero.L2H0.delta_loss", NULL, &v, err, sizeof err), 1);
+    assert_true(v.value == 0.25); /* no provenance asked: the most windows */
+    gl_metric_latest *rows = NULL;
+    int n = 0;
+    OK(db_metrics_latest(db, "r", "ablation", &rows, &n, err, sizeof err));
+    assert_int_equal(n, 2);
+    assert_true(rows[0].prov.count == 128 && rows[1].prov.count == 64);
+    assert_true(db_metrics_latest_find_like(rows, n, "zero.L2H0.delta_loss", &rows[1]) == 0.125);
+    free(rows);
+    /* the same measurement again replaces only itself */
+    heads.value = 0.0625;
+    OK(db_metrics_log(db, "r", &heads, 1, err, sizeof err));
+    assert_int_equal(db_count_rows(db, "metrics", "r", err, sizeof err), 2);
+    assert_int_equal(db_metric_at(db, "r", "ablation", "zero.L2H0.delta_loss", &heads.prov, &v, err, sizeof err), 1);
+    assert_true(v.value == 0.0625);
+    /* run events and the config a resume changed */
+    OK(db_run_event(db, "r", "config_change", "train.steps: 250 -> 300", err, sizeof err));
+    char last[128];
+    assert_int_equal(db_run_events(db, "r", "config_change", last, sizeof last, err, sizeof err), 1);
+    assert_string_equal(last, "train.steps: 250 -> 300");
+    OK(db_run_config_set(db, "r", "[train]\nsteps = 300\n", "abc", err, sizeof err));
+    char *cfg = NULL, hash[65];
+    assert_int_equal(db_run_config(db, "r", &cfg, hash, err, sizeof err), 1);
+    assert_string_equal(cfg, "[train]\nsteps = 300\n");
+    assert_string_equal(hash, "abc");
+    free(cfg);
+    db_close(db);
+    printf("provenance keyed: 64 and 128 windows both kept, re-logging 64 replaces only it; run event and config kept\n");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sha256_vectors),
         cmocka_unit_test(test_schema_created_and_versioned),
+        cmocka_unit_test(test_upgrade_v1),
+        cmocka_unit_test(test_provenance_keyed),
         cmocka_unit_test(test_run_lifecycle),
         cmocka_unit_test(test_nan_stored_as_null),
         cmocka_unit_test(test_heartbeat),

@@ -11,7 +11,9 @@
  *
  * Both load the run's checkpoint, evaluate validation windows with the
  * model's overrides (analysis/ablate.c), print a table and one JSON line,
- * and log rows under split "ablation" at the run's step.  heads also writes
+ * and log rows under split "ablation" at the run's step, each stamped with
+ * what it was measured on (the evaluation windows and their tokens), so a
+ * rerun on other windows is kept beside the first, never over it.  heads also writes
  * heads.md, heads.tsv and heads_grid.tsv into <run>/analysis/ (or --out) and
  * draws the block × KV-head ΔL map into <results>/figures/heads_<run>.{png,pdf}.
  * Definitions of the modes and of the evaluation / reference tokens:
@@ -135,6 +137,12 @@ static void ab_close(ab_env *e) {
     if (e->have_run) run_close(&e->run);
 }
 
+/* Stamp the rows added next to rm with the evaluation windows (tokens scored). */
+static void ab_prov(const ab_env *e, report_metrics *rm, double tokens) {
+    const ablate_ctx *c = &e->ctx;
+    rm->prov = db_prov(data_split_name(c->eval_split), c->eval_first, c->eval_windows, tokens);
+}
+
 static int ab_log(const ab_env *e, report_metrics *rm, int no_db, char *err, size_t errlen) {
     if (no_db || !rm->n) return 0;
     gl_db *db = NULL;
@@ -159,8 +167,8 @@ static void ab_print_result(const ab_env *e, const ablate_result *r, const char 
         printf("  baseline: the learned routers run hard at α = %.4f; control: random skipping with probability %.4f\n",
                r->base.active_frac, r->route_skip);
     printf("  %-12s %10s %12s %12s %10s\n", "tokens", "count", "base (nats)", "ablated", "ΔL");
-    printf("  %-12s %10.0f %12.5f %12.5f %+10.5f   exp(ΔL) = %.4f\n", "all", r->base.tokens, r->base.loss, r->ablated.loss,
-           r->delta, r->ppl_ratio);
+    printf("  %-12s %10.0f %12.5f %12.5f %+10.5f   ± %.5f (paired SE)   exp(ΔL) = %.4f\n", "all", r->base.tokens,
+           r->base.loss, r->ablated.loss, r->delta, r->delta_se, r->ppl_ratio);
     for (int k = 0; k < CAT_COUNT; k++)
         if (!isnan(r->delta_cat[k]))
             printf("  %-12s %10.0f %12.5f %12.5f %+10.5f\n", cat_name(k), r->base.cat_tokens[k], r->base.cat_loss[k],
@@ -171,6 +179,7 @@ static void ab_print_result(const ab_env *e, const ablate_result *r, const char 
     ab_json_num("base_loss", r->base.loss, 1);
     ab_json_num("loss", r->ablated.loss, 1);
     ab_json_num("delta_loss", r->delta, 1);
+    ab_json_num("delta_loss_se", r->delta_se, 1);
     ab_json_num("ppl_ratio", r->ppl_ratio, 1);
     if (r->mode == ABLATE_FULL_DEPTH || r->mode == ABLATE_RANDOM) {
         ab_json_num("base_active_frac", r->base.active_frac, 1);
@@ -221,6 +230,7 @@ static int ab_exit(ab_env *e, const ab_args *a, report_metrics *rm, char *err, s
         printf("}%s", i + 1 < n ? "," : "");
     }
     printf("]}\n");
+    ab_prov(e, rm, full.tokens);
     return ablate_exit_metrics(&full, pts, n, e->run.st.step, rm, err, errlen);
 }
 
@@ -274,6 +284,7 @@ int cmd_ablate(int argc, char **argv) {
         ablate_result res;
         if (ablate_run(&e.ctx, mode, sel, NULL, &res, err, sizeof err)) goto fail;
         ab_print_result(&e, &res, label);
+        ab_prov(&e, &rm, res.base.tokens);
         if (ablate_metrics(&res, label, e.run.st.step, &rm, err, sizeof err)) goto fail;
     }
     if (ab_log(&e, &rm, a.no_db, err, sizeof err)) goto fail;
@@ -335,13 +346,17 @@ int cmd_heads(int argc, char **argv) {
         snprintf(fig_dir, sizeof fig_dir, "%s/figures", e.results);
         if (report_mkdir_p(fig_dir, err, sizeof err)) goto fail;
         snprintf(base_name, sizeof base_name, "%s/heads_%s", fig_dir, e.run_id);
-        snprintf(vars, sizeof vars, "title='%s: ΔL when one gate is zeroed'; cblabel='ΔL (nats/token)'", e.run_id);
+        snprintf(vars, sizeof vars, "title='%s: ΔL when one gate is zeroed, on %s (%.0f tokens) at step %ld'; "
+                                    "cblabel='ΔL (nats/token)'", e.run_id, e.ctx.eval_desc, base.tokens, e.run.st.step);
         if (figures_gnuplot("heatmap.gp", grid, base_name, vars, err, sizeof err)) goto fail;
         printf("figure: %s.png, %s.pdf\n", base_name, base_name);
     }
+    ab_prov(&e, &rm, base.tokens);
     for (int i = 0; i < n; i++) {
         ablate_result r;
         memset(&r, 0, sizeof r);
+        r.delta_se = rows[i].delta_se;
+        r.ablated.loss_se = NAN;
         r.mode = ABLATE_ZERO;
         r.base = base;
         r.ablated.loss = base.loss + rows[i].delta;

@@ -1,6 +1,6 @@
 /*
  * cmd_eval.c — `gatelab eval RUN [--text FILE | --split val|test] [--windows N]
- * [--sparse] [--tau T | --match-alpha A] [--batch B] [--results DIR]`.
+ * [--sparse] [--tau T | --match-alpha A | --match-run TSA_RUN] [--batch B] [--results DIR] [--record]`.
  *
  * Prints one JSON line: loss (nats/token), bpc for text, tokens, windows,
  * accuracy for synthetic tasks, and for routed models the active fraction α,
@@ -10,6 +10,11 @@
  * and real skipping, side by side.  --tau T evaluates early exit at threshold
  * T; --match-alpha A finds τ by bisection on the validation split so that the
  * early-exit α is within 0.005 of A (the matched-compute comparison).
+ * --match-run TSA_RUN takes A from that run's recorded headline α on the
+ * same split (the whole split, so both runs are measured on one token set)
+ * and records the pair: matched.alpha_target is α_TSA, matched.partner_loss
+ * the TSA run's headline loss (the TSA run needs `eval TSA_RUN --record`
+ * first; training records it at the end of every run).
  */
 #include <errno.h>
 #include <limits.h>
@@ -56,15 +61,46 @@ static int run_eval(gl_run *run, const int *ids, size_t n_ids, const gl_dataset 
     return eval_split(&run->model, ds, split, windows, r, err, errlen);
 }
 
+/* The registry of the run's results folder: <run dir>/../../gatelab.db, and the run's id. */
+static void eval_db_path(const gl_run *run, char *run_id, size_t idlen, char *db_path, size_t dblen) {
+    char tmp[GL_PATH_MAX];
+    snprintf(tmp, sizeof tmp, "%s", run->dir);
+    snprintf(run_id, idlen, "%s", basename(tmp));
+    snprintf(tmp, sizeof tmp, "%s", run->dir);
+    snprintf(db_path, dblen, "%s/gatelab.db", dirname(dirname(tmp)));
+}
+
+/* The headline α and loss of partner (a TSA run) on split, from the
+ * registry: the target of --match-run.  Returns 0, or -1 with a message. */
+static int partner_headline(const gl_run *run, const char *partner, const char *split_name, double *alpha,
+                            double *loss, gl_prov *prov, char *err, size_t errlen) {
+    char run_id[256], db_path[GL_PATH_MAX + 16];
+    eval_db_path(run, run_id, sizeof run_id, db_path, sizeof db_path);
+    gl_db *db = NULL;
+    gl_metric_val a, l;
+    int rc = db_open_readonly(&db, db_path, err, errlen), ka = 0, kl = 0;
+    if (!rc) ka = db_metric_at(db, partner, split_name, "final.active_frac", NULL, &a, err, errlen);
+    if (!rc && ka == 1) kl = db_metric_at(db, partner, split_name, "final.loss", &a.prov, &l, err, errlen);
+    db_close(db);
+    if (rc || ka < 0 || kl < 0) return -1;
+    if (ka == 0 || kl == 0 || isnan(a.value)) {
+        snprintf(err, errlen, "--match-run %s: that run has no headline α on the %s split in %s; record it with "
+                              "`gatelab eval %s --split %s --record` (a TSA run)", partner, split_name, db_path, partner,
+                 split_name);
+        return -1;
+    }
+    *alpha = a.value;
+    *loss = l.value;
+    *prov = a.prov;
+    return 0;
+}
+
 /* Write the whole-split result (and the matched early-exit point, when
- * match >= 0) to the registry of the run's results folder: <run dir>/../../gatelab.db. */
-static int record(const gl_run *run, const char *split_name, const gl_eval_result *soft, double match, double tau,
-                  const gl_eval_result *exit_r, char *err, size_t errlen) {
-    char tmp[GL_PATH_MAX], run_id[256], db_path[GL_PATH_MAX + 16];
-    snprintf(tmp, sizeof tmp, "%s", run->dir);
-    snprintf(run_id, sizeof run_id, "%s", basename(tmp));
-    snprintf(tmp, sizeof tmp, "%s", run->dir);
-    snprintf(db_path, sizeof db_path, "%s/gatelab.db", dirname(dirname(tmp)));
+ * match >= 0) to the registry of the run's results folder. */
+static int record(const gl_run *run, const char *split_name, const gl_eval_result *soft, double match,
+                  double partner_loss, double tau, const gl_eval_result *exit_r, char *err, size_t errlen) {
+    char run_id[256], db_path[GL_PATH_MAX + 16];
+    eval_db_path(run, run_id, sizeof run_id, db_path, sizeof db_path);
     const gl_model_config *mc = &run->model.cfg;
     const int text = run->mf.data.task == TASK_TEXT, L = mc->n_layer;
     gl_db *db = NULL;
@@ -73,15 +109,53 @@ static int record(const gl_run *run, const char *split_name, const gl_eval_resul
         rc = headline_record(db, run_id, run->st.step, split_name, soft, text, mc->depth_routing != DR_NONE, L, err,
                              errlen);
     if (!rc && match >= 0)
-        rc = headline_record_matched(db, run_id, run->st.step, split_name, tau, match, exit_r, L, err, errlen);
+        rc = headline_record_matched(db, run_id, run->st.step, split_name, tau, match, partner_loss, exit_r, L, err,
+                                     errlen);
     db_close(db);
     if (!rc) fprintf(stderr, "gatelab eval: recorded the headline of %s (step %ld, %s split) in %s\n", run_id,
                      run->st.step, split_name, db_path);
     return rc;
 }
 
+/* The bytes of the file at path as the run's token ids: *ids malloc'd (the
+ * caller frees it, also on failure), *n_ids of them.  Returns 0, or -1 with a
+ * message naming a byte missing from the run's vocabulary. */
+static int read_text_ids(const gl_run *run, const char *text, int **ids_out, size_t *n_ids, char *err,
+                         size_t errlen) {
+    FILE *f;
+    if (fileio_open_regular(text, "--text file", &f, err, errlen)) return -1; /* no hang on a FIFO */
+    long n = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
+    if (n < 0 || fseek(f, 0, SEEK_SET) != 0) {
+        snprintf(err, errlen, "--text %s: cannot find its length: %s", text, strerror(errno));
+        fclose(f);
+        return -1;
+    }
+    unsigned char *bytes = malloc(n > 0 ? (size_t)n : 1);
+    int *ids = malloc((n > 0 ? (size_t)n : 1) * sizeof(int));
+    *ids_out = ids;
+    size_t got = bytes && ids ? fread(bytes, 1, (size_t)n, f) : 0;
+    fclose(f);
+    int bad = -1;
+    for (size_t i = 0; i < got && bad < 0; i++) {
+        int id = -1;
+        for (int v = 0; v < run->st.vocab_size; v++)
+            if (run->st.vocab[v] == bytes[i]) id = v;
+        if (id < 0) bad = (int)i;
+        else ids[i] = id;
+    }
+    if (bad >= 0) {
+        snprintf(err, errlen, "%s: byte 0x%02x ('%c') at offset %d is not in the run's vocabulary of %d bytes", text,
+                 bytes[bad], bytes[bad] >= 32 && bytes[bad] < 127 ? bytes[bad] : '?', bad, run->st.vocab_size);
+        free(bytes);
+        return -1;
+    }
+    free(bytes);
+    *n_ids = got;
+    return 0;
+}
+
 int cmd_eval(int argc, char **argv) {
-    const char *arg = NULL, *text = NULL, *results = NULL, *split_name = "val";
+    const char *arg = NULL, *text = NULL, *results = NULL, *split_name = "val", *partner = NULL;
     long windows = 0;
     int sparse = 0, batch = 16, rec = 0;
     double tau = -1, match = -1;
@@ -98,6 +172,8 @@ int cmd_eval(int argc, char **argv) {
             if (args_double("eval", a, argv[++i], 0, 1, &tau)) return 2;
         } else if (!strcmp(a, "--match-alpha") && hv) {
             if (args_double("eval", a, argv[++i], 0, 1, &match)) return 2;
+        } else if (!strcmp(a, "--match-run") && hv) {
+            partner = argv[++i];
         } else if (!strcmp(a, "--batch") && hv) {
             if (args_int("eval", a, argv[++i], 1, 4096, &batch)) return 2;
         } else if (!strcmp(a, "--results") && hv) results = argv[++i];
@@ -114,7 +190,7 @@ int cmd_eval(int argc, char **argv) {
     }
     if (!arg) {
         fprintf(stderr, "usage: gatelab eval RUN [--text FILE | --split val|test] [--windows N] [--sparse] "
-                        "[--tau T | --match-alpha A] [--batch B] [--results DIR] [--record]\n");
+                        "[--tau T | --match-alpha A | --match-run TSA_RUN] [--batch B] [--results DIR] [--record]\n");
         return 2;
     }
     if (rec && (text || windows > 0 || tau >= 0 || sparse)) {
@@ -136,40 +212,22 @@ int cmd_eval(int argc, char **argv) {
                  config_depth_routing_name(mc->depth_routing));
         goto fail;
     }
+    double partner_loss = NAN;
+    gl_prov partner_prov;
+    if (partner && (match >= 0 || text || windows > 0)) {
+        snprintf(err, sizeof err, "--match-run takes α from the run %s on the whole split: drop --match-alpha, "
+                                  "--text and --windows", partner);
+        goto fail;
+    }
+    if (partner && partner_headline(&run, partner, split_name, &match, &partner_loss, &partner_prov, err, sizeof err))
+        goto fail;
     if ((tau >= 0 || match >= 0) && mc->depth_routing != DR_EARLY_EXIT) {
         snprintf(err, sizeof err, "--tau and --match-alpha need an early-exit model; run %s has depth_routing = %s",
                  arg, config_depth_routing_name(mc->depth_routing));
         goto fail;
     }
     if (text) {
-        FILE *f;
-        if (fileio_open_regular(text, "--text file", &f, err, sizeof err)) goto fail; /* no hang on a FIFO */
-        long n = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
-        if (n < 0 || fseek(f, 0, SEEK_SET) != 0) {
-            snprintf(err, sizeof err, "--text %s: cannot find its length: %s", text, strerror(errno));
-            fclose(f);
-            goto fail;
-        }
-        unsigned char *bytes = malloc(n > 0 ? (size_t)n : 1);
-        ids = malloc((n > 0 ? (size_t)n : 1) * sizeof(int));
-        size_t got = bytes && ids ? fread(bytes, 1, (size_t)n, f) : 0;
-        fclose(f);
-        int bad = -1;
-        for (size_t i = 0; i < got && bad < 0; i++) {
-            int id = -1;
-            for (int v = 0; v < run.st.vocab_size; v++)
-                if (run.st.vocab[v] == bytes[i]) id = v;
-            if (id < 0) bad = (int)i;
-            else ids[i] = id;
-        }
-        if (bad >= 0) {
-            snprintf(err, sizeof err, "%s: byte 0x%02x ('%c') at offset %d is not in the run's vocabulary of %d bytes",
-                     text, bytes[bad], bytes[bad] >= 32 && bytes[bad] < 127 ? bytes[bad] : '?', bad, run.st.vocab_size);
-            free(bytes);
-            goto fail;
-        }
-        free(bytes);
-        n_ids = got;
+        if (read_text_ids(&run, text, &ids, &n_ids, err, sizeof err)) goto fail;
     } else if (data_open(&ds, &run.mf.data, mc->seq_len, run.mf.train.seed, err, sizeof err)) {
         goto fail;
     }
@@ -194,6 +252,13 @@ int cmd_eval(int argc, char **argv) {
         }
         int mrc = eval_match_alpha(m, &ds, split, windows, match, 0.005, &tau, &r2, err, sizeof err);
         if (mrc < 0) goto fail;
+        if (partner && (r2.windows != partner_prov.count || strcmp(partner_prov.split, split_name))) {
+            char a[64];
+            snprintf(err, sizeof err, "--match-run %s: its headline was measured on %s, this run's %s split has %ld "
+                                      "windows: not one token set, so no matched pair is recorded",
+                     partner, db_prov_str(&partner_prov, a, sizeof a), split_name, r2.windows);
+            goto fail;
+        }
         printf(",\"tau\":%.6f,\"alpha_target\":%.6f,", tau, match);
         print_result("exit", &r2, is_text, L, mc->seq_len);
         if (mrc > 0)
@@ -211,7 +276,7 @@ int cmd_eval(int argc, char **argv) {
     json_num("loss_se", soft.loss_se, ",");
     printf("\"tokens\":%.0f}\n", soft.tokens);
     fflush(stdout);
-    if (rec && record(&run, split_name, &soft, match, tau, &r2, err, sizeof err)) goto fail;
+    if (rec && record(&run, split_name, &soft, match, partner_loss, tau, &r2, err, sizeof err)) goto fail;
     rc = 0;
     goto done;
 fail:

@@ -12,7 +12,8 @@
  *          trace analysis (`analyze`);
  *       3. early exit: τ matched to the α of the TSA run of the same data,
  *          scale and seed at λ* (the λ whose mean α is nearest the paper's
- *          0.726), on the whole split (`eval --match-alpha A --record`).
+ *          0.726), on the whole split (`eval EXIT --match-run TSA --record`,
+ *          which stores the pair: α_TSA, α_exit, τ and both losses).
  *   gatelab paper report PRESET [--results DIR] [--out DIR]
  *       Writes OUT/REPORT.md (default DIR) from the registry: analysis/paper.c.
  *
@@ -112,11 +113,10 @@ static int pp_match(const paper_run *runs, int n, gl_db *db, const char *results
                     e->t.seed);
             continue;
         }
-        char alpha[32];
-        snprintf(alpha, sizeof alpha, "%.6f", t->alpha);
-        fprintf(stderr, "[paper post] %s: early exit matched to α %s of %s (λ* = %g)\n", e->t.run_id, alpha,
+        fprintf(stderr, "[paper post] %s: early exit matched to α %.6f of %s (λ* = %g)\n", e->t.run_id, t->alpha,
                 t->t.run_id, lstar);
-        bad += pp_call(cmd_eval, "eval", e->t.run_id, "--match-alpha", alpha, "--record", "--results", results,
+        /* --match-run: the target is the TSA run's recorded headline α on the same split, and the pair is stored */
+        bad += pp_call(cmd_eval, "eval", e->t.run_id, "--match-run", t->t.run_id, "--record", "--results", results,
                        NULL) != 0;
     }
     return bad;

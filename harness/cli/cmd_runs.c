@@ -2,15 +2,20 @@
  * cmd_runs.c — `gatelab runs`: what the registry holds, one row per run.
  *
  * Columns: run id, experiment, status, step reached (largest step with any
- * metric), last train loss and last validation loss (nats per token), the
- * active fraction α and TLOps saved where logged (metric names active_frac,
- * tlops_saved), throughput (tokens_per_s, tokens/s), start time and duration.
+ * metric), last train loss, the validation loss (nats per token) with what
+ * it was measured on — the run's headline (the whole validation split,
+ * val/final.loss) or, for a run without one, the last periodic evaluation,
+ * marked "*" and labelled "periodic" — the active fraction α and TLOps saved
+ * (the headline's, else the last logged), throughput (tokens_per_s,
+ * tokens/s), start time and duration.
  * Formats: a readable table (default), CSV (RFC 4180 quoting; empty fields
  * for missing values) and JSON (an array of objects; null for missing values).
  * It reads only, with one exception: --fix-stale marks KILLED the runs that
  * are RUNNING in the registry but whose process is gone (kill -9, a full
  * registry disk at the end) or silent past --stale-after; without it those
- * show as STALE.  It does not compute anything the registry does not hold.
+ * show as STALE.  Without --fix-stale the registry is opened read-only, so an
+ * older registry is never upgraded under the gatelab that writes it.  It does
+ * not compute anything the registry does not hold.
  */
 #include <math.h>
 #include <stdio.h>
@@ -91,28 +96,44 @@ static void runs_num(double v, const char *fmt, char *out, size_t len) {
     else snprintf(out, len, "-");
 }
 
+/* What the val column rests on: "val[0,1741) 111424 tok @600", or
+ * "periodic val[0,4) 128 tok @40" when it is not the headline. */
+static void runs_val_on(const gl_run_row *r, char *out, size_t len) {
+    char p[64];
+    if (r->val_step < 0) snprintf(out, len, "-");
+    else snprintf(out, len, "%s%s @%ld", r->val_headline ? "" : "periodic ", db_prov_str(&r->val_prov, p, sizeof p),
+                  r->val_step);
+}
+
 static void runs_print_table(const gl_run_row *rows, int n, char (*why)[256]) {
-    printf("%-36s %-16s %-9s %7s %8s %8s %6s %6s %9s %-19s %8s\n", "run_id", "experiment", "status", "step",
-           "train", "val", "alpha", "tlops", "tok/s", "started", "took_s");
+    int periodic = 0;
+    printf("%-36s %-16s %-9s %7s %8s %9s %6s %6s %9s %-19s %8s  %s\n", "run_id", "experiment", "status", "step",
+           "train", "val", "alpha", "tlops", "tok/s", "started", "took_s", "val measured on");
     for (int i = 0; i < n; i++) {
         const gl_run_row *r = &rows[i];
         char step[24], tr[24], va[24], al[24], tl[24], tps[24], st[32], took[24];
         if (r->step >= 0) snprintf(step, sizeof step, "%ld", r->step);
         else snprintf(step, sizeof step, "-");
         runs_num(r->train_loss, "%.4f", tr, sizeof tr);
-        runs_num(r->val_loss, "%.4f", va, sizeof va);
+        runs_num(r->val_loss, r->val_headline ? "%.4f " : "%.4f*", va, sizeof va);
+        periodic |= !r->val_headline && isfinite(r->val_loss);
+        char on[128];
+        runs_val_on(r, on, sizeof on);
         runs_num(r->active_frac, "%.3f", al, sizeof al);
         runs_num(isfinite(r->tlops_saved) ? 100.0 * r->tlops_saved : NAN, "%.1f%%", tl, sizeof tl);
         runs_num(r->tokens_per_s, "%.0f", tps, sizeof tps);
         runs_time(r->start_time, st, sizeof st);
         runs_num(runs_duration(r), "%.1f", took, sizeof took);
-        printf("%-36s %-16s %-9s %7s %8s %8s %6s %6s %9s %-19s %8s\n", r->run_id, r->experiment, r->status, step, tr,
-               va, al, tl, tps, st[0] ? st : "-", took);
+        printf("%-36s %-16s %-9s %7s %8s %9s %6s %6s %9s %-19s %8s  %s\n", r->run_id, r->experiment, r->status, step,
+               tr, va, al, tl, tps, st[0] ? st : "-", took, on);
         if (r->error[0]) printf("    error: %s\n", r->error);
         if (why && why[i][0])
             printf("    stale: RUNNING in the registry but %s; `gatelab runs --fix-stale` marks it KILLED\n", why[i]);
     }
     printf("%d run%s\n", n, n == 1 ? "" : "s");
+    if (periodic)
+        printf("* a periodic evaluation on a few windows, not the whole validation split: record the headline with "
+               "`gatelab eval RUN --record`\n");
 }
 
 static void runs_csv_text(const char *s) {
@@ -141,7 +162,8 @@ static void runs_csv_time(double t) {
 
 static void runs_print_csv(const gl_run_row *rows, int n) {
     printf("run_id,experiment,name,status,step,train_loss,val_loss,active_frac,tlops_saved,tokens_per_s,"
-           "start_time,end_time,start_iso,end_iso,duration_s,exit_code,error\n");
+           "start_time,end_time,start_iso,end_iso,duration_s,exit_code,error,val_headline,val_se,val_step,val_split,"
+           "val_first,val_windows,val_tokens\n");
     for (int i = 0; i < n; i++) {
         const gl_run_row *r = &rows[i];
         char a[32], b[32];
@@ -168,6 +190,12 @@ static void runs_print_csv(const gl_run_row *rows, int n) {
         if (r->exit_code >= 0) printf(",%d,", r->exit_code);
         else printf(",,");
         runs_csv_text(r->error);
+        printf(",%d", r->val_headline);
+        runs_csv_num(r->val_se);
+        if (r->val_step >= 0) printf(",%ld,%s,%ld,%ld", r->val_step, r->val_prov.split, r->val_prov.first,
+                                     r->val_prov.count);
+        else printf(",,,,");
+        runs_csv_num(r->val_prov.count > 0 ? r->val_prov.tokens : NAN);
         putchar('\n');
     }
 }
@@ -211,6 +239,13 @@ static void runs_print_json(const gl_run_row *rows, int n) {
         else printf(", \"step\": null");
         runs_json_num("train_loss", r->train_loss);
         runs_json_num("val_loss", r->val_loss);
+        runs_json_num("val_se", r->val_se);
+        printf(", \"val_headline\": %s", r->val_headline ? "true" : "false");
+        if (r->val_step >= 0 && r->val_prov.count > 0)
+            printf(", \"val_measured_on\": {\"step\": %ld, \"split\": \"%s\", \"first\": %ld, \"windows\": %ld}",
+                   r->val_step, r->val_prov.split, r->val_prov.first, r->val_prov.count);
+        else printf(", \"val_measured_on\": null");
+        runs_json_num("val_tokens", r->val_prov.count > 0 ? r->val_prov.tokens : NAN);
         runs_json_num("active_frac", r->active_frac);
         runs_json_num("tlops_saved", r->tlops_saved);
         runs_json_num("tokens_per_s", r->tokens_per_s);
@@ -276,7 +311,8 @@ int cmd_runs(int argc, char **argv) {
     gl_run_row *rows = NULL;
     char (*why)[256] = NULL;
     int n = 0, rc = 1;
-    if (db_open(&db, dbp, err, sizeof err) || db_runs_list(db, experiment, status, &rows, &n, err, sizeof err)) {
+    if ((fix_stale ? db_open(&db, dbp, err, sizeof err) : db_open_readonly(&db, dbp, err, sizeof err)) ||
+        db_runs_list(db, experiment, status, &rows, &n, err, sizeof err)) {
         fprintf(stderr, "gatelab runs: %s\n", err);
         goto cleanup;
     }

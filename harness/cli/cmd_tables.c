@@ -106,6 +106,7 @@ int cmd_figures(int argc, char **argv) {
     printf("gatelab figures: %d figures (PNG + PDF + SVG) in %s, data in %s/data\n", s.n_made, out, out);
     for (int i = 0; i < s.n_made; i++) printf("  %s.png  %s.pdf\n", s.made[i], s.made[i]);
     for (int i = 0; i < s.n_skipped; i++) printf("  skipped %s\n", s.skipped[i]);
+    for (int i = 0; i < s.n_notes; i++) printf("  left out of %s\n", s.notes[i]);
     rc = 0;
 done:
     db_close(db);

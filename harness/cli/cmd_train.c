@@ -1,6 +1,6 @@
 /*
  * cmd_train.c — `gatelab train MANIFEST [section.key=value ...] [--resume RUN]
- * [--run-id ID] [--db PATH] [--results DIR] [--quiet]`.
+ * [--run-id ID] [--db PATH] [--results DIR] [--quiet] [--allow-config-change]`.
  * Parses the command line, loads the manifest with its overrides, runs
  * train_run and maps the outcome to the exit code (0 finished, 1 failed,
  * 2 bad usage or manifest, 3 killed by a signal).
@@ -32,6 +32,7 @@ int cmd_train(int argc, char **argv) {
         else if (!strcmp(a, "--db") && has_val) o.db_path = argv[++i];
         else if (!strcmp(a, "--results") && has_val) o.results = argv[++i];
         else if (!strcmp(a, "--quiet")) o.quiet = 1;
+        else if (!strcmp(a, "--allow-config-change")) o.allow_config_change = 1;
         else if (a[0] == '-' && a[1] == '-') {
             fprintf(stderr, "gatelab train: unknown or incomplete option '%s'\n", a);
             return 2;
@@ -59,7 +60,7 @@ int cmd_train(int argc, char **argv) {
     }
     if (!manifest) {
         fprintf(stderr, "usage: gatelab train MANIFEST [section.key=value ...] [--resume RUN] [--run-id ID] "
-                        "[--db PATH] [--results DIR] [--quiet]\n");
+                        "[--db PATH] [--results DIR] [--quiet] [--allow-config-change]\n");
         return 2;
     }
     static gl_manifest mf;

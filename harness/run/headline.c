@@ -1,53 +1,94 @@
 /*
  * headline.c — record whole-split evaluations as a run's headline metrics
  * (headline.h lists the rows).  The evaluation itself is evaluate.c's; this
- * file only names the numbers and writes them in one registry transaction.
+ * file only names the numbers (store/metric.h, final.* and matched.*), stamps
+ * each with what it was measured on (split, windows, tokens: gl_prov; the
+ * checkpoint step is the row's step) and writes them in one registry
+ * transaction.
  */
 #include "headline.h"
 
 #include <math.h>
 #include <stdio.h>
 
+#include "store/metric.h"
+
 #define HL_MAX_ROWS 16
 
 typedef struct {
     gl_metric rows[HL_MAX_ROWS];
-    int n;
+    char names[HL_MAX_ROWS][METRIC_NAME_MAX];
+    int n, bad;
+    long step;
+    const char *split, *kind;
+    gl_prov prov;
 } hl_rows;
 
-static void hl_add(hl_rows *h, long step, const char *split, const char *name, double v) {
-    if (h->n < HL_MAX_ROWS) h->rows[h->n++] = (gl_metric){step, split, name, v, 0.0};
+static void hl_add(hl_rows *h, const char *quantity, double v, double se) {
+    if (h->n >= HL_MAX_ROWS || metric_headline(h->names[h->n], METRIC_NAME_MAX, h->kind, quantity)) {
+        h->bad = 1;
+        return;
+    }
+    gl_metric *g = &h->rows[h->n];
+    g->step = h->step;
+    g->split = h->split;
+    g->name = h->names[h->n];
+    g->value = v;
+    g->wall_time = 0;
+    g->prov = h->prov;
+    g->se = se;
+    h->n++;
+}
+
+static void hl_init(hl_rows *h, const char *kind, long step, const char *split_name, const gl_eval_result *r) {
+    h->n = h->bad = 0;
+    h->kind = kind;
+    h->step = step;
+    h->split = split_name;
+    h->prov = db_prov(split_name, 0, r->windows, r->tokens);
+}
+
+static int hl_write(gl_db *db, const char *run_id, const hl_rows *h, char *err, size_t errlen) {
+    if (h->bad) {
+        snprintf(err, errlen, "run %s: cannot name the %s.* headline rows", run_id, h->kind);
+        return -1;
+    }
+    return db_metrics_log(db, run_id, h->rows, h->n, err, errlen);
 }
 
 int headline_record(gl_db *db, const char *run_id, long step, const char *split_name, const gl_eval_result *r,
                     int is_text, int routed, int n_layer, char *err, size_t errlen) {
-    hl_rows h = {.n = 0};
-    hl_add(&h, step, split_name, "final.loss", r->loss);
-    hl_add(&h, step, split_name, "final.loss_se", r->loss_se);
+    static hl_rows h;
+    hl_init(&h, METRIC_FINAL, step, split_name, r);
+    hl_add(&h, "loss", r->loss, r->loss_se);
+    hl_add(&h, "loss_se", r->loss_se, 0);
     if (is_text) {
-        hl_add(&h, step, split_name, "final.bpc", r->loss / log(2.0));
+        hl_add(&h, "bpc", r->loss / log(2.0), r->loss_se / log(2.0));
     } else {
-        hl_add(&h, step, split_name, "final.token_acc", r->tok_acc);
-        hl_add(&h, step, split_name, "final.seq_acc", r->seq_acc);
+        hl_add(&h, "token_acc", r->tok_acc, 0);
+        hl_add(&h, "seq_acc", r->seq_acc, 0);
     }
     if (routed) {
-        hl_add(&h, step, split_name, "final.active_frac", r->active_frac);
-        hl_add(&h, step, split_name, "final.tlops_saved", eval_tlops_saved(r->active_frac, n_layer));
+        hl_add(&h, "active_frac", r->active_frac, 0);
+        hl_add(&h, "tlops_saved", eval_tlops_saved(r->active_frac, n_layer), 0);
     }
-    hl_add(&h, step, split_name, "final.tokens", r->tokens);
-    hl_add(&h, step, split_name, "final.windows", (double)r->windows);
-    return db_metrics_log(db, run_id, h.rows, h.n, err, errlen);
+    hl_add(&h, "tokens", r->tokens, 0);
+    hl_add(&h, "windows", (double)r->windows, 0);
+    return hl_write(db, run_id, &h, err, errlen);
 }
 
 int headline_record_matched(gl_db *db, const char *run_id, long step, const char *split_name, double tau,
-                            double alpha_target, const gl_eval_result *r, int n_layer, char *err, size_t errlen) {
-    hl_rows h = {.n = 0};
-    hl_add(&h, step, split_name, "matched.tau", tau);
-    hl_add(&h, step, split_name, "matched.alpha_target", alpha_target);
-    hl_add(&h, step, split_name, "matched.active_frac", r->active_frac);
-    hl_add(&h, step, split_name, "matched.tlops_saved", eval_tlops_saved(r->active_frac, n_layer));
-    hl_add(&h, step, split_name, "matched.loss", r->loss);
-    hl_add(&h, step, split_name, "matched.loss_se", r->loss_se);
-    hl_add(&h, step, split_name, "matched.tokens", r->tokens);
-    return db_metrics_log(db, run_id, h.rows, h.n, err, errlen);
+                            double alpha_target, double partner_loss, const gl_eval_result *r, int n_layer, char *err,
+                            size_t errlen) {
+    static hl_rows h;
+    hl_init(&h, METRIC_MATCHED, step, split_name, r);
+    hl_add(&h, "tau", tau, 0);
+    hl_add(&h, "alpha_target", alpha_target, 0);
+    hl_add(&h, "active_frac", r->active_frac, 0);
+    hl_add(&h, "tlops_saved", eval_tlops_saved(r->active_frac, n_layer), 0);
+    hl_add(&h, "loss", r->loss, r->loss_se);
+    hl_add(&h, "loss_se", r->loss_se, 0);
+    hl_add(&h, "tokens", r->tokens, 0);
+    if (!isnan(partner_loss)) hl_add(&h, "partner_loss", partner_loss, 0);
+    return hl_write(db, run_id, &h, err, errlen);
 }

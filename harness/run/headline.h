@@ -9,8 +9,13 @@
  *   final.loss, final.loss_se (nats/token), final.bpc (text), final.token_acc,
  *   final.seq_acc (tasks), final.active_frac, final.tlops_saved (routed
  *   models), final.tokens, final.windows — the provenance of the numbers;
- *   matched.{tau,alpha_target,active_frac,tlops_saved,loss,loss_se,tokens} —
- *   early exit at the τ whose α matches alpha_target on the same whole split.
+ *   matched.{tau,alpha_target,active_frac,tlops_saved,loss,loss_se,tokens,
+ *   partner_loss} — early exit at the τ whose α matches alpha_target (the α
+ *   of the TSA run it is compared with, whose loss is partner_loss) on the
+ *   same whole split.
+ * Every row carries its provenance (store/registry.h gl_prov: the split,
+ * windows [0, r->windows) and r->tokens scored); final.loss, final.bpc and
+ * matched.loss carry their standard error.  Names: store/metric.h.
  */
 #ifndef GATELAB_RUN_HEADLINE_H
 #define GATELAB_RUN_HEADLINE_H
@@ -27,8 +32,10 @@ int headline_record(gl_db *db, const char *run_id, long step, const char *split_
                     int is_text, int routed, int n_layer, char *err, size_t errlen);
 
 /* Record an early-exit evaluation r at threshold tau, searched to match
- * alpha_target, as run_id's matched.* rows. */
+ * alpha_target, as run_id's matched.* rows; partner_loss is the loss of the
+ * run whose α was matched, on the same tokens (NaN: not known, not written). */
 int headline_record_matched(gl_db *db, const char *run_id, long step, const char *split_name, double tau,
-                            double alpha_target, const gl_eval_result *r, int n_layer, char *err, size_t errlen);
+                            double alpha_target, double partner_loss, const gl_eval_result *r, int n_layer, char *err,
+                            size_t errlen);
 
 #endif

@@ -10,6 +10,13 @@
  *   <results>/runs/<id>/train.log    the progress lines
  *   <results>/gatelab.db             run row, params, metrics, artifacts
  *
+ * Numbers and what they rest on: the periodic validation pass reads the
+ * first train.eval_windows windows (a small, cheap estimate, logged as
+ * val/loss with that provenance); a run that finishes is then evaluated on
+ * the whole validation split, and the test split when the data has one, and
+ * that is its headline (val/final.*, headline.h).  The headline comes after
+ * the last step and the last checkpoint, so it changes nothing in training.
+ *
  * Repeatability: the only randomness is the seeded init and the data stream
  * (st.data_rng), both restored from the checkpoint, and every kernel reduces
  * in a fixed order — so a run killed and resumed ends bit for bit where an
@@ -48,6 +55,7 @@
 #include "store/ckpt.h"
 #include "store/data.h"
 #include "evaluate.h"
+#include "headline.h"
 #include "store/registry.h"
 #include "store/rundir.h"
 #include "sweep.h"
@@ -76,6 +84,7 @@ typedef struct {
     char trace_path[GL_PATH_MAX + 16];
     char *config_ini;
     uint64_t model_hash;
+    char config_change[1024]; /* resume with --allow-config-change: "key: old -> new; ..." ("" none) */
     gl_dataset ds;
     gl_model m;
     gl_train_state st;
@@ -116,16 +125,25 @@ static void say(run_ctx *c, int transient, const char *fmt, ...) {
     }
 }
 
-static void metric(run_ctx *c, long step, const char *split, const char *name, double v) {
+/* Queue a metric measured on prov (NULL: not an evaluation) with standard error se (0: none). */
+static void metric_on(run_ctx *c, long step, const char *split, const char *name, double v, const gl_prov *prov,
+                      double se) {
     if (c->n_pending == 64) return;
     gl_metric *g = &c->pending[c->n_pending];
+    memset(g, 0, sizeof *g);
     snprintf(c->names[c->n_pending], sizeof c->names[0], "%s", name);
     g->step = step;
     g->split = split;
     g->name = c->names[c->n_pending];
     g->value = v;
     g->wall_time = 0;
+    if (prov) g->prov = *prov;
+    g->se = se;
     c->n_pending++;
+}
+
+static void metric(run_ctx *c, long step, const char *split, const char *name, double v) {
+    metric_on(c, step, split, name, v, NULL, 0);
 }
 
 /* Write the pending metrics, then refresh the run's heartbeat: a flush comes
@@ -257,17 +275,18 @@ static int evaluate_now(run_ctx *c, double train_loss, char *err, size_t errlen)
     gl_eval_result r;
     if (eval_split(m, &c->ds, SPLIT_VAL, mf->train.eval_windows, &r, err, errlen)) return -1;
     long step = c->st.step;
-    metric(c, step, "val", "loss", r.loss);
+    const gl_prov pv = db_prov("val", 0, r.windows, r.tokens); /* the periodic windows, not the whole split */
+    metric_on(c, step, "val", "loss", r.loss, &pv, r.loss_se);
     int text = mf->data.task == TASK_TEXT;
-    if (text) metric(c, step, "val", "bpc", r.loss / log(2.0));
+    if (text) metric_on(c, step, "val", "bpc", r.loss / log(2.0), &pv, r.loss_se / log(2.0));
     else {
-        metric(c, step, "val", "token_acc", r.tok_acc);
-        metric(c, step, "val", "seq_acc", r.seq_acc);
+        metric_on(c, step, "val", "token_acc", r.tok_acc, &pv, 0);
+        metric_on(c, step, "val", "seq_acc", r.seq_acc, &pv, 0);
     }
     char extra[160] = "";
     if (m->cfg.depth_routing == DR_TSA) {
-        metric(c, step, "val", "active_frac", r.active_frac);
-        metric(c, step, "val", "tlops_saved", eval_tlops_saved(r.active_frac, m->cfg.n_layer));
+        metric_on(c, step, "val", "active_frac", r.active_frac, &pv, 0);
+        metric_on(c, step, "val", "tlops_saved", eval_tlops_saved(r.active_frac, m->cfg.n_layer), &pv, 0);
         snprintf(extra, sizeof extra, " | α %.3f", r.active_frac);
     }
     if (c->trace) {
@@ -278,8 +297,9 @@ static int evaluate_now(run_ctx *c, double train_loss, char *err, size_t errlen)
             return -1;
         c->trace_s += now_s() - t0;
     }
-    if (text) say(c, 0, "step %ld | val loss %.4f (%.3f bpc)%s", step, r.loss, r.loss / log(2.0), extra);
-    else say(c, 0, "step %ld | val loss %.4f | token acc %.4f | seq acc %.4f%s", step, r.loss, r.tok_acc, r.seq_acc, extra);
+    if (text) say(c, 0, "step %ld | val loss %.4f (%.3f bpc, %.0f tokens)%s", step, r.loss, r.loss / log(2.0), r.tokens, extra);
+    else say(c, 0, "step %ld | val loss %.4f | token acc %.4f | seq acc %.4f (%.0f tokens)%s", step, r.loss, r.tok_acc,
+             r.seq_acc, r.tokens, extra);
     return flush_metrics(c, err, errlen);
 }
 
@@ -289,6 +309,110 @@ static const char *base_name(const char *path, char *out, size_t n) {
     char *dot = strrchr(out, '.');
     if (dot && dot != out) *dot = 0;
     return out;
+}
+
+/* ---- the configuration a resume continues with ---- */
+
+/* The value of "section.key" in canonical INI text, copied to out; 1 found, 0 not. */
+static int ini_value(const char *ini, const char *want, char *out, size_t n) {
+    char section[64] = "", line[512];
+    for (const char *p = ini; *p;) {
+        size_t len = strcspn(p, "\n");
+        snprintf(line, sizeof line, "%.*s", (int)(len < sizeof line ? len : sizeof line - 1), p);
+        p += len + (p[len] == '\n');
+        if (line[0] == '[') {
+            snprintf(section, sizeof section, "%.*s", (int)strcspn(line + 1, "]"), line + 1);
+            continue;
+        }
+        char *eq = strstr(line, " = ");
+        if (line[0] == ';' || line[0] == '#' || !eq) continue;
+        *eq = 0;
+        char key[160];
+        snprintf(key, sizeof key, "%s.%s", section, line);
+        if (!strcmp(key, want)) {
+            snprintf(out, n, "%s", eq + 3);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* Append to diff (n bytes) "key: old -> new" for every key of a whose value
+ * differs in b, and of b missing in a.  Returns the number of keys. */
+static int ini_diff(const char *a, const char *b, char *diff, size_t n) {
+    int count = 0;
+    diff[0] = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        const char *from = pass ? b : a, *other = pass ? a : b;
+        char section[64] = "", line[512];
+        for (const char *p = from; *p;) {
+            size_t len = strcspn(p, "\n");
+            snprintf(line, sizeof line, "%.*s", (int)(len < sizeof line ? len : sizeof line - 1), p);
+            p += len + (p[len] == '\n');
+            if (line[0] == '[') {
+                snprintf(section, sizeof section, "%.*s", (int)strcspn(line + 1, "]"), line + 1);
+                continue;
+            }
+            char *eq = strstr(line, " = ");
+            if (line[0] == ';' || line[0] == '#' || !eq) continue;
+            *eq = 0;
+            char key[160], ov[256];
+            snprintf(key, sizeof key, "%s.%s", section, line);
+            int has = ini_value(other, key, ov, sizeof ov);
+            if (pass ? has : has && !strcmp(ov, eq + 3)) continue;
+            size_t k = strlen(diff);
+            snprintf(diff + k, n - k, "%s%s: %s -> %s", count ? "; " : "", key, pass ? "(absent)" : eq + 3,
+                     pass ? eq + 3 : has ? ov : "(absent)");
+            count++;
+        }
+    }
+    return count;
+}
+
+/* On resume: compare the run's config.ini with the configuration resolved
+ * now.  Equal: 0.  Different: -1 with a message naming the keys, unless
+ * allowed — then config.ini is rewritten (its earlier comment lines kept, a
+ * new one saying what changed) and c->config_change holds the change for the
+ * registry.  A run folder without config.ini (made before it existed) is
+ * taken as it is. */
+static int check_resume_config(run_ctx *c, int allowed, char *err, size_t errlen) {
+    char path[GL_PATH_MAX + 16];
+    snprintf(path, sizeof path, "%s/config.ini", c->dir);
+    FILE *f = fopen(path, "r");
+    if (!f) return 0;
+    static char old[65536];
+    size_t n = fread(old, 1, sizeof old - 1, f);
+    old[n] = 0;
+    fclose(f);
+    char diff[sizeof c->config_change];
+    int k = ini_diff(old, c->config_ini, diff, sizeof diff);
+    if (!k) return 0;
+    if (!allowed) {
+        snprintf(err, errlen, "--resume %s: the configuration differs from the run's %s in %d key%s: %s. Resume with "
+                              "the same manifest and overrides, or pass --allow-config-change to continue with the "
+                              "new values (the change is recorded in the registry and in config.ini)",
+                 c->run_id, path, k, k == 1 ? "" : "s", diff);
+        return -1;
+    }
+    snprintf(c->config_change, sizeof c->config_change, "resumed at step %ld with --allow-config-change: %s",
+             c->st.step, diff);
+    /* the earlier comment lines (the history of changes), then this one, then the new configuration */
+    size_t cap = strlen(old) + strlen(c->config_ini) + strlen(c->config_change) + 8, len = 0;
+    char *text = malloc(cap);
+    if (!text) {
+        snprintf(err, errlen, "out of memory rewriting %s", path);
+        return -1;
+    }
+    for (const char *p = old; *p;) {
+        size_t l = strcspn(p, "\n");
+        if (*p == ';') len += (size_t)snprintf(text + len, cap - len, "%.*s\n", (int)l, p);
+        p += l + (p[l] == '\n');
+    }
+    snprintf(text + len, cap - len, "; %s\n%s", c->config_change, c->config_ini);
+    int rc = write_file_atomic(path, text, err, errlen);
+    free(text);
+    say(c, 0, "warning: %s", c->config_change);
+    return rc;
 }
 
 /* Signals from the start, so a Ctrl-C during set-up still ends as KILLED with a checkpoint. */
@@ -378,6 +502,7 @@ static int setup_run(run_ctx *c, const gl_train_opts *o, char *err, size_t errle
         say(c, 0, "run %s has no checkpoint yet (stopped before its first one): starting it again from step 0", c->run_id);
     if (c->from_ckpt) {
         if (ckpt_load(c->ckpt_path, &c->m, &c->st, c->model_hash, err, errlen)) return -1;
+        if (check_resume_config(c, o->allow_config_change, err, errlen)) return -1;
         if (c->st.vocab_size != V || memcmp(c->st.vocab, data_vocab(&c->ds), (size_t)V)) {
             snprintf(err, errlen, "%s was trained on a different vocabulary than data.file %s has now", c->ckpt_path,
                      mf->data.file);
@@ -420,6 +545,13 @@ static int setup_registry(run_ctx *c, const gl_train_opts *o, int *registered, c
     } else if (db_params_put(c->db, c->run_id, &c->resolved, err, errlen)) {
         /* a run a sweep scheduled: store the resolved values (vocab size from the data) */
         return -1;
+    }
+    if (c->config_change[0]) { /* a resume with --allow-config-change: the registry keeps what changed */
+        char hash[65];
+        sweep_config_hash(c->config_ini, hash);
+        if (db_run_event(c->db, c->run_id, "config_change", c->config_change, err, errlen) ||
+            db_run_config_set(c->db, c->run_id, c->config_ini, hash, err, errlen))
+            return -1;
     }
     if (db_run_start(c->db, c->run_id, err, errlen)) return -1;
     *registered = 1;
@@ -693,6 +825,39 @@ static void report_ranks(run_ctx *c, const train_loop *lp) {
     if (span > 0 && steps > 0) metric(c, c->st.step, "train", "comm_share", ds.comm_s / span);
 }
 
+/* The headline of a finished run: the whole validation split, and the test
+ * split when the data has one, recorded with headline_record.  Returns 0, or
+ * -1 with a message (the run stays FINISHED; `gatelab eval RUN --record`
+ * can record it later). */
+static int final_evaluation(run_ctx *c, char *err, size_t errlen) {
+    if (c->rank != 0 || !c->db) return 0; /* rank 0 alone evaluates and writes the registry */
+    const gl_model_config *mc = &c->m.cfg;
+    const int text = c->mf->data.task == TASK_TEXT;
+    const gl_split splits[2] = {SPLIT_VAL, SPLIT_TEST};
+    for (int k = 0; k < 2; k++) {
+        if (data_eval_windows(&c->ds, splits[k]) <= 0) continue;
+        gl_eval_result r;
+        const char *name = data_split_name(splits[k]);
+        if (eval_split(&c->m, &c->ds, splits[k], 0, &r, err, errlen) ||
+            headline_record(c->db, c->run_id, c->st.step, name, &r, text, mc->depth_routing != DR_NONE, mc->n_layer,
+                            err, errlen))
+            return -1;
+        char extra[64] = "";
+        if (mc->depth_routing != DR_NONE) snprintf(extra, sizeof extra, " | α %.3f", r.active_frac);
+        say(c, 0, "headline: %s loss %.4f ± %.4f nats/token over the whole %s split (%ld windows, %.0f tokens, step "
+                  "%ld)%s", name, r.loss, r.loss_se, name, r.windows, r.tokens, c->st.step, extra);
+    }
+    return 0;
+}
+
+/* 1 when the run has a headline at its checkpoint's step (0 also when the registry cannot say). */
+static int has_headline(run_ctx *c) {
+    if (c->rank != 0 || !c->db) return 1; /* rank 0 alone records it */
+    gl_metric_val v;
+    char e2[256];
+    return db_metric_at(c->db, c->run_id, "val", "final.loss", NULL, &v, e2, sizeof e2) == 1 && v.step == c->st.step;
+}
+
 /* The outcome after the loop (failed: train_loop_run's code), its closing
  * line, and what the registry keeps: artifacts and the last metrics. */
 static gl_train_outcome train_finish(run_ctx *c, const train_loop *lp, int failed, char *err, size_t errlen) {
@@ -709,9 +874,15 @@ static gl_train_outcome train_finish(run_ctx *c, const train_loop *lp, int faile
         say(c, 0, "KILLED: %s", err);
     } else {
         outcome = TRAIN_FINISHED;
-        /* the hex float makes bit-for-bit comparisons of runs possible from the log */
-        say(c, 0, "finished %d steps in %.1f s | last train loss %.6f (%a) | run folder %s", tc->steps,
-            c->st.elapsed_s, lp->last_loss, lp->last_loss, c->dir);
+        /* the hex float makes bit-for-bit comparisons of runs possible from the log; a session that took
+         * no step (resumed from the final checkpoint, e.g. killed during the headline evaluation) has no
+         * train loss of its own: the session that took the last step logged it */
+        if (isnan(lp->last_loss))
+            say(c, 0, "finished %d steps in %.1f s | no step in this session (the checkpoint was at step %ld) | "
+                      "run folder %s", tc->steps, c->st.elapsed_s, c->st.step, c->dir);
+        else
+            say(c, 0, "finished %d steps in %.1f s | last train loss %.6f (%a) | run folder %s", tc->steps,
+                c->st.elapsed_s, lp->last_loss, lp->last_loss, c->dir);
         double span = c->st.elapsed_s - lp->elapsed0;
         if (c->trace_s > 0 && span > 0) {
             say(c, 0, "trace: %.3f s in probe passes and writes, %.2f %% of this session's %.1f s", c->trace_s,
@@ -719,6 +890,8 @@ static gl_train_outcome train_finish(run_ctx *c, const train_loop *lp, int faile
             metric(c, c->st.step, "train", "trace_share", c->trace_s / span);
         }
         err[0] = 0;
+        if (final_evaluation(c, e2, sizeof e2))
+            say(c, 0, "warning: no headline recorded (%s); record it with `gatelab eval %s --record`", e2, c->run_id);
     }
     if (c->trace) {
         trace_close(c->trace);
@@ -764,6 +937,9 @@ gl_train_outcome train_run(const gl_manifest *mf, const gl_train_opts *o, char *
                     "nothing to do\n", c.run_id, c.st.step, tc->steps);
         err[0] = 0;
         outcome = TRAIN_FINISHED;
+        /* a kill during the headline evaluation left the run without one: record it now */
+        if (!has_headline(&c) && final_evaluation(&c, e2, sizeof e2))
+            say(&c, 0, "warning: no headline recorded (%s); record it with `gatelab eval %s --record`", e2, c.run_id);
         goto cleanup;
     }
     own = share_state(&c, err, errlen) || loop_init(&lp, &c, err, errlen);

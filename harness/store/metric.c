@@ -202,3 +202,19 @@ int metric_label_gate_parse(const char *label, int *layer, int *head) {
     }
     return 1;
 }
+
+/* ---- headline ---- */
+
+int metric_headline(char *out, size_t n, const char *kind, const char *quantity) {
+    if (n) out[0] = 0;
+    if (!kind || (strcmp(kind, METRIC_FINAL) && strcmp(kind, METRIC_MATCHED)) || !metric_token_ok(quantity)) return -1;
+    return metric_print(out, n, "%s.%s", kind, quantity);
+}
+
+int metric_headline_parse(const char *name, const char *kind, char *quantity, size_t qn) {
+    size_t k = strlen(kind);
+    if (strncmp(name, kind, k) || name[k] != '.' || !metric_token_ok(name + k + 1) || strlen(name + k + 1) >= qn)
+        return 0;
+    snprintf(quantity, qn, "%s", name + k + 1);
+    return 1;
+}

@@ -11,6 +11,11 @@
  *   intervention (split "ablation"):  <mode>.<label>.<quantity>[.<category>]
  *       zero.all.delta_loss   zero.L1H0.delta_loss   mean.L2.delta_loss.semantic   random.all.base_loss
  *   early exit (split "ablation"):  exit.tau<τ, 3 decimals>.<quantity>[.<category>],  exit.full.loss
+ *   headline (split = the evaluated data split, "val" or "test"):  final.<quantity>,  matched.<quantity>
+ *       final.loss   final.bpc   final.active_frac   matched.tau   matched.loss   matched.partner_loss
+ *
+ * Every row also carries what it was measured on (store/registry.h gl_prov:
+ * split, windows, tokens) and the checkpoint step; the name never does.
  *
  * Tokens (stat, mode, label, quantity) are non-empty and hold no '.', except
  * an early-exit label "tau0.500", whose dot belongs to the number.  A gate
@@ -63,6 +68,18 @@ int metric_ablation_parse(const char *name, metric_ablation_key *k);
 /* The name of another quantity or category of the intervention k was parsed
  * from (k's mode and label kept as written). */
 int metric_ablation_sibling(char *out, size_t n, const metric_ablation_key *k, const char *quantity, int cat);
+
+/* ---- headline: final.<quantity> (the whole split at the end of training)
+ *      and matched.<quantity> (early exit at the τ matched to a TSA run's α) ---- */
+
+#define METRIC_FINAL "final"
+#define METRIC_MATCHED "matched"
+
+/* kind is METRIC_FINAL or METRIC_MATCHED; quantity a token. */
+int metric_headline(char *out, size_t n, const char *kind, const char *quantity);
+
+/* 1 when name is kind.<quantity> (quantity copied to out, qn bytes). */
+int metric_headline_parse(const char *name, const char *kind, char *quantity, size_t qn);
 
 /* ---- gate labels ---- */
 

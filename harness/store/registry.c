@@ -64,6 +64,28 @@ int db_status_rank(const char *status) {
     return 0;
 }
 
+gl_prov db_prov(const char *split, long first, long count, double tokens) {
+    gl_prov p;
+    memset(&p, 0, sizeof p);
+    snprintf(p.split, sizeof p.split, "%s", split ? split : "");
+    p.first = first;
+    p.count = count;
+    p.tokens = tokens;
+    return p;
+}
+
+int db_prov_same(const gl_prov *a, const gl_prov *b) {
+    return !strcmp(a->split, b->split) && a->first == b->first && a->count == b->count;
+}
+
+const char *db_prov_str(const gl_prov *p, char *out, size_t n) {
+    if (!p->split[0] || p->count <= 0) snprintf(out, n, "?");
+    else if (isfinite(p->tokens) && p->tokens > 0)
+        snprintf(out, n, "%s[%ld,%ld) %.0f tok", p->split, p->first, p->first + p->count, p->tokens);
+    else snprintf(out, n, "%s[%ld,%ld)", p->split, p->first, p->first + p->count);
+    return out;
+}
+
 /* err <- "<db path>: <what>: <sqlite message>". */
 static void db_fail(gl_db *db, const char *what, char *err, size_t errlen) {
     snprintf(err, errlen, "%s: %s: %s", db->path, what, db->h ? sqlite3_errmsg(db->h) : "not open");
@@ -133,6 +155,15 @@ static void db_bind_real_or_null(sqlite3_stmt *st, int i, double v) {
     else sqlite3_bind_null(st, i);
 }
 
+static double db_col_real(sqlite3_stmt *st, int i) {
+    return sqlite3_column_type(st, i) == SQLITE_NULL ? NAN : sqlite3_column_double(st, i);
+}
+
+static void db_col_text(sqlite3_stmt *st, int i, char *out, size_t len) {
+    const unsigned char *s = sqlite3_column_text(st, i);
+    snprintf(out, len, "%s", s ? (const char *)s : "");
+}
+
 /* mkdir -p of the folder that will hold path.  Returns 0 or -1 with a message. */
 static int db_make_parent(const char *path, char *err, size_t errlen) {
     char dir[GL_PATH_MAX];
@@ -158,6 +189,49 @@ fail:
 }
 
 /* ---- schema and upgrades ---- */
+
+/* The metrics of a schema-1 table src as schema-2 rows: provenance is
+ * unknown ('' / 0 / NULL) except for the headline rows (final.*, matched.*),
+ * which schema 1 already wrote with their window and token counts
+ * (final.windows, final.tokens, matched.tokens) and standard errors
+ * (final.loss_se, matched.loss_se). */
+#define DB_V1_SAME(t) t ".run_id = m.run_id AND " t ".step = m.step AND " t ".split = m.split"
+#define DB_V1_AS_V2(src)                                                                                          \
+    "SELECT m.run_id, m.step, m.split, m.name, m.value, m.wall_time, "                                             \
+    "CASE WHEN h.w IS NULL THEN '' ELSE m.split END, 0, coalesce(h.w, 0), "                                        \
+    "CASE WHEN h.w IS NULL THEN NULL WHEN m.name LIKE 'matched.%' THEN (SELECT t.value FROM " src " t WHERE "       \
+    DB_V1_SAME("t") " AND t.name = 'matched.tokens') ELSE (SELECT t.value FROM " src " t WHERE " DB_V1_SAME("t")   \
+    " AND t.name = 'final.tokens') END, "                                                                          \
+    "CASE m.name WHEN 'final.loss' THEN (SELECT t.value FROM " src " t WHERE " DB_V1_SAME("t")                     \
+    " AND t.name = 'final.loss_se') WHEN 'matched.loss' THEN (SELECT t.value FROM " src " t WHERE "                \
+    DB_V1_SAME("t") " AND t.name = 'matched.loss_se') END "                                                        \
+    "FROM " src " m LEFT JOIN (SELECT run_id, step, split, CAST(value AS INTEGER) AS w FROM " src                  \
+    " WHERE name = 'final.windows' AND value IS NOT NULL) h ON " DB_V1_SAME("h")                                   \
+    " AND (m.name LIKE 'final.%' OR m.name LIKE 'matched.%')"
+
+/* The schema-2 metrics table (created as `name`). */
+#define DB_METRICS_V2(name)                                                                                        \
+    "CREATE TABLE " name " ("                                                                                     \
+    "  run_id TEXT NOT NULL REFERENCES runs(run_id),"                                                              \
+    "  step INTEGER NOT NULL,"          /* the checkpoint step the value was measured at */                       \
+    "  split TEXT NOT NULL,"            /* namespace: train, val, test, ablation, analysis, bench */              \
+    "  name TEXT NOT NULL,"                                                                                        \
+    "  value REAL,"                     /* NULL: the value was NaN or infinite */                                 \
+    "  wall_time REAL NOT NULL,"                                                                                   \
+    "  data_split TEXT NOT NULL DEFAULT '',"   /* provenance: the data split measured ('' none/unknown) */        \
+    "  win_first INTEGER NOT NULL DEFAULT 0,"  /* its windows [win_first, win_first + win_count) */               \
+    "  win_count INTEGER NOT NULL DEFAULT 0,"  /* 0: unknown */                                                   \
+    "  tokens REAL,"                    /* scored tokens (NULL unknown) */                                        \
+    "  se REAL,"                        /* standard error of value (NULL none) */                                 \
+    "  PRIMARY KEY (run_id, step, split, name, data_split, win_first, win_count));"
+
+#define DB_RUN_EVENTS                                                                                              \
+    "CREATE TABLE run_events ("                                                                                   \
+    "  run_id TEXT NOT NULL REFERENCES runs(run_id),"                                                              \
+    "  time REAL NOT NULL,"                                                                                        \
+    "  kind TEXT NOT NULL,"             /* config_change */                                                        \
+    "  detail TEXT);"                                                                                              \
+    "CREATE INDEX run_events_by_run ON run_events (run_id, time);"
 
 /* db_upgrades[v] takes a database at schema version v to v+1. */
 static const char *const db_upgrades[DB_SCHEMA_VERSION] = {
@@ -212,6 +286,16 @@ static const char *const db_upgrades[DB_SCHEMA_VERSION] = {
     "  bytes INTEGER NOT NULL,"
     "  created_time REAL NOT NULL,"
     "  PRIMARY KEY (run_id, kind));",
+    /* 1 -> 2: metric provenance (split, windows, tokens; standard error) in
+     * the key, so a measurement on other windows never replaces one; the
+     * history of a run (run_events: configuration changes on resume). */
+    DB_METRICS_V2("metrics_v2")
+    "INSERT INTO metrics_v2 (run_id, step, split, name, value, wall_time, data_split, win_first, win_count, "
+    "  tokens, se) " DB_V1_AS_V2("metrics") ";"
+    "DROP TABLE metrics;"
+    "ALTER TABLE metrics_v2 RENAME TO metrics;"
+    "CREATE INDEX metrics_by_name ON metrics (run_id, split, name, step);"
+    DB_RUN_EVENTS,
 };
 
 /* Stored schema version (0 for a fresh file).  Call inside a transaction. */
@@ -345,6 +429,7 @@ int db_open_readonly(gl_db **out, const char *path, char *err, size_t errlen) {
     db = calloc(1, sizeof *db);
     if (!db) { snprintf(err, errlen, "%s: out of memory opening the registry", path); return -1; }
     strcpy(db->path, path);
+    if (gethostname(db->host, sizeof db->host - 1) != 0) strcpy(db->host, "unknown"); /* db_run_stale compares it */
     if (sqlite3_open_v2(path, &db->h, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
         db_fail(db, "cannot open the registry", err, errlen);
         goto fail;
@@ -366,6 +451,13 @@ int db_open_readonly(gl_db **out, const char *path, char *err, size_t errlen) {
                  "use the gatelab that wrote it", path, version, DB_SCHEMA_VERSION);
         goto fail;
     }
+    /* an older schema, read as the current one through temporary views (the file is not touched) */
+    if (version < 2 && db_exec(db,
+                               "CREATE TEMP VIEW metrics (run_id, step, split, name, value, wall_time, data_split, "
+                               "win_first, win_count, tokens, se) AS " DB_V1_AS_V2("main.metrics") ";"
+                               "CREATE TEMP TABLE run_events (run_id TEXT, time REAL, kind TEXT, detail TEXT);",
+                               "cannot present the schema-1 registry in schema 2", err, errlen))
+        goto fail;
     *out = db;
     return 0;
 fail:
@@ -559,6 +651,84 @@ int db_run_heartbeat(gl_db *db, const char *run_id, char *err, size_t errlen) {
     return rc;
 }
 
+int db_run_event(gl_db *db, const char *run_id, const char *kind, const char *detail, char *err, size_t errlen) {
+    int rc = -1;
+    if (db_begin(db, err, errlen)) return -1;
+    sqlite3_stmt *st = db_prepare(db, "INSERT INTO run_events (run_id, time, kind, detail) VALUES (?1, ?2, ?3, ?4)",
+                                  err, errlen);
+    if (!st) goto cleanup;
+    sqlite3_bind_text(st, 1, run_id, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_double(st, 2, db_now());
+    sqlite3_bind_text(st, 3, kind, -1, SQLITE_TRANSIENT);
+    db_bind_text_or_null(st, 4, detail);
+    if (sqlite3_step(st) != SQLITE_DONE) { db_fail(db, "cannot record a run event", err, errlen); goto cleanup; }
+    sqlite3_finalize(st);
+    st = NULL;
+    rc = db_commit(db, err, errlen);
+cleanup:
+    sqlite3_finalize(st);
+    if (rc) db_rollback(db);
+    return rc;
+}
+
+int db_run_events(gl_db *db, const char *run_id, const char *kind, char *last, size_t lastlen, char *err,
+                  size_t errlen) {
+    sqlite3_stmt *st = db_prepare(db,
+                                  "SELECT count(*), (SELECT detail FROM run_events WHERE run_id = ?1 AND "
+                                  "(?2 IS NULL OR kind = ?2) ORDER BY time DESC, rowid DESC LIMIT 1) FROM run_events "
+                                  "WHERE run_id = ?1 AND (?2 IS NULL OR kind = ?2)",
+                                  err, errlen);
+    if (!st) return -1;
+    sqlite3_bind_text(st, 1, run_id, -1, SQLITE_TRANSIENT);
+    db_bind_text_or_null(st, 2, kind);
+    int rc = -1;
+    if (sqlite3_step(st) == SQLITE_ROW) {
+        rc = sqlite3_column_int(st, 0);
+        if (last) db_col_text(st, 1, last, lastlen);
+    } else {
+        db_fail(db, "cannot read run events", err, errlen);
+    }
+    sqlite3_finalize(st);
+    return rc;
+}
+
+int db_run_config(gl_db *db, const char *run_id, char **config, char hash[65], char *err, size_t errlen) {
+    if (config) *config = NULL;
+    sqlite3_stmt *st = db_prepare(db, "SELECT config_text, config_hash FROM runs WHERE run_id = ?1", err, errlen);
+    if (!st) return -1;
+    sqlite3_bind_text(st, 1, run_id, -1, SQLITE_TRANSIENT);
+    int s = sqlite3_step(st), rc = -1;
+    if (s == SQLITE_ROW) {
+        const unsigned char *t = sqlite3_column_text(st, 0);
+        if (config && !(*config = strdup(t ? (const char *)t : ""))) {
+            snprintf(err, errlen, "%s: out of memory reading the config of run %s", db->path, run_id);
+            goto cleanup;
+        }
+        if (hash) db_col_text(st, 1, hash, 65);
+        rc = 1;
+    } else if (s == SQLITE_DONE) {
+        rc = 0;
+    } else {
+        db_fail(db, "cannot read a run's config", err, errlen);
+    }
+cleanup:
+    sqlite3_finalize(st);
+    return rc;
+}
+
+int db_run_config_set(gl_db *db, const char *run_id, const char *config_ini, const char *config_hash, char *err,
+                      size_t errlen) {
+    sqlite3_stmt *st = db_prepare(db, "UPDATE runs SET config_text = ?2, config_hash = ?3 WHERE run_id = ?1", err,
+                                  errlen);
+    if (!st) return -1;
+    sqlite3_bind_text(st, 1, run_id, -1, SQLITE_TRANSIENT);
+    db_bind_text_or_null(st, 2, config_ini);
+    db_bind_text_or_null(st, 3, config_hash);
+    int rc = db_update_run(db, st, run_id, "cannot replace the run's config", err, errlen);
+    sqlite3_finalize(st);
+    return rc;
+}
+
 /* ---- params, metrics, artifacts ---- */
 
 /* Trim spaces at both ends in place; returns the start. */
@@ -631,8 +801,8 @@ int db_metrics_log(gl_db *db, const char *run_id, const gl_metric *rows, int n, 
     double now = db_now();
     if (db_begin(db, err, errlen)) return -1;
     ins = db_prepare(db,
-                     "INSERT OR REPLACE INTO metrics (run_id, step, split, name, value, wall_time) "
-                     "VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                     "INSERT OR REPLACE INTO metrics (run_id, step, split, name, value, wall_time, data_split, "
+                     "win_first, win_count, tokens, se) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
                      err, errlen);
     /* the run must exist (no foreign-key enforcement); its heartbeat is left alone */
     run = db_prepare(db, "SELECT 1 FROM runs WHERE run_id=?1", err, errlen);
@@ -652,6 +822,13 @@ int db_metrics_log(gl_db *db, const char *run_id, const gl_metric *rows, int n, 
         sqlite3_bind_text(ins, 4, rows[i].name ? rows[i].name : "", -1, SQLITE_TRANSIENT);
         db_bind_real_or_null(ins, 5, rows[i].value);
         sqlite3_bind_double(ins, 6, rows[i].wall_time > 0 ? rows[i].wall_time : now);
+        const gl_prov *p = &rows[i].prov;
+        const int known = p->split[0] && p->count > 0;
+        sqlite3_bind_text(ins, 7, known ? p->split : "", -1, SQLITE_TRANSIENT);
+        sqlite3_bind_int64(ins, 8, known ? p->first : 0);
+        sqlite3_bind_int64(ins, 9, known ? p->count : 0);
+        db_bind_real_or_null(ins, 10, known && p->tokens > 0 ? p->tokens : NAN);
+        db_bind_real_or_null(ins, 11, rows[i].se > 0 ? rows[i].se : NAN);
         if (sqlite3_step(ins) != SQLITE_DONE) {
             char what[192];
             snprintf(what, sizeof what, "cannot log metric %s/%s at step %ld of run %s",
@@ -807,13 +984,28 @@ int db_run_release(gl_db *db, const char *run_id, char *err, size_t errlen) {
 
 /* ---- listing ---- */
 
-static double db_col_real(sqlite3_stmt *st, int i) {
-    return sqlite3_column_type(st, i) == SQLITE_NULL ? NAN : sqlite3_column_double(st, i);
-}
-
-static void db_col_text(sqlite3_stmt *st, int i, char *out, size_t len) {
-    const unsigned char *s = sqlite3_column_text(st, i);
-    snprintf(out, len, "%s", s ? (const char *)s : "");
+/* r's validation numbers: the headline (val/final.*, the whole split) when
+ * the run has one, else the last periodic val/loss, with what each was
+ * measured on. */
+static int db_runs_val(gl_db *db, gl_run_row *r, char *err, size_t errlen) {
+    gl_metric_val v;
+    int h = db_metric_at(db, r->run_id, "val", "final.loss", NULL, &v, err, errlen);
+    if (h < 0) return -1;
+    r->val_headline = h == 1;
+    if (!h && (h = db_metric_at(db, r->run_id, "val", "loss", NULL, &v, err, errlen)) < 0) return -1;
+    r->val_loss = h ? v.value : NAN;
+    r->val_se = h ? v.se : NAN;
+    r->val_step = h ? v.step : -1;
+    memset(&r->val_prov, 0, sizeof r->val_prov);
+    if (h) r->val_prov = v.prov;
+    if (!r->val_headline) return 0;
+    gl_metric_val a;
+    int k = db_metric_at(db, r->run_id, "val", "final.active_frac", &v.prov, &a, err, errlen);
+    if (k < 0) return -1;
+    if (k) r->active_frac = a.value;
+    if ((k = db_metric_at(db, r->run_id, "val", "final.tlops_saved", &v.prov, &a, err, errlen)) < 0) return -1;
+    if (k) r->tlops_saved = a.value;
+    return 0;
 }
 
 int db_runs_list(gl_db *db, const char *experiment, const char *status, gl_run_row **rows, int *n,
@@ -863,6 +1055,8 @@ int db_runs_list(gl_db *db, const char *experiment, const char *status, gl_run_r
         db_col_text(st, 14, r->error, sizeof r->error);
     }
     if (s != SQLITE_DONE) { db_fail(db, "cannot list runs", err, errlen); goto cleanup; }
+    for (int i = 0; i < count; i++)
+        if (db_runs_val(db, &out[i], err, errlen)) goto cleanup;
     *rows = out;
     *n = count;
     out = NULL;
@@ -910,6 +1104,7 @@ int db_merge(gl_db *dst, const char *src_path, int *merged, int *skipped, char *
         "DELETE FROM main.params WHERE run_id IN (SELECT run_id FROM merge_take);"
         "DELETE FROM main.metrics WHERE run_id IN (SELECT run_id FROM merge_take);"
         "DELETE FROM main.artifacts WHERE run_id IN (SELECT run_id FROM merge_take);"
+        "DELETE FROM main.run_events WHERE run_id IN (SELECT run_id FROM merge_take);"
         "DELETE FROM main.runs WHERE run_id IN (SELECT run_id FROM merge_take);"
         "INSERT INTO main.runs (run_id, experiment_id, name, config_text, config_hash, seed, git_commit, "
         "  git_dirty, host, pid, status, created_time, start_time, end_time, heartbeat, attempts, exit_code, error) "
@@ -919,7 +1114,8 @@ int db_merge(gl_db *dst, const char *src_path, int *merged, int *skipped, char *
         "  JOIN main.experiments de ON de.name = se.name WHERE s.run_id IN (SELECT run_id FROM merge_take);"
         "INSERT INTO main.params SELECT * FROM src.params WHERE run_id IN (SELECT run_id FROM merge_take);"
         "INSERT INTO main.metrics SELECT * FROM src.metrics WHERE run_id IN (SELECT run_id FROM merge_take);"
-        "INSERT INTO main.artifacts SELECT * FROM src.artifacts WHERE run_id IN (SELECT run_id FROM merge_take);";
+        "INSERT INTO main.artifacts SELECT * FROM src.artifacts WHERE run_id IN (SELECT run_id FROM merge_take);"
+        "INSERT INTO main.run_events SELECT * FROM src.run_events WHERE run_id IN (SELECT run_id FROM merge_take);";
     if (db_exec(dst, sql, "cannot merge the task registry", err, errlen)) goto cleanup;
     st = db_prepare(dst, "SELECT (SELECT count(*) FROM src.runs), (SELECT count(*) FROM merge_take)", err, errlen);
     if (!st) goto cleanup;
@@ -953,7 +1149,8 @@ int db_metric_get(gl_db *db, const char *run_id, long step, const char *split, c
                   double *value, char *err, size_t errlen) {
     int rc = -1;
     sqlite3_stmt *st = db_prepare(
-        db, "SELECT value FROM metrics WHERE run_id=?1 AND step=?2 AND split=?3 AND name=?4", err, errlen);
+        db, "SELECT value FROM metrics WHERE run_id=?1 AND step=?2 AND split=?3 AND name=?4 ORDER BY win_count DESC",
+        err, errlen);
     if (!st) return -1;
     sqlite3_bind_text(st, 1, run_id, -1, SQLITE_TRANSIENT);
     sqlite3_bind_int64(st, 2, step);
@@ -973,9 +1170,9 @@ int db_metric_get(gl_db *db, const char *run_id, long step, const char *split, c
 }
 
 long long db_count_rows(gl_db *db, const char *table, const char *run_id, char *err, size_t errlen) {
-    static const char *const tables[] = {"experiments", "runs", "params", "metrics", "artifacts"};
+    static const char *const tables[] = {"experiments", "runs", "params", "metrics", "artifacts", "run_events"};
     int known = 0;
-    for (int i = 0; i < 5; i++) known |= !strcmp(table, tables[i]);
+    for (int i = 0; i < 6; i++) known |= !strcmp(table, tables[i]);
     if (!known || (run_id && !strcmp(table, "experiments"))) {
         snprintf(err, errlen, "%s: cannot count rows of '%s'%s", db->path, table, run_id ? " by run" : "");
         return -1;
@@ -1019,20 +1216,40 @@ int db_param_get(gl_db *db, const char *run_id, const char *key, char *value, si
     return rc;
 }
 
-int db_metric_last(gl_db *db, const char *run_id, const char *split, const char *name, double *value, long *step,
-                   char *err, size_t errlen) {
+/* The provenance in columns i .. i+3 (data_split, win_first, win_count, tokens). */
+static gl_prov db_col_prov(sqlite3_stmt *st, int i) {
+    gl_prov p;
+    memset(&p, 0, sizeof p);
+    db_col_text(st, i, p.split, sizeof p.split);
+    p.first = (long)sqlite3_column_int64(st, i + 1);
+    p.count = (long)sqlite3_column_int64(st, i + 2);
+    p.tokens = db_col_real(st, i + 3);
+    return p;
+}
+
+int db_metric_at(gl_db *db, const char *run_id, const char *split, const char *name, const gl_prov *match,
+                 gl_metric_val *out, char *err, size_t errlen) {
     sqlite3_stmt *st = db_prepare(db,
-                                  "SELECT value, step FROM metrics WHERE run_id = ?1 AND split = ?2 AND name = ?3 "
-                                  "ORDER BY step DESC LIMIT 1",
+                                  "SELECT value, step, data_split, win_first, win_count, tokens, se FROM metrics "
+                                  "WHERE run_id = ?1 AND split = ?2 AND name = ?3 AND (?4 IS NULL OR "
+                                  "(data_split = ?4 AND win_first = ?5 AND win_count = ?6)) "
+                                  "ORDER BY step DESC, win_count DESC LIMIT 1",
                                   err, errlen);
     if (!st) return -1;
     sqlite3_bind_text(st, 1, run_id, -1, SQLITE_TRANSIENT);
     sqlite3_bind_text(st, 2, split, -1, SQLITE_TRANSIENT);
     sqlite3_bind_text(st, 3, name, -1, SQLITE_TRANSIENT);
+    if (match) {
+        sqlite3_bind_text(st, 4, match->split, -1, SQLITE_TRANSIENT);
+        sqlite3_bind_int64(st, 5, match->first);
+        sqlite3_bind_int64(st, 6, match->count);
+    }
     int s = sqlite3_step(st), rc = -1;
     if (s == SQLITE_ROW) {
-        *value = db_col_real(st, 0);
-        if (step) *step = (long)sqlite3_column_int64(st, 1);
+        out->value = db_col_real(st, 0);
+        out->step = (long)sqlite3_column_int64(st, 1);
+        out->prov = db_col_prov(st, 2);
+        out->se = db_col_real(st, 6);
         rc = 1;
     } else if (s == SQLITE_DONE) {
         rc = 0;
@@ -1040,6 +1257,17 @@ int db_metric_last(gl_db *db, const char *run_id, const char *split, const char 
         db_fail(db, "cannot read a metric", err, errlen);
     }
     sqlite3_finalize(st);
+    return rc;
+}
+
+int db_metric_last(gl_db *db, const char *run_id, const char *split, const char *name, double *value, long *step,
+                   char *err, size_t errlen) {
+    gl_metric_val v;
+    int rc = db_metric_at(db, run_id, split, name, NULL, &v, err, errlen);
+    if (rc == 1) {
+        *value = v.value;
+        if (step) *step = v.step;
+    }
     return rc;
 }
 
@@ -1061,8 +1289,8 @@ int db_metric_series(gl_db *db, const char *run_id, const char *split, const cha
     *pts = NULL;
     *n = 0;
     sqlite3_stmt *st = db_prepare(db,
-                                  "SELECT step, value, wall_time FROM metrics WHERE run_id = ?1 AND split = ?2 "
-                                  "AND name = ?3 ORDER BY step",
+                                  "SELECT step, value, wall_time, data_split, win_first, win_count, tokens FROM metrics "
+                                  "WHERE run_id = ?1 AND split = ?2 AND name = ?3 ORDER BY step, win_count DESC",
                                   err, errlen);
     if (!st) return -1;
     sqlite3_bind_text(st, 1, run_id, -1, SQLITE_TRANSIENT);
@@ -1076,6 +1304,7 @@ int db_metric_series(gl_db *db, const char *run_id, const char *split, const cha
         v[k].step = (long)sqlite3_column_int64(st, 0);
         v[k].value = db_col_real(st, 1);
         v[k].wall_time = sqlite3_column_double(st, 2);
+        v[k].prov = db_col_prov(st, 3);
         k++;
     }
     if (s != SQLITE_DONE) { db_fail(db, "cannot read a metric series", err, errlen); goto cleanup; }
@@ -1096,9 +1325,12 @@ int db_metrics_latest(gl_db *db, const char *run_id, const char *split, gl_metri
     *rows = NULL;
     *n = 0;
     sqlite3_stmt *st = db_prepare(db,
-                                  "SELECT m.name, m.value, m.step FROM metrics m WHERE m.run_id = ?1 AND m.split = ?2 "
+                                  "SELECT m.name, m.value, m.step, m.data_split, m.win_first, m.win_count, m.tokens, "
+                                  "m.se FROM metrics m WHERE m.run_id = ?1 AND m.split = ?2 "
                                   "AND m.step = (SELECT max(step) FROM metrics x WHERE x.run_id = m.run_id "
-                                  "AND x.split = m.split AND x.name = m.name) ORDER BY m.name",
+                                  "AND x.split = m.split AND x.name = m.name AND x.data_split = m.data_split "
+                                  "AND x.win_first = m.win_first AND x.win_count = m.win_count) "
+                                  "ORDER BY m.name, m.win_count DESC, m.step DESC",
                                   err, errlen);
     if (!st) return -1;
     sqlite3_bind_text(st, 1, run_id, -1, SQLITE_TRANSIENT);
@@ -1111,6 +1343,8 @@ int db_metrics_latest(gl_db *db, const char *run_id, const char *split, gl_metri
         db_col_text(st, 0, v[k].name, sizeof v[k].name);
         v[k].value = db_col_real(st, 1);
         v[k].step = (long)sqlite3_column_int64(st, 2);
+        v[k].prov = db_col_prov(st, 3);
+        v[k].se = db_col_real(st, 7);
         k++;
     }
     if (s != SQLITE_DONE) { db_fail(db, "cannot read a split's metrics", err, errlen); goto cleanup; }
@@ -1124,10 +1358,24 @@ cleanup:
     return rc;
 }
 
-double db_metrics_latest_find(const gl_metric_latest *rows, int n, const char *name) {
+const gl_metric_latest *db_metrics_latest_get(const gl_metric_latest *rows, int n, const char *name,
+                                              const gl_metric_latest *like) {
     for (int i = 0; i < n; i++)
-        if (!strcmp(rows[i].name, name)) return rows[i].value;
-    return NAN;
+        if (!strcmp(rows[i].name, name) &&
+            (!like || (rows[i].step == like->step && db_prov_same(&rows[i].prov, &like->prov))))
+            return &rows[i];
+    return NULL;
+}
+
+double db_metrics_latest_find(const gl_metric_latest *rows, int n, const char *name) {
+    const gl_metric_latest *r = db_metrics_latest_get(rows, n, name, NULL);
+    return r ? r->value : NAN;
+}
+
+double db_metrics_latest_find_like(const gl_metric_latest *rows, int n, const char *name,
+                                   const gl_metric_latest *like) {
+    const gl_metric_latest *r = db_metrics_latest_get(rows, n, name, like);
+    return r ? r->value : NAN;
 }
 
 int db_run_t0(gl_db *db, const char *run_id, double *t0, char *err, size_t errlen) {

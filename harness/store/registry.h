@@ -24,7 +24,7 @@
 
 #include "manifest.h"
 
-#define DB_SCHEMA_VERSION 1
+#define DB_SCHEMA_VERSION 2
 #define DB_DEFAULT_PATH "results/gatelab.db"
 
 typedef struct gl_db gl_db;
@@ -36,7 +36,11 @@ int db_open(gl_db **out, const char *path, char *err, size_t errlen);
 void db_close(gl_db *db); /* accepts NULL */
 
 /* Open an existing registry read-only (tables, figures): the file must exist
- * and hold a runs table; nothing is created or upgraded.  Close with db_close. */
+ * and hold a runs table; nothing is created or upgraded.  A registry of an
+ * older schema is read through temporary views that present it in the
+ * current one (metric provenance as the upgrade would fill it in), so the
+ * file is never changed under a writer of the older gatelab.  Close with
+ * db_close. */
 int db_open_readonly(gl_db **out, const char *path, char *err, size_t errlen);
 
 /* The path the database was opened with. */
@@ -69,23 +73,66 @@ int db_run_finish(gl_db *db, const char *run_id, const char *status, int exit_co
  * into a run must not make a dead training look alive). */
 int db_run_heartbeat(gl_db *db, const char *run_id, char *err, size_t errlen);
 
+/* Record an event in run_id's history (table run_events): kind is a short
+ * word ("config_change"), detail the text that says what happened. */
+int db_run_event(gl_db *db, const char *run_id, const char *kind, const char *detail, char *err, size_t errlen);
+
+/* The number of run_id's events of kind (NULL: any); the detail of the
+ * latest copied to last (lastlen bytes) when last is not NULL.  -1 on error. */
+int db_run_events(gl_db *db, const char *run_id, const char *kind, char *last, size_t lastlen, char *err,
+                  size_t errlen);
+
+/* run_id's stored config text and hash (either out may be NULL): 1 found, 0
+ * no such run, -1 error.  *config is malloc'd (the caller frees it). */
+int db_run_config(gl_db *db, const char *run_id, char **config, char hash[65], char *err, size_t errlen);
+
+/* Replace run_id's config text and hash (a resume that changed the
+ * configuration with --allow-config-change). */
+int db_run_config_set(gl_db *db, const char *run_id, const char *config_ini, const char *config_hash, char *err,
+                      size_t errlen);
+
 /* Replace run_id's params with the flattened "section.key" = value pairs of
  * manifest_to_ini(mf). */
 int db_params_put(gl_db *db, const char *run_id, const gl_manifest *mf, char *err, size_t errlen);
 /* The same from canonical INI text ("[section]" lines then "key = value" lines). */
 int db_params_put_ini(gl_db *db, const char *run_id, const char *ini, char *err, size_t errlen);
 
+/* What a value was measured on (its provenance): the data split, the
+ * evaluation windows [first, first + count) of that split, and the scored
+ * tokens.  split "" (and count 0): not an evaluation over fixed windows
+ * (training-batch metrics) or unknown (rows written before schema 2).  The
+ * checkpoint step is the metric row's step.  Rows of one name at one step
+ * with different provenance are different measurements: both are kept. */
+typedef struct {
+    char split[16];    /* "val", "test", "train"; "" none / unknown */
+    long first, count; /* windows of T tokens; count 0: unknown */
+    double tokens;     /* scored tokens; <= 0 or NaN: unknown */
+} gl_prov;
+
+/* Provenance of count windows from first of split with tokens scored. */
+gl_prov db_prov(const char *split, long first, long count, double tokens);
+
+/* 1 when a and b name the same token set (split, first, count). */
+int db_prov_same(const gl_prov *a, const gl_prov *b);
+
+/* A short readable form: "val[0,32) 2048 tok", "val[0,1741) 111424 tok",
+ * "?" when unknown.  Returns out. */
+const char *db_prov_str(const gl_prov *p, char *out, size_t n);
+
 typedef struct {
     long step;
-    const char *split;  /* "train", "val", "test" */
+    const char *split;  /* "train", "val", "test", "ablation", "analysis", ... (the row's namespace) */
     const char *name;   /* "loss", "active_frac", "tlops_saved", "tokens_per_s", ... */
     double value;       /* NaN / inf are stored as NULL */
     double wall_time;   /* unix seconds; <= 0 means "now" */
+    gl_prov prov;       /* what value was measured on (zero: none) */
+    double se;          /* standard error of value (same units); <= 0 or NaN: none */
 } gl_metric;
 
 /* Append n metric rows in one BEGIN IMMEDIATE transaction (run_id must exist).
- * A row with the same (run, step, split, name) replaces the earlier one (a resumed
- * run re-logging a step does not duplicate it). */
+ * A row with the same (run, step, split, name, provenance) replaces the
+ * earlier one (a resumed run re-logging a step does not duplicate it); a row
+ * measured on other windows is kept beside it. */
 int db_metrics_log(gl_db *db, const char *run_id, const gl_metric *rows, int n, char *err,
                    size_t errlen);
 
@@ -99,7 +146,8 @@ int db_artifact_put(gl_db *db, const char *run_id, const char *kind, const char 
 int db_artifact_get(gl_db *db, const char *run_id, const char *kind, char *path_out, size_t pathlen,
                     char sha256_out[65], long long *bytes, char *err, size_t errlen);
 
-/* One metric value: 1 found (*value NaN when stored as NULL), 0 none, -1 error. */
+/* One metric value: 1 found (*value NaN when stored as NULL), 0 none, -1 error.
+ * Of several measurements at that step, the one on the most windows. */
 int db_metric_get(gl_db *db, const char *run_id, long step, const char *split, const char *name,
                   double *value, char *err, size_t errlen);
 
@@ -135,9 +183,13 @@ typedef struct {
     char status[16];
     long step;               /* largest step with any metric (-1: none) */
     double train_loss;       /* last train/loss */
-    double val_loss;         /* last val/loss */
-    double active_frac;      /* last active_frac (any split) */
-    double tlops_saved;      /* last tlops_saved (any split) */
+    double val_loss;         /* the headline val/final.loss (whole split), else the last periodic val/loss */
+    int val_headline;        /* 1: val_loss is the headline; 0: a periodic evaluation (or none) */
+    long val_step;           /* the checkpoint step val_loss was measured at (-1: none) */
+    double val_se;           /* its standard error (NaN: unknown) */
+    gl_prov val_prov;        /* what val_loss was measured on */
+    double active_frac;      /* the headline's α, else the last active_frac (any split) */
+    double tlops_saved;      /* the headline's, else the last tlops_saved (any split) */
     double tokens_per_s;     /* last tokens_per_s (any split) */
     double start_time, end_time, heartbeat;
     int exit_code;           /* -1 when not set */
@@ -156,33 +208,62 @@ int db_param_get(gl_db *db, const char *run_id, const char *key, char *value, si
                  size_t errlen);
 
 /* The value at the largest step of (split, name): 1 found (*value NaN when
- * stored as NULL; *step the step, if step is not NULL), 0 none, -1 error. */
+ * stored as NULL; *step the step, if step is not NULL), 0 none, -1 error.
+ * Of several measurements at that step, the one on the most windows. */
 int db_metric_last(gl_db *db, const char *run_id, const char *split, const char *name, double *value, long *step,
                    char *err, size_t errlen);
+
+/* A value with what it was measured on. */
+typedef struct {
+    double value;  /* NaN when stored as NULL */
+    double se;     /* NaN when none */
+    long step;
+    gl_prov prov;
+} gl_metric_val;
+
+/* Like db_metric_last with the provenance and standard error: when match is
+ * not NULL only rows on the same token set count.  1 found, 0 none, -1 error. */
+int db_metric_at(gl_db *db, const char *run_id, const char *split, const char *name, const gl_prov *match,
+                 gl_metric_val *out, char *err, size_t errlen);
 
 typedef struct {
     long step;
     double value;     /* NaN when stored as NULL */
     double wall_time; /* unix seconds */
+    gl_prov prov;
 } gl_metric_point;
 
-/* Every row of (split, name) by step.  *pts is malloc'd (the caller frees it). */
+/* Every row of (split, name) by step (at one step, the most windows first).
+ * *pts is malloc'd (the caller frees it). */
 int db_metric_series(gl_db *db, const char *run_id, const char *split, const char *name, gl_metric_point **pts,
                      int *n, char *err, size_t errlen);
 
 typedef struct {
     char name[128];
-    double value;     /* at the largest step logged for that name; NaN when NULL */
+    double value;     /* at the largest step logged for that name and provenance; NaN when NULL */
     long step;
+    gl_prov prov;
+    double se;        /* NaN when none */
 } gl_metric_latest;
 
-/* Every metric name of split for run_id with its latest value, ordered by
- * name.  *rows is malloc'd (the caller frees it). */
+/* Every metric name of split for run_id with its latest value, one row per
+ * (name, provenance), ordered by name, then the most windows first.  *rows is
+ * malloc'd (the caller frees it). */
 int db_metrics_latest(gl_db *db, const char *run_id, const char *split, gl_metric_latest **rows, int *n,
                       char *err, size_t errlen);
 
-/* The value of name among rows[0..n) (NaN when absent). */
+/* The row of name among rows[0..n) measured like `like` (same step and token
+ * set; like NULL: the first row of that name, i.e. the most windows), or NULL. */
+const gl_metric_latest *db_metrics_latest_get(const gl_metric_latest *rows, int n, const char *name,
+                                              const gl_metric_latest *like);
+
+/* The value of name among rows[0..n) (NaN when absent); of several
+ * measurements, the one on the most windows. */
 double db_metrics_latest_find(const gl_metric_latest *rows, int n, const char *name);
+
+/* The same, measured like `like` (NaN when there is no such row). */
+double db_metrics_latest_find_like(const gl_metric_latest *rows, int n, const char *name,
+                                   const gl_metric_latest *like);
 
 /* Earliest wall time of any train or val metric of run_id (the run's time
  * origin for loss-vs-time curves): 1 found, 0 none, -1 error. */

@@ -103,7 +103,7 @@ static int record(const char *db_path, const char *tag, const char *scale, const
              config_cross_layer_name(c->cross_layer), B, omp_get_max_threads());
     long long exp_id;
     gl_metric rows[8];
-    for (int i = 0; i < nv; i++) rows[i] = (gl_metric){0, "bench", names[i], vals[i], 0};
+    for (int i = 0; i < nv; i++) rows[i] = (gl_metric){.step = 0, .split = "bench", .name = names[i], .value = vals[i], .wall_time = 0};
     int rc = db_open(&db, db_path, err, sizeof err) || db_experiment_ensure(db, exp, ini, &exp_id, err, sizeof err) ||
              db_run_create(db, exp_id, id, variant, ini, "", 0, "RUNNING", err, sizeof err) ||
              db_params_put_ini(db, id, ini, err, sizeof err) || db_metrics_log(db, id, rows, nv, err, sizeof err) ||

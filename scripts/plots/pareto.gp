@@ -9,12 +9,14 @@
 # data / exitdata: blocks separated by two blank lines, each starting with a
 # header row whose first cell is the curve's title; then rows: knob (λ or
 # τ), tlops_saved (% of the full model's layer FLOPs), val_loss (nats/token).
-# Points are labelled with their knob value.
+# Points are labelled with their knob value.  title (optional): what the
+# numbers were measured on (every point of the figure on one token set).
 if (!exists("style")) { _d = ARG0; _i = strlen(_d); while (_i > 0 && _d[_i:_i] ne '/') { _i = _i - 1 }; style = _d[1:_i] . 'style.gp' }
 load style
 set xlabel 'TLOps saved (%)'
 set ylabel 'validation loss (nats/token)'
 set key top left
+if (exists("title")) { set title title noenhanced }
 if (!exists("xmin")) { set offsets graph 0.05, graph 0.08, graph 0.08, graph 0.08 }
 if (exists("exitdata")) {
     plot for [i=0:*] data index i using 2:3 with linespoints lt (i+1) pt 7 title columnheader(1), \

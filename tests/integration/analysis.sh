@@ -112,6 +112,24 @@ check "--values with a pair listed twice is refused naming file and line" test $
 check "heads exits 0" test $? -eq 0
 check "heads.md ranks the 4 gates" test "$(grep -cE '^\| [0-9]+ \| [12] \| [01] \|' "$R/runs/sat/analysis/heads.md")" -eq 4
 check "heads draws its map" test -s "$R/figures/heads_sat.png" -a -s "$R/figures/heads_sat.pdf"
+# one gate again on other windows: a different measurement, kept beside the one heads made
+h16=$(q "select value from metrics where run_id='sat' and split='ablation' and name='zero.L2H0.delta_loss' and win_count=16")
+"$BIN" ablate sat --results "$R" --mode zero --heads 2:0 --windows 8 --batch 2 > "$W/ab10" 2>&1
+check "ablate --heads 2:0 --windows 8 exits 0" test $? -eq 0
+check "heads (16 windows) and ablate (8 windows) both kept for zero.L2H0.delta_loss" \
+    test "$(q "select group_concat(win_count) from (select win_count from metrics where run_id='sat' and split='ablation' and name='zero.L2H0.delta_loss' order by win_count)")" = "8,16"
+check "the heads value is untouched ($h16)" \
+    test -n "$h16" -a "$(q "select value from metrics where run_id='sat' and split='ablation' and name='zero.L2H0.delta_loss' and win_count=16")" = "$h16"
+check "ablation rows carry their windows, tokens and (4 batches of 2 windows) a loss standard error" \
+    test "$(q "select count(*) from metrics where run_id='sat' and split='ablation' and name in ('zero.L2H0.delta_loss', 'zero.L2H0.base_loss') and win_count = 8 and tokens = 8*32")" = 2 \
+    -a "$(q "select se > 0 from metrics where run_id='sat' and split='ablation' and name='zero.L2H0.base_loss' and win_count = 8")" = 1
+
+# ---- early exit matched to the TSA run's α on the whole split (the pair tsa_vs_exit shows) ----
+"$BIN" eval ee --match-run tsa --record --results "$R" > "$W/ev1" 2>&1
+check "eval --match-run records the matched pair" \
+    test $? -eq 0 -a "$(q "select count(*) from metrics where run_id='ee' and split='val' and name in ('matched.tau','matched.alpha_target','matched.loss','matched.partner_loss')")" = 4
+check "the pair's α target is the TSA run's headline α, on the same tokens" \
+    test "$(q "select count(*) from metrics a join metrics b on a.value = b.value and a.win_count = b.win_count where a.run_id='ee' and a.name='matched.alpha_target' and b.run_id='tsa' and b.name='final.active_frac'")" = 1
 
 # ---- tables ----
 "$BIN" tables --results "$R" > "$W/tb" 2>&1
@@ -119,14 +137,25 @@ check "tables exits 0" test $? -eq 0
 for t in loss_by_variant tsa_lambda throughput ablations tsa_vs_exit; do
     check "tables writes $t.md and $t.tex" test -s "$R/tables/$t.md" -a -s "$R/tables/$t.tex"
 done
-v_reg=$(q "select printf('%.4f', value) from metrics where run_id='sat' and split='val' and name='loss' order by step desc limit 1")
-check "the loss table shows the registry's final val loss of the SATFormer run ($v_reg)" \
+v_reg=$(q "select printf('%.4f ± %.4f', value, se) from metrics where run_id='sat' and split='val' and name='final.loss'")
+check "the loss table shows the registry's headline val loss ± SE of the SATFormer run ($v_reg)" \
     grep -q "| corpus | d32L3 | satformer | 1 | $v_reg |" "$R/tables/loss_by_variant.md"
+v_on=$(q "select data_split || '[' || win_first || ',' || (win_first + win_count) || ') ' || printf('%.0f', tokens) || ' tok @' || step from metrics where run_id='sat' and split='val' and name='final.loss'")
+check "the loss table says what it was measured on: the whole split ($v_on)" \
+    grep -qF "| $v_on |" "$R/tables/loss_by_variant.md"
 check "the LaTeX table is booktabs" grep -q '\\midrule' "$R/tables/loss_by_variant.tex"
+check "tsa_vs_exit pairs ee with tsa on the whole split, or says why not" \
+    grep -qE "\| tsa \| 0.01 \| .* \| ee \| .*(\| [+-][0-9.]+ \||not matched: α)" "$R/tables/tsa_vs_exit.md"
+check "the ablations table keeps both measurements of zero.L2H0 apart" \
+    test "$(grep -c '| zero | L2H0 |' "$R/tables/ablations.md")" = 2
 
 # ---- figures ----
 "$BIN" figures --results "$R" > "$W/fg" 2> "$W/fg.err"
 check "figures exits 0 with nothing on stderr" test $? -eq 0 -a ! -s "$W/fg.err"
+check "the heads map draws one measurement and says the other was left out" \
+    grep -q "left out of heads_sat: rows measured on val\[0,8)" "$W/fg"
+check "the pareto figure leaves out the τ sweep measured on other tokens than the TSA headline" \
+    grep -q "left out of pareto: the τ sweep of ee on val\[0,16)" "$W/fg"
 valid_png() { [ "$(head -c 8 "$1" | od -An -tx1 | tr -d ' \n')" = "89504e470d0a1a0a" ] && [ "$(stat -c %s "$1")" -gt 4000 ]; }
 valid_pdf() { [ "$(head -c 4 "$1")" = "%PDF" ] && [ "$(stat -c %s "$1")" -gt 4000 ]; }
 for f in loss_step loss_time pareto depth_alpha depth_p alpha_heatmap_sat category_alpha_sat category_p_tsa ablation_sat \

@@ -96,3 +96,31 @@ if [ -n "$REAL" ]; then
 else
     skip "Tiny Shakespeare: a tiny run whose loss falls (tinyshakespeare.txt not found by \`gatelab data\`; \`make data\` fetches it)"
 fi
+
+# the headline: after the last step, the whole validation split (the periodic evaluations read 4 windows)
+q() { sqlite3 "$R/gatelab.db" "$1"; }
+hl=$(q "select win_first || ' ' || win_count || ' ' || printf('%.0f', tokens) || ' ' || step from metrics where run_id='a' and split='val' and name='final.loss'")
+set -- $hl
+check "a finished run records its headline on the whole validation split (windows [${1:-?}, ${2:-?}), ${3:-?} tokens, step ${4:-?})" \
+    test -n "$hl" -a "${1:-x}" = 0 -a "${2:-0}" -gt 4 -a "${3:-0}" = "$(( ${2:-0} * 32 ))" -a "${4:-x}" = 40
+check "the headline loss has a standard error" test "$(q "select se > 0 from metrics where run_id='a' and name='final.loss'")" = 1
+check "periodic val rows say they rest on 4 windows (128 tokens)" \
+    test "$(q "select count(*) from metrics where run_id='a' and split='val' and name='loss' and win_count = 4 and tokens = 128")" -ge 2
+check "train.log states the headline and its tokens" grep -q "^headline: val loss .* over the whole val split" "$R/runs/a/train.log"
+check "runs shows the headline with what it was measured on" bash -c "'$BIN' runs --db '$R/gatelab.db' | grep '^a ' | grep -q 'val\[0,'"
+
+# resume with a changed configuration: refused naming the keys, or continued and recorded with --allow-config-change
+sum_b=$(sha256sum "$R/runs/b/ckpt" | cut -d' ' -f1)
+expect_fail "resume with a changed train.steps is refused, naming the key and both values" "train.steps: 40 -> 50" \
+    "$BIN" train "$TINY" train.steps=50 --resume b --results "$R"
+check "the refused resume changes nothing (checkpoint, config.ini)" \
+    test "$(sha256sum "$R/runs/b/ckpt" | cut -d' ' -f1)" = "$sum_b" -a "$(grep -c '^steps = 40' "$R/runs/b/config.ini")" = 1
+"$BIN" train "$TINY" train.steps=50 --resume b --allow-config-change --results "$R" --quiet > "$W/b2.out" 2>&1
+check "--allow-config-change continues the run to step 50" \
+    test $? -eq 0 -a "$(q "select max(step) from metrics where run_id='b' and split='train'")" = 50
+check "the registry records the change (run_events, params, config text)" \
+    test "$(q "select count(*) from run_events where run_id='b' and kind='config_change' and detail like '%train.steps: 40 -> 50%'")" = 1 \
+    -a "$(q "select value from params where run_id='b' and key='train.steps'")" = 50 \
+    -a "$(q "select config_text like '%steps = 50%' from runs where run_id='b'")" = 1
+check "config.ini holds the new values and a line saying what changed" \
+    bash -c "grep -q '^; resumed at step 40 with --allow-config-change: train.steps: 40 -> 50' '$R/runs/b/config.ini' && grep -q '^steps = 50' '$R/runs/b/config.ini'"
