@@ -5,7 +5,8 @@
  * completed append reads back), readers working while the writer appends
  * (trace_read in a loop, an SWMR reader and a plain reader holding the file
  * open, as h5py would), file locking forced on, resuming (trace_reopen),
- * refusals, and the layout as h5dump sees it.
+ * refusals, schema versions (fixed-length strings since 2), and the layout
+ * as h5dump sees it.
  *
  * The readers that hold the file open use the HDF5 library directly, as an
  * outside program (h5py, h5dump) would; that is why this test includes
@@ -770,6 +771,76 @@ static void test_append_cost(void **state) {
     free(tok);
 }
 
+/* Rewrite a trace's root attributes as an older or hostile writer would:
+ * schema_version = version and, when vlen, config as a variable-length string
+ * (what schema 1 wrote). */
+static void set_root(const char *path, int version, int vlen) {
+    hid_t f = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT);
+    assert_true(f >= 0);
+    hid_t a = H5Aopen(f, "schema_version", H5P_DEFAULT);
+    assert_true(a >= 0 && H5Awrite(a, H5T_NATIVE_INT, &version) >= 0);
+    H5Aclose(a);
+    if (vlen) {
+        assert_true(H5Adelete(f, "config") >= 0);
+        hid_t ty = H5Tcopy(H5T_C_S1), sp = H5Screate(H5S_SCALAR);
+        H5Tset_size(ty, H5T_VARIABLE);
+        H5Tset_cset(ty, H5T_CSET_UTF8);
+        a = H5Acreate2(f, "config", ty, sp, H5P_DEFAULT, H5P_DEFAULT);
+        const char *v = CONFIG;
+        assert_true(a >= 0 && H5Awrite(a, ty, &v) >= 0);
+        H5Aclose(a);
+        H5Sclose(sp);
+        H5Tclose(ty);
+    }
+    H5Fclose(f);
+}
+
+/* Schema 2 stores string attributes fixed-length; schema 1 traces (variable
+ * length) still read, except with TRACE_READ_CURRENT_ONLY; a variable-length
+ * string in a schema 2 file, or a schema from the future, is refused. */
+static void test_schema_versions(void **state) {
+    (void)state;
+    char path[512], err[512] = "";
+    gl_trace_desc d = full_desc();
+    int tok[P];
+    uint8_t cat[P];
+    probe(tok, cat);
+    gl_trace *t = NULL;
+    path_in(path, sizeof path, "schema.h5");
+    assert_int_equal(trace_create(&t, path, &d, tok, cat, err, sizeof err), 0);
+    trace_close(t);
+
+    hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    hid_t a = H5Aopen(f, "config", H5P_DEFAULT), ty = H5Aget_type(a);
+    assert_int_equal(H5Tis_variable_str(ty), 0);
+    H5Tclose(ty);
+    H5Aclose(a);
+    H5Fclose(f);
+
+    gl_trace_data r;
+    assert_int_equal(trace_read_flags(path, &r, TRACE_READ_CURRENT_ONLY, err, sizeof err), 0);
+    assert_string_equal(r.config_ini, CONFIG);
+    trace_data_free(&r);
+
+    set_root(path, 1, 1); /* a schema 1 trace, as gatelab wrote them before */
+    assert_int_equal(trace_read(path, &r, err, sizeof err), 0);
+    assert_string_equal(r.config_ini, CONFIG);
+    trace_data_free(&r);
+    assert_int_equal(trace_read_flags(path, &r, TRACE_READ_CURRENT_ONLY, err, sizeof err), -1);
+    print_message("schema 1, current only: \"%s\"\n", err);
+    assert_non_null(strstr(err, "schema version 1"));
+
+    set_root(path, 2, 0); /* variable-length config in a schema 2 file */
+    assert_int_equal(trace_read(path, &r, err, sizeof err), -1);
+    print_message("vlen in schema 2: \"%s\"\n", err);
+    assert_non_null(strstr(err, "variable-length"));
+
+    set_root(path, TRACE_SCHEMA_VERSION + 1, 0);
+    assert_int_equal(trace_read(path, &r, err, sizeof err), -1);
+    print_message("future schema: \"%s\"\n", err);
+    assert_non_null(strstr(err, "newer gatelab"));
+}
+
 static void test_refusals(void **state) {
     (void)state;
     char path[512], err[512] = "";
@@ -868,6 +939,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_forced_lock),
         cmocka_unit_test(test_append_cost),
         cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_schema_versions),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -76,6 +76,7 @@ static tr_spec tr_spec_of(int k) {
 /* Chunk length of the 1-D per-step datasets (a row there is one number, so
  * one row per chunk would spend more on the index than on the data). */
 #define TR_SCALAR_CHUNK 256
+#define TR_ATTR_STR_MAX (1u << 20) /* a string attribute longer than this is not one gatelab wrote */
 
 static const char *tr_axes_doc =
     "step: one row per evaluation, /step holds the completed optimiser steps; "
@@ -214,17 +215,23 @@ static void tr_dataset_path(int k, char *out, size_t n) {
     else snprintf(out, n, "/%s", sp.name);
 }
 
+/* Strings are stored fixed-length (schema 2): a variable-length string lives
+ * in HDF5's global heap, whose object lengths the library trusts when it reads
+ * them (a hostile file over-reads inside HDF5 1.10.8, tests/fuzz/README.md). */
 static int tr_attr_str(hid_t obj, const char *name, const char *value) {
     int rc = -1;
+    const char *v = value ? value : "";
+    size_t n = strlen(v);
     hid_t type = H5Tcopy(H5T_C_S1), space = H5I_INVALID_HID, attr = H5I_INVALID_HID;
     if (type < 0) goto cleanup;
-    if (H5Tset_size(type, H5T_VARIABLE) < 0 || H5Tset_cset(type, H5T_CSET_UTF8) < 0) goto cleanup;
+    if (H5Tset_size(type, n ? n : 1) < 0 || H5Tset_strpad(type, H5T_STR_NULLPAD) < 0 ||
+        H5Tset_cset(type, H5T_CSET_UTF8) < 0)
+        goto cleanup;
     space = H5Screate(H5S_SCALAR);
     if (space < 0) goto cleanup;
     attr = H5Acreate2(obj, name, type, space, H5P_DEFAULT, H5P_DEFAULT);
     if (attr < 0) goto cleanup;
-    const char *v = value ? value : "";
-    if (H5Awrite(attr, type, &v) < 0) goto cleanup;
+    if (H5Awrite(attr, type, n ? v : "") < 0) goto cleanup;
     rc = 0;
 cleanup:
     if (attr >= 0) H5Aclose(attr);
@@ -257,19 +264,25 @@ static int tr_read_attr_int(hid_t obj, const char *name, int *value) {
     return rc;
 }
 
-/* Read a string attribute (variable or fixed length) into a malloc'd string;
- * returns NULL if absent or unreadable. */
-static char *tr_read_attr_str(hid_t obj, const char *name) {
+/* Read a string attribute into a malloc'd string; returns NULL if absent or
+ * unreadable.  Fixed-length strings always; variable-length ones only when
+ * allow_vlen (schema 1 traces wrote them), else NULL with *refused = 1. */
+static char *tr_read_attr_str(hid_t obj, const char *name, int allow_vlen, int *refused) {
     char *out = NULL;
     hid_t attr = H5I_INVALID_HID, ftype = H5I_INVALID_HID, mtype = H5I_INVALID_HID, space = H5I_INVALID_HID;
+    *refused = 0;
     if (H5Aexists(obj, name) <= 0) return NULL;
     attr = H5Aopen(obj, name, H5P_DEFAULT);
     if (attr < 0) goto cleanup;
     ftype = H5Aget_type(attr);
     if (ftype < 0 || H5Tget_class(ftype) != H5T_STRING) goto cleanup;
     space = H5Aget_space(attr);
-    if (space < 0) goto cleanup;
+    if (space < 0 || H5Sget_simple_extent_npoints(space) != 1) goto cleanup;
     if (H5Tis_variable_str(ftype) > 0) {
+        if (!allow_vlen) {
+            *refused = 1;
+            goto cleanup;
+        }
         mtype = H5Tcopy(H5T_C_S1);
         H5Tset_size(mtype, H5T_VARIABLE);
         H5Tset_cset(mtype, H5Tget_cset(ftype));
@@ -279,6 +292,7 @@ static char *tr_read_attr_str(hid_t obj, const char *name) {
         H5Dvlen_reclaim(mtype, space, H5P_DEFAULT, &v);
     } else {
         size_t n = H5Tget_size(ftype);
+        if (n == 0 || n > TR_ATTR_STR_MAX) goto cleanup;
         mtype = H5Tcopy(H5T_C_S1);
         H5Tset_size(mtype, n + 1);
         H5Tset_cset(mtype, H5Tget_cset(ftype));
@@ -759,6 +773,10 @@ static long long tr_probe_len(hid_t ds) {
 }
 
 int trace_read(const char *path, gl_trace_data *out, char *err, size_t errlen) {
+    return trace_read_flags(path, out, 0, err, errlen);
+}
+
+int trace_read_flags(const char *path, gl_trace_data *out, int flags, char *err, size_t errlen) {
     int rc = -1;
     hid_t f = H5I_INVALID_HID, ds[TR_N], pt = H5I_INVALID_HID, pc = H5I_INVALID_HID;
     hsize_t dims[TR_N][4];
@@ -774,9 +792,10 @@ int trace_read(const char *path, gl_trace_data *out, char *err, size_t errlen) {
         snprintf(err, errlen, "%s: no schema_version attribute: not a gatelab trace", path);
         goto cleanup;
     }
-    if (version != TRACE_SCHEMA_VERSION) {
-        snprintf(err, errlen, "%s: trace schema version %d, this gatelab reads version %d", path, version,
-                 TRACE_SCHEMA_VERSION);
+    int oldest = (flags & TRACE_READ_CURRENT_ONLY) ? TRACE_SCHEMA_VERSION : TRACE_SCHEMA_OLDEST;
+    if (version < oldest || version > TRACE_SCHEMA_VERSION) {
+        snprintf(err, errlen, "%s: trace schema version %d, this gatelab reads versions %d to %d%s", path, version,
+                 oldest, TRACE_SCHEMA_VERSION, version > TRACE_SCHEMA_VERSION ? " (written by a newer gatelab)" : "");
         goto cleanup;
     }
     gl_trace_desc d = {0};
@@ -789,7 +808,13 @@ int trace_read(const char *path, gl_trace_data *out, char *err, size_t errlen) {
     out->n_kv_head = d.n_kv_head;
     out->n_router = d.n_router;
     out->n_probe = d.n_probe;
-    out->config_ini = tr_read_attr_str(f, "config");
+    int refused = 0; /* schema 1 wrote variable-length strings; schema 2 never does */
+    out->config_ini = tr_read_attr_str(f, "config", version < 2, &refused);
+    if (refused) {
+        snprintf(err, errlen, "%s: the root attribute config is a variable-length string, which schema version %d "
+                 "traces never hold: not a trace this gatelab wrote", path, version);
+        goto cleanup;
+    }
     if (!out->config_ini) out->config_ini = strdup("");
 
     /* probe batch */

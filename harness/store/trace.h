@@ -19,7 +19,10 @@
 
 #include "model/gatekind.h"
 
-#define TRACE_SCHEMA_VERSION 1
+/* Version 2 stores every string attribute fixed-length; version 1 (read for
+ * compatibility) stored them variable-length. */
+#define TRACE_SCHEMA_VERSION 2
+#define TRACE_SCHEMA_OLDEST 1
 
 typedef struct gl_trace gl_trace;
 
@@ -85,6 +88,12 @@ typedef struct {
  * row whose append did not complete is dropped).  Returns 0, or -1 with a
  * message (out is then empty).  Free with trace_data_free. */
 int trace_read(const char *path, gl_trace_data *out, char *err, size_t errlen);
+
+/* trace_read with flags: TRACE_READ_CURRENT_ONLY refuses traces of an older
+ * schema (the fuzz target reads only the format gatelab writes now; schema 1's
+ * variable-length strings are read by HDF5's global heap, outside our checks). */
+enum { TRACE_READ_CURRENT_ONLY = 1 };
+int trace_read_flags(const char *path, gl_trace_data *out, int flags, char *err, size_t errlen);
 void trace_data_free(gl_trace_data *d); /* accepts an empty or partly filled struct */
 
 #endif

@@ -70,7 +70,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     fclose(f);
     gl_trace_data d;
     char err[1024] = "";
-    if (trace_read(g_path, &d, err, sizeof err) == 0) {
+    if (trace_read_flags(g_path, &d, TRACE_READ_CURRENT_ONLY, err, sizeof err) == 0) {
         for (int i = 0; i < d.n_probe; i++)
             if (d.probe_category[i] > 2) abort();
         for (int s = 0; s < d.n_steps; s++)
