@@ -124,11 +124,37 @@ static void pc_gates(gl_db *db, paper_run *p, int *fail, char *err, size_t errle
     p->head_gini = pc_gini(heads, nh);
 }
 
+static int cmp_dbl(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Seconds a run spent training: the sum of the gaps between its logged
+ * training losses, leaving out any gap over 20 times the median gap (the run
+ * lay stopped there and was resumed later, e.g. in the next session).  NAN
+ * with fewer than two points. */
+static double pc_training_seconds(const gl_metric_point *pts, int np) {
+    if (np < 2) return NAN;
+    double *gap = malloc((size_t)(np - 1) * sizeof *gap), *sorted = malloc((size_t)(np - 1) * sizeof *sorted);
+    double sum = NAN;
+    if (gap && sorted) {
+        for (int k = 1; k < np; k++) gap[k - 1] = sorted[k - 1] = pts[k].wall_time - pts[k - 1].wall_time;
+        qsort(sorted, (size_t)(np - 1), sizeof *sorted, cmp_dbl);
+        double med = sorted[(np - 1) / 2];
+        sum = 0;
+        for (int k = 0; k < np - 1; k++)
+            if (gap[k] <= 20 * med) sum += gap[k];
+    }
+    free(gap);
+    free(sorted);
+    return sum;
+}
+
 static void pc_wall(gl_db *db, paper_run *p, int *fail, char *err, size_t errlen) {
     gl_metric_point *pts = NULL;
     int np = 0;
     if (db_metric_series(db, p->t.run_id, "train", "loss", &pts, &np, err, errlen)) *fail = 1;
-    p->wall_s = np > 1 ? pts[np - 1].wall_time - pts[0].wall_time : NAN;
+    p->wall_s = pc_training_seconds(pts, np);
     p->t0 = np ? pts[0].wall_time : NAN;
     p->t1 = np ? pts[np - 1].wall_time : NAN;
     free(pts);
@@ -735,6 +761,40 @@ static void plan_command(const char *plan_path, int id, const char *results, cha
 
 /* Per plan line: runs registered in the registry for experiment paper-GROUP
  * and how many finished, so a partial report says what it lacks. */
+static int cmp_span(const void *a, const void *b) {
+    const double *x = a, *y = b;
+    return (x[0] > y[0]) - (x[0] < y[0]);
+}
+
+/* Wall-clock seconds during which at least one run was training: the union of
+ * the spans [end − training seconds, end] (a resumed run's training seconds
+ * leave out the time it lay stopped, so pauses between sessions do not count). */
+static double busy_seconds(const paper_run *runs, int n) {
+    double(*sp)[2] = malloc((size_t)(n ? n : 1) * sizeof *sp);
+    if (!sp) return NAN;
+    int m = 0;
+    for (int i = 0; i < n; i++)
+        if (!isnan(runs[i].wall_s) && !isnan(runs[i].t1)) {
+            sp[m][0] = runs[i].t1 - runs[i].wall_s;
+            sp[m][1] = runs[i].t1;
+            m++;
+        }
+    qsort(sp, (size_t)m, sizeof *sp, cmp_span);
+    double busy = 0, lo = 0, hi = -INFINITY;
+    for (int i = 0; i < m; i++) {
+        if (sp[i][0] > hi) {
+            if (hi > lo) busy += hi - lo;
+            lo = sp[i][0];
+            hi = sp[i][1];
+        } else if (sp[i][1] > hi) {
+            hi = sp[i][1];
+        }
+    }
+    if (hi > lo) busy += hi - lo;
+    free(sp);
+    return busy;
+}
+
 static int write_progress(FILE *f, gl_db *db, const char *plan_path, const char *preset, char *err, size_t errlen) {
     FILE *pf = fopen(plan_path, "r");
     if (!pf) {
@@ -906,9 +966,10 @@ int paper_report(gl_db *db, const char *preset, const char *plan_path, const cha
         tokens += (double)run_tokens(&runs[i]);
     }
     if (n)
-        fprintf(f, "Training: %d runs, %.1f M tokens in all, %.0f s of training summed over runs, %.1f h from the "
-                   "first training step to the last (runs in parallel, sharing the machine).\n\n",
-                n, tokens / 1e6, train_s, (t1 - t0) / 3600.0);
+        fprintf(f, "Training: %d runs, %.1f M tokens in all, %.0f s of training summed over runs; %.2f h of "
+                   "wall-clock time with at least one run training (runs in parallel, sharing the machine; %.1f h "
+                   "from the first training step to the last, pauses between sessions included).\n\n",
+                n, tokens / 1e6, train_s, busy_seconds(runs, n) / 3600.0, (t1 - t0) / 3600.0);
     if (write_progress(f, db, plan_path, preset, err, errlen)) {
         fclose(f);
         remove(tmp);

@@ -32,7 +32,7 @@ typedef struct {
     long loss_step;
     gl_prov zero_prov;       /* what zero_dl was measured on */
     double train_tps;        /* mean training tokens/s (first log row skipped) */
-    double wall_s;           /* first to last training metric (s) */
+    double wall_s;           /* seconds training: gaps between training metrics, pauses left out */
     double t0, t1;           /* wall time (unix s) of the first and last training metric */
     double late_alpha, early_alpha;     /* SATFormer: mean α of the later / earlier half of blocks ≥ 1 */
     double late_sem, late_other;        /* mean α of later-half blocks on semantic / other tokens */
