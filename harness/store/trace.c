@@ -37,6 +37,7 @@
 
 #include <assert.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -93,6 +94,9 @@ static const char *tr_axes_doc =
 #define TR_READ_TRIES 25 /* up to 1 s: an append under a sanitizer or a loaded machine took > 100 ms */
 #endif
 #define TR_READ_PAUSE_NS 40000000L
+#ifndef TR_METADATA_READ_ATTEMPTS
+#define TR_METADATA_READ_ATTEMPTS 31
+#endif
 
 struct gl_trace {
     long n_steps;
@@ -579,6 +583,63 @@ static long tr_rows_on_disk(hid_t file) {
     return rank == 1 ? (long)dims[0] : -1;
 }
 
+/* Keep a copy of the trace as it is before an append, as path.prev (written
+ * to path.prev.tmp, fsync'd, renamed).  An append that fails part-way — a
+ * disk that fills inside HDF5's metadata writes — can leave a block of
+ * trace.h5 torn for good; trace_reopen then rebuilds from the copy.  The copy
+ * is the size of the trace (for the runs of experiments/paper ~0.4 MB) and is
+ * rewritten at every evaluation.  Returns 0, or -1 with a message (the trace
+ * itself untouched). */
+static int tr_backup(const char *path, const char *what, char *err, size_t errlen) {
+    char prev[4096], tmp[4200];
+    if ((size_t)snprintf(prev, sizeof prev, "%s.prev", path) >= sizeof prev) {
+        snprintf(err, errlen, "%s: path too long", path);
+        return -1;
+    }
+    snprintf(tmp, sizeof tmp, "%s.tmp", prev);
+    int in = open(path, O_RDONLY | O_CLOEXEC), out = -1, rc = -1;
+    const char *failed = tmp;
+    if (in < 0) {
+        failed = path;
+        goto done;
+    }
+    out = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (out < 0) goto done;
+    char buf[1 << 16];
+    for (;;) {
+        ssize_t r = read(in, buf, sizeof buf);
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0) {
+            failed = path;
+            goto done;
+        }
+        if (r == 0) break;
+        for (ssize_t off = 0; off < r;) {
+            ssize_t w = write(out, buf + off, (size_t)(r - off));
+            if (w < 0 && errno == EINTR) continue;
+            if (w < 0) goto done;
+            off += w;
+        }
+    }
+    if (fsync(out) != 0) goto done;
+    if (close(out) != 0) {
+        out = -1;
+        goto done;
+    }
+    out = -1;
+    failed = prev;
+    if (rename(tmp, prev) != 0) goto done;
+    rc = 0;
+done:
+    if (rc != 0)
+        snprintf(err, errlen, "%s: cannot keep a copy of the trace before appending %s (%s: %s); the trace is "
+                 "unchanged", path, what, failed, strerror(errno));
+    if (in >= 0) close(in);
+    if (out >= 0) close(out);
+    if (rc != 0) unlink(tmp);
+    return rc;
+}
+
 /* Append n rows: steps (n), and for each dataset k the trace has, bufs[k]
  * holding n rows (bufs[TR_STEP] is ignored).  Opens the file, writes every
  * data row and /step last, flushes and closes it; t's counters advance only
@@ -593,6 +654,7 @@ static int tr_append_rows(gl_trace *t, long n, const int64_t *steps, const void 
     if (n == 1) snprintf(what, sizeof what, "step %ld", (long)steps[0]);
     else snprintf(what, sizeof what, "steps %ld to %ld", (long)steps[0], (long)steps[n - 1]);
 
+    if (tr_backup(t->path, what, err, errlen) != 0) goto cleanup;
     file = tr_open_write(t->path, what, err, errlen);
     if (file < 0) goto cleanup;
     /* the file is not held open between appends: make sure nobody else
@@ -734,12 +796,13 @@ static hid_t tr_open_read(const char *path, char *err, size_t errlen) {
         tr_fail(err, errlen, path, "H5Pset_libver_bounds/H5Pset_file_locking", NULL);
         return f;
     }
-#ifdef TR_METADATA_READ_ATTEMPTS
-    /* the fuzz build: HDF5's SWMR reader re-reads a block whose checksum fails
-     * up to 100 times with growing pauses (it may be mid-write), seconds per
-     * corrupted object; a fuzzer's input is corrupted, not mid-write */
+    /* HDF5's SWMR reader re-reads a block whose checksum fails (it may be
+     * mid-write) with a pause that doubles from 1 ns each time; its default of
+     * 100 attempts means hours on a block that is corrupted for good (a trace
+     * cut short by a full disk).  TR_METADATA_READ_ATTEMPTS tries wait at
+     * most ~2^TR_METADATA_READ_ATTEMPTS ns in all: 31 → about 2 s, longer
+     * than an append takes on a loaded machine.  The fuzz build sets 1. */
     H5Pset_metadata_read_attempts(fapl, TR_METADATA_READ_ATTEMPTS);
-#endif
     for (int i = 0; i < TR_READ_TRIES; i++) {
         if (i > 0) {
             struct timespec pause = {0, TR_READ_PAUSE_NS};
@@ -943,7 +1006,15 @@ int trace_reopen(gl_trace **out, const char *path, long last_step, char *err, si
     int64_t *steps = NULL;
     char tmp[4096];
     *out = NULL;
-    if (trace_read(path, &old, err, errlen) != 0) return -1;
+    if (trace_read(path, &old, err, errlen) != 0) {
+        /* an append that failed part-way may have torn the file: the copy
+         * taken before that append (tr_backup) holds every earlier row */
+        char prev[4200], perr[512];
+        snprintf(prev, sizeof prev, "%s.prev", path);
+        if (access(prev, R_OK) != 0 || trace_read(prev, &old, perr, sizeof perr) != 0) return -1;
+        fprintf(stderr, "gatelab: %s\n  is unreadable; resuming from the copy taken before its last append, "
+                "%s (%d rows)\n", err, prev, old.n_steps);
+    }
     if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp", path) >= sizeof tmp) {
         snprintf(err, errlen, "%s: path too long", path);
         goto cleanup;

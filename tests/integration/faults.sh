@@ -28,7 +28,7 @@ steps() { h5dump -A 0 -y -d /step "$R/runs/$1/trace.h5" 2>/dev/null | sed -n '/D
 faulty() { local id=$1; shift; local envs=(); while [ "$1" != -- ]; do envs+=("$1"); shift; done; shift
     # (…; exit) so that this subshell, not the script, reports a kill -9 (to /dev/null)
     (env LD_PRELOAD="$SHIM" "${envs[@]}" "$BIN" train "$TINY" --run-id "$id" --results "$R" --quiet "$@" > "$W/$id.out" 2>&1; exit $?) 2>/dev/null; }
-resume() { "$BIN" train "$TINY" --resume "$1" --results "$R" --quiet > "$W/$1.resume" 2>&1; }
+resume() { timeout 300 "$BIN" train "$TINY" --resume "$1" --results "$R" --quiet > "$W/$1.resume" 2>&1; }
 
 "$BIN" train "$TINY" --run-id ref --results "$R" --quiet > /dev/null 2>&1
 ref=$(last_hex ref)
@@ -52,7 +52,7 @@ check "kill -9 before the first checkpoint: the log says it starts again from st
 check "kill -9 before the first checkpoint: ends like never stopping" test "$(last_hex k0)" = "$ref"
 
 # 2. the trace's disk full from the start, and 3. filling part-way through the appends
-for b in 0 2000 6000 9000 14000 19500; do
+for b in 0 2000 6000 9000 14000 19500 48500; do  # 48500: tears /step's header (resume rebuilds from trace.h5.prev)
     id="tr$b"
     faulty "$id" GATELAB_FAULT_BYTES=$b GATELAB_FAULT_PATH=trace.h5 --; rc=$?
     out=$(head -c 300 "$W/$id.out")
