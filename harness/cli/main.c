@@ -1,6 +1,10 @@
 /*
- * main.c — the `gatelab` command: dispatch to a subcommand.
+ * main.c — the `gatelab` command: dispatch to a subcommand, `gatelab --help`
+ * (one line per command with every flag it takes; `gatelab CMD --help` says
+ * what each does) and `gatelab --version`.
  * Every subcommand lives in its own file and is listed once in the table below.
+ * The commit comes from the Makefile (-DGATELAB_COMMIT, `git describe
+ * --always --dirty`, "unknown" outside a git checkout).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,6 +12,15 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "store/ckpt.h"
+#include "store/export.h"
+#include "store/registry.h"
+#include "store/trace.h"
+
+#define GATELAB_VERSION "0.1.0" /* raised by hand at a release; the commit says exactly what was built */
+#ifndef GATELAB_COMMIT
+#define GATELAB_COMMIT "unknown"
+#endif
 
 typedef struct {
     const char *name;
@@ -37,7 +50,15 @@ static void usage(FILE *f) {
     fprintf(f, "gatelab — train, trace and take apart gated transformers\n\nusage:\n");
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         fprintf(f, "  gatelab %s\n", commands[i].usage);
-    fprintf(f, "\nRUN is a run id or a run folder (results/runs/<id>).\n");
+    fprintf(f, "  gatelab --version\n"
+               "\nRUN is a run id or a run folder (results/runs/<id>); DIR (--results) defaults to $GATELAB_RESULTS\n"
+               "or results, PATH (--db) to DIR/gatelab.db.  `gatelab CMD --help` explains each flag of CMD.\n");
+}
+
+static void version(void) {
+    printf("gatelab %s (commit %s)\n", GATELAB_VERSION, GATELAB_COMMIT);
+    printf("formats: registry schema %d, checkpoint %d, trace schema %d, export schema %d\n", DB_SCHEMA_VERSION,
+           CKPT_VERSION, TRACE_SCHEMA_VERSION, EXPORT_SCHEMA_VERSION);
 }
 
 /* OpenMP threads that spin at barriers (libgomp's default) lose whole time
@@ -59,9 +80,12 @@ int main(int argc, char **argv) {
         usage(argc < 2 ? stderr : stdout);
         return argc < 2 ? 2 : 0;
     }
+    if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "-V") || !strcmp(argv[1], "version")) {
+        version();
+        return 0;
+    }
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         if (!strcmp(argv[1], commands[i].name)) return commands[i].run(argc - 1, argv + 1);
-    fprintf(stderr, "gatelab: unknown command '%s'\n\n", argv[1]);
-    usage(stderr);
+    fprintf(stderr, "gatelab: unknown command '%s'; see gatelab --help\n", argv[1]);
     return 2;
 }
