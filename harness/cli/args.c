@@ -225,7 +225,7 @@ static int args_head_item(const char *item, int *block, int *head, char *why, si
     return 0;
 }
 
-int args_heads(const char *heads, char *out, size_t n, char *err, size_t errlen) {
+int args_heads(const char *flag, const char *heads, char *out, size_t n, char *err, size_t errlen) {
     size_t used = 0;
     out[0] = '\0';
     for (const char *s = heads;;) {
@@ -234,12 +234,12 @@ int args_heads(const char *heads, char *out, size_t n, char *err, size_t errlen)
         int block, head;
         snprintf(item, sizeof item, "%.*s", (int)(len < sizeof item ? len : sizeof item - 1), s);
         if (len >= sizeof item || args_head_item(item, &block, &head, why, sizeof why)) {
-            snprintf(err, errlen, "--heads '%s': item '%s': %s", heads, item, len >= sizeof item ? "too long" : why);
+            snprintf(err, errlen, "%s '%s': item '%s': %s", flag, heads, item, len >= sizeof item ? "too long" : why);
             return -1;
         }
         int w = snprintf(out + used, n - used, "%s%d:%d", used ? "," : "", block, head);
         if (w < 0 || (size_t)w >= n - used) {
-            snprintf(err, errlen, "--heads '%.60s…': too many heads", heads);
+            snprintf(err, errlen, "%s '%.60s…': too many gates", flag, heads);
             return -1;
         }
         used += (size_t)w;

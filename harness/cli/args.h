@@ -113,9 +113,10 @@ void args_run_db_path(const char *db, const char *run_dir, char *out, size_t n);
 /* The run id of a run folder: its last path component. */
 void args_run_id(const char *run_dir, char *out, size_t n);
 
-/* A --heads list in either spelling, "2:0,3:1" or TransformerLens's
- * "L2H0,L3H1" (case-insensitive, mixed freely), rewritten as "2:0,3:1" into
- * out.  Returns 0, or -1 with a message naming --heads and the bad item. */
-int args_heads(const char *heads, char *out, size_t n, char *err, size_t errlen);
+/* A list of gates (flag: "--heads", "--gate") in either spelling, "2:0,3:1"
+ * or TransformerLens's "L2H0,L3H1" (case-insensitive, mixed freely),
+ * rewritten as "2:0,3:1" into out.  Returns 0, or -1 with a message naming
+ * the flag and the bad item. */
+int args_heads(const char *flag, const char *heads, char *out, size_t n, char *err, size_t errlen);
 
 #endif

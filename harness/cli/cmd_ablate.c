@@ -126,7 +126,7 @@ static int ab_parse(int argc, char **argv, ab_args *a, int heads) {
     if (!a->arg) return args_usage_error(spec, "RUN is missing");
     if (!heads && !a->mode) return args_usage_error(spec, "--mode is missing");
     char err[1200];
-    if (a->heads && args_heads(a->heads, a->heads_buf, sizeof a->heads_buf, err, sizeof err)) {
+    if (a->heads && args_heads("--heads", a->heads, a->heads_buf, sizeof a->heads_buf, err, sizeof err)) {
         fprintf(stderr, "gatelab ablate: %s\n", err);
         return 2;
     }
