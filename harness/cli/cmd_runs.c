@@ -318,9 +318,11 @@ int cmd_runs(int argc, char **argv) {
         goto cleanup;
     }
     if (fmt == RUNS_CSV) runs_print_csv(rows, n);
-    else if (fmt == RUNS_JSON && runs_print_json(rows, n)) {
-        fprintf(stderr, "gatelab runs: out of memory writing JSON\n");
-        goto cleanup;
+    else if (fmt == RUNS_JSON) {
+        if (runs_print_json(rows, n)) {
+            fprintf(stderr, "gatelab runs: out of memory writing JSON\n");
+            goto cleanup;
+        }
     }
     else runs_print_table(rows, n, why);
     rc = 0;

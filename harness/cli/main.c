@@ -29,20 +29,20 @@ typedef struct {
 } command;
 
 static const command commands[] = {
-    {"train", cmd_train, "train MANIFEST [section.key=value ...] [--resume RUN] [--run-id ID] [--db PATH] [--results DIR] [--quiet]"},
-    {"eval", cmd_eval, "eval RUN [--text FILE | --split val|test] [--windows N] [--sparse] [--tau T | --match-alpha A] [--batch B]"},
-    {"sample", cmd_sample, "sample RUN [--tokens N] [--prompt S] [--temperature T] [--seed S]"},
+    {"train", cmd_train, "train MANIFEST [section.key=value ...] [--resume RUN] [--run-id ID] [--db PATH] [--results DIR] [--quiet] [--allow-config-change]"},
+    {"eval", cmd_eval, "eval RUN [--split val|test|train | --text FILE] [--windows N] [--sparse] [--tau T | --match-alpha A | --match-run TSA_RUN] [--batch B] [--results DIR] [--record]"},
+    {"sample", cmd_sample, "sample RUN [--tokens N] [--prompt S] [--temperature T] [--seed S] [--results DIR] [--json]"},
     {"export", cmd_export, "export RUN --out FILE.h5 [--results DIR]"},
-    {"sweep", cmd_sweep, "sweep MANIFEST [key=a,b,c ...] [-j N] [--dry-run] [--index I] [--emit-slurm FILE] [--db PATH] [--results DIR]"},
+    {"sweep", cmd_sweep, "sweep MANIFEST [key=a,b,c ...] [-j|--jobs N] [--dry-run] [--index I] [--emit-slurm FILE [--nodes N] [--ntasks-per-node K]] [--launcher \"CMD ARGS\"] [--stale SECONDS] [--retry-failed] [--db PATH] [--results DIR]"},
     {"collect", cmd_collect, "collect MAIN.db TASK.db [TASK.db ...]"},
-    {"runs", cmd_runs, "runs [--experiment E] [--status S] [--format table|csv|json] [--db PATH]"},
-    {"analyze", cmd_analyze, "analyze RUN [--results DIR] [--db PATH] [--out DIR] [--no-db]"},
-    {"ablate", cmd_ablate, "ablate RUN --mode zero|mean|full-depth|random|exit [--layers 1,3] [--heads 2:0,3:1] [--taus T,...] [--windows N] [--db PATH]"},
-    {"heads", cmd_heads, "heads RUN [--windows N] [--out DIR] [--db PATH] [--no-figure]"},
-    {"tables", cmd_tables, "tables [EXPERIMENT] [--db PATH] [--results DIR] [--out DIR]"},
-    {"paper", cmd_paper, "paper post | paper report PRESET [--results DIR] [--out DIR]   (stages of make paper)"},
-    {"figures", cmd_figures, "figures [EXPERIMENT] [--db PATH] [--results DIR] [--out DIR]"},
-    {"report", cmd_report, "report RUN|EXPERIMENT --html [--out FILE] [--block N --kv-head H] [--chars N] [--results DIR] [--db PATH]"},
+    {"runs", cmd_runs, "runs [--experiment E] [--status S] [--format table|csv|json] [--stale-after SECONDS] [--fix-stale] [--db PATH] [--results DIR]"},
+    {"analyze", cmd_analyze, "analyze RUN [--out DIR] [--no-db] [--db PATH] [--results DIR]"},
+    {"ablate", cmd_ablate, "ablate RUN --mode zero|mean|file|full-depth|random|exit [--layers 1,3] [--heads 2:0,L3H1] [--values FILE] [--taus T,...] [--windows N] [--batch B] [--threads N] [--no-db] [--db PATH] [--results DIR]"},
+    {"heads", cmd_heads, "heads RUN [--windows N] [--batch B] [--threads N] [--out DIR] [--no-figure] [--json] [--no-db] [--db PATH] [--results DIR]"},
+    {"tables", cmd_tables, "tables [EXPERIMENT] [--out DIR] [--db PATH] [--results DIR]"},
+    {"figures", cmd_figures, "figures [EXPERIMENT] [--out DIR] [--db PATH] [--results DIR]"},
+    {"report", cmd_report, "report RUN|EXPERIMENT --html [--out FILE] [--block N --kv-head H | --gate L2H0] [--chars N] [--db PATH] [--results DIR]"},
+    {"paper", cmd_paper, "paper post [--results DIR] | paper report PRESET [--results DIR] [--out DIR]   (stages of make paper)"},
     {"data", cmd_data, "data [FILE ...]   (where data sets are looked for and found; `make data` fetches them)"},
 };
 
