@@ -86,6 +86,12 @@ check "ablate prints a JSON line with delta_loss and categories" grep -qE '^\{"r
 check "ablate logs zero.all.* rows" test "$(q "select count(*) from metrics where run_id='sat' and split='ablation' and name like 'zero.all.%'")" -ge 5
 "$BIN" ablate sat --results "$R" --mode mean --heads 2:1 --windows 16 > "$W/ab2" 2>&1
 check "ablate --mode mean --heads 2:1 exits 0 and names its reference tokens" grep -q '"reference":"val\[16,32)"' "$W/ab2"
+# TransformerLens's head names select the same gates: L2H1 is block 2, KV head 1
+"$BIN" ablate sat --results "$R" --mode mean --heads l2h1 --windows 16 --no-db > "$W/ab2tl" 2>&1
+check "ablate --heads l2h1 (TransformerLens) gives exactly what --heads 2:1 gives" \
+    test -n "$(grep '"delta_loss"' "$W/ab2")" -a "$(grep -o '"gates".*' "$W/ab2")" = "$(grep -o '"gates".*' "$W/ab2tl")"
+"$BIN" ablate sat --results "$R" --mode zero --heads L1H0,2:1 --windows 16 --no-db > "$W/ab2mix" 2>&1
+check "ablate --heads mixes both spellings (L1H0,2:1 -> gates L1H0+L2H1)" grep -q '"gates":"L1H0+L2H1"' "$W/ab2mix"
 "$BIN" ablate tsa --results "$R" --mode full-depth --windows 16 > "$W/ab3" 2>&1 &&
 "$BIN" ablate tsa --results "$R" --mode random --windows 16 > "$W/ab4" 2>&1
 check "ablate TSA full-depth and random exit 0" test $? -eq 0
