@@ -63,6 +63,7 @@ int args_next(args_parser *p) {
     if (p->rest) { /* after "--": the rest are positional */
         if (p->rest >= p->argc) return ARGS_END;
         p->val = p->argv[p->rest++];
+        p->flag[0] = '\0';
         return ARGS_POS;
     }
     /* no permutation (the leading '-'), so the word getopt reads next is argv[at] */
@@ -77,11 +78,18 @@ int args_next(args_parser *p) {
         }
         return ARGS_END;
     }
-    if (k == 1) return ARGS_POS;
+    if (k == 1) {
+        p->flag[0] = '\0';
+        return ARGS_POS;
+    }
     args_name_of(p, at);
     if (k == ':') return snprintf(msg, sizeof msg, "%s needs a value", p->flag), args_bad(p, msg);
     if (k == '?') {
-        if (optopt && optopt < 128 && p->flag[1] != '-') snprintf(msg, sizeof msg, "unknown option '-%c'", optopt);
+        int switch_with_value = 0; /* "--sparse=1": getopt_long says '?' for a switch given a value */
+        for (const struct option *o = p->lo; o->name && p->flag[1] == '-'; o++)
+            switch_with_value |= !strcmp(o->name, p->flag + 2) && o->has_arg == no_argument;
+        if (switch_with_value) snprintf(msg, sizeof msg, "%s takes no value", p->flag);
+        else if (optopt && optopt < 128 && p->flag[1] != '-') snprintf(msg, sizeof msg, "unknown option '-%c'", optopt);
         else snprintf(msg, sizeof msg, "unknown option '%s'", p->flag);
         return args_bad(p, msg);
     }
