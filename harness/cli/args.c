@@ -14,6 +14,7 @@
  */
 #include "args.h"
 
+#include <assert.h>
 #include <libgen.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -33,7 +34,9 @@ void args_begin(args_parser *p, const args_spec *spec, int argc, char **argv) {
     p->shorts[ns++] = ':';
     p->shorts[ns++] = 'h';
     int n = 0;
-    for (const args_opt *o = spec->opts; o && o->name && n < ARGS_MAX_OPTS; o++, n++) {
+    for (const args_opt *o = spec->opts; o && o->name; o++, n++) {
+        assert(n < ARGS_MAX_OPTS && "a command's flag table is longer than ARGS_MAX_OPTS");
+        assert(o->key != 'h' && o->key != 1 && o->key != ':' && o->key != '?');
         p->lo[n] = (struct option){o->name, o->arg ? required_argument : no_argument, NULL, o->key};
         if (o->key > 0 && o->key < 128) {
             p->shorts[ns++] = (char)o->key;

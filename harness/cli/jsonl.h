@@ -1,7 +1,7 @@
 /*
  * jsonl.h — the JSON gatelab prints: one compact object per line, built with
- * jansson (Debian libjansson-dev), the only files that include <jansson.h>
- * being this one's users in harness/cli/.
+ * jansson (Debian libjansson-dev).  <jansson.h> is included here and by the
+ * cmd_*.c files that print JSON, nowhere outside harness/cli/.
  *
  * jansson escapes strings and writes integers as integers; what it leaves to
  * us is that json_real(NaN) and json_string(non-UTF-8) return NULL, which
