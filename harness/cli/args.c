@@ -214,6 +214,21 @@ void args_run_id(const char *run_dir, char *out, size_t n) {
     snprintf(out, n, "%s", basename(tmp));
 }
 
+int args_int_list(const char *flag, const char *list, int lo, int hi, char *err, size_t errlen) {
+    for (const char *s = list;;) {
+        size_t len = strcspn(s, ",");
+        char item[32], why[160];
+        int v;
+        snprintf(item, sizeof item, "%.*s", (int)(len < sizeof item ? len : sizeof item - 1), s);
+        if (len >= sizeof item || parse_int(item, lo, hi, &v, why, sizeof why)) {
+            snprintf(err, errlen, "%s '%s': item '%s': %s", flag, list, item, len >= sizeof item ? "too long" : why);
+            return -1;
+        }
+        if (!s[len]) return 0;
+        s += len + 1;
+    }
+}
+
 /* One --heads item, "2:0" or "L2H0" (either case), as block and KV head.  Returns 0 or -1 (why). */
 static int args_head_item(const char *item, int *block, int *head, char *why, size_t whylen) {
     char a[32], b[32];

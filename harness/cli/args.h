@@ -113,6 +113,9 @@ void args_run_db_path(const char *db, const char *run_dir, char *out, size_t n);
 /* The run id of a run folder: its last path component. */
 void args_run_id(const char *run_dir, char *out, size_t n);
 
+/* A comma list of integers in [lo, hi] ("1,3") given to flag: 0, or -1 with a
+ * message naming the flag and the bad item (store/parse.h's reason). */
+int args_int_list(const char *flag, const char *list, int lo, int hi, char *err, size_t errlen);
 /* A list of gates (flag: "--heads", "--gate") in either spelling, "2:0,3:1"
  * or TransformerLens's "L2H0,L3H1" (case-insensitive, mixed freely),
  * rewritten as "2:0,3:1" into out.  Returns 0, or -1 with a message naming

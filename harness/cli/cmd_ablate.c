@@ -131,6 +131,10 @@ static int ab_parse(int argc, char **argv, ab_args *a, int heads) {
         return 2;
     }
     if (a->heads) a->heads = a->heads_buf;
+    if (a->layers && args_int_list("--layers", a->layers, 0, GL_MAX_LAYERS - 1, err, sizeof err)) {
+        fprintf(stderr, "gatelab ablate: %s\n", err);
+        return 2;
+    }
     return -1;
 }
 

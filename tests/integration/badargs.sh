@@ -114,3 +114,5 @@ expect 2 "--heads '2:x': item '2:x': not an integer" "ablate --heads 2:x names t
     "$BIN" ablate a --mode zero --heads 2:x --results "$R"
 expect 2 "--heads 'L1H0,LaH1': item 'LaH1'" "ablate --heads L1H0,LaH1 names the bad item" \
     "$BIN" ablate a --mode zero --heads L1H0,LaH1 --results "$R"
+expect 2 "--layers '1,x': item 'x': not an integer" "ablate --layers 1,x names the item" \
+    "$BIN" ablate a --mode zero --layers 1,x --results "$R"
