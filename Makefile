@@ -23,8 +23,12 @@ BUILD    ?= build
 CC       ?= cc
 OPT      ?= -O3 -march=native
 SAN      ?=
-PKGS     := hdf5 sqlite3 inih
+PKGS     := hdf5 sqlite3 inih jansson
 BLASDIR  ?= /usr/lib/x86_64-linux-gnu/openblas-openmp
+
+# The commit `gatelab --version` prints: `git describe` of this checkout, "unknown"
+# outside one (a tarball, a bare clone's export).  main.o alone is rebuilt when it changes.
+GATELAB_COMMIT := $(shell git describe --always --dirty 2>/dev/null || echo unknown)
 
 CFLAGS   := -std=c11 $(OPT) -g -fopenmp -Wall -Wextra -Werror -Wno-unused-parameter -Wno-format-truncation \
             -D_GNU_SOURCE -MMD -MP -I. -Iharness $(SAN) \
@@ -52,7 +56,7 @@ MPI      ?= $(shell pkg-config --exists ompi-c 2>/dev/null && echo 1 || echo 0)
 MPI_BIN  := $(if $(filter 1,$(MPI)),$(BUILD)/gatelab-mpi)
 
 .SECONDARY:
-.PHONY: all test asan demo bench figures debug clean deps fixtures paper data fuzz
+.PHONY: FORCE all test asan demo bench figures debug clean deps fixtures paper data fuzz
 all: $(BUILD)/gatelab $(MPI_BIN)
 
 deps:
@@ -65,6 +69,18 @@ $(BUILD)/%.o: %.c
 $(BUILD)/libgatelab.a: $(LIB_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
+
+# main.o carries the commit; a stamp file changes only when the commit does, so a
+# build without changes does not relink.
+$(BUILD)/commit.stamp: FORCE
+	@mkdir -p $(dir $@)
+	@echo '$(GATELAB_COMMIT)' | cmp -s - $@ || echo '$(GATELAB_COMMIT)' > $@
+
+$(BUILD)/harness/cli/main.o: harness/cli/main.c $(BUILD)/commit.stamp
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -DGATELAB_COMMIT='"$(GATELAB_COMMIT)"' -c $< -o $@
+
+FORCE:
 
 $(BUILD)/gatelab: $(BUILD)/harness/cli/main.o $(BUILD)/libgatelab.a
 	$(CC) $(LDFLAGS) $^ -o $@ $(LDLIBS)

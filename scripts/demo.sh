@@ -86,7 +86,7 @@ fi
 echo
 echo "== TSA at inference: soft vs real skipping (gatelab eval $tsa --sparse)"
 G eval "$tsa" --sparse --windows 32
-alpha=$(G eval "$tsa" --windows 32 | sed -n 's/.*"soft":{[^}]*"active_frac":\([0-9.]*\).*/\1/p')
+alpha=$(G eval "$tsa" --windows 32 | sed -n 's/.*"soft":{[^}]*"active_frac":\([-+0-9.eE]*\).*/\1/p')
 echo "== early exit at the TSA run's α = $alpha (gatelab eval $ee --match-alpha $alpha)"
 G eval "$ee" --match-alpha "$alpha" --windows 32 || echo "   (no τ reaches α = $alpha on this run: see the τ sweep below)"
 echo

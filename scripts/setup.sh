@@ -5,7 +5,7 @@
 # tests (tests/integration/report_html.sh), unzip unpacks enwik8 for `make data`.
 set -euo pipefail
 PKGS=(build-essential pkg-config libopenblas-dev libopenblas0-openmp libhdf5-dev hdf5-tools
-      libsqlite3-dev sqlite3 libinih-dev libcmocka-dev gnuplot-nox fonts-dejavu-core
+      libsqlite3-dev sqlite3 libinih-dev libjansson-dev libcmocka-dev gnuplot-nox fonts-dejavu-core
       chromium python3 unzip curl)
 # Optional: OpenMPI for build/gatelab-mpi (data-parallel training, docs/mpi.md).  Tried as
 # root, never fatal: everything else builds and tests without it (GATELAB_NO_MPI=1: skip).

@@ -2,15 +2,20 @@
  * cmd_ablate.c — `gatelab ablate` (gate interventions) and `gatelab heads`
  * (every gate zeroed alone, ranked).
  *
- *   gatelab ablate RUN --mode zero|mean|full-depth|random|exit [--layers 1,3] [--heads 2:0,3:1]
- *                  [--taus 0.5,0.9] [--windows N] [--batch B] [--threads N] [--results DIR] [--db PATH] [--no-db]
+ *   gatelab ablate RUN --mode zero|mean|file|full-depth|random|exit [--layers 1,3] [--heads 2:0,L3H1]
+ *                  [--values FILE] [--taus 0.5,0.9] [--windows N] [--batch B] [--threads N] [--results DIR]
+ *                  [--db PATH] [--no-db]
  *   gatelab heads RUN [--windows N] [--batch B] [--threads N] [--results DIR] [--db PATH] [--out DIR] [--no-db]
- *                 [--no-figure]
+ *                 [--no-figure] [--json]
+ *
+ * Flags are read from one table per command (args.h); --heads takes
+ * BLOCK:KV_HEAD or TransformerLens's L<block>H<head> (args_heads).
  *
  * --threads defaults to the run's train.threads (0: every core).
  *
  * Both load the run's checkpoint, evaluate validation windows with the
- * model's overrides (analysis/ablate.c), print a table and one JSON line,
+ * model's overrides (analysis/ablate.c), print a table and one JSON line
+ * (heads: with --json; jsonl.h, starting with run_id and run_dir),
  * and log rows under split "ablation" at the run's step, each stamped with
  * what it was measured on (the evaluation windows and their tokens), so a
  * rerun on other windows is kept beside the first, never over it.  heads also writes
@@ -32,6 +37,7 @@
 #include "analysis/heads.h"
 #include "args.h"
 #include "cli.h"
+#include "jsonl.h"
 #include "store/parse.h"
 #include "store/data.h"
 #include "store/metric.h"
@@ -44,58 +50,92 @@ typedef struct {
     const char *arg, *results, *db, *out, *layers, *heads, *taus, *mode;
     long windows;
     const char *values; /* --mode file: "block kv_head value" lines */
-    int batch, threads, no_db, no_figure;
+    int batch, threads, no_db, no_figure, json;
+    char heads_buf[1024]; /* --heads rewritten as "2:0,3:1" (args_heads) */
 } ab_args;
 
-static void ab_usage(FILE *f, int heads) {
-    if (heads)
-        fprintf(f, "usage: gatelab heads RUN [--windows N] [--batch B] [--threads N] [--results DIR] [--db PATH] [--out DIR]\n"
-                   "                     [--no-db] [--no-figure]\n");
-    else
-        fprintf(f, "usage: gatelab ablate RUN --mode zero|mean|file|full-depth|random|exit [--layers 1,3] [--heads 2:0,3:1]\n"
-                   "                      [--taus 0.5,0.7,0.9] [--windows N] [--batch B] [--threads N] [--results DIR] [--db PATH]\n"
-                   "                      [--no-db]\n"
-                   "                      [--values FILE]\n"
-                   "  zero/mean: SATFormer α (or ResFormer λ1 with zero) on the selected gates (default: all)\n"
-                   "  file: each gate listed in --values FILE (lines \"block kv_head value\") set to its value\n"
-                   "  full-depth/random: TSA routing forced to p = 0 / random at the learned active fraction\n"
-                   "  exit: early exit at each threshold τ of --taus (default 0.5,0.6,0.7,0.8,0.9,0.95)\n");
-}
+/* Flags of both commands; ablate and heads each list theirs (heads: no mode, gates or τ). */
+#define AB_COMMON                                                                                                    \
+    {"windows", ARGS_KEY(0), "N", "evaluation windows (default 64, fewer when the split is short)"},                 \
+        {"batch", ARGS_KEY(1), "B", "sequences per forward pass (default 16, at most 4096)"},                        \
+        {"threads", ARGS_KEY(2), "N", "OpenMP threads (default: the run's train.threads; 0 = every core)"},          \
+        {"results", ARGS_KEY(3), "DIR", "results folder that holds runs/<RUN> (default $GATELAB_RESULTS or results)"}, \
+        {"db", ARGS_KEY(4), "PATH", "registry for the rows (default <run folder>/../../gatelab.db)"},                \
+        {"no-db", ARGS_KEY(5), NULL, "write nothing to the registry"}
 
+static const args_opt ablate_opts[] = {
+    {"mode", ARGS_KEY(10), "M", "zero, mean, file, full-depth, random or exit (required)"},
+    {"layers", ARGS_KEY(11), "1,3", "zero/mean: every gate of these blocks"},
+    {"heads", ARGS_KEY(12), "2:0,L3H1", "zero/mean: these gates, BLOCK:KV_HEAD or TransformerLens's L<block>H<head>"},
+    {"values", ARGS_KEY(13), "FILE", "file: lines \"block kv_head value\", each gate set to its value"},
+    {"taus", ARGS_KEY(14), "T,...", "exit: thresholds τ (default 0.5,0.6,0.7,0.8,0.9,0.95)"},
+    AB_COMMON,
+    {0}};
+static const args_spec ablate_spec = {
+    "ablate", "RUN --mode zero|mean|file|full-depth|random|exit [options]",
+    "Gate interventions on validation windows: a table, one JSON line, and rows in the registry (split \"ablation\").\n"
+    "  zero/mean: SATFormer α (or ResFormer λ1 with zero) on the selected gates (default: all)\n"
+    "  file: each gate listed in --values FILE set to its value\n"
+    "  full-depth/random: TSA routing forced to p = 0 / random at the learned active fraction\n"
+    "  exit: early exit at each threshold τ of --taus",
+    ablate_opts};
+
+static const args_opt heads_opts[] = {
+    AB_COMMON,
+    {"out", ARGS_KEY(20), "DIR", "heads.md, heads.tsv and heads_grid.tsv (default <run folder>/analysis)"},
+    {"no-figure", ARGS_KEY(21), NULL, "do not draw <results>/figures/heads_<run>.{png,pdf}"},
+    {"json", ARGS_KEY(22), NULL, "also print the ranking as one JSON line"},
+    {0}};
+static const args_spec heads_spec = {
+    "heads", "RUN [options]",
+    "Which heads read V1: every gate zeroed alone, ranked by the loss increase ΔL (nats/token).",
+    heads_opts};
+
+/* Read argv into a.  Returns -1 to go on, or the exit code (0 after --help, 2 bad usage). */
 static int ab_parse(int argc, char **argv, ab_args *a, int heads) {
     memset(a, 0, sizeof *a);
     a->batch = 16;
-    for (int i = 1; i < argc; i++) {
-        const char *s = argv[i];
-        int hv = i + 1 < argc;
-        if (!strcmp(s, "--results") && hv) a->results = argv[++i];
-        else if (!strcmp(s, "--db") && hv) a->db = argv[++i];
-        else if (!strcmp(s, "--windows") && hv) {
-            if (args_long(heads ? "heads" : "ablate", s, argv[++i], 1, LONG_MAX, &a->windows)) return 2;
-        } else if (!strcmp(s, "--batch") && hv) {
-            if (args_int(heads ? "heads" : "ablate", s, argv[++i], 1, 4096, &a->batch)) return 2;
-        } else if (!strcmp(s, "--threads") && hv) {
-            if (args_int(heads ? "heads" : "ablate", s, argv[++i], 0, 1024, &a->threads)) return 2;
-        }
-        else if (!strcmp(s, "--no-db")) a->no_db = 1;
-        else if (heads && !strcmp(s, "--out") && hv) a->out = argv[++i];
-        else if (heads && !strcmp(s, "--no-figure")) a->no_figure = 1;
-        else if (!heads && !strcmp(s, "--mode") && hv) a->mode = argv[++i];
-        else if (!heads && !strcmp(s, "--layers") && hv) a->layers = argv[++i];
-        else if (!heads && !strcmp(s, "--heads") && hv) a->heads = argv[++i];
-        else if (!heads && !strcmp(s, "--taus") && hv) a->taus = argv[++i];
-        else if (!heads && !strcmp(s, "--values") && hv) a->values = argv[++i];
-        else if (!strcmp(s, "-h") || !strcmp(s, "--help")) {
-            ab_usage(stdout, heads);
-            return 1;
-        } else if (s[0] != '-' && !a->arg) a->arg = s;
-        else {
-            fprintf(stderr, "gatelab %s: unknown or incomplete argument '%s'\n", heads ? "heads" : "ablate", s);
-            return 2;
+    const args_spec *spec = heads ? &heads_spec : &ablate_spec;
+    args_parser p;
+    args_begin(&p, spec, argc, argv);
+    int bad = 0;
+    for (int k; !bad && (k = args_next(&p)) != ARGS_END;) {
+        if (k < 0) return args_exit_code(k);
+        switch (k) {
+        case ARGS_POS:
+            if (a->arg) return args_usage_error(spec, "one RUN only ('%s' and '%s' given)", a->arg, p.val);
+            a->arg = p.val;
+            break;
+        case ARGS_KEY(0): bad = args_get_long(&p, 1, LONG_MAX, &a->windows); break;
+        case ARGS_KEY(1): bad = args_get_int(&p, 1, 4096, &a->batch); break;
+        case ARGS_KEY(2): bad = args_get_int(&p, 0, 1024, &a->threads); break;
+        case ARGS_KEY(3): a->results = p.val; break;
+        case ARGS_KEY(4): a->db = p.val; break;
+        case ARGS_KEY(5): a->no_db = 1; break;
+        case ARGS_KEY(10): a->mode = p.val; break;
+        case ARGS_KEY(11): a->layers = p.val; break;
+        case ARGS_KEY(12): a->heads = p.val; break;
+        case ARGS_KEY(13): a->values = p.val; break;
+        case ARGS_KEY(14): a->taus = p.val; break;
+        case ARGS_KEY(20): a->out = p.val; break;
+        case ARGS_KEY(21): a->no_figure = 1; break;
+        case ARGS_KEY(22): a->json = 1; break;
         }
     }
-    if (!a->arg || (!heads && !a->mode) || a->batch < 1 || a->windows < 0 || a->threads < 0) return 2;
-    return 0;
+    if (bad) return 2;
+    if (!a->arg) return args_usage_error(spec, "RUN is missing");
+    if (!heads && !a->mode) return args_usage_error(spec, "--mode is missing");
+    char err[1200];
+    if (a->heads && args_heads("--heads", a->heads, a->heads_buf, sizeof a->heads_buf, err, sizeof err)) {
+        fprintf(stderr, "gatelab ablate: %s\n", err);
+        return 2;
+    }
+    if (a->heads) a->heads = a->heads_buf;
+    if (a->layers && args_int_list("--layers", a->layers, 0, GL_MAX_LAYERS - 1, err, sizeof err)) {
+        fprintf(stderr, "gatelab ablate: %s\n", err);
+        return 2;
+    }
+    return -1;
 }
 
 /* Shared set-up: the run, its data, the ablation context, the registry path. */
@@ -114,12 +154,10 @@ static int ab_open(ab_env *e, const ab_args *a, char *err, size_t errlen) {
     int threads = a->threads ? a->threads : e->run.mf.train.threads;
     if (threads > 0) omp_set_num_threads(threads);
     char tmp[GL_PATH_MAX];
-    snprintf(tmp, sizeof tmp, "%s", e->run.dir);
-    snprintf(e->run_id, sizeof e->run_id, "%s", basename(tmp));
+    args_run_id(e->run.dir, e->run_id, sizeof e->run_id);
     snprintf(tmp, sizeof tmp, "%s", e->run.dir);
     snprintf(e->results, sizeof e->results, "%s", dirname(dirname(tmp)));
-    if (a->db) snprintf(e->db_path, sizeof e->db_path, "%s", a->db);
-    else snprintf(e->db_path, sizeof e->db_path, "%s/gatelab.db", e->results);
+    args_run_db_path(a->db, e->run.dir, e->db_path, sizeof e->db_path);
     const gl_model_config *mc = &e->run.model.cfg;
     if (data_open(&e->ds, &e->run.mf.data, mc->seq_len, e->run.mf.train.seed, err, errlen)) return -1;
     char warn[1024];
@@ -153,12 +191,16 @@ static int ab_log(const ab_env *e, report_metrics *rm, int no_db, char *err, siz
     return rc;
 }
 
-static void ab_json_num(const char *key, double v, int comma) {
-    if (isnan(v) || isinf(v)) printf("\"%s\":null%s", key, comma ? "," : "");
-    else printf("\"%s\":%.6f%s", key, v, comma ? "," : "");
+/* The line's head: the run (jsonl_run), its step and the mode. */
+static json_t *ab_json_head(const ab_env *e, const char *mode) {
+    json_t *o = jsonl_run(e->run_id, e->run.dir);
+    jsonl_set(o, "step", jsonl_int(e->run.st.step));
+    jsonl_set(o, "mode", jsonl_str(mode));
+    return o;
 }
 
-static void ab_print_result(const ab_env *e, const ablate_result *r, const char *label) {
+/* The table and the JSON line of one ablation.  Returns 0, or -1 when the line could not be written. */
+static int ab_print_result(const ab_env *e, const ablate_result *r, const char *label) {
     const ablate_ctx *c = &e->ctx;
     printf("gatelab ablate: run %s | mode %s | gates %s | evaluation %s (%.0f scored tokens)%s%s\n", e->run_id,
            ablate_mode_name(r->mode), label, c->eval_desc, r->base.tokens, r->mode == ABLATE_MEAN ? " | reference " : "",
@@ -173,21 +215,24 @@ static void ab_print_result(const ab_env *e, const ablate_result *r, const char 
         if (!isnan(r->delta_cat[k]))
             printf("  %-12s %10.0f %12.5f %12.5f %+10.5f\n", cat_name(k), r->base.cat_tokens[k], r->base.cat_loss[k],
                    r->ablated.cat_loss[k], r->delta_cat[k]);
-    printf("{\"run\":\"%s\",\"mode\":\"%s\",\"gates\":\"%s\",\"eval\":\"%s\",\"reference\":\"%s\",", e->run_id,
-           ablate_mode_name(r->mode), label, c->eval_desc, r->mode == ABLATE_MEAN ? c->ref_desc : "");
-    ab_json_num("tokens", r->base.tokens, 1);
-    ab_json_num("base_loss", r->base.loss, 1);
-    ab_json_num("loss", r->ablated.loss, 1);
-    ab_json_num("delta_loss", r->delta, 1);
-    ab_json_num("delta_loss_se", r->delta_se, 1);
-    ab_json_num("ppl_ratio", r->ppl_ratio, 1);
+    json_t *o = ab_json_head(e, ablate_mode_name(r->mode));
+    jsonl_set(o, "gates", jsonl_str(label));
+    jsonl_set(o, "eval", jsonl_str(c->eval_desc));
+    jsonl_set(o, "reference", jsonl_str(r->mode == ABLATE_MEAN ? c->ref_desc : NULL));
+    jsonl_set(o, "tokens", jsonl_count(r->base.tokens));
+    jsonl_set(o, "base_loss", jsonl_num(r->base.loss));
+    jsonl_set(o, "loss", jsonl_num(r->ablated.loss));
+    jsonl_set(o, "delta_loss", jsonl_num(r->delta));
+    jsonl_set(o, "delta_loss_se", jsonl_num(r->delta_se));
+    jsonl_set(o, "ppl_ratio", jsonl_num(r->ppl_ratio));
     if (r->mode == ABLATE_FULL_DEPTH || r->mode == ABLATE_RANDOM) {
-        ab_json_num("base_active_frac", r->base.active_frac, 1);
-        ab_json_num("active_frac", r->ablated.active_frac, 1);
+        jsonl_set(o, "base_active_frac", jsonl_num(r->base.active_frac));
+        jsonl_set(o, "active_frac", jsonl_num(r->ablated.active_frac));
     }
-    printf("\"delta_loss_by_category\":{");
-    for (int k = 0; k < CAT_COUNT; k++) ab_json_num(cat_name(k), r->delta_cat[k], k + 1 < CAT_COUNT);
-    printf("}}\n");
+    json_t *cat = json_object();
+    for (int k = 0; k < CAT_COUNT; k++) jsonl_set(cat, cat_name(k), jsonl_num(r->delta_cat[k]));
+    jsonl_set(o, "delta_loss_by_category", cat);
+    return jsonl_print(stdout, o);
 }
 
 static int ab_exit(ab_env *e, const ab_args *a, report_metrics *rm, char *err, size_t errlen) {
@@ -218,30 +263,32 @@ static int ab_exit(ab_env *e, const ab_args *a, report_metrics *rm, char *err, s
     for (int i = 0; i < n; i++)
         printf("  %8.3f %10.4f %10.2f %12.5f %+10.5f\n", pts[i].tau, pts[i].r.active_frac, 100 * pts[i].tlops_saved,
                pts[i].r.loss, pts[i].r.loss - full.loss);
-    printf("{\"run\":\"%s\",\"mode\":\"exit\",\"eval\":\"%s\",\"layers\":%d,", e->run_id, e->ctx.eval_desc, L);
-    ab_json_num("full_loss", full.loss, 1);
-    printf("\"points\":[");
+    json_t *o = ab_json_head(e, "exit"), *points = json_array();
+    jsonl_set(o, "eval", jsonl_str(e->ctx.eval_desc));
+    jsonl_set(o, "layers", jsonl_int(L));
+    jsonl_set(o, "tokens", jsonl_count(full.tokens));
+    jsonl_set(o, "full_loss", jsonl_num(full.loss));
     for (int i = 0; i < n; i++) {
-        printf("{");
-        ab_json_num("tau", pts[i].tau, 1);
-        ab_json_num("active_frac", pts[i].r.active_frac, 1);
-        ab_json_num("tlops_saved", pts[i].tlops_saved, 1);
-        ab_json_num("loss", pts[i].r.loss, 0);
-        printf("}%s", i + 1 < n ? "," : "");
+        json_t *pt = json_object();
+        jsonl_set(pt, "tau", jsonl_num(pts[i].tau));
+        jsonl_set(pt, "active_frac", jsonl_num(pts[i].r.active_frac));
+        jsonl_set(pt, "tlops_saved", jsonl_num(pts[i].tlops_saved));
+        jsonl_set(pt, "loss", jsonl_num(pts[i].r.loss));
+        json_array_append_new(points, pt);
     }
-    printf("]}\n");
+    jsonl_set(o, "points", points);
+    if (jsonl_print(stdout, o)) {
+        snprintf(err, errlen, "cannot write the JSON line to stdout");
+        return -1;
+    }
     ab_prov(e, rm, full.tokens);
     return ablate_exit_metrics(&full, pts, n, e->run.st.step, rm, err, errlen);
 }
 
 int cmd_ablate(int argc, char **argv) {
-    ab_args a;
+    static ab_args a;
     int pr = ab_parse(argc, argv, &a, 0);
-    if (pr == 1) return 0;
-    if (pr) {
-        ab_usage(stderr, 0);
-        return 2;
-    }
+    if (pr >= 0) return pr;
     ablate_mode mode = ABLATE_ZERO;
     int exit_mode = !strcmp(a.mode, "exit");
     if (!exit_mode && ablate_parse_mode(a.mode, &mode)) {
@@ -283,7 +330,10 @@ int cmd_ablate(int argc, char **argv) {
         }
         ablate_result res;
         if (ablate_run(&e.ctx, mode, sel, NULL, &res, err, sizeof err)) goto fail;
-        ab_print_result(&e, &res, label);
+        if (ab_print_result(&e, &res, label)) {
+            snprintf(err, sizeof err, "cannot write the JSON line to stdout");
+            goto fail;
+        }
         ab_prov(&e, &rm, res.base.tokens);
         if (ablate_metrics(&res, label, e.run.st.step, &rm, err, sizeof err)) goto fail;
     }
@@ -299,14 +349,38 @@ done:
     return rc;
 }
 
-int cmd_heads(int argc, char **argv) {
-    ab_args a;
-    int pr = ab_parse(argc, argv, &a, 1);
-    if (pr == 1) return 0;
-    if (pr) {
-        ab_usage(stderr, 1);
-        return 2;
+/* heads --json: the ranking as one line, gates largest ΔL first, each named
+ * both ways ("block"/"kv_head" and TransformerLens's "L2H0"). */
+static int ab_heads_json(const ab_env *e, const heads_row *rows, int n, const ablate_eval *base) {
+    json_t *o = ab_json_head(e, "heads"), *gates = json_array();
+    jsonl_set(o, "eval", jsonl_str(e->ctx.eval_desc));
+    jsonl_set(o, "tokens", jsonl_count(base->tokens));
+    jsonl_set(o, "base_loss", jsonl_num(base->loss));
+    for (int i = 0; i < n; i++) {
+        const heads_row *r = &rows[i];
+        char name[32];
+        snprintf(name, sizeof name, "L%dH%d", r->layer, r->kv_head);
+        json_t *g = json_object();
+        jsonl_set(g, "rank", jsonl_int(i + 1));
+        jsonl_set(g, "gate", jsonl_str(name));
+        jsonl_set(g, "block", jsonl_int(r->layer));
+        jsonl_set(g, "kv_head", jsonl_int(r->kv_head));
+        jsonl_set(g, "delta_loss", jsonl_num(r->delta));
+        jsonl_set(g, "delta_loss_se", jsonl_num(r->delta_se));
+        jsonl_set(g, "ppl_ratio", jsonl_num(r->ppl_ratio));
+        jsonl_set(g, "alpha_mean", jsonl_num(r->alpha_mean));
+        jsonl_set(g, "frac_zero", jsonl_num(r->frac_zero));
+        jsonl_set(g, "gini", jsonl_num(r->gini));
+        json_array_append_new(gates, g);
     }
+    jsonl_set(o, "gates", gates);
+    return jsonl_print(stdout, o);
+}
+
+int cmd_heads(int argc, char **argv) {
+    static ab_args a;
+    int pr = ab_parse(argc, argv, &a, 1);
+    if (pr >= 0) return pr;
     static ab_env e;
     memset(&e, 0, sizeof e);
     report_metrics rm = {0};
@@ -341,6 +415,10 @@ int cmd_heads(int argc, char **argv) {
     printf("gatelab heads: run %s | %d gates | evaluation %s\n\n", e.run_id, n, e.ctx.eval_desc);
     heads_write_markdown(stdout, rows, n, &base, e.ctx.eval_desc);
     printf("\nfiles: %s/heads.md, heads.tsv, heads_grid.tsv\n", out_dir);
+    if (a.json && ab_heads_json(&e, rows, n, &base)) {
+        snprintf(err, sizeof err, "cannot write the JSON line to stdout");
+        goto fail;
+    }
     if (!a.no_figure) {
         char fig_dir[GL_PATH_MAX + 16], base_name[GL_PATH_MAX + 300], vars[512];
         snprintf(fig_dir, sizeof fig_dir, "%s/figures", e.results);

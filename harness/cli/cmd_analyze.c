@@ -9,7 +9,6 @@
  * checkpoint, when there is one, only supplies the vocabulary so the
  * per-token files show characters.  Files and names: docs/analysis.md.
  */
-#include <libgen.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,24 +16,44 @@
 #include <unistd.h>
 
 #include "analysis/analyze.h"
+#include "args.h"
 #include "cli.h"
 #include "store/registry.h"
 #include "store/rundir.h"
 #include "store/trace.h"
 
-static void an_usage(FILE *f) {
-    fprintf(f, "usage: gatelab analyze RUN [--results DIR] [--db PATH] [--out DIR] [--no-db]\n"
-               "  RUN: a run id under <results>/runs/ or a run folder\n"
-               "  --out DIR   TSV files (default <run folder>/analysis)\n"
-               "  --db PATH   registry for the metric rows (default <run folder>/../../gatelab.db)\n");
-}
+static const args_opt an_opts[] = {
+    {"results", ARGS_KEY(0), "DIR", "results folder that holds runs/<RUN> (default $GATELAB_RESULTS or results)"},
+    {"db", ARGS_KEY(1), "PATH", "registry for the metric rows (default <run folder>/../../gatelab.db)"},
+    {"out", ARGS_KEY(2), "DIR", "TSV files (default <run folder>/analysis)"},
+    {"no-db", ARGS_KEY(3), NULL, "write the files only, nothing to the registry"},
+    {0}};
+static const args_spec an_spec = {
+    "analyze", "RUN [options]",
+    "What a run's gates did, from its trace.h5: sparsity, depth profile, head map and token categories, as TSV\n"
+    "files, registry rows (split \"analysis\") and a summary of the last evaluation.  RUN: a run id or run folder.",
+    an_opts};
 
-/* The registry next to a run folder: <results>/runs/<id> → <results>/gatelab.db. */
-static void an_default_db(const char *dir, char *out, size_t n) {
-    char tmp[GL_PATH_MAX];
-    snprintf(tmp, sizeof tmp, "%s", dir);
-    char *up = dirname(dirname(tmp));
-    snprintf(out, n, "%s/gatelab.db", up);
+typedef struct {
+    const char *run, *results, *db, *out;
+    int no_db;
+} an_args;
+
+/* Read argv into a.  Returns -1 to go on, or the exit code (0 after --help, 2 bad usage). */
+static int an_parse(int argc, char **argv, an_args *a) {
+    memset(a, 0, sizeof *a);
+    args_parser p;
+    args_begin(&p, &an_spec, argc, argv);
+    for (int k; (k = args_next(&p)) != ARGS_END;) {
+        if (k < 0) return args_exit_code(k);
+        if (k == ARGS_POS && a->run) return args_usage_error(&an_spec, "one RUN only ('%s' and '%s' given)", a->run, p.val);
+        if (k == ARGS_POS) a->run = p.val;
+        else if (k == ARGS_KEY(0)) a->results = p.val;
+        else if (k == ARGS_KEY(1)) a->db = p.val;
+        else if (k == ARGS_KEY(2)) a->out = p.val;
+        else if (k == ARGS_KEY(3)) a->no_db = 1;
+    }
+    return a->run ? -1 : args_usage_error(&an_spec, "RUN is missing");
 }
 
 static void an_print_summary(const char *run_id, const analyze_summary *s, const char *out_dir) {
@@ -94,29 +113,11 @@ static void an_print_summary(const char *run_id, const analyze_summary *s, const
 }
 
 int cmd_analyze(int argc, char **argv) {
-    const char *arg = NULL, *results = NULL, *db_arg = NULL, *out_arg = NULL;
-    int no_db = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        int hv = i + 1 < argc;
-        if (!strcmp(a, "--results") && hv) results = argv[++i];
-        else if (!strcmp(a, "--db") && hv) db_arg = argv[++i];
-        else if (!strcmp(a, "--out") && hv) out_arg = argv[++i];
-        else if (!strcmp(a, "--no-db")) no_db = 1;
-        else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            an_usage(stdout);
-            return 0;
-        } else if (a[0] != '-' && !arg) arg = a;
-        else {
-            fprintf(stderr, "gatelab analyze: unknown or incomplete argument '%s'\n", a);
-            an_usage(stderr);
-            return 2;
-        }
-    }
-    if (!arg) {
-        an_usage(stderr);
-        return 2;
-    }
+    an_args a;
+    int pr = an_parse(argc, argv, &a);
+    if (pr >= 0) return pr;
+    const char *arg = a.run, *results = a.results, *out_arg = a.out;
+    const int no_db = a.no_db;
     char err[2048] = "", dir[GL_PATH_MAX], trace_path[GL_PATH_MAX + 16], out_dir[GL_PATH_MAX + 16],
          db_path[GL_PATH_MAX + 16], run_id[256];
     gl_trace_data td;
@@ -128,11 +129,7 @@ int cmd_analyze(int argc, char **argv) {
     int rc = 1, have_run = 0;
     const char *rdir = run_results_dir(results);
     if (run_resolve(arg, rdir, dir, sizeof dir, err, sizeof err)) goto fail;
-    {
-        char tmp[GL_PATH_MAX];
-        snprintf(tmp, sizeof tmp, "%s", dir);
-        snprintf(run_id, sizeof run_id, "%s", basename(tmp));
-    }
+    args_run_id(dir, run_id, sizeof run_id);
     snprintf(trace_path, sizeof trace_path, "%s/%s", dir, RUN_TRACE);
     if (access(trace_path, R_OK) != 0) {
         snprintf(err, sizeof err, "%s: no trace (train with log.trace = 1)", trace_path);
@@ -149,8 +146,7 @@ int cmd_analyze(int argc, char **argv) {
         goto fail;
     int n_rows = rm.n;
     if (!no_db) {
-        if (db_arg) snprintf(db_path, sizeof db_path, "%s", db_arg);
-        else an_default_db(dir, db_path, sizeof db_path);
+        args_run_db_path(a.db, dir, db_path, sizeof db_path);
         if (db_open(&db, db_path, err, sizeof err) || report_metrics_flush(&rm, db, run_id, err, sizeof err)) {
             fprintf(stderr, "gatelab analyze: the files are written, but the registry was not updated: %s\n", err);
             goto fail_quiet;

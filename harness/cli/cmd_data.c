@@ -15,18 +15,20 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "args.h"
 #include "cli.h"
 #include "store/data.h"
 
 /* The data sets `make data` fetches, by the names manifests use. */
 static const char *const data_known[] = {"tinyshakespeare.txt", "enwik8", "enwik8_first4000000.txt"};
 
-static void data_usage(FILE *f) {
-    fprintf(f, "usage: gatelab data [FILE ...]\n"
-               "  without FILE: the folders searched for data sets, in order, and where each data set is\n"
-               "  with FILE:    the path of each FILE, one per line; exit 1 naming the folders searched if one is missing\n"
-               "  get the data sets with `make data` (scripts/fetch_data.sh) or set GATELAB_DATA to a folder holding them\n");
-}
+static const args_opt data_opts[] = {{0}};
+static const args_spec data_spec = {
+    "data", "[FILE ...]",
+    "Without FILE: the folders searched for data sets, in order, and where each data set is.\n"
+    "With FILE: the path of each FILE, one per line; exit 1 naming the folders searched if one is missing.\n"
+    "Get the data sets with `make data` (scripts/fetch_data.sh) or set GATELAB_DATA to a folder holding them.",
+    data_opts};
 
 static void data_overview(void) {
     gl_data_dirs d;
@@ -54,25 +56,23 @@ static void data_overview(void) {
 }
 
 int cmd_data(int argc, char **argv) {
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-            data_usage(stdout);
-            return 0;
-        }
-        if (argv[i][0] == '-') {
-            fprintf(stderr, "gatelab data: unknown option '%s'\n", argv[i]);
-            data_usage(stderr);
-            return 2;
-        }
+    const char *files[256];
+    int n = 0;
+    args_parser p;
+    args_begin(&p, &data_spec, argc, argv);
+    for (int k; (k = args_next(&p)) != ARGS_END;) {
+        if (k < 0) return args_exit_code(k);
+        if (n == 256) return args_usage_error(&data_spec, "at most 256 FILEs at once");
+        files[n++] = p.val;
     }
-    if (argc < 2) {
+    if (n == 0) {
         data_overview();
         return 0;
     }
     int rc = 0;
-    for (int i = 1; i < argc; i++) {
+    for (int i = 0; i < n; i++) {
         char path[GL_PATH_MAX + 64], err[4096];
-        if (data_find(argv[i], path, sizeof path, err, sizeof err) == 0 && access(path, R_OK) == 0) {
+        if (data_find(files[i], path, sizeof path, err, sizeof err) == 0 && access(path, R_OK) == 0) {
             printf("%s\n", path);
         } else {
             if (path[0]) snprintf(err, sizeof err, "data.file: %s is not readable", path);

@@ -23,10 +23,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <libgen.h>
-
 #include "args.h"
 #include "cli.h"
+#include "jsonl.h"
 #include "store/fileio.h"
 #include "run/evaluate.h"
 #include "run/headline.h"
@@ -34,24 +33,22 @@
 #include "store/registry.h"
 #include "store/rundir.h"
 
-/* "key":value with JSON's null for NaN or infinity (printf's "nan" is not JSON). */
-static void json_num(const char *key, double v, const char *after) {
-    if (isfinite(v)) printf("\"%s\":%.6f%s", key, v, after);
-    else printf("\"%s\":null%s", key, after);
-}
-
-static void print_result(const char *label, const gl_eval_result *r, int text, int L, int T) {
-    printf("\"%s\":{", label);
-    json_num("loss", r->loss, ",");
-    if (text) json_num("bpc", r->loss / log(2.0), ",");
+/* One evaluation as a JSON object: loss (nats/token), bpc for text or
+ * accuracies for a task, tokens, windows, α, TLOps saved and tokens/s. */
+static json_t *eval_json(const gl_eval_result *r, int text, int L, int T) {
+    json_t *o = json_object();
+    jsonl_set(o, "loss", jsonl_num(r->loss));
+    if (text) jsonl_set(o, "bpc", jsonl_num(r->loss / log(2.0)));
     else {
-        json_num("token_acc", r->tok_acc, ",");
-        json_num("seq_acc", r->seq_acc, ",");
+        jsonl_set(o, "token_acc", jsonl_num(r->tok_acc));
+        jsonl_set(o, "seq_acc", jsonl_num(r->seq_acc));
     }
-    printf("\"tokens\":%.0f,\"windows\":%ld,", r->tokens, r->windows);
-    json_num("active_frac", r->active_frac, ",");
-    json_num("tlops_saved", eval_tlops_saved(r->active_frac, L), ",");
-    printf("\"tokens_per_s\":%.1f}", r->seconds > 0 ? (double)r->windows * T / r->seconds : 0.0);
+    jsonl_set(o, "tokens", jsonl_count(r->tokens));
+    jsonl_set(o, "windows", jsonl_int(r->windows));
+    jsonl_set(o, "active_frac", jsonl_num(r->active_frac));
+    jsonl_set(o, "tlops_saved", jsonl_num(eval_tlops_saved(r->active_frac, L)));
+    jsonl_set(o, "tokens_per_s", jsonl_num(r->seconds > 0 ? (double)r->windows * T / r->seconds : 0.0));
+    return o;
 }
 
 /* Evaluate either the text file's ids or the dataset split. */
@@ -63,11 +60,8 @@ static int run_eval(gl_run *run, const int *ids, size_t n_ids, const gl_dataset 
 
 /* The registry of the run's results folder: <run dir>/../../gatelab.db, and the run's id. */
 static void eval_db_path(const gl_run *run, char *run_id, size_t idlen, char *db_path, size_t dblen) {
-    char tmp[GL_PATH_MAX];
-    snprintf(tmp, sizeof tmp, "%s", run->dir);
-    snprintf(run_id, idlen, "%s", basename(tmp));
-    snprintf(tmp, sizeof tmp, "%s", run->dir);
-    snprintf(db_path, dblen, "%s/gatelab.db", dirname(dirname(tmp)));
+    args_run_id(run->dir, run_id, idlen);
+    args_run_db_path(NULL, run->dir, db_path, dblen);
 }
 
 /* The headline α and loss of partner (a TSA run) on split, from the
@@ -154,78 +148,120 @@ static int read_text_ids(const gl_run *run, const char *text, int **ids_out, siz
     return 0;
 }
 
-int cmd_eval(int argc, char **argv) {
-    const char *arg = NULL, *text = NULL, *results = NULL, *split_name = "val", *partner = NULL;
-    long windows = 0;
-    int sparse = 0, batch = 16, rec = 0;
-    double tau = -1, match = -1;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        int hv = i + 1 < argc;
-        if (!strcmp(a, "--text") && hv) text = argv[++i];
-        else if (!strcmp(a, "--windows") && hv) {
-            if (args_long("eval", a, argv[++i], 1, LONG_MAX, &windows)) return 2;
-        } else if (!strcmp(a, "--split") && hv) split_name = argv[++i];
-        else if (!strcmp(a, "--sparse")) sparse = 1;
-        else if (!strcmp(a, "--record")) rec = 1;
-        else if (!strcmp(a, "--tau") && hv) {
-            if (args_double("eval", a, argv[++i], 0, 1, &tau)) return 2;
-        } else if (!strcmp(a, "--match-alpha") && hv) {
-            if (args_double("eval", a, argv[++i], 0, 1, &match)) return 2;
-        } else if (!strcmp(a, "--match-run") && hv) {
-            partner = argv[++i];
-        } else if (!strcmp(a, "--batch") && hv) {
-            if (args_int("eval", a, argv[++i], 1, 4096, &batch)) return 2;
-        } else if (!strcmp(a, "--results") && hv) results = argv[++i];
-        else if (a[0] != '-' && !arg) arg = a;
-        else {
-            fprintf(stderr, "gatelab eval: unknown or incomplete argument '%s'\n", a);
-            return 2;
+static const args_opt eval_opts[] = {
+    {"split", ARGS_KEY(0), "S", "the data split: val (default), test or train"},
+    {"text", ARGS_KEY(1), "FILE", "evaluate the bytes of FILE instead of a split"},
+    {"windows", ARGS_KEY(2), "N", "only the first N windows (default: the whole split or file)"},
+    {"sparse", ARGS_KEY(3), NULL, "TSA: also evaluate with real skipping, side by side (sparse_speedup)"},
+    {"tau", ARGS_KEY(4), "T", "early exit at confidence threshold T in [0, 1]"},
+    {"match-alpha", ARGS_KEY(5), "A", "early exit: find τ whose active fraction is within 0.005 of A"},
+    {"match-run", ARGS_KEY(6), "TSA_RUN", "early exit: A is TSA_RUN's recorded headline α; --record stores the pair"},
+    {"batch", ARGS_KEY(7), "B", "sequences per forward pass (default 16, at most 4096)"},
+    {"results", ARGS_KEY(8), "DIR", "results folder that holds runs/<RUN> (default $GATELAB_RESULTS or results)"},
+    {"record", ARGS_KEY(9), NULL, "write the whole-split result to the registry as the run's headline"},
+    {0}};
+static const args_spec eval_spec = {
+    "eval", "RUN [options]",
+    "Loss (nats/token), bpc or accuracy, active fraction α, TLOps saved and tokens/s of a run's checkpoint,\n"
+    "printed as one JSON line.",
+    eval_opts};
+
+typedef struct {
+    const char *run, *text, *results, *split_name, *partner;
+    long windows;
+    int sparse, batch, rec;
+    double tau, match;
+    gl_split split;
+} eval_args;
+
+/* Read argv into a.  Returns -1 to go on, or the exit code (0 after --help, 2 bad usage). */
+static int eval_parse(int argc, char **argv, eval_args *a) {
+    *a = (eval_args){.split_name = "val", .batch = 16, .tau = -1, .match = -1};
+    args_parser p;
+    args_begin(&p, &eval_spec, argc, argv);
+    int split = 0, bad = 0;
+    for (int k; (k = args_next(&p)) != ARGS_END && !bad;) {
+        if (k < 0) return args_exit_code(k);
+        switch (k) {
+        case ARGS_POS:
+            if (a->run) return args_usage_error(&eval_spec, "one RUN only ('%s' and '%s' given)", a->run, p.val);
+            a->run = p.val;
+            break;
+        case ARGS_KEY(0): bad = args_get_choice(&p, "val,test,train", &split); a->split_name = p.val; break;
+        case ARGS_KEY(1): a->text = p.val; break;
+        case ARGS_KEY(2): bad = args_get_long(&p, 1, LONG_MAX, &a->windows); break;
+        case ARGS_KEY(3): a->sparse = 1; break;
+        case ARGS_KEY(4): bad = args_get_double(&p, 0, 1, &a->tau); break;
+        case ARGS_KEY(5): bad = args_get_double(&p, 0, 1, &a->match); break;
+        case ARGS_KEY(6): a->partner = p.val; break;
+        case ARGS_KEY(7): bad = args_get_int(&p, 1, 4096, &a->batch); break;
+        case ARGS_KEY(8): a->results = p.val; break;
+        case ARGS_KEY(9): a->rec = 1; break;
         }
     }
-    gl_split split = !strcmp(split_name, "test") ? SPLIT_TEST : !strcmp(split_name, "train") ? SPLIT_TRAIN : SPLIT_VAL;
-    if (strcmp(split_name, "val") && strcmp(split_name, "test") && strcmp(split_name, "train")) {
-        fprintf(stderr, "gatelab eval: --split '%s': must be val, test or train\n", split_name);
-        return 2;
-    }
-    if (!arg) {
-        fprintf(stderr, "usage: gatelab eval RUN [--text FILE | --split val|test] [--windows N] [--sparse] "
-                        "[--tau T | --match-alpha A | --match-run TSA_RUN] [--batch B] [--results DIR] [--record]\n");
-        return 2;
-    }
-    if (rec && (text || windows > 0 || tau >= 0 || sparse)) {
+    if (bad) return 2;
+    a->split = split == 1 ? SPLIT_TEST : split == 2 ? SPLIT_TRAIN : SPLIT_VAL;
+    if (!a->run) return args_usage_error(&eval_spec, "RUN is missing");
+    if (a->rec && (a->text || a->windows > 0 || a->tau >= 0 || a->sparse)) {
         fprintf(stderr, "gatelab eval: --record writes a headline, which is the whole split: drop --text, --windows, "
                         "--tau and --sparse\n");
         return 2;
     }
+    return -1;
+}
+
+/* Check the flags against the model (sparse needs TSA, τ early exit) and
+ * find the --match-run target.  Returns 0, or -1 with a message. */
+static int eval_check(gl_run *run, eval_args *a, double *partner_loss, gl_prov *partner_prov, char *err,
+                      size_t errlen) {
+    const gl_model_config *mc = &run->model.cfg;
+    if (a->sparse && mc->depth_routing != DR_TSA) {
+        snprintf(err, errlen, "--sparse needs a TSA model; run %s has depth_routing = %s", a->run,
+                 config_depth_routing_name(mc->depth_routing));
+        return -1;
+    }
+    if (a->partner && (a->match >= 0 || a->text || a->windows > 0)) {
+        snprintf(err, errlen, "--match-run takes α from the run %s on the whole split: drop --match-alpha, "
+                              "--text and --windows", a->partner);
+        return -1;
+    }
+    if (a->partner &&
+        partner_headline(run, a->partner, a->split_name, &a->match, partner_loss, partner_prov, err, errlen))
+        return -1;
+    if ((a->tau >= 0 || a->match >= 0) && mc->depth_routing != DR_EARLY_EXIT) {
+        snprintf(err, errlen, "--tau and --match-alpha need an early-exit model; run %s has depth_routing = %s",
+                 a->run, config_depth_routing_name(mc->depth_routing));
+        return -1;
+    }
+    if (a->match >= 0 && a->text) {
+        snprintf(err, errlen, "--match-alpha searches τ on the run's validation split; drop --text");
+        return -1;
+    }
+    return 0;
+}
+
+int cmd_eval(int argc, char **argv) {
+    eval_args a;
+    int pr = eval_parse(argc, argv, &a);
+    if (pr >= 0) return pr;
+    const gl_split split = a.split;
+    const char *text = a.text, *split_name = a.split_name, *partner = a.partner;
+    const long windows = a.windows;
+    double tau = a.tau;
     static gl_run run;
     gl_dataset ds;
     memset(&ds, 0, sizeof ds);
-    char err[1024];
+    char err[1024], run_id[256];
     int rc = 1, *ids = NULL;
     size_t n_ids = 0;
-    if (run_open(&run, arg, results, batch, err, sizeof err)) goto fail;
-    gl_model *m = &run.model;
-    const gl_model_config *mc = &m->cfg;
-    if (sparse && mc->depth_routing != DR_TSA) {
-        snprintf(err, sizeof err, "--sparse needs a TSA model; run %s has depth_routing = %s", arg,
-                 config_depth_routing_name(mc->depth_routing));
-        goto fail;
-    }
+    json_t *out = NULL;
     double partner_loss = NAN;
     gl_prov partner_prov;
-    if (partner && (match >= 0 || text || windows > 0)) {
-        snprintf(err, sizeof err, "--match-run takes α from the run %s on the whole split: drop --match-alpha, "
-                                  "--text and --windows", partner);
-        goto fail;
-    }
-    if (partner && partner_headline(&run, partner, split_name, &match, &partner_loss, &partner_prov, err, sizeof err))
-        goto fail;
-    if ((tau >= 0 || match >= 0) && mc->depth_routing != DR_EARLY_EXIT) {
-        snprintf(err, sizeof err, "--tau and --match-alpha need an early-exit model; run %s has depth_routing = %s",
-                 arg, config_depth_routing_name(mc->depth_routing));
-        goto fail;
-    }
+    if (run_open(&run, a.run, a.results, a.batch, err, sizeof err)) goto fail;
+    gl_model *m = &run.model;
+    const gl_model_config *mc = &m->cfg;
+    if (eval_check(&run, &a, &partner_loss, &partner_prov, err, sizeof err)) goto fail;
+    const double match = a.match;
     if (text) {
         if (read_text_ids(&run, text, &ids, &n_ids, err, sizeof err)) goto fail;
     } else if (data_open(&ds, &run.mf.data, mc->seq_len, run.mf.train.seed, err, sizeof err)) {
@@ -235,32 +271,32 @@ int cmd_eval(int argc, char **argv) {
     const int L = mc->n_layer;
     gl_eval_result soft, r2;
     if (run_eval(&run, ids, n_ids, &ds, split, windows, &soft, err, sizeof err)) goto fail;
-    printf("{\"run\":\"%s\",\"source\":\"%s\",", run.dir, text ? text : split_name);
-    print_result("soft", &soft, is_text, L, mc->seq_len);
-    if (sparse) {
+    args_run_id(run.dir, run_id, sizeof run_id);
+    out = jsonl_run(run_id, run.dir);
+    jsonl_set(out, "step", jsonl_int(run.st.step));
+    jsonl_set(out, "source", jsonl_str(text ? text : split_name));
+    jsonl_set(out, "soft", eval_json(&soft, is_text, L, mc->seq_len));
+    if (a.sparse) {
         m->sparse = 1;
         if (run_eval(&run, ids, n_ids, &ds, split, windows, &r2, err, sizeof err)) goto fail;
         m->sparse = 0;
-        printf(",");
-        print_result("sparse", &r2, is_text, L, mc->seq_len);
-        printf(",\"sparse_speedup\":%.4f", soft.seconds > 0 && r2.seconds > 0 ? soft.seconds / r2.seconds : 0.0);
+        jsonl_set(out, "sparse", eval_json(&r2, is_text, L, mc->seq_len));
+        jsonl_set(out, "sparse_speedup",
+                  jsonl_num(soft.seconds > 0 && r2.seconds > 0 ? soft.seconds / r2.seconds : 0.0));
     }
     if (match >= 0) {
-        if (ids) {
-            snprintf(err, sizeof err, "--match-alpha searches τ on the run's validation split; drop --text");
-            goto fail;
-        }
         int mrc = eval_match_alpha(m, &ds, split, windows, match, 0.005, &tau, &r2, err, sizeof err);
         if (mrc < 0) goto fail;
         if (partner && (r2.windows != partner_prov.count || strcmp(partner_prov.split, split_name))) {
-            char a[64];
+            char pa[64];
             snprintf(err, sizeof err, "--match-run %s: its headline was measured on %s, this run's %s split has %ld "
                                       "windows: not one token set, so no matched pair is recorded",
-                     partner, db_prov_str(&partner_prov, a, sizeof a), split_name, r2.windows);
+                     partner, db_prov_str(&partner_prov, pa, sizeof pa), split_name, r2.windows);
             goto fail;
         }
-        printf(",\"tau\":%.6f,\"alpha_target\":%.6f,", tau, match);
-        print_result("exit", &r2, is_text, L, mc->seq_len);
+        jsonl_set(out, "tau", jsonl_num(tau));
+        jsonl_set(out, "alpha_target", jsonl_num(match));
+        jsonl_set(out, "exit", eval_json(&r2, is_text, L, mc->seq_len));
         if (mrc > 0)
             fprintf(stderr, "gatelab eval: closest α reached is %.4f (target %.4f ± 0.005): α moves in steps at this data size\n",
                     r2.active_frac, match);
@@ -268,20 +304,25 @@ int cmd_eval(int argc, char **argv) {
         m->exit_tau = (float)tau;
         if (run_eval(&run, ids, n_ids, &ds, split, windows, &r2, err, sizeof err)) goto fail;
         m->exit_tau = 0;
-        printf(",\"tau\":%.6f,", tau);
-        print_result("exit", &r2, is_text, L, mc->seq_len);
+        jsonl_set(out, "tau", jsonl_num(tau));
+        jsonl_set(out, "exit", eval_json(&r2, is_text, L, mc->seq_len));
     }
-    printf(",");
-    json_num("loss", soft.loss, ",");
-    json_num("loss_se", soft.loss_se, ",");
-    printf("\"tokens\":%.0f}\n", soft.tokens);
-    fflush(stdout);
-    if (rec && record(&run, split_name, &soft, match, partner_loss, tau, &r2, err, sizeof err)) goto fail;
+    jsonl_set(out, "loss", jsonl_num(soft.loss));
+    jsonl_set(out, "loss_se", jsonl_num(soft.loss_se));
+    jsonl_set(out, "tokens", jsonl_count(soft.tokens));
+    int wrote = jsonl_print(stdout, out);
+    out = NULL;
+    if (wrote) {
+        snprintf(err, sizeof err, "cannot write the JSON line to stdout (out of memory or a closed stdout)");
+        goto fail;
+    }
+    if (a.rec && record(&run, split_name, &soft, match, partner_loss, tau, &r2, err, sizeof err)) goto fail;
     rc = 0;
     goto done;
 fail:
     fprintf(stderr, "gatelab eval: %s\n", err);
 done:
+    json_decref(out);
     free(ids);
     data_close(&ds);
     run_close(&run);

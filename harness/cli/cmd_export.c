@@ -5,55 +5,33 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "args.h"
 #include "cli.h"
 #include "store/export.h"
 #include "store/rundir.h"
 
-static void export_usage(FILE *out) {
-    fprintf(out, "usage: gatelab export RUN --out FILE.h5 [--results DIR]\n"
-                 "  Write every parameter of RUN (a run id or run folder) as a float32 dataset named\n"
-                 "  by the tensor table, the vocabulary and the config as attributes.\n");
-}
+static const args_opt export_opts[] = {
+    {"out", 'o', "FILE.h5", "the HDF5 file to write (required)"},
+    {"results", ARGS_KEY(0), "DIR", "results folder that holds runs/<RUN> (default $GATELAB_RESULTS or results)"},
+    {0}};
+static const args_spec export_spec = {
+    "export", "RUN --out FILE.h5 [options]",
+    "Write every parameter of RUN (a run id or run folder) as a float32 dataset named by the tensor table,\n"
+    "the vocabulary and the config as attributes.",
+    export_opts};
 
 int cmd_export(int argc, char **argv) {
     const char *run = NULL, *out = NULL, *results = NULL;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-            export_usage(stdout);
-            return 0;
-        } else if (!strcmp(argv[i], "--out") || !strcmp(argv[i], "-o")) {
-            if (++i >= argc) {
-                fprintf(stderr, "gatelab export: --out needs a file name\n");
-                export_usage(stderr);
-                return 2;
-            }
-            out = argv[i];
-        } else if (!strncmp(argv[i], "--out=", 6)) {
-            out = argv[i] + 6;
-        } else if (!strcmp(argv[i], "--results")) {
-            if (++i >= argc) {
-                fprintf(stderr, "gatelab export: --results needs a folder\n");
-                return 2;
-            }
-            results = argv[i];
-        } else if (!strncmp(argv[i], "--results=", 10)) {
-            results = argv[i] + 10;
-        } else if (argv[i][0] == '-') {
-            fprintf(stderr, "gatelab export: unknown option '%s'\n", argv[i]);
-            export_usage(stderr);
-            return 2;
-        } else if (!run) {
-            run = argv[i];
-        } else {
-            fprintf(stderr, "gatelab export: one RUN only ('%s' and '%s' given)\n", run, argv[i]);
-            return 2;
-        }
+    args_parser p;
+    args_begin(&p, &export_spec, argc, argv);
+    for (int k; (k = args_next(&p)) != ARGS_END;) {
+        if (k < 0) return args_exit_code(k);
+        if (k == ARGS_POS && run) return args_usage_error(&export_spec, "one RUN only ('%s' and '%s' given)", run, p.val);
+        if (k == ARGS_POS) run = p.val;
+        else if (k == 'o') out = p.val;
+        else if (k == ARGS_KEY(0)) results = p.val;
     }
-    if (!run || !out) {
-        fprintf(stderr, "gatelab export: %s\n", !run ? "RUN is missing" : "--out FILE.h5 is missing");
-        export_usage(stderr);
-        return 2;
-    }
+    if (!run || !out) return args_usage_error(&export_spec, "%s", !run ? "RUN is missing" : "--out FILE.h5 is missing");
     char err[2048] = "";
     gl_run r;
     if (run_open(&r, run, results, 1, err, sizeof err) != 0) {

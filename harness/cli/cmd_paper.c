@@ -28,6 +28,7 @@
 
 #include "analysis/paper.h"
 #include "store/registry.h"
+#include "args.h"
 #include "cli.h"
 #include "store/metric.h"
 #include "store/rundir.h"
@@ -163,34 +164,36 @@ static int paper_report_cmd(const char *preset, const char *results, const char 
     return 0;
 }
 
-static void paper_usage(FILE *f) {
-    fprintf(f, "usage: gatelab paper post [--results DIR]\n"
-               "       gatelab paper report PRESET [--results DIR] [--out DIR]\n"
-               "  The stages of `make paper PRESET=smoke|local|full` after training (scripts/paper.sh).\n");
-}
+static const args_opt paper_opts[] = {
+    {"results", ARGS_KEY(0), "DIR", "results folder of the preset (default $GATELAB_RESULTS or results)"},
+    {"out", ARGS_KEY(1), "DIR", "report: where REPORT.md and its figures go (default DIR)"},
+    {0}};
+static const args_spec paper_spec = {
+    "paper", "post [options] | report PRESET [options]",
+    "The stages of `make paper PRESET=smoke|local|full` after training (scripts/paper.sh):\n"
+    "  post    measure what the claims need, for every finished run that lacks it (headline, ablations,\n"
+    "          trace analysis, early exit matched to TSA's α), recorded in the registry\n"
+    "  report  REPORT.md from the registry and the traces alone",
+    paper_opts};
 
 int cmd_paper(int argc, char **argv) {
-    const char *stage = argc > 1 ? argv[1] : NULL, *preset = NULL, *results = NULL, *out = NULL;
-    for (int i = 2; i < argc; i++) {
-        if (!strcmp(argv[i], "--results") && i + 1 < argc) results = argv[++i];
-        else if (!strcmp(argv[i], "--out") && i + 1 < argc) out = argv[++i];
-        else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-            paper_usage(stdout);
-            return 0;
-        } else if (argv[i][0] != '-' && !preset) preset = argv[i];
-        else {
-            fprintf(stderr, "gatelab paper: unknown or incomplete argument '%s'\n", argv[i]);
-            paper_usage(stderr);
-            return 2;
-        }
-    }
-    if (stage && (!strcmp(stage, "-h") || !strcmp(stage, "--help"))) {
-        paper_usage(stdout);
-        return 0;
+    const char *stage = NULL, *preset = NULL, *results = NULL, *out = NULL;
+    args_parser p;
+    args_begin(&p, &paper_spec, argc, argv);
+    for (int k; (k = args_next(&p)) != ARGS_END;) {
+        if (k < 0) return args_exit_code(k);
+        if (k == ARGS_POS && !stage) stage = p.val;
+        else if (k == ARGS_POS && !preset) preset = p.val;
+        else if (k == ARGS_POS) return args_usage_error(&paper_spec, "unexpected argument '%s'", p.val);
+        else if (k == ARGS_KEY(0)) results = p.val;
+        else if (k == ARGS_KEY(1)) out = p.val;
     }
     if (!results) results = run_results_dir(NULL);
-    if (stage && !strcmp(stage, "post") && !preset) return paper_post(results);
+    if (stage && !strcmp(stage, "post") && !preset && !out) return paper_post(results);
     if (stage && !strcmp(stage, "report") && preset) return paper_report_cmd(preset, results, out);
-    paper_usage(stderr);
-    return 2;
+    if (!stage) return args_usage_error(&paper_spec, "say which stage: post or report PRESET");
+    if (!strcmp(stage, "post"))
+        return args_usage_error(&paper_spec, "post takes no %s", preset ? "PRESET" : "--out");
+    if (!strcmp(stage, "report")) return args_usage_error(&paper_spec, "report needs a PRESET (smoke, local or full)");
+    return args_usage_error(&paper_spec, "unknown stage '%s' (post or report)", stage);
 }

@@ -4,7 +4,7 @@
  * experiment, with the figures, the tables and the probe text coloured by a
  * gate α or by TSA's effective depth.
  *
- *   gatelab report TARGET --html [--out FILE] [--block N] [--kv-head H] [--chars N]
+ *   gatelab report TARGET --html [--out FILE] [--block N --kv-head H | --gate L2H0] [--chars N]
  *                  [--results DIR] [--db PATH]
  *
  * TARGET is a run id (or run folder) or an experiment name in the registry.
@@ -19,6 +19,7 @@
 
 #include "analysis/html.h"
 #include "store/registry.h"
+#include "args.h"
 #include "cli.h"
 #include "store/manifest.h"
 #include "store/rundir.h"
@@ -29,44 +30,58 @@ typedef struct {
     html_opts o;
 } rp_args;
 
-static void rp_usage(FILE *f) {
-    fprintf(f, "usage: gatelab report RUN|EXPERIMENT --html [--out FILE] [--block N] [--kv-head H] [--chars N]\n"
-               "                      [--results DIR] [--db PATH]\n"
-               "  one self-contained HTML page: figures (SVG), tables, and the probe text coloured by the α of\n"
-               "  block N, KV head H (default: the gate with the largest mean α; the others one click away)\n"
-               "  or by TSA's effective depth; hover a character for its value.  No script, no network.\n"
-               "  --out defaults to <results>/report/<RUN|EXPERIMENT>.html; --chars: probe characters shown (1024)\n");
-}
+static const args_opt rp_opts[] = {
+    {"html", ARGS_KEY(0), NULL, "write the HTML page (the one format; required)"},
+    {"out", ARGS_KEY(1), "FILE", "the page (default <results>/report/<RUN|EXPERIMENT>.html)"},
+    {"block", ARGS_KEY(2), "N", "colour the probe text by the α of block N (with --kv-head)"},
+    {"kv-head", ARGS_KEY(3), "H", "… and KV head H (default: the gate with the largest mean α)"},
+    {"gate", ARGS_KEY(4), "G", "block and KV head at once: 2:0 or TransformerLens's L2H0"},
+    {"chars", ARGS_KEY(5), "N", "probe characters shown per view (default 1024)"},
+    {"results", ARGS_KEY(6), "DIR", "results folder (default $GATELAB_RESULTS or results)"},
+    {"db", ARGS_KEY(7), "PATH", "registry to read (default <results>/gatelab.db)"},
+    {0}};
+static const args_spec rp_spec = {
+    "report", "RUN|EXPERIMENT --html [options]",
+    "One self-contained HTML page: figures (SVG), tables, and the probe text coloured by a gate's α (the\n"
+    "others one click away) or by TSA's effective depth; hover a character for its value.  No script, no network.",
+    rp_opts};
 
+/* Read argv into a.  Returns -1 to go on, or the exit code (0 after --help, 2 bad usage). */
 static int rp_parse(int argc, char **argv, rp_args *a) {
     memset(a, 0, sizeof *a);
     a->o.block = a->o.kv_head = -1;
-    for (int i = 1; i < argc; i++) {
-        const char *s = argv[i];
-        int hv = i + 1 < argc;
-        if (!strcmp(s, "--html")) a->html = 1;
-        else if (!strcmp(s, "--out") && hv) a->out = argv[++i];
-        else if (!strcmp(s, "--results") && hv) a->results = argv[++i];
-        else if (!strcmp(s, "--db") && hv) a->db = argv[++i];
-        else if (!strcmp(s, "--block") && hv) a->o.block = atoi(argv[++i]);
-        else if (!strcmp(s, "--kv-head") && hv) a->o.kv_head = atoi(argv[++i]);
-        else if (!strcmp(s, "--chars") && hv) a->o.max_chars = atoi(argv[++i]);
-        else if (!strcmp(s, "-h") || !strcmp(s, "--help")) return 1;
-        else if (s[0] != '-' && !a->target) a->target = s;
-        else {
-            fprintf(stderr, "gatelab report: unknown or incomplete argument '%s'\n", s);
-            return 2;
+    args_parser p;
+    args_begin(&p, &rp_spec, argc, argv);
+    int bad = 0;
+    for (int k; !bad && (k = args_next(&p)) != ARGS_END;) {
+        if (k < 0) return args_exit_code(k);
+        char gate[32], err[256];
+        switch (k) {
+        case ARGS_POS:
+            if (a->target) return args_usage_error(&rp_spec, "one RUN or EXPERIMENT only ('%s' and '%s' given)",
+                                                   a->target, p.val);
+            a->target = p.val;
+            break;
+        case ARGS_KEY(0): a->html = 1; break;
+        case ARGS_KEY(1): a->out = p.val; break;
+        case ARGS_KEY(2): bad = args_get_int(&p, 0, GL_MAX_LAYERS, &a->o.block); break;
+        case ARGS_KEY(3): bad = args_get_int(&p, 0, 1 << 20, &a->o.kv_head); break;
+        case ARGS_KEY(4):
+            if (args_heads("--gate", p.val, gate, sizeof gate, err, sizeof err)) bad = 1;
+            else if (strchr(gate, ',')) bad = snprintf(err, sizeof err, "--gate '%s': one gate only", p.val) > 0;
+            else bad = sscanf(gate, "%d:%d", &a->o.block, &a->o.kv_head) != 2;
+            if (bad) fprintf(stderr, "gatelab report: %s\n", err);
+            break;
+        case ARGS_KEY(5): bad = args_get_int(&p, 1, 1 << 24, &a->o.max_chars); break;
+        case ARGS_KEY(6): a->results = p.val; break;
+        case ARGS_KEY(7): a->db = p.val; break;
         }
     }
-    if (!a->target || !a->html) {
-        fprintf(stderr, "gatelab report: %s\n", !a->target ? "name a run or an experiment" : "say --html (the one format)");
-        return 2;
-    }
-    if ((a->o.block < 0) != (a->o.kv_head < 0)) {
-        fprintf(stderr, "gatelab report: give --block and --kv-head together\n");
-        return 2;
-    }
-    return 0;
+    if (bad) return 2;
+    if (!a->target || !a->html)
+        return args_usage_error(&rp_spec, "%s", !a->target ? "name a run or an experiment" : "say --html (the one format)");
+    if ((a->o.block < 0) != (a->o.kv_head < 0)) return args_usage_error(&rp_spec, "give --block and --kv-head together");
+    return -1;
 }
 
 /* Is target a run (0 = yes; run_id and experiment filled), an experiment (1), or neither (-1, err)? */
@@ -99,14 +114,10 @@ static int rp_classify(gl_db *db, const char *target, const char *results, char 
 int cmd_report(int argc, char **argv) {
     rp_args a;
     int pr = rp_parse(argc, argv, &a);
-    if (pr) {
-        rp_usage(pr == 1 ? stdout : stderr);
-        return pr == 1 ? 0 : 2;
-    }
+    if (pr >= 0) return pr;
     const char *results = run_results_dir(a.results);
     char db_path[GL_PATH_MAX + 16], out[GL_PATH_MAX + 64], run_id[256] = "", exp[256] = "", err[4096] = "";
-    if (a.db) snprintf(db_path, sizeof db_path, "%s", a.db);
-    else snprintf(db_path, sizeof db_path, "%s/gatelab.db", results);
+    args_db_path(a.db, a.results, db_path, sizeof db_path);
     gl_db *db = NULL;
     int rc = 1, nfig = 0, ntext = 0;
     if (db_open_readonly(&db, db_path, err, sizeof err)) goto done;

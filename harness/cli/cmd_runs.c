@@ -26,17 +26,26 @@
 
 #include "args.h"
 #include "cli.h"
+#include "jsonl.h"
 #include "store/registry.h"
+#include "store/rundir.h"
 
 typedef enum { RUNS_TABLE, RUNS_CSV, RUNS_JSON } runs_format;
 
-static void runs_usage(FILE *f) {
-    fprintf(f, "usage: gatelab runs [--experiment E] [--status S] [--format table|csv|json] [--db PATH]\n"
-               "                    [--stale-after SECONDS] [--fix-stale]\n"
-               "  S is SCHEDULED, RUNNING, FINISHED, FAILED or KILLED; PATH defaults to results/gatelab.db\n"
-               "  a RUNNING run whose process is gone, or without a heartbeat for SECONDS (default 1800),\n"
-               "  shows as STALE; --fix-stale marks those KILLED (then --resume RUN or a sweep continues them)\n");
-}
+static const args_opt runs_opts[] = {
+    {"experiment", ARGS_KEY(0), "E", "only the runs of experiment E"},
+    {"status", ARGS_KEY(1), "S", "only runs with status S: SCHEDULED, RUNNING, FINISHED, FAILED or KILLED"},
+    {"format", ARGS_KEY(2), "F", "table (default), csv or json"},
+    {"db", ARGS_KEY(3), "PATH", "registry to read (default <results>/gatelab.db)"},
+    {"results", ARGS_KEY(4), "DIR", "results folder whose gatelab.db is read (default $GATELAB_RESULTS or results)"},
+    {"stale-after", ARGS_KEY(5), "SECONDS", "a RUNNING run silent this long shows as STALE (default 1800)"},
+    {"fix-stale", ARGS_KEY(6), NULL, "mark STALE runs KILLED (then --resume RUN or a sweep continues them)"},
+    {0}};
+static const args_spec runs_spec = {
+    "runs", "[options]",
+    "What the registry holds, one row per run.  A RUNNING run whose process is gone, or without a heartbeat\n"
+    "for --stale-after seconds, shows as STALE.",
+    runs_opts};
 
 /* Find RUNNING rows that nobody runs (db_run_stale); show them as STALE, or
  * with fix mark them KILLED in the registry.  why: n strings of 256 bytes. */
@@ -200,110 +209,93 @@ static void runs_print_csv(const gl_run_row *rows, int n) {
     }
 }
 
-static void runs_json_text(const char *s) {
-    putchar('"');
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\') printf("\\%c", c);
-        else if (c == '\n') printf("\\n");
-        else if (c < 0x20) printf("\\u%04x", c);
-        else putchar(c);
+/* A unix time with millisecond resolution, null when unknown. */
+static json_t *runs_json_time(double t) { return jsonl_num(isfinite(t) ? round(t * 1000) / 1000 : NAN); }
+
+/* One run as a JSON object (the fields of the CSV, val_measured_on as an object). */
+static json_t *runs_json_row(const gl_run_row *r) {
+    char a[32], b[32];
+    json_t *o = json_object(), *on = json_null();
+    jsonl_set(o, "run_id", jsonl_str(r->run_id));
+    jsonl_set(o, "experiment", jsonl_str(r->experiment));
+    jsonl_set(o, "name", jsonl_str(r->name));
+    jsonl_set(o, "status", jsonl_str(r->status));
+    jsonl_set(o, "step", r->step >= 0 ? jsonl_int(r->step) : json_null());
+    jsonl_set(o, "train_loss", jsonl_num(r->train_loss));
+    jsonl_set(o, "val_loss", jsonl_num(r->val_loss));
+    jsonl_set(o, "val_se", jsonl_num(r->val_se));
+    jsonl_set(o, "val_headline", json_boolean(r->val_headline));
+    if (r->val_step >= 0 && r->val_prov.count > 0) {
+        on = json_object();
+        jsonl_set(on, "step", jsonl_int(r->val_step));
+        jsonl_set(on, "split", jsonl_str(r->val_prov.split));
+        jsonl_set(on, "first", jsonl_int(r->val_prov.first));
+        jsonl_set(on, "windows", jsonl_int(r->val_prov.count));
     }
-    putchar('"');
+    jsonl_set(o, "val_measured_on", on);
+    jsonl_set(o, "val_tokens", r->val_prov.count > 0 ? jsonl_count(r->val_prov.tokens) : json_null());
+    jsonl_set(o, "active_frac", jsonl_num(r->active_frac));
+    jsonl_set(o, "tlops_saved", jsonl_num(r->tlops_saved));
+    jsonl_set(o, "tokens_per_s", jsonl_num(r->tokens_per_s));
+    jsonl_set(o, "start_time", runs_json_time(r->start_time));
+    jsonl_set(o, "end_time", runs_json_time(r->end_time));
+    runs_iso(r->start_time, a, sizeof a);
+    runs_iso(r->end_time, b, sizeof b);
+    jsonl_set(o, "start_iso", jsonl_str(a));
+    jsonl_set(o, "end_iso", jsonl_str(b));
+    jsonl_set(o, "duration_s", jsonl_num(runs_duration(r)));
+    jsonl_set(o, "exit_code", r->exit_code >= 0 ? jsonl_int(r->exit_code) : json_null());
+    jsonl_set(o, "error", jsonl_str(r->error[0] ? r->error : NULL));
+    return o;
 }
 
-static void runs_json_num(const char *key, double v) {
-    if (isfinite(v)) printf(", \"%s\": %.9g", key, v);
-    else printf(", \"%s\": null", key);
-}
-
-static void runs_json_time(const char *key, double t) {
-    if (isfinite(t)) printf(", \"%s\": %.3f", key, t);
-    else printf(", \"%s\": null", key);
-}
-
-static void runs_print_json(const gl_run_row *rows, int n) {
+/* A JSON array with one run per line, so `grep` and `wc -l` still work on it. */
+static int runs_print_json(const gl_run_row *rows, int n) {
     printf("[");
     for (int i = 0; i < n; i++) {
-        const gl_run_row *r = &rows[i];
-        char a[32], b[32];
-        printf("%s\n  {\"run_id\": ", i ? "," : "");
-        runs_json_text(r->run_id);
-        printf(", \"experiment\": ");
-        runs_json_text(r->experiment);
-        printf(", \"name\": ");
-        runs_json_text(r->name);
-        printf(", \"status\": ");
-        runs_json_text(r->status);
-        if (r->step >= 0) printf(", \"step\": %ld", r->step);
-        else printf(", \"step\": null");
-        runs_json_num("train_loss", r->train_loss);
-        runs_json_num("val_loss", r->val_loss);
-        runs_json_num("val_se", r->val_se);
-        printf(", \"val_headline\": %s", r->val_headline ? "true" : "false");
-        if (r->val_step >= 0 && r->val_prov.count > 0)
-            printf(", \"val_measured_on\": {\"step\": %ld, \"split\": \"%s\", \"first\": %ld, \"windows\": %ld}",
-                   r->val_step, r->val_prov.split, r->val_prov.first, r->val_prov.count);
-        else printf(", \"val_measured_on\": null");
-        runs_json_num("val_tokens", r->val_prov.count > 0 ? r->val_prov.tokens : NAN);
-        runs_json_num("active_frac", r->active_frac);
-        runs_json_num("tlops_saved", r->tlops_saved);
-        runs_json_num("tokens_per_s", r->tokens_per_s);
-        runs_json_time("start_time", r->start_time);
-        runs_json_time("end_time", r->end_time);
-        runs_iso(r->start_time, a, sizeof a);
-        runs_iso(r->end_time, b, sizeof b);
-        printf(", \"start_iso\": \"%s\", \"end_iso\": \"%s\"", a, b);
-        runs_json_num("duration_s", runs_duration(r));
-        if (r->exit_code >= 0) printf(", \"exit_code\": %d", r->exit_code);
-        else printf(", \"exit_code\": null");
-        printf(", \"error\": ");
-        if (r->error[0]) runs_json_text(r->error);
-        else printf("null");
-        printf("}");
+        json_t *o = runs_json_row(&rows[i]);
+        char *dump = jsonl_dumps(o);
+        json_decref(o);
+        if (!dump) return -1;
+        printf("%s\n  %s", i ? "," : "", dump);
+        free(dump);
     }
     printf("%s]\n", n ? "\n" : "");
+    return 0;
 }
 
 int cmd_runs(int argc, char **argv) {
-    const char *experiment = NULL, *status = NULL, *dbp = DB_DEFAULT_PATH;
-    runs_format fmt = RUNS_TABLE;
-    int fix_stale = 0;
+    const char *experiment = NULL, *status = NULL, *db_arg = NULL, *results = NULL;
+    int fmt = RUNS_TABLE, fix_stale = 0, bad = 0;
     double stale_s = 1800;
-    for (int i = 1; i < argc; i++) {
-        const char *s = argv[i];
-        if (!strcmp(s, "-h") || !strcmp(s, "--help")) { runs_usage(stdout); return 0; }
-        if (!strcmp(s, "--fix-stale")) { fix_stale = 1; continue; }
-        if (!strcmp(s, "--stale-after") && i + 1 < argc) {
-            if (args_double("runs", s, argv[++i], 0, 1e9, &stale_s)) return 2;
-            continue;
-        }
-        if (i + 1 >= argc || (strcmp(s, "--experiment") && strcmp(s, "--status") && strcmp(s, "--format") &&
-                              strcmp(s, "--db"))) {
-            fprintf(stderr, "gatelab runs: unexpected argument '%s'\n", s);
-            runs_usage(stderr);
-            return 2;
-        }
-        const char *v = argv[++i];
-        if (!strcmp(s, "--experiment")) experiment = v;
-        else if (!strcmp(s, "--db")) dbp = v;
-        else if (!strcmp(s, "--status")) {
-            if (!db_status_rank(v)) {
-                fprintf(stderr, "gatelab runs: unknown status '%s' (SCHEDULED, RUNNING, FINISHED, FAILED, KILLED)\n", v);
+    args_parser p;
+    args_begin(&p, &runs_spec, argc, argv);
+    for (int k; !bad && (k = args_next(&p)) != ARGS_END;) {
+        if (k < 0) return args_exit_code(k);
+        switch (k) {
+        case ARGS_POS: return args_usage_error(&runs_spec, "unexpected argument '%s'", p.val);
+        case ARGS_KEY(0): experiment = p.val; break;
+        case ARGS_KEY(1):
+            if (!db_status_rank(p.val)) {
+                fprintf(stderr, "gatelab runs: unknown status '%s' (SCHEDULED, RUNNING, FINISHED, FAILED, KILLED)\n",
+                        p.val);
                 return 2;
             }
-            status = v;
-        } else if (!strcmp(v, "table")) fmt = RUNS_TABLE;
-        else if (!strcmp(v, "csv")) fmt = RUNS_CSV;
-        else if (!strcmp(v, "json")) fmt = RUNS_JSON;
-        else {
-            fprintf(stderr, "gatelab runs: unknown format '%s' (table, csv or json)\n", v);
-            return 2;
+            status = p.val;
+            break;
+        case ARGS_KEY(2): bad = args_get_choice(&p, "table,csv,json", &fmt); break;
+        case ARGS_KEY(3): db_arg = p.val; break;
+        case ARGS_KEY(4): results = p.val; break;
+        case ARGS_KEY(5): bad = args_get_double(&p, 0, 1e9, &stale_s); break;
+        case ARGS_KEY(6): fix_stale = 1; break;
         }
     }
+    if (bad) return 2;
+    char dbp[GL_PATH_MAX + 16];
+    args_db_path(db_arg, results, dbp, sizeof dbp);
     if (access(dbp, F_OK) != 0) {
-        fprintf(stderr, "gatelab runs: no registry at %s (run `gatelab train` or `gatelab sweep` first, or pass --db)\n",
-                dbp);
+        fprintf(stderr, "gatelab runs: no registry at %s (run `gatelab train` or `gatelab sweep` first, or pass --db "
+                        "or --results)\n", dbp);
         return 1;
     }
     char err[1024];
@@ -326,7 +318,12 @@ int cmd_runs(int argc, char **argv) {
         goto cleanup;
     }
     if (fmt == RUNS_CSV) runs_print_csv(rows, n);
-    else if (fmt == RUNS_JSON) runs_print_json(rows, n);
+    else if (fmt == RUNS_JSON) {
+        if (runs_print_json(rows, n)) {
+            fprintf(stderr, "gatelab runs: out of memory writing JSON\n");
+            goto cleanup;
+        }
+    }
     else runs_print_table(rows, n, why);
     rc = 0;
 cleanup:

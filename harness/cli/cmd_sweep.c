@@ -46,6 +46,7 @@
 #include <unistd.h>
 #include <fcntl.h>
 
+#include "args.h"
 #include "cli.h"
 #include "store/parse.h"
 #include "store/registry.h"
@@ -88,82 +89,66 @@ static void sweep_on_signal(int sig) {
     else if (!sweep_stop_sig) sweep_stop_sig = sig;
 }
 
-static void sweep_usage(FILE *f) {
-    fprintf(f,
-            "usage: gatelab sweep MANIFEST [key=value | key=a,b,c ...] [-j N] [--dry-run] [--index I]\n"
-            "                     [--emit-slurm FILE] [--db PATH] [--results DIR] [--stale SECONDS]\n"
-            "                     [--retry-failed] [--launcher \"CMD ARGS\"] [--nodes N] [--ntasks-per-node K]\n"
-            "  --launcher: run each training data-parallel as CMD ARGS <binary>-mpi train ... (srun, mpirun -np N).\n"
-            "  --nodes, --ntasks-per-node: with --emit-slurm, ranks per array task (launched with srun).\n"
-            "  key=a,b,c replaces the [sweep] list of key (or adds an axis); key=value fixes a key for every run.\n"
-            "  Rerun the same command after a crash or Ctrl-C: only what is missing runs, interrupted runs resume.\n");
-}
+static const args_opt sweep_opts[] = {
+    {"jobs", 'j', "N", "trainings at once (default 1; -j4 works too)"},
+    {"dry-run", ARGS_KEY(0), NULL, "print the grid (index, run id, overrides) and stop"},
+    {"index", ARGS_KEY(1), "I", "run only run I of the grid, in this process (a Slurm array task)"},
+    {"emit-slurm", ARGS_KEY(2), "FILE", "write an sbatch array script for the grid and stop"},
+    {"db", ARGS_KEY(3), "PATH", "registry (default <results>/gatelab.db)"},
+    {"results", ARGS_KEY(4), "DIR", "results folder (default: the manifest's log.results, else results)"},
+    {"stale", ARGS_KEY(5), "SECONDS", "a RUNNING run silent this long is taken over (default 1800)"},
+    {"retry-failed", ARGS_KEY(6), NULL, "run FAILED runs again (otherwise they are left as they are)"},
+    {"launcher", ARGS_KEY(7), "\"CMD ARGS\"", "run each training data-parallel as CMD ARGS <binary>-mpi train … (srun, mpirun -np N)"},
+    {"nodes", ARGS_KEY(8), "N", "with --emit-slurm: nodes per array task (ranks launched with srun)"},
+    {"ntasks-per-node", ARGS_KEY(9), "K", "with --emit-slurm: ranks per node"},
+    {0}};
+static const args_spec sweep_spec = {
+    "sweep", "MANIFEST [key=value | key=a,b,c ...] [options]",
+    "Run the manifest's grid ([sweep] lists), resumably: rerun the same command after a crash or Ctrl-C and only\n"
+    "what is missing runs, interrupted runs resume.  key=a,b,c replaces the [sweep] list of key (or adds an\n"
+    "axis); key=value fixes a key for every run.",
+    sweep_opts};
 
-static int sweep_parse_int(const char *s, int lo, int hi, int *out) {
-    char why[160];
-    return parse_int(s, lo, hi, out, why, sizeof why) ? -1 : 0; /* store/parse.c: the one number syntax */
-}
-
-/* Parse argv (argv[0] is "sweep").  Returns 0, or 2 after printing a usage error. */
+/* Parse argv (argv[0] is "sweep").  Returns 0, 3 after --help, or 2 after printing a usage error. */
 static int sweep_parse_args(int argc, char **argv, sweep_args *a) {
     memset(a, 0, sizeof *a);
     a->index = -1;
     a->stale_s = 1800;
     a->cli = calloc((size_t)argc, sizeof *a->cli);
     if (!a->cli) { fprintf(stderr, "gatelab sweep: out of memory\n"); return 2; }
-    for (int i = 1; i < argc; i++) {
-        const char *s = argv[i];
-        const char *val = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(s, "-h") || !strcmp(s, "--help")) { sweep_usage(stdout); return 3; }
-        if (!strcmp(s, "--dry-run")) { a->dry_run = 1; continue; }
-        if (!strcmp(s, "--retry-failed")) { a->retry_failed = 1; continue; }
-        if (!strncmp(s, "-j", 2) && s[2]) {
-            if (sweep_parse_int(s + 2, 1, SWEEP_MAX_JOBS, &a->jobs)) goto bad_value;
-            continue;
+    args_parser p;
+    args_begin(&p, &sweep_spec, argc, argv);
+    int bad = 0, stale = 0;
+    for (int k; !bad && (k = args_next(&p)) != ARGS_END;) {
+        if (k < 0) return k == ARGS_HELP ? 3 : 2;
+        switch (k) {
+        case ARGS_POS:
+            if (!a->manifest && !strchr(p.val, '=')) a->manifest = p.val;
+            else if (!strchr(p.val, '='))
+                return args_usage_error(&sweep_spec, "'%s' is neither an option nor key=value", p.val);
+            else a->cli[a->n_cli++] = (char *)p.val;
+            break;
+        case 'j': bad = args_get_int(&p, 1, SWEEP_MAX_JOBS, &a->jobs); break;
+        case ARGS_KEY(0): a->dry_run = 1; break;
+        case ARGS_KEY(1): bad = args_get_int(&p, 0, SWEEP_MAX_RUNS - 1, &a->index); break;
+        case ARGS_KEY(2): a->slurm = p.val; break;
+        case ARGS_KEY(3): a->db = p.val; break;
+        case ARGS_KEY(4): a->results = p.val; break;
+        case ARGS_KEY(5):
+            bad = args_get_int(&p, 1, INT_MAX, &stale);
+            a->stale_s = stale;
+            break;
+        case ARGS_KEY(6): a->retry_failed = 1; break;
+        case ARGS_KEY(7):
+            if (!p.val[strspn(p.val, " ")]) return args_usage_error(&sweep_spec, "--launcher is empty");
+            a->launcher = p.val;
+            break;
+        case ARGS_KEY(8): bad = args_get_int(&p, 1, 100000, &a->nodes); break;
+        case ARGS_KEY(9): bad = args_get_int(&p, 1, 100000, &a->ntasks_per_node); break;
         }
-        int takes = !strcmp(s, "-j") || !strcmp(s, "--jobs") || !strcmp(s, "--index") || !strcmp(s, "--emit-slurm") ||
-                    !strcmp(s, "--db") || !strcmp(s, "--results") || !strcmp(s, "--stale") ||
-                    !strcmp(s, "--launcher") || !strcmp(s, "--nodes") || !strcmp(s, "--ntasks-per-node");
-        if (takes) {
-            if (!val) { fprintf(stderr, "gatelab sweep: %s needs a value\n", s); return 2; }
-            i++;
-            if (!strcmp(s, "-j") || !strcmp(s, "--jobs")) {
-                if (sweep_parse_int(val, 1, SWEEP_MAX_JOBS, &a->jobs)) goto bad_value;
-            } else if (!strcmp(s, "--index")) {
-                if (sweep_parse_int(val, 0, SWEEP_MAX_RUNS - 1, &a->index)) goto bad_value;
-            } else if (!strcmp(s, "--stale")) {
-                int v;
-                if (sweep_parse_int(val, 1, INT_MAX, &v)) goto bad_value;
-                a->stale_s = v;
-            } else if (!strcmp(s, "--emit-slurm")) {
-                a->slurm = val;
-            } else if (!strcmp(s, "--launcher")) {
-                if (!val[strspn(val, " ")]) goto bad_value;
-                a->launcher = val;
-            } else if (!strcmp(s, "--nodes")) {
-                if (sweep_parse_int(val, 1, 100000, &a->nodes)) goto bad_value;
-            } else if (!strcmp(s, "--ntasks-per-node")) {
-                if (sweep_parse_int(val, 1, 100000, &a->ntasks_per_node)) goto bad_value;
-            } else if (!strcmp(s, "--db")) {
-                a->db = val;
-            } else {
-                a->results = val;
-            }
-            continue;
-        }
-        if (s[0] == '-') { fprintf(stderr, "gatelab sweep: unknown option '%s'\n", s); sweep_usage(stderr); return 2; }
-        if (!a->manifest && !strchr(s, '=')) { a->manifest = s; continue; }
-        if (!strchr(s, '=')) {
-            fprintf(stderr, "gatelab sweep: '%s' is neither an option nor key=value\n", s);
-            return 2;
-        }
-        a->cli[a->n_cli++] = argv[i];
-        continue;
-    bad_value:
-        fprintf(stderr, "gatelab sweep: bad value for %s\n", s);
-        return 2;
     }
-    if (!a->manifest) { sweep_usage(stderr); return 2; }
+    if (bad) return 2;
+    if (!a->manifest) return args_usage_error(&sweep_spec, "MANIFEST is missing");
     if ((a->nodes || a->ntasks_per_node) && !a->slurm) {
         fprintf(stderr, "gatelab sweep: --nodes and --ntasks-per-node shape the Slurm script: use them with --emit-slurm "
                         "(to run data-parallel here, pass --launcher \"mpirun -np N\")\n");
@@ -839,32 +824,56 @@ cleanup:
     return rc;
 }
 
+static const args_opt collect_opts[] = {{0}};
+static const args_spec collect_spec = {
+    "collect", "MAIN.db TASK.db [TASK.db ...]",
+    "Merge per-task registries (Slurm array tasks) into MAIN.db: a run id is kept once, with the more\n"
+    "advanced status (SCHEDULED < RUNNING < KILLED < FAILED < FINISHED).",
+    collect_opts};
+
 int cmd_collect(int argc, char **argv) {
     char err[1024];
     gl_db *db = NULL;
-    int rc = 1, total_merged = 0, total_skipped = 0;
-    if (argc < 3 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
-        fprintf(argc < 3 ? stderr : stdout,
-                "usage: gatelab collect MAIN.db TASK.db [TASK.db ...]\n"
-                "  merge per-task registries (Slurm array tasks) into MAIN.db: a run id is kept once,\n"
-                "  with the more advanced status (SCHEDULED < RUNNING < KILLED < FAILED < FINISHED).\n");
-        return argc < 3 ? 2 : 0;
+    int total_merged = 0, total_skipped = 0, n = 0;
+    const char **dbs = calloc((size_t)argc + 1, sizeof *dbs); /* MAIN.db, then the TASK.db files */
+    if (!dbs) {
+        fprintf(stderr, "gatelab collect: out of memory\n");
+        return 1;
     }
-    if (db_open(&db, argv[1], err, sizeof err)) { fprintf(stderr, "gatelab collect: %s\n", err); return 1; }
+    args_parser p;
+    args_begin(&p, &collect_spec, argc, argv);
+    for (int k; (k = args_next(&p)) != ARGS_END;) {
+        if (k < 0) {
+            free(dbs);
+            return args_exit_code(k);
+        }
+        dbs[n++] = p.val;
+    }
+    if (n < 2) {
+        free(dbs);
+        return args_usage_error(&collect_spec, "%s", n < 1 ? "MAIN.db is missing" : "no TASK.db to merge");
+    }
+    int rc = 1;
+    if (db_open(&db, dbs[0], err, sizeof err)) {
+        fprintf(stderr, "gatelab collect: %s\n", err);
+        goto cleanup;
+    }
     rc = 0;
-    for (int i = 2; i < argc; i++) {
+    for (int i = 1; i < n; i++) {
         int merged = 0, skipped = 0;
-        if (db_merge(db, argv[i], &merged, &skipped, err, sizeof err)) {
+        if (db_merge(db, dbs[i], &merged, &skipped, err, sizeof err)) {
             fprintf(stderr, "gatelab collect: %s\n", err);
             rc = 1;
             continue;
         }
-        printf("%s: %d run%s merged, %d already present\n", argv[i], merged, merged == 1 ? "" : "s", skipped);
+        printf("%s: %d run%s merged, %d already present\n", dbs[i], merged, merged == 1 ? "" : "s", skipped);
         total_merged += merged;
         total_skipped += skipped;
     }
-    printf("collect into %s: %d merged, %d already present%s\n", argv[1], total_merged, total_skipped,
+    printf("collect into %s: %d merged, %d already present%s\n", dbs[0], total_merged, total_skipped,
            rc ? " (some files failed, see above)" : "");
+cleanup:
     db_close(db);
+    free(dbs);
     return rc;
 }

@@ -14,6 +14,7 @@
 
 #include "analysis/figures.h"
 #include "analysis/tables.h"
+#include "args.h"
 #include "cli.h"
 #include "store/manifest.h"
 #include "store/registry.h"
@@ -23,37 +24,45 @@ typedef struct {
     const char *experiment, *db, *results, *out;
 } tf_args;
 
-static int tf_parse(int argc, char **argv, tf_args *a, const char *cmd) {
-    memset(a, 0, sizeof *a);
-    for (int i = 1; i < argc; i++) {
-        const char *s = argv[i];
-        int hv = i + 1 < argc;
-        if (!strcmp(s, "--db") && hv) a->db = argv[++i];
-        else if (!strcmp(s, "--results") && hv) a->results = argv[++i];
-        else if (!strcmp(s, "--out") && hv) a->out = argv[++i];
-        else if (!strcmp(s, "-h") || !strcmp(s, "--help")) return 1;
-        else if (s[0] != '-' && !a->experiment) a->experiment = s;
-        else {
-            fprintf(stderr, "gatelab %s: unknown or incomplete argument '%s'\n", cmd, s);
-            return 2;
-        }
-    }
-    return 0;
-}
+#define TF_OPTS(what)                                                                                             \
+    {{"db", ARGS_KEY(0), "PATH", "registry to read (default <results>/gatelab.db)"},                                 \
+     {"results", ARGS_KEY(1), "DIR", "results folder (default $GATELAB_RESULTS or results)"},                       \
+     {"out", ARGS_KEY(2), "DIR", "where the " what " go (default <results>/" what ")"},                             \
+     {0}}
+static const args_opt tables_opts[] = TF_OPTS("tables"), figures_opts[] = TF_OPTS("figures");
+static const args_spec tables_spec = {
+    "tables", "[EXPERIMENT] [options]",
+    "The paper's tables (Markdown and LaTeX) from the registry; EXPERIMENT: only that experiment's runs\n"
+    "(default: every finished run).",
+    tables_opts};
+static const args_spec figures_spec = {
+    "figures", "[EXPERIMENT] [options]",
+    "The paper's figures (gnuplot: PNG, PDF and SVG) from the registry and the runs' traces; EXPERIMENT: only\n"
+    "that experiment's runs (default: every finished run).",
+    figures_opts};
 
-static void tf_usage(FILE *f, const char *cmd) {
-    fprintf(f, "usage: gatelab %s [EXPERIMENT] [--db PATH] [--results DIR] [--out DIR]\n"
-               "  EXPERIMENT: only that experiment's runs (default: every finished run)\n"
-               "  --db PATH defaults to <results>/gatelab.db; --out to <results>/%s\n",
-            cmd, cmd);
+/* Read argv into a.  Returns -1 to go on, or the exit code (0 after --help, 2 bad usage). */
+static int tf_parse(int argc, char **argv, tf_args *a, const args_spec *spec) {
+    memset(a, 0, sizeof *a);
+    args_parser p;
+    args_begin(&p, spec, argc, argv);
+    for (int k; (k = args_next(&p)) != ARGS_END;) {
+        if (k < 0) return args_exit_code(k);
+        if (k == ARGS_POS && a->experiment)
+            return args_usage_error(spec, "one EXPERIMENT only ('%s' and '%s' given)", a->experiment, p.val);
+        if (k == ARGS_POS) a->experiment = p.val;
+        else if (k == ARGS_KEY(0)) a->db = p.val;
+        else if (k == ARGS_KEY(1)) a->results = p.val;
+        else if (k == ARGS_KEY(2)) a->out = p.val;
+    }
+    return -1;
 }
 
 /* Open the registry and resolve the output folder. */
 static int tf_open(const tf_args *a, const char *what, gl_db **db, char *db_path, size_t dbn, char *out, size_t outn,
                    char *err, size_t errlen) {
     const char *results = run_results_dir(a->results);
-    if (a->db) snprintf(db_path, dbn, "%s", a->db);
-    else snprintf(db_path, dbn, "%s/gatelab.db", results);
+    args_db_path(a->db, a->results, db_path, dbn);
     if (a->out) snprintf(out, outn, "%s", a->out);
     else snprintf(out, outn, "%s/%s", results, what);
     return db_open_readonly(db, db_path, err, errlen);
@@ -61,11 +70,8 @@ static int tf_open(const tf_args *a, const char *what, gl_db **db, char *db_path
 
 int cmd_tables(int argc, char **argv) {
     tf_args a;
-    int pr = tf_parse(argc, argv, &a, "tables");
-    if (pr) {
-        tf_usage(pr == 1 ? stdout : stderr, "tables");
-        return pr == 1 ? 0 : 2;
-    }
+    int pr = tf_parse(argc, argv, &a, &tables_spec);
+    if (pr >= 0) return pr;
     char err[2048] = "", db_path[GL_PATH_MAX + 16], out[GL_PATH_MAX + 16];
     gl_db *db = NULL;
     static tables_summary s;
@@ -88,11 +94,8 @@ done:
 
 int cmd_figures(int argc, char **argv) {
     tf_args a;
-    int pr = tf_parse(argc, argv, &a, "figures");
-    if (pr) {
-        tf_usage(pr == 1 ? stdout : stderr, "figures");
-        return pr == 1 ? 0 : 2;
-    }
+    int pr = tf_parse(argc, argv, &a, &figures_spec);
+    if (pr >= 0) return pr;
     char err[4096] = "", db_path[GL_PATH_MAX + 16], out[GL_PATH_MAX + 16];
     gl_db *db = NULL;
     static figures_summary s;

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "args.h"
 #include "cli.h"
 #include "store/manifest.h"
 #include "run/dist.h"
@@ -19,33 +20,47 @@
 
 #define TRAIN_RUN_ID_MAX 159 /* run_ctx.run_id in run/train.c holds 160 bytes */
 
+static const args_opt train_opts[] = {
+    {"resume", ARGS_KEY(0), "RUN", "continue RUN from its checkpoint (bit for bit as if never stopped)"},
+    {"run-id", ARGS_KEY(1), "ID", "the new run's id (default: log.name or the manifest's name, UTC time and process id)"},
+    {"db", ARGS_KEY(2), "PATH", "registry (default <results>/gatelab.db)"},
+    {"results", ARGS_KEY(3), "DIR", "results folder (default $GATELAB_RESULTS, else the manifest's log.results)"},
+    {"quiet", ARGS_KEY(4), NULL, "no progress lines on the terminal (train.log still has them)"},
+    {"allow-config-change", ARGS_KEY(5), NULL, "--resume even though the configuration changed (recorded)"},
+    {0}};
+static const args_spec train_spec = {
+    "train", "MANIFEST [section.key=value ...] [options]",
+    "Train one run of MANIFEST (an INI file, docs/manifest.md); section.key=value overrides a key.\n"
+    "Exit 0 finished, 1 failed, 2 bad usage or manifest, 3 killed by a signal (resume it with --resume).",
+    train_opts};
+
+#define TRAIN_MAX_OVERRIDES 256
+
 int cmd_train(int argc, char **argv) {
     const char *manifest = NULL;
     gl_train_opts o = {0};
-    char *over[256];
+    char *over[TRAIN_MAX_OVERRIDES];
     int n_over = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        int has_val = i + 1 < argc;
-        if (!strcmp(a, "--resume") && has_val) o.resume = argv[++i];
-        else if (!strcmp(a, "--run-id") && has_val) o.run_id = argv[++i];
-        else if (!strcmp(a, "--db") && has_val) o.db_path = argv[++i];
-        else if (!strcmp(a, "--results") && has_val) o.results = argv[++i];
-        else if (!strcmp(a, "--quiet")) o.quiet = 1;
-        else if (!strcmp(a, "--allow-config-change")) o.allow_config_change = 1;
-        else if (a[0] == '-' && a[1] == '-') {
-            fprintf(stderr, "gatelab train: unknown or incomplete option '%s'\n", a);
-            return 2;
-        } else if (strchr(a, '=')) {
-            if (n_over == 256) {
-                fprintf(stderr, "gatelab train: too many overrides\n");
-                return 2;
-            }
-            over[n_over++] = argv[i];
-        } else if (!manifest) manifest = a;
-        else {
-            fprintf(stderr, "gatelab train: unexpected argument '%s' (overrides look like section.key=value)\n", a);
-            return 2;
+    args_parser p;
+    args_begin(&p, &train_spec, argc, argv);
+    for (int k; (k = args_next(&p)) != ARGS_END;) {
+        if (k < 0) return args_exit_code(k);
+        switch (k) {
+        case ARGS_POS:
+            if (strchr(p.val, '=')) {
+                if (n_over == TRAIN_MAX_OVERRIDES)
+                    return args_usage_error(&train_spec, "more than %d overrides", TRAIN_MAX_OVERRIDES);
+                over[n_over++] = (char *)p.val;
+            } else if (!manifest) manifest = p.val;
+            else return args_usage_error(&train_spec, "unexpected argument '%s' (overrides look like section.key=value)",
+                                         p.val);
+            break;
+        case ARGS_KEY(0): o.resume = p.val; break;
+        case ARGS_KEY(1): o.run_id = p.val; break;
+        case ARGS_KEY(2): o.db_path = p.val; break;
+        case ARGS_KEY(3): o.results = p.val; break;
+        case ARGS_KEY(4): o.quiet = 1; break;
+        case ARGS_KEY(5): o.allow_config_change = 1; break;
         }
     }
     /* run ids name a folder and a registry row; a longer one would be cut short silently */
@@ -58,11 +73,7 @@ int cmd_train(int argc, char **argv) {
             return 2;
         }
     }
-    if (!manifest) {
-        fprintf(stderr, "usage: gatelab train MANIFEST [section.key=value ...] [--resume RUN] [--run-id ID] "
-                        "[--db PATH] [--results DIR] [--quiet] [--allow-config-change]\n");
-        return 2;
-    }
+    if (!manifest) return args_usage_error(&train_spec, "MANIFEST is missing");
     static gl_manifest mf;
     char err[2048];
     if (dist_init(NULL, NULL, err, sizeof err)) {

@@ -1,6 +1,10 @@
 /*
- * main.c — the `gatelab` command: dispatch to a subcommand.
+ * main.c — the `gatelab` command: dispatch to a subcommand, `gatelab --help`
+ * (one line per command with every flag it takes; `gatelab CMD --help` says
+ * what each does) and `gatelab --version`.
  * Every subcommand lives in its own file and is listed once in the table below.
+ * The commit comes from the Makefile (-DGATELAB_COMMIT, `git describe
+ * --always --dirty`, "unknown" outside a git checkout).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,6 +12,15 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "store/ckpt.h"
+#include "store/export.h"
+#include "store/registry.h"
+#include "store/trace.h"
+
+#define GATELAB_VERSION "0.1.0" /* raised by hand at a release; the commit says exactly what was built */
+#ifndef GATELAB_COMMIT
+#define GATELAB_COMMIT "unknown"
+#endif
 
 typedef struct {
     const char *name;
@@ -16,20 +29,20 @@ typedef struct {
 } command;
 
 static const command commands[] = {
-    {"train", cmd_train, "train MANIFEST [section.key=value ...] [--resume RUN] [--run-id ID] [--db PATH] [--results DIR] [--quiet]"},
-    {"eval", cmd_eval, "eval RUN [--text FILE | --split val|test] [--windows N] [--sparse] [--tau T | --match-alpha A] [--batch B]"},
-    {"sample", cmd_sample, "sample RUN [--tokens N] [--prompt S] [--temperature T] [--seed S]"},
+    {"train", cmd_train, "train MANIFEST [section.key=value ...] [--resume RUN] [--run-id ID] [--db PATH] [--results DIR] [--quiet] [--allow-config-change]"},
+    {"eval", cmd_eval, "eval RUN [--split val|test|train | --text FILE] [--windows N] [--sparse] [--tau T | --match-alpha A | --match-run TSA_RUN] [--batch B] [--results DIR] [--record]"},
+    {"sample", cmd_sample, "sample RUN [--tokens N] [--prompt S] [--temperature T] [--seed S] [--results DIR] [--json]"},
     {"export", cmd_export, "export RUN --out FILE.h5 [--results DIR]"},
-    {"sweep", cmd_sweep, "sweep MANIFEST [key=a,b,c ...] [-j N] [--dry-run] [--index I] [--emit-slurm FILE] [--db PATH] [--results DIR]"},
+    {"sweep", cmd_sweep, "sweep MANIFEST [key=a,b,c ...] [-j|--jobs N] [--dry-run] [--index I] [--emit-slurm FILE [--nodes N] [--ntasks-per-node K]] [--launcher \"CMD ARGS\"] [--stale SECONDS] [--retry-failed] [--db PATH] [--results DIR]"},
     {"collect", cmd_collect, "collect MAIN.db TASK.db [TASK.db ...]"},
-    {"runs", cmd_runs, "runs [--experiment E] [--status S] [--format table|csv|json] [--db PATH]"},
-    {"analyze", cmd_analyze, "analyze RUN [--results DIR] [--db PATH] [--out DIR] [--no-db]"},
-    {"ablate", cmd_ablate, "ablate RUN --mode zero|mean|full-depth|random|exit [--layers 1,3] [--heads 2:0,3:1] [--taus T,...] [--windows N] [--db PATH]"},
-    {"heads", cmd_heads, "heads RUN [--windows N] [--out DIR] [--db PATH] [--no-figure]"},
-    {"tables", cmd_tables, "tables [EXPERIMENT] [--db PATH] [--results DIR] [--out DIR]"},
-    {"paper", cmd_paper, "paper post | paper report PRESET [--results DIR] [--out DIR]   (stages of make paper)"},
-    {"figures", cmd_figures, "figures [EXPERIMENT] [--db PATH] [--results DIR] [--out DIR]"},
-    {"report", cmd_report, "report RUN|EXPERIMENT --html [--out FILE] [--block N --kv-head H] [--chars N] [--results DIR] [--db PATH]"},
+    {"runs", cmd_runs, "runs [--experiment E] [--status S] [--format table|csv|json] [--stale-after SECONDS] [--fix-stale] [--db PATH] [--results DIR]"},
+    {"analyze", cmd_analyze, "analyze RUN [--out DIR] [--no-db] [--db PATH] [--results DIR]"},
+    {"ablate", cmd_ablate, "ablate RUN --mode zero|mean|file|full-depth|random|exit [--layers 1,3] [--heads 2:0,L3H1] [--values FILE] [--taus T,...] [--windows N] [--batch B] [--threads N] [--no-db] [--db PATH] [--results DIR]"},
+    {"heads", cmd_heads, "heads RUN [--windows N] [--batch B] [--threads N] [--out DIR] [--no-figure] [--json] [--no-db] [--db PATH] [--results DIR]"},
+    {"tables", cmd_tables, "tables [EXPERIMENT] [--out DIR] [--db PATH] [--results DIR]"},
+    {"figures", cmd_figures, "figures [EXPERIMENT] [--out DIR] [--db PATH] [--results DIR]"},
+    {"report", cmd_report, "report RUN|EXPERIMENT --html [--out FILE] [--block N --kv-head H | --gate L2H0] [--chars N] [--db PATH] [--results DIR]"},
+    {"paper", cmd_paper, "paper post [--results DIR] | paper report PRESET [--results DIR] [--out DIR]   (stages of make paper)"},
     {"data", cmd_data, "data [FILE ...]   (where data sets are looked for and found; `make data` fetches them)"},
 };
 
@@ -37,7 +50,15 @@ static void usage(FILE *f) {
     fprintf(f, "gatelab — train, trace and take apart gated transformers\n\nusage:\n");
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         fprintf(f, "  gatelab %s\n", commands[i].usage);
-    fprintf(f, "\nRUN is a run id or a run folder (results/runs/<id>).\n");
+    fprintf(f, "  gatelab --version\n"
+               "\nRUN is a run id or a run folder (results/runs/<id>); DIR (--results) defaults to $GATELAB_RESULTS\n"
+               "or results, PATH (--db) to DIR/gatelab.db.  `gatelab CMD --help` explains each flag of CMD.\n");
+}
+
+static void version(void) {
+    printf("gatelab %s (commit %s)\n", GATELAB_VERSION, GATELAB_COMMIT);
+    printf("formats: registry schema %d, checkpoint %d, trace schema %d, export schema %d\n", DB_SCHEMA_VERSION,
+           CKPT_VERSION, TRACE_SCHEMA_VERSION, EXPORT_SCHEMA_VERSION);
 }
 
 /* OpenMP threads that spin at barriers (libgomp's default) lose whole time
@@ -59,9 +80,12 @@ int main(int argc, char **argv) {
         usage(argc < 2 ? stderr : stdout);
         return argc < 2 ? 2 : 0;
     }
+    if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "-V") || !strcmp(argv[1], "version")) {
+        version();
+        return 0;
+    }
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         if (!strcmp(argv[1], commands[i].name)) return commands[i].run(argc - 1, argv + 1);
-    fprintf(stderr, "gatelab: unknown command '%s'\n\n", argv[1]);
-    usage(stderr);
+    fprintf(stderr, "gatelab: unknown command '%s'; see gatelab --help\n", argv[1]);
     return 2;
 }

@@ -82,14 +82,20 @@ check "expected hard depth = 1 + (L-1)·α ($ed, α $af)" awk -v d="$ed" -v a="$
 # ---- ablate ----
 "$BIN" ablate sat --results "$R" --mode zero --windows 16 > "$W/ab1" 2>&1
 check "ablate --mode zero exits 0" test $? -eq 0
-check "ablate prints a JSON line with delta_loss and categories" grep -qE '^\{"run":"sat","mode":"zero".*"delta_loss":-?[0-9.]+.*"delta_loss_by_category"' "$W/ab1"
+check "ablate prints a JSON line with delta_loss and categories" grep -qE '^\{"run_id":"sat","run_dir":"[^"]*/runs/sat","step":[0-9]+,"mode":"zero".*"delta_loss":-?[0-9.]+(e-?[0-9]+)?,.*"delta_loss_by_category"' "$W/ab1"
 check "ablate logs zero.all.* rows" test "$(q "select count(*) from metrics where run_id='sat' and split='ablation' and name like 'zero.all.%'")" -ge 5
 "$BIN" ablate sat --results "$R" --mode mean --heads 2:1 --windows 16 > "$W/ab2" 2>&1
 check "ablate --mode mean --heads 2:1 exits 0 and names its reference tokens" grep -q '"reference":"val\[16,32)"' "$W/ab2"
+# TransformerLens's head names select the same gates: L2H1 is block 2, KV head 1
+"$BIN" ablate sat --results "$R" --mode mean --heads l2h1 --windows 16 --no-db > "$W/ab2tl" 2>&1
+check "ablate --heads l2h1 (TransformerLens) gives exactly what --heads 2:1 gives" \
+    test -n "$(grep '"delta_loss"' "$W/ab2")" -a "$(grep -o '"gates".*' "$W/ab2")" = "$(grep -o '"gates".*' "$W/ab2tl")"
+"$BIN" ablate sat --results "$R" --mode zero --heads L1H0,2:1 --windows 16 --no-db > "$W/ab2mix" 2>&1
+check "ablate --heads mixes both spellings (L1H0,2:1 -> gates L1H0+L2H1)" grep -q '"gates":"L1H0+L2H1"' "$W/ab2mix"
 "$BIN" ablate tsa --results "$R" --mode full-depth --windows 16 > "$W/ab3" 2>&1 &&
 "$BIN" ablate tsa --results "$R" --mode random --windows 16 > "$W/ab4" 2>&1
 check "ablate TSA full-depth and random exit 0" test $? -eq 0
-check "full depth runs every block (active_frac 1)" grep -q '"active_frac":1.000000' "$W/ab3"
+check "full depth runs every block (active_frac 1)" grep -qE '"active_frac":1\.0[,}]' "$W/ab3"
 "$BIN" ablate ee --results "$R" --mode exit --taus 0.3,0.6,0.9 --windows 16 > "$W/ab5" 2>&1
 check "ablate --mode exit sweeps τ (exit 0, 3 points logged)" \
     test $? -eq 0 -a "$(q "select count(*) from metrics where run_id='ee' and split='ablation' and name like 'exit.tau%.tlops_saved'")" -eq 3
@@ -100,8 +106,8 @@ check "--layers 0 (no gate) is refused naming the block" test $? -ne 0 -a -n "$(
 # --mode file: all-zero values from a file must reproduce --mode zero exactly
 printf 'block kv_head value\n1 0 0\n1 1 0\n2 0 0\n2 1 0\n' > "$W/zeros.tsv"
 "$BIN" ablate sat --results "$R" --mode file --values "$W/zeros.tsv" --windows 16 --no-db > "$W/ab8" 2>&1
-z1=$(sed -n 's/.*"delta_loss":\(-\{0,1\}[0-9.]*\).*/\1/p' "$W/ab1" | head -1)
-z8=$(sed -n 's/.*"delta_loss":\(-\{0,1\}[0-9.]*\).*/\1/p' "$W/ab8" | head -1)
+z1=$(sed -n 's/.*"delta_loss":\([-+0-9.eE]*\).*/\1/p' "$W/ab1" | head -1)
+z8=$(sed -n 's/.*"delta_loss":\([-+0-9.eE]*\).*/\1/p' "$W/ab8" | head -1)
 check "--mode file with every gate at 0 equals --mode zero (ΔL $z8 = $z1)" test -n "$z1" -a "$z1" = "$z8"
 printf '1 0 0.5\n1 0 0.25\n' > "$W/dup.tsv"
 "$BIN" ablate sat --results "$R" --mode file --values "$W/dup.tsv" --no-db > "$W/ab9" 2>&1

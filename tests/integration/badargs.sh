@@ -47,3 +47,72 @@ cp "$R/gatelab.db" "$W/future.db"
 sqlite3 "$W/future.db" "UPDATE schema_version SET version = 99"
 expect 1 "schema version 99 is newer" "runs refuses a registry schema from the future" "$BIN" runs --db "$W/future.db"
 expect 1 "schema version 99 is newer" "tables refuses a registry schema from the future" "$BIN" tables --db "$W/future.db" --out "$W/tables"
+
+# ---- the command line of every command (issue 17): --help, unknown flags, numbers ----
+# each command's flags, as a user would look for them in its --help
+declare -A FLAGS=(
+    [train]="--resume --run-id --db --results --quiet --allow-config-change"
+    [eval]="--split --text --windows --sparse --tau --match-alpha --match-run --batch --results --record"
+    [sample]="--tokens --prompt --temperature --seed --results --json"
+    [export]="--out --results"
+    [sweep]="--jobs --dry-run --index --emit-slurm --db --results --stale --retry-failed --launcher --nodes --ntasks-per-node"
+    [collect]=""
+    [runs]="--experiment --status --format --db --results --stale-after --fix-stale"
+    [analyze]="--results --db --out --no-db"
+    [ablate]="--mode --layers --heads --values --taus --windows --batch --threads --results --db --no-db"
+    [heads]="--windows --batch --threads --results --db --no-db --out --no-figure --json"
+    [tables]="--db --results --out"
+    [figures]="--db --results --out"
+    [report]="--html --out --block --kv-head --gate --chars --results --db"
+    [paper]="--results --out"
+    [data]=""
+)
+"$BIN" --help > "$W/top" 2>&1
+for cmd in "${!FLAGS[@]}"; do
+    "$BIN" "$cmd" --help > "$W/help" 2> "$W/help.err"; rc=$?
+    missing=""
+    for f in ${FLAGS[$cmd]} --help; do grep -qe "$f\b" "$W/help" || missing="$missing $f"; done
+    if [ $rc -eq 0 ] && [ -z "$missing" ] && [ ! -s "$W/help.err" ] && grep -q "^usage: gatelab $cmd" "$W/help"; then
+        pass "$cmd --help exits 0 and lists its flags"
+    else fail "$cmd --help (rc $rc, missing:$missing)"; fi
+    # every flag the command's --help lists is on its line of `gatelab --help`
+    line=$(grep -E "^  gatelab $cmd( |$)" "$W/top")
+    missing=""
+    for f in $(grep -oE '^ +(-[a-z], )?--[a-z-]+' "$W/help" | grep -oE -- '--[a-z-]+' | grep -v -- '--help'); do
+        grep -qe "$f\b" <<< "$line" || missing="$missing $f"
+    done
+    check "gatelab --help: the $cmd line names every flag of $cmd --help${missing:+ (missing:$missing)}" test -z "$missing"
+    expect 2 "^gatelab $cmd: unknown option '--bogus'; see gatelab $cmd --help$" \
+        "$cmd --bogus: one line naming the flag and $cmd --help, exit 2" "$BIN" "$cmd" --bogus
+    check "$cmd --bogus prints one line" test "$(wc -l < "$W/out")" -eq 1
+done
+expect 0 "^gatelab [0-9.]+ \(commit [0-9a-f]+(-dirty)?|unknown\)" "gatelab --version prints the version and the commit" "$BIN" --version
+expect 2 "unknown command 'bogus'; see gatelab --help" "an unknown command points to gatelab --help" "$BIN" bogus
+expect 2 "unknown option '--win' \(did you mean --windows\?\)" "an abbreviated flag is refused, not guessed" \
+    "$BIN" eval a --win 2 --results "$R"
+expect 2 "--windows needs a value; see gatelab eval --help" "a flag without its value says so" "$BIN" eval a --windows
+expect 0 '"loss":[0-9]' "--flag=value works like --flag value" "$BIN" eval a --windows=2 --results="$R"
+expect 0 "FINISHED" "runs --results DIR reads DIR/gatelab.db" "$BIN" runs --results "$R"
+expect 2 "--format 'xml': expected table, csv or json" "runs --format xml lists the formats" "$BIN" runs --format xml --results "$R"
+# bad numbers name the flag (store/parse.c's reason), for every numeric flag
+expect 2 "--batch 'x': not an integer" "eval --batch x" "$BIN" eval a --batch x --results "$R"
+expect 2 "--match-alpha '2': must be between" "eval --match-alpha 2" "$BIN" eval a --match-alpha 2 --results "$R"
+expect 2 "--seed '-1'" "sample --seed -1" "$BIN" sample a --seed -1 --results "$R"
+expect 2 "--temperature '1e999'" "sample --temperature 1e999" "$BIN" sample a --temperature 1e999 --results "$R"
+expect 2 "--windows 'many': not an integer" "ablate --windows many" "$BIN" ablate a --mode zero --windows many --results "$R"
+expect 2 "--threads '-1': must be between" "heads --threads -1" "$BIN" heads a --threads -1 --results "$R"
+expect 2 "--stale-after 'soon'" "runs --stale-after soon" "$BIN" runs --stale-after soon --results "$R"
+expect 2 "-j '0': must be between 1 and" "sweep -j 0" "$BIN" sweep "$TINY" -j 0 --dry-run
+expect 2 "--jobs 'two': not an integer" "sweep --jobs two" "$BIN" sweep "$TINY" --jobs two --dry-run
+expect 2 "--index '1.5': not an integer" "sweep --index 1.5" "$BIN" sweep "$TINY" --index 1.5 --dry-run
+expect 2 "--stale '0': must be between" "sweep --stale 0" "$BIN" sweep "$TINY" --stale 0 --dry-run
+expect 2 "--nodes 'x': not an integer" "sweep --nodes x" "$BIN" sweep "$TINY" --nodes x --emit-slurm "$W/s.sh"
+expect 2 "--chars '0': must be between" "report --chars 0" "$BIN" report a --html --chars 0 --results "$R"
+expect 2 "--block 'two': not an integer" "report --block two" "$BIN" report a --html --block two --kv-head 0 --results "$R"
+expect 2 "--gate 'L2': item 'L2'" "report --gate L2 names the gate flag" "$BIN" report a --html --gate L2 --results "$R"
+expect 2 "--heads '2:x': item '2:x': not an integer" "ablate --heads 2:x names the item" \
+    "$BIN" ablate a --mode zero --heads 2:x --results "$R"
+expect 2 "--heads 'L1H0,LaH1': item 'LaH1'" "ablate --heads L1H0,LaH1 names the bad item" \
+    "$BIN" ablate a --mode zero --heads L1H0,LaH1 --results "$R"
+expect 2 "--layers '1,x': item 'x': not an integer" "ablate --layers 1,x names the item" \
+    "$BIN" ablate a --mode zero --layers 1,x --results "$R"
