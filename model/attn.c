@@ -11,8 +11,11 @@
  * Causality is exploited in row blocks of ATT_BLOCK: rows [i0, i1) only touch
  * columns [0, i1).  Entries of att at or beyond column i1 of a row block are
  * never written nor read: att is defined for j ≤ i only.
- * Backward (per row i): dP = dy vᵀ, dS = P ⊙ (dP − Σ_j P·dP), dq = dS k /√hd (written),
- * dk += dSᵀ q /√hd, dv += Pᵀ dy.
+ * Backward (per row i): dP = dy vᵀ, dS = P ⊙ (dP − Σ_j P·dP), dq = dS k /√hd,
+ * dk = Σ dSᵀ q /√hd, dv = Σ Pᵀ dy (all three written, not accumulated: each
+ * task zeroes its own dk, dv slices first, so no zeroing pass runs before it).
+ * The row reductions (max, Σ exp, Σ P·dP) go through vred.h, so they run as
+ * vector code instead of one scalar exp and add per score.
  */
 #include <cblas.h>
 #include <math.h>
@@ -21,6 +24,7 @@
 
 #include "ops.h"
 #include "vexp.h"
+#include "vred.h"
 
 #define ATT_BLOCK 64
 
@@ -43,14 +47,9 @@ void attn_forward(float *y, float *att, const float *q, const float *k, const fl
                         qs, kb, ks, 0.0f, Pb, T);
             for (int i = i0; i < i1; i++) {
                 float *row = P + (size_t)i * T;
-                float mx = -INFINITY;
-                for (int j = 0; j <= i; j++) mx = row[j] > mx ? row[j] : mx;
-                float sum = 0.0f;
-                for (int j = 0; j <= i; j++) {
-                    row[j] = gl_expf(row[j] - mx);
-                    sum += row[j];
-                }
-                float inv = 1.0f / sum;
+                const float mx = gl_max(row, i + 1);
+                for (int j = 0; j <= i; j++) row[j] = gl_expf(row[j] - mx); /* vectorised */
+                const float inv = 1.0f / gl_sum(row, i + 1);
                 for (int j = 0; j <= i; j++) row[j] *= inv;
                 for (int j = i + 1; j < i1; j++) row[j] = 0.0f;
             }
@@ -73,6 +72,8 @@ void attn_backward(float *dq, float *dk, float *dv, const float *dy, const float
         const float *vb = v + (size_t)b * T * ks + (size_t)g * hd;
         float *dkb = dk + (size_t)b * T * ks + (size_t)g * hd;
         float *dvb = dv + (size_t)b * T * ks + (size_t)g * hd;
+        for (int t = 0; t < T; t++) /* this task is the only writer of its dk, dv slices */
+            for (int c = 0; c < hd; c++) dkb[(size_t)t * ks + c] = dvb[(size_t)t * ks + c] = 0.0f;
         for (int h = g * rep; h < (g + 1) * rep; h++) {
             const float *P = att + ((size_t)b * H + h) * T * T;
             const float *qb = q + (size_t)b * T * qs + (size_t)h * hd;
@@ -92,8 +93,7 @@ void attn_backward(float *dq, float *dk, float *dv, const float *dy, const float
                 for (int i = i0; i < i1; i++) {
                     const float *pr = P + (size_t)i * T;
                     float *dr = dP + (size_t)i * T;
-                    float dot = 0.0f;
-                    for (int j = 0; j <= i; j++) dot += pr[j] * dr[j];
+                    const float dot = gl_dot(pr, dr, i + 1);
                     for (int j = 0; j <= i; j++) dr[j] = pr[j] * (dr[j] - dot);
                     for (int j = i + 1; j < i1; j++) dr[j] = 0.0f;
                 }

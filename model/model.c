@@ -500,8 +500,6 @@ float model_forward(gl_model *m, const int *tokens, const int *targets, const fl
 /* ------------------------------------------------------------------------ */
 /* backward                                                                 */
 
-void model_zero_grad(gl_model *m) { memset(m->grads, 0, m->n_params * sizeof(float)); }
-
 /* Zero a gradient buffer, in parallel (a serial memset of the (B·T, d_ff)
  * buffers was a visible share of the step). */
 static void zero(float *p, size_t n) {
@@ -513,6 +511,8 @@ static void zero(float *p, size_t n) {
         memset(p + a, 0, len * sizeof(float));
     }
 }
+
+void model_zero_grad(gl_model *m) { zero(m->grads, m->n_params); }
 
 /* Head backward: dlogits = scale·mask·(probs − onehot) → dxnf → final norm → dh (+=). */
 static void head_backward(gl_model *m, grad_bufs *g, const float *probs, const float *xnf,
@@ -574,8 +574,6 @@ static void block_backward(gl_model *m, grad_bufs *g, int n) {
     }
     /* attention */
     mm_backward_set(g->datty, gb->wo, g->dao, a->atty, b->wo, N, qd, d);
-    zero(g->dkr, (size_t)N * kd);
-    zero(g->dvmix, (size_t)N * kd);
     attn_backward(g->dqr, g->dkr, g->dvmix, g->datty, a->att, a->qr, a->kr, a->vmix, g->attscratch,
                   B, T, H, Hkv, hd);
     rope_backward(g->dqr, m->rope_cos, m->rope_sin, N, T, H, hd);

@@ -8,20 +8,21 @@
  *   dg_j = Σ_rows dy_j · x_j · r
  * dg is reduced column by column (each thread owns a slice of columns and sums
  * it in row order), so the result is bit-for-bit repeatable for any thread count.
+ * The row sums (Σx², Σ dy·g·x) use the lane-wise sums of vred.h so they vectorise.
  */
 #include <math.h>
 #include <omp.h>
 #include <stddef.h>
 
 #include "ops.h"
+#include "vred.h"
 
 void rmsnorm_forward(float *out, float *rstd, const float *inp, const float *g, int N, int C, float eps) {
 #pragma omp parallel for schedule(static)
     for (int n = 0; n < N; n++) {
         const float *x = inp + (size_t)n * C;
         float *y = out + (size_t)n * C;
-        float ss = 0.0f;
-        for (int i = 0; i < C; i++) ss += x[i] * x[i];
+        float ss = gl_dot(x, x, C);
         float r = 1.0f / sqrtf(ss / C + eps);
         rstd[n] = r;
         for (int i = 0; i < C; i++) y[i] = x[i] * r * g[i];
@@ -30,28 +31,29 @@ void rmsnorm_forward(float *out, float *rstd, const float *inp, const float *g, 
 
 void rmsnorm_backward(float *dinp, float *dg, const float *dout, const float *inp, const float *g,
                       const float *rstd, int N, int C) {
-#pragma omp parallel for schedule(static)
-    for (int n = 0; n < N; n++) {
-        const float *x = inp + (size_t)n * C, *dy = dout + (size_t)n * C;
-        float *dx = dinp + (size_t)n * C;
-        float r = rstd[n];
-        float dot = 0.0f;
-        for (int i = 0; i < C; i++) dot += dy[i] * g[i] * x[i];
-        float c = r * r * r * dot / C;
-        for (int i = 0; i < C; i++) dx[i] += r * g[i] * dy[i] - c * x[i];
-    }
-    if (!dg) return;
-    /* each thread owns a slice of columns and walks the rows in order: every
-     * column is summed in row order whatever the thread count, and the rows are
-     * read as contiguous slices (a column-at-a-time walk missed the cache) */
 #pragma omp parallel
     {
-        const int nt = omp_get_num_threads(), th = omp_get_thread_num();
-        const int c0 = (int)((long)C * th / nt), c1 = (int)((long)C * (th + 1) / nt);
+#pragma omp for schedule(static) nowait
         for (int n = 0; n < N; n++) {
-            const float *dy = dout + (size_t)n * C, *x = inp + (size_t)n * C;
+            const float *x = inp + (size_t)n * C, *dy = dout + (size_t)n * C;
+            float *dx = dinp + (size_t)n * C;
             const float r = rstd[n];
-            for (int i = c0; i < c1; i++) dg[i] += dy[i] * x[i] * r;
+            const float c = r * r * r * gl_dot3(dy, g, x, C) / C;
+            for (int i = 0; i < C; i++) dx[i] += r * g[i] * dy[i] - c * x[i];
+        }
+        /* dg: each thread owns a slice of columns and walks the rows in order:
+         * every column is summed in row order whatever the thread count, and
+         * the rows are read as contiguous slices (a column-at-a-time walk
+         * missed the cache).  It reads only what the loop above reads, so the
+         * two share one parallel region without a barrier between them. */
+        if (dg) {
+            const int nt = omp_get_num_threads(), th = omp_get_thread_num();
+            const int c0 = (int)((long)C * th / nt), c1 = (int)((long)C * (th + 1) / nt);
+            for (int n = 0; n < N; n++) {
+                const float *dy = dout + (size_t)n * C, *x = inp + (size_t)n * C;
+                const float r = rstd[n];
+                for (int i = c0; i < c1; i++) dg[i] += dy[i] * x[i] * r;
+            }
         }
     }
 }

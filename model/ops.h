@@ -45,7 +45,7 @@ void rope_backward(float *dx, const float *cos_t, const float *sin_t, int N, int
 /* q (B*T, H*hd), k/v (B*T, Hkv*hd) → att (B, H, T, T) probabilities, y (B*T, H*hd). */
 void attn_forward(float *y, float *att, const float *q, const float *k, const float *v,
                   int B, int T, int H, int Hkv, int hd);
-/* dq = ... (overwritten: each query row has one writer), dk/dv += ...;
+/* dq, dk, dv = ... (all overwritten: dq has one writer per row, dk/dv one per (sequence, kv head));
  * scratch holds n_threads × T × T floats. */
 void attn_backward(float *dq, float *dk, float *dv, const float *dy, const float *att,
                    const float *q, const float *k, const float *v, float *scratch,

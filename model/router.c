@@ -12,6 +12,7 @@
 
 #include "ops.h"
 #include "vexp.h"
+#include "vred.h"
 
 float gelu_erf(float x) { return 0.5f * x * (1.0f + gl_erff(x * 0.70710678118654752f)); }
 
@@ -32,8 +33,7 @@ void router_forward(float *p, float *pre, float *hid, const float *x, const floa
             pr[r] += b1[r];
             hr[r] = gelu_erf(pr[r]);
         }
-        float z = b2[0];
-        for (int r = 0; r < R; r++) z += w2[r] * hr[r];
+        float z = b2[0] + gl_dot(w2, hr, R); /* vectorised (vred.h) */
         p[n] = 1.0f / (1.0f + expf(-z));
     }
 }

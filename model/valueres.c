@@ -27,6 +27,7 @@
 
 #include "crosslayer.h"
 #include "ops.h"
+#include "vred.h"
 
 /* ------------------------------------------------------------------------ */
 /* helpers                                                                  */
@@ -109,12 +110,9 @@ static void gate_mix_backward(gl_model *m, int n, int N, const float *dvmix, flo
             const float *dvm = dvmix + (size_t)t * kd + (size_t)j * hd;
             const float *v1 = V1 + (size_t)t * kd + (size_t)j * hd;
             float *dv1 = dV1 + (size_t)t * kd + (size_t)j * hd;
-            float ga = a->gate[(size_t)t * Hkv + j], dga = 0.0f;
-            for (int i = 0; i < hd; i++) {
-                dga += dvm[i] * v1[i];
-                dv1[i] += ga * dvm[i];
-            }
-            dgate[(size_t)t * Hkv + j] = dga;
+            const float ga = a->gate[(size_t)t * Hkv + j];
+            for (int i = 0; i < hd; i++) dv1[i] += ga * dvm[i];
+            dgate[(size_t)t * Hkv + j] = gl_dot(dvm, v1, hd); /* vectorised (vred.h) */
         }
 }
 
@@ -183,6 +181,33 @@ static void rf_forward(gl_model *m, int n, int N) {
     for (size_t i = 0; i < total; i++) a->vmix[i] = l1 * V1[i] + l2 * a->v[i];
 }
 
+/* s1 = Σ d·x, s2 = Σ d·y in double, in parallel but deterministic: fixed
+ * chunks (set by n alone) summed each in index order, then the chunk sums in
+ * chunk order, so the result does not depend on the thread count. */
+#define VR_MAX_CHUNKS 256
+static void chunked_dots(const float *d, const float *x, const float *y, size_t n, double *s1, double *s2) {
+    size_t chunk = (n + VR_MAX_CHUNKS - 1) / VR_MAX_CHUNKS;
+    if (chunk < 4096) chunk = 4096;
+    const long nc = (long)((n + chunk - 1) / chunk);
+    double p1[VR_MAX_CHUNKS], p2[VR_MAX_CHUNKS];
+#pragma omp parallel for schedule(static)
+    for (long c = 0; c < nc; c++) {
+        size_t lo = (size_t)c * chunk, hi = lo + chunk < n ? lo + chunk : n;
+        double a1 = 0.0, a2 = 0.0;
+        for (size_t i = lo; i < hi; i++) {
+            a1 += (double)d[i] * x[i];
+            a2 += (double)d[i] * y[i];
+        }
+        p1[c] = a1;
+        p2[c] = a2;
+    }
+    *s1 = *s2 = 0.0;
+    for (long c = 0; c < nc; c++) {
+        *s1 += p1[c];
+        *s2 += p2[c];
+    }
+}
+
 static const float *rf_backward(gl_model *m, int n, int N, const float *dvmix, float *dV1, float *dv) {
     const gl_model_config *c = &m->cfg;
     const gl_block_acts *a = &m->A[n];
@@ -190,11 +215,8 @@ static const float *rf_backward(gl_model *m, int n, int N, const float *dvmix, f
     const float *V1 = m->A[0].v;
     float l1, l2;
     model_resformer_lambda(m, n, &l1, &l2);
-    double s1 = 0.0, s2 = 0.0;
-    for (size_t i = 0; i < total; i++) {
-        s1 += (double)dvmix[i] * V1[i];
-        s2 += (double)dvmix[i] * a->v[i];
-    }
+    double s1, s2;
+    chunked_dots(dvmix, V1, a->v, total, &s1, &s2);
 #pragma omp parallel for schedule(static)
     for (size_t i = 0; i < total; i++) {
         dV1[i] += l1 * dvmix[i];

@@ -8,6 +8,8 @@
 #include <stddef.h>
 
 #include "ops.h"
+#include "vexp.h"
+#include "vred.h"
 
 double xent_forward(float *probs, float *tok_loss, const float *logits, const int *targets,
                     const float *mask, int N, int V) {
@@ -16,13 +18,10 @@ double xent_forward(float *probs, float *tok_loss, const float *logits, const in
     for (int n = 0; n < N; n++) {
         const float *l = logits + (size_t)n * V;
         float *p = probs + (size_t)n * V;
-        float mx = -INFINITY;
-        for (int v = 0; v < V; v++) mx = l[v] > mx ? l[v] : mx;
+        const float mx = gl_max(l, V);
+        for (int v = 0; v < V; v++) p[v] = gl_expf(l[v] - mx); /* vectorised (vexp.h) */
         double sum = 0.0;
-        for (int v = 0; v < V; v++) {
-            p[v] = expf(l[v] - mx);
-            sum += p[v];
-        }
+        for (int v = 0; v < V; v++) sum += p[v];
         float inv = (float)(1.0 / sum);
         for (int v = 0; v < V; v++) p[v] *= inv;
         float w = mask ? mask[n] : 1.0f;

@@ -175,7 +175,8 @@ static void test_attention(void **state) {
     for (size_t i = 0; i < qn; i++) worst = fmax(worst, fabs(yr[i] - c.y[i]));
     printf("  attention sgemm vs loops: max abs diff %.2e\n", worst);
     assert_true(worst < 1e-5);
-    float *dq = calloc(qn, 4), *dk = calloc(kn, 4), *dv = calloc(kn, 4), *scr = malloc((size_t)64 * T * T * 4);
+    float *dq = calloc(qn, 4), *dk = malloc(kn * 4), *dv = malloc(kn * 4), *scr = malloc((size_t)64 * T * T * 4);
+    for (size_t i = 0; i < kn; i++) dk[i] = dv[i] = 7.0f; /* attn_backward overwrites dk, dv: stale values must go */
     attn_backward(dq, dk, dv, c.w, c.att, c.q, c.k, c.v, scr, B, T, H, Hkv, hd);
     assert_true(fd_check("attention dq", c.q, dq, qn, attn_obj, &c, 1e-2f, 300, 1e-12) < 5e-3);
     assert_true(fd_check("attention dk", c.k, dk, kn, attn_obj, &c, 1e-2f, 300, 1e-12) < 5e-3);
