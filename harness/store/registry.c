@@ -35,6 +35,7 @@
 
 #include <sqlite3.h>
 
+#include "metric.h"
 #include "sha256.h"
 
 #define DB_BUSY_TIMEOUT_MS 30000
@@ -155,6 +156,18 @@ static void db_bind_real_or_null(sqlite3_stmt *st, int i, double v) {
     else sqlite3_bind_null(st, i);
 }
 
+/* Bind a structured metric name as its base (parameter i) and its params
+ * (parameter ip), as metric_split stores it. */
+static void db_bind_name(sqlite3_stmt *st, int i, int ip, const char *split, const char *name) {
+    char base[METRIC_NAME_MAX * 2], params[METRIC_PARAMS_MAX];
+    if (metric_split(split, name, base, sizeof base, params, sizeof params)) {
+        snprintf(base, sizeof base, "%s", "");  /* too long to have been stored: matches nothing */
+        snprintf(params, sizeof params, "%s", "-");
+    }
+    sqlite3_bind_text(st, i, base, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(st, ip, params, -1, SQLITE_TRANSIENT);
+}
+
 static double db_col_real(sqlite3_stmt *st, int i) {
     return sqlite3_column_type(st, i) == SQLITE_NULL ? NAN : sqlite3_column_double(st, i);
 }
@@ -224,6 +237,32 @@ fail:
     "  tokens REAL,"                    /* scored tokens (NULL unknown) */                                        \
     "  se REAL,"                        /* standard error of value (NULL none) */                                 \
     "  PRIMARY KEY (run_id, step, split, name, data_split, win_first, win_count));"
+
+/* The schema-3 metrics table (created as `name`): the name without its
+ * parameters, which are a column of canonical JSON (store/metric.h). */
+#define DB_METRICS_V3(name)                                                                                        \
+    "CREATE TABLE " name " ("                                                                                     \
+    "  run_id TEXT NOT NULL REFERENCES runs(run_id),"                                                              \
+    "  step INTEGER NOT NULL,"                                                                                     \
+    "  split TEXT NOT NULL,"                                                                                       \
+    "  name TEXT NOT NULL,"             /* base name: exit.loss, zero.delta_loss, alpha_mean, loss */              \
+    "  params TEXT NOT NULL DEFAULT '{}'," /* its parameters: {\"tau\":0.500}, {\"layer\":1,\"head\":0} */     \
+    "  value REAL,"                                                                                                \
+    "  wall_time REAL NOT NULL,"                                                                                   \
+    "  data_split TEXT NOT NULL DEFAULT '',"                                                                       \
+    "  win_first INTEGER NOT NULL DEFAULT 0,"                                                                      \
+    "  win_count INTEGER NOT NULL DEFAULT 0,"                                                                      \
+    "  tokens REAL,"                                                                                               \
+    "  se REAL,"                                                                                                   \
+    "  PRIMARY KEY (run_id, step, split, name, params, data_split, win_first, win_count));"
+
+/* Schema-2 metric rows of src as schema-3 rows: every structured name taken
+ * apart by the SQL functions db_sql_functions registers (metric_split). */
+#define DB_V2_AS_V3(src)                                                                                           \
+    "SELECT run_id, step, split, gatelab_metric_base(split, name), gatelab_metric_params(split, name), value, "   \
+    "wall_time, data_split, win_first, win_count, tokens, se FROM " src
+
+#define DB_METRICS_V3_COLS "(run_id, step, split, name, params, value, wall_time, data_split, win_first, win_count, tokens, se)"
 
 #define DB_RUN_EVENTS                                                                                              \
     "CREATE TABLE run_events ("                                                                                   \
@@ -296,7 +335,50 @@ static const char *const db_upgrades[DB_SCHEMA_VERSION] = {
     "ALTER TABLE metrics_v2 RENAME TO metrics;"
     "CREATE INDEX metrics_by_name ON metrics (run_id, split, name, step);"
     DB_RUN_EVENTS,
+    /* 2 -> 3: parameters out of metric names (a params column, converted by
+     * metric_split); tags; soft delete (deleted_time, NULL while visible). */
+    DB_METRICS_V3("metrics_v3")
+    "INSERT INTO metrics_v3 " DB_METRICS_V3_COLS " " DB_V2_AS_V3("metrics") ";"
+    "DROP TABLE metrics;"
+    "ALTER TABLE metrics_v3 RENAME TO metrics;"
+    "CREATE INDEX metrics_by_name ON metrics (run_id, split, name, params, step);"
+    "CREATE TABLE tags ("
+    "  run_id TEXT NOT NULL REFERENCES runs(run_id),"
+    "  key TEXT NOT NULL,"
+    "  value TEXT NOT NULL,"
+    "  PRIMARY KEY (run_id, key));"
+    "ALTER TABLE runs ADD COLUMN deleted_time REAL;",
 };
+
+/* gatelab_metric_base(split, name) / gatelab_metric_params(split, name): the
+ * two halves of metric_split, for the upgrade and the read-only views. */
+static void db_sql_metric_half(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
+    char base[METRIC_NAME_MAX * 2], params[METRIC_PARAMS_MAX];
+    const char *split = (const char *)sqlite3_value_text(argv[0]);
+    const char *name = (const char *)sqlite3_value_text(argv[1]);
+    (void)argc;
+    if (!name) { sqlite3_result_null(ctx); return; }
+    if (metric_split(split, name, base, sizeof base, params, sizeof params)) {
+        sqlite3_result_error(ctx, "metric name too long to take apart", -1);
+        return;
+    }
+    const int want_params = sqlite3_user_data(ctx) != NULL;
+    sqlite3_result_text(ctx, want_params ? params : base, -1, SQLITE_TRANSIENT);
+}
+
+/* Register the SQL functions the upgrade and the read-only views call. */
+static int db_sql_functions(gl_db *db, char *err, size_t errlen) {
+    static int params_tag;
+    const int flags = SQLITE_UTF8 | SQLITE_DETERMINISTIC;
+    if (sqlite3_create_function_v2(db->h, "gatelab_metric_base", 2, flags, NULL, db_sql_metric_half, NULL, NULL,
+                                   NULL) != SQLITE_OK ||
+        sqlite3_create_function_v2(db->h, "gatelab_metric_params", 2, flags, &params_tag, db_sql_metric_half, NULL,
+                                   NULL, NULL) != SQLITE_OK) {
+        db_fail(db, "cannot register the metric-name functions", err, errlen);
+        return -1;
+    }
+    return 0;
+}
 
 /* Stored schema version (0 for a fresh file).  Call inside a transaction. */
 static int db_schema_version(gl_db *db, int *version, char *err, size_t errlen) {
@@ -396,6 +478,7 @@ int db_open(gl_db **out, const char *path, char *err, size_t errlen) {
         goto fail;
     }
     if (db_exec(db, "PRAGMA synchronous=NORMAL", "cannot set synchronous mode", err, errlen)) goto fail;
+    if (db_sql_functions(db, err, errlen)) goto fail;
     if (db_upgrade(db, err, errlen)) goto fail;
     *out = db;
     return 0;
@@ -412,6 +495,11 @@ void db_close(gl_db *db) {
     }
     free(db);
 }
+
+/* What schema 3 adds besides metrics, for reading an older file. */
+#define DB_V3_VIEWS                                                                                                \
+    "CREATE TEMP VIEW runs AS SELECT *, NULL AS deleted_time FROM main.runs;"                                      \
+    "CREATE TEMP TABLE tags (run_id TEXT, key TEXT, value TEXT);"
 
 int db_open_readonly(gl_db **out, const char *path, char *err, size_t errlen) {
     gl_db *db = NULL;
@@ -452,11 +540,18 @@ int db_open_readonly(gl_db **out, const char *path, char *err, size_t errlen) {
         goto fail;
     }
     /* an older schema, read as the current one through temporary views (the file is not touched) */
+    if (version < 3 && db_sql_functions(db, err, errlen)) goto fail;
     if (version < 2 && db_exec(db,
-                               "CREATE TEMP VIEW metrics (run_id, step, split, name, value, wall_time, data_split, "
+                               "CREATE TEMP VIEW metrics_v2 (run_id, step, split, name, value, wall_time, data_split, "
                                "win_first, win_count, tokens, se) AS " DB_V1_AS_V2("main.metrics") ";"
                                "CREATE TEMP TABLE run_events (run_id TEXT, time REAL, kind TEXT, detail TEXT);",
                                "cannot present the schema-1 registry in schema 2", err, errlen))
+        goto fail;
+    if (version < 3 && db_exec(db, version < 2 ? "CREATE TEMP VIEW metrics " DB_METRICS_V3_COLS " AS "
+                                                 DB_V2_AS_V3("temp.metrics_v2") ";" DB_V3_VIEWS
+                                               : "CREATE TEMP VIEW metrics " DB_METRICS_V3_COLS " AS "
+                                                 DB_V2_AS_V3("main.metrics") ";" DB_V3_VIEWS,
+                               "cannot present the older registry in schema 3", err, errlen))
         goto fail;
     *out = db;
     return 0;
@@ -802,7 +897,8 @@ int db_metrics_log(gl_db *db, const char *run_id, const gl_metric *rows, int n, 
     if (db_begin(db, err, errlen)) return -1;
     ins = db_prepare(db,
                      "INSERT OR REPLACE INTO metrics (run_id, step, split, name, value, wall_time, data_split, "
-                     "win_first, win_count, tokens, se) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+                     "win_first, win_count, tokens, se, params) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, "
+                     "?12)",
                      err, errlen);
     /* the run must exist (no foreign-key enforcement); its heartbeat is left alone */
     run = db_prepare(db, "SELECT 1 FROM runs WHERE run_id=?1", err, errlen);
@@ -817,9 +913,17 @@ int db_metrics_log(gl_db *db, const char *run_id, const gl_metric *rows, int n, 
     sqlite3_bind_text(ins, 1, run_id, -1, SQLITE_TRANSIENT);
     for (int i = 0; i < n; i++) {
         sqlite3_reset(ins);
+        const char *split = rows[i].split ? rows[i].split : "train";
+        char base[METRIC_NAME_MAX * 2], params[METRIC_PARAMS_MAX];
+        if (metric_split(split, rows[i].name ? rows[i].name : "", base, sizeof base, params, sizeof params)) {
+            snprintf(err, errlen, "%s: cannot log metric %s/%s of run %s: the name is too long (at most %d bytes)",
+                     db->path, split, rows[i].name, run_id, METRIC_NAME_MAX * 2 - 1);
+            goto cleanup;
+        }
         sqlite3_bind_int64(ins, 2, rows[i].step);
-        sqlite3_bind_text(ins, 3, rows[i].split ? rows[i].split : "train", -1, SQLITE_TRANSIENT);
-        sqlite3_bind_text(ins, 4, rows[i].name ? rows[i].name : "", -1, SQLITE_TRANSIENT);
+        sqlite3_bind_text(ins, 3, split, -1, SQLITE_TRANSIENT);
+        sqlite3_bind_text(ins, 4, base, -1, SQLITE_TRANSIENT);
+        sqlite3_bind_text(ins, 12, params, -1, SQLITE_TRANSIENT);
         db_bind_real_or_null(ins, 5, rows[i].value);
         sqlite3_bind_double(ins, 6, rows[i].wall_time > 0 ? rows[i].wall_time : now);
         const gl_prov *p = &rows[i].prov;
@@ -1014,7 +1118,7 @@ int db_runs_list(gl_db *db, const char *experiment, const char *status, gl_run_r
     gl_run_row *out = NULL;
     /* "last" metric: the largest step; at equal steps a val row before a train row. */
 #define DB_LAST(where) \
-    "(SELECT value FROM metrics m WHERE m.run_id = r.run_id AND " where " ORDER BY step DESC, (split='val') DESC LIMIT 1)"
+    "(SELECT value FROM metrics m WHERE m.run_id = r.run_id AND m.params = '{}' AND " where " ORDER BY step DESC, (split='val') DESC LIMIT 1)"
     static const char sql[] =
         "SELECT r.run_id, e.name, r.name, r.status, "
         "(SELECT max(step) FROM metrics m WHERE m.run_id = r.run_id), " DB_LAST("split='train' AND name='loss'")
@@ -1105,17 +1209,20 @@ int db_merge(gl_db *dst, const char *src_path, int *merged, int *skipped, char *
         "DELETE FROM main.metrics WHERE run_id IN (SELECT run_id FROM merge_take);"
         "DELETE FROM main.artifacts WHERE run_id IN (SELECT run_id FROM merge_take);"
         "DELETE FROM main.run_events WHERE run_id IN (SELECT run_id FROM merge_take);"
+        "DELETE FROM main.tags WHERE run_id IN (SELECT run_id FROM merge_take);"
         "DELETE FROM main.runs WHERE run_id IN (SELECT run_id FROM merge_take);"
         "INSERT INTO main.runs (run_id, experiment_id, name, config_text, config_hash, seed, git_commit, "
-        "  git_dirty, host, pid, status, created_time, start_time, end_time, heartbeat, attempts, exit_code, error) "
+        "  git_dirty, host, pid, status, created_time, start_time, end_time, heartbeat, attempts, exit_code, error, "
+        "  deleted_time) "
         "  SELECT s.run_id, de.id, s.name, s.config_text, s.config_hash, s.seed, s.git_commit, s.git_dirty, "
         "  s.host, s.pid, s.status, s.created_time, s.start_time, s.end_time, s.heartbeat, s.attempts, "
-        "  s.exit_code, s.error FROM src.runs s JOIN src.experiments se ON se.id = s.experiment_id "
+        "  s.exit_code, s.error, s.deleted_time FROM src.runs s JOIN src.experiments se ON se.id = s.experiment_id "
         "  JOIN main.experiments de ON de.name = se.name WHERE s.run_id IN (SELECT run_id FROM merge_take);"
         "INSERT INTO main.params SELECT * FROM src.params WHERE run_id IN (SELECT run_id FROM merge_take);"
         "INSERT INTO main.metrics SELECT * FROM src.metrics WHERE run_id IN (SELECT run_id FROM merge_take);"
         "INSERT INTO main.artifacts SELECT * FROM src.artifacts WHERE run_id IN (SELECT run_id FROM merge_take);"
-        "INSERT INTO main.run_events SELECT * FROM src.run_events WHERE run_id IN (SELECT run_id FROM merge_take);";
+        "INSERT INTO main.run_events SELECT * FROM src.run_events WHERE run_id IN (SELECT run_id FROM merge_take);"
+        "INSERT INTO main.tags SELECT * FROM src.tags WHERE run_id IN (SELECT run_id FROM merge_take);";
     if (db_exec(dst, sql, "cannot merge the task registry", err, errlen)) goto cleanup;
     st = db_prepare(dst, "SELECT (SELECT count(*) FROM src.runs), (SELECT count(*) FROM merge_take)", err, errlen);
     if (!st) goto cleanup;
@@ -1149,13 +1256,14 @@ int db_metric_get(gl_db *db, const char *run_id, long step, const char *split, c
                   double *value, char *err, size_t errlen) {
     int rc = -1;
     sqlite3_stmt *st = db_prepare(
-        db, "SELECT value FROM metrics WHERE run_id=?1 AND step=?2 AND split=?3 AND name=?4 ORDER BY win_count DESC",
+        db, "SELECT value FROM metrics WHERE run_id=?1 AND step=?2 AND split=?3 AND name=?4 AND params=?5 "
+            "ORDER BY win_count DESC",
         err, errlen);
     if (!st) return -1;
     sqlite3_bind_text(st, 1, run_id, -1, SQLITE_TRANSIENT);
     sqlite3_bind_int64(st, 2, step);
     sqlite3_bind_text(st, 3, split, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_text(st, 4, name, -1, SQLITE_TRANSIENT);
+    db_bind_name(st, 4, 5, split, name);
     int s = sqlite3_step(st);
     if (s == SQLITE_ROW) {
         *value = db_col_real(st, 0);
@@ -1231,14 +1339,14 @@ int db_metric_at(gl_db *db, const char *run_id, const char *split, const char *n
                  gl_metric_val *out, char *err, size_t errlen) {
     sqlite3_stmt *st = db_prepare(db,
                                   "SELECT value, step, data_split, win_first, win_count, tokens, se FROM metrics "
-                                  "WHERE run_id = ?1 AND split = ?2 AND name = ?3 AND (?4 IS NULL OR "
+                                  "WHERE run_id = ?1 AND split = ?2 AND name = ?3 AND params = ?7 AND (?4 IS NULL OR "
                                   "(data_split = ?4 AND win_first = ?5 AND win_count = ?6)) "
                                   "ORDER BY step DESC, win_count DESC LIMIT 1",
                                   err, errlen);
     if (!st) return -1;
     sqlite3_bind_text(st, 1, run_id, -1, SQLITE_TRANSIENT);
     sqlite3_bind_text(st, 2, split, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_text(st, 3, name, -1, SQLITE_TRANSIENT);
+    db_bind_name(st, 3, 7, split, name);
     if (match) {
         sqlite3_bind_text(st, 4, match->split, -1, SQLITE_TRANSIENT);
         sqlite3_bind_int64(st, 5, match->first);
@@ -1271,6 +1379,14 @@ int db_metric_last(gl_db *db, const char *run_id, const char *split, const char 
     return rc;
 }
 
+/* The structured name of the (base, params) in columns ib, ip: 0, or -1
+ * when the params are not a text metric_split writes. */
+static int db_col_name(sqlite3_stmt *st, int ib, int ip, char *out, size_t n) {
+    const char *base = (const char *)sqlite3_column_text(st, ib);
+    const char *params = (const char *)sqlite3_column_text(st, ip);
+    return metric_unsplit(base ? base : "", params, out, n);
+}
+
 /* Make room for one more element of size sz in *v (count k, capacity *cap). */
 static int db_grow(void **v, int k, int *cap, size_t sz) {
     if (k < *cap) return 0;
@@ -1290,12 +1406,13 @@ int db_metric_series(gl_db *db, const char *run_id, const char *split, const cha
     *n = 0;
     sqlite3_stmt *st = db_prepare(db,
                                   "SELECT step, value, wall_time, data_split, win_first, win_count, tokens FROM metrics "
-                                  "WHERE run_id = ?1 AND split = ?2 AND name = ?3 ORDER BY step, win_count DESC",
+                                  "WHERE run_id = ?1 AND split = ?2 AND name = ?3 AND params = ?4 "
+                                  "ORDER BY step, win_count DESC",
                                   err, errlen);
     if (!st) return -1;
     sqlite3_bind_text(st, 1, run_id, -1, SQLITE_TRANSIENT);
     sqlite3_bind_text(st, 2, split, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_text(st, 3, name, -1, SQLITE_TRANSIENT);
+    db_bind_name(st, 3, 4, split, name);
     while ((s = sqlite3_step(st)) == SQLITE_ROW) {
         if (db_grow((void **)&v, k, &cap, sizeof *v)) {
             snprintf(err, errlen, "%s: out of memory reading %s/%s of run %s", db->path, split, name, run_id);
@@ -1326,9 +1443,10 @@ int db_metrics_latest(gl_db *db, const char *run_id, const char *split, gl_metri
     *n = 0;
     sqlite3_stmt *st = db_prepare(db,
                                   "SELECT m.name, m.value, m.step, m.data_split, m.win_first, m.win_count, m.tokens, "
-                                  "m.se FROM metrics m WHERE m.run_id = ?1 AND m.split = ?2 "
+                                  "m.se, m.params FROM metrics m WHERE m.run_id = ?1 AND m.split = ?2 "
                                   "AND m.step = (SELECT max(step) FROM metrics x WHERE x.run_id = m.run_id "
-                                  "AND x.split = m.split AND x.name = m.name AND x.data_split = m.data_split "
+                                  "AND x.split = m.split AND x.name = m.name AND x.params = m.params "
+                                  "AND x.data_split = m.data_split "
                                   "AND x.win_first = m.win_first AND x.win_count = m.win_count) "
                                   "ORDER BY m.name, m.win_count DESC, m.step DESC",
                                   err, errlen);
@@ -1340,7 +1458,11 @@ int db_metrics_latest(gl_db *db, const char *run_id, const char *split, gl_metri
             snprintf(err, errlen, "%s: out of memory reading split %s of run %s", db->path, split, run_id);
             goto cleanup;
         }
-        db_col_text(st, 0, v[k].name, sizeof v[k].name);
+        if (db_col_name(st, 0, 8, v[k].name, sizeof v[k].name)) {
+            snprintf(err, errlen, "%s: run %s: metric %s/%s has parameters this gatelab cannot read (%s)", db->path,
+                     run_id, split, sqlite3_column_text(st, 0), sqlite3_column_text(st, 8));
+            goto cleanup;
+        }
         v[k].value = db_col_real(st, 1);
         v[k].step = (long)sqlite3_column_int64(st, 2);
         v[k].prov = db_col_prov(st, 3);

@@ -24,7 +24,7 @@
 
 #include "manifest.h"
 
-#define DB_SCHEMA_VERSION 2
+#define DB_SCHEMA_VERSION 3
 #define DB_DEFAULT_PATH "results/gatelab.db"
 
 typedef struct gl_db gl_db;
