@@ -260,12 +260,13 @@ static int metric_split_stat(const char *name, char *base, size_t bn, char *para
 /* The params of an intervention or early-exit name, or -1 when name is not one. */
 static int metric_split_ablation(const char *name, char *base, size_t bn, char *params, size_t pn) {
     metric_ablation_key k;
-    if (!metric_ablation_parse(name, &k) || !metric_json_safe(k.label)) return -1;
+    if (!metric_ablation_parse(name, &k)) return -1;
     if (metric_print(base, bn, "%s.%s", k.mode, k.quantity)) return -1;
     int rc;
     if (!strcmp(k.mode, METRIC_EXIT_MODE) && !isnan(k.tau)) rc = metric_print(params, pn, "{\"tau\":%.3f", k.tau);
     else if (!strcmp(k.mode, METRIC_EXIT_MODE) && !strcmp(k.label, "full")) rc = metric_print(params, pn, "{\"tau\":null");
-    else rc = metric_print(params, pn, "{\"gates\":\"%s\"", k.label);
+    else if (metric_json_safe(k.label)) rc = metric_print(params, pn, "{\"gates\":\"%s\"", k.label);
+    else return -1;
     if (rc || (k.cat != METRIC_NONE && metric_json_add(params, pn, "category", cat_name(k.cat), 0))) return -1;
     size_t len = strlen(params);
     return metric_print(params + len, pn - len, "}");
