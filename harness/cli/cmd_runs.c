@@ -30,9 +30,12 @@
 
 typedef enum { RUNS_TABLE, RUNS_CSV, RUNS_JSON } runs_format;
 
+#define RUNS_MAX_TAGS 16
+
 static void runs_usage(FILE *f) {
     fprintf(f, "usage: gatelab runs [--experiment E] [--status S] [--format table|csv|json] [--db PATH]\n"
-               "                    [--stale-after SECONDS] [--fix-stale]\n"
+               "                    [--tag key=value ...] [--deleted] [--stale-after SECONDS] [--fix-stale]\n"
+               "  --tag lists only the runs carrying that tag (repeat: all of them); --deleted lists deleted runs too\n"
                "  S is SCHEDULED, RUNNING, FINISHED, FAILED or KILLED; PATH defaults to results/gatelab.db\n"
                "  a RUNNING run whose process is gone, or without a heartbeat for SECONDS (default 1800),\n"
                "  shows as STALE; --fix-stale marks those KILLED (then --resume RUN or a sweep continues them)\n");
@@ -105,12 +108,74 @@ static void runs_val_on(const gl_run_row *r, char *out, size_t len) {
                   r->val_step);
 }
 
+/* ---- the chosen parameters: a run's name is the sweep's "key=value ..." for it ---- */
+
+#define RUNS_MAX_AXES 16
+typedef struct {
+    char key[RUNS_MAX_AXES][96];
+    int n;
+} runs_axes;
+
+/* The value of key among the "key=value" words of name into out ("" when absent). */
+static void runs_axis_value(const char *name, const char *key, char *out, size_t n) {
+    size_t kl = strlen(key);
+    out[0] = '\0';
+    for (const char *p = name; *p;) {
+        size_t w = strcspn(p, " ");
+        if (w > kl && !strncmp(p, key, kl) && p[kl] == '=') {
+            snprintf(out, n, "%.*s", (int)(w - kl - 1), p + kl + 1);
+            return;
+        }
+        p += w;
+        p += strspn(p, " ");
+    }
+}
+
+/* The keys of the "key=value" words in the runs' names, first seen first. */
+static void runs_axes_find(const gl_run_row *rows, int n, runs_axes *ax) {
+    ax->n = 0;
+    for (int i = 0; i < n; i++)
+        for (const char *p = rows[i].name; *p;) {
+            size_t w = strcspn(p, " "), k = strcspn(p, "= ");
+            int have = k >= w || k == 0 || k >= sizeof ax->key[0];
+            for (int j = 0; j < ax->n && !have; j++) have = strlen(ax->key[j]) == k && !strncmp(ax->key[j], p, k);
+            if (!have && ax->n < RUNS_MAX_AXES) snprintf(ax->key[ax->n++], sizeof ax->key[0], "%.*s", (int)k, p);
+            p += w;
+            p += strspn(p, " ");
+        }
+}
+
+/* The short header of an axis: its key after the section ("train.seed" -> "seed"). */
+static const char *runs_axis_short(const char *key) {
+    const char *dot = strrchr(key, '.');
+    return dot ? dot + 1 : key;
+}
+
 static void runs_print_table(const gl_run_row *rows, int n, char (*why)[256]) {
     int periodic = 0;
-    printf("%-36s %-16s %-9s %7s %8s %9s %6s %6s %9s %-19s %8s  %s\n", "run_id", "experiment", "status", "step",
-           "train", "val", "alpha", "tlops", "tok/s", "started", "took_s", "val measured on");
+    runs_axes ax;
+    runs_axes_find(rows, n, &ax);
+    printf("%-36s %-16s %-20s", "run_id", "experiment", "variant");
+    int w[RUNS_MAX_AXES];
+    for (int j = 0; j < ax.n; j++) {
+        w[j] = (int)strlen(runs_axis_short(ax.key[j]));
+        for (int i = 0; i < n; i++) {
+            char v[64];
+            runs_axis_value(rows[i].name, ax.key[j], v, sizeof v);
+            if ((int)strlen(v) > w[j]) w[j] = (int)strlen(v);
+        }
+        printf(" %-*s", w[j], runs_axis_short(ax.key[j]));
+    }
+    printf(" %-9s %7s %8s %9s %6s %6s %9s %-19s %8s  %s\n", "status", "step", "train", "val", "alpha", "tlops",
+           "tok/s", "started", "took_s", "val measured on");
     for (int i = 0; i < n; i++) {
         const gl_run_row *r = &rows[i];
+        printf("%-36s %-16s %-20s", r->run_id, r->experiment, r->variant);
+        for (int j = 0; j < ax.n; j++) {
+            char v[64];
+            runs_axis_value(r->name, ax.key[j], v, sizeof v);
+            printf(" %-*s", w[j], v[0] ? v : "-");
+        }
         char step[24], tr[24], va[24], al[24], tl[24], tps[24], st[32], took[24];
         if (r->step >= 0) snprintf(step, sizeof step, "%ld", r->step);
         else snprintf(step, sizeof step, "-");
@@ -124,8 +189,10 @@ static void runs_print_table(const gl_run_row *rows, int n, char (*why)[256]) {
         runs_num(r->tokens_per_s, "%.0f", tps, sizeof tps);
         runs_time(r->start_time, st, sizeof st);
         runs_num(runs_duration(r), "%.1f", took, sizeof took);
-        printf("%-36s %-16s %-9s %7s %8s %9s %6s %6s %9s %-19s %8s  %s\n", r->run_id, r->experiment, r->status, step,
-               tr, va, al, tl, tps, st[0] ? st : "-", took, on);
+        printf(" %-9s %7s %8s %9s %6s %6s %9s %-19s %8s  %s\n", r->status, step, tr, va, al, tl, tps,
+               st[0] ? st : "-", took, on);
+        if (r->tags[0]) printf("    tags: %s\n", r->tags);
+        if (isfinite(r->deleted_time)) printf("    deleted (gatelab restore %s shows it again)\n", r->run_id);
         if (r->error[0]) printf("    error: %s\n", r->error);
         if (why && why[i][0])
             printf("    stale: RUNNING in the registry but %s; `gatelab runs --fix-stale` marks it KILLED\n", why[i]);
@@ -163,7 +230,11 @@ static void runs_csv_time(double t) {
 static void runs_print_csv(const gl_run_row *rows, int n) {
     printf("run_id,experiment,name,status,step,train_loss,val_loss,active_frac,tlops_saved,tokens_per_s,"
            "start_time,end_time,start_iso,end_iso,duration_s,exit_code,error,val_headline,val_se,val_step,val_split,"
-           "val_first,val_windows,val_tokens\n");
+           "val_first,val_windows,val_tokens,variant,tags,deleted_time");
+    runs_axes ax;
+    runs_axes_find(rows, n, &ax);
+    for (int j = 0; j < ax.n; j++) printf(","), runs_csv_text(ax.key[j]);
+    putchar('\n');
     for (int i = 0; i < n; i++) {
         const gl_run_row *r = &rows[i];
         char a[32], b[32];
@@ -196,6 +267,17 @@ static void runs_print_csv(const gl_run_row *rows, int n) {
                                      r->val_prov.count);
         else printf(",,,,");
         runs_csv_num(r->val_prov.count > 0 ? r->val_prov.tokens : NAN);
+        putchar(',');
+        runs_csv_text(r->variant);
+        putchar(',');
+        runs_csv_text(r->tags);
+        runs_csv_time(r->deleted_time);
+        for (int j = 0; j < ax.n; j++) {
+            char v[64];
+            runs_axis_value(r->name, ax.key[j], v, sizeof v);
+            putchar(',');
+            runs_csv_text(v);
+        }
         putchar('\n');
     }
 }
@@ -220,6 +302,34 @@ static void runs_json_num(const char *key, double v) {
 static void runs_json_time(const char *key, double t) {
     if (isfinite(t)) printf(", \"%s\": %.3f", key, t);
     else printf(", \"%s\": null", key);
+}
+
+/* variant, the chosen params (an object), tags (an object) and deleted_time. */
+static void runs_json_extra(const gl_run_row *r) {
+    printf(", \"variant\": ");
+    runs_json_text(r->variant);
+    for (int pass = 0; pass < 2; pass++) {
+        const char *text = pass ? r->tags : r->name;
+        int first = 1;
+        printf(", \"%s\": {", pass ? "tags" : "params");
+        for (const char *p = text; *p;) {
+            size_t w = strcspn(p, " "), k = strcspn(p, "= ");
+            if (k < w && k > 0) {
+                char key[128], val[256];
+                snprintf(key, sizeof key, "%.*s", (int)k, p);
+                snprintf(val, sizeof val, "%.*s", (int)(w - k - 1), p + k + 1);
+                printf("%s", first ? "" : ", ");
+                runs_json_text(key);
+                printf(": ");
+                runs_json_text(val);
+                first = 0;
+            }
+            p += w;
+            p += strspn(p, " ");
+        }
+        printf("}");
+    }
+    runs_json_time("deleted_time", r->deleted_time);
 }
 
 static void runs_print_json(const gl_run_row *rows, int n) {
@@ -260,6 +370,7 @@ static void runs_print_json(const gl_run_row *rows, int n) {
         printf(", \"error\": ");
         if (r->error[0]) runs_json_text(r->error);
         else printf("null");
+        runs_json_extra(r);
         printf("}");
     }
     printf("%s]\n", n ? "\n" : "");
@@ -270,10 +381,25 @@ int cmd_runs(int argc, char **argv) {
     runs_format fmt = RUNS_TABLE;
     int fix_stale = 0;
     double stale_s = 1800;
+    const char *tags[RUNS_MAX_TAGS];
+    gl_run_filter filter = {.tags = tags};
     for (int i = 1; i < argc; i++) {
         const char *s = argv[i];
         if (!strcmp(s, "-h") || !strcmp(s, "--help")) { runs_usage(stdout); return 0; }
         if (!strcmp(s, "--fix-stale")) { fix_stale = 1; continue; }
+        if (!strcmp(s, "--deleted")) { filter.deleted = 1; continue; }
+        if (!strcmp(s, "--tag") && i + 1 < argc) {
+            if (filter.ntags == RUNS_MAX_TAGS) {
+                fprintf(stderr, "gatelab runs: at most %d --tag filters\n", RUNS_MAX_TAGS);
+                return 2;
+            }
+            if (!strchr(argv[i + 1], '=') || argv[i + 1][0] == '=') {
+                fprintf(stderr, "gatelab runs: --tag '%s': write it as key=value\n", argv[i + 1]);
+                return 2;
+            }
+            tags[filter.ntags++] = argv[++i];
+            continue;
+        }
         if (!strcmp(s, "--stale-after") && i + 1 < argc) {
             if (args_double("runs", s, argv[++i], 0, 1e9, &stale_s)) return 2;
             continue;
@@ -312,7 +438,8 @@ int cmd_runs(int argc, char **argv) {
     char (*why)[256] = NULL;
     int n = 0, rc = 1;
     if ((fix_stale ? db_open(&db, dbp, err, sizeof err) : db_open_readonly(&db, dbp, err, sizeof err)) ||
-        db_runs_list(db, experiment, status, &rows, &n, err, sizeof err)) {
+        (filter.experiment = experiment, filter.status = status,
+         db_runs_find(db, &filter, &rows, &n, err, sizeof err))) {
         fprintf(stderr, "gatelab runs: %s\n", err);
         goto cleanup;
     }

@@ -30,6 +30,11 @@ static const command commands[] = {
     {"paper", cmd_paper, "paper post | paper report PRESET [--results DIR] [--out DIR]   (stages of make paper)"},
     {"figures", cmd_figures, "figures [EXPERIMENT] [--db PATH] [--results DIR] [--out DIR]"},
     {"report", cmd_report, "report RUN|EXPERIMENT --html [--out FILE] [--block N --kv-head H] [--chars N] [--results DIR] [--db PATH]"},
+    {"tag", cmd_tag, "tag RUN key=value ... [--remove key]   (tags shown by runs; runs --tag key=value)"},
+    {"delete", cmd_delete, "delete RUN ...   (hidden from runs, tables, figures, reports; files kept)"},
+    {"restore", cmd_restore, "restore RUN ...   (undo delete)"},
+    {"compare", cmd_compare, "compare RUN RUN ... [--format table|csv|json]   (params that differ, headline metrics)"},
+    {"metrics", cmd_metrics, "metrics [--experiment E] [--run RUN] [--name GLOB] [--format csv|json]   (long form)"},
     {"data", cmd_data, "data [FILE ...]   (where data sets are looked for and found; `make data` fetches them)"},
 };
 

@@ -1193,8 +1193,9 @@ int db_runs_find(gl_db *db, const gl_run_filter *f, gl_run_row **rows, int *n, c
         snprintf(err, errlen, "%s: at most %d tag filters", db->path, DB_MAX_TAG_FILTERS);
         return -1;
     }
-    int len = snprintf(sql, sizeof sql, "%s WHERE (?1 IS NULL OR e.name = ?1) AND (?2 IS NULL OR r.status = ?2)%s",
-                       DB_RUN_COLUMNS, f->deleted ? "" : " AND r.deleted_time IS NULL");
+    int len = snprintf(sql, sizeof sql, "%s WHERE (?1 IS NULL OR e.name = ?1) AND (?2 IS NULL OR r.status = ?2) "
+                       "AND (?%d IS NULL OR r.run_id = ?%d)%s",
+                       DB_RUN_COLUMNS, 3 + 2 * f->ntags, 3 + 2 * f->ntags, f->deleted ? "" : " AND r.deleted_time IS NULL");
     for (int i = 0; i < f->ntags; i++)
         len += snprintf(sql + len, sizeof sql - (size_t)len,
                         " AND EXISTS (SELECT 1 FROM tags t WHERE t.run_id = r.run_id AND t.key = ?%d AND t.value = ?%d)",
@@ -1203,6 +1204,7 @@ int db_runs_find(gl_db *db, const gl_run_filter *f, gl_run_row **rows, int *n, c
     if (!(st = db_prepare(db, sql, err, errlen))) return -1;
     db_bind_text_or_null(st, 1, f->experiment);
     db_bind_text_or_null(st, 2, f->status);
+    db_bind_text_or_null(st, 3 + 2 * f->ntags, f->run_id);
     for (int i = 0; i < f->ntags; i++) {
         const char *eq = strchr(f->tags[i], '=');
         if (!eq || eq == f->tags[i]) {

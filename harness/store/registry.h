@@ -204,6 +204,7 @@ typedef struct {
 typedef struct {
     const char *experiment;  /* NULL: any */
     const char *status;      /* NULL: any */
+    const char *run_id;      /* NULL: any */
     const char *const *tags; /* ntags "key=value" texts a run must all carry */
     int ntags;
     int deleted;             /* 0 hide deleted runs, 1 list them too */
