@@ -793,7 +793,7 @@ static void test_sweep_expansion(void **state) {
     snprintf(path, sizeof path, "%s/grid.ini", dir);
     write_file(path, sweep_manifest);
     gl_sweep sw, sw2;
-    OK(sweep_expand(&sw, path, 0, NULL, err, sizeof err));
+    OK(sweep_expand(&sw, path, 0, NULL, 0, NULL, err, sizeof err));
     assert_int_equal(sw.n_runs, 6);
     assert_string_equal(sw.experiment, "sw");
     static const char *const want[6][2] = {{"0", "1"}, {"0", "2"}, {"0", "3"}, {"0.01", "1"}, {"0.01", "2"}, {"0.01", "3"}};
@@ -822,13 +822,19 @@ static void test_sweep_expansion(void **state) {
         free(ini);
     }
     /* Deterministic: the same ids a second time. */
-    OK(sweep_expand(&sw2, path, 0, NULL, err, sizeof err));
+    OK(sweep_expand(&sw2, path, 0, NULL, 0, NULL, err, sizeof err));
     for (int i = 0; i < 6; i++) assert_string_equal(sw.runs[i].run_id, sw2.runs[i].run_id);
     sweep_free(&sw2);
 
-    /* The command line replaces a list (alias or canonical key), fixes a key, adds an axis. */
+    /* The command line replaces a list (alias or canonical key), fixes a key; a list on a key that is
+     * not an axis is refused with how to declare it, and added as an axis with --axis. */
     char *cli[] = {"seed=5,6", "train.steps=7", "train.lr=0.001,0.002"};
-    OK(sweep_expand(&sw2, path, 3, cli, err, sizeof err));
+    assert_int_equal(sweep_expand(&sw2, path, 3, cli, 0, NULL, err, sizeof err), -1);
+    assert_non_null(strstr(err, "train.lr is not a sweep axis"));
+    assert_non_null(strstr(err, "[sweep] section"));
+    assert_non_null(strstr(err, "--axis train.lr=0.001,0.002"));
+    char *axis[] = {"train.lr=0.001,0.002"};
+    OK(sweep_expand(&sw2, path, 2, cli, 1, axis, err, sizeof err));
     assert_int_equal(sw2.n_runs, 2 * 2 * 2);
     assert_int_equal(sw2.n_fixed, 1);
     assert_string_equal(sw2.runs[0].over[1], "train.seed=5");
@@ -837,10 +843,26 @@ static void test_sweep_expansion(void **state) {
     assert_string_equal(sw2.runs[7].label, "model.tsa_lambda=0.01 train.seed=6 train.lr=0.002");
     sweep_free(&sw2);
     char *cli2[] = {"model.tsa_lambda=0.5"};
-    OK(sweep_expand(&sw2, path, 1, cli2, err, sizeof err));
+    OK(sweep_expand(&sw2, path, 1, cli2, 0, NULL, err, sizeof err));
     assert_int_equal(sw2.n_runs, 3);
     assert_string_equal(sw2.runs[2].over[0], "model.tsa_lambda=0.5");
     sweep_free(&sw2);
+    /* range() (stop excluded, items start + i*step) and choice() */
+    char *cli3[] = {"lambda=range(0, 0.1, 0.025)", "seed=choice(7, 8)"};
+    OK(sweep_expand(&sw2, path, 2, cli3, 0, NULL, err, sizeof err));
+    assert_int_equal(sw2.n_runs, 4 * 2);
+    assert_string_equal(sw2.axes[0].values, "0, 0.025, 0.05, 0.075");
+    assert_string_equal(sw2.runs[7].label, "model.tsa_lambda=0.075 train.seed=8");
+    sweep_free(&sw2);
+    char *axis2[] = {"train.steps=range(10, 40, 10)"};
+    OK(sweep_expand(&sw2, path, 0, NULL, 1, axis2, err, sizeof err));
+    assert_string_equal(sw2.axes[2].values, "10, 20, 30");
+    sweep_free(&sw2);
+    char *bad[][1] = {{"lambda=range(0, 1, 0)"}, {"lambda=range(1, 0)"}, {"lambda=range(0)"}, {"seed=rnge(1, 3)"}};
+    for (int i = 0; i < 4; i++) {
+        assert_int_equal(sweep_expand(&sw2, path, 1, bad[i], 0, NULL, err, sizeof err), -1);
+        printf("  refused %s: %s\n", bad[i][0], err);
+    }
     sweep_free(&sw);
     printf("sweep: 2 x 3 grid in order (first axis slowest), ids <exp>-<i>-<hash8> stable and matching "
            "train's config; command-line lists replace and add axes\n");
@@ -854,7 +876,7 @@ static void expect_refused(const char *dir, const char *name, const char *text, 
     snprintf(db, sizeof db, "%s/%s-registry/gatelab.db", dir, name);
     write_file(path, text);
     gl_sweep sw;
-    assert_int_equal(sweep_expand(&sw, path, 0, NULL, err, sizeof err), -1);
+    assert_int_equal(sweep_expand(&sw, path, 0, NULL, 0, NULL, err, sizeof err), -1);
     assert_int_equal(sw.n_runs, 0);
     if (!strstr(err, n1) || !strstr(err, n2)) {
         print_error("%s: message '%s' lacks '%s' or '%s'\n", name, err, n1, n2);
@@ -885,11 +907,11 @@ static void test_sweep_errors_write_nothing(void **state) {
     write_file(path, sweep_manifest);
     gl_sweep sw;
     char *cli[] = {"seed=1,,2"};
-    assert_int_equal(sweep_expand(&sw, path, 1, cli, err, sizeof err), -1);
+    assert_int_equal(sweep_expand(&sw, path, 1, cli, 0, NULL, err, sizeof err), -1);
     assert_non_null(strstr(err, "command line"));
     assert_non_null(strstr(err, "seed"));
     char *cli2[] = {"model.scale=xs,nosuch"};
-    assert_int_equal(sweep_expand(&sw, path, 1, cli2, err, sizeof err), -1);
+    assert_int_equal(sweep_expand(&sw, path, 1, cli2, 0, NULL, err, sizeof err), -1);
     assert_non_null(strstr(err, "nosuch"));
     char *argv[] = {"sweep", path, "lambda=", "--db", db, NULL};
     assert_int_equal(cmd_sweep(5, argv), 2);

@@ -677,6 +677,26 @@ int db_run_exists(gl_db *db, const char *run_id, char *status_out, char *err, si
     return rc;
 }
 
+int db_run_times(gl_db *db, const char *run_id, double *start, double *end, char *err, size_t errlen) {
+    int rc = -1;
+    sqlite3_stmt *st = db_prepare(db, "SELECT start_time, end_time FROM runs WHERE run_id = ?1", err, errlen);
+    if (!st) return -1;
+    sqlite3_bind_text(st, 1, run_id, -1, SQLITE_TRANSIENT);
+    int s = sqlite3_step(st);
+    *start = *end = NAN;
+    if (s == SQLITE_ROW) {
+        *start = db_col_real(st, 0);
+        *end = db_col_real(st, 1);
+        rc = 1;
+    } else if (s == SQLITE_DONE) {
+        rc = 0;
+    } else {
+        db_fail(db, "cannot read a run's times", err, errlen);
+    }
+    sqlite3_finalize(st);
+    return rc;
+}
+
 /* Run a short command and keep the first line of its output in out ("" on failure). */
 static void db_command_line(const char *cmd, char *out, size_t outlen) {
     out[0] = '\0';

@@ -59,6 +59,10 @@ int db_run_create(gl_db *db, long long exp_id, const char *run_id, const char *n
 /* 1 if run_id exists (its status copied to status_out[16] if non-NULL), 0 if not, -1 on error. */
 int db_run_exists(gl_db *db, const char *run_id, char *status_out, char *err, size_t errlen);
 
+/* run_id's first start and end times (unix seconds; NaN when not set):
+ * 1 found, 0 no such run, -1 error.  Sweeps estimate what is left from them. */
+int db_run_times(gl_db *db, const char *run_id, double *start, double *end, char *err, size_t errlen);
+
 /* Mark run_id RUNNING: start time (kept if already set), host, pid, git commit
  * and dirty flag (from `git` in the working directory, "" if unavailable), heartbeat. */
 int db_run_start(gl_db *db, const char *run_id, char *err, size_t errlen);
