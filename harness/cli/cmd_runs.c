@@ -151,6 +151,17 @@ static const char *runs_axis_short(const char *key) {
     return dot ? dot + 1 : key;
 }
 
+/* The tags (one "key=value" per line) on one line: "a=1; b=two words". */
+static const char *runs_tags_line(const char *tags, char *out, size_t n) {
+    size_t k = 0;
+    for (const char *p = tags; *p && k + 3 < n; p++) {
+        if (*p == '\n') out[k++] = ';', out[k++] = ' ';
+        else out[k++] = *p;
+    }
+    out[k] = '\0';
+    return out;
+}
+
 static void runs_print_table(const gl_run_row *rows, int n, char (*why)[256]) {
     int periodic = 0;
     runs_axes ax;
@@ -191,7 +202,10 @@ static void runs_print_table(const gl_run_row *rows, int n, char (*why)[256]) {
         runs_num(runs_duration(r), "%.1f", took, sizeof took);
         printf(" %-9s %7s %8s %9s %6s %6s %9s %-19s %8s  %s\n", r->status, step, tr, va, al, tl, tps,
                st[0] ? st : "-", took, on);
-        if (r->tags[0]) printf("    tags: %s\n", r->tags);
+        if (r->tags[0]) {
+            char t[sizeof r->tags * 2];
+            printf("    tags: %s\n", runs_tags_line(r->tags, t, sizeof t));
+        }
         if (isfinite(r->deleted_time)) printf("    deleted (gatelab restore %s shows it again)\n", r->run_id);
         if (r->error[0]) printf("    error: %s\n", r->error);
         if (why && why[i][0])
@@ -270,7 +284,8 @@ static void runs_print_csv(const gl_run_row *rows, int n) {
         putchar(',');
         runs_csv_text(r->variant);
         putchar(',');
-        runs_csv_text(r->tags);
+        char t[sizeof r->tags * 2];
+        runs_csv_text(runs_tags_line(r->tags, t, sizeof t));
         runs_csv_time(r->deleted_time);
         for (int j = 0; j < ax.n; j++) {
             char v[64];
@@ -309,11 +324,11 @@ static void runs_json_extra(const gl_run_row *r) {
     printf(", \"variant\": ");
     runs_json_text(r->variant);
     for (int pass = 0; pass < 2; pass++) {
-        const char *text = pass ? r->tags : r->name;
+        const char *text = pass ? r->tags : r->name, *sep = pass ? "\n" : " "; /* tags: one per line */
         int first = 1;
         printf(", \"%s\": {", pass ? "tags" : "params");
         for (const char *p = text; *p;) {
-            size_t w = strcspn(p, " "), k = strcspn(p, "= ");
+            size_t w = strcspn(p, sep), k = strcspn(p, pass ? "=\n" : "= ");
             if (k < w && k > 0) {
                 char key[128], val[256];
                 snprintf(key, sizeof key, "%.*s", (int)k, p);
@@ -325,7 +340,7 @@ static void runs_json_extra(const gl_run_row *r) {
                 first = 0;
             }
             p += w;
-            p += strspn(p, " ");
+            p += strspn(p, sep);
         }
         printf("}");
     }

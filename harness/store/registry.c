@@ -1169,7 +1169,7 @@ static int db_runs_val(gl_db *db, gl_run_row *r, char *err, size_t errlen) {
     "(SELECT max(step) FROM metrics m WHERE m.run_id = r.run_id), " DB_LAST("split='train' AND name='loss'")        \
     ", " DB_LAST("split='val' AND name='loss'") ", " DB_LAST("name='active_frac'") ", " DB_LAST("name='tlops_saved'") \
     ", " DB_LAST("name='tokens_per_s'") ", r.start_time, r.end_time, r.heartbeat, r.exit_code, r.error, "          \
-    DB_VARIANT ", (SELECT group_concat(kv, ' ') FROM (SELECT t.key || '=' || t.value AS kv FROM tags t "           \
+    DB_VARIANT ", (SELECT group_concat(kv, char(10)) FROM (SELECT t.key || '=' || t.value AS kv FROM tags t "           \
     "WHERE t.run_id = r.run_id ORDER BY t.key)), r.deleted_time "                                                  \
     "FROM runs r JOIN experiments e ON e.id = r.experiment_id "
 /* "last" metric: the largest step; at equal steps a val row before a train row.  Bare names only. */

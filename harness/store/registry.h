@@ -200,7 +200,7 @@ typedef struct {
     char error[256];
     char variant[64];        /* baseline | resformer | satformer, "+tsa" / "+early_exit" / "+<cross_layer>"
                               * appended: the label tables use, from the run's params */
-    char tags[256];          /* "key=value key=value" by key ("" none) */
+    char tags[512];          /* "key=value" lines by key, joined by '\n' ("" none; a value holds no newline) */
     double deleted_time;     /* unix seconds of `gatelab delete`; NaN while visible */
 } gl_run_row;
 
