@@ -1,13 +1,17 @@
 /*
  * cmd_runs.c — `gatelab runs`: what the registry holds, one row per run.
  *
- * Columns: run id, experiment, status, step reached (largest step with any
+ * Columns: run id, experiment, variant (the label tables use), one column
+ * per chosen parameter (the keys the sweep varied, read from the run's name
+ * "key=value ..."), status, step reached (largest step with any
  * metric), last train loss, the validation loss (nats per token) with what
  * it was measured on — the run's headline (the whole validation split,
  * val/final.loss) or, for a run without one, the last periodic evaluation,
  * marked "*" and labelled "periodic" — the active fraction α and TLOps saved
  * (the headline's, else the last logged), throughput (tokens_per_s,
  * tokens/s), start time and duration.
+ * The table prints a run's tags under it.  --tag key=value keeps the runs
+ * with that tag; deleted runs (gatelab delete) are left out unless --deleted.
  * Formats: a readable table (default), CSV (RFC 4180 quoting; empty fields
  * for missing values) and JSON (an array of objects; null for missing values).
  * It reads only, with one exception: --fix-stale marks KILLED the runs that

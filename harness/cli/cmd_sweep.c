@@ -360,18 +360,10 @@ static void sweep_abspath(const char *path, char *out, size_t outlen) {
     else sweep_fmt(out, outlen, "%s/%s", cwd, path);
 }
 
-/* Write the sbatch array script.  Returns 0 or 1 (printed). */
-static int sweep_emit_slurm(const gl_sweep *sw, const sweep_args *a, const char *results) {
-    char exe[GL_PATH_MAX], q[4 * GL_PATH_MAX], cwd[GL_PATH_MAX], abs_results[GL_PATH_MAX], abs_manifest[GL_PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (n <= 0) { fprintf(stderr, "gatelab sweep: cannot find this binary's path for the Slurm script\n"); return 1; }
-    exe[n] = '\0';
-    if (!getcwd(cwd, sizeof cwd)) { fprintf(stderr, "gatelab sweep: cannot read the working directory\n"); return 1; }
-    sweep_abspath(results, abs_results, sizeof abs_results);
-    sweep_abspath(a->manifest, abs_manifest, sizeof abs_manifest);
-    int k = a->jobs > 0 ? a->jobs : sw->n_runs;
-    FILE *f = fopen(a->slurm, "w");
-    if (!f) { fprintf(stderr, "gatelab sweep: cannot write %s: %s\n", a->slurm, strerror(errno)); return 1; }
+/* The #SBATCH lines and the comments that open the Slurm script. */
+static void sweep_slurm_header(FILE *f, const gl_sweep *sw, const sweep_args *a, const char *exe,
+                               const char *abs_results, int k) {
+    const size_t n = strlen(exe);
     fprintf(f, "#!/bin/bash\n");
     fprintf(f, "#SBATCH --job-name=gatelab-%s\n", sw->experiment);
     fprintf(f, "#SBATCH --array=0-%d%%%d\n", sw->n_runs - 1, k);
@@ -416,6 +408,22 @@ static int sweep_emit_slurm(const gl_sweep *sw, const sweep_args *a, const char 
                 a->nodes ? "" : "<default> ", a->nodes ? a->nodes : 1, a->ntasks_per_node ? "" : "<default> ",
                 a->ntasks_per_node ? a->ntasks_per_node : 1,
                 a->launcher ? a->launcher : "srun --kill-on-bad-exit=1 --cpus-per-task=...");
+}
+
+/* Write the sbatch array script.  Returns 0 or 1 (printed). */
+static int sweep_emit_slurm(const gl_sweep *sw, const sweep_args *a, const char *results) {
+    char exe[GL_PATH_MAX], q[4 * GL_PATH_MAX], cwd[GL_PATH_MAX], abs_results[GL_PATH_MAX], abs_manifest[GL_PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n <= 0) { fprintf(stderr, "gatelab sweep: cannot find this binary's path for the Slurm script\n"); return 1; }
+    exe[n] = '\0';
+    if (!getcwd(cwd, sizeof cwd)) { fprintf(stderr, "gatelab sweep: cannot read the working directory\n"); return 1; }
+    sweep_abspath(results, abs_results, sizeof abs_results);
+    sweep_abspath(a->manifest, abs_manifest, sizeof abs_manifest);
+    int k = a->jobs > 0 ? a->jobs : sw->n_runs;
+    FILE *f = fopen(a->slurm, "w");
+    if (!f) { fprintf(stderr, "gatelab sweep: cannot write %s: %s\n", a->slurm, strerror(errno)); return 1; }
+    sweep_slurm_header(f, sw, a, exe, abs_results, k);
+    const int ranks = a->nodes || a->ntasks_per_node; /* data-parallel array tasks (docs/mpi.md) */
     fprintf(f, "set -u\n");
     sweep_shell_quote(cwd, q, sizeof q);
     fprintf(f, "cd %s || exit 1\n", q);

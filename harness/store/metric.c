@@ -5,6 +5,12 @@
  * and the readers (tables, figures) take them apart again; both sides call
  * this file, so a name cannot be written in one shape and read in another.
  *
+ * It also gives a name's stored form (metric_split / metric_unsplit): the
+ * registry keeps the parameters of a name (layer, head, gates, τ, category)
+ * as a canonical JSON text beside the bare quantity, and puts the name back
+ * together for every reader; a name is only taken apart when it comes back
+ * whole, so a name this file did not write is stored as it is.
+ *
  * What it does not do: talk to the registry (registry.c stores the rows), or
  * know which statistics or interventions exist (the analyses choose their
  * tokens; this file only joins and splits them).  Parsing is strict: digits
