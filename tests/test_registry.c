@@ -793,7 +793,7 @@ static void test_sweep_expansion(void **state) {
     snprintf(path, sizeof path, "%s/grid.ini", dir);
     write_file(path, sweep_manifest);
     gl_sweep sw, sw2;
-    OK(sweep_expand(&sw, path, 0, NULL, err, sizeof err));
+    OK(sweep_expand(&sw, path, 0, NULL, 0, NULL, err, sizeof err));
     assert_int_equal(sw.n_runs, 6);
     assert_string_equal(sw.experiment, "sw");
     static const char *const want[6][2] = {{"0", "1"}, {"0", "2"}, {"0", "3"}, {"0.01", "1"}, {"0.01", "2"}, {"0.01", "3"}};
@@ -822,13 +822,19 @@ static void test_sweep_expansion(void **state) {
         free(ini);
     }
     /* Deterministic: the same ids a second time. */
-    OK(sweep_expand(&sw2, path, 0, NULL, err, sizeof err));
+    OK(sweep_expand(&sw2, path, 0, NULL, 0, NULL, err, sizeof err));
     for (int i = 0; i < 6; i++) assert_string_equal(sw.runs[i].run_id, sw2.runs[i].run_id);
     sweep_free(&sw2);
 
-    /* The command line replaces a list (alias or canonical key), fixes a key, adds an axis. */
+    /* The command line replaces a list (alias or canonical key), fixes a key; a list on a key that is
+     * not an axis is refused with how to declare it, and added as an axis with --axis. */
     char *cli[] = {"seed=5,6", "train.steps=7", "train.lr=0.001,0.002"};
-    OK(sweep_expand(&sw2, path, 3, cli, err, sizeof err));
+    assert_int_equal(sweep_expand(&sw2, path, 3, cli, 0, NULL, err, sizeof err), -1);
+    assert_non_null(strstr(err, "train.lr is not a sweep axis"));
+    assert_non_null(strstr(err, "[sweep] section"));
+    assert_non_null(strstr(err, "--axis train.lr=0.001,0.002"));
+    char *axis[] = {"train.lr=0.001,0.002"};
+    OK(sweep_expand(&sw2, path, 2, cli, 1, axis, err, sizeof err));
     assert_int_equal(sw2.n_runs, 2 * 2 * 2);
     assert_int_equal(sw2.n_fixed, 1);
     assert_string_equal(sw2.runs[0].over[1], "train.seed=5");
@@ -837,10 +843,26 @@ static void test_sweep_expansion(void **state) {
     assert_string_equal(sw2.runs[7].label, "model.tsa_lambda=0.01 train.seed=6 train.lr=0.002");
     sweep_free(&sw2);
     char *cli2[] = {"model.tsa_lambda=0.5"};
-    OK(sweep_expand(&sw2, path, 1, cli2, err, sizeof err));
+    OK(sweep_expand(&sw2, path, 1, cli2, 0, NULL, err, sizeof err));
     assert_int_equal(sw2.n_runs, 3);
     assert_string_equal(sw2.runs[2].over[0], "model.tsa_lambda=0.5");
     sweep_free(&sw2);
+    /* range() (stop excluded, items start + i*step) and choice() */
+    char *cli3[] = {"lambda=range(0, 0.1, 0.025)", "seed=choice(7, 8)"};
+    OK(sweep_expand(&sw2, path, 2, cli3, 0, NULL, err, sizeof err));
+    assert_int_equal(sw2.n_runs, 4 * 2);
+    assert_string_equal(sw2.axes[0].values, "0, 0.025, 0.05, 0.075");
+    assert_string_equal(sw2.runs[7].label, "model.tsa_lambda=0.075 train.seed=8");
+    sweep_free(&sw2);
+    char *axis2[] = {"train.steps=range(10, 40, 10)"};
+    OK(sweep_expand(&sw2, path, 0, NULL, 1, axis2, err, sizeof err));
+    assert_string_equal(sw2.axes[2].values, "10, 20, 30");
+    sweep_free(&sw2);
+    char *bad[][1] = {{"lambda=range(0, 1, 0)"}, {"lambda=range(1, 0)"}, {"lambda=range(0)"}, {"seed=rnge(1, 3)"}};
+    for (int i = 0; i < 4; i++) {
+        assert_int_equal(sweep_expand(&sw2, path, 1, bad[i], 0, NULL, err, sizeof err), -1);
+        printf("  refused %s: %s\n", bad[i][0], err);
+    }
     sweep_free(&sw);
     printf("sweep: 2 x 3 grid in order (first axis slowest), ids <exp>-<i>-<hash8> stable and matching "
            "train's config; command-line lists replace and add axes\n");
@@ -854,7 +876,7 @@ static void expect_refused(const char *dir, const char *name, const char *text, 
     snprintf(db, sizeof db, "%s/%s-registry/gatelab.db", dir, name);
     write_file(path, text);
     gl_sweep sw;
-    assert_int_equal(sweep_expand(&sw, path, 0, NULL, err, sizeof err), -1);
+    assert_int_equal(sweep_expand(&sw, path, 0, NULL, 0, NULL, err, sizeof err), -1);
     assert_int_equal(sw.n_runs, 0);
     if (!strstr(err, n1) || !strstr(err, n2)) {
         print_error("%s: message '%s' lacks '%s' or '%s'\n", name, err, n1, n2);
@@ -885,11 +907,11 @@ static void test_sweep_errors_write_nothing(void **state) {
     write_file(path, sweep_manifest);
     gl_sweep sw;
     char *cli[] = {"seed=1,,2"};
-    assert_int_equal(sweep_expand(&sw, path, 1, cli, err, sizeof err), -1);
+    assert_int_equal(sweep_expand(&sw, path, 1, cli, 0, NULL, err, sizeof err), -1);
     assert_non_null(strstr(err, "command line"));
     assert_non_null(strstr(err, "seed"));
     char *cli2[] = {"model.scale=xs,nosuch"};
-    assert_int_equal(sweep_expand(&sw, path, 1, cli2, err, sizeof err), -1);
+    assert_int_equal(sweep_expand(&sw, path, 1, cli2, 0, NULL, err, sizeof err), -1);
     assert_non_null(strstr(err, "nosuch"));
     char *argv[] = {"sweep", path, "lambda=", "--db", db, NULL};
     assert_int_equal(cmd_sweep(5, argv), 2);
@@ -984,7 +1006,7 @@ static void test_upgrade_v1(void **state) {
     assert_int_equal(sql_int(path, "SELECT count(*) FROM pragma_table_info('metrics')"), 6);
     /* read-write: upgraded in place, nothing lost */
     db = open_ok(path);
-    assert_int_equal(db_schema_version_get(db, err, sizeof err), 2);
+    assert_int_equal(db_schema_version_get(db, err, sizeof err), DB_SCHEMA_VERSION);
     assert_int_equal(db_count_rows(db, "metrics", NULL, err, sizeof err), 11);
     assert_int_equal(db_count_rows(db, "params", NULL, err, sizeof err), 1);
     assert_int_equal(db_count_rows(db, "run_events", NULL, err, sizeof err), 0);
@@ -995,9 +1017,108 @@ static void test_upgrade_v1(void **state) {
     OK(db_metrics_log(db, "r1", &m, 1, err, sizeof err));
     assert_int_equal(db_count_rows(db, "metrics", NULL, err, sizeof err), 12);
     db_close(db);
-    assert_int_equal(sql_int(path, "SELECT version FROM schema_version"), 2);
+    assert_int_equal(sql_int(path, "SELECT version FROM schema_version"), DB_SCHEMA_VERSION);
     printf("upgrade v1 -> v2: 11 rows kept, headline provenance val[0,100) 6400 tok and se filled in; "
            "read-only open leaves a v1 file at v1\n");
+}
+
+/* ---- parameters out of names (schema 3) ---- */
+
+/* A version-2 registry as gatelab wrote it before schema 3: names with their parameters inside. */
+static const char v2_schema[] =
+    "CREATE TABLE schema_version (version INTEGER NOT NULL); INSERT INTO schema_version VALUES (2);"
+    "CREATE TABLE experiments (id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE, manifest_text TEXT,"
+    "  manifest_hash TEXT, created_time REAL NOT NULL);"
+    "CREATE TABLE runs (run_id TEXT PRIMARY KEY, experiment_id INTEGER NOT NULL, name TEXT, config_text TEXT,"
+    "  config_hash TEXT, seed INTEGER, git_commit TEXT, git_dirty INTEGER, host TEXT, pid INTEGER,"
+    "  status TEXT NOT NULL, created_time REAL NOT NULL, start_time REAL, end_time REAL, heartbeat REAL,"
+    "  attempts INTEGER NOT NULL DEFAULT 0, exit_code INTEGER, error TEXT);"
+    "CREATE TABLE params (run_id TEXT NOT NULL, key TEXT NOT NULL, value TEXT, PRIMARY KEY (run_id, key));"
+    "CREATE TABLE metrics (run_id TEXT NOT NULL, step INTEGER NOT NULL, split TEXT NOT NULL, name TEXT NOT NULL,"
+    "  value REAL, wall_time REAL NOT NULL, data_split TEXT NOT NULL DEFAULT '', win_first INTEGER NOT NULL DEFAULT 0,"
+    "  win_count INTEGER NOT NULL DEFAULT 0, tokens REAL, se REAL,"
+    "  PRIMARY KEY (run_id, step, split, name, data_split, win_first, win_count));"
+    "CREATE INDEX metrics_by_name ON metrics (run_id, split, name, step);"
+    "CREATE TABLE artifacts (run_id TEXT NOT NULL, kind TEXT NOT NULL, path TEXT NOT NULL, sha256 TEXT NOT NULL,"
+    "  bytes INTEGER NOT NULL, created_time REAL NOT NULL, PRIMARY KEY (run_id, kind));"
+    "CREATE TABLE run_events (run_id TEXT NOT NULL, time REAL NOT NULL, kind TEXT NOT NULL, detail TEXT);"
+    "INSERT INTO experiments VALUES (1, 'old', NULL, NULL, 1.0);"
+    "INSERT INTO runs (run_id, experiment_id, name, status, created_time) VALUES ('r2', 1, 'r2', 'FINISHED', 1.0);"
+    "INSERT INTO metrics (run_id, step, split, name, value, wall_time) VALUES"
+    "  ('r2', 40, 'train', 'loss', 2.5, 1), ('r2', 40, 'val', 'final.loss', 2.25, 1),"
+    "  ('r2', 40, 'ablation', 'exit.tau0.500.loss', 3.5, 1), ('r2', 40, 'ablation', 'exit.tau0.900.loss', 3.0, 1),"
+    "  ('r2', 40, 'ablation', 'exit.full.loss', 2.75, 1),"
+    "  ('r2', 40, 'ablation', 'zero.L1H0+L2.delta_loss.semantic', 0.5, 1),"
+    "  ('r2', 40, 'analysis', 'alpha_mean.L1.H0', 0.125, 1), ('r2', 40, 'analysis', 'tokens.functional', 90, 1),"
+    "  ('r2', 40, 'analysis', 'expected_depth', 4.5, 1), ('r2', 40, 'analysis', 'odd.L01', 7, 1);";
+
+/* The names as written, with their stored (base, params) in schema 3. */
+static const char *const v2_names[][4] = {
+    {"train", "loss", "loss", "{}"},
+    {"val", "final.loss", "final.loss", "{}"},
+    {"ablation", "exit.tau0.500.loss", "exit.loss", "{\"tau\":0.500}"},
+    {"ablation", "exit.tau0.900.loss", "exit.loss", "{\"tau\":0.900}"},
+    {"ablation", "exit.full.loss", "exit.loss", "{\"tau\":null}"},
+    {"ablation", "zero.L1H0+L2.delta_loss.semantic", "zero.delta_loss", "{\"gates\":\"L1H0+L2\",\"category\":\"semantic\"}"},
+    {"analysis", "alpha_mean.L1.H0", "alpha_mean", "{\"layer\":1,\"head\":0}"},
+    {"analysis", "tokens.functional", "tokens", "{\"category\":\"functional\"}"},
+    {"analysis", "expected_depth", "expected_depth", "{}"},
+    {"analysis", "odd.L01", "odd.L01", "{}"}, /* would come back as odd.L1: kept whole */
+};
+
+/* Every v2 name reads back under its old name, through any reader. */
+static void check_v2_names(gl_db *db) {
+    char err[512];
+    for (size_t i = 0; i < sizeof v2_names / sizeof v2_names[0]; i++) {
+        double v = NAN;
+        assert_int_equal(db_metric_last(db, "r2", v2_names[i][0], v2_names[i][1], &v, NULL, err, sizeof err), 1);
+        assert_false(isnan(v));
+    }
+    gl_metric_latest *rows = NULL;
+    int n = 0;
+    OK(db_metrics_latest(db, "r2", "ablation", &rows, &n, err, sizeof err));
+    assert_int_equal(n, 4);
+    assert_true(db_metrics_latest_find(rows, n, "exit.tau0.500.loss") == 3.5);
+    assert_true(db_metrics_latest_find(rows, n, "exit.full.loss") == 2.75);
+    assert_true(db_metrics_latest_find(rows, n, "zero.L1H0+L2.delta_loss.semantic") == 0.5);
+    free(rows);
+}
+
+static void test_upgrade_v2_params(void **state) {
+    (void)state;
+    char dir[600], path[700], err[512], sql[512], text[256];
+    tmp_dir(dir, sizeof dir, "upgrade_v2");
+    snprintf(path, sizeof path, "%s/gatelab.db", dir);
+    sql_exec(path, v2_schema);
+    gl_db *db = NULL;
+    if (db_open_readonly(&db, path, err, sizeof err)) {
+        print_error("db_open_readonly: %s\n", err);
+        fail();
+    }
+    check_v2_names(db);
+    db_close(db);
+    assert_int_equal(sql_int(path, "SELECT version FROM schema_version"), 2);
+    db = open_ok(path);
+    assert_int_equal(db_count_rows(db, "metrics", NULL, err, sizeof err), 10);
+    check_v2_names(db);
+    db_close(db);
+    for (size_t i = 0; i < sizeof v2_names / sizeof v2_names[0]; i++) {
+        snprintf(sql, sizeof sql, "SELECT name || ' ' || params FROM metrics WHERE split = '%s' AND value = "
+                 "(SELECT value FROM metrics WHERE split = '%s' AND name = '%s' AND params = '%s')",
+                 v2_names[i][0], v2_names[i][0], v2_names[i][2], v2_names[i][3]);
+        sql_text(path, sql, text, sizeof text);
+        char want[256];
+        snprintf(want, sizeof want, "%s %s", v2_names[i][2], v2_names[i][3]);
+        assert_string_equal(text, want);
+    }
+    assert_int_equal(sql_int(path, "SELECT count(*) FROM metrics WHERE json_valid(params)"), 10);
+    assert_int_equal(sql_int(path, "SELECT version FROM schema_version"), 3);
+    /* a binary of schema 2 would refuse it: the stored version says 3 */
+    sql_exec(path, "UPDATE schema_version SET version = 99");
+    assert_int_equal(db_open(&db, path, err, sizeof err), -1);
+    assert_non_null(strstr(err, "newer than this gatelab understands"));
+    printf("upgrade v2 -> v3: 10 rows, parameters moved to params as JSON, every old name reads back; "
+           "a name that would not come back whole (odd.L01) is kept whole\n");
 }
 
 static void test_provenance_keyed(void **state) {
@@ -1056,6 +1177,7 @@ int main(void) {
         cmocka_unit_test(test_sha256_vectors),
         cmocka_unit_test(test_schema_created_and_versioned),
         cmocka_unit_test(test_upgrade_v1),
+        cmocka_unit_test(test_upgrade_v2_params),
         cmocka_unit_test(test_provenance_keyed),
         cmocka_unit_test(test_run_lifecycle),
         cmocka_unit_test(test_nan_stored_as_null),

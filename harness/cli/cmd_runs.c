@@ -1,13 +1,17 @@
 /*
  * cmd_runs.c — `gatelab runs`: what the registry holds, one row per run.
  *
- * Columns: run id, experiment, status, step reached (largest step with any
+ * Columns: run id, experiment, variant (the label tables use), one column
+ * per chosen parameter (the keys the sweep varied, read from the run's name
+ * "key=value ..."), status, step reached (largest step with any
  * metric), last train loss, the validation loss (nats per token) with what
  * it was measured on — the run's headline (the whole validation split,
  * val/final.loss) or, for a run without one, the last periodic evaluation,
  * marked "*" and labelled "periodic" — the active fraction α and TLOps saved
  * (the headline's, else the last logged), throughput (tokens_per_s,
  * tokens/s), start time and duration.
+ * The table prints a run's tags under it.  --tag key=value keeps the runs
+ * with that tag; deleted runs (gatelab delete) are left out unless --deleted.
  * Formats: a readable table (default), CSV (RFC 4180 quoting; empty fields
  * for missing values) and JSON (an array of objects; null for missing values).
  * It reads only, with one exception: --fix-stale marks KILLED the runs that
@@ -32,6 +36,8 @@
 
 typedef enum { RUNS_TABLE, RUNS_CSV, RUNS_JSON } runs_format;
 
+#define RUNS_MAX_TAGS 16
+
 static const args_opt runs_opts[] = {
     {"experiment", ARGS_KEY(0), "E", "only the runs of experiment E"},
     {"status", ARGS_KEY(1), "S", "only runs with status S: SCHEDULED, RUNNING, FINISHED, FAILED or KILLED"},
@@ -40,6 +46,8 @@ static const args_opt runs_opts[] = {
     {"results", ARGS_KEY(4), "DIR", "results folder whose gatelab.db is read (default $GATELAB_RESULTS or results)"},
     {"stale-after", ARGS_KEY(5), "SECONDS", "a RUNNING run silent this long shows as STALE (default 1800)"},
     {"fix-stale", ARGS_KEY(6), NULL, "mark STALE runs KILLED (then --resume RUN or a sweep continues them)"},
+    {"tag", ARGS_KEY(7), "KEY=VALUE", "only the runs carrying that tag (repeat: all of them)"},
+    {"deleted", ARGS_KEY(8), NULL, "list deleted runs too (gatelab delete)"},
     {0}};
 static const args_spec runs_spec = {
     "runs", "[options]",
@@ -114,12 +122,85 @@ static void runs_val_on(const gl_run_row *r, char *out, size_t len) {
                   r->val_step);
 }
 
+/* ---- the chosen parameters: a run's name is the sweep's "key=value ..." for it ---- */
+
+#define RUNS_MAX_AXES 16
+typedef struct {
+    char key[RUNS_MAX_AXES][96];
+    int n;
+} runs_axes;
+
+/* The value of key among the "key=value" words of name into out ("" when absent). */
+static void runs_axis_value(const char *name, const char *key, char *out, size_t n) {
+    size_t kl = strlen(key);
+    out[0] = '\0';
+    for (const char *p = name; *p;) {
+        size_t w = strcspn(p, " ");
+        if (w > kl && !strncmp(p, key, kl) && p[kl] == '=') {
+            snprintf(out, n, "%.*s", (int)(w - kl - 1), p + kl + 1);
+            return;
+        }
+        p += w;
+        p += strspn(p, " ");
+    }
+}
+
+/* The keys of the "key=value" words in the runs' names, first seen first. */
+static void runs_axes_find(const gl_run_row *rows, int n, runs_axes *ax) {
+    ax->n = 0;
+    for (int i = 0; i < n; i++)
+        for (const char *p = rows[i].name; *p;) {
+            size_t w = strcspn(p, " "), k = strcspn(p, "= ");
+            int have = k >= w || k == 0 || k >= sizeof ax->key[0];
+            for (int j = 0; j < ax->n && !have; j++) have = strlen(ax->key[j]) == k && !strncmp(ax->key[j], p, k);
+            if (!have && ax->n < RUNS_MAX_AXES) snprintf(ax->key[ax->n++], sizeof ax->key[0], "%.*s", (int)k, p);
+            p += w;
+            p += strspn(p, " ");
+        }
+}
+
+/* The short header of an axis: its key after the section ("train.seed" -> "seed"). */
+static const char *runs_axis_short(const char *key) {
+    const char *dot = strrchr(key, '.');
+    return dot ? dot + 1 : key;
+}
+
+/* The tags (one "key=value" per line) on one line: "a=1; b=two words". */
+static const char *runs_tags_line(const char *tags, char *out, size_t n) {
+    size_t k = 0;
+    for (const char *p = tags; *p && k + 3 < n; p++) {
+        if (*p == '\n') out[k++] = ';', out[k++] = ' ';
+        else out[k++] = *p;
+    }
+    out[k] = '\0';
+    return out;
+}
+
 static void runs_print_table(const gl_run_row *rows, int n, char (*why)[256]) {
     int periodic = 0;
-    printf("%-36s %-16s %-9s %7s %8s %9s %6s %6s %9s %-19s %8s  %s\n", "run_id", "experiment", "status", "step",
-           "train", "val", "alpha", "tlops", "tok/s", "started", "took_s", "val measured on");
+    runs_axes ax;
+    runs_axes_find(rows, n, &ax);
+    printf("%-36s %-16s %-20s", "run_id", "experiment", "variant");
+    int w[RUNS_MAX_AXES];
+    for (int j = 0; j < ax.n; j++) {
+        w[j] = (int)strlen(runs_axis_short(ax.key[j]));
+        for (int i = 0; i < n; i++) {
+            char v[64];
+            runs_axis_value(rows[i].name, ax.key[j], v, sizeof v);
+            if ((int)strlen(v) > w[j]) w[j] = (int)strlen(v);
+        }
+        printf(" %-*s", w[j], runs_axis_short(ax.key[j]));
+    }
+    printf(" %-9s %7s %8s %9s %6s %6s %9s %-19s %8s  %s\n", "status", "step", "train", "val", "alpha", "tlops",
+           "tok/s", "started", "took_s", "val measured on");
     for (int i = 0; i < n; i++) {
         const gl_run_row *r = &rows[i];
+        printf("%-36s %-16s %-20s", r->run_id, r->experiment, r->variant);
+        for (int j = 0; j < ax.n; j++) {
+            char v[64];
+            runs_axis_value(r->name, ax.key[j], v, sizeof v);
+            printf(" %-*s", w[j], v[0] ? v : "-");
+        }
         char step[24], tr[24], va[24], al[24], tl[24], tps[24], st[32], took[24];
         if (r->step >= 0) snprintf(step, sizeof step, "%ld", r->step);
         else snprintf(step, sizeof step, "-");
@@ -133,8 +214,13 @@ static void runs_print_table(const gl_run_row *rows, int n, char (*why)[256]) {
         runs_num(r->tokens_per_s, "%.0f", tps, sizeof tps);
         runs_time(r->start_time, st, sizeof st);
         runs_num(runs_duration(r), "%.1f", took, sizeof took);
-        printf("%-36s %-16s %-9s %7s %8s %9s %6s %6s %9s %-19s %8s  %s\n", r->run_id, r->experiment, r->status, step,
-               tr, va, al, tl, tps, st[0] ? st : "-", took, on);
+        printf(" %-9s %7s %8s %9s %6s %6s %9s %-19s %8s  %s\n", r->status, step, tr, va, al, tl, tps,
+               st[0] ? st : "-", took, on);
+        if (r->tags[0]) {
+            char t[sizeof r->tags * 2];
+            printf("    tags: %s\n", runs_tags_line(r->tags, t, sizeof t));
+        }
+        if (isfinite(r->deleted_time)) printf("    deleted (gatelab restore %s shows it again)\n", r->run_id);
         if (r->error[0]) printf("    error: %s\n", r->error);
         if (why && why[i][0])
             printf("    stale: RUNNING in the registry but %s; `gatelab runs --fix-stale` marks it KILLED\n", why[i]);
@@ -172,7 +258,11 @@ static void runs_csv_time(double t) {
 static void runs_print_csv(const gl_run_row *rows, int n) {
     printf("run_id,experiment,name,status,step,train_loss,val_loss,active_frac,tlops_saved,tokens_per_s,"
            "start_time,end_time,start_iso,end_iso,duration_s,exit_code,error,val_headline,val_se,val_step,val_split,"
-           "val_first,val_windows,val_tokens\n");
+           "val_first,val_windows,val_tokens,variant,tags,deleted_time");
+    runs_axes ax;
+    runs_axes_find(rows, n, &ax);
+    for (int j = 0; j < ax.n; j++) printf(","), runs_csv_text(ax.key[j]);
+    putchar('\n');
     for (int i = 0; i < n; i++) {
         const gl_run_row *r = &rows[i];
         char a[32], b[32];
@@ -205,12 +295,47 @@ static void runs_print_csv(const gl_run_row *rows, int n) {
                                      r->val_prov.count);
         else printf(",,,,");
         runs_csv_num(r->val_prov.count > 0 ? r->val_prov.tokens : NAN);
+        putchar(',');
+        runs_csv_text(r->variant);
+        putchar(',');
+        char t[sizeof r->tags * 2];
+        runs_csv_text(runs_tags_line(r->tags, t, sizeof t));
+        runs_csv_time(r->deleted_time);
+        for (int j = 0; j < ax.n; j++) {
+            char v[64];
+            runs_axis_value(r->name, ax.key[j], v, sizeof v);
+            putchar(',');
+            runs_csv_text(v);
+        }
         putchar('\n');
     }
 }
 
 /* A unix time with millisecond resolution, null when unknown. */
 static json_t *runs_json_time(double t) { return jsonl_num(isfinite(t) ? round(t * 1000) / 1000 : NAN); }
+
+/* variant, the chosen params and the tags as objects ("key=value" words of
+ * the name, one tag per line), deleted_time: appended to o. */
+static void runs_json_extra(json_t *o, const gl_run_row *r) {
+    jsonl_set(o, "variant", jsonl_str(r->variant));
+    for (int pass = 0; pass < 2; pass++) {
+        const char *text = pass ? r->tags : r->name, *sep = pass ? "\n" : " ";
+        json_t *kv = json_object();
+        for (const char *p = text; *p;) {
+            size_t w = strcspn(p, sep), k = strcspn(p, pass ? "=\n" : "= ");
+            if (k < w && k > 0) {
+                char key[128], val[256];
+                snprintf(key, sizeof key, "%.*s", (int)k, p);
+                snprintf(val, sizeof val, "%.*s", (int)(w - k - 1), p + k + 1);
+                jsonl_set(kv, key, jsonl_str(val));
+            }
+            p += w;
+            p += strspn(p, sep);
+        }
+        jsonl_set(o, pass ? "tags" : "params", kv);
+    }
+    jsonl_set(o, "deleted_time", runs_json_time(r->deleted_time));
+}
 
 /* One run as a JSON object (the fields of the CSV, val_measured_on as an object). */
 static json_t *runs_json_row(const gl_run_row *r) {
@@ -246,6 +371,7 @@ static json_t *runs_json_row(const gl_run_row *r) {
     jsonl_set(o, "duration_s", jsonl_num(runs_duration(r)));
     jsonl_set(o, "exit_code", r->exit_code >= 0 ? jsonl_int(r->exit_code) : json_null());
     jsonl_set(o, "error", jsonl_str(r->error[0] ? r->error : NULL));
+    runs_json_extra(o, r);
     return o;
 }
 
@@ -268,6 +394,8 @@ int cmd_runs(int argc, char **argv) {
     const char *experiment = NULL, *status = NULL, *db_arg = NULL, *results = NULL;
     int fmt = RUNS_TABLE, fix_stale = 0, bad = 0;
     double stale_s = 1800;
+    const char *tags[RUNS_MAX_TAGS];
+    gl_run_filter filter = {.tags = tags};
     args_parser p;
     args_begin(&p, &runs_spec, argc, argv);
     for (int k; !bad && (k = args_next(&p)) != ARGS_END;) {
@@ -288,6 +416,14 @@ int cmd_runs(int argc, char **argv) {
         case ARGS_KEY(4): results = p.val; break;
         case ARGS_KEY(5): bad = args_get_double(&p, 0, 1e9, &stale_s); break;
         case ARGS_KEY(6): fix_stale = 1; break;
+        case ARGS_KEY(7):
+            if (filter.ntags == RUNS_MAX_TAGS)
+                return args_usage_error(&runs_spec, "at most %d --tag filters", RUNS_MAX_TAGS);
+            if (!strchr(p.val, '=') || p.val[0] == '=')
+                return args_usage_error(&runs_spec, "--tag '%s': write it as key=value", p.val);
+            tags[filter.ntags++] = p.val;
+            break;
+        case ARGS_KEY(8): filter.deleted = 1; break;
         }
     }
     if (bad) return 2;
@@ -304,7 +440,8 @@ int cmd_runs(int argc, char **argv) {
     char (*why)[256] = NULL;
     int n = 0, rc = 1;
     if ((fix_stale ? db_open(&db, dbp, err, sizeof err) : db_open_readonly(&db, dbp, err, sizeof err)) ||
-        db_runs_list(db, experiment, status, &rows, &n, err, sizeof err)) {
+        (filter.experiment = experiment, filter.status = status,
+         db_runs_find(db, &filter, &rows, &n, err, sizeof err))) {
         fprintf(stderr, "gatelab runs: %s\n", err);
         goto cleanup;
     }

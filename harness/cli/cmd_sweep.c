@@ -34,6 +34,7 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <limits.h>
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -79,6 +80,9 @@ typedef struct {
     const char *launcher; /* --launcher: command words before `<binary>-mpi train …`, or NULL */
     int nodes;          /* --nodes (Slurm script): 0 = not given */
     int ntasks_per_node;/* --ntasks-per-node (Slurm script): 0 = not given */
+    int n_axis;
+    char **axis;        /* --axis key=a,b (explicit axes), in order */
+    const char *time, *mem, *partition; /* --time, --mem, --partition (Slurm script) or NULL */
 } sweep_args;
 
 static volatile sig_atomic_t sweep_stop_sig = 0; /* SIGINT or SIGTERM received */
@@ -101,13 +105,34 @@ static const args_opt sweep_opts[] = {
     {"launcher", ARGS_KEY(7), "\"CMD ARGS\"", "run each training data-parallel as CMD ARGS <binary>-mpi train … (srun, mpirun -np N)"},
     {"nodes", ARGS_KEY(8), "N", "with --emit-slurm: nodes per array task (ranks launched with srun)"},
     {"ntasks-per-node", ARGS_KEY(9), "K", "with --emit-slurm: ranks per node"},
+    {"axis", ARGS_KEY(10), "KEY=A,B", "a new axis of the grid (a list on a key that is not a [sweep] axis is an error)"},
+    {"time", ARGS_KEY(11), "T", "with --emit-slurm: #SBATCH --time (minutes, H:MM:SS or D-HH:MM:SS)"},
+    {"mem", ARGS_KEY(12), "M", "with --emit-slurm: #SBATCH --mem (e.g. 8G)"},
+    {"partition", ARGS_KEY(13), "P", "with --emit-slurm: #SBATCH --partition"},
     {0}};
 static const args_spec sweep_spec = {
     "sweep", "MANIFEST [key=value | key=a,b,c ...] [options]",
     "Run the manifest's grid ([sweep] lists), resumably: rerun the same command after a crash or Ctrl-C and only\n"
-    "what is missing runs, interrupted runs resume.  key=a,b,c replaces the [sweep] list of key (or adds an\n"
-    "axis); key=value fixes a key for every run.",
+    "what is missing runs, interrupted runs resume.  key=a,b,c replaces the list of a [sweep] axis; a key that\n"
+    "is not one is an error unless given as --axis key=a,b,c (a new axis); key=value fixes a key for every run.\n"
+    "A list may be written range(start, stop[, step]) (stop excluded) or choice(a, b, c).",
     sweep_opts};
+
+/* Check a --time, --mem or --partition value before it goes into an
+ * #SBATCH line: Slurm's own forms only (no spaces, quotes or newlines).
+ * Returns 0, or -1 after printing what is wrong. */
+static int sweep_slurm_value(const char *flag, const char *v) {
+    const char *ok = !strcmp(flag, "--time") ? "0123456789:-" : !strcmp(flag, "--mem") ? "0123456789KMGTkmgt"
+                     : "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.,-";
+    const char *form = !strcmp(flag, "--time") ? "minutes, H:MM:SS or D-HH:MM:SS (e.g. 4:00:00)"
+                       : !strcmp(flag, "--mem") ? "a size with an optional unit K, M, G or T (e.g. 8G)"
+                                                : "partition names separated by commas";
+    if (!*v || v[strspn(v, ok)] || (!strcmp(flag, "--mem") && (v[0] < '0' || v[0] > '9'))) {
+        fprintf(stderr, "gatelab sweep: %s '%s': write %s\n", flag, v, form);
+        return -1;
+    }
+    return 0;
+}
 
 /* Parse argv (argv[0] is "sweep").  Returns 0, 3 after --help, or 2 after printing a usage error. */
 static int sweep_parse_args(int argc, char **argv, sweep_args *a) {
@@ -115,7 +140,8 @@ static int sweep_parse_args(int argc, char **argv, sweep_args *a) {
     a->index = -1;
     a->stale_s = 1800;
     a->cli = calloc((size_t)argc, sizeof *a->cli);
-    if (!a->cli) { fprintf(stderr, "gatelab sweep: out of memory\n"); return 2; }
+    a->axis = calloc((size_t)argc, sizeof *a->axis);
+    if (!a->cli || !a->axis) { fprintf(stderr, "gatelab sweep: out of memory\n"); return 2; }
     args_parser p;
     args_begin(&p, &sweep_spec, argc, argv);
     int bad = 0, stale = 0;
@@ -145,10 +171,26 @@ static int sweep_parse_args(int argc, char **argv, sweep_args *a) {
             break;
         case ARGS_KEY(8): bad = args_get_int(&p, 1, 100000, &a->nodes); break;
         case ARGS_KEY(9): bad = args_get_int(&p, 1, 100000, &a->ntasks_per_node); break;
+        case ARGS_KEY(10):
+            if (!strchr(p.val, '='))
+                return args_usage_error(&sweep_spec, "--axis '%s': write key=a,b,c", p.val);
+            a->axis[a->n_axis++] = (char *)p.val;
+            break;
+        case ARGS_KEY(11):
+        case ARGS_KEY(12):
+        case ARGS_KEY(13):
+            if (sweep_slurm_value(p.flag, p.val)) return 2;
+            *(k == ARGS_KEY(11) ? &a->time : k == ARGS_KEY(12) ? &a->mem : &a->partition) = p.val;
+            break;
         }
     }
     if (bad) return 2;
     if (!a->manifest) return args_usage_error(&sweep_spec, "MANIFEST is missing");
+    if ((a->time || a->mem || a->partition) && !a->slurm) {
+        fprintf(stderr, "gatelab sweep: --time, --mem and --partition go into the Slurm script: use them with "
+                        "--emit-slurm FILE\n");
+        return 2;
+    }
     if ((a->nodes || a->ntasks_per_node) && !a->slurm) {
         fprintf(stderr, "gatelab sweep: --nodes and --ntasks-per-node shape the Slurm script: use them with --emit-slurm "
                         "(to run data-parallel here, pass --launcher \"mpirun -np N\")\n");
@@ -308,18 +350,10 @@ static void sweep_abspath(const char *path, char *out, size_t outlen) {
     else sweep_fmt(out, outlen, "%s/%s", cwd, path);
 }
 
-/* Write the sbatch array script.  Returns 0 or 1 (printed). */
-static int sweep_emit_slurm(const gl_sweep *sw, const sweep_args *a, const char *results) {
-    char exe[GL_PATH_MAX], q[4 * GL_PATH_MAX], cwd[GL_PATH_MAX], abs_results[GL_PATH_MAX], abs_manifest[GL_PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (n <= 0) { fprintf(stderr, "gatelab sweep: cannot find this binary's path for the Slurm script\n"); return 1; }
-    exe[n] = '\0';
-    if (!getcwd(cwd, sizeof cwd)) { fprintf(stderr, "gatelab sweep: cannot read the working directory\n"); return 1; }
-    sweep_abspath(results, abs_results, sizeof abs_results);
-    sweep_abspath(a->manifest, abs_manifest, sizeof abs_manifest);
-    int k = a->jobs > 0 ? a->jobs : sw->n_runs;
-    FILE *f = fopen(a->slurm, "w");
-    if (!f) { fprintf(stderr, "gatelab sweep: cannot write %s: %s\n", a->slurm, strerror(errno)); return 1; }
+/* The #SBATCH lines and the comments that open the Slurm script. */
+static void sweep_slurm_header(FILE *f, const gl_sweep *sw, const sweep_args *a, const char *exe,
+                               const char *abs_results, int k) {
+    const size_t n = strlen(exe);
     fprintf(f, "#!/bin/bash\n");
     fprintf(f, "#SBATCH --job-name=gatelab-%s\n", sw->experiment);
     fprintf(f, "#SBATCH --array=0-%d%%%d\n", sw->n_runs - 1, k);
@@ -327,6 +361,10 @@ static int sweep_emit_slurm(const gl_sweep *sw, const sweep_args *a, const char 
     fprintf(f, "#SBATCH --output=%s/slurm/%s/%%A_%%a.out\n", abs_results, sw->experiment);
     fprintf(f, "#SBATCH --error=%s/slurm/%s/%%A_%%a.err\n", abs_results, sw->experiment);
     fprintf(f, "#SBATCH --requeue\n");
+    fprintf(f, "#SBATCH --open-mode=append\n"); /* a requeued task adds to its logs */
+    if (a->time) fprintf(f, "#SBATCH --time=%s\n", a->time);
+    if (a->mem) fprintf(f, "#SBATCH --mem=%s\n", a->mem);
+    if (a->partition) fprintf(f, "#SBATCH --partition=%s\n", a->partition);
     if (sw->base.train.threads > 0) fprintf(f, "#SBATCH --cpus-per-task=%d\n", sw->base.train.threads);
     const int ranks = a->nodes || a->ntasks_per_node; /* data-parallel array tasks (docs/mpi.md) */
     if (a->nodes) fprintf(f, "#SBATCH --nodes=%d\n", a->nodes);
@@ -340,10 +378,15 @@ static int sweep_emit_slurm(const gl_sweep *sw, const sweep_args *a, const char 
     }
     fprintf(f, "#\n# Written by `gatelab sweep %s --emit-slurm`: %d runs of experiment %s, at most %d at once.\n",
             a->manifest, sw->n_runs, sw->experiment, k);
-    fprintf(f, "# Array task i runs sweep run i (see `gatelab sweep ... --dry-run`). Add --time, --mem, --partition\n"
-               "# as your cluster needs. The output folder must exist before submitting:\n"
+    fprintf(f, "# Array task i runs sweep run i (see `gatelab sweep ... --dry-run`).%s\n"
+               "# The output folder must exist before submitting:\n"
                "#   mkdir -p %s/slurm/%s && sbatch %s\n",
+            a->time && a->mem && a->partition ? "" : " Time, memory and partition: pass\n"
+            "# --time, --mem, --partition to `gatelab sweep --emit-slurm` (or sbatch) as your cluster needs.",
             abs_results, sw->experiment, a->slurm);
+    fprintf(f, "# Near the time limit Slurm sends USR1 (120 s before): the training checkpoints and stops, the\n"
+               "# task saves its registry and requeues itself (scontrol requeue), and the requeued task resumes\n"
+               "# the run from its checkpoint (--resume).\n");
     fprintf(f, "# Each task keeps its registry on node-local disk (SQLite WAL must not live on a network\n"
                "# filesystem) and copies it to %s/slurm/%s/task-<i>.db when it ends. Afterwards:\n"
                "#   %s collect %s/gatelab.db %s/slurm/%s/task-*.db\n",
@@ -355,6 +398,22 @@ static int sweep_emit_slurm(const gl_sweep *sw, const sweep_args *a, const char 
                 a->nodes ? "" : "<default> ", a->nodes ? a->nodes : 1, a->ntasks_per_node ? "" : "<default> ",
                 a->ntasks_per_node ? a->ntasks_per_node : 1,
                 a->launcher ? a->launcher : "srun --kill-on-bad-exit=1 --cpus-per-task=...");
+}
+
+/* Write the sbatch array script.  Returns 0 or 1 (printed). */
+static int sweep_emit_slurm(const gl_sweep *sw, const sweep_args *a, const char *results) {
+    char exe[GL_PATH_MAX], q[4 * GL_PATH_MAX], cwd[GL_PATH_MAX], abs_results[GL_PATH_MAX], abs_manifest[GL_PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n <= 0) { fprintf(stderr, "gatelab sweep: cannot find this binary's path for the Slurm script\n"); return 1; }
+    exe[n] = '\0';
+    if (!getcwd(cwd, sizeof cwd)) { fprintf(stderr, "gatelab sweep: cannot read the working directory\n"); return 1; }
+    sweep_abspath(results, abs_results, sizeof abs_results);
+    sweep_abspath(a->manifest, abs_manifest, sizeof abs_manifest);
+    int k = a->jobs > 0 ? a->jobs : sw->n_runs;
+    FILE *f = fopen(a->slurm, "w");
+    if (!f) { fprintf(stderr, "gatelab sweep: cannot write %s: %s\n", a->slurm, strerror(errno)); return 1; }
+    sweep_slurm_header(f, sw, a, exe, abs_results, k);
+    const int ranks = a->nodes || a->ntasks_per_node; /* data-parallel array tasks (docs/mpi.md) */
     fprintf(f, "set -u\n");
     sweep_shell_quote(cwd, q, sizeof q);
     fprintf(f, "cd %s || exit 1\n", q);
@@ -377,6 +436,10 @@ static int sweep_emit_slurm(const gl_sweep *sw, const sweep_args *a, const char 
     fprintf(f, "%s sweep ", q);
     sweep_shell_quote(abs_manifest, q, sizeof q);
     fprintf(f, "%s", q);
+    for (int i = 0; i < a->n_axis; i++) {
+        sweep_shell_quote(a->axis[i], q, sizeof q);
+        fprintf(f, " --axis %s", q);
+    }
     for (int i = 0; i < a->n_cli; i++) {
         sweep_shell_quote(a->cli[i], q, sizeof q);
         fprintf(f, " %s", q);
@@ -390,11 +453,19 @@ static int sweep_emit_slurm(const gl_sweep *sw, const sweep_args *a, const char 
     }
     fprintf(f, " --index \"$SLURM_ARRAY_TASK_ID\" --db \"$task_db\" --results \"$results\" &\n");
     fprintf(f, "pid=$!\n");
-    fprintf(f, "# Slurm signals this batch shell (B:); pass them on to the training.\n");
-    fprintf(f, "trap 'kill -USR1 $pid 2>/dev/null' USR1\n");
+    fprintf(f, "# Slurm signals this batch shell (B:).  USR1 (the time limit is near): stop the training, which\n"
+               "# checkpoints, and requeue below; TERM/INT: pass on (checkpoint and stop).\n");
+    fprintf(f, "requeue=0\n");
+    fprintf(f, "trap 'requeue=1; kill -TERM $pid 2>/dev/null' USR1\n");
     fprintf(f, "trap 'kill -TERM $pid 2>/dev/null' TERM INT\n");
     fprintf(f, "while :; do wait \"$pid\"; rc=$?; kill -0 \"$pid\" 2>/dev/null || break; done\n");
     fprintf(f, "cp \"$task_db\" \"$out_db.tmp\" && mv \"$out_db.tmp\" \"$out_db\" && rm -f \"$task_db\"\n");
+    fprintf(f, "if [ \"$requeue\" = 1 ] && [ \"$rc\" -ne 0 ]; then\n"
+               "    echo \"gatelab: time limit near: run checkpointed; requeueing task $SLURM_ARRAY_TASK_ID "
+               "(job $SLURM_JOB_ID) to resume it\" >&2\n"
+               "    scontrol requeue \"$SLURM_JOB_ID\" && exit 0\n"
+               "    echo \"gatelab: scontrol requeue failed; resubmit this task to resume the run\" >&2\n"
+               "fi\n");
     fprintf(f, "exit $rc\n");
     if (fclose(f)) { fprintf(stderr, "gatelab sweep: cannot write %s: %s\n", a->slurm, strerror(errno)); return 1; }
     chmod(a->slurm, 0755);
@@ -414,7 +485,12 @@ typedef struct {
 
 typedef struct {
     int total, finished, failed, running, killed, scheduled;
+    int timed;         /* FINISHED runs with a start and end time */
+    double timed_s;    /* their summed durations (first start to end), seconds */
 } sweep_counts;
+
+/* Trainings at once (-j), for the ETA of the progress line. */
+static int sweep_eta_jobs = 1;
 
 static int sweep_count(gl_db *db, const gl_sweep *sw, int lo, int hi, sweep_counts *c) {
     char err[512], status[16];
@@ -425,6 +501,10 @@ static int sweep_count(gl_db *db, const gl_sweep *sw, int lo, int hi, sweep_coun
             return -1;
         }
         c->total++;
+        double t0, t1;
+        if (!strcmp(status, "FINISHED") && db_run_times(db, sw->runs[i].run_id, &t0, &t1, err, sizeof err) == 1 &&
+            isfinite(t0) && isfinite(t1) && t1 >= t0)
+            c->timed++, c->timed_s += t1 - t0;
         if (!strcmp(status, "FINISHED")) c->finished++;
         else if (!strcmp(status, "FAILED")) c->failed++;
         else if (!strcmp(status, "RUNNING")) c->running++;
@@ -434,9 +514,26 @@ static int sweep_count(gl_db *db, const gl_sweep *sw, int lo, int hi, sweep_coun
     return 0;
 }
 
+/* "ETA 1h05m" from the mean duration of the grid's finished runs: the runs
+ * not yet finished (failed ones excluded; a running one counted as half
+ * done) times that mean, over -j trainings at once.  "" before any run has
+ * finished, or when nothing is left. */
+static void sweep_eta(const sweep_counts *c, char *out, size_t n) {
+    out[0] = '\0';
+    double left = c->scheduled + c->killed + 0.5 * c->running;
+    if (!c->timed || left <= 0) return;
+    double s = c->timed_s / c->timed * left / (sweep_eta_jobs < c->total ? sweep_eta_jobs : c->total);
+    long m = (long)(s / 60 + 0.5);
+    if (s < 60) snprintf(out, n, ", ETA %.0fs", s);
+    else if (m < 60) snprintf(out, n, ", ETA %ldm", m);
+    else snprintf(out, n, ", ETA %ldh%02ldm", m / 60, m % 60);
+}
+
 static void sweep_progress(const gl_sweep *sw, const sweep_counts *c, const char *what) {
-    fprintf(stderr, "[sweep %s: %d/%d done, %d running, %d failed] %s\n", sw->experiment, c->finished, c->total,
-            c->running, c->failed, what);
+    char eta[48];
+    sweep_eta(c, eta, sizeof eta);
+    fprintf(stderr, "[sweep %s: %d/%d done, %d running, %d failed%s] %s\n", sw->experiment, c->finished, c->total,
+            c->running, c->failed, eta, what);
 }
 
 /* fork+exec the training of run r.  Returns the child's pid, or -1 (printed). */
@@ -707,6 +804,7 @@ static int sweep_run_all(gl_db *db, const gl_sweep *sw, const sweep_args *a, con
     const int n = sw->n_runs;
     int rc = 1, forwarded = 0, waiting_note = 0;
     sweep_pool p = {.db = db, .sw = sw, .a = a, .dbp = dbp, .results = results, .jobs = a->jobs > 0 ? a->jobs : 1};
+    sweep_eta_jobs = p.jobs;
     p.children = calloc((size_t)p.jobs, sizeof *p.children);
     p.launched = calloc((size_t)n, 1);
     p.ids = calloc((size_t)n, sizeof *p.ids);
@@ -774,7 +872,7 @@ int cmd_sweep(int argc, char **argv) {
     if (rc) goto cleanup;
     rc = 1;
     if (!sw) { fprintf(stderr, "gatelab sweep: out of memory\n"); goto cleanup; }
-    if (sweep_expand(sw, a.manifest, a.n_cli, a.cli, err, sizeof err)) {
+    if (sweep_expand(sw, a.manifest, a.n_cli, a.cli, a.n_axis, a.axis, err, sizeof err)) {
         fprintf(stderr, "gatelab sweep: %s\n", err);
         rc = 2;
         goto cleanup;
@@ -821,6 +919,7 @@ cleanup:
     if (sw) sweep_free(sw);
     free(sw);
     free(a.cli);
+    free(a.axis);
     return rc;
 }
 

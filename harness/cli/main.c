@@ -33,9 +33,9 @@ static const command commands[] = {
     {"eval", cmd_eval, "eval RUN [--split val|test|train | --text FILE] [--windows N] [--sparse] [--tau T | --match-alpha A | --match-run TSA_RUN] [--batch B] [--results DIR] [--record]"},
     {"sample", cmd_sample, "sample RUN [--tokens N] [--prompt S] [--temperature T] [--seed S] [--results DIR] [--json]"},
     {"export", cmd_export, "export RUN --out FILE.h5 [--results DIR]"},
-    {"sweep", cmd_sweep, "sweep MANIFEST [key=a,b,c ...] [-j|--jobs N] [--dry-run] [--index I] [--emit-slurm FILE [--nodes N] [--ntasks-per-node K]] [--launcher \"CMD ARGS\"] [--stale SECONDS] [--retry-failed] [--db PATH] [--results DIR]"},
+    {"sweep", cmd_sweep, "sweep MANIFEST [key=a,b,c ...] [-j|--jobs N] [--dry-run] [--index I] [--emit-slurm FILE [--nodes N] [--ntasks-per-node K]] [--launcher \"CMD ARGS\"] [--stale SECONDS] [--retry-failed] [--axis KEY=A,B ...] [--time T] [--mem M] [--partition P] [--db PATH] [--results DIR]"},
     {"collect", cmd_collect, "collect MAIN.db TASK.db [TASK.db ...]"},
-    {"runs", cmd_runs, "runs [--experiment E] [--status S] [--format table|csv|json] [--stale-after SECONDS] [--fix-stale] [--db PATH] [--results DIR]"},
+    {"runs", cmd_runs, "runs [--experiment E] [--status S] [--format table|csv|json] [--stale-after SECONDS] [--fix-stale] [--tag KEY=VALUE ...] [--deleted] [--db PATH] [--results DIR]"},
     {"analyze", cmd_analyze, "analyze RUN [--out DIR] [--no-db] [--db PATH] [--results DIR]"},
     {"ablate", cmd_ablate, "ablate RUN --mode zero|mean|file|full-depth|random|exit [--layers 1,3] [--heads 2:0,L3H1] [--values FILE] [--taus T,...] [--windows N] [--batch B] [--threads N] [--no-db] [--db PATH] [--results DIR]"},
     {"heads", cmd_heads, "heads RUN [--windows N] [--batch B] [--threads N] [--out DIR] [--no-figure] [--json] [--no-db] [--db PATH] [--results DIR]"},
@@ -43,6 +43,11 @@ static const command commands[] = {
     {"figures", cmd_figures, "figures [EXPERIMENT] [--out DIR] [--db PATH] [--results DIR]"},
     {"report", cmd_report, "report RUN|EXPERIMENT --html [--out FILE] [--block N --kv-head H | --gate L2H0] [--chars N] [--db PATH] [--results DIR]"},
     {"paper", cmd_paper, "paper post [--results DIR] | paper report PRESET [--results DIR] [--out DIR]   (stages of make paper)"},
+    {"tag", cmd_tag, "tag RUN key=value ... [--remove KEY ...] [--db PATH] [--results DIR]   (tags shown by runs; runs --tag key=value)"},
+    {"delete", cmd_delete, "delete RUN ... [--db PATH] [--results DIR]   (hidden from runs, tables, figures, reports; files kept)"},
+    {"restore", cmd_restore, "restore RUN ... [--db PATH] [--results DIR]   (undo delete)"},
+    {"compare", cmd_compare, "compare RUN RUN ... [--format table|csv|json] [--db PATH] [--results DIR]   (params that differ, headline metrics)"},
+    {"metrics", cmd_metrics, "metrics [--experiment E] [--run RUN] [--split S] [--name GLOB] [--format csv|json] [--db PATH] [--results DIR]   (long form)"},
     {"data", cmd_data, "data [FILE ...]   (where data sets are looked for and found; `make data` fetches them)"},
 };
 

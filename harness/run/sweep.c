@@ -82,11 +82,12 @@ void sweep_free(gl_sweep *sw) {
 }
 
 /* Check a command-line list "key=values" with the manifest parser's own
- * [sweep] rules (every item parsed for the key, scale names looked up) and
- * get the key's canonical name ("lambda" -> "model.tsa_lambda").  Returns 0,
- * or -1 with the parser's message (origin "command line") in err. */
-static int sweep_check_cli_list(const char *key, const char *values, char *canon, size_t canonlen, char *err,
-                                size_t errlen) {
+ * [sweep] rules (range() and choice() expanded, every item parsed for the
+ * key, scale names looked up) and get the key's canonical name ("lambda" ->
+ * "model.tsa_lambda") and the expanded list (list, listlen bytes).  Returns
+ * 0, or -1 with the parser's message (origin "command line") in err. */
+static int sweep_check_cli_list(const char *key, const char *values, char *canon, size_t canonlen, char *list,
+                                size_t listlen, char *err, size_t errlen) {
     int rc = -1;
     gl_manifest *tmp = malloc(sizeof *tmp);
     size_t need = strlen(key) + strlen(values) + 16;
@@ -103,6 +104,7 @@ static int sweep_check_cli_list(const char *key, const char *values, char *canon
     }
     if (tmp->n_sweep != 1) { snprintf(err, errlen, "command line: %s=%s is not a sweep list", key, values); goto cleanup; }
     snprintf(canon, canonlen, "%s", tmp->sweep[0].key);
+    snprintf(list, listlen, "%s", tmp->sweep[0].values);
     rc = 0;
 cleanup:
     free(tmp);
@@ -117,8 +119,10 @@ static int sweep_find_axis(const gl_sweep *sw, const char *key, const char *cano
     return -1;
 }
 
-/* Apply one command-line argument: replace or add an axis, or a fixed override. */
-static int sweep_apply_cli(gl_sweep *sw, const char *arg, char *err, size_t errlen) {
+/* Apply one command-line argument: replace an axis's list (or add an axis,
+ * only when explicit: `--axis key=a,b`), or a fixed override.  A list on a
+ * key that is not an axis is an error that says how to declare it. */
+static int sweep_apply_cli(gl_sweep *sw, const char *arg, int explicit_axis, char *err, size_t errlen) {
     const char *eq = strchr(arg, '=');
     if (!eq || eq == arg) {
         snprintf(err, errlen, "command line: '%s' is not key=value (e.g. train.steps=100 or lambda=0,0.01)", arg);
@@ -134,15 +138,25 @@ static int sweep_apply_cli(gl_sweep *sw, const char *arg, char *err, size_t errl
     const char *values = eq + 1;
     /* Parsed as a [sweep] list, the key gets its canonical name and every item is checked;
      * a single value that does not parse as a list (e.g. a [log] key) is a fixed override. */
-    char canon[64], list_err[1024];
-    int is_list = sweep_check_cli_list(key, values, canon, sizeof canon, list_err, sizeof list_err) == 0;
+    char canon[64], list_err[1024], list[sizeof sw->axes[0].values];
+    int is_list = sweep_check_cli_list(key, values, canon, sizeof canon, list, sizeof list, list_err,
+                                       sizeof list_err) == 0;
     if (!is_list) snprintf(canon, sizeof canon, "%s", key);
-    if (!is_list && strchr(values, ',')) {
+    /* several values, or one written as range()/choice() */
+    const int many = is_list ? strchr(list, ',') || strcmp(list, values) : strchr(values, ',') || strchr(values, '(');
+    if (!is_list && (many || explicit_axis)) {
         snprintf(err, errlen, "%s", list_err);
         return -1;
     }
     int a = sweep_find_axis(sw, key, canon);
-    if (a < 0 && strchr(values, ',')) {
+    if (a < 0 && many && !explicit_axis) {
+        snprintf(err, errlen,
+                 "command line: '%s': %s is not a sweep axis of %s; declare it in the manifest's [sweep] section "
+                 "(%s = %s) or give it as an axis here: --axis %s",
+                 arg, canon, sw->manifest_path, key, values, arg);
+        return -1;
+    }
+    if (a < 0 && explicit_axis) {
         if (sw->n_axes >= GL_SWEEP_MAX_KEYS) {
             snprintf(err, errlen, "command line: '%s' would be sweep axis %d; at most %d axes", arg,
                      sw->n_axes + 1, GL_SWEEP_MAX_KEYS);
@@ -152,11 +166,7 @@ static int sweep_apply_cli(gl_sweep *sw, const char *arg, char *err, size_t errl
         snprintf(sw->axes[a].key, sizeof sw->axes[a].key, "%s", canon);
     }
     if (a >= 0) {
-        if (strlen(values) >= sizeof sw->axes[a].values) {
-            snprintf(err, errlen, "command line: the list of '%s' is too long", key);
-            return -1;
-        }
-        snprintf(sw->axes[a].values, sizeof sw->axes[a].values, "%s", values);
+        snprintf(sw->axes[a].values, sizeof sw->axes[a].values, "%s", is_list ? list : values);
         sw->axes[a].line = 0; /* now from the command line */
         return 0;
     }
@@ -212,7 +222,8 @@ static int sweep_build_run(gl_sweep *sw, gl_sweep_run *r, int idx, char (**items
     return 0;
 }
 
-int sweep_expand(gl_sweep *sw, const char *path, int n_cli, char *const *cli, char *err, size_t errlen) {
+int sweep_expand(gl_sweep *sw, const char *path, int n_cli, char *const *cli, int n_axis, char *const *axis, char *err,
+                 size_t errlen) {
     int rc = -1;
     char (*items[GL_SWEEP_MAX_KEYS])[SWEEP_ASSIGN_MAX] = {0};
     int n_items[GL_SWEEP_MAX_KEYS] = {0};
@@ -226,8 +237,10 @@ int sweep_expand(gl_sweep *sw, const char *path, int n_cli, char *const *cli, ch
     sweep_experiment_name(work, sw->experiment, sizeof sw->experiment);
     sw->n_axes = work->n_sweep;
     memcpy(sw->axes, work->sweep, (size_t)work->n_sweep * sizeof work->sweep[0]);
+    for (int i = 0; i < n_axis; i++)
+        if (sweep_apply_cli(sw, axis[i], 1, err, errlen)) goto cleanup;
     for (int i = 0; i < n_cli; i++)
-        if (sweep_apply_cli(sw, cli[i], err, errlen)) goto cleanup;
+        if (sweep_apply_cli(sw, cli[i], 0, err, errlen)) goto cleanup;
     /* The base: the file plus the fixed overrides. */
     if (manifest_load(&sw->base, path, sw->n_fixed, sw->fixed, err, errlen)) goto cleanup;
     sweep_experiment_name(&sw->base, sw->experiment, sizeof sw->experiment);

@@ -13,8 +13,13 @@
  * builds it (manifest_load with those overrides), so both agree on the config.
  *
  * Command-line arguments "key=a,b,c" replace the list of the axis with that
- * key (or add an axis when the key has none and the value is a list); any
- * other "section.key=value" is a fixed override applied to every run.
+ * key; a list on a key that is not an axis of the manifest's [sweep] section
+ * is an error (a typo must not silently multiply the grid), unless it is
+ * given as an explicit axis (`--axis key=a,b`, the axis list below), which
+ * adds the axis (after the manifest's, in the order given).  A list may be
+ * written range(start, stop[, step]) or choice(a, b) (store/sweepval.h).  Any
+ * other "section.key=value" is a fixed override applied to every run; one
+ * value on an axis key makes that axis a list of one.
  */
 #ifndef GATELAB_HARNESS_SWEEP_H
 #define GATELAB_HARNESS_SWEEP_H
@@ -49,12 +54,14 @@ typedef struct {
     gl_sweep_run *runs;               /* (n_runs) owned */
 } gl_sweep;
 
-/* Expand the grid of the manifest file at path with the command-line
- * arguments cli[0..n_cli-1] ("key=value" / "key=a,b,c").  On success sw owns
+/* Expand the grid of the manifest file at path with the explicit axes
+ * axis[0..n_axis-1] ("key=a,b,c", `--axis`) and the command-line arguments
+ * cli[0..n_cli-1] ("key=value" / "key=a,b,c" on an axis).  On success sw owns
  * its memory (sweep_free).  On failure returns -1 with a message naming the
  * file, line and key (or "command line"); sw is then empty.  Nothing is
  * written anywhere. */
-int sweep_expand(gl_sweep *sw, const char *path, int n_cli, char *const *cli, char *err, size_t errlen);
+int sweep_expand(gl_sweep *sw, const char *path, int n_cli, char *const *cli, int n_axis, char *const *axis, char *err,
+                 size_t errlen);
 
 void sweep_free(gl_sweep *sw); /* accepts a zeroed or half-built sweep */
 

@@ -36,6 +36,7 @@
 
 #include "fileio.h"
 #include "parse.h"
+#include "sweepval.h"
 #include "tasks.h"
 
 /* snprintf without -Wformat-truncation noise: messages are cut to the
@@ -863,7 +864,11 @@ static int sweep_add(load_ctx *c, const char *name, const char *value) {
         ctx_error(c, "[sweep] %s: the list is longer than %zu characters", canon, sizeof list - 1);
         return -1;
     }
-    msgf(list, sizeof list, "%s", value);
+    char why_list[256];
+    if (sweepval_expand(value, 256, list, sizeof list, why_list, sizeof why_list)) { /* range(), choice() */
+        ctx_error(c, "[sweep] %s: %s", canon, why_list);
+        return -1;
+    }
     trim(list);
     if (!list[0]) {
         ctx_error(c, "[sweep] %s: empty list; give the values separated by commas", canon);

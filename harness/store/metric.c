@@ -5,6 +5,12 @@
  * and the readers (tables, figures) take them apart again; both sides call
  * this file, so a name cannot be written in one shape and read in another.
  *
+ * It also gives a name's stored form (metric_split / metric_unsplit): the
+ * registry keeps the parameters of a name (layer, head, gates, τ, category)
+ * as a canonical JSON text beside the bare quantity, and puts the name back
+ * together for every reader; a name is only taken apart when it comes back
+ * whole, so a name this file did not write is stored as it is.
+ *
  * What it does not do: talk to the registry (registry.c stores the rows), or
  * know which statistics or interventions exist (the analyses choose their
  * tokens; this file only joins and splits them).  Parsing is strict: digits
@@ -217,4 +223,140 @@ int metric_headline_parse(const char *name, const char *kind, char *quantity, si
         return 0;
     snprintf(quantity, qn, "%s", name + k + 1);
     return 1;
+}
+
+/* ---- stored form: a base name and its parameters as data ----
+ *
+ * The registry stores a structured name as (base, params): the base names
+ * the quantity, the params are canonical JSON with a fixed key order, so
+ * equal parameters are equal text and a reader can match them with "=".
+ * metric_split only takes a name apart when metric_unsplit gives the same
+ * name back; anything else is kept whole with "{}", so no name is lost. */
+
+/* Append the JSON form of key:value (ival used when sval is NULL) to out. */
+static int metric_json_add(char *out, size_t n, const char *key, const char *sval, int ival) {
+    size_t len = strlen(out);
+    const char *sep = len > 1 ? "," : "";
+    if (sval) return metric_print(out + len, n - len, "%s\"%s\":\"%s\"", sep, key, sval);
+    return metric_print(out + len, n - len, "%s\"%s\":%d", sep, key, ival);
+}
+
+/* A token safe inside a JSON string without escapes: letters, digits, '_', '-', '+'. */
+static int metric_json_safe(const char *s) {
+    for (; *s; s++)
+        if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') || *s == '_' ||
+              *s == '-' || *s == '+'))
+            return 0;
+    return 1;
+}
+
+/* The params of a statistic name, or -1 when name is not one. */
+static int metric_split_stat(const char *name, char *base, size_t bn, char *params, size_t pn) {
+    char stat[METRIC_NAME_MAX];
+    int layer, head, cat;
+    if (!metric_take(name, stat, sizeof stat) || !metric_stat_parse(name, stat, &layer, &head, &cat)) return -1;
+    if (metric_print(base, bn, "%s", stat) || metric_print(params, pn, "{")) return -1;
+    if (layer != METRIC_NONE && metric_json_add(params, pn, "layer", NULL, layer)) return -1;
+    if (head != METRIC_NONE && metric_json_add(params, pn, "head", NULL, head)) return -1;
+    if (cat != METRIC_NONE && metric_json_add(params, pn, "category", cat_name(cat), 0)) return -1;
+    size_t len = strlen(params);
+    return metric_print(params + len, pn - len, "}");
+}
+
+/* The params of an intervention or early-exit name, or -1 when name is not one. */
+static int metric_split_ablation(const char *name, char *base, size_t bn, char *params, size_t pn) {
+    metric_ablation_key k;
+    if (!metric_ablation_parse(name, &k)) return -1;
+    if (metric_print(base, bn, "%s.%s", k.mode, k.quantity)) return -1;
+    int rc;
+    if (!strcmp(k.mode, METRIC_EXIT_MODE) && !isnan(k.tau)) rc = metric_print(params, pn, "{\"tau\":%.3f", k.tau);
+    else if (!strcmp(k.mode, METRIC_EXIT_MODE) && !strcmp(k.label, "full")) rc = metric_print(params, pn, "{\"tau\":null");
+    else if (metric_json_safe(k.label)) rc = metric_print(params, pn, "{\"gates\":\"%s\"", k.label);
+    else return -1;
+    if (rc || (k.cat != METRIC_NONE && metric_json_add(params, pn, "category", cat_name(k.cat), 0))) return -1;
+    size_t len = strlen(params);
+    return metric_print(params + len, pn - len, "}");
+}
+
+int metric_split(const char *split, const char *name, char *base, size_t bn, char *params, size_t pn) {
+    char back[METRIC_NAME_MAX];
+    int rc = -1;
+    if (split && !strcmp(split, "analysis")) rc = metric_split_stat(name, base, bn, params, pn);
+    else if (split && !strcmp(split, "ablation")) rc = metric_split_ablation(name, base, bn, params, pn);
+    if (!rc && (metric_unsplit(base, params, back, sizeof back) || strcmp(back, name))) rc = -1;
+    if (!rc) return 0;
+    if (metric_print(base, bn, "%s", name) || metric_print(params, pn, "{}")) return -1;
+    return 0;
+}
+
+/* Read "key": at *p (after '{' or ','); advances past the ':'. */
+static int metric_json_key(const char **p, const char *key) {
+    size_t k = strlen(key);
+    if ((*p)[0] != '"' || strncmp(*p + 1, key, k) || (*p)[k + 1] != '"' || (*p)[k + 2] != ':') return 0;
+    *p += k + 3;
+    return 1;
+}
+
+/* Read a "string" at *p into out (no escapes: the writer never needs them). */
+static int metric_json_str(const char **p, char *out, size_t n) {
+    if (**p != '"') return 0;
+    const char *e = strchr(*p + 1, '"');
+    if (!e || (size_t)(e - *p - 1) >= n) return 0;
+    memcpy(out, *p + 1, (size_t)(e - *p - 1));
+    out[e - *p - 1] = 0;
+    *p = e + 1;
+    return 1;
+}
+
+/* The params text parsed (keys in the canonical order, each optional). */
+typedef struct {
+    int layer, head, cat, has_tau;
+    double tau;
+    char gates[64];
+} metric_params;
+
+static int metric_params_parse(const char *s, metric_params *mp) {
+    char cat[32];
+    mp->layer = mp->head = mp->cat = METRIC_NONE;
+    mp->has_tau = 0;
+    mp->tau = NAN;
+    mp->gates[0] = 0;
+    if (*s++ != '{') return 0;
+    const char *p = s;
+    if (metric_json_key(&p, "layer") && (mp->layer = metric_uint(&p)) >= 0 && *p == ',') p++;
+    if (metric_json_key(&p, "head") && (mp->head = metric_uint(&p)) >= 0 && *p == ',') p++;
+    if (metric_json_key(&p, "gates") && metric_json_str(&p, mp->gates, sizeof mp->gates) && *p == ',') p++;
+    if (metric_json_key(&p, "tau")) {
+        mp->has_tau = 1;
+        if (!strncmp(p, "null", 4)) p += 4;
+        else {
+            char *end = NULL;
+            mp->tau = strtod(p, &end);
+            if (end == p) return 0;
+            p = end;
+        }
+        if (*p == ',') p++;
+    }
+    if (metric_json_key(&p, "category")) {
+        if (!metric_json_str(&p, cat, sizeof cat) || (mp->cat = metric_cat_code(cat)) == METRIC_NONE) return 0;
+    }
+    return p[0] == '}' && p[1] == 0;
+}
+
+int metric_unsplit(const char *base, const char *params, char *out, size_t n) {
+    metric_params mp;
+    char mode[32], quantity[32];
+    if (!params || !*params || !strcmp(params, "{}")) return metric_print(out, n, "%s", base);
+    if (!metric_params_parse(params, &mp)) {
+        if (n) out[0] = 0;
+        return -1;
+    }
+    if (!mp.gates[0] && !mp.has_tau) return metric_stat(out, n, base, mp.layer, mp.head, mp.cat);
+    const char *p = metric_take(base, mode, sizeof mode);
+    if (!p || *p != '.' || !(p = metric_take(p + 1, quantity, sizeof quantity)) || *p) {
+        if (n) out[0] = 0;
+        return -1;
+    }
+    if (mp.has_tau) return metric_exit(out, n, mp.tau, quantity, mp.cat);
+    return metric_ablation(out, n, mode, mp.gates, quantity, mp.cat);
 }

@@ -90,4 +90,26 @@ int metric_label_gate(char *out, size_t n, int layer, int head);
  * KV head ("L<l>H<h>"). */
 int metric_label_gate_parse(const char *label, int *layer, int *head);
 
+/* ---- stored form: base name + parameters as data ----
+ *
+ * The registry (schema 3) keeps the parameters out of the name: a row is
+ * (name = base, params = canonical JSON).  By split:
+ *   analysis   alpha_mean.L1.H0.semantic  -> alpha_mean  {"layer":1,"head":0,"category":"semantic"}
+ *   ablation   zero.L1H0.delta_loss       -> zero.delta_loss  {"gates":"L1H0"}
+ *              exit.tau0.500.loss         -> exit.loss  {"tau":0.500}
+ *              exit.full.loss             -> exit.loss  {"tau":null}
+ *   any other name, or one that would not come back whole:  name  {}
+ * Keys always appear in the order layer, head, gates, tau, category, so equal
+ * parameters are equal text. */
+#define METRIC_PARAMS_MAX 160  /* bytes of a params text, with its terminating 0 */
+
+/* Take the structured name (logged under split) apart into base and params.
+ * Returns 0 (a name without parameters gives base = name, params "{}"), or
+ * -1 when name does not fit in bn bytes. */
+int metric_split(const char *split, const char *name, char *base, size_t bn, char *params, size_t pn);
+
+/* The structured name of (base, params); params "" or "{}" gives base.
+ * 0, or -1 when params is not a text metric_split writes. */
+int metric_unsplit(const char *base, const char *params, char *out, size_t n);
+
 #endif

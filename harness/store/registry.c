@@ -17,7 +17,8 @@
  * network-filesystem locking (on a cluster each task writes its own file and
  * `gatelab collect` merges them with db_merge).  Follows the SQLite C API
  * documentation (https://sqlite.org/c3ref/intro.html) and the WAL notes
- * (https://sqlite.org/wal.html).  This is the only file including sqlite3.h.
+ * (https://sqlite.org/wal.html).  With registry_runs.c (the listings, tags,
+ * soft delete; both share registry_sql.h) the only files including sqlite3.h.
  */
 #include "registry.h"
 
@@ -33,18 +34,13 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <sqlite3.h>
 
+#include "metric.h"
+#include "registry_sql.h"
 #include "sha256.h"
 
 #define DB_BUSY_TIMEOUT_MS 30000
 #define DB_BEGIN_RETRIES 20
-
-struct gl_db {
-    sqlite3 *h;
-    char path[GL_PATH_MAX];
-    char host[256];
-};
 
 /* ---- small helpers ---- */
 
@@ -87,7 +83,7 @@ const char *db_prov_str(const gl_prov *p, char *out, size_t n) {
 }
 
 /* err <- "<db path>: <what>: <sqlite message>". */
-static void db_fail(gl_db *db, const char *what, char *err, size_t errlen) {
+void db_fail(gl_db *db, const char *what, char *err, size_t errlen) {
     snprintf(err, errlen, "%s: %s: %s", db->path, what, db->h ? sqlite3_errmsg(db->h) : "not open");
 }
 
@@ -103,7 +99,7 @@ static int db_exec(gl_db *db, const char *sql, const char *what, char *err, size
 }
 
 /* BEGIN IMMEDIATE, retried when the busy timeout expires (a long writer or a checkpoint). */
-static int db_begin(gl_db *db, char *err, size_t errlen) {
+int db_begin(gl_db *db, char *err, size_t errlen) {
     for (int attempt = 0;; attempt++) {
         int rc = sqlite3_exec(db->h, "BEGIN IMMEDIATE", NULL, NULL, NULL);
         if (rc == SQLITE_OK) return 0;
@@ -118,7 +114,7 @@ static int db_begin(gl_db *db, char *err, size_t errlen) {
     return -1;
 }
 
-static int db_commit(gl_db *db, char *err, size_t errlen) {
+int db_commit(gl_db *db, char *err, size_t errlen) {
     for (int attempt = 0;; attempt++) {
         int rc = sqlite3_exec(db->h, "COMMIT", NULL, NULL, NULL);
         if (rc == SQLITE_OK) return 0;
@@ -129,12 +125,12 @@ static int db_commit(gl_db *db, char *err, size_t errlen) {
     return -1;
 }
 
-static void db_rollback(gl_db *db) {
+void db_rollback(gl_db *db) {
     if (db && db->h && !sqlite3_get_autocommit(db->h)) sqlite3_exec(db->h, "ROLLBACK", NULL, NULL, NULL);
 }
 
 /* Prepare sql; on failure fill err.  Returns the statement or NULL. */
-static sqlite3_stmt *db_prepare(gl_db *db, const char *sql, char *err, size_t errlen) {
+sqlite3_stmt *db_prepare(gl_db *db, const char *sql, char *err, size_t errlen) {
     sqlite3_stmt *st = NULL;
     if (sqlite3_prepare_v2(db->h, sql, -1, &st, NULL) != SQLITE_OK) {
         db_fail(db, "cannot prepare a statement", err, errlen);
@@ -144,7 +140,7 @@ static sqlite3_stmt *db_prepare(gl_db *db, const char *sql, char *err, size_t er
     return st;
 }
 
-static void db_bind_text_or_null(sqlite3_stmt *st, int i, const char *s) {
+void db_bind_text_or_null(sqlite3_stmt *st, int i, const char *s) {
     if (s) sqlite3_bind_text(st, i, s, -1, SQLITE_TRANSIENT);
     else sqlite3_bind_null(st, i);
 }
@@ -155,13 +151,47 @@ static void db_bind_real_or_null(sqlite3_stmt *st, int i, double v) {
     else sqlite3_bind_null(st, i);
 }
 
-static double db_col_real(sqlite3_stmt *st, int i) {
+/* Bind a structured metric name as its base (parameter i) and its params
+ * (parameter ip), as metric_split stores it. */
+static void db_bind_name(sqlite3_stmt *st, int i, int ip, const char *split, const char *name) {
+    char base[METRIC_NAME_MAX * 2], params[METRIC_PARAMS_MAX];
+    if (metric_split(split, name, base, sizeof base, params, sizeof params)) {
+        snprintf(base, sizeof base, "%s", "");  /* too long to have been stored: matches nothing */
+        snprintf(params, sizeof params, "%s", "-");
+    }
+    sqlite3_bind_text(st, i, base, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(st, ip, params, -1, SQLITE_TRANSIENT);
+}
+
+double db_col_real(sqlite3_stmt *st, int i) {
     return sqlite3_column_type(st, i) == SQLITE_NULL ? NAN : sqlite3_column_double(st, i);
 }
 
-static void db_col_text(sqlite3_stmt *st, int i, char *out, size_t len) {
+void db_col_text(sqlite3_stmt *st, int i, char *out, size_t len) {
     const unsigned char *s = sqlite3_column_text(st, i);
     snprintf(out, len, "%s", s ? (const char *)s : "");
+}
+
+/* The provenance in columns i .. i+3 (data_split, win_first, win_count, tokens). */
+gl_prov db_col_prov(sqlite3_stmt *st, int i) {
+    gl_prov p;
+    memset(&p, 0, sizeof p);
+    db_col_text(st, i, p.split, sizeof p.split);
+    p.first = (long)sqlite3_column_int64(st, i + 1);
+    p.count = (long)sqlite3_column_int64(st, i + 2);
+    p.tokens = db_col_real(st, i + 3);
+    return p;
+}
+
+/* Make room for one more element of size sz in *v (count k, capacity *cap). */
+int db_grow(void **v, int k, int *cap, size_t sz) {
+    if (k < *cap) return 0;
+    int c = *cap ? 2 * *cap : 64;
+    void *nv = realloc(*v, (size_t)c * sz);
+    if (!nv) return -1;
+    *v = nv;
+    *cap = c;
+    return 0;
 }
 
 /* mkdir -p of the folder that will hold path.  Returns 0 or -1 with a message. */
@@ -224,6 +254,32 @@ fail:
     "  tokens REAL,"                    /* scored tokens (NULL unknown) */                                        \
     "  se REAL,"                        /* standard error of value (NULL none) */                                 \
     "  PRIMARY KEY (run_id, step, split, name, data_split, win_first, win_count));"
+
+/* The schema-3 metrics table (created as `name`): the name without its
+ * parameters, which are a column of canonical JSON (store/metric.h). */
+#define DB_METRICS_V3(name)                                                                                        \
+    "CREATE TABLE " name " ("                                                                                     \
+    "  run_id TEXT NOT NULL REFERENCES runs(run_id),"                                                              \
+    "  step INTEGER NOT NULL,"                                                                                     \
+    "  split TEXT NOT NULL,"                                                                                       \
+    "  name TEXT NOT NULL,"             /* base name: exit.loss, zero.delta_loss, alpha_mean, loss */              \
+    "  params TEXT NOT NULL DEFAULT '{}'," /* its parameters: {\"tau\":0.500}, {\"layer\":1,\"head\":0} */     \
+    "  value REAL,"                                                                                                \
+    "  wall_time REAL NOT NULL,"                                                                                   \
+    "  data_split TEXT NOT NULL DEFAULT '',"                                                                       \
+    "  win_first INTEGER NOT NULL DEFAULT 0,"                                                                      \
+    "  win_count INTEGER NOT NULL DEFAULT 0,"                                                                      \
+    "  tokens REAL,"                                                                                               \
+    "  se REAL,"                                                                                                   \
+    "  PRIMARY KEY (run_id, step, split, name, params, data_split, win_first, win_count));"
+
+/* Schema-2 metric rows of src as schema-3 rows: every structured name taken
+ * apart by the SQL functions db_sql_functions registers (metric_split). */
+#define DB_V2_AS_V3(src)                                                                                           \
+    "SELECT run_id, step, split, gatelab_metric_base(split, name), gatelab_metric_params(split, name), value, "   \
+    "wall_time, data_split, win_first, win_count, tokens, se FROM " src
+
+#define DB_METRICS_V3_COLS "(run_id, step, split, name, params, value, wall_time, data_split, win_first, win_count, tokens, se)"
 
 #define DB_RUN_EVENTS                                                                                              \
     "CREATE TABLE run_events ("                                                                                   \
@@ -296,7 +352,50 @@ static const char *const db_upgrades[DB_SCHEMA_VERSION] = {
     "ALTER TABLE metrics_v2 RENAME TO metrics;"
     "CREATE INDEX metrics_by_name ON metrics (run_id, split, name, step);"
     DB_RUN_EVENTS,
+    /* 2 -> 3: parameters out of metric names (a params column, converted by
+     * metric_split); tags; soft delete (deleted_time, NULL while visible). */
+    DB_METRICS_V3("metrics_v3")
+    "INSERT INTO metrics_v3 " DB_METRICS_V3_COLS " " DB_V2_AS_V3("metrics") ";"
+    "DROP TABLE metrics;"
+    "ALTER TABLE metrics_v3 RENAME TO metrics;"
+    "CREATE INDEX metrics_by_name ON metrics (run_id, split, name, params, step);"
+    "CREATE TABLE tags ("
+    "  run_id TEXT NOT NULL REFERENCES runs(run_id),"
+    "  key TEXT NOT NULL,"
+    "  value TEXT NOT NULL,"
+    "  PRIMARY KEY (run_id, key));"
+    "ALTER TABLE runs ADD COLUMN deleted_time REAL;",
 };
+
+/* gatelab_metric_base(split, name) / gatelab_metric_params(split, name): the
+ * two halves of metric_split, for the upgrade and the read-only views. */
+static void db_sql_metric_half(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
+    char base[METRIC_NAME_MAX * 2], params[METRIC_PARAMS_MAX];
+    const char *split = (const char *)sqlite3_value_text(argv[0]);
+    const char *name = (const char *)sqlite3_value_text(argv[1]);
+    (void)argc;
+    if (!name) { sqlite3_result_null(ctx); return; }
+    if (metric_split(split, name, base, sizeof base, params, sizeof params)) {
+        sqlite3_result_error(ctx, "metric name too long to take apart", -1);
+        return;
+    }
+    const int want_params = sqlite3_user_data(ctx) != NULL;
+    sqlite3_result_text(ctx, want_params ? params : base, -1, SQLITE_TRANSIENT);
+}
+
+/* Register the SQL functions the upgrade and the read-only views call. */
+static int db_sql_functions(gl_db *db, char *err, size_t errlen) {
+    static int params_tag;
+    const int flags = SQLITE_UTF8 | SQLITE_DETERMINISTIC;
+    if (sqlite3_create_function_v2(db->h, "gatelab_metric_base", 2, flags, NULL, db_sql_metric_half, NULL, NULL,
+                                   NULL) != SQLITE_OK ||
+        sqlite3_create_function_v2(db->h, "gatelab_metric_params", 2, flags, &params_tag, db_sql_metric_half, NULL,
+                                   NULL, NULL) != SQLITE_OK) {
+        db_fail(db, "cannot register the metric-name functions", err, errlen);
+        return -1;
+    }
+    return 0;
+}
 
 /* Stored schema version (0 for a fresh file).  Call inside a transaction. */
 static int db_schema_version(gl_db *db, int *version, char *err, size_t errlen) {
@@ -396,6 +495,7 @@ int db_open(gl_db **out, const char *path, char *err, size_t errlen) {
         goto fail;
     }
     if (db_exec(db, "PRAGMA synchronous=NORMAL", "cannot set synchronous mode", err, errlen)) goto fail;
+    if (db_sql_functions(db, err, errlen)) goto fail;
     if (db_upgrade(db, err, errlen)) goto fail;
     *out = db;
     return 0;
@@ -412,6 +512,11 @@ void db_close(gl_db *db) {
     }
     free(db);
 }
+
+/* What schema 3 adds besides metrics, for reading an older file. */
+#define DB_V3_VIEWS                                                                                                \
+    "CREATE TEMP VIEW runs AS SELECT *, NULL AS deleted_time FROM main.runs;"                                      \
+    "CREATE TEMP TABLE tags (run_id TEXT, key TEXT, value TEXT);"
 
 int db_open_readonly(gl_db **out, const char *path, char *err, size_t errlen) {
     gl_db *db = NULL;
@@ -452,11 +557,18 @@ int db_open_readonly(gl_db **out, const char *path, char *err, size_t errlen) {
         goto fail;
     }
     /* an older schema, read as the current one through temporary views (the file is not touched) */
+    if (version < 3 && db_sql_functions(db, err, errlen)) goto fail;
     if (version < 2 && db_exec(db,
-                               "CREATE TEMP VIEW metrics (run_id, step, split, name, value, wall_time, data_split, "
+                               "CREATE TEMP VIEW metrics_v2 (run_id, step, split, name, value, wall_time, data_split, "
                                "win_first, win_count, tokens, se) AS " DB_V1_AS_V2("main.metrics") ";"
                                "CREATE TEMP TABLE run_events (run_id TEXT, time REAL, kind TEXT, detail TEXT);",
                                "cannot present the schema-1 registry in schema 2", err, errlen))
+        goto fail;
+    if (version < 3 && db_exec(db, version < 2 ? "CREATE TEMP VIEW metrics " DB_METRICS_V3_COLS " AS "
+                                                 DB_V2_AS_V3("temp.metrics_v2") ";" DB_V3_VIEWS
+                                               : "CREATE TEMP VIEW metrics " DB_METRICS_V3_COLS " AS "
+                                                 DB_V2_AS_V3("main.metrics") ";" DB_V3_VIEWS,
+                               "cannot present the older registry in schema 3", err, errlen))
         goto fail;
     *out = db;
     return 0;
@@ -555,6 +667,26 @@ int db_run_exists(gl_db *db, const char *run_id, char *status_out, char *err, si
         rc = 0;
     } else {
         db_fail(db, "cannot look up the run", err, errlen);
+    }
+    sqlite3_finalize(st);
+    return rc;
+}
+
+int db_run_times(gl_db *db, const char *run_id, double *start, double *end, char *err, size_t errlen) {
+    int rc = -1;
+    sqlite3_stmt *st = db_prepare(db, "SELECT start_time, end_time FROM runs WHERE run_id = ?1", err, errlen);
+    if (!st) return -1;
+    sqlite3_bind_text(st, 1, run_id, -1, SQLITE_TRANSIENT);
+    int s = sqlite3_step(st);
+    *start = *end = NAN;
+    if (s == SQLITE_ROW) {
+        *start = db_col_real(st, 0);
+        *end = db_col_real(st, 1);
+        rc = 1;
+    } else if (s == SQLITE_DONE) {
+        rc = 0;
+    } else {
+        db_fail(db, "cannot read a run's times", err, errlen);
     }
     sqlite3_finalize(st);
     return rc;
@@ -802,7 +934,8 @@ int db_metrics_log(gl_db *db, const char *run_id, const gl_metric *rows, int n, 
     if (db_begin(db, err, errlen)) return -1;
     ins = db_prepare(db,
                      "INSERT OR REPLACE INTO metrics (run_id, step, split, name, value, wall_time, data_split, "
-                     "win_first, win_count, tokens, se) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+                     "win_first, win_count, tokens, se, params) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, "
+                     "?12)",
                      err, errlen);
     /* the run must exist (no foreign-key enforcement); its heartbeat is left alone */
     run = db_prepare(db, "SELECT 1 FROM runs WHERE run_id=?1", err, errlen);
@@ -817,9 +950,17 @@ int db_metrics_log(gl_db *db, const char *run_id, const gl_metric *rows, int n, 
     sqlite3_bind_text(ins, 1, run_id, -1, SQLITE_TRANSIENT);
     for (int i = 0; i < n; i++) {
         sqlite3_reset(ins);
+        const char *split = rows[i].split ? rows[i].split : "train";
+        char base[METRIC_NAME_MAX * 2], params[METRIC_PARAMS_MAX];
+        if (metric_split(split, rows[i].name ? rows[i].name : "", base, sizeof base, params, sizeof params)) {
+            snprintf(err, errlen, "%s: cannot log metric %s/%s of run %s: the name is too long (at most %d bytes)",
+                     db->path, split, rows[i].name, run_id, METRIC_NAME_MAX * 2 - 1);
+            goto cleanup;
+        }
         sqlite3_bind_int64(ins, 2, rows[i].step);
-        sqlite3_bind_text(ins, 3, rows[i].split ? rows[i].split : "train", -1, SQLITE_TRANSIENT);
-        sqlite3_bind_text(ins, 4, rows[i].name ? rows[i].name : "", -1, SQLITE_TRANSIENT);
+        sqlite3_bind_text(ins, 3, split, -1, SQLITE_TRANSIENT);
+        sqlite3_bind_text(ins, 4, base, -1, SQLITE_TRANSIENT);
+        sqlite3_bind_text(ins, 12, params, -1, SQLITE_TRANSIENT);
         db_bind_real_or_null(ins, 5, rows[i].value);
         sqlite3_bind_double(ins, 6, rows[i].wall_time > 0 ? rows[i].wall_time : now);
         const gl_prov *p = &rows[i].prov;
@@ -982,91 +1123,6 @@ int db_run_release(gl_db *db, const char *run_id, char *err, size_t errlen) {
     return rc;
 }
 
-/* ---- listing ---- */
-
-/* r's validation numbers: the headline (val/final.*, the whole split) when
- * the run has one, else the last periodic val/loss, with what each was
- * measured on. */
-static int db_runs_val(gl_db *db, gl_run_row *r, char *err, size_t errlen) {
-    gl_metric_val v;
-    int h = db_metric_at(db, r->run_id, "val", "final.loss", NULL, &v, err, errlen);
-    if (h < 0) return -1;
-    r->val_headline = h == 1;
-    if (!h && (h = db_metric_at(db, r->run_id, "val", "loss", NULL, &v, err, errlen)) < 0) return -1;
-    r->val_loss = h ? v.value : NAN;
-    r->val_se = h ? v.se : NAN;
-    r->val_step = h ? v.step : -1;
-    memset(&r->val_prov, 0, sizeof r->val_prov);
-    if (h) r->val_prov = v.prov;
-    if (!r->val_headline) return 0;
-    gl_metric_val a;
-    int k = db_metric_at(db, r->run_id, "val", "final.active_frac", &v.prov, &a, err, errlen);
-    if (k < 0) return -1;
-    if (k) r->active_frac = a.value;
-    if ((k = db_metric_at(db, r->run_id, "val", "final.tlops_saved", &v.prov, &a, err, errlen)) < 0) return -1;
-    if (k) r->tlops_saved = a.value;
-    return 0;
-}
-
-int db_runs_list(gl_db *db, const char *experiment, const char *status, gl_run_row **rows, int *n,
-                 char *err, size_t errlen) {
-    int rc = -1, cap = 0, count = 0;
-    gl_run_row *out = NULL;
-    /* "last" metric: the largest step; at equal steps a val row before a train row. */
-#define DB_LAST(where) \
-    "(SELECT value FROM metrics m WHERE m.run_id = r.run_id AND " where " ORDER BY step DESC, (split='val') DESC LIMIT 1)"
-    static const char sql[] =
-        "SELECT r.run_id, e.name, r.name, r.status, "
-        "(SELECT max(step) FROM metrics m WHERE m.run_id = r.run_id), " DB_LAST("split='train' AND name='loss'")
-        ", " DB_LAST("split='val' AND name='loss'") ", " DB_LAST("name='active_frac'") ", " DB_LAST(
-            "name='tlops_saved'") ", " DB_LAST("name='tokens_per_s'")
-        ", r.start_time, r.end_time, r.heartbeat, r.exit_code, r.error "
-        "FROM runs r JOIN experiments e ON e.id = r.experiment_id "
-        "WHERE (?1 IS NULL OR e.name = ?1) AND (?2 IS NULL OR r.status = ?2) ORDER BY e.name, r.run_id";
-#undef DB_LAST
-    sqlite3_stmt *st = db_prepare(db, sql, err, errlen);
-    if (!st) return -1;
-    db_bind_text_or_null(st, 1, experiment);
-    db_bind_text_or_null(st, 2, status);
-    int s;
-    while ((s = sqlite3_step(st)) == SQLITE_ROW) {
-        if (count == cap) {
-            cap = cap ? 2 * cap : 16;
-            gl_run_row *grown = realloc(out, (size_t)cap * sizeof *out);
-            if (!grown) { snprintf(err, errlen, "%s: out of memory listing runs", db->path); goto cleanup; }
-            out = grown;
-        }
-        gl_run_row *r = &out[count++];
-        memset(r, 0, sizeof *r);
-        db_col_text(st, 0, r->run_id, sizeof r->run_id);
-        db_col_text(st, 1, r->experiment, sizeof r->experiment);
-        db_col_text(st, 2, r->name, sizeof r->name);
-        db_col_text(st, 3, r->status, sizeof r->status);
-        r->step = sqlite3_column_type(st, 4) == SQLITE_NULL ? -1 : (long)sqlite3_column_int64(st, 4);
-        r->train_loss = db_col_real(st, 5);
-        r->val_loss = db_col_real(st, 6);
-        r->active_frac = db_col_real(st, 7);
-        r->tlops_saved = db_col_real(st, 8);
-        r->tokens_per_s = db_col_real(st, 9);
-        r->start_time = db_col_real(st, 10);
-        r->end_time = db_col_real(st, 11);
-        r->heartbeat = db_col_real(st, 12);
-        r->exit_code = sqlite3_column_type(st, 13) == SQLITE_NULL ? -1 : sqlite3_column_int(st, 13);
-        db_col_text(st, 14, r->error, sizeof r->error);
-    }
-    if (s != SQLITE_DONE) { db_fail(db, "cannot list runs", err, errlen); goto cleanup; }
-    for (int i = 0; i < count; i++)
-        if (db_runs_val(db, &out[i], err, errlen)) goto cleanup;
-    *rows = out;
-    *n = count;
-    out = NULL;
-    rc = 0;
-cleanup:
-    sqlite3_finalize(st);
-    free(out);
-    return rc;
-}
-
 /* ---- merging per-task databases ---- */
 
 /* SQL rank of a status column, matching db_status_rank. */
@@ -1105,17 +1161,20 @@ int db_merge(gl_db *dst, const char *src_path, int *merged, int *skipped, char *
         "DELETE FROM main.metrics WHERE run_id IN (SELECT run_id FROM merge_take);"
         "DELETE FROM main.artifacts WHERE run_id IN (SELECT run_id FROM merge_take);"
         "DELETE FROM main.run_events WHERE run_id IN (SELECT run_id FROM merge_take);"
+        "DELETE FROM main.tags WHERE run_id IN (SELECT run_id FROM merge_take);"
         "DELETE FROM main.runs WHERE run_id IN (SELECT run_id FROM merge_take);"
         "INSERT INTO main.runs (run_id, experiment_id, name, config_text, config_hash, seed, git_commit, "
-        "  git_dirty, host, pid, status, created_time, start_time, end_time, heartbeat, attempts, exit_code, error) "
+        "  git_dirty, host, pid, status, created_time, start_time, end_time, heartbeat, attempts, exit_code, error, "
+        "  deleted_time) "
         "  SELECT s.run_id, de.id, s.name, s.config_text, s.config_hash, s.seed, s.git_commit, s.git_dirty, "
         "  s.host, s.pid, s.status, s.created_time, s.start_time, s.end_time, s.heartbeat, s.attempts, "
-        "  s.exit_code, s.error FROM src.runs s JOIN src.experiments se ON se.id = s.experiment_id "
+        "  s.exit_code, s.error, s.deleted_time FROM src.runs s JOIN src.experiments se ON se.id = s.experiment_id "
         "  JOIN main.experiments de ON de.name = se.name WHERE s.run_id IN (SELECT run_id FROM merge_take);"
         "INSERT INTO main.params SELECT * FROM src.params WHERE run_id IN (SELECT run_id FROM merge_take);"
         "INSERT INTO main.metrics SELECT * FROM src.metrics WHERE run_id IN (SELECT run_id FROM merge_take);"
         "INSERT INTO main.artifacts SELECT * FROM src.artifacts WHERE run_id IN (SELECT run_id FROM merge_take);"
-        "INSERT INTO main.run_events SELECT * FROM src.run_events WHERE run_id IN (SELECT run_id FROM merge_take);";
+        "INSERT INTO main.run_events SELECT * FROM src.run_events WHERE run_id IN (SELECT run_id FROM merge_take);"
+        "INSERT INTO main.tags SELECT * FROM src.tags WHERE run_id IN (SELECT run_id FROM merge_take);";
     if (db_exec(dst, sql, "cannot merge the task registry", err, errlen)) goto cleanup;
     st = db_prepare(dst, "SELECT (SELECT count(*) FROM src.runs), (SELECT count(*) FROM merge_take)", err, errlen);
     if (!st) goto cleanup;
@@ -1149,13 +1208,14 @@ int db_metric_get(gl_db *db, const char *run_id, long step, const char *split, c
                   double *value, char *err, size_t errlen) {
     int rc = -1;
     sqlite3_stmt *st = db_prepare(
-        db, "SELECT value FROM metrics WHERE run_id=?1 AND step=?2 AND split=?3 AND name=?4 ORDER BY win_count DESC",
+        db, "SELECT value FROM metrics WHERE run_id=?1 AND step=?2 AND split=?3 AND name=?4 AND params=?5 "
+            "ORDER BY win_count DESC",
         err, errlen);
     if (!st) return -1;
     sqlite3_bind_text(st, 1, run_id, -1, SQLITE_TRANSIENT);
     sqlite3_bind_int64(st, 2, step);
     sqlite3_bind_text(st, 3, split, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_text(st, 4, name, -1, SQLITE_TRANSIENT);
+    db_bind_name(st, 4, 5, split, name);
     int s = sqlite3_step(st);
     if (s == SQLITE_ROW) {
         *value = db_col_real(st, 0);
@@ -1216,29 +1276,18 @@ int db_param_get(gl_db *db, const char *run_id, const char *key, char *value, si
     return rc;
 }
 
-/* The provenance in columns i .. i+3 (data_split, win_first, win_count, tokens). */
-static gl_prov db_col_prov(sqlite3_stmt *st, int i) {
-    gl_prov p;
-    memset(&p, 0, sizeof p);
-    db_col_text(st, i, p.split, sizeof p.split);
-    p.first = (long)sqlite3_column_int64(st, i + 1);
-    p.count = (long)sqlite3_column_int64(st, i + 2);
-    p.tokens = db_col_real(st, i + 3);
-    return p;
-}
-
 int db_metric_at(gl_db *db, const char *run_id, const char *split, const char *name, const gl_prov *match,
                  gl_metric_val *out, char *err, size_t errlen) {
     sqlite3_stmt *st = db_prepare(db,
                                   "SELECT value, step, data_split, win_first, win_count, tokens, se FROM metrics "
-                                  "WHERE run_id = ?1 AND split = ?2 AND name = ?3 AND (?4 IS NULL OR "
+                                  "WHERE run_id = ?1 AND split = ?2 AND name = ?3 AND params = ?7 AND (?4 IS NULL OR "
                                   "(data_split = ?4 AND win_first = ?5 AND win_count = ?6)) "
                                   "ORDER BY step DESC, win_count DESC LIMIT 1",
                                   err, errlen);
     if (!st) return -1;
     sqlite3_bind_text(st, 1, run_id, -1, SQLITE_TRANSIENT);
     sqlite3_bind_text(st, 2, split, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_text(st, 3, name, -1, SQLITE_TRANSIENT);
+    db_bind_name(st, 3, 7, split, name);
     if (match) {
         sqlite3_bind_text(st, 4, match->split, -1, SQLITE_TRANSIENT);
         sqlite3_bind_int64(st, 5, match->first);
@@ -1271,15 +1320,12 @@ int db_metric_last(gl_db *db, const char *run_id, const char *split, const char 
     return rc;
 }
 
-/* Make room for one more element of size sz in *v (count k, capacity *cap). */
-static int db_grow(void **v, int k, int *cap, size_t sz) {
-    if (k < *cap) return 0;
-    int c = *cap ? 2 * *cap : 64;
-    void *nv = realloc(*v, (size_t)c * sz);
-    if (!nv) return -1;
-    *v = nv;
-    *cap = c;
-    return 0;
+/* The structured name of the (base, params) in columns ib, ip: 0, or -1
+ * when the params are not a text metric_split writes. */
+static int db_col_name(sqlite3_stmt *st, int ib, int ip, char *out, size_t n) {
+    const char *base = (const char *)sqlite3_column_text(st, ib);
+    const char *params = (const char *)sqlite3_column_text(st, ip);
+    return metric_unsplit(base ? base : "", params, out, n);
 }
 
 int db_metric_series(gl_db *db, const char *run_id, const char *split, const char *name, gl_metric_point **pts,
@@ -1290,12 +1336,13 @@ int db_metric_series(gl_db *db, const char *run_id, const char *split, const cha
     *n = 0;
     sqlite3_stmt *st = db_prepare(db,
                                   "SELECT step, value, wall_time, data_split, win_first, win_count, tokens FROM metrics "
-                                  "WHERE run_id = ?1 AND split = ?2 AND name = ?3 ORDER BY step, win_count DESC",
+                                  "WHERE run_id = ?1 AND split = ?2 AND name = ?3 AND params = ?4 "
+                                  "ORDER BY step, win_count DESC",
                                   err, errlen);
     if (!st) return -1;
     sqlite3_bind_text(st, 1, run_id, -1, SQLITE_TRANSIENT);
     sqlite3_bind_text(st, 2, split, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_text(st, 3, name, -1, SQLITE_TRANSIENT);
+    db_bind_name(st, 3, 4, split, name);
     while ((s = sqlite3_step(st)) == SQLITE_ROW) {
         if (db_grow((void **)&v, k, &cap, sizeof *v)) {
             snprintf(err, errlen, "%s: out of memory reading %s/%s of run %s", db->path, split, name, run_id);
@@ -1326,9 +1373,10 @@ int db_metrics_latest(gl_db *db, const char *run_id, const char *split, gl_metri
     *n = 0;
     sqlite3_stmt *st = db_prepare(db,
                                   "SELECT m.name, m.value, m.step, m.data_split, m.win_first, m.win_count, m.tokens, "
-                                  "m.se FROM metrics m WHERE m.run_id = ?1 AND m.split = ?2 "
+                                  "m.se, m.params FROM metrics m WHERE m.run_id = ?1 AND m.split = ?2 "
                                   "AND m.step = (SELECT max(step) FROM metrics x WHERE x.run_id = m.run_id "
-                                  "AND x.split = m.split AND x.name = m.name AND x.data_split = m.data_split "
+                                  "AND x.split = m.split AND x.name = m.name AND x.params = m.params "
+                                  "AND x.data_split = m.data_split "
                                   "AND x.win_first = m.win_first AND x.win_count = m.win_count) "
                                   "ORDER BY m.name, m.win_count DESC, m.step DESC",
                                   err, errlen);
@@ -1340,7 +1388,11 @@ int db_metrics_latest(gl_db *db, const char *run_id, const char *split, gl_metri
             snprintf(err, errlen, "%s: out of memory reading split %s of run %s", db->path, split, run_id);
             goto cleanup;
         }
-        db_col_text(st, 0, v[k].name, sizeof v[k].name);
+        if (db_col_name(st, 0, 8, v[k].name, sizeof v[k].name)) {
+            snprintf(err, errlen, "%s: run %s: metric %s/%s has parameters this gatelab cannot read (%s)", db->path,
+                     run_id, split, sqlite3_column_text(st, 0), sqlite3_column_text(st, 8));
+            goto cleanup;
+        }
         v[k].value = db_col_real(st, 1);
         v[k].step = (long)sqlite3_column_int64(st, 2);
         v[k].prov = db_col_prov(st, 3);

@@ -12,7 +12,7 @@
  *
  * All functions returning int return 0 on success and -1 on failure with a
  * message in err (naming the database file and what to do), unless stated.
- * registry.c is the only file that includes sqlite3.h: training, sweeps,
+ * registry.c and registry_runs.c are the only files that include sqlite3.h: training, sweeps,
  * `runs`, the analyses, tables and figures all read and write through here.
  * Metric names beyond the bare training ones are built and parsed by
  * metric.h.
@@ -24,7 +24,7 @@
 
 #include "manifest.h"
 
-#define DB_SCHEMA_VERSION 2
+#define DB_SCHEMA_VERSION 3
 #define DB_DEFAULT_PATH "results/gatelab.db"
 
 typedef struct gl_db gl_db;
@@ -58,6 +58,10 @@ int db_run_create(gl_db *db, long long exp_id, const char *run_id, const char *n
 
 /* 1 if run_id exists (its status copied to status_out[16] if non-NULL), 0 if not, -1 on error. */
 int db_run_exists(gl_db *db, const char *run_id, char *status_out, char *err, size_t errlen);
+
+/* run_id's first start and end times (unix seconds; NaN when not set):
+ * 1 found, 0 no such run, -1 error.  Sweeps estimate what is left from them. */
+int db_run_times(gl_db *db, const char *run_id, double *start, double *end, char *err, size_t errlen);
 
 /* Mark run_id RUNNING: start time (kept if already set), host, pid, git commit
  * and dirty flag (from `git` in the working directory, "" if unavailable), heartbeat. */
@@ -194,10 +198,29 @@ typedef struct {
     double start_time, end_time, heartbeat;
     int exit_code;           /* -1 when not set */
     char error[256];
+    char variant[64];        /* baseline | resformer | satformer, "+tsa" / "+early_exit" / "+<cross_layer>"
+                              * appended: the label tables use, from the run's params */
+    char tags[512];          /* "key=value" lines by key, joined by '\n' ("" none; a value holds no newline) */
+    double deleted_time;     /* unix seconds of `gatelab delete`; NaN while visible */
 } gl_run_row;
 
+/* Which runs db_runs_find lists. */
+typedef struct {
+    const char *experiment;  /* NULL: any */
+    const char *status;      /* NULL: any */
+    const char *run_id;      /* NULL: any */
+    const char *const *tags; /* ntags "key=value" texts a run must all carry */
+    int ntags;
+    int deleted;             /* 0 hide deleted runs, 1 list them too */
+} gl_run_filter;
+
+/* List the runs f selects, ordered by experiment then run id.  *rows is
+ * malloc'd (the caller frees it).  A tag filter without '=' is an error. */
+int db_runs_find(gl_db *db, const gl_run_filter *f, gl_run_row **rows, int *n, char *err, size_t errlen);
+
 /* List runs filtered by experiment and status (either may be NULL), ordered
- * by experiment then run id.  *rows is malloc'd (the caller frees it). */
+ * by experiment then run id, without deleted runs (db_runs_find with those
+ * two filters).  *rows is malloc'd (the caller frees it). */
 int db_runs_list(gl_db *db, const char *experiment, const char *status, gl_run_row **rows,
                  int *n, char *err, size_t errlen);
 
@@ -287,5 +310,51 @@ int db_status_rank(const char *status);
  * db_run_finish(..., "KILLED", ...) is the repair (`gatelab runs --fix-stale`). */
 int db_run_stale(gl_db *db, const char *run_id, double stale_s, char *why, size_t whylen, char *err,
                  size_t errlen);
+
+/* ---- tags and soft delete ---- */
+
+/* Set run_id's tag key to value (replacing an earlier value).  key: letters,
+ * digits, '_', '-', '.'; value: any text without a newline. */
+int db_tag_set(gl_db *db, const char *run_id, const char *key, const char *value, char *err, size_t errlen);
+
+/* Remove run_id's tag key: 1 removed, 0 the run had no such tag, -1 error
+ * (also when the run is not in the registry). */
+int db_tag_remove(gl_db *db, const char *run_id, const char *key, char *err, size_t errlen);
+
+/* Mark run_id deleted (deleted 1: hidden from runs, tables, figures and
+ * reports; its files and rows stay) or visible again (deleted 0).  A run
+ * that is not in the registry is an error; deleting twice keeps the first time. */
+int db_run_set_deleted(gl_db *db, const char *run_id, int deleted, char *err, size_t errlen);
+
+/* ---- reading a run's params and metrics whole (compare, metrics export) ---- */
+
+typedef struct {
+    char key[160];
+    char value[256];
+} gl_param;
+
+/* Every param of run_id by key.  *out is malloc'd (the caller frees it). */
+int db_params_all(gl_db *db, const char *run_id, gl_param **out, int *n, char *err, size_t errlen);
+
+/* One stored metric row in long form: the name without its parameters and
+ * the parameters as canonical JSON (store/metric.h metric_split). */
+typedef struct {
+    const char *run_id, *experiment, *variant, *split, *name, *params;
+    long step;
+    double value, se, wall_time; /* NaN when NULL */
+    gl_prov prov;
+} gl_metric_long;
+
+/* Which rows db_metrics_each visits (NULL: any; name a GLOB on the base name). */
+typedef struct {
+    const char *experiment, *run_id, *split, *name_glob;
+} gl_metric_filter;
+
+/* Call fn on every metric row f selects, ordered by experiment, run, split,
+ * name, params, step; deleted runs are left out.  fn returns 0 to go on, or
+ * non-zero to stop (db_metrics_each then returns that value).  -1 on a
+ * registry error. */
+int db_metrics_each(gl_db *db, const gl_metric_filter *f, int (*fn)(const gl_metric_long *row, void *ctx),
+                    void *ctx, char *err, size_t errlen);
 
 #endif

@@ -5,6 +5,8 @@
 # outputs exist and are sane, the registry holds the rows, the tables agree
 # with the registry, every figure is a valid PNG and PDF, and every gnuplot
 # script run on its own exits 0 with nothing on stderr.
+# Registry rows are read in their stored form (schema 3): the name without
+# its parameters, which are JSON in params (docs/registry.md, "Metric names").
 set -u
 . "$(dirname "$0")/lib.sh"
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -62,7 +64,7 @@ check "every α statistic is a number in range (mean >= 0, shares and Gini in [0
     'NR>1 { if ($4 < 0 || $5 < 0 || $5 > 1 || $8 > 1 || ($9 != "nan" && ($9 < 0 || $9 > 1))) bad=1 } END { exit bad }' "$A/alpha_heads.tsv"
 n_an=$(q "select count(*) from metrics where run_id='sat' and split='analysis'")
 check "analysis rows in the registry ($n_an)" test "$n_an" -gt 100
-m_reg=$(q "select printf('%.6g', value) from metrics where run_id='sat' and split='analysis' and name='alpha_mean.L1.H0' order by step desc limit 1")
+m_reg=$(q "select printf('%.6g', value) from metrics where run_id='sat' and split='analysis' and name='alpha_mean' and params='{\"layer\":1,\"head\":0}' order by step desc limit 1")
 m_tsv=$(awk -F'\t' 'NR>1 && $1==1 && $2==0 { print $4 }' "$A/alpha_heads.tsv")
 check "registry alpha_mean.L1.H0 = alpha_heads.tsv ($m_reg = $m_tsv)" test -n "$m_reg" -a "$m_reg" = "$m_tsv"
 check "the summary names the blocks and the files" grep -q "alpha_heads.tsv" "$W/an1"
@@ -75,15 +77,15 @@ check "analyze writes the depth files" test -s "$A2/depth_tokens.tsv" -a -s "$A2
 check "depth_tokens.tsv: 128 probe tokens, depths in [1, 3]" awk -F'\t' \
     'NR>1 { n++; if ($7 < 1 || $7 > 3 || $8 < 1 || $8 > 3) bad=1 } END { exit bad || n != 128 }' "$A2/depth_tokens.tsv"
 check "depth histogram sums to the probe tokens" awk -F'\t' 'NR>1 { s += $2 } END { exit s != 128 }' "$A2/depth_hist.tsv"
-ed=$(q "select value from metrics where run_id='tsa' and split='analysis' and name='expected_depth_hard' order by step desc limit 1")
-af=$(q "select value from metrics where run_id='tsa' and split='analysis' and name='active_frac' order by step desc limit 1")
+ed=$(q "select value from metrics where run_id='tsa' and split='analysis' and name='expected_depth_hard' and params='{}' order by step desc limit 1")
+af=$(q "select value from metrics where run_id='tsa' and split='analysis' and name='active_frac' and params='{}' order by step desc limit 1")
 check "expected hard depth = 1 + (L-1)·α ($ed, α $af)" awk -v d="$ed" -v a="$af" 'BEGIN { x = d - 1 - 2*a; exit !(x < 1e-9 && x > -1e-9) }'
 
 # ---- ablate ----
 "$BIN" ablate sat --results "$R" --mode zero --windows 16 > "$W/ab1" 2>&1
 check "ablate --mode zero exits 0" test $? -eq 0
 check "ablate prints a JSON line with delta_loss and categories" grep -qE '^\{"run_id":"sat","run_dir":"[^"]*/runs/sat","step":[0-9]+,"mode":"zero".*"delta_loss":-?[0-9.]+(e-?[0-9]+)?,.*"delta_loss_by_category"' "$W/ab1"
-check "ablate logs zero.all.* rows" test "$(q "select count(*) from metrics where run_id='sat' and split='ablation' and name like 'zero.all.%'")" -ge 5
+check "ablate logs zero.all.* rows" test "$(q "select count(*) from metrics where run_id='sat' and split='ablation' and name like 'zero.%' and json_extract(params, '\$.gates')='all'")" -ge 5
 "$BIN" ablate sat --results "$R" --mode mean --heads 2:1 --windows 16 > "$W/ab2" 2>&1
 check "ablate --mode mean --heads 2:1 exits 0 and names its reference tokens" grep -q '"reference":"val\[16,32)"' "$W/ab2"
 # TransformerLens's head names select the same gates: L2H1 is block 2, KV head 1
@@ -98,7 +100,7 @@ check "ablate TSA full-depth and random exit 0" test $? -eq 0
 check "full depth runs every block (active_frac 1)" grep -qE '"active_frac":1\.0[,}]' "$W/ab3"
 "$BIN" ablate ee --results "$R" --mode exit --taus 0.3,0.6,0.9 --windows 16 > "$W/ab5" 2>&1
 check "ablate --mode exit sweeps τ (exit 0, 3 points logged)" \
-    test $? -eq 0 -a "$(q "select count(*) from metrics where run_id='ee' and split='ablation' and name like 'exit.tau%.tlops_saved'")" -eq 3
+    test $? -eq 0 -a "$(q "select count(*) from metrics where run_id='ee' and split='ablation' and name='exit.tlops_saved' and json_extract(params, '\$.tau') is not null")" -eq 3
 "$BIN" ablate sat --results "$R" --mode full-depth > "$W/ab6" 2>&1
 check "full-depth on a SATFormer run is refused with a reason" test $? -ne 0 -a -n "$(grep -i 'TSA' "$W/ab6")"
 "$BIN" ablate sat --results "$R" --mode zero --layers 0 > "$W/ab7" 2>&1
@@ -119,16 +121,16 @@ check "heads exits 0" test $? -eq 0
 check "heads.md ranks the 4 gates" test "$(grep -cE '^\| [0-9]+ \| [12] \| [01] \|' "$R/runs/sat/analysis/heads.md")" -eq 4
 check "heads draws its map" test -s "$R/figures/heads_sat.png" -a -s "$R/figures/heads_sat.pdf"
 # one gate again on other windows: a different measurement, kept beside the one heads made
-h16=$(q "select value from metrics where run_id='sat' and split='ablation' and name='zero.L2H0.delta_loss' and win_count=16")
+h16=$(q "select value from metrics where run_id='sat' and split='ablation' and name='zero.delta_loss' and params='{\"gates\":\"L2H0\"}' and win_count=16")
 "$BIN" ablate sat --results "$R" --mode zero --heads 2:0 --windows 8 --batch 2 > "$W/ab10" 2>&1
 check "ablate --heads 2:0 --windows 8 exits 0" test $? -eq 0
 check "heads (16 windows) and ablate (8 windows) both kept for zero.L2H0.delta_loss" \
-    test "$(q "select group_concat(win_count) from (select win_count from metrics where run_id='sat' and split='ablation' and name='zero.L2H0.delta_loss' order by win_count)")" = "8,16"
+    test "$(q "select group_concat(win_count) from (select win_count from metrics where run_id='sat' and split='ablation' and name='zero.delta_loss' and params='{\"gates\":\"L2H0\"}' order by win_count)")" = "8,16"
 check "the heads value is untouched ($h16)" \
-    test -n "$h16" -a "$(q "select value from metrics where run_id='sat' and split='ablation' and name='zero.L2H0.delta_loss' and win_count=16")" = "$h16"
+    test -n "$h16" -a "$(q "select value from metrics where run_id='sat' and split='ablation' and name='zero.delta_loss' and params='{\"gates\":\"L2H0\"}' and win_count=16")" = "$h16"
 check "ablation rows carry their windows, tokens and (4 batches of 2 windows) a loss standard error" \
-    test "$(q "select count(*) from metrics where run_id='sat' and split='ablation' and name in ('zero.L2H0.delta_loss', 'zero.L2H0.base_loss') and win_count = 8 and tokens = 8*32")" = 2 \
-    -a "$(q "select se > 0 from metrics where run_id='sat' and split='ablation' and name='zero.L2H0.base_loss' and win_count = 8")" = 1
+    test "$(q "select count(*) from metrics where run_id='sat' and split='ablation' and name in ('zero.delta_loss', 'zero.base_loss') and params='{\"gates\":\"L2H0\"}' and win_count = 8 and tokens = 8*32")" = 2 \
+    -a "$(q "select se > 0 from metrics where run_id='sat' and split='ablation' and name='zero.base_loss' and params='{\"gates\":\"L2H0\"}' and win_count = 8")" = 1
 
 # ---- early exit matched to the TSA run's α on the whole split (the pair tsa_vs_exit shows) ----
 "$BIN" eval ee --match-run tsa --record --results "$R" > "$W/ev1" 2>&1

@@ -1,0 +1,302 @@
+/*
+ * registry_runs.c — the registry read by run: the listing behind `gatelab
+ * runs`, tables, figures and reports (db_runs_find, db_runs_list: the
+ * headline validation numbers, the variant label, tags, soft-deleted runs
+ * left out), tags and soft delete (db_tag_set, db_tag_remove,
+ * db_run_set_deleted), and the whole-run readers of `compare` and
+ * `metrics` (db_params_all, db_metrics_each, in the stored long form).
+ *
+ * What it does not do: open, create or upgrade the file, or write metrics
+ * (registry.c), or format anything (the commands print).  The variant label
+ * is computed in SQL from the params, the same label analysis/tables.c
+ * builds, so `runs` and `tables` name a run alike.  Contracts in registry.h.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "registry_sql.h"
+
+/* ---- listing ---- */
+
+/* r's validation numbers: the headline (val/final.*, the whole split) when
+ * the run has one, else the last periodic val/loss, with what each was
+ * measured on. */
+static int db_runs_val(gl_db *db, gl_run_row *r, char *err, size_t errlen) {
+    gl_metric_val v;
+    int h = db_metric_at(db, r->run_id, "val", "final.loss", NULL, &v, err, errlen);
+    if (h < 0) return -1;
+    r->val_headline = h == 1;
+    if (!h && (h = db_metric_at(db, r->run_id, "val", "loss", NULL, &v, err, errlen)) < 0) return -1;
+    r->val_loss = h ? v.value : NAN;
+    r->val_se = h ? v.se : NAN;
+    r->val_step = h ? v.step : -1;
+    memset(&r->val_prov, 0, sizeof r->val_prov);
+    if (h) r->val_prov = v.prov;
+    if (!r->val_headline) return 0;
+    gl_metric_val a;
+    int k = db_metric_at(db, r->run_id, "val", "final.active_frac", &v.prov, &a, err, errlen);
+    if (k < 0) return -1;
+    if (k) r->active_frac = a.value;
+    if ((k = db_metric_at(db, r->run_id, "val", "final.tlops_saved", &v.prov, &a, err, errlen)) < 0) return -1;
+    if (k) r->tlops_saved = a.value;
+    return 0;
+}
+
+/* A run's param k, in SQL. */
+#define DB_PARAM(k) "(SELECT value FROM params p WHERE p.run_id = r.run_id AND p.key = '" k "')"
+/* "+<value>" unless the param is absent or none. */
+#define DB_PLUS(k) "CASE WHEN coalesce(" DB_PARAM(k) ", 'none') = 'none' THEN '' ELSE '+' || " DB_PARAM(k) " END"
+/* The variant label of analysis/tables.c: value residual (none: baseline), then depth routing and cross-layer. */
+#define DB_VARIANT                                                                                                 \
+    "(CASE WHEN coalesce(" DB_PARAM("model.value_residual") ", 'none') = 'none' THEN 'baseline' ELSE "             \
+    DB_PARAM("model.value_residual") " END || " DB_PLUS("model.depth_routing") " || " DB_PLUS("model.cross_layer") ")"
+
+/* The columns of a gl_run_row, in the order db_runs_row reads them. */
+#define DB_RUN_COLUMNS                                                                                             \
+    "SELECT r.run_id, e.name, r.name, r.status, "                                                                  \
+    "(SELECT max(step) FROM metrics m WHERE m.run_id = r.run_id), " DB_LAST("split='train' AND name='loss'")        \
+    ", " DB_LAST("split='val' AND name='loss'") ", " DB_LAST("name='active_frac'") ", " DB_LAST("name='tlops_saved'") \
+    ", " DB_LAST("name='tokens_per_s'") ", r.start_time, r.end_time, r.heartbeat, r.exit_code, r.error, "          \
+    DB_VARIANT ", (SELECT group_concat(kv, char(10)) FROM (SELECT t.key || '=' || t.value AS kv FROM tags t "           \
+    "WHERE t.run_id = r.run_id ORDER BY t.key)), r.deleted_time "                                                  \
+    "FROM runs r JOIN experiments e ON e.id = r.experiment_id "
+/* "last" metric: the largest step; at equal steps a val row before a train row.  Bare names only. */
+#define DB_LAST(where)                                                                                             \
+    "(SELECT value FROM metrics m WHERE m.run_id = r.run_id AND m.params = '{}' AND " where                        \
+    " ORDER BY step DESC, (split='val') DESC LIMIT 1)"
+
+/* One gl_run_row from a DB_RUN_COLUMNS statement. */
+static void db_runs_row(sqlite3_stmt *st, gl_run_row *r) {
+    memset(r, 0, sizeof *r);
+    db_col_text(st, 0, r->run_id, sizeof r->run_id);
+    db_col_text(st, 1, r->experiment, sizeof r->experiment);
+    db_col_text(st, 2, r->name, sizeof r->name);
+    db_col_text(st, 3, r->status, sizeof r->status);
+    r->step = sqlite3_column_type(st, 4) == SQLITE_NULL ? -1 : (long)sqlite3_column_int64(st, 4);
+    r->train_loss = db_col_real(st, 5);
+    r->val_loss = db_col_real(st, 6);
+    r->active_frac = db_col_real(st, 7);
+    r->tlops_saved = db_col_real(st, 8);
+    r->tokens_per_s = db_col_real(st, 9);
+    r->start_time = db_col_real(st, 10);
+    r->end_time = db_col_real(st, 11);
+    r->heartbeat = db_col_real(st, 12);
+    r->exit_code = sqlite3_column_type(st, 13) == SQLITE_NULL ? -1 : sqlite3_column_int(st, 13);
+    db_col_text(st, 14, r->error, sizeof r->error);
+    db_col_text(st, 15, r->variant, sizeof r->variant);
+    db_col_text(st, 16, r->tags, sizeof r->tags);
+    r->deleted_time = db_col_real(st, 17);
+}
+
+#define DB_MAX_TAG_FILTERS 16
+
+int db_runs_find(gl_db *db, const gl_run_filter *f, gl_run_row **rows, int *n, char *err, size_t errlen) {
+    int rc = -1, cap = 0, count = 0, s;
+    gl_run_row *out = NULL;
+    sqlite3_stmt *st = NULL;
+    char sql[8192];
+    *rows = NULL;
+    *n = 0;
+    if (f->ntags > DB_MAX_TAG_FILTERS) {
+        snprintf(err, errlen, "%s: at most %d tag filters", db->path, DB_MAX_TAG_FILTERS);
+        return -1;
+    }
+    int len = snprintf(sql, sizeof sql, "%s WHERE (?1 IS NULL OR e.name = ?1) AND (?2 IS NULL OR r.status = ?2) "
+                       "AND (?%d IS NULL OR r.run_id = ?%d)%s",
+                       DB_RUN_COLUMNS, 3 + 2 * f->ntags, 3 + 2 * f->ntags, f->deleted ? "" : " AND r.deleted_time IS NULL");
+    for (int i = 0; i < f->ntags; i++)
+        len += snprintf(sql + len, sizeof sql - (size_t)len,
+                        " AND EXISTS (SELECT 1 FROM tags t WHERE t.run_id = r.run_id AND t.key = ?%d AND t.value = ?%d)",
+                        3 + 2 * i, 4 + 2 * i);
+    snprintf(sql + len, sizeof sql - (size_t)len, " ORDER BY e.name, r.run_id");
+    if (!(st = db_prepare(db, sql, err, errlen))) return -1;
+    db_bind_text_or_null(st, 1, f->experiment);
+    db_bind_text_or_null(st, 2, f->status);
+    db_bind_text_or_null(st, 3 + 2 * f->ntags, f->run_id);
+    for (int i = 0; i < f->ntags; i++) {
+        const char *eq = strchr(f->tags[i], '=');
+        if (!eq || eq == f->tags[i]) {
+            snprintf(err, errlen, "tag filter '%s': write it as key=value", f->tags[i]);
+            goto cleanup;
+        }
+        sqlite3_bind_text(st, 3 + 2 * i, f->tags[i], (int)(eq - f->tags[i]), SQLITE_TRANSIENT);
+        sqlite3_bind_text(st, 4 + 2 * i, eq + 1, -1, SQLITE_TRANSIENT);
+    }
+    while ((s = sqlite3_step(st)) == SQLITE_ROW) {
+        if (db_grow((void **)&out, count, &cap, sizeof *out)) {
+            snprintf(err, errlen, "%s: out of memory listing runs", db->path);
+            goto cleanup;
+        }
+        db_runs_row(st, &out[count++]);
+    }
+    if (s != SQLITE_DONE) { db_fail(db, "cannot list runs", err, errlen); goto cleanup; }
+    for (int i = 0; i < count; i++)
+        if (db_runs_val(db, &out[i], err, errlen)) goto cleanup;
+    *rows = out;
+    *n = count;
+    out = NULL;
+    rc = 0;
+cleanup:
+    sqlite3_finalize(st);
+    free(out);
+    return rc;
+}
+
+int db_runs_list(gl_db *db, const char *experiment, const char *status, gl_run_row **rows, int *n,
+                 char *err, size_t errlen) {
+    gl_run_filter f = {.experiment = experiment, .status = status};
+    return db_runs_find(db, &f, rows, n, err, errlen);
+}
+
+/* ---- tags and soft delete ---- */
+
+/* 1 when key is letters, digits, '_', '-', '.' (1..63 bytes). */
+static int db_tag_key_ok(const char *key) {
+    size_t n = strlen(key);
+    if (!n || n > 63) return 0;
+    for (; *key; key++)
+        if (!((*key >= 'a' && *key <= 'z') || (*key >= 'A' && *key <= 'Z') || (*key >= '0' && *key <= '9') ||
+              *key == '_' || *key == '-' || *key == '.'))
+            return 0;
+    return 1;
+}
+
+/* Run one write statement on run_id (bound as ?1 by the caller) in its own
+ * transaction, after checking the run exists.  *changes gets the rows changed. */
+static int db_run_write(gl_db *db, sqlite3_stmt *st, const char *run_id, const char *what, int *changes, char *err,
+                        size_t errlen) {
+    char status[16];
+    int e = db_run_exists(db, run_id, status, err, errlen);
+    if (e < 0) return -1;
+    if (!e) {
+        snprintf(err, errlen, "%s: %s: run %s is not in the registry (see gatelab runs --db %s)", db->path, what,
+                 run_id, db->path);
+        return -1;
+    }
+    if (db_begin(db, err, errlen)) return -1;
+    if (sqlite3_step(st) != SQLITE_DONE) {
+        db_fail(db, what, err, errlen);
+        db_rollback(db);
+        return -1;
+    }
+    if (changes) *changes = sqlite3_changes(db->h);
+    if (db_commit(db, err, errlen)) { db_rollback(db); return -1; }
+    return 0;
+}
+
+int db_tag_set(gl_db *db, const char *run_id, const char *key, const char *value, char *err, size_t errlen) {
+    if (!db_tag_key_ok(key)) {
+        snprintf(err, errlen, "tag key '%s': use 1-63 letters, digits, '_', '-' or '.'", key);
+        return -1;
+    }
+    if (!value || strpbrk(value, "\n\r")) {
+        snprintf(err, errlen, "tag %s: the value must be one line of text", key);
+        return -1;
+    }
+    sqlite3_stmt *st = db_prepare(db, "INSERT OR REPLACE INTO tags (run_id, key, value) VALUES (?1, ?2, ?3)", err,
+                                  errlen);
+    if (!st) return -1;
+    sqlite3_bind_text(st, 1, run_id, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(st, 2, key, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(st, 3, value, -1, SQLITE_TRANSIENT);
+    int rc = db_run_write(db, st, run_id, "cannot set a tag", NULL, err, errlen);
+    sqlite3_finalize(st);
+    return rc;
+}
+
+int db_tag_remove(gl_db *db, const char *run_id, const char *key, char *err, size_t errlen) {
+    int changes = 0;
+    sqlite3_stmt *st = db_prepare(db, "DELETE FROM tags WHERE run_id = ?1 AND key = ?2", err, errlen);
+    if (!st) return -1;
+    sqlite3_bind_text(st, 1, run_id, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(st, 2, key, -1, SQLITE_TRANSIENT);
+    int rc = db_run_write(db, st, run_id, "cannot remove a tag", &changes, err, errlen);
+    sqlite3_finalize(st);
+    return rc ? -1 : changes > 0;
+}
+
+int db_run_set_deleted(gl_db *db, const char *run_id, int deleted, char *err, size_t errlen) {
+    sqlite3_stmt *st = db_prepare(db,
+                                  deleted ? "UPDATE runs SET deleted_time = coalesce(deleted_time, ?2) WHERE run_id = ?1"
+                                          : "UPDATE runs SET deleted_time = NULL WHERE run_id = ?1",
+                                  err, errlen);
+    if (!st) return -1;
+    sqlite3_bind_text(st, 1, run_id, -1, SQLITE_TRANSIENT);
+    if (deleted) sqlite3_bind_double(st, 2, db_now());
+    int rc = db_run_write(db, st, run_id, deleted ? "cannot delete the run" : "cannot restore the run", NULL, err,
+                          errlen);
+    sqlite3_finalize(st);
+    return rc;
+}
+
+/* ---- reading a run's params and metrics whole ---- */
+
+int db_params_all(gl_db *db, const char *run_id, gl_param **out, int *n, char *err, size_t errlen) {
+    int rc = -1, k = 0, cap = 0, s;
+    gl_param *v = NULL;
+    *out = NULL;
+    *n = 0;
+    sqlite3_stmt *st = db_prepare(db, "SELECT key, value FROM params WHERE run_id = ?1 ORDER BY key", err, errlen);
+    if (!st) return -1;
+    sqlite3_bind_text(st, 1, run_id, -1, SQLITE_TRANSIENT);
+    while ((s = sqlite3_step(st)) == SQLITE_ROW) {
+        if (db_grow((void **)&v, k, &cap, sizeof *v)) {
+            snprintf(err, errlen, "%s: out of memory reading the params of run %s", db->path, run_id);
+            goto cleanup;
+        }
+        db_col_text(st, 0, v[k].key, sizeof v[k].key);
+        db_col_text(st, 1, v[k].value, sizeof v[k].value);
+        k++;
+    }
+    if (s != SQLITE_DONE) { db_fail(db, "cannot read params", err, errlen); goto cleanup; }
+    *out = v;
+    *n = k;
+    v = NULL;
+    rc = 0;
+cleanup:
+    sqlite3_finalize(st);
+    free(v);
+    return rc;
+}
+
+int db_metrics_each(gl_db *db, const gl_metric_filter *f, int (*fn)(const gl_metric_long *row, void *ctx),
+                    void *ctx, char *err, size_t errlen) {
+    int rc = -1, s;
+    sqlite3_stmt *st = db_prepare(
+        db,
+        "SELECT r.run_id, e.name, " DB_VARIANT ", m.split, m.name, m.params, m.step, m.value, m.se, m.wall_time, "
+        "m.data_split, m.win_first, m.win_count, m.tokens FROM metrics m JOIN runs r ON r.run_id = m.run_id "
+        "JOIN experiments e ON e.id = r.experiment_id WHERE r.deleted_time IS NULL AND (?1 IS NULL OR e.name = ?1) "
+        "AND (?2 IS NULL OR r.run_id = ?2) AND (?3 IS NULL OR m.split = ?3) AND (?4 IS NULL OR m.name GLOB ?4) "
+        "ORDER BY e.name, r.run_id, m.split, m.name, m.params, m.step, m.win_count DESC",
+        err, errlen);
+    if (!st) return -1;
+    db_bind_text_or_null(st, 1, f->experiment);
+    db_bind_text_or_null(st, 2, f->run_id);
+    db_bind_text_or_null(st, 3, f->split);
+    db_bind_text_or_null(st, 4, f->name_glob);
+    while ((s = sqlite3_step(st)) == SQLITE_ROW) {
+        gl_metric_long row;
+        const char *t[6];
+        for (int i = 0; i < 6; i++) {
+            t[i] = (const char *)sqlite3_column_text(st, i);
+            if (!t[i]) t[i] = "";
+        }
+        row.run_id = t[0], row.experiment = t[1], row.variant = t[2], row.split = t[3], row.name = t[4];
+        row.params = t[5];
+        row.step = (long)sqlite3_column_int64(st, 6);
+        row.value = db_col_real(st, 7);
+        row.se = db_col_real(st, 8);
+        row.wall_time = db_col_real(st, 9);
+        row.prov = db_col_prov(st, 10);
+        int stop = fn(&row, ctx);
+        if (stop) { rc = stop; goto cleanup; }
+    }
+    if (s != SQLITE_DONE) { db_fail(db, "cannot read metrics", err, errlen); goto cleanup; }
+    rc = 0;
+cleanup:
+    sqlite3_finalize(st);
+    return rc;
+}
