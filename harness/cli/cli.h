@@ -6,8 +6,6 @@
 #ifndef GATELAB_HARNESS_CLI_H
 #define GATELAB_HARNESS_CLI_H
 
-#include <stddef.h>
-
 int cmd_train(int argc, char **argv);  /* harness/cli/cmd_train.c */
 int cmd_eval(int argc, char **argv);   /* harness/cli/cmd_eval.c */
 int cmd_sample(int argc, char **argv); /* harness/cli/cmd_sample.c */
@@ -31,11 +29,5 @@ int cmd_delete(int argc, char **argv);  /* harness/cli/cmd_tag.c */
 int cmd_restore(int argc, char **argv); /* harness/cli/cmd_tag.c */
 int cmd_compare(int argc, char **argv); /* harness/cli/cmd_compare.c */
 int cmd_metrics(int argc, char **argv); /* harness/cli/cmd_metrics.c */
-
-/* Shared by those (cmd_tag.c): the registry path from --db (wins) or
- * --results DIR (DIR/gatelab.db; DIR defaults as run_results_dir), and a
- * run id from a RUN argument (an id, or a run folder: its last component). */
-void reg_db_path(char *out, size_t n, const char *db, const char *results);
-const char *reg_run_id(const char *arg, char *buf, size_t n);
 
 #endif

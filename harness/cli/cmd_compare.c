@@ -14,15 +14,17 @@
  * It reads the registry only (opened read-only) and computes nothing that is
  * not stored there; statistics over seeds are `gatelab tables`' job.
  */
-#include <getopt.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "args.h"
 #include "cli.h"
+#include "jsonl.h"
 #include "store/metric.h"
 #include "store/registry.h"
+#include "store/rundir.h"
 
 typedef enum { CMP_TABLE, CMP_CSV, CMP_JSON } cmp_format;
 
@@ -40,12 +42,16 @@ typedef struct {
     int nrows, cap;
 } cmp_set;
 
-static void cmp_usage(FILE *f) {
-    fprintf(f, "usage: gatelab compare RUN RUN ... [--format table|csv|json] [--db PATH] [--results DIR]\n"
-               "  the parameters that differ between the runs, then their headline metrics side by side\n"
-               "  (val/final.*, test/final.*, val/matched.*, and the last train/loss)\n"
-               "  RUN is a run id or its folder; PATH defaults to DIR/gatelab.db (DIR: results)\n");
-}
+static const args_opt cmp_opts[] = {
+    {"format", ARGS_KEY(0), "F", "table (default), csv or json"},
+    {"db", ARGS_KEY(1), "PATH", "registry to read (default <results>/gatelab.db)"},
+    {"results", ARGS_KEY(2), "DIR", "results folder whose gatelab.db is read (default $GATELAB_RESULTS or results)"},
+    {0}};
+static const args_spec cmp_spec = {
+    "compare", "RUN RUN ... [options]",
+    "The parameters that differ between the runs, then their headline metrics side by side\n"
+    "(val/final.*, test/final.*, val/matched.*, and the last train/loss).  RUN is a run id or its folder.",
+    cmp_opts};
 
 /* The row of (kind, key), added when new; NULL when out of memory. */
 static cmp_row *cmp_row_get(cmp_set *s, const char *kind, const char *key) {
@@ -152,26 +158,34 @@ static void cmp_csv_text(const char *t) {
     putchar('"');
 }
 
-static void cmp_json_text(const char *t) {
-    if (!t) { fputs("null", stdout); return; }
-    putchar('"');
-    for (; *t; t++) {
-        unsigned char c = (unsigned char)*t;
-        if (c == '"' || c == '\\') printf("\\%c", c);
-        else if (c < 0x20) printf("\\u%04x", c);
-        else putchar(c);
-    }
-    putchar('"');
-}
-
-/* A metric value as JSON: a number as written, or a string (variant, status). */
-static void cmp_json_value(const char *t) {
+/* A metric value as JSON: a number when the text is one (NaN: null), else a string (variant, status). */
+static json_t *cmp_json_value(const char *t) {
     char *end = NULL;
     if (t && *t) {
-        strtod(t, &end);
-        if (end && !*end) { fputs(t, stdout); return; }
+        double v = strtod(t, &end);
+        if (end && !*end) return jsonl_num(v);
     }
-    cmp_json_text(t);
+    return jsonl_str(t);
+}
+
+/* The whole comparison as one JSON object: runs, params (that differ), metrics. */
+static int cmp_print_json(const cmp_set *s) {
+    json_t *o = json_object(), *runs = json_array();
+    for (int j = 0; j < s->nrun; j++) json_array_append_new(runs, jsonl_str(s->runs[j].run_id));
+    jsonl_set(o, "runs", runs);
+    for (int pass = 0; pass < 2; pass++) {
+        json_t *kv = json_object();
+        for (int i = 0; i < s->nrows; i++) {
+            const cmp_row *r = &s->rows[i];
+            if (strcmp(r->kind, pass ? "metric" : "param") || (!pass && cmp_same(s, r))) continue;
+            json_t *vals = json_array();
+            for (int j = 0; j < s->nrun; j++)
+                json_array_append_new(vals, pass ? cmp_json_value(r->val[j]) : jsonl_str(r->val[j]));
+            jsonl_set(kv, r->key, vals);
+        }
+        jsonl_set(o, pass ? "metrics" : "params", kv);
+    }
+    return jsonl_print(stdout, o);
 }
 
 static void cmp_print_table(const cmp_set *s, int nsame) {
@@ -203,10 +217,11 @@ static void cmp_print_table(const cmp_set *s, int nsame) {
     printf("(%d parameter%s equal in every run not shown)\n", nsame, nsame == 1 ? "" : "s");
 }
 
-static void cmp_print(const cmp_set *s, cmp_format fmt) {
+/* Print s in fmt.  0, or -1 (out of memory writing JSON). */
+static int cmp_print(const cmp_set *s, cmp_format fmt) {
     int nsame = 0;
     for (int i = 0; i < s->nrows; i++) nsame += !strcmp(s->rows[i].kind, "param") && cmp_same(s, &s->rows[i]);
-    if (fmt == CMP_TABLE) { cmp_print_table(s, nsame); return; }
+    if (fmt == CMP_TABLE) { cmp_print_table(s, nsame); return 0; }
     if (fmt == CMP_CSV) {
         printf("kind,key");
         for (int j = 0; j < s->nrun; j++) putchar(','), cmp_csv_text(s->runs[j].run_id);
@@ -219,73 +234,45 @@ static void cmp_print(const cmp_set *s, cmp_format fmt) {
             for (int j = 0; j < s->nrun; j++) putchar(','), cmp_csv_text(r->val[j]);
             putchar('\n');
         }
-        return;
+        return 0;
     }
-    printf("{\"runs\": [");
-    for (int j = 0; j < s->nrun; j++) printf("%s", j ? ", " : ""), cmp_json_text(s->runs[j].run_id);
-    printf("]");
-    for (int pass = 0; pass < 2; pass++) {
-        const char *kind = pass ? "metric" : "param";
-        int first = 1;
-        printf(", \"%s\": {", pass ? "metrics" : "params");
-        for (int i = 0; i < s->nrows; i++) {
-            const cmp_row *r = &s->rows[i];
-            if (strcmp(r->kind, kind) || (!pass && cmp_same(s, r))) continue;
-            printf("%s\n  ", first ? "" : ",");
-            first = 0;
-            cmp_json_text(r->key);
-            printf(": [");
-            for (int j = 0; j < s->nrun; j++) {
-                printf("%s", j ? ", " : "");
-                if (pass) cmp_json_value(r->val[j]);
-                else cmp_json_text(r->val[j]);
-            }
-            printf("]");
-        }
-        printf("%s}", first ? "" : "\n");
-    }
-    printf("}\n");
+    return cmp_print_json(s);
 }
-
-static const struct option cmp_opts[] = {
-    {"format", required_argument, NULL, 'f'}, {"db", required_argument, NULL, 'd'},
-    {"results", required_argument, NULL, 'r'}, {"help", no_argument, NULL, 'h'},
-    {NULL, 0, NULL, 0},
-};
 
 int cmd_compare(int argc, char **argv) {
     const char *db_arg = NULL, *results = NULL;
-    cmp_format fmt = CMP_TABLE;
-    int c, rc = 1;
-    char err[1024], path[4096];
+    int fmt = CMP_TABLE, rc = 1, bad = 0, npos = 0;
+    char err[1024], path[GL_PATH_MAX + 16];
     gl_db *db = NULL;
     cmp_set s;
     memset(&s, 0, sizeof s);
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "h", cmp_opts, NULL)) != -1) {
-        if (c == 'h') { cmp_usage(stdout); return 0; }
-        else if (c == 'd') db_arg = optarg;
-        else if (c == 'r') results = optarg;
-        else if (c == 'f' && !strcmp(optarg, "table")) fmt = CMP_TABLE;
-        else if (c == 'f' && !strcmp(optarg, "csv")) fmt = CMP_CSV;
-        else if (c == 'f' && !strcmp(optarg, "json")) fmt = CMP_JSON;
-        else if (c == 'f') { fprintf(stderr, "gatelab compare: --format '%s': table, csv or json\n", optarg); return 2; }
-        else { cmp_usage(stderr); return 2; }
+    const char **pos = calloc((size_t)argc + 1, sizeof *pos);
+    if (!pos) { fprintf(stderr, "gatelab compare: out of memory\n"); return 1; }
+    args_parser p;
+    args_begin(&p, &cmp_spec, argc, argv);
+    for (int k; !bad && (k = args_next(&p)) != ARGS_END;) {
+        if (k < 0) { rc = args_exit_code(k); goto cleanup; }
+        if (k == ARGS_POS) pos[npos++] = p.val;
+        else if (k == ARGS_KEY(0)) bad = args_get_choice(&p, "table,csv,json", &fmt);
+        else if (k == ARGS_KEY(1)) db_arg = p.val;
+        else if (k == ARGS_KEY(2)) results = p.val;
     }
-    if (argc - optind < 2) {
-        fprintf(stderr, "gatelab compare: give at least two runs\n");
-        cmp_usage(stderr);
-        return 2;
+    rc = 2;
+    if (bad) goto cleanup;
+    if (npos < 2) {
+        args_usage_error(&cmp_spec, "give at least two runs");
+        goto cleanup;
     }
-    s.nrun = argc - optind;
-    reg_db_path(path, sizeof path, db_arg, results);
-    if (!(s.runs = calloc((size_t)s.nrun, sizeof *s.runs))) { fprintf(stderr, "gatelab compare: out of memory\n"); return 1; }
+    rc = 1;
+    s.nrun = npos;
+    args_db_path(db_arg, results, path, sizeof path);
+    if (!(s.runs = calloc((size_t)s.nrun, sizeof *s.runs))) { fprintf(stderr, "gatelab compare: out of memory\n"); goto cleanup; }
     if (db_open_readonly(&db, path, err, sizeof err)) goto fail;
     for (int j = 0; j < s.nrun; j++) {
         char id[256];
         gl_run_row *one = NULL;
         int n = 0;
-        reg_run_id(argv[optind + j], id, sizeof id);
+        args_run_id(pos[j], id, sizeof id);
         gl_run_filter f = {.run_id = id, .deleted = 1};
         if (db_runs_find(db, &f, &one, &n, err, sizeof err)) goto fail;
         int k = n ? 0 : 1;
@@ -295,7 +282,10 @@ int cmd_compare(int argc, char **argv) {
         if (k == n) goto fail;
     }
     if (cmp_collect(db, &s, err, sizeof err)) goto fail;
-    cmp_print(&s, fmt);
+    if (cmp_print(&s, (cmp_format)fmt)) {
+        snprintf(err, sizeof err, "out of memory writing JSON");
+        goto fail;
+    }
     rc = 0;
     goto cleanup;
 fail:
@@ -307,6 +297,7 @@ cleanup:
     }
     free(s.rows);
     free(s.runs);
+    free(pos);
     db_close(db);
     return rc;
 }

@@ -16,29 +16,40 @@
  * print empty (CSV) or null (JSON).  Deleted runs are left out.
  * It reads the registry only (opened read-only) and aggregates nothing.
  */
-#include <getopt.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "args.h"
 #include "cli.h"
+#include "jsonl.h"
 #include "store/registry.h"
+#include "store/rundir.h"
 
 typedef enum { MET_CSV, MET_JSON } met_format;
 
 typedef struct {
     met_format fmt;
     long rows;
+    int oom; /* a JSON row could not be built */
 } met_ctx;
 
-static void met_usage(FILE *f) {
-    fprintf(f, "usage: gatelab metrics [--experiment E] [--run RUN] [--split S] [--name GLOB] [--format csv|json]\n"
-               "                       [--db PATH] [--results DIR]\n"
-               "  every metric row in long form (run_id, experiment, variant, split, name, params, step, value, se,\n"
-               "  data_split, win_first, win_count, tokens, wall_time); name has no parameters in it, params is\n"
-               "  a JSON object ({\"tau\":0.500}); GLOB matches name (e.g. 'exit.*', 'final.*'); default format csv\n"
-               "  PATH defaults to DIR/gatelab.db (DIR: results)\n");
-}
+static const args_opt met_opts[] = {
+    {"experiment", ARGS_KEY(0), "E", "only the runs of experiment E"},
+    {"run", ARGS_KEY(1), "RUN", "only run RUN (a run id or its folder)"},
+    {"split", ARGS_KEY(2), "S", "only split S (train, val, test, ablation, ...)"},
+    {"name", ARGS_KEY(3), "GLOB", "only names matching GLOB (e.g. 'exit.*', 'final.*')"},
+    {"format", ARGS_KEY(4), "F", "csv (default) or json"},
+    {"db", ARGS_KEY(5), "PATH", "registry to read (default <results>/gatelab.db)"},
+    {"results", ARGS_KEY(6), "DIR", "results folder whose gatelab.db is read (default $GATELAB_RESULTS or results)"},
+    {0}};
+static const args_spec met_spec = {
+    "metrics", "[options]",
+    "Every metric row in long form (run_id, experiment, variant, split, name, params, step, value, se,\n"
+    "data_split, win_first, win_count, tokens, wall_time); name has no parameters in it, params is a JSON\n"
+    "object ({\"tau\":0.500}).  Deleted runs are left out.",
+    met_opts};
 
 static void met_csv_text(const char *t) {
     if (!strpbrk(t, ",\"\n\r")) { fputs(t, stdout); return; }
@@ -50,21 +61,36 @@ static void met_csv_text(const char *t) {
     putchar('"');
 }
 
-static void met_json_text(const char *t) {
-    putchar('"');
-    for (; *t; t++) {
-        unsigned char c = (unsigned char)*t;
-        if (c == '"' || c == '\\') printf("\\%c", c);
-        else if (c < 0x20) printf("\\u%04x", c);
-        else putchar(c);
-    }
-    putchar('"');
-}
-
 /* A number, or the empty field (CSV) / null (JSON) when NaN. */
 static void met_num(met_format fmt, double v, const char *f) {
     if (isfinite(v)) printf(f, v);
     else if (fmt == MET_JSON) fputs("null", stdout);
+}
+
+/* One row as a JSON object on its own line of the array (after "[" or ","). */
+static int met_json_row(const gl_metric_long *r, long before) {
+    const int known = r->prov.split[0] && r->prov.count > 0;
+    json_t *o = json_object(), *params = json_loads(r->params, 0, NULL); /* the registry's canonical JSON */
+    jsonl_set(o, "run_id", jsonl_str(r->run_id));
+    jsonl_set(o, "experiment", jsonl_str(r->experiment));
+    jsonl_set(o, "variant", jsonl_str(r->variant));
+    jsonl_set(o, "split", jsonl_str(r->split));
+    jsonl_set(o, "name", jsonl_str(r->name));
+    jsonl_set(o, "params", params ? params : json_object());
+    jsonl_set(o, "step", jsonl_int(r->step));
+    jsonl_set(o, "value", jsonl_num(r->value));
+    jsonl_set(o, "se", jsonl_num(r->se));
+    jsonl_set(o, "data_split", known ? jsonl_str(r->prov.split) : json_null());
+    jsonl_set(o, "win_first", known ? jsonl_int(r->prov.first) : json_null());
+    jsonl_set(o, "win_count", known ? jsonl_int(r->prov.count) : json_null());
+    jsonl_set(o, "tokens", known ? jsonl_count(r->prov.tokens) : json_null());
+    jsonl_set(o, "wall_time", jsonl_num(isfinite(r->wall_time) ? round(r->wall_time * 1000) / 1000 : NAN));
+    char *dump = jsonl_dumps(o);
+    json_decref(o);
+    if (!dump) return -1;
+    printf("%s\n  %s", before ? "," : "", dump);
+    free(dump);
+    return 0;
 }
 
 static int met_row(const gl_metric_long *r, void *vctx) {
@@ -86,70 +112,42 @@ static int met_row(const gl_metric_long *r, void *vctx) {
         putchar(',');
         met_num(c->fmt, r->wall_time, "%.3f");
         putchar('\n');
-    } else {
-        printf("%s\n  {\"run_id\": ", c->rows ? "," : "");
-        met_json_text(r->run_id);
-        printf(", \"experiment\": ");
-        met_json_text(r->experiment);
-        printf(", \"variant\": ");
-        met_json_text(r->variant);
-        printf(", \"split\": ");
-        met_json_text(r->split);
-        printf(", \"name\": ");
-        met_json_text(r->name);
-        printf(", \"params\": %s, \"step\": %ld, \"value\": ", r->params, r->step); /* params: canonical JSON */
-        met_num(c->fmt, r->value, "%.9g");
-        printf(", \"se\": ");
-        met_num(c->fmt, r->se, "%.9g");
-        printf(", \"data_split\": ");
-        if (known) met_json_text(r->prov.split);
-        else fputs("null", stdout);
-        if (known) printf(", \"win_first\": %ld, \"win_count\": %ld, \"tokens\": ", r->prov.first, r->prov.count);
-        else printf(", \"win_first\": null, \"win_count\": null, \"tokens\": ");
-        met_num(c->fmt, known ? r->prov.tokens : NAN, "%.0f");
-        printf(", \"wall_time\": ");
-        met_num(c->fmt, r->wall_time, "%.3f");
-        printf("}");
+    } else if (met_json_row(r, c->rows)) {
+        c->oom = 1;
+        return -1;
     }
     c->rows++;
     return 0;
 }
 
-static const struct option met_opts[] = {
-    {"experiment", required_argument, NULL, 'e'}, {"run", required_argument, NULL, 'R'},
-    {"split", required_argument, NULL, 's'},      {"name", required_argument, NULL, 'n'},
-    {"format", required_argument, NULL, 'f'},     {"db", required_argument, NULL, 'd'},
-    {"results", required_argument, NULL, 'r'},    {"help", no_argument, NULL, 'h'},
-    {NULL, 0, NULL, 0},
-};
-
 int cmd_metrics(int argc, char **argv) {
     const char *db_arg = NULL, *results = NULL;
-    char err[1024], path[4096], id[256];
+    char err[1024], path[GL_PATH_MAX + 16], id[256];
     gl_metric_filter f = {0};
-    met_ctx ctx = {MET_CSV, 0};
+    met_ctx ctx = {MET_CSV, 0, 0};
     gl_db *db = NULL;
-    int c;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "h", met_opts, NULL)) != -1) {
-        if (c == 'h') { met_usage(stdout); return 0; }
-        else if (c == 'e') f.experiment = optarg;
-        else if (c == 'R') f.run_id = reg_run_id(optarg, id, sizeof id);
-        else if (c == 's') f.split = optarg;
-        else if (c == 'n') f.name_glob = optarg;
-        else if (c == 'd') db_arg = optarg;
-        else if (c == 'r') results = optarg;
-        else if (c == 'f' && !strcmp(optarg, "csv")) ctx.fmt = MET_CSV;
-        else if (c == 'f' && !strcmp(optarg, "json")) ctx.fmt = MET_JSON;
-        else if (c == 'f') { fprintf(stderr, "gatelab metrics: --format '%s': csv or json\n", optarg); return 2; }
-        else { met_usage(stderr); return 2; }
+    int fmt = MET_CSV, bad = 0;
+    args_parser p;
+    args_begin(&p, &met_spec, argc, argv);
+    for (int k; !bad && (k = args_next(&p)) != ARGS_END;) {
+        if (k < 0) return args_exit_code(k);
+        switch (k) {
+        case ARGS_POS: return args_usage_error(&met_spec, "unexpected argument '%s' (a run is given with --run RUN)", p.val);
+        case ARGS_KEY(0): f.experiment = p.val; break;
+        case ARGS_KEY(1):
+            args_run_id(p.val, id, sizeof id);
+            f.run_id = id;
+            break;
+        case ARGS_KEY(2): f.split = p.val; break;
+        case ARGS_KEY(3): f.name_glob = p.val; break;
+        case ARGS_KEY(4): bad = args_get_choice(&p, "csv,json", &fmt); break;
+        case ARGS_KEY(5): db_arg = p.val; break;
+        case ARGS_KEY(6): results = p.val; break;
+        }
     }
-    if (optind < argc) {
-        fprintf(stderr, "gatelab metrics: unexpected argument '%s' (a run is given with --run RUN)\n", argv[optind]);
-        met_usage(stderr);
-        return 2;
-    }
-    reg_db_path(path, sizeof path, db_arg, results);
+    if (bad) return 2;
+    ctx.fmt = (met_format)fmt;
+    args_db_path(db_arg, results, path, sizeof path);
     if (db_open_readonly(&db, path, err, sizeof err)) {
         fprintf(stderr, "gatelab metrics: %s\n", err);
         return 1;
@@ -162,7 +160,7 @@ int cmd_metrics(int argc, char **argv) {
     if (ctx.fmt == MET_JSON) printf("%s]\n", ctx.rows ? "\n" : "");
     db_close(db);
     if (rc) {
-        fprintf(stderr, "gatelab metrics: %s\n", err);
+        fprintf(stderr, "gatelab metrics: %s\n", ctx.oom ? "out of memory writing JSON" : err);
         return 1;
     }
     if (!ctx.rows) fprintf(stderr, "gatelab metrics: no metric rows match in %s\n", path);

@@ -12,142 +12,140 @@
  * checkpoint and trace stay untouched, so `restore` brings it back whole.
  * What it does not do: remove files (delete a run folder by hand after
  * deleting the run, if you mean to), or change a run's config or metrics.
- * Also here: the two helpers the registry commands share (reg_db_path,
- * reg_run_id; declared in cli.h).
  */
-#include <getopt.h>
-#include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "args.h"
 #include "cli.h"
 #include "store/registry.h"
 #include "store/rundir.h"
 
-void reg_db_path(char *out, size_t n, const char *db, const char *results) {
-    if (db && *db) snprintf(out, n, "%s", db);
-    else snprintf(out, n, "%s/gatelab.db", run_results_dir(results));
+static const args_opt tag_opts[] = {
+    {"remove", ARGS_KEY(0), "KEY", "remove the tag KEY (repeat for more)"},
+    {"db", ARGS_KEY(1), "PATH", "registry (default <results>/gatelab.db)"},
+    {"results", ARGS_KEY(2), "DIR", "results folder whose gatelab.db is used (default $GATELAB_RESULTS or results)"},
+    {0}};
+static const args_spec tag_spec = {
+    "tag", "RUN key=value ... [options]",
+    "Set (or replace) the tags of RUN (a run id or its folder).  key: letters, digits, '_', '-', '.';\n"
+    "value: one line of text.  Tags show in `gatelab runs`; `gatelab runs --tag key=value` lists the runs\n"
+    "that carry one.",
+    tag_opts};
+
+static const args_opt delete_opts[] = {
+    {"db", ARGS_KEY(1), "PATH", "registry (default <results>/gatelab.db)"},
+    {"results", ARGS_KEY(2), "DIR", "results folder whose gatelab.db is used (default $GATELAB_RESULTS or results)"},
+    {0}};
+static const args_spec delete_spec = {
+    "delete", "RUN ... [options]",
+    "Hide the runs from runs, tables, figures, report and metrics; their rows and files stay\n"
+    "(`gatelab runs --deleted` lists them; `gatelab restore RUN` shows them again).",
+    delete_opts};
+static const args_spec restore_spec = {"restore", "RUN ... [options]", "Show runs hidden by `gatelab delete` again.",
+                                       delete_opts};
+
+/* Read the flags of tag, delete or restore; the positionals go to pos (argc
+ * slots).  Returns -1 to go on, else the exit code (0 after --help, 2). */
+static int tag_parse(const args_spec *spec, int argc, char **argv, const char **pos, int *npos, const char **remove,
+                     int *nremove, const char **db, const char **results) {
+    args_parser p;
+    args_begin(&p, spec, argc, argv);
+    for (int k; (k = args_next(&p)) != ARGS_END;) {
+        if (k < 0) return args_exit_code(k);
+        if (k == ARGS_POS) pos[(*npos)++] = p.val;
+        else if (k == ARGS_KEY(0)) remove[(*nremove)++] = p.val;
+        else if (k == ARGS_KEY(1)) *db = p.val;
+        else if (k == ARGS_KEY(2)) *results = p.val;
+    }
+    return -1;
 }
 
-const char *reg_run_id(const char *arg, char *buf, size_t n) {
-    snprintf(buf, n, "%s", arg);
-    size_t len = strlen(buf);
-    while (len > 1 && buf[len - 1] == '/') buf[--len] = '\0';
-    if (!strchr(buf, '/')) return buf;
-    char tmp[4096];
-    snprintf(tmp, sizeof tmp, "%s", buf);
-    snprintf(buf, n, "%s", basename(tmp));
-    return buf;
+/* Set the key=value tags (pos) and remove the keys (rm) of run id.  0, or 1 after a message. */
+static int tag_apply(gl_db *db, const char *id, const char **pos, int npos, const char **rm, int nrm) {
+    char err[1024];
+    for (int i = 0; i < npos; i++) {
+        char key[256];
+        const char *eq = strchr(pos[i], '=');
+        snprintf(key, sizeof key, "%.*s", (int)(eq - pos[i]), pos[i]);
+        if (db_tag_set(db, id, key, eq + 1, err, sizeof err)) { fprintf(stderr, "gatelab tag: %s\n", err); return 1; }
+    }
+    for (int i = 0; i < nrm; i++) {
+        int k = db_tag_remove(db, id, rm[i], err, sizeof err);
+        if (k < 0) { fprintf(stderr, "gatelab tag: %s\n", err); return 1; }
+        if (!k) fprintf(stderr, "gatelab tag: run %s had no tag '%s' (nothing removed)\n", id, rm[i]);
+    }
+    return 0;
 }
-
-static void tag_usage(FILE *f) {
-    fprintf(f, "usage: gatelab tag RUN key=value ... [--remove key ...] [--db PATH] [--results DIR]\n"
-               "  sets (or replaces) the tags of RUN; --remove drops one (repeat it for more)\n"
-               "  key: letters, digits, '_', '-', '.'; value: one line of text\n"
-               "  RUN is a run id or its folder; PATH defaults to DIR/gatelab.db (DIR: results)\n"
-               "  tags show in `gatelab runs`; `gatelab runs --tag key=value` lists the runs that carry one\n");
-}
-
-static void delete_usage(FILE *f, const char *cmd) {
-    fprintf(f, "usage: gatelab %s RUN ... [--db PATH] [--results DIR]\n", cmd);
-    if (!strcmp(cmd, "delete"))
-        fprintf(f, "  hides the runs from runs, tables, figures, report and metrics; their rows and files stay\n"
-                   "  (`gatelab runs --deleted` lists them; `gatelab restore RUN` shows them again)\n");
-    else fprintf(f, "  shows runs hidden by `gatelab delete` again\n");
-}
-
-static const struct option reg_common_opts[] = {
-    {"db", required_argument, NULL, 'd'},
-    {"results", required_argument, NULL, 'r'},
-    {"remove", required_argument, NULL, 'x'},
-    {"help", no_argument, NULL, 'h'},
-    {NULL, 0, NULL, 0},
-};
 
 int cmd_tag(int argc, char **argv) {
     const char *db_arg = NULL, *results = NULL;
-    const char **remove = calloc((size_t)argc, sizeof *remove);
-    int nremove = 0, c, rc = 2;
+    const char **pos = calloc((size_t)argc + 1, sizeof *pos), **remove = calloc((size_t)argc + 1, sizeof *remove);
+    int npos = 0, nremove = 0, rc = 2;
     gl_db *db = NULL;
-    char err[1024], path[4096], id[256];
-    if (!remove) { fprintf(stderr, "gatelab tag: out of memory\n"); return 1; }
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "h", reg_common_opts, NULL)) != -1) {
-        if (c == 'h') { tag_usage(stdout); rc = 0; goto cleanup; }
-        else if (c == 'd') db_arg = optarg;
-        else if (c == 'r') results = optarg;
-        else if (c == 'x') remove[nremove++] = optarg;
-        else { tag_usage(stderr); goto cleanup; }
-    }
-    if (optind >= argc || (optind + 1 >= argc && !nremove)) {
-        fprintf(stderr, "gatelab tag: give a run and at least one key=value (or --remove key)\n");
-        tag_usage(stderr);
+    char err[1024], path[GL_PATH_MAX + 16], id[256];
+    if (!pos || !remove) { fprintf(stderr, "gatelab tag: out of memory\n"); rc = 1; goto cleanup; }
+    if ((rc = tag_parse(&tag_spec, argc, argv, pos, &npos, remove, &nremove, &db_arg, &results)) >= 0) goto cleanup;
+    rc = 2;
+    if (npos < 1 || (npos < 2 && !nremove)) {
+        args_usage_error(&tag_spec, "give a run and at least one key=value (or --remove key)");
         goto cleanup;
     }
-    for (int i = optind + 1; i < argc; i++) {
-        const char *eq = strchr(argv[i], '=');
-        if (!eq || eq == argv[i]) {
-            fprintf(stderr, "gatelab tag: '%s': write a tag as key=value (to remove one: --remove key)\n", argv[i]);
+    for (int i = 1; i < npos; i++) {
+        const char *eq = strchr(pos[i], '=');
+        if (!eq || eq == pos[i]) {
+            args_usage_error(&tag_spec, "'%s': write a tag as key=value (to remove one: --remove key)", pos[i]);
             goto cleanup;
         }
     }
-    reg_run_id(argv[optind], id, sizeof id);
-    reg_db_path(path, sizeof path, db_arg, results);
+    args_run_id(pos[0], id, sizeof id);
+    args_db_path(db_arg, results, path, sizeof path);
     rc = 1;
     if (db_open(&db, path, err, sizeof err)) { fprintf(stderr, "gatelab tag: %s\n", err); goto cleanup; }
-    for (int i = optind + 1; i < argc; i++) {
-        char key[256];
-        const char *eq = strchr(argv[i], '=');
-        snprintf(key, sizeof key, "%.*s", (int)(eq - argv[i]), argv[i]);
-        if (db_tag_set(db, id, key, eq + 1, err, sizeof err)) { fprintf(stderr, "gatelab tag: %s\n", err); goto cleanup; }
-    }
-    for (int i = 0; i < nremove; i++) {
-        int k = db_tag_remove(db, id, remove[i], err, sizeof err);
-        if (k < 0) { fprintf(stderr, "gatelab tag: %s\n", err); goto cleanup; }
-        if (!k) fprintf(stderr, "gatelab tag: run %s had no tag '%s' (nothing removed)\n", id, remove[i]);
-    }
-    rc = 0;
+    rc = tag_apply(db, id, pos + 1, npos - 1, remove, nremove);
 cleanup:
     db_close(db);
+    free(pos);
     free(remove);
     return rc;
 }
 
 /* delete (deleted 1) or restore (0) every RUN argument. */
 static int delete_or_restore(int argc, char **argv, int deleted) {
-    const char *cmd = deleted ? "delete" : "restore", *db_arg = NULL, *results = NULL;
-    int c, bad = 0;
+    const args_spec *spec = deleted ? &delete_spec : &restore_spec;
+    const char *cmd = spec->cmd, *db_arg = NULL, *results = NULL;
+    const char **pos = calloc((size_t)argc + 1, sizeof *pos);
+    int npos = 0, nremove = 0, rc = 2;
     gl_db *db = NULL;
-    char err[1024], path[4096], id[256];
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "h", reg_common_opts, NULL)) != -1) {
-        if (c == 'h') { delete_usage(stdout, cmd); return 0; }
-        else if (c == 'd') db_arg = optarg;
-        else if (c == 'r') results = optarg;
-        else { delete_usage(stderr, cmd); return 2; }
+    char err[1024], path[GL_PATH_MAX + 16], id[256];
+    if (!pos) { fprintf(stderr, "gatelab %s: out of memory\n", cmd); return 1; }
+    if ((rc = tag_parse(spec, argc, argv, pos, &npos, NULL, &nremove, &db_arg, &results)) >= 0) goto cleanup;
+    rc = 2;
+    if (npos < 1) {
+        args_usage_error(spec, "give at least one run");
+        goto cleanup;
     }
-    if (optind >= argc) {
-        fprintf(stderr, "gatelab %s: give at least one run\n", cmd);
-        delete_usage(stderr, cmd);
-        return 2;
-    }
-    reg_db_path(path, sizeof path, db_arg, results);
+    args_db_path(db_arg, results, path, sizeof path);
+    rc = 1;
     if (db_open(&db, path, err, sizeof err)) {
         fprintf(stderr, "gatelab %s: %s\n", cmd, err);
-        return 1;
+        goto cleanup;
     }
-    for (int i = optind; i < argc; i++) {
-        reg_run_id(argv[i], id, sizeof id);
+    rc = 0;
+    for (int i = 0; i < npos; i++) {
+        args_run_id(pos[i], id, sizeof id);
         if (db_run_set_deleted(db, id, deleted, err, sizeof err)) {
             fprintf(stderr, "gatelab %s: %s\n", cmd, err);
-            bad = 1;
+            rc = 1;
             continue;
         }
         printf("%s %s\n", deleted ? "deleted" : "restored", id);
     }
+cleanup:
     db_close(db);
-    return bad;
+    free(pos);
+    return rc;
 }
 
 int cmd_delete(int argc, char **argv) { return delete_or_restore(argc, argv, 1); }

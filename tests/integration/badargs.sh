@@ -55,9 +55,9 @@ declare -A FLAGS=(
     [eval]="--split --text --windows --sparse --tau --match-alpha --match-run --batch --results --record"
     [sample]="--tokens --prompt --temperature --seed --results --json"
     [export]="--out --results"
-    [sweep]="--jobs --dry-run --index --emit-slurm --db --results --stale --retry-failed --launcher --nodes --ntasks-per-node"
+    [sweep]="--jobs --dry-run --index --emit-slurm --db --results --stale --retry-failed --launcher --nodes --ntasks-per-node --axis --time --mem --partition"
     [collect]=""
-    [runs]="--experiment --status --format --db --results --stale-after --fix-stale"
+    [runs]="--experiment --status --format --db --results --stale-after --fix-stale --tag --deleted"
     [analyze]="--results --db --out --no-db"
     [ablate]="--mode --layers --heads --values --taus --windows --batch --threads --results --db --no-db"
     [heads]="--windows --batch --threads --results --db --no-db --out --no-figure --json"
@@ -66,6 +66,11 @@ declare -A FLAGS=(
     [report]="--html --out --block --kv-head --gate --chars --results --db"
     [paper]="--results --out"
     [data]=""
+    [tag]="--remove --db --results"
+    [delete]="--db --results"
+    [restore]="--db --results"
+    [compare]="--format --db --results"
+    [metrics]="--experiment --run --split --name --format --db --results"
 )
 "$BIN" --help > "$W/top" 2>&1
 for cmd in "${!FLAGS[@]}"; do
@@ -94,6 +99,18 @@ expect 2 "--windows needs a value; see gatelab eval --help" "a flag without its 
 expect 0 '"loss":[0-9]' "--flag=value works like --flag value" "$BIN" eval a --windows=2 --results="$R"
 expect 0 "FINISHED" "runs --results DIR reads DIR/gatelab.db" "$BIN" runs --results "$R"
 expect 2 "--format 'xml': expected table, csv or json" "runs --format xml lists the formats" "$BIN" runs --format xml --results "$R"
+expect 2 "--tag 'note': write it as key=value" "runs --tag without =" "$BIN" runs --tag note --results "$R"
+expect 2 "--format 'xml': expected table, csv or json" "compare --format xml lists the formats" \
+    "$BIN" compare a a --format xml --results "$R"
+expect 2 "give at least two runs; see gatelab compare --help" "compare with one run" "$BIN" compare a --results "$R"
+expect 2 "--format 'table': expected csv or json" "metrics --format table lists its formats" \
+    "$BIN" metrics --format table --results "$R"
+expect 2 "unexpected argument 'a'" "metrics takes no positional (a run is --run RUN)" "$BIN" metrics a --results "$R"
+expect 2 "'note': write a tag as key=value" "tag RUN note (no value)" "$BIN" tag a note --results "$R"
+expect 2 "give at least one run; see gatelab delete --help" "delete without a run" "$BIN" delete --results "$R"
+expect 2 "--time '4 hours': write minutes" "sweep --time with a space" \
+    "$BIN" sweep "$TINY" --time '4 hours' --emit-slurm "$W/s.sh"
+expect 2 "--axis 'seed': write key=a,b,c" "sweep --axis without =" "$BIN" sweep "$TINY" --axis seed --dry-run
 # bad numbers name the flag (store/parse.c's reason), for every numeric flag
 expect 2 "--batch 'x': not an integer" "eval --batch x" "$BIN" eval a --batch x --results "$R"
 expect 2 "--match-alpha '2': must be between" "eval --match-alpha 2" "$BIN" eval a --match-alpha 2 --results "$R"

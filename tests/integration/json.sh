@@ -2,8 +2,8 @@
 # json.sh — every JSON line gatelab prints, read back with a strict parser
 # (Python's json with parse_constant raising on NaN/Infinity, UTF-8 decoded
 # strictly): eval (split, --text, --sparse, --tau, --match-alpha), ablate
-# (zero, mean, file, full-depth, random, exit), heads --json, sample --json and
-# runs --format json, on tiny baseline, SATFormer, TSA and early-exit runs
+# (zero, mean, file, full-depth, random, exit), heads --json, sample --json,
+# runs --format json, compare --format json and metrics --format json, on tiny baseline, SATFormer, TSA and early-exit runs
 # trained here.  Counts (tokens, windows, step, …) must be JSON integers, every
 # line that names a run starts with the one run reference (run_id, run_dir),
 # and a run id with a quote, a backslash and a byte that is not UTF-8 comes back
@@ -54,7 +54,8 @@ strict() {
     python3 - "$@" <<'PY'
 import json, sys
 path, mode = sys.argv[1], sys.argv[2]
-COUNTS = {"tokens", "windows", "step", "layers", "rank", "block", "kv_head", "exit_code", "val_tokens", "first"}
+COUNTS = {"tokens", "windows", "step", "layers", "rank", "block", "kv_head", "exit_code", "val_tokens", "first",
+          "win_first", "win_count"}
 def no_constant(c):
     raise ValueError("not JSON: " + c)
 def walk(v, where):
@@ -102,6 +103,23 @@ js "heads --json" lines "$BIN" heads sat --json --no-figure --windows 4 "${E[@]}
 js "sample --json" lines "$BIN" sample base --json --tokens 30 --prompt "it's
 the" "${E[@]}"
 js "runs --format json" doc "$BIN" runs --format json "${E[@]}"
+js "compare --format json" doc "$BIN" compare base sat ee "$odd" --format json "${E[@]}"
+python3 - "$W/out" <<'PY' && pass "compare --format json: the runs in order, val/final.loss numbers, params as strings" || fail "compare --format json content"
+import json, sys
+d = json.load(open(sys.argv[1], encoding="utf-8"))
+assert d["runs"] == ["base", "sat", "ee", 'odd"q\\b\ufffdid'], d["runs"]
+assert all(isinstance(v, float) for v in d["metrics"]["val/final.loss"]), d["metrics"]
+assert d["params"]["model.value_residual"][:2] == ["none", "satformer"], d["params"]
+PY
+js "metrics --format json" doc "$BIN" metrics --format json "${E[@]}"
+python3 - "$W/out" "$(sqlite3 "$R/gatelab.db" "SELECT count(*) FROM metrics")" <<'PY' && pass "metrics --format json: every row, params objects, integer steps" || fail "metrics --format json content"
+import json, sys
+rows = json.load(open(sys.argv[1], encoding="utf-8"))
+assert len(rows) == int(sys.argv[2]), (len(rows), sys.argv[2])
+assert all(isinstance(r["params"], dict) and isinstance(r["step"], int) for r in rows)
+assert any(r["params"].get("tau") is not None for r in rows if r["name"] == "exit.loss"), "no exit.loss with a tau"
+PY
+check "metrics --format json keeps one row per line" test "$(grep -c '"run_id"' "$W/out")" -eq "$(sqlite3 "$R/gatelab.db" "SELECT count(*) FROM metrics")"
 js "eval of a run id with a quote, a backslash and byte 0xff" lines "$BIN" eval "$odd" --windows 2 "${E[@]}"
 python3 - "$W/out" <<'PY' && pass "the odd run id reads back as odd\"q\\b<U+FFFD>id" || fail "the odd run id did not read back"
 import json, sys
