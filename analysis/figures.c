@@ -162,7 +162,9 @@ static void fg_note(figures_summary *s, const char *name, const char *what) {
 /* A run's legend / title text; a single quote (which would end gnuplot's
  * string) becomes a backquote. */
 static void fg_label(const tables_run *r, char *out, size_t n) {
-    snprintf(out, n, "%s %s %s seed %s", r->data, r->scale, r->variant, r->seed);
+    char lam[48] = "";
+    if (!isnan(r->lambda)) snprintf(lam, sizeof lam, " λ=%g", r->lambda);
+    snprintf(out, n, "%s %s %s%s seed %s", r->data, r->scale, r->variant, lam, r->seed);
     for (char *c = out; *c; c++)
         if (*c == '\'') *c = '`';
 }
@@ -198,41 +200,333 @@ static int fg_param_int(gl_db *db, const char *run, const char *key, int dflt, c
 
 /* ---- figure data ---- */
 
+/* ---- runs that differ only by seed ---- */
+
+/* A figure draws one curve (or bar, or point) per group of runs whose
+ * configurations are the same but for the seed, with the spread over the
+ * seeds; its legend names what tells the groups apart and its title what
+ * they share. */
+#define FG_GROUPS_MAX 128
+#define FG_SEEDS_MAX 64
+
+typedef struct {
+    int n;                 /* runs (seeds) in the group */
+    int idx[FG_SEEDS_MAX]; /* into the runs array */
+    char *fp;              /* "section.key=value\n" lines of the config, seed and bookkeeping left out (owned) */
+    char label[200];       /* what tells it from the other groups of the figure */
+} fg_group;
+
+typedef struct {
+    int n;
+    fg_group g[FG_GROUPS_MAX];
+    char common[240]; /* what every group shares, for the title ("tinyshakespeare s"), possibly "" */
+    int max_seeds, min_seeds; /* the most and fewest seeds of a group */
+} fg_groups;
+
+static void fg_groups_free(fg_groups *G) {
+    for (int k = 0; k < G->n; k++) free(G->g[k].fp);
+    G->n = 0;
+}
+
+/* Keys that do not make two runs different experiments: the seed, threads,
+ * logging and checkpoint cadence, where results go. */
+static int fg_key_ignored(const char *sec, const char *key) {
+    if (!strcmp(sec, "log")) return 1;
+    if (strcmp(sec, "train")) return 0;
+    return !strcmp(key, "seed") || !strcmp(key, "threads") || !strcmp(key, "log_every") || !strcmp(key, "ckpt_every");
+}
+
+/* The fingerprint of a stored config (INI text): malloc'd, NULL when out of memory. */
+static char *fg_fingerprint(const char *ini) {
+    size_t cap = strlen(ini) + 64, k = 0;
+    char *out = malloc(cap), sec[64] = "";
+    if (!out) return NULL;
+    out[0] = 0;
+    for (const char *p = ini; *p;) {
+        const char *e = strchr(p, '\n');
+        size_t len = e ? (size_t)(e - p) : strlen(p);
+        char line[512];
+        snprintf(line, sizeof line, "%.*s", (int)(len < sizeof line - 1 ? len : sizeof line - 1), p);
+        p += len + (e ? 1 : 0);
+        char *c = strpbrk(line, ";#");
+        if (c) *c = 0;
+        char *s = line;
+        while (*s == ' ' || *s == '\t') s++;
+        if (*s == '[') {
+            char *r = strchr(s, ']');
+            if (r) *r = 0;
+            snprintf(sec, sizeof sec, "%s", s + 1);
+            continue;
+        }
+        char *eq = strchr(s, '=');
+        if (!eq) continue;
+        char *ke = eq;
+        while (ke > s && (ke[-1] == ' ' || ke[-1] == '\t')) ke--;
+        *ke = 0;
+        char *v = eq + 1;
+        while (*v == ' ' || *v == '\t') v++;
+        size_t vl = strlen(v);
+        while (vl && (v[vl - 1] == ' ' || v[vl - 1] == '\t' || v[vl - 1] == '\r')) v[--vl] = 0;
+        if (!*s || fg_key_ignored(sec, s)) continue;
+        k += (size_t)snprintf(out + k, cap - k, "%s.%s=%s\n", sec, s, v);
+        if (k >= cap) { /* cannot happen: a line never grows by more than its section */
+            out[cap - 1] = 0;
+            break;
+        }
+    }
+    return out;
+}
+
+/* The value of key ("model.lr") in a fingerprint into v; 0 when absent. */
+static int fg_fp_get(const char *fp, const char *key, char *v, size_t n) {
+    size_t kl = strlen(key);
+    for (const char *p = fp; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
+        if (!strncmp(p, key, kl) && p[kl] == '=') {
+            const char *e = strchr(p + kl + 1, '\n');
+            snprintf(v, n, "%.*s", (int)(e ? e - (p + kl + 1) : (long)strlen(p + kl + 1)), p + kl + 1);
+            return 1;
+        }
+    v[0] = 0;
+    return 0;
+}
+
+static void fg_cat(char *out, size_t n, const char *s) {
+    size_t k = strlen(out);
+    if (*s) snprintf(out + k, n - k, "%s%s", k ? " " : "", s);
+}
+
+/* A single quote would end gnuplot's string: it becomes a backquote. */
+static void fg_unquote(char *s) {
+    for (; *s; s++)
+        if (*s == '\'') *s = '`';
+}
+
+/* The readable name of run r restricted to the fields in mask (1 data, 2
+ * scale, 4 variant, 8 λ). */
+static void fg_name(const tables_run *r, int mask, char *out, size_t n) {
+    out[0] = 0;
+    char lam[48] = "";
+    if (!isnan(r->lambda)) snprintf(lam, sizeof lam, "λ=%g", r->lambda);
+    if (mask & 1) fg_cat(out, n, r->data);
+    if (mask & 2) fg_cat(out, n, r->scale);
+    if (mask & 4) fg_cat(out, n, r->variant);
+    if (mask & 8) fg_cat(out, n, lam);
+}
+
+/* Two groups with the same readable name: name them by the config keys that
+ * differ between them too ("lr=0.001"), at most three. */
+static void fg_groups_disambiguate(fg_groups *G) {
+    for (int a = 0; a < G->n; a++) {
+        int clash = 0;
+        for (int b = 0; b < G->n; b++) clash |= b != a && !strcmp(G->g[a].label, G->g[b].label);
+        if (!clash) continue;
+        char extra[200] = "";
+        int added = 0;
+        for (const char *p = G->g[a].fp; p && *p && added < 3; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
+            const char *eq = strchr(p, '=');
+            if (!eq) break;
+            char key[96], va[96], vb[96];
+            snprintf(key, sizeof key, "%.*s", (int)(eq - p), p);
+            fg_fp_get(G->g[a].fp, key, va, sizeof va);
+            int differs = 0;
+            for (int b = 0; b < G->n; b++)
+                if (b != a && !strcmp(G->g[a].label, G->g[b].label)) {
+                    fg_fp_get(G->g[b].fp, key, vb, sizeof vb);
+                    differs |= strcmp(va, vb) != 0;
+                }
+            if (!differs) continue;
+            char kv[200];
+            const char *dot = strchr(key, '.');
+            snprintf(kv, sizeof kv, "%s=%s", dot ? dot + 1 : key, va);
+            fg_cat(extra, sizeof extra, kv);
+            added++;
+        }
+        fg_cat(G->g[a].label, sizeof G->g[a].label, extra);
+    }
+    for (int a = 0; a < G->n; a++) fg_unquote(G->g[a].label);
+}
+
+/* Group the runs with want[i] set (want NULL: all) by configuration less the
+ * seed, label each by what differs and record what they share.  Returns 0,
+ * or -1 with a message (registry, memory). */
+static int fg_groups_build(gl_db *db, const tables_run *runs, int n, const unsigned char *want, fg_groups *G, char *err,
+                           size_t errlen) {
+    memset(G, 0, sizeof *G);
+    for (int i = 0; i < n; i++) {
+        if (want && !want[i]) continue;
+        char *ini = NULL;
+        int rc = db_run_config(db, runs[i].run_id, &ini, NULL, err, errlen);
+        if (rc < 0) goto fail;
+        char *fp = rc == 1 && ini ? fg_fingerprint(ini) : strdup(runs[i].run_id); /* no config: a group of its own */
+        free(ini);
+        if (!fp) {
+            snprintf(err, errlen, "out of memory");
+            goto fail;
+        }
+        int k = 0;
+        while (k < G->n && strcmp(G->g[k].fp, fp)) k++;
+        if (k < G->n && G->g[k].n < FG_SEEDS_MAX) {
+            free(fp);
+            G->g[k].idx[G->g[k].n++] = i;
+        } else if (k == G->n && G->n < FG_GROUPS_MAX) {
+            G->g[k].fp = fp;
+            G->g[k].idx[0] = i;
+            G->g[k].n = 1;
+            G->n++;
+        } else {
+            free(fp); /* past the figure's capacity: left out */
+        }
+    }
+    /* which readable fields differ between groups */
+    int differ = 0;
+    for (int k = 1; k < G->n; k++) {
+        const tables_run *a = &runs[G->g[0].idx[0]], *b = &runs[G->g[k].idx[0]];
+        differ |= strcmp(a->data, b->data) ? 1 : 0;
+        differ |= strcmp(a->scale, b->scale) ? 2 : 0;
+        differ |= strcmp(a->variant, b->variant) ? 4 : 0;
+        differ |= (isnan(a->lambda) != isnan(b->lambda) || (!isnan(a->lambda) && a->lambda != b->lambda)) ? 8 : 0;
+    }
+    for (int k = 0; k < G->n; k++) {
+        fg_name(&runs[G->g[k].idx[0]], differ, G->g[k].label, sizeof G->g[k].label);
+        if (G->g[k].n > G->max_seeds) G->max_seeds = G->g[k].n;
+        if (!k || G->g[k].n < G->min_seeds) G->min_seeds = G->g[k].n;
+    }
+    if (G->n) {
+        const tables_run *r0 = &runs[G->g[0].idx[0]];
+        fg_name(r0, 15 & ~differ, G->common, sizeof G->common);
+        int one_seed = G->max_seeds == 1;
+        for (int k = 1; k < G->n && one_seed; k++) one_seed = !strcmp(runs[G->g[k].idx[0]].seed, r0->seed);
+        if (one_seed) {
+            char sd[48];
+            snprintf(sd, sizeof sd, "seed %s", r0->seed);
+            fg_cat(G->common, sizeof G->common, sd);
+        }
+        fg_unquote(G->common);
+        for (int k = 0; k < G->n; k++)
+            if (!G->g[k].label[0]) snprintf(G->g[k].label, sizeof G->g[k].label, "%s", r0->variant);
+    }
+    fg_groups_disambiguate(G);
+    return 0;
+fail:
+    fg_groups_free(G);
+    return -1;
+}
+
+/* "mean ± sd over 3 seeds" / "one seed each" / "" (one run), for titles. */
+static void fg_spread_text(const fg_groups *G, char *out, size_t n) {
+    if (G->max_seeds > 1 && G->min_seeds == G->max_seeds) snprintf(out, n, "mean ± sd over %d seeds", G->max_seeds);
+    else if (G->max_seeds > 1) snprintf(out, n, "mean ± sd over %d–%d seeds", G->min_seeds, G->max_seeds);
+    else snprintf(out, n, "%s", G->n > 1 && !strstr(G->common, "seed ") ? "one seed each" : "");
+}
+
+/* One point of a run's curve, to be averaged with the other seeds' at its step. */
+typedef struct {
+    long step;
+    double wall, value;
+} fg_pt;
+
+static int fg_pt_cmp(const void *a, const void *b) {
+    const fg_pt *x = a, *y = b;
+    return (x->step > y->step) - (x->step < y->step);
+}
+
+/* Write one block: header "title\twall_s\tmean\tsd\tn", then per step the
+ * mean over the seeds that logged it (sd 0 with one).  pts are sorted here.
+ * Returns the rows written. */
+static int fg_write_band(FILE *f, const char *title, fg_pt *pts, int np, fg_rng *ry) {
+    qsort(pts, (size_t)np, sizeof *pts, fg_pt_cmp);
+    fprintf(f, "%s\twall_s\tmean\tsd\tn\n", title);
+    int rows = 0;
+    for (int a = 0; a < np;) {
+        int b = a;
+        double sw = 0, sv = 0, sq = 0;
+        for (; b < np && pts[b].step == pts[a].step; b++) sw += pts[b].wall, sv += pts[b].value;
+        const int k = b - a;
+        const double mean = sv / k;
+        for (int q = a; q < b; q++) sq += (pts[q].value - mean) * (pts[q].value - mean);
+        const double sd = k > 1 ? sqrt(sq / (k - 1)) : 0.0;
+        fprintf(f, "%ld\t%.3f\t%.6g\t%.6g\t%d\n", pts[a].step, sw / k, mean, sd, k);
+        fg_rng_add(ry, mean - sd);
+        fg_rng_add(ry, mean + sd);
+        rows++;
+        a = b;
+    }
+    return rows;
+}
+
+/* The points of split/loss of every seed of group g (one per step: the row
+ * with the most windows), wall time from each run's start.  *out malloc'd. */
+static int fg_group_series(gl_db *db, const tables_run *runs, const fg_group *g, const char *split, fg_pt **out,
+                           int *nout, char *err, size_t errlen) {
+    fg_pt *all = NULL;
+    int n = 0, cap = 0;
+    *out = NULL;
+    *nout = 0;
+    for (int s = 0; s < g->n; s++) {
+        gl_metric_point *p = NULL;
+        int np = 0;
+        double t0 = 0;
+        if (db_metric_series(db, runs[g->idx[s]].run_id, split, "loss", &p, &np, err, errlen) ||
+            db_run_t0(db, runs[g->idx[s]].run_id, &t0, err, errlen) < 0) {
+            free(p);
+            free(all);
+            return -1;
+        }
+        if (n + np > cap) {
+            cap = 2 * (n + np) + 16;
+            fg_pt *q = realloc(all, (size_t)cap * sizeof *q);
+            if (!q) {
+                free(p);
+                free(all);
+                snprintf(err, errlen, "out of memory");
+                return -1;
+            }
+            all = q;
+        }
+        for (int k = 0; k < np; k++) {
+            if (isnan(p[k].value) || (k && p[k].step == p[k - 1].step)) continue; /* one row per step */
+            all[n++] = (fg_pt){p[k].step, p[k].wall_time - t0, p[k].value};
+        }
+        free(p);
+    }
+    *out = all;
+    *nout = n;
+    return 0;
+}
+
 static int fg_loss(gl_db *db, const tables_run *runs, int n, const char *data_dir, const char *out_dir, figures_summary *s,
                    char *err, size_t errlen) {
     char path[4096];
     FILE *f = NULL;
     int blocks = 0, rc = -1;
-    gl_metric_point *tr = NULL, *va = NULL;
+    fg_groups *G = malloc(sizeof *G);
+    fg_pt *pt[2] = {NULL, NULL};
+    if (!G) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    if (fg_groups_build(db, runs, n, NULL, G, err, errlen)) {
+        free(G);
+        return -1;
+    }
     snprintf(path, sizeof path, "%s/loss.tsv", data_dir);
     f = fopen(path, "w");
     if (!f) {
         snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
-        return -1;
+        goto cleanup;
     }
-    for (int i = 0; i < n; i++) {
-        int ntr = 0, nva = 0;
-        double t0 = 0;
-        free(tr);
-        free(va);
-        tr = va = NULL;
-        if (db_metric_series(db, runs[i].run_id, "train", "loss", &tr, &ntr, err, errlen) ||
-            db_metric_series(db, runs[i].run_id, "val", "loss", &va, &nva, err, errlen) ||
-            db_run_t0(db, runs[i].run_id, &t0, err, errlen) < 0)
-            goto cleanup;
-        int gtr = 0, gva = 0;
-        for (int k = 0; k < ntr; k++) gtr += !isnan(tr[k].value);
-        for (int k = 0; k < nva; k++) gva += !isnan(va[k].value);
-        if (!gtr || !gva) continue;
-        char label[256];
-        fg_label(&runs[i], label, sizeof label);
-        for (int pass = 0; pass < 2; pass++) {
-            const gl_metric_point *p = pass ? va : tr;
-            int np = pass ? nva : ntr;
-            fprintf(f, "%s%s %s\twall_s\tloss\n", blocks ? "\n\n" : "", label, pass ? "val" : "train");
-            for (int k = 0; k < np; k++)
-                if (!isnan(p[k].value)) fprintf(f, "%ld\t%.3f\t%.6g\n", p[k].step, p[k].wall_time - t0, p[k].value);
-            blocks++;
+    fg_rng ry = fg_rng_empty();
+    for (int k = 0; k < G->n; k++) {
+        int np[2];
+        for (int q = 0; q < 2; q++) {
+            free(pt[q]);
+            pt[q] = NULL;
+            if (fg_group_series(db, runs, &G->g[k], q ? "val" : "train", &pt[q], &np[q], err, errlen)) goto cleanup;
+        }
+        if (!np[0] || !np[1]) continue;
+        for (int q = 0; q < 2; q++) {
+            if (blocks++) fprintf(f, "\n\n");
+            fg_write_band(f, G->g[k].label, pt[q], np[q], &ry);
         }
     }
     if (ferror(f) | fclose(f)) {
@@ -246,14 +540,23 @@ static int fg_loss(gl_db *db, const tables_run *runs, int n, const char *data_di
         rc = 0;
         goto cleanup;
     }
-    if (fg_draw(s, "loss.gp", path, out_dir, "loss_step", "x='step'", err, errlen) ||
-        fg_draw(s, "loss.gp", path, out_dir, "loss_time", "x='time'", err, errlen))
-        goto cleanup;
+    char vars[800], spread[64], title[400];
+    fg_spread_text(G, spread, sizeof spread);
+    snprintf(title, sizeof title, "Loss during training%s%s%s%s", G->common[0] ? ": " : "", G->common,
+             spread[0] ? (G->common[0] ? ", " : ": ") : "", spread);
+    for (int q = 0; q < 2; q++) {
+        snprintf(vars, sizeof vars, "x='%s'; title='%s'; band=%d; fig_w=%g", q ? "time" : "step", title, G->max_seeds > 1,
+                 blocks > 16 ? 8.5 : 6.5);
+        fg_rng_vars(ry, "y", 0, vars, sizeof vars);
+        if (fg_draw(s, "loss.gp", path, out_dir, q ? "loss_time" : "loss_step", vars, err, errlen)) goto cleanup;
+    }
     rc = 0;
 cleanup:
     if (f) fclose(f);
-    free(tr);
-    free(va);
+    free(pt[0]);
+    free(pt[1]);
+    fg_groups_free(G);
+    free(G);
     return rc;
 }
 
@@ -670,20 +973,31 @@ static int fg_heatmap(const fg_run_data *d, int heads, const char *data_dir, con
     }
     fprintf(fh, "layer\tkv_head\t%s%s\n", heads ? "delta_loss" : gi->key, heads ? "" : "_mean");
     fg_rng rc3 = fg_rng_empty();
-    for (int l = 0; l < d->L; l++)
+    for (int l = 0; l < d->L; l++) {
+        int any = 0; /* a block without a gate (block 0: no V1 to mix) is left out, not drawn as an empty row */
+        for (int h = 0; h < d->H; h++) any |= !isnan(g[l * d->H + h]);
+        if (!any) continue;
         for (int h = 0; h < d->H; h++) {
             fprintf(fh, "%d\t%d\t%s\n", l, h, report_num(b, 32, g[l * d->H + h]));
             fg_rng_add(&rc3, g[l * d->H + h]);
         }
+    }
     if (ferror(fh) | fclose(fh)) {
         snprintf(err, errlen, "writing %s failed", path);
         return -1;
     }
     char cbl[64];
     snprintf(cbl, sizeof cbl, "mean %s (probe tokens)", gi->symbol);
-    snprintf(vars, sizeof vars, "title='%s%s%s'; cblabel='%s'", d->label, heads ? ", on " : "",
-             heads ? d->delta_head_on : "", heads ? "ΔL when zeroed alone (nats/token)" : cbl);
-    fg_rng_vars(rc3, "cb", 0, vars, sizeof vars);
+    if (heads)
+        snprintf(vars, sizeof vars, "title='Loss increase when one gate is zeroed: %s, on %s'; "
+                                    "cblabel='ΔL when zeroed alone (nats/token)'; diverging=1",
+                 d->label, d->delta_head_on);
+    else snprintf(vars, sizeof vars, "title='Mean %s per block and KV head: %s'; cblabel='%s'", gi->symbol, d->label, cbl);
+    if (heads && rc3.lo <= rc3.hi) { /* signed: a range symmetric about zero, so white means "no change" */
+        double a = fmax(fmax(fabs(rc3.lo), fabs(rc3.hi)), 1e-6);
+        size_t k = strlen(vars);
+        snprintf(vars + k, sizeof vars - k, "; cbmin=%.9g; cbmax=%.9g", -1.02 * a, 1.02 * a);
+    } else fg_rng_vars(rc3, "cb", 0, vars, sizeof vars);
     return fg_draw(s, "heatmap.gp", path, out_dir, name, vars, err, errlen);
 }
 

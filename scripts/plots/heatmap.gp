@@ -4,8 +4,11 @@
 #
 #   gnuplot -e "data='alpha_heatmap.tsv'; out='alpha.png'; cblabel='mean α'" scripts/plots/heatmap.gp
 #
-# data: header row, then columns layer, kv_head, value ("nan": the block has
-# no gate; drawn blank).  Optional: title (plot title), cblabel (colour-bar label).
+# data: header row, then columns layer, kv_head, value ("nan": no value;
+# drawn blank; `gatelab figures` leaves out blocks without a gate).
+# Optional: title (plot title), cblabel (colour-bar label), diverging=1 for a
+# signed value (ΔL): a blue-white-red map with white at zero, meant for a
+# symmetric cbmin = −cbmax.
 if (!exists("style")) { _d = ARG0; _i = strlen(_d); while (_i > 0 && _d[_i:_i] ne '/') { _i = _i - 1 }; style = _d[1:_i] . 'style.gp' }
 if (!exists("cblabel")) cblabel = 'value'
 load style
@@ -20,7 +23,12 @@ set tics nomirror
 stats data using 1:2 nooutput
 set xrange [STATS_min_y - 0.5 : STATS_max_y + 0.5]
 set yrange [STATS_min_x - 0.5 : STATS_max_x + 0.5]
-if (exists("cbmin")) { _mid = (cbmin + cbmax) / 2.0 } else { stats data using 3 nooutput; _mid = (STATS_min + STATS_max) / 2.0 }
-# labels: black on the light (upper) half of the palette, white on the dark half
+if (exists("cbmin")) { _lo = cbmin; _hi = cbmax } else { stats data using 3 nooutput; _lo = STATS_min; _hi = STATS_max }
+_mid = (_lo + _hi) / 2.0
+if (!exists("diverging")) diverging = 0
+if (diverging) { set palette defined (0 '#2166ac', 0.25 '#92c5de', 0.5 '#f7f7f7', 0.75 '#f4a582', 1 '#b2182b') }
+# labels: viridis: black on the light (upper) half, white on the dark half;
+# diverging: white on the saturated ends, black near zero
+_dark(v) = diverging ? (abs(v - _mid) > 0.35 * (_hi - _lo)) : (v <= _mid)
 plot data using 2:1:3 with image notitle, \
-     data using 2:1:(sprintf('%.3g', $3)):($3 > _mid ? 0x000000 : 0xffffff) with labels font ',7' tc rgb variable notitle
+     data using 2:1:(sprintf('%.3g', $3)):(_dark($3) ? 0xffffff : 0x000000) with labels font ',7' tc rgb variable notitle
