@@ -573,13 +573,42 @@ static const gl_prov *fg_tokens_of(const fg_tokens *t, int nt, const tables_run 
     return NULL;
 }
 
-/* TSA runs grouped by (data, scale, variant), mean over seeds per λ, from
- * their headlines (runs without one are left out: noted).  Records each
- * (data, scale)'s token set in tok. */
+/* Mean and sample sd of x[0..k) into m, sd (sd 0 with one value). */
+static void fg_mean_sd(const double *x, int k, double *m, double *sd) {
+    double s = 0, q = 0;
+    for (int i = 0; i < k; i++) s += x[i];
+    *m = k ? s / k : NAN;
+    for (int i = 0; i < k; i++) q += (x[i] - *m) * (x[i] - *m);
+    *sd = k > 1 ? sqrt(q / (k - 1)) : 0.0;
+}
+
+/* One row of the Pareto files: knob, saved mean, sd, loss mean, sd, point label ("." none). */
+static void fg_pareto_row(FILE *f, double knob, const double *saved, const double *loss, int k, const char *label,
+                          fg_rng *rx, fg_rng *ry) {
+    double sm, ss, lm, ls;
+    fg_mean_sd(saved, k, &sm, &ss);
+    fg_mean_sd(loss, k, &lm, &ls);
+    fprintf(f, "%g\t%.4f\t%.4f\t%.6g\t%.6g\t%s\n", knob, sm, ss, lm, ls, label && *label ? label : ".");
+    fg_rng_add(rx, sm - ss), fg_rng_add(rx, sm + ss);
+    fg_rng_add(ry, lm - ls), fg_rng_add(ry, lm + ls);
+}
+
+#define FG_PARETO_SEEDS 64
+
+/* TSA runs grouped by (data, scale, variant), mean ± sd over seeds per λ,
+ * from their headlines (runs without one are left out: noted).  Records
+ * each (data, scale)'s token set in tok.  Legend: "TSA over λ", with the
+ * data, scale and variant when the figure holds several. */
 static int fg_pareto_tsa(FILE *f, const tables_run *runs, int n, fg_tokens *tok, int *ntok, fg_rng *rx, fg_rng *ry,
                          figures_summary *s) {
-    int blocks = 0;
+    int blocks = 0, first = -1, several = 0;
     char note[200], p[64];
+    for (int i = 0; i < n; i++) {
+        if (isnan(runs[i].lambda) || isnan(runs[i].tlops_saved) || !runs[i].headline) continue;
+        if (first < 0) first = i;
+        else several |= strcmp(runs[i].data, runs[first].data) || strcmp(runs[i].scale, runs[first].scale) ||
+                        strcmp(runs[i].variant, runs[first].variant);
+    }
     for (int i = 0; i < n;) {
         if (isnan(runs[i].lambda) || isnan(runs[i].tlops_saved) || !runs[i].headline) {
             if (!isnan(runs[i].lambda) && !runs[i].headline) {
@@ -601,13 +630,14 @@ static int fg_pareto_tsa(FILE *f, const tables_run *runs, int n, fg_tokens *tok,
         while (j < n && !strcmp(runs[j].data, runs[i].data) && !strcmp(runs[j].scale, runs[i].scale) &&
                !strcmp(runs[j].variant, runs[i].variant))
             j++;
-        fprintf(f, "%s%s %s %s (%s)\ttlops_saved\tval_loss\n", blocks ? "\n\n" : "", runs[i].data, runs[i].scale,
-                runs[i].variant, db_prov_str(have, p, sizeof p));
+        char title[200] = "TSA over λ";
+        if (several) snprintf(title, sizeof title, "%s %s %s", runs[i].data, runs[i].scale, runs[i].variant);
+        fg_unquote(title);
+        fprintf(f, "%s%s\tsaved\tsaved_sd\tloss\tloss_sd\tlabel\n", blocks ? "\n\n" : "", title);
         int pts = 0;
         for (int a = i; a < j;) {
-            int b = a;
-            double st = 0, sl = 0;
-            int k = 0;
+            int b = a, k = 0;
+            double st[FG_PARETO_SEEDS], sl[FG_PARETO_SEEDS];
             for (; b < j && (runs[b].lambda == runs[a].lambda || (isnan(runs[b].lambda) && isnan(runs[a].lambda))); b++) {
                 const tables_run *r = &runs[b];
                 if (isnan(r->tlops_saved) || isnan(r->val_loss) || !r->headline) continue;
@@ -617,78 +647,132 @@ static int fg_pareto_tsa(FILE *f, const tables_run *runs, int n, fg_tokens *tok,
                     fg_note(s, "pareto", note);
                     continue;
                 }
-                st += r->tlops_saved, sl += r->val_loss, k++;
+                if (k < FG_PARETO_SEEDS) st[k] = 100.0 * r->tlops_saved, sl[k] = r->val_loss, k++;
             }
             if (k && !isnan(runs[a].lambda)) {
-                fprintf(f, "%g\t%.4f\t%.6g\n", runs[a].lambda, 100.0 * st / k, sl / k);
-                fg_rng_add(rx, 100.0 * st / k);
-                fg_rng_add(ry, sl / k);
+                char lab[32];
+                snprintf(lab, sizeof lab, "λ=%g", runs[a].lambda);
+                fg_pareto_row(f, runs[a].lambda, st, sl, k, lab, rx, ry);
                 pts++;
             }
             a = b;
         }
-        if (!pts) fprintf(f, "nan\tnan\tnan\n");
+        if (!pts) fprintf(f, "nan\tnan\tnan\tnan\tnan\t.\n");
         blocks++;
         i = j;
     }
     return blocks;
 }
 
-/* Early exit on the TSA points' tokens: each run's matched point (matched.*,
- * τ bisected for a TSA run's α on the whole split) and its τ sweep (exit.tau*
- * of `ablate --mode exit`) when the sweep was measured on those tokens too;
- * what is on other tokens is noted, not drawn.  Returns the blocks written. */
+typedef struct {
+    double tau, saved, loss;
+} fg_tau_pt;
+
+static int fg_tau_cmp(const void *a, const void *b) {
+    const fg_tau_pt *x = a, *y = b;
+    return (x->tau > y->tau) - (x->tau < y->tau);
+}
+
+/* The matched point (matched.*, τ bisected for a TSA run's α on the whole
+ * split) of early-exit run r on the tokens want: 1 with *tau, *saved (%),
+ * *loss; 0 none there; -1 error. */
+static int fg_exit_matched(gl_db *db, const tables_run *r, const gl_prov *want, double *tau, double *saved,
+                           double *loss, char *err, size_t errlen) {
+    char name[METRIC_NAME_MAX];
+    gl_metric_val ml, mt, mtau = {.value = NAN};
+    metric_headline(name, sizeof name, METRIC_MATCHED, "loss");
+    int k = db_metric_at(db, r->run_id, "val", name, NULL, &ml, err, errlen);
+    metric_headline(name, sizeof name, METRIC_MATCHED, "tlops_saved");
+    if (k == 1) k = db_metric_at(db, r->run_id, "val", name, &ml.prov, &mt, err, errlen);
+    metric_headline(name, sizeof name, METRIC_MATCHED, "tau");
+    if (k == 1 && db_metric_at(db, r->run_id, "val", name, &ml.prov, &mtau, err, errlen) < 0) k = -1;
+    if (k != 1) return k;
+    if (!want || !db_prov_same(&ml.prov, want)) return 0;
+    *tau = mtau.value, *saved = 100.0 * mt.value, *loss = ml.value;
+    return 1;
+}
+
+/* The τ sweep (exit.tau* of `ablate --mode exit`) of early-exit run r on the
+ * tokens want, appended to pts (cap); a sweep on other tokens is noted. */
+static int fg_exit_sweep(gl_db *db, const tables_run *r, const gl_prov *want, fg_tau_pt *pts, int *np, int cap,
+                         figures_summary *s, char *err, size_t errlen) {
+    gl_metric_latest *m = NULL;
+    int nm = 0, other = 0;
+    char note[200], p[64], q[64];
+    if (db_metrics_latest(db, r->run_id, ABLATE_SPLIT, &m, &nm, err, errlen)) return -1;
+    for (int k = 0; k < nm; k++) {
+        metric_ablation_key key;
+        char sib[METRIC_NAME_MAX];
+        if (!metric_ablation_parse(m[k].name, &key) || strcmp(key.mode, METRIC_EXIT_MODE) || isnan(key.tau) ||
+            strcmp(key.quantity, "tlops_saved") || key.cat != METRIC_NONE ||
+            metric_ablation_sibling(sib, sizeof sib, &key, "loss", METRIC_NONE))
+            continue;
+        if (!want || !db_prov_same(&m[k].prov, want)) {
+            if (!other++) {
+                snprintf(note, sizeof note, "the τ sweep of %s on %s left out: the TSA points are on %s", r->run_id,
+                         db_prov_str(&m[k].prov, p, sizeof p), want ? db_prov_str(want, q, sizeof q) : "none");
+                fg_note(s, "pareto", note);
+            }
+            continue;
+        }
+        const double loss = db_metrics_latest_find_like(m, nm, sib, &m[k]);
+        if (isnan(loss) || isnan(m[k].value) || *np >= cap) continue;
+        pts[(*np)++] = (fg_tau_pt){key.tau, 100.0 * m[k].value, loss};
+    }
+    free(m);
+    return 0;
+}
+
+/* Early exit on the TSA points' tokens, per (data, scale): the matched point
+ * over seeds (mean ± sd, labelled with the mean τ) and the τ sweep over
+ * seeds (mean ± sd per τ, only its two ends labelled, so labels never pile
+ * up).  Returns the blocks written, or -1. */
 static int fg_pareto_exit(gl_db *db, FILE *e, const tables_run *runs, int n, const fg_tokens *tok, int ntok, fg_rng *rx,
                           fg_rng *ry, figures_summary *s, char *err, size_t errlen) {
+    enum { CAP = 1024 };
+    static fg_tau_pt sw[CAP];
     int eblocks = 0;
-    char note[200], p[64], q[64], name[METRIC_NAME_MAX];
-    for (int i = 0; i < n; i++) {
-        if (!strstr(runs[i].variant, "early_exit")) continue;
-        const gl_prov *want = fg_tokens_of(tok, ntok, &runs[i]);
-        gl_metric_val ml, mt;
-        metric_headline(name, sizeof name, METRIC_MATCHED, "loss");
-        int k = db_metric_at(db, runs[i].run_id, "val", name, NULL, &ml, err, errlen);
-        metric_headline(name, sizeof name, METRIC_MATCHED, "tlops_saved");
-        if (k == 1) k = db_metric_at(db, runs[i].run_id, "val", name, &ml.prov, &mt, err, errlen);
-        gl_metric_val tau = {.value = NAN};
-        metric_headline(name, sizeof name, METRIC_MATCHED, "tau");
-        if (k == 1 && db_metric_at(db, runs[i].run_id, "val", name, &ml.prov, &tau, err, errlen) < 0) k = -1;
-        if (k < 0) return -1;
-        if (k == 1 && want && db_prov_same(&ml.prov, want)) {
-            fprintf(e, "%s%s %s early exit at matched α (seed %s)\ttlops_saved\tval_loss\n", eblocks++ ? "\n\n" : "",
-                    runs[i].data, runs[i].scale, runs[i].seed);
-            fprintf(e, "%g\t%.4f\t%.6g\n", tau.value, 100.0 * mt.value, ml.value);
-            fg_rng_add(rx, 100.0 * mt.value);
-            fg_rng_add(ry, ml.value);
+    for (int t = 0; t < ntok; t++) {
+        double mt[FG_PARETO_SEEDS], ms[FG_PARETO_SEEDS], ml[FG_PARETO_SEEDS];
+        int nmatch = 0, nsw = 0;
+        for (int i = 0; i < n; i++) {
+            if (!strstr(runs[i].variant, "early_exit") || strcmp(runs[i].data, tok[t].data) ||
+                strcmp(runs[i].scale, tok[t].scale))
+                continue;
+            double tau, sv, ls;
+            int k = fg_exit_matched(db, &runs[i], &tok[t].prov, &tau, &sv, &ls, err, errlen);
+            if (k < 0) return -1;
+            if (k == 1 && nmatch < FG_PARETO_SEEDS) mt[nmatch] = tau, ms[nmatch] = sv, ml[nmatch] = ls, nmatch++;
+            if (fg_exit_sweep(db, &runs[i], &tok[t].prov, sw, &nsw, CAP, s, err, errlen)) return -1;
         }
-        gl_metric_latest *m = NULL;
-        int nm = 0, wrote = 0, other = 0;
-        if (db_metrics_latest(db, runs[i].run_id, ABLATE_SPLIT, &m, &nm, err, errlen)) return -1;
-        for (int r = 0; r < nm; r++) {
-            metric_ablation_key key;
-            char sib[METRIC_NAME_MAX];
-            if (!metric_ablation_parse(m[r].name, &key) || strcmp(key.mode, METRIC_EXIT_MODE) || isnan(key.tau) ||
-                strcmp(key.quantity, "tlops_saved") || key.cat != METRIC_NONE ||
-                metric_ablation_sibling(sib, sizeof sib, &key, "loss", METRIC_NONE))
-                continue;
-            if (!want || !db_prov_same(&m[r].prov, want)) {
-                if (!other++) {
-                    snprintf(note, sizeof note, "the τ sweep of %s on %s left out: the TSA points are on %s", runs[i].run_id,
-                             db_prov_str(&m[r].prov, p, sizeof p), want ? db_prov_str(want, q, sizeof q) : "none");
-                    fg_note(s, "pareto", note);
-                }
-                continue;
+        char pre[128] = "";
+        if (ntok > 1) snprintf(pre, sizeof pre, "%s %s: ", tok[t].data, tok[t].scale);
+        fg_unquote(pre);
+        if (nmatch) {
+            double tm, tsd;
+            char lab[48], seeds[32] = "";
+            fg_mean_sd(mt, nmatch, &tm, &tsd);
+            snprintf(lab, sizeof lab, "τ=%.2f", tm);
+            if (nmatch > 1) snprintf(seeds, sizeof seeds, " (%d seeds)", nmatch);
+            fprintf(e, "%s%searly exit at matched α%s\tsaved\tsaved_sd\tloss\tloss_sd\tlabel\n", eblocks++ ? "\n\n" : "",
+                    pre, seeds);
+            fg_pareto_row(e, tm, ms, ml, nmatch, lab, rx, ry);
+        }
+        if (nsw) {
+            qsort(sw, (size_t)nsw, sizeof *sw, fg_tau_cmp);
+            fprintf(e, "%s%searly exit over τ\tsaved\tsaved_sd\tloss\tloss_sd\tlabel\n", eblocks++ ? "\n\n" : "", pre);
+            for (int a = 0; a < nsw;) {
+                int b = a;
+                double xs[FG_PARETO_SEEDS], xl[FG_PARETO_SEEDS];
+                int k = 0;
+                for (; b < nsw && fabs(sw[b].tau - sw[a].tau) < 1e-9; b++)
+                    if (k < FG_PARETO_SEEDS) xs[k] = sw[b].saved, xl[k] = sw[b].loss, k++;
+                char lab[32] = "";
+                if (a == 0 || b == nsw) snprintf(lab, sizeof lab, "τ=%g", sw[a].tau);
+                fg_pareto_row(e, sw[a].tau, xs, xl, k, lab, rx, ry);
+                a = b;
             }
-            const double loss = db_metrics_latest_find_like(m, nm, sib, &m[r]);
-            if (isnan(loss) || isnan(m[r].value)) continue;
-            if (!wrote++)
-                fprintf(e, "%s%s %s early exit over τ (seed %s)\ttlops_saved\tval_loss\n", eblocks++ ? "\n\n" : "",
-                        runs[i].data, runs[i].scale, runs[i].seed);
-            fprintf(e, "%g\t%.4f\t%.6g\n", key.tau, 100.0 * m[r].value, loss);
-            fg_rng_add(rx, 100.0 * m[r].value);
-            fg_rng_add(ry, loss);
         }
-        free(m);
     }
     return eblocks;
 }
@@ -728,10 +812,15 @@ static int fg_pareto(gl_db *db, const tables_run *runs, int n, const char *data_
         fg_skip(s, "pareto", "no finished TSA run with a headline (the whole validation split)");
         return 0;
     }
-    char vars[4600] = "", p[64];
+    char vars[4600] = "", p[64], what[160];
+    snprintf(what, sizeof what, "%s %s", tok[0].data, tok[0].scale);
+    fg_unquote(what);
     if (ntok == 1)
-        snprintf(vars, sizeof vars, "title='every point on the same tokens: %s'", db_prov_str(&tok[0].prov, p, sizeof p));
-    else snprintf(vars, sizeof vars, "title='every point on the whole validation split of its data'");
+        snprintf(vars, sizeof vars, "title='TLOps saved vs validation loss, %s (mean ± sd over seeds), on %s'", what,
+                 db_prov_str(&tok[0].prov, p, sizeof p));
+    else snprintf(vars, sizeof vars,
+                  "title='TLOps saved vs validation loss (mean ± sd over seeds), each on the whole validation split of its "
+                  "data'");
     if (eblocks) snprintf(vars + strlen(vars), sizeof vars - strlen(vars), "; exitdata='%s'", epath);
     fg_rng_vars(rx, "x", 0, vars, sizeof vars);
     fg_rng_vars(ry, "y", 0, vars, sizeof vars);
@@ -1045,55 +1134,110 @@ static int fg_category(const fg_run_data *d, int p, const char *data_dir, const 
     return fg_draw(s, "category_bars.gp", path, out_dir, name, vars, err, errlen);
 }
 
-/* The depth profiles across runs: one block per run in depth_alpha.tsv and
- * depth_p.tsv, drawn once every run is in. */
+/* The depth profiles across runs: each analysed run's mean α and mean p by
+ * block, drawn once every run is in, one curve per group of seeds (mean ± sd). */
 typedef struct {
-    char path[2][4096]; /* [0] α, [1] p */
-    FILE *f[2];
-    int blocks[2];
-    fg_rng x[2], y[2];
+    int n, L;            /* runs, blocks per row */
+    double *v[2];        /* [0] α, [1] p: (n, L) NaN where absent */
+    unsigned char *has[2]; /* (n) */
 } fg_profiles;
 
-static void fg_profiles_add(fg_profiles *pr, const fg_run_data *d) {
+static int fg_profiles_init(fg_profiles *pr, int n, char *err, size_t errlen) {
+    memset(pr, 0, sizeof *pr);
+    pr->n = n;
+    pr->L = GL_MAX_LAYERS;
+    for (int p = 0; p < 2; p++) {
+        pr->v[p] = malloc((size_t)(n ? n : 1) * pr->L * sizeof(double));
+        pr->has[p] = calloc((size_t)(n ? n : 1), 1);
+        if (!pr->v[p] || !pr->has[p]) {
+            snprintf(err, errlen, "out of memory");
+            return -1;
+        }
+        for (size_t q = 0; q < (size_t)n * pr->L; q++) pr->v[p][q] = NAN;
+    }
+    return 0;
+}
+
+static void fg_profiles_free(fg_profiles *pr) {
+    for (int p = 0; p < 2; p++) free(pr->v[p]), free(pr->has[p]);
+    memset(pr, 0, sizeof *pr);
+}
+
+static void fg_profiles_add(fg_profiles *pr, int i, const fg_run_data *d) {
     for (int p = 0; p < 2; p++) {
         const double *v = p ? d->p_block : d->alpha_block;
         if (!(p ? d->has_p_block : d->has_alpha_block)) continue;
-        char b[32];
-        fprintf(pr->f[p], "%s%s\t%s\n", pr->blocks[p] ? "\n\n" : "", d->label, p ? "mean_p" : "mean_alpha");
-        for (int l = 0; l < d->L; l++)
-            if (!isnan(v[l])) {
-                fprintf(pr->f[p], "%d\t%s\n", l, report_num(b, 32, v[l]));
-                fg_rng_add(&pr->x[p], l);
-                fg_rng_add(&pr->y[p], v[l]);
-            }
-        pr->blocks[p]++;
+        pr->has[p][i] = 1;
+        for (int l = 0; l < d->L && l < pr->L; l++) pr->v[p][(size_t)i * pr->L + l] = v[l];
     }
 }
 
-/* Close both files and draw depth_alpha and depth_p (or say why not). */
-static int fg_profiles_draw(fg_profiles *pr, const char *out_dir, figures_summary *s, char *err, size_t errlen) {
-    int bad = (ferror(pr->f[0]) | fclose(pr->f[0])) | (ferror(pr->f[1]) | fclose(pr->f[1]));
-    pr->f[0] = pr->f[1] = NULL;
-    if (bad) {
-        snprintf(err, errlen, "writing %s failed", pr->path[0]);
-        return -1;
-    }
+/* depth_alpha / depth_p: data files and figures (or say why not). */
+static int fg_profiles_draw(gl_db *db, const tables_run *runs, const fg_profiles *pr, const char *data_dir,
+                            const char *out_dir, figures_summary *s, char *err, size_t errlen) {
     static const char *const name[2] = {"depth_alpha", "depth_p"};
     static const char *const ylab[2] = {"mean gate α (probe tokens)", "mean halting probability p"};
+    static const char *const what[2] = {"Mean SATFormer gate α by block", "Mean TSA halting probability by block"};
     static const char *const why[2] = {"no SATFormer run analysed (`gatelab analyze RUN`)",
                                        "no TSA run analysed (`gatelab analyze RUN`)"};
+    fg_groups *G = malloc(sizeof *G);
+    if (!G) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    int rc = -1;
     for (int p = 0; p < 2; p++) {
-        if (!pr->blocks[p]) {
+        if (fg_groups_build(db, runs, pr->n, pr->has[p], G, err, errlen)) goto done;
+        if (!G->n) {
             fg_skip(s, name[p], why[p]);
             continue;
         }
-        char pv[512];
-        snprintf(pv, sizeof pv, "ylab='%s'", ylab[p]);
-        fg_rng_vars(pr->x[p], "x", 0, pv, sizeof pv);
-        fg_rng_vars(pr->y[p], "y", 1, pv, sizeof pv);
-        if (fg_draw(s, "depth_profile.gp", pr->path[p], out_dir, name[p], pv, err, errlen)) return -1;
+        char path[4200], b[32], c[32];
+        snprintf(path, sizeof path, "%s/%s.tsv", data_dir, name[p]);
+        FILE *f = fopen(path, "w");
+        if (!f) {
+            snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
+            fg_groups_free(G);
+            goto done;
+        }
+        fg_rng rx = fg_rng_empty(), ry = fg_rng_empty();
+        for (int k = 0; k < G->n; k++) {
+            fprintf(f, "%s%s\tmean\tsd\tn\n", k ? "\n\n" : "", G->g[k].label);
+            for (int l = 0; l < pr->L; l++) {
+                double sum = 0, sq = 0;
+                int m = 0;
+                for (int q = 0; q < G->g[k].n; q++) {
+                    double x = pr->v[p][(size_t)G->g[k].idx[q] * pr->L + l];
+                    if (!isnan(x)) sum += x, sq += x * x, m++;
+                }
+                if (!m) continue;
+                double mean = sum / m, var = m > 1 ? (sq - m * mean * mean) / (m - 1) : 0.0;
+                double sd = var > 0 ? sqrt(var) : 0.0;
+                fprintf(f, "%d\t%s\t%s\t%d\n", l, report_num(b, 32, mean), report_num(c, 32, sd), m);
+                fg_rng_add(&rx, l);
+                fg_rng_add(&ry, mean - sd);
+                fg_rng_add(&ry, mean + sd);
+            }
+        }
+        int bad = ferror(f) | fclose(f);
+        if (bad) {
+            snprintf(err, errlen, "writing %s failed", path);
+            fg_groups_free(G);
+            goto done;
+        }
+        char pv[900], spread[64];
+        fg_spread_text(G, spread, sizeof spread);
+        snprintf(pv, sizeof pv, "ylab='%s'; title='%s%s%s%s%s'; fig_w=%g", ylab[p], what[p], G->common[0] ? ": " : "",
+                 G->common, spread[0] ? (G->common[0] ? ", " : ": ") : "", spread, G->n > 8 ? 8.0 : 6.5);
+        fg_rng_vars(rx, "x", 0, pv, sizeof pv);
+        fg_rng_vars(ry, "y", 1, pv, sizeof pv);
+        fg_groups_free(G);
+        if (fg_draw(s, "depth_profile.gp", path, out_dir, name[p], pv, err, errlen)) goto done;
     }
-    return 0;
+    rc = 0;
+done:
+    free(G);
+    return rc;
 }
 
 /* depth_map_<run>: per-character effective depth of a TSA run from its
@@ -1135,17 +1279,8 @@ static int fg_per_run(gl_db *db, const tables_run *runs, int n, const char *resu
     fg_profiles pr;
     fg_run_data d;
     int rc = -1;
-    memset(&pr, 0, sizeof pr);
     memset(&d, 0, sizeof d);
-    for (int p = 0; p < 2; p++) {
-        snprintf(pr.path[p], sizeof pr.path[p], "%s/%s", data_dir, p ? "depth_p.tsv" : "depth_alpha.tsv");
-        pr.f[p] = fopen(pr.path[p], "w");
-        pr.x[p] = pr.y[p] = fg_rng_empty();
-        if (!pr.f[p]) {
-            snprintf(err, errlen, "cannot write %s: %s", pr.path[p], strerror(errno));
-            goto cleanup;
-        }
-    }
+    if (fg_profiles_init(&pr, n, err, errlen)) goto cleanup;
     for (int i = 0; i < n; i++) {
         int ok = fg_run_data_init(&d, db, &runs[i], err, errlen);
         if (ok < 0) goto cleanup;
@@ -1154,13 +1289,12 @@ static int fg_per_run(gl_db *db, const tables_run *runs, int n, const char *resu
             fg_heatmap(&d, 0, data_dir, out_dir, s, err, errlen) || fg_heatmap(&d, 1, data_dir, out_dir, s, err, errlen) ||
             fg_category(&d, 0, data_dir, out_dir, s, err, errlen) || fg_category(&d, 1, data_dir, out_dir, s, err, errlen))
             goto cleanup;
-        fg_profiles_add(&pr, &d);
+        fg_profiles_add(&pr, i, &d);
         if (!isnan(runs[i].lambda) && fg_depth_map(&d, results, data_dir, out_dir, s, err, errlen)) goto cleanup;
     }
-    rc = fg_profiles_draw(&pr, out_dir, s, err, errlen);
+    rc = fg_profiles_draw(db, runs, &pr, data_dir, out_dir, s, err, errlen);
 cleanup:
-    for (int p = 0; p < 2; p++)
-        if (pr.f[p]) fclose(pr.f[p]);
+    fg_profiles_free(&pr);
     fg_run_data_free(&d);
     return rc;
 }
