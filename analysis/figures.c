@@ -958,6 +958,23 @@ static void fg_note_other(figures_summary *s, const char *fig, const gl_metric_l
     fg_note(s, fig, note);
 }
 
+/* The bar label of an intervention (mode, gate label as in the metric
+ * names; sym: the gate's symbol): "α := 0 (every gate)", "α := its mean
+ * (L1+L3H0)", "full depth (p := 0)"…; an unknown mode keeps "mode:label". */
+static void fg_intervention_label(const char *mode, const char *label, const char *sym, char *out, size_t n) {
+    char which[96];
+    if (!strcmp(label, METRIC_LABEL_ALL)) snprintf(which, sizeof which, "every gate");
+    else snprintf(which, sizeof which, "%s", label);
+    if (!strcmp(mode, "zero")) snprintf(out, n, "%s := 0 (%s)", sym, which);
+    else if (!strcmp(mode, "mean")) snprintf(out, n, "%s := its mean (%s)", sym, which);
+    else if (!strcmp(mode, "resample")) snprintf(out, n, "%s resampled from other tokens (%s)", sym, which);
+    else if (!strcmp(mode, "file")) snprintf(out, n, "%s := values from a file (%s)", sym, which);
+    else if (!strcmp(mode, "full-depth")) snprintf(out, n, "full depth (p := 0)");
+    else if (!strcmp(mode, "random")) snprintf(out, n, "random routing at the learned α");
+    else snprintf(out, n, "%s:%s", mode, label);
+    fg_unquote(out);
+}
+
 /* ablation_<run>: one bar group per intervention (every <mode>.<label>.delta_loss
  * except early exit and single-gate zeroing, which goes to the heads map: its
  * values are kept in d->delta_head). */
@@ -965,9 +982,12 @@ static int fg_ablation_bars(gl_db *db, fg_run_data *d, const char *data_dir, con
                             char *err, size_t errlen) {
     gl_metric_latest *m = NULL;
     int nm = 0, nbars = 0, has_cat[CAT_COUNT] = {0}, rc = -1;
-    char path[4096], name[160], vars[640], b[32];
+    char path[4096], name[160], vars[1024], b[32];
     fg_rng ry = fg_rng_empty();
     const char *id = d->run->run_id;
+    char vr[32] = "", sym[16];
+    if (db_param_get(db, id, "model.value_residual", vr, sizeof vr, err, errlen) < 0) return -1;
+    snprintf(sym, sizeof sym, "%s", !strcmp(vr, "resformer") ? "λ1" : gatekind_info[d->gate].symbol);
     if (db_metrics_latest(db, id, ABLATE_SPLIT, &m, &nm, err, errlen)) return -1;
     snprintf(path, sizeof path, "%s/ablation_%s.tsv", data_dir, id);
     FILE *fb = fopen(path, "w");
@@ -1013,7 +1033,9 @@ static int fg_ablation_bars(gl_db *db, fg_run_data *d, const char *data_dir, con
                         ? NAN
                         : db_metrics_latest_find_like(m, nm, want, &m[k]);
         }
-        fprintf(fb, "%s:%s\t%s", key.mode, key.label, report_num(b, 32, m[k].value));
+        char readable[160];
+        fg_intervention_label(key.mode, key.label, sym, readable, sizeof readable);
+        fprintf(fb, "%s\t%s", readable, report_num(b, 32, m[k].value));
         for (int c = 0; c < CAT_COUNT; c++)
             if (has_cat[c]) fprintf(fb, "\t%s", report_num(b, 32, cv[c]));
         fprintf(fb, "\n");
@@ -1033,8 +1055,9 @@ static int fg_ablation_bars(gl_db *db, fg_run_data *d, const char *data_dir, con
     if (nbars) {
         int ncol = 2;
         for (int c = 0; c < CAT_COUNT; c++) ncol += has_cat[c];
-        snprintf(vars, sizeof vars, "title='%s, on %s @%ld'; ncol=%d", d->label, db_prov_str(&bars->prov, on, sizeof on),
-                 bars->step, ncol);
+        db_prov_str(&bars->prov, on, sizeof on);
+        snprintf(vars, sizeof vars, "title='Loss increase per gate intervention: %s, on %s @%ld'; ncol=%d", d->label,
+                 strcmp(on, "?") ? on : "tokens not recorded", bars->step, ncol);
         fg_rng_vars(ry, "y", 1, vars, sizeof vars);
         if (fg_draw(s, "ablation_bars.gp", path, out_dir, name, vars, err, errlen)) goto cleanup;
     }
@@ -1051,7 +1074,7 @@ static int fg_heatmap(const fg_run_data *d, int heads, const char *data_dir, con
                       char *err, size_t errlen) {
     const double *g = heads ? d->delta_head : d->alpha_head;
     if (!(heads ? d->has_delta_head : d->has_alpha_head)) return 0;
-    char name[160], path[4096], vars[512], b[32];
+    char name[160], path[4096], vars[1024], b[32];
     const gl_gate_info *gi = &gatekind_info[d->gate];
     snprintf(name, sizeof name, "%s%s_%s", heads ? "heads" : gi->key, heads ? "" : "_heatmap", d->run->run_id);
     snprintf(path, sizeof path, "%s/%s.tsv", data_dir, name);
@@ -1095,7 +1118,7 @@ static int fg_category(const fg_run_data *d, int p, const char *data_dir, const 
                        char *err, size_t errlen) {
     const double *c3 = p ? d->p_cat : d->alpha_cat;
     if (!(p ? d->has_p_cat : d->has_alpha_cat)) return 0;
-    char name[160], path[4096], vars[512], b[32];
+    char name[160], path[4096], vars[1024], b[32];
     snprintf(name, sizeof name, "category_%s_%s", p ? "p" : gatekind_info[d->gate].key, d->run->run_id);
     snprintf(path, sizeof path, "%s/%s.tsv", data_dir, name);
     FILE *fc = fopen(path, "w");
@@ -1129,7 +1152,8 @@ static int fg_category(const fg_run_data *d, int p, const char *data_dir, const 
     }
     char yl[64];
     snprintf(yl, sizeof yl, "mean gate %s", gatekind_info[d->gate].symbol);
-    snprintf(vars, sizeof vars, "title='%s'; ylab='%s'; ncol=%d", d->label, p ? "mean halting probability p" : yl, 1 + ncat);
+    snprintf(vars, sizeof vars, "title='%s by block and token category: %s'; ylab='%s'; ncol=%d",
+             p ? "Mean halting probability p" : yl, d->label, p ? "mean halting probability p" : yl, 1 + ncat);
     fg_rng_vars(ryc, "y", 1, vars, sizeof vars);
     return fg_draw(s, "category_bars.gp", path, out_dir, name, vars, err, errlen);
 }
