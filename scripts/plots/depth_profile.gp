@@ -18,4 +18,6 @@ set ylabel ylab
 set xtics 1
 set key outside right top
 if (!exists("ymin")) { set offsets graph 0.03, graph 0.03, graph 0.05, graph 0.05 }
+# one block only (a 2-block TSA model has one router): a range around it, not gnuplot's warning
+if (!exists("xmin")) { stats data using 1 nooutput; if (STATS_max == STATS_min) { set xrange [STATS_min - 1 : STATS_max + 1] } }
 plot for [i=0:*] data index i using 1:2:3 with yerrorlines lt (i+1) title columnheader(1)

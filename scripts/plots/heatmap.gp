@@ -20,9 +20,11 @@ set cblabel cblabel
 set xtics 1 out
 set ytics 1 out
 set tics nomirror
-stats data using 1:2 nooutput
-set xrange [STATS_min_y - 0.5 : STATS_max_y + 0.5]
-set yrange [STATS_min_x - 0.5 : STATS_max_x + 0.5]
+# one column at a time: a 1 x 1 grid (one gated block, one KV head) has no 2-D statistics
+stats data using 1 name 'BL' nooutput
+stats data using 2 name 'KV' nooutput
+set xrange [KV_min - 0.5 : KV_max + 0.5]
+set yrange [BL_min - 0.5 : BL_max + 0.5]
 if (exists("cbmin")) { _lo = cbmin; _hi = cbmax } else { stats data using 3 nooutput; _lo = STATS_min; _hi = STATS_max }
 _mid = (_lo + _hi) / 2.0
 if (!exists("diverging")) diverging = 0
@@ -30,5 +32,7 @@ if (diverging) { set palette defined (0 '#2166ac', 0.25 '#92c5de', 0.5 '#f7f7f7'
 # labels: viridis: black on the light (upper) half, white on the dark half;
 # diverging: white on the saturated ends, black near zero
 _dark(v) = diverging ? (abs(v - _mid) > 0.35 * (_hi - _lo)) : (v <= _mid)
-plot data using 2:1:3 with image notitle, \
+set style fill solid 1.0 noborder
+# cells as boxes, not `with image`: a model with one gated block is a 1 x H grid, which image refuses
+plot data using 2:1:(0.5):(0.5):3 with boxxyerror fc palette notitle, \
      data using 2:1:(sprintf('%.3g', $3)):(_dark($3) ? 0xffffff : 0x000000) with labels font ',7' tc rgb variable notitle
