@@ -2,7 +2,7 @@
  * cmd_ablate.c — `gatelab ablate` (gate interventions) and `gatelab heads`
  * (every gate zeroed alone, ranked).
  *
- *   gatelab ablate RUN --mode zero|mean|full-depth|random|exit [--layers 1,3] [--heads 2:0,3:1]
+ *   gatelab ablate RUN --mode zero|mean|resample|full-depth|random|exit [--layers 1,3] [--heads 2:0,3:1]
  *                  [--taus 0.5,0.9] [--windows N] [--batch B] [--threads N] [--results DIR] [--db PATH] [--no-db]
  *   gatelab heads RUN [--windows N] [--batch B] [--threads N] [--results DIR] [--db PATH] [--out DIR] [--no-db]
  *                 [--no-figure]
@@ -52,11 +52,12 @@ static void ab_usage(FILE *f, int heads) {
         fprintf(f, "usage: gatelab heads RUN [--windows N] [--batch B] [--threads N] [--results DIR] [--db PATH] [--out DIR]\n"
                    "                     [--no-db] [--no-figure]\n");
     else
-        fprintf(f, "usage: gatelab ablate RUN --mode zero|mean|file|full-depth|random|exit [--layers 1,3] [--heads 2:0,3:1]\n"
+        fprintf(f, "usage: gatelab ablate RUN --mode zero|mean|resample|file|full-depth|random|exit [--layers 1,3] [--heads 2:0,3:1]\n"
                    "                      [--taus 0.5,0.7,0.9] [--windows N] [--batch B] [--threads N] [--results DIR] [--db PATH]\n"
                    "                      [--no-db]\n"
                    "                      [--values FILE]\n"
                    "  zero/mean: SATFormer α (or ResFormer λ1 with zero) on the selected gates (default: all)\n"
+                   "  resample: each token's selected gates taken from a random token of the reference windows\n"
                    "  file: each gate listed in --values FILE (lines \"block kv_head value\") set to its value\n"
                    "  full-depth/random: TSA routing forced to p = 0 / random at the learned active fraction\n"
                    "  exit: early exit at each threshold τ of --taus (default 0.5,0.6,0.7,0.8,0.9,0.95)\n");
@@ -161,8 +162,8 @@ static void ab_json_num(const char *key, double v, int comma) {
 static void ab_print_result(const ab_env *e, const ablate_result *r, const char *label) {
     const ablate_ctx *c = &e->ctx;
     printf("gatelab ablate: run %s | mode %s | gates %s | evaluation %s (%.0f scored tokens)%s%s\n", e->run_id,
-           ablate_mode_name(r->mode), label, c->eval_desc, r->base.tokens, r->mode == ABLATE_MEAN ? " | reference " : "",
-           r->mode == ABLATE_MEAN ? c->ref_desc : "");
+           ablate_mode_name(r->mode), label, c->eval_desc, r->base.tokens, ablate_mode_uses_reference(r->mode) ? " | reference " : "",
+           ablate_mode_uses_reference(r->mode) ? c->ref_desc : "");
     if (r->mode == ABLATE_RANDOM)
         printf("  baseline: the learned routers run hard at α = %.4f; control: random skipping with probability %.4f\n",
                r->base.active_frac, r->route_skip);
@@ -174,7 +175,7 @@ static void ab_print_result(const ab_env *e, const ablate_result *r, const char 
             printf("  %-12s %10.0f %12.5f %12.5f %+10.5f\n", cat_name(k), r->base.cat_tokens[k], r->base.cat_loss[k],
                    r->ablated.cat_loss[k], r->delta_cat[k]);
     printf("{\"run\":\"%s\",\"mode\":\"%s\",\"gates\":\"%s\",\"eval\":\"%s\",\"reference\":\"%s\",", e->run_id,
-           ablate_mode_name(r->mode), label, c->eval_desc, r->mode == ABLATE_MEAN ? c->ref_desc : "");
+           ablate_mode_name(r->mode), label, c->eval_desc, ablate_mode_uses_reference(r->mode) ? c->ref_desc : "");
     ab_json_num("tokens", r->base.tokens, 1);
     ab_json_num("base_loss", r->base.loss, 1);
     ab_json_num("loss", r->ablated.loss, 1);
@@ -245,7 +246,7 @@ int cmd_ablate(int argc, char **argv) {
     ablate_mode mode = ABLATE_ZERO;
     int exit_mode = !strcmp(a.mode, "exit");
     if (!exit_mode && ablate_parse_mode(a.mode, &mode)) {
-        fprintf(stderr, "gatelab ablate: --mode '%s': expected zero, mean, file, full-depth, random or exit\n", a.mode);
+        fprintf(stderr, "gatelab ablate: --mode '%s': expected zero, mean, resample, file, full-depth, random or exit\n", a.mode);
         return 2;
     }
     static ab_env e;
@@ -273,11 +274,11 @@ int cmd_ablate(int argc, char **argv) {
             }
             if (ablate_read_values(&e.ctx, a.values, sel, err, sizeof err)) goto fail;
             snprintf(label, sizeof label, "file");
-        } else if (mode == ABLATE_ZERO || mode == ABLATE_MEAN) {
+        } else if (ablate_mode_selects_gates(mode)) {
             if (ablate_parse_selection(m, a.layers, a.heads, sel, err, sizeof err)) goto fail;
             ablate_selection_label(m, sel, label, sizeof label);
         } else if (a.layers || a.heads) {
-            snprintf(err, sizeof err, "--layers / --heads select gates for zero and mean; --mode %s acts on every router",
+            snprintf(err, sizeof err, "--layers / --heads select gates for zero, mean and resample; --mode %s acts on every router",
                      a.mode);
             goto fail;
         }

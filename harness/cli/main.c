@@ -24,7 +24,7 @@ static const command commands[] = {
     {"collect", cmd_collect, "collect MAIN.db TASK.db [TASK.db ...]"},
     {"runs", cmd_runs, "runs [--experiment E] [--status S] [--format table|csv|json] [--db PATH]"},
     {"analyze", cmd_analyze, "analyze RUN [--results DIR] [--db PATH] [--out DIR] [--no-db]"},
-    {"ablate", cmd_ablate, "ablate RUN --mode zero|mean|full-depth|random|exit [--layers 1,3] [--heads 2:0,3:1] [--taus T,...] [--windows N] [--db PATH]"},
+    {"ablate", cmd_ablate, "ablate RUN --mode zero|mean|resample|file|full-depth|random|exit [--layers 1,3] [--heads 2:0,3:1] [--taus T,...] [--windows N] [--db PATH]"},
     {"heads", cmd_heads, "heads RUN [--windows N] [--out DIR] [--db PATH] [--no-figure]"},
     {"tables", cmd_tables, "tables [EXPERIMENT] [--db PATH] [--results DIR] [--out DIR]"},
     {"paper", cmd_paper, "paper post | paper report PRESET [--results DIR] [--out DIR]   (stages of make paper)"},
