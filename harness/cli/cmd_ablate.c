@@ -348,7 +348,7 @@ int cmd_heads(int argc, char **argv) {
         if (report_mkdir_p(fig_dir, err, sizeof err)) goto fail;
         snprintf(base_name, sizeof base_name, "%s/heads_%s", fig_dir, e.run_id);
         snprintf(vars, sizeof vars, "title='%s: ΔL when one gate is zeroed, on %s (%.0f tokens) at step %ld'; "
-                                    "cblabel='ΔL (nats/token)'", e.run_id, e.ctx.eval_desc, base.tokens, e.run.st.step);
+                                    "cblabel='ΔL (nats/token)'; diverging=1", e.run_id, e.ctx.eval_desc, base.tokens, e.run.st.step);
         if (figures_gnuplot("heatmap.gp", grid, base_name, vars, err, sizeof err)) goto fail;
         printf("figure: %s.png, %s.pdf\n", base_name, base_name);
     }
