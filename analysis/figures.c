@@ -3,17 +3,23 @@
  * gnuplot runs that draw it (figures.h).
  *
  * Figures, each NAME.png + NAME.pdf in the output folder, data in data/:
- *   loss_step, loss_time        train and val loss of every run vs step / seconds
+ *   loss_step, loss_time        train and val loss vs step / seconds, per group of seeds
  *   pareto                      TSA: TLOps saved vs val loss over λ, early exit at the matched α
  *                               (+ the τ sweep when it was measured on the same tokens)
- *   depth_alpha, depth_p        mean α by block (SATFormer), mean p by block (TSA), all runs
+ *   depth_alpha, depth_p        mean α by block (SATFormer), mean p by block (TSA), per group of seeds
  *   <key>_heatmap_<run>         block × KV head mean of the run's per-head gate (the gate
  *                               table's key: alpha_heatmap for SATFormer; needs `gatelab analyze`)
  *   category_<key>_<run>        its mean by block and category  (needs `gatelab analyze`)
  *   category_p_<run>            mean p by block and category  (needs `gatelab analyze`)
  *   ablation_<run>              ΔL by intervention and category (needs `gatelab ablate`)
+ *   ablation_seeds              those bars pooled over the seeds of each configuration (mean ± sd)
  *   heads_<run>                 block × KV head ΔL of single-gate zeroing (needs `gatelab heads`)
  *   depth_map_<run>             per-character effective depth over the probe text (TSA trace)
+ *
+ * Runs whose configurations differ only by seed form a group (fg_groups):
+ * curves and bars show the group's mean with ± sd over its seeds, legends
+ * name what tells groups apart and titles what they share.  Text is plain
+ * (style.gp's terminals are noenhanced), so labels print as written.
  *
  * One figure, one token set: every number a figure sets side by side was
  * measured on the same windows at the same step (the registry's provenance);
@@ -829,6 +835,31 @@ static int fg_pareto(gl_db *db, const tables_run *runs, int n, const char *data_
 
 /* ---- per-run figures ---- */
 
+/* Every run's intervention bars (ΔL over all tokens), for ablation_seeds. */
+typedef struct {
+    int run;          /* index into the runs array */
+    double v;         /* ΔL (nats/token) */
+    char label[160];  /* the readable intervention */
+} fg_abl_pt;
+
+typedef struct fg_abl_pts {
+    fg_abl_pt *p;
+    int n, cap;
+} fg_abl_pts;
+
+static int fg_abl_add(fg_abl_pts *a, int run, const char *label, double v) {
+    if (a->n == a->cap) {
+        int cap = a->cap ? 2 * a->cap : 64;
+        fg_abl_pt *q = realloc(a->p, (size_t)cap * sizeof *q);
+        if (!q) return -1;
+        a->p = q, a->cap = cap;
+    }
+    a->p[a->n].run = run, a->p[a->n].v = v;
+    snprintf(a->p[a->n].label, sizeof a->p[0].label, "%s", label);
+    a->n++;
+    return 0;
+}
+
 /* What one run's analysis and ablation rows hold by block, KV head and
  * category (NaN where absent), and its legend text. */
 typedef struct {
@@ -844,6 +875,8 @@ typedef struct {
     gl_gate gate;        /* the per-head gate the alpha_* fields hold (gate table, model/gatekind.h) */
     char delta_head_on[96];  /* what delta_head was measured on ("val[0,64) 4096 tok @40") */
     char label[256];
+    struct fg_abl_pts *abl;  /* where the bars' all-token values go for the figure over seeds (may be NULL) */
+    int idx;                 /* the run's index in the runs array */
 } fg_run_data;
 
 static void fg_run_data_free(fg_run_data *d) {
@@ -1042,6 +1075,10 @@ static int fg_ablation_bars(gl_db *db, fg_run_data *d, const char *data_dir, con
         fg_rng_add(&ry, m[k].value);
         for (int c = 0; c < CAT_COUNT; c++) fg_rng_add(&ry, cv[c]);
         nbars++;
+        if (d->abl && !isnan(m[k].value) && fg_abl_add(d->abl, d->idx, readable, m[k].value)) {
+            snprintf(err, errlen, "out of memory");
+            goto cleanup;
+        }
     }
     int bad = ferror(fb) | fclose(fb);
     fb = NULL;
@@ -1297,11 +1334,80 @@ static int fg_depth_map(const fg_run_data *d, const char *results, const char *d
     return fg_draw(s, "depth_map.gp", path, out_dir, name, vars, err, errlen);
 }
 
+/* ablation_seeds: the bars of ablation_<run> (ΔL over all tokens) pooled
+ * over the seeds of each group: one bar per (group, intervention), mean ±
+ * sd over seeds.  Drawn when some configuration has two or more seeds. */
+static int fg_ablation_seeds(gl_db *db, const tables_run *runs, int n, const fg_abl_pts *a, const char *data_dir,
+                             const char *out_dir, figures_summary *s, char *err, size_t errlen) {
+    if (!a->n) return 0;
+    unsigned char *want = calloc((size_t)n, 1);
+    fg_groups *G = malloc(sizeof *G);
+    int rc = -1, rows = 0;
+    FILE *f = NULL;
+    char path[4200];
+    if (!want || !G) {
+        snprintf(err, errlen, "out of memory");
+        goto done;
+    }
+    for (int k = 0; k < a->n; k++) want[a->p[k].run] = 1;
+    if (fg_groups_build(db, runs, n, want, G, err, errlen)) goto done;
+    if (G->max_seeds < 2) {
+        fg_skip(s, "ablation_seeds", "every ablated configuration has one seed (its bars: ablation_<run>)");
+        rc = 0;
+        goto done_groups;
+    }
+    snprintf(path, sizeof path, "%s/ablation_seeds.tsv", data_dir);
+    if (!(f = fopen(path, "w"))) {
+        snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
+        goto done_groups;
+    }
+    fprintf(f, "intervention\tdelta_loss\tsd\tseeds\n");
+    for (int g = 0; g < G->n; g++)
+        for (int k = 0; k < a->n; k++) { /* each intervention once per group, in the order first met */
+            int in = 0, first = 1;
+            for (int q = 0; q < G->g[g].n; q++) in |= G->g[g].idx[q] == a->p[k].run;
+            for (int j = 0; j < k && in && first; j++)
+                for (int q = 0; q < G->g[g].n; q++)
+                    if (G->g[g].idx[q] == a->p[j].run && !strcmp(a->p[j].label, a->p[k].label)) first = 0;
+            if (!in || !first) continue;
+            double x[FG_SEEDS_MAX], mean, sd;
+            int m = 0;
+            for (int j = k; j < a->n; j++)
+                for (int q = 0; q < G->g[g].n && m < FG_SEEDS_MAX; q++)
+                    if (G->g[g].idx[q] == a->p[j].run && !strcmp(a->p[j].label, a->p[k].label)) x[m++] = a->p[j].v;
+            fg_mean_sd(x, m, &mean, &sd);
+            char b1[32], b2[32];
+            fprintf(f, "%s%s%s\t%s\t%s\t%d\n", G->n > 1 ? G->g[g].label : "", G->n > 1 ? ": " : "", a->p[k].label,
+                    report_num(b1, 32, mean), m > 1 ? report_num(b2, 32, sd) : "nan", m);
+            rows++;
+        }
+    int bad = ferror(f) | fclose(f);
+    f = NULL;
+    if (bad) {
+        snprintf(err, errlen, "writing %s failed", path);
+        goto done_groups;
+    }
+    char vars[900], spread[64];
+    fg_spread_text(G, spread, sizeof spread);
+    snprintf(vars, sizeof vars, "title='Loss increase per gate intervention%s%s%s%s'; ylab='ΔL (nats/token)'; fig_w=%g",
+             G->common[0] ? ": " : "", G->common, spread[0] ? (G->common[0] ? ", " : ": ") : "", spread,
+             rows > 6 ? 8.0 : 5.5);
+    rc = rows ? fg_draw(s, "paper_bars.gp", path, out_dir, "ablation_seeds", vars, err, errlen) : 0;
+done_groups:
+    fg_groups_free(G);
+done:
+    if (f) fclose(f);
+    free(G);
+    free(want);
+    return rc;
+}
+
 /* Per-run figures from the analysis, ablation and trace data, and the depth profiles across runs. */
 static int fg_per_run(gl_db *db, const tables_run *runs, int n, const char *results, const char *data_dir,
                       const char *out_dir, figures_summary *s, char *err, size_t errlen) {
     fg_profiles pr;
     fg_run_data d;
+    fg_abl_pts abl = {NULL, 0, 0};
     int rc = -1;
     memset(&d, 0, sizeof d);
     if (fg_profiles_init(&pr, n, err, errlen)) goto cleanup;
@@ -1309,6 +1415,8 @@ static int fg_per_run(gl_db *db, const tables_run *runs, int n, const char *resu
         int ok = fg_run_data_init(&d, db, &runs[i], err, errlen);
         if (ok < 0) goto cleanup;
         if (!ok) continue;
+        d.abl = &abl;
+        d.idx = i;
         if (fg_read_analysis(db, &d, err, errlen) || fg_ablation_bars(db, &d, data_dir, out_dir, s, err, errlen) ||
             fg_heatmap(&d, 0, data_dir, out_dir, s, err, errlen) || fg_heatmap(&d, 1, data_dir, out_dir, s, err, errlen) ||
             fg_category(&d, 0, data_dir, out_dir, s, err, errlen) || fg_category(&d, 1, data_dir, out_dir, s, err, errlen))
@@ -1316,8 +1424,10 @@ static int fg_per_run(gl_db *db, const tables_run *runs, int n, const char *resu
         fg_profiles_add(&pr, i, &d);
         if (!isnan(runs[i].lambda) && fg_depth_map(&d, results, data_dir, out_dir, s, err, errlen)) goto cleanup;
     }
-    rc = fg_profiles_draw(db, runs, &pr, data_dir, out_dir, s, err, errlen);
+    rc = fg_profiles_draw(db, runs, &pr, data_dir, out_dir, s, err, errlen) ||
+         fg_ablation_seeds(db, runs, n, &abl, data_dir, out_dir, s, err, errlen) ? -1 : 0;
 cleanup:
+    free(abl.p);
     fg_profiles_free(&pr);
     fg_run_data_free(&d);
     return rc;

@@ -43,6 +43,7 @@ ok=1
 for r in sat1 sat2 tsa1 tsa2 tsaB; do "$BIN" analyze $r --results "$R" > "$W/an.$r" 2>&1 || ok=0; done
 "$BIN" ablate sat1 --results "$R" --mode zero --windows 8 > "$W/ab1" 2>&1 || ok=0
 "$BIN" ablate sat1 --results "$R" --mode mean --windows 8 > "$W/ab2" 2>&1 || ok=0
+"$BIN" ablate sat2 --results "$R" --mode zero --windows 8 > "$W/ab3" 2>&1 || ok=0
 "$BIN" heads sat1 --results "$R" --windows 8 > "$W/hd" 2>&1 || ok=0
 "$BIN" eval ee --match-run tsa1 --record --results "$R" > "$W/ev" 2>&1 || ok=0
 check "analyze, ablate, heads and eval --match-run exit 0" test $ok = 1
@@ -52,7 +53,7 @@ check "analyze, ablate, heads and eval --match-run exit 0" test $ok = 1
 check "figures exits 0 with nothing on stderr" test $? -eq 0 -a ! -s "$W/fg.err"
 valid_png() { [ "$(head -c 8 "$1" | od -An -tx1 | tr -d ' \n')" = "89504e470d0a1a0a" ] && [ "$(stat -c %s "$1")" -gt 4000 ]; }
 for f in loss_step loss_time pareto depth_alpha depth_p alpha_heatmap_sat1 heads_sat1 category_alpha_sat1 \
-         category_p_tsa1 ablation_sat1 depth_map_tsa1; do
+         category_p_tsa1 ablation_sat1 ablation_seeds depth_map_tsa1; do
     check "figure $f: PNG, PDF and SVG exist and are not empty" \
         eval 'valid_png "$F/$f.png" && [ "$(head -c 4 "$F/$f.pdf")" = "%PDF" ] && grep -q "<svg" "$F/$f.svg"'
 done
@@ -76,7 +77,7 @@ check "pareto points carry sd on both axes and a label column" \
     awk -F'\t' 'NR > 1 && NF == 6 && $1 != "nan" { n++ } END { exit !(n >= 2) }' "$D/pareto_tsa.tsv"
 untitled=""
 for f in loss_step loss_time pareto depth_alpha depth_p alpha_heatmap_sat1 heads_sat1 category_alpha_sat1 category_p_tsa1 \
-         ablation_sat1 depth_map_tsa1; do
+         ablation_sat1 ablation_seeds depth_map_tsa1; do
     # a title is centred text in the top 12 % (or 30 px) of gnuplot's SVG (tick labels sit at the bottom or the side)
     awk 'match($0, /height="[0-9.]+"/) && !h { h = substr($0, RSTART + 8, RLENGTH - 9) }
          /<g transform="translate\([0-9.]+,[0-9.]+\)".*text-anchor="middle"/ { split($0, a, /[(),]/); if (a[3] + 0 < 0.12 * h || a[3] + 0 < 30) top = 1 }
@@ -91,6 +92,10 @@ check "the heads ΔL map leaves out block 0 too" awk -F'\t' 'NR > 1 && $1 == 0 {
     "$D/heads_sat1.tsv"
 check "ablation bars are labelled for a reader, not by internal codes" \
     eval 'grep -q "α := 0 (every gate)" "$D/ablation_sat1.tsv" && grep -q "α := its mean (every gate)" "$D/ablation_sat1.tsv" && ! grep -q ":all" "$D/ablation_sat1.tsv"'
+
+check "ablation bars over seeds: α := 0 pooled over 2 seeds with its sd, the mean ablation of one seed without" \
+    eval 'grep -qP "^α := 0 \(every gate\)\t[-0-9.e]+\t[0-9.e-]+\t2$" "$D/ablation_seeds.tsv" &&
+          grep -qP "^α := its mean \(every gate\)\t[-0-9.e]+\tnan\t1$" "$D/ablation_seeds.tsv"'
 
 # ---- each script on its own, with hazardous labels: printed as written ----
 HZ='x_1 a^2 {b} c@d e&f'
