@@ -26,7 +26,8 @@
  * what was measured on other tokens is left out and listed in s->notes, and
  * the titles say what the numbers rest on.
  *
- * What it does not do: compute statistics (the analyses logged them), or
+ * What it does not do: compute statistics over tokens (the analyses logged
+ * them; only means and sds over seeds are taken here), or
  * print.  Only FINISHED runs are drawn.  gnuplot runs as a child process
  * (posix_spawnp) with its stderr captured; anything there is a failure, so a
  * figure that "works with warnings" is not accepted.
