@@ -935,8 +935,8 @@ static const struct {
                        "over seeds."},
     {"paper_ablation", "Claim 12: loss increase when every gate is zeroed or set to its mean (SATFormer), or ResFormer's "
                        "λ1 is zeroed; mean ± sd over seeds."},
-    {"paper_loss_time", "Claim 14: training loss against wall-clock time, seed 1 of each variant (timed on a shared "
-                        "machine)."},
+    {"paper_loss_time", "Claim 14: training loss against wall-clock time, mean ± sd over the seeds of each variant "
+                        "(timed on a shared machine)."},
 };
 
 /* The seed-aggregated figures with captions, then links to the per-run figures
