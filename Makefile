@@ -106,7 +106,7 @@ $(BUILD)/fault/%.so: tests/fault/%.c
 	$(CC) -std=c11 -O1 -g -fPIC -shared -Wall -Wextra -Werror -D_GNU_SOURCE $< -o $@ -ldl
 
 test: deps
-	@$(MAKE) --no-print-directory $(BUILD)/gatelab $(MPI_BIN) $(TEST_BIN) $(FAULT_SO)
+	@$(MAKE) --no-print-directory $(BUILD)/gatelab $(MPI_BIN) $(TEST_BIN) $(FAULT_SO) $(BENCH_BIN)
 	@BUILD=$(BUILD) tests/run.sh
 
 asan: deps
@@ -143,7 +143,7 @@ bench: deps all $(BENCH_BIN)
 	@scripts/bench/run.sh
 
 PRESET ?= local
-paper: deps all
+paper: deps all $(BENCH_BIN)
 	@scripts/paper.sh $(PRESET)
 
 figures: deps all

@@ -1,9 +1,9 @@
 /*
  * ablate.c — gate interventions on a loaded model (ablate.h): evaluation
  * with per-token losses split by category, the reference means of α, and
- * the zero / mean / full-depth / random modes through the model's overrides
- * (model_set_gate_override, model_set_lambda1_override,
- * model_set_route_override).  Which override a model's gates take is their
+ * the zero / mean / resample / full-depth / random modes through the
+ * model's overrides (model_set_gate_override, model_set_gate_token_table,
+ * model_set_lambda1_override, model_set_route_override).  Which override a model's gates take is their
  * row of the gate table (model/gatekind.h, "ablate"): this file names no
  * variant.
  *
@@ -12,8 +12,11 @@
  * returning.  Losses are summed in double precision in token order from
  * m->tok_loss, so the same model and windows give the same numbers.
  * The interventions follow the SATFormer paper's analysis (zero and mean
- * ablation of the gates) and the TSA paper's controls (full depth, random
- * routing at a matched active fraction).
+ * ablation of the gates), TransformerLens's resample ablation (a token's
+ * gates taken from another token of other windows of the same split, as
+ * `resample_ablation` patches in activations from other inputs) and the TSA
+ * paper's controls (full depth, random routing at a matched active
+ * fraction).
  */
 #include "ablate.h"
 
@@ -27,14 +30,29 @@
 #include "store/rundir.h"
 #include "catsens.h"
 
-static const char *const ablate_names[] = {"zero", "mean", "full-depth", "random", "file"};
+static const char *const ablate_names[] = {"zero", "mean", "full-depth", "random", "file", "resample"};
 
 const char *ablate_mode_name(ablate_mode mode) {
-    return mode >= ABLATE_ZERO && mode <= ABLATE_FILE ? ablate_names[mode] : "unknown";
+    return mode >= ABLATE_ZERO && mode <= ABLATE_RESAMPLE ? ablate_names[mode] : "unknown";
+}
+
+int ablate_mode_uses_reference(ablate_mode mode) { return mode == ABLATE_MEAN || mode == ABLATE_RESAMPLE; }
+
+int ablate_mode_selects_gates(ablate_mode mode) {
+    return mode == ABLATE_ZERO || mode == ABLATE_MEAN || mode == ABLATE_RESAMPLE;
+}
+
+long ablate_resample_source(uint64_t seed, long pos, long n_ref) {
+    /* splitmix64 of (seed, pos): a counter-based draw, the same whatever order the positions come in */
+    uint64_t z = seed + 0x9e3779b97f4a7c15ULL * ((uint64_t)pos + 1);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    z ^= z >> 31;
+    return (long)(z % (uint64_t)n_ref);
 }
 
 int ablate_parse_mode(const char *s, ablate_mode *mode) {
-    for (int i = 0; i <= ABLATE_FILE; i++)
+    for (int i = 0; i <= ABLATE_RESAMPLE; i++)
         if (!strcmp(s, ablate_names[i])) {
             *mode = (ablate_mode)i;
             return 0;
@@ -132,6 +150,24 @@ int ablate_init(ablate_ctx *c, gl_model *m, const gl_dataset *ds, long windows, 
     return 0;
 }
 
+/* Resample: the values of this batch (got windows from evaluation window
+ * win0) into c->rs_tab, for the selected pairs: each position's gates are
+ * those of one reference position drawn for it. */
+static void ablate_resample_fill(ablate_ctx *c, long win0, int got) {
+    const gl_model *m = c->m;
+    const int T = m->T, L = m->cfg.n_layer, Hkv = m->cfg.n_kv_head;
+    const size_t BT = (size_t)m->max_B * T;
+    for (int b = 0; b < got; b++)
+        for (int t = 0; t < T; t++) {
+            const long src = ablate_resample_source(c->seed, (win0 + b) * (long)T + t, c->rs_pos);
+            const size_t row = (size_t)b * T + t;
+            for (int l = 0; l < L; l++)
+                for (int j = 0; j < Hkv; j++)
+                    if (c->rs_sel[l * Hkv + j])
+                        c->rs_tab[((size_t)l * BT + row) * Hkv + j] = c->rs_ref[((size_t)l * c->rs_pos + src) * Hkv + j];
+        }
+}
+
 int ablate_evaluate(ablate_ctx *c, gl_split split, long first, long n, ablate_eval *r, double *alpha_sum,
                     float *alpha_all, char *err, size_t errlen) {
     gl_model *m = c->m;
@@ -156,6 +192,7 @@ int ablate_evaluate(ablate_ctx *c, gl_split split, long first, long n, ablate_ev
             return -1;
         }
         const int N = got * T;
+        if (c->rs_tab) ablate_resample_fill(c, w - first, got);
         model_forward(m, c->tok, c->tg, c->mask, got, T);
         double bl = 0.0, bw = 0.0; /* this batch: one cluster of the standard error */
         for (int t = 0; t < N; t++) {
@@ -261,46 +298,131 @@ static void ablate_finish(ablate_result *res) {
     for (int k = 0; k < CAT_COUNT; k++) res->delta_cat[k] = res->ablated.cat_loss[k] - res->base.cat_loss[k];
 }
 
+/* Resample: every reference position's gate (L, rs_pos, Hkv) into *ref and
+ * a batch table into *tab (both malloc'd: the caller frees them after the
+ * evaluation); points c->rs_* at them.  Returns 0, or -1 with a message. */
+static int ablate_resample_prepare(ablate_ctx *c, const unsigned char *sel, float **ref, float **tab, char *err,
+                                   size_t errlen) {
+    gl_model *m = c->m;
+    const int L = m->cfg.n_layer, Hkv = m->cfg.n_kv_head;
+    if (c->ref_windows < 1) {
+        snprintf(err, errlen, "no reference windows disjoint from the %ld evaluation windows to resample from: "
+                              "evaluate on fewer (--windows)", c->eval_windows);
+        return -1;
+    }
+    const long pos = c->ref_windows * (long)m->T;
+    *ref = calloc((size_t)L * pos * Hkv, sizeof(float));
+    *tab = calloc((size_t)L * m->max_B * m->T * Hkv, sizeof(float));
+    if (!*ref || !*tab) {
+        snprintf(err, errlen, "out of memory for the resample table (%d blocks x %ld positions x %d KV heads)", L, pos, Hkv);
+        return -1;
+    }
+    ablate_eval r;
+    model_clear_overrides(m);
+    if (ablate_evaluate(c, c->ref_split, c->ref_first, c->ref_windows, &r, NULL, *ref, err, errlen)) return -1;
+    c->rs_ref = *ref;
+    c->rs_pos = pos;
+    c->rs_sel = sel;
+    c->rs_tab = *tab;
+    model_set_gate_token_table(m, *tab);
+    return 0;
+}
+
+/* The gate overrides of zero / mean / file / resample on the selected pairs
+ * of m's value gate vg.  mean and resample read the reference windows first;
+ * their buffers go to own[0..1] (the caller frees them after evaluating).
+ * Returns 0, or -1 with a message. */
+static int ablate_set_gates(ablate_ctx *c, ablate_mode mode, const unsigned char *sel, int vg, float **own, char *err,
+                            size_t errlen) {
+    gl_model *m = c->m;
+    const int L = m->cfg.n_layer, Hkv = m->cfg.n_kv_head;
+    if (mode == ABLATE_MEAN) {
+        own[0] = malloc((size_t)L * Hkv * sizeof(float));
+        if (!own[0]) {
+            snprintf(err, errlen, "out of memory");
+            return -1;
+        }
+        if (ablate_reference_alpha(c, own[0], err, errlen)) return -1;
+    } else if (mode == ABLATE_RESAMPLE && ablate_resample_prepare(c, sel, &own[0], &own[1], err, errlen)) {
+        return -1;
+    }
+    for (int n = 0; n < L; n++) {
+        if (!ablate_block_gated(m, n)) continue;
+        if (gatekind_info[vg].ablate == GABL_BLOCK) {
+            int any = 0;
+            for (int j = 0; j < Hkv; j++) any |= sel[n * Hkv + j];
+            float v = 0.0f;
+            for (int j = 0; j < Hkv && mode == ABLATE_FILE; j++)
+                if (sel[n * Hkv + j]) v = c->values[n * Hkv + j];
+            if (any) model_set_lambda1_override(m, n, GATE_CONST, v);
+            continue;
+        }
+        for (int j = 0; j < Hkv; j++) {
+            if (!sel[n * Hkv + j]) continue;
+            if (mode == ABLATE_RESAMPLE) model_set_gate_override(m, n, j, GATE_TOKEN, 0.0f);
+            else
+                model_set_gate_override(m, n, j, GATE_CONST,
+                                        mode == ABLATE_MEAN   ? own[0][n * Hkv + j]
+                                        : mode == ABLATE_FILE ? c->values[n * Hkv + j]
+                                                              : 0.0f);
+        }
+    }
+    return 0;
+}
+
+/* Whether mode applies to m (its value gate vg, -1 when none): 0, or -1 with
+ * a message saying why not. */
+static int ablate_check_mode(const gl_model *m, ablate_mode mode, const unsigned char *sel, int vg, char *err,
+                             size_t errlen) {
+    const gl_model_config *mc = &m->cfg;
+    const int L = mc->n_layer, Hkv = mc->n_kv_head;
+    if (mode == ABLATE_FULL_DEPTH || mode == ABLATE_RANDOM) {
+        if (gatekind_find(mc, GABL_ROUTE) >= 0) return 0;
+        snprintf(err, errlen, "--mode %s needs a TSA model; this one has depth_routing = %s", ablate_mode_name(mode),
+                 config_depth_routing_name(mc->depth_routing));
+        return -1;
+    }
+    if (vg < 0) {
+        snprintf(err, errlen, "--mode %s needs a gate to remove: this model has value_residual = %s, which "
+                              "records none", ablate_mode_name(mode), config_value_residual_name(mc->value_residual));
+        return -1;
+    }
+    if (mode == ABLATE_MEAN && !gatekind_per_token((gl_gate)vg)) {
+        snprintf(err, errlen, "%s is one constant per %s, so its mean ablation changes nothing; use --mode zero",
+                 gatekind_info[vg].title, gatekind_info[vg].ablate == GABL_BLOCK ? "block" : "(block, KV head)");
+        return -1;
+    }
+    if (mode == ABLATE_RESAMPLE && gatekind_info[vg].ablate == GABL_BLOCK) {
+        snprintf(err, errlen, "%s are one constant per block, the same for every token, so resampling them from other "
+                              "tokens changes nothing; use --mode zero", gatekind_info[vg].title);
+        return -1;
+    }
+    int any = 0;
+    for (int i = 0; i < L * Hkv; i++) any |= sel[i];
+    if (!any) {
+        snprintf(err, errlen, "the selection holds no gated block");
+        return -1;
+    }
+    return 0;
+}
+
 int ablate_run(ablate_ctx *c, ablate_mode mode, const unsigned char *sel, const ablate_eval *base, ablate_result *res,
                char *err, size_t errlen) {
     gl_model *m = c->m;
-    const gl_model_config *mc = &m->cfg;
-    const int L = mc->n_layer, Hkv = mc->n_kv_head;
     memset(res, 0, sizeof *res);
     res->mode = mode;
     res->route_skip = NAN;
     int rc = -1;
-    float *mean = NULL;
+    float *own[2] = {NULL, NULL};
     const int sparse0 = m->sparse;
 
-    const int gate_mode = mode == ABLATE_ZERO || mode == ABLATE_MEAN || mode == ABLATE_FILE;
+    const int gate_mode = mode == ABLATE_ZERO || mode == ABLATE_MEAN || mode == ABLATE_FILE || mode == ABLATE_RESAMPLE;
     if (mode == ABLATE_FILE && !c->values) {
         snprintf(err, errlen, "--mode file needs --values FILE");
         return -1;
     }
     const int vg = ablate_value_gate(m);
-    if (gate_mode) {
-        if (vg < 0) {
-            snprintf(err, errlen, "--mode %s needs a gate to remove: this model has value_residual = %s, which "
-                                  "records none", ablate_mode_name(mode), config_value_residual_name(mc->value_residual));
-            return -1;
-        }
-        if (mode == ABLATE_MEAN && !gatekind_per_token((gl_gate)vg)) {
-            snprintf(err, errlen, "%s is one constant per %s, so its mean ablation changes nothing; use --mode zero",
-                     gatekind_info[vg].title, gatekind_info[vg].ablate == GABL_BLOCK ? "block" : "(block, KV head)");
-            return -1;
-        }
-        int any = 0;
-        for (int i = 0; i < L * Hkv; i++) any |= sel[i];
-        if (!any) {
-            snprintf(err, errlen, "the selection holds no gated block");
-            return -1;
-        }
-    } else if (gatekind_find(mc, GABL_ROUTE) < 0) {
-        snprintf(err, errlen, "--mode %s needs a TSA model; this one has depth_routing = %s", ablate_mode_name(mode),
-                 config_depth_routing_name(mc->depth_routing));
-        return -1;
-    }
+    if (ablate_check_mode(m, mode, sel, vg, err, errlen)) return -1;
 
     if (mode == ABLATE_RANDOM) {
         /* the learned routers run hard give α; random routing at that α is the control */
@@ -314,44 +436,13 @@ int ablate_run(ablate_ctx *c, ablate_mode mode, const unsigned char *sel, const 
         goto cleanup;
     }
 
-    switch (mode) {
-    case ABLATE_ZERO:
-    case ABLATE_MEAN:
-    case ABLATE_FILE:
-        if (mode == ABLATE_MEAN) {
-            mean = malloc((size_t)L * Hkv * sizeof(float));
-            if (!mean) {
-                snprintf(err, errlen, "out of memory");
-                goto cleanup;
-            }
-            if (ablate_reference_alpha(c, mean, err, errlen)) goto cleanup;
-        }
-        for (int n = 0; n < L; n++) {
-            if (!ablate_block_gated(m, n)) continue;
-            if (gatekind_info[vg].ablate == GABL_BLOCK) {
-                int any = 0;
-                for (int j = 0; j < Hkv; j++) any |= sel[n * Hkv + j];
-                float v = 0.0f;
-                for (int j = 0; j < Hkv && mode == ABLATE_FILE; j++)
-                    if (sel[n * Hkv + j]) v = c->values[n * Hkv + j];
-                if (any) model_set_lambda1_override(m, n, GATE_CONST, v);
-                continue;
-            }
-            for (int j = 0; j < Hkv; j++)
-                if (sel[n * Hkv + j])
-                    model_set_gate_override(m, n, j, GATE_CONST,
-                                             mode == ABLATE_MEAN ? mean[n * Hkv + j]
-                                             : mode == ABLATE_FILE ? c->values[n * Hkv + j]
-                                                                   : 0.0f);
-        }
-        break;
-    case ABLATE_FULL_DEPTH:
+    if (gate_mode) {
+        if (ablate_set_gates(c, mode, sel, vg, own, err, errlen)) goto cleanup;
+    } else if (mode == ABLATE_FULL_DEPTH) {
         model_set_route_override(m, ROUTE_CONST, 0.0f, 0);
-        break;
-    case ABLATE_RANDOM:
+    } else {
         res->route_skip = 1.0 - res->base.active_frac;
         model_set_route_override(m, ROUTE_RANDOM, (float)res->route_skip, c->seed);
-        break;
     }
     if (ablate_evaluate(c, c->eval_split, c->eval_first, c->eval_windows, &res->ablated, NULL, NULL, err, errlen))
         goto cleanup;
@@ -360,7 +451,12 @@ int ablate_run(ablate_ctx *c, ablate_mode mode, const unsigned char *sel, const 
 cleanup:
     model_clear_overrides(m);
     m->sparse = sparse0;
-    free(mean);
+    c->rs_ref = NULL;
+    c->rs_sel = NULL;
+    c->rs_tab = NULL;
+    c->rs_pos = 0;
+    free(own[0]);
+    free(own[1]);
     return rc;
 }
 

@@ -6,6 +6,11 @@
  *                ResFormer λ1 = 0 on the selected blocks
  *   mean         SATFormer α = its mean over the reference tokens, per
  *                (block, KV head)
+ *   resample     every evaluation token's gates on the selected (block, KV
+ *                head) pairs replaced by those of one other token drawn at
+ *                random from the reference windows (TransformerLens's
+ *                resample ablation): the draw depends only on the seed and
+ *                the token's position, so a rerun gives the same numbers
  *   full-depth   TSA: p = 0 for every router (every token runs every block)
  *   random       TSA: each (token, router) skips at random with probability
  *                1 − α, α the active fraction the learned routers reach on
@@ -33,9 +38,10 @@
 #define ABLATE_SPLIT "ablation"
 
 /* zero: gate := 0; mean: := its per-(block, KV head) mean on reference tokens;
+ * resample: := the gate of a random reference token, drawn per evaluation token;
  * file: := a per-(block, KV head) value read from a file (ablate_read_values);
  * full-depth / random: TSA routing forced to p = 0 / random at the learned α. */
-typedef enum { ABLATE_ZERO = 0, ABLATE_MEAN, ABLATE_FULL_DEPTH, ABLATE_RANDOM, ABLATE_FILE } ablate_mode;
+typedef enum { ABLATE_ZERO = 0, ABLATE_MEAN, ABLATE_FULL_DEPTH, ABLATE_RANDOM, ABLATE_FILE, ABLATE_RESAMPLE } ablate_mode;
 
 #define ABLATE_CLUSTERS 64 /* batches of windows folded into this many clusters for standard errors */
 
@@ -74,6 +80,11 @@ typedef struct {
     float *mask;                  /* (max_B, T) */
     uint8_t *bytes, *cat;         /* (max_B, T) */
     float *values;                /* (L·Hkv) ABLATE_FILE: the value of each selected gate (owned) */
+    /* ABLATE_RESAMPLE, set by ablate_run for its evaluation only: */
+    const float *rs_ref;          /* (L, rs_pos, Hkv) the gate on every reference position */
+    long rs_pos;                  /* reference positions (ref_windows·T) */
+    const unsigned char *rs_sel;  /* (L·Hkv) the resampled pairs */
+    float *rs_tab;                /* (L, max_B·T, Hkv) the current batch's values (model_set_gate_token_table) */
 } ablate_ctx;
 
 /* Read gate values for --mode file: lines "block kv_head value" (whitespace
@@ -114,7 +125,7 @@ int ablate_baseline(ablate_ctx *c, ablate_eval *r, float *alpha_all, char *err, 
 int ablate_reference_alpha(ablate_ctx *c, float *mean, char *err, size_t errlen);
 
 /* Run one intervention.  sel (L·Hkv, 1 = selected) names the (block, KV
- * head) pairs for zero and mean (ResFormer: a block is selected when any of
+ * head) pairs for zero, mean and resample (ResFormer: a block is selected when any of
  * its entries is); it is ignored for the TSA modes.  base is the baseline of
  * ablate_baseline (NULL: computed here; random always computes its own).
  * Overrides are cleared before returning.  Returns 0, or -1 with a message
@@ -153,9 +164,19 @@ int ablate_parse_selection(const gl_model *m, const char *layers, const char *he
  * L{n}, single pairs as L{n}H{j}); truncated with "+…" past n bytes. */
 void ablate_selection_label(const gl_model *m, const unsigned char *sel, char *out, size_t n);
 
-/* "zero", "mean", "full-depth", "random"; parse returns 0 or -1. */
+/* "zero", "mean", "full-depth", "random", "file", "resample"; parse returns 0 or -1. */
 const char *ablate_mode_name(ablate_mode mode);
 int ablate_parse_mode(const char *s, ablate_mode *mode);
+
+/* 1 when the mode reads the reference windows (mean, resample). */
+int ablate_mode_uses_reference(ablate_mode mode);
+/* 1 when --layers / --heads select its gates (zero, mean, resample). */
+int ablate_mode_selects_gates(ablate_mode mode);
+
+/* The source position of evaluation position pos (window index × T + t)
+ * under resample with seed: uniform over [0, n_ref), a pure function of
+ * (seed, pos), so batch size and thread count do not change the draw. */
+long ablate_resample_source(uint64_t seed, long pos, long n_ref);
 
 /* 1 when block n of m has a gate the mode can override (SATFormer α or ResFormer λ1). */
 int ablate_block_gated(const gl_model *m, int n);

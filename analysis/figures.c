@@ -3,24 +3,31 @@
  * gnuplot runs that draw it (figures.h).
  *
  * Figures, each NAME.png + NAME.pdf in the output folder, data in data/:
- *   loss_step, loss_time        train and val loss of every run vs step / seconds
+ *   loss_step, loss_time        train and val loss vs step / seconds, per group of seeds
  *   pareto                      TSA: TLOps saved vs val loss over λ, early exit at the matched α
  *                               (+ the τ sweep when it was measured on the same tokens)
- *   depth_alpha, depth_p        mean α by block (SATFormer), mean p by block (TSA), all runs
+ *   depth_alpha, depth_p        mean α by block (SATFormer), mean p by block (TSA), per group of seeds
  *   <key>_heatmap_<run>         block × KV head mean of the run's per-head gate (the gate
  *                               table's key: alpha_heatmap for SATFormer; needs `gatelab analyze`)
  *   category_<key>_<run>        its mean by block and category  (needs `gatelab analyze`)
  *   category_p_<run>            mean p by block and category  (needs `gatelab analyze`)
  *   ablation_<run>              ΔL by intervention and category (needs `gatelab ablate`)
+ *   ablation_seeds              those bars pooled over the seeds of each configuration (mean ± sd)
  *   heads_<run>                 block × KV head ΔL of single-gate zeroing (needs `gatelab heads`)
  *   depth_map_<run>             per-character effective depth over the probe text (TSA trace)
+ *
+ * Runs whose configurations differ only by seed form a group (fg_groups):
+ * curves and bars show the group's mean with ± sd over its seeds, legends
+ * name what tells groups apart and titles what they share.  Text is plain
+ * (style.gp's terminals are noenhanced), so labels print as written.
  *
  * One figure, one token set: every number a figure sets side by side was
  * measured on the same windows at the same step (the registry's provenance);
  * what was measured on other tokens is left out and listed in s->notes, and
  * the titles say what the numbers rest on.
  *
- * What it does not do: compute statistics (the analyses logged them), or
+ * What it does not do: compute statistics over tokens (the analyses logged
+ * them; only means and sds over seeds are taken here), or
  * print.  Only FINISHED runs are drawn.  gnuplot runs as a child process
  * (posix_spawnp) with its stderr captured; anything there is a failure, so a
  * figure that "works with warnings" is not accepted.
@@ -162,7 +169,9 @@ static void fg_note(figures_summary *s, const char *name, const char *what) {
 /* A run's legend / title text; a single quote (which would end gnuplot's
  * string) becomes a backquote. */
 static void fg_label(const tables_run *r, char *out, size_t n) {
-    snprintf(out, n, "%s %s %s seed %s", r->data, r->scale, r->variant, r->seed);
+    char lam[48] = "";
+    if (!isnan(r->lambda)) snprintf(lam, sizeof lam, " λ=%g", r->lambda);
+    snprintf(out, n, "%s %s %s%s seed %s", r->data, r->scale, r->variant, lam, r->seed);
     for (char *c = out; *c; c++)
         if (*c == '\'') *c = '`';
 }
@@ -198,41 +207,333 @@ static int fg_param_int(gl_db *db, const char *run, const char *key, int dflt, c
 
 /* ---- figure data ---- */
 
+/* ---- runs that differ only by seed ---- */
+
+/* A figure draws one curve (or bar, or point) per group of runs whose
+ * configurations are the same but for the seed, with the spread over the
+ * seeds; its legend names what tells the groups apart and its title what
+ * they share. */
+#define FG_GROUPS_MAX 128
+#define FG_SEEDS_MAX 64
+
+typedef struct {
+    int n;                 /* runs (seeds) in the group */
+    int idx[FG_SEEDS_MAX]; /* into the runs array */
+    char *fp;              /* "section.key=value\n" lines of the config, seed and bookkeeping left out (owned) */
+    char label[200];       /* what tells it from the other groups of the figure */
+} fg_group;
+
+typedef struct {
+    int n;
+    fg_group g[FG_GROUPS_MAX];
+    char common[240]; /* what every group shares, for the title ("tinyshakespeare s"), possibly "" */
+    int max_seeds, min_seeds; /* the most and fewest seeds of a group */
+} fg_groups;
+
+static void fg_groups_free(fg_groups *G) {
+    for (int k = 0; k < G->n; k++) free(G->g[k].fp);
+    G->n = 0;
+}
+
+/* Keys that do not make two runs different experiments: the seed, threads,
+ * logging and checkpoint cadence, where results go. */
+static int fg_key_ignored(const char *sec, const char *key) {
+    if (!strcmp(sec, "log")) return 1;
+    if (strcmp(sec, "train")) return 0;
+    return !strcmp(key, "seed") || !strcmp(key, "threads") || !strcmp(key, "log_every") || !strcmp(key, "ckpt_every");
+}
+
+/* The fingerprint of a stored config (INI text): malloc'd, NULL when out of memory. */
+static char *fg_fingerprint(const char *ini) {
+    size_t cap = strlen(ini) + 64, k = 0;
+    char *out = malloc(cap), sec[64] = "";
+    if (!out) return NULL;
+    out[0] = 0;
+    for (const char *p = ini; *p;) {
+        const char *e = strchr(p, '\n');
+        size_t len = e ? (size_t)(e - p) : strlen(p);
+        char line[512];
+        snprintf(line, sizeof line, "%.*s", (int)(len < sizeof line - 1 ? len : sizeof line - 1), p);
+        p += len + (e ? 1 : 0);
+        char *c = strpbrk(line, ";#");
+        if (c) *c = 0;
+        char *s = line;
+        while (*s == ' ' || *s == '\t') s++;
+        if (*s == '[') {
+            char *r = strchr(s, ']');
+            if (r) *r = 0;
+            snprintf(sec, sizeof sec, "%s", s + 1);
+            continue;
+        }
+        char *eq = strchr(s, '=');
+        if (!eq) continue;
+        char *ke = eq;
+        while (ke > s && (ke[-1] == ' ' || ke[-1] == '\t')) ke--;
+        *ke = 0;
+        char *v = eq + 1;
+        while (*v == ' ' || *v == '\t') v++;
+        size_t vl = strlen(v);
+        while (vl && (v[vl - 1] == ' ' || v[vl - 1] == '\t' || v[vl - 1] == '\r')) v[--vl] = 0;
+        if (!*s || fg_key_ignored(sec, s)) continue;
+        k += (size_t)snprintf(out + k, cap - k, "%s.%s=%s\n", sec, s, v);
+        if (k >= cap) { /* cannot happen: a line never grows by more than its section */
+            out[cap - 1] = 0;
+            break;
+        }
+    }
+    return out;
+}
+
+/* The value of key ("model.lr") in a fingerprint into v; 0 when absent. */
+static int fg_fp_get(const char *fp, const char *key, char *v, size_t n) {
+    size_t kl = strlen(key);
+    for (const char *p = fp; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
+        if (!strncmp(p, key, kl) && p[kl] == '=') {
+            const char *e = strchr(p + kl + 1, '\n');
+            snprintf(v, n, "%.*s", (int)(e ? e - (p + kl + 1) : (long)strlen(p + kl + 1)), p + kl + 1);
+            return 1;
+        }
+    v[0] = 0;
+    return 0;
+}
+
+static void fg_cat(char *out, size_t n, const char *s) {
+    size_t k = strlen(out);
+    if (*s) snprintf(out + k, n - k, "%s%s", k ? " " : "", s);
+}
+
+/* A single quote would end gnuplot's string: it becomes a backquote. */
+static void fg_unquote(char *s) {
+    for (; *s; s++)
+        if (*s == '\'') *s = '`';
+}
+
+/* The readable name of run r restricted to the fields in mask (1 data, 2
+ * scale, 4 variant, 8 λ). */
+static void fg_name(const tables_run *r, int mask, char *out, size_t n) {
+    out[0] = 0;
+    char lam[48] = "";
+    if (!isnan(r->lambda)) snprintf(lam, sizeof lam, "λ=%g", r->lambda);
+    if (mask & 1) fg_cat(out, n, r->data);
+    if (mask & 2) fg_cat(out, n, r->scale);
+    if (mask & 4) fg_cat(out, n, r->variant);
+    if (mask & 8) fg_cat(out, n, lam);
+}
+
+/* Two groups with the same readable name: name them by the config keys that
+ * differ between them too ("lr=0.001"), at most three. */
+static void fg_groups_disambiguate(fg_groups *G) {
+    for (int a = 0; a < G->n; a++) {
+        int clash = 0;
+        for (int b = 0; b < G->n; b++) clash |= b != a && !strcmp(G->g[a].label, G->g[b].label);
+        if (!clash) continue;
+        char extra[200] = "";
+        int added = 0;
+        for (const char *p = G->g[a].fp; p && *p && added < 3; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
+            const char *eq = strchr(p, '=');
+            if (!eq) break;
+            char key[96], va[96], vb[96];
+            snprintf(key, sizeof key, "%.*s", (int)(eq - p), p);
+            fg_fp_get(G->g[a].fp, key, va, sizeof va);
+            int differs = 0;
+            for (int b = 0; b < G->n; b++)
+                if (b != a && !strcmp(G->g[a].label, G->g[b].label)) {
+                    fg_fp_get(G->g[b].fp, key, vb, sizeof vb);
+                    differs |= strcmp(va, vb) != 0;
+                }
+            if (!differs) continue;
+            char kv[200];
+            const char *dot = strchr(key, '.');
+            snprintf(kv, sizeof kv, "%s=%s", dot ? dot + 1 : key, va);
+            fg_cat(extra, sizeof extra, kv);
+            added++;
+        }
+        fg_cat(G->g[a].label, sizeof G->g[a].label, extra);
+    }
+    for (int a = 0; a < G->n; a++) fg_unquote(G->g[a].label);
+}
+
+/* Group the runs with want[i] set (want NULL: all) by configuration less the
+ * seed, label each by what differs and record what they share.  Returns 0,
+ * or -1 with a message (registry, memory). */
+static int fg_groups_build(gl_db *db, const tables_run *runs, int n, const unsigned char *want, fg_groups *G, char *err,
+                           size_t errlen) {
+    memset(G, 0, sizeof *G);
+    for (int i = 0; i < n; i++) {
+        if (want && !want[i]) continue;
+        char *ini = NULL;
+        int rc = db_run_config(db, runs[i].run_id, &ini, NULL, err, errlen);
+        if (rc < 0) goto fail;
+        char *fp = rc == 1 && ini ? fg_fingerprint(ini) : strdup(runs[i].run_id); /* no config: a group of its own */
+        free(ini);
+        if (!fp) {
+            snprintf(err, errlen, "out of memory");
+            goto fail;
+        }
+        int k = 0;
+        while (k < G->n && strcmp(G->g[k].fp, fp)) k++;
+        if (k < G->n && G->g[k].n < FG_SEEDS_MAX) {
+            free(fp);
+            G->g[k].idx[G->g[k].n++] = i;
+        } else if (k == G->n && G->n < FG_GROUPS_MAX) {
+            G->g[k].fp = fp;
+            G->g[k].idx[0] = i;
+            G->g[k].n = 1;
+            G->n++;
+        } else {
+            free(fp); /* past the figure's capacity: left out */
+        }
+    }
+    /* which readable fields differ between groups */
+    int differ = 0;
+    for (int k = 1; k < G->n; k++) {
+        const tables_run *a = &runs[G->g[0].idx[0]], *b = &runs[G->g[k].idx[0]];
+        differ |= strcmp(a->data, b->data) ? 1 : 0;
+        differ |= strcmp(a->scale, b->scale) ? 2 : 0;
+        differ |= strcmp(a->variant, b->variant) ? 4 : 0;
+        differ |= (isnan(a->lambda) != isnan(b->lambda) || (!isnan(a->lambda) && a->lambda != b->lambda)) ? 8 : 0;
+    }
+    for (int k = 0; k < G->n; k++) {
+        fg_name(&runs[G->g[k].idx[0]], differ, G->g[k].label, sizeof G->g[k].label);
+        if (G->g[k].n > G->max_seeds) G->max_seeds = G->g[k].n;
+        if (!k || G->g[k].n < G->min_seeds) G->min_seeds = G->g[k].n;
+    }
+    if (G->n) {
+        const tables_run *r0 = &runs[G->g[0].idx[0]];
+        fg_name(r0, 15 & ~differ, G->common, sizeof G->common);
+        int one_seed = G->max_seeds == 1;
+        for (int k = 1; k < G->n && one_seed; k++) one_seed = !strcmp(runs[G->g[k].idx[0]].seed, r0->seed);
+        if (one_seed) {
+            char sd[48];
+            snprintf(sd, sizeof sd, "seed %s", r0->seed);
+            fg_cat(G->common, sizeof G->common, sd);
+        }
+        fg_unquote(G->common);
+        for (int k = 0; k < G->n; k++)
+            if (!G->g[k].label[0]) snprintf(G->g[k].label, sizeof G->g[k].label, "%s", r0->variant);
+    }
+    fg_groups_disambiguate(G);
+    return 0;
+fail:
+    fg_groups_free(G);
+    return -1;
+}
+
+/* "mean ± sd over 3 seeds" / "one seed each" / "" (one run), for titles. */
+static void fg_spread_text(const fg_groups *G, char *out, size_t n) {
+    if (G->max_seeds > 1 && G->min_seeds == G->max_seeds) snprintf(out, n, "mean ± sd over %d seeds", G->max_seeds);
+    else if (G->max_seeds > 1) snprintf(out, n, "mean ± sd over %d–%d seeds", G->min_seeds, G->max_seeds);
+    else snprintf(out, n, "%s", G->n > 1 && !strstr(G->common, "seed ") ? "one seed each" : "");
+}
+
+/* One point of a run's curve, to be averaged with the other seeds' at its step. */
+typedef struct {
+    long step;
+    double wall, value;
+} fg_pt;
+
+static int fg_pt_cmp(const void *a, const void *b) {
+    const fg_pt *x = a, *y = b;
+    return (x->step > y->step) - (x->step < y->step);
+}
+
+/* Write one block: header "title\twall_s\tmean\tsd\tn", then per step the
+ * mean over the seeds that logged it (sd 0 with one).  pts are sorted here.
+ * Returns the rows written. */
+static int fg_write_band(FILE *f, const char *title, fg_pt *pts, int np, fg_rng *ry) {
+    qsort(pts, (size_t)np, sizeof *pts, fg_pt_cmp);
+    fprintf(f, "%s\twall_s\tmean\tsd\tn\n", title);
+    int rows = 0;
+    for (int a = 0; a < np;) {
+        int b = a;
+        double sw = 0, sv = 0, sq = 0;
+        for (; b < np && pts[b].step == pts[a].step; b++) sw += pts[b].wall, sv += pts[b].value;
+        const int k = b - a;
+        const double mean = sv / k;
+        for (int q = a; q < b; q++) sq += (pts[q].value - mean) * (pts[q].value - mean);
+        const double sd = k > 1 ? sqrt(sq / (k - 1)) : 0.0;
+        fprintf(f, "%ld\t%.3f\t%.6g\t%.6g\t%d\n", pts[a].step, sw / k, mean, sd, k);
+        fg_rng_add(ry, mean - sd);
+        fg_rng_add(ry, mean + sd);
+        rows++;
+        a = b;
+    }
+    return rows;
+}
+
+/* The points of split/loss of every seed of group g (one per step: the row
+ * with the most windows), wall time from each run's start.  *out malloc'd. */
+static int fg_group_series(gl_db *db, const tables_run *runs, const fg_group *g, const char *split, fg_pt **out,
+                           int *nout, char *err, size_t errlen) {
+    fg_pt *all = NULL;
+    int n = 0, cap = 0;
+    *out = NULL;
+    *nout = 0;
+    for (int s = 0; s < g->n; s++) {
+        gl_metric_point *p = NULL;
+        int np = 0;
+        double t0 = 0;
+        if (db_metric_series(db, runs[g->idx[s]].run_id, split, "loss", &p, &np, err, errlen) ||
+            db_run_t0(db, runs[g->idx[s]].run_id, &t0, err, errlen) < 0) {
+            free(p);
+            free(all);
+            return -1;
+        }
+        if (n + np > cap) {
+            cap = 2 * (n + np) + 16;
+            fg_pt *q = realloc(all, (size_t)cap * sizeof *q);
+            if (!q) {
+                free(p);
+                free(all);
+                snprintf(err, errlen, "out of memory");
+                return -1;
+            }
+            all = q;
+        }
+        for (int k = 0; k < np; k++) {
+            if (isnan(p[k].value) || (k && p[k].step == p[k - 1].step)) continue; /* one row per step */
+            all[n++] = (fg_pt){p[k].step, p[k].wall_time - t0, p[k].value};
+        }
+        free(p);
+    }
+    *out = all;
+    *nout = n;
+    return 0;
+}
+
 static int fg_loss(gl_db *db, const tables_run *runs, int n, const char *data_dir, const char *out_dir, figures_summary *s,
                    char *err, size_t errlen) {
     char path[4096];
     FILE *f = NULL;
     int blocks = 0, rc = -1;
-    gl_metric_point *tr = NULL, *va = NULL;
+    fg_groups *G = malloc(sizeof *G);
+    fg_pt *pt[2] = {NULL, NULL};
+    if (!G) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    if (fg_groups_build(db, runs, n, NULL, G, err, errlen)) {
+        free(G);
+        return -1;
+    }
     snprintf(path, sizeof path, "%s/loss.tsv", data_dir);
     f = fopen(path, "w");
     if (!f) {
         snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
-        return -1;
+        goto cleanup;
     }
-    for (int i = 0; i < n; i++) {
-        int ntr = 0, nva = 0;
-        double t0 = 0;
-        free(tr);
-        free(va);
-        tr = va = NULL;
-        if (db_metric_series(db, runs[i].run_id, "train", "loss", &tr, &ntr, err, errlen) ||
-            db_metric_series(db, runs[i].run_id, "val", "loss", &va, &nva, err, errlen) ||
-            db_run_t0(db, runs[i].run_id, &t0, err, errlen) < 0)
-            goto cleanup;
-        int gtr = 0, gva = 0;
-        for (int k = 0; k < ntr; k++) gtr += !isnan(tr[k].value);
-        for (int k = 0; k < nva; k++) gva += !isnan(va[k].value);
-        if (!gtr || !gva) continue;
-        char label[256];
-        fg_label(&runs[i], label, sizeof label);
-        for (int pass = 0; pass < 2; pass++) {
-            const gl_metric_point *p = pass ? va : tr;
-            int np = pass ? nva : ntr;
-            fprintf(f, "%s%s %s\twall_s\tloss\n", blocks ? "\n\n" : "", label, pass ? "val" : "train");
-            for (int k = 0; k < np; k++)
-                if (!isnan(p[k].value)) fprintf(f, "%ld\t%.3f\t%.6g\n", p[k].step, p[k].wall_time - t0, p[k].value);
-            blocks++;
+    fg_rng ry = fg_rng_empty();
+    for (int k = 0; k < G->n; k++) {
+        int np[2];
+        for (int q = 0; q < 2; q++) {
+            free(pt[q]);
+            pt[q] = NULL;
+            if (fg_group_series(db, runs, &G->g[k], q ? "val" : "train", &pt[q], &np[q], err, errlen)) goto cleanup;
+        }
+        if (!np[0] || !np[1]) continue;
+        for (int q = 0; q < 2; q++) {
+            if (blocks++) fprintf(f, "\n\n");
+            fg_write_band(f, G->g[k].label, pt[q], np[q], &ry);
         }
     }
     if (ferror(f) | fclose(f)) {
@@ -246,14 +547,23 @@ static int fg_loss(gl_db *db, const tables_run *runs, int n, const char *data_di
         rc = 0;
         goto cleanup;
     }
-    if (fg_draw(s, "loss.gp", path, out_dir, "loss_step", "x='step'", err, errlen) ||
-        fg_draw(s, "loss.gp", path, out_dir, "loss_time", "x='time'", err, errlen))
-        goto cleanup;
+    char vars[800], spread[64], title[400];
+    fg_spread_text(G, spread, sizeof spread);
+    snprintf(title, sizeof title, "Loss during training%s%s%s%s", G->common[0] ? ": " : "", G->common,
+             spread[0] ? (G->common[0] ? ", " : ": ") : "", spread);
+    for (int q = 0; q < 2; q++) {
+        snprintf(vars, sizeof vars, "x='%s'; title='%s'; band=%d; fig_w=%g", q ? "time" : "step", title, G->max_seeds > 1,
+                 blocks > 16 ? 8.5 : 6.5);
+        fg_rng_vars(ry, "y", 0, vars, sizeof vars);
+        if (fg_draw(s, "loss.gp", path, out_dir, q ? "loss_time" : "loss_step", vars, err, errlen)) goto cleanup;
+    }
     rc = 0;
 cleanup:
     if (f) fclose(f);
-    free(tr);
-    free(va);
+    free(pt[0]);
+    free(pt[1]);
+    fg_groups_free(G);
+    free(G);
     return rc;
 }
 
@@ -270,13 +580,42 @@ static const gl_prov *fg_tokens_of(const fg_tokens *t, int nt, const tables_run 
     return NULL;
 }
 
-/* TSA runs grouped by (data, scale, variant), mean over seeds per λ, from
- * their headlines (runs without one are left out: noted).  Records each
- * (data, scale)'s token set in tok. */
+/* Mean and sample sd of x[0..k) into m, sd (sd 0 with one value). */
+static void fg_mean_sd(const double *x, int k, double *m, double *sd) {
+    double s = 0, q = 0;
+    for (int i = 0; i < k; i++) s += x[i];
+    *m = k ? s / k : NAN;
+    for (int i = 0; i < k; i++) q += (x[i] - *m) * (x[i] - *m);
+    *sd = k > 1 ? sqrt(q / (k - 1)) : 0.0;
+}
+
+/* One row of the Pareto files: knob, saved mean, sd, loss mean, sd, point label ("." none). */
+static void fg_pareto_row(FILE *f, double knob, const double *saved, const double *loss, int k, const char *label,
+                          fg_rng *rx, fg_rng *ry) {
+    double sm, ss, lm, ls;
+    fg_mean_sd(saved, k, &sm, &ss);
+    fg_mean_sd(loss, k, &lm, &ls);
+    fprintf(f, "%g\t%.4f\t%.4f\t%.6g\t%.6g\t%s\n", knob, sm, ss, lm, ls, label && *label ? label : ".");
+    fg_rng_add(rx, sm - ss), fg_rng_add(rx, sm + ss);
+    fg_rng_add(ry, lm - ls), fg_rng_add(ry, lm + ls);
+}
+
+#define FG_PARETO_SEEDS 64
+
+/* TSA runs grouped by (data, scale, variant), mean ± sd over seeds per λ,
+ * from their headlines (runs without one are left out: noted).  Records
+ * each (data, scale)'s token set in tok.  Legend: "TSA over λ", with the
+ * data, scale and variant when the figure holds several. */
 static int fg_pareto_tsa(FILE *f, const tables_run *runs, int n, fg_tokens *tok, int *ntok, fg_rng *rx, fg_rng *ry,
                          figures_summary *s) {
-    int blocks = 0;
+    int blocks = 0, first = -1, several = 0;
     char note[200], p[64];
+    for (int i = 0; i < n; i++) {
+        if (isnan(runs[i].lambda) || isnan(runs[i].tlops_saved) || !runs[i].headline) continue;
+        if (first < 0) first = i;
+        else several |= strcmp(runs[i].data, runs[first].data) || strcmp(runs[i].scale, runs[first].scale) ||
+                        strcmp(runs[i].variant, runs[first].variant);
+    }
     for (int i = 0; i < n;) {
         if (isnan(runs[i].lambda) || isnan(runs[i].tlops_saved) || !runs[i].headline) {
             if (!isnan(runs[i].lambda) && !runs[i].headline) {
@@ -298,13 +637,14 @@ static int fg_pareto_tsa(FILE *f, const tables_run *runs, int n, fg_tokens *tok,
         while (j < n && !strcmp(runs[j].data, runs[i].data) && !strcmp(runs[j].scale, runs[i].scale) &&
                !strcmp(runs[j].variant, runs[i].variant))
             j++;
-        fprintf(f, "%s%s %s %s (%s)\ttlops_saved\tval_loss\n", blocks ? "\n\n" : "", runs[i].data, runs[i].scale,
-                runs[i].variant, db_prov_str(have, p, sizeof p));
+        char title[200] = "TSA over λ";
+        if (several) snprintf(title, sizeof title, "%s %s %s", runs[i].data, runs[i].scale, runs[i].variant);
+        fg_unquote(title);
+        fprintf(f, "%s%s\tsaved\tsaved_sd\tloss\tloss_sd\tlabel\n", blocks ? "\n\n" : "", title);
         int pts = 0;
         for (int a = i; a < j;) {
-            int b = a;
-            double st = 0, sl = 0;
-            int k = 0;
+            int b = a, k = 0;
+            double st[FG_PARETO_SEEDS], sl[FG_PARETO_SEEDS];
             for (; b < j && (runs[b].lambda == runs[a].lambda || (isnan(runs[b].lambda) && isnan(runs[a].lambda))); b++) {
                 const tables_run *r = &runs[b];
                 if (isnan(r->tlops_saved) || isnan(r->val_loss) || !r->headline) continue;
@@ -314,78 +654,132 @@ static int fg_pareto_tsa(FILE *f, const tables_run *runs, int n, fg_tokens *tok,
                     fg_note(s, "pareto", note);
                     continue;
                 }
-                st += r->tlops_saved, sl += r->val_loss, k++;
+                if (k < FG_PARETO_SEEDS) st[k] = 100.0 * r->tlops_saved, sl[k] = r->val_loss, k++;
             }
             if (k && !isnan(runs[a].lambda)) {
-                fprintf(f, "%g\t%.4f\t%.6g\n", runs[a].lambda, 100.0 * st / k, sl / k);
-                fg_rng_add(rx, 100.0 * st / k);
-                fg_rng_add(ry, sl / k);
+                char lab[32];
+                snprintf(lab, sizeof lab, "λ=%g", runs[a].lambda);
+                fg_pareto_row(f, runs[a].lambda, st, sl, k, lab, rx, ry);
                 pts++;
             }
             a = b;
         }
-        if (!pts) fprintf(f, "nan\tnan\tnan\n");
+        if (!pts) fprintf(f, "nan\tnan\tnan\tnan\tnan\t.\n");
         blocks++;
         i = j;
     }
     return blocks;
 }
 
-/* Early exit on the TSA points' tokens: each run's matched point (matched.*,
- * τ bisected for a TSA run's α on the whole split) and its τ sweep (exit.tau*
- * of `ablate --mode exit`) when the sweep was measured on those tokens too;
- * what is on other tokens is noted, not drawn.  Returns the blocks written. */
+typedef struct {
+    double tau, saved, loss;
+} fg_tau_pt;
+
+static int fg_tau_cmp(const void *a, const void *b) {
+    const fg_tau_pt *x = a, *y = b;
+    return (x->tau > y->tau) - (x->tau < y->tau);
+}
+
+/* The matched point (matched.*, τ bisected for a TSA run's α on the whole
+ * split) of early-exit run r on the tokens want: 1 with *tau, *saved (%),
+ * *loss; 0 none there; -1 error. */
+static int fg_exit_matched(gl_db *db, const tables_run *r, const gl_prov *want, double *tau, double *saved,
+                           double *loss, char *err, size_t errlen) {
+    char name[METRIC_NAME_MAX];
+    gl_metric_val ml, mt, mtau = {.value = NAN};
+    metric_headline(name, sizeof name, METRIC_MATCHED, "loss");
+    int k = db_metric_at(db, r->run_id, "val", name, NULL, &ml, err, errlen);
+    metric_headline(name, sizeof name, METRIC_MATCHED, "tlops_saved");
+    if (k == 1) k = db_metric_at(db, r->run_id, "val", name, &ml.prov, &mt, err, errlen);
+    metric_headline(name, sizeof name, METRIC_MATCHED, "tau");
+    if (k == 1 && db_metric_at(db, r->run_id, "val", name, &ml.prov, &mtau, err, errlen) < 0) k = -1;
+    if (k != 1) return k;
+    if (!want || !db_prov_same(&ml.prov, want)) return 0;
+    *tau = mtau.value, *saved = 100.0 * mt.value, *loss = ml.value;
+    return 1;
+}
+
+/* The τ sweep (exit.tau* of `ablate --mode exit`) of early-exit run r on the
+ * tokens want, appended to pts (cap); a sweep on other tokens is noted. */
+static int fg_exit_sweep(gl_db *db, const tables_run *r, const gl_prov *want, fg_tau_pt *pts, int *np, int cap,
+                         figures_summary *s, char *err, size_t errlen) {
+    gl_metric_latest *m = NULL;
+    int nm = 0, other = 0;
+    char note[200], p[64], q[64];
+    if (db_metrics_latest(db, r->run_id, ABLATE_SPLIT, &m, &nm, err, errlen)) return -1;
+    for (int k = 0; k < nm; k++) {
+        metric_ablation_key key;
+        char sib[METRIC_NAME_MAX];
+        if (!metric_ablation_parse(m[k].name, &key) || strcmp(key.mode, METRIC_EXIT_MODE) || isnan(key.tau) ||
+            strcmp(key.quantity, "tlops_saved") || key.cat != METRIC_NONE ||
+            metric_ablation_sibling(sib, sizeof sib, &key, "loss", METRIC_NONE))
+            continue;
+        if (!want || !db_prov_same(&m[k].prov, want)) {
+            if (!other++) {
+                snprintf(note, sizeof note, "the τ sweep of %s on %s left out: the TSA points are on %s", r->run_id,
+                         db_prov_str(&m[k].prov, p, sizeof p), want ? db_prov_str(want, q, sizeof q) : "none");
+                fg_note(s, "pareto", note);
+            }
+            continue;
+        }
+        const double loss = db_metrics_latest_find_like(m, nm, sib, &m[k]);
+        if (isnan(loss) || isnan(m[k].value) || *np >= cap) continue;
+        pts[(*np)++] = (fg_tau_pt){key.tau, 100.0 * m[k].value, loss};
+    }
+    free(m);
+    return 0;
+}
+
+/* Early exit on the TSA points' tokens, per (data, scale): the matched point
+ * over seeds (mean ± sd, labelled with the mean τ) and the τ sweep over
+ * seeds (mean ± sd per τ, only its two ends labelled, so labels never pile
+ * up).  Returns the blocks written, or -1. */
 static int fg_pareto_exit(gl_db *db, FILE *e, const tables_run *runs, int n, const fg_tokens *tok, int ntok, fg_rng *rx,
                           fg_rng *ry, figures_summary *s, char *err, size_t errlen) {
+    enum { CAP = 1024 };
+    static fg_tau_pt sw[CAP];
     int eblocks = 0;
-    char note[200], p[64], q[64], name[METRIC_NAME_MAX];
-    for (int i = 0; i < n; i++) {
-        if (!strstr(runs[i].variant, "early_exit")) continue;
-        const gl_prov *want = fg_tokens_of(tok, ntok, &runs[i]);
-        gl_metric_val ml, mt;
-        metric_headline(name, sizeof name, METRIC_MATCHED, "loss");
-        int k = db_metric_at(db, runs[i].run_id, "val", name, NULL, &ml, err, errlen);
-        metric_headline(name, sizeof name, METRIC_MATCHED, "tlops_saved");
-        if (k == 1) k = db_metric_at(db, runs[i].run_id, "val", name, &ml.prov, &mt, err, errlen);
-        gl_metric_val tau = {.value = NAN};
-        metric_headline(name, sizeof name, METRIC_MATCHED, "tau");
-        if (k == 1 && db_metric_at(db, runs[i].run_id, "val", name, &ml.prov, &tau, err, errlen) < 0) k = -1;
-        if (k < 0) return -1;
-        if (k == 1 && want && db_prov_same(&ml.prov, want)) {
-            fprintf(e, "%s%s %s early exit at matched α (seed %s)\ttlops_saved\tval_loss\n", eblocks++ ? "\n\n" : "",
-                    runs[i].data, runs[i].scale, runs[i].seed);
-            fprintf(e, "%g\t%.4f\t%.6g\n", tau.value, 100.0 * mt.value, ml.value);
-            fg_rng_add(rx, 100.0 * mt.value);
-            fg_rng_add(ry, ml.value);
+    for (int t = 0; t < ntok; t++) {
+        double mt[FG_PARETO_SEEDS], ms[FG_PARETO_SEEDS], ml[FG_PARETO_SEEDS];
+        int nmatch = 0, nsw = 0;
+        for (int i = 0; i < n; i++) {
+            if (!strstr(runs[i].variant, "early_exit") || strcmp(runs[i].data, tok[t].data) ||
+                strcmp(runs[i].scale, tok[t].scale))
+                continue;
+            double tau, sv, ls;
+            int k = fg_exit_matched(db, &runs[i], &tok[t].prov, &tau, &sv, &ls, err, errlen);
+            if (k < 0) return -1;
+            if (k == 1 && nmatch < FG_PARETO_SEEDS) mt[nmatch] = tau, ms[nmatch] = sv, ml[nmatch] = ls, nmatch++;
+            if (fg_exit_sweep(db, &runs[i], &tok[t].prov, sw, &nsw, CAP, s, err, errlen)) return -1;
         }
-        gl_metric_latest *m = NULL;
-        int nm = 0, wrote = 0, other = 0;
-        if (db_metrics_latest(db, runs[i].run_id, ABLATE_SPLIT, &m, &nm, err, errlen)) return -1;
-        for (int r = 0; r < nm; r++) {
-            metric_ablation_key key;
-            char sib[METRIC_NAME_MAX];
-            if (!metric_ablation_parse(m[r].name, &key) || strcmp(key.mode, METRIC_EXIT_MODE) || isnan(key.tau) ||
-                strcmp(key.quantity, "tlops_saved") || key.cat != METRIC_NONE ||
-                metric_ablation_sibling(sib, sizeof sib, &key, "loss", METRIC_NONE))
-                continue;
-            if (!want || !db_prov_same(&m[r].prov, want)) {
-                if (!other++) {
-                    snprintf(note, sizeof note, "the τ sweep of %s on %s left out: the TSA points are on %s", runs[i].run_id,
-                             db_prov_str(&m[r].prov, p, sizeof p), want ? db_prov_str(want, q, sizeof q) : "none");
-                    fg_note(s, "pareto", note);
-                }
-                continue;
+        char pre[128] = "";
+        if (ntok > 1) snprintf(pre, sizeof pre, "%s %s: ", tok[t].data, tok[t].scale);
+        fg_unquote(pre);
+        if (nmatch) {
+            double tm, tsd;
+            char lab[48], seeds[32] = "";
+            fg_mean_sd(mt, nmatch, &tm, &tsd);
+            snprintf(lab, sizeof lab, "τ=%.2f", tm);
+            if (nmatch > 1) snprintf(seeds, sizeof seeds, " (%d seeds)", nmatch);
+            fprintf(e, "%s%searly exit at matched α%s\tsaved\tsaved_sd\tloss\tloss_sd\tlabel\n", eblocks++ ? "\n\n" : "",
+                    pre, seeds);
+            fg_pareto_row(e, tm, ms, ml, nmatch, lab, rx, ry);
+        }
+        if (nsw) {
+            qsort(sw, (size_t)nsw, sizeof *sw, fg_tau_cmp);
+            fprintf(e, "%s%searly exit over τ\tsaved\tsaved_sd\tloss\tloss_sd\tlabel\n", eblocks++ ? "\n\n" : "", pre);
+            for (int a = 0; a < nsw;) {
+                int b = a;
+                double xs[FG_PARETO_SEEDS], xl[FG_PARETO_SEEDS];
+                int k = 0;
+                for (; b < nsw && fabs(sw[b].tau - sw[a].tau) < 1e-9; b++)
+                    if (k < FG_PARETO_SEEDS) xs[k] = sw[b].saved, xl[k] = sw[b].loss, k++;
+                char lab[32] = "";
+                if (a == 0 || b == nsw) snprintf(lab, sizeof lab, "τ=%g", sw[a].tau);
+                fg_pareto_row(e, sw[a].tau, xs, xl, k, lab, rx, ry);
+                a = b;
             }
-            const double loss = db_metrics_latest_find_like(m, nm, sib, &m[r]);
-            if (isnan(loss) || isnan(m[r].value)) continue;
-            if (!wrote++)
-                fprintf(e, "%s%s %s early exit over τ (seed %s)\ttlops_saved\tval_loss\n", eblocks++ ? "\n\n" : "",
-                        runs[i].data, runs[i].scale, runs[i].seed);
-            fprintf(e, "%g\t%.4f\t%.6g\n", key.tau, 100.0 * m[r].value, loss);
-            fg_rng_add(rx, 100.0 * m[r].value);
-            fg_rng_add(ry, loss);
         }
-        free(m);
     }
     return eblocks;
 }
@@ -425,10 +819,15 @@ static int fg_pareto(gl_db *db, const tables_run *runs, int n, const char *data_
         fg_skip(s, "pareto", "no finished TSA run with a headline (the whole validation split)");
         return 0;
     }
-    char vars[4600] = "", p[64];
+    char vars[4600] = "", p[64], what[160];
+    snprintf(what, sizeof what, "%s %s", tok[0].data, tok[0].scale);
+    fg_unquote(what);
     if (ntok == 1)
-        snprintf(vars, sizeof vars, "title='every point on the same tokens: %s'", db_prov_str(&tok[0].prov, p, sizeof p));
-    else snprintf(vars, sizeof vars, "title='every point on the whole validation split of its data'");
+        snprintf(vars, sizeof vars, "title='TLOps saved vs validation loss, %s (mean ± sd over seeds), on %s'", what,
+                 db_prov_str(&tok[0].prov, p, sizeof p));
+    else snprintf(vars, sizeof vars,
+                  "title='TLOps saved vs validation loss (mean ± sd over seeds), each on the whole validation split of its "
+                  "data'");
     if (eblocks) snprintf(vars + strlen(vars), sizeof vars - strlen(vars), "; exitdata='%s'", epath);
     fg_rng_vars(rx, "x", 0, vars, sizeof vars);
     fg_rng_vars(ry, "y", 0, vars, sizeof vars);
@@ -436,6 +835,31 @@ static int fg_pareto(gl_db *db, const tables_run *runs, int n, const char *data_
 }
 
 /* ---- per-run figures ---- */
+
+/* Every run's intervention bars (ΔL over all tokens), for ablation_seeds. */
+typedef struct {
+    int run;          /* index into the runs array */
+    double v;         /* ΔL (nats/token) */
+    char label[160];  /* the readable intervention */
+} fg_abl_pt;
+
+typedef struct fg_abl_pts {
+    fg_abl_pt *p;
+    int n, cap;
+} fg_abl_pts;
+
+static int fg_abl_add(fg_abl_pts *a, int run, const char *label, double v) {
+    if (a->n == a->cap) {
+        int cap = a->cap ? 2 * a->cap : 64;
+        fg_abl_pt *q = realloc(a->p, (size_t)cap * sizeof *q);
+        if (!q) return -1;
+        a->p = q, a->cap = cap;
+    }
+    a->p[a->n].run = run, a->p[a->n].v = v;
+    snprintf(a->p[a->n].label, sizeof a->p[0].label, "%s", label);
+    a->n++;
+    return 0;
+}
 
 /* What one run's analysis and ablation rows hold by block, KV head and
  * category (NaN where absent), and its legend text. */
@@ -452,6 +876,8 @@ typedef struct {
     gl_gate gate;        /* the per-head gate the alpha_* fields hold (gate table, model/gatekind.h) */
     char delta_head_on[96];  /* what delta_head was measured on ("val[0,64) 4096 tok @40") */
     char label[256];
+    struct fg_abl_pts *abl;  /* where the bars' all-token values go for the figure over seeds (may be NULL) */
+    int idx;                 /* the run's index in the runs array */
 } fg_run_data;
 
 static void fg_run_data_free(fg_run_data *d) {
@@ -566,6 +992,23 @@ static void fg_note_other(figures_summary *s, const char *fig, const gl_metric_l
     fg_note(s, fig, note);
 }
 
+/* The bar label of an intervention (mode, gate label as in the metric
+ * names; sym: the gate's symbol): "α := 0 (every gate)", "α := its mean
+ * (L1+L3H0)", "full depth (p := 0)"…; an unknown mode keeps "mode:label". */
+static void fg_intervention_label(const char *mode, const char *label, const char *sym, char *out, size_t n) {
+    char which[96];
+    if (!strcmp(label, METRIC_LABEL_ALL)) snprintf(which, sizeof which, "every gate");
+    else snprintf(which, sizeof which, "%s", label);
+    if (!strcmp(mode, "zero")) snprintf(out, n, "%s := 0 (%s)", sym, which);
+    else if (!strcmp(mode, "mean")) snprintf(out, n, "%s := its mean (%s)", sym, which);
+    else if (!strcmp(mode, "resample")) snprintf(out, n, "%s resampled from other tokens (%s)", sym, which);
+    else if (!strcmp(mode, "file")) snprintf(out, n, "%s := values from a file (%s)", sym, which);
+    else if (!strcmp(mode, "full-depth")) snprintf(out, n, "full depth (p := 0)");
+    else if (!strcmp(mode, "random")) snprintf(out, n, "random routing at the learned α");
+    else snprintf(out, n, "%s:%s", mode, label);
+    fg_unquote(out);
+}
+
 /* ablation_<run>: one bar group per intervention (every <mode>.<label>.delta_loss
  * except early exit and single-gate zeroing, which goes to the heads map: its
  * values are kept in d->delta_head). */
@@ -573,9 +1016,12 @@ static int fg_ablation_bars(gl_db *db, fg_run_data *d, const char *data_dir, con
                             char *err, size_t errlen) {
     gl_metric_latest *m = NULL;
     int nm = 0, nbars = 0, has_cat[CAT_COUNT] = {0}, rc = -1;
-    char path[4096], name[160], vars[640], b[32];
+    char path[4096], name[160], vars[1024], b[32];
     fg_rng ry = fg_rng_empty();
     const char *id = d->run->run_id;
+    char vr[32] = "", sym[16];
+    if (db_param_get(db, id, "model.value_residual", vr, sizeof vr, err, errlen) < 0) return -1;
+    snprintf(sym, sizeof sym, "%s", !strcmp(vr, "resformer") ? "λ1" : gatekind_info[d->gate].symbol);
     if (db_metrics_latest(db, id, ABLATE_SPLIT, &m, &nm, err, errlen)) return -1;
     snprintf(path, sizeof path, "%s/ablation_%s.tsv", data_dir, id);
     FILE *fb = fopen(path, "w");
@@ -621,13 +1067,19 @@ static int fg_ablation_bars(gl_db *db, fg_run_data *d, const char *data_dir, con
                         ? NAN
                         : db_metrics_latest_find_like(m, nm, want, &m[k]);
         }
-        fprintf(fb, "%s:%s\t%s", key.mode, key.label, report_num(b, 32, m[k].value));
+        char readable[160];
+        fg_intervention_label(key.mode, key.label, sym, readable, sizeof readable);
+        fprintf(fb, "%s\t%s", readable, report_num(b, 32, m[k].value));
         for (int c = 0; c < CAT_COUNT; c++)
             if (has_cat[c]) fprintf(fb, "\t%s", report_num(b, 32, cv[c]));
         fprintf(fb, "\n");
         fg_rng_add(&ry, m[k].value);
         for (int c = 0; c < CAT_COUNT; c++) fg_rng_add(&ry, cv[c]);
         nbars++;
+        if (d->abl && !isnan(m[k].value) && fg_abl_add(d->abl, d->idx, readable, m[k].value)) {
+            snprintf(err, errlen, "out of memory");
+            goto cleanup;
+        }
     }
     int bad = ferror(fb) | fclose(fb);
     fb = NULL;
@@ -641,8 +1093,9 @@ static int fg_ablation_bars(gl_db *db, fg_run_data *d, const char *data_dir, con
     if (nbars) {
         int ncol = 2;
         for (int c = 0; c < CAT_COUNT; c++) ncol += has_cat[c];
-        snprintf(vars, sizeof vars, "title='%s, on %s @%ld'; ncol=%d", d->label, db_prov_str(&bars->prov, on, sizeof on),
-                 bars->step, ncol);
+        db_prov_str(&bars->prov, on, sizeof on);
+        snprintf(vars, sizeof vars, "title='Loss increase per gate intervention: %s, on %s @%ld'; ncol=%d", d->label,
+                 strcmp(on, "?") ? on : "tokens not recorded", bars->step, ncol);
         fg_rng_vars(ry, "y", 1, vars, sizeof vars);
         if (fg_draw(s, "ablation_bars.gp", path, out_dir, name, vars, err, errlen)) goto cleanup;
     }
@@ -659,7 +1112,7 @@ static int fg_heatmap(const fg_run_data *d, int heads, const char *data_dir, con
                       char *err, size_t errlen) {
     const double *g = heads ? d->delta_head : d->alpha_head;
     if (!(heads ? d->has_delta_head : d->has_alpha_head)) return 0;
-    char name[160], path[4096], vars[512], b[32];
+    char name[160], path[4096], vars[1024], b[32];
     const gl_gate_info *gi = &gatekind_info[d->gate];
     snprintf(name, sizeof name, "%s%s_%s", heads ? "heads" : gi->key, heads ? "" : "_heatmap", d->run->run_id);
     snprintf(path, sizeof path, "%s/%s.tsv", data_dir, name);
@@ -670,20 +1123,31 @@ static int fg_heatmap(const fg_run_data *d, int heads, const char *data_dir, con
     }
     fprintf(fh, "layer\tkv_head\t%s%s\n", heads ? "delta_loss" : gi->key, heads ? "" : "_mean");
     fg_rng rc3 = fg_rng_empty();
-    for (int l = 0; l < d->L; l++)
+    for (int l = 0; l < d->L; l++) {
+        int any = 0; /* a block without a gate (block 0: no V1 to mix) is left out, not drawn as an empty row */
+        for (int h = 0; h < d->H; h++) any |= !isnan(g[l * d->H + h]);
+        if (!any) continue;
         for (int h = 0; h < d->H; h++) {
             fprintf(fh, "%d\t%d\t%s\n", l, h, report_num(b, 32, g[l * d->H + h]));
             fg_rng_add(&rc3, g[l * d->H + h]);
         }
+    }
     if (ferror(fh) | fclose(fh)) {
         snprintf(err, errlen, "writing %s failed", path);
         return -1;
     }
     char cbl[64];
     snprintf(cbl, sizeof cbl, "mean %s (probe tokens)", gi->symbol);
-    snprintf(vars, sizeof vars, "title='%s%s%s'; cblabel='%s'", d->label, heads ? ", on " : "",
-             heads ? d->delta_head_on : "", heads ? "ΔL when zeroed alone (nats/token)" : cbl);
-    fg_rng_vars(rc3, "cb", 0, vars, sizeof vars);
+    if (heads)
+        snprintf(vars, sizeof vars, "title='Loss increase when one gate is zeroed: %s, on %s'; "
+                                    "cblabel='ΔL when zeroed alone (nats/token)'; diverging=1",
+                 d->label, d->delta_head_on);
+    else snprintf(vars, sizeof vars, "title='Mean %s per block and KV head: %s'; cblabel='%s'", gi->symbol, d->label, cbl);
+    if (heads && rc3.lo <= rc3.hi) { /* signed: a range symmetric about zero, so white means "no change" */
+        double a = fmax(fmax(fabs(rc3.lo), fabs(rc3.hi)), 1e-6);
+        size_t k = strlen(vars);
+        snprintf(vars + k, sizeof vars - k, "; cbmin=%.9g; cbmax=%.9g", -1.02 * a, 1.02 * a);
+    } else fg_rng_vars(rc3, "cb", 0, vars, sizeof vars);
     return fg_draw(s, "heatmap.gp", path, out_dir, name, vars, err, errlen);
 }
 
@@ -692,7 +1156,7 @@ static int fg_category(const fg_run_data *d, int p, const char *data_dir, const 
                        char *err, size_t errlen) {
     const double *c3 = p ? d->p_cat : d->alpha_cat;
     if (!(p ? d->has_p_cat : d->has_alpha_cat)) return 0;
-    char name[160], path[4096], vars[512], b[32];
+    char name[160], path[4096], vars[1024], b[32];
     snprintf(name, sizeof name, "category_%s_%s", p ? "p" : gatekind_info[d->gate].key, d->run->run_id);
     snprintf(path, sizeof path, "%s/%s.tsv", data_dir, name);
     FILE *fc = fopen(path, "w");
@@ -726,60 +1190,116 @@ static int fg_category(const fg_run_data *d, int p, const char *data_dir, const 
     }
     char yl[64];
     snprintf(yl, sizeof yl, "mean gate %s", gatekind_info[d->gate].symbol);
-    snprintf(vars, sizeof vars, "title='%s'; ylab='%s'; ncol=%d", d->label, p ? "mean halting probability p" : yl, 1 + ncat);
+    snprintf(vars, sizeof vars, "title='%s by block and token category: %s'; ylab='%s'; ncol=%d",
+             p ? "Mean halting probability p" : yl, d->label, p ? "mean halting probability p" : yl, 1 + ncat);
     fg_rng_vars(ryc, "y", 1, vars, sizeof vars);
     return fg_draw(s, "category_bars.gp", path, out_dir, name, vars, err, errlen);
 }
 
-/* The depth profiles across runs: one block per run in depth_alpha.tsv and
- * depth_p.tsv, drawn once every run is in. */
+/* The depth profiles across runs: each analysed run's mean α and mean p by
+ * block, drawn once every run is in, one curve per group of seeds (mean ± sd). */
 typedef struct {
-    char path[2][4096]; /* [0] α, [1] p */
-    FILE *f[2];
-    int blocks[2];
-    fg_rng x[2], y[2];
+    int n, L;            /* runs, blocks per row */
+    double *v[2];        /* [0] α, [1] p: (n, L) NaN where absent */
+    unsigned char *has[2]; /* (n) */
 } fg_profiles;
 
-static void fg_profiles_add(fg_profiles *pr, const fg_run_data *d) {
+static int fg_profiles_init(fg_profiles *pr, int n, char *err, size_t errlen) {
+    memset(pr, 0, sizeof *pr);
+    pr->n = n;
+    pr->L = GL_MAX_LAYERS;
+    for (int p = 0; p < 2; p++) {
+        pr->v[p] = malloc((size_t)(n ? n : 1) * pr->L * sizeof(double));
+        pr->has[p] = calloc((size_t)(n ? n : 1), 1);
+        if (!pr->v[p] || !pr->has[p]) {
+            snprintf(err, errlen, "out of memory");
+            return -1;
+        }
+        for (size_t q = 0; q < (size_t)n * pr->L; q++) pr->v[p][q] = NAN;
+    }
+    return 0;
+}
+
+static void fg_profiles_free(fg_profiles *pr) {
+    for (int p = 0; p < 2; p++) free(pr->v[p]), free(pr->has[p]);
+    memset(pr, 0, sizeof *pr);
+}
+
+static void fg_profiles_add(fg_profiles *pr, int i, const fg_run_data *d) {
     for (int p = 0; p < 2; p++) {
         const double *v = p ? d->p_block : d->alpha_block;
         if (!(p ? d->has_p_block : d->has_alpha_block)) continue;
-        char b[32];
-        fprintf(pr->f[p], "%s%s\t%s\n", pr->blocks[p] ? "\n\n" : "", d->label, p ? "mean_p" : "mean_alpha");
-        for (int l = 0; l < d->L; l++)
-            if (!isnan(v[l])) {
-                fprintf(pr->f[p], "%d\t%s\n", l, report_num(b, 32, v[l]));
-                fg_rng_add(&pr->x[p], l);
-                fg_rng_add(&pr->y[p], v[l]);
-            }
-        pr->blocks[p]++;
+        pr->has[p][i] = 1;
+        for (int l = 0; l < d->L && l < pr->L; l++) pr->v[p][(size_t)i * pr->L + l] = v[l];
     }
 }
 
-/* Close both files and draw depth_alpha and depth_p (or say why not). */
-static int fg_profiles_draw(fg_profiles *pr, const char *out_dir, figures_summary *s, char *err, size_t errlen) {
-    int bad = (ferror(pr->f[0]) | fclose(pr->f[0])) | (ferror(pr->f[1]) | fclose(pr->f[1]));
-    pr->f[0] = pr->f[1] = NULL;
-    if (bad) {
-        snprintf(err, errlen, "writing %s failed", pr->path[0]);
-        return -1;
-    }
+/* depth_alpha / depth_p: data files and figures (or say why not). */
+static int fg_profiles_draw(gl_db *db, const tables_run *runs, const fg_profiles *pr, const char *data_dir,
+                            const char *out_dir, figures_summary *s, char *err, size_t errlen) {
     static const char *const name[2] = {"depth_alpha", "depth_p"};
     static const char *const ylab[2] = {"mean gate α (probe tokens)", "mean halting probability p"};
+    static const char *const what[2] = {"Mean SATFormer gate α by block", "Mean TSA halting probability by block"};
     static const char *const why[2] = {"no SATFormer run analysed (`gatelab analyze RUN`)",
                                        "no TSA run analysed (`gatelab analyze RUN`)"};
+    fg_groups *G = malloc(sizeof *G);
+    if (!G) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    int rc = -1;
     for (int p = 0; p < 2; p++) {
-        if (!pr->blocks[p]) {
+        if (fg_groups_build(db, runs, pr->n, pr->has[p], G, err, errlen)) goto done;
+        if (!G->n) {
             fg_skip(s, name[p], why[p]);
             continue;
         }
-        char pv[512];
-        snprintf(pv, sizeof pv, "ylab='%s'", ylab[p]);
-        fg_rng_vars(pr->x[p], "x", 0, pv, sizeof pv);
-        fg_rng_vars(pr->y[p], "y", 1, pv, sizeof pv);
-        if (fg_draw(s, "depth_profile.gp", pr->path[p], out_dir, name[p], pv, err, errlen)) return -1;
+        char path[4200], b[32], c[32];
+        snprintf(path, sizeof path, "%s/%s.tsv", data_dir, name[p]);
+        FILE *f = fopen(path, "w");
+        if (!f) {
+            snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
+            fg_groups_free(G);
+            goto done;
+        }
+        fg_rng rx = fg_rng_empty(), ry = fg_rng_empty();
+        for (int k = 0; k < G->n; k++) {
+            fprintf(f, "%s%s\tmean\tsd\tn\n", k ? "\n\n" : "", G->g[k].label);
+            for (int l = 0; l < pr->L; l++) {
+                double sum = 0, sq = 0;
+                int m = 0;
+                for (int q = 0; q < G->g[k].n; q++) {
+                    double x = pr->v[p][(size_t)G->g[k].idx[q] * pr->L + l];
+                    if (!isnan(x)) sum += x, sq += x * x, m++;
+                }
+                if (!m) continue;
+                double mean = sum / m, var = m > 1 ? (sq - m * mean * mean) / (m - 1) : 0.0;
+                double sd = var > 0 ? sqrt(var) : 0.0;
+                fprintf(f, "%d\t%s\t%s\t%d\n", l, report_num(b, 32, mean), report_num(c, 32, sd), m);
+                fg_rng_add(&rx, l);
+                fg_rng_add(&ry, mean - sd);
+                fg_rng_add(&ry, mean + sd);
+            }
+        }
+        int bad = ferror(f) | fclose(f);
+        if (bad) {
+            snprintf(err, errlen, "writing %s failed", path);
+            fg_groups_free(G);
+            goto done;
+        }
+        char pv[900], spread[64];
+        fg_spread_text(G, spread, sizeof spread);
+        snprintf(pv, sizeof pv, "ylab='%s'; title='%s%s%s%s%s'; fig_w=%g", ylab[p], what[p], G->common[0] ? ": " : "",
+                 G->common, spread[0] ? (G->common[0] ? ", " : ": ") : "", spread, G->n > 8 ? 8.0 : 6.5);
+        fg_rng_vars(rx, "x", 0, pv, sizeof pv);
+        fg_rng_vars(ry, "y", 1, pv, sizeof pv);
+        fg_groups_free(G);
+        if (fg_draw(s, "depth_profile.gp", path, out_dir, name[p], pv, err, errlen)) goto done;
     }
-    return 0;
+    rc = 0;
+done:
+    free(G);
+    return rc;
 }
 
 /* depth_map_<run>: per-character effective depth of a TSA run from its
@@ -815,38 +1335,101 @@ static int fg_depth_map(const fg_run_data *d, const char *results, const char *d
     return fg_draw(s, "depth_map.gp", path, out_dir, name, vars, err, errlen);
 }
 
+/* ablation_seeds: the bars of ablation_<run> (ΔL over all tokens) pooled
+ * over the seeds of each group: one bar per (group, intervention), mean ±
+ * sd over seeds.  Drawn when some configuration has two or more seeds. */
+static int fg_ablation_seeds(gl_db *db, const tables_run *runs, int n, const fg_abl_pts *a, const char *data_dir,
+                             const char *out_dir, figures_summary *s, char *err, size_t errlen) {
+    if (!a->n) return 0;
+    unsigned char *want = calloc((size_t)n, 1);
+    fg_groups *G = malloc(sizeof *G);
+    int rc = -1, rows = 0;
+    FILE *f = NULL;
+    char path[4200];
+    if (!want || !G) {
+        snprintf(err, errlen, "out of memory");
+        goto done;
+    }
+    for (int k = 0; k < a->n; k++) want[a->p[k].run] = 1;
+    if (fg_groups_build(db, runs, n, want, G, err, errlen)) goto done;
+    if (G->max_seeds < 2) {
+        fg_skip(s, "ablation_seeds", "every ablated configuration has one seed (its bars: ablation_<run>)");
+        rc = 0;
+        goto done_groups;
+    }
+    snprintf(path, sizeof path, "%s/ablation_seeds.tsv", data_dir);
+    if (!(f = fopen(path, "w"))) {
+        snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
+        goto done_groups;
+    }
+    fprintf(f, "intervention\tdelta_loss\tsd\tseeds\n");
+    for (int g = 0; g < G->n; g++)
+        for (int k = 0; k < a->n; k++) { /* each intervention once per group, in the order first met */
+            int in = 0, first = 1;
+            for (int q = 0; q < G->g[g].n; q++) in |= G->g[g].idx[q] == a->p[k].run;
+            for (int j = 0; j < k && in && first; j++)
+                for (int q = 0; q < G->g[g].n; q++)
+                    if (G->g[g].idx[q] == a->p[j].run && !strcmp(a->p[j].label, a->p[k].label)) first = 0;
+            if (!in || !first) continue;
+            double x[FG_SEEDS_MAX], mean, sd;
+            int m = 0;
+            for (int j = k; j < a->n; j++)
+                for (int q = 0; q < G->g[g].n && m < FG_SEEDS_MAX; q++)
+                    if (G->g[g].idx[q] == a->p[j].run && !strcmp(a->p[j].label, a->p[k].label)) x[m++] = a->p[j].v;
+            fg_mean_sd(x, m, &mean, &sd);
+            char b1[32], b2[32];
+            fprintf(f, "%s%s%s\t%s\t%s\t%d\n", G->n > 1 ? G->g[g].label : "", G->n > 1 ? ": " : "", a->p[k].label,
+                    report_num(b1, 32, mean), m > 1 ? report_num(b2, 32, sd) : "nan", m);
+            rows++;
+        }
+    int bad = ferror(f) | fclose(f);
+    f = NULL;
+    if (bad) {
+        snprintf(err, errlen, "writing %s failed", path);
+        goto done_groups;
+    }
+    char vars[900], spread[64];
+    fg_spread_text(G, spread, sizeof spread);
+    snprintf(vars, sizeof vars, "title='Loss increase per gate intervention%s%s%s%s'; ylab='ΔL (nats/token)'; fig_w=%g",
+             G->common[0] ? ": " : "", G->common, spread[0] ? (G->common[0] ? ", " : ": ") : "", spread,
+             rows > 6 ? 8.0 : 5.5);
+    rc = rows ? fg_draw(s, "paper_bars.gp", path, out_dir, "ablation_seeds", vars, err, errlen) : 0;
+done_groups:
+    fg_groups_free(G);
+done:
+    if (f) fclose(f);
+    free(G);
+    free(want);
+    return rc;
+}
+
 /* Per-run figures from the analysis, ablation and trace data, and the depth profiles across runs. */
 static int fg_per_run(gl_db *db, const tables_run *runs, int n, const char *results, const char *data_dir,
                       const char *out_dir, figures_summary *s, char *err, size_t errlen) {
     fg_profiles pr;
     fg_run_data d;
+    fg_abl_pts abl = {NULL, 0, 0};
     int rc = -1;
-    memset(&pr, 0, sizeof pr);
     memset(&d, 0, sizeof d);
-    for (int p = 0; p < 2; p++) {
-        snprintf(pr.path[p], sizeof pr.path[p], "%s/%s", data_dir, p ? "depth_p.tsv" : "depth_alpha.tsv");
-        pr.f[p] = fopen(pr.path[p], "w");
-        pr.x[p] = pr.y[p] = fg_rng_empty();
-        if (!pr.f[p]) {
-            snprintf(err, errlen, "cannot write %s: %s", pr.path[p], strerror(errno));
-            goto cleanup;
-        }
-    }
+    if (fg_profiles_init(&pr, n, err, errlen)) goto cleanup;
     for (int i = 0; i < n; i++) {
         int ok = fg_run_data_init(&d, db, &runs[i], err, errlen);
         if (ok < 0) goto cleanup;
         if (!ok) continue;
+        d.abl = &abl;
+        d.idx = i;
         if (fg_read_analysis(db, &d, err, errlen) || fg_ablation_bars(db, &d, data_dir, out_dir, s, err, errlen) ||
             fg_heatmap(&d, 0, data_dir, out_dir, s, err, errlen) || fg_heatmap(&d, 1, data_dir, out_dir, s, err, errlen) ||
             fg_category(&d, 0, data_dir, out_dir, s, err, errlen) || fg_category(&d, 1, data_dir, out_dir, s, err, errlen))
             goto cleanup;
-        fg_profiles_add(&pr, &d);
+        fg_profiles_add(&pr, i, &d);
         if (!isnan(runs[i].lambda) && fg_depth_map(&d, results, data_dir, out_dir, s, err, errlen)) goto cleanup;
     }
-    rc = fg_profiles_draw(&pr, out_dir, s, err, errlen);
+    rc = fg_profiles_draw(db, runs, &pr, data_dir, out_dir, s, err, errlen) ||
+         fg_ablation_seeds(db, runs, n, &abl, data_dir, out_dir, s, err, errlen) ? -1 : 0;
 cleanup:
-    for (int p = 0; p < 2; p++)
-        if (pr.f[p]) fclose(pr.f[p]);
+    free(abl.p);
+    fg_profiles_free(&pr);
     fg_run_data_free(&d);
     return rc;
 }

@@ -104,7 +104,7 @@ static int fig_pareto(const paper_run *r, int n, const char *scale, const char *
         for (int i = 0; i < n; i++)
             if (pf_is(&r[i], "tinyshakespeare", scale, NULL, "tsa", NULL) && fabs(r[i].t.lambda - lam[k]) < 1e-12)
                 acc_add(&sv, 100 * r[i].tlops), acc_add(&ls, r[i].loss);
-        fprintf(f, "%g", lam[k]);
+        fprintf(f, "λ=%g", lam[k]);
         pf_num(f, acc_mean(&sv)), pf_num(f, acc_sd(&sv)), pf_num(f, acc_mean(&ls)), pf_num(f, acc_sd(&ls));
         fprintf(f, "\n");
     }
@@ -263,7 +263,57 @@ static int fig_ablation(const paper_run *r, int n, const char *scale, const char
                    "title='Gate ablations: loss increase, mean ± sd over seeds'; ylab='ΔL (nats/token)'", err, errlen);
 }
 
-/* Training loss against wall-clock time, seed 1 of each variant. */
+typedef struct {
+    long step;
+    double t, loss;
+} pf_pt;
+
+static int pf_pt_cmp(const void *a, const void *b) {
+    const pf_pt *x = a, *y = b;
+    return (x->step > y->step) - (x->step < y->step);
+}
+
+/* Every seed's training loss of the runs matching (value, cross): points by
+ * step with seconds since each run's first step.  *out malloc'd; *seeds the runs. */
+static int pf_loss_points(gl_db *db, const paper_run *r, int n, const char *scale, const char *value, const char *cross,
+                          pf_pt **out, int *np, int *seeds, char *err, size_t errlen) {
+    pf_pt *all = NULL;
+    int k = 0, cap = 0;
+    *seeds = 0;
+    for (int i = 0; i < n; i++) {
+        if (!pf_is(&r[i], "tinyshakespeare", scale, value, "none", cross)) continue;
+        gl_metric_point *pts = NULL;
+        int m = 0;
+        if (db_metric_series(db, r[i].t.run_id, "train", "loss", &pts, &m, err, errlen)) {
+            free(all);
+            return -1;
+        }
+        if (m > 1) {
+            if (k + m > cap) {
+                cap = 2 * (k + m) + 16;
+                pf_pt *q = realloc(all, (size_t)cap * sizeof *q);
+                if (!q) {
+                    free(pts);
+                    free(all);
+                    snprintf(err, errlen, "out of memory");
+                    return -1;
+                }
+                all = q;
+            }
+            for (int j = 0; j < m; j++)
+                if (!isnan(pts[j].value)) all[k++] = (pf_pt){pts[j].step, pts[j].wall_time - pts[0].wall_time, pts[j].value};
+            (*seeds)++;
+        }
+        free(pts);
+    }
+    qsort(all, (size_t)k, sizeof *all, pf_pt_cmp);
+    *out = all;
+    *np = k;
+    return 0;
+}
+
+/* Training loss against wall-clock time, every variant over its seeds: per
+ * step the mean time and the mean ± sd of the loss. */
 static int fig_loss_time(gl_db *db, const paper_run *r, int n, const char *scale, const char *dir, paper_figs *s,
                          char *err, size_t errlen) {
     const struct {
@@ -272,37 +322,45 @@ static int fig_loss_time(gl_db *db, const paper_run *r, int n, const char *scale
              {"Hyper-Connections", "none", "hyper"}, {"MUDDFormer", "none", "mudd"}, {"DenseFormer", "none", "denseformer"}};
     char path[4200];
     FILE *f = NULL;
-    int curves = 0;
+    int curves = 0, most = 0, fewest = 0;
     for (size_t k = 0; k < sizeof v / sizeof v[0]; k++) {
-        const paper_run *q = NULL;
-        for (int i = 0; i < n && !q; i++)
-            if (pf_is(&r[i], "tinyshakespeare", scale, v[k].value, "none", v[k].cross) && !strcmp(r[i].t.seed, "1"))
-                q = &r[i];
-        if (!q) continue;
-        gl_metric_point *pts = NULL;
-        int np = 0;
-        if (db_metric_series(db, q->t.run_id, "train", "loss", &pts, &np, err, errlen)) goto fail;
+        pf_pt *pts = NULL;
+        int np = 0, seeds = 0;
+        if (pf_loss_points(db, r, n, scale, v[k].value, v[k].cross, &pts, &np, &seeds, err, errlen)) goto fail;
         if (np > 1) {
             if (!f && !(f = pf_open(dir, "paper_loss_time", path, sizeof path, err, errlen))) {
                 free(pts);
                 return -1;
             }
-            fprintf(f, "%s%s\tloss\n", curves ? "\n\n" : "", v[k].title);
-            for (int j = 0; j < np; j++) fprintf(f, "%.3f\t%.6g\n", pts[j].wall_time - pts[0].wall_time, pts[j].value);
+            fprintf(f, "%s%s (%d seed%s)\tloss\tsd\tseeds\n", curves ? "\n\n" : "", v[k].title, seeds, seeds == 1 ? "" : "s");
+            for (int a = 0; a < np;) {
+                int b = a;
+                acc t = {0}, l = {0};
+                for (; b < np && pts[b].step == pts[a].step; b++) acc_add(&t, pts[b].t), acc_add(&l, pts[b].loss);
+                double sd = acc_sd(&l);
+                fprintf(f, "%.3f\t%.6g\t%.6g\t%d\n", acc_mean(&t), acc_mean(&l), isnan(sd) ? 0.0 : sd, l.n);
+                a = b;
+            }
+            if (seeds > most) most = seeds;
+            if (!curves || seeds < fewest) fewest = seeds;
             curves++;
         }
         free(pts);
     }
     if (!curves) {
-        pf_skip(s, "paper_loss_time", "no seed-1 runs of the value or cross-layer variants on Tiny Shakespeare");
+        pf_skip(s, "paper_loss_time", "no runs of the value or cross-layer variants on Tiny Shakespeare");
         return 0;
     }
     if (fclose(f)) {
         snprintf(err, errlen, "writing %s failed", path);
         return -1;
     }
-    return pf_draw(s, "paper_loss_time.gp", path, dir, "paper_loss_time",
-                   "title='Training loss against wall-clock time (seed 1; shared machine)'", err, errlen);
+    char vars[256];
+    if (most > 1)
+        snprintf(vars, sizeof vars, "title='Training loss against wall-clock time, mean ± sd over %s%d seeds (shared machine)'",
+                 fewest < most ? "up to " : "", most);
+    else snprintf(vars, sizeof vars, "title='Training loss against wall-clock time, one seed (shared machine)'");
+    return pf_draw(s, "paper_loss_time.gp", path, dir, "paper_loss_time", vars, err, errlen);
 fail:
     if (f) fclose(f);
     return -1;

@@ -255,6 +255,11 @@ void model_set_gate_override(gl_model *m, int layer, int kv_head, gl_gate_mode m
     m->have_overrides = 1;
 }
 
+void model_set_gate_token_table(gl_model *m, const float *table) {
+    if (ensure_overrides(m)) abort();
+    m->ov.gate_token = table;
+}
+
 void model_set_lambda1_override(gl_model *m, int layer, gl_gate_mode mode, float value) {
     assert(layer >= 0 && layer < m->cfg.n_layer);
     if (ensure_overrides(m)) abort();
@@ -279,6 +284,7 @@ void model_clear_overrides(gl_model *m) {
         memset(m->ov.lambda1_mode, 0, (size_t)L * sizeof(gl_gate_mode));
     }
     m->ov.route_mode = ROUTE_FREE;
+    m->ov.gate_token = NULL;
     m->have_overrides = 0;
 }
 

@@ -153,12 +153,15 @@ typedef struct {
 } gl_xl_acts;
 
 /* Gate overrides for ablations and interventions, applied in forward. */
-typedef enum { GATE_FREE = 0, GATE_CONST } gl_gate_mode;
+/* GATE_CONST: one value per (layer, KV head); GATE_TOKEN: a value per token from
+ * a caller's table (resample ablation). */
+typedef enum { GATE_FREE = 0, GATE_CONST, GATE_TOKEN } gl_gate_mode;
 typedef enum { ROUTE_FREE = 0, ROUTE_CONST, ROUTE_RANDOM } gl_route_mode;
 
 typedef struct {
     gl_gate_mode *gate_mode;  /* (L, Hkv) the value-residual gate (A[n].gate) */
     float *gate_value;        /* (L, Hkv) value used when mode is GATE_CONST */
+    const float *gate_token;  /* (L, max_B·T, Hkv) borrowed: value by batch position when mode is GATE_TOKEN */
     gl_gate_mode *lambda1_mode; /* (L) ResFormer λ1 */
     float *lambda1_value;       /* (L) */
     gl_route_mode route_mode;   /* TSA: ROUTE_CONST forces p = route_value for every router */
@@ -261,6 +264,9 @@ void model_backward(gl_model *m);
  * (A[n].gate: SATFormer α, ...); lambda1 ResFormer's λ1 of a block; route the
  * TSA routers. */
 void model_set_gate_override(gl_model *m, int layer, int kv_head, gl_gate_mode mode, float value);
+/* The table GATE_TOKEN reads, (L, max_B·T, Hkv), borrowed until cleared
+ * (model_clear_overrides) or replaced; the caller refills it per batch. */
+void model_set_gate_token_table(gl_model *m, const float *table);
 void model_set_lambda1_override(gl_model *m, int layer, gl_gate_mode mode, float value);
 void model_set_route_override(gl_model *m, gl_route_mode mode, float value, uint64_t seed);
 void model_clear_overrides(gl_model *m);

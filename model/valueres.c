@@ -49,7 +49,16 @@ static gl_gate_mode gate_mode(const gl_model *m, int n, int j) {
     return m->have_overrides ? m->ov.gate_mode[n * m->cfg.n_kv_head + j] : GATE_FREE;
 }
 
-static float gate_value(const gl_model *m, int n, int j) { return m->ov.gate_value[n * m->cfg.n_kv_head + j]; }
+/* The overridden gate of (block n, token t of the batch, KV head j): the
+ * constant, or the caller's per-token value (GATE_TOKEN). */
+static float gate_value(const gl_model *m, int n, int t, int j) {
+    const int Hkv = m->cfg.n_kv_head;
+    if (m->ov.gate_mode[n * Hkv + j] == GATE_TOKEN) {
+        assert(m->ov.gate_token && t < m->max_B * m->T);
+        return m->ov.gate_token[((size_t)n * m->max_B * m->T + t) * Hkv + j];
+    }
+    return m->ov.gate_value[n * Hkv + j];
+}
 
 void model_resformer_lambda(const gl_model *m, int n, float *lambda1, float *lambda2) {
     const gl_model_config *c = &m->cfg;
@@ -127,7 +136,7 @@ static void sat_forward(gl_model *m, int n, int N) {
     for (int t = 0; t < N; t++)
         for (int j = 0; j < Hkv; j++) {
             float pre = a->gate_pre[(size_t)t * Hkv + j];
-            a->gate[(size_t)t * Hkv + j] = gate_mode(m, n, j) == GATE_CONST ? gate_value(m, n, j) : (pre > 0.0f ? pre : 0.0f);
+            a->gate[(size_t)t * Hkv + j] = gate_mode(m, n, j) != GATE_FREE ? gate_value(m, n, t, j) : (pre > 0.0f ? pre : 0.0f);
         }
     gate_mix_forward(m, n, N);
 }
@@ -153,7 +162,7 @@ static void hg_forward(gl_model *m, int n, int N) {
     const float *g = m->P.layer[n].headgate; /* (Hkv) */
     for (int t = 0; t < N; t++)
         for (int j = 0; j < Hkv; j++)
-            a->gate[(size_t)t * Hkv + j] = gate_mode(m, n, j) == GATE_CONST ? gate_value(m, n, j) : g[j];
+            a->gate[(size_t)t * Hkv + j] = gate_mode(m, n, j) != GATE_FREE ? gate_value(m, n, t, j) : g[j];
     gate_mix_forward(m, n, N);
 }
 

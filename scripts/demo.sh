@@ -96,6 +96,7 @@ echo
 echo "== ablations: does the model need its gates?"
 G ablate "$sat" --mode zero | tail -n 6
 G ablate "$sat" --mode mean | tail -n 6
+G ablate "$sat" --mode resample | tail -n 6
 G ablate "$res" --mode zero | tail -n 6
 G ablate "$tsa" --mode full-depth | tail -n 6
 G ablate "$tsa" --mode random | tail -n 6

@@ -9,6 +9,9 @@
 #   post    the measurements the claims need, each recorded in the registry
 #           (gatelab paper post: full-split evaluation, matched-α early exit,
 #           sparse inference, gate ablations, head ranking, trace analysis);
+#   bench   the costs of claims 8 and 14 (training step of each variant, timed
+#           in interleaved rounds in one process; peak memory; sparse inference)
+#           by bench_gatelab, recorded in the same registry (cost-paper);
 #   report  `gatelab paper report PRESET` writes $PAPER_RESULTS/REPORT.md and
 #           its figures from the registry and traces alone.
 #
@@ -61,6 +64,29 @@ stage_post() {
     "$BIN" paper post --results "$RES"
 }
 
+# The costs claims 8 and 14 are about, measured side by side rather than read
+# off sweep runs that shared the machine: one bench_gatelab process times
+# every variant in interleaved rounds (experiment cost-paper), one process per
+# variant measures its peak RSS (cost-paper-mem), and TSA's sparse inference
+# at α 0.73 (cost-paper-s-sparse).  Skipped when cost-paper is already there.
+stage_bench() {
+    local bench="${GATELAB_BENCH:-$(dirname "$BIN")/bench_gatelab}" db="$RES/gatelab.db"
+    [ -x "$bench" ] || { say "bench: $bench not built (make bench builds it); claims 8 and 14 stay \"not run\""; return 0; }
+    if "$BIN" runs --db "$db" --experiment cost-paper --format csv 2>/dev/null | grep -q "^cost-paper-"; then
+        say "bench: already measured (experiment cost-paper)"; return 0
+    fi
+    local size=(--steps 20 --warmup 2) mem=(--steps 2 --warmup 1)
+    [ "$preset" = smoke ] && size=(--steps 3 --warmup 1 --batch 2) mem+=(--batch 2)
+    say "bench: training step of every variant, interleaved (${size[*]})"
+    OMP_NUM_THREADS="${OMP_NUM_THREADS:-2}" "$bench" --scale s "${size[@]}" --no-sgemm \
+        --variants base,resformer,satformer,tsa,hyper,mudd,sparse --db "$db" --tag paper > "$RES/bench.jsonl"
+    local v
+    for v in base satformer hyper mudd; do
+        OMP_NUM_THREADS="${OMP_NUM_THREADS:-2}" "$bench" --scale s "${mem[@]}" --no-sgemm \
+            --variants "$v" --db "$db" --tag paper-mem >> "$RES/bench.jsonl"
+    done
+}
+
 stage_report() {
     say "report: figures"
     local group rest
@@ -75,8 +101,9 @@ stage_report() {
 case "$stage" in
 train) stage_train ;;
 post) stage_post ;;
+bench) stage_bench ;;
 report) stage_report ;;
-all) stage_train; stage_post; stage_report ;;
-*) echo "paper: unknown stage '$stage' (train, post, report, all)" >&2; exit 2 ;;
+all) stage_train; stage_post; stage_bench; stage_report ;;
+*) echo "paper: unknown stage '$stage' (train, post, bench, report, all)" >&2; exit 2 ;;
 esac
 say "done in $(( $(date +%s) - t0 )) s"

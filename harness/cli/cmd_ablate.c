@@ -2,7 +2,7 @@
  * cmd_ablate.c — `gatelab ablate` (gate interventions) and `gatelab heads`
  * (every gate zeroed alone, ranked).
  *
- *   gatelab ablate RUN --mode zero|mean|file|full-depth|random|exit [--layers 1,3] [--heads 2:0,L3H1]
+ *   gatelab ablate RUN --mode zero|mean|resample|file|full-depth|random|exit [--layers 1,3] [--heads 2:0,L3H1]
  *                  [--values FILE] [--taus 0.5,0.9] [--windows N] [--batch B] [--threads N] [--results DIR]
  *                  [--db PATH] [--no-db]
  *   gatelab heads RUN [--windows N] [--batch B] [--threads N] [--results DIR] [--db PATH] [--out DIR] [--no-db]
@@ -64,17 +64,18 @@ typedef struct {
         {"no-db", ARGS_KEY(5), NULL, "write nothing to the registry"}
 
 static const args_opt ablate_opts[] = {
-    {"mode", ARGS_KEY(10), "M", "zero, mean, file, full-depth, random or exit (required)"},
-    {"layers", ARGS_KEY(11), "1,3", "zero/mean: every gate of these blocks"},
-    {"heads", ARGS_KEY(12), "2:0,L3H1", "zero/mean: these gates, BLOCK:KV_HEAD or TransformerLens's L<block>H<head>"},
+    {"mode", ARGS_KEY(10), "M", "zero, mean, resample, file, full-depth, random or exit (required)"},
+    {"layers", ARGS_KEY(11), "1,3", "zero/mean/resample: every gate of these blocks"},
+    {"heads", ARGS_KEY(12), "2:0,L3H1", "zero/mean/resample: these gates, BLOCK:KV_HEAD or TransformerLens's L<block>H<head>"},
     {"values", ARGS_KEY(13), "FILE", "file: lines \"block kv_head value\", each gate set to its value"},
     {"taus", ARGS_KEY(14), "T,...", "exit: thresholds τ (default 0.5,0.6,0.7,0.8,0.9,0.95)"},
     AB_COMMON,
     {0}};
 static const args_spec ablate_spec = {
-    "ablate", "RUN --mode zero|mean|file|full-depth|random|exit [options]",
+    "ablate", "RUN --mode zero|mean|resample|file|full-depth|random|exit [options]",
     "Gate interventions on validation windows: a table, one JSON line, and rows in the registry (split \"ablation\").\n"
     "  zero/mean: SATFormer α (or ResFormer λ1 with zero) on the selected gates (default: all)\n"
+    "  resample: each token's selected gates taken from a random token of the reference windows\n"
     "  file: each gate listed in --values FILE set to its value\n"
     "  full-depth/random: TSA routing forced to p = 0 / random at the learned active fraction\n"
     "  exit: early exit at each threshold τ of --taus",
@@ -203,8 +204,8 @@ static json_t *ab_json_head(const ab_env *e, const char *mode) {
 static int ab_print_result(const ab_env *e, const ablate_result *r, const char *label) {
     const ablate_ctx *c = &e->ctx;
     printf("gatelab ablate: run %s | mode %s | gates %s | evaluation %s (%.0f scored tokens)%s%s\n", e->run_id,
-           ablate_mode_name(r->mode), label, c->eval_desc, r->base.tokens, r->mode == ABLATE_MEAN ? " | reference " : "",
-           r->mode == ABLATE_MEAN ? c->ref_desc : "");
+           ablate_mode_name(r->mode), label, c->eval_desc, r->base.tokens, ablate_mode_uses_reference(r->mode) ? " | reference " : "",
+           ablate_mode_uses_reference(r->mode) ? c->ref_desc : "");
     if (r->mode == ABLATE_RANDOM)
         printf("  baseline: the learned routers run hard at α = %.4f; control: random skipping with probability %.4f\n",
                r->base.active_frac, r->route_skip);
@@ -218,7 +219,7 @@ static int ab_print_result(const ab_env *e, const ablate_result *r, const char *
     json_t *o = ab_json_head(e, ablate_mode_name(r->mode));
     jsonl_set(o, "gates", jsonl_str(label));
     jsonl_set(o, "eval", jsonl_str(c->eval_desc));
-    jsonl_set(o, "reference", jsonl_str(r->mode == ABLATE_MEAN ? c->ref_desc : NULL));
+    jsonl_set(o, "reference", jsonl_str(ablate_mode_uses_reference(r->mode) ? c->ref_desc : NULL));
     jsonl_set(o, "tokens", jsonl_count(r->base.tokens));
     jsonl_set(o, "base_loss", jsonl_num(r->base.loss));
     jsonl_set(o, "loss", jsonl_num(r->ablated.loss));
@@ -292,7 +293,7 @@ int cmd_ablate(int argc, char **argv) {
     ablate_mode mode = ABLATE_ZERO;
     int exit_mode = !strcmp(a.mode, "exit");
     if (!exit_mode && ablate_parse_mode(a.mode, &mode)) {
-        fprintf(stderr, "gatelab ablate: --mode '%s': expected zero, mean, file, full-depth, random or exit\n", a.mode);
+        fprintf(stderr, "gatelab ablate: --mode '%s': expected zero, mean, resample, file, full-depth, random or exit\n", a.mode);
         return 2;
     }
     static ab_env e;
@@ -320,11 +321,11 @@ int cmd_ablate(int argc, char **argv) {
             }
             if (ablate_read_values(&e.ctx, a.values, sel, err, sizeof err)) goto fail;
             snprintf(label, sizeof label, "file");
-        } else if (mode == ABLATE_ZERO || mode == ABLATE_MEAN) {
+        } else if (ablate_mode_selects_gates(mode)) {
             if (ablate_parse_selection(m, a.layers, a.heads, sel, err, sizeof err)) goto fail;
             ablate_selection_label(m, sel, label, sizeof label);
         } else if (a.layers || a.heads) {
-            snprintf(err, sizeof err, "--layers / --heads select gates for zero and mean; --mode %s acts on every router",
+            snprintf(err, sizeof err, "--layers / --heads select gates for zero, mean and resample; --mode %s acts on every router",
                      a.mode);
             goto fail;
         }
@@ -425,7 +426,7 @@ int cmd_heads(int argc, char **argv) {
         if (report_mkdir_p(fig_dir, err, sizeof err)) goto fail;
         snprintf(base_name, sizeof base_name, "%s/heads_%s", fig_dir, e.run_id);
         snprintf(vars, sizeof vars, "title='%s: ΔL when one gate is zeroed, on %s (%.0f tokens) at step %ld'; "
-                                    "cblabel='ΔL (nats/token)'", e.run_id, e.ctx.eval_desc, base.tokens, e.run.st.step);
+                                    "cblabel='ΔL (nats/token)'; diverging=1", e.run_id, e.ctx.eval_desc, base.tokens, e.run.st.step);
         if (figures_gnuplot("heatmap.gp", grid, base_name, vars, err, sizeof err)) goto fail;
         printf("figure: %s.png, %s.pdf\n", base_name, base_name);
     }

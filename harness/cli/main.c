@@ -37,7 +37,7 @@ static const command commands[] = {
     {"collect", cmd_collect, "collect MAIN.db TASK.db [TASK.db ...]"},
     {"runs", cmd_runs, "runs [--experiment E] [--status S] [--format table|csv|json] [--stale-after SECONDS] [--fix-stale] [--tag KEY=VALUE ...] [--deleted] [--db PATH] [--results DIR]"},
     {"analyze", cmd_analyze, "analyze RUN [--out DIR] [--no-db] [--db PATH] [--results DIR]"},
-    {"ablate", cmd_ablate, "ablate RUN --mode zero|mean|file|full-depth|random|exit [--layers 1,3] [--heads 2:0,L3H1] [--values FILE] [--taus T,...] [--windows N] [--batch B] [--threads N] [--no-db] [--db PATH] [--results DIR]"},
+    {"ablate", cmd_ablate, "ablate RUN --mode zero|mean|resample|file|full-depth|random|exit [--layers 1,3] [--heads 2:0,L3H1] [--values FILE] [--taus T,...] [--windows N] [--batch B] [--threads N] [--no-db] [--db PATH] [--results DIR]"},
     {"heads", cmd_heads, "heads RUN [--windows N] [--batch B] [--threads N] [--out DIR] [--no-figure] [--json] [--no-db] [--db PATH] [--results DIR]"},
     {"tables", cmd_tables, "tables [EXPERIMENT] [--out DIR] [--db PATH] [--results DIR]"},
     {"figures", cmd_figures, "figures [EXPERIMENT] [--out DIR] [--db PATH] [--results DIR]"},

@@ -3,7 +3,8 @@
 #
 #   gnuplot -e "data='ablation.tsv'; out='ablation.png'" scripts/plots/ablation_bars.gp
 #
-# data: header row, then one row per intervention: label (mode:gates), ΔL all
+# data: header row, then one row per intervention: its label as a reader says it
+# ("α := 0 (every gate)", "full depth (p := 0)"), ΔL all
 # tokens, then ΔL per token category (structural, functional, semantic; a
 # category no intervention measured is left out).  ncol: the number of
 # columns (default 5).  Optional: title.

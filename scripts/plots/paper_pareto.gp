@@ -5,7 +5,7 @@
 #   gnuplot -e "data='paper_pareto.tsv'; out='paper_pareto.png'" scripts/plots/paper_pareto.gp
 #
 # data: blocks separated by two blank lines, each with a header row whose
-# first cell is the curve's title; rows: knob (λ; τ for early exit; blank for
+# first cell is the curve's title; rows: point label ("λ=…"; "τ=…" for early exit; blank for
 # the dense model), saved mean, saved sd, loss mean, loss sd.
 if (!exists("style")) { _d = ARG0; _i = strlen(_d); while (_i > 0 && _d[_i:_i] ne '/') { _i = _i - 1 }; style = _d[1:_i] . 'style.gp' }
 load style

@@ -10,18 +10,22 @@
 #          a single point or a constant value still has a proper range instead
 #          of gnuplot's "empty range" warning.
 # Data files are tab-separated with a header row ("nan" marks a missing value).
-# Colours: the Tableau 10 cycle for lines and bars; viridis for heatmaps.
+# Text is plain (noenhanced terminals): a label such as 'early_exit' or 'x^2'
+# prints as written, never as a subscript or superscript; no script turns
+# enhanced text back on (tests/integration/figures.sh checks both).
+# Colours: the Tableau 10 cycle for lines and bars; viridis for heatmaps, a
+# blue-white-red map centred on zero for signed values (diverging=1).
 
 if (!exists("out")) { print "style.gp: set out='FILE.png' or out='FILE.pdf' with gnuplot -e"; exit status 2 }
 if (!exists("fig_w")) fig_w = 5.5
 if (!exists("fig_h")) fig_h = 3.4
 _ext = strlen(out) >= 4 ? out[strlen(out)-3:strlen(out)] : ''
 if (_ext eq '.pdf') {
-    set terminal pdfcairo enhanced color font 'DejaVu Sans,8' size fig_w*1.0 in, fig_h*1.0 in linewidth 1.2
+    set terminal pdfcairo noenhanced color font 'DejaVu Sans,8' size fig_w*1.0 in, fig_h*1.0 in linewidth 1.2
 } else { if (_ext eq '.svg') {
-    set terminal svg enhanced font 'DejaVu Sans,9' size int(fig_w*110), int(fig_h*110) linewidth 1.2 background '#ffffff'
+    set terminal svg noenhanced font 'DejaVu Sans,9' size int(fig_w*110), int(fig_h*110) linewidth 1.2 background '#ffffff'
 } else {
-    set terminal pngcairo enhanced color font 'DejaVu Sans,9' size int(fig_w*200), int(fig_h*200) linewidth 1.6 fontscale 1.6
+    set terminal pngcairo noenhanced color font 'DejaVu Sans,9' size int(fig_w*200), int(fig_h*200) linewidth 1.6 fontscale 1.6
 } }
 set output out
 

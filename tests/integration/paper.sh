@@ -29,9 +29,14 @@ else
     check "the report links figures" grep -q '^## Figures' "$R"
 fi
 check "the report states the whole-split loss of every run" grep -q '^## Every run' "$R"
+check "the bench stage measured the costs (experiment cost-paper: $(grep -c . "$PAPER_RESULTS/bench.jsonl" 2>/dev/null) lines)" \
+    bash -c "sqlite3 '$PAPER_RESULTS/gatelab.db' \"select count(*) from runs where run_id like 'cost-paper-s-%'\" | grep -qx 7"
+check "claims 8 and 14 are answered from the bench, not from sweep timings" \
+    bash -c "grep -E '^\| (8|14) \|' '$R' | grep -c 'interleaved rounds' | grep -qx 2"
 
 scripts/paper.sh smoke > "$W/second.log" 2>&1; rc=$?
 check "rerun exits 0" [ "$rc" -eq 0 ]
 trained=$(grep -c 'started paper-' "$W/second.log")
 measured=$(grep -c '^\[paper post\] [a-z].*: ' "$W/second.log")
 check "rerun trains nothing ($trained started) and measures nothing ($measured)" [ "$trained" -eq 0 -a "$measured" -eq 0 ]
+check "rerun does not bench again" grep -q 'bench: already measured' "$W/second.log"

@@ -1,0 +1,121 @@
+#!/usr/bin/env bash
+# figures.sh — every figure kind `gatelab figures` draws, from a small
+# registry built here by training tiny runs on the test's own corpus: two
+# seeds of SATFormer and of TSA at one λ, a second λ, and early exit.  Checks
+# that each figure's PNG, PDF and SVG exist and are not empty, and that no
+# text is mangled by gnuplot's enhanced-text mode (an underscore in
+# "early_exit" printed as a subscript): the scripts turn it off, no SVG holds
+# a shifted sub/superscript, and labels with _ ^ { } @ & come out as written.
+# Also: legends name what differs between runs (no "seed" in them; the seeds
+# are averaged, with their spread), gate maps leave out block 0 (no gate),
+# ablation bars carry readable labels, and the paper report's scripts draw.
+set -u
+. "$(dirname "$0")/lib.sh"
+ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
+W=$(mktemp -d)
+if [ -n "${KEEP_TMP:-}" ]; then echo "temp folder (kept): $W"; else trap 'rm -rf "$W"' EXIT; fi
+export GATELAB_DATA="$W/data"
+make_corpus "$GATELAB_DATA/corpus.txt"
+export OMP_NUM_THREADS=1 # tiny models: one thread is fastest and immune to a busy machine
+R="$W/results"
+F="$R/figures"
+D="$F/data"
+
+# ---- the scripts themselves: plain text only ----
+check "style.gp opens every terminal (PNG, PDF, SVG) with noenhanced text" \
+    test "$(grep -cE '^ *set terminal (pngcairo|pdfcairo|svg) noenhanced' "$ROOT/scripts/plots/style.gp")" = 3
+bad=$(grep -nE '(^|[^o])enhanced' "$ROOT"/scripts/plots/*.gp | grep -v '^[^:]*:[0-9]*:#' || true)
+check "no gnuplot script turns enhanced text on (${bad:-none})" test -z "$bad"
+
+# ---- a small registry: tiny runs, 2 seeds where a figure averages them ----
+T() { "$BIN" train "$TINY" train.steps=30 train.eval_every=10 train.log_every=5 train.ckpt_every=30 "$@" \
+          --results "$R" --quiet > "$W/train.log" 2>&1; }
+ok=1
+for s in 1 2; do
+    T model.value_residual=satformer model.n_kv_head=2 train.seed=$s --run-id sat$s || ok=0
+    T model.depth_routing=tsa model.tsa_lambda=0.01 model.router_init_bias=0 train.seed=$s --run-id tsa$s || ok=0
+done
+T model.depth_routing=tsa model.tsa_lambda=0.1 model.router_init_bias=0 train.seed=1 --run-id tsaB || ok=0
+T model.depth_routing=early_exit train.steps=10 train.ckpt_every=10 --run-id ee || ok=0
+check "train 7 tiny runs of 2 blocks (SATFormer with 2 KV heads x2, TSA λ 0.01 x2, TSA λ 0.1, early exit)" test $ok = 1
+[ $ok = 1 ] || { tail -20 "$W/train.log"; exit 1; }
+ok=1
+for r in sat1 sat2 tsa1 tsa2 tsaB; do "$BIN" analyze $r --results "$R" > "$W/an.$r" 2>&1 || ok=0; done
+"$BIN" ablate sat1 --results "$R" --mode zero --windows 8 > "$W/ab1" 2>&1 || ok=0
+"$BIN" ablate sat1 --results "$R" --mode mean --windows 8 > "$W/ab2" 2>&1 || ok=0
+"$BIN" ablate sat2 --results "$R" --mode zero --windows 8 > "$W/ab3" 2>&1 || ok=0
+"$BIN" heads sat1 --results "$R" --windows 8 > "$W/hd" 2>&1 || ok=0
+"$BIN" eval ee --match-run tsa1 --record --results "$R" > "$W/ev" 2>&1 || ok=0
+check "analyze, ablate, heads and eval --match-run exit 0" test $ok = 1
+
+# ---- every figure kind ----
+"$BIN" figures --results "$R" > "$W/fg" 2> "$W/fg.err"
+check "figures exits 0 with nothing on stderr" test $? -eq 0 -a ! -s "$W/fg.err"
+valid_png() { [ "$(head -c 8 "$1" | od -An -tx1 | tr -d ' \n')" = "89504e470d0a1a0a" ] && [ "$(stat -c %s "$1")" -gt 4000 ]; }
+for f in loss_step loss_time pareto depth_alpha depth_p alpha_heatmap_sat1 heads_sat1 category_alpha_sat1 \
+         category_p_tsa1 ablation_sat1 ablation_seeds depth_map_tsa1; do
+    check "figure $f: PNG, PDF and SVG exist and are not empty" \
+        eval 'valid_png "$F/$f.png" && [ "$(head -c 4 "$F/$f.pdf")" = "%PDF" ] && grep -q "<svg" "$F/$f.svg"'
+done
+shifted=$(grep -l 'dy="' "$F"/*.svg 2> /dev/null | xargs -r -n1 basename | tr '\n' ' ')
+check "no SVG holds enhanced-text sub/superscripts (${shifted:-none})" test -z "$shifted"
+check "'early_exit' is printed as written in the loss legend" grep -q 'baseline+early_exit' "$F/loss_step.svg"
+
+# ---- legends and titles: by what differs, seeds averaged ----
+heads=$(awk -F'\t' 'FNR == 1 || prev == "" { if ($2 == "wall_s") print $1 } { prev = $0 }' "$D/loss.tsv" | sort -u)
+check "loss legends name no seed (the seeds are averaged): $(echo $heads | tr '\n' ',')" \
+    eval '[ -n "$heads" ] && ! echo "$heads" | grep -q seed'
+check "loss legends tell the λ apart and name the variants" \
+    eval 'echo "$heads" | grep -q "λ=0.01" && echo "$heads" | grep -q "λ=0.1" && echo "$heads" | grep -q satformer'
+check "loss data: the SATFormer group averages 2 seeds with an sd column" \
+    awk -F'\t' '$1 ~ /satformer/ { on = 1; next } /^$/ { on = 0 } on && $5 == 2 && $4 >= 0 { n++ } END { exit !(n > 0) }' "$D/loss.tsv"
+check "the loss figure's title says what every run shares and how seeds are shown" \
+    grep -q 'Loss during training: corpus d32L2, mean ± sd over 1–2 seeds' "$F/loss_step.svg"
+check "the depth profile of p has one curve per λ with its sd over seeds" \
+    test "$(grep -c $'\tmean\tsd\tn$' "$D/depth_p.tsv")" = 2
+check "pareto points carry sd on both axes and a label column" \
+    awk -F'\t' 'NR > 1 && NF == 6 && $1 != "nan" { n++ } END { exit !(n >= 2) }' "$D/pareto_tsa.tsv"
+untitled=""
+for f in loss_step loss_time pareto depth_alpha depth_p alpha_heatmap_sat1 heads_sat1 category_alpha_sat1 category_p_tsa1 \
+         ablation_sat1 ablation_seeds depth_map_tsa1; do
+    # a title is centred text in the top 12 % (or 30 px) of gnuplot's SVG (tick labels sit at the bottom or the side)
+    awk 'match($0, /height="[0-9.]+"/) && !h { h = substr($0, RSTART + 8, RLENGTH - 9) }
+         /<g transform="translate\([0-9.]+,[0-9.]+\)".*text-anchor="middle"/ { split($0, a, /[(),]/); if (a[3] + 0 < 0.12 * h || a[3] + 0 < 30) top = 1 }
+         END { exit !top }' "$F/$f.svg" || untitled="$untitled $f"
+done
+check "every figure has a title (${untitled:-all titled})" test -z "$untitled"
+
+# ---- gate maps and bars ----
+check "the α map leaves out block 0 (no gate there)" awk -F'\t' 'NR > 1 && $1 == 0 { bad = 1 } END { exit bad || NR < 2 }' \
+    "$D/alpha_heatmap_sat1.tsv"
+check "the heads ΔL map leaves out block 0 too" awk -F'\t' 'NR > 1 && $1 == 0 { bad = 1 } END { exit bad || NR < 2 }' \
+    "$D/heads_sat1.tsv"
+check "ablation bars are labelled for a reader, not by internal codes" \
+    eval 'grep -q "α := 0 (every gate)" "$D/ablation_sat1.tsv" && grep -q "α := its mean (every gate)" "$D/ablation_sat1.tsv" && ! grep -q ":all" "$D/ablation_sat1.tsv"'
+
+check "ablation bars over seeds: α := 0 pooled over 2 seeds with its sd, the mean ablation of one seed without" \
+    eval 'grep -qP "^α := 0 \(every gate\)\t[-0-9.e]+\t[0-9.e-]+\t2$" "$D/ablation_seeds.tsv" &&
+          grep -qP "^α := its mean \(every gate\)\t[-0-9.e]+\tnan\t1$" "$D/ablation_seeds.tsv"'
+
+# ---- each script on its own, with hazardous labels: printed as written ----
+HZ='x_1 a^2 {b} c@d e&f'
+printf 'block\t%s\tsd\tstructural\tsd\tfunctional\tsd\n1\t0.2\t0.01\t0.3\t0.02\t0.1\t0.01\n2\t0.4\t0.02\t0.2\t0.01\t0.3\t0.02\n' "$HZ" > "$W/cat.tsv"
+printf 'intervention\tdelta_loss\tsd\n%s\t0.1\t0.02\nearly_exit\t0.05\t0.01\n' "$HZ" > "$W/bars.tsv"
+printf '%s\tloss\tsd\tseeds\n0\t4\t0.1\t2\n10\t3\t0.1\t2\n\n\nearly_exit\tloss\tsd\tseeds\n0\t4.1\t0\t1\n12\t3.2\t0\t1\n' "$HZ" > "$W/lt.tsv"
+printf '%s\tsaved\tsaved_sd\tloss\tloss_sd\nλ=0\t10\t1\t1.8\t0.01\nλ=0.1\t40\t2\t1.9\t0.02\n\n\nearly_exit\tsaved\tsaved_sd\tloss\tloss_sd\nτ=0.5\t20\t1\t1.85\t0.01\n' "$HZ" > "$W/pp.tsv"
+printf 'layer\tkv_head\tdelta_loss\n1\t0\t-0.2\n1\t1\t0.1\n2\t0\t0.3\n2\t1\t0\n' > "$W/hm.tsv"
+gp() { # script data vars
+    gnuplot -e "data='$2'; out='$W/solo.svg'; $3" "$ROOT/scripts/plots/$1" > /dev/null 2> "$W/gp.err" && [ ! -s "$W/gp.err" ] &&
+        gnuplot -e "data='$2'; out='$W/solo.png'; $3" "$ROOT/scripts/plots/$1" > /dev/null 2>> "$W/gp.err" &&
+        [ ! -s "$W/gp.err" ] && valid_png "$W/solo.png" && ! grep -q 'dy="' "$W/solo.svg"
+}
+lit() { grep -qF "$1" "$W/solo.svg"; } # the label as written (& escaped as &amp; by SVG)
+check "paper_category.gp alone: exit 0, plain labels" eval 'gp paper_category.gp "$W/cat.tsv" "title='"'"'t_1'"'"'" && lit "t_1"'
+check "paper_bars.gp alone: exit 0, plain labels" eval 'gp paper_bars.gp "$W/bars.tsv" "" && lit "early_exit" && lit "x_1 a^2 {b} c@d e&amp;f"'
+check "paper_loss_time.gp alone: exit 0, plain labels, bands" eval 'gp paper_loss_time.gp "$W/lt.tsv" "" && lit "early_exit"'
+check "paper_pareto.gp alone: exit 0, plain labels" eval 'gp paper_pareto.gp "$W/pp.tsv" "" && lit "early_exit" && lit "x_1 a^2"'
+check "heatmap.gp alone, diverging: exit 0, a title as written" \
+    eval 'gp heatmap.gp "$W/hm.tsv" "diverging=1; cbmin=-0.3; cbmax=0.3; title='"'"'heads_sat1 ΔL'"'"'" && lit "heads_sat1 ΔL"'
+check "loss.gp alone on figures' data: exit 0" eval 'gp loss.gp "$D/loss.tsv" "x='"'"'time'"'"'"'
+check "pareto.gp alone on figures' data: exit 0" eval 'gp pareto.gp "$D/pareto_tsa.tsv" "exitdata='"'"'$D/pareto_exit.tsv'"'"'"'
+check "depth_profile.gp alone on figures' data: exit 0" eval 'gp depth_profile.gp "$D/depth_p.tsv" ""'
