@@ -36,8 +36,9 @@ check "resample repeats exactly with the same seed (loss $l1 = $l2)" test -n "$l
 check "resample does not depend on the batch size (loss $l1 with 16, $l3 with 3 windows a batch)" test "$l1" = "$l3"
 # full precision from the registry: a tiny model's ΔL is small
 A sat --mode resample; A sat --mode mean
-v() { q "select printf('%.17g', value) from metrics where run_id = 'sat' and split = 'ablation' and name = '$1'"; }
-rs=$(v resample.all.loss); mn=$(v mean.all.loss); drs=$(v resample.all.delta_loss)
+# the registry keeps the gates as data: resample.all.loss is name resample.loss, params {"gates":"all"}
+v() { q "select printf('%.17g', value) from metrics where run_id = 'sat' and split = 'ablation' and name = '$1' and params = '{\"gates\":\"all\"}'"; }
+rs=$(v resample.loss); mn=$(v mean.loss); drs=$(v resample.delta_loss)
 check "resample differs from mean ablation (loss $rs vs $mn)" test -n "$rs" -a -n "$mn" -a "$rs" != "$mn"
 check "resample changes the SATFormer's loss (ΔL $drs)" awk -v d="$drs" 'BEGIN { exit !(d != "" && d + 0 != 0) }'
 
@@ -56,10 +57,10 @@ A sat --mode resample --heads 2:1; rc1=$?
 A sat --mode zero; rc2=$?
 check "resample --heads 2:1 and zero log their rows (exit 0)" test $rc1 = 0 -a $rc2 = 0
 check "registry rows resample.L2H1.{base_loss,loss,delta_loss,ppl_ratio} on the same windows as zero.all" \
-    test "$(q "select count(*) from metrics a join metrics z on z.run_id = a.run_id and z.name = 'zero.all.delta_loss'
-               and z.win_first = a.win_first and z.win_count = a.win_count
-               where a.run_id = 'sat' and a.split = 'ablation'
-               and a.name in ('resample.L2H1.base_loss','resample.L2H1.loss','resample.L2H1.delta_loss','resample.L2H1.ppl_ratio')")" = 4
+    test "$(q "select count(*) from metrics a join metrics z on z.run_id = a.run_id and z.name = 'zero.delta_loss'
+               and z.params = '{\"gates\":\"all\"}' and z.win_first = a.win_first and z.win_count = a.win_count
+               where a.run_id = 'sat' and a.split = 'ablation' and a.params = '{\"gates\":\"L2H1\"}'
+               and a.name in ('resample.base_loss','resample.loss','resample.delta_loss','resample.ppl_ratio')")" = 4
 "$BIN" tables --results "$R" > "$W/tb" 2>&1
 check "the ablations table lists resample beside zero and mean" \
     eval 'grep -q "| resample | L2H1 |" "$R/tables/ablations.md" && grep -q "| zero | all |" "$R/tables/ablations.md" && grep -q "| mean | all |" "$R/tables/ablations.md"'
