@@ -413,7 +413,7 @@ static void run_sparse(int B, int rounds, const double *alphas, int na, int brea
 static double exit_tau_for(gl_model *m, const int *tok, int B, double alpha) {
     double lo = 0.0, hi = 1.0;
     m->exit_reference = 0;
-    for (int it = 0; it < 40; it++) {
+    for (int it = 0; it < 24; it++) { /* 2^-24: below the spread of the confidences */
         m->exit_tau = (float)(0.5 * (lo + hi));
         model_forward(m, tok, NULL, NULL, B, m->cfg.seq_len);
         if (m->active_frac < alpha) lo = m->exit_tau;
