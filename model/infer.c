@@ -58,6 +58,23 @@ void infer_seq_bounds(int *seq, const int *idx, int K, int B, int T) {
     }
 }
 
+/* Causal softmax of one score row at position i, zero from i+1 to i1.  It
+ * must stay the arithmetic of attn_forward's row loop (attn.c): the tests
+ * compare packed rows with dense ones.  When attn.c changes its reductions,
+ * change them here too. */
+static void softmax_row(float *row, int i, int i1) {
+    float mx = -INFINITY;
+    for (int j = 0; j <= i; j++) mx = row[j] > mx ? row[j] : mx;
+    float sum = 0.0f;
+    for (int j = 0; j <= i; j++) {
+        row[j] = gl_expf(row[j] - mx);
+        sum += row[j];
+    }
+    float inv = 1.0f / sum;
+    for (int j = 0; j <= i; j++) row[j] *= inv;
+    for (int j = i + 1; j < i1; j++) row[j] = 0.0f;
+}
+
 /* One (window, head): packed rows [ra, rb) of window b, positions pos(r). */
 static void attn_rows_head(float *y, const float *q, const float *kb, const float *vb, const int *idx,
                            int ra, int rb, int b, int h, int T, int qs, int ks, int hd, float scale, float *S) {
@@ -69,20 +86,7 @@ static void attn_rows_head(float *y, const float *q, const float *kb, const floa
         const int m = r1 - r0;
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, i1, hd, scale, q + (size_t)r0 * qs + (size_t)h * hd,
                     qs, kb, ks, 0.0f, S, T);
-        for (int r = r0; r < r1; r++) {
-            const int i = idx[r] - b * T;
-            float *row = S + (size_t)(r - r0) * T;
-            float mx = -INFINITY;
-            for (int j = 0; j <= i; j++) mx = row[j] > mx ? row[j] : mx;
-            float sum = 0.0f;
-            for (int j = 0; j <= i; j++) {
-                row[j] = gl_expf(row[j] - mx);
-                sum += row[j];
-            }
-            float inv = 1.0f / sum;
-            for (int j = 0; j <= i; j++) row[j] *= inv;
-            for (int j = i + 1; j < i1; j++) row[j] = 0.0f;
-        }
+        for (int r = r0; r < r1; r++) softmax_row(S + (size_t)(r - r0) * T, idx[r] - b * T, i1);
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, hd, i1, 1.0f, S, T, vb, ks, 0.0f,
                     y + (size_t)r0 * qs + (size_t)h * hd, qs);
         r0 = r1;

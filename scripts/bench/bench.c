@@ -437,7 +437,7 @@ static void run_exit(int B, int rounds, const double *alphas, int na) {
     for (int i = 0; i < N; i++) tok[i] = (int)rng_below(&r, cfg.vocab_size);
     double *ta = xmalloc((size_t)rounds * sizeof *ta), *tb = xmalloc((size_t)rounds * sizeof *tb);
     for (int a = 0; a < na; a++) {
-        double tau = exit_tau_for(&m, tok, B < 4 ? B : 4, alphas[a]);
+        double tau = exit_tau_for(&m, tok, B < 16 ? B : 16, alphas[a]);
         m.exit_tau = (float)tau;
         paired_forwards(&m, tok, B, rounds, set_exit_skip, ta, tb);
         long frozen_end = 0; /* tokens exited before the last block: they skip it but have no exit head there */
