@@ -5,6 +5,7 @@
 #   environments:  "as set"   OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE as the machine sets them
 #                  "autodetect" both unset (OpenBLAS picks the kernel for this CPU)
 #   PyTorch:       "as installed"  python3 + torch.set_num_threads(2), default allocator and BLAS
+#                                  (only with --torch-installed)
 #                  "best"          + OpenMP OpenBLAS (LD_LIBRARY_PATH), tcmalloc (LD_PRELOAD),
 #                                    OMP_WAIT_POLICY=active
 # Method (scripts/bench/bench.c): every variant gets the same warm-up, then timed
@@ -21,12 +22,14 @@
 # random order (so peak RSS is the variant's own), recorded in the registry as
 # experiment cost-<stamp> and printed with `gatelab tables cost-<stamp>`.
 #
-# usage: scripts/bench/run.sh [--steps N] [--quick] [--no-torch] [--no-cost] [--variants LIST]
+# usage: scripts/bench/run.sh [--steps N] [--quick] [--no-torch] [--torch-installed] [--no-cost] [--variants LIST]
 #   --quick: 3 rounds, 1 warm-up, no break-even sweep, no cost table, no MPI (a few minutes)
+#   --torch-installed: also PyTorch as Debian installs it (slow: about 4 more minutes); the
+#   comparison the figures quote is against PyTorch at its best
 set -u
 cd "$(dirname "$0")/../.."
 BUILD="${BUILD:-build}"
-STEPS=10; QUICK=""; MPI=1; TORCH=1; COST=1; VARIANTS="base,resformer,satformer,tsa"
+STEPS=10; QUICK=""; MPI=1; TORCH=1; TORCH_INSTALLED=0; COST=1; VARIANTS="base,resformer,satformer,tsa"
 COST_VARIANTS="base resformer satformer tsa denseformer hyper mudd"
 MEMORY_VARIANTS="base satformer tsa"
 while [ $# -gt 0 ]; do
@@ -34,9 +37,10 @@ while [ $# -gt 0 ]; do
         --steps) STEPS=$2; shift 2;;
         --quick) STEPS=3; QUICK=--quick; COST=0; MPI=0; shift;;
         --no-torch) TORCH=0; shift;;
+        --torch-installed) TORCH_INSTALLED=1; shift;;
         --no-cost) COST=0; shift;;
         --variants) VARIANTS=$2; shift 2;;
-        *) echo "usage: $0 [--steps N] [--quick] [--no-torch] [--no-cost] [--variants LIST]" >&2; exit 2;;
+        *) echo "usage: $0 [--steps N] [--quick] [--no-torch] [--torch-installed] [--no-cost] [--variants LIST]" >&2; exit 2;;
     esac
 done
 TSTEPS=$(( STEPS < 10 ? 10 : STEPS ))  # torch_bench.py wants at least 10
@@ -70,7 +74,8 @@ for envname in "as set" "autodetect"; do
         done
     fi
     if [ $TORCH_OK = 1 ]; then
-        run "$envname/pytorch-installed" "${envcmd[@]}" $PY scripts/bench/torch_bench.py --threads 2 --steps "$TSTEPS"
+        [ $TORCH_INSTALLED = 1 ] &&
+            run "$envname/pytorch-installed" "${envcmd[@]}" $PY scripts/bench/torch_bench.py --threads 2 --steps "$TSTEPS"
         pre=""; [ -e "$TCMALLOC" ] && pre=$TCMALLOC
         run "$envname/pytorch-best" "${envcmd[@]}" LD_LIBRARY_PATH="$BLAS_OMP" LD_PRELOAD="$pre" OMP_WAIT_POLICY=active \
             $PY scripts/bench/torch_bench.py --threads 2 --steps "$TSTEPS"
@@ -84,10 +89,10 @@ done
 if [ $COST = 1 ]; then
     stamp=$(date -u +%Y%m%d-%H%M%S)
     db="${GATELAB_RESULTS:-results}/gatelab.db"
-    # one process per (scale, variant), in a random order; 5 rounds each (the cost table's
-    # ratios are between processes: see the in-process ratios above for small differences)
+    # one process per (scale, variant), in a random order; 3 rounds after 1 warm-up step each (the
+    # cost table's ratios are between processes: see the in-process ratios above for small differences)
     for job in $(for sc in s m; do for v in $COST_VARIANTS; do echo "$sc:$v"; done; done | shuf); do
-        run "cost/${job%%:*}" env OMP_NUM_THREADS=2 "$BUILD/bench_gatelab" --scale "${job%%:*}" --steps 5 --warmup 1 \
+        run "cost/${job%%:*}" env OMP_NUM_THREADS=2 "$BUILD/bench_gatelab" --scale "${job%%:*}" --steps 3 --warmup 1 \
             --no-sgemm --variants "${job#*:}" --db "$db" --tag "$stamp"
     done
     "$BUILD/gatelab" tables "cost-$stamp" --db "$db" --out "$OUT/cost-$stamp" >&2 && cat "$OUT/cost-$stamp/cost.md"
