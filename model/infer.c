@@ -9,7 +9,7 @@
  * cut into blocks by 64-position bucket, exactly as attn.c blocks the dense
  * rows: a block whose rows have positions in [i0, i0+64) reads key/value
  * columns [0, i1), i1 = min(i0+64, T), with the same sgemm calls, the same
- * masked softmax (gl_expf, sequential sums) and the same zero fill.  So a
+ * masked softmax (gl_expf, vred.h's max and sum) and the same zero fill.  So a
  * selected row gets the value the dense attn_forward would give it, and the
  * early-exit test can ask for identical outputs.  The probabilities go to a
  * per-thread scratch, never to the (B, H, T, T) att buffer: inference keeps
@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "vexp.h"
+#include "vred.h"
 
 void infer_gather(float *dst, const float *src, const int *idx, int K, int C) {
 #pragma omp parallel for schedule(static)
@@ -63,14 +64,9 @@ void infer_seq_bounds(int *seq, const int *idx, int K, int B, int T) {
  * compare packed rows with dense ones.  When attn.c changes its reductions,
  * change them here too. */
 static void softmax_row(float *row, int i, int i1) {
-    float mx = -INFINITY;
-    for (int j = 0; j <= i; j++) mx = row[j] > mx ? row[j] : mx;
-    float sum = 0.0f;
-    for (int j = 0; j <= i; j++) {
-        row[j] = gl_expf(row[j] - mx);
-        sum += row[j];
-    }
-    float inv = 1.0f / sum;
+    const float mx = gl_max(row, i + 1);
+    for (int j = 0; j <= i; j++) row[j] = gl_expf(row[j] - mx);
+    const float inv = 1.0f / gl_sum(row, i + 1);
     for (int j = 0; j <= i; j++) row[j] *= inv;
     for (int j = i + 1; j < i1; j++) row[j] = 0.0f;
 }
