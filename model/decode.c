@@ -29,6 +29,7 @@
 #include "decode.h"
 
 #include <assert.h>
+#include <cblas.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,6 +44,16 @@
 static size_t cache_at(const gl_decode *dc, int n, int b, int t) {
     const size_t kd = (size_t)dc->m->cfg.n_kv_head * dc->m->hd;
     return (((size_t)n * dc->B + b) * dc->T + t) * kd;
+}
+
+/* out (K, Dout) = inp (K, Din) · wᵀ: mm_forward, except for one row, where
+ * sgemv reads each weight row once as a dot product (OpenBLAS's sgemm takes
+ * its small-matrix kernel for one row, about 3x slower at d 256). */
+static void dec_linear(float *out, const float *inp, const float *w, int K, int Din, int Dout) {
+    if (K == 1)
+        cblas_sgemv(CblasRowMajor, CblasNoTrans, Dout, Din, 1.0f, w, Din, inp, 1, 0.0f, out, 1);
+    else
+        mm_forward(out, inp, w, K, Din, Dout);
 }
 
 int decode_check(const gl_model *m, char *why, size_t whylen) {
@@ -179,25 +190,17 @@ static void step_attention(gl_decode *dc, int n, int K, int pos) {
         const float *kb = dc->kc + cache_at(dc, n, dc->idx[k], 0) + (size_t)g * hd;
         const float *vb = dc->vc + cache_at(dc, n, dc->idx[k], 0) + (size_t)g * hd;
         float *s = dc->att + (size_t)kh * dc->T, *y = a->atty + (size_t)k * qd + (size_t)h * hd;
+        /* s = K q · scale (P rows of the cache, stride kd); sgemv runs serially inside the region */
+        cblas_sgemv(CblasRowMajor, CblasNoTrans, P, hd, scale, kb, kd, q, 1, 0.0f, s, 1);
         float mx = -INFINITY;
-        for (int j = 0; j < P; j++) {
-            const float *kj = kb + (size_t)j * kd;
-            float dot = 0.0f;
-            for (int i = 0; i < hd; i++) dot += q[i] * kj[i];
-            s[j] = scale * dot;
-            mx = s[j] > mx ? s[j] : mx;
-        }
+        for (int j = 0; j < P; j++) mx = s[j] > mx ? s[j] : mx;
         float sum = 0.0f;
         for (int j = 0; j < P; j++) {
             s[j] = gl_expf(s[j] - mx);
             sum += s[j];
         }
-        const float inv = 1.0f / sum;
-        for (int i = 0; i < hd; i++) y[i] = 0.0f;
-        for (int j = 0; j < P; j++) {
-            const float w = s[j] * inv, *vj = vb + (size_t)j * kd;
-            for (int i = 0; i < hd; i++) y[i] += w * vj[i];
-        }
+        /* y = Vᵀ s / Σ */
+        cblas_sgemv(CblasRowMajor, CblasTrans, P, hd, 1.0f / sum, vb, kd, s, 1, 0.0f, y, 1);
     }
 }
 
@@ -207,10 +210,10 @@ static void step_ffn(gl_model *m, int n, const float *hm, int K) {
     gl_block_acts *a = &m->A[n];
     const gl_block_params *b = &m->P.layer[n];
     rmsnorm_forward(a->xn2, a->rstd2, hm, b->ffn_norm, K, c->d_model, c->norm_eps);
-    mm_forward(a->f1, a->xn2, b->w1, K, c->d_model, c->d_ff);
-    mm_forward(a->f3, a->xn2, b->w3, K, c->d_model, c->d_ff);
+    dec_linear(a->f1, a->xn2, b->w1, K, c->d_model, c->d_ff);
+    dec_linear(a->f3, a->xn2, b->w3, K, c->d_model, c->d_ff);
     swiglu_forward(a->fg, a->f1, a->f3, (long)K * c->d_ff);
-    mm_forward(a->fo, a->fg, b->w2, K, c->d_ff, c->d_model);
+    dec_linear(a->fo, a->fg, b->w2, K, c->d_ff, c->d_model);
 }
 
 /* Query, attention, Wo and FFN of the K active rows, and block n's output
@@ -230,14 +233,14 @@ static void step_update(gl_decode *dc, int n, int K, int pos, float *h_next) {
             memcpy(dc->xq + (size_t)k * d, a->xn1 + (size_t)idx[k] * d, (size_t)d * sizeof(float));
         xq = dc->xq;
     }
-    mm_forward(a->q, xq, b->wq, K, d, qd);
+    dec_linear(a->q, xq, b->wq, K, d, qd);
     if (c->qk_norm)
         rmsnorm_forward(a->qr, a->qrstd, a->q, b->q_norm, K * H, hd, c->norm_eps);
     else
         memcpy(a->qr, a->q, (size_t)K * qd * sizeof(float));
     rope_forward(a->qr, m->rope_cos + (size_t)pos * h2, m->rope_sin + (size_t)pos * h2, K, 1, H, hd);
     step_attention(dc, n, K, pos);
-    mm_forward(a->ao, a->atty, b->wo, K, qd, d);
+    dec_linear(a->ao, a->atty, b->wo, K, qd, d);
     if (hyper) {
         assert(K == B); /* hyper combines with neither TSA nor early exit (config_validate) */
         xl_hc_mid_forward(m, n, B);
@@ -272,8 +275,8 @@ static void step_block(gl_decode *dc, int n, int pos, float *h_next, const unsig
     /* MUDD: q, k, v read separate streams; otherwise all read xn1 = RMSNorm(h_in) */
     rmsnorm_forward(a->xn1, a->rstd1, xl_query_input(m, n), b->attn_norm, B, d, c->norm_eps);
     xl_kv_norm_forward(m, n, B);
-    mm_forward(a->k, xl_attn_input(m, n, 1), b->wk, B, d, kd);
-    mm_forward(a->v, xl_attn_input(m, n, 2), b->wv, B, d, kd);
+    dec_linear(a->k, xl_attn_input(m, n, 1), b->wk, B, d, kd);
+    dec_linear(a->v, xl_attn_input(m, n, 2), b->wv, B, d, kd);
     if (tsa) step_route(m, n, B);
     vr_forward(m, n, B); /* V1 = A[0].v: block 0's values of this step's rows */
     cache_kv(dc, n, pos);
@@ -304,7 +307,7 @@ static void step_exit(gl_decode *dc, int n, const float *h) {
         }
     if (!K) return;
     rmsnorm_forward(a->xnf, a->rstdf, dc->xq, m->P.final_norm, K, d, c->norm_eps);
-    mm_forward(a->logits, a->xnf, m->P.head, K, d, V);
+    dec_linear(a->logits, a->xnf, m->P.head, K, d, V);
     xent_forward(dc->probs, NULL, a->logits, NULL, NULL, K, V);
     xent_confidence(dc->conf, dc->probs, K, V);
     for (int k = 0; k < K; k++)
@@ -331,6 +334,6 @@ void decode_step(gl_decode *dc, const int *tokens) {
         if (ee_infer && n + 1 < L) step_exit(dc, n, h_next);
     }
     rmsnorm_forward(m->xnf, m->rstdf, m->h_out, m->P.final_norm, B, d, c->norm_eps);
-    mm_forward(dc->logits, m->xnf, m->P.head, B, d, V);
+    dec_linear(dc->logits, m->xnf, m->P.head, B, d, V);
     dc->len = pos + 1;
 }
