@@ -19,6 +19,9 @@
  * step.  SATFormer's α, ResFormer's λ and TSA's p are per token, computed for
  * the new token only.
  *
+ * A one-row projection goes through sgemv (dec_linear): OpenBLAS's sgemm
+ * takes a slow small-matrix kernel for one row.
+ *
  * The step works in the model's activation buffers (rows 0..B-1), so it
  * overwrites what the last model_forward left there; the cache owns only the
  * keys, values and a few scratch rows.
