@@ -73,8 +73,8 @@ int decode_init(gl_decode *dc, gl_model *m, int B, char *err, size_t errlen) {
     memset(dc, 0, sizeof *dc);
     if (decode_check(m, err, errlen)) return -1;
     if (B < 1 || B > m->max_B) {
-        snprintf(err, errlen, "decode: batch %d is outside 1..%d (the model was built for batches of up to %d)",
-                 B, m->max_B, m->max_B);
+        snprintf(err, errlen, "decode: batch %d is outside 1..%d (the model was built for batches of up to %d)", B,
+                 m->max_B, m->max_B);
         return -1;
     }
     const gl_model_config *c = &m->cfg;
@@ -93,8 +93,10 @@ int decode_init(gl_decode *dc, gl_model *m, int B, char *err, size_t errlen) {
     dc->frozen = calloc((size_t)B, 1);
     if (!dc->kc || !dc->vc || !dc->logits || !dc->xq || !dc->probs || !dc->conf || !dc->att || !dc->idx ||
         !dc->frozen) {
-        snprintf(err, errlen, "decode: out of memory for a KV cache of %d sequences x %d positions x %d layers "
-                 "(%.1f MiB)", B, m->T, c->n_layer, 2.0 * kv * sizeof(float) / 1048576.0);
+        snprintf(err, errlen,
+                 "decode: out of memory for a KV cache of %d sequences x %d positions x %d layers "
+                 "(%.1f MiB)",
+                 B, m->T, c->n_layer, 2.0 * kv * sizeof(float) / 1048576.0);
         decode_free(dc);
         return -1;
     }
@@ -139,8 +141,7 @@ void decode_prefill(gl_decode *dc, const int *tokens, int T0) {
 static void step_route(gl_model *m, int n, int B) {
     gl_block_acts *a = &m->A[n];
     const gl_router_params *r = &m->P.router[n - 1];
-    router_forward(a->p, a->r_pre, a->r_hid, a->xn1, r->fc1_w, r->fc1_b, r->fc2_w, r->fc2_b, B, m->cfg.d_model,
-                   m->R);
+    router_forward(a->p, a->r_pre, a->r_hid, a->xn1, r->fc1_w, r->fc1_b, r->fc2_w, r->fc2_b, B, m->cfg.d_model, m->R);
     if (m->have_overrides && m->ov.route_mode == ROUTE_CONST)
         for (int t = 0; t < B; t++) a->p[t] = m->ov.route_value;
 }

@@ -212,9 +212,12 @@ static void test_variants(void **s) {
         assert_true(dl < 2e-4);
         assert_true(same);
         assert_int_equal(total, (long)BMAX * (T - PROMPT) * (m.cfg.n_layer - 1));
-        if (v->sparse && !v->overrides) assert_true(run > total / 10 && run < total - total / 10);
-        else if (v->exit) assert_true(run > 0 && run < total);
-        else assert_true(run == total); /* soft routing, no exits, or the constant p = 0.25 */
+        if (v->sparse && !v->overrides)
+            assert_true(run > total / 10 && run < total - total / 10);
+        else if (v->exit)
+            assert_true(run > 0 && run < total);
+        else
+            assert_true(run == total); /* soft routing, no exits, or the constant p = 0.25 */
         model_free(&m);
     }
 }

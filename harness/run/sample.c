@@ -53,8 +53,8 @@ static const float *cached_logits(gl_decode *dc, const int *ctx, size_t len, lon
     return dc->logits;
 }
 
-int sample_run(gl_model *m, const int *prompt, size_t plen, const gl_sample_opts *o, gl_sample_emit emit,
-               void *ectx, int *cached, char *note, size_t notelen, char *err, size_t errlen) {
+int sample_run(gl_model *m, const int *prompt, size_t plen, const gl_sample_opts *o, gl_sample_emit emit, void *ectx,
+               int *cached, char *note, size_t notelen, char *err, size_t errlen) {
     const int T = m->T, V = m->cfg.vocab_size;
     int rc = -1;
     gl_decode dc;

@@ -28,8 +28,8 @@ typedef void (*gl_sample_emit)(int token, void *ctx);
  * otherwise (or when it refuses, with its reason in note) the whole window is
  * recomputed.  *cached says which path ran.  At temperature 0 both paths give
  * the same tokens.  Returns 0, or -1 with a message in err (out of memory). */
-int sample_run(gl_model *m, const int *prompt, size_t plen, const gl_sample_opts *o, gl_sample_emit emit,
-               void *ctx, int *cached, char *note, size_t notelen, char *err, size_t errlen);
+int sample_run(gl_model *m, const int *prompt, size_t plen, const gl_sample_opts *o, gl_sample_emit emit, void *ctx,
+               int *cached, char *note, size_t notelen, char *err, size_t errlen);
 
 /* Choose a token from logits (V): the arg max at temperature 0 (the first on
  * a tie), else a draw from softmax(logits / temperature) using p (V doubles

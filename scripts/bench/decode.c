@@ -88,12 +88,11 @@ static int num_int(const char *flag, const char *s, int lo, int hi, int *out) {
 }
 
 static int parse_opts(int argc, char **argv, opts *o) {
-    static const struct option longs[] = {
-        {"variant", required_argument, 0, 'v'}, {"batch", required_argument, 0, 'b'},
-        {"prompt", required_argument, 0, 'p'},  {"new", required_argument, 0, 'n'},
-        {"reps", required_argument, 0, 'r'},    {"warmup", required_argument, 0, 'w'},
-        {"alpha", required_argument, 0, 'a'},   {"dump", required_argument, 0, 'd'},
-        {"help", no_argument, 0, 'h'},          {0, 0, 0, 0}};
+    static const struct option longs[] = {{"variant", required_argument, 0, 'v'}, {"batch", required_argument, 0, 'b'},
+                                          {"prompt", required_argument, 0, 'p'},  {"new", required_argument, 0, 'n'},
+                                          {"reps", required_argument, 0, 'r'},    {"warmup", required_argument, 0, 'w'},
+                                          {"alpha", required_argument, 0, 'a'},   {"dump", required_argument, 0, 'd'},
+                                          {"help", no_argument, 0, 'h'},          {0, 0, 0, 0}};
     *o = (opts){0, 1, 64, 256, 1, 1, 0.73, NULL};
     char why[128];
     int c;
@@ -101,26 +100,42 @@ static int parse_opts(int argc, char **argv, opts *o) {
         int bad = 0;
         switch (c) {
         case 'v':
-            if (!strcmp(optarg, "tsa")) o->tsa = 1;
+            if (!strcmp(optarg, "tsa"))
+                o->tsa = 1;
             else if (strcmp(optarg, "dense")) {
                 fprintf(stderr, "bench_decode: --variant '%s': must be dense or tsa\n", optarg);
                 bad = 1;
             }
             break;
-        case 'b': bad = num_int("--batch", optarg, 1, 256, &o->B); break;
-        case 'p': bad = num_int("--prompt", optarg, 1, 4096, &o->prompt); break;
-        case 'n': bad = num_int("--new", optarg, 1, 4096, &o->n_new); break;
-        case 'r': bad = num_int("--reps", optarg, 1, 1000, &o->reps); break;
-        case 'w': bad = num_int("--warmup", optarg, 0, 100, &o->warmup); break;
+        case 'b':
+            bad = num_int("--batch", optarg, 1, 256, &o->B);
+            break;
+        case 'p':
+            bad = num_int("--prompt", optarg, 1, 4096, &o->prompt);
+            break;
+        case 'n':
+            bad = num_int("--new", optarg, 1, 4096, &o->n_new);
+            break;
+        case 'r':
+            bad = num_int("--reps", optarg, 1, 1000, &o->reps);
+            break;
+        case 'w':
+            bad = num_int("--warmup", optarg, 0, 100, &o->warmup);
+            break;
         case 'a':
             if (parse_double(optarg, 0.0, 1.0, &o->alpha, why, sizeof why)) {
                 fprintf(stderr, "bench_decode: --alpha '%s': %s\n", optarg, why);
                 bad = 1;
             }
             break;
-        case 'd': o->dump = optarg; break;
-        case 'h': usage(stdout); exit(0);
-        default: bad = 1;
+        case 'd':
+            o->dump = optarg;
+            break;
+        case 'h':
+            usage(stdout);
+            exit(0);
+        default:
+            bad = 1;
         }
         if (bad) return -1;
     }
@@ -176,40 +191,43 @@ static gl_model_config bench_config(const opts *o) {
     return c;
 }
 
-/* Write the files the PyTorch anchor reads (see the header).  Returns 0 or -1. */
-static int dump(const opts *o, const gl_model *m, const int *stream, const int *argmax) {
+/* dir/name ← n items of size bytes from p.  Returns 0, or -1 (cannot open or write). */
+static int write_raw(const char *dir, const char *name, const void *p, size_t size, size_t n) {
     char path[4096];
-    const int S = o->prompt + o->n_new;
-    FILE *f;
-    int ok = 1;
-    snprintf(path, sizeof path, "%s/params.f32", o->dump);
-    if ((f = fopen(path, "wb"))) ok &= fwrite(m->params, sizeof(float), m->n_params, f) == m->n_params, ok &= !fclose(f);
-    else ok = 0;
-    snprintf(path, sizeof path, "%s/params.idx", o->dump);
-    if ((f = fopen(path, "w"))) {
-        for (int i = 0; i < m->n_tensors; i++) {
-            const gl_tensor *t = &m->tensors[i];
-            fprintf(f, "%s %zu %zu %d %d\n", t->name, t->offset, t->size, t->shape[0], t->ndim == 2 ? t->shape[1] : 1);
-        }
-        ok &= !fclose(f);
-    } else ok = 0;
-    snprintf(path, sizeof path, "%s/tokens.i32", o->dump);
-    if ((f = fopen(path, "wb"))) ok &= fwrite(stream, sizeof(int), (size_t)o->B * S, f) == (size_t)o->B * S, ok &= !fclose(f);
-    else ok = 0;
-    snprintf(path, sizeof path, "%s/argmax.i32", o->dump);
-    if ((f = fopen(path, "wb"))) ok &= fwrite(argmax, sizeof(int), (size_t)o->B * o->n_new, f) == (size_t)o->B * o->n_new, ok &= !fclose(f);
-    else ok = 0;
-    snprintf(path, sizeof path, "%s/config.txt", o->dump);
-    if ((f = fopen(path, "w"))) {
-        const gl_model_config *c = &m->cfg;
-        fprintf(f, "variant %s\nbatch %d\nprompt %d\nnew %d\nvocab_size %d\nd_model %d\nn_layer %d\nn_head %d\n"
-                   "n_kv_head %d\nd_ff %d\nseq_len %d\nnorm_eps %g\nrope_base %g\nrouter_hidden %d\n",
-                o->tsa ? "tsa" : "dense", o->B, o->prompt, o->n_new, c->vocab_size, c->d_model, c->n_layer,
-                c->n_head, c->n_kv_head, c->d_ff, c->seq_len, (double)c->norm_eps, (double)c->rope_base, m->R);
-        ok &= !fclose(f);
-    } else ok = 0;
-    if (!ok) fprintf(stderr, "bench_decode: cannot write the files of --dump into %s (does the folder exist?)\n", o->dump);
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "wb");
+    if (!f) return -1;
+    int ok = fwrite(p, size, n, f) == n;
+    ok &= !fclose(f);
     return ok ? 0 : -1;
+}
+
+/* Write the files the PyTorch anchor reads (see the header).  Returns 0, or
+ * -1 with a message on stderr. */
+static int dump(const opts *o, const gl_model *m, const int *stream, const int *argmax) {
+    const gl_model_config *c = &m->cfg;
+    const size_t S = (size_t)o->prompt + o->n_new;
+    char idx[64 * 1024], conf[1024];
+    size_t len = 0;
+    for (int i = 0; i < m->n_tensors && len < sizeof idx; i++) {
+        const gl_tensor *t = &m->tensors[i];
+        len += (size_t)snprintf(idx + len, sizeof idx - len, "%s %zu %zu %d %d\n", t->name, t->offset, t->size,
+                                t->shape[0], t->ndim == 2 ? t->shape[1] : 1);
+    }
+    int n = snprintf(conf, sizeof conf,
+                     "variant %s\nbatch %d\nprompt %d\nnew %d\nvocab_size %d\nd_model %d\nn_layer %d\nn_head %d\n"
+                     "n_kv_head %d\nd_ff %d\nseq_len %d\nnorm_eps %g\nrope_base %g\nrouter_hidden %d\n",
+                     o->tsa ? "tsa" : "dense", o->B, o->prompt, o->n_new, c->vocab_size, c->d_model, c->n_layer,
+                     c->n_head, c->n_kv_head, c->d_ff, c->seq_len, (double)c->norm_eps, (double)c->rope_base, m->R);
+    if (len >= sizeof idx || write_raw(o->dump, "params.f32", m->params, sizeof(float), m->n_params) ||
+        write_raw(o->dump, "params.idx", idx, 1, len) ||
+        write_raw(o->dump, "tokens.i32", stream, sizeof(int), (size_t)o->B * S) ||
+        write_raw(o->dump, "argmax.i32", argmax, sizeof(int), (size_t)o->B * o->n_new) ||
+        write_raw(o->dump, "config.txt", conf, 1, (size_t)n)) {
+        fprintf(stderr, "bench_decode: cannot write the files of --dump into %s (does the folder exist?)\n", o->dump);
+        return -1;
+    }
+    return 0;
 }
 
 typedef struct {
@@ -224,7 +242,8 @@ static rep_result one_rep(gl_decode *dc, const opts *o, const int *stream, int *
     const int B = o->B, S = o->prompt + o->n_new, V = dc->m->cfg.vocab_size;
     rep_result r = {0, 0, 0, 1469598103934665603UL};
     int step[256];
-    for (int b = 0; b < B; b++) memcpy(prompt + (size_t)b * o->prompt, stream + (size_t)b * S, (size_t)o->prompt * sizeof(int));
+    for (int b = 0; b < B; b++)
+        memcpy(prompt + (size_t)b * o->prompt, stream + (size_t)b * S, (size_t)o->prompt * sizeof(int));
     double t0 = now_s();
     decode_prefill(dc, prompt, o->prompt);
     double t1 = now_s(), c1 = cpu_s();
@@ -279,7 +298,8 @@ int main(int argc, char **argv) {
         rep_result res = one_rep(&dc, &o, stream, prompt, argmax);
         if (k < o.warmup) continue;
         printf("{\"impl\":\"gatelab\",\"variant\":\"%s\",\"batch\":%d,\"prompt\":%d,\"new\":%d,\"threads\":%d,"
-               "\"rep\":%d,\"decode_tokens_per_s\":%.1f,\"decode_cpu_tokens_per_s\":%.1f,\"prefill_ms\":%.2f,\"alpha\":%.4f,\"argmax_digest\":\"%016lx\"}\n",
+               "\"rep\":%d,\"decode_tokens_per_s\":%.1f,\"decode_cpu_tokens_per_s\":%.1f,\"prefill_ms\":%.2f,\"alpha\":"
+               "%.4f,\"argmax_digest\":\"%016lx\"}\n",
                o.tsa ? "tsa" : "dense", o.B, o.prompt, o.n_new, omp_get_max_threads(), k - o.warmup,
                (double)o.B * o.n_new / res.decode_s, (double)o.B * o.n_new / res.decode_cpu_s, res.prefill_s * 1e3,
                dc.pairs_total ? (double)dc.pairs_run / dc.pairs_total : 1.0, res.digest);
