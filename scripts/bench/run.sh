@@ -15,6 +15,7 @@
 # α 0.73 and 0.50, against their FLOP ideal, and the break-even batch) and the
 # memory check (peak RSS of a training step vs the analytic size, one process per
 # model) run in the "as set" environment only.
+# Decoding: scripts/bench/decode.sh (KV cache vs a PyTorch KV-cache loop, ABAB).
 # Every line printed is JSON; the summary at the end gives the ratios.
 #
 # The cost table: every variant (baseline, ResFormer, SATFormer, TSA, DenseFormer,
@@ -86,6 +87,10 @@ done
 # skipped with a message when OpenMPI or build/gatelab-mpi is missing).
 [ $MPI = 1 ] && run "mpi" env BUILD="$BUILD" scripts/bench/mpi.sh --steps "$STEPS"
 
+# Decoding with the KV cache against the PyTorch anchor, interleaved ABAB, median and spread
+# (scripts/bench/decode.sh: dense and TSA, batch 1 and 16, prompt 64, 256 new tokens).
+run "decode" env BUILD="$BUILD" scripts/bench/decode.sh --rounds 5 --threads 2
+
 if [ $COST = 1 ]; then
     stamp=$(date -u +%Y%m%d-%H%M%S)
     db="${GATELAB_RESULTS:-results}/gatelab.db"
@@ -145,4 +150,7 @@ for r in rows:
               f" + communication {r['comm_s_per_step']:.3f} s, gradient {r['grad_mib']:.1f} MiB per step")
     if r["env"] == "mpi" and "efficiency_2ranks_vs_2threads" in r:
         print(f"[mpi] 2-rank efficiency (2 ranks x 1 thread / 1 process x 2 threads): {r['efficiency_2ranks_vs_2threads']:.3f}")
+    if r["env"] == "decode" and r.get("summary") == "decode":
+        t = f", PyTorch {r['pytorch_tokens_per_s'][0]:.0f} tok/s, ratio {r['ratio'][0]:.2f}x ({r['ratio'][1]:.2f}-{r['ratio'][2]:.2f})" if "ratio" in r else ""
+        print(f"[decode] {r['variant']:<5} batch {r['batch']:>2}: gatelab {r['gatelab_tokens_per_s'][0]:.0f} tok/s{t}")
 PYEOF
