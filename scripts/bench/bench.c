@@ -37,8 +37,11 @@
  * With --db PATH --tag TAG each training variant is also recorded in the
  * registry as a FINISHED run of experiment "cost-TAG" (params: its model
  * config; metrics in split "bench": train_tokens_per_s, fwd_tokens_per_s,
- * step_ms, peak_rss_mib, model_gflops), which `gatelab tables cost-TAG` turns
- * into the cost table.  Run one variant per process (scripts/bench/run.sh
+ * step_ms, peak_rss_mib, model_gflops, rounds, and with a baseline in the same
+ * process step_ratio, step_ratio_q1, step_ratio_q3: the paired per-round
+ * ratio), which `gatelab tables cost-TAG` turns into the cost table.  With
+ * "sparse", run cost-TAG-SCALE-sparse holds the α 0.73 speed-up (median, q1,
+ * q3), its FLOP ideal and the α reached (make paper's bench stage reads them).  Run one variant per process (scripts/bench/run.sh
  * does) for a per-variant peak RSS.
  */
 #include <cblas.h>
@@ -162,7 +165,8 @@ static int record(const char *db_path, const char *tag, const char *scale, const
              config_value_residual_name(c->value_residual), config_depth_routing_name(c->depth_routing),
              config_cross_layer_name(c->cross_layer), B, omp_get_max_threads());
     long long exp_id;
-    gl_metric rows[8];
+    gl_metric rows[12];
+    if (nv > 12) nv = 12;
     for (int i = 0; i < nv; i++) rows[i] = (gl_metric){.step = 0, .split = "bench", .name = names[i], .value = vals[i], .wall_time = 0};
     int rc = db_open(&db, db_path, err, sizeof err) || db_experiment_ensure(db, exp, ini, &exp_id, err, sizeof err) ||
              db_run_create(db, exp_id, id, variant, ini, "", 0, "RUNNING", err, sizeof err) ||
@@ -277,15 +281,20 @@ static double analytic_bytes(const gl_model *m, int B, double parts[4]) {
     return parts[0] + parts[1] + parts[2] + parts[3];
 }
 
+/* v's step ÷ the baseline's in the same round, over the rounds (all NaN without a baseline). */
+static spread paired_ratio(const variant *v, const variant *base, int rounds) {
+    spread ra = {NAN, NAN, NAN, NAN, NAN};
+    if (!base) return ra;
+    double *ratio = xmalloc((size_t)rounds * sizeof *ratio);
+    for (int k = 0; k < rounds; k++) ratio[k] = v->step[k] / base->step[k];
+    ra = stats(ratio, rounds);
+    free(ratio);
+    return ra;
+}
+
 static void print_variant(const variant *v, const variant *base, const train_setup *ts, double sg) {
     const int N = ts->B * v->cfg.seq_len;
-    spread st = stats(v->step, ts->rounds), fw = stats(v->fwd, ts->rounds), ra = {NAN, NAN, NAN, NAN, NAN};
-    if (base) {
-        double *ratio = xmalloc((size_t)ts->rounds * sizeof *ratio);
-        for (int k = 0; k < ts->rounds; k++) ratio[k] = v->step[k] / base->step[k];
-        ra = stats(ratio, ts->rounds);
-        free(ratio);
-    }
+    spread st = stats(v->step, ts->rounds), fw = stats(v->fwd, ts->rounds), ra = paired_ratio(v, base, ts->rounds);
     const double tps = N / st.med, gflops = model_train_flops_per_token(&v->m) * tps / 1e9;
     /* every variant does strictly more work than the baseline: faster beyond the spread is not a result */
     const char *verdict = !base ? "no baseline in this run" : v == base ? "baseline"
@@ -371,7 +380,8 @@ static void print_pair(const char *what, int B, double alpha, const pair_result 
 /* TSA sparse inference at each α (routers forced to random hard routing),
  * then the break-even batch at the first α: the smallest batch whose sparse
  * forward is faster than the dense one in at least 3 of 4 rounds (q1 > 1). */
-static void run_sparse(int B, int rounds, const double *alphas, int na, int breakeven) {
+/* out (may be NULL): the result at alphas[0] — median, q1, q3 of the speed-up, its ideal, the α reached. */
+static void run_sparse(int B, int rounds, const double *alphas, int na, int breakeven, double out[5]) {
     gl_model_config cfg = ref_config("m");
     cfg.depth_routing = DR_TSA;
     gl_model m;
@@ -385,8 +395,15 @@ static void run_sparse(int B, int rounds, const double *alphas, int na, int brea
         paired_forwards(&m, tok, B, rounds, set_sparse, ta, tb);
         const double alpha = m.active_frac, N = (double)B * T, skipped = (1 - alpha) * (cfg.n_layer - 1) * N;
         pair_result p = pair_stats(ta, tb, rounds, B * T);
-        print_pair("tsa_sparse_inference", B, alpha, &p, ideal_speedup(&cfg, skipped, 0, N, 0),
-                   ideal_speedup(&cfg, skipped, 0, N, 1), "");
+        const double ideal = ideal_speedup(&cfg, skipped, 0, N, 0);
+        print_pair("tsa_sparse_inference", B, alpha, &p, ideal, ideal_speedup(&cfg, skipped, 0, N, 1), "");
+        if (a == 0 && out) {
+            out[0] = p.speedup.med;
+            out[1] = p.speedup.q1;
+            out[2] = p.speedup.q3;
+            out[3] = ideal;
+            out[4] = alpha;
+        }
     }
     if (breakeven && na > 0) {
         model_set_route_override(&m, ROUTE_RANDOM, (float)(1.0 - alphas[0]), 99);
@@ -586,10 +603,12 @@ static int run_training(variant *v, int nv, const train_setup *ts, const options
         if (o->db_path && !rc) {
             const int N = ts->B * v[i].cfg.seq_len;
             const double st = stats(v[i].step, ts->rounds).med, fw = stats(v[i].fwd, ts->rounds).med;
-            const char *names[] = {"train_tokens_per_s", "fwd_tokens_per_s", "step_ms", "peak_rss_mib", "model_gflops"};
+            spread ra = paired_ratio(&v[i], base, ts->rounds);
+            const char *names[] = {"train_tokens_per_s", "fwd_tokens_per_s", "step_ms", "peak_rss_mib", "model_gflops",
+                                   "rounds", "step_ratio", "step_ratio_q1", "step_ratio_q3"};
             const double vals[] = {N / st, N / fw, st * 1e3, peak_rss_mib(),
-                                   model_train_flops_per_token(&v[i].m) * N / st / 1e9};
-            rc = record(o->db_path, o->tag, o->scale, v[i].name, &v[i].cfg, ts->B, vals, names, 5);
+                                   model_train_flops_per_token(&v[i].m) * N / st / 1e9, ts->rounds, ra.med, ra.q1, ra.q3};
+            rc = record(o->db_path, o->tag, o->scale, v[i].name, &v[i].cfg, ts->B, vals, names, base ? 9 : 6);
         }
     }
     if (nv == 1 && !o->do_sgemm) printf("{\"variant\":\"%s\",\"peak_rss_mib\":%.0f}\n", v[0].name, peak_rss_mib());
@@ -646,7 +665,18 @@ int main(int argc, char **argv) {
     if (nv > 0) rc = run_training(v, nv, &ts, &o, sg);
     const double alphas[] = {0.73, 0.5};
     const int inf_rounds = o.rounds < 6 ? o.rounds : 6;
-    if (sparse) run_sparse(o.infer_B, inf_rounds, alphas, 2, !o.quick);
+    if (sparse) {
+        double sp[5] = {NAN, NAN, NAN, NAN, NAN};
+        run_sparse(o.infer_B, inf_rounds, alphas, 2, !o.quick, sp);
+        if (o.db_path && !rc) { /* run cost-TAG-SCALE-sparse (the model is the reference config, scale m) */
+            gl_model_config c = ref_config("m");
+            c.depth_routing = DR_TSA;
+            const char *names[] = {"sparse_speedup_a073", "sparse_speedup_a073_q1", "sparse_speedup_a073_q3",
+                                   "sparse_ideal_a073", "sparse_alpha", "rounds"};
+            const double vals[] = {sp[0], sp[1], sp[2], sp[3], sp[4], inf_rounds};
+            rc = record(o.db_path, o.tag, o.scale, "sparse", &c, o.infer_B, vals, names, 6);
+        }
+    }
     if (ee) run_exit(o.infer_B, inf_rounds, alphas, 2);
     free(ts.tok);
     free(ts.tg);
