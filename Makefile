@@ -46,6 +46,7 @@ LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o)
 TEST_SRC := $(wildcard tests/test_*.c)
 TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%) $(BUILD)/tests/mkcorpus  # mkcorpus: the tests' own text
 BENCH_BIN := $(BUILD)/bench_gatelab
+DECODE_BIN := $(BUILD)/bench_decode
 
 # MPI: data-parallel training (`mpirun -np N build/gatelab-mpi train …`, or
 # srun).  build/gatelab-mpi is build/gatelab with harness/run/dist_mpi.c (the
@@ -99,6 +100,9 @@ $(BUILD)/tests/%: $(BUILD)/tests/%.o $(BUILD)/libgatelab.a
 $(BENCH_BIN): $(BUILD)/scripts/bench/bench.o $(BUILD)/libgatelab.a
 	$(CC) $(LDFLAGS) $^ -o $@ $(LDLIBS)
 
+$(DECODE_BIN): $(BUILD)/scripts/bench/decode.o $(BUILD)/libgatelab.a
+	$(CC) $(LDFLAGS) $^ -o $@ $(LDLIBS)
+
 # tests/fault/*.c: LD_PRELOAD shims for the fault-injection tests (tests/integration/faults.sh)
 FAULT_SO := $(patsubst tests/fault/%.c,$(BUILD)/fault/%.so,$(wildcard tests/fault/*.c))
 $(BUILD)/fault/%.so: tests/fault/%.c
@@ -139,7 +143,7 @@ demo: deps all
 data:
 	@scripts/fetch_data.sh
 
-bench: deps all $(BENCH_BIN)
+bench: deps all $(BENCH_BIN) $(DECODE_BIN)
 	@scripts/bench/run.sh
 
 PRESET ?= local

@@ -11,11 +11,15 @@
  *   Cross-layer variants (DenseFormer, hyper-connections, MUDD) replace the
  *   block's inputs and residual sums through the xl_ hooks of crosslayer.h.
  *
- * Inference modes: sparse TSA (a token with p > 0.5 keeps its state and its
- * FFN rows are not computed: gather → sgemm on packed rows → scatter) and
- * early exit at confidence ≥ τ (the token's state is frozen from then on, so
- * the final head reproduces its exit-layer prediction).  Backward supports the
- * training modes only.
+ * Inference modes: sparse TSA (a token with p > 0.5 keeps its state through
+ * the block) and early exit at confidence ≥ τ (the token's state is frozen
+ * from then on, so the final head reproduces its exit-layer prediction).  In
+ * both, a token that skips a block still gets its keys and values there
+ * (others attend to it) but nothing else: the running tokens are packed and
+ * only they get a query, an attention row, Wo and the FFN (gather → sgemm on
+ * packed rows → scatter; infer.c).  m->exit_reference keeps the old
+ * bookkeeping version of early exit (every block for every token, exited rows
+ * restored) as the reference.  Backward supports the training modes only.
  *
  * Deliberately not here: I/O, configs from files, the optimiser (adamw.c).
  */
@@ -29,6 +33,7 @@
 #include <string.h>
 
 #include "crosslayer.h"
+#include "infer.h"
 #include "ops.h"
 #include "tensors.h"
 #include "valueres.h"
@@ -339,6 +344,30 @@ static double exit_head_forward(gl_model *m, int n, const float *h, int N) {
     return tot;
 }
 
+/* The part of block n every token needs, also one that skips the block (later
+ * tokens attend to its keys and values): xn1, k, v, the router (TSA), the
+ * value residual, qk-norm of k and its rotary. */
+static void block_kv_forward(gl_model *m, int n, int N, int T) {
+    const gl_model_config *c = &m->cfg;
+    const int d = c->d_model, hd = m->hd, Hkv = c->n_kv_head;
+    gl_block_acts *a = &m->A[n];
+    const gl_block_params *b = &m->P.layer[n];
+
+    /* MUDD: q, k, v read separate streams (xl_*); otherwise all read xn1 = RMSNorm(h_in) */
+    rmsnorm_forward(a->xn1, a->rstd1, xl_query_input(m, n), b->attn_norm, N, d, c->norm_eps);
+    xl_kv_norm_forward(m, n, N);
+    mm_forward(a->k, xl_attn_input(m, n, 1), b->wk, N, d, Hkv * hd);
+    mm_forward(a->v, xl_attn_input(m, n, 2), b->wv, N, d, Hkv * hd);
+    if (c->depth_routing == DR_TSA && n >= 1) route_forward(m, n, N);
+    vr_forward(m, n, N);
+    if (c->qk_norm) rmsnorm_forward(a->kr, a->krstd, a->k, b->k_norm, N * Hkv, hd, c->norm_eps);
+    else memcpy(a->kr, a->k, (size_t)N * Hkv * hd * sizeof(float));
+    rope_forward(a->kr, m->rope_cos, m->rope_sin, N, T, Hkv, hd);
+}
+
+/* Every token through block n (training, and inference where all run).
+ * frozen (early exit, bookkeeping reference): afterwards the exited tokens'
+ * rows of h_next are restored to h_in, so they keep their state. */
 static void block_forward(gl_model *m, int n, int B, int T, float *h_next, unsigned char *frozen) {
     const gl_model_config *c = &m->cfg;
     const int N = B * T, d = c->d_model, hd = m->hd, H = c->n_head, Hkv = c->n_kv_head;
@@ -346,23 +375,11 @@ static void block_forward(gl_model *m, int n, int B, int T, float *h_next, unsig
     const gl_block_params *b = &m->P.layer[n];
     const int tsa = c->depth_routing == DR_TSA && n >= 1;
 
-    /* MUDD: q, k, v read separate streams (xl_*); otherwise all read xn1 = RMSNorm(h_in) */
-    rmsnorm_forward(a->xn1, a->rstd1, xl_query_input(m, n), b->attn_norm, N, d, c->norm_eps);
-    xl_kv_norm_forward(m, n, N);
+    block_kv_forward(m, n, N, T);
     mm_forward(a->q, a->xn1, b->wq, N, d, H * hd);
-    mm_forward(a->k, xl_attn_input(m, n, 1), b->wk, N, d, Hkv * hd);
-    mm_forward(a->v, xl_attn_input(m, n, 2), b->wv, N, d, Hkv * hd);
-    if (tsa) route_forward(m, n, N);
-    vr_forward(m, n, N);
-    if (c->qk_norm) {
-        rmsnorm_forward(a->qr, a->qrstd, a->q, b->q_norm, N * H, hd, c->norm_eps);
-        rmsnorm_forward(a->kr, a->krstd, a->k, b->k_norm, N * Hkv, hd, c->norm_eps);
-    } else {
-        memcpy(a->qr, a->q, (size_t)N * H * hd * sizeof(float));
-        memcpy(a->kr, a->k, (size_t)N * Hkv * hd * sizeof(float));
-    }
+    if (c->qk_norm) rmsnorm_forward(a->qr, a->qrstd, a->q, b->q_norm, N * H, hd, c->norm_eps);
+    else memcpy(a->qr, a->q, (size_t)N * H * hd * sizeof(float));
     rope_forward(a->qr, m->rope_cos, m->rope_sin, N, T, H, hd);
-    rope_forward(a->kr, m->rope_cos, m->rope_sin, N, T, Hkv, hd);
     attn_forward(a->atty, a->att, a->qr, a->kr, a->vmix, B, T, H, Hkv, hd);
     mm_forward(a->ao, a->atty, b->wo, N, H * hd, d);
     if (c->cross_layer == CL_HYPER) {
@@ -370,28 +387,6 @@ static void block_forward(gl_model *m, int n, int B, int T, float *h_next, unsig
     } else {
 #pragma omp parallel for schedule(static)
         for (size_t i = 0; i < (size_t)N * d; i++) a->h_mid[i] = a->h_in[i] + a->ao[i];
-    }
-
-    if (tsa && m->sparse) {
-        /* hard routing: gather the kept tokens, FFN on packed rows, scatter back */
-        float *packed = m->dacts_mem; /* (N, d) scratch: no backward in this mode */
-        int *idx = (int *)(m->dacts_mem + (size_t)N * d);
-        int K = 0;
-        for (int t = 0; t < N; t++)
-            if (a->p[t] <= 0.5f && !(frozen && frozen[t])) idx[K++] = t;
-        for (int k = 0; k < K; k++)
-            memcpy(packed + (size_t)k * d, a->h_mid + (size_t)idx[k] * d, (size_t)d * sizeof(float));
-        if (K) ffn_forward(m, n, packed, K);
-        memcpy(h_next, a->h_in, (size_t)N * d * sizeof(float));
-#pragma omp parallel for schedule(static)
-        for (int k = 0; k < K; k++) {
-            int t = idx[k];
-            float s = 1.0f - a->p[t];
-            for (int i = 0; i < d; i++)
-                h_next[(size_t)t * d + i] += s * (a->ao[(size_t)t * d + i] + a->fo[(size_t)k * d + i]);
-        }
-        m->active_count += K;
-        return;
     }
 
     ffn_forward(m, n, a->h_mid, N);
@@ -415,6 +410,108 @@ static void block_forward(gl_model *m, int n, int B, int T, float *h_next, unsig
             if (frozen[t]) memcpy(h_next + (size_t)t * d, a->h_in + (size_t)t * d, (size_t)d * sizeof(float));
             else if (n >= 1) m->active_count++;
     }
+}
+
+/* Inference scratch, carved from the activation-gradient block (inference has
+ * no backward): the selected rows and the packed buffers of infer.c. */
+typedef struct {
+    int *idx;    /* (K <= N) selected token rows, ascending */
+    int *slot;   /* (N) packed row of token t, or -1 when it skips */
+    int *seq;    /* (B+1) packed rows of window b: [seq[b], seq[b+1]) */
+    float *rows; /* (N, d) a gathered activation */
+    float *att;  /* (threads, INFER_ATT_BLOCK, T) attention probabilities */
+} infer_scratch;
+
+static infer_scratch infer_scratch_of(gl_model *m, int N, int B) {
+    carver cv = {m->dacts_mem, 0};
+    infer_scratch s;
+    s.idx = (int *)carve(&cv, (size_t)N);
+    s.slot = (int *)carve(&cv, (size_t)N);
+    s.seq = (int *)carve(&cv, (size_t)B + 1);
+    s.rows = carve(&cv, (size_t)N * m->cfg.d_model);
+    s.att = carve(&cv, (size_t)omp_get_max_threads() * INFER_ATT_BLOCK * m->T);
+    assert(cv.used <= m->scratch_floats);
+    return s;
+}
+
+/* Block n at inference when only some tokens run it: TSA sparse routing (run
+ * where p <= 0.5) or early exit (run where not frozen).  Every token gets its
+ * k and v (block_kv_forward); only the K running tokens, packed, get their
+ * query, attention row, Wo projection and FFN (infer.c); a skipping token's
+ * row of h_next is its h_in.  The arithmetic of a running row is that of
+ * block_forward, in the same order.  Afterwards q, qr, atty, ao, h_mid, xn2,
+ * f1, f3, fg and fo of block n hold packed rows [0, K) (idx order), not
+ * token rows; att is not written. */
+static void block_forward_rows(gl_model *m, int n, int B, int T, float *h_next, const unsigned char *frozen) {
+    const gl_model_config *c = &m->cfg;
+    const int N = B * T, d = c->d_model, hd = m->hd, H = c->n_head, Hkv = c->n_kv_head;
+    gl_block_acts *a = &m->A[n];
+    const gl_block_params *b = &m->P.layer[n];
+    const int tsa = c->depth_routing == DR_TSA;
+    infer_scratch s = infer_scratch_of(m, N, B);
+
+    block_kv_forward(m, n, N, T);
+    int K = 0;
+    for (int t = 0; t < N; t++) {
+        const int run = tsa ? a->p[t] <= 0.5f : !frozen[t];
+        s.slot[t] = run ? K : -1;
+        if (run) s.idx[K++] = t;
+    }
+    if (K) {
+        infer_gather(s.rows, a->xn1, s.idx, K, d);
+        mm_forward(a->q, s.rows, b->wq, K, d, H * hd);
+        if (c->qk_norm) rmsnorm_forward(a->qr, a->qrstd, a->q, b->q_norm, K * H, hd, c->norm_eps);
+        else memcpy(a->qr, a->q, (size_t)K * H * hd * sizeof(float));
+        infer_rope_rows(a->qr, m->rope_cos, m->rope_sin, s.idx, K, T, H, hd);
+        infer_seq_bounds(s.seq, s.idx, K, B, T);
+        infer_attn_rows(a->atty, a->qr, a->kr, a->vmix, s.idx, s.seq, B, T, H, Hkv, hd, s.att);
+        mm_forward(a->ao, a->atty, b->wo, K, H * hd, d);
+#pragma omp parallel for schedule(static)
+        for (int r = 0; r < K; r++)
+            for (int i = 0; i < d; i++)
+                a->h_mid[(size_t)r * d + i] = a->h_in[(size_t)s.idx[r] * d + i] + a->ao[(size_t)r * d + i];
+        ffn_forward(m, n, a->h_mid, K);
+    }
+#pragma omp parallel for schedule(static)
+    for (int t = 0; t < N; t++) {
+        const int r = s.slot[t];
+        const float *hi = a->h_in + (size_t)t * d;
+        float *ho = h_next + (size_t)t * d;
+        if (r < 0) {
+            memcpy(ho, hi, (size_t)d * sizeof(float));
+        } else if (tsa) {
+            const float sc = 1.0f - a->p[t];
+            for (int i = 0; i < d; i++) ho[i] = hi[i] + sc * (a->ao[(size_t)r * d + i] + a->fo[(size_t)r * d + i]);
+        } else {
+            for (int i = 0; i < d; i++) ho[i] = a->h_mid[(size_t)r * d + i] + a->fo[(size_t)r * d + i];
+        }
+    }
+    if (n >= 1) m->active_count += K;
+}
+
+/* Early-exit head of block n at inference (skipping path): only the tokens
+ * that ran block n (not frozen) go through the head; an exited token's
+ * confidence is carried from the block before (its state, hence its head
+ * output, has not changed).  Rows of a->xnf, a->logits and this block's
+ * exit_probs are packed [0, K).  The task loss of an exit head is not summed:
+ * at inference the loss is the final head's. */
+static void exit_head_rows(gl_model *m, int n, const float *h, const unsigned char *frozen, int B, int N) {
+    const gl_model_config *c = &m->cfg;
+    const int d = c->d_model, V = c->vocab_size;
+    gl_block_acts *a = &m->A[n];
+    infer_scratch s = infer_scratch_of(m, N, B);
+    float *conf = m->exit_conf + (size_t)n * N, *probs = m->exit_probs + (size_t)n * N * V;
+    int K = 0;
+    for (int t = 0; t < N; t++)
+        if (frozen[t]) conf[t] = conf[t - N]; /* frozen at a block < n, so n >= 1 */
+        else s.idx[K++] = t;
+    if (!K) return;
+    infer_gather(s.rows, h, s.idx, K, d);
+    rmsnorm_forward(a->xnf, a->rstdf, s.rows, m->P.final_norm, K, d, c->norm_eps);
+    mm_forward(a->logits, a->xnf, m->P.head, K, d, V);
+    xent_forward(probs, NULL, a->logits, NULL, NULL, K, V);
+    xent_confidence(s.rows, probs, K, V); /* s.rows is free again: K confidences */
+    for (int r = 0; r < K; r++) conf[s.idx[r]] = s.rows[r];
 }
 
 static float exit_weight(const gl_model *m, int n) {
@@ -455,15 +552,22 @@ float model_forward(gl_model *m, const int *tokens, const int *targets, const fl
     if (frozen) memset(frozen, 0, (size_t)N);
     double exit_sum[GL_MAX_LAYERS] = {0};
     m->active_count = 0;
+    const int ee_skip = ee_infer && !m->exit_reference;
+    int n_frozen = 0;
     for (int n = 0; n < L; n++) {
         float *h_next = xl_block_output(m, n, n + 1 < L ? m->A[n + 1].h_in : m->h_out);
-        block_forward(m, n, B, T, h_next, ee_infer ? frozen : NULL);
+        if ((sparse && n >= 1) || (ee_skip && n_frozen > 0)) block_forward_rows(m, n, B, T, h_next, frozen);
+        else block_forward(m, n, B, T, h_next, ee_infer ? frozen : NULL);
         xl_forward_after_block(m, n, N);
         if (ee && n + 1 < L) {
-            exit_sum[n] = exit_head_forward(m, n, h_next, N);
+            if (ee_skip && n_frozen > 0) exit_head_rows(m, n, h_next, frozen, B, N);
+            else exit_sum[n] = exit_head_forward(m, n, h_next, N);
             if (ee_infer)
                 for (int t = 0; t < N; t++)
-                    if (!frozen[t] && m->exit_conf[(size_t)n * N + t] >= m->exit_tau) frozen[t] = 1;
+                    if (!frozen[t] && m->exit_conf[(size_t)n * N + t] >= m->exit_tau) {
+                        frozen[t] = 1;
+                        n_frozen++;
+                    }
         }
     }
 

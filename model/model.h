@@ -227,8 +227,12 @@ typedef struct gl_model {
     long active_count;    /* inference modes: (token, layer>=1) pairs that ran */
     unsigned char *frozen;/* (BT) early exit at inference: 1 once a token has exited */
 
-    int sparse;           /* 1: TSA hard routing at inference (p > 0.5 skips the block) */
-    float exit_tau;       /* early exit at inference: > 0 enables exiting at confidence >= tau */
+    int sparse;           /* 1: TSA hard routing at inference (p > 0.5 skips the block: only its k, v run) */
+    float exit_tau;       /* early exit at inference: > 0 enables exiting at confidence >= tau; an
+                             exited token's later blocks compute only its k and v */
+    int exit_reference;   /* early exit at inference: 1 runs every block for every token and restores
+                             exited tokens' state afterwards (the bookkeeping reference the skipping
+                             path is tested and benchmarked against) */
     int have_overrides;
     gl_overrides ov;
 } gl_model;

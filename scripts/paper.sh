@@ -75,8 +75,9 @@ stage_bench() {
     if "$BIN" runs --db "$db" --experiment cost-paper --format csv 2>/dev/null | grep -q "^cost-paper-"; then
         say "bench: already measured (experiment cost-paper)"; return 0
     fi
-    local size=(--steps 20 --warmup 2) mem=(--steps 2 --warmup 1)
-    [ "$preset" = smoke ] && size=(--steps 3 --warmup 1 --batch 2) mem+=(--batch 2)
+    # --quick: no break-even sweep (make bench has it); the rounds are set here
+    local size=(--quick --steps 20 --warmup 2 --infer-batch 64) mem=(--quick --steps 2 --warmup 1)
+    [ "$preset" = smoke ] && size=(--quick --steps 2 --warmup 1 --batch 2 --infer-batch 4) mem+=(--batch 2)
     say "bench: training step of every variant, interleaved (${size[*]})"
     OMP_NUM_THREADS="${OMP_NUM_THREADS:-2}" "$bench" --scale s "${size[@]}" --no-sgemm \
         --variants base,resformer,satformer,tsa,hyper,mudd,sparse --db "$db" --tag paper > "$RES/bench.jsonl"

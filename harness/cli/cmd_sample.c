@@ -1,8 +1,10 @@
 /*
  * cmd_sample.c — `gatelab sample RUN [--tokens N] [--prompt S] [--temperature T]
- * [--seed S] [--results DIR] [--json]`: generate text from a trained run, one
- * token at a time over a sliding window of the model's context length.
- * Temperature 0 takes the most likely token.  Output goes to stdout as raw
+ * [--seed S] [--results DIR] [--json] [--no-cache]`: generate text from a
+ * trained run, one token at a time over a sliding window of the model's
+ * context length (harness/run/sample.c: with a KV cache, or with --no-cache
+ * recomputing the window for every token).  Temperature 0 takes the most
+ * likely token.  Output goes to stdout as raw
  * bytes, or with --json as one JSON line (jsonl.h) holding the prompt and the
  * generated text.
  *
@@ -21,6 +23,7 @@
 #include "args.h"
 #include "cli.h"
 #include "jsonl.h"
+#include "run/sample.h"
 #include "store/rundir.h"
 
 #define SAMPLE_MAX_TOKENS 10000000L  /* one forward pass each: days on a laptop beyond this */
@@ -33,6 +36,7 @@ static const args_opt sample_opts[] = {
     {"seed", ARGS_KEY(5), "S", "sampling seed, an unsigned 64-bit integer (default 1)"},
     {"results", ARGS_KEY(0), "DIR", "results folder that holds runs/<RUN> (default $GATELAB_RESULTS or results)"},
     {"json", ARGS_KEY(1), NULL, "print one JSON line (run_id, run_dir, prompt, text, …) instead of the raw text"},
+    {"no-cache", ARGS_KEY(6), NULL, "recompute the whole window for every token instead of using the KV cache"},
     {0}};
 static const args_spec sample_spec = {
     "sample", "RUN [options]",
@@ -45,7 +49,7 @@ typedef struct {
     long n_tokens;
     double temperature;
     uint64_t seed;
-    int json;
+    int json, no_cache;
 } sample_args;
 
 /* Read argv into a.  Returns -1 to go on, or the exit code (0 after --help, 2 bad usage). */
@@ -67,6 +71,7 @@ static int sample_parse(int argc, char **argv, sample_args *a) {
         case ARGS_KEY(5): bad = args_get_u64(&p, &a->seed); break;
         case ARGS_KEY(0): a->results = p.val; break;
         case ARGS_KEY(1): a->json = 1; break;
+        case ARGS_KEY(6): a->no_cache = 1; break;
         }
         if (bad) return 2;
     }
@@ -99,6 +104,20 @@ static int sample_print_json(const gl_run *run, const sample_args *a, const int 
     return jsonl_print(stdout, o);
 }
 
+/* Where each generated token goes: the context (for --json) and, unless --json, stdout as its byte. */
+typedef struct {
+    const unsigned char *vocab;
+    int *ctx;
+    size_t len;
+    int json;
+} sample_sink;
+
+static void sample_emit(int token, void *p) {
+    sample_sink *s = p;
+    s->ctx[s->len++] = token;
+    if (!s->json) fputc(s->vocab[token], stdout);
+}
+
 int cmd_sample(int argc, char **argv) {
     sample_args a;
     int pr = sample_parse(argc, argv, &a);
@@ -114,7 +133,6 @@ int cmd_sample(int argc, char **argv) {
         return 1;
     }
     gl_model *m = &run.model;
-    const int T = m->T, V = m->cfg.vocab_size;
     size_t plen = strlen(prompt), cap = plen + (size_t)n_tokens + 1;
     int *ctx = malloc(cap * sizeof(int));
     if (!ctx) {
@@ -135,34 +153,18 @@ int cmd_sample(int argc, char **argv) {
         ctx[i] = id;
     }
     if (!a.json) fwrite(prompt, 1, plen, stdout);
-    gl_rng r;
-    rng_seed(&r, seed);
-    size_t len = plen;
-    for (long k = 0; k < n_tokens; k++) {
-        size_t start = len > (size_t)T ? len - T : 0;
-        int t = (int)(len - start);
-        model_forward(m, ctx + start, NULL, NULL, 1, t);
-        const float *logit = m->logits + (size_t)(t - 1) * V;
-        int next = 0;
-        if (temperature == 0.0) {
-            for (int v = 1; v < V; v++)
-                if (logit[v] > logit[next]) next = v;
-        } else {
-            double mx = logit[0], z = 0;
-            for (int v = 1; v < V; v++) mx = logit[v] > mx ? logit[v] : mx;
-            double p[256];
-            for (int v = 0; v < V; v++) z += (p[v] = exp((logit[v] - mx) / temperature));
-            double u = rng_uniform(&r) * z, acc = 0;
-            next = V - 1;
-            for (int v = 0; v < V; v++)
-                if ((acc += p[v]) > u) {
-                    next = v;
-                    break;
-                }
-        }
-        ctx[len++] = next;
-        if (!a.json) fputc(run.st.vocab[next], stdout);
+    sample_sink sink = {run.st.vocab, ctx, plen, a.json};
+    gl_sample_opts so = {n_tokens, temperature, seed, !a.no_cache};
+    int cached;
+    char note[640];
+    if (sample_run(m, ctx, plen, &so, sample_emit, &sink, &cached, note, sizeof note, err, sizeof err)) {
+        fprintf(stderr, "gatelab sample: %s\n", err);
+        free(ctx);
+        run_close(&run);
+        return 1;
     }
+    if (note[0]) fprintf(stderr, "gatelab sample: %s\n", note);
+    const size_t len = sink.len;
     int rc = 0;
     if (!a.json) fputc('\n', stdout);
     else if (sample_print_json(&run, &a, ctx, plen, len)) {

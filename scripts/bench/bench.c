@@ -1,34 +1,51 @@
 /*
- * bench.c — training and inference throughput of the C core (a benchmark, not
- * a test: it prints figures and never asserts on time).
+ * bench.c — training and inference throughput and memory of the C core (a
+ * benchmark, not a test: it prints figures and never asserts on time).
+ *
+ * Method.  Every measured variant gets the same warm-up (--warmup steps each,
+ * interleaved), then --steps timed rounds; a round times one step of every
+ * variant, in an order shuffled per round (seeded), so slow phases of a
+ * shared machine fall on all variants alike.  Reported per variant: the
+ * median and the spread (min–max and the quartiles) of its step times, and
+ * the median and quartiles of the paired ratio (its step ÷ the baseline's
+ * step in the same round).  Every variant here does strictly more work than
+ * the baseline, so one whose ratio is below 1 beyond the spread (upper
+ * quartile < 1) is printed as "measurement problem", not as a result.  The
+ * same pairing holds for sparse inference (dense and sparse forward
+ * alternate, ABBA) and early exit (bookkeeping reference and skipping path).
  *
  * For the reference config (V 65, d 256, L 6, H 8, Hkv 8, d_ff 1024, T 256,
- * B 32 unless overridden) it reports, as one JSON line per variant:
- *   train_tokens_per_s  median over --steps timed steps (forward + backward + AdamW)
- *   fwd_tokens_per_s    median forward-only throughput
- *   model_gflops        training FLOPs per token × tokens/s (6N + 12·L·T·d)
- *   sgemm_gflops        sgemm on the model's own matmul shapes, same process
- *   ratio_to_sgemm      model_gflops / sgemm_gflops
- *   step_ratio          this variant's median step / the baseline's
- *   peak_rss_mib, openblas core, threads
- * Variants run back to back in one process, so ratios share the machine's state.
+ * B 32 unless overridden) it prints one JSON line per figure:
+ *   header        openblas_get_corename(), OPENBLAS_CORETYPE, threads, sgemm
+ *                 GFLOP/s on the model's matmul shapes (median and min–max)
+ *   training      per variant: train and forward tokens/s, step ms (median,
+ *                 min, max, q1, q3), model GFLOP/s and its ratio to sgemm,
+ *                 step ratio to the baseline (median, q1, q3), verdict
+ *   sparse        TSA at batch 64, routers forced to random hard routing at α
+ *                 0.73 and 0.50: dense vs sparse tokens/s, speed-up, the FLOP
+ *                 ideal and the share of it reached; then the break-even batch
+ *   exit          early exit at the same α (τ found by bisection): the
+ *                 bookkeeping reference vs the skipping path, against the same
+ *                 kind of ideal
+ *   memory        (--memory, one variant per process) peak RSS of a training
+ *                 step beside the analytic size from the config, and the ratio
+ * The ideal of an inference mode counts what a skipped (token, block) pair
+ * really leaves out: its query projection, its attention row (causal: (T+1)/2
+ * keys on average), Wo and the FFN; its norm, k and v (and router) still run.
+ * ideal_ffn_only is the older, FFN-only figure.
  *
- * With --db PATH --tag TAG each variant is also recorded in the registry as a
- * FINISHED run of experiment "cost-TAG" (params: its model config; metrics in
- * split "bench": train_tokens_per_s, fwd_tokens_per_s, step_ms, peak_rss_mib,
- * model_gflops), which `gatelab tables cost-TAG` turns into the cost table.
- * Run one variant per process (scripts/bench/run.sh does) for a per-variant
- * peak RSS; --no-sgemm skips the sgemm measurement and its buffers.
- *
- * usage: bench_gatelab [--steps N] [--warmup N] [--batch B] [--scale s|m] [--variants a,b,…]
- *                      [--no-sgemm] [--db PATH --tag TAG]
- *        variants: base, any value_residual, depth_routing or cross_layer name
- *        of model/variants.h (resformer satformer tsa early_exit denseformer
- *        hyper mudd ...), and sparse
- *        (sparse: TSA inference at batch 64 with p forced to give α ≈ 0.73 and
- *        0.5, dense vs sparse tokens/s and the ideal speed-up from FFN FLOPs)
+ * With --db PATH --tag TAG each training variant is also recorded in the
+ * registry as a FINISHED run of experiment "cost-TAG" (params: its model
+ * config; metrics in split "bench": train_tokens_per_s, fwd_tokens_per_s,
+ * step_ms, peak_rss_mib, model_gflops, rounds, and with a baseline in the same
+ * process step_ratio, step_ratio_q1, step_ratio_q3: the paired per-round
+ * ratio), which `gatelab tables cost-TAG` turns into the cost table.  With
+ * "sparse", run cost-TAG-SCALE-sparse holds the α 0.73 speed-up (median, q1,
+ * q3), its FLOP ideal and the α reached (make paper's bench stage reads them).  Run one variant per process (scripts/bench/run.sh
+ * does) for a per-variant peak RSS.
  */
 #include <cblas.h>
+#include <getopt.h>
 #include <math.h>
 #include <omp.h>
 #include <stdio.h>
@@ -40,10 +57,12 @@
 #include "model/adamw.h"
 #include "model/model.h"
 #include "model/rng.h"
+#include "store/parse.h"
 #include "store/registry.h"
 
 char *openblas_get_corename(void);
-int openblas_get_num_threads(void);
+
+#define MAX_VARIANTS 16
 
 static double now_s(void) {
     struct timespec ts;
@@ -56,15 +75,40 @@ static int cmp_d(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
-static double median(double *v, int n) {
-    qsort(v, (size_t)n, sizeof *v, cmp_d);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+/* Median, extremes and quartiles (linear interpolation) of n values. */
+typedef struct {
+    double med, lo, hi, q1, q3;
+} spread;
+
+static double quantile(const double *sorted, int n, double q) {
+    double x = q * (n - 1);
+    int i = (int)x;
+    return i + 1 < n ? sorted[i] + (x - i) * (sorted[i + 1] - sorted[i]) : sorted[n - 1];
+}
+
+static spread stats(const double *v, int n) {
+    double *s = malloc((size_t)n * sizeof *s);
+    if (!s) abort();
+    memcpy(s, v, (size_t)n * sizeof *s);
+    qsort(s, (size_t)n, sizeof *s, cmp_d);
+    spread r = {quantile(s, n, 0.5), s[0], s[n - 1], quantile(s, n, 0.25), quantile(s, n, 0.75)};
+    free(s);
+    return r;
 }
 
 static double peak_rss_mib(void) {
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
     return ru.ru_maxrss / 1024.0;
+}
+
+static void *xmalloc(size_t n) {
+    void *p = malloc(n ? n : 1);
+    if (!p) {
+        fprintf(stderr, "bench: out of memory (%zu bytes)\n", n);
+        exit(1);
+    }
+    return p;
 }
 
 /* The reference config (scale m of experiments/scales.ini) or scale s. */
@@ -87,6 +131,25 @@ static gl_model_config ref_config(const char *scale) {
     return c;
 }
 
+static void model_or_die(gl_model *m, const gl_model_config *c, int B) {
+    char err[256];
+    if (model_init(m, c, B, err, sizeof err)) {
+        fprintf(stderr, "bench: %s\n", err);
+        exit(1);
+    }
+    model_init_weights(m, 1);
+}
+
+/* Shuffle order[0..n) (Fisher–Yates, seeded): the order of one round. */
+static void shuffle(int *order, int n, gl_rng *r) {
+    for (int i = 0; i < n; i++) order[i] = i;
+    for (int i = n - 1; i > 0; i--) {
+        int j = (int)rng_below(r, (uint64_t)i + 1), t = order[i];
+        order[i] = order[j];
+        order[j] = t;
+    }
+}
+
 /* Record one variant's figures as a FINISHED run of experiment cost-<tag>. */
 static int record(const char *db_path, const char *tag, const char *scale, const char *variant,
                   const gl_model_config *c, int B, const double *vals, const char *const *names, int nv) {
@@ -102,7 +165,8 @@ static int record(const char *db_path, const char *tag, const char *scale, const
              config_value_residual_name(c->value_residual), config_depth_routing_name(c->depth_routing),
              config_cross_layer_name(c->cross_layer), B, omp_get_max_threads());
     long long exp_id;
-    gl_metric rows[8];
+    gl_metric rows[12];
+    if (nv > 12) nv = 12;
     for (int i = 0; i < nv; i++) rows[i] = (gl_metric){.step = 0, .split = "bench", .name = names[i], .value = vals[i], .wall_time = 0};
     int rc = db_open(&db, db_path, err, sizeof err) || db_experiment_ensure(db, exp, ini, &exp_id, err, sizeof err) ||
              db_run_create(db, exp_id, id, variant, ini, "", 0, "RUNNING", err, sizeof err) ||
@@ -114,18 +178,16 @@ static int record(const char *db_path, const char *tag, const char *scale, const
 }
 
 /* sgemm GFLOP/s over the model's matmul shapes (forward and both backward
- * products of each linear layer): the median over `reps` rounds after one
- * warm-up round, so one slow round on a shared machine does not set it. */
-static double sgemm_rate(const gl_model_config *c, int B, int reps) {
+ * products of each linear layer), one rate per round after one warm-up round. */
+static void sgemm_rate(const gl_model_config *c, int B, int reps, double *rate) {
     const int N = B * c->seq_len, d = c->d_model, F = c->d_ff;
     const int shapes[][2] = {{d, d}, {d, F}, {F, d}, {d, c->vocab_size}};
     size_t maxw = (size_t)F * d;
-    float *x = malloc((size_t)N * F * sizeof(float)), *w = malloc(maxw * sizeof(float));
-    float *y = malloc((size_t)N * F * sizeof(float)), *dw = malloc(maxw * sizeof(float));
-    double *rate = malloc((size_t)(reps + 1) * sizeof(double));
+    float *x = xmalloc((size_t)N * F * sizeof(float)), *w = xmalloc(maxw * sizeof(float));
+    float *y = xmalloc((size_t)N * F * sizeof(float)), *dw = xmalloc(maxw * sizeof(float));
     for (size_t i = 0; i < (size_t)N * F; i++) x[i] = y[i] = 0.01f * (float)(i % 97);
     for (size_t i = 0; i < maxw; i++) w[i] = dw[i] = 0.001f * (float)(i % 89);
-    for (int r = 0; r <= reps; r++) {
+    for (int r = -1; r < reps; r++) { /* round -1 warms up */
         double flops = 0, t0 = now_s();
         for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
             int in = shapes[s][0], out = shapes[s][1];
@@ -134,166 +196,489 @@ static double sgemm_rate(const gl_model_config *c, int B, int reps) {
             cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, out, in, N, 1, y, out, x, in, 1, dw, in);
             flops += 3.0 * 2.0 * N * in * out;
         }
-        rate[r] = flops / (now_s() - t0) / 1e9;
+        if (r >= 0) rate[r] = flops / (now_s() - t0) / 1e9;
     }
-    double med = median(rate + 1, reps); /* round 0 warms up */
-    free(x); free(w); free(y); free(dw); free(rate);
-    return med;
+    free(x); free(w); free(y); free(dw);
 }
+
+/* ------------------------------------------------------------------------ */
+/* training variants, interleaved                                           */
 
 typedef struct {
-    double step_s, fwd_s, tps, fwd_tps, gflops;
-} result;
-
-static result run_variant(gl_model_config cfg, int B, int warmup, int steps) {
+    const char *name;
+    gl_model_config cfg;
     gl_model m;
-    char err[256];
-    if (model_init(&m, &cfg, B, err, sizeof err)) {
-        fprintf(stderr, "bench: %s\n", err);
-        exit(1);
-    }
-    model_init_weights(&m, 1);
-    const int T = cfg.seq_len, N = B * T;
-    int *tok = malloc(N * sizeof(int)), *tg = malloc(N * sizeof(int));
-    gl_rng r;
-    rng_seed(&r, 3);
-    for (int i = 0; i < N; i++) {
-        tok[i] = (int)rng_below(&r, cfg.vocab_size);
-        tg[i] = (int)rng_below(&r, cfg.vocab_size);
-    }
-    gl_adamw opt = {0.9f, 0.95f, 1e-8f, 0.1f, 1.0f};
-    double *ts = malloc((size_t)(steps + warmup) * sizeof(double));
-    for (int s = 0; s < warmup + steps; s++) {
-        double t0 = now_s();
-        model_forward(&m, tok, tg, NULL, B, T);
-        model_zero_grad(&m);
-        model_backward(&m);
-        adamw_step(&m, &opt, 1e-3f, s + 1);
-        ts[s] = now_s() - t0;
-    }
-    result res;
-    res.step_s = median(ts + warmup, steps);
-    for (int s = 0; s < warmup + steps; s++) {
-        double t0 = now_s();
-        model_forward(&m, tok, tg, NULL, B, T);
-        ts[s] = now_s() - t0;
-    }
-    res.fwd_s = median(ts + warmup, steps);
-    res.tps = N / res.step_s;
-    res.fwd_tps = N / res.fwd_s;
-    res.gflops = model_train_flops_per_token(&m) * res.tps / 1e9;
-    free(ts); free(tok); free(tg);
-    model_free(&m);
-    return res;
+    double *step, *fwd; /* (rounds) seconds */
+} variant;
+
+typedef struct {
+    int B, warmup, rounds;
+    uint64_t seed;
+    int *tok, *tg; /* (B*T) shared by every variant */
+} train_setup;
+
+static void train_step(gl_model *m, const train_setup *ts, int s) {
+    static const gl_adamw opt = {0.9f, 0.95f, 1e-8f, 0.1f, 1.0f};
+    model_forward(m, ts->tok, ts->tg, NULL, ts->B, m->cfg.seq_len);
+    model_zero_grad(m);
+    model_backward(m);
+    adamw_step(m, &opt, 1e-3f, s + 1);
 }
 
-/* TSA sparse inference: dense vs sparse forward at a forced active fraction. */
-static void run_sparse(int B, int warmup, int steps, double alpha_target) {
+/* Warm-up, then timed rounds of one step per variant in shuffled order; then
+ * the same for forward-only passes. */
+static void run_rounds(variant *v, int nv, const train_setup *ts) {
+    gl_rng r;
+    rng_seed(&r, ts->seed);
+    int order[MAX_VARIANTS];
+    for (int w = 0; w < ts->warmup; w++)
+        for (int i = 0; i < nv; i++) train_step(&v[i].m, ts, w);
+    for (int k = 0; k < ts->rounds; k++) {
+        shuffle(order, nv, &r);
+        for (int i = 0; i < nv; i++) {
+            variant *x = &v[order[i]];
+            double t0 = now_s();
+            train_step(&x->m, ts, ts->warmup + k);
+            x->step[k] = now_s() - t0;
+        }
+    }
+    for (int i = 0; i < nv; i++) model_forward(&v[i].m, ts->tok, ts->tg, NULL, ts->B, v[i].cfg.seq_len);
+    for (int k = 0; k < ts->rounds; k++) {
+        shuffle(order, nv, &r);
+        for (int i = 0; i < nv; i++) {
+            variant *x = &v[order[i]];
+            double t0 = now_s();
+            model_forward(&x->m, ts->tok, ts->tg, NULL, ts->B, x->cfg.seq_len);
+            x->fwd[k] = now_s() - t0;
+        }
+    }
+}
+
+/* Analytic memory of a training step, in bytes, from the config (model.h's
+ * families): parameters, gradients and the two AdamW moments (4 × P floats);
+ * the activations kept for backward; the one-block gradient workspace; the
+ * token, target and mask arrays.  Cross-layer buffers are not in the formula
+ * (memory_check refuses those variants). */
+static double analytic_bytes(const gl_model *m, int B, double parts[4]) {
+    const gl_model_config *c = &m->cfg;
+    const double T = c->seq_len, N = (double)B * T, d = c->d_model, F = c->d_ff, V = c->vocab_size;
+    const double L = c->n_layer, H = c->n_head, Hkv = c->n_kv_head, hd = m->hd, R = m->R;
+    const double qd = H * hd, kd = Hkv * hd;
+    const int tsa = c->depth_routing == DR_TSA, ee = c->depth_routing == DR_EARLY_EXIT;
+    /* per token and block: h_in xn1 ao h_mid xn2 fo | q qr atty | k v kr vmix | f1 f3 fg |
+     * rstd1 rstd2, qk rstds, gate and its pre-activation | softmax rows (H·T) | router | exit head */
+    double blk = 6 * d + 3 * qd + 4 * kd + 3 * F + 2 + H + 3 * Hkv + H * T + (tsa ? 2 * R + 1 : 0) +
+                 (ee ? d + 1 + V : 0);
+    /* model-wide per token: h_out xnf rstdf logits probs tok_loss mask; exit probs and confidences */
+    double top = 2 * d + 1 + 2 * V + 2 + (ee ? (L - 1) * V + L : 0);
+    /* one block's gradients: 8 d-wide, 3 q-wide, 5 kv-wide, 3 F-wide, gate, dp, dlogits, router scratch */
+    double ws = 8 * d + 3 * qd + 5 * kd + 3 * F + Hkv + 1 + V + R;
+    double threads = omp_get_max_threads() > omp_get_num_procs() ? omp_get_max_threads() : omp_get_num_procs();
+    parts[0] = 4.0 * 4 * (double)model_param_count(m);                    /* params, grads, m, v */
+    parts[1] = 4.0 * (N * (L * blk + top) + T * hd);                      /* saved activations (+ rope tables) */
+    parts[2] = 4.0 * (N * ws + threads * T * T);                          /* workspace */
+    parts[3] = N * (4 + 4 + 1) + 4.0 * N;                                 /* tokens, targets, frozen; bench's own */
+    return parts[0] + parts[1] + parts[2] + parts[3];
+}
+
+/* v's step ÷ the baseline's in the same round, over the rounds (all NaN without a baseline). */
+static spread paired_ratio(const variant *v, const variant *base, int rounds) {
+    spread ra = {NAN, NAN, NAN, NAN, NAN};
+    if (!base) return ra;
+    double *ratio = xmalloc((size_t)rounds * sizeof *ratio);
+    for (int k = 0; k < rounds; k++) ratio[k] = v->step[k] / base->step[k];
+    ra = stats(ratio, rounds);
+    free(ratio);
+    return ra;
+}
+
+static void print_variant(const variant *v, const variant *base, const train_setup *ts, double sg) {
+    const int N = ts->B * v->cfg.seq_len;
+    spread st = stats(v->step, ts->rounds), fw = stats(v->fwd, ts->rounds), ra = paired_ratio(v, base, ts->rounds);
+    const double tps = N / st.med, gflops = model_train_flops_per_token(&v->m) * tps / 1e9;
+    /* every variant does strictly more work than the baseline: faster beyond the spread is not a result */
+    const char *verdict = !base ? "no baseline in this run" : v == base ? "baseline"
+                          : ra.q3 < 1.0 ? "measurement problem" : "result";
+    printf("{\"variant\":\"%s\",\"batch\":%d,\"seq_len\":%d,\"rounds\":%d,\"train_tokens_per_s\":%.0f,"
+           "\"fwd_tokens_per_s\":%.0f,\"step_ms\":{\"median\":%.1f,\"min\":%.1f,\"max\":%.1f,\"q1\":%.1f,\"q3\":%.1f},"
+           "\"fwd_ms\":{\"median\":%.1f,\"min\":%.1f,\"max\":%.1f},\"model_gflops\":%.1f,\"ratio_to_sgemm\":%.3f,"
+           "\"step_ratio\":{\"median\":%.4f,\"q1\":%.4f,\"q3\":%.4f,\"min\":%.4f,\"max\":%.4f},\"verdict\":\"%s\"}\n",
+           v->name, ts->B, v->cfg.seq_len, ts->rounds, tps, N / fw.med, st.med * 1e3, st.lo * 1e3, st.hi * 1e3,
+           st.q1 * 1e3, st.q3 * 1e3, fw.med * 1e3, fw.lo * 1e3, fw.hi * 1e3, gflops, isnan(sg) ? 0.0 : gflops / sg,
+           ra.med, ra.q1, ra.q3, ra.lo, ra.hi, verdict);
+    fflush(stdout);
+}
+
+/* --------------------------------------------------------------------------
+ * inference: FLOP ideal, TSA sparse routing, early exit                     */
+
+/* Forward FLOPs per token of the parts of one block (causal attention). */
+typedef struct {
+    double kv, q, o, attn, ffn, head;
+} block_flops;
+
+static block_flops flops_of(const gl_model_config *c) {
+    const double d = c->d_model, T = c->seq_len, hd = (double)c->d_model / c->n_head;
+    const double qd = c->n_head * hd, kd = c->n_kv_head * hd;
+    return (block_flops){.kv = 2 * d * 2 * kd, .q = 2 * d * qd, .o = 2 * qd * d, .attn = 2.0 * 2 * qd * (T + 1) / 2,
+                         .ffn = 6 * d * c->d_ff, .head = 2 * d * c->vocab_size};
+}
+
+/* Ideal speed-up of skipping `skipped` (token, block) pairs out of L·N, plus
+ * `heads_skipped` early-exit heads (early exit runs L-1 of them per token). */
+static double ideal_speedup(const gl_model_config *c, double skipped, double heads_skipped, double N, int ffn_only) {
+    const block_flops f = flops_of(c);
+    const double L = c->n_layer, ee = c->depth_routing == DR_EARLY_EXIT;
+    const double total = N * (L * (f.kv + f.q + f.o + f.attn + f.ffn) + (1 + ee * (L - 1)) * f.head);
+    const double saved = skipped * (ffn_only ? f.ffn : f.q + f.o + f.attn + f.ffn) + heads_skipped * f.head;
+    return total / (total - saved);
+}
+
+/* Time `rounds` pairs of forwards A (mode 0) and B (mode 1), alternating which
+ * goes first (ABBA), after one warm-up pair.  set(m, mode) switches modes. */
+static void paired_forwards(gl_model *m, const int *tok, int B, int rounds, void (*set)(gl_model *, int),
+                            double *ta, double *tb) {
+    const int T = m->cfg.seq_len;
+    for (int k = -1; k < rounds; k++) {
+        for (int j = 0; j < 2; j++) {
+            int mode = (k & 1) ? 1 - j : j;
+            set(m, mode);
+            double t0 = now_s();
+            model_forward(m, tok, NULL, NULL, B, T);
+            double dt = now_s() - t0;
+            if (k >= 0) (mode ? tb : ta)[k] = dt;
+        }
+    }
+}
+
+static void set_sparse(gl_model *m, int mode) { m->sparse = mode; }
+static void set_exit_skip(gl_model *m, int mode) { m->exit_reference = !mode; }
+
+typedef struct {
+    double dense_tps, sparse_tps;
+    spread speedup;
+} pair_result;
+
+static pair_result pair_stats(const double *ta, const double *tb, int rounds, int N) {
+    double *sp = xmalloc((size_t)rounds * sizeof *sp);
+    for (int k = 0; k < rounds; k++) sp[k] = ta[k] / tb[k];
+    pair_result r = {N / stats(ta, rounds).med, N / stats(tb, rounds).med, stats(sp, rounds)};
+    free(sp);
+    return r;
+}
+
+static void print_pair(const char *what, int B, double alpha, const pair_result *p, double ideal, double ideal_ffn,
+                       const char *extra) {
+    printf("{\"variant\":\"%s\",\"batch\":%d,\"alpha\":%.4f,\"dense_tokens_per_s\":%.0f,\"sparse_tokens_per_s\":%.0f,"
+           "\"speedup\":{\"median\":%.4f,\"q1\":%.4f,\"q3\":%.4f,\"min\":%.4f,\"max\":%.4f},\"ideal_speedup\":%.4f,"
+           "\"share_of_ideal\":%.3f,\"ideal_ffn_only\":%.4f%s}\n",
+           what, B, alpha, p->dense_tps, p->sparse_tps, p->speedup.med, p->speedup.q1, p->speedup.q3, p->speedup.lo,
+           p->speedup.hi, ideal, (p->speedup.med - 1.0) / (ideal - 1.0), ideal_ffn, extra);
+    fflush(stdout);
+}
+
+/* TSA sparse inference at each α (routers forced to random hard routing),
+ * then the break-even batch at the first α: the smallest batch whose sparse
+ * forward is faster than the dense one in at least 3 of 4 rounds (q1 > 1). */
+/* out (may be NULL): the result at alphas[0] — median, q1, q3 of the speed-up, its ideal, the α reached. */
+static void run_sparse(int B, int rounds, const double *alphas, int na, int breakeven, double out[5]) {
     gl_model_config cfg = ref_config("m");
     cfg.depth_routing = DR_TSA;
     gl_model m;
-    char err[256];
-    if (model_init(&m, &cfg, B, err, sizeof err)) {
-        fprintf(stderr, "bench: %s\n", err);
-        exit(1);
+    model_or_die(&m, &cfg, B);
+    const int T = cfg.seq_len;
+    int *tok = xmalloc((size_t)B * T * sizeof(int));
+    for (int i = 0; i < B * T; i++) tok[i] = i % cfg.vocab_size;
+    double *ta = xmalloc((size_t)rounds * sizeof *ta), *tb = xmalloc((size_t)rounds * sizeof *tb);
+    for (int a = 0; a < na; a++) {
+        model_set_route_override(&m, ROUTE_RANDOM, (float)(1.0 - alphas[a]), 99);
+        paired_forwards(&m, tok, B, rounds, set_sparse, ta, tb);
+        const double alpha = m.active_frac, N = (double)B * T, skipped = (1 - alpha) * (cfg.n_layer - 1) * N;
+        pair_result p = pair_stats(ta, tb, rounds, B * T);
+        const double ideal = ideal_speedup(&cfg, skipped, 0, N, 0);
+        print_pair("tsa_sparse_inference", B, alpha, &p, ideal, ideal_speedup(&cfg, skipped, 0, N, 1), "");
+        if (a == 0 && out) {
+            out[0] = p.speedup.med;
+            out[1] = p.speedup.q1;
+            out[2] = p.speedup.q3;
+            out[3] = ideal;
+            out[4] = alpha;
+        }
     }
-    model_init_weights(&m, 1);
-    /* random routing: each (token, router) skips with probability 1 − α */
-    model_set_route_override(&m, ROUTE_RANDOM, (float)(1.0 - alpha_target), 99);
-    const int T = cfg.seq_len, N = B * T;
-    int *tok = malloc(N * sizeof(int));
-    for (int i = 0; i < N; i++) tok[i] = i % cfg.vocab_size;
-    double *td = malloc((size_t)(steps + warmup) * sizeof(double)), *tsp = malloc((size_t)(steps + warmup) * sizeof(double));
-    for (int s = 0; s < warmup + steps; s++) {
-        m.sparse = 0;
-        double t0 = now_s();
-        model_forward(&m, tok, NULL, NULL, B, T);
-        td[s] = now_s() - t0;
-        m.sparse = 1;
-        t0 = now_s();
-        model_forward(&m, tok, NULL, NULL, B, T);
-        tsp[s] = now_s() - t0;
+    if (breakeven && na > 0) {
+        model_set_route_override(&m, ROUTE_RANDOM, (float)(1.0 - alphas[0]), 99);
+        int found = 0;
+        for (int b = 1; b <= B && !found; b *= 2) {
+            paired_forwards(&m, tok, b, rounds, set_sparse, ta, tb);
+            pair_result p = pair_stats(ta, tb, rounds, b * T);
+            printf("{\"variant\":\"tsa_sparse_batch\",\"batch\":%d,\"alpha\":%.4f,\"speedup\":{\"median\":%.4f,"
+                   "\"q1\":%.4f,\"q3\":%.4f}}\n", b, m.active_frac, p.speedup.med, p.speedup.q1, p.speedup.q3);
+            if (p.speedup.q1 > 1.0) {
+                found = b;
+                printf("{\"variant\":\"tsa_sparse_break_even\",\"alpha\":%.4f,\"break_even_batch\":%d}\n", m.active_frac,
+                       b);
+            }
+        }
+        if (!found) printf("{\"variant\":\"tsa_sparse_break_even\",\"alpha\":%.4f,\"break_even_batch\":null}\n", m.active_frac);
+        fflush(stdout);
     }
-    double alpha = m.active_frac;
-    double dense = median(td + warmup, steps), sparse = median(tsp + warmup, steps);
-    /* ideal: only the FFN of skipped (token, layer >= 1) pairs is saved */
-    const double d = cfg.d_model, F = cfg.d_ff, L = cfg.n_layer, V = cfg.vocab_size;
-    double attn = 2.0 * (4 * d * d) + 4.0 * T * d, ffn = 2.0 * 3 * d * F, head = 2.0 * d * V;
-    double total = L * (attn + ffn) + head;
-    double saved = (L - 1) * (1.0 - alpha) * ffn;
-    double ideal = total / (total - saved);
-    printf("{\"variant\":\"tsa_sparse_inference\",\"batch\":%d,\"alpha\":%.4f,\"dense_tokens_per_s\":%.0f,"
-           "\"sparse_tokens_per_s\":%.0f,\"speedup\":%.4f,\"ideal_speedup\":%.4f,\"share_of_ideal\":%.3f}\n",
-           B, alpha, N / dense, N / sparse, dense / sparse, ideal, (dense / sparse - 1.0) / (ideal - 1.0));
-    fflush(stdout);
-    free(td); free(tsp); free(tok);
+    free(ta); free(tb); free(tok);
     model_free(&m);
 }
 
-int main(int argc, char **argv) {
-    int steps = 10, warmup = 2, B = 32, do_sgemm = 1;
-    const char *variants = "base,resformer,satformer,tsa", *scale = "m", *db_path = NULL, *tag = NULL;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--steps") && i + 1 < argc) steps = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--warmup") && i + 1 < argc) warmup = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--batch") && i + 1 < argc) B = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--variants") && i + 1 < argc) variants = argv[++i];
-        else if (!strcmp(argv[i], "--scale") && i + 1 < argc) scale = argv[++i];
-        else if (!strcmp(argv[i], "--db") && i + 1 < argc) db_path = argv[++i];
-        else if (!strcmp(argv[i], "--tag") && i + 1 < argc) tag = argv[++i];
-        else if (!strcmp(argv[i], "--no-sgemm")) do_sgemm = 0;
-        else {
-            fprintf(stderr, "usage: bench_gatelab [--steps N] [--warmup N] [--batch B] [--scale s|m] [--no-sgemm] "
-                            "[--db PATH --tag TAG] [--variants base,resformer,satformer,tsa,early_exit,denseformer,hyper,mudd,sparse]\n");
-            return 2;
+/* τ giving active fraction ≈ alpha on the first sequences (bisection: α grows with τ). */
+static double exit_tau_for(gl_model *m, const int *tok, int B, double alpha) {
+    double lo = 0.0, hi = 1.0;
+    m->exit_reference = 0;
+    for (int it = 0; it < 24; it++) { /* 2^-24: below the spread of the confidences */
+        m->exit_tau = (float)(0.5 * (lo + hi));
+        model_forward(m, tok, NULL, NULL, B, m->cfg.seq_len);
+        if (m->active_frac < alpha) lo = m->exit_tau;
+        else hi = m->exit_tau;
+    }
+    return 0.5 * (lo + hi);
+}
+
+/* Early exit at inference at each α: the bookkeeping reference (every block
+ * for every token) against the skipping path (an exited token computes only
+ * its k and v), batch B; the ideal counts the skipped pairs and exit heads. */
+static void run_exit(int B, int rounds, const double *alphas, int na) {
+    gl_model_config cfg = ref_config("m");
+    cfg.depth_routing = DR_EARLY_EXIT;
+    gl_model m;
+    model_or_die(&m, &cfg, B);
+    const int T = cfg.seq_len, L = cfg.n_layer, N = B * T;
+    int *tok = xmalloc((size_t)N * sizeof(int));
+    gl_rng r;
+    rng_seed(&r, 5);
+    for (int i = 0; i < N; i++) tok[i] = (int)rng_below(&r, cfg.vocab_size);
+    double *ta = xmalloc((size_t)rounds * sizeof *ta), *tb = xmalloc((size_t)rounds * sizeof *tb);
+    for (int a = 0; a < na; a++) {
+        double tau = exit_tau_for(&m, tok, B < 16 ? B : 16, alphas[a]);
+        m.exit_tau = (float)tau;
+        paired_forwards(&m, tok, B, rounds, set_exit_skip, ta, tb);
+        long frozen_end = 0; /* tokens exited before the last block: they skip it but have no exit head there */
+        for (int t = 0; t < N; t++) frozen_end += m.frozen[t];
+        const double alpha = m.active_frac, skipped = (1 - alpha) * (L - 1) * (double)N;
+        pair_result p = pair_stats(ta, tb, rounds, N);
+        char extra[64];
+        snprintf(extra, sizeof extra, ",\"tau\":%.6g", tau);
+        print_pair("early_exit_inference", B, alpha, &p, ideal_speedup(&cfg, skipped, skipped - frozen_end, N, 0),
+                   ideal_speedup(&cfg, skipped, 0, N, 1), extra);
+    }
+    m.exit_tau = 0.0f;
+    free(ta); free(tb); free(tok);
+    model_free(&m);
+}
+
+/* --------------------------------------------------------------------------
+ * command line                                                              */
+
+typedef struct {
+    int rounds, warmup, B, infer_B, do_sgemm, memory, quick;
+    uint64_t seed;
+    const char *variants, *scale, *db_path, *tag;
+} options;
+
+static void usage(FILE *f) {
+    fprintf(f,
+            "usage: bench_gatelab [options]\n"
+            "  --steps N      timed rounds per variant (default 10; --quick: 3)\n"
+            "  --warmup N     warm-up steps per variant, the same for every variant (default 2; --quick: 1)\n"
+            "  --batch B      training batch (default 32)\n"
+            "  --infer-batch B  batch of the inference figures (default 64)\n"
+            "  --scale s|m    model scale (default m)\n"
+            "  --variants L   comma list: base, a value_residual, depth_routing or cross_layer name\n"
+            "                 (resformer satformer tsa early_exit denseformer hyper mudd ...), sparse\n"
+            "                 (TSA sparse inference and break-even batch), exit (early-exit inference)\n"
+            "                 (default base,resformer,satformer,tsa,sparse,exit)\n"
+            "  --memory       one training variant: peak RSS of a step beside the analytic size\n"
+            "  --no-sgemm     skip the sgemm measurement and its buffers\n"
+            "  --seed N       seed of the round order (default 1)\n"
+            "  --quick        3 rounds, 1 warm-up, no break-even sweep\n"
+            "  --db PATH --tag TAG   record training variants as experiment cost-TAG\n"
+            "  --help         this text\n");
+}
+
+static int int_flag(const char *name, const char *arg, int lo, int hi, int *out) {
+    char why[128];
+    if (parse_int(arg, lo, hi, out, why, sizeof why)) {
+        fprintf(stderr, "bench: --%s %s: %s\n", name, arg, why);
+        return -1;
+    }
+    return 0;
+}
+
+static int parse_options(int argc, char **argv, options *o) {
+    static const struct option longopts[] = {
+        {"steps", required_argument, 0, 's'}, {"warmup", required_argument, 0, 'w'},
+        {"batch", required_argument, 0, 'b'}, {"scale", required_argument, 0, 'c'},
+        {"variants", required_argument, 0, 'v'}, {"db", required_argument, 0, 'd'},
+        {"tag", required_argument, 0, 't'}, {"seed", required_argument, 0, 'e'},
+        {"no-sgemm", no_argument, 0, 'n'}, {"memory", no_argument, 0, 'm'},
+        {"infer-batch", required_argument, 0, 'i'}, {"quick", no_argument, 0, 'q'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+    *o = (options){.rounds = -1, .warmup = -1, .B = 32, .infer_B = 64, .do_sgemm = 1, .seed = 1,
+                   .variants = "base,resformer,satformer,tsa,sparse,exit", .scale = "m"};
+    int ch, seed;
+    while ((ch = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+        switch (ch) {
+        case 's': if (int_flag("steps", optarg, 1, 100000, &o->rounds)) return 2; break;
+        case 'w': if (int_flag("warmup", optarg, 0, 100000, &o->warmup)) return 2; break;
+        case 'b': if (int_flag("batch", optarg, 1, 4096, &o->B)) return 2; break;
+        case 'i': if (int_flag("infer-batch", optarg, 1, 4096, &o->infer_B)) return 2; break;
+        case 'e': if (int_flag("seed", optarg, 0, 1 << 30, &seed)) return 2; o->seed = (uint64_t)seed; break;
+        case 'c': o->scale = optarg; break;
+        case 'v': o->variants = optarg; break;
+        case 'd': o->db_path = optarg; break;
+        case 't': o->tag = optarg; break;
+        case 'n': o->do_sgemm = 0; break;
+        case 'm': o->memory = 1; break;
+        case 'q': o->quick = 1; break;
+        case 'h': usage(stdout); exit(0);
+        default: usage(stderr); return 2;
         }
     }
-    if (strcmp(scale, "s") && strcmp(scale, "m")) {
-        fprintf(stderr, "bench: --scale must be s or m\n");
+    if (optind < argc) {
+        fprintf(stderr, "bench: unexpected argument %s (see --help)\n", argv[optind]);
         return 2;
     }
-    if (!db_path != !tag) {
+    if (o->rounds < 0) o->rounds = o->quick ? 3 : 10;
+    if (o->warmup < 0) o->warmup = o->quick ? 1 : 2;
+    if (strcmp(o->scale, "s") && strcmp(o->scale, "m")) {
+        fprintf(stderr, "bench: --scale must be s or m (got %s)\n", o->scale);
+        return 2;
+    }
+    if (!o->db_path != !o->tag) {
         fprintf(stderr, "bench: --db and --tag go together\n");
         return 2;
     }
-    gl_model_config base = ref_config(scale);
-    const char *env_core = getenv("OPENBLAS_CORETYPE");
-    double sg = do_sgemm ? sgemm_rate(&base, B, 10) : NAN;
-    char sgs[32] = "null"; /* JSON has no NaN: null when not measured */
-    if (do_sgemm) snprintf(sgs, sizeof sgs, "%.1f", sg);
-    printf("{\"openblas_core\":\"%s\",\"OPENBLAS_CORETYPE\":\"%s\",\"threads\":%d,\"sgemm_gflops\":%s}\n",
-           openblas_get_corename(), env_core ? env_core : "(unset)", omp_get_max_threads(), sgs);
-    fflush(stdout);
-    double base_step = 0;
-    char list[256];
-    snprintf(list, sizeof list, "%s", variants);
-    for (char *v = strtok(list, ","); v; v = strtok(NULL, ",")) {
-        if (!strcmp(v, "sparse")) {
-            run_sparse(64, 1, steps > 5 ? 5 : steps, 0.73);
-            run_sparse(64, 1, steps > 5 ? 5 : steps, 0.5);
-            continue;
-        }
-        gl_model_config c = base; /* hyper: hc_expansion 4 */
-        if (strcmp(v, "base") && strcmp(v, "none") && config_parse_value_residual(v, &c.value_residual) &&
-            config_parse_depth_routing(v, &c.depth_routing) && config_parse_cross_layer(v, &c.cross_layer)) {
-            fprintf(stderr, "bench: unknown variant %s (base, sparse, or a value_residual, depth_routing or "
-                            "cross_layer name)\n", v);
-            return 2;
-        }
-        result r = run_variant(c, B, warmup, steps);
-        if (!strcmp(v, "base")) base_step = r.step_s;
-        double rss = peak_rss_mib();
-        if (db_path) {
-            const char *names[] = {"train_tokens_per_s", "fwd_tokens_per_s", "step_ms", "peak_rss_mib", "model_gflops"};
-            const double vals[] = {r.tps, r.fwd_tps, r.step_s * 1e3, rss, r.gflops};
-            if (record(db_path, tag, scale, v, &c, B, vals, names, 5)) return 1;
-        }
-        printf("{\"variant\":\"%s\",\"scale\":\"%s\",\"batch\":%d,\"seq_len\":%d,\"train_tokens_per_s\":%.0f,\"fwd_tokens_per_s\":%.0f,"
-               "\"train_step_ms_median\":%.1f,\"model_gflops\":%.1f,\"ratio_to_sgemm\":%.3f,\"step_ratio\":%.4f,"
-               "\"peak_rss_mib\":%.0f}\n",
-               v, scale, B, c.seq_len, r.tps, r.fwd_tps, r.step_s * 1e3, r.gflops, do_sgemm ? r.gflops / sg : 0.0,
-               base_step > 0 ? r.step_s / base_step : 0.0, rss);
-        fflush(stdout);
-    }
     return 0;
+}
+
+/* Peak RSS of a training step (after warm-up and one more step) beside the
+ * analytic size; one variant per process, so the peak is its own. */
+static int memory_check(const char *name, const gl_model_config *c, const train_setup *ts) {
+    if (c->cross_layer != CL_NONE) {
+        fprintf(stderr, "bench: --memory covers the backbone, value residuals and depth routing; %s has cross-layer "
+                        "buffers the analytic formula does not count\n", name);
+        return 2;
+    }
+    gl_model m;
+    model_or_die(&m, c, ts->B);
+    for (int s = 0; s <= ts->warmup; s++) train_step(&m, ts, s);
+    double parts[4], total = analytic_bytes(&m, ts->B, parts), rss = peak_rss_mib(), mib = 1024.0 * 1024.0;
+    printf("{\"variant\":\"memory\",\"model\":\"%s\",\"batch\":%d,\"peak_rss_mib\":%.0f,\"analytic_mib\":%.1f,"
+           "\"params_grads_adamw_mib\":%.1f,\"saved_activations_mib\":%.1f,\"workspace_mib\":%.1f,\"inputs_mib\":%.1f,"
+           "\"ratio\":%.3f}\n",
+           name, ts->B, rss, total / mib, parts[0] / mib, parts[1] / mib, parts[2] / mib, parts[3] / mib,
+           rss * mib / total);
+    model_free(&m);
+    return 0;
+}
+
+/* Parse one training variant name into a config; -1 if unknown. */
+static int variant_config(const char *v, const gl_model_config *base, gl_model_config *c) {
+    *c = *base;
+    if (!strcmp(v, "base") || !strcmp(v, "none")) return 0;
+    if (!config_parse_value_residual(v, &c->value_residual) || !config_parse_depth_routing(v, &c->depth_routing) ||
+        !config_parse_cross_layer(v, &c->cross_layer))
+        return 0;
+    fprintf(stderr, "bench: unknown variant %s (base, sparse, exit, or a value_residual, depth_routing or "
+                    "cross_layer name)\n", v);
+    return -1;
+}
+
+static int run_training(variant *v, int nv, const train_setup *ts, const options *o, double sg) {
+    const variant *base = NULL;
+    for (int i = 0; i < nv; i++) {
+        model_or_die(&v[i].m, &v[i].cfg, ts->B);
+        v[i].step = xmalloc((size_t)ts->rounds * sizeof(double));
+        v[i].fwd = xmalloc((size_t)ts->rounds * sizeof(double));
+        if (!strcmp(v[i].name, "base") || !strcmp(v[i].name, "none")) base = &v[i];
+    }
+    run_rounds(v, nv, ts);
+    int rc = 0;
+    for (int i = 0; i < nv; i++) {
+        print_variant(&v[i], base, ts, sg);
+        if (o->db_path && !rc) {
+            const int N = ts->B * v[i].cfg.seq_len;
+            const double st = stats(v[i].step, ts->rounds).med, fw = stats(v[i].fwd, ts->rounds).med;
+            spread ra = paired_ratio(&v[i], base, ts->rounds);
+            const char *names[] = {"train_tokens_per_s", "fwd_tokens_per_s", "step_ms", "peak_rss_mib", "model_gflops",
+                                   "rounds", "step_ratio", "step_ratio_q1", "step_ratio_q3"};
+            const double vals[] = {N / st, N / fw, st * 1e3, peak_rss_mib(),
+                                   model_train_flops_per_token(&v[i].m) * N / st / 1e9, ts->rounds, ra.med, ra.q1, ra.q3};
+            rc = record(o->db_path, o->tag, o->scale, v[i].name, &v[i].cfg, ts->B, vals, names, base ? 9 : 6);
+        }
+    }
+    if (nv == 1 && !o->do_sgemm) printf("{\"variant\":\"%s\",\"peak_rss_mib\":%.0f}\n", v[0].name, peak_rss_mib());
+    for (int i = 0; i < nv; i++) {
+        model_free(&v[i].m);
+        free(v[i].step);
+        free(v[i].fwd);
+    }
+    return rc;
+}
+
+int main(int argc, char **argv) {
+    options o;
+    int rc = parse_options(argc, argv, &o);
+    if (rc) return rc;
+    gl_model_config base = ref_config(o.scale);
+    variant v[MAX_VARIANTS];
+    int nv = 0, sparse = 0, ee = 0;
+    char list[512];
+    snprintf(list, sizeof list, "%s", o.variants);
+    for (char *name = strtok(list, ","); name; name = strtok(NULL, ",")) {
+        if (!strcmp(name, "sparse")) sparse = 1;
+        else if (!strcmp(name, "exit")) ee = 1;
+        else if (nv == MAX_VARIANTS) return fprintf(stderr, "bench: at most %d training variants\n", MAX_VARIANTS), 2;
+        else if (variant_config(name, &base, &v[nv].cfg)) return 2;
+        else v[nv++].name = name;
+    }
+    const int T = base.seq_len, N = o.B * T;
+    train_setup ts = {o.B, o.warmup, o.rounds, o.seed, xmalloc((size_t)N * sizeof(int)), xmalloc((size_t)N * sizeof(int))};
+    gl_rng r;
+    rng_seed(&r, 3);
+    for (int i = 0; i < N; i++) {
+        ts.tok[i] = (int)rng_below(&r, base.vocab_size);
+        ts.tg[i] = (int)rng_below(&r, base.vocab_size);
+    }
+    if (o.memory) {
+        if (nv != 1 || sparse || ee) return fprintf(stderr, "bench: --memory takes exactly one training variant\n"), 2;
+        return memory_check(v[0].name, &v[0].cfg, &ts);
+    }
+    double sg = NAN, *rates = xmalloc((size_t)o.rounds * sizeof(double));
+    char sgs[160] = "null"; /* JSON has no NaN: null when not measured */
+    if (o.do_sgemm) {
+        sgemm_rate(&base, o.B, o.rounds, rates);
+        spread s = stats(rates, o.rounds);
+        sg = s.med;
+        snprintf(sgs, sizeof sgs, "%.1f,\"sgemm_gflops_min\":%.1f,\"sgemm_gflops_max\":%.1f", s.med, s.lo, s.hi);
+    }
+    free(rates);
+    const char *env_core = getenv("OPENBLAS_CORETYPE");
+    printf("{\"openblas_core\":\"%s\",\"OPENBLAS_CORETYPE\":\"%s\",\"threads\":%d,\"rounds\":%d,\"warmup\":%d,"
+           "\"sgemm_gflops\":%s}\n",
+           openblas_get_corename(), env_core ? env_core : "(unset)", omp_get_max_threads(), o.rounds, o.warmup, sgs);
+    fflush(stdout);
+    if (nv > 0) rc = run_training(v, nv, &ts, &o, sg);
+    const double alphas[] = {0.73, 0.5};
+    const int inf_rounds = o.rounds < 6 ? o.rounds : 6;
+    if (sparse) {
+        double sp[5] = {NAN, NAN, NAN, NAN, NAN};
+        run_sparse(o.infer_B, inf_rounds, alphas, 2, !o.quick, sp);
+        if (o.db_path && !rc) { /* run cost-TAG-SCALE-sparse (the model is the reference config, scale m) */
+            gl_model_config c = ref_config("m");
+            c.depth_routing = DR_TSA;
+            const char *names[] = {"sparse_speedup_a073", "sparse_speedup_a073_q1", "sparse_speedup_a073_q3",
+                                   "sparse_ideal_a073", "sparse_alpha", "rounds"};
+            const double vals[] = {sp[0], sp[1], sp[2], sp[3], sp[4], inf_rounds};
+            rc = record(o.db_path, o.tag, o.scale, "sparse", &c, o.infer_B, vals, names, 6);
+        }
+    }
+    if (ee) run_exit(o.infer_B, inf_rounds, alphas, 2);
+    free(ts.tok);
+    free(ts.tg);
+    return rc ? 1 : 0;
 }

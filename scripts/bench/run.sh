@@ -5,32 +5,46 @@
 #   environments:  "as set"   OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE as the machine sets them
 #                  "autodetect" both unset (OpenBLAS picks the kernel for this CPU)
 #   PyTorch:       "as installed"  python3 + torch.set_num_threads(2), default allocator and BLAS
+#                                  (only with --torch-installed)
 #                  "best"          + OpenMP OpenBLAS (LD_LIBRARY_PATH), tcmalloc (LD_PRELOAD),
 #                                    OMP_WAIT_POLICY=active
-# Every line printed is JSON; the summary at the end gives the ratios.  Figures
-# depend on the machine's load: compare ratios from one run.
+# Method (scripts/bench/bench.c): every variant gets the same warm-up, then timed
+# rounds of one step per variant in a shuffled order; medians, spreads and paired
+# ratios to the baseline; a variant faster than the baseline beyond the spread is
+# printed as "measurement problem".  TSA sparse and early-exit inference (batch 64,
+# α 0.73 and 0.50, against their FLOP ideal, and the break-even batch) and the
+# memory check (peak RSS of a training step vs the analytic size, one process per
+# model) run in the "as set" environment only.
+# Decoding: scripts/bench/decode.sh (KV cache vs a PyTorch KV-cache loop, ABAB).
+# Every line printed is JSON; the summary at the end gives the ratios.
 #
 # The cost table: every variant (baseline, ResFormer, SATFormer, TSA, DenseFormer,
-# Hyper-Connections, MUDDFormer) at scales s and m, one process per variant (so
-# peak RSS is the variant's own), recorded in the registry as experiment
-# cost-<stamp> and printed with `gatelab tables cost-<stamp>`.
+# Hyper-Connections, MUDDFormer) at scales s and m, one process per variant in a
+# random order (so peak RSS is the variant's own), recorded in the registry as
+# experiment cost-<stamp> and printed with `gatelab tables cost-<stamp>`.
 #
-# usage: scripts/bench/run.sh [--steps N] [--quick] [--no-torch] [--no-cost] [--variants LIST]
+# usage: scripts/bench/run.sh [--steps N] [--quick] [--no-torch] [--torch-installed] [--no-cost] [--variants LIST]
+#   --quick: 3 rounds, 1 warm-up, no break-even sweep, no cost table, no MPI (a few minutes)
+#   --torch-installed: also PyTorch as Debian installs it (slow: about 4 more minutes); the
+#   comparison the figures quote is against PyTorch at its best
 set -u
 cd "$(dirname "$0")/../.."
 BUILD="${BUILD:-build}"
-STEPS=10; TORCH=1; COST=1; VARIANTS="base,resformer,satformer,tsa,sparse"
+STEPS=10; QUICK=""; MPI=1; TORCH=1; TORCH_INSTALLED=0; COST=1; VARIANTS="base,resformer,satformer,tsa"
 COST_VARIANTS="base resformer satformer tsa denseformer hyper mudd"
+MEMORY_VARIANTS="base satformer tsa"
 while [ $# -gt 0 ]; do
     case "$1" in
         --steps) STEPS=$2; shift 2;;
-        --quick) STEPS=3; shift;;
+        --quick) STEPS=3; QUICK=--quick; COST=0; MPI=0; shift;;
         --no-torch) TORCH=0; shift;;
+        --torch-installed) TORCH_INSTALLED=1; shift;;
         --no-cost) COST=0; shift;;
         --variants) VARIANTS=$2; shift 2;;
-        *) echo "usage: $0 [--steps N] [--quick] [--no-torch] [--no-cost] [--variants LIST]" >&2; exit 2;;
+        *) echo "usage: $0 [--steps N] [--quick] [--no-torch] [--torch-installed] [--no-cost] [--variants LIST]" >&2; exit 2;;
     esac
 done
+TSTEPS=$(( STEPS < 10 ? 10 : STEPS ))  # torch_bench.py wants at least 10
 OUT="${BENCH_OUT:-results/bench}"; mkdir -p "$OUT"
 log="$OUT/bench-$(date -u +%Y%m%d-%H%M%S).jsonl"
 PY=/usr/bin/python3
@@ -53,27 +67,38 @@ run() { # label, command...
 
 for envname in "as set" "autodetect"; do
     if [ "$envname" = autodetect ]; then envcmd=(env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE); else envcmd=(env); fi
-    run "$envname/gatelab" "${envcmd[@]}" OMP_NUM_THREADS=2 "$BUILD/bench_gatelab" --steps "$STEPS" --variants "$VARIANTS"
+    list=$VARIANTS; [ "$envname" = "as set" ] && list="$VARIANTS,sparse,exit"
+    run "$envname/gatelab" "${envcmd[@]}" OMP_NUM_THREADS=2 "$BUILD/bench_gatelab" --steps "$STEPS" $QUICK --variants "$list"
+    if [ "$envname" = "as set" ]; then
+        for v in $MEMORY_VARIANTS; do
+            run "$envname/memory" "${envcmd[@]}" OMP_NUM_THREADS=2 "$BUILD/bench_gatelab" --memory --variants "$v" --warmup 1
+        done
+    fi
     if [ $TORCH_OK = 1 ]; then
-        run "$envname/pytorch-installed" "${envcmd[@]}" $PY scripts/bench/torch_bench.py --threads 2 --steps "$STEPS"
+        [ $TORCH_INSTALLED = 1 ] &&
+            run "$envname/pytorch-installed" "${envcmd[@]}" $PY scripts/bench/torch_bench.py --threads 2 --steps "$TSTEPS"
         pre=""; [ -e "$TCMALLOC" ] && pre=$TCMALLOC
         run "$envname/pytorch-best" "${envcmd[@]}" LD_LIBRARY_PATH="$BLAS_OMP" LD_PRELOAD="$pre" OMP_WAIT_POLICY=active \
-            $PY scripts/bench/torch_bench.py --threads 2 --steps "$STEPS"
+            $PY scripts/bench/torch_bench.py --threads 2 --steps "$TSTEPS"
     fi
 done
 
 # Data parallel over MPI: 2 ranks x 1 thread vs 1 process x 2 threads (scripts/bench/mpi.sh;
 # skipped with a message when OpenMPI or build/gatelab-mpi is missing).
-run "mpi" env BUILD="$BUILD" scripts/bench/mpi.sh --steps "$STEPS"
+[ $MPI = 1 ] && run "mpi" env BUILD="$BUILD" scripts/bench/mpi.sh --steps "$STEPS"
+
+# Decoding with the KV cache against the PyTorch anchor, interleaved ABAB, median and spread
+# (scripts/bench/decode.sh: dense and TSA, batch 1 and 16, prompt 64, 256 new tokens).
+run "decode" env BUILD="$BUILD" scripts/bench/decode.sh --rounds 5 --threads 2
 
 if [ $COST = 1 ]; then
     stamp=$(date -u +%Y%m%d-%H%M%S)
     db="${GATELAB_RESULTS:-results}/gatelab.db"
-    for scale in s m; do
-        for v in $COST_VARIANTS; do
-            run "cost/$scale" env OMP_NUM_THREADS=2 "$BUILD/bench_gatelab" --scale $scale --steps "$STEPS" --no-sgemm \
-                --variants "$v" --db "$db" --tag "$stamp"
-        done
+    # one process per (scale, variant), in a random order; 3 rounds after 1 warm-up step each (the
+    # cost table's ratios are between processes: see the in-process ratios above for small differences)
+    for job in $(for sc in s m; do for v in $COST_VARIANTS; do echo "$sc:$v"; done; done | shuf); do
+        run "cost/${job%%:*}" env OMP_NUM_THREADS=2 "$BUILD/bench_gatelab" --scale "${job%%:*}" --steps 3 --warmup 1 \
+            --no-sgemm --variants "${job#*:}" --db "$db" --tag "$stamp"
     done
     "$BUILD/gatelab" tables "cost-$stamp" --db "$db" --out "$OUT/cost-$stamp" >&2 && cat "$OUT/cost-$stamp/cost.md"
 fi
@@ -83,6 +108,8 @@ echo "summary ($log):"
 $PY - "$log" <<'PYEOF' 2>/dev/null || awk 1 "$log"
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
+def sp(d, f="{:.3f}"):
+    return f"{f.format(d['median'])} [IQR {f.format(d['q1'])}–{f.format(d['q3'])}]"
 for env in ("as set", "autodetect"):
     g = {r.get("variant"): r for r in rows if r["env"] == env + "/gatelab" and "variant" in r}
     info = next((r for r in rows if r["env"] == env + "/gatelab" and "openblas_core" in r), {})
@@ -90,22 +117,40 @@ for env in ("as set", "autodetect"):
     best = max(tb, key=lambda r: r["train_tokens_per_s"]) if tb else None
     base = g.get("base")
     if not base: continue
-    print(f"[{env}] OpenBLAS core {info.get('openblas_core')}, sgemm {info.get('sgemm_gflops')} GFLOP/s")
-    print(f"  gatelab train {base['train_tokens_per_s']:.0f} tok/s, forward {base['fwd_tokens_per_s']:.0f} tok/s, "
-          f"{base['model_gflops']:.1f} GFLOP/s = {100*base['ratio_to_sgemm']:.0f}% of sgemm, peak RSS {base['peak_rss_mib']:.0f} MiB")
+    print(f"[{env}] OpenBLAS core {info.get('openblas_core')}, sgemm {info.get('sgemm_gflops')} GFLOP/s "
+          f"(min {info.get('sgemm_gflops_min')}, max {info.get('sgemm_gflops_max')}); {info.get('rounds')} rounds after "
+          f"{info.get('warmup')} warm-up steps per variant")
+    st = base["step_ms"]
+    print(f"  gatelab train {base['train_tokens_per_s']:.0f} tok/s (step {st['median']:.0f} ms, min {st['min']:.0f}, "
+          f"max {st['max']:.0f}), forward {base['fwd_tokens_per_s']:.0f} tok/s, {base['model_gflops']:.1f} GFLOP/s = "
+          f"{100*base['ratio_to_sgemm']:.0f}% of sgemm")
     for r in tb:
         print(f"  {r['env'].split('/')[1]:<18} train {r['train_tokens_per_s']:.0f} tok/s, forward {r['fwd_tokens_per_s']:.0f} tok/s")
     if best:
         print(f"  gatelab / PyTorch at its best (train): {base['train_tokens_per_s']/best['train_tokens_per_s']:.2f}x")
     for v in ("resformer", "satformer", "tsa", "early_exit", "denseformer", "hyper", "mudd"):
-        if v in g: print(f"  {v:<12} step time {g[v]['step_ratio']:.3f}x baseline")
+        if v in g:
+            print(f"  {v:<12} step time {sp(g[v]['step_ratio'])}x baseline (paired per round): {g[v]['verdict']}")
     for r in rows:
-        if r["env"] == env + "/gatelab" and r.get("variant") == "tsa_sparse_inference":
-            print(f"  TSA sparse inference α {r['alpha']:.2f}: {r['speedup']:.2f}x dense (ideal {r['ideal_speedup']:.2f}x, {100*r['share_of_ideal']:.0f}% of ideal)")
+        if r["env"] != env + "/gatelab": continue
+        if r.get("variant") in ("tsa_sparse_inference", "early_exit_inference"):
+            name = "TSA sparse" if r["variant"].startswith("tsa") else "early exit"
+            print(f"  {name:<10} inference α {r['alpha']:.2f}, batch {r['batch']}: {sp(r['speedup'])}x "
+                  f"(ideal {r['ideal_speedup']:.3f}x, {100*r['share_of_ideal']:.0f}% of it; FFN-only ideal {r['ideal_ffn_only']:.3f}x)")
+        if r.get("variant") == "tsa_sparse_break_even":
+            print(f"  TSA sparse break-even batch at α {r['alpha']:.2f}: {r['break_even_batch']}")
+    for r in rows:
+        if r["env"] == env + "/memory" and r.get("variant") == "memory":
+            print(f"  memory {r['model']:<10} peak RSS {r['peak_rss_mib']:.0f} MiB vs analytic {r['analytic_mib']:.0f} MiB "
+                  f"(params+grads+AdamW {r['params_grads_adamw_mib']:.0f}, activations {r['saved_activations_mib']:.0f}, "
+                  f"workspace {r['workspace_mib']:.0f}): {r['ratio']:.3f}x")
 for r in rows:
     if r["env"] == "mpi" and "config" in r:
         print(f"[mpi] {r['config']:<16} {r['tokens_per_s']:.0f} tok/s, step {r['step_s']:.3f} s = compute {r['compute_s_per_step']:.3f} s"
               f" + communication {r['comm_s_per_step']:.3f} s, gradient {r['grad_mib']:.1f} MiB per step")
     if r["env"] == "mpi" and "efficiency_2ranks_vs_2threads" in r:
         print(f"[mpi] 2-rank efficiency (2 ranks x 1 thread / 1 process x 2 threads): {r['efficiency_2ranks_vs_2threads']:.3f}")
+    if r["env"] == "decode" and r.get("summary") == "decode":
+        t = f", PyTorch {r['pytorch_tokens_per_s'][0]:.0f} tok/s, ratio {r['ratio'][0]:.2f}x ({r['ratio'][1]:.2f}-{r['ratio'][2]:.2f})" if "ratio" in r else ""
+        print(f"[decode] {r['variant']:<5} batch {r['batch']:>2}: gatelab {r['gatelab_tokens_per_s'][0]:.0f} tok/s{t}")
 PYEOF

@@ -58,8 +58,8 @@ check "train.log says 2 ranks" grep -q "^data parallel: 2 ranks" "$R/runs/m2a/tr
 # one writer: rank 0's folder, registry rows and console lines, once
 check "results/runs holds only the runs started (no folder per rank)" \
     test "$(ls "$R/runs" | tr '\n' ' ')" = "m2a m2b m4 s1 "
-check "the 2-rank run folder holds config.ini ckpt trace.h5 train.log and nothing else" \
-    test "$(ls "$R/runs/m2a" | tr '\n' ' ')" = "ckpt config.ini trace.h5 train.log "
+check "the 2-rank run folder holds config.ini ckpt trace.h5 (+ .prev) train.log and nothing else" \
+    test "$(ls "$R/runs/m2a" | tr '\n' ' ')" = "ckpt config.ini trace.h5 trace.h5.prev train.log "
 check "one registry row, FINISHED" test "$(sqlite3 "$R/gatelab.db" "select count(*), status from runs where run_id='m2a'")" = "1|FINISHED"
 n1=$(sqlite3 "$R/gatelab.db" "select count(*) from metrics where run_id='s1' and split='train' and name='loss'")
 n2=$(sqlite3 "$R/gatelab.db" "select count(*) from metrics where run_id='m2a' and split='train' and name='loss'")
