@@ -39,7 +39,7 @@ typedef struct {
     double head_gini;        /* Gini of per-(block, head) mean α: 0 even, 1 all on one head */
 } paper_run;
 
-/* The FINISHED runs of the registry (all experiments) with the fields above.
+/* The FINISHED runs of the plan (experiments paper-GROUP) with the fields above.
  * *runs is malloc'd (the caller frees it).  Returns 0 or -1. */
 int paper_collect(gl_db *db, paper_run **runs, int *n, char *err, size_t errlen);
 

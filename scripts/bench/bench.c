@@ -672,9 +672,9 @@ int main(int argc, char **argv) {
             gl_model_config c = ref_config("m");
             c.depth_routing = DR_TSA;
             const char *names[] = {"sparse_speedup_a073", "sparse_speedup_a073_q1", "sparse_speedup_a073_q3",
-                                   "sparse_ideal_a073", "sparse_alpha", "rounds"};
-            const double vals[] = {sp[0], sp[1], sp[2], sp[3], sp[4], inf_rounds};
-            rc = record(o.db_path, o.tag, o.scale, "sparse", &c, o.infer_B, vals, names, 6);
+                                   "sparse_ideal_a073", "sparse_alpha", "rounds", "batch"};
+            const double vals[] = {sp[0], sp[1], sp[2], sp[3], sp[4], inf_rounds, o.infer_B};
+            rc = record(o.db_path, o.tag, o.scale, "sparse", &c, o.infer_B, vals, names, 7);
         }
     }
     if (ee) run_exit(o.infer_B, inf_rounds, alphas, 2);
