@@ -1,6 +1,6 @@
 /*
  * cmd_sample.c — `gatelab sample RUN [--tokens N] [--prompt S] [--temperature T]
- * [--seed S] [--results DIR] [--json] [--no-cache]`: generate text from a
+ * [--seed S] [--results DIR] [--json] [--no-cache] [--sparse | --tau T]`: generate text from a
  * trained run, one token at a time over a sliding window of the model's
  * context length (harness/run/sample.c: with a KV cache, or with --no-cache
  * recomputing the window for every token).  Temperature 0 takes the most
@@ -11,6 +11,9 @@
  * Flags are checked before the run is opened: --tokens 0..SAMPLE_MAX_TOKENS,
  * --temperature a finite 0..SAMPLE_MAX_TEMPERATURE, --prompt at least one
  * byte of the run's vocabulary (the model predicts from a context).
+ * --sparse (a TSA run): a token whose router gives p > 0.5 skips the rest of
+ * the block (the KV-cache step computes only its K and V); --tau T (an
+ * early-exit run): a token exits once its confidence reaches T.
  */
 #include <inttypes.h>
 #include <math.h>
@@ -37,6 +40,8 @@ static const args_opt sample_opts[] = {
     {"results", ARGS_KEY(0), "DIR", "results folder that holds runs/<RUN> (default $GATELAB_RESULTS or results)"},
     {"json", ARGS_KEY(1), NULL, "print one JSON line (run_id, run_dir, prompt, text, …) instead of the raw text"},
     {"no-cache", ARGS_KEY(6), NULL, "recompute the whole window for every token instead of using the KV cache"},
+    {"sparse", ARGS_KEY(7), NULL, "TSA run: tokens the router halts (p > 0.5) really skip the block"},
+    {"tau", ARGS_KEY(8), "T", "early-exit run: a token exits at confidence >= T, 0 < T <= 1"},
     {0}};
 static const args_spec sample_spec = {
     "sample", "RUN [options]",
@@ -49,7 +54,8 @@ typedef struct {
     long n_tokens;
     double temperature;
     uint64_t seed;
-    int json, no_cache;
+    double tau; /* 0: no early exit */
+    int json, no_cache, sparse;
 } sample_args;
 
 /* Read argv into a.  Returns -1 to go on, or the exit code (0 after --help, 2 bad usage). */
@@ -72,6 +78,11 @@ static int sample_parse(int argc, char **argv, sample_args *a) {
         case ARGS_KEY(0): a->results = p.val; break;
         case ARGS_KEY(1): a->json = 1; break;
         case ARGS_KEY(6): a->no_cache = 1; break;
+        case ARGS_KEY(7): a->sparse = 1; break;
+        case ARGS_KEY(8):
+            bad = args_get_double(&p, 0, 1, &a->tau);
+            if (!bad && a->tau <= 0) bad = args_usage_error(&sample_spec, "--tau must be above 0 (at most 1)");
+            break;
         }
         if (bad) return 2;
     }
@@ -133,6 +144,15 @@ int cmd_sample(int argc, char **argv) {
         return 1;
     }
     gl_model *m = &run.model;
+    if ((a.sparse && m->cfg.depth_routing != DR_TSA) || (a.tau > 0 && m->cfg.depth_routing != DR_EARLY_EXIT)) {
+        fprintf(stderr, "gatelab sample: %s needs %s model; run %s has depth_routing = %s\n",
+                a.sparse ? "--sparse" : "--tau", a.sparse ? "a TSA" : "an early-exit", arg,
+                config_depth_routing_name(m->cfg.depth_routing));
+        run_close(&run);
+        return 2;
+    }
+    m->sparse = a.sparse;
+    m->exit_tau = (float)a.tau;
     size_t plen = strlen(prompt), cap = plen + (size_t)n_tokens + 1;
     int *ctx = malloc(cap * sizeof(int));
     if (!ctx) {

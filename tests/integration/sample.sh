@@ -41,5 +41,22 @@ for row in "${variants[@]}"; do
         check "$name: temperature $t, the cached path says nothing on stderr" test ! -s "$W/$name-$t.cached.err"
     done
 done
+# real skipping while sampling: TSA with --sparse, early exit with --tau, cached = uncached
+for row in "tsa|--sparse" "early_exit|--tau 0.6"; do
+    name=${row%%|*}; flag=${row#*|}
+    [ -f "$R/runs/$name/ckpt" ] || continue
+    args=(sample "$name" --results "$R" --tokens 120 --prompt "ROMEO:" --temperature 0 --seed 7)
+    # shellcheck disable=SC2086  # $flag is a flag and its value
+    "$BIN" "${args[@]}" $flag > "$W/$name-skip.cached" 2>&1; rc1=$?
+    # shellcheck disable=SC2086
+    "$BIN" "${args[@]}" $flag --no-cache > "$W/$name-skip.plain" 2>&1; rc2=$?
+    check "$name $flag: exits 0 on both paths ($rc1, $rc2), cached = uncached text" \
+        bash -c "test $rc1 -eq 0 -a $rc2 -eq 0 && cmp -s '$W/$name-skip.cached' '$W/$name-skip.plain'"
+done
+"$BIN" sample base --results "$R" --tokens 5 --sparse > "$W/wrong.out" 2>&1; rc=$?
+check "--sparse on a run without TSA: exit 2 naming the flag and the run's routing ($rc)" \
+    bash -c "test $rc -eq 2 && grep -q -- '--sparse needs a TSA model.*depth_routing = none' '$W/wrong.out'"
+"$BIN" sample early_exit --results "$R" --tokens 5 --tau 0 > "$W/tau0.out" 2>&1; rc=$?
+check "--tau 0: exit 2, says it must be above 0 ($rc)" bash -c "test $rc -eq 2 && grep -q 'above 0' '$W/tau0.out'"
 # a generated text is not a constant: the two temperatures of the base run differ
 check "base: temperature 0 and 1 give different texts" bash -c "! cmp -s '$W/base-0.cached' '$W/base-1.cached'"
