@@ -306,7 +306,7 @@ static int pf_loss_points(gl_db *db, const paper_run *r, int n, const char *scal
         }
         free(pts);
     }
-    qsort(all, (size_t)k, sizeof *all, pf_pt_cmp);
+    if (k > 1) qsort(all, (size_t)k, sizeof *all, pf_pt_cmp); /* all is NULL when no run had points */
     *out = all;
     *np = k;
     return 0;
