@@ -839,6 +839,37 @@ int trace_read(const char *path, gl_trace_data *out, char *err, size_t errlen) {
     return trace_read_flags(path, out, 0, err, errlen);
 }
 
+/* The root attributes of an open trace: the schema version (refused outside
+ * the versions flags allow), the shape counts and the config text, into out.
+ * Returns 0, or -1 with a message naming path. */
+static int tr_read_root(hid_t f, const char *path, int flags, gl_trace_data *out, char *err, size_t errlen) {
+    int version = 0;
+    if (tr_read_attr_int(f, "schema_version", &version) != 0) {
+        snprintf(err, errlen, "%s: no schema_version attribute: not a gatelab trace", path);
+        return -1;
+    }
+    int oldest = (flags & TRACE_READ_CURRENT_ONLY) ? TRACE_SCHEMA_VERSION : TRACE_SCHEMA_OLDEST;
+    if (version < oldest || version > TRACE_SCHEMA_VERSION) {
+        snprintf(err, errlen, "%s: trace schema version %d, this gatelab reads versions %d to %d%s", path, version,
+                 oldest, TRACE_SCHEMA_VERSION, version > TRACE_SCHEMA_VERSION ? " (written by a newer gatelab)" : "");
+        return -1;
+    }
+    if (tr_read_attr_int(f, "n_layer", &out->n_layer) || tr_read_attr_int(f, "n_kv_head", &out->n_kv_head) ||
+        tr_read_attr_int(f, "n_router", &out->n_router) || tr_read_attr_int(f, "n_probe", &out->n_probe)) {
+        snprintf(err, errlen, "%s: missing one of the root attributes n_layer, n_kv_head, n_router, n_probe", path);
+        return -1;
+    }
+    int refused = 0; /* schema 1 wrote variable-length strings; schema 2 never does */
+    out->config_ini = tr_read_attr_str(f, "config", version < 2, &refused);
+    if (refused) {
+        snprintf(err, errlen, "%s: the root attribute config is a variable-length string, which schema version %d "
+                 "traces never hold: not a trace this gatelab wrote", path, version);
+        return -1;
+    }
+    if (!out->config_ini) out->config_ini = strdup("");
+    return 0;
+}
+
 int trace_read_flags(const char *path, gl_trace_data *out, int flags, char *err, size_t errlen) {
     int rc = -1;
     hid_t f = H5I_INVALID_HID, ds[TR_N], pt = H5I_INVALID_HID, pc = H5I_INVALID_HID;
@@ -849,36 +880,9 @@ int trace_read_flags(const char *path, gl_trace_data *out, int flags, char *err,
     tr_quiet();
 
     f = tr_open_read(path, err, errlen);
-    if (f < 0) goto cleanup;
-    int version = 0;
-    if (tr_read_attr_int(f, "schema_version", &version) != 0) {
-        snprintf(err, errlen, "%s: no schema_version attribute: not a gatelab trace", path);
-        goto cleanup;
-    }
-    int oldest = (flags & TRACE_READ_CURRENT_ONLY) ? TRACE_SCHEMA_VERSION : TRACE_SCHEMA_OLDEST;
-    if (version < oldest || version > TRACE_SCHEMA_VERSION) {
-        snprintf(err, errlen, "%s: trace schema version %d, this gatelab reads versions %d to %d%s", path, version,
-                 oldest, TRACE_SCHEMA_VERSION, version > TRACE_SCHEMA_VERSION ? " (written by a newer gatelab)" : "");
-        goto cleanup;
-    }
-    gl_trace_desc d = {0};
-    if (tr_read_attr_int(f, "n_layer", &d.n_layer) || tr_read_attr_int(f, "n_kv_head", &d.n_kv_head) ||
-        tr_read_attr_int(f, "n_router", &d.n_router) || tr_read_attr_int(f, "n_probe", &d.n_probe)) {
-        snprintf(err, errlen, "%s: missing one of the root attributes n_layer, n_kv_head, n_router, n_probe", path);
-        goto cleanup;
-    }
-    out->n_layer = d.n_layer;
-    out->n_kv_head = d.n_kv_head;
-    out->n_router = d.n_router;
-    out->n_probe = d.n_probe;
-    int refused = 0; /* schema 1 wrote variable-length strings; schema 2 never does */
-    out->config_ini = tr_read_attr_str(f, "config", version < 2, &refused);
-    if (refused) {
-        snprintf(err, errlen, "%s: the root attribute config is a variable-length string, which schema version %d "
-                 "traces never hold: not a trace this gatelab wrote", path, version);
-        goto cleanup;
-    }
-    if (!out->config_ini) out->config_ini = strdup("");
+    if (f < 0 || tr_read_root(f, path, flags, out, err, errlen)) goto cleanup;
+    gl_trace_desc d = {.n_layer = out->n_layer, .n_kv_head = out->n_kv_head, .n_router = out->n_router,
+                       .n_probe = out->n_probe};
 
     /* probe batch */
     size_t P = (size_t)(d.n_probe > 0 ? d.n_probe : 0);
