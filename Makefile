@@ -57,11 +57,25 @@ MPI      ?= $(shell pkg-config --exists ompi-c 2>/dev/null && echo 1 || echo 0)
 MPI_BIN  := $(if $(filter 1,$(MPI)),$(BUILD)/gatelab-mpi)
 
 .SECONDARY:
-.PHONY: FORCE all test asan demo bench figures debug clean deps fixtures paper data fuzz
-all: $(BUILD)/gatelab $(MPI_BIN)
+.PHONY: FORCE all bins pkgcheck test asan demo bench figures debug clean deps fixtures paper data fuzz fuzz-bins
+# Every goal a user types first runs `deps` (scripts/setup.sh installs the Debian
+# packages), then builds in a fresh $(MAKE): the pkg-config flags above and MPI are
+# expanded when make reads this file, so a make that started before the -dev
+# packages were installed would compile without their include paths.
+all: deps
+	@$(MAKE) --no-print-directory bins
+
+bins: pkgcheck $(BUILD)/gatelab $(MPI_BIN)
 
 deps:
 	@scripts/setup.sh
+
+# A build without the libraries' pkg-config files fails here, once, saying what to do,
+# rather than with "hdf5.h: No such file or directory" in the first object.
+PKG_OK := $(shell pkg-config --exists $(PKGS) openblas 2>/dev/null && echo 1)
+pkgcheck:
+	@[ -n "$(PKG_OK)" ] || { echo "make: missing development packages (pkg-config cannot find: $$(for p in $(PKGS) openblas; do pkg-config --exists $$p 2>/dev/null || printf '%s ' $$p; done)); run 'make deps' (scripts/setup.sh) as root" >&2; exit 2; }
+$(LIB_OBJ) $(BUILD)/harness/cli/main.o: | pkgcheck
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -110,15 +124,15 @@ $(BUILD)/fault/%.so: tests/fault/%.c
 	$(CC) -std=c11 -O1 -g -fPIC -shared -Wall -Wextra -Werror -D_GNU_SOURCE $< -o $@ -ldl
 
 test: deps
-	@$(MAKE) --no-print-directory $(BUILD)/gatelab $(MPI_BIN) $(TEST_BIN) $(FAULT_SO) $(BENCH_BIN)
+	@$(MAKE) --no-print-directory pkgcheck $(BUILD)/gatelab $(MPI_BIN) $(TEST_BIN) $(FAULT_SO) $(BENCH_BIN)
 	@BUILD=$(BUILD) tests/run.sh
 
 asan: deps
 	@$(MAKE) --no-print-directory BUILD=build/asan OPT="-O1" MPI=0 \
 	    SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" test
 
-debug:
-	@$(MAKE) --no-print-directory BUILD=build/debug OPT="-O0" all
+debug: deps
+	@$(MAKE) --no-print-directory BUILD=build/debug OPT="-O0" bins
 
 # Fuzzing: the library again with clang, ASan+UBSan and libFuzzer's coverage
 # (build/fuzz/), one binary per tests/fuzz/fuzz_*.c, then scripts/fuzz.sh runs
@@ -137,20 +151,24 @@ fuzz:
 
 fuzz-bins: $(FUZZ_BIN)
 
-demo: deps all
+demo: deps
+	@$(MAKE) --no-print-directory bins
 	@scripts/demo.sh
 
 data:
 	@scripts/fetch_data.sh
 
-bench: deps all $(BENCH_BIN) $(DECODE_BIN)
+bench: deps
+	@$(MAKE) --no-print-directory bins $(BENCH_BIN) $(DECODE_BIN)
 	@scripts/bench/run.sh
 
 PRESET ?= local
-paper: deps all $(BENCH_BIN)
+paper: deps
+	@$(MAKE) --no-print-directory bins $(BENCH_BIN)
 	@scripts/paper.sh $(PRESET)
 
-figures: deps all
+figures: deps
+	@$(MAKE) --no-print-directory bins
 	@$(BUILD)/gatelab figures
 
 fixtures:
