@@ -2,7 +2,7 @@
 # resample.sh — `gatelab ablate --mode resample` (TransformerLens's resample
 # ablation: each evaluation token's gates replaced by those of one token drawn
 # from the reference windows) on tiny runs trained here: it changes the loss
-# differently from mean ablation, repeats bit for bit (also with another batch
+# differently from mean ablation, repeats bit for bit (and, to float32 rounding, with another batch
 # size: the draw depends only on the seed and the token's position), leaves a
 # gate that is already constant (the static head gate) exactly as it was
 # (ΔL = 0), is logged and tabled beside zero and mean, and refuses ResFormer's
@@ -33,7 +33,15 @@ A sat --mode resample --no-db; cp "$W/out" "$W/rs2"
 A sat --mode resample --batch 3 --no-db; cp "$W/out" "$W/rs3"
 d1=$(js "$W/rs1" delta_loss); l1=$(js "$W/rs1" loss); l2=$(js "$W/rs2" loss); l3=$(js "$W/rs3" loss)
 check "resample repeats exactly with the same seed (loss $l1 = $l2)" test -n "$l1" -a "$l1" = "$l2"
-check "resample does not depend on the batch size (loss $l1 with 16, $l3 with 3 windows a batch)" test "$l1" = "$l3"
+# Not bit for bit across batch sizes: sgemm's kernel (OPENBLAS_CORETYPE) may block its sums
+# differently for 16 and 3 windows a batch, which moves each logit by about one float32
+# rounding; under OPENBLAS_CORETYPE=Haswell the mean loss moved by 1.6e-8 here.  A draw that
+# depended on the batch would take other donor tokens and move the loss by about |ΔL| (1.6e-5
+# on this tiny model), so the tolerance is |ΔL| / 100: ten times the rounding seen, a hundred
+# times below what a batch-dependent draw would do.
+check "resample does not depend on the batch size (loss $l1 with 16, $l3 with 3 windows a batch; tolerance |ΔL|/100, ΔL $d1)" \
+    awk -v a="$l1" -v b="$l3" -v d="$d1" 'BEGIN { e = a - b; if (e < 0) e = -e; if (d < 0) d = -d
+        exit !(a != "" && b != "" && d > 0 && e <= d / 100) }'
 # full precision from the registry: a tiny model's ΔL is small
 A sat --mode resample; A sat --mode mean
 # the registry keeps the gates as data: resample.all.loss is name resample.loss, params {"gates":"all"}
