@@ -2,11 +2,12 @@
 # setup.sh — make sure the Debian packages gatelab builds and tests with are installed.
 # As root it installs what is missing with apt-get; otherwise it prints the command to run.
 # Besides the build: chromium and python3 render and look at the HTML report in the
-# tests (tests/integration/report_html.sh), unzip unpacks enwik8 for `make data`.
+# tests (tests/integration/report_html.sh), unzip unpacks enwik8 for `make data`; numpy, h5py
+# and pandas are what the Python package (scripts/python/gatelab) reads with.
 set -euo pipefail
 PKGS=(build-essential pkg-config libopenblas-dev libopenblas0-openmp libhdf5-dev hdf5-tools
       libsqlite3-dev sqlite3 libinih-dev libjansson-dev libcmocka-dev gnuplot-nox fonts-dejavu-core
-      chromium python3 unzip curl)
+      chromium python3 python3-numpy python3-h5py python3-pandas unzip curl)
 # Optional: OpenMPI for build/gatelab-mpi (data-parallel training, docs/mpi.md).  Tried as
 # root, never fatal: everything else builds and tests without it (GATELAB_NO_MPI=1: skip).
 OPT_PKGS=(libopenmpi-dev openmpi-bin)

@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# python.sh — the Python package scripts/python/gatelab against runs the C binary trained here:
+# gatelab.runs() has one row per run with typed parameter columns and the headline the registry
+# holds (the same number `gatelab metrics` prints), run arguments resolve as in the CLI (exact,
+# unique prefix, run folder; ambiguous and unknown are errors naming the candidates), the trace
+# reads with named axes and the same values h5dump prints, and the probe text decodes through the
+# run's vocabulary into text that stands in the corpus.
+# Needs Debian's python3-numpy, python3-h5py, python3-pandas (scripts/setup.sh installs them).
+set -u
+. "$(dirname "$0")/lib.sh"
+PY="${GATELAB_PYTHON:-/usr/bin/python3}"
+PKG="$(cd "$(dirname "$0")/../../scripts/python" && pwd)"
+if ! "$PY" -c 'import numpy, h5py, pandas' 2> /dev/null; then
+    skip "the Python package (no numpy, h5py and pandas for $PY: apt-get install python3-numpy python3-h5py python3-pandas)"
+    exit 0
+fi
+W=$(mktemp -d); trap 'rm -rf "$W"' EXIT
+export GATELAB_DATA="$W/data"
+make_corpus "$GATELAB_DATA/corpus.txt"
+export OMP_NUM_THREADS=1
+R="$W/results"
+ok=1
+for v in sat1:satformer sat2:satformer base:none; do
+    "$BIN" train "$TINY" model.value_residual="${v#*:}" train.steps=20 --run-id "${v%%:*}" --results "$R" --quiet \
+        > "$W/train.log" 2>&1 || ok=0
+done
+check "train three tiny runs" test $ok = 1
+[ $ok = 1 ] || { tail -20 "$W/train.log"; exit 1; }
+loss=$(sqlite3 "$R/gatelab.db" "select printf('%.17g', value) from metrics where run_id='base' and split='val' and name='final.loss'")
+h5dump -m '%.9g' -d /sat/alpha -y -w 0 "$R/runs/sat1/trace.h5" | sed -n '/DATA {/,/}/p' | tr -s ' ,' '\n' | grep -E '^[0-9.e+-]+$' > "$W/alpha.h5dump"
+
+out=$(PYTHONPATH="$PKG" "$PY" - "$R" "$loss" "$W/alpha.h5dump" "$GATELAB_DATA/corpus.txt" <<'PY' 2>&1
+import sys, numpy as np, gatelab
+R, loss, dump, corpus = sys.argv[1], float(sys.argv[2]), sys.argv[3], sys.argv[4]
+bad = []
+def ok(what, cond):
+    print(("PASS " if cond else "FAIL ") + what)
+df = gatelab.runs(results=R)
+ok(f"runs(): one row per run ({len(df)})", sorted(df.run_id) == ["base", "sat1", "sat2"])
+ok("runs(): parameters are typed columns (model.d_model int, train.lr float, model.value_residual str)",
+   df["model.d_model"].dtype.kind == "i" and df["train.lr"].dtype.kind == "f" and set(df["model.value_residual"]) == {"none", "satformer"})
+b = df[df.run_id == "base"].iloc[0]
+# the reference is the sqlite3 shell's printf, which keeps ~16 digits, not the 17 a double needs
+ok(f"runs(): the headline val.final.loss is the registry's ({b['val.final.loss']!r} vs {loss!r}) with its provenance ({b['val.final.loss.measured_on']})",
+   abs(b["val.final.loss"] - loss) <= 1e-14 * abs(loss) and b["val.final.loss.measured_on"].startswith("val["))
+ok("runs(status='finished'): the status matches whatever its case", len(gatelab.runs(results=R, status="finished")) == 3)
+try:
+    gatelab.runs(results=R, experiment="nosuch"); ok("runs(experiment=unknown) raises", False)
+except gatelab.RegistryError as e:
+    ok(f"runs(experiment=unknown) raises naming the known ones ({e})", "tiny" in str(e))
+m = gatelab.metrics(results=R, run="base", split="val")
+ok("metrics(): long form with params dicts and the run's parameters as columns",
+   {"name", "value", "params", "model.d_model"} <= set(m.columns) and isinstance(m.params.iloc[0], dict))
+ok("load_run(exact id)", gatelab.load_run("base", results=R).id == "base")
+ok("load_run(unique prefix)", gatelab.load_run("ba", results=R).id == "base")
+ok("load_run(run folder) finds the folder's own registry", gatelab.load_run(R + "/runs/sat2").db == R + "/gatelab.db")
+for arg, word in (("sat", "ambiguous"), ("zzz", "no such run")):
+    try:
+        gatelab.load_run(arg, results=R); ok(f"load_run({arg!r}) raises", False)
+    except gatelab.RegistryError as e:
+        ok(f"load_run({arg!r}) raises: {e}", word in str(e) and (arg != "sat" or ("sat1" in str(e) and "sat2" in str(e))))
+run = gatelab.load_run("sat1", results=R)
+ok("the run's config is typed (model.norm_eps float, train.steps 20)",
+   isinstance(run.config["model"]["norm_eps"], float) and run.config.get_key("train.steps") == 20)
+a = run.trace["sat/alpha"]
+ok(f"trace: sat/alpha has named axes {a.axes} and shape {a.shape}", a.axes == ("step", "layer", "token", "kv_head") and a.ndim == 4)
+ref = np.loadtxt(dump, dtype=np.float32)
+ok(f"trace: sat/alpha equals h5dump's {ref.size} values exactly (9 digits: a float32 round-trips)", ref.size == a.size and np.array_equal(ref, np.asarray(a).ravel()))
+text = "".join(run.trace.probe_text)
+T = run.config["model"]["seq_len"]
+corpus_text = open(corpus, encoding="utf-8").read()
+ok(f"trace: the first probe window decodes to corpus text ({text[:30]!r}…)", len(text) >= T and text[:T] in corpus_text)
+ok("trace: categories by name", set(run.trace.category_names()) <= {"structural", "functional", "semantic"})
+c = run.checkpoint
+ok("checkpoint: the parameters the C tensor table names, with shapes", c.params["embed"].shape == (run.config["model"]["vocab_size"], run.config["model"]["d_model"]))
+ok("checkpoint: decode(encode(text)) round-trips", c.decode(c.encode(text[:T])) == text[:T])
+PY
+)
+echo "$out"
+echo "$out" | grep -qE '^(PASS|FAIL) ' || fail "the Python checks did not run: $(echo "$out" | tail -3)"
