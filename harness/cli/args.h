@@ -27,7 +27,10 @@
  * getopt_long reads, so the help cannot forget one).  An unknown flag, an
  * abbreviated one (getopt_long's prefix matching is refused: `--tau` must not
  * quietly mean `--taus`) or a flag without its value prints one line ending
- * "see gatelab CMD --help" to stderr.  --name=value and --name value both work.
+ * "see gatelab CMD --help" to stderr; an unknown or abbreviated long flag
+ * close to one of the table's (edit distance, args_suggest) says "did you
+ * mean --NAME?".  A flag with a fixed set of values (args_get_choice) takes
+ * them in any case.  --name=value and --name value both work.
  * Positional arguments come back in the order given (getopt_long with a
  * leading '-'), also after "--".
  */
@@ -93,8 +96,9 @@ int args_get_long(const args_parser *p, long lo, long hi, long *out);
 int args_get_int(const args_parser *p, int lo, int hi, int *out);
 int args_get_u64(const args_parser *p, uint64_t *out);
 int args_get_double(const args_parser *p, double lo, double hi, double *out);
-/* The current flag's value as one of choices ("table,csv,json"): 0 and *index,
- * or -1 after "gatelab CMD: --flag 'value': expected table, csv or json". */
+/* The current flag's value as one of choices ("table,csv,json"), in any case
+ * ("JSON" is json): 0 and *index, or -1 after "gatelab CMD: --flag 'value':
+ * expected table, csv or json" (with "did you mean" for a near miss). */
 int args_get_choice(const args_parser *p, const char *choices, int *index);
 
 /* The same numbers for a flag read by hand (cmd names the command; kept for
@@ -103,6 +107,15 @@ int args_long(const char *cmd, const char *flag, const char *value, long lo, lon
 int args_int(const char *cmd, const char *flag, const char *value, int lo, int hi, int *out);
 int args_u64(const char *cmd, const char *flag, const char *value, uint64_t *out);
 int args_double(const char *cmd, const char *flag, const char *value, double lo, double hi, double *out);
+
+/* The number of single-character edits (insert, delete, substitute, or swap
+ * two neighbours: "trian" is 1 from "train") between a and b, compared
+ * without case; a word longer than 63 bytes counts as far from everything. */
+int args_edit_distance(const char *a, const char *b);
+/* The one of names[0..n) closest to typed when it is close enough to be the
+ * word meant (at most 2 edits, and fewer than half of typed's letters), else
+ * NULL.  A tie between two names is no suggestion. */
+const char *args_suggest(const char *typed, const char *const *names, int n);
 
 /* The registry a command uses: db when given, else <results>/gatelab.db, with
  * results resolved by run_results_dir (--results, $GATELAB_RESULTS, "results"). */

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "args.h"
 #include "cli.h"
 #include "store/ckpt.h"
 #include "store/export.h"
@@ -91,6 +92,10 @@ int main(int argc, char **argv) {
     }
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         if (!strcmp(argv[1], commands[i].name)) return commands[i].run(argc - 1, argv + 1);
-    fprintf(stderr, "gatelab: unknown command '%s'; see gatelab --help\n", argv[1]);
+    const char *names[sizeof commands / sizeof commands[0]];
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) names[i] = commands[i].name;
+    const char *near = args_suggest(argv[1], names, (int)(sizeof commands / sizeof commands[0]));
+    if (near) fprintf(stderr, "gatelab: unknown command '%s' (did you mean %s?); see gatelab --help\n", argv[1], near);
+    else fprintf(stderr, "gatelab: unknown command '%s'; see gatelab --help\n", argv[1]);
     return 2;
 }
