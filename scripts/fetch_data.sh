@@ -60,7 +60,7 @@ sha_of() { sha256sum "$1" | cut -d' ' -f1; }
 host_of() { local h=${1#*://}; echo "${h%%/*}"; }
 
 offline() { # url, tool's message
-    rmdir "$dest" 2> /dev/null  # only if we made it and it is empty
+    [ "$made_dest" = 1 ] && rmdir "$dest" 2> /dev/null  # only if we made it and it is empty
     say "cannot reach $(host_of "$1") ($2): this machine looks offline."
     say "nothing was changed; a partial download stays in $dest/.*.part and resumes when you run \`make data\` again."
     say "without the network: copy the files from a machine that has them into $dest/ (or any folder, then set"
@@ -164,6 +164,7 @@ fetch_enwik8_prefix() {
     install_checked "$dest/.enwik8_first4000000.txt.part" "$f" "$E8P_SHA"
 }
 
+made_dest=0; [ -d "$dest" ] || made_dest=1
 mkdir -p "$dest" || { say "cannot create $dest"; exit 1; }
 for n in "${names[@]}"; do
     case $n in

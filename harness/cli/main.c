@@ -30,7 +30,7 @@ typedef struct {
 } command;
 
 static const command commands[] = {
-    {"train", cmd_train, "train MANIFEST [section.key=value ...] [--resume RUN] [--run-id ID] [--db PATH] [--results DIR] [--quiet] [--allow-config-change]"},
+    {"train", cmd_train, "train MANIFEST [section.key=value ...] [--resume RUN] [--run-id ID] [--db PATH] [--results DIR] [--quiet] [--allow-config-change]   (--resume RUN alone: its config.ini)"},
     {"eval", cmd_eval, "eval RUN [--split val|test|train | --text FILE] [--windows N] [--sparse] [--tau T | --match-alpha A | --match-run TSA_RUN] [--batch B] [--results DIR] [--record]"},
     {"sample", cmd_sample, "sample RUN [--tokens N] [--prompt S] [--temperature T] [--seed S] [--results DIR] [--json] [--no-cache] [--sparse | --tau T]"},
     {"export", cmd_export, "export RUN --out FILE.h5 [--results DIR]"},
@@ -57,8 +57,9 @@ static void usage(FILE *f) {
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         fprintf(f, "  gatelab %s\n", commands[i].usage);
     fprintf(f, "  gatelab --version\n"
-               "\nRUN is a run id or a run folder (results/runs/<id>); DIR (--results) defaults to $GATELAB_RESULTS\n"
-               "or results, PATH (--db) to DIR/gatelab.db.  `gatelab CMD --help` explains each flag of CMD.\n");
+               "\nRUN is a run id, a unique prefix of one, or a run folder (results/runs/<id>, with its own registry\n"
+               "two folders up); DIR (--results) defaults to $GATELAB_RESULTS or results, PATH (--db) to DIR/gatelab.db.\n"
+               "`gatelab CMD --help` explains each flag of CMD; docs/cli.md the rules every command keeps.\n");
 }
 
 static void version(void) {

@@ -28,6 +28,9 @@ check "offline: exit 3 (got $rc)" test $rc -eq 3
 check "offline: says the machine looks offline, names the host and what to do" \
     bash -c "grep -q 'cannot reach 127.0.0.1:9' '$W/off.out' && grep -q 'looks offline' '$W/off.out' && grep -q 'GATELAB_DATA' '$W/off.out'"
 check "offline: no data file written" test ! -e "$W/off/tinyshakespeare.txt"
+mkdir -p "$W/mine"
+GATELAB_DATA="$W/mine" GATELAB_FETCH_TINYSHAKESPEARE_URL=http://127.0.0.1:9/input.txt "$FETCH" tinyshakespeare.txt > /dev/null 2>&1
+check "offline: an (empty) GATELAB_DATA folder that was already there is kept (exit $?)" test -d "$W/mine"
 
 # resume a partial download, verify, put in place
 mkdir -p "$W/d1"; head -c 100000 "$W/src.txt" > "$W/d1/.tinyshakespeare.txt.part"

@@ -64,6 +64,12 @@ check "... ends bit for bit like the same run never stopped ($h_far = $h_plain)"
 check "... in the folder's own registry (FINISHED there), no ./results made" \
     test "$(q "$R2/gatelab.db" "select status from runs where run_id='far'")" = FINISHED -a ! -e "$W/elsewhere/results"
 
+expect 0 "" "train --resume FINISHED_RUN train.steps=50 --allow-config-change: trained further from config.ini" \
+    "$BIN" train --resume plain train.steps=50 --allow-config-change --results "$R" --quiet
+check "... to step 50, the change recorded" \
+    test "$(q "$R/gatelab.db" "select max(step) from metrics where run_id='plain' and split='train'")" = 50 \
+    -a "$(q "$R/gatelab.db" "select count(*) from run_events where run_id='plain' and kind='config_change'")" = 1
+
 # ---- compare: no crash on a prefix or an unknown run ----
 expect 1 "run 'tsa' is ambiguous: 2 runs start with it \(tsa-full, tsa-killed\)" \
     "compare PREFIX nosuchrun: the ambiguous prefix named with its candidates (was a segfault)" \
