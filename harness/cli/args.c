@@ -251,16 +251,6 @@ void args_db_path(const char *db, const char *results, char *out, size_t n) {
     else snprintf(out, n, "%s/gatelab.db", run_results_dir(results));
 }
 
-void args_run_db_path(const char *db, const char *run_dir, char *out, size_t n) {
-    char tmp[GL_PATH_MAX];
-    if (db && *db) {
-        snprintf(out, n, "%s", db);
-        return;
-    }
-    snprintf(tmp, sizeof tmp, "%s", run_dir);
-    snprintf(out, n, "%s/gatelab.db", dirname(dirname(tmp)));
-}
-
 void args_run_id(const char *run_dir, char *out, size_t n) {
     char tmp[GL_PATH_MAX];
     snprintf(tmp, sizeof tmp, "%s", run_dir);

@@ -2,7 +2,8 @@
  * args.h — the command line of every gatelab subcommand: one table of flags
  * per command, read with glibc's getopt_long, and the pieces every command
  * repeats (numbers through store/parse.h with the flag named, the registry
- * path, the run id of a run folder, TransformerLens head names).
+ * path, the run id of a run folder, TransformerLens head names).  Which run
+ * a RUN argument names is resolve.h's.
  *
  * A command declares its flags once:
  *
@@ -120,9 +121,6 @@ const char *args_suggest(const char *typed, const char *const *names, int n);
 /* The registry a command uses: db when given, else <results>/gatelab.db, with
  * results resolved by run_results_dir (--results, $GATELAB_RESULTS, "results"). */
 void args_db_path(const char *db, const char *results, char *out, size_t n);
-/* The registry of a run folder: db when given, else <run_dir>/../../gatelab.db
- * (the one `gatelab train` wrote the run into). */
-void args_run_db_path(const char *db, const char *run_dir, char *out, size_t n);
 /* The run id of a run folder: its last path component. */
 void args_run_id(const char *run_dir, char *out, size_t n);
 
