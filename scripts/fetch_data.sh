@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # fetch_data.sh — `make data`: download the data sets the experiments name into
-# data/ (or --dest DIR), from their canonical public sources, and check every
-# file against its SHA-256 before it is put in place.
+# $GATELAB_DATA when it is set (the first folder gatelab looks in), else data/
+# in the clone (or --dest DIR), from their canonical public sources, and check
+# every file against its SHA-256 before it is put in place.
 #
 #   tinyshakespeare.txt       char-rnn's input.txt (karpathy/char-rnn, pinned commit), 1,115,394 bytes
 #   enwik8                    the Hutter Prize file: enwik8.zip from mattmahoney.net, unzipped, 10^8 bytes
@@ -21,12 +22,17 @@
 # replace a source and its expected sum (KEY: TINYSHAKESPEARE, ENWIK8 — the
 # zip's URL and the unzipped file's sum — and ENWIK8_PREFIX, the prefix's sum).
 # Exit: 0 all present and verified, 1 a checksum or tool failure, 2 usage,
-# 3 offline.
+# 3 offline.  `make data` passes none of these on: make itself exits 2 when the
+# script fails, after a line "make: *** [Makefile:N: data] Error 3" that holds
+# the script's code (run scripts/fetch_data.sh directly to get it).
 set -uo pipefail
 
 start_dir=$PWD
 root="$(cd "$(dirname "$0")/.." && pwd)"
 dest="$root/data"
+if [ -n "${GATELAB_DATA:-}" ]; then  # relative: to where the script was started, as gatelab reads it
+    dest=$GATELAB_DATA; case "$dest" in /*) ;; *) dest="$start_dir/$dest" ;; esac
+fi
 check_only=0
 names=()
 while [ $# -gt 0 ]; do
@@ -34,7 +40,7 @@ while [ $# -gt 0 ]; do
         --dest) [ $# -ge 2 ] || { echo "fetch_data: --dest needs a folder" >&2; exit 2; }
                 dest=$2; case "$dest" in /*) ;; *) dest="$start_dir/$dest" ;; esac; shift 2 ;;
         --check) check_only=1; shift ;;
-        -h|--help) sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         tinyshakespeare.txt|enwik8|enwik8_first4000000.txt) names+=("$1"); shift ;;
         *) echo "fetch_data: unknown argument '$1' (names: tinyshakespeare.txt enwik8 enwik8_first4000000.txt)" >&2; exit 2 ;;
     esac
@@ -54,7 +60,7 @@ sha_of() { sha256sum "$1" | cut -d' ' -f1; }
 host_of() { local h=${1#*://}; echo "${h%%/*}"; }
 
 offline() { # url, tool's message
-    rmdir "$dest" 2> /dev/null  # only if we made it and it is empty
+    [ "$made_dest" = 1 ] && rmdir "$dest" 2> /dev/null  # only if we made it and it is empty
     say "cannot reach $(host_of "$1") ($2): this machine looks offline."
     say "nothing was changed; a partial download stays in $dest/.*.part and resumes when you run \`make data\` again."
     say "without the network: copy the files from a machine that has them into $dest/ (or any folder, then set"
@@ -158,6 +164,7 @@ fetch_enwik8_prefix() {
     install_checked "$dest/.enwik8_first4000000.txt.part" "$f" "$E8P_SHA"
 }
 
+made_dest=0; [ -d "$dest" ] || made_dest=1
 mkdir -p "$dest" || { say "cannot create $dest"; exit 1; }
 for n in "${names[@]}"; do
     case $n in

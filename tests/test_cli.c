@@ -4,8 +4,12 @@
  * positionals, --flag=value, "--", refused abbreviations, a second parse in the
  * same process), numbers named by their flag, --heads in both spellings, and
  * JSON values that a strict reader accepts (null for NaN, integers for counts,
- * U+FFFD for bytes that are not UTF-8).  The binary's behaviour end to end is
- * tests/integration/badargs.sh and json.sh.
+ * U+FFFD for bytes that are not UTF-8), the edit distance behind every
+ * "did you mean", choices in any case, and the run resolver (cli/resolve.c)
+ * on run folders without a registry: exact id, unique prefix, ambiguous,
+ * unknown with a near miss, a folder path and its results folder.  The
+ * binary's behaviour end to end is tests/integration/badargs.sh, json.sh and
+ * resolve.sh (with registries).
  */
 #include <math.h>
 #include <setjmp.h>
@@ -16,10 +20,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <sys/stat.h>
+
 #include <cmocka.h>
 
 #include "cli/args.h"
 #include "cli/jsonl.h"
+#include "cli/resolve.h"
+#include "tmpdir.h"
 
 static const args_opt opts[] = {
     {"windows", ARGS_KEY(0), "N", "windows"},
@@ -113,6 +121,105 @@ static void test_heads(void **state) {
     }
 }
 
+static void test_edit_distance(void **state) {
+    (void)state;
+    /* insert, delete, substitute, and a swap of neighbours each count 1; case does not count */
+    assert_int_equal(args_edit_distance("train", "train"), 0);
+    assert_int_equal(args_edit_distance("trian", "train"), 1);
+    assert_int_equal(args_edit_distance("experment", "experiment"), 1);
+    assert_int_equal(args_edit_distance("JSON", "json"), 0);
+    assert_int_equal(args_edit_distance("", "abc"), 3);
+    assert_int_equal(args_edit_distance("kitten", "sitting"), 3);
+    const char *cmds[] = {"train", "eval", "sample", "tables", "tag", "runs", "report"};
+    assert_string_equal(args_suggest("trian", cmds, 7), "train");
+    assert_string_equal(args_suggest("tabels", cmds, 7), "tables");
+    assert_string_equal(args_suggest("rnus", cmds, 7), "runs");
+    assert_null(args_suggest("bogus", cmds, 7));   /* nothing near */
+    assert_null(args_suggest("tg", cmds, 7));      /* 1 edit of 2 letters: too little left of the word */
+    const char *tie[] = {"cat", "car"};
+    assert_null(args_suggest("caz", tie, 2));      /* two names equally near: no guess */
+    printf("trian -> %s, tabels -> %s, bogus -> none\n", args_suggest("trian", cmds, 7), args_suggest("tabels", cmds, 7));
+}
+
+static void test_choice_any_case(void **state) {
+    (void)state;
+    char *argv[] = {"testcmd", NULL};
+    args_parser p;
+    args_begin(&p, &spec, 1, argv);
+    int idx = -1;
+    p.val = "JSON";
+    assert_int_equal(args_get_choice(&p, "table,csv,json", &idx), 0);
+    assert_int_equal(idx, 2);
+    p.val = "Finished";
+    assert_int_equal(args_get_choice(&p, "SCHEDULED,RUNNING,FINISHED,FAILED,KILLED", &idx), 0);
+    assert_int_equal(idx, 2);
+    p.val = "jsno"; /* refused (with "did you mean json?" on stderr) */
+    assert_int_equal(args_get_choice(&p, "table,csv,json", &idx), -1);
+    assert_int_equal(idx, 2);
+    /* an unknown long flag near one of the table's is still refused (the hint is only a hint) */
+    char got[256];
+    assert_int_equal(run_parse(got, sizeof got, "testcmd", "--windws", "4", NULL), ARGS_BAD);
+}
+
+/* g_dir/results/runs/<name>/config.ini */
+static void make_run_dir(const char *name) {
+    char p[512];
+    snprintf(p, sizeof p, "%s/results", g_dir);
+    mkdir(p, 0755);
+    snprintf(p, sizeof p, "%s/results/runs", g_dir);
+    mkdir(p, 0755);
+    snprintf(p, sizeof p, "%s/results/runs/%s", g_dir, name);
+    assert_int_equal(mkdir(p, 0755), 0);
+    snprintf(p, sizeof p, "%s/results/runs/%s/config.ini", g_dir, name);
+    FILE *f = fopen(p, "w");
+    assert_non_null(f);
+    fclose(f);
+}
+
+static void test_resolve_folders(void **state) {
+    (void)state;
+    assert_int_equal(tmpdir_make("cli"), 0);
+    make_run_dir("tsa-full");
+    make_run_dir("tsa-killed");
+    make_run_dir("plain");
+    char res[300], err[2048], p[600];
+    snprintf(res, sizeof res, "%s/results", g_dir);
+    resolve_run r;
+    /* an exact id, then a unique prefix: the folder and the registry of that results folder */
+    assert_int_equal(resolve_run_arg("plain", NULL, res, RESOLVE_DIR, &r, err, sizeof err), 0);
+    assert_string_equal(r.id, "plain");
+    snprintf(p, sizeof p, "%s/runs/plain", res);
+    assert_string_equal(r.dir, p);
+    snprintf(p, sizeof p, "%s/gatelab.db", res);
+    assert_string_equal(r.db, p);
+    assert_int_equal(r.in_db, 0);
+    assert_int_equal(resolve_run_arg("tsa-f", NULL, res, RESOLVE_DIR, &r, err, sizeof err), 0);
+    assert_string_equal(r.id, "tsa-full");
+    /* ambiguous: both candidates named */
+    assert_int_equal(resolve_run_arg("tsa", NULL, res, RESOLVE_DIR, &r, err, sizeof err), -1);
+    printf("ambiguous: %s\n", err);
+    assert_non_null(strstr(err, "ambiguous"));
+    assert_non_null(strstr(err, "tsa-full"));
+    assert_non_null(strstr(err, "tsa-killed"));
+    /* unknown, one typo away */
+    assert_int_equal(resolve_run_arg("palin", NULL, res, RESOLVE_DIR, &r, err, sizeof err), -1);
+    printf("unknown: %s\n", err);
+    assert_non_null(strstr(err, "did you mean plain?"));
+    /* a folder path: its name, and its results folder two up, whatever --results says */
+    snprintf(p, sizeof p, "%s/runs/tsa-killed/", res);
+    assert_int_equal(resolve_run_arg(p, NULL, "/nonexistent", RESOLVE_DIR, &r, err, sizeof err), 0);
+    assert_string_equal(r.id, "tsa-killed");
+    assert_string_equal(r.results, res);
+    snprintf(p, sizeof p, "%s/gatelab.db", res);
+    assert_string_equal(r.db, p);
+    /* a registry row is asked for and there is no registry: said so */
+    assert_int_equal(resolve_run_arg("plain", NULL, res, RESOLVE_DB, &r, err, sizeof err), -1);
+    assert_non_null(strstr(err, "no registry"));
+    snprintf(p, sizeof p, "%s/nope/x", g_dir);
+    assert_int_equal(resolve_run_arg(p, NULL, res, RESOLVE_DIR, &r, err, sizeof err), -1);
+    assert_non_null(strstr(err, "no such run folder"));
+}
+
 static char *dump(json_t *v) {
     char *s = jsonl_dumps(v);
     json_decref(v);
@@ -147,6 +254,8 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_order_and_forms), cmocka_unit_test(test_refusals), cmocka_unit_test(test_numbers),
         cmocka_unit_test(test_heads),           cmocka_unit_test(test_json_values),
+        cmocka_unit_test(test_edit_distance),   cmocka_unit_test(test_choice_any_case),
+        cmocka_unit_test_teardown(test_resolve_folders, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -15,10 +15,12 @@
 #include "args.h"
 
 #include <assert.h>
+#include <ctype.h>
 #include <libgen.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 #include "store/parse.h"
 #include "store/rundir.h"
@@ -57,6 +59,48 @@ static void args_name_of(args_parser *p, int i) {
     snprintf(p->flag, sizeof p->flag, "%.*s", (int)(len < sizeof p->flag ? len : sizeof p->flag - 1), w);
 }
 
+int args_edit_distance(const char *a, const char *b) {
+    enum { W = 64 };
+    size_t m = strlen(a), n = strlen(b);
+    if (m >= W || n >= W) return W; /* no command word is that long */
+    int d[W + 1][W + 1];
+    for (size_t i = 0; i <= m; i++) d[i][0] = (int)i;
+    for (size_t j = 0; j <= n; j++) d[0][j] = (int)j;
+    for (size_t i = 1; i <= m; i++)
+        for (size_t j = 1; j <= n; j++) {
+            int ca = tolower((unsigned char)a[i - 1]), cb = tolower((unsigned char)b[j - 1]);
+            int v = d[i - 1][j - 1] + (ca != cb);
+            if (d[i - 1][j] + 1 < v) v = d[i - 1][j] + 1;
+            if (d[i][j - 1] + 1 < v) v = d[i][j - 1] + 1;
+            /* optimal string alignment: a swap of two neighbours is one edit */
+            if (i > 1 && j > 1 && ca == tolower((unsigned char)b[j - 2]) && tolower((unsigned char)a[i - 2]) == cb &&
+                d[i - 2][j - 2] + 1 < v)
+                v = d[i - 2][j - 2] + 1;
+            d[i][j] = v;
+        }
+    return d[m][n];
+}
+
+const char *args_suggest(const char *typed, const char *const *names, int n) {
+    const char *best = NULL;
+    int bd = 3, ties = 0, len = (int)strlen(typed);
+    for (int i = 0; i < n; i++) {
+        int d = args_edit_distance(typed, names[i]);
+        if (d < bd) bd = d, best = names[i], ties = 0;
+        else if (d == bd && best && strcmp(best, names[i])) ties++;
+    }
+    /* "db" is 2 edits from "no"; a suggestion must keep more than half the word */
+    return best && !ties && 2 * bd < len ? best : NULL;
+}
+
+/* The long flag closest to the one typed ("--experment": "experiment"), or NULL. */
+static const char *args_near_flag(const args_parser *p, const char *typed) {
+    const char *names[ARGS_MAX_OPTS + 2] = {0};
+    int n = 0;
+    for (const struct option *o = p->lo; o->name; o++) names[n++] = o->name;
+    return args_suggest(typed, names, n);
+}
+
 static int args_bad(args_parser *p, const char *what) {
     fprintf(stderr, "gatelab %s: %s; see gatelab %s --help\n", p->spec->cmd, what, p->spec->cmd);
     return ARGS_BAD;
@@ -91,8 +135,10 @@ int args_next(args_parser *p) {
         int switch_with_value = 0; /* "--sparse=1": getopt_long says '?' for a switch given a value */
         for (const struct option *o = p->lo; o->name && p->flag[1] == '-'; o++)
             switch_with_value |= !strcmp(o->name, p->flag + 2) && o->has_arg == no_argument;
+        const char *near = p->flag[0] == '-' && p->flag[1] == '-' ? args_near_flag(p, p->flag + 2) : NULL;
         if (switch_with_value) snprintf(msg, sizeof msg, "%s takes no value", p->flag);
         else if (optopt && optopt < 128 && p->flag[1] != '-') snprintf(msg, sizeof msg, "unknown option '-%c'", optopt);
+        else if (near) snprintf(msg, sizeof msg, "unknown option '%s' (did you mean --%s?)", p->flag, near);
         else snprintf(msg, sizeof msg, "unknown option '%s'", p->flag);
         return args_bad(p, msg);
     }
@@ -176,36 +222,33 @@ int args_get_double(const args_parser *p, double lo, double hi, double *out) {
 }
 
 int args_get_choice(const args_parser *p, const char *choices, int *index) {
-    char list[256] = "expected ";
+    char list[256] = "expected ", names[16][32];
+    const char *ptr[16];
     size_t n = strlen(list);
     int i = 0;
     for (const char *c = choices; *c; i++) {
         size_t len = strcspn(c, ",");
         const char *next = c + len + (c[len] == ',');
-        if (strlen(p->val) == len && !strncmp(c, p->val, len)) {
+        assert(i < 16 && len < sizeof names[0]);
+        /* the choices are distinct in lower case, so any case names one of them */
+        if (strlen(p->val) == len && !strncasecmp(c, p->val, len)) {
             *index = i;
             return 0;
         }
+        snprintf(names[i], sizeof names[i], "%.*s", (int)len, c);
+        ptr[i] = names[i];
         if (n < sizeof list)
             n += (size_t)snprintf(list + n, sizeof list - n, "%s%.*s", i == 0 ? "" : *next ? ", " : " or ", (int)len, c);
         c = next;
     }
+    const char *near = args_suggest(p->val, ptr, i);
+    if (near && n < sizeof list) snprintf(list + n, sizeof list - n, " (did you mean %s?)", near);
     return args_fail(p->spec->cmd, p->flag, p->val, list);
 }
 
 void args_db_path(const char *db, const char *results, char *out, size_t n) {
     if (db && *db) snprintf(out, n, "%s", db);
     else snprintf(out, n, "%s/gatelab.db", run_results_dir(results));
-}
-
-void args_run_db_path(const char *db, const char *run_dir, char *out, size_t n) {
-    char tmp[GL_PATH_MAX];
-    if (db && *db) {
-        snprintf(out, n, "%s", db);
-        return;
-    }
-    snprintf(tmp, sizeof tmp, "%s", run_dir);
-    snprintf(out, n, "%s/gatelab.db", dirname(dirname(tmp)));
 }
 
 void args_run_id(const char *run_dir, char *out, size_t n) {

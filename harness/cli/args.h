@@ -2,7 +2,8 @@
  * args.h — the command line of every gatelab subcommand: one table of flags
  * per command, read with glibc's getopt_long, and the pieces every command
  * repeats (numbers through store/parse.h with the flag named, the registry
- * path, the run id of a run folder, TransformerLens head names).
+ * path, the run id of a run folder, TransformerLens head names).  Which run
+ * a RUN argument names is resolve.h's.
  *
  * A command declares its flags once:
  *
@@ -27,7 +28,10 @@
  * getopt_long reads, so the help cannot forget one).  An unknown flag, an
  * abbreviated one (getopt_long's prefix matching is refused: `--tau` must not
  * quietly mean `--taus`) or a flag without its value prints one line ending
- * "see gatelab CMD --help" to stderr.  --name=value and --name value both work.
+ * "see gatelab CMD --help" to stderr; an unknown or abbreviated long flag
+ * close to one of the table's (edit distance, args_suggest) says "did you
+ * mean --NAME?".  A flag with a fixed set of values (args_get_choice) takes
+ * them in any case.  --name=value and --name value both work.
  * Positional arguments come back in the order given (getopt_long with a
  * leading '-'), also after "--".
  */
@@ -93,8 +97,9 @@ int args_get_long(const args_parser *p, long lo, long hi, long *out);
 int args_get_int(const args_parser *p, int lo, int hi, int *out);
 int args_get_u64(const args_parser *p, uint64_t *out);
 int args_get_double(const args_parser *p, double lo, double hi, double *out);
-/* The current flag's value as one of choices ("table,csv,json"): 0 and *index,
- * or -1 after "gatelab CMD: --flag 'value': expected table, csv or json". */
+/* The current flag's value as one of choices ("table,csv,json"), in any case
+ * ("JSON" is json): 0 and *index, or -1 after "gatelab CMD: --flag 'value':
+ * expected table, csv or json" (with "did you mean" for a near miss). */
 int args_get_choice(const args_parser *p, const char *choices, int *index);
 
 /* The same numbers for a flag read by hand (cmd names the command; kept for
@@ -104,12 +109,18 @@ int args_int(const char *cmd, const char *flag, const char *value, int lo, int h
 int args_u64(const char *cmd, const char *flag, const char *value, uint64_t *out);
 int args_double(const char *cmd, const char *flag, const char *value, double lo, double hi, double *out);
 
+/* The number of single-character edits (insert, delete, substitute, or swap
+ * two neighbours: "trian" is 1 from "train") between a and b, compared
+ * without case; a word longer than 63 bytes counts as far from everything. */
+int args_edit_distance(const char *a, const char *b);
+/* The one of names[0..n) closest to typed when it is close enough to be the
+ * word meant (at most 2 edits, and fewer than half of typed's letters), else
+ * NULL.  A tie between two names is no suggestion. */
+const char *args_suggest(const char *typed, const char *const *names, int n);
+
 /* The registry a command uses: db when given, else <results>/gatelab.db, with
  * results resolved by run_results_dir (--results, $GATELAB_RESULTS, "results"). */
 void args_db_path(const char *db, const char *results, char *out, size_t n);
-/* The registry of a run folder: db when given, else <run_dir>/../../gatelab.db
- * (the one `gatelab train` wrote the run into). */
-void args_run_db_path(const char *db, const char *run_dir, char *out, size_t n);
 /* The run id of a run folder: its last path component. */
 void args_run_id(const char *run_dir, char *out, size_t n);
 

@@ -24,7 +24,6 @@
  * Definitions of the modes and of the evaluation / reference tokens:
  * analysis/ablate.h and docs/analysis.md.
  */
-#include <libgen.h>
 #include <limits.h>
 #include <math.h>
 #include <omp.h>
@@ -38,6 +37,7 @@
 #include "args.h"
 #include "cli.h"
 #include "jsonl.h"
+#include "resolve.h"
 #include "store/parse.h"
 #include "store/data.h"
 #include "store/metric.h"
@@ -92,6 +92,8 @@ static const args_spec heads_spec = {
     "Which heads read V1: every gate zeroed alone, ranked by the loss increase ΔL (nats/token).",
     heads_opts};
 
+static const char *const ab_modes[] = {"zero", "mean", "resample", "file", "full-depth", "random", "exit"};
+
 /* Read argv into a.  Returns -1 to go on, or the exit code (0 after --help, 2 bad usage). */
 static int ab_parse(int argc, char **argv, ab_args *a, int heads) {
     memset(a, 0, sizeof *a);
@@ -113,7 +115,12 @@ static int ab_parse(int argc, char **argv, ab_args *a, int heads) {
         case ARGS_KEY(3): a->results = p.val; break;
         case ARGS_KEY(4): a->db = p.val; break;
         case ARGS_KEY(5): a->no_db = 1; break;
-        case ARGS_KEY(10): a->mode = p.val; break;
+        case ARGS_KEY(10): { /* in any case: Zero is zero */
+            int m;
+            bad = args_get_choice(&p, "zero,mean,resample,file,full-depth,random,exit", &m);
+            if (!bad) a->mode = ab_modes[m];
+            break;
+        }
         case ARGS_KEY(11): a->layers = p.val; break;
         case ARGS_KEY(12): a->heads = p.val; break;
         case ARGS_KEY(13): a->values = p.val; break;
@@ -149,16 +156,16 @@ typedef struct {
 } ab_env;
 
 static int ab_open(ab_env *e, const ab_args *a, char *err, size_t errlen) {
-    const char *rdir = run_results_dir(a->results);
-    if (run_open(&e->run, a->arg, rdir, a->batch, err, errlen)) return -1;
+    resolve_run rr;
+    if (resolve_run_arg(a->arg, a->db, a->results, RESOLVE_DIR, &rr, err, errlen) ||
+        run_open(&e->run, rr.dir, NULL, a->batch, err, errlen))
+        return -1;
     e->have_run = 1;
     int threads = a->threads ? a->threads : e->run.mf.train.threads;
     if (threads > 0) omp_set_num_threads(threads);
-    char tmp[GL_PATH_MAX];
-    args_run_id(e->run.dir, e->run_id, sizeof e->run_id);
-    snprintf(tmp, sizeof tmp, "%s", e->run.dir);
-    snprintf(e->results, sizeof e->results, "%s", dirname(dirname(tmp)));
-    args_run_db_path(a->db, e->run.dir, e->db_path, sizeof e->db_path);
+    snprintf(e->run_id, sizeof e->run_id, "%s", rr.id);
+    snprintf(e->results, sizeof e->results, "%s", rr.results);
+    snprintf(e->db_path, sizeof e->db_path, "%s", rr.db);
     const gl_model_config *mc = &e->run.model.cfg;
     if (data_open(&e->ds, &e->run.mf.data, mc->seq_len, e->run.mf.train.seed, err, errlen)) return -1;
     char warn[1024];

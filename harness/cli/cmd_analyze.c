@@ -18,6 +18,7 @@
 #include "analysis/analyze.h"
 #include "args.h"
 #include "cli.h"
+#include "resolve.h"
 #include "store/registry.h"
 #include "store/rundir.h"
 #include "store/trace.h"
@@ -31,7 +32,8 @@ static const args_opt an_opts[] = {
 static const args_spec an_spec = {
     "analyze", "RUN [options]",
     "What a run's gates did, from its trace.h5: sparsity, depth profile, head map and token categories, as TSV\n"
-    "files, registry rows (split \"analysis\") and a summary of the last evaluation.  RUN: a run id or run folder.",
+    "files, registry rows (split \"analysis\") and a summary of the last evaluation.  RUN: a run id, a unique prefix of\n"
+    "one, or a run folder.",
     an_opts};
 
 typedef struct {
@@ -128,8 +130,10 @@ int cmd_analyze(int argc, char **argv) {
     static analyze_summary s;
     int rc = 1, have_run = 0;
     const char *rdir = run_results_dir(results);
-    if (run_resolve(arg, rdir, dir, sizeof dir, err, sizeof err)) goto fail;
-    args_run_id(dir, run_id, sizeof run_id);
+    resolve_run rr;
+    if (resolve_run_arg(arg, a.db, results, RESOLVE_DIR, &rr, err, sizeof err)) goto fail;
+    snprintf(dir, sizeof dir, "%s", rr.dir);
+    snprintf(run_id, sizeof run_id, "%s", rr.id);
     snprintf(trace_path, sizeof trace_path, "%s/%s", dir, RUN_TRACE);
     if (access(trace_path, R_OK) != 0) {
         snprintf(err, sizeof err, "%s: no trace (train with log.trace = 1)", trace_path);
@@ -146,7 +150,7 @@ int cmd_analyze(int argc, char **argv) {
         goto fail;
     int n_rows = rm.n;
     if (!no_db) {
-        args_run_db_path(a.db, dir, db_path, sizeof db_path);
+        snprintf(db_path, sizeof db_path, "%s", rr.db);
         if (db_open(&db, db_path, err, sizeof err) || report_metrics_flush(&rm, db, run_id, err, sizeof err)) {
             fprintf(stderr, "gatelab analyze: the files are written, but the registry was not updated: %s\n", err);
             goto fail_quiet;

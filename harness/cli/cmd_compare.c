@@ -22,6 +22,7 @@
 #include "args.h"
 #include "cli.h"
 #include "jsonl.h"
+#include "resolve.h"
 #include "store/metric.h"
 #include "store/registry.h"
 #include "store/rundir.h"
@@ -50,7 +51,8 @@ static const args_opt cmp_opts[] = {
 static const args_spec cmp_spec = {
     "compare", "RUN RUN ... [options]",
     "The parameters that differ between the runs, then their headline metrics side by side\n"
-    "(val/final.*, test/final.*, val/matched.*, and the last train/loss).  RUN is a run id or its folder.",
+    "(val/final.*, test/final.*, val/matched.*, and the last train/loss).  RUN is a run id, a unique prefix\n"
+    "of one, or its folder; all of them in one registry.",
     cmp_opts};
 
 /* The row of (kind, key), added when new; NULL when out of memory. */
@@ -265,21 +267,28 @@ int cmd_compare(int argc, char **argv) {
     }
     rc = 1;
     s.nrun = npos;
-    args_db_path(db_arg, results, path, sizeof path);
     if (!(s.runs = calloc((size_t)s.nrun, sizeof *s.runs))) { fprintf(stderr, "gatelab compare: out of memory\n"); goto cleanup; }
-    if (db_open_readonly(&db, path, err, sizeof err)) goto fail;
     for (int j = 0; j < s.nrun; j++) {
-        char id[256];
+        resolve_run r;
         gl_run_row *one = NULL;
         int n = 0;
-        args_run_id(pos[j], id, sizeof id);
-        gl_run_filter f = {.run_id = id, .deleted = 1};
+        if (resolve_run_arg(pos[j], db_arg, results, RESOLVE_DB, &r, err, sizeof err)) goto fail;
+        if (j == 0) snprintf(path, sizeof path, "%s", r.db);
+        else if (strcmp(path, r.db)) {
+            snprintf(err, sizeof err, "run %s is in %s, run %s in %s: compare reads one registry (merge them with "
+                                      "`gatelab collect`)", s.runs[0].run_id, path, r.id, r.db);
+            goto fail;
+        }
+        if (!db && db_open_readonly(&db, path, err, sizeof err)) goto fail;
+        gl_run_filter f = {.run_id = r.id, .deleted = 1};
         if (db_runs_find(db, &f, &one, &n, err, sizeof err)) goto fail;
-        int k = n ? 0 : 1;
-        if (k == n) snprintf(err, sizeof err, "%s: run %s is not in the registry (see gatelab runs)", path, id);
-        else s.runs[j] = one[k];
+        if (n != 1) { /* the resolver found the row a moment ago: only a concurrent delete gets here */
+            snprintf(err, sizeof err, "%s: run %s is not in the registry (see gatelab runs)", path, r.id);
+            free(one);
+            goto fail;
+        }
+        s.runs[j] = one[0];
         free(one);
-        if (k == n) goto fail;
     }
     if (cmp_collect(db, &s, err, sizeof err)) goto fail;
     if (cmp_print(&s, (cmp_format)fmt)) {

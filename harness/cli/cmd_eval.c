@@ -26,6 +26,7 @@
 #include "args.h"
 #include "cli.h"
 #include "jsonl.h"
+#include "resolve.h"
 #include "store/fileio.h"
 #include "run/evaluate.h"
 #include "run/headline.h"
@@ -58,18 +59,19 @@ static int run_eval(gl_run *run, const int *ids, size_t n_ids, const gl_dataset 
     return eval_split(&run->model, ds, split, windows, r, err, errlen);
 }
 
-/* The registry of the run's results folder: <run dir>/../../gatelab.db, and the run's id. */
-static void eval_db_path(const gl_run *run, char *run_id, size_t idlen, char *db_path, size_t dblen) {
-    args_run_id(run->dir, run_id, idlen);
-    args_run_db_path(NULL, run->dir, db_path, dblen);
-}
-
-/* The headline α and loss of partner (a TSA run) on split, from the
- * registry: the target of --match-run.  Returns 0, or -1 with a message. */
-static int partner_headline(const gl_run *run, const char *partner, const char *split_name, double *alpha,
+/* The headline α and loss of partner (a TSA run: an id, a unique prefix
+ * of one, or a folder, resolved in the registry of the run evaluated, rr) on
+ * split, from the registry: the target of --match-run.  Returns 0, or -1
+ * with a message. */
+static int partner_headline(const resolve_run *rr, const char *partner_arg, const char *split_name, double *alpha,
                             double *loss, gl_prov *prov, char *err, size_t errlen) {
-    char run_id[256], db_path[GL_PATH_MAX + 16];
-    eval_db_path(run, run_id, sizeof run_id, db_path, sizeof db_path);
+    resolve_run pr;
+    char why[1024];
+    if (resolve_run_arg(partner_arg, rr->db, rr->results, RESOLVE_DB, &pr, why, sizeof why)) {
+        snprintf(err, errlen, "--match-run %s", why);
+        return -1;
+    }
+    const char *partner = pr.id, *db_path = pr.db;
     gl_db *db = NULL;
     gl_metric_val a, l;
     int rc = db_open_readonly(&db, db_path, err, errlen), ka = 0, kl = 0;
@@ -79,8 +81,8 @@ static int partner_headline(const gl_run *run, const char *partner, const char *
     if (rc || ka < 0 || kl < 0) return -1;
     if (ka == 0 || kl == 0 || isnan(a.value)) {
         snprintf(err, errlen, "--match-run %s: that run has no headline α on the %s split in %s; record it with "
-                              "`gatelab eval %s --split %s --record` (a TSA run)", partner, split_name, db_path, partner,
-                 split_name);
+                              "`gatelab eval %s --split %s --record` (a TSA run)", partner, split_name, db_path,
+                 pr.dir[0] ? pr.dir : partner, split_name);
         return -1;
     }
     *alpha = a.value;
@@ -90,11 +92,11 @@ static int partner_headline(const gl_run *run, const char *partner, const char *
 }
 
 /* Write the whole-split result (and the matched early-exit point, when
- * match >= 0) to the registry of the run's results folder. */
-static int record(const gl_run *run, const char *split_name, const gl_eval_result *soft, double match,
-                  double partner_loss, double tau, const gl_eval_result *exit_r, char *err, size_t errlen) {
-    char run_id[256], db_path[GL_PATH_MAX + 16];
-    eval_db_path(run, run_id, sizeof run_id, db_path, sizeof db_path);
+ * match >= 0) to the run's registry (that of the results folder holding it). */
+static int record(const gl_run *run, const resolve_run *rr, const char *split_name, const gl_eval_result *soft,
+                  double match, double partner_loss, double tau, const gl_eval_result *exit_r, char *err,
+                  size_t errlen) {
+    const char *run_id = rr->id, *db_path = rr->db;
     const gl_model_config *mc = &run->model.cfg;
     const int text = run->mf.data.task == TASK_TEXT, L = mc->n_layer;
     gl_db *db = NULL;
@@ -187,7 +189,10 @@ static int eval_parse(int argc, char **argv, eval_args *a) {
             if (a->run) return args_usage_error(&eval_spec, "one RUN only ('%s' and '%s' given)", a->run, p.val);
             a->run = p.val;
             break;
-        case ARGS_KEY(0): bad = args_get_choice(&p, "val,test,train", &split); a->split_name = p.val; break;
+        case ARGS_KEY(0): /* any case; the canonical name goes on */
+            bad = args_get_choice(&p, "val,test,train", &split);
+            a->split_name = split == 1 ? "test" : split == 2 ? "train" : "val";
+            break;
         case ARGS_KEY(1): a->text = p.val; break;
         case ARGS_KEY(2): bad = args_get_long(&p, 1, LONG_MAX, &a->windows); break;
         case ARGS_KEY(3): a->sparse = 1; break;
@@ -212,8 +217,8 @@ static int eval_parse(int argc, char **argv, eval_args *a) {
 
 /* Check the flags against the model (sparse needs TSA, τ early exit) and
  * find the --match-run target.  Returns 0, or -1 with a message. */
-static int eval_check(gl_run *run, eval_args *a, double *partner_loss, gl_prov *partner_prov, char *err,
-                      size_t errlen) {
+static int eval_check(gl_run *run, const resolve_run *rr, eval_args *a, double *partner_loss, gl_prov *partner_prov,
+                      char *err, size_t errlen) {
     const gl_model_config *mc = &run->model.cfg;
     if (a->sparse && mc->depth_routing != DR_TSA) {
         snprintf(err, errlen, "--sparse needs a TSA model; run %s has depth_routing = %s", a->run,
@@ -226,7 +231,7 @@ static int eval_check(gl_run *run, eval_args *a, double *partner_loss, gl_prov *
         return -1;
     }
     if (a->partner &&
-        partner_headline(run, a->partner, a->split_name, &a->match, partner_loss, partner_prov, err, errlen))
+        partner_headline(rr, a->partner, a->split_name, &a->match, partner_loss, partner_prov, err, errlen))
         return -1;
     if ((a->tau >= 0 || a->match >= 0) && mc->depth_routing != DR_EARLY_EXIT) {
         snprintf(err, errlen, "--tau and --match-alpha need an early-exit model; run %s has depth_routing = %s",
@@ -251,16 +256,19 @@ int cmd_eval(int argc, char **argv) {
     static gl_run run;
     gl_dataset ds;
     memset(&ds, 0, sizeof ds);
-    char err[1024], run_id[256];
+    char err[1024];
     int rc = 1, *ids = NULL;
     size_t n_ids = 0;
     json_t *out = NULL;
     double partner_loss = NAN;
     gl_prov partner_prov;
-    if (run_open(&run, a.run, a.results, a.batch, err, sizeof err)) goto fail;
+    resolve_run rr;
+    if (resolve_run_arg(a.run, NULL, a.results, RESOLVE_DIR, &rr, err, sizeof err) ||
+        run_open(&run, rr.dir, NULL, a.batch, err, sizeof err))
+        goto fail;
     gl_model *m = &run.model;
     const gl_model_config *mc = &m->cfg;
-    if (eval_check(&run, &a, &partner_loss, &partner_prov, err, sizeof err)) goto fail;
+    if (eval_check(&run, &rr, &a, &partner_loss, &partner_prov, err, sizeof err)) goto fail;
     const double match = a.match;
     if (text) {
         if (read_text_ids(&run, text, &ids, &n_ids, err, sizeof err)) goto fail;
@@ -271,8 +279,7 @@ int cmd_eval(int argc, char **argv) {
     const int L = mc->n_layer;
     gl_eval_result soft, r2;
     if (run_eval(&run, ids, n_ids, &ds, split, windows, &soft, err, sizeof err)) goto fail;
-    args_run_id(run.dir, run_id, sizeof run_id);
-    out = jsonl_run(run_id, run.dir);
+    out = jsonl_run(rr.id, run.dir);
     jsonl_set(out, "step", jsonl_int(run.st.step));
     jsonl_set(out, "source", jsonl_str(text ? text : split_name));
     jsonl_set(out, "soft", eval_json(&soft, is_text, L, mc->seq_len));
@@ -316,7 +323,7 @@ int cmd_eval(int argc, char **argv) {
         snprintf(err, sizeof err, "cannot write the JSON line to stdout (out of memory or a closed stdout)");
         goto fail;
     }
-    if (a.rec && record(&run, split_name, &soft, match, partner_loss, tau, &r2, err, sizeof err)) goto fail;
+    if (a.rec && record(&run, &rr, split_name, &soft, match, partner_loss, tau, &r2, err, sizeof err)) goto fail;
     rc = 0;
     goto done;
 fail:

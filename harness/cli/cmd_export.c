@@ -7,6 +7,7 @@
 
 #include "args.h"
 #include "cli.h"
+#include "resolve.h"
 #include "store/export.h"
 #include "store/rundir.h"
 
@@ -16,7 +17,7 @@ static const args_opt export_opts[] = {
     {0}};
 static const args_spec export_spec = {
     "export", "RUN --out FILE.h5 [options]",
-    "Write every parameter of RUN (a run id or run folder) as a float32 dataset named by the tensor table,\n"
+    "Write every parameter of RUN (a run id, a unique prefix of one, or a run folder) as a float32 dataset named by the tensor table,\n"
     "the vocabulary and the config as attributes.",
     export_opts};
 
@@ -34,7 +35,10 @@ int cmd_export(int argc, char **argv) {
     if (!run || !out) return args_usage_error(&export_spec, "%s", !run ? "RUN is missing" : "--out FILE.h5 is missing");
     char err[2048] = "";
     gl_run r;
-    if (run_open(&r, run, results, 1, err, sizeof err) != 0) {
+    resolve_run rr;
+    memset(&r, 0, sizeof r);
+    if (resolve_run_arg(run, NULL, results, RESOLVE_DIR, &rr, err, sizeof err) ||
+        run_open(&r, rr.dir, NULL, 1, err, sizeof err) != 0) {
         fprintf(stderr, "gatelab export: %s\n", err);
         run_close(&r);
         return 1;

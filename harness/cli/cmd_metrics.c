@@ -16,6 +16,7 @@
  * print empty (CSV) or null (JSON).  Deleted runs are left out.
  * It reads the registry only (opened read-only) and aggregates nothing.
  */
+#include <ctype.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,6 +25,7 @@
 #include "args.h"
 #include "cli.h"
 #include "jsonl.h"
+#include "resolve.h"
 #include "store/registry.h"
 #include "store/rundir.h"
 
@@ -37,7 +39,7 @@ typedef struct {
 
 static const args_opt met_opts[] = {
     {"experiment", ARGS_KEY(0), "E", "only the runs of experiment E"},
-    {"run", ARGS_KEY(1), "RUN", "only run RUN (a run id or its folder)"},
+    {"run", ARGS_KEY(1), "RUN", "only run RUN (a run id, a unique prefix of one, or its folder)"},
     {"split", ARGS_KEY(2), "S", "only split S (train, val, test, ablation, ...)"},
     {"name", ARGS_KEY(3), "GLOB", "only names matching GLOB (e.g. 'exit.*', 'final.*')"},
     {"format", ARGS_KEY(4), "F", "csv (default) or json"},
@@ -121,8 +123,8 @@ static int met_row(const gl_metric_long *r, void *vctx) {
 }
 
 int cmd_metrics(int argc, char **argv) {
-    const char *db_arg = NULL, *results = NULL;
-    char err[1024], path[GL_PATH_MAX + 16], id[256];
+    const char *db_arg = NULL, *results = NULL, *run = NULL;
+    char err[1024], path[GL_PATH_MAX + 16], split[32];
     gl_metric_filter f = {0};
     met_ctx ctx = {MET_CSV, 0, 0};
     gl_db *db = NULL;
@@ -134,11 +136,12 @@ int cmd_metrics(int argc, char **argv) {
         switch (k) {
         case ARGS_POS: return args_usage_error(&met_spec, "unexpected argument '%s' (a run is given with --run RUN)", p.val);
         case ARGS_KEY(0): f.experiment = p.val; break;
-        case ARGS_KEY(1):
-            args_run_id(p.val, id, sizeof id);
-            f.run_id = id;
+        case ARGS_KEY(1): run = p.val; break;
+        case ARGS_KEY(2): /* the registry's splits are lower case: VAL is val */
+            snprintf(split, sizeof split, "%s", p.val);
+            for (char *c = split; *c; c++) *c = (char)tolower((unsigned char)*c);
+            f.split = split;
             break;
-        case ARGS_KEY(2): f.split = p.val; break;
         case ARGS_KEY(3): f.name_glob = p.val; break;
         case ARGS_KEY(4): bad = args_get_choice(&p, "csv,json", &fmt); break;
         case ARGS_KEY(5): db_arg = p.val; break;
@@ -147,9 +150,24 @@ int cmd_metrics(int argc, char **argv) {
     }
     if (bad) return 2;
     ctx.fmt = (met_format)fmt;
+    resolve_run r;
     args_db_path(db_arg, results, path, sizeof path);
-    if (db_open_readonly(&db, path, err, sizeof err)) {
-        fprintf(stderr, "gatelab metrics: %s\n", err);
+    if (run && resolve_run_arg(run, db_arg, results, RESOLVE_DB, &r, err, sizeof err)) {
+        fprintf(stderr, "gatelab metrics: --run %s\n", err);
+        return 1;
+    }
+    if (run && r.deleted) {
+        fprintf(stderr, "gatelab metrics: --run %s: the run is deleted (`gatelab restore %s` shows it again)\n", r.id, r.id);
+        return 1;
+    }
+    if (run) { /* a run folder: its own registry */
+        snprintf(path, sizeof path, "%s", r.db);
+        f.run_id = r.id;
+    }
+    if (db_open_readonly(&db, path, err, sizeof err) ||
+        (f.experiment && resolve_experiment(db, f.experiment, err, sizeof err) != 1)) {
+        fprintf(stderr, "gatelab metrics: %s%s\n", db && f.experiment ? "--experiment: " : "", err);
+        db_close(db);
         return 1;
     }
     if (ctx.fmt == MET_CSV)

@@ -7,12 +7,15 @@
  *   gatelab report TARGET --html [--out FILE] [--block N --kv-head H | --gate L2H0] [--chars N]
  *                  [--results DIR] [--db PATH]
  *
- * TARGET is a run id (or run folder) or an experiment name in the registry.
+ * TARGET is a run (an id, a unique prefix of one, or its folder: resolve.h)
+ * or an experiment name in the registry; an exact run id or an experiment's
+ * name come first, so an experiment "tiny" is not read as the prefix of its
+ * runs "tiny-…".  A --gate / --block that no run of the report has is an
+ * error, not an empty page.
  * The page goes to <results>/report/<TARGET>.html unless --out says otherwise;
  * the figures and tables are (re)drawn into <results>/figures and
  * <results>/tables on the way, as `gatelab figures` and `tables` would.
  */
-#include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +24,7 @@
 #include "store/registry.h"
 #include "args.h"
 #include "cli.h"
+#include "resolve.h"
 #include "store/manifest.h"
 #include "store/rundir.h"
 
@@ -84,31 +88,98 @@ static int rp_parse(int argc, char **argv, rp_args *a) {
     return -1;
 }
 
-/* Is target a run (0 = yes; run_id and experiment filled), an experiment (1), or neither (-1, err)? */
-static int rp_classify(gl_db *db, const char *target, const char *results, char *run_id, size_t rn, char *exp,
-                       size_t en, char *err, size_t errlen) {
+/* Is target a run (0 = yes; run_id and experiment filled), an experiment (1),
+ * or neither (-1, err)?  An exact run id, then an experiment's name, then the
+ * resolver (a folder or a unique prefix). */
+static int rp_classify(gl_db *db, const rp_args *a, char *run_id, size_t rn, char *exp, size_t en, char *err,
+                       size_t errlen) {
     gl_run_row *runs = NULL;
     int n = 0, kind = -1;
+    const char *target = a->target;
     if (db_runs_list(db, NULL, NULL, &runs, &n, err, errlen)) return -1;
-    char dir[GL_PATH_MAX + 16], e2[512], id[GL_PATH_MAX + 16];
+    char id[GL_PATH_MAX + 16], why[1024] = "";
+    resolve_run rr;
+    int exact = 0, is_exp = 0;
+    for (int i = 0; i < n; i++) {
+        exact |= !strcmp(runs[i].run_id, target);
+        is_exp |= !strcmp(runs[i].experiment, target);
+    }
     snprintf(id, sizeof id, "%s", target);
-    if (run_resolve(target, results, dir, sizeof dir, e2, sizeof e2) == 0) snprintf(id, sizeof id, "%s", basename(dir));
-    for (int i = 0; i < n && kind < 0; i++)
+    if (!exact && is_exp) kind = 1;
+    else if (!exact && resolve_run_arg(target, db_path(db), a->results, RESOLVE_DB, &rr, why, sizeof why) == 0)
+        snprintf(id, sizeof id, "%s", rr.id);
+    for (int i = 0; i < n && kind == -1; i++)
         if (!strcmp(runs[i].run_id, id)) {
             snprintf(run_id, rn, "%s", id);
             snprintf(exp, en, "%s", runs[i].experiment);
             kind = strcmp(runs[i].status, "FINISHED") ? -2 : 0;
         }
-    for (int i = 0; i < n && kind == -1; i++)
-        if (!strcmp(runs[i].experiment, target)) {
-            snprintf(exp, en, "%s", target);
-            kind = 1;
-        }
+    if (kind == 1) snprintf(exp, en, "%s", target);
     free(runs);
     if (kind == -2) snprintf(err, errlen, "run %s is not FINISHED; a report covers finished runs (`gatelab runs`)", id);
-    else if (kind == -1)
-        snprintf(err, errlen, "%s is neither a run nor an experiment in the registry; `gatelab runs` lists them", target);
+    else if (kind == -1) {
+        char e2[1024];
+        if (resolve_experiment(db, target, e2, sizeof e2) < 0) snprintf(e2, sizeof e2, "%s", err);
+        snprintf(err, errlen, "%s is neither a run nor an experiment in the registry: %s; and %s", target,
+                 why[0] ? why : "no such run", e2);
+    }
     return kind < 0 ? -1 : kind;
+}
+
+/* 1 when run_id has the SATFormer gate (block, kv_head) the report is asked to
+ * colour by (GATE_ALPHA's rule: a satformer run, a block that mixes V1, a KV
+ * head it has), 0 when not (why says what it has), -1 on a registry error. */
+static int rp_run_has_gate(gl_db *db, const char *run_id, int block, int kv_head, char *why, size_t whylen, char *err,
+                           size_t errlen) {
+    char *ini = NULL;
+    static gl_manifest mf;
+    int k = db_run_config(db, run_id, &ini, NULL, err, errlen);
+    if (k <= 0) {
+        if (!k) snprintf(err, errlen, "run %s has no stored config in %s", run_id, db_path(db));
+        return -1;
+    }
+    int bad = manifest_load_text(&mf, ini, run_id, err, errlen);
+    free(ini);
+    if (bad) return -1;
+    const gl_model_config *c = &mf.model;
+    if (c->value_residual != VR_SATFORMER) {
+        snprintf(why, whylen, "run %s has no SATFormer gates (model.value_residual = %s)", run_id,
+                 config_value_residual_name(c->value_residual));
+        return 0;
+    }
+    if (block < 0 || block >= c->n_layer || !config_layer_mixes_v1(c, block) || kv_head < 0 || kv_head >= c->n_kv_head) {
+        int lo = -1, hi = -1;
+        for (int n = 0; n < c->n_layer; n++)
+            if (config_layer_mixes_v1(c, n)) hi = n, lo = lo < 0 ? n : lo;
+        snprintf(why, whylen, "run %s has gates L%dH0..L%dH%d (blocks %d..%d, KV heads 0..%d), not L%dH%d", run_id, lo,
+                 hi, c->n_kv_head - 1, lo, hi, c->n_kv_head - 1, block, kv_head);
+        return 0;
+    }
+    return 1;
+}
+
+/* With --gate / --block: 0 when some run the report covers has that gate,
+ * else -1 with err naming the gates there are. */
+static int rp_check_gate(gl_db *db, const rp_args *a, int kind, const char *run_id, const char *exp, char *err,
+                         size_t errlen) {
+    if (a->o.block < 0) return 0;
+    gl_run_row *runs = NULL;
+    int n = 0, found = 0;
+    char why[512] = "";
+    if (kind == 1 && db_runs_list(db, exp, "FINISHED", &runs, &n, err, errlen)) return -1;
+    for (int i = 0; i < (kind == 1 ? n : 1) && !found; i++) {
+        char w[512];
+        int k = rp_run_has_gate(db, kind == 1 ? runs[i].run_id : run_id, a->o.block, a->o.kv_head, w, sizeof w, err,
+                                errlen);
+        if (k < 0) { free(runs); return -1; }
+        found = k;
+        if (!k && !why[0]) snprintf(why, sizeof why, "%s", w);
+    }
+    free(runs);
+    if (found) return 0;
+    snprintf(err, errlen, "--gate L%dH%d: %s%s", a->o.block, a->o.kv_head,
+             kind == 1 ? "no finished run of the experiment has it; e.g. " : "", why[0] ? why : "no finished runs");
+    return -1;
 }
 
 int cmd_report(int argc, char **argv) {
@@ -121,8 +192,8 @@ int cmd_report(int argc, char **argv) {
     gl_db *db = NULL;
     int rc = 1, nfig = 0, ntext = 0;
     if (db_open_readonly(&db, db_path, err, sizeof err)) goto done;
-    int kind = rp_classify(db, a.target, results, run_id, sizeof run_id, exp, sizeof exp, err, sizeof err);
-    if (kind < 0) goto done;
+    int kind = rp_classify(db, &a, run_id, sizeof run_id, exp, sizeof exp, err, sizeof err);
+    if (kind < 0 || rp_check_gate(db, &a, kind, run_id, exp, err, sizeof err)) goto done;
     if (a.out) snprintf(out, sizeof out, "%s", a.out);
     else snprintf(out, sizeof out, "%s/report/%s.html", results, kind == 0 ? run_id : exp);
     html_target t = {.experiment = exp, .run_id = kind == 0 ? run_id : NULL, .results = results, .db_path = db_path};

@@ -31,6 +31,7 @@
 #include "args.h"
 #include "cli.h"
 #include "jsonl.h"
+#include "resolve.h"
 #include "store/registry.h"
 #include "store/rundir.h"
 
@@ -40,7 +41,7 @@ typedef enum { RUNS_TABLE, RUNS_CSV, RUNS_JSON } runs_format;
 
 static const args_opt runs_opts[] = {
     {"experiment", ARGS_KEY(0), "E", "only the runs of experiment E"},
-    {"status", ARGS_KEY(1), "S", "only runs with status S: SCHEDULED, RUNNING, FINISHED, FAILED or KILLED"},
+    {"status", ARGS_KEY(1), "S", "only runs with status S: SCHEDULED, RUNNING, FINISHED, FAILED or KILLED (any case)"},
     {"format", ARGS_KEY(2), "F", "table (default), csv or json"},
     {"db", ARGS_KEY(3), "PATH", "registry to read (default <results>/gatelab.db)"},
     {"results", ARGS_KEY(4), "DIR", "results folder whose gatelab.db is read (default $GATELAB_RESULTS or results)"},
@@ -390,6 +391,8 @@ static int runs_print_json(const gl_run_row *rows, int n) {
     return 0;
 }
 
+static const char *const runs_statuses[] = {"SCHEDULED", "RUNNING", "FINISHED", "FAILED", "KILLED"};
+
 int cmd_runs(int argc, char **argv) {
     const char *experiment = NULL, *status = NULL, *db_arg = NULL, *results = NULL;
     int fmt = RUNS_TABLE, fix_stale = 0, bad = 0;
@@ -403,14 +406,12 @@ int cmd_runs(int argc, char **argv) {
         switch (k) {
         case ARGS_POS: return args_usage_error(&runs_spec, "unexpected argument '%s'", p.val);
         case ARGS_KEY(0): experiment = p.val; break;
-        case ARGS_KEY(1):
-            if (!db_status_rank(p.val)) {
-                fprintf(stderr, "gatelab runs: unknown status '%s' (SCHEDULED, RUNNING, FINISHED, FAILED, KILLED)\n",
-                        p.val);
-                return 2;
-            }
-            status = p.val;
+        case ARGS_KEY(1): { /* in any case: finished is FINISHED */
+            int st;
+            bad = args_get_choice(&p, "SCHEDULED,RUNNING,FINISHED,FAILED,KILLED", &st);
+            if (!bad) status = runs_statuses[st];
             break;
+        }
         case ARGS_KEY(2): bad = args_get_choice(&p, "table,csv,json", &fmt); break;
         case ARGS_KEY(3): db_arg = p.val; break;
         case ARGS_KEY(4): results = p.val; break;
@@ -439,9 +440,11 @@ int cmd_runs(int argc, char **argv) {
     gl_run_row *rows = NULL;
     char (*why)[256] = NULL;
     int n = 0, rc = 1;
+    filter.experiment = experiment;
+    filter.status = status;
     if ((fix_stale ? db_open(&db, dbp, err, sizeof err) : db_open_readonly(&db, dbp, err, sizeof err)) ||
-        (filter.experiment = experiment, filter.status = status,
-         db_runs_find(db, &filter, &rows, &n, err, sizeof err))) {
+        (experiment && resolve_experiment(db, experiment, err, sizeof err) != 1) ||
+        db_runs_find(db, &filter, &rows, &n, err, sizeof err)) {
         fprintf(stderr, "gatelab runs: %s\n", err);
         goto cleanup;
     }

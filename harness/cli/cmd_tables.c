@@ -16,6 +16,7 @@
 #include "analysis/tables.h"
 #include "args.h"
 #include "cli.h"
+#include "resolve.h"
 #include "store/manifest.h"
 #include "store/registry.h"
 #include "store/rundir.h"
@@ -58,14 +59,15 @@ static int tf_parse(int argc, char **argv, tf_args *a, const args_spec *spec) {
     return -1;
 }
 
-/* Open the registry and resolve the output folder. */
+/* Open the registry (and check the EXPERIMENT asked for is in it) and resolve the output folder. */
 static int tf_open(const tf_args *a, const char *what, gl_db **db, char *db_path, size_t dbn, char *out, size_t outn,
                    char *err, size_t errlen) {
     const char *results = run_results_dir(a->results);
     args_db_path(a->db, a->results, db_path, dbn);
     if (a->out) snprintf(out, outn, "%s", a->out);
     else snprintf(out, outn, "%s/%s", results, what);
-    return db_open_readonly(db, db_path, err, errlen);
+    if (db_open_readonly(db, db_path, err, errlen)) return -1;
+    return a->experiment && resolve_experiment(*db, a->experiment, err, errlen) != 1 ? -1 : 0;
 }
 
 int cmd_tables(int argc, char **argv) {

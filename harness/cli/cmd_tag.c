@@ -19,6 +19,7 @@
 
 #include "args.h"
 #include "cli.h"
+#include "resolve.h"
 #include "store/registry.h"
 #include "store/rundir.h"
 
@@ -29,7 +30,7 @@ static const args_opt tag_opts[] = {
     {0}};
 static const args_spec tag_spec = {
     "tag", "RUN key=value ... [options]",
-    "Set (or replace) the tags of RUN (a run id or its folder).  key: letters, digits, '_', '-', '.';\n"
+    "Set (or replace) the tags of RUN (a run id, a unique prefix of one, or its folder: then its own registry).  key: letters, digits, '_', '-', '.';\n"
     "value: one line of text.  Tags show in `gatelab runs`; `gatelab runs --tag key=value` lists the runs\n"
     "that carry one.",
     tag_opts};
@@ -40,7 +41,8 @@ static const args_opt delete_opts[] = {
     {0}};
 static const args_spec delete_spec = {
     "delete", "RUN ... [options]",
-    "Hide the runs from runs, tables, figures, report and metrics; their rows and files stay\n"
+    "Hide the runs (ids, unique prefixes or folders) from runs, tables, figures, report and metrics; their rows\n"
+    "and files stay\n"
     "(`gatelab runs --deleted` lists them; `gatelab restore RUN` shows them again).",
     delete_opts};
 static const args_spec restore_spec = {"restore", "RUN ... [options]", "Show runs hidden by `gatelab delete` again.",
@@ -84,7 +86,7 @@ int cmd_tag(int argc, char **argv) {
     const char **pos = calloc((size_t)argc + 1, sizeof *pos), **remove = calloc((size_t)argc + 1, sizeof *remove);
     int npos = 0, nremove = 0, rc = 2;
     gl_db *db = NULL;
-    char err[1024], path[GL_PATH_MAX + 16], id[256];
+    char err[1024];
     if (!pos || !remove) { fprintf(stderr, "gatelab tag: out of memory\n"); rc = 1; goto cleanup; }
     if ((rc = tag_parse(&tag_spec, argc, argv, pos, &npos, remove, &nremove, &db_arg, &results)) >= 0) goto cleanup;
     rc = 2;
@@ -99,16 +101,27 @@ int cmd_tag(int argc, char **argv) {
             goto cleanup;
         }
     }
-    args_run_id(pos[0], id, sizeof id);
-    args_db_path(db_arg, results, path, sizeof path);
     rc = 1;
-    if (db_open(&db, path, err, sizeof err)) { fprintf(stderr, "gatelab tag: %s\n", err); goto cleanup; }
-    rc = tag_apply(db, id, pos + 1, npos - 1, remove, nremove);
+    resolve_run r;
+    if (resolve_run_arg(pos[0], db_arg, results, RESOLVE_DB, &r, err, sizeof err) || db_open(&db, r.db, err, sizeof err)) {
+        fprintf(stderr, "gatelab tag: %s\n", err);
+        goto cleanup;
+    }
+    rc = tag_apply(db, r.id, pos + 1, npos - 1, remove, nremove);
 cleanup:
     db_close(db);
     free(pos);
     free(remove);
     return rc;
+}
+
+/* *db open on path: kept when it already is (runs of one registry), else
+ * closed and path opened (a run folder names its own).  0, or -1 with err. */
+static int tag_open(gl_db **db, const char *path, char *err, size_t errlen) {
+    if (*db && !strcmp(db_path(*db), path)) return 0;
+    db_close(*db);
+    *db = NULL;
+    return db_open(db, path, err, errlen);
 }
 
 /* delete (deleted 1) or restore (0) every RUN argument. */
@@ -118,7 +131,7 @@ static int delete_or_restore(int argc, char **argv, int deleted) {
     const char **pos = calloc((size_t)argc + 1, sizeof *pos);
     int npos = 0, nremove = 0, rc = 2;
     gl_db *db = NULL;
-    char err[1024], path[GL_PATH_MAX + 16], id[256];
+    char err[1024];
     if (!pos) { fprintf(stderr, "gatelab %s: out of memory\n", cmd); return 1; }
     if ((rc = tag_parse(spec, argc, argv, pos, &npos, NULL, &nremove, &db_arg, &results)) >= 0) goto cleanup;
     rc = 2;
@@ -126,21 +139,16 @@ static int delete_or_restore(int argc, char **argv, int deleted) {
         args_usage_error(spec, "give at least one run");
         goto cleanup;
     }
-    args_db_path(db_arg, results, path, sizeof path);
-    rc = 1;
-    if (db_open(&db, path, err, sizeof err)) {
-        fprintf(stderr, "gatelab %s: %s\n", cmd, err);
-        goto cleanup;
-    }
     rc = 0;
     for (int i = 0; i < npos; i++) {
-        args_run_id(pos[i], id, sizeof id);
-        if (db_run_set_deleted(db, id, deleted, err, sizeof err)) {
+        resolve_run r;
+        if (resolve_run_arg(pos[i], db_arg, results, RESOLVE_DB, &r, err, sizeof err) ||
+            tag_open(&db, r.db, err, sizeof err) || db_run_set_deleted(db, r.id, deleted, err, sizeof err)) {
             fprintf(stderr, "gatelab %s: %s\n", cmd, err);
             rc = 1;
             continue;
         }
-        printf("%s %s\n", deleted ? "deleted" : "restored", id);
+        printf("%s %s\n", deleted ? "deleted" : "restored", r.id);
     }
 cleanup:
     db_close(db);

@@ -5,23 +5,32 @@
  * train_run and maps the outcome to the exit code (0 finished, 1 failed,
  * 2 bad usage or manifest, 3 killed by a signal).
  *
+ * --resume RUN takes any run reference (resolve.h: an id, a unique prefix,
+ * a run folder).  Without a MANIFEST the run's own config.ini is the
+ * manifest (overrides still apply on top of it and are compared with it, as
+ * a MANIFEST would be); the run continues in the results folder that holds
+ * it, with that folder's registry unless --db says otherwise.
+ *
  * Under mpirun or srun (build/gatelab-mpi) every rank runs this; the ranks
  * start and end here (dist_init / dist_finalize), and a message every rank
  * shares is printed by rank 0 alone.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "args.h"
 #include "cli.h"
+#include "resolve.h"
 #include "store/manifest.h"
+#include "store/rundir.h"
 #include "run/dist.h"
 #include "run/train.h"
 
 #define TRAIN_RUN_ID_MAX 159 /* run_ctx.run_id in run/train.c holds 160 bytes */
 
 static const args_opt train_opts[] = {
-    {"resume", ARGS_KEY(0), "RUN", "continue RUN from its checkpoint (bit for bit as if never stopped)"},
+    {"resume", ARGS_KEY(0), "RUN", "continue RUN bit for bit from its checkpoint (MANIFEST: its config.ini by default)"},
     {"run-id", ARGS_KEY(1), "ID", "the new run's id (default: log.name or the manifest's name, UTC time and process id)"},
     {"db", ARGS_KEY(2), "PATH", "registry (default <results>/gatelab.db)"},
     {"results", ARGS_KEY(3), "DIR", "results folder (default $GATELAB_RESULTS, else the manifest's log.results)"},
@@ -29,7 +38,7 @@ static const args_opt train_opts[] = {
     {"allow-config-change", ARGS_KEY(5), NULL, "--resume even though the configuration changed (recorded)"},
     {0}};
 static const args_spec train_spec = {
-    "train", "MANIFEST [section.key=value ...] [options]",
+    "train", "MANIFEST [section.key=value ...] [options] | --resume RUN [section.key=value ...] [options]",
     "Train one run of MANIFEST (an INI file, docs/manifest.md); section.key=value overrides a key.\n"
     "Exit 0 finished, 1 failed, 2 bad usage or manifest, 3 killed by a signal (resume it with --resume).",
     train_opts};
@@ -66,16 +75,17 @@ int cmd_train(int argc, char **argv) {
     /* run ids name a folder and a registry row; a longer one would be cut short silently */
     const char *ids[2] = {o.run_id, o.resume};
     for (int k = 0; k < 2; k++) {
-        if (ids[k] && (!*ids[k] || strlen(ids[k]) > TRAIN_RUN_ID_MAX)) {
+        if (ids[k] && (!*ids[k] || (strlen(ids[k]) > TRAIN_RUN_ID_MAX && !strchr(ids[k], '/')))) { /* a folder may be longer */
             fprintf(stderr, "gatelab train: %s '%.40s%s': a run id is 1 to %d characters (this one has %zu)\n",
                     k ? "--resume" : "--run-id", ids[k], strlen(ids[k]) > 40 ? "…" : "", TRAIN_RUN_ID_MAX,
                     strlen(ids[k]));
             return 2;
         }
     }
-    if (!manifest) return args_usage_error(&train_spec, "MANIFEST is missing");
+    if (!manifest && !o.resume) return args_usage_error(&train_spec, "MANIFEST is missing");
     static gl_manifest mf;
-    char err[2048];
+    char err[2048], cfg[GL_PATH_MAX + 16];
+    static resolve_run rr;
     if (dist_init(NULL, NULL, err, sizeof err)) {
         fprintf(stderr, "gatelab train: %s\n", err);
         return 1;
@@ -83,7 +93,23 @@ int cmd_train(int argc, char **argv) {
     int rc;
     /* the ranks agree on the manifest: {rank 0 failed, any rank failed}; a
      * rank's own message is printed unless rank 0 prints the same one */
-    int bad = manifest_load(&mf, manifest, n_over, over, err, sizeof err) != 0;
+    int bad = 0;
+    if (o.resume && !manifest) { /* the run's own configuration: find the run first */
+        bad = resolve_run_arg(o.resume, o.db_path, o.results, RESOLVE_DIR, &rr, err, sizeof err) != 0;
+        if (!bad) {
+            snprintf(cfg, sizeof cfg, "%s/%s", rr.dir, RUN_CONFIG);
+            manifest = cfg;
+        }
+    }
+    bad = bad || manifest_load(&mf, manifest, n_over, over, err, sizeof err) != 0;
+    if (!bad && o.resume && manifest != cfg) { /* a MANIFEST beside it: its log.results is the default */
+        const char *res = o.results ? o.results : getenv("GATELAB_RESULTS") ? getenv("GATELAB_RESULTS") : mf.log.results;
+        bad = resolve_run_arg(o.resume, o.db_path, res, RESOLVE_DIR, &rr, err, sizeof err) != 0;
+    }
+    if (!bad && o.resume) { /* the folder found, and the results folder (so the registry) that holds it */
+        o.resume = rr.dir;
+        o.results = rr.results;
+    }
     int v[2] = {dist_rank() == 0 && bad, bad};
     dist_max_ints(v, 2);
     if (v[1]) {

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "args.h"
 #include "cli.h"
 #include "store/ckpt.h"
 #include "store/export.h"
@@ -29,7 +30,7 @@ typedef struct {
 } command;
 
 static const command commands[] = {
-    {"train", cmd_train, "train MANIFEST [section.key=value ...] [--resume RUN] [--run-id ID] [--db PATH] [--results DIR] [--quiet] [--allow-config-change]"},
+    {"train", cmd_train, "train MANIFEST [section.key=value ...] [--resume RUN] [--run-id ID] [--db PATH] [--results DIR] [--quiet] [--allow-config-change]   (--resume RUN alone: its config.ini)"},
     {"eval", cmd_eval, "eval RUN [--split val|test|train | --text FILE] [--windows N] [--sparse] [--tau T | --match-alpha A | --match-run TSA_RUN] [--batch B] [--results DIR] [--record]"},
     {"sample", cmd_sample, "sample RUN [--tokens N] [--prompt S] [--temperature T] [--seed S] [--results DIR] [--json] [--no-cache] [--sparse | --tau T]"},
     {"export", cmd_export, "export RUN --out FILE.h5 [--results DIR]"},
@@ -56,8 +57,9 @@ static void usage(FILE *f) {
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         fprintf(f, "  gatelab %s\n", commands[i].usage);
     fprintf(f, "  gatelab --version\n"
-               "\nRUN is a run id or a run folder (results/runs/<id>); DIR (--results) defaults to $GATELAB_RESULTS\n"
-               "or results, PATH (--db) to DIR/gatelab.db.  `gatelab CMD --help` explains each flag of CMD.\n");
+               "\nRUN is a run id, a unique prefix of one, or a run folder (results/runs/<id>, with its own registry\n"
+               "two folders up); DIR (--results) defaults to $GATELAB_RESULTS or results, PATH (--db) to DIR/gatelab.db.\n"
+               "`gatelab CMD --help` explains each flag of CMD; docs/cli.md the rules every command keeps.\n");
 }
 
 static void version(void) {
@@ -91,6 +93,10 @@ int main(int argc, char **argv) {
     }
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         if (!strcmp(argv[1], commands[i].name)) return commands[i].run(argc - 1, argv + 1);
-    fprintf(stderr, "gatelab: unknown command '%s'; see gatelab --help\n", argv[1]);
+    const char *names[sizeof commands / sizeof commands[0]];
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) names[i] = commands[i].name;
+    const char *near = args_suggest(argv[1], names, (int)(sizeof commands / sizeof commands[0]));
+    if (near) fprintf(stderr, "gatelab: unknown command '%s' (did you mean %s?); see gatelab --help\n", argv[1], near);
+    else fprintf(stderr, "gatelab: unknown command '%s'; see gatelab --help\n", argv[1]);
     return 2;
 }

@@ -501,8 +501,11 @@ static int setup_run(run_ctx *c, const gl_train_opts *o, char *err, size_t errle
     if (o->resume && !c->from_ckpt)
         say(c, 0, "run %s has no checkpoint yet (stopped before its first one): starting it again from step 0", c->run_id);
     if (c->from_ckpt) {
+        /* a refused change is named key by key before the checkpoint is read (which could only say
+         * that a tensor is missing); an allowed one needs the step, so it is checked after */
+        if (!o->allow_config_change && check_resume_config(c, 0, err, errlen)) return -1;
         if (ckpt_load(c->ckpt_path, &c->m, &c->st, c->model_hash, err, errlen)) return -1;
-        if (check_resume_config(c, o->allow_config_change, err, errlen)) return -1;
+        if (o->allow_config_change && check_resume_config(c, 1, err, errlen)) return -1;
         if (c->st.vocab_size != V || memcmp(c->st.vocab, data_vocab(&c->ds), (size_t)V)) {
             snprintf(err, errlen, "%s was trained on a different vocabulary than data.file %s has now", c->ckpt_path,
                      mf->data.file);

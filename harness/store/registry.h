@@ -357,4 +357,17 @@ typedef struct {
 int db_metrics_each(gl_db *db, const gl_metric_filter *f, int (*fn)(const gl_metric_long *row, void *ctx),
                     void *ctx, char *err, size_t errlen);
 
+/* ---- the names a command line may use (harness/cli/resolve.c) ---- */
+
+typedef enum { DB_NAMES_RUNS, DB_NAMES_EXPERIMENTS } gl_name_kind;
+
+typedef struct {
+    char name[160]; /* a run id, or an experiment's name */
+    int deleted;    /* runs: 1 when soft-deleted (still resolvable: `restore` needs it) */
+} gl_name;
+
+/* Every run id (deleted ones too), or every experiment that has a run, by
+ * name.  *out is malloc'd (the caller frees it). */
+int db_names(gl_db *db, gl_name_kind kind, gl_name **out, int *n, char *err, size_t errlen);
+
 #endif

@@ -3,8 +3,10 @@
  * runs`, tables, figures and reports (db_runs_find, db_runs_list: the
  * headline validation numbers, the variant label, tags, soft-deleted runs
  * left out), tags and soft delete (db_tag_set, db_tag_remove,
- * db_run_set_deleted), and the whole-run readers of `compare` and
- * `metrics` (db_params_all, db_metrics_each, in the stored long form).
+ * db_run_set_deleted), the whole-run readers of `compare` and
+ * `metrics` (db_params_all, db_metrics_each, in the stored long form), and
+ * the names a command line may use (db_names: run ids and experiments, for
+ * harness/cli/resolve.c's prefixes and did-you-mean).
  *
  * What it does not do: open, create or upgrade the file, or write metrics
  * (registry.c), or format anything (the commands print).  The variant label
@@ -298,5 +300,39 @@ int db_metrics_each(gl_db *db, const gl_metric_filter *f, int (*fn)(const gl_met
     rc = 0;
 cleanup:
     sqlite3_finalize(st);
+    return rc;
+}
+
+/* ---- the names a command line may use ---- */
+
+int db_names(gl_db *db, gl_name_kind kind, gl_name **out, int *n, char *err, size_t errlen) {
+    int rc = -1, k = 0, cap = 0, s;
+    gl_name *v = NULL;
+    *out = NULL;
+    *n = 0;
+    sqlite3_stmt *st = db_prepare(db,
+                                  kind == DB_NAMES_RUNS
+                                      ? "SELECT run_id, deleted_time IS NOT NULL FROM runs ORDER BY run_id"
+                                      : "SELECT name, 0 FROM experiments e WHERE EXISTS (SELECT 1 FROM runs r WHERE "
+                                        "r.experiment_id = e.id) ORDER BY name",
+                                  err, errlen);
+    if (!st) return -1;
+    while ((s = sqlite3_step(st)) == SQLITE_ROW) {
+        if (db_grow((void **)&v, k, &cap, sizeof *v)) {
+            snprintf(err, errlen, "%s: out of memory listing names", db->path);
+            goto cleanup;
+        }
+        db_col_text(st, 0, v[k].name, sizeof v[k].name);
+        v[k].deleted = sqlite3_column_int(st, 1);
+        k++;
+    }
+    if (s != SQLITE_DONE) { db_fail(db, kind == DB_NAMES_RUNS ? "cannot list run ids" : "cannot list experiments", err, errlen); goto cleanup; }
+    *out = v;
+    *n = k;
+    v = NULL;
+    rc = 0;
+cleanup:
+    sqlite3_finalize(st);
+    free(v);
     return rc;
 }

@@ -6,6 +6,7 @@
 #   - a partial download resumes where it stopped; the SHA-256 is checked
 #     before the file is put in place; a wrong sum deletes the download
 #   - a file already there is verified and never overwritten
+#   - GATELAB_DATA, when set, is where the files go (no --dest needed)
 #   - enwik8: zip -> enwik8 -> its 4,000,000-byte prefix, each checked
 #   - where the real files are (gatelab data), their committed sums match
 set -u
@@ -27,6 +28,9 @@ check "offline: exit 3 (got $rc)" test $rc -eq 3
 check "offline: says the machine looks offline, names the host and what to do" \
     bash -c "grep -q 'cannot reach 127.0.0.1:9' '$W/off.out' && grep -q 'looks offline' '$W/off.out' && grep -q 'GATELAB_DATA' '$W/off.out'"
 check "offline: no data file written" test ! -e "$W/off/tinyshakespeare.txt"
+mkdir -p "$W/mine"
+GATELAB_DATA="$W/mine" GATELAB_FETCH_TINYSHAKESPEARE_URL=http://127.0.0.1:9/input.txt "$FETCH" tinyshakespeare.txt > /dev/null 2>&1
+check "offline: an (empty) GATELAB_DATA folder that was already there is kept (exit $?)" test -d "$W/mine"
 
 # resume a partial download, verify, put in place
 mkdir -p "$W/d1"; head -c 100000 "$W/src.txt" > "$W/d1/.tinyshakespeare.txt.part"
@@ -38,6 +42,17 @@ check "resume: the file is whole and identical to the source, no .part left" \
     bash -c "cmp -s '$W/src.txt' '$W/d1/tinyshakespeare.txt' && test ! -e '$W/d1/.tinyshakespeare.txt.part'"
 GATELAB_FETCH_TINYSHAKESPEARE_SHA256=$SRC_SHA "$FETCH" --dest "$W/d1" --check tinyshakespeare.txt > "$W/d1c.out" 2>&1
 check "--check: a verified file is reported ok (exit 0)" bash -c "test $? -eq 0 && grep -q 'already there, SHA-256 ok' '$W/d1c.out'"
+
+# GATELAB_DATA set and no --dest: the files go there (gatelab looks there first), not into data/ of the clone
+ts_in_clone_before=$(stat -c %Y "$ROOT/data/tinyshakespeare.txt" 2> /dev/null || echo none)
+(cd "$W" && GATELAB_DATA=envdata GATELAB_FETCH_TINYSHAKESPEARE_SHA256=$SRC_SHA "$FETCH" tinyshakespeare.txt) > "$W/env.out" 2>&1
+rc=$?
+check "GATELAB_DATA (relative, to where it was started): the file goes into it (exit $rc)" \
+    bash -c "test $rc -eq 0 && cmp -s '$W/src.txt' '$W/envdata/tinyshakespeare.txt' && grep -q 'in $W/envdata' '$W/env.out'"
+check "GATELAB_DATA: data/ of the clone is left alone" \
+    test "$(stat -c %Y "$ROOT/data/tinyshakespeare.txt" 2> /dev/null || echo none)" = "$ts_in_clone_before"
+GATELAB_DATA="$W/envdata" "$BIN" data tinyshakespeare.txt > "$W/env_found.out" 2>&1
+check "gatelab data finds the file make data put into GATELAB_DATA" grep -q "$W/envdata/tinyshakespeare.txt" "$W/env_found.out"
 
 # a wrong sum: the download is deleted, nothing put in place
 GATELAB_FETCH_TINYSHAKESPEARE_SHA256=0000000000000000000000000000000000000000000000000000000000000000 \

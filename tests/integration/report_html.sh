@@ -44,8 +44,9 @@ check "an unknown target: exit 1 saying it is neither a run nor an experiment" \
     bash -c "test $? -eq 1 && grep -q 'neither a run nor an experiment' '$W/r4'"
 "$BIN" report sat --results "$R" > "$W/r5" 2>&1
 check "without --html: usage error (exit 2)" test $? -eq 2
-"$BIN" report sat --html --block 7 --kv-head 0 --results "$R" --out "$W/bad.html" > /dev/null 2>&1
-check "a block the run does not have: a note on the page, not a crash" grep -q 'is not a gate of this run' "$W/bad.html"
+"$BIN" report sat --html --block 7 --kv-head 0 --results "$R" --out "$W/bad.html" > "$W/r6" 2>&1
+check "a block the run does not have: exit 1 naming the gates it has, no page (issue 21: not an empty view)" \
+    bash -c "test $? -eq 1 && grep -q -- '--gate L7H0: run sat has gates L' '$W/r6' && test ! -e '$W/bad.html'"
 
 # render it
 BROWSER=$(command -v chromium || command -v chromium-browser || true)
