@@ -202,23 +202,24 @@ static int setup_probe(run_ctx *c, char *err, size_t errlen) {
             c->gate_buf[g] = calloc(gatekind_size((gl_gate)g, mc->n_layer, mc->n_kv_head, c->P), sizeof(float));
             gates_ok &= c->gate_buf[g] != NULL;
         }
-    uint8_t *bytes = malloc((size_t)c->P);
-    if (!c->probe_tok || !c->probe_tg || !c->probe_mask || !c->probe_cat || !gates_ok || !bytes) {
-        free(bytes);
+    if (!c->probe_tok || !c->probe_tg || !c->probe_mask || !c->probe_cat || !gates_ok) {
         snprintf(err, errlen, "out of memory for the probe batch");
         return -1;
     }
     data_eval_batch(&c->ds, SPLIT_VAL, 0, c->probe_B, c->probe_tok, c->probe_tg, c->probe_mask);
-    const uint8_t *vocab = data_vocab(&c->ds);
-    for (int i = 0; i < c->P; i++) bytes[i] = vocab[c->probe_tok[i]];
     cat_words fw;
     memset(&fw, 0, sizeof fw);
     char fwpath[GL_PATH_MAX], e2[256];
     run_repo_path(fwpath, sizeof fwpath, "experiments/function_words.txt");
     if (cat_load_function_words(fwpath, &fw, e2, sizeof e2)) say(c, 0, "warning: %s (every word counts as semantic)", e2);
-    for (int w = 0; w < c->probe_B; w++) cat_classify(bytes + (size_t)w * T, (size_t)T, &fw, c->probe_cat + (size_t)w * T);
+    int oom = 0; /* each window on its own: a word cut by a window's edge is classified from the part inside */
+    for (int w = 0; w < c->probe_B && !oom; w++)
+        oom = data_categories(&c->ds, c->probe_tok + (size_t)w * T, T, &fw, c->probe_cat + (size_t)w * T);
     cat_words_free(&fw);
-    free(bytes);
+    if (oom) {
+        snprintf(err, errlen, "out of memory classifying the probe batch");
+        return -1;
+    }
     return 0;
 }
 
@@ -278,7 +279,7 @@ static int evaluate_now(run_ctx *c, double train_loss, char *err, size_t errlen)
     const gl_prov pv = db_prov("val", 0, r.windows, r.tokens); /* the periodic windows, not the whole split */
     metric_on(c, step, "val", "loss", r.loss, &pv, r.loss_se);
     int text = mf->data.task == TASK_TEXT;
-    if (text) metric_on(c, step, "val", "bpc", r.loss / log(2.0), &pv, r.loss_se / log(2.0));
+    if (text) metric_on(c, step, "val", "bpc", eval_bpc(&r), &pv, eval_bpc_se(&r));
     else {
         metric_on(c, step, "val", "token_acc", r.tok_acc, &pv, 0);
         metric_on(c, step, "val", "seq_acc", r.seq_acc, &pv, 0);
@@ -297,7 +298,7 @@ static int evaluate_now(run_ctx *c, double train_loss, char *err, size_t errlen)
             return -1;
         c->trace_s += now_s() - t0;
     }
-    if (text) say(c, 0, "step %ld | val loss %.4f (%.3f bpc, %.0f tokens)%s", step, r.loss, r.loss / log(2.0), r.tokens, extra);
+    if (text) say(c, 0, "step %ld | val loss %.4f (%.3f bpc, %.0f tokens)%s", step, r.loss, eval_bpc(&r), r.tokens, extra);
     else say(c, 0, "step %ld | val loss %.4f | token acc %.4f | seq acc %.4f (%.0f tokens)%s", step, r.loss, r.tok_acc,
              r.seq_acc, r.tokens, extra);
     return flush_metrics(c, err, errlen);
@@ -428,9 +429,34 @@ static void install_signals(void) {
     sigaction(SIGUSR1, &sa, NULL);
 }
 
+/* A BPE run being resumed reuses the merges stored in its checkpoint (it
+ * never retrains them): *given points into *held, which the caller frees, or
+ * stays NULL (fresh run, char run, no checkpoint yet, or another rank: ranks
+ * other than 0 train the same merges from the same bytes, deterministically,
+ * and share_state checks them against rank 0's).  A RUN that cannot be
+ * resolved is left for setup_run to report. */
+static int resume_tokenizer(run_ctx *c, const gl_train_opts *o, gl_train_state **held, const bpe_merges **given,
+                            char *err, size_t errlen) {
+    *given = NULL;
+    *held = NULL;
+    if (c->mf->data.tokenizer != TOK_BPE || !o->resume || c->rank != 0) return 0;
+    char dir[GL_PATH_MAX], ck[GL_PATH_MAX + 8], e2[256];
+    if (run_resolve(o->resume, c->results, dir, sizeof dir, e2, sizeof e2)) return 0;
+    snprintf(ck, sizeof ck, "%s/%s", dir, RUN_CKPT);
+    if (access(ck, F_OK) != 0) return 0;
+    *held = malloc(sizeof **held);
+    if (!*held) {
+        snprintf(err, errlen, "out of memory reading the tokenizer of %s", ck);
+        return -1;
+    }
+    if (ckpt_read_state(ck, *held, err, errlen)) return -1;
+    if ((*held)->tokenizer == TOK_BPE) *given = &(*held)->bpe;
+    return 0;
+}
+
 /* The data, then the model sized from it; c->resolved is mf with the
  * vocabulary size the data gives, and its canonical INI and model hash. */
-static int setup_model(run_ctx *c, char *err, size_t errlen) {
+static int setup_model(run_ctx *c, const gl_train_opts *o, char *err, size_t errlen) {
     const gl_manifest *mf = c->mf;
     const gl_train_config *tc = &mf->train;
     /* the global batch split over the ranks: the first B % ranks ranks take one sequence more */
@@ -442,7 +468,12 @@ static int setup_model(run_ctx *c, char *err, size_t errlen) {
     }
     c->B_local = B / R + (c->rank < B % R);
     c->b0 = c->rank * (B / R) + (c->rank < B % R ? c->rank : B % R);
-    if (data_open(&c->ds, &mf->data, mf->model.seq_len, tc->seed, err, errlen)) return -1;
+    gl_train_state *held;
+    const bpe_merges *given;
+    if (resume_tokenizer(c, o, &held, &given, err, errlen)) return free(held), -1;
+    int drc = data_open_tok(&c->ds, &mf->data, mf->model.seq_len, tc->seed, given, err, errlen);
+    free(held);
+    if (drc) return -1;
     gl_model_config mc = mf->model;
     int V = data_vocab_size(&c->ds);
     if (mc.vocab_size == 0) mc.vocab_size = V;
@@ -457,6 +488,15 @@ static int setup_model(run_ctx *c, char *err, size_t errlen) {
     c->model_hash = manifest_model_hash(&c->resolved);
     int max_B = c->B_local > mf->log.probe_windows ? c->B_local : mf->log.probe_windows;
     return model_init(&c->m, &mc, max_B, err, errlen);
+}
+
+/* The checkpoint's vocabulary (c->st) is the data set's: the same byte
+ * table (char), or the same merges (bpe). */
+static int same_vocab(const run_ctx *c) {
+    const int V = data_vocab_size(&c->ds);
+    if (c->st.vocab_size != V) return 0;
+    if (c->ds.merges) return c->st.tokenizer == TOK_BPE && bpe_merges_equal(&c->st.bpe, c->ds.merges);
+    return c->st.tokenizer == TOK_CHAR && !memcmp(c->st.vocab, data_vocab(&c->ds), (size_t)V);
 }
 
 /* Run identity, folder and train.log; then the weights, fresh (and
@@ -503,9 +543,9 @@ static int setup_run(run_ctx *c, const gl_train_opts *o, char *err, size_t errle
     if (c->from_ckpt) {
         if (ckpt_load(c->ckpt_path, &c->m, &c->st, c->model_hash, err, errlen)) return -1;
         if (check_resume_config(c, o->allow_config_change, err, errlen)) return -1;
-        if (c->st.vocab_size != V || memcmp(c->st.vocab, data_vocab(&c->ds), (size_t)V)) {
-            snprintf(err, errlen, "%s was trained on a different vocabulary than data.file %s has now", c->ckpt_path,
-                     mf->data.file);
+        if (!same_vocab(c)) {
+            snprintf(err, errlen, "%s was trained on a different vocabulary than data.file %s has now (data.tokenizer "
+                     "%s, %d ids)", c->ckpt_path, mf->data.file, task_tokenizer_name(mf->data.tokenizer), V);
             return -1;
         }
         return 0;
@@ -515,7 +555,9 @@ static int setup_run(run_ctx *c, const gl_train_opts *o, char *err, size_t errle
     rng_seed(&c->st.data_rng, tc->seed ^ 0x5eed0da7aULL);
     rng_seed(&c->st.aux_rng, tc->seed ^ 0xa0c5eedULL);
     c->st.vocab_size = V;
-    memcpy(c->st.vocab, data_vocab(&c->ds), (size_t)V);
+    memcpy(c->st.vocab, data_vocab(&c->ds), (size_t)(V < 256 ? V : 256));
+    c->st.tokenizer = c->ds.merges ? TOK_BPE : TOK_CHAR;
+    if (c->ds.merges) c->st.bpe = *c->ds.merges;
     snprintf(path, sizeof path, "%s/config.ini", c->dir);
     return write_file_atomic(path, c->config_ini, err, errlen);
 }
@@ -587,8 +629,7 @@ static int share_state(run_ctx *c, char *err, size_t errlen) {
     dist_bcast(m->adam_m, m->n_params * sizeof(float));
     dist_bcast(m->adam_v, m->n_params * sizeof(float));
     dist_bcast(&c->st, sizeof c->st);
-    const int V = data_vocab_size(&c->ds);
-    if (c->st.vocab_size != V || memcmp(c->st.vocab, data_vocab(&c->ds), (size_t)V)) {
+    if (!same_vocab(c)) {
         snprintf(err, errlen, "rank %d: data.file %s gives a different vocabulary than on rank 0; every rank must "
                  "read the same file", c->rank, c->mf->data.file);
         return -1;
@@ -923,7 +964,7 @@ gl_train_outcome train_run(const gl_manifest *mf, const gl_train_opts *o, char *
     if (tc->threads > 0) omp_set_num_threads(tc->threads);
     install_signals();
     /* every rank: data and model; rank 0 alone: run folder, weights, registry, trace */
-    own = setup_model(&c, err, errlen) ||
+    own = setup_model(&c, o, err, errlen) ||
           (c.rank == 0 && (setup_run(&c, o, err, errlen) || setup_registry(&c, o, &registered, err, errlen)));
     /* a finished run: nothing to train, nothing appended to its log, metrics or trace; the
      * registry says FINISHED (cleanup), also when a kill had landed before it was told */
