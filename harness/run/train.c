@@ -101,6 +101,8 @@ typedef struct {
     int *probe_tok, *probe_tg;
     float *probe_mask;
     uint8_t *probe_cat;
+    int32_t *vocab_off;  /* (V+1) the vocabulary as the trace stores it (/vocab) */
+    uint8_t *vocab_bytes, *vocab_cat;
     float *gate_buf[GATE_COUNT]; /* each gate the model records, as the trace stores it (model/gatekind.h) */
     /* metrics waiting for the next registry write */
     gl_metric pending[64];
@@ -180,6 +182,31 @@ static int write_file_atomic(const char *path, const char *text, char *err, size
 }
 
 
+/* The vocabulary as the trace stores it: every token's bytes and its class
+ * on its own (cat_token_class).  Returns 0, or -1 when out of memory. */
+static int setup_vocab(run_ctx *c, const cat_words *fw) {
+    const int V = data_vocab_size(&c->ds);
+    size_t nb = 0, len;
+    for (int id = 0; id < V; id++) data_token(&c->ds, id, &len), nb += len;
+    c->vocab_off = malloc(((size_t)V + 1) * sizeof *c->vocab_off);
+    c->vocab_bytes = malloc(nb ? nb : 1);
+    c->vocab_cat = malloc((size_t)V);
+    if (!c->vocab_off || !c->vocab_bytes || !c->vocab_cat) return -1;
+    c->vocab_off[0] = 0;
+    for (int id = 0; id < V; id++) {
+        const uint8_t *p = data_token(&c->ds, id, &len);
+        memcpy(c->vocab_bytes + c->vocab_off[id], p, len);
+        c->vocab_off[id + 1] = c->vocab_off[id] + (int32_t)len;
+        c->vocab_cat[id] = (uint8_t)cat_token_class(p, len, fw);
+    }
+    return 0;
+}
+
+/* What /vocab's tokenizer attribute says: char or bpe for text, the task's name for a synthetic task. */
+static const char *mf_tokenizer_name(const gl_manifest *mf) {
+    return mf->data.task == TASK_TEXT ? task_tokenizer_name(mf->data.tokenizer) : task_name(mf->data.task);
+}
+
 /* The probe batch: the first probe_windows validation windows, with categories. */
 static int setup_probe(run_ctx *c, char *err, size_t errlen) {
     const int T = c->m.T;
@@ -212,7 +239,7 @@ static int setup_probe(run_ctx *c, char *err, size_t errlen) {
     char fwpath[GL_PATH_MAX], e2[256];
     run_repo_path(fwpath, sizeof fwpath, "experiments/function_words.txt");
     if (cat_load_function_words(fwpath, &fw, e2, sizeof e2)) say(c, 0, "warning: %s (every word counts as semantic)", e2);
-    int oom = 0; /* each window on its own: a word cut by a window's edge is classified from the part inside */
+    int oom = setup_vocab(c, &fw); /* each window on its own: a word cut by a window's edge is classified from the part inside */
     for (int w = 0; w < c->probe_B && !oom; w++)
         oom = data_categories(&c->ds, c->probe_tok + (size_t)w * T, T, &fw, c->probe_cat + (size_t)w * T);
     cat_words_free(&fw);
@@ -259,8 +286,12 @@ static void ctx_free(run_ctx *c) {
     free(c->probe_tg);
     free(c->probe_mask);
     free(c->probe_cat);
+    free(c->vocab_off);
+    free(c->vocab_bytes);
+    free(c->vocab_cat);
     for (int g = 0; g < GATE_COUNT; g++) free(c->gate_buf[g]);
 }
+
 
 static void fmt_eta(char *out, size_t n, double s) {
     if (s < 0 || !isfinite(s)) snprintf(out, n, "?");
@@ -609,7 +640,12 @@ static int setup_trace(run_ctx *c, const gl_train_opts *o, char *err, size_t err
                         .n_kv_head = mc.n_kv_head,
                         .n_router = mc.depth_routing == DR_TSA ? mc.n_layer - 1 : 0,
                         .n_probe = c->P,
-                        .config_ini = c->config_ini};
+                        .config_ini = c->config_ini,
+                        .n_vocab = data_vocab_size(&c->ds),
+                        .vocab_offset = c->vocab_off,
+                        .vocab_bytes = c->vocab_bytes,
+                        .vocab_category = c->vocab_cat,
+                        .tokenizer = mf_tokenizer_name(c->mf)};
     for (int g = 0; g < GATE_COUNT; g++) td.has[g] = gatekind_has(&mc, (gl_gate)g);
     /* resuming at step 0 (stopped during step 0) evaluates step 0 again: a fresh trace */
     return c->from_ckpt && c->st.step > 0 && access(c->trace_path, F_OK) == 0
