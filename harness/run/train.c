@@ -95,6 +95,8 @@ typedef struct {
     int rank, ranks;      /* dist.h: this process's rank of ranks; rank 0 alone writes files and the registry */
     int B_local, b0;      /* this rank's shard of the global batch: sequences [b0, b0 + B_local) */
     int from_ckpt; /* resumed from a checkpoint (a --resume of a run that has none starts again) */
+    int bpe_reused;       /* BPE: the merges came from the checkpoint (1) or were trained now (0) */
+    double bpe_train_s;   /* BPE: seconds data_open took to train and encode (0 when reused) */
     double trace_s; /* wall-clock seconds in probe passes and trace writes (this process) */
     /* probe batch */
     int P, probe_B;
@@ -502,7 +504,10 @@ static int setup_model(run_ctx *c, const gl_train_opts *o, char *err, size_t err
     gl_train_state *held;
     const bpe_merges *given;
     if (resume_tokenizer(c, o, &held, &given, err, errlen)) return free(held), -1;
+    double t0 = now_s();
     int drc = data_open_tok(&c->ds, &mf->data, mf->model.seq_len, tc->seed, given, err, errlen);
+    c->bpe_reused = given != NULL;
+    c->bpe_train_s = now_s() - t0;
     free(held);
     if (drc) return -1;
     gl_model_config mc = mf->model;
@@ -566,6 +571,13 @@ static int setup_run(run_ctx *c, const gl_train_opts *o, char *err, size_t errle
         return -1;
     }
     const int V = data_vocab_size(&c->ds);
+    if (c->ds.merges)
+        say(c, 0, "data.tokenizer = bpe: %d merges (vocabulary %d) %s; %zu train, %zu val, %zu test tokens", c->ds.merges->n, V,
+            c->bpe_reused ? "from the checkpoint (not retrained)" : "trained on the train split", c->ds.split_len[0],
+            c->ds.split_len[1], c->ds.split_len[2]);
+    if (c->ds.merges && !c->bpe_reused)
+        say(c, 0, "data.tokenizer = bpe: trained on %zu bytes and encoded %zu in %.2f s", c->ds.split_bytes[0], c->ds.n,
+            c->bpe_train_s);
     /* A run stopped before its first checkpoint (kill -9 during set-up) has
      * nothing to resume: start it again from step 0 in its folder, saying so. */
     c->from_ckpt = o->resume && access(c->ckpt_path, F_OK) == 0;
