@@ -34,7 +34,7 @@
 
 static const args_opt sample_opts[] = {
     {"tokens", ARGS_KEY(2), "N", "bytes to generate (default 200, at most 10000000)"},
-    {"prompt", ARGS_KEY(3), "S", "the text to continue (default a newline; every byte must be in the run's vocabulary)"},
+    {"prompt", ARGS_KEY(3), "S", "the text to continue (default a newline), encoded with the run's tokenizer (char: every byte must be in its vocabulary)"},
     {"temperature", ARGS_KEY(4), "T", "softmax temperature, 0 = always the most likely byte (default 1, at most 1000)"},
     {"seed", ARGS_KEY(5), "S", "sampling seed, an unsigned 64-bit integer (default 1)"},
     {"results", ARGS_KEY(0), "DIR", "results folder that holds runs/<RUN> (default $GATELAB_RESULTS or results)"},
