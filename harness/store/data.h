@@ -135,8 +135,9 @@ long data_eval_windows(const gl_dataset *ds, gl_split split);
 int data_eval_batch(const gl_dataset *ds, gl_split split, long first, int B, int *tokens,
                     int *targets, float *mask);
 
-/* Map bytes to ids (synthetic tasks: display symbols to the first id that
- * shows them).  Returns 0, or -1 with a message naming the first byte not in
+/* Map bytes to ids one for one (synthetic tasks: display symbols to the
+ * first id that shows them; a BPE data set: the byte ids 0..255, not its
+ * merges — text goes through bpe_encode with ds->bpe, or run_encode).  Returns 0, or -1 with a message naming the first byte not in
  * the vocabulary (as a character and in hex) and its offset. */
 int data_encode(const gl_dataset *ds, const uint8_t *bytes, size_t n, int *ids, char *err,
                 size_t errlen);
