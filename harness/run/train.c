@@ -372,8 +372,10 @@ static int ini_value(const char *ini, const char *want, char *out, size_t n) {
 }
 
 /* Append to diff (n bytes) "key: old -> new" for every key of a whose value
- * differs in b, and of b missing in a.  Returns the number of keys. */
-static int ini_diff(const char *a, const char *b, char *diff, size_t n) {
+ * differs in b, and of b missing in a — unless it has its default value
+ * (in defaults, canonical INI) in b: a key added to gatelab after the run
+ * started is not a change.  Returns the number of keys. */
+static int ini_diff(const char *a, const char *b, const char *defaults, char *diff, size_t n) {
     int count = 0;
     diff[0] = 0;
     for (int pass = 0; pass < 2; pass++) {
@@ -394,6 +396,8 @@ static int ini_diff(const char *a, const char *b, char *diff, size_t n) {
             snprintf(key, sizeof key, "%s.%s", section, line);
             int has = ini_value(other, key, ov, sizeof ov);
             if (pass ? has : has && !strcmp(ov, eq + 3)) continue;
+            char dv[256];
+            if (pass && defaults && ini_value(defaults, key, dv, sizeof dv) && !strcmp(dv, eq + 3)) continue;
             size_t k = strlen(diff);
             snprintf(diff + k, n - k, "%s%s: %s -> %s", count ? "; " : "", key, pass ? "(absent)" : eq + 3,
                      pass ? eq + 3 : has ? ov : "(absent)");
@@ -419,7 +423,11 @@ static int check_resume_config(run_ctx *c, int allowed, char *err, size_t errlen
     old[n] = 0;
     fclose(f);
     char diff[sizeof c->config_change];
-    int k = ini_diff(old, c->config_ini, diff, sizeof diff);
+    static gl_manifest dm;
+    manifest_defaults(&dm);
+    char *defaults = manifest_to_ini(&dm); /* NULL (out of memory): every new key counts */
+    int k = ini_diff(old, c->config_ini, defaults, diff, sizeof diff);
+    free(defaults);
     if (!k) return 0;
     if (!allowed) {
         snprintf(err, errlen, "--resume %s: the configuration differs from the run's %s in %d key%s: %s. Resume with "
