@@ -92,6 +92,14 @@ nv=$(LC_ALL=C od -An -v -tu1 "$GATELAB_DATA/corpus.txt" | tr -s ' ' '\n' | grep 
 check "a char run's trace has /vocab (tokenizer char, $nv tokens: the file's distinct bytes)" \
     bash -c "h5dump -g /vocab '$R/runs/c/trace.h5' | grep -q '\"char\"' && h5dump -a /vocab/n_vocab '$R/runs/c/trace.h5' | grep -q '(0): $nv\$'"
 check "a char checkpoint stays format version 2" test "$(od -An -tu4 -j8 -N4 "$R/runs/c/ckpt" | tr -d ' ')" = 2
+# a run started before data.tokenizer existed (its config.ini lacks the two keys) resumes, bit for bit
+GATELAB_KILL_AFTER_CKPT=20 "$BIN" train "$TINY" --run-id o --results "$R" --quiet > /dev/null 2>&1
+sed -i '/^tokenizer = /d; /^vocab_size = 0$/d' "$R/runs/o/config.ini"
+"$BIN" train "$TINY" --resume o --results "$R" --quiet > "$W/o.out" 2>&1
+check "a run whose config.ini predates data.tokenizer resumes (exit $?) without a config change" \
+    bash -c "! grep -q 'differs' '$W/o.out'"
+ho=$(last_hex o); hc=$(last_hex c)
+check "... and ends bit for bit like the char run never stopped ($ho = $hc)" test -n "$ho" -a "$ho" = "$hc"
 
 # bad settings name the key
 expect_fail() { # what, pattern, command...
