@@ -14,7 +14,9 @@
  * changing a training byte does not); invalid merges are refused; tokens get
  * the documented categories in and out of context; a BPE checkpoint round
  * trips (version 3), a char one stays version 2, and a hand-made merge table
- * under a valid checksum is refused.  Run from the repository root (tests/run.sh does).
+ * under a valid checksum is refused; the manifest keys default to char,
+ * round-trip and refuse bad combinations naming the key.  Run from the
+ * repository root (tests/run.sh does).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -36,6 +38,7 @@
 #include "store/categories.h"
 #include "store/ckpt.h"
 #include "store/data.h"
+#include "store/manifest.h"
 
 #define FW_LIST "experiments/function_words.txt"
 
@@ -571,6 +574,45 @@ static void test_checkpoint(void **state) {
     model_free(&m2);
 }
 
+/* ------------------------------------------------------------ manifest keys */
+
+static void test_manifest_keys(void **state) {
+    (void)state;
+    static gl_manifest mf;
+    char err[1024] = "";
+    assert_int_equal(manifest_load_text(&mf, "[data]\n", "t", err, sizeof err), 0);
+    assert_int_equal(mf.data.tokenizer, TOK_CHAR);
+    assert_int_equal(mf.data.vocab_size, 0);
+    assert_int_equal(manifest_load_text(&mf, "[data]\ntokenizer = bpe\nvocab_size = 1024\n", "t", err, sizeof err), 0);
+    assert_int_equal(mf.data.tokenizer, TOK_BPE);
+    assert_int_equal(mf.data.vocab_size, 1024);
+    char *ini = manifest_to_ini(&mf);
+    assert_non_null(ini);
+    assert_non_null(strstr(ini, "tokenizer = bpe\nvocab_size = 1024\n"));
+    static gl_manifest again;
+    assert_int_equal(manifest_load_text(&again, ini, "t", err, sizeof err), 0);
+    assert_int_equal(again.data.tokenizer, TOK_BPE);
+    assert_int_equal(again.data.vocab_size, 1024);
+    free(ini);
+    static const struct {
+        const char *text, *want;
+    } bad[] = {
+        {"[data]\ntokenizer = bpe\n", "data.vocab_size = 0 with data.tokenizer = bpe"},
+        {"[data]\ntokenizer = bpe\nvocab_size = 256\n", "data.vocab_size = 256"},
+        {"[data]\nvocab_size = 512\n", "applies to data.tokenizer = bpe"},
+        {"[data]\ntokenizer = bpe\nvocab_size = 8193\n", "vocab_size"},
+        {"[data]\ntokenizer = sentencepiece\n", "tokenizer"},
+        {"[data]\ntask = copy\ntokenizer = bpe\nvocab_size = 300\n", "applies to data.task = text"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        assert_int_equal(manifest_load_text(&mf, bad[i].text, "t", err, sizeof err), -1);
+        if (!strstr(err, bad[i].want)) print_message("\"%s\": %s\n", bad[i].text, err);
+        assert_non_null(strstr(err, bad[i].want));
+    }
+    print_message("data.tokenizer / data.vocab_size: defaults, round trip, %zu refusals naming the key\n",
+                  sizeof bad / sizeof bad[0]);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_chunks),
@@ -581,6 +623,7 @@ int main(void) {
         cmocka_unit_test(test_train_split_only),
         cmocka_unit_test(test_categories),
         cmocka_unit_test(test_checkpoint),
+        cmocka_unit_test(test_manifest_keys),
     };
     return cmocka_run_group_tests(tests, setup, teardown_all);
 }
