@@ -182,7 +182,6 @@ int ablate_evaluate(ablate_ctx *c, gl_split split, long first, long n, ablate_ev
     if (alpha_sum) memset(alpha_sum, 0, (size_t)L * Hkv * sizeof(double));
     double loss = 0.0, scored = 0.0, cl[CAT_COUNT] = {0}, cw[CAT_COUNT] = {0}, act = 0.0;
     long done = 0;
-    const uint8_t *vocab = data_vocab(c->ds);
     for (long w = first; w < first + n; w += m->max_B) {
         int want = (int)(first + n - w < m->max_B ? first + n - w : m->max_B);
         int got = data_eval_batch(c->ds, split, w, want, c->tok, c->tg, c->mask);
@@ -206,8 +205,11 @@ int ablate_evaluate(ablate_ctx *c, gl_split split, long first, long n, ablate_ev
         r->clu_loss[k] += bl;
         r->clu_w[k] += bw;
         if (c->have_cats) {
-            for (int t = 0; t < N; t++) c->bytes[t] = vocab[c->tok[t]];
-            for (int b = 0; b < got; b++) cat_classify(c->bytes + (size_t)b * T, (size_t)T, &c->fw, c->cat + (size_t)b * T);
+            for (int b = 0; b < got; b++) /* each window on its own, as the trace's probe batch */
+                if (data_categories(c->ds, c->tok + (size_t)b * T, T, &c->fw, c->cat + (size_t)b * T)) {
+                    snprintf(err, errlen, "out of memory classifying tokens");
+                    return -1;
+                }
             for (int t = 0; t < N; t++) {
                 if (c->mask[t] == 0.0f || c->tg[t] < 0 || c->cat[t] >= CAT_COUNT) continue;
                 cl[c->cat[t]] += (double)c->mask[t] * m->tok_loss[t];

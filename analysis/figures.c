@@ -1322,7 +1322,7 @@ static int fg_depth_map(const fg_run_data *d, const char *results, const char *d
         fg_skip(s, name, e2);
         return 0;
     }
-    int drc = figures_depth_map_data(tpath, run.st.vocab, run.st.vocab_size, 512, 64, path, &rows, &maxd, e2,
+    int drc = figures_depth_map_data(tpath, run.st.vocab, ckpt_vocab_bytes(&run.st), 512, 64, path, &rows, &maxd, e2,
                                      sizeof e2);
     run_close(&run);
     if (drc) {

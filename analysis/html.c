@@ -311,7 +311,7 @@ static int hr_probe(FILE *f, const char *results, const char *run_id, const html
     val = malloc((size_t)t.n_probe * sizeof *val);
     if (val) {
         fprintf(f, "<h3>Probe text (%d characters, step %ld)</h3>\n", t.n_probe, t.step[t.n_steps - 1]);
-        if (t.gate[GATE_ALPHA]) views += hr_alpha_views(f, &t, run.st.vocab, run.st.vocab_size, o, max_chars, val);
+        if (t.gate[GATE_ALPHA]) views += hr_alpha_views(f, &t, run.st.vocab, ckpt_vocab_bytes(&run.st), o, max_chars, val);
         if (t.gate[GATE_P]) {
             const int R = t.n_router;
             const float *p = t.gate[GATE_P] + (size_t)(t.n_steps - 1) * R * t.n_probe;
@@ -319,7 +319,7 @@ static int hr_probe(FILE *f, const char *results, const char *run_id, const html
             fprintf(f, "<details open><summary>TSA effective depth Dₜ = 1 + Σₗ (1 − pₗₜ), of %d blocks</summary>\n",
                     R + 1);
             hr_legend(f, "depth (blocks)", 1, R + 1, 1);
-            hr_probe_text(f, &t, run.st.vocab, run.st.vocab_size, val, 1, R + 1, 1, "effective depth", max_chars);
+            hr_probe_text(f, &t, run.st.vocab, ckpt_vocab_bytes(&run.st), val, 1, R + 1, 1, "effective depth", max_chars);
             fputs("</details>\n", f);
             views++;
         }

@@ -509,7 +509,11 @@ static int tb_grouped(tb_table *t, const tables_run *runs, int n, tb_kind kind, 
         case TB_LOSS:
             tb_int(&c[col++], k);
             tb_stat(&c[col++], x[0], k, 4, se, dagger);
-            if (g0->text) tb_stat(&c[col++], x[1], k, 4, se / log(2.0), dagger);
+            if (g0->text) {
+                /* bpc = loss / ln 2 / bytes per token: a BPE run's per-byte scale applies to its SE too */
+                const double per = k == 1 && g[0]->val_loss > 0 ? g[0]->val_bpc / g[0]->val_loss : 1.0 / log(2.0);
+                tb_stat(&c[col++], x[1], k, 4, fabs(per * log(2.0) - 1.0) < 1e-9 ? se / log(2.0) : se * per, dagger);
+            }
             else tb_num(&c[col++], NAN, "%g");
             tb_vs_baseline(&c[col++], g, k, runs, n);
             tb_measured(&c[col++], g, k);

@@ -978,6 +978,75 @@ static void test_refusals(void **state) {
     assert_null(t);
 }
 
+/* /vocab: written, read back exactly, kept by trace_reopen, absent when not
+ * given, and a hand-edited offset table refused. */
+static void test_vocab(void **state) {
+    (void)state;
+    char path[512], err[512] = "";
+    path_in(path, sizeof path, "vocab.h5");
+    /* four tokens: "a", " the", ",\n", "" (an empty token is allowed by the layout) */
+    const int32_t off[5] = {0, 1, 5, 7, 7};
+    const uint8_t bytes[7] = {'a', ' ', 't', 'h', 'e', ',', '\n'};
+    const uint8_t vcat[4] = {2, 1, 0, 0};
+    gl_trace_desc d = {.n_layer = L, .n_kv_head = HKV, .n_probe = P, .has = {[GATE_LAMBDA] = 1}, .n_vocab = 4,
+                       .vocab_offset = off, .vocab_bytes = bytes, .vocab_category = vcat, .tokenizer = "bpe"};
+    int tok[P];
+    uint8_t cat[P];
+    probe(tok, cat);
+    gl_trace *t = NULL;
+    assert_int_equal(trace_create(&t, path, &d, tok, cat, err, sizeof err), 0);
+    float lambda[L * 2] = {0};
+    assert_int_equal(trace_append(t, 3, 1.f, 2.f, GATES(NULL, lambda, NULL, NULL), err, sizeof err), 0);
+    assert_int_equal(trace_append(t, 6, 1.f, 2.f, GATES(NULL, lambda, NULL, NULL), err, sizeof err), 0);
+    trace_close(t);
+    for (int pass = 0; pass < 2; pass++) { /* as written, then after a reopen that keeps step 3 */
+        gl_trace_data r;
+        int rc = trace_read(path, &r, err, sizeof err);
+        if (rc) print_message("read: %s\n", err);
+        assert_int_equal(rc, 0);
+        assert_int_equal(r.n_vocab, 4);
+        assert_string_equal(r.tokenizer, "bpe");
+        assert_memory_equal(r.vocab_offset, off, sizeof off);
+        assert_memory_equal(r.vocab_bytes, bytes, sizeof bytes);
+        assert_memory_equal(r.vocab_category, vcat, sizeof vcat);
+        assert_int_equal(r.n_steps, pass ? 1 : 2);
+        trace_data_free(&r);
+        if (!pass) {
+            assert_int_equal(trace_reopen(&t, path, 3, err, sizeof err), 0);
+            trace_close(t);
+        }
+    }
+    /* h5dump sees it */
+    char cmd[700];
+    int status;
+    snprintf(cmd, sizeof cmd, "h5dump -d /vocab/bytes '%s' 2>&1", path);
+    char *out = run_cmd(cmd, &status);
+    assert_non_null(out);
+    assert_int_equal(status, 0);
+    assert_non_null(strstr(out, "32, 116, 104, 101"));
+    free(out);
+    /* a hand-edited offset that runs backwards: refused */
+    hid_t f = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT);
+    assert_true(f >= 0);
+    hid_t ds = H5Dopen2(f, "/vocab/offset", H5P_DEFAULT);
+    const int32_t back[5] = {0, 5, 1, 7, 7};
+    assert_true(H5Dwrite(ds, H5T_NATIVE_INT32, H5S_ALL, H5S_ALL, H5P_DEFAULT, back) >= 0);
+    H5Dclose(ds);
+    H5Fclose(f);
+    gl_trace_data r;
+    assert_int_equal(trace_read(path, &r, err, sizeof err), -1);
+    print_message("/vocab round trip and reopen exact; bad offsets: %s\n", err);
+    assert_non_null(strstr(err, "/vocab/offset"));
+    /* no vocabulary given: no /vocab, n_vocab 0 */
+    gl_trace_desc d2 = {.n_layer = L, .n_kv_head = HKV, .n_probe = P, .has = {[GATE_LAMBDA] = 1}};
+    assert_int_equal(trace_create(&t, path, &d2, tok, cat, err, sizeof err), 0);
+    trace_close(t);
+    assert_int_equal(trace_read(path, &r, err, sizeof err), 0);
+    assert_int_equal(r.n_vocab, 0);
+    assert_null(r.vocab_offset);
+    trace_data_free(&r);
+}
+
 int main(int argc, char **argv) {
     if (argc == 3 && strcmp(argv[1], "--forced-lock-helper") == 0) return forced_lock_helper(argv[2]);
     const struct CMUnitTest tests[] = {
@@ -991,6 +1060,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_schema_versions),
         cmocka_unit_test(test_torn_trace),
+        cmocka_unit_test(test_vocab),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -167,7 +167,9 @@ static int ab_open(ab_env *e, const ab_args *a, char *err, size_t errlen) {
     snprintf(e->results, sizeof e->results, "%s", rr.results);
     snprintf(e->db_path, sizeof e->db_path, "%s", rr.db);
     const gl_model_config *mc = &e->run.model.cfg;
-    if (data_open(&e->ds, &e->run.mf.data, mc->seq_len, e->run.mf.train.seed, err, errlen)) return -1;
+    if (data_open_tok(&e->ds, &e->run.mf.data, mc->seq_len, e->run.mf.train.seed,
+                      e->run.st.tokenizer == TOK_BPE ? &e->run.st.bpe : NULL, err, errlen))
+        return -1;
     char warn[1024];
     if (ablate_init(&e->ctx, &e->run.model, &e->ds, a->windows, e->run.mf.train.seed ^ 0xab1a7eULL, NULL, warn,
                     sizeof warn, err, errlen))

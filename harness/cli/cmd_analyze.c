@@ -145,7 +145,7 @@ int cmd_analyze(int argc, char **argv) {
     else fprintf(stderr, "gatelab analyze: note: %s; probe tokens are shown as ids\n", e2);
     if (out_arg) snprintf(out_dir, sizeof out_dir, "%s", out_arg);
     else snprintf(out_dir, sizeof out_dir, "%s/analysis", dir);
-    if (analyze_trace(&td, have_run ? run.st.vocab : NULL, have_run ? run.st.vocab_size : 0, out_dir, &rm, &s, err,
+    if (analyze_trace(&td, have_run ? run.st.vocab : NULL, have_run ? ckpt_vocab_bytes(&run.st) : 0, out_dir, &rm, &s, err,
                       sizeof err))
         goto fail;
     int n_rows = rm.n;

@@ -39,7 +39,7 @@
 static json_t *eval_json(const gl_eval_result *r, int text, int L, int T) {
     json_t *o = json_object();
     jsonl_set(o, "loss", jsonl_num(r->loss));
-    if (text) jsonl_set(o, "bpc", jsonl_num(r->loss / log(2.0)));
+    if (text) jsonl_set(o, "bpc", jsonl_num(eval_bpc(r)));
     else {
         jsonl_set(o, "token_acc", jsonl_num(r->tok_acc));
         jsonl_set(o, "seq_acc", jsonl_num(r->seq_acc));
@@ -52,10 +52,28 @@ static json_t *eval_json(const gl_eval_result *r, int text, int L, int T) {
     return o;
 }
 
+/* Bytes per scored target of --text windows [0, windows) (targets ids[1 ..
+ * windows*T]): what bits per character divides by (1 for a char run). */
+static double text_bytes_per_token(const gl_run *run, const int *ids, long windows, int T) {
+    if (run->bpe.V == 0 || windows <= 0) return 1.0;
+    double bytes = 0;
+    size_t n = (size_t)windows * (size_t)T;
+    for (size_t i = 1; i <= n; i++) {
+        size_t len;
+        run_token(run, ids[i], &len);
+        bytes += (double)len;
+    }
+    return bytes / (double)n;
+}
+
 /* Evaluate either the text file's ids or the dataset split. */
 static int run_eval(gl_run *run, const int *ids, size_t n_ids, const gl_dataset *ds, gl_split split,
                     long windows, gl_eval_result *r, char *err, size_t errlen) {
-    if (ids) return eval_ids(&run->model, ids, n_ids, windows, r, err, errlen);
+    if (ids) {
+        if (eval_ids(&run->model, ids, n_ids, windows, r, err, errlen)) return -1;
+        r->bytes_per_token = text_bytes_per_token(run, ids, r->windows, run->model.T);
+        return 0;
+    }
     return eval_split(&run->model, ds, split, windows, r, err, errlen);
 }
 
@@ -113,9 +131,10 @@ static int record(const gl_run *run, const resolve_run *rr, const char *split_na
     return rc;
 }
 
-/* The bytes of the file at path as the run's token ids: *ids malloc'd (the
- * caller frees it, also on failure), *n_ids of them.  Returns 0, or -1 with a
- * message naming a byte missing from the run's vocabulary. */
+/* The bytes of the file at path as the run's token ids (through the run's
+ * stored tokenizer): *ids malloc'd (the caller frees it, also on failure),
+ * *n_ids of them.  Returns 0, or -1 with a message naming a byte missing
+ * from a char run's vocabulary. */
 static int read_text_ids(const gl_run *run, const char *text, int **ids_out, size_t *n_ids, char *err,
                          size_t errlen) {
     FILE *f;
@@ -131,24 +150,22 @@ static int read_text_ids(const gl_run *run, const char *text, int **ids_out, siz
     *ids_out = ids;
     size_t got = bytes && ids ? fread(bytes, 1, (size_t)n, f) : 0;
     fclose(f);
-    int bad = -1;
-    for (size_t i = 0; i < got && bad < 0; i++) {
-        int id = -1;
-        for (int v = 0; v < run->st.vocab_size; v++)
-            if (run->st.vocab[v] == bytes[i]) id = v;
-        if (id < 0) bad = (int)i;
-        else ids[i] = id;
-    }
-    if (bad >= 0) {
-        snprintf(err, errlen, "%s: byte 0x%02x ('%c') at offset %d is not in the run's vocabulary of %d bytes", text,
-                 bytes[bad], bytes[bad] >= 32 && bytes[bad] < 127 ? bytes[bad] : '?', bad, run->st.vocab_size);
+    if (!bytes || !ids) {
         free(bytes);
+        snprintf(err, errlen, "--text %s: out of memory for %ld bytes", text, n);
         return -1;
     }
+    char why[512];
+    long k = run_encode(run, bytes, got, ids, why, sizeof why);
     free(bytes);
-    *n_ids = got;
+    if (k < 0) {
+        snprintf(err, errlen, "%s: %s", text, why);
+        return -1;
+    }
+    *n_ids = (size_t)k;
     return 0;
 }
+
 
 static const args_opt eval_opts[] = {
     {"split", ARGS_KEY(0), "S", "the data split: val (default), test or train"},
@@ -272,7 +289,8 @@ int cmd_eval(int argc, char **argv) {
     const double match = a.match;
     if (text) {
         if (read_text_ids(&run, text, &ids, &n_ids, err, sizeof err)) goto fail;
-    } else if (data_open(&ds, &run.mf.data, mc->seq_len, run.mf.train.seed, err, sizeof err)) {
+    } else if (data_open_tok(&ds, &run.mf.data, mc->seq_len, run.mf.train.seed,
+                            run.st.tokenizer == TOK_BPE ? &run.st.bpe : NULL, err, sizeof err)) {
         goto fail;
     }
     const int is_text = run.mf.data.task == TASK_TEXT;

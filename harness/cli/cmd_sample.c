@@ -35,7 +35,7 @@
 
 static const args_opt sample_opts[] = {
     {"tokens", ARGS_KEY(2), "N", "bytes to generate (default 200, at most 10000000)"},
-    {"prompt", ARGS_KEY(3), "S", "the text to continue (default a newline; every byte must be in the run's vocabulary)"},
+    {"prompt", ARGS_KEY(3), "S", "the text to continue (default a newline), encoded with the run's tokenizer (char: every byte must be in its vocabulary)"},
     {"temperature", ARGS_KEY(4), "T", "softmax temperature, 0 = always the most likely byte (default 1, at most 1000)"},
     {"seed", ARGS_KEY(5), "S", "sampling seed, an unsigned 64-bit integer (default 1)"},
     {"results", ARGS_KEY(0), "DIR", "results folder that holds runs/<RUN> (default $GATELAB_RESULTS or results)"},
@@ -97,10 +97,17 @@ static int sample_parse(int argc, char **argv, sample_args *a) {
 
 /* The JSON line of --json: the run, the settings, the prompt and what followed it. */
 static int sample_print_json(const gl_run *run, const sample_args *a, const int *ctx, size_t plen, size_t len) {
-    char *text = malloc(len - plen + 1), id[256];
+    size_t nb = 0, tl;
+    for (size_t i = plen; i < len; i++) run_token(run, ctx[i], &tl), nb += tl;
+    char *text = malloc(nb + 1), id[256];
     if (!text) return -1;
-    for (size_t i = plen; i < len; i++) text[i - plen] = (char)run->st.vocab[ctx[i]];
-    text[len - plen] = '\0';
+    nb = 0;
+    for (size_t i = plen; i < len; i++) {
+        const uint8_t *p = run_token(run, ctx[i], &tl);
+        memcpy(text + nb, p, tl);
+        nb += tl;
+    }
+    text[nb] = '\0';
     args_run_id(run->dir, id, sizeof id);
     json_t *o = jsonl_run(id, run->dir);
     jsonl_set(o, "step", jsonl_int(run->st.step));
@@ -116,9 +123,9 @@ static int sample_print_json(const gl_run *run, const sample_args *a, const int 
     return jsonl_print(stdout, o);
 }
 
-/* Where each generated token goes: the context (for --json) and, unless --json, stdout as its byte. */
+/* Where each generated token goes: the context (for --json) and, unless --json, stdout as its bytes. */
 typedef struct {
-    const unsigned char *vocab;
+    const gl_run *run;
     int *ctx;
     size_t len;
     int json;
@@ -127,7 +134,11 @@ typedef struct {
 static void sample_emit(int token, void *p) {
     sample_sink *s = p;
     s->ctx[s->len++] = token;
-    if (!s->json) fputc(s->vocab[token], stdout);
+    if (!s->json) {
+        size_t len;
+        const uint8_t *p = run_token(s->run, token, &len);
+        fwrite(p, 1, len, stdout);
+    }
 }
 
 int cmd_sample(int argc, char **argv) {
@@ -156,27 +167,22 @@ int cmd_sample(int argc, char **argv) {
     }
     m->sparse = a.sparse;
     m->exit_tau = (float)a.tau;
-    size_t plen = strlen(prompt), cap = plen + (size_t)n_tokens + 1;
+    size_t pbytes = strlen(prompt), cap = pbytes + (size_t)n_tokens + 1;
     int *ctx = malloc(cap * sizeof(int));
     if (!ctx) {
         run_close(&run);
         return 1;
     }
-    for (size_t i = 0; i < plen; i++) {
-        int id = -1;
-        for (int v = 0; v < run.st.vocab_size; v++)
-            if (run.st.vocab[v] == (unsigned char)prompt[i]) id = v;
-        if (id < 0) {
-            fprintf(stderr, "gatelab sample: the prompt's byte 0x%02x ('%c') at offset %zu is not in the run's vocabulary\n",
-                    (unsigned char)prompt[i], prompt[i], i);
-            free(ctx);
-            run_close(&run);
-            return 1;
-        }
-        ctx[i] = id;
+    long pk = run_encode(&run, (const uint8_t *)prompt, pbytes, ctx, err, sizeof err); /* the run's own tokenizer */
+    if (pk < 1) {
+        fprintf(stderr, "gatelab sample: the prompt: %s\n", pk < 0 ? err : "no tokens");
+        free(ctx);
+        run_close(&run);
+        return 1;
     }
-    if (!a.json) fwrite(prompt, 1, plen, stdout);
-    sample_sink sink = {run.st.vocab, ctx, plen, a.json};
+    const size_t plen = (size_t)pk; /* prompt tokens */
+    if (!a.json) fwrite(prompt, 1, pbytes, stdout);
+    sample_sink sink = {&run, ctx, plen, a.json};
     gl_sample_opts so = {n_tokens, temperature, seed, !a.no_cache};
     int cached;
     char note[640];

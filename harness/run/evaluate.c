@@ -48,6 +48,9 @@ static void add_batch(gl_model *m, const int *tok, const int *tg, const float *m
     a->windows += B;
 }
 
+double eval_bpc(const gl_eval_result *r) { return r->loss / log(2.0) / r->bytes_per_token; }
+double eval_bpc_se(const gl_eval_result *r) { return r->loss_se / log(2.0) / r->bytes_per_token; }
+
 static void finish(const accum *a, gl_eval_result *r, double t0) {
     r->loss = a->scored > 0 ? a->loss_sum / a->scored : 0.0;
     r->loss_se = 0.0;
@@ -63,6 +66,7 @@ static void finish(const accum *a, gl_eval_result *r, double t0) {
     r->active_frac = a->active_w > 0 ? a->active_sum / a->active_w : 1.0;
     r->windows = a->windows;
     r->seconds = now_s() - t0;
+    r->bytes_per_token = 1.0;
 }
 
 int eval_split(gl_model *m, const gl_dataset *ds, gl_split split, long n_windows, gl_eval_result *r,
@@ -83,14 +87,22 @@ int eval_split(gl_model *m, const gl_dataset *ds, gl_split split, long n_windows
         return -1;
     }
     accum a = {0};
-    double t0 = now_s();
+    double t0 = now_s(), bytes = 0, scored = 0;
     for (long w = 0; w < n_windows; w += m->max_B) {
         int want = (int)(n_windows - w < m->max_B ? n_windows - w : m->max_B);
         int got = data_eval_batch(ds, split, w, want, tok, tg, mask);
         if (got <= 0) break;
         add_batch(m, tok, tg, mask, got, &a);
+        for (size_t i = 0; ds->tok && i < (size_t)got * m->T; i++) { /* BPE: the bytes the scored targets cover */
+            if (!(mask[i] > 0.0f)) continue;
+            size_t len;
+            data_token(ds, tg[i], &len);
+            bytes += (double)len;
+            scored += 1.0;
+        }
     }
     finish(&a, r, t0);
+    if (ds->tok && scored > 0) r->bytes_per_token = bytes / scored;
     free(tok); free(tg); free(mask);
     return 0;
 }

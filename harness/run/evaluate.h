@@ -17,7 +17,14 @@ typedef struct {
     double active_frac; /* TSA / early exit: share of (token, layer >= 1) pairs that ran */
     long windows;
     double seconds;     /* wall-clock time of the forward passes */
+    double bytes_per_token; /* text bytes per scored target token: 1 for char and the tasks, more for BPE */
 } gl_eval_result;
+
+/* Bits per character (byte) of a text evaluation: loss / ln 2 per token,
+ * divided by the bytes each scored token stands for (exactly loss / ln 2
+ * when that is 1, i.e. for char runs); eval_bpc_se the same of loss_se. */
+double eval_bpc(const gl_eval_result *r);
+double eval_bpc_se(const gl_eval_result *r);
 
 /* Evaluate windows [0, n_windows) of split (n_windows <= 0: all) in batches of
  * the model's max_B.  Returns 0, or -1 with a message (empty split). */

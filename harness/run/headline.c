@@ -63,7 +63,7 @@ int headline_record(gl_db *db, const char *run_id, long step, const char *split_
     hl_add(&h, "loss", r->loss, r->loss_se);
     hl_add(&h, "loss_se", r->loss_se, 0);
     if (is_text) {
-        hl_add(&h, "bpc", r->loss / log(2.0), r->loss_se / log(2.0));
+        hl_add(&h, "bpc", eval_bpc(r), eval_bpc_se(r));
     } else {
         hl_add(&h, "token_acc", r->tok_acc, 0);
         hl_add(&h, "seq_acc", r->seq_acc, 0);

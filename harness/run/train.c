@@ -95,12 +95,16 @@ typedef struct {
     int rank, ranks;      /* dist.h: this process's rank of ranks; rank 0 alone writes files and the registry */
     int B_local, b0;      /* this rank's shard of the global batch: sequences [b0, b0 + B_local) */
     int from_ckpt; /* resumed from a checkpoint (a --resume of a run that has none starts again) */
+    int bpe_reused;       /* BPE: the merges came from the checkpoint (1) or were trained now (0) */
+    double bpe_train_s;   /* BPE: seconds data_open took to train and encode (0 when reused) */
     double trace_s; /* wall-clock seconds in probe passes and trace writes (this process) */
     /* probe batch */
     int P, probe_B;
     int *probe_tok, *probe_tg;
     float *probe_mask;
     uint8_t *probe_cat;
+    int32_t *vocab_off;  /* (V+1) the vocabulary as the trace stores it (/vocab) */
+    uint8_t *vocab_bytes, *vocab_cat;
     float *gate_buf[GATE_COUNT]; /* each gate the model records, as the trace stores it (model/gatekind.h) */
     /* metrics waiting for the next registry write */
     gl_metric pending[64];
@@ -180,6 +184,31 @@ static int write_file_atomic(const char *path, const char *text, char *err, size
 }
 
 
+/* The vocabulary as the trace stores it: every token's bytes and its class
+ * on its own (cat_token_class).  Returns 0, or -1 when out of memory. */
+static int setup_vocab(run_ctx *c, const cat_words *fw) {
+    const int V = data_vocab_size(&c->ds);
+    size_t nb = 0, len;
+    for (int id = 0; id < V; id++) data_token(&c->ds, id, &len), nb += len;
+    c->vocab_off = malloc(((size_t)V + 1) * sizeof *c->vocab_off);
+    c->vocab_bytes = malloc(nb ? nb : 1);
+    c->vocab_cat = malloc((size_t)V);
+    if (!c->vocab_off || !c->vocab_bytes || !c->vocab_cat) return -1;
+    c->vocab_off[0] = 0;
+    for (int id = 0; id < V; id++) {
+        const uint8_t *p = data_token(&c->ds, id, &len);
+        memcpy(c->vocab_bytes + c->vocab_off[id], p, len);
+        c->vocab_off[id + 1] = c->vocab_off[id] + (int32_t)len;
+        c->vocab_cat[id] = (uint8_t)cat_token_class(p, len, fw);
+    }
+    return 0;
+}
+
+/* What /vocab's tokenizer attribute says: char or bpe for text, the task's name for a synthetic task. */
+static const char *mf_tokenizer_name(const gl_manifest *mf) {
+    return mf->data.task == TASK_TEXT ? task_tokenizer_name(mf->data.tokenizer) : task_name(mf->data.task);
+}
+
 /* The probe batch: the first probe_windows validation windows, with categories. */
 static int setup_probe(run_ctx *c, char *err, size_t errlen) {
     const int T = c->m.T;
@@ -202,23 +231,24 @@ static int setup_probe(run_ctx *c, char *err, size_t errlen) {
             c->gate_buf[g] = calloc(gatekind_size((gl_gate)g, mc->n_layer, mc->n_kv_head, c->P), sizeof(float));
             gates_ok &= c->gate_buf[g] != NULL;
         }
-    uint8_t *bytes = malloc((size_t)c->P);
-    if (!c->probe_tok || !c->probe_tg || !c->probe_mask || !c->probe_cat || !gates_ok || !bytes) {
-        free(bytes);
+    if (!c->probe_tok || !c->probe_tg || !c->probe_mask || !c->probe_cat || !gates_ok) {
         snprintf(err, errlen, "out of memory for the probe batch");
         return -1;
     }
     data_eval_batch(&c->ds, SPLIT_VAL, 0, c->probe_B, c->probe_tok, c->probe_tg, c->probe_mask);
-    const uint8_t *vocab = data_vocab(&c->ds);
-    for (int i = 0; i < c->P; i++) bytes[i] = vocab[c->probe_tok[i]];
     cat_words fw;
     memset(&fw, 0, sizeof fw);
     char fwpath[GL_PATH_MAX], e2[256];
     run_repo_path(fwpath, sizeof fwpath, "experiments/function_words.txt");
     if (cat_load_function_words(fwpath, &fw, e2, sizeof e2)) say(c, 0, "warning: %s (every word counts as semantic)", e2);
-    for (int w = 0; w < c->probe_B; w++) cat_classify(bytes + (size_t)w * T, (size_t)T, &fw, c->probe_cat + (size_t)w * T);
+    int oom = setup_vocab(c, &fw); /* each window on its own: a word cut by a window's edge is classified from the part inside */
+    for (int w = 0; w < c->probe_B && !oom; w++)
+        oom = data_categories(&c->ds, c->probe_tok + (size_t)w * T, T, &fw, c->probe_cat + (size_t)w * T);
     cat_words_free(&fw);
-    free(bytes);
+    if (oom) {
+        snprintf(err, errlen, "out of memory classifying the probe batch");
+        return -1;
+    }
     return 0;
 }
 
@@ -258,8 +288,12 @@ static void ctx_free(run_ctx *c) {
     free(c->probe_tg);
     free(c->probe_mask);
     free(c->probe_cat);
+    free(c->vocab_off);
+    free(c->vocab_bytes);
+    free(c->vocab_cat);
     for (int g = 0; g < GATE_COUNT; g++) free(c->gate_buf[g]);
 }
+
 
 static void fmt_eta(char *out, size_t n, double s) {
     if (s < 0 || !isfinite(s)) snprintf(out, n, "?");
@@ -278,7 +312,7 @@ static int evaluate_now(run_ctx *c, double train_loss, char *err, size_t errlen)
     const gl_prov pv = db_prov("val", 0, r.windows, r.tokens); /* the periodic windows, not the whole split */
     metric_on(c, step, "val", "loss", r.loss, &pv, r.loss_se);
     int text = mf->data.task == TASK_TEXT;
-    if (text) metric_on(c, step, "val", "bpc", r.loss / log(2.0), &pv, r.loss_se / log(2.0));
+    if (text) metric_on(c, step, "val", "bpc", eval_bpc(&r), &pv, eval_bpc_se(&r));
     else {
         metric_on(c, step, "val", "token_acc", r.tok_acc, &pv, 0);
         metric_on(c, step, "val", "seq_acc", r.seq_acc, &pv, 0);
@@ -297,7 +331,7 @@ static int evaluate_now(run_ctx *c, double train_loss, char *err, size_t errlen)
             return -1;
         c->trace_s += now_s() - t0;
     }
-    if (text) say(c, 0, "step %ld | val loss %.4f (%.3f bpc, %.0f tokens)%s", step, r.loss, r.loss / log(2.0), r.tokens, extra);
+    if (text) say(c, 0, "step %ld | val loss %.4f (%.3f bpc, %.0f tokens)%s", step, r.loss, eval_bpc(&r), r.tokens, extra);
     else say(c, 0, "step %ld | val loss %.4f | token acc %.4f | seq acc %.4f (%.0f tokens)%s", step, r.loss, r.tok_acc,
              r.seq_acc, r.tokens, extra);
     return flush_metrics(c, err, errlen);
@@ -338,8 +372,10 @@ static int ini_value(const char *ini, const char *want, char *out, size_t n) {
 }
 
 /* Append to diff (n bytes) "key: old -> new" for every key of a whose value
- * differs in b, and of b missing in a.  Returns the number of keys. */
-static int ini_diff(const char *a, const char *b, char *diff, size_t n) {
+ * differs in b, and of b missing in a — unless it has its default value
+ * (in defaults, canonical INI) in b: a key added to gatelab after the run
+ * started is not a change.  Returns the number of keys. */
+static int ini_diff(const char *a, const char *b, const char *defaults, char *diff, size_t n) {
     int count = 0;
     diff[0] = 0;
     for (int pass = 0; pass < 2; pass++) {
@@ -360,6 +396,8 @@ static int ini_diff(const char *a, const char *b, char *diff, size_t n) {
             snprintf(key, sizeof key, "%s.%s", section, line);
             int has = ini_value(other, key, ov, sizeof ov);
             if (pass ? has : has && !strcmp(ov, eq + 3)) continue;
+            char dv[256];
+            if (pass && defaults && ini_value(defaults, key, dv, sizeof dv) && !strcmp(dv, eq + 3)) continue;
             size_t k = strlen(diff);
             snprintf(diff + k, n - k, "%s%s: %s -> %s", count ? "; " : "", key, pass ? "(absent)" : eq + 3,
                      pass ? eq + 3 : has ? ov : "(absent)");
@@ -385,7 +423,11 @@ static int check_resume_config(run_ctx *c, int allowed, char *err, size_t errlen
     old[n] = 0;
     fclose(f);
     char diff[sizeof c->config_change];
-    int k = ini_diff(old, c->config_ini, diff, sizeof diff);
+    static gl_manifest dm;
+    manifest_defaults(&dm);
+    char *defaults = manifest_to_ini(&dm); /* NULL (out of memory): every new key counts */
+    int k = ini_diff(old, c->config_ini, defaults, diff, sizeof diff);
+    free(defaults);
     if (!k) return 0;
     if (!allowed) {
         snprintf(err, errlen, "--resume %s: the configuration differs from the run's %s in %d key%s: %s. Resume with "
@@ -428,9 +470,34 @@ static void install_signals(void) {
     sigaction(SIGUSR1, &sa, NULL);
 }
 
+/* A BPE run being resumed reuses the merges stored in its checkpoint (it
+ * never retrains them): *given points into *held, which the caller frees, or
+ * stays NULL (fresh run, char run, no checkpoint yet, or another rank: ranks
+ * other than 0 train the same merges from the same bytes, deterministically,
+ * and share_state checks them against rank 0's).  A RUN that cannot be
+ * resolved is left for setup_run to report. */
+static int resume_tokenizer(run_ctx *c, const gl_train_opts *o, gl_train_state **held, const bpe_merges **given,
+                            char *err, size_t errlen) {
+    *given = NULL;
+    *held = NULL;
+    if (c->mf->data.tokenizer != TOK_BPE || !o->resume || c->rank != 0) return 0;
+    char dir[GL_PATH_MAX], ck[GL_PATH_MAX + 8], e2[256];
+    if (run_resolve(o->resume, c->results, dir, sizeof dir, e2, sizeof e2)) return 0;
+    snprintf(ck, sizeof ck, "%s/%s", dir, RUN_CKPT);
+    if (access(ck, F_OK) != 0) return 0;
+    *held = malloc(sizeof **held);
+    if (!*held) {
+        snprintf(err, errlen, "out of memory reading the tokenizer of %s", ck);
+        return -1;
+    }
+    if (ckpt_read_state(ck, *held, err, errlen)) return -1;
+    if ((*held)->tokenizer == TOK_BPE) *given = &(*held)->bpe;
+    return 0;
+}
+
 /* The data, then the model sized from it; c->resolved is mf with the
  * vocabulary size the data gives, and its canonical INI and model hash. */
-static int setup_model(run_ctx *c, char *err, size_t errlen) {
+static int setup_model(run_ctx *c, const gl_train_opts *o, char *err, size_t errlen) {
     const gl_manifest *mf = c->mf;
     const gl_train_config *tc = &mf->train;
     /* the global batch split over the ranks: the first B % ranks ranks take one sequence more */
@@ -442,7 +509,15 @@ static int setup_model(run_ctx *c, char *err, size_t errlen) {
     }
     c->B_local = B / R + (c->rank < B % R);
     c->b0 = c->rank * (B / R) + (c->rank < B % R ? c->rank : B % R);
-    if (data_open(&c->ds, &mf->data, mf->model.seq_len, tc->seed, err, errlen)) return -1;
+    gl_train_state *held;
+    const bpe_merges *given;
+    if (resume_tokenizer(c, o, &held, &given, err, errlen)) return free(held), -1;
+    double t0 = now_s();
+    int drc = data_open_tok(&c->ds, &mf->data, mf->model.seq_len, tc->seed, given, err, errlen);
+    c->bpe_reused = given != NULL;
+    c->bpe_train_s = now_s() - t0;
+    free(held);
+    if (drc) return -1;
     gl_model_config mc = mf->model;
     int V = data_vocab_size(&c->ds);
     if (mc.vocab_size == 0) mc.vocab_size = V;
@@ -457,6 +532,15 @@ static int setup_model(run_ctx *c, char *err, size_t errlen) {
     c->model_hash = manifest_model_hash(&c->resolved);
     int max_B = c->B_local > mf->log.probe_windows ? c->B_local : mf->log.probe_windows;
     return model_init(&c->m, &mc, max_B, err, errlen);
+}
+
+/* The checkpoint's vocabulary (c->st) is the data set's: the same byte
+ * table (char), or the same merges (bpe). */
+static int same_vocab(const run_ctx *c) {
+    const int V = data_vocab_size(&c->ds);
+    if (c->st.vocab_size != V) return 0;
+    if (c->ds.merges) return c->st.tokenizer == TOK_BPE && bpe_merges_equal(&c->st.bpe, c->ds.merges);
+    return c->st.tokenizer == TOK_CHAR && !memcmp(c->st.vocab, data_vocab(&c->ds), (size_t)V);
 }
 
 /* Run identity, folder and train.log; then the weights, fresh (and
@@ -495,6 +579,13 @@ static int setup_run(run_ctx *c, const gl_train_opts *o, char *err, size_t errle
         return -1;
     }
     const int V = data_vocab_size(&c->ds);
+    if (c->ds.merges)
+        say(c, 0, "data.tokenizer = bpe: %d merges (vocabulary %d) %s; %zu train, %zu val, %zu test tokens", c->ds.merges->n, V,
+            c->bpe_reused ? "from the checkpoint (not retrained)" : "trained on the train split", c->ds.split_len[0],
+            c->ds.split_len[1], c->ds.split_len[2]);
+    if (c->ds.merges && !c->bpe_reused)
+        say(c, 0, "data.tokenizer = bpe: trained on %zu bytes and encoded %zu in %.2f s", c->ds.split_bytes[0], c->ds.n,
+            c->bpe_train_s);
     /* A run stopped before its first checkpoint (kill -9 during set-up) has
      * nothing to resume: start it again from step 0 in its folder, saying so. */
     c->from_ckpt = o->resume && access(c->ckpt_path, F_OK) == 0;
@@ -506,9 +597,9 @@ static int setup_run(run_ctx *c, const gl_train_opts *o, char *err, size_t errle
         if (!o->allow_config_change && check_resume_config(c, 0, err, errlen)) return -1;
         if (ckpt_load(c->ckpt_path, &c->m, &c->st, c->model_hash, err, errlen)) return -1;
         if (o->allow_config_change && check_resume_config(c, 1, err, errlen)) return -1;
-        if (c->st.vocab_size != V || memcmp(c->st.vocab, data_vocab(&c->ds), (size_t)V)) {
-            snprintf(err, errlen, "%s was trained on a different vocabulary than data.file %s has now", c->ckpt_path,
-                     mf->data.file);
+        if (!same_vocab(c)) {
+            snprintf(err, errlen, "%s was trained on a different vocabulary than data.file %s has now (data.tokenizer "
+                     "%s, %d ids)", c->ckpt_path, mf->data.file, task_tokenizer_name(mf->data.tokenizer), V);
             return -1;
         }
         return 0;
@@ -518,7 +609,9 @@ static int setup_run(run_ctx *c, const gl_train_opts *o, char *err, size_t errle
     rng_seed(&c->st.data_rng, tc->seed ^ 0x5eed0da7aULL);
     rng_seed(&c->st.aux_rng, tc->seed ^ 0xa0c5eedULL);
     c->st.vocab_size = V;
-    memcpy(c->st.vocab, data_vocab(&c->ds), (size_t)V);
+    memcpy(c->st.vocab, data_vocab(&c->ds), (size_t)(V < 256 ? V : 256));
+    c->st.tokenizer = c->ds.merges ? TOK_BPE : TOK_CHAR;
+    if (c->ds.merges) c->st.bpe = *c->ds.merges;
     snprintf(path, sizeof path, "%s/config.ini", c->dir);
     return write_file_atomic(path, c->config_ini, err, errlen);
 }
@@ -570,7 +663,12 @@ static int setup_trace(run_ctx *c, const gl_train_opts *o, char *err, size_t err
                         .n_kv_head = mc.n_kv_head,
                         .n_router = mc.depth_routing == DR_TSA ? mc.n_layer - 1 : 0,
                         .n_probe = c->P,
-                        .config_ini = c->config_ini};
+                        .config_ini = c->config_ini,
+                        .n_vocab = data_vocab_size(&c->ds),
+                        .vocab_offset = c->vocab_off,
+                        .vocab_bytes = c->vocab_bytes,
+                        .vocab_category = c->vocab_cat,
+                        .tokenizer = mf_tokenizer_name(c->mf)};
     for (int g = 0; g < GATE_COUNT; g++) td.has[g] = gatekind_has(&mc, (gl_gate)g);
     /* resuming at step 0 (stopped during step 0) evaluates step 0 again: a fresh trace */
     return c->from_ckpt && c->st.step > 0 && access(c->trace_path, F_OK) == 0
@@ -590,8 +688,7 @@ static int share_state(run_ctx *c, char *err, size_t errlen) {
     dist_bcast(m->adam_m, m->n_params * sizeof(float));
     dist_bcast(m->adam_v, m->n_params * sizeof(float));
     dist_bcast(&c->st, sizeof c->st);
-    const int V = data_vocab_size(&c->ds);
-    if (c->st.vocab_size != V || memcmp(c->st.vocab, data_vocab(&c->ds), (size_t)V)) {
+    if (!same_vocab(c)) {
         snprintf(err, errlen, "rank %d: data.file %s gives a different vocabulary than on rank 0; every rank must "
                  "read the same file", c->rank, c->mf->data.file);
         return -1;
@@ -926,7 +1023,7 @@ gl_train_outcome train_run(const gl_manifest *mf, const gl_train_opts *o, char *
     if (tc->threads > 0) omp_set_num_threads(tc->threads);
     install_signals();
     /* every rank: data and model; rank 0 alone: run folder, weights, registry, trace */
-    own = setup_model(&c, err, errlen) ||
+    own = setup_model(&c, o, err, errlen) ||
           (c.rank == 0 && (setup_run(&c, o, err, errlen) || setup_registry(&c, o, &registered, err, errlen)));
     /* a finished run: nothing to train, nothing appended to its log, metrics or trace; the
      * registry says FINISHED (cleanup), also when a kill had landed before it was told */

@@ -2,8 +2,11 @@
  * categories.c — classify the bytes of a text as structural, functional or
  * semantic (see categories.h for the rules), and load the function-word list.
  *
- * What it does not do: tokenise for the model (gatelab is byte/character
- * level, so a byte position is a token position), stem, or handle Unicode
+ * Tokens of several bytes (BPE) take the class of their first non-space
+ * byte in context (cat_classify_tokens), or, on their own, the class of
+ * cat_token_class; for a char-level run a byte position is a token position.
+ *
+ * What it does not do: tokenise for the model (data.c and bpe.c do), stem, or handle Unicode
  * case — non-ASCII words are semantic by rule.  The three classes follow the
  * token classes suggested in ../shared/data/README.md; the word list is
  * experiments/function_words.txt (Snowball's English stop list plus modals
@@ -181,4 +184,23 @@ void cat_classify(const uint8_t *bytes, size_t n, const cat_words *fw, uint8_t *
         memset(out + i, c, j - i);
         i = j;
     }
+}
+
+void cat_classify_tokens(const uint8_t *bytes, const size_t *start, size_t n, const cat_words *fw,
+                         uint8_t *scratch, uint8_t *out) {
+    cat_classify(bytes, start[n], fw, scratch);
+    for (size_t i = 0; i < n; i++) {
+        size_t b = start[i];
+        while (b < start[i + 1] && bytes[b] == ' ') b++;
+        out[i] = b < start[i + 1] ? scratch[b] : CAT_STRUCTURAL;
+    }
+}
+
+int cat_token_class(const uint8_t *tok, size_t len, const cat_words *fw) {
+    size_t b = 0;
+    while (b < len && (tok[b] == ' ' || tok[b] == '\t' || tok[b] == '\n' || tok[b] == '\r')) b++;
+    int letters = 0;
+    for (size_t i = b; i < len; i++) letters |= cat_is_letter(tok[i]);
+    if (!letters) return CAT_STRUCTURAL;
+    return cat_is_function_word(fw, (const char *)tok + b, len - b) ? CAT_FUNCTIONAL : CAT_SEMANTIC;
 }

@@ -48,6 +48,23 @@ int cat_is_function_word(const cat_words *fw, const char *word, size_t len);
  * wider span and take the middle when the context matters. */
 void cat_classify(const uint8_t *bytes, size_t n, const cat_words *fw, uint8_t *out);
 
+/* Tokens of several bytes (BPE, bpe.h): the text is bytes[0 .. start[n]),
+ * token i is bytes[start[i] .. start[i+1]).  Token i takes the class that
+ * cat_classify gives its first byte that is not a space in that text, so a
+ * token takes the class of the word it belongs to ("the" inside "there" is
+ * semantic, a piece "'t" of "don't" takes the class of "don't"); a token of
+ * spaces only is structural.  For one-byte tokens this is cat_classify.
+ * scratch holds start[n] bytes (the class of every byte). */
+void cat_classify_tokens(const uint8_t *bytes, const size_t *start, size_t n, const cat_words *fw,
+                         uint8_t *scratch, uint8_t *out);
+
+/* The class of one token on its own, without context (stored per vocabulary
+ * entry in trace.h5 /vocab/category): structural when it holds no letter
+ * (whitespace, punctuation, digits only); functional when, stripped of its
+ * leading whitespace and lowercased, it is a word of the list; semantic
+ * otherwise (a word piece such as "ing" or " th" included). */
+int cat_token_class(const uint8_t *tok, size_t len, const cat_words *fw);
+
 /* "structural", "functional", "semantic" (or "unknown"). */
 const char *cat_name(int code);
 

@@ -30,6 +30,8 @@
 static const char ckpt_magic[8] = {'G', 'L', 'A', 'B', 'C', 'K', 'P', 'T'};
 #define CKPT_BYTE_ORDER 0x01020304u
 #define CKPT_HEADER_BYTES 48u
+#define CKPT_HEADER_BPE_BYTES 56u /* version 3: + u32 tokenizer, u32 merges */
+#define CKPT_MERGE_BYTES 4u       /* version 3: u16 left, u16 right per merge */
 #define CKPT_TENSOR_BYTES (GL_NAME_MAX + 32u)
 #define CKPT_STATE_BYTES 380u
 #define CKPT_SUM_BYTES 8u
@@ -73,10 +75,19 @@ static void ckpt_put_i64(ckpt_writer *w, int64_t v) { ckpt_put(w, &v, sizeof v);
 /* Bytes of a checkpoint with these counts; UINT64_MAX when the counts are so
  * large the sum would overflow (a hostile header must not wrap round to the
  * file's real size). */
-static uint64_t ckpt_expected_bytes(uint64_t n_tensors, uint64_t config_len, uint64_t n_params) {
-    if (n_tensors > (1ull << 32) || config_len > (1ull << 32) || n_params > (UINT64_MAX / 16)) return UINT64_MAX;
-    return CKPT_HEADER_BYTES + n_tensors * CKPT_TENSOR_BYTES + CKPT_STATE_BYTES + config_len +
+static uint64_t ckpt_expected_bytes(uint32_t version, uint64_t n_merges, uint64_t n_tensors, uint64_t config_len,
+                                    uint64_t n_params) {
+    if (n_tensors > (1ull << 32) || config_len > (1ull << 32) || n_params > (UINT64_MAX / 16) ||
+        n_merges > (1ull << 32))
+        return UINT64_MAX;
+    uint64_t extra = version == CKPT_VERSION_BPE ? (CKPT_HEADER_BPE_BYTES - CKPT_HEADER_BYTES) + n_merges * CKPT_MERGE_BYTES : 0;
+    return CKPT_HEADER_BYTES + extra + n_tensors * CKPT_TENSOR_BYTES + CKPT_STATE_BYTES + config_len +
            3 * n_params * sizeof(float) + CKPT_SUM_BYTES;
+}
+
+int ckpt_vocab_bytes(const gl_train_state *st) {
+    if (st->tokenizer == TOK_BPE) return BPE_BASE;
+    return st->vocab_size < 0 ? 0 : st->vocab_size > 256 ? 256 : st->vocab_size;
 }
 
 /* fsync the folder holding path so the rename itself is durable.  File systems
@@ -139,18 +150,25 @@ int ckpt_save(const char *path, const gl_model *m, const gl_train_state *st, con
 
     uint64_t config_len = config_ini ? strlen(config_ini) : 0;
     uint64_t n_params = m->n_params;
-    uint64_t total = ckpt_expected_bytes((uint64_t)m->n_tensors, config_len, n_params);
+    const int bpe = st->tokenizer == TOK_BPE;
+    assert(!bpe || (st->bpe.n >= 0 && st->bpe.n <= BPE_MERGES_MAX && st->vocab_size == BPE_BASE + st->bpe.n));
+    const uint32_t version = bpe ? CKPT_VERSION_BPE : CKPT_VERSION;
+    uint64_t total = ckpt_expected_bytes(version, bpe ? (uint64_t)st->bpe.n : 0, (uint64_t)m->n_tensors, config_len, n_params);
 
     /* header */
     ckpt_put(&w, ckpt_magic, sizeof ckpt_magic);
-    ckpt_put_u32(&w, CKPT_VERSION);
+    ckpt_put_u32(&w, version);
     ckpt_put_u32(&w, CKPT_BYTE_ORDER);
     ckpt_put_u64(&w, total);
     ckpt_put_u64(&w, model_hash);
     ckpt_put_u64(&w, n_params);
     ckpt_put_u32(&w, (uint32_t)m->n_tensors);
     ckpt_put_u32(&w, (uint32_t)config_len);
-    assert(w.err_no || w.bytes == CKPT_HEADER_BYTES);
+    if (bpe) {
+        ckpt_put_u32(&w, (uint32_t)st->tokenizer);
+        ckpt_put_u32(&w, (uint32_t)st->bpe.n);
+    }
+    assert(w.err_no || w.bytes == (bpe ? CKPT_HEADER_BPE_BYTES : CKPT_HEADER_BYTES));
 
     /* tensor table */
     for (int i = 0; i < m->n_tensors; i++) {
@@ -179,6 +197,12 @@ int ckpt_save(const char *path, const gl_model *m, const gl_train_state *st, con
     ckpt_put_i64(&w, st->log_n);
     ckpt_put(&w, &st->eval_loss_sum, sizeof(double));
     ckpt_put_i64(&w, st->eval_n);
+
+    /* tokenizer section (version 3) */
+    for (int k = 0; bpe && k < st->bpe.n; k++) {
+        ckpt_put(&w, &st->bpe.pair[k][0], sizeof(uint16_t));
+        ckpt_put(&w, &st->bpe.pair[k][1], sizeof(uint16_t));
+    }
 
     ckpt_put(&w, config_ini, config_len);
     ckpt_put(&w, m->params, n_params * sizeof(float));
@@ -223,6 +247,8 @@ typedef struct {
     FILE *f;
     uint64_t total, model_hash, n_params;
     uint32_t version, n_tensors, config_len;
+    uint32_t tokenizer, n_merges; /* version 3; 0 (char) and 0 in version 2 */
+    uint32_t header_bytes;
     gl_tensor *tensors;   /* [n_tensors] as stored (name, offset, size, ndim, shape, decay) */
     gl_train_state st;
     char *config;         /* config_len + 1, NUL-terminated */
@@ -249,12 +275,26 @@ static int64_t ckpt_i64(const uint8_t *b) { int64_t v; memcpy(&v, b, sizeof v); 
 static int ckpt_check_fields(const ckpt_file *cf, const char *path, char *err, size_t errlen) {
     const gl_train_state *st = &cf->st;
     const char *bad = NULL;
-    char what[160] = "";
+    char what[320] = "";
+    if (st->tokenizer == TOK_BPE) {
+        bpe_tok t;
+        char why[256];
+        if (bpe_build(&t, &st->bpe, why, sizeof why)) {
+            snprintf(what, sizeof what, "its tokenizer section is invalid (%s)", why);
+            bad = what;
+        } else if (st->vocab_size != t.V) {
+            snprintf(what, sizeof what, "the vocabulary size is %d, its %d BPE merges give %d", st->vocab_size,
+                     st->bpe.n, t.V);
+            bad = what;
+        }
+        bpe_free(&t);
+        if (bad) goto done;
+    }
     if (st->step < 0) bad = "the step is negative";
     else if (st->tokens_seen < 0 || st->log_n < 0 || st->eval_n < 0) bad = "a token or step count is negative";
     else if (!isfinite(st->elapsed_s) || st->elapsed_s < 0) bad = "the elapsed time is negative or not finite";
     else if (!isfinite(st->log_loss_sum) || !isfinite(st->eval_loss_sum)) bad = "a running loss sum is not finite";
-    else if (st->vocab_size < 1 || st->vocab_size > 256) {
+    else if (st->tokenizer != TOK_BPE && (st->vocab_size < 1 || st->vocab_size > 256)) {
         snprintf(what, sizeof what, "the vocabulary size is %d (a byte vocabulary has 1 to 256)", st->vocab_size);
         bad = what;
     } else if (memchr(cf->config, '\0', cf->config_len)) bad = "the config text holds a NUL byte";
@@ -269,6 +309,7 @@ static int ckpt_check_fields(const ckpt_file *cf, const char *path, char *err, s
             bad = what;
         }
     }
+done:
     if (!bad) return 0;
     snprintf(err, errlen, "%s: corrupted or hand-made: %s; restore the file or restart the run", path, bad);
     return -1;
@@ -279,7 +320,7 @@ static int ckpt_check_fields(const ckpt_file *cf, const char *path, char *err, s
  * the parameters.  Returns 0, or -1 with a message in err (cf closed). */
 static int ckpt_open_checked(const char *path, ckpt_file *cf, char *err, size_t errlen) {
     int rc = -1;
-    uint8_t hdr[CKPT_HEADER_BYTES];
+    uint8_t hdr[CKPT_HEADER_BPE_BYTES];
     uint8_t *buf = NULL;
     memset(cf, 0, sizeof *cf);
 
@@ -290,12 +331,15 @@ static int ckpt_open_checked(const char *path, ckpt_file *cf, char *err, size_t 
         goto cleanup;
     }
     uint64_t size = (uint64_t)sb.st_size;
-    size_t got = fread(hdr, 1, sizeof hdr, cf->f);
+    size_t got = fread(hdr, 1, CKPT_HEADER_BYTES, cf->f);
     if (got < sizeof ckpt_magic || memcmp(hdr, ckpt_magic, sizeof ckpt_magic) != 0) {
         snprintf(err, errlen, "%s: not a gatelab checkpoint (bad magic); pass a run folder's ckpt file", path);
         goto cleanup;
     }
-    if (got < sizeof hdr) {
+    if (got == CKPT_HEADER_BYTES && ckpt_u32(hdr + 8) == CKPT_VERSION_BPE)
+        got += fread(hdr + CKPT_HEADER_BYTES, 1, CKPT_HEADER_BPE_BYTES - CKPT_HEADER_BYTES, cf->f);
+    cf->header_bytes = ckpt_u32(hdr + 8) == CKPT_VERSION_BPE ? CKPT_HEADER_BPE_BYTES : CKPT_HEADER_BYTES;
+    if (got < cf->header_bytes) {
         snprintf(err, errlen, "%s: truncated: %" PRIu64 " bytes, shorter than the %u-byte header; "
                  "the file was cut short — restore it or restart the run", path, size, CKPT_HEADER_BYTES);
         goto cleanup;
@@ -307,14 +351,24 @@ static int ckpt_open_checked(const char *path, ckpt_file *cf, char *err, size_t 
     cf->n_params = ckpt_u64(hdr + 32);
     cf->n_tensors = ckpt_u32(hdr + 40);
     cf->config_len = ckpt_u32(hdr + 44);
+    if (cf->header_bytes == CKPT_HEADER_BPE_BYTES) {
+        cf->tokenizer = ckpt_u32(hdr + 48);
+        cf->n_merges = ckpt_u32(hdr + 52);
+    }
     if (order != CKPT_BYTE_ORDER) {
         snprintf(err, errlen, "%s: written on a machine of the other byte order; "
                  "load it on such a machine and export it instead", path);
         goto cleanup;
     }
-    if (cf->version != CKPT_VERSION) {
-        snprintf(err, errlen, "%s: checkpoint format version %u, this gatelab reads version %d; "
-                 "use the gatelab that wrote it", path, cf->version, CKPT_VERSION);
+    if (cf->version != CKPT_VERSION && cf->version != CKPT_VERSION_BPE) {
+        snprintf(err, errlen, "%s: checkpoint format version %u, this gatelab reads versions %d and %d; "
+                 "use the gatelab that wrote it", path, cf->version, CKPT_VERSION, CKPT_VERSION_BPE);
+        goto cleanup;
+    }
+    if (cf->version == CKPT_VERSION_BPE && (cf->tokenizer != TOK_BPE || cf->n_merges > BPE_MERGES_MAX)) {
+        snprintf(err, errlen, "%s: corrupted or hand-made: tokenizer %u with %u merges (a version-3 checkpoint holds "
+                 "a BPE tokenizer of at most %d merges); restore the file or restart the run", path, cf->tokenizer,
+                 cf->n_merges, BPE_MERGES_MAX);
         goto cleanup;
     }
     if (size < cf->total) {
@@ -327,7 +381,7 @@ static int ckpt_open_checked(const char *path, ckpt_file *cf, char *err, size_t 
                  "; restore the file or restart the run", path, size, cf->total);
         goto cleanup;
     }
-    if (cf->total != ckpt_expected_bytes(cf->n_tensors, cf->config_len, cf->n_params)) {
+    if (cf->total != ckpt_expected_bytes(cf->version, cf->n_merges, cf->n_tensors, cf->config_len, cf->n_params)) {
         snprintf(err, errlen, "%s: corrupted: header sizes do not add up to its length; "
                  "restore the file or restart the run", path);
         goto cleanup;
@@ -340,8 +394,8 @@ static int ckpt_open_checked(const char *path, ckpt_file *cf, char *err, size_t 
         snprintf(err, errlen, "%s: out of memory checking the checkpoint", path);
         goto cleanup;
     }
-    uint64_t h = ckpt_fnv(FNV_OFFSET, hdr, sizeof hdr);
-    uint64_t left = cf->total - sizeof hdr - CKPT_SUM_BYTES;
+    uint64_t h = ckpt_fnv(FNV_OFFSET, hdr, cf->header_bytes);
+    uint64_t left = cf->total - cf->header_bytes - CKPT_SUM_BYTES;
     while (left > 0) {
         size_t n = left < CHUNK ? (size_t)left : CHUNK;
         if (ckpt_get(cf->f, buf, n) != 0) {
@@ -364,7 +418,7 @@ static int ckpt_open_checked(const char *path, ckpt_file *cf, char *err, size_t 
     }
 
     /* table, state, config */
-    if (fseek(cf->f, CKPT_HEADER_BYTES, SEEK_SET) != 0) {
+    if (fseek(cf->f, (long)cf->header_bytes, SEEK_SET) != 0) {
         snprintf(err, errlen, "%s: seek failed: %s", path, strerror(errno));
         goto cleanup;
     }
@@ -400,6 +454,14 @@ static int ckpt_open_checked(const char *path, ckpt_file *cf, char *err, size_t 
     cf->st.log_n = (long)ckpt_i64(sb2 + 356);
     memcpy(&cf->st.eval_loss_sum, sb2 + 364, sizeof(double));
     cf->st.eval_n = (long)ckpt_i64(sb2 + 372);
+    cf->st.tokenizer = cf->version == CKPT_VERSION_BPE ? TOK_BPE : TOK_CHAR;
+    cf->st.bpe.n = (int)cf->n_merges;
+    for (uint32_t k = 0; k < cf->n_merges; k++) {
+        uint8_t mb[CKPT_MERGE_BYTES];
+        if (ckpt_get(cf->f, mb, sizeof mb) != 0) goto read_error;
+        memcpy(&cf->st.bpe.pair[k][0], mb, sizeof(uint16_t));
+        memcpy(&cf->st.bpe.pair[k][1], mb + 2, sizeof(uint16_t));
+    }
     if (ckpt_get(cf->f, cf->config, cf->config_len) != 0) goto read_error;
     cf->config[cf->config_len] = '\0';
     if (ckpt_check_fields(cf, path, err, errlen) != 0) goto cleanup;
@@ -566,6 +628,14 @@ int ckpt_read_info(const char *path, char **config_ini, ckpt_info *info, char *e
         *config_ini = cf.config;
         cf.config = NULL;
     }
+    ckpt_file_close(&cf);
+    return 0;
+}
+
+int ckpt_read_state(const char *path, gl_train_state *st, char *err, size_t errlen) {
+    ckpt_file cf;
+    if (ckpt_open_checked(path, &cf, err, errlen) != 0) return -1;
+    *st = cf.st;
     ckpt_file_close(&cf);
     return 0;
 }

@@ -11,8 +11,14 @@
 
 #include "model/model.h"
 #include "model/rng.h"
+#include "bpe.h"
+#include "tasks.h"
 
+/* Version 2: a char (byte-vocabulary) run.  Version 3: the same plus a
+ * tokenizer section (the BPE merges), written only for data.tokenizer = bpe,
+ * so char runs write the same bytes as before and both versions load. */
 #define CKPT_VERSION 2
+#define CKPT_VERSION_BPE 3
 
 typedef struct {
     long step;          /* completed optimiser steps */
@@ -25,8 +31,15 @@ typedef struct {
     double eval_loss_sum; /* train loss summed since the last evaluation (the trace's train loss) */
     long eval_n;
     int vocab_size;
-    uint8_t vocab[256]; /* id -> byte */
+    uint8_t vocab[256]; /* id -> byte (BPE: the 256 byte ids, identity) */
+    int tokenizer;      /* gl_tokenizer: TOK_CHAR (version 2 files) or TOK_BPE */
+    bpe_merges bpe;     /* TOK_BPE: the merges, vocab_size = 256 + bpe.n; TOK_CHAR: bpe.n = 0 */
 } gl_train_state;
+
+/* How many entries of st->vocab are bytes a display may show: vocab_size
+ * for char runs, the 256 byte ids of a BPE run (its merged ids have no
+ * single byte: decode them with the merges). */
+int ckpt_vocab_bytes(const gl_train_state *st);
 
 /* Write m's parameters and AdamW moments, st and config_ini (may be NULL) to
  * path, atomically: the bytes go to "path.tmp", which is flushed, fsync'd and
@@ -62,6 +75,11 @@ typedef struct {
     size_t n_params;
     int n_tensors;
 } ckpt_info;
+
+/* The training state stored in path (after the same checks as
+ * ckpt_read_config), e.g. a run's tokenizer before its model is built.
+ * Returns 0, or -1 with a message in err (st is then unchanged). */
+int ckpt_read_state(const char *path, gl_train_state *st, char *err, size_t errlen);
 
 /* Same as ckpt_read_config, also filling info (either output may be NULL). */
 int ckpt_read_info(const char *path, char **config_ini, ckpt_info *info, char *err, size_t errlen);

@@ -11,10 +11,14 @@
  * clone, ../shared/data; data_find), used by training, evaluation, the
  * tests and `gatelab data`, and printed whole when a file is missing.
  *
+ * Tokenizers: char (bytes, as above) or a byte-level BPE (bpe.c) trained
+ * here on the training split's bytes only; each split is encoded on its own.
+ *
  * What it does not do: download (scripts/fetch_data.sh does, `make data`),
- * tokenise beyond bytes, shuffle, or stream from disk.
+ * shuffle, or stream from disk.
  * The file is read once into memory (one byte per token id, so the full
- * 100 MB enwik8 costs 100 MB) and never modified.
+ * 100 MB enwik8 costs 100 MB; BPE adds two bytes per token) and never
+ * modified.
  */
 #include "data.h"
 #include "fileio.h"
@@ -174,7 +178,9 @@ cleanup:
     return rc;
 }
 
-static int open_text(gl_dataset *ds, char *err, size_t errlen) {
+static int open_bpe(gl_dataset *ds, const bpe_merges *given, char *err, size_t errlen);
+
+static int open_text(gl_dataset *ds, const bpe_merges *given, char *err, size_t errlen) {
     if (data_find(ds->dc.file, ds->path, sizeof ds->path, err, errlen)) return -1;
     if (read_file(ds, err, errlen)) return -1;
     if (ds->n < 2) {
@@ -214,19 +220,54 @@ static int open_text(gl_dataset *ds, char *err, size_t errlen) {
     ds->split_len[SPLIT_VAL] = val_end - train_end;
     ds->split_start[SPLIT_TEST] = val_end;
     ds->split_len[SPLIT_TEST] = n - val_end;
+    for (int s = 0; s < 3; s++) ds->split_bytes[s] = ds->split_len[s];
+    if (ds->dc.tokenizer == TOK_BPE && open_bpe(ds, given, err, errlen)) return -1;
 
+    const char *unit = ds->dc.tokenizer == TOK_BPE ? "BPE tokens" : "bytes";
     for (int s = SPLIT_TRAIN; s <= SPLIT_VAL; s++) {
         if (ds->split_len[s] < (size_t)ds->T + 1) {
             snprintf(err, errlen,
-                     "data: the %s split of %s has %zu bytes (data.%s_frac = %g of %zu), fewer "
+                     "data: the %s split of %s has %zu %s (data.%s_frac = %g of %zu bytes), fewer "
                      "than one window of model.seq_len + 1 = %d; lower model.seq_len, raise "
                      "data.%s_frac or use a longer file",
-                     data_split_name((gl_split)s), ds->path, ds->split_len[s],
+                     data_split_name((gl_split)s), ds->path, ds->split_len[s], unit,
                      s == SPLIT_TRAIN ? "train" : "val", s == SPLIT_TRAIN ? tf : vf, n, ds->T + 1,
                      s == SPLIT_TRAIN ? "train" : "val");
             return -1;
         }
     }
+    return 0;
+}
+
+/* BPE: the merges (trained on the train split's bytes, or given), the
+ * tokenizer, and every split encoded alone; the split fields become token
+ * counts.  The char vocabulary open_text built is replaced by the 256 bytes;
+ * ds->ids is turned back into the file's bytes. */
+static int open_bpe(gl_dataset *ds, const bpe_merges *given, char *err, size_t errlen) {
+    for (size_t i = 0; i < ds->n; i++) ds->ids[i] = ds->vocab[ds->ids[i]];
+    for (int b = 0; b < 256; b++) ds->vocab[b] = (uint8_t)b, ds->byte_id[b] = b;
+    ds->merges = malloc(sizeof *ds->merges);
+    ds->tok = malloc((ds->n ? ds->n : 1) * sizeof *ds->tok);
+    if (!ds->merges || !ds->tok) {
+        snprintf(err, errlen, "data.tokenizer = bpe: out of memory for the tokens of %s", ds->path);
+        return -1;
+    }
+    if (given) {
+        *ds->merges = *given;
+    } else if (bpe_train(ds->ids, ds->split_bytes[SPLIT_TRAIN], ds->dc.vocab_size, ds->merges, err, errlen)) {
+        return -1;
+    }
+    if (bpe_build(&ds->bpe, ds->merges, err, errlen)) return -1;
+    ds->vocab_size = ds->bpe.V;
+    size_t at = 0, byte0 = 0;
+    for (int s = 0; s < 3; s++) {
+        size_t k = bpe_encode(&ds->bpe, ds->ids + byte0, ds->split_bytes[s], ds->tok + at);
+        ds->split_start[s] = at;
+        ds->split_len[s] = k;
+        at += k;
+        byte0 += ds->split_bytes[s];
+    }
+    ds->n_tok = at;
     return 0;
 }
 
@@ -248,6 +289,11 @@ static int open_task(gl_dataset *ds, char *err, size_t errlen) {
 
 int data_open(gl_dataset *ds, const gl_data_config *dc, int T, uint64_t seed, char *err,
               size_t errlen) {
+    return data_open_tok(ds, dc, T, seed, NULL, err, errlen);
+}
+
+int data_open_tok(gl_dataset *ds, const gl_data_config *dc, int T, uint64_t seed, const bpe_merges *merges,
+                  char *err, size_t errlen) {
     memset(ds, 0, sizeof *ds);
     ds->task = dc->task;
     ds->dc = *dc;
@@ -257,7 +303,7 @@ int data_open(gl_dataset *ds, const gl_data_config *dc, int T, uint64_t seed, ch
         snprintf(err, errlen, "model.seq_len (%d) must be at least 1", T);
         return -1;
     }
-    int rc = dc->task == TASK_TEXT ? open_text(ds, err, errlen) : open_task(ds, err, errlen);
+    int rc = dc->task == TASK_TEXT ? open_text(ds, merges, err, errlen) : open_task(ds, err, errlen);
     if (rc) data_close(ds);
     return rc;
 }
@@ -266,8 +312,14 @@ void data_close(gl_dataset *ds) {
     if (!ds) return;
     free(ds->vocab);
     free(ds->ids);
+    free(ds->merges);
+    free(ds->tok);
+    bpe_free(&ds->bpe);
     ds->vocab = NULL;
     ds->ids = NULL;
+    ds->merges = NULL;
+    ds->tok = NULL;
+    ds->n_tok = 0;
     ds->vocab_size = 0;
     ds->n = 0;
 }
@@ -276,8 +328,55 @@ int data_vocab_size(const gl_dataset *ds) { return ds->vocab_size; }
 
 const uint8_t *data_vocab(const gl_dataset *ds) { return ds->vocab; }
 
+const uint8_t *data_token(const gl_dataset *ds, int id, size_t *len) {
+    assert(id >= 0 && id < ds->vocab_size);
+    if (ds->tok) return bpe_token(&ds->bpe, id, len);
+    *len = 1;
+    return ds->vocab + id;
+}
+
+int data_categories(const gl_dataset *ds, const int *tokens, int n, const cat_words *fw, uint8_t *out) {
+    size_t nb = 0;
+    for (int i = 0; i < n; i++) {
+        size_t len;
+        data_token(ds, tokens[i], &len);
+        nb += len;
+    }
+    uint8_t *bytes = malloc(nb ? nb : 1), *scratch = malloc(nb ? nb : 1);
+    size_t *start = malloc(((size_t)n + 1) * sizeof *start);
+    if (!bytes || !start || !scratch) {
+        free(bytes);
+        free(scratch);
+        free(start);
+        return -1;
+    }
+    size_t at = 0;
+    for (int i = 0; i < n; i++) {
+        size_t len;
+        const uint8_t *p = data_token(ds, tokens[i], &len);
+        start[i] = at;
+        memcpy(bytes + at, p, len);
+        at += len;
+    }
+    start[n] = at;
+    cat_classify_tokens(bytes, start, (size_t)n, fw, scratch, out);
+    free(bytes);
+    free(scratch);
+    free(start);
+    return 0;
+}
+
 static void text_window(const gl_dataset *ds, size_t start, int *tokens, int *targets,
                         float *mask) {
+    if (ds->tok) {
+        const uint16_t *q = ds->tok + start;
+        for (int t = 0; t < ds->T; t++) {
+            tokens[t] = q[t];
+            targets[t] = q[t + 1];
+            mask[t] = 1.0f;
+        }
+        return;
+    }
     const uint8_t *p = ds->ids + start;
     for (int t = 0; t < ds->T; t++) {
         tokens[t] = p[t];

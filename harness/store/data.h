@@ -3,11 +3,15 @@
  * enwik8) or a synthetic task (copy, sort, MQAR; harness/store/tasks.h), behind one
  * interface the training loop, evaluation and analysis read from.
  *
- * Text: the whole file is read once into memory as one token id per byte; the
- * vocabulary is the sorted set of distinct bytes of the whole file (nanoGPT's
- * shakespeare_char convention).  Splits are consecutive: train = the first
- * train_frac of the bytes, val = the next val_frac (all the rest when the two
- * fractions sum to 1), test = what remains (may be empty).
+ * Text: the whole file is read once into memory.  Splits are consecutive:
+ * train = the first train_frac of the bytes, val = the next val_frac (all the
+ * rest when the two fractions sum to 1), test = what remains (may be empty).
+ * data.tokenizer = char (default): one token id per byte; the vocabulary is
+ * the sorted set of distinct bytes of the whole file (nanoGPT's
+ * shakespeare_char convention).  data.tokenizer = bpe: a byte-level BPE
+ * (bpe.h) trained on the bytes of the training split alone (or given, when a
+ * run resumes), and each split encoded on its own, so that no token straddles
+ * two splits; split_start/split_len then count tokens, not bytes.
  *
  * Windows: a window is T input tokens and the T targets shifted by one, so it
  * reads T+1 consecutive tokens.  Training windows start uniformly at random in
@@ -27,6 +31,8 @@
 #include <stdint.h>
 
 #include "model/rng.h"
+#include "bpe.h"
+#include "categories.h"
 #include "manifest.h"
 
 typedef enum { SPLIT_TRAIN = 0, SPLIT_VAL, SPLIT_TEST } gl_split;
@@ -40,10 +46,16 @@ typedef struct {
     uint8_t *vocab;           /* (V) id -> byte (text) or display symbol (synthetic) */
     int byte_id[256];         /* byte -> id, -1 when the byte is not in the vocabulary */
     char path[GL_PATH_MAX];   /* text: the resolved file; synthetic: "" */
-    uint8_t *ids;             /* text: (n) the token id of every byte of the file */
+    uint8_t *ids;             /* text: (n) the file; char: the token id of every byte */
     size_t n;                 /* text: bytes in the file */
-    size_t split_start[3];    /* text: first byte of train, val, test */
-    size_t split_len[3];      /* text: bytes in train, val, test */
+    size_t split_start[3];    /* text: first token of train, val, test (char: a byte) */
+    size_t split_len[3];      /* text: tokens in train, val, test (char: bytes) */
+    /* data.tokenizer = bpe only (zero for char and the synthetic tasks) */
+    bpe_merges *merges;       /* the merges (malloc'd), trained on the train split or given */
+    bpe_tok bpe;              /* the tokenizer built from them; V = bpe.V */
+    uint16_t *tok;            /* (n_tok) token ids of train, val and test, each split encoded alone */
+    size_t n_tok;
+    size_t split_bytes[3];    /* bytes in train, val, test */
 } gl_dataset;
 
 /* The folders a data set named by a bare file name is looked for in, in
@@ -77,6 +89,13 @@ int data_find(const char *file, char *out, size_t outlen, char *err, size_t errl
 int data_open(gl_dataset *ds, const gl_data_config *dc, int T, uint64_t seed, char *err,
               size_t errlen);
 
+/* data_open, with the BPE merges given instead of trained (a resumed run, or
+ * evaluating a run: the tokenizer stored with the run).  merges is used only
+ * when dc->tokenizer is bpe, and may be NULL (then trained as data_open
+ * does).  The merges are checked as untrusted input (bpe_build). */
+int data_open_tok(gl_dataset *ds, const gl_data_config *dc, int T, uint64_t seed, const bpe_merges *merges,
+                  char *err, size_t errlen);
+
 /* Free what data_open allocated; accepts a zeroed or half-built ds and may be
  * called twice. */
 void data_close(gl_dataset *ds);
@@ -85,8 +104,20 @@ int data_vocab_size(const gl_dataset *ds);
 
 /* id -> byte for text (the sorted distinct bytes of the whole file, nanoGPT's
  * convention); for synthetic tasks a printable symbol per id for display
- * (symbols may repeat when the task has more ids than the alphabet). */
+ * (symbols may repeat when the task has more ids than the alphabet).  For a
+ * BPE data set the 256 bytes (ids 0..255 only): use data_token for any id. */
 const uint8_t *data_vocab(const gl_dataset *ds);
+
+/* The bytes of token id (0 <= id < V): *len bytes at the returned pointer
+ * (one byte for char and the synthetic tasks). */
+const uint8_t *data_token(const gl_dataset *ds, int id, size_t *len);
+
+/* The category (categories.h) of each of the n tokens at tokens, read as one
+ * stretch of text: each token takes the class cat_classify gives its first
+ * non-space byte in the decoded text (a token of spaces only is structural).
+ * For one-byte tokens this is cat_classify of the bytes.  Returns 0, or -1
+ * when out of memory. */
+int data_categories(const gl_dataset *ds, const int *tokens, int n, const cat_words *fw, uint8_t *out);
 
 /* B random training windows from rng: tokens, targets (B*T ints), mask (B*T
  * floats, 1 = scored).  Deterministic given the rng state; no allocation. */
@@ -104,8 +135,9 @@ long data_eval_windows(const gl_dataset *ds, gl_split split);
 int data_eval_batch(const gl_dataset *ds, gl_split split, long first, int B, int *tokens,
                     int *targets, float *mask);
 
-/* Map bytes to ids (synthetic tasks: display symbols to the first id that
- * shows them).  Returns 0, or -1 with a message naming the first byte not in
+/* Map bytes to ids one for one (synthetic tasks: display symbols to the
+ * first id that shows them; a BPE data set: the byte ids 0..255, not its
+ * merges — text goes through bpe_encode with ds->bpe, or run_encode).  Returns 0, or -1 with a message naming the first byte not in
  * the vocabulary (as a character and in hex) and its offset. */
 int data_encode(const gl_dataset *ds, const uint8_t *bytes, size_t n, int *ids, char *err,
                 size_t errlen);

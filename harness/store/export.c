@@ -164,6 +164,13 @@ int export_model(const char *path, const gl_model *m, const gl_train_state *st, 
         export_fail(err, errlen, tmp, "H5Dcreate2/H5Dwrite", "vocab");
         goto cleanup;
     }
+    /* a BPE run: vocab holds the 256 byte ids; merge k (row k) joins two ids into id 256 + k */
+    hsize_t md[2] = {(hsize_t)st->bpe.n, 2};
+    if (st->tokenizer == TOK_BPE &&
+        export_dataset(f, "merges", H5T_STD_U16LE, H5T_NATIVE_UINT16, 2, md, st->bpe.pair) != 0) {
+        export_fail(err, errlen, tmp, "H5Dcreate2/H5Dwrite", "merges");
+        goto cleanup;
+    }
     herr_t cl = H5Fclose(f);
     f = H5I_INVALID_HID;
     if (cl < 0) {

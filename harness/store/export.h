@@ -14,7 +14,7 @@
 #define EXPORT_SCHEMA_VERSION 1
 
 /* Write every parameter of m as a float32 dataset named by the tensor table,
- * the vocabulary (st->vocab, uint8) and the config as root attributes to
+ * the vocabulary (st->vocab, uint8; a BPE run adds its merges) and the config as root attributes to
  * path, through "path.tmp" renamed over path (an existing file is replaced
  * only when the export is complete).  config_ini may be NULL.  Returns 0, or
  * -1 with a message naming path and the failed HDF5 operation. */

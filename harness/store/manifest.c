@@ -37,6 +37,7 @@
 #include "fileio.h"
 #include "parse.h"
 #include "sweepval.h"
+#include "bpe.h"
 #include "tasks.h"
 
 /* snprintf without -Wformat-truncation noise: messages are cut to the
@@ -53,7 +54,7 @@ __attribute__((format(printf, 3, 4))) static int msgf(char *out, size_t outlen, 
 /* ---------------------------------------------------------------- keys --- */
 
 typedef enum { K_INT, K_U64, K_FLOAT, K_BOOL, K_STR, K_ENUM, K_SCALE } key_kind;
-typedef enum { EN_NONE, EN_VR, EN_RF, EN_DR, EN_EE, EN_TASK, EN_CL } enum_id;
+typedef enum { EN_NONE, EN_VR, EN_RF, EN_DR, EN_EE, EN_TASK, EN_CL, EN_TOK } enum_id;
 /* string constraints */
 enum { S_ANY = 0, S_NONEMPTY = 1, S_NAME = 2 };
 
@@ -106,6 +107,8 @@ static const key_def keys[] = {
     KSTR("data", "file", data.file, S_NONEMPTY, 1),
     KFLT("data", "train_frac", data.train_frac, 0, 1, 1, 0),
     KFLT("data", "val_frac", data.val_frac, 0, 1, 0, 0),
+    KENUM("data", "tokenizer", data.tokenizer, EN_TOK),
+    KINT("data", "vocab_size", data.vocab_size, 0, BPE_VOCAB_MAX), /* 0 = none (char) */
     KINT("data", "seq_items", data.seq_items, 1, 4096),
     KINT("data", "n_symbols", data.n_symbols, 1, 65536),
     KINT("data", "mqar_pairs", data.mqar_pairs, 1, 1024),
@@ -228,6 +231,7 @@ static const char *enum_name(int en, int v) {
     case EN_EE: return config_exit_weighting_name((gl_exit_weighting)v);
     case EN_CL: return config_cross_layer_name((gl_cross_layer)v);
     case EN_TASK: return task_name((gl_task)v);
+    case EN_TOK: return task_tokenizer_name((gl_tokenizer)v);
     }
     return "unknown";
 }
@@ -240,6 +244,7 @@ static int enum_count(int en) {
     case EN_EE: return EE_COUNT;
     case EN_CL: return CL_COUNT;
     case EN_TASK: return TASK_COUNT;
+    case EN_TOK: return TOK_COUNT;
     }
     return 0;
 }
@@ -253,6 +258,7 @@ static void enum_store(gl_manifest *mf, int en, int v) {
     case EN_EE: mf->model.exit_weighting = (gl_exit_weighting)v; break;
     case EN_CL: mf->model.cross_layer = (gl_cross_layer)v; break;
     case EN_TASK: mf->data.task = (gl_task)v; break;
+    case EN_TOK: mf->data.tokenizer = (gl_tokenizer)v; break;
     }
 }
 
@@ -264,6 +270,7 @@ static int enum_load(const gl_manifest *mf, int en) {
     case EN_EE: return (int)mf->model.exit_weighting;
     case EN_CL: return (int)mf->model.cross_layer;
     case EN_TASK: return (int)mf->data.task;
+    case EN_TOK: return (int)mf->data.tokenizer;
     }
     return 0;
 }
@@ -1049,6 +1056,25 @@ static int ctx_finish(load_ctx *c) {
                      "%s: data.train_frac (%s) + data.val_frac (%s) is more than 1", origin, a, b);
             return -1;
         }
+    }
+    if (mf->data.tokenizer == TOK_BPE && mf->data.task != TASK_TEXT) {
+        msgf(c->err, c->errlen, "%s: data.tokenizer = bpe applies to data.task = text, not %s; remove the key",
+             origin, task_name(mf->data.task));
+        return -1;
+    }
+    if (mf->data.tokenizer == TOK_BPE && mf->data.vocab_size < BPE_VOCAB_MIN) {
+        msgf(c->err, c->errlen,
+             "%s: data.vocab_size = %d with data.tokenizer = bpe: set it to %d..%d (the 256 bytes plus the "
+             "merges to learn, e.g. 1024)",
+             origin, mf->data.vocab_size, BPE_VOCAB_MIN, BPE_VOCAB_MAX);
+        return -1;
+    }
+    if (mf->data.tokenizer == TOK_CHAR && mf->data.vocab_size != 0) {
+        msgf(c->err, c->errlen,
+             "%s: data.vocab_size = %d applies to data.tokenizer = bpe; the char tokenizer takes its vocabulary "
+             "from the file: remove data.vocab_size or set data.tokenizer = bpe",
+             origin, mf->data.vocab_size);
+        return -1;
     }
     if (task_check(&mf->data, mf->model.seq_len, msg, sizeof msg)) {
         msgf(c->err, c->errlen, "%s: %s", origin, msg);

@@ -11,6 +11,7 @@
  */
 #include "rundir.h"
 
+#include <assert.h>
 #include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
@@ -141,6 +142,7 @@ void run_close(gl_run *r) {
     if (!r) return;
     model_free(&r->model);
     free(r->config_ini);
+    bpe_free(&r->bpe);
     memset(r, 0, sizeof *r);
 }
 
@@ -197,15 +199,50 @@ int run_open(gl_run *r, const char *arg, const char *results, int max_B, char *e
     if (r->mf.model.vocab_size == 0) r->mf.model.vocab_size = info.vocab_size;
     if (model_init(&r->model, &r->mf.model, max_B, err, errlen) != 0) goto cleanup;
     if (ckpt_load(ckpt, &r->model, &r->st, hash, err, errlen) != 0) goto cleanup;
+    if (r->st.tokenizer == TOK_BPE && bpe_build(&r->bpe, &r->st.bpe, err, errlen) != 0) goto cleanup;
     rc = 0;
 cleanup:
     if (rc != 0) {
         /* keep the message, drop the half-opened run */
         model_free(&r->model);
+        bpe_free(&r->bpe);
         free(r->config_ini);
         r->config_ini = NULL;
     }
     return rc;
+}
+
+long run_encode(const gl_run *r, const uint8_t *bytes, size_t n, int *ids, char *err, size_t errlen) {
+    if (r->bpe.V > 0) {
+        uint16_t *tmp = malloc((n ? n : 1) * sizeof *tmp);
+        if (!tmp) {
+            snprintf(err, errlen, "out of memory encoding %zu bytes", n);
+            return -1;
+        }
+        size_t k = bpe_encode(&r->bpe, bytes, n, tmp);
+        for (size_t i = 0; i < k; i++) ids[i] = tmp[i];
+        free(tmp);
+        return (long)k;
+    }
+    int id_of[256];
+    for (int b = 0; b < 256; b++) id_of[b] = -1;
+    for (int v = r->st.vocab_size - 1; v >= 0; v--) id_of[r->st.vocab[v]] = v;
+    for (size_t i = 0; i < n; i++) {
+        if (id_of[bytes[i]] < 0) {
+            snprintf(err, errlen, "byte 0x%02x ('%c') at offset %zu is not in the run's vocabulary of %d bytes",
+                     bytes[i], bytes[i] >= 32 && bytes[i] < 127 ? bytes[i] : '?', i, r->st.vocab_size);
+            return -1;
+        }
+        ids[i] = id_of[bytes[i]];
+    }
+    return (long)n;
+}
+
+const uint8_t *run_token(const gl_run *r, int id, size_t *len) {
+    if (r->bpe.V > 0) return bpe_token(&r->bpe, id, len);
+    assert(id >= 0 && id < r->st.vocab_size);
+    *len = 1;
+    return r->st.vocab + id;
 }
 
 void run_repo_path(char *out, size_t n, const char *rel) {

@@ -43,6 +43,7 @@ typedef struct {
     gl_model model;
     gl_train_state st;
     char *config_ini; /* the config text stored in the checkpoint (malloc'd) */
+    bpe_tok bpe;      /* a BPE run's tokenizer, built from st.bpe (V = 0 for a char run) */
 } gl_run;
 
 /* Open a finished or interrupted run: resolve arg, read the config stored in
@@ -51,6 +52,14 @@ typedef struct {
  * message (r is then closed).  The caller calls run_close. */
 int run_open(gl_run *r, const char *arg, const char *results, int max_B, char *err, size_t errlen);
 void run_close(gl_run *r); /* accepts a zeroed or closed gl_run */
+
+/* Text through the run's stored tokenizer (char: its byte table; bpe: its
+ * merges).  run_encode writes at most n ids (never more ids than bytes) and
+ * returns how many, or -1 with a message naming the first byte the run's
+ * vocabulary lacks (char runs only: a BPE run encodes any byte).
+ * run_token gives the bytes of id (0 <= id < vocab_size). */
+long run_encode(const gl_run *r, const uint8_t *bytes, size_t n, int *ids, char *err, size_t errlen);
+const uint8_t *run_token(const gl_run *r, int id, size_t *len);
 
 /* A file of the gatelab source tree (e.g. "experiments/function_words.txt",
  * "scripts/plots/style.gp"): under $GATELAB_ROOT if set, else found by walking

@@ -31,6 +31,15 @@ _Static_assert(sizeof task_names / sizeof task_names[0] == TASK_COUNT, "one name
 
 const char *task_name(gl_task t) { return (int)t >= 0 && (int)t < TASK_COUNT ? task_names[t] : "unknown"; }
 
+#define GL_TOK_NAME(id, name) [id] = name,
+static const char *const tokenizer_names[] = {GL_TOKENIZERS(GL_TOK_NAME)};
+#undef GL_TOK_NAME
+_Static_assert(sizeof tokenizer_names / sizeof tokenizer_names[0] == TOK_COUNT, "one name per tokenizer");
+
+const char *task_tokenizer_name(gl_tokenizer t) {
+    return (int)t >= 0 && (int)t < TOK_COUNT ? tokenizer_names[t] : "unknown";
+}
+
 static const char alnum[] = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
 static const char letters[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
 static const char valsyms[] = "0123456789!#$%&*+-/<=>?@^~";

@@ -32,12 +32,24 @@ enum { TASK_COUNT = 0 GL_TASKS(GL_TASK_ONE) };
 #undef GL_TASK_ID
 #undef GL_TASK_ONE
 
+/* Tokenizers of the text task: X(IDENTIFIER, "manifest name"), in enum order
+ * (char: one id per distinct byte of the file; bpe: byte-level BPE, bpe.h). */
+#define GL_TOKENIZERS(X) X(TOK_CHAR, "char") X(TOK_BPE, "bpe")
+#define GL_TOK_ID(id, name) id,
+#define GL_TOK_ONE(id, name) +1
+typedef enum { GL_TOKENIZERS(GL_TOK_ID) } gl_tokenizer;
+enum { TOK_COUNT = 0 GL_TOKENIZERS(GL_TOK_ONE) };
+#undef GL_TOK_ID
+#undef GL_TOK_ONE
+
 typedef struct {
     gl_task task;
     char file[GL_PATH_MAX]; /* text task: file name, resolved against $GATELAB_DATA (default "data/")
                                unless absolute or starting with "./" */
     float train_frac;       /* 0.9 */
     float val_frac;         /* 0.1 (enwik8: 0.05; the rest is test) */
+    gl_tokenizer tokenizer; /* text task: char (default) or bpe */
+    int vocab_size;         /* tokenizer = bpe: 256 bytes + merges (257..8192); char: 0 */
     /* synthetic tasks */
     int seq_items;          /* copy/sort: items per sequence (10) */
     int n_symbols;          /* copy/sort: distinct item symbols (16) */
@@ -49,6 +61,9 @@ typedef struct {
 
 /* "text", "copy", "sort", "mqar"; "unknown" out of range. */
 const char *task_name(gl_task t);
+
+/* "char", "bpe"; "unknown" out of range. */
+const char *task_tokenizer_name(gl_tokenizer t);
 
 /* Evaluation windows per split of a synthetic task (val and test). */
 #define TASK_EVAL_WINDOWS 256

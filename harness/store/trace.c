@@ -388,6 +388,121 @@ cleanup:
     return rc;
 }
 
+/* Elements of a 1-D dataset, or -1 when it is not 1-D or on error. */
+static long long tr_probe_len(hid_t ds) {
+    hsize_t dims[1] = {0};
+    hid_t sp = H5Dget_space(ds);
+    int rank = sp >= 0 ? H5Sget_simple_extent_ndims(sp) : -1;
+    if (rank == 1) H5Sget_simple_extent_dims(sp, dims, NULL);
+    if (sp >= 0) H5Sclose(sp);
+    return rank == 1 ? (long long)dims[0] : -1;
+}
+
+/* /vocab: the tokenizer's name, every token's bytes and class (trace.h). */
+static int tr_write_vocab(hid_t file, const gl_trace_desc *d) {
+    int rc = -1;
+    const int V = d->n_vocab;
+    const struct {
+        const char *name;
+        hid_t ftype, mtype;
+        hsize_t n;
+        const void *data;
+        const char *axes, *codes;
+    } sets[3] = {
+        {"offset", H5T_STD_I32LE, H5T_NATIVE_INT32, (hsize_t)V + 1, d->vocab_offset, "token id (V + 1 bounds)", NULL},
+        {"bytes", H5T_STD_U8LE, H5T_NATIVE_UINT8, (hsize_t)d->vocab_offset[V], d->vocab_bytes,
+         "byte (token id's bytes: bytes[offset[id] .. offset[id+1]])", NULL},
+        {"category", H5T_STD_U8LE, H5T_NATIVE_UINT8, (hsize_t)V, d->vocab_category, "token id",
+         cat_codes_description()},
+    };
+    hid_t grp = H5Gcreate2(file, "vocab", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), space = H5I_INVALID_HID,
+          ds = H5I_INVALID_HID;
+    if (grp < 0 || tr_attr_str(grp, "tokenizer", d->tokenizer ? d->tokenizer : "") < 0 ||
+        tr_attr_int(grp, "n_vocab", V) < 0)
+        goto cleanup;
+    for (int i = 0; i < 3; i++) {
+        hsize_t dims[1] = {sets[i].n};
+        space = H5Screate_simple(1, dims, NULL);
+        if (space < 0) goto cleanup;
+        ds = H5Dcreate2(grp, sets[i].name, sets[i].ftype, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+        if (ds < 0) goto cleanup;
+        if (sets[i].n > 0 && H5Dwrite(ds, sets[i].mtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, sets[i].data) < 0) goto cleanup;
+        if (tr_attr_str(ds, "axes", sets[i].axes) < 0) goto cleanup;
+        if (sets[i].codes && tr_attr_str(ds, "codes", sets[i].codes) < 0) goto cleanup;
+        H5Dclose(ds);
+        H5Sclose(space);
+        ds = space = H5I_INVALID_HID;
+    }
+    rc = 0;
+cleanup:
+    if (ds >= 0) H5Dclose(ds);
+    if (space >= 0) H5Sclose(space);
+    if (grp >= 0) H5Gclose(grp);
+    return rc;
+}
+
+/* /vocab of an open trace into out (untrusted: offsets must rise from 0 to
+ * the byte count, classes be codes).  No /vocab: 0 with out->n_vocab = 0.
+ * Returns 0, or -1 with a message naming path. */
+static int tr_read_vocab(hid_t f, const char *path, gl_trace_data *out, char *err, size_t errlen) {
+    int rc = -1, V = 0;
+    hid_t grp = H5I_INVALID_HID, dsv[3] = {H5I_INVALID_HID, H5I_INVALID_HID, H5I_INVALID_HID};
+    htri_t ex = H5Lexists(f, "vocab", H5P_DEFAULT);
+    if (ex <= 0) return ex < 0 ? (tr_fail(err, errlen, path, "H5Lexists", "/vocab"), -1) : 0;
+    grp = H5Gopen2(f, "vocab", H5P_DEFAULT);
+    if (grp < 0 || tr_read_attr_int(grp, "n_vocab", &V) != 0) {
+        snprintf(err, errlen, "%s: /vocab has no n_vocab attribute: not a trace this gatelab wrote", path);
+        goto cleanup;
+    }
+    int refused = 0;
+    char *tok = tr_read_attr_str(grp, "tokenizer", 0, &refused);
+    snprintf(out->tokenizer, sizeof out->tokenizer, "%s", tok ? tok : "");
+    free(tok);
+    static const char *const names[3] = {"offset", "bytes", "category"};
+    long long len[3];
+    for (int i = 0; i < 3; i++) {
+        dsv[i] = H5Dopen2(grp, names[i], H5P_DEFAULT);
+        len[i] = dsv[i] >= 0 ? tr_probe_len(dsv[i]) : -1;
+        if (len[i] < 0) {
+            snprintf(err, errlen, "%s: /vocab/%s is missing or not 1-D: not a trace this gatelab wrote", path, names[i]);
+            goto cleanup;
+        }
+    }
+    if (V < 1 || V > (1 << 20) || len[0] != (long long)V + 1 || len[2] != V || len[1] > (1LL << 30)) {
+        snprintf(err, errlen, "%s: /vocab holds %lld offsets and %lld classes for n_vocab = %d: not a trace this "
+                 "gatelab wrote", path, len[0], len[2], V);
+        goto cleanup;
+    }
+    out->vocab_offset = malloc(((size_t)V + 1) * sizeof *out->vocab_offset);
+    out->vocab_bytes = malloc(len[1] > 0 ? (size_t)len[1] : 1);
+    out->vocab_category = malloc((size_t)V);
+    if (!out->vocab_offset || !out->vocab_bytes || !out->vocab_category) {
+        snprintf(err, errlen, "%s: out of memory reading /vocab", path);
+        goto cleanup;
+    }
+    if (H5Dread(dsv[0], H5T_NATIVE_INT32, H5S_ALL, H5S_ALL, H5P_DEFAULT, out->vocab_offset) < 0 ||
+        (len[1] > 0 && H5Dread(dsv[1], H5T_NATIVE_UINT8, H5S_ALL, H5S_ALL, H5P_DEFAULT, out->vocab_bytes) < 0) ||
+        H5Dread(dsv[2], H5T_NATIVE_UINT8, H5S_ALL, H5S_ALL, H5P_DEFAULT, out->vocab_category) < 0) {
+        tr_fail(err, errlen, path, "H5Dread", "/vocab");
+        goto cleanup;
+    }
+    int ok = out->vocab_offset[0] == 0 && out->vocab_offset[V] == len[1];
+    for (int i = 0; ok && i < V; i++)
+        ok = out->vocab_offset[i + 1] >= out->vocab_offset[i] && out->vocab_category[i] < CAT_COUNT;
+    if (!ok) {
+        snprintf(err, errlen, "%s: /vocab/offset does not rise from 0 to the %lld bytes, or a /vocab/category is "
+                 "outside %s: not a trace this gatelab wrote", path, len[1], cat_codes_description());
+        goto cleanup;
+    }
+    out->n_vocab = V;
+    rc = 0;
+cleanup:
+    for (int i = 0; i < 3; i++)
+        if (dsv[i] >= 0) H5Dclose(dsv[i]);
+    if (grp >= 0) H5Gclose(grp);
+    return rc;
+}
+
 static int tr_check_desc(const char *path, const gl_trace_desc *d, char *err, size_t errlen) {
     const char *bad = NULL;
     if (d->n_layer < 1) bad = "n_layer must be at least 1";
@@ -423,6 +538,9 @@ int trace_create(gl_trace **out, const char *path, const gl_trace_desc *d, const
     }
     t->d = *d;
     t->d.config_ini = NULL;
+    t->d.vocab_offset = NULL; /* written once here; the handle keeps no borrowed pointer */
+    t->d.vocab_bytes = t->d.vocab_category = NULL;
+    t->d.tokenizer = NULL;
     t->last_step = -1;
     if ((size_t)snprintf(t->path, sizeof t->path, "%s", path) >= sizeof t->path) {
         snprintf(err, errlen, "%s: path too long for a trace", path);
@@ -466,6 +584,10 @@ int trace_create(gl_trace **out, const char *path, const gl_trace_desc *d, const
     if (tr_write_probe(grp, "category", H5T_STD_U8LE, H5T_NATIVE_UINT8, d->n_probe, probe_category,
                        cat_codes_description()) < 0) {
         tr_fail(err, errlen, path, "writing", "/probe/category");
+        goto cleanup;
+    }
+    if (d->n_vocab > 0 && tr_write_vocab(file, d) < 0) {
+        tr_fail(err, errlen, path, "writing", "/vocab");
         goto cleanup;
     }
     for (int k = 0; k < TR_N; k++) {
@@ -745,6 +867,9 @@ void trace_data_free(gl_trace_data *d) {
     free(d->probe_tokens);
     free(d->probe_category);
     free(d->config_ini);
+    free(d->vocab_offset);
+    free(d->vocab_bytes);
+    free(d->vocab_category);
     memset(d, 0, sizeof *d);
 }
 
@@ -825,15 +950,6 @@ static hid_t tr_open_read(const char *path, char *err, size_t errlen) {
     return f;
 }
 
-/* Elements of a 1-D dataset, or -1 when it is not 1-D or on error. */
-static long long tr_probe_len(hid_t ds) {
-    hsize_t dims[1] = {0};
-    hid_t sp = H5Dget_space(ds);
-    int rank = sp >= 0 ? H5Sget_simple_extent_ndims(sp) : -1;
-    if (rank == 1) H5Sget_simple_extent_dims(sp, dims, NULL);
-    if (sp >= 0) H5Sclose(sp);
-    return rank == 1 ? (long long)dims[0] : -1;
-}
 
 int trace_read(const char *path, gl_trace_data *out, char *err, size_t errlen) {
     return trace_read_flags(path, out, 0, err, errlen);
@@ -914,6 +1030,8 @@ int trace_read_flags(const char *path, gl_trace_data *out, int flags, char *err,
             goto cleanup;
         }
     }
+
+    if (tr_read_vocab(f, path, out, err, errlen)) goto cleanup;
 
     /* which per-step datasets exist, their shapes, and the common row count */
     hsize_t S = 0;
@@ -1026,6 +1144,8 @@ int trace_reopen(gl_trace **out, const char *path, long last_step, char *err, si
     gl_trace_desc d = {
         .n_layer = old.n_layer, .n_kv_head = old.n_kv_head, .n_router = old.n_router, .n_probe = old.n_probe,
         .config_ini = old.config_ini,
+        .n_vocab = old.n_vocab, .vocab_offset = old.vocab_offset, .vocab_bytes = old.vocab_bytes,
+        .vocab_category = old.vocab_category, .tokenizer = old.tokenizer,
     };
     for (int g = 0; g < GATE_COUNT; g++) d.has[g] = old.gate[g] != NULL;
     if (trace_create(&t, tmp, &d, old.probe_tokens, old.probe_category, err, errlen) != 0) goto cleanup;

@@ -31,6 +31,14 @@ typedef struct {
     int n_probe;                      /* P probe tokens = probe windows × T */
     int has[GATE_COUNT];              /* 1: the trace records gate g (model/gatekind.h) */
     const char *config_ini;           /* stored as a UTF-8 root attribute (may be NULL) */
+    /* The vocabulary, so probe tokens decode from the trace alone (/vocab;
+     * absent when n_vocab is 0): token id's bytes are
+     * vocab_bytes[vocab_offset[id] .. vocab_offset[id + 1]). */
+    int n_vocab;                      /* V */
+    const int32_t *vocab_offset;      /* (V + 1), vocab_offset[0] = 0 */
+    const uint8_t *vocab_bytes;       /* (vocab_offset[V]) */
+    const uint8_t *vocab_category;    /* (V) each token's class on its own (cat_token_class) */
+    const char *tokenizer;            /* "char", "bpe", or a task's name */
 } gl_trace_desc;
 
 /* Create path (replacing any file there) with every dataset the description
@@ -81,6 +89,11 @@ typedef struct {
     int *probe_tokens;         /* (P) */
     uint8_t *probe_category;   /* (P) 0 structural, 1 functional, 2 semantic */
     char *config_ini;          /* NUL-terminated ("" if none) */
+    int n_vocab;               /* V, 0 when the trace has no /vocab (written before it existed) */
+    int32_t *vocab_offset;     /* (V + 1) or NULL */
+    uint8_t *vocab_bytes;      /* (vocab_offset[V]) or NULL */
+    uint8_t *vocab_category;   /* (V) or NULL */
+    char tokenizer[16];        /* /vocab's tokenizer attribute ("" without /vocab) */
 } gl_trace_data;
 
 /* Read every dataset of path into malloc'd arrays (SWMR read, so a live run's

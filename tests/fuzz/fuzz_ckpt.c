@@ -85,7 +85,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     char err[1024] = "", *config = NULL;
     ckpt_info info;
     if (ckpt_read_info(g_path, &config, &info, err, sizeof err) == 0) {
-        if (info.step < 0 || info.vocab_size < 1 || info.vocab_size > 256 || !config) abort();
+        if (info.step < 0 || info.vocab_size < 1 || info.vocab_size > BPE_VOCAB_MAX || !config) abort(); /* > 256: BPE */
         free(config);
         gl_train_state st;
         err[0] = '\0';
