@@ -16,7 +16,7 @@ BYTE_ORDER = 0x01020304
 HEADER_BYTES = 48
 NAME_MAX = 48
 TENSOR_BYTES = NAME_MAX + 32
-STATE_BYTES = {2: 380}   # format version -> bytes of the training state
+STATE_BYTES = {2: 380, 3: 380}   # format version -> bytes of the training state (3: BPE merges)
 SUM_BYTES = 8
 
 
@@ -60,6 +60,11 @@ class Checkpoint:
             if fnv1a64(data[:-SUM_BYTES]) != want:
                 raise CkptError(f"{path}: checksum mismatch: corrupted; restore it or restart the run")
         off = HEADER_BYTES
+        self.tokenizer, n_merges = "char", 0
+        if version >= 3:                      # tokenizer (1 = bpe) and the merge count
+            tok, n_merges = struct.unpack_from("<II", data, off)
+            self.tokenizer = "bpe" if tok == 1 else f"tokenizer {tok}"
+            off += 8
         tensors = []
         for _ in range(n_tensors):
             name = data[off:off + NAME_MAX].split(b"\0", 1)[0].decode()
@@ -71,8 +76,12 @@ class Checkpoint:
         self.elapsed_s, = struct.unpack_from("<d", st, 72)
         self.tokens_seen, = struct.unpack_from("<q", st, 80)
         vocab_size, = struct.unpack_from("<i", st, 88)
-        self.vocab = [st[92 + i:93 + i] for i in range(vocab_size)]
+        self.vocab = [st[92 + i:93 + i] for i in range(min(vocab_size, 256))]
         off += STATE_BYTES[version]
+        self.merges = [struct.unpack_from("<HH", data, off + 4 * k) for k in range(n_merges)]
+        for left, right in self.merges:      # id 256 + k is merge k: its bytes are left's then right's
+            self.vocab.append(self.vocab[left] + self.vocab[right])
+        off += 4 * n_merges
         self.config_text = data[off:off + cfg_len].decode("utf-8")
         off += cfg_len
         arrays = [np.frombuffer(data, dtype="<f4", count=n_params, offset=off + k * 4 * n_params)
@@ -91,7 +100,10 @@ class Checkpoint:
         return b"".join(self.vocab[i] for i in ids).decode("utf-8", errors="replace")
 
     def encode(self, text):
-        """Text to token ids; a byte the vocabulary lacks raises ValueError naming it."""
+        """Text to token ids (char runs; a BPE run's text is encoded by `gatelab eval --text`, which
+        applies the merges by rank); a byte the vocabulary lacks raises ValueError naming it."""
+        if self.merges:
+            return self._encode_bpe(text)
         index = {b: i for i, b in enumerate(self.vocab)}
         out = []
         for ch in text.encode("utf-8"):
@@ -100,3 +112,59 @@ class Checkpoint:
                 raise ValueError(f"byte {b!r} is not in this run's vocabulary ({len(self.vocab)} tokens)")
             out.append(index[b])
         return out
+
+    def _encode_bpe(self, text):
+        """Byte-level BPE exactly as harness/store/bpe.c's bpe_encode: chunks by bpe_chunk_len;
+        within a chunk, repeatedly merge every occurrence (left to right) of its lowest-rank pair."""
+        rank = {pair: k for k, pair in enumerate(self.merges)}
+        data = text.encode("utf-8")
+        out, i = [], 0
+        while i < len(data):
+            n = _chunk_len(data, i)
+            s = list(data[i:i + n])
+            while True:
+                best = None
+                for k in range(len(s) - 1):
+                    r = rank.get((s[k], s[k + 1]))
+                    if r is not None and (best is None or r < best):
+                        best = r
+                if best is None:
+                    break
+                bl, br = self.merges[best]
+                o, k = [], 0
+                while k < len(s):
+                    if k + 1 < len(s) and s[k] == bl and s[k + 1] == br:
+                        o.append(256 + best)
+                        k += 2
+                    else:
+                        o.append(s[k])
+                        k += 1
+                s = o
+            out.extend(s)
+            i += n
+        return out
+
+
+CHUNK_MAX = 256
+
+
+def _letter(c):
+    return 97 <= (c | 0x20) <= 122 or c >= 0x80
+
+
+def _chunk_len(p, at):
+    """bpe_chunk_len of harness/store/bpe.c on p[at:]: a word (letters, with the one space before
+    it), or a run of non-letters up to a letter or to the space that starts the next word."""
+    n = len(p) - at
+    lim, i = min(n, CHUNK_MAX), 0
+    if p[at] == 32 and lim > 1 and _letter(p[at + 1]):
+        i = 1
+    if _letter(p[at + i]):
+        while i < lim and _letter(p[at + i]):
+            i += 1
+        return i
+    while i < lim and not _letter(p[at + i]):
+        if i > 0 and p[at + i] == 32 and i + 1 < n and _letter(p[at + i + 1]):
+            break
+        i += 1
+    return i

@@ -67,16 +67,27 @@ class Trace:
             self.loss_val = f["loss/val"][:n] if "loss/val" in f else None
             self.probe_tokens = f["probe/tokens"][:]
             self.probe_category = f["probe/category"][:] if "probe/category" in f else None
-            if vocab is None and "probe/vocab" in f:  # traces that carry their vocabulary
-                vocab = [_text(bytes(v)) if not isinstance(v, (bytes, str)) else _text(v) for v in f["probe/vocab"][:]]
+            self.tokenizer = None
+            if "vocab/offset" in f:  # traces that carry their vocabulary (docs/files.md "/vocab")
+                off, raw = f["vocab/offset"][:], f["vocab/bytes"][:].tobytes()
+                self.token_bytes = [raw[off[i]:off[i + 1]] for i in range(len(off) - 1)]
+                self.tokenizer = _text(f["vocab"].attrs.get("tokenizer", b""))
+                vocab = [b.decode("utf-8", errors="replace") for b in self.token_bytes]
             self.gates = {}
             for group in f:
-                if group in ("probe", "loss", "step"):
+                if group in ("probe", "loss", "step", "vocab"):
                     continue
                 for name, ds in f[group].items():
                     axes = _text(ds.attrs.get("axes", b"")).split(",")
                     self.gates[f"/{group}/{name}"] = Named(ds[:n], axes)
         self.vocab = vocab
+
+    def decode(self, ids=None):
+        """Token ids (default: the probe's) to text, bytes joined before UTF-8 decoding."""
+        ids = self.probe_tokens if ids is None else ids
+        if getattr(self, "token_bytes", None) is not None:
+            return b"".join(self.token_bytes[i] for i in ids).decode("utf-8", errors="replace")
+        return "".join(self.vocab[i] for i in ids) if self.vocab is not None else None
 
     @property
     def probe_text(self):
