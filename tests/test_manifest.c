@@ -492,6 +492,46 @@ static void test_round_trip_and_hash(void **state) {
     assert_non_null(strstr(err, "run 7 config:2: [model] n_layer = 65"));
 }
 
+
+/* A run's identity text leaves out the late keys (added once runs existed) while they hold their
+ * default, and nothing else: a config written before data.tokenizer existed and one written after
+ * have one identity, so a sweep started then keeps its run ids. */
+static void test_identity_text(void **state) {
+    (void)state;
+    gl_manifest a;
+    manifest_defaults(&a);
+    char *text = manifest_to_ini(&a), *id = manifest_identity_text(text);
+    assert_non_null(text);
+    assert_non_null(id);
+    assert_non_null(strstr(text, "tokenizer = char\n"));
+    assert_null(strstr(id, "tokenizer ="));
+    assert_non_null(strstr(id, "[data]\n"));
+    assert_null(strstr(strstr(id, "[data]\n"), "vocab_size ="));  /* data.vocab_size, late, gone */
+    assert_non_null(strstr(id, "[model]\nscale ="));         /* a non-late key at its default stays */
+    assert_non_null(strstr(id, "vocab_size = 0\nd_model"));   /* model.vocab_size is not late */
+    /* the text without the late lines (as written before they existed) has the same identity */
+    char old[8192];
+    size_t k = 0;
+    for (const char *p = text; *p;) {
+        size_t len = strcspn(p, "\n") + 1;
+        int skip = !strncmp(p, "tokenizer = ", 12) || (!strncmp(p, "vocab_size = ", 13) && strstr(text, "[data]") < p);
+        if (!skip) memcpy(old + k, p, len), k += len;
+        p += len;
+    }
+    old[k] = 0;
+    char *id_old = manifest_identity_text(old);
+    assert_string_equal(id, id_old);
+    /* a late key off its default is part of the identity */
+    a.data.tokenizer = TOK_BPE;
+    a.data.vocab_size = 512;
+    char *text_bpe = manifest_to_ini(&a), *id_bpe = manifest_identity_text(text_bpe);
+    assert_non_null(strstr(id_bpe, "tokenizer = bpe\n"));
+    assert_non_null(strstr(id_bpe, "vocab_size = 512\n"));
+    printf("  identity drops %zu bytes of late keys at their default; an older text reads the same\n",
+           strlen(text) - strlen(id));
+    free(text), free(id), free(id_old), free(text_bpe), free(id_bpe);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_config_defaults_and_validate),
@@ -503,6 +543,7 @@ int main(void) {
         cmocka_unit_test(test_sweep_parse),
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_round_trip_and_hash),
+        cmocka_unit_test(test_identity_text),
     };
     return cmocka_run_group_tests(tests, setup_dir, teardown_dir);
 }

@@ -18,12 +18,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "store/manifest.h"
 #include "store/sha256.h"
 
 #define SWEEP_MAX_ITEMS 256
 
 void sweep_config_hash(const char *config_ini, char hex[65]) {
-    sha256_hex(config_ini, strlen(config_ini), hex);
+    char *id = manifest_identity_text(config_ini); /* late keys at their default left out */
+    const char *t = id ? id : config_ini;          /* out of memory: the whole text */
+    sha256_hex(t, strlen(t), hex);
+    free(id);
 }
 
 void sweep_experiment_name(const gl_manifest *mf, char *out, size_t outlen) {

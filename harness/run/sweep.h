@@ -70,7 +70,8 @@ void sweep_free(gl_sweep *sw); /* accepts a zeroed or half-built sweep */
  * become '_'. */
 void sweep_experiment_name(const gl_manifest *mf, char *out, size_t outlen);
 
-/* The sha256 hex of a run's canonical config text (what a run's config_hash is). */
+/* The sha256 hex of a run's identity text (manifest_identity_text: the canonical config less late
+ * keys at their default) — what a run's config_hash is and what a sweep's run id ends with. */
 void sweep_config_hash(const char *config_ini, char hex[65]);
 
 /* Split a comma list into trimmed items.  Returns the count (>= 1), or -1

@@ -67,19 +67,28 @@ typedef struct {
     int lo_open, hi_open;
     int aux;          /* K_ENUM: enum_id; K_STR: S_* constraint */
     int sweep;        /* may be varied by [sweep] */
+    int late;         /* added after runs were first registered (2026-12-01), its default being the
+                       * behaviour from before it existed: left out of a run's identity while at
+                       * its default (manifest_identity_text), so older runs keep their ids */
 } key_def;
 
 #define OFF(f) offsetof(gl_manifest, f)
-#define KINT(s, n, f, lo, hi) {s, n, K_INT, OFF(f), 0, lo, hi, 0, 0, 0, 1}
-#define KFLT(s, n, f, lo, hi, lo_open, hi_open) {s, n, K_FLOAT, OFF(f), 0, lo, hi, lo_open, hi_open, 0, 1}
-#define KBOOL(s, n, f) {s, n, K_BOOL, OFF(f), 0, 0, 1, 0, 0, 0, 1}
-#define KENUM(s, n, f, e) {s, n, K_ENUM, OFF(f), 0, 0, 0, 0, 0, e, 1}
-#define KSTR(s, n, f, c, sw) {s, n, K_STR, OFF(f), sizeof(((gl_manifest *)0)->f), 0, 0, 0, 0, c, sw}
+#define KINT(s, n, f, lo, hi) {s, n, K_INT, OFF(f), 0, lo, hi, 0, 0, 0, 1, 0}
+#define KFLT(s, n, f, lo, hi, lo_open, hi_open) {s, n, K_FLOAT, OFF(f), 0, lo, hi, lo_open, hi_open, 0, 1, 0}
+#define KBOOL(s, n, f) {s, n, K_BOOL, OFF(f), 0, 0, 1, 0, 0, 0, 1, 0}
+#define KENUM(s, n, f, e) {s, n, K_ENUM, OFF(f), 0, 0, 0, 0, 0, e, 1, 0}
+#define KSTR(s, n, f, c, sw) {s, n, K_STR, OFF(f), sizeof(((gl_manifest *)0)->f), 0, 0, 0, 0, c, sw, 0}
+/* The same for a late key (key_def.late): a key added once runs existed.  Its default must be the
+ * behaviour before it existed, bit for bit; a key whose default changes is never late. */
+#define LINT(s, n, f, lo, hi) {s, n, K_INT, OFF(f), 0, lo, hi, 0, 0, 0, 1, 1}
+#define LFLT(s, n, f, lo, hi, lo_open, hi_open) {s, n, K_FLOAT, OFF(f), 0, lo, hi, lo_open, hi_open, 0, 1, 1}
+#define LBOOL(s, n, f) {s, n, K_BOOL, OFF(f), 0, 0, 1, 0, 0, 0, 1, 1}
+#define LENUM(s, n, f, e) {s, n, K_ENUM, OFF(f), 0, 0, 0, 0, 0, e, 1, 1}
 
 /* Ranges of [model] equal config.c's bounds (config_validate re-checks them
  * for configs that come from checkpoints).  Canonical order = table order. */
 static const key_def keys[] = {
-    {"model", "scale", K_SCALE, OFF(scale), sizeof(((gl_manifest *)0)->scale), 0, 0, 0, 0, 0, 1},
+    {"model", "scale", K_SCALE, OFF(scale), sizeof(((gl_manifest *)0)->scale), 0, 0, 0, 0, 0, 1, 0},
     KINT("model", "vocab_size", model.vocab_size, 0, 1048576),
     KINT("model", "d_model", model.d_model, 1, 16384),
     KINT("model", "n_layer", model.n_layer, 1, 64),
@@ -107,8 +116,8 @@ static const key_def keys[] = {
     KSTR("data", "file", data.file, S_NONEMPTY, 1),
     KFLT("data", "train_frac", data.train_frac, 0, 1, 1, 0),
     KFLT("data", "val_frac", data.val_frac, 0, 1, 0, 0),
-    KENUM("data", "tokenizer", data.tokenizer, EN_TOK),
-    KINT("data", "vocab_size", data.vocab_size, 0, BPE_VOCAB_MAX), /* 0 = none (char) */
+    LENUM("data", "tokenizer", data.tokenizer, EN_TOK),
+    LINT("data", "vocab_size", data.vocab_size, 0, BPE_VOCAB_MAX), /* 0 = none (char) */
     KINT("data", "seq_items", data.seq_items, 1, 4096),
     KINT("data", "n_symbols", data.n_symbols, 1, 65536),
     KINT("data", "mqar_pairs", data.mqar_pairs, 1, 1024),
@@ -126,7 +135,7 @@ static const key_def keys[] = {
     KFLT("train", "beta2", train.beta2, 0, 1, 0, 1),
     KFLT("train", "eps", train.eps, 0, 1, 1, 0),
     KFLT("train", "grad_clip", train.grad_clip, 0, 1e9, 0, 0),
-    {"train", "seed", K_U64, OFF(train.seed), 0, 0, 0, 0, 0, 0, 1},
+    {"train", "seed", K_U64, OFF(train.seed), 0, 0, 0, 0, 0, 0, 1, 0},
     KINT("train", "threads", train.threads, 0, 4096),
     KINT("train", "eval_every", train.eval_every, 1, 1000000000),
     KINT("train", "eval_windows", train.eval_windows, 1, 10000000),
@@ -136,8 +145,8 @@ static const key_def keys[] = {
     KSTR("log", "results", log.results, S_NONEMPTY, 0),
     KSTR("log", "name", log.name, S_NAME, 0),
     KSTR("log", "experiment", log.experiment, S_NAME, 0),
-    {"log", "trace", K_BOOL, OFF(log.trace), 0, 0, 1, 0, 0, 0, 0},
-    {"log", "probe_windows", K_INT, OFF(log.probe_windows), 0, 1, 4096, 0, 0, 0, 0},
+    {"log", "trace", K_BOOL, OFF(log.trace), 0, 0, 1, 0, 0, 0, 0, 0},
+    {"log", "probe_windows", K_INT, OFF(log.probe_windows), 0, 1, 4096, 0, 0, 0, 0, 0},
 };
 #define N_KEYS ((int)(sizeof keys / sizeof keys[0]))
 
@@ -1236,6 +1245,46 @@ char *manifest_to_ini(const gl_manifest *mf) {
         return NULL;
     }
     return sb.p;
+}
+
+/* The value text of a late key at its default, or NULL when key ("section.name") is not late. */
+static const char *late_default(const char *section, const char *name, const gl_manifest *dm, char *val, size_t n) {
+    for (int i = 0; i < N_KEYS; i++)
+        if (keys[i].late && !strcmp(keys[i].section, section) && !strcmp(keys[i].name, name)) {
+            format_value(val, n, dm, &keys[i]);
+            return val;
+        }
+    return NULL;
+}
+
+char *manifest_identity_text(const char *config_ini) {
+    gl_manifest dm;
+    manifest_defaults(&dm);
+    size_t n = strlen(config_ini);
+    char *out = malloc(n + 1), section[64] = "", val[GL_PATH_MAX + 64];
+    if (!out) return NULL;
+    size_t k = 0;
+    for (const char *p = config_ini; *p;) {
+        size_t len = strcspn(p, "\n"), full = len + (p[len] == '\n');
+        const char *eq = memchr(p, '=', len);
+        if (p[0] == '[') {
+            snprintf(section, sizeof section, "%.*s", (int)strcspn(p + 1, "]\n"), p + 1);
+        } else if (eq && eq > p && eq[-1] == ' ' && p[0] != ';' && p[0] != '#') {
+            char name[128];
+            snprintf(name, sizeof name, "%.*s", (int)(eq - 1 - p), p);
+            const char *v = eq + 1 + (eq + 1 < p + len && eq[1] == ' ');
+            const char *d = late_default(section, name, &dm, val, sizeof val);
+            if (d && strlen(d) == (size_t)(p + len - v) && !memcmp(d, v, strlen(d))) { /* late, at its default */
+                p += full;
+                continue;
+            }
+        }
+        memcpy(out + k, p, full);
+        k += full;
+        p += full;
+    }
+    out[k] = 0;
+    return out;
 }
 
 uint64_t manifest_model_hash(const gl_manifest *mf) {
