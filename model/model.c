@@ -19,7 +19,10 @@
  * only they get a query, an attention row, Wo and the FFN (gather → sgemm on
  * packed rows → scatter; infer.c).  m->exit_reference keeps the old
  * bookkeeping version of early exit (every block for every token, exited rows
- * restored) as the reference.  Backward supports the training modes only.
+ * restored) as the reference.  Post-hoc early exit (m->posthoc_exit, a dense
+ * model after model_posthoc_init) is the same exiting with the model's own
+ * final norm and head as every block's exit head, at any τ >= 0.  Backward
+ * supports the training modes only.
  *
  * Deliberately not here: I/O, configs from files, the optimiser (adamw.c).
  */
