@@ -1,7 +1,8 @@
 /*
  * ablate.c — gate interventions on a loaded model (ablate.h): evaluation
  * with per-token losses split by category, the reference means of α, and
- * the zero / mean / resample / full-depth / random modes through the
+ * the zero / mean / resample / full-depth / random modes, the early-exit
+ * and post-hoc early-exit threshold sweeps, through the
  * model's overrides (model_set_gate_override, model_set_gate_token_table,
  * model_set_lambda1_override, model_set_route_override).  Which override a model's gates take is their
  * row of the gate table (model/gatekind.h, "ablate"): this file names no
@@ -180,7 +181,7 @@ int ablate_evaluate(ablate_ctx *c, gl_split split, long first, long n, ablate_ev
         return -1;
     }
     if (alpha_sum) memset(alpha_sum, 0, (size_t)L * Hkv * sizeof(double));
-    double loss = 0.0, scored = 0.0, cl[CAT_COUNT] = {0}, cw[CAT_COUNT] = {0}, act = 0.0;
+    double loss = 0.0, scored = 0.0, cl[CAT_COUNT] = {0}, cw[CAT_COUNT] = {0}, act = 0.0, right = 0.0;
     long done = 0;
     for (long w = first; w < first + n; w += m->max_B) {
         int want = (int)(first + n - w < m->max_B ? first + n - w : m->max_B);
@@ -201,6 +202,11 @@ int ablate_evaluate(ablate_ctx *c, gl_split split, long first, long n, ablate_ev
         }
         loss += bl;
         scored += bw;
+        if (c->ds->task != TASK_TEXT) {
+            double tacc = 0, sacc = 0;
+            data_accuracy(m->logits, c->tg, c->mask, got, T, mc->vocab_size, &tacc, &sacc);
+            right += tacc * m->mask_sum;
+        }
         const int k = (int)(((w - first) / m->max_B) % ABLATE_CLUSTERS);
         r->clu_loss[k] += bl;
         r->clu_w[k] += bw;
@@ -233,6 +239,7 @@ int ablate_evaluate(ablate_ctx *c, gl_split split, long first, long n, ablate_ev
         done += got;
     }
     r->loss = scored > 0 ? loss / scored : NAN;
+    r->acc = c->ds->task != TASK_TEXT && scored > 0 ? right / scored : NAN;
     r->tokens = scored;
     for (int k = 0; k < ABLATE_CLUSTERS; k++) r->n_clu += r->clu_w[k] > 0;
     r->loss_se = ablate_paired_se(r, NULL);
@@ -462,25 +469,35 @@ cleanup:
     return rc;
 }
 
-int ablate_exit_sweep(ablate_ctx *c, const double *taus, int n, ablate_eval *full, ablate_exit_point *pts, char *err,
-                      size_t errlen) {
+/* The sweep of both threshold modes: posthoc 0 is the early-exit model's own
+ * exit (m->exit_tau, τ in (0, 1]), 1 the dense model's post-hoc exit
+ * (m->posthoc_exit, any τ >= 0; τ > 1 never exits). */
+static int ablate_tau_sweep(ablate_ctx *c, int posthoc, const double *taus, int n, ablate_eval *full,
+                            ablate_exit_point *pts, char *err, size_t errlen) {
     gl_model *m = c->m;
-    if (m->cfg.depth_routing != DR_EARLY_EXIT) {
-        snprintf(err, errlen, "--mode exit needs an early-exit model; this one has depth_routing = %s",
+    const gl_depth_routing want = posthoc ? DR_NONE : DR_EARLY_EXIT;
+    if (m->cfg.depth_routing != want) {
+        snprintf(err, errlen, "--mode %s needs %s model; this one has depth_routing = %s",
+                 posthoc ? "posthoc-exit" : "exit", posthoc ? "a dense (depth_routing none)" : "an early-exit",
                  config_depth_routing_name(m->cfg.depth_routing));
         return -1;
     }
     for (int i = 0; i < n; i++)
-        if (!(taus[i] > 0.0 && taus[i] <= 1.0)) {
-            snprintf(err, errlen, "--taus: %g is not a confidence threshold in (0, 1]", taus[i]);
+        if (posthoc ? !(taus[i] >= 0.0 && isfinite(taus[i])) : !(taus[i] > 0.0 && taus[i] <= 1.0)) {
+            snprintf(err, errlen, "--taus: %g is not a confidence threshold in %s", taus[i],
+                     posthoc ? "[0, ∞)" : "(0, 1]");
             return -1;
         }
+    if (posthoc && model_posthoc_init(m, err, errlen)) return -1;
     const float tau0 = m->exit_tau;
+    const int ph0 = m->posthoc_exit;
     int rc = -1;
     m->exit_tau = 0.0f;
+    m->posthoc_exit = 0;
     if (ablate_baseline(c, full, NULL, err, errlen)) goto cleanup;
     for (int i = 0; i < n; i++) {
         m->exit_tau = (float)taus[i];
+        m->posthoc_exit = posthoc;
         pts[i].tau = taus[i];
         if (ablate_evaluate(c, c->eval_split, c->eval_first, c->eval_windows, &pts[i].r, NULL, NULL, err, errlen))
             goto cleanup;
@@ -489,16 +506,27 @@ int ablate_exit_sweep(ablate_ctx *c, const double *taus, int n, ablate_eval *ful
     rc = 0;
 cleanup:
     m->exit_tau = tau0;
+    m->posthoc_exit = ph0;
     return rc;
 }
 
-int ablate_exit_metrics(const ablate_eval *full, const ablate_exit_point *pts, int n, long step, report_metrics *rm,
-                        char *err, size_t errlen) {
+int ablate_exit_sweep(ablate_ctx *c, const double *taus, int n, ablate_eval *full, ablate_exit_point *pts, char *err,
+                      size_t errlen) {
+    return ablate_tau_sweep(c, 0, taus, n, full, pts, err, errlen);
+}
+
+int ablate_posthoc_sweep(ablate_ctx *c, const double *taus, int n, ablate_eval *full, ablate_exit_point *pts,
+                         char *err, size_t errlen) {
+    return ablate_tau_sweep(c, 1, taus, n, full, pts, err, errlen);
+}
+
+int ablate_exit_metrics(const char *mode, const ablate_eval *full, const ablate_exit_point *pts, int n, long step,
+                        report_metrics *rm, char *err, size_t errlen) {
     char name[REPORT_NAME_MAX];
 #define ROW(val, tau, quantity, cat)                                                                          \
     do {                                                                                                      \
-        if (metric_exit(name, sizeof name, (tau), (quantity), (cat))) {                                       \
-            snprintf(err, errlen, "cannot name the early-exit metric %s at tau %g", (quantity), (double)(tau)); \
+        if (metric_exit_mode(name, sizeof name, mode, (tau), (quantity), (cat))) {                            \
+            snprintf(err, errlen, "cannot name the %s metric %s at tau %g", mode, (quantity), (double)(tau)); \
             return -1;                                                                                        \
         }                                                                                                     \
         if (report_metric_add_se(rm, step, ABLATE_SPLIT, name, (val), se, err, errlen)) return -1;            \
@@ -516,9 +544,11 @@ int ablate_exit_metrics(const ablate_eval *full, const ablate_exit_point *pts, i
         ROW(exp(d), p->tau, "ppl_ratio", METRIC_NONE);
         ROW(p->r.active_frac, p->tau, "active_frac", METRIC_NONE);
         ROW(p->tlops_saved, p->tau, "tlops_saved", METRIC_NONE);
+        if (!isnan(p->r.acc)) ROW(p->r.acc, p->tau, "acc", METRIC_NONE);
         for (int k = 0; k < CAT_COUNT; k++)
             if (!isnan(p->r.cat_loss[k])) ROW(p->r.cat_loss[k] - full->cat_loss[k], p->tau, "delta_loss", k);
     }
+    if (!isnan(full->acc)) ROW(full->acc, NAN, "acc", METRIC_NONE);
 #undef ROW
     return 0;
 }

@@ -54,6 +54,7 @@ typedef struct {
     double cat_loss[CAT_COUNT];   /* the same by category of the input token (NaN: none, or no categories) */
     double cat_tokens[CAT_COUNT];
     double active_frac;           /* TSA / early exit: share of (token, block >= 1) pairs that ran */
+    double acc;                   /* synthetic tasks: token accuracy on scored tokens (NaN for text) */
 } ablate_eval;
 
 typedef struct {
@@ -146,12 +147,22 @@ typedef struct {
 int ablate_exit_sweep(ablate_ctx *c, const double *taus, int n, ablate_eval *full, ablate_exit_point *pts, char *err,
                       size_t errlen);
 
-/* Registry rows of a sweep (measured on rm->prov; loss and delta_loss with
- * their standard errors): exit.tau<τ as %.3f>.{loss, delta_loss,
- * ppl_ratio, active_frac, tlops_saved, delta_loss.<category>} and
- * exit.full.loss, split "ablation" at step. */
-int ablate_exit_metrics(const ablate_eval *full, const ablate_exit_point *pts, int n, long step, report_metrics *rm,
-                        char *err, size_t errlen);
+/* Post-hoc early exit of a dense model (depth_routing none): each block's
+ * residual through the model's own final norm and head; a token exits at
+ * the first block whose max softmax probability is >= τ and its later blocks
+ * compute only its k and v (model.h posthoc_exit).  τ >= 0 (0: every token
+ * exits after block 0; above 1: none exits).  full is the dense model.  As
+ * ablate_exit_sweep otherwise. */
+int ablate_posthoc_sweep(ablate_ctx *c, const double *taus, int n, ablate_eval *full, ablate_exit_point *pts,
+                         char *err, size_t errlen);
+
+/* Registry rows of a sweep under mode METRIC_EXIT_MODE or METRIC_POSTHOC_MODE
+ * (measured on rm->prov; loss and delta_loss with their standard errors):
+ * <mode>.tau<τ as %.3f>.{loss, delta_loss, ppl_ratio, active_frac,
+ * tlops_saved, acc (tasks), delta_loss.<category>} and <mode>.full.{loss,
+ * acc}, split "ablation" at step. */
+int ablate_exit_metrics(const char *mode, const ablate_eval *full, const ablate_exit_point *pts, int n, long step,
+                        report_metrics *rm, char *err, size_t errlen);
 
 /* Parse "--layers 1,3" and "--heads 2:0,3:1" (either may be NULL) into sel
  * (L·Hkv): the union of whole blocks and single pairs; neither → every gated

@@ -964,7 +964,7 @@ static int fg_ablation_kind(const gl_metric_latest *row, int single) {
     int l, h;
     if (!metric_ablation_parse(row->name, &key)) return 0;
     if (fg_single_gate(&key, &l, &h)) return single;
-    return !single && !strcmp(key.quantity, "delta_loss") && key.cat == METRIC_NONE && strcmp(key.mode, METRIC_EXIT_MODE);
+    return !single && !strcmp(key.quantity, "delta_loss") && key.cat == METRIC_NONE && !metric_tau_mode(key.mode);
 }
 
 /* The measurement (step and token set) with the most rows of the kind (ties:
@@ -1033,7 +1033,7 @@ static int fg_ablation_bars(gl_db *db, fg_run_data *d, const char *data_dir, con
     for (int k = 0; k < nm; k++) {
         metric_ablation_key key;
         if (metric_ablation_parse(m[k].name, &key) && !strcmp(key.quantity, "delta_loss") && key.cat != METRIC_NONE &&
-            strcmp(key.mode, METRIC_EXIT_MODE) && !isnan(m[k].value))
+            !metric_tau_mode(key.mode) && !isnan(m[k].value))
             has_cat[key.cat] = 1;
     }
     fprintf(fb, "intervention\tall tokens");

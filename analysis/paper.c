@@ -258,6 +258,11 @@ static const paper_run *pk_partner(const paper_run *runs, int n, const pick *k, 
     return NULL;
 }
 
+const paper_run *paper_depth_partner(const paper_run *runs, int n, const paper_run *like, const char *depth) {
+    pick k = {like->t.data, like->t.scale, like->value, depth, like->cross, NAN};
+    return pk_partner(runs, n, &k, like);
+}
+
 #define PF(field) offsetof(paper_run, field)
 static double pf(const paper_run *r, size_t off) { return *(const double *)((const char *)r + off); }
 

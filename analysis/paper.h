@@ -43,6 +43,12 @@ typedef struct {
  * *runs is malloc'd (the caller frees it).  Returns 0 or -1. */
 int paper_collect(gl_db *db, paper_run **runs, int *n, char *err, size_t errlen);
 
+/* The partner of like that differs from it only in depth_routing (depth:
+ * "none", "tsa", "early_exit"): the same data, scale, value residual, cross
+ * layer, seed, steps, batch and window; NULL when there is none.  The first
+ * such run when several (TSA at several λ). */
+const paper_run *paper_depth_partner(const paper_run *runs, int n, const paper_run *like, const char *depth);
+
 /* TSA's λ* for a data set and scale: the λ whose mean final α over seeds is
  * nearest target (the paper's α for the claim).  Returns 1 found, 0 none. */
 int paper_lambda_star(const paper_run *runs, int n, const char *data, const char *scale, double target,

@@ -19,7 +19,10 @@
  * only they get a query, an attention row, Wo and the FFN (gather → sgemm on
  * packed rows → scatter; infer.c).  m->exit_reference keeps the old
  * bookkeeping version of early exit (every block for every token, exited rows
- * restored) as the reference.  Backward supports the training modes only.
+ * restored) as the reference.  Post-hoc early exit (m->posthoc_exit, a dense
+ * model after model_posthoc_init) is the same exiting with the model's own
+ * final norm and head as every block's exit head, at any τ >= 0.  Backward
+ * supports the training modes only.
  *
  * Deliberately not here: I/O, configs from files, the optimiser (adamw.c).
  */
@@ -231,11 +234,44 @@ void model_free(gl_model *m) {
     free(m->tokens);
     free(m->targets);
     free(m->frozen);
+    free(m->posthoc_mem);
     free(m->ov.gate_mode);
     free(m->ov.gate_value);
     free(m->ov.lambda1_mode);
     free(m->ov.lambda1_value);
     memset(m, 0, sizeof *m);
+}
+
+int model_posthoc_init(gl_model *m, char *err, size_t errlen) {
+    const gl_model_config *c = &m->cfg;
+    if (m->posthoc_mem) return 0;
+    if (c->depth_routing != DR_NONE || c->cross_layer != CL_NONE) {
+        snprintf(err, errlen, "post-hoc early exit needs a dense model with one residual stream; this one has "
+                              "depth_routing = %s, cross_layer = %s (an early-exit model exits with --tau)",
+                 config_depth_routing_name(c->depth_routing), config_cross_layer_name(c->cross_layer));
+        return -1;
+    }
+    const size_t N = (size_t)m->max_B * m->T, d = c->d_model, V = c->vocab_size, L = c->n_layer;
+    /* the layout of layout_acts's early-exit rows: per block n < L−1 xnf, rstdf, logits; then probs, conf */
+    carver cv = {0};
+    for (int pass = 0; pass < 2; pass++) {
+        for (size_t n = 0; n + 1 < L; n++) {
+            float *xnf = carve(&cv, N * d), *rstdf = carve(&cv, N), *logits = carve(&cv, N * V);
+            if (pass) m->A[n].xnf = xnf, m->A[n].rstdf = rstdf, m->A[n].logits = logits;
+        }
+        float *probs = carve(&cv, (L - 1) * N * V), *conf = carve(&cv, L * N);
+        if (pass) {
+            m->exit_probs = probs;
+            m->exit_conf = conf;
+        } else if (!(m->posthoc_mem = alloc_floats(cv.used))) {
+            snprintf(err, errlen, "post-hoc early exit: out of memory for %d exit heads of %zu x %zu logits",
+                     c->n_layer - 1, N, V);
+            return -1;
+        } else {
+            cv = (carver){m->posthoc_mem, 0};
+        }
+    }
+    return 0;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -546,7 +582,11 @@ float model_forward(gl_model *m, const int *tokens, const int *targets, const fl
     xl_forward_begin(m, N);
 
     const int ee = c->depth_routing == DR_EARLY_EXIT;
-    const int ee_infer = ee && m->exit_tau > 0.0f;
+    /* post-hoc early exit of a dense model: the same exit heads (the final norm and head), any τ */
+    const int ph = m->posthoc_exit && c->depth_routing == DR_NONE;
+    assert(!ph || m->posthoc_mem);
+    const int heads = ee || ph;
+    const int ee_infer = (ee && m->exit_tau > 0.0f) || ph;
     const int sparse = c->depth_routing == DR_TSA && m->sparse;
     unsigned char *frozen = ee_infer ? m->frozen : NULL;
     if (frozen) memset(frozen, 0, (size_t)N);
@@ -559,7 +599,7 @@ float model_forward(gl_model *m, const int *tokens, const int *targets, const fl
         if ((sparse && n >= 1) || (ee_skip && n_frozen > 0)) block_forward_rows(m, n, B, T, h_next, frozen);
         else block_forward(m, n, B, T, h_next, ee_infer ? frozen : NULL);
         xl_forward_after_block(m, n, N);
-        if (ee && n + 1 < L) {
+        if (heads && n + 1 < L) {
             if (ee_skip && n_frozen > 0) exit_head_rows(m, n, h_next, frozen, B, N);
             else exit_sum[n] = exit_head_forward(m, n, h_next, N);
             if (ee_infer)
@@ -575,7 +615,7 @@ float model_forward(gl_model *m, const int *tokens, const int *targets, const fl
     rmsnorm_forward(m->xnf, m->rstdf, m->h_out, m->P.final_norm, N, d, c->norm_eps);
     mm_forward(m->logits, m->xnf, m->P.head, N, d, V);
     double tot = xent_forward(m->probs, m->tok_loss, m->logits, m->targets, m->mask, N, V);
-    if (ee) xent_confidence(m->exit_conf + (size_t)(L - 1) * N, m->probs, N, V);
+    if (heads) xent_confidence(m->exit_conf + (size_t)(L - 1) * N, m->probs, N, V);
 
     /* a data-parallel shard divides by the global batch's counts (model.h: norm_mask_sum) */
     const double norm = m->norm_mask_sum > 0 ? m->norm_mask_sum : msum;
@@ -595,7 +635,7 @@ float model_forward(gl_model *m, const int *tokens, const int *targets, const fl
         m->penalty = (float)(c->tsa_lambda * pen / ((double)(L - 1) * ntok));
         m->active_frac = (float)((double)active / ((double)(L - 1) * ntok));
         if (!sparse) m->loss = m->task_loss + m->penalty;
-    } else if (ee && L > 1) {
+    } else if (heads && L > 1) {
         if (ee_infer) {
             m->active_frac = (float)((double)m->active_count / ((double)(L - 1) * N));
         } else if (norm > 0) {

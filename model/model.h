@@ -230,6 +230,13 @@ typedef struct gl_model {
     int sparse;           /* 1: TSA hard routing at inference (p > 0.5 skips the block: only its k, v run) */
     float exit_tau;       /* early exit at inference: > 0 enables exiting at confidence >= tau; an
                              exited token's later blocks compute only its k and v */
+    int posthoc_exit;     /* dense model (depth_routing none) at inference, after model_posthoc_init: 1
+                             exits a token at the first block whose residual, through the model's own
+                             final norm and head, has max softmax probability >= exit_tau (any τ, 0
+                             included: every token exits after block 0; τ > 1: none exits); its later
+                             blocks compute only its k and v, as early exit does */
+    float *posthoc_mem;   /* posthoc_exit: the exit heads' buffers (A[n].xnf, rstdf, logits, exit_probs,
+                             exit_conf), allocated by model_posthoc_init */
     int exit_reference;   /* early exit at inference: 1 runs every block for every token and restores
                              exited tokens' state afterwards (the bookkeeping reference the skipping
                              path is tested and benchmarked against) */
@@ -243,6 +250,13 @@ typedef struct gl_model {
  * or a checkpoint fills them.  model_free accepts a half-built model. */
 int model_init(gl_model *m, const gl_model_config *cfg, int max_B, char *err, size_t errlen);
 void model_free(gl_model *m);
+
+/* Give a dense model (depth_routing none, cross_layer none) the exit heads'
+ * buffers post-hoc early exit needs (m->posthoc_exit): per block n < L−1 its
+ * residual through the final norm and head.  Training and every other mode
+ * are unchanged.  Returns 0 (also when already done), or -1 with a message
+ * (a routed or cross-layer model, out of memory).  model_free frees them. */
+int model_posthoc_init(gl_model *m, char *err, size_t errlen);
 
 /* DESIGN.md initialisation: matrices and embedding N(0, 0.02), norms 1,
  * ResFormer s = L, ℓ = 0, λ = 0.5, routers N(0, 0.02) with fc2_b = router_init_bias. */

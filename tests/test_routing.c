@@ -9,7 +9,12 @@
  *  - early exit: τ = 1 (nobody exits) equals the plain forward; the skipping
  *    path (an exited token computes only its k and v) gives the outputs of
  *    the bookkeeping reference; the τ bisection reaches a requested α within
- *    0.005.
+ *    0.005;
+ *  - post-hoc early exit of a dense model: τ > 1 is the dense loss exactly,
+ *    τ = 0 is block 0's logit lens (computed here in double), the skipping
+ *    path equals the bookkeeping reference;
+ *  - the headline's hard evaluation (TSA p > 0.5 skips): the sparse pass, its
+ *    α equals the share of rows really computed, and the p_mid_share.
  */
 #include <float.h>
 #include <math.h>
@@ -139,7 +144,7 @@ static void test_sparse_all_kept(void **s) {
     model_free(&m);
 }
 
-static void ee_setup(gl_model *m, gl_dataset *ds, int B) {
+static void routed_setup(gl_model *m, gl_dataset *ds, int B, gl_depth_routing dr) {
     gl_model_config c;
     config_defaults(&c);
     c.d_model = 32;
@@ -148,7 +153,7 @@ static void ee_setup(gl_model *m, gl_dataset *ds, int B) {
     c.n_kv_head = 2;
     c.d_ff = 48;
     c.seq_len = 21;
-    c.depth_routing = DR_EARLY_EXIT;
+    c.depth_routing = dr;
     gl_data_config dc;
     memset(&dc, 0, sizeof dc);
     dc.task = TASK_COPY;
@@ -166,6 +171,8 @@ static void ee_setup(gl_model *m, gl_dataset *ds, int B) {
         if (strstr(m->tensors[i].name, "norm"))
             for (size_t j = 0; j < m->tensors[i].size; j++) m->params[m->tensors[i].offset + j] = 1.0f;
 }
+
+static void ee_setup(gl_model *m, gl_dataset *ds, int B) { routed_setup(m, ds, B, DR_EARLY_EXIT); }
 
 static void test_exit_tau_one_is_plain(void **s) {
     (void)s;
@@ -261,12 +268,187 @@ static void test_tau_search(void **s) {
     data_close(&ds);
 }
 
+/* Post-hoc early exit of a dense model at τ > 1: nobody exits, and the
+ * forward is the dense one (the same blocks in the same order; the exit
+ * heads only read the residual), so the loss is exactly the dense loss. */
+static void test_posthoc_never_exits(void **s) {
+    (void)s;
+    gl_model m;
+    gl_dataset ds;
+    routed_setup(&m, &ds, 8, DR_NONE);
+    gl_eval_result a, b;
+    char err[256];
+    assert_int_equal(eval_split(&m, &ds, SPLIT_VAL, 16, &a, err, sizeof err), 0);
+    assert_int_equal(model_posthoc_init(&m, err, sizeof err), 0);
+    m.posthoc_exit = 1;
+    m.exit_tau = 1.5f;
+    assert_int_equal(eval_split(&m, &ds, SPLIT_VAL, 16, &b, err, sizeof err), 0);
+    printf("  post-hoc τ 1.5: loss %.9f vs dense %.9f, α %.3f, rows run %.3f\n", b.loss, a.loss, b.active_frac,
+           b.run_frac);
+    assert_true(a.loss == b.loss);
+    assert_true(b.active_frac == 1.0 && b.run_frac == 1.0);
+    model_free(&m);
+    data_close(&ds);
+}
+
+/* Post-hoc early exit at τ = 0: every token exits after block 0 (any
+ * confidence is >= 0), so the loss is block 0's logit lens: its output
+ * through the final norm and head, computed here in double from the dense
+ * forward's residual A[1].h_in.  Tolerance 1e-5 relative: the model's float
+ * sgemm and softmax against a double reference over 32-wide dot products and
+ * a 16-way log-sum-exp. */
+static void test_posthoc_tau0_is_block0_lens(void **s) {
+    (void)s;
+    gl_model m;
+    gl_dataset ds;
+    const int B = 4;
+    routed_setup(&m, &ds, B, DR_NONE);
+    const gl_model_config *c = &m.cfg;
+    const int T = c->seq_len, N = B * T, d = c->d_model, V = c->vocab_size;
+    int *tok = malloc((size_t)N * sizeof(int)), *tg = malloc((size_t)N * sizeof(int));
+    float *mask = malloc((size_t)N * sizeof(float));
+    assert_int_equal(data_eval_batch(&ds, SPLIT_VAL, 0, B, tok, tg, mask), B);
+    model_forward(&m, tok, tg, mask, B, T);
+    double lens = 0, w = 0;
+    for (int t = 0; t < N; t++) {
+        if (mask[t] == 0.0f || tg[t] < 0) continue;
+        const float *h = m.A[1].h_in + (size_t)t * d;
+        double ss = 0, mx = -INFINITY, z = 0, lt = 0;
+        for (int i = 0; i < d; i++) ss += (double)h[i] * h[i];
+        const double rstd = 1.0 / sqrt(ss / d + c->norm_eps);
+        double *lg = malloc((size_t)V * sizeof(double));
+        for (int v = 0; v < V; v++) {
+            double a = 0;
+            for (int i = 0; i < d; i++) a += h[i] * rstd * m.P.final_norm[i] * m.P.head[(size_t)v * d + i];
+            lg[v] = a;
+            mx = fmax(mx, a);
+        }
+        for (int v = 0; v < V; v++) z += exp(lg[v] - mx);
+        lt = mx + log(z) - lg[tg[t]];
+        free(lg);
+        lens += mask[t] * lt;
+        w += mask[t];
+    }
+    lens /= w;
+    char err[256];
+    assert_int_equal(model_posthoc_init(&m, err, sizeof err), 0);
+    m.posthoc_exit = 1;
+    m.exit_tau = 0.0f;
+    const float got = model_forward(&m, tok, tg, mask, B, T);
+    printf("  post-hoc τ 0: loss %.7f, block-0 logit lens (double) %.7f, |Δ| %.2e; α %.3f, %ld pairs run\n", got,
+           lens, fabs(got - lens), m.active_frac, m.active_count);
+    assert_true(fabs(got - lens) <= 1e-5 * fabs(lens));
+    assert_true(m.active_frac == 0.0f && m.active_count == 0);
+    for (int t = 0; t < N; t++) assert_int_equal(m.frozen[t], 1);
+    free(tok); free(tg); free(mask);
+    model_free(&m);
+    data_close(&ds);
+}
+
+/* Post-hoc exit at a τ where some tokens exit: the skipping path equals the
+ * bookkeeping reference (exits exactly, loss within 16 ulp, as for early exit). */
+static void test_posthoc_skip_equals_bookkeeping(void **s) {
+    (void)s;
+    gl_model m;
+    gl_dataset ds;
+    const int B = 6;
+    routed_setup(&m, &ds, B, DR_NONE);
+    const int T = m.cfg.seq_len, N = B * T;
+    int *tok = malloc((size_t)N * sizeof(int)), *tg = malloc((size_t)N * sizeof(int));
+    float *mask = malloc((size_t)N * sizeof(float));
+    assert_int_equal(data_eval_batch(&ds, SPLIT_VAL, 0, B, tok, tg, mask), B);
+    char err[256];
+    assert_int_equal(model_posthoc_init(&m, err, sizeof err), 0);
+    m.posthoc_exit = 1;
+    m.exit_tau = 2.0f;
+    model_forward(&m, tok, tg, mask, B, T);
+    float *c0 = malloc((size_t)N * sizeof(float));
+    memcpy(c0, m.exit_conf, (size_t)N * sizeof(float));
+    for (int i = 0; i < N; i++)
+        for (int j = i + 1; j < N; j++)
+            if (c0[j] < c0[i]) { float t = c0[i]; c0[i] = c0[j]; c0[j] = t; }
+    m.exit_tau = c0[N / 2];
+    m.exit_reference = 1;
+    const float ref = model_forward(&m, tok, tg, mask, B, T);
+    const long ref_active = m.active_count;
+    unsigned char *fr = malloc((size_t)N);
+    memcpy(fr, m.frozen, (size_t)N);
+    m.exit_reference = 0;
+    const float got = model_forward(&m, tok, tg, mask, B, T);
+    printf("  post-hoc τ %.5f: α %.3f, %ld pairs run (reference %ld), loss %.7f vs %.7f\n", m.exit_tau,
+           m.active_frac, m.active_count, ref_active, got, ref);
+    assert_true(m.active_frac > 0.2 && m.active_frac < 0.9);
+    assert_int_equal(m.active_count, ref_active);
+    assert_memory_equal(fr, m.frozen, (size_t)N);
+    assert_true(fabs(got - ref) <= 16.0 * FLT_EPSILON * fabs(ref));
+    free(tok); free(tg); free(mask); free(c0); free(fr);
+    model_free(&m);
+    data_close(&ds);
+}
+
+/* A routed or cross-layer model is refused post-hoc exit with a reason. */
+static void test_posthoc_refuses_routed(void **s) {
+    (void)s;
+    gl_model m;
+    gl_dataset ds;
+    routed_setup(&m, &ds, 2, DR_EARLY_EXIT);
+    char err[256] = "";
+    assert_int_equal(model_posthoc_init(&m, err, sizeof err), -1);
+    printf("  early-exit model: %s\n", err);
+    assert_non_null(strstr(err, "early_exit"));
+    model_free(&m);
+    data_close(&ds);
+}
+
+/* The headline's hard evaluation: eval_split_hard is the sparse pass (the
+ * same loss as m->sparse = 1 by hand, bit for bit: the same path), its α
+ * (from p <= 0.5) equals the share of rows really computed (run_frac) to the
+ * float rounding of the per-batch α (1e-6), and p_mid_share is the share of
+ * (token, router) p in (0.3, 0.7) counted here from one forward. */
+static void test_hard_eval(void **s) {
+    (void)s;
+    gl_model m;
+    gl_dataset ds;
+    routed_setup(&m, &ds, 8, DR_TSA);
+    for (int r = 0; r + 1 < m.cfg.n_layer; r++) m.P.router[r].fc2_b[0] = 0.3f * (r - 1); /* p around 0.5 */
+    char err[256];
+    gl_eval_result soft, hard, byhand;
+    assert_int_equal(eval_split(&m, &ds, SPLIT_VAL, 8, &soft, err, sizeof err), 0);
+    assert_int_equal(eval_split_hard(&m, &ds, SPLIT_VAL, 8, &hard, err, sizeof err), 0);
+    assert_int_equal(m.sparse, 0);
+    m.sparse = 1;
+    assert_int_equal(eval_split(&m, &ds, SPLIT_VAL, 8, &byhand, err, sizeof err), 0);
+    m.sparse = 0;
+    /* p_mid_share by hand: the 8 windows are one batch of 8 */
+    const int T = m.cfg.seq_len, N = 8 * T, L = m.cfg.n_layer;
+    int *tok = malloc((size_t)N * sizeof(int)), *tg = malloc((size_t)N * sizeof(int));
+    float *mask = malloc((size_t)N * sizeof(float));
+    assert_int_equal(data_eval_batch(&ds, SPLIT_VAL, 0, 8, tok, tg, mask), 8);
+    model_forward(&m, tok, tg, mask, 8, T);
+    long mid = 0;
+    for (int n = 1; n < L; n++)
+        for (int t = 0; t < N; t++) mid += m.A[n].p[t] > 0.3f && m.A[n].p[t] < 0.7f;
+    const double share = (double)mid / ((double)(L - 1) * N);
+    printf("  TSA: soft loss %.6f α %.4f | hard loss %.6f α %.6f, rows run %.6f | p in (0.3, 0.7): %.4f (by hand %.4f)\n",
+           soft.loss, soft.active_frac, hard.loss, hard.active_frac, hard.run_frac, soft.p_mid_share, share);
+    assert_true(hard.loss == byhand.loss && hard.active_frac == byhand.active_frac);
+    assert_true(hard.active_frac > 0.05 && hard.active_frac < 0.95); /* the test exercises skipping */
+    assert_true(fabs(hard.active_frac - hard.run_frac) < 1e-6);
+    assert_true(isnan(soft.run_frac));
+    assert_true(soft.p_mid_share == share && share > 0);
+    free(tok); free(tg); free(mask);
+    model_free(&m);
+    data_close(&ds);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_tlops_arithmetic),   cmocka_unit_test(test_active_fraction),
         cmocka_unit_test(test_sparse_equals_hard_soft), cmocka_unit_test(test_sparse_all_kept),
         cmocka_unit_test(test_exit_tau_one_is_plain), cmocka_unit_test(test_exit_skip_equals_bookkeeping),
-        cmocka_unit_test(test_tau_search),
+        cmocka_unit_test(test_tau_search), cmocka_unit_test(test_posthoc_never_exits),
+        cmocka_unit_test(test_posthoc_tau0_is_block0_lens), cmocka_unit_test(test_posthoc_skip_equals_bookkeeping),
+        cmocka_unit_test(test_posthoc_refuses_routed), cmocka_unit_test(test_hard_eval),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

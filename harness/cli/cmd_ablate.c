@@ -2,7 +2,7 @@
  * cmd_ablate.c — `gatelab ablate` (gate interventions) and `gatelab heads`
  * (every gate zeroed alone, ranked).
  *
- *   gatelab ablate RUN --mode zero|mean|resample|file|full-depth|random|exit [--layers 1,3] [--heads 2:0,L3H1]
+ *   gatelab ablate RUN --mode zero|mean|resample|file|full-depth|random|exit|posthoc-exit [--layers 1,3] [--heads 2:0,L3H1]
  *                  [--values FILE] [--taus 0.5,0.9] [--windows N] [--batch B] [--threads N] [--results DIR]
  *                  [--db PATH] [--no-db]
  *   gatelab heads RUN [--windows N] [--batch B] [--threads N] [--results DIR] [--db PATH] [--out DIR] [--no-db]
@@ -64,21 +64,23 @@ typedef struct {
         {"no-db", ARGS_KEY(5), NULL, "write nothing to the registry"}
 
 static const args_opt ablate_opts[] = {
-    {"mode", ARGS_KEY(10), "M", "zero, mean, resample, file, full-depth, random or exit (required)"},
+    {"mode", ARGS_KEY(10), "M", "zero, mean, resample, file, full-depth, random, exit or posthoc-exit (required)"},
     {"layers", ARGS_KEY(11), "1,3", "zero/mean/resample: every gate of these blocks"},
     {"heads", ARGS_KEY(12), "2:0,L3H1", "zero/mean/resample: these gates, BLOCK:KV_HEAD or TransformerLens's L<block>H<head>"},
     {"values", ARGS_KEY(13), "FILE", "file: lines \"block kv_head value\", each gate set to its value"},
-    {"taus", ARGS_KEY(14), "T,...", "exit: thresholds τ (default 0.5,0.6,0.7,0.8,0.9,0.95)"},
+    {"taus", ARGS_KEY(14), "T,...", "exit, posthoc-exit: thresholds τ (default 0.3,0.4,0.5,0.6,0.7,0.8,0.9,0.95)"},
     AB_COMMON,
     {0}};
 static const args_spec ablate_spec = {
-    "ablate", "RUN --mode zero|mean|resample|file|full-depth|random|exit [options]",
+    "ablate", "RUN --mode zero|mean|resample|file|full-depth|random|exit|posthoc-exit [options]",
     "Gate interventions on validation windows: a table, one JSON line, and rows in the registry (split \"ablation\").\n"
     "  zero/mean: SATFormer α (or ResFormer λ1 with zero) on the selected gates (default: all)\n"
     "  resample: each token's selected gates taken from a random token of the reference windows\n"
     "  file: each gate listed in --values FILE set to its value\n"
     "  full-depth/random: TSA routing forced to p = 0 / random at the learned active fraction\n"
-    "  exit: early exit at each threshold τ of --taus",
+    "  exit: early exit at each threshold τ of --taus\n"
+    "  posthoc-exit: a dense model exits each token at the first block whose residual, through its own final\n"
+    "    norm and head, is confident >= τ (later blocks compute only its k and v)",
     ablate_opts};
 
 static const args_opt heads_opts[] = {
@@ -92,7 +94,7 @@ static const args_spec heads_spec = {
     "Which heads read V1: every gate zeroed alone, ranked by the loss increase ΔL (nats/token).",
     heads_opts};
 
-static const char *const ab_modes[] = {"zero", "mean", "resample", "file", "full-depth", "random", "exit"};
+static const char *const ab_modes[] = {"zero", "mean", "resample", "file", "full-depth", "random", "exit", "posthoc-exit"};
 
 /* Read argv into a.  Returns -1 to go on, or the exit code (0 after --help, 2 bad usage). */
 static int ab_parse(int argc, char **argv, ab_args *a, int heads) {
@@ -117,7 +119,7 @@ static int ab_parse(int argc, char **argv, ab_args *a, int heads) {
         case ARGS_KEY(5): a->no_db = 1; break;
         case ARGS_KEY(10): { /* in any case: Zero is zero */
             int m;
-            bad = args_get_choice(&p, "zero,mean,resample,file,full-depth,random,exit", &m);
+            bad = args_get_choice(&p, "zero,mean,resample,file,full-depth,random,exit,posthoc-exit", &m);
             if (!bad) a->mode = ab_modes[m];
             break;
         }
@@ -245,9 +247,11 @@ static int ab_print_result(const ab_env *e, const ablate_result *r, const char *
     return jsonl_print(stdout, o);
 }
 
-static int ab_exit(ab_env *e, const ab_args *a, report_metrics *rm, char *err, size_t errlen) {
-    double taus[AB_MAX_TAUS] = {0.5, 0.6, 0.7, 0.8, 0.9, 0.95};
-    int n = 6;
+/* exit (posthoc 0) and posthoc-exit (1): the τ sweep, its table, its JSON line and its rows. */
+static int ab_exit(ab_env *e, const ab_args *a, int posthoc, report_metrics *rm, char *err, size_t errlen) {
+    double taus[AB_MAX_TAUS] = {0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95}; /* the τ frontier of docs/analysis.md */
+    int n = 8;
+    const char *mode = posthoc ? "posthoc-exit" : "exit";
     if (a->taus) {
         n = 0;
         const char *s = a->taus;
@@ -255,9 +259,9 @@ static int ab_exit(ab_env *e, const ab_args *a, report_metrics *rm, char *err, s
             char item[64], why[160];
             size_t len = strcspn(s, ",");
             snprintf(item, sizeof item, "%.*s", (int)(len < sizeof item ? len : sizeof item - 1), s);
-            if (len >= sizeof item || parse_double(item, 0, 1, &taus[n++], why, sizeof why)) {
-                snprintf(err, errlen, "--taus '%s': item '%s': %s; expected a comma list of thresholds in [0, 1], "
-                         "e.g. 0.5,0.9", a->taus, item, len >= sizeof item ? "too long" : why);
+            if (len >= sizeof item || parse_double(item, 0, posthoc ? 1e6 : 1, &taus[n++], why, sizeof why)) {
+                snprintf(err, errlen, "--taus '%s': item '%s': %s; expected a comma list of thresholds in [0, %s], "
+                         "e.g. 0.5,0.9", a->taus, item, len >= sizeof item ? "too long" : why, posthoc ? "1e6" : "1");
                 return -1;
             }
             s += len + (s[len] == ',');
@@ -265,15 +269,15 @@ static int ab_exit(ab_env *e, const ab_args *a, report_metrics *rm, char *err, s
     }
     ablate_eval full;
     ablate_exit_point pts[AB_MAX_TAUS];
-    if (ablate_exit_sweep(&e->ctx, taus, n, &full, pts, err, errlen)) return -1;
+    if ((posthoc ? ablate_posthoc_sweep : ablate_exit_sweep)(&e->ctx, taus, n, &full, pts, err, errlen)) return -1;
     const int L = e->run.model.cfg.n_layer;
-    printf("gatelab ablate: run %s | mode exit | evaluation %s (%.0f scored tokens) | full depth %.5f nats/token\n",
-           e->run_id, e->ctx.eval_desc, full.tokens, full.loss);
+    printf("gatelab ablate: run %s | mode %s | evaluation %s (%.0f scored tokens) | full depth %.5f nats/token\n",
+           e->run_id, mode, e->ctx.eval_desc, full.tokens, full.loss);
     printf("  %8s %10s %10s %12s %10s\n", "τ", "α", "TLOps %", "loss", "ΔL");
     for (int i = 0; i < n; i++)
         printf("  %8.3f %10.4f %10.2f %12.5f %+10.5f\n", pts[i].tau, pts[i].r.active_frac, 100 * pts[i].tlops_saved,
                pts[i].r.loss, pts[i].r.loss - full.loss);
-    json_t *o = ab_json_head(e, "exit"), *points = json_array();
+    json_t *o = ab_json_head(e, mode), *points = json_array();
     jsonl_set(o, "eval", jsonl_str(e->ctx.eval_desc));
     jsonl_set(o, "layers", jsonl_int(L));
     jsonl_set(o, "tokens", jsonl_count(full.tokens));
@@ -284,6 +288,7 @@ static int ab_exit(ab_env *e, const ab_args *a, report_metrics *rm, char *err, s
         jsonl_set(pt, "active_frac", jsonl_num(pts[i].r.active_frac));
         jsonl_set(pt, "tlops_saved", jsonl_num(pts[i].tlops_saved));
         jsonl_set(pt, "loss", jsonl_num(pts[i].r.loss));
+        if (!isnan(pts[i].r.acc)) jsonl_set(pt, "acc", jsonl_num(pts[i].r.acc));
         json_array_append_new(points, pt);
     }
     jsonl_set(o, "points", points);
@@ -292,7 +297,8 @@ static int ab_exit(ab_env *e, const ab_args *a, report_metrics *rm, char *err, s
         return -1;
     }
     ab_prov(e, rm, full.tokens);
-    return ablate_exit_metrics(&full, pts, n, e->run.st.step, rm, err, errlen);
+    return ablate_exit_metrics(posthoc ? METRIC_POSTHOC_MODE : METRIC_EXIT_MODE, &full, pts, n, e->run.st.step, rm,
+                               err, errlen);
 }
 
 int cmd_ablate(int argc, char **argv) {
@@ -300,9 +306,10 @@ int cmd_ablate(int argc, char **argv) {
     int pr = ab_parse(argc, argv, &a, 0);
     if (pr >= 0) return pr;
     ablate_mode mode = ABLATE_ZERO;
-    int exit_mode = !strcmp(a.mode, "exit");
-    if (!exit_mode && ablate_parse_mode(a.mode, &mode)) {
-        fprintf(stderr, "gatelab ablate: --mode '%s': expected zero, mean, resample, file, full-depth, random or exit\n", a.mode);
+    int exit_mode = !strcmp(a.mode, "exit"), posthoc = !strcmp(a.mode, "posthoc-exit");
+    if (!exit_mode && !posthoc && ablate_parse_mode(a.mode, &mode)) {
+        fprintf(stderr, "gatelab ablate: --mode '%s': expected zero, mean, resample, file, full-depth, random, exit or "
+                        "posthoc-exit\n", a.mode);
         return 2;
     }
     static ab_env e;
@@ -312,8 +319,8 @@ int cmd_ablate(int argc, char **argv) {
     char err[2048] = "";
     int rc = 1;
     if (ab_open(&e, &a, err, sizeof err)) goto fail;
-    if (exit_mode) {
-        if (ab_exit(&e, &a, &rm, err, sizeof err)) goto fail;
+    if (exit_mode || posthoc) {
+        if (ab_exit(&e, &a, posthoc, &rm, err, sizeof err)) goto fail;
     } else {
         const gl_model *m = &e.run.model;
         sel = calloc((size_t)m->cfg.n_layer * m->cfg.n_kv_head, 1);

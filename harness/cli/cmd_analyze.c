@@ -1,5 +1,12 @@
 /*
- * cmd_analyze.c — `gatelab analyze RUN [--results DIR] [--db PATH] [--out DIR] [--no-db]`.
+ * cmd_analyze.c — `gatelab analyze RUN [--results DIR] [--db PATH] [--out DIR] [--no-db]`
+ * and `gatelab analyze TSA_RUN --difficulty DENSE_RUN [--windows N] [--seed S] [--batch B]`.
+ *
+ * With --difficulty it reads no trace: it loads both checkpoints and
+ * measures difficulty-proportional routing (analysis/difficulty.h: the TSA
+ * run's per-token depth, routed hard, against the dense run's per-token
+ * loss on the same validation windows, Spearman ρ with a 95 % bootstrap
+ * interval over windows), recorded on the TSA run as difficulty.* rows.
  *
  * Reads the run's trace.h5 (every evaluation step) and writes what its gates
  * did (analysis/analyze_trace.c): TSV files into <run>/analysis/ (or --out),
@@ -9,16 +16,20 @@
  * checkpoint, when there is one, only supplies the vocabulary so the
  * per-token files show characters.  Files and names: docs/analysis.md.
  */
+#include <limits.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "analysis/analyze.h"
+#include "analysis/difficulty.h"
 #include "args.h"
 #include "cli.h"
 #include "resolve.h"
+#include "store/data.h"
 #include "store/registry.h"
 #include "store/rundir.h"
 #include "store/trace.h"
@@ -28,6 +39,10 @@ static const args_opt an_opts[] = {
     {"db", ARGS_KEY(1), "PATH", "registry for the metric rows (default <run folder>/../../gatelab.db)"},
     {"out", ARGS_KEY(2), "DIR", "TSV files (default <run folder>/analysis)"},
     {"no-db", ARGS_KEY(3), NULL, "write the files only, nothing to the registry"},
+    {"difficulty", ARGS_KEY(4), "DENSE_RUN", "per-token depth (hard routing) against DENSE_RUN's per-token loss"},
+    {"windows", ARGS_KEY(5), "N", "difficulty: the first N validation windows (default: the whole split)"},
+    {"seed", ARGS_KEY(6), "S", "difficulty: the bootstrap seed (default 22)"},
+    {"batch", ARGS_KEY(7), "B", "difficulty: sequences per forward pass (default 16, at most 4096)"},
     {0}};
 static const args_spec an_spec = {
     "analyze", "RUN [options]",
@@ -37,16 +52,20 @@ static const args_spec an_spec = {
     an_opts};
 
 typedef struct {
-    const char *run, *results, *db, *out;
-    int no_db;
+    const char *run, *results, *db, *out, *partner;
+    int no_db, batch;
+    long windows, seed;
 } an_args;
 
 /* Read argv into a.  Returns -1 to go on, or the exit code (0 after --help, 2 bad usage). */
 static int an_parse(int argc, char **argv, an_args *a) {
     memset(a, 0, sizeof *a);
+    a->batch = 16;
+    a->seed = DIFF_SEED;
     args_parser p;
     args_begin(&p, &an_spec, argc, argv);
-    for (int k; (k = args_next(&p)) != ARGS_END;) {
+    int bad = 0;
+    for (int k; !bad && (k = args_next(&p)) != ARGS_END;) {
         if (k < 0) return args_exit_code(k);
         if (k == ARGS_POS && a->run) return args_usage_error(&an_spec, "one RUN only ('%s' and '%s' given)", a->run, p.val);
         if (k == ARGS_POS) a->run = p.val;
@@ -54,7 +73,15 @@ static int an_parse(int argc, char **argv, an_args *a) {
         else if (k == ARGS_KEY(1)) a->db = p.val;
         else if (k == ARGS_KEY(2)) a->out = p.val;
         else if (k == ARGS_KEY(3)) a->no_db = 1;
+        else if (k == ARGS_KEY(4)) a->partner = p.val;
+        else if (k == ARGS_KEY(5)) bad = args_get_long(&p, 1, LONG_MAX, &a->windows);
+        else if (k == ARGS_KEY(6)) bad = args_get_long(&p, 0, 4294967295L, &a->seed);
+        else if (k == ARGS_KEY(7)) bad = args_get_int(&p, 1, 4096, &a->batch);
     }
+    if (bad) return 2;
+    if (!a->partner && (a->windows || a->seed != DIFF_SEED || a->batch != 16))
+        return args_usage_error(&an_spec, "--windows, --seed and --batch belong to --difficulty DENSE_RUN");
+    if (a->partner && a->out) return args_usage_error(&an_spec, "--difficulty writes registry rows only: drop --out");
     return a->run ? -1 : args_usage_error(&an_spec, "RUN is missing");
 }
 
@@ -114,10 +141,62 @@ static void an_print_summary(const char *run_id, const analyze_summary *s, const
     printf("\n");
 }
 
+/* --difficulty: both checkpoints, one measurement, rows on the TSA run.  Returns the exit code. */
+static int an_difficulty(const an_args *a) {
+    static gl_run tsa, dense;
+    gl_dataset ds, dt;
+    memset(&ds, 0, sizeof ds);
+    memset(&dt, 0, sizeof dt);
+    char err[2048] = "";
+    static resolve_run rt, rp;
+    report_metrics rm = {0};
+    gl_db *db = NULL;
+    diff_result r;
+    int rc = 1;
+    if (resolve_run_arg(a->run, a->db, a->results, RESOLVE_DIR, &rt, err, sizeof err) ||
+        resolve_run_arg(a->partner, a->db, a->results, RESOLVE_DIR, &rp, err, sizeof err) ||
+        run_open(&tsa, rt.dir, rt.results, a->batch, err, sizeof err) ||
+        run_open(&dense, rp.dir, rp.results, a->batch, err, sizeof err))
+        goto fail;
+    const char *run_id = rt.id, *partner_id = rp.id, *db_path = rt.db;
+    if (data_open(&ds, &tsa.mf.data, tsa.model.cfg.seq_len, tsa.mf.train.seed, err, sizeof err) ||
+        data_open(&dt, &dense.mf.data, dense.model.cfg.seq_len, dense.mf.train.seed, err, sizeof err))
+        goto fail;
+    if (diff_measure(&tsa.model, &ds, &dense.model, &dt, SPLIT_VAL, a->windows, DIFF_RESAMPLES, (uint64_t)a->seed,
+                     &r, err, sizeof err))
+        goto fail;
+    printf("gatelab analyze: run %s against dense %s | val[0,%ld) %.0f tokens | mean depth %.3f of %d blocks\n"
+           "  Spearman ρ(depth, dense loss) = %.4f, 95 %% bootstrap interval over windows [%.4f, %.4f] "
+           "(%d of %d resamples, seed %ld)\n",
+           run_id, partner_id, r.windows, r.tokens, r.depth_mean, tsa.model.cfg.n_layer, r.rho, r.rho_lo, r.rho_hi,
+           r.resamples_used, DIFF_RESAMPLES, a->seed);
+    if (!a->no_db) {
+        rm.prov = db_prov("val", 0, r.windows, r.tokens);
+        if (diff_metrics(&r, partner_id, (uint64_t)a->seed, tsa.st.step, &rm, err, sizeof err) ||
+            db_open(&db, db_path, err, sizeof err) || report_metrics_flush(&rm, db, run_id, err, sizeof err))
+            goto fail;
+        printf("registry: difficulty.* rows (split \"analysis\", partner %s) for run %s in %s\n", partner_id, run_id,
+               db_path);
+    }
+    rc = 0;
+    goto done;
+fail:
+    fprintf(stderr, "gatelab analyze: %s\n", err);
+done:
+    db_close(db);
+    report_metrics_free(&rm);
+    data_close(&ds);
+    data_close(&dt);
+    run_close(&tsa);
+    run_close(&dense);
+    return rc;
+}
+
 int cmd_analyze(int argc, char **argv) {
     an_args a;
     int pr = an_parse(argc, argv, &a);
     if (pr >= 0) return pr;
+    if (a.partner) return an_difficulty(&a);
     const char *arg = a.run, *results = a.results, *out_arg = a.out;
     const int no_db = a.no_db;
     char err[2048] = "", dir[GL_PATH_MAX], trace_path[GL_PATH_MAX + 16], out_dir[GL_PATH_MAX + 16],

@@ -6,8 +6,11 @@
  * accuracy for synthetic tasks, and for routed models the active fraction α,
  * the TLOps saved and tokens/s.  --record (whole split only) also writes the
  * result to the run's registry as its headline (run/headline.h): final.* rows,
- * and with --match-alpha the matched.* rows.  --sparse (TSA) evaluates both the soft model
- * and real skipping, side by side.  --tau T evaluates early exit at threshold
+ * for a routed run also hard.* (the same split with the skipping done: TSA
+ * p > 0.5 skips, early exit at τ 0.5) and TSA's final.p_mid_share, and with
+ * --match-alpha the matched.* rows.  --sparse (TSA) evaluates both the soft
+ * model and real skipping, side by side (with --record, the sparse result is
+ * the hard.* one).  --tau T evaluates early exit at threshold
  * T; --match-alpha A finds τ by bisection on the validation split so that the
  * early-exit α is within 0.005 of A (the matched-compute comparison).
  * --match-run TSA_RUN takes A from that run's recorded headline α on the
@@ -47,6 +50,7 @@ static json_t *eval_json(const gl_eval_result *r, int text, int L, int T) {
     jsonl_set(o, "tokens", jsonl_count(r->tokens));
     jsonl_set(o, "windows", jsonl_int(r->windows));
     jsonl_set(o, "active_frac", jsonl_num(r->active_frac));
+    if (!isnan(r->run_frac)) jsonl_set(o, "run_frac", jsonl_num(r->run_frac));
     jsonl_set(o, "tlops_saved", jsonl_num(eval_tlops_saved(r->active_frac, L)));
     jsonl_set(o, "tokens_per_s", jsonl_num(r->seconds > 0 ? (double)r->windows * T / r->seconds : 0.0));
     return o;
@@ -112,16 +116,16 @@ static int partner_headline(const resolve_run *rr, const char *partner_arg, cons
 /* Write the whole-split result (and the matched early-exit point, when
  * match >= 0) to the run's registry (that of the results folder holding it). */
 static int record(const gl_run *run, const resolve_run *rr, const char *split_name, const gl_eval_result *soft,
-                  double match, double partner_loss, double tau, const gl_eval_result *exit_r, char *err,
-                  size_t errlen) {
+                  const gl_eval_result *hard, double match, double partner_loss, double tau,
+                  const gl_eval_result *exit_r, char *err, size_t errlen) {
     const char *run_id = rr->id, *db_path = rr->db;
     const gl_model_config *mc = &run->model.cfg;
     const int text = run->mf.data.task == TASK_TEXT, L = mc->n_layer;
     gl_db *db = NULL;
     int rc = db_open(&db, db_path, err, errlen);
     if (!rc)
-        rc = headline_record(db, run_id, run->st.step, split_name, soft, text, mc->depth_routing != DR_NONE, L, err,
-                             errlen);
+        rc = headline_record(db, run_id, run->st.step, split_name, soft, hard, text, mc->depth_routing != DR_NONE, L,
+                             err, errlen);
     if (!rc && match >= 0)
         rc = headline_record_matched(db, run_id, run->st.step, split_name, tau, match, partner_loss, exit_r, L, err,
                                      errlen);
@@ -224,9 +228,9 @@ static int eval_parse(int argc, char **argv, eval_args *a) {
     if (bad) return 2;
     a->split = split == 1 ? SPLIT_TEST : split == 2 ? SPLIT_TRAIN : SPLIT_VAL;
     if (!a->run) return args_usage_error(&eval_spec, "RUN is missing");
-    if (a->rec && (a->text || a->windows > 0 || a->tau >= 0 || a->sparse)) {
-        fprintf(stderr, "gatelab eval: --record writes a headline, which is the whole split: drop --text, --windows, "
-                        "--tau and --sparse\n");
+    if (a->rec && (a->text || a->windows > 0 || a->tau >= 0)) {
+        fprintf(stderr, "gatelab eval: --record writes a headline, which is the whole split: drop --text, --windows "
+                        "and --tau\n");
         return 2;
     }
     return -1;
@@ -301,6 +305,8 @@ int cmd_eval(int argc, char **argv) {
     jsonl_set(out, "step", jsonl_int(run.st.step));
     jsonl_set(out, "source", jsonl_str(text ? text : split_name));
     jsonl_set(out, "soft", eval_json(&soft, is_text, L, mc->seq_len));
+    gl_eval_result hard;
+    const int want_hard = a.rec && eval_has_hard(m);
     if (a.sparse) {
         m->sparse = 1;
         if (run_eval(&run, ids, n_ids, &ds, split, windows, &r2, err, sizeof err)) goto fail;
@@ -308,7 +314,13 @@ int cmd_eval(int argc, char **argv) {
         jsonl_set(out, "sparse", eval_json(&r2, is_text, L, mc->seq_len));
         jsonl_set(out, "sparse_speedup",
                   jsonl_num(soft.seconds > 0 && r2.seconds > 0 ? soft.seconds / r2.seconds : 0.0));
+        hard = r2;
+    } else if (want_hard) {
+        /* the headline's hard.* rows: the whole split with the skipping done (evaluate.h eval_split_hard) */
+        if (eval_split_hard(m, &ds, split, 0, &hard, err, sizeof err)) goto fail;
+        jsonl_set(out, "hard", eval_json(&hard, is_text, L, mc->seq_len));
     }
+    if (!isnan(soft.p_mid_share)) jsonl_set(out, "p_mid_share", jsonl_num(soft.p_mid_share));
     if (match >= 0) {
         int mrc = eval_match_alpha(m, &ds, split, windows, match, 0.005, &tau, &r2, err, sizeof err);
         if (mrc < 0) goto fail;
@@ -341,7 +353,9 @@ int cmd_eval(int argc, char **argv) {
         snprintf(err, sizeof err, "cannot write the JSON line to stdout (out of memory or a closed stdout)");
         goto fail;
     }
-    if (a.rec && record(&run, &rr, split_name, &soft, match, partner_loss, tau, &r2, err, sizeof err)) goto fail;
+    if (a.rec && record(&run, &rr, split_name, &soft, want_hard ? &hard : NULL, match, partner_loss, tau, &r2, err,
+                        sizeof err))
+        goto fail;
     rc = 0;
     goto done;
 fail:

@@ -13,7 +13,12 @@
  *       3. early exit: τ matched to the α of the TSA run of the same data,
  *          scale and seed at λ* (the λ whose mean α is nearest the paper's
  *          0.726), on the whole split (`eval EXIT --match-run TSA --record`,
- *          which stores the pair: α_TSA, α_exit, τ and both losses).
+ *          which stores the pair: α_TSA, α_exit, τ and both losses);
+ *       4. depth routing (pp_depth): TSA's random-routing control and its
+ *          difficulty-proportional routing against its dense partner, the
+ *          early-exit τ frontier, post-hoc early exit of the dense partner.
+ *       The headline of a routed run holds hard.* (the skipping done) beside
+ *       final.*; a run recorded without it is evaluated again.
  *   gatelab paper report PRESET [--results DIR] [--out DIR]
  *       Writes OUT/REPORT.md (default DIR) from the registry: analysis/paper.c.
  *
@@ -26,6 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/difficulty.h"
 #include "analysis/paper.h"
 #include "store/registry.h"
 #include "args.h"
@@ -69,8 +75,10 @@ static int pp_measure(gl_db *db, const paper_run *r, const char *results) {
     char zero[METRIC_NAME_MAX], mean[METRIC_NAME_MAX];
     metric_ablation(zero, sizeof zero, "zero", METRIC_LABEL_ALL, "delta_loss", METRIC_NONE);
     metric_ablation(mean, sizeof mean, "mean", METRIC_LABEL_ALL, "delta_loss", METRIC_NONE);
-    if (!pp_has(db, id, "val", "final.loss")) {
-        fprintf(stderr, "[paper post] %s: whole-split evaluation\n", id);
+    /* a routed run's headline has hard.* beside final.* (runs recorded before hard.* existed are measured again) */
+    const int routed = strcmp(r->depth, "none") != 0;
+    if (!pp_has(db, id, "val", "final.loss") || (routed && !pp_has(db, id, "val", "hard.loss"))) {
+        fprintf(stderr, "[paper post] %s: whole-split evaluation%s\n", id, routed ? ", soft and with the skipping done" : "");
         bad += pp_call(cmd_eval, "eval", id, "--record", "--results", results, NULL) != 0;
     }
     const int gated = !strcmp(r->value, "satformer") || !strcmp(r->value, "resformer");
@@ -123,6 +131,52 @@ static int pp_match(const paper_run *runs, int n, gl_db *db, const char *results
     return bad;
 }
 
+/* Stage 4: what the depth-routing claims read, for every run that lacks it
+ * (ablation windows val[0,128) throughout, so the rows pair window by window):
+ *   TSA: learned vs random routing at the same α (ablate --mode random, with
+ *        the learned routers run hard as its baseline), and, with a dense
+ *        partner, difficulty-proportional routing (analyze --difficulty);
+ *   early exit: its τ frontier and its full-depth loss (ablate --mode exit);
+ *   dense with a TSA or early-exit partner: post-hoc early exit over the same
+ *        τ grid (ablate --mode posthoc-exit), whose posthoc.full.loss is the
+ *        dense loss on those windows.
+ * The partner: paper_depth_partner (the same run but for depth_routing). */
+static int pp_depth(const paper_run *runs, int n, gl_db *db, const char *results) {
+    int bad = 0;
+    char name[METRIC_NAME_MAX], last_tau[METRIC_NAME_MAX], post_tau[METRIC_NAME_MAX];
+    metric_exit_mode(last_tau, sizeof last_tau, METRIC_EXIT_MODE, 0.95, "loss", METRIC_NONE);
+    metric_exit_mode(post_tau, sizeof post_tau, METRIC_POSTHOC_MODE, 0.95, "loss", METRIC_NONE);
+    for (int i = 0; i < n; i++) {
+        const paper_run *r = &runs[i];
+        const char *id = r->t.run_id;
+        if (!strcmp(r->depth, "tsa")) {
+            metric_ablation(name, sizeof name, "random", METRIC_LABEL_ALL, "delta_loss", METRIC_NONE);
+            if (!pp_has(db, id, "ablation", name)) {
+                fprintf(stderr, "[paper post] %s: learned vs random routing at the same α\n", id);
+                bad += pp_call(cmd_ablate, "ablate", id, "--mode", "random", "--windows", "128", "--results", results,
+                               NULL) != 0;
+            }
+            const paper_run *d = paper_depth_partner(runs, n, r, "none");
+            if (d && !metric_partner(name, sizeof name, METRIC_DIFFICULTY, d->t.run_id, DIFF_SEED, "rho") &&
+                !pp_has(db, id, "analysis", name)) {
+                fprintf(stderr, "[paper post] %s: per-token depth against the loss of dense %s\n", id, d->t.run_id);
+                bad += pp_call(cmd_analyze, "analyze", id, "--difficulty", d->t.run_id, "--results", results, NULL) != 0;
+            }
+        } else if (!strcmp(r->depth, "early_exit") && !pp_has(db, id, "ablation", last_tau)) {
+            fprintf(stderr, "[paper post] %s: the early-exit τ frontier\n", id);
+            bad += pp_call(cmd_ablate, "ablate", id, "--mode", "exit", "--windows", "128", "--results", results, NULL) !=
+                   0;
+        } else if (!strcmp(r->depth, "none") &&
+                   (paper_depth_partner(runs, n, r, "tsa") || paper_depth_partner(runs, n, r, "early_exit")) &&
+                   !pp_has(db, id, "ablation", post_tau)) {
+            fprintf(stderr, "[paper post] %s: post-hoc early exit of the dense model\n", id);
+            bad += pp_call(cmd_ablate, "ablate", id, "--mode", "posthoc-exit", "--windows", "128", "--results", results,
+                           NULL) != 0;
+        }
+    }
+    return bad;
+}
+
 static int paper_post(const char *results) {
     char err[1024];
     gl_db *db = NULL;
@@ -135,6 +189,7 @@ static int paper_post(const char *results) {
     runs = NULL;
     if (paper_collect(db, &runs, &n, err, sizeof err)) goto fail; /* now with the headlines */
     bad += pp_match(runs, n, db, results);
+    bad += pp_depth(runs, n, db, results);
     free(runs);
     db_close(db);
     if (bad) fprintf(stderr, "gatelab paper post: %d measurement%s failed (messages above); rerun to retry them\n", bad,
@@ -171,8 +226,9 @@ static const args_opt paper_opts[] = {
 static const args_spec paper_spec = {
     "paper", "post [options] | report PRESET [options]",
     "The stages of `make paper PRESET=smoke|local|full` after training (scripts/paper.sh):\n"
-    "  post    measure what the claims need, for every finished run that lacks it (headline, ablations,\n"
-    "          trace analysis, early exit matched to TSA's α), recorded in the registry\n"
+    "  post    measure what the claims need, for every finished run that lacks it (headline soft and hard,\n"
+    "          ablations, trace analysis, early exit matched to TSA's α, random routing, the τ frontiers,\n"
+    "          post-hoc exit, difficulty-proportional routing), recorded in the registry\n"
     "  report  REPORT.md from the registry and the traces alone",
     paper_opts};
 

@@ -25,6 +25,7 @@ static double now_s(void) {
 
 typedef struct {
     double loss_sum, scored, tok_right, seq_right, active_sum, active_w;
+    double run_pairs, all_pairs, p_mid, p_all; /* rows really run / (token, block >= 1) pairs; p in (0.3, 0.7) / p's */
     double w2x2, w2x, w2; /* Σ w²x², Σ w²x, Σ w² over batches (x = batch mean loss, w = its tokens) */
     long windows, batches;
 } accum;
@@ -46,12 +47,29 @@ static void add_batch(gl_model *m, const int *tok, const int *tg, const float *m
     a->active_sum += (double)m->active_frac * B;
     a->active_w += B;
     a->windows += B;
+    const int L = m->cfg.n_layer, N = B * T;
+    a->run_pairs += (double)m->active_count;
+    a->all_pairs += (double)(L - 1) * N;
+    if (m->cfg.depth_routing == DR_TSA)
+        for (int n = 1; n < L; n++)
+            for (int t = 0; t < N; t++) {
+                const float p = m->A[n].p[t];
+                a->p_mid += p > 0.3f && p < 0.7f;
+                a->p_all += 1;
+            }
 }
 
 double eval_bpc(const gl_eval_result *r) { return r->loss / log(2.0) / r->bytes_per_token; }
 double eval_bpc_se(const gl_eval_result *r) { return r->loss_se / log(2.0) / r->bytes_per_token; }
 
-static void finish(const accum *a, gl_eval_result *r, double t0) {
+/* 1 when the model's current mode skips rows for real (and counts them in m->active_count). */
+static int infer_mode(const gl_model *m) {
+    const gl_model_config *c = &m->cfg;
+    return (c->depth_routing == DR_TSA && m->sparse) || (c->depth_routing == DR_EARLY_EXIT && m->exit_tau > 0.0f) ||
+           (c->depth_routing == DR_NONE && m->posthoc_exit);
+}
+
+static void finish(const accum *a, gl_eval_result *r, double t0, int infer) {
     r->loss = a->scored > 0 ? a->loss_sum / a->scored : 0.0;
     r->loss_se = 0.0;
     if (a->batches > 1 && a->scored > 0) {
@@ -67,6 +85,8 @@ static void finish(const accum *a, gl_eval_result *r, double t0) {
     r->windows = a->windows;
     r->seconds = now_s() - t0;
     r->bytes_per_token = 1.0;
+    r->run_frac = !infer ? NAN : a->all_pairs > 0 ? a->run_pairs / a->all_pairs : 1.0;
+    r->p_mid_share = a->p_all > 0 ? a->p_mid / a->p_all : NAN;
 }
 
 int eval_split(gl_model *m, const gl_dataset *ds, gl_split split, long n_windows, gl_eval_result *r,
@@ -101,7 +121,7 @@ int eval_split(gl_model *m, const gl_dataset *ds, gl_split split, long n_windows
             scored += 1.0;
         }
     }
-    finish(&a, r, t0);
+    finish(&a, r, t0, infer_mode(m));
     if (ds->tok && scored > 0) r->bytes_per_token = bytes / scored;
     free(tok); free(tg); free(mask);
     return 0;
@@ -134,7 +154,7 @@ int eval_ids(gl_model *m, const int *ids, size_t n_ids, long n_windows, gl_eval_
         for (size_t i = 0; i < (size_t)B * T; i++) tg[i] = ids[(size_t)w * T + i + 1];
         add_batch(m, tok, tg, mask, B, &a);
     }
-    finish(&a, r, t0);
+    finish(&a, r, t0, infer_mode(m));
     free(tg); free(mask);
     return 0;
 }
@@ -166,6 +186,27 @@ int eval_match_alpha(gl_model *m, const gl_dataset *ds, gl_split split, long n_w
         else lo = mid;
     }
     m->exit_tau = 0.0f;
+    return rc;
+}
+
+int eval_has_hard(const gl_model *m) {
+    return m->cfg.depth_routing == DR_TSA || m->cfg.depth_routing == DR_EARLY_EXIT;
+}
+
+int eval_split_hard(gl_model *m, const gl_dataset *ds, gl_split split, long n_windows, gl_eval_result *r, char *err,
+                    size_t errlen) {
+    if (!eval_has_hard(m)) {
+        snprintf(err, errlen, "a hard evaluation needs depth routing (tsa or early_exit); this model has "
+                              "depth_routing = %s", config_depth_routing_name(m->cfg.depth_routing));
+        return -1;
+    }
+    const int sparse0 = m->sparse;
+    const float tau0 = m->exit_tau;
+    if (m->cfg.depth_routing == DR_TSA) m->sparse = 1;
+    else m->exit_tau = (float)EVAL_HARD_TAU;
+    int rc = eval_split(m, ds, split, n_windows, r, err, errlen);
+    m->sparse = sparse0;
+    m->exit_tau = tau0;
     return rc;
 }
 

@@ -14,7 +14,12 @@ typedef struct {
     double tokens;      /* scored tokens */
     double tok_acc;     /* argmax accuracy on scored tokens */
     double seq_acc;     /* share of windows with every scored token right */
-    double active_frac; /* TSA / early exit: share of (token, layer >= 1) pairs that ran */
+    double active_frac; /* TSA / early exit: share of (token, layer >= 1) pairs that ran (TSA: p <= 0.5) */
+    double run_frac;    /* inference modes (TSA sparse, early exit at τ, post-hoc exit): share of (token,
+                           layer >= 1) pairs whose block really ran, counted from the rows computed
+                           (m->active_count); NaN in the soft / training modes, which run every pair */
+    double p_mid_share; /* TSA: share of (token, router) halting probabilities p in (0.3, 0.7), all
+                           tokens of the windows; NaN for other models */
     long windows;
     double seconds;     /* wall-clock time of the forward passes */
     double bytes_per_token; /* text bytes per scored target token: 1 for char and the tasks, more for BPE */
@@ -30,6 +35,16 @@ double eval_bpc_se(const gl_eval_result *r);
  * the model's max_B.  Returns 0, or -1 with a message (empty split). */
 int eval_split(gl_model *m, const gl_dataset *ds, gl_split split, long n_windows, gl_eval_result *r,
                char *err, size_t errlen);
+
+/* The model's hard routing: TSA with p > 0.5 really skipping (m->sparse),
+ * early exit at its trained rule τ = EVAL_HARD_TAU (m->exit_tau); 0 when m
+ * has no routing (depth_routing none).  eval_split_hard evaluates like
+ * eval_split in that mode and puts the model's modes back afterwards;
+ * returns 0, or -1 with a message (no routing, empty split). */
+#define EVAL_HARD_TAU 0.5
+int eval_has_hard(const gl_model *m);
+int eval_split_hard(gl_model *m, const gl_dataset *ds, gl_split split, long n_windows, gl_eval_result *r, char *err,
+                    size_t errlen);
 
 /* Evaluate the first n_windows non-overlapping windows of an id sequence
  * (window i: inputs ids[iT, iT+T), targets shifted by one).  n_windows <= 0: all. */

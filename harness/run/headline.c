@@ -1,7 +1,7 @@
 /*
  * headline.c — record whole-split evaluations as a run's headline metrics
  * (headline.h lists the rows).  The evaluation itself is evaluate.c's; this
- * file only names the numbers (store/metric.h, final.* and matched.*), stamps
+ * file only names the numbers (store/metric.h, final.*, hard.* and matched.*), stamps
  * each with what it was measured on (split, windows, tokens: gl_prov; the
  * checkpoint step is the row's step) and writes them in one registry
  * transaction.
@@ -56,25 +56,53 @@ static int hl_write(gl_db *db, const char *run_id, const hl_rows *h, char *err, 
     return db_metrics_log(db, run_id, h->rows, h->n, err, errlen);
 }
 
-int headline_record(gl_db *db, const char *run_id, long step, const char *split_name, const gl_eval_result *r,
-                    int is_text, int routed, int n_layer, char *err, size_t errlen) {
-    static hl_rows h;
-    hl_init(&h, METRIC_FINAL, step, split_name, r);
-    hl_add(&h, "loss", r->loss, r->loss_se);
-    hl_add(&h, "loss_se", r->loss_se, 0);
+/* The quality rows of r under h's kind: loss (with its SE), bpc or the accuracies, α and TLOps saved. */
+static void hl_quality(hl_rows *h, const gl_eval_result *r, int is_text, int routed, int n_layer) {
+    hl_add(h, "loss", r->loss, r->loss_se);
+    hl_add(h, "loss_se", r->loss_se, 0);
     if (is_text) {
-        hl_add(&h, "bpc", eval_bpc(r), eval_bpc_se(r));
+        hl_add(h, "bpc", eval_bpc(r), eval_bpc_se(r));
     } else {
-        hl_add(&h, "token_acc", r->tok_acc, 0);
-        hl_add(&h, "seq_acc", r->seq_acc, 0);
+        hl_add(h, "token_acc", r->tok_acc, 0);
+        hl_add(h, "seq_acc", r->seq_acc, 0);
     }
     if (routed) {
-        hl_add(&h, "active_frac", r->active_frac, 0);
-        hl_add(&h, "tlops_saved", eval_tlops_saved(r->active_frac, n_layer), 0);
+        hl_add(h, "active_frac", r->active_frac, 0);
+        hl_add(h, "tlops_saved", eval_tlops_saved(r->active_frac, n_layer), 0);
     }
+}
+
+int headline_record(gl_db *db, const char *run_id, long step, const char *split_name, const gl_eval_result *r,
+                    const gl_eval_result *hard, int is_text, int routed, int n_layer, char *err, size_t errlen) {
+    static hl_rows h;
+    hl_init(&h, METRIC_FINAL, step, split_name, r);
+    hl_quality(&h, r, is_text, routed, n_layer);
+    if (!isnan(r->p_mid_share)) hl_add(&h, "p_mid_share", r->p_mid_share, 0);
     hl_add(&h, "tokens", r->tokens, 0);
     hl_add(&h, "windows", (double)r->windows, 0);
+    int rc = hl_write(db, run_id, &h, err, errlen);
+    if (rc || !hard) return rc;
+    if (hard->windows != r->windows || hard->tokens != r->tokens) {
+        snprintf(err, errlen, "run %s: the hard evaluation read %ld windows (%.0f tokens), the soft one %ld (%.0f): "
+                              "not one token set", run_id, hard->windows, hard->tokens, r->windows, r->tokens);
+        return -1;
+    }
+    hl_init(&h, METRIC_HARD, step, split_name, hard);
+    hl_quality(&h, hard, is_text, 1, n_layer);
+    hl_add(&h, "run_frac", hard->run_frac, 0);
+    hl_add(&h, "tokens", hard->tokens, 0);
+    hl_add(&h, "windows", (double)hard->windows, 0);
     return hl_write(db, run_id, &h, err, errlen);
+}
+
+int headline_measure(gl_model *m, const gl_dataset *ds, gl_split split, gl_eval_result *r, gl_eval_result *hard,
+                     int *have_hard, char *err, size_t errlen) {
+    *have_hard = 0;
+    if (eval_split(m, ds, split, 0, r, err, errlen)) return -1;
+    if (!eval_has_hard(m)) return 0;
+    if (eval_split_hard(m, ds, split, 0, hard, err, errlen)) return -1;
+    *have_hard = 1;
+    return 0;
 }
 
 int headline_record_matched(gl_db *db, const char *run_id, long step, const char *split_name, double tau,

@@ -8,7 +8,14 @@
  * Metric rows (split = the evaluated split, step = the checkpoint's step):
  *   final.loss, final.loss_se (nats/token), final.bpc (text), final.token_acc,
  *   final.seq_acc (tasks), final.active_frac, final.tlops_saved (routed
- *   models), final.tokens, final.windows — the provenance of the numbers;
+ *   models), final.p_mid_share (TSA: share of (token, router) p in
+ *   (0.3, 0.7)), final.tokens, final.windows — the provenance of the numbers
+ *   (final.* is the model as trained: TSA's soft model runs every block);
+ *   hard.{loss,loss_se,bpc | token_acc,seq_acc, active_frac, tlops_saved,
+ *   run_frac, tokens, windows} — routed models, the same split with the
+ *   skipping done (evaluate.h eval_split_hard: TSA p > 0.5 skips, early exit
+ *   at τ 0.5); run_frac is the share of (token, block >= 1) pairs whose
+ *   block was really computed, which equals hard.active_frac;
  *   matched.{tau,alpha_target,active_frac,tlops_saved,loss,loss_se,tokens,
  *   partner_loss} — early exit at the τ whose α matches alpha_target (the α
  *   of the TSA run it is compared with, whose loss is partner_loss) on the
@@ -27,9 +34,17 @@
 
 /* Record r (an evaluation of the whole split called split_name, e.g. "val")
  * as run_id's headline at step.  is_text: write bpc (else the accuracies);
- * n_layer > 0 and a routed model: write α and TLOps saved. */
+ * n_layer > 0 and a routed model: write α and TLOps saved.  hard (NULL:
+ * none) is the same split evaluated with the skipping done, written as
+ * hard.*; it must have read the same windows and tokens as r. */
 int headline_record(gl_db *db, const char *run_id, long step, const char *split_name, const gl_eval_result *r,
-                    int is_text, int routed, int n_layer, char *err, size_t errlen);
+                    const gl_eval_result *hard, int is_text, int routed, int n_layer, char *err, size_t errlen);
+
+/* Evaluate the whole split of m soft (r) and, for a routed model, hard
+ * (*hard, *have_hard = 1; else 0) — what headline_record takes.  Returns 0,
+ * or -1 with a message. */
+int headline_measure(gl_model *m, const gl_dataset *ds, gl_split split, gl_eval_result *r, gl_eval_result *hard,
+                     int *have_hard, char *err, size_t errlen);
 
 /* Record an early-exit evaluation r at threshold tau, searched to match
  * alpha_target, as run_id's matched.* rows; partner_loss is the loss of the

@@ -926,7 +926,8 @@ static void report_ranks(run_ctx *c, const train_loop *lp) {
 }
 
 /* The headline of a finished run: the whole validation split, and the test
- * split when the data has one, recorded with headline_record.  Returns 0, or
+ * split when the data has one, soft and (routed models) hard, recorded with
+ * headline_record.  Returns 0, or
  * -1 with a message (the run stays FINISHED; `gatelab eval RUN --record`
  * can record it later). */
 static int final_evaluation(run_ctx *c, char *err, size_t errlen) {
@@ -936,14 +937,17 @@ static int final_evaluation(run_ctx *c, char *err, size_t errlen) {
     const gl_split splits[2] = {SPLIT_VAL, SPLIT_TEST};
     for (int k = 0; k < 2; k++) {
         if (data_eval_windows(&c->ds, splits[k]) <= 0) continue;
-        gl_eval_result r;
+        gl_eval_result r, hard;
+        int have_hard = 0;
         const char *name = data_split_name(splits[k]);
-        if (eval_split(&c->m, &c->ds, splits[k], 0, &r, err, errlen) ||
-            headline_record(c->db, c->run_id, c->st.step, name, &r, text, mc->depth_routing != DR_NONE, mc->n_layer,
-                            err, errlen))
+        if (headline_measure(&c->m, &c->ds, splits[k], &r, &hard, &have_hard, err, errlen) ||
+            headline_record(c->db, c->run_id, c->st.step, name, &r, have_hard ? &hard : NULL, text,
+                            mc->depth_routing != DR_NONE, mc->n_layer, err, errlen))
             return -1;
-        char extra[64] = "";
-        if (mc->depth_routing != DR_NONE) snprintf(extra, sizeof extra, " | α %.3f", r.active_frac);
+        char extra[96] = "";
+        if (have_hard)
+            snprintf(extra, sizeof extra, " | α %.3f | skipping done: loss %.4f, α %.3f", r.active_frac, hard.loss,
+                     hard.active_frac);
         say(c, 0, "headline: %s loss %.4f ± %.4f nats/token over the whole %s split (%ld windows, %.0f tokens, step "
                   "%ld)%s", name, r.loss, r.loss_se, name, r.windows, r.tokens, c->st.step, extra);
     }

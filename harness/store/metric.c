@@ -136,14 +136,26 @@ int metric_ablation(char *out, size_t n, const char *mode, const char *label, co
     return metric_join(out, n, mode, label, quantity, cat);
 }
 
-int metric_exit(char *out, size_t n, double tau, const char *quantity, int cat) {
+int metric_tau_mode(const char *mode) {
+    return mode && (!strcmp(mode, METRIC_EXIT_MODE) || !strcmp(mode, METRIC_POSTHOC_MODE));
+}
+
+int metric_exit_mode(char *out, size_t n, const char *mode, double tau, const char *quantity, int cat) {
     char label[40];
+    if (!metric_tau_mode(mode)) {
+        if (n) out[0] = 0;
+        return -1;
+    }
     if (isnan(tau)) snprintf(label, sizeof label, "full");
     else if (!isfinite(tau) || fabs(tau) >= 1e6) {
         if (n) out[0] = 0;
         return -1;
     } else snprintf(label, sizeof label, "tau%.3f", tau);
-    return metric_join(out, n, METRIC_EXIT_MODE, label, quantity, cat);
+    return metric_join(out, n, mode, label, quantity, cat);
+}
+
+int metric_exit(char *out, size_t n, double tau, const char *quantity, int cat) {
+    return metric_exit_mode(out, n, METRIC_EXIT_MODE, tau, quantity, cat);
 }
 
 /* The early-exit label at p ("tau<number>" or a plain token) into k; returns
@@ -168,7 +180,7 @@ int metric_ablation_parse(const char *name, metric_ablation_key *k) {
     const char *p = metric_take(name, k->mode, sizeof k->mode);
     if (!p || *p != '.') return 0;
     p++;
-    p = !strcmp(k->mode, METRIC_EXIT_MODE) ? metric_exit_label(p, k) : metric_take(p, k->label, sizeof k->label);
+    p = metric_tau_mode(k->mode) ? metric_exit_label(p, k) : metric_take(p, k->label, sizeof k->label);
     if (!p || *p != '.') return 0;
     p = metric_take(p + 1, k->quantity, sizeof k->quantity);
     if (!p) return 0;
@@ -178,12 +190,45 @@ int metric_ablation_parse(const char *name, metric_ablation_key *k) {
 }
 
 int metric_ablation_sibling(char *out, size_t n, const metric_ablation_key *k, const char *quantity, int cat) {
-    int exit_tau = !strcmp(k->mode, METRIC_EXIT_MODE) && !isnan(k->tau);
+    int exit_tau = metric_tau_mode(k->mode) && !isnan(k->tau);
     if (!exit_tau && !metric_token_ok(k->label)) {
         if (n) out[0] = 0;
         return -1;
     }
     return metric_join(out, n, k->mode, k->label, quantity, cat);
+}
+
+/* ---- paired analyses ---- */
+
+/* A token safe inside a JSON string without escapes: letters, digits, '_', '-', '+'. */
+static int metric_json_safe(const char *s);
+
+int metric_partner(char *out, size_t n, const char *family, const char *partner, unsigned long seed,
+                   const char *quantity) {
+    if (!metric_token_ok(family) || !metric_token_ok(partner) || !metric_json_safe(partner) ||
+        !metric_token_ok(quantity) || seed > 4294967295UL) {
+        if (n) out[0] = 0;
+        return -1;
+    }
+    return metric_print(out, n, "%s.%s.seed%lu.%s", family, partner, seed, quantity);
+}
+
+/* Parse family.partner.seed<N>.quantity (family METRIC_DIFFICULTY): 1, or 0. */
+static int metric_partner_parse(const char *name, char *family, size_t fn, char *partner, size_t pn, long *seed,
+                                char *quantity, size_t qn) {
+    const char *p = metric_take(name, family, fn);
+    if (!p || *p != '.' || strcmp(family, METRIC_DIFFICULTY)) return 0;
+    if (!(p = metric_take(p + 1, partner, pn)) || *p != '.' || !metric_json_safe(partner)) return 0;
+    p++;
+    if (strncmp(p, "seed", 4)) return 0;
+    p += 4;
+    long v = 0;
+    int k = 0;
+    while (*p >= '0' && *p <= '9' && k < 10) v = v * 10 + (*p++ - '0'), k++;
+    if (!k || *p != '.' || v > 4294967295L) return 0;
+    if (!(p = metric_take(p + 1, quantity, qn)) || *p) return 0;
+    *seed = v;
+    return 1;
 }
 
 /* ---- gate labels ---- */
@@ -213,7 +258,9 @@ int metric_label_gate_parse(const char *label, int *layer, int *head) {
 
 int metric_headline(char *out, size_t n, const char *kind, const char *quantity) {
     if (n) out[0] = 0;
-    if (!kind || (strcmp(kind, METRIC_FINAL) && strcmp(kind, METRIC_MATCHED)) || !metric_token_ok(quantity)) return -1;
+    if (!kind || (strcmp(kind, METRIC_FINAL) && strcmp(kind, METRIC_HARD) && strcmp(kind, METRIC_MATCHED)) ||
+        !metric_token_ok(quantity))
+        return -1;
     return metric_print(out, n, "%s.%s", kind, quantity);
 }
 
@@ -269,8 +316,8 @@ static int metric_split_ablation(const char *name, char *base, size_t bn, char *
     if (!metric_ablation_parse(name, &k)) return -1;
     if (metric_print(base, bn, "%s.%s", k.mode, k.quantity)) return -1;
     int rc;
-    if (!strcmp(k.mode, METRIC_EXIT_MODE) && !isnan(k.tau)) rc = metric_print(params, pn, "{\"tau\":%.3f", k.tau);
-    else if (!strcmp(k.mode, METRIC_EXIT_MODE) && !strcmp(k.label, "full")) rc = metric_print(params, pn, "{\"tau\":null");
+    if (metric_tau_mode(k.mode) && !isnan(k.tau)) rc = metric_print(params, pn, "{\"tau\":%.3f", k.tau);
+    else if (metric_tau_mode(k.mode) && !strcmp(k.label, "full")) rc = metric_print(params, pn, "{\"tau\":null");
     else if (metric_json_safe(k.label)) rc = metric_print(params, pn, "{\"gates\":\"%s\"", k.label);
     else return -1;
     if (rc || (k.cat != METRIC_NONE && metric_json_add(params, pn, "category", cat_name(k.cat), 0))) return -1;
@@ -278,10 +325,23 @@ static int metric_split_ablation(const char *name, char *base, size_t bn, char *
     return metric_print(params + len, pn - len, "}");
 }
 
+/* The params of a paired-analysis name, or -1 when name is not one. */
+static int metric_split_partner(const char *name, char *base, size_t bn, char *params, size_t pn) {
+    char family[32], partner[METRIC_NAME_MAX], quantity[32];
+    long seed;
+    if (!metric_partner_parse(name, family, sizeof family, partner, sizeof partner, &seed, quantity, sizeof quantity))
+        return -1;
+    if (metric_print(base, bn, "%s.%s", family, quantity)) return -1;
+    return metric_print(params, pn, "{\"partner\":\"%s\",\"seed\":%ld}", partner, seed);
+}
+
 int metric_split(const char *split, const char *name, char *base, size_t bn, char *params, size_t pn) {
     char back[METRIC_NAME_MAX];
     int rc = -1;
-    if (split && !strcmp(split, "analysis")) rc = metric_split_stat(name, base, bn, params, pn);
+    if (split && !strcmp(split, "analysis")) {
+        rc = metric_split_partner(name, base, bn, params, pn);
+        if (rc) rc = metric_split_stat(name, base, bn, params, pn);
+    }
     else if (split && !strcmp(split, "ablation")) rc = metric_split_ablation(name, base, bn, params, pn);
     if (!rc && (metric_unsplit(base, params, back, sizeof back) || strcmp(back, name))) rc = -1;
     if (!rc) return 0;
@@ -313,6 +373,8 @@ typedef struct {
     int layer, head, cat, has_tau;
     double tau;
     char gates[64];
+    char partner[METRIC_NAME_MAX];
+    long seed;
 } metric_params;
 
 static int metric_params_parse(const char *s, metric_params *mp) {
@@ -321,6 +383,8 @@ static int metric_params_parse(const char *s, metric_params *mp) {
     mp->has_tau = 0;
     mp->tau = NAN;
     mp->gates[0] = 0;
+    mp->partner[0] = 0;
+    mp->seed = -1;
     if (*s++ != '{') return 0;
     const char *p = s;
     if (metric_json_key(&p, "layer") && (mp->layer = metric_uint(&p)) >= 0 && *p == ',') p++;
@@ -339,6 +403,16 @@ static int metric_params_parse(const char *s, metric_params *mp) {
     }
     if (metric_json_key(&p, "category")) {
         if (!metric_json_str(&p, cat, sizeof cat) || (mp->cat = metric_cat_code(cat)) == METRIC_NONE) return 0;
+        if (*p == ',') p++;
+    }
+    if (metric_json_key(&p, "partner")) {
+        if (!metric_json_str(&p, mp->partner, sizeof mp->partner) || *p != ',') return 0;
+        p++;
+        if (!metric_json_key(&p, "seed")) return 0;
+        char *end = NULL;
+        mp->seed = strtol(p, &end, 10);
+        if (end == p || mp->seed < 0) return 0;
+        p = end;
     }
     return p[0] == '}' && p[1] == 0;
 }
@@ -351,12 +425,13 @@ int metric_unsplit(const char *base, const char *params, char *out, size_t n) {
         if (n) out[0] = 0;
         return -1;
     }
-    if (!mp.gates[0] && !mp.has_tau) return metric_stat(out, n, base, mp.layer, mp.head, mp.cat);
+    if (!mp.gates[0] && !mp.has_tau && !mp.partner[0]) return metric_stat(out, n, base, mp.layer, mp.head, mp.cat);
     const char *p = metric_take(base, mode, sizeof mode);
     if (!p || *p != '.' || !(p = metric_take(p + 1, quantity, sizeof quantity)) || *p) {
         if (n) out[0] = 0;
         return -1;
     }
-    if (mp.has_tau) return metric_exit(out, n, mp.tau, quantity, mp.cat);
+    if (mp.partner[0]) return metric_partner(out, n, mode, mp.partner, (unsigned long)mp.seed, quantity);
+    if (mp.has_tau) return metric_exit_mode(out, n, mode, mp.tau, quantity, mp.cat);
     return metric_ablation(out, n, mode, mp.gates, quantity, mp.cat);
 }

@@ -11,8 +11,11 @@
  *   intervention (split "ablation"):  <mode>.<label>.<quantity>[.<category>]
  *       zero.all.delta_loss   zero.L1H0.delta_loss   mean.L2.delta_loss.semantic   random.all.base_loss
  *   early exit (split "ablation"):  exit.tau<τ, 3 decimals>.<quantity>[.<category>],  exit.full.loss
- *   headline (split = the evaluated data split, "val" or "test"):  final.<quantity>,  matched.<quantity>
- *       final.loss   final.bpc   final.active_frac   matched.tau   matched.loss   matched.partner_loss
+ *       and the same for post-hoc early exit of a dense model:  posthoc.tau0.500.loss,  posthoc.full.loss
+ *   headline (split = the evaluated data split, "val" or "test"):  final.<quantity>,  hard.<quantity>,
+ *   matched.<quantity>
+ *       final.loss   final.bpc   final.active_frac   final.p_mid_share   hard.loss   hard.active_frac
+ *       matched.tau   matched.loss   matched.partner_loss
  *
  * Every row also carries what it was measured on (store/registry.h gl_prov:
  * split, windows, tokens) and the checkpoint step; the name never does.
@@ -35,6 +38,7 @@
 #define METRIC_NAME_MAX 96   /* bytes of a name, with its terminating 0 */
 #define METRIC_NONE (-1)     /* no layer, head or category in a name */
 #define METRIC_EXIT_MODE "exit"  /* the mode of early-exit rows */
+#define METRIC_POSTHOC_MODE "posthoc" /* post-hoc early exit of a dense model: the same grammar as exit */
 #define METRIC_LABEL_ALL "all"   /* the label of every gate of the model */
 
 /* ---- statistics: <stat>[.L<layer>[.H<head>]][.<category>] ---- */
@@ -52,6 +56,11 @@ int metric_ablation(char *out, size_t n, const char *mode, const char *label, co
 
 /* Early exit at threshold tau (NaN: the full model, label "full"). */
 int metric_exit(char *out, size_t n, double tau, const char *quantity, int cat);
+/* The same under another threshold mode: METRIC_EXIT_MODE or METRIC_POSTHOC_MODE
+ * (posthoc.tau0.500.loss, posthoc.full.loss). */
+int metric_exit_mode(char *out, size_t n, const char *mode, double tau, const char *quantity, int cat);
+/* 1 when mode's labels are thresholds (exit, posthoc). */
+int metric_tau_mode(const char *mode);
 
 typedef struct {
     char mode[32];      /* zero, mean, full-depth, random, file, exit */
@@ -73,13 +82,26 @@ int metric_ablation_sibling(char *out, size_t n, const metric_ablation_key *k, c
  *      and matched.<quantity> (early exit at the τ matched to a TSA run's α) ---- */
 
 #define METRIC_FINAL "final"
+#define METRIC_HARD "hard"   /* the same split with the skipping done (routed models) */
 #define METRIC_MATCHED "matched"
 
-/* kind is METRIC_FINAL or METRIC_MATCHED; quantity a token. */
+/* kind is METRIC_FINAL, METRIC_HARD or METRIC_MATCHED; quantity a token. */
 int metric_headline(char *out, size_t n, const char *kind, const char *quantity);
 
 /* 1 when name is kind.<quantity> (quantity copied to out, qn bytes). */
 int metric_headline_parse(const char *name, const char *kind, char *quantity, size_t qn);
+
+/* ---- paired analyses (split "analysis"): <family>.<partner run>.seed<N>.<quantity> ----
+ *
+ *   difficulty.<dense run>.seed<N>.rho  ->  stored as difficulty.rho  {"partner":"<dense run>","seed":N}
+ *
+ * A statistic of this run measured against a partner run, with the seed of
+ * its resampling (bootstrap).  The partner is a token of letters, digits,
+ * '_', '-' and '+' (a run id). */
+#define METRIC_DIFFICULTY "difficulty"
+
+int metric_partner(char *out, size_t n, const char *family, const char *partner, unsigned long seed,
+                   const char *quantity);
 
 /* ---- gate labels ---- */
 
@@ -98,8 +120,10 @@ int metric_label_gate_parse(const char *label, int *layer, int *head);
  *   ablation   zero.L1H0.delta_loss       -> zero.delta_loss  {"gates":"L1H0"}
  *              exit.tau0.500.loss         -> exit.loss  {"tau":0.500}
  *              exit.full.loss             -> exit.loss  {"tau":null}
+ *              posthoc.tau0.500.loss      -> posthoc.loss  {"tau":0.500}
+ *   analysis   difficulty.RUN.seed7.rho   -> difficulty.rho  {"partner":"RUN","seed":7}
  *   any other name, or one that would not come back whole:  name  {}
- * Keys always appear in the order layer, head, gates, tau, category, so equal
+ * Keys always appear in the order layer, head, gates, tau, category, partner, seed, so equal
  * parameters are equal text. */
 #define METRIC_PARAMS_MAX 160  /* bytes of a params text, with its terminating 0 */
 
