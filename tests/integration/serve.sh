@@ -179,6 +179,24 @@ check "a foreign Host (DNS rebinding): 403" [ "$(code -H 'Host: evil.example' "$
 
 check "the server wrote nothing: registry mtime, size, sha256 and every run file unchanged" diff "$W/before" <(snapshot)
 
+# figures --runs / --tag: the static counterpart, one gnuplot figure of the chosen runs
+F="$W/figs"
+if "$BIN" figures --runs sat1,sat2,tsa1 --results "$R" --out "$F" > "$W/fig.log" 2>&1; then
+    check "figures --runs sat1,sat2,tsa1: loss_runs_step/_time as PNG, PDF and SVG" bash -c "
+        for b in loss_runs_step loss_runs_time; do for e in png pdf svg; do [ -s '$F/'\$b.\$e ] || exit 1; done; done
+        head -c 8 '$F/loss_runs_step.png' | od -An -tx1 | grep -q '89 50 4e 47 0d 0a 1a 0a'"
+    check "figures --runs: seeds 1 and 2 are one curve (n=2), TSA another: 2 groups x (train, val)" bash -c "
+        [ \$(grep -c 'wall_s' '$F/data/loss_runs.tsv') = 4 ] && awk -F'\t' '\$5 == 2' '$F/data/loss_runs.tsv' | grep -q ."
+else
+    fail "figures --runs sat1,sat2,tsa1 ($(tail -2 "$W/fig.log"))"
+fi
+check "figures --tag group=pair: the two tagged runs, two curves" bash -c "
+    '$BIN' figures --tag group=pair --results '$R' --out '$W/figs2' > /dev/null && [ \$(grep -c 'wall_s' '$W/figs2/data/loss_runs.tsv') = 4 ]"
+check "figures --runs nope: exit 1 naming the run" bash -c "
+    out=\$('$BIN' figures --runs nope --results '$R' --out '$W/figs3' 2>&1 > /dev/null); rc=\$?
+    [ \$rc = 1 ] && echo \"\$out\" | grep -q 'run nope'"
+check "figures EXPERIMENT --runs ID: usage error (exit 2)" bash -c "'$BIN' figures tiny --runs sat1 --results '$R' 2> /dev/null; [ \$? = 2 ]"
+
 # (b) a real browser
 CHROME=$(command -v chromium || command -v chromium-browser || true)
 if [ -z "$CHROME" ]; then
