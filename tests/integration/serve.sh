@@ -11,8 +11,9 @@
 #       uPlot curves, a run started during the test appears in the table and its curve grows, and
 #       its run page follows it live.
 # The server and the live run are killed on exit (trap); ports come from a free-port search on
-# 127.0.0.1; every wait is bounded.  SERVE_SCREENSHOT=FILE also saves the runs page as a PNG
-# (docs/figures/serve.png is made that way, see docs/serve.md).
+# 127.0.0.1; every wait is bounded.  SERVE_SCREENSHOT=FILE.png also saves the runs page as FILE.png
+# and run sat1's page as FILE_run.png; SERVE_STEPS=N trains the runs N steps instead of 40
+# (docs/figures/serve.png was made that way, see docs/serve.md).
 set -u
 source "$(dirname "$0")/lib.sh"
 W=$(mktemp -d)
@@ -31,7 +32,7 @@ fi
 make_corpus "$W/data/corpus.txt"
 export GATELAB_DATA="$W/data"
 HOSTILE="x\"'<img src=x onerror=alert(1)>"
-T() { "$BIN" train "$TINY" "$@" --results "$R" --quiet > "$W/train.log" 2>&1; }
+T() { "$BIN" train "$TINY" train.steps="${SERVE_STEPS:-40}" "$@" --results "$R" --quiet > "$W/train.log" 2>&1; }
 ok=1
 T model.value_residual=satformer --run-id sat1 || ok=0
 T model.value_residual=satformer train.seed=2 --run-id sat2 || ok=0
@@ -377,6 +378,10 @@ try:
             ok = ok and page.js("!document.getElementById('sec-depth').hidden")
             extra += ", depth profile"
         ok = ok and page.js("document.getElementById('run-id').textContent === %s" % json.dumps(rid))
+        if SHOT and rid == "sat1":
+            with open(SHOT.replace(".png", "_run.png"), "wb") as f:
+                f.write(base64.b64decode(page.call("Page.captureScreenshot", format="png",
+                                                   captureBeyondViewport=True)["data"]))
         probs = page.problems()
         report(ok and not probs, "browser: run page %s loads with its gates%s, no console error %s"
                % (json.dumps(rid), extra, probs[:3]))

@@ -45,6 +45,7 @@ var G = (function () {
     if (v === null || v === undefined) return "–";
     if (typeof v !== "number") return String(v);
     if (Number.isInteger(v)) return String(v);
+    if (Math.abs(v) >= 1000) return String(Math.round(v));
     return v.toPrecision(digits || 4);
   }
 
@@ -115,9 +116,9 @@ var G = (function () {
       if (ln.band) {
         var mid = data.length - 1;
         data.push(col(function (p) { return p.mean + p.sd; }));
-        series.push({label: c.label + " +sd", stroke: "transparent", width: 0, spanGaps: true, points: {show: false}});
+        series.push({label: "+sd", stroke: "transparent", width: 0, spanGaps: true, points: {show: false}});
         data.push(col(function (p) { return p.mean - p.sd; }));
-        series.push({label: c.label + " −sd", stroke: "transparent", width: 0, spanGaps: true, points: {show: false}});
+        series.push({label: "−sd", stroke: "transparent", width: 0, spanGaps: true, points: {show: false}});
         bands.push({series: [mid + 1, mid + 2], fill: c.color + "33"});
       }
     });

@@ -162,12 +162,14 @@
     });
   }
 
-  function fillSelect(sel, n, prefix) {
+  // n options prefix0..; a fresh list starts at dflt (the probe text opens on the last block: the
+  // first has no value residual to mix, so its α is 0)
+  function fillSelect(sel, n, prefix, dflt) {
     if (sel.options.length === n) return;
     var cur = sel.value;
     G.clear(sel);
     for (var i = 0; i < n; i++) sel.appendChild(el("option", {value: String(i)}, prefix + i));
-    if (cur && Number(cur) < n) sel.value = cur;
+    sel.value = cur && Number(cur) < n ? cur : String(dflt);
   }
 
   // The probe text coloured by one row (and head) of a per-token gate, the value on hover.
@@ -180,8 +182,8 @@
     if (!gsel.options.length) gates.forEach(function (g) { gsel.appendChild(el("option", {value: g.path}, g.title)); });
     var g = gates.filter(function (x) { return x.path === gsel.value; })[0] || gates[0];
     var R = g.shape[0], P = g.shape[1], W = g.shape.length > 2 ? g.shape[2] : 1;
-    fillSelect(document.getElementById("p-row"), R, g.axes[0] === "router" ? "R" : "L");
-    fillSelect(document.getElementById("p-col"), W, "H");
+    fillSelect(document.getElementById("p-row"), R, g.axes[0] === "router" ? "R" : "L", R - 1);
+    fillSelect(document.getElementById("p-col"), W, "H", 0);
     document.getElementById("p-col").disabled = W === 1;
     var r = Number(document.getElementById("p-row").value || 0), h = Number(document.getElementById("p-col").value || 0);
     return G.getJSON("/api/trace", {run: id, gate: g.path, step: -1}).then(function (tr) {

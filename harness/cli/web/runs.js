@@ -25,7 +25,9 @@
     {key: "active_frac", label: "α active", num: true},
     {key: "tlops_saved", label: "TLOps saved", num: true},
     {key: "tokens_per_s", label: "tok/s", num: true},
-    {key: "start_iso", label: "started"},
+    {key: "start_iso", label: "started (UTC)", get: function (r) {
+      return r.start_iso ? r.start_iso.replace("T", " ").replace("Z", "") : null;
+    }},
     {key: "duration_s", label: "took (s)", num: true},
     {key: "tags", label: "tags", get: function (r) {
       return Object.keys(r.tags || {}).map(function (k) { return k + "=" + r.tags[k]; }).join("; ");
@@ -185,7 +187,8 @@
       var curves = [];
       groups.forEach(function (g, gi) {
         var color = G.PALETTE[gi % G.PALETTE.length];
-        var name = g.ids.length > 1 ? g.ids[0] + " +" + (g.ids.length - 1) + " seeds" : g.ids[0];
+        var name = g.ids.length > 3 ? g.ids[0] + " and " + (g.ids.length - 1) + " other seeds (mean ± sd)"
+                 : g.ids.length > 1 ? g.ids.join(", ") + " (mean ± sd)" : g.ids[0];
         ["train", "val"].forEach(function (s) {
           if (split !== "both" && split !== s) return;
           var members = g.ids.map(function (id) { return state.metrics[id][s]; })
