@@ -82,6 +82,11 @@ except OSError: ips = []
 s = socket.socket(); s.settimeout(1)
 sys.exit(0 if not ips or s.connect_ex((ips[0], $PORT)) != 0 else 1)"
 
+check "serve --port 99999: exit 2 naming the flag" bash -c "'$BIN' serve --port 99999 --results '$R' 2>&1 | grep -q -- --port; [ \${PIPESTATUS[0]} = 2 ]"
+check "serve --bind nope: exit 2" bash -c "'$BIN' serve --bind nope --results '$R' 2> /dev/null; [ \$? = 2 ]"
+check "serve --results with no registry: exit 1 naming it" bash -c "'$BIN' serve --results '$W/data' 2>&1 | grep -q '$W/data/gatelab.db'; [ \${PIPESTATUS[0]} = 1 ]"
+check "serve on a port in use: exit 1 saying so" bash -c "timeout 10 '$BIN' serve --port $PORT --results '$R' 2>&1 | grep -q 'cannot listen'; [ \${PIPESTATUS[0]} = 1 ]"
+
 enc() { python3 -c 'import sys, urllib.parse; print(urllib.parse.quote(sys.argv[1], safe=""))' "$1"; }
 code() { curl -s --path-as-is -o "$W/body" -w '%{http_code}' "$@"; }
 # json URL PYTHON-EXPR: the body parses and EXPR (on j) holds
