@@ -238,7 +238,7 @@ static int serve_mark_stale(gl_db *db, gl_run_row *rows, int n, char *err, size_
 
 static const char *const serve_statuses[] = {"SCHEDULED", "RUNNING", "FINISHED", "FAILED", "KILLED", NULL};
 
-static enum MHD_Result serve_api_runs(struct MHD_Connection *c, const serve_ctx *s, gl_db *db) {
+static enum MHD_Result serve_api_runs(struct MHD_Connection *c, gl_db *db) {
     char err[1024], status[16] = "";
     serve_tags tags = {{0}, 0, 0};
     MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, serve_tag_arg, &tags);
@@ -271,7 +271,6 @@ static enum MHD_Result serve_api_runs(struct MHD_Connection *c, const serve_ctx 
             a = NULL;
         }
     free(rows);
-    (void)s;
     return serve_json(c, 200, a);
 }
 
@@ -664,7 +663,7 @@ static enum MHD_Result serve_request(void *cls, struct MHD_Connection *c, const 
         return api ? serve_json_error(c, 500, err) : serve_html_error(c, 500, err);
     enum MHD_Result q;
     if (page) q = serve_run_page(c, db, url + 5);
-    else if (!strcmp(url, "/api/runs")) q = serve_api_runs(c, s, db);
+    else if (!strcmp(url, "/api/runs")) q = serve_api_runs(c, db);
     else if (!strcmp(url, "/api/metrics")) q = serve_api_metrics(c, db);
     else if (!strcmp(url, "/api/trace")) q = serve_api_trace(c, s, db);
     else if (!strcmp(url, "/api/run")) q = serve_api_run(c, s, db);
@@ -733,7 +732,7 @@ int cmd_serve(int argc, char **argv) {
     sigaddset(&sig, SIGTERM);
     pthread_sigmask(SIG_BLOCK, &sig, NULL);
     struct MHD_Daemon *d =
-        MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG, (uint16_t)port, NULL, NULL,
+        MHD_start_daemon(MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_ERROR_LOG, (uint16_t)port, NULL, NULL,
                          serve_request, &s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
                          MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)30, MHD_OPTION_END);
     if (!d) {
