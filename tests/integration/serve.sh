@@ -427,3 +427,11 @@ EOF
     check "after the browser checks, every other run's files are unchanged" \
         diff <(grep '/runs/\|/outside' "$W/before") <(snapshot | grep '/runs/\|/outside' | grep -v '/runs/live/')
 fi
+
+# the server stops on SIGTERM, cleanly (under make asan: no sanitizer report, no leak)
+kill -TERM "$SERVER_PID" 2> /dev/null
+wait "$SERVER_PID"
+rc=$?
+SERVER_PID=""
+check "serve stops on SIGTERM with exit 0 and says so" bash -c "[ $rc = 0 ] && grep -q 'stopped (signal 15)' '$W/serve.log'"
+check "serve's log has no sanitizer or runtime error" bash -c "! grep -qE 'Sanitizer|runtime error' '$W/serve.log'"
