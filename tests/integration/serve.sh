@@ -210,7 +210,9 @@ if [ -z "$CHROME" ]; then
 else
     cat > "$W/cdp.py" << 'EOF'
 # A DevTools-protocol client on the standard library: one websocket to one page.
-import base64, json, os, socket, struct, subprocess, sys, time, urllib.parse, urllib.request
+import base64, json, os, signal, socket, struct, subprocess, sys, time, urllib.parse, urllib.request
+
+signal.signal(signal.SIGTERM, lambda *_: sys.exit("FAIL the browser checks were stopped by their time limit"))
 
 U, CHROME, W, LIVE = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
 SHOT = os.environ.get("SERVE_SCREENSHOT")
@@ -420,7 +422,7 @@ finally:
 sys.exit(1 if fails else 0)
 EOF
     # the live run: long enough to be watched (killed when the browser checks end)
-    timeout 300 python3 "$W/cdp.py" "$U" "$CHROME" "$W" "$BIN" train "$TINY" train.steps=100000 train.eval_every=50 \
+    timeout 300 python3 "$W/cdp.py" "$U" "$CHROME" "$W" timeout 280 "$BIN" train "$TINY" train.steps=100000 train.eval_every=50 \
         train.log_every=10 train.ckpt_every=500 --run-id live --results "$R" --quiet ||
         echo "FAIL the browser checks ran to their end (exit $?; chromium log: $(tail -3 "$W/chrome.log" 2> /dev/null))"
     # the live run wrote its own rows; the other runs' files are still untouched
