@@ -414,9 +414,13 @@ try:
     probs = page.problems()
     report(not probs, "browser: no console error while following the live run %s" % probs[:3])
 finally:
-    if live:
-        live.kill()
-        live.wait()
+    if live:  # SIGTERM, which timeout(1) passes on to the training
+        live.terminate()
+        try:
+            live.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            live.kill()
+            live.wait()
     chrome.kill()
     chrome.wait()
 sys.exit(1 if fails else 0)
