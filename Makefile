@@ -23,7 +23,7 @@ BUILD    ?= build
 CC       ?= cc
 OPT      ?= -O3 -march=native
 SAN      ?=
-PKGS     := hdf5 sqlite3 inih jansson
+PKGS     := hdf5 sqlite3 inih jansson libmicrohttpd
 BLASDIR  ?= /usr/lib/x86_64-linux-gnu/openblas-openmp
 
 # The commit `gatelab --version` prints: `git describe` of this checkout, "unknown"
@@ -42,7 +42,7 @@ LDLIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null) \
 # "store/trace.h", "analysis/ablate.h"), hence -I. -Iharness.
 LIB_SRC  := $(filter-out harness/run/dist_mpi.c,$(wildcard model/*.c harness/store/*.c harness/run/*.c analysis/*.c)) \
             $(filter-out harness/cli/main.c,$(wildcard harness/cli/*.c))
-LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o)
+LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o) $(BUILD)/gen/serve_assets.o
 TEST_SRC := $(wildcard tests/test_*.c)
 TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%) $(BUILD)/tests/mkcorpus  # mkcorpus: the tests' own text
 BENCH_BIN := $(BUILD)/bench_gatelab
@@ -79,6 +79,18 @@ $(LIB_OBJ) $(BUILD)/harness/cli/main.o: | pkgcheck
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c $< -o $@
+
+# `gatelab serve`'s pages (harness/cli/web/, uPlot vendored in web/vendor/) are embedded
+# in the binary as byte arrays (web/embed.sh: od + sed), so it serves them without the
+# source tree or network; editing a page rebuilds only this object.
+SERVE_WEB := $(sort $(wildcard harness/cli/web/*.html harness/cli/web/*.js harness/cli/web/*.css \
+                               harness/cli/web/vendor/*/*.js harness/cli/web/vendor/*/*.css harness/cli/web/vendor/*/LICENSE))
+$(BUILD)/gen/serve_assets.c: $(SERVE_WEB) harness/cli/web/embed.sh
+	@mkdir -p $(dir $@)
+	harness/cli/web/embed.sh $@ $(SERVE_WEB)
+
+$(BUILD)/gen/serve_assets.o: $(BUILD)/gen/serve_assets.c
 	$(CC) $(CFLAGS) -c $< -o $@
 
 $(BUILD)/libgatelab.a: $(LIB_OBJ)

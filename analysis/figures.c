@@ -1500,3 +1500,97 @@ cleanup:
     free(runs);
     return rc;
 }
+
+/* ---- chosen runs overlaid: `gatelab figures --runs ID,... | --tag k=v` ---- */
+
+char *figures_seedless_config(const char *ini) { return fg_fingerprint(ini); }
+
+int figures_loss_runs(gl_db *db, const char *const *ids, int nids, const char *out_dir, figures_summary *s, char *err,
+                      size_t errlen) {
+    memset(s, 0, sizeof *s);
+    char data_dir[4096], path[4200];
+    snprintf(data_dir, sizeof data_dir, "%s/data", out_dir);
+    if (report_mkdir_p(data_dir, err, errlen)) return -1;
+    tables_run *runs = NULL;
+    unsigned char *want = NULL;
+    fg_groups *G = NULL;
+    fg_pt *pt[2] = {NULL, NULL};
+    FILE *f = NULL;
+    int n = 0, rc = -1, blocks = 0, chosen = 0;
+    if (tables_collect(db, NULL, &runs, &n, err, errlen)) return -1;
+    tables_sort(runs, n);
+    want = calloc((size_t)(n ? n : 1), 1);
+    G = malloc(sizeof *G);
+    if (!want || !G) {
+        snprintf(err, errlen, "out of memory");
+        goto cleanup;
+    }
+    G->n = 0;
+    for (int k = 0; k < nids; k++) {
+        int found = 0;
+        for (int i = 0; i < n; i++)
+            if (!strcmp(runs[i].run_id, ids[k])) want[i] = 1, found = 1;
+        if (!found) fg_skip(s, ids[k], "not a FINISHED run of the registry (only finished runs are drawn)");
+        chosen += found;
+    }
+    if (!chosen) {
+        fg_skip(s, "loss_runs_step, loss_runs_time", "none of the chosen runs is finished");
+        rc = 0;
+        goto cleanup;
+    }
+    if (fg_groups_build(db, runs, n, want, G, err, errlen)) goto cleanup;
+    snprintf(path, sizeof path, "%s/loss_runs.tsv", data_dir);
+    if (!(f = fopen(path, "w"))) {
+        snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
+        goto cleanup;
+    }
+    fg_rng ry = fg_rng_empty();
+    for (int k = 0; k < G->n; k++) {
+        int np[2];
+        for (int q = 0; q < 2; q++) {
+            free(pt[q]);
+            pt[q] = NULL;
+            if (fg_group_series(db, runs, &G->g[k], q ? "val" : "train", &pt[q], &np[q], err, errlen)) goto cleanup;
+        }
+        if (!np[0] || !np[1]) {
+            fg_skip(s, G->g[k].label, "no train/loss or val/loss rows");
+            continue;
+        }
+        for (int q = 0; q < 2; q++) {
+            if (blocks++) fprintf(f, "\n\n");
+            fg_write_band(f, G->g[k].label, pt[q], np[q], &ry);
+        }
+    }
+    int bad = ferror(f) | fclose(f);
+    f = NULL;
+    if (bad) {
+        snprintf(err, errlen, "writing %s failed", path);
+        goto cleanup;
+    }
+    if (!blocks) {
+        fg_skip(s, "loss_runs_step, loss_runs_time", "no chosen run has train/loss and val/loss");
+        rc = 0;
+        goto cleanup;
+    }
+    char vars[800], spread[64], title[400];
+    fg_spread_text(G, spread, sizeof spread);
+    snprintf(title, sizeof title, "Loss during training, %d chosen run%s%s%s%s%s", chosen, chosen == 1 ? "" : "s",
+             G->common[0] ? ": " : "", G->common, spread[0] ? (G->common[0] ? ", " : ": ") : "", spread);
+    for (int q = 0; q < 2; q++) {
+        snprintf(vars, sizeof vars, "x='%s'; title='%s'; band=%d; fig_w=%g", q ? "time" : "step", title,
+                 G->max_seeds > 1, blocks > 16 ? 8.5 : 6.5);
+        fg_rng_vars(ry, "y", 0, vars, sizeof vars);
+        if (fg_draw(s, "loss.gp", path, out_dir, q ? "loss_runs_time" : "loss_runs_step", vars, err, errlen))
+            goto cleanup;
+    }
+    rc = 0;
+cleanup:
+    if (f) fclose(f);
+    free(pt[0]);
+    free(pt[1]);
+    if (G) fg_groups_free(G);
+    free(G);
+    free(want);
+    free(runs);
+    return rc;
+}

@@ -47,4 +47,17 @@ int figures_make_all(gl_db *db, const char *experiment, const char *results, con
 int figures_depth_map_data(const char *trace_path, const unsigned char *vocab, int vocab_size, int max_chars, int cols,
                            const char *data_path, int *rows, int *max_depth, char *err, size_t errlen);
 
+/* The chosen runs' train and val loss overlaid in one figure, loss_runs_step
+ * and loss_runs_time (PNG, PDF, SVG) in out_dir, data in out_dir/data/
+ * loss_runs.tsv; runs that differ only by seed are one curve with ± sd, as in
+ * loss_step.  A chosen run that is not FINISHED is listed in s->skipped.
+ * Returns 0, or -1 with a message.  (`gatelab figures --runs | --tag`) */
+int figures_loss_runs(gl_db *db, const char *const *ids, int nids, const char *out_dir, figures_summary *s, char *err,
+                      size_t errlen);
+
+/* A run's configuration (INI text) less the seed and bookkeeping keys: runs
+ * with equal texts are the same run but for the seed (the figures' groups).
+ * malloc'd, NULL when out of memory. */
+char *figures_seedless_config(const char *ini);
+
 #endif

@@ -7,6 +7,7 @@
 set -euo pipefail
 PKGS=(build-essential pkg-config libopenblas-dev libopenblas0-openmp libhdf5-dev hdf5-tools
       libsqlite3-dev sqlite3 libinih-dev libjansson-dev libcmocka-dev gnuplot-nox fonts-dejavu-core
+      libmicrohttpd-dev
       chromium python3 python3-numpy python3-h5py python3-pandas unzip curl)
 # Optional: OpenMPI for build/gatelab-mpi (data-parallel training, docs/mpi.md).  Tried as
 # root, never fatal: everything else builds and tests without it (GATELAB_NO_MPI=1: skip).

@@ -29,5 +29,6 @@ int cmd_delete(int argc, char **argv);  /* harness/cli/cmd_tag.c */
 int cmd_restore(int argc, char **argv); /* harness/cli/cmd_tag.c */
 int cmd_compare(int argc, char **argv); /* harness/cli/cmd_compare.c */
 int cmd_metrics(int argc, char **argv); /* harness/cli/cmd_metrics.c */
+int cmd_serve(int argc, char **argv);   /* harness/cli/cmd_serve.c: the web dashboard */
 
 #endif

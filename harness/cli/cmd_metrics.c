@@ -26,6 +26,7 @@
 #include "cli.h"
 #include "jsonl.h"
 #include "resolve.h"
+#include "views.h"
 #include "store/registry.h"
 #include "store/rundir.h"
 
@@ -69,8 +70,8 @@ static void met_num(met_format fmt, double v, const char *f) {
     else if (fmt == MET_JSON) fputs("null", stdout);
 }
 
-/* One row as a JSON object on its own line of the array (after "[" or ","). */
-static int met_json_row(const gl_metric_long *r, long before) {
+/* One row as a JSON object (views.h: `gatelab serve` answers with the same). */
+json_t *metrics_json_row(const gl_metric_long *r) {
     const int known = r->prov.split[0] && r->prov.count > 0;
     json_t *o = json_object(), *params = json_loads(r->params, 0, NULL); /* the registry's canonical JSON */
     jsonl_set(o, "run_id", jsonl_str(r->run_id));
@@ -87,6 +88,12 @@ static int met_json_row(const gl_metric_long *r, long before) {
     jsonl_set(o, "win_count", known ? jsonl_int(r->prov.count) : json_null());
     jsonl_set(o, "tokens", known ? jsonl_count(r->prov.tokens) : json_null());
     jsonl_set(o, "wall_time", jsonl_num(isfinite(r->wall_time) ? round(r->wall_time * 1000) / 1000 : NAN));
+    return o;
+}
+
+/* One row on its own line of the array (after "[" or ","). */
+static int met_json_row(const gl_metric_long *r, long before) {
+    json_t *o = metrics_json_row(r);
     char *dump = jsonl_dumps(o);
     json_decref(o);
     if (!dump) return -1;

@@ -32,6 +32,7 @@
 #include "cli.h"
 #include "jsonl.h"
 #include "resolve.h"
+#include "views.h"
 #include "store/registry.h"
 #include "store/rundir.h"
 
@@ -338,8 +339,8 @@ static void runs_json_extra(json_t *o, const gl_run_row *r) {
     jsonl_set(o, "deleted_time", runs_json_time(r->deleted_time));
 }
 
-/* One run as a JSON object (the fields of the CSV, val_measured_on as an object). */
-static json_t *runs_json_row(const gl_run_row *r) {
+/* One run as a JSON object (the fields of the CSV, val_measured_on as an object); views.h. */
+json_t *runs_json_row(const gl_run_row *r) {
     char a[32], b[32];
     json_t *o = json_object(), *on = json_null();
     jsonl_set(o, "run_id", jsonl_str(r->run_id));

@@ -5,11 +5,13 @@
  *
  *   gatelab tables [EXPERIMENT] [--db PATH] [--results DIR] [--out DIR]     (default out: <results>/tables)
  *   gatelab figures [EXPERIMENT] [--db PATH] [--results DIR] [--out DIR]    (default out: <results>/figures)
+ *   gatelab figures --runs ID,ID,... | --tag KEY=VALUE ...                   (those runs overlaid in one figure)
  *
  * --db defaults to <results>/gatelab.db.  What each table and figure shows:
  * analysis/tables.h, analysis/figures.c and docs/analysis.md.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "analysis/figures.h"
@@ -21,8 +23,13 @@
 #include "store/registry.h"
 #include "store/rundir.h"
 
+#define TF_MAX_CHOSEN 64
+
 typedef struct {
     const char *experiment, *db, *results, *out;
+    const char *runs;                /* figures --runs ID,ID,... */
+    const char *tags[TF_MAX_CHOSEN]; /* figures --tag KEY=VALUE ... */
+    int ntags;
 } tf_args;
 
 #define TF_OPTS(what)                                                                                             \
@@ -30,7 +37,14 @@ typedef struct {
      {"results", ARGS_KEY(1), "DIR", "results folder (default $GATELAB_RESULTS or results)"},                       \
      {"out", ARGS_KEY(2), "DIR", "where the " what " go (default <results>/" what ")"},                             \
      {0}}
-static const args_opt tables_opts[] = TF_OPTS("tables"), figures_opts[] = TF_OPTS("figures");
+static const args_opt tables_opts[] = TF_OPTS("tables");
+static const args_opt figures_opts[] = {
+    {"db", ARGS_KEY(0), "PATH", "registry to read (default <results>/gatelab.db)"},
+    {"results", ARGS_KEY(1), "DIR", "results folder (default $GATELAB_RESULTS or results)"},
+    {"out", ARGS_KEY(2), "DIR", "where the figures go (default <results>/figures)"},
+    {"runs", ARGS_KEY(3), "ID,ID,...", "only overlay these runs' loss curves in one figure (loss_runs_step, loss_runs_time)"},
+    {"tag", ARGS_KEY(4), "KEY=VALUE", "the same for the runs carrying that tag (repeat: all of them; adds to --runs)"},
+    {0}};
 static const args_spec tables_spec = {
     "tables", "[EXPERIMENT] [options]",
     "The paper's tables (Markdown and LaTeX) from the registry; EXPERIMENT: only that experiment's runs\n"
@@ -55,7 +69,16 @@ static int tf_parse(int argc, char **argv, tf_args *a, const args_spec *spec) {
         else if (k == ARGS_KEY(0)) a->db = p.val;
         else if (k == ARGS_KEY(1)) a->results = p.val;
         else if (k == ARGS_KEY(2)) a->out = p.val;
+        else if (k == ARGS_KEY(3)) a->runs = p.val;
+        else if (k == ARGS_KEY(4)) {
+            if (!strchr(p.val, '=') || p.val[0] == '=')
+                return args_usage_error(spec, "--tag '%s': write it as key=value", p.val);
+            if (a->ntags == TF_MAX_CHOSEN) return args_usage_error(spec, "at most %d --tag filters", TF_MAX_CHOSEN);
+            a->tags[a->ntags++] = p.val;
+        }
     }
+    if ((a->runs || a->ntags) && a->experiment)
+        return args_usage_error(spec, "EXPERIMENT and --runs/--tag choose runs two ways: give one");
     return -1;
 }
 
@@ -94,6 +117,45 @@ done:
     return rc;
 }
 
+/* figures --runs / --tag: resolve the runs named (a unique prefix is enough) and
+ * those carrying every tag, then overlay them (figures_loss_runs). */
+static int tf_chosen(const tf_args *a, gl_db *db, const char *out, figures_summary *s, char *err, size_t errlen) {
+    static char ids[TF_MAX_CHOSEN][160];
+    const char *idp[TF_MAX_CHOSEN];
+    int n = 0;
+    for (const char *p = a->runs; p && *p;) {
+        size_t w = strcspn(p, ",");
+        char one[GL_PATH_MAX];
+        snprintf(one, sizeof one, "%.*s", (int)w, p);
+        p += w + (p[w] == ',');
+        if (!one[0]) continue;
+        if (n == TF_MAX_CHOSEN) {
+            snprintf(err, errlen, "--runs: at most %d runs", TF_MAX_CHOSEN);
+            return -1;
+        }
+        resolve_run r;
+        char e2[1024];
+        if (resolve_run_arg(one, a->db, a->results, RESOLVE_DB, &r, e2, sizeof e2)) {
+            snprintf(err, errlen, "--runs: %s", e2);
+            return -1;
+        }
+        snprintf(ids[n], sizeof ids[n], "%s", r.id);
+        n++;
+    }
+    if (a->ntags) {
+        gl_run_filter f = {.tags = a->tags, .ntags = a->ntags};
+        gl_run_row *rows = NULL;
+        int nr = 0;
+        if (db_runs_find(db, &f, &rows, &nr, err, errlen)) return -1;
+        if (!nr) snprintf(err, errlen, "--tag: no run carries %s%s", a->tags[0], a->ntags > 1 ? " and the others" : "");
+        for (int i = 0; i < nr && n < TF_MAX_CHOSEN; i++) snprintf(ids[n++], sizeof ids[0], "%s", rows[i].run_id);
+        free(rows);
+        if (!nr) return -1;
+    }
+    for (int i = 0; i < n; i++) idp[i] = ids[i];
+    return figures_loss_runs(db, idp, n, out, s, err, errlen);
+}
+
 int cmd_figures(int argc, char **argv) {
     tf_args a;
     int pr = tf_parse(argc, argv, &a, &figures_spec);
@@ -103,7 +165,8 @@ int cmd_figures(int argc, char **argv) {
     static figures_summary s;
     int rc = 1;
     if (tf_open(&a, "figures", &db, db_path, sizeof db_path, out, sizeof out, err, sizeof err) ||
-        figures_make_all(db, a.experiment, run_results_dir(a.results), out, &s, err, sizeof err)) {
+        (a.runs || a.ntags ? tf_chosen(&a, db, out, &s, err, sizeof err)
+                           : figures_make_all(db, a.experiment, run_results_dir(a.results), out, &s, err, sizeof err))) {
         fprintf(stderr, "gatelab figures: %s\n", err);
         for (int i = 0; i < s.n_made; i++) fprintf(stderr, "  made before the failure: %s\n", s.made[i]);
         goto done;

@@ -41,7 +41,7 @@ static const command commands[] = {
     {"ablate", cmd_ablate, "ablate RUN --mode zero|mean|resample|file|full-depth|random|exit|posthoc-exit [--layers 1,3] [--heads 2:0,L3H1] [--values FILE] [--taus T,...] [--windows N] [--batch B] [--threads N] [--no-db] [--db PATH] [--results DIR]"},
     {"heads", cmd_heads, "heads RUN [--windows N] [--batch B] [--threads N] [--out DIR] [--no-figure] [--json] [--no-db] [--db PATH] [--results DIR]"},
     {"tables", cmd_tables, "tables [EXPERIMENT] [--out DIR] [--db PATH] [--results DIR]"},
-    {"figures", cmd_figures, "figures [EXPERIMENT] [--out DIR] [--db PATH] [--results DIR]"},
+    {"figures", cmd_figures, "figures [EXPERIMENT | --runs ID,ID,... | --tag KEY=VALUE ...] [--out DIR] [--db PATH] [--results DIR]"},
     {"report", cmd_report, "report RUN|EXPERIMENT --html [--out FILE] [--block N --kv-head H | --gate L2H0] [--chars N] [--db PATH] [--results DIR]"},
     {"paper", cmd_paper, "paper post [--results DIR] | paper report PRESET [--results DIR] [--out DIR]   (stages of make paper)"},
     {"tag", cmd_tag, "tag RUN key=value ... [--remove KEY ...] [--db PATH] [--results DIR]   (tags shown by runs; runs --tag key=value)"},
@@ -49,6 +49,7 @@ static const command commands[] = {
     {"restore", cmd_restore, "restore RUN ... [--db PATH] [--results DIR]   (undo delete)"},
     {"compare", cmd_compare, "compare RUN RUN ... [--format table|csv|json] [--db PATH] [--results DIR]   (params that differ, headline metrics)"},
     {"metrics", cmd_metrics, "metrics [--experiment E] [--run RUN] [--split S] [--name GLOB] [--format csv|json] [--db PATH] [--results DIR]   (long form)"},
+    {"serve", cmd_serve, "serve [--port 8000] [--bind 127.0.0.1] [--results DIR] [--db PATH]   (read-only web dashboard: docs/serve.md)"},
     {"data", cmd_data, "data [FILE ...]   (where data sets are looked for and found; `make data` fetches them)"},
 };
 

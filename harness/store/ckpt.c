@@ -621,6 +621,7 @@ int ckpt_read_info(const char *path, char **config_ini, ckpt_info *info, char *e
         info->model_hash = cf.model_hash;
         info->step = cf.st.step;
         info->vocab_size = cf.st.vocab_size;
+        memcpy(info->vocab, cf.st.vocab, sizeof info->vocab);
         info->n_params = (size_t)cf.n_params;
         info->n_tensors = (int)cf.n_tensors;
     }

@@ -72,6 +72,7 @@ typedef struct {
     uint64_t model_hash; /* as passed to ckpt_save */
     long step;           /* gl_train_state.step */
     int vocab_size;      /* gl_train_state.vocab_size */
+    uint8_t vocab[256];  /* gl_train_state.vocab: id -> byte (decodes a trace's probe tokens) */
     size_t n_params;
     int n_tensors;
 } ckpt_info;
