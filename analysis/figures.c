@@ -45,6 +45,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "store/fileio.h"
 #include "store/categories.h"
 #include "store/metric.h"
 #include "store/rundir.h"
@@ -517,7 +518,7 @@ static int fg_loss(gl_db *db, const tables_run *runs, int n, const char *data_di
         return -1;
     }
     snprintf(path, sizeof path, "%s/loss.tsv", data_dir);
-    f = fopen(path, "w");
+    f = fileio_fopen_w(path);
     if (!f) {
         snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
         goto cleanup;
@@ -791,7 +792,7 @@ static int fg_pareto(gl_db *db, const tables_run *runs, int n, const char *data_
     char path[4096], epath[4096];
     snprintf(path, sizeof path, "%s/pareto_tsa.tsv", data_dir);
     snprintf(epath, sizeof epath, "%s/pareto_exit.tsv", data_dir);
-    FILE *f = fopen(path, "w");
+    FILE *f = fileio_fopen_w(path);
     if (!f) {
         snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
         return -1;
@@ -804,7 +805,7 @@ static int fg_pareto(gl_db *db, const tables_run *runs, int n, const char *data_
         snprintf(err, errlen, "writing %s failed", path);
         return -1;
     }
-    FILE *e = fopen(epath, "w");
+    FILE *e = fileio_fopen_w(epath);
     if (!e) {
         snprintf(err, errlen, "cannot write %s: %s", epath, strerror(errno));
         return -1;
@@ -1024,7 +1025,7 @@ static int fg_ablation_bars(gl_db *db, fg_run_data *d, const char *data_dir, con
     snprintf(sym, sizeof sym, "%s", !strcmp(vr, "resformer") ? "λ1" : gatekind_info[d->gate].symbol);
     if (db_metrics_latest(db, id, ABLATE_SPLIT, &m, &nm, err, errlen)) return -1;
     snprintf(path, sizeof path, "%s/ablation_%s.tsv", data_dir, id);
-    FILE *fb = fopen(path, "w");
+    FILE *fb = fileio_fopen_w(path);
     if (!fb) {
         snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
         goto cleanup;
@@ -1116,7 +1117,7 @@ static int fg_heatmap(const fg_run_data *d, int heads, const char *data_dir, con
     const gl_gate_info *gi = &gatekind_info[d->gate];
     snprintf(name, sizeof name, "%s%s_%s", heads ? "heads" : gi->key, heads ? "" : "_heatmap", d->run->run_id);
     snprintf(path, sizeof path, "%s/%s.tsv", data_dir, name);
-    FILE *fh = fopen(path, "w");
+    FILE *fh = fileio_fopen_w(path);
     if (!fh) {
         snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
         return -1;
@@ -1159,7 +1160,7 @@ static int fg_category(const fg_run_data *d, int p, const char *data_dir, const 
     char name[160], path[4096], vars[1024], b[32];
     snprintf(name, sizeof name, "category_%s_%s", p ? "p" : gatekind_info[d->gate].key, d->run->run_id);
     snprintf(path, sizeof path, "%s/%s.tsv", data_dir, name);
-    FILE *fc = fopen(path, "w");
+    FILE *fc = fileio_fopen_w(path);
     if (!fc) {
         snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
         return -1;
@@ -1256,7 +1257,7 @@ static int fg_profiles_draw(gl_db *db, const tables_run *runs, const fg_profiles
         }
         char path[4200], b[32], c[32];
         snprintf(path, sizeof path, "%s/%s.tsv", data_dir, name[p]);
-        FILE *f = fopen(path, "w");
+        FILE *f = fileio_fopen_w(path);
         if (!f) {
             snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
             fg_groups_free(G);
@@ -1358,7 +1359,7 @@ static int fg_ablation_seeds(gl_db *db, const tables_run *runs, int n, const fg_
         goto done_groups;
     }
     snprintf(path, sizeof path, "%s/ablation_seeds.tsv", data_dir);
-    if (!(f = fopen(path, "w"))) {
+    if (!(f = fileio_fopen_w(path))) {
         snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
         goto done_groups;
     }
@@ -1449,7 +1450,7 @@ int figures_depth_map_data(const char *trace_path, const unsigned char *vocab, i
     const int R = td.n_router;
     const float *p = td.gate[GATE_P] + (size_t)(td.n_steps - 1) * R * P;
     long n = P < max_chars ? P : max_chars;
-    f = fopen(data_path, "w");
+    f = fileio_fopen_w(data_path);
     if (!f) {
         snprintf(err, errlen, "cannot write %s: %s", data_path, strerror(errno));
         goto cleanup;

@@ -53,6 +53,7 @@
 #include "dist.h"
 #include "store/categories.h"
 #include "store/ckpt.h"
+#include "store/fileio.h"
 #include "store/data.h"
 #include "evaluate.h"
 #include "headline.h"
@@ -161,22 +162,7 @@ static int flush_metrics(run_ctx *c, char *err, size_t errlen) {
 
 /* Write text to path through a temporary file and a rename. */
 static int write_file_atomic(const char *path, const char *text, char *err, size_t errlen) {
-    char tmp[GL_PATH_MAX + 8];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    FILE *f = fopen(tmp, "w");
-    if (!f || fputs(text, f) < 0 || fflush(f) || fsync(fileno(f))) {
-        snprintf(err, errlen, "cannot write %s: %s", tmp, strerror(errno));
-        if (f) fclose(f);
-        unlink(tmp);
-        return -1;
-    }
-    fclose(f);
-    if (rename(tmp, path)) {
-        snprintf(err, errlen, "cannot rename %s to %s: %s", tmp, path, strerror(errno));
-        unlink(tmp);
-        return -1;
-    }
-    return 0;
+    return fileio_write_all(path, "resolved config", text, strlen(text), err, errlen);
 }
 
 
@@ -459,6 +445,21 @@ static int setup_model(run_ctx *c, char *err, size_t errlen) {
     return model_init(&c->m, &mc, max_B, err, errlen);
 }
 
+/* A run's folder must be its own: a symbolic link (results/runs/ALIAS ->
+ * another run's folder) would make this run rewrite the other's checkpoint
+ * and trace and register a second run for the same files.  Returns 0, or -1
+ * naming the folder the link leads to. */
+static int refuse_aliased_dir(const char *dir, const char *run_id, char *err, size_t errlen) {
+    struct stat sb;
+    if (lstat(dir, &sb) != 0 || !S_ISLNK(sb.st_mode)) return 0;
+    char *to = realpath(dir, NULL);
+    snprintf(err, errlen, "run folder %s is a symbolic link to %s: a run's folder must be its own (it would "
+             "rewrite that folder's checkpoint and trace as run %s); resume the run of that folder by its own "
+             "path, or remove the link", dir, to ? to : "a missing folder", run_id);
+    free(to);
+    return -1;
+}
+
 /* Run identity, folder and train.log; then the weights, fresh (and
  * config.ini written) or from the checkpoint of the run resumed. */
 static int setup_run(run_ctx *c, const gl_train_opts *o, char *err, size_t errlen) {
@@ -480,6 +481,7 @@ static int setup_run(run_ctx *c, const gl_train_opts *o, char *err, size_t errle
                  (int)getpid() % 100000);
     }
     if (!o->resume && run_create_dir(c->results, c->run_id, c->dir, sizeof c->dir, err, errlen)) return -1;
+    if (refuse_aliased_dir(c->dir, c->run_id, err, errlen)) return -1;
     snprintf(c->ckpt_path, sizeof c->ckpt_path, "%s/ckpt", c->dir);
     if (!o->resume && access(c->ckpt_path, F_OK) == 0) {
         snprintf(err, errlen, "run %s already has a checkpoint (%s): continue it with --resume %s, or pick another --run-id",
@@ -489,11 +491,7 @@ static int setup_run(run_ctx *c, const gl_train_opts *o, char *err, size_t errle
     snprintf(c->trace_path, sizeof c->trace_path, "%s/trace.h5", c->dir);
     char path[GL_PATH_MAX + 16];
     snprintf(path, sizeof path, "%s/train.log", c->dir);
-    c->log = fopen(path, "a");
-    if (!c->log) {
-        snprintf(err, errlen, "cannot open %s: %s", path, strerror(errno));
-        return -1;
-    }
+    if (fileio_open_append(path, "training log", &c->log, err, errlen)) return -1;
     const int V = data_vocab_size(&c->ds);
     /* A run stopped before its first checkpoint (kill -9 during set-up) has
      * nothing to resume: start it again from step 0 in its folder, saying so. */

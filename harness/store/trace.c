@@ -47,6 +47,7 @@
 #include <hdf5.h>
 
 #include "categories.h"
+#include "fileio.h"
 
 /* Datasets: the three per-step scalars, then one per gate kind (k = TR_GATE0 + g). */
 enum { TR_STEP = 0, TR_TRAIN, TR_VAL, TR_GATE0, TR_N = TR_GATE0 + GATE_COUNT };
@@ -435,12 +436,14 @@ int trace_create(gl_trace **out, const char *path, const gl_trace_desc *d, const
         goto cleanup;
     }
     /* a reader may still hold an old file here open: unlink it so that the
-     * reader keeps the old inode instead of seeing it truncated */
+     * reader keeps the old inode instead of seeing it truncated; a link is
+     * refused, and the create is exclusive (O_EXCL does not follow links) */
+    if (fileio_refuse_link(path, "trace", err, errlen) != 0) goto cleanup;
     if (unlink(path) != 0 && errno != ENOENT) {
         snprintf(err, errlen, "%s: cannot replace the old trace: %s", path, strerror(errno));
         goto cleanup;
     }
-    file = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
+    file = H5Fcreate(path, H5F_ACC_EXCL, H5P_DEFAULT, fapl);
     if (file < 0) {
         tr_fail(err, errlen, path, "H5Fcreate", "the trace file (does the run folder exist and is it writable?)");
         goto cleanup;
@@ -507,8 +510,9 @@ cleanup:
  * Returns the file id, or H5I_INVALID_HID with a message naming path and
  * `what` (the step being written). */
 static hid_t tr_open_write(const char *path, const char *what, char *err, size_t errlen) {
-    hid_t f = H5I_INVALID_HID, fapl = tr_fapl(0);
-    if (fapl < 0) {
+    hid_t f = H5I_INVALID_HID, fapl;
+    if (fileio_refuse_link(path, "trace", err, errlen) != 0) return f;
+    if ((fapl = tr_fapl(0)) < 0) {
         tr_fail(err, errlen, path, "H5Pset_libver_bounds/H5Pset_file_locking", what);
         return f;
     }
@@ -591,52 +595,41 @@ static long tr_rows_on_disk(hid_t file) {
  * rewritten at every evaluation.  Returns 0, or -1 with a message (the trace
  * itself untouched). */
 static int tr_backup(const char *path, const char *what, char *err, size_t errlen) {
-    char prev[4096], tmp[4200];
+    char prev[4096], why[8200];
     if ((size_t)snprintf(prev, sizeof prev, "%s.prev", path) >= sizeof prev) {
         snprintf(err, errlen, "%s: path too long", path);
         return -1;
     }
-    snprintf(tmp, sizeof tmp, "%s.tmp", prev);
-    int in = open(path, O_RDONLY | O_CLOEXEC), out = -1, rc = -1;
-    const char *failed = tmp;
-    if (in < 0) {
-        failed = path;
+    fileio_out out = {0};
+    int in = -1, rc = -1;
+    if (fileio_refuse_link(path, "trace", why, sizeof why) != 0) goto done;
+    if ((in = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) < 0) {
+        snprintf(why, sizeof why, "%s: %s", path, strerror(errno));
         goto done;
     }
-    out = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (out < 0) goto done;
+    if (fileio_begin(&out, prev, "copy of the trace", why, sizeof why) != 0) goto done;
     char buf[1 << 16];
     for (;;) {
         ssize_t r = read(in, buf, sizeof buf);
         if (r < 0 && errno == EINTR) continue;
         if (r < 0) {
-            failed = path;
+            snprintf(why, sizeof why, "%s: %s", path, strerror(errno));
             goto done;
         }
         if (r == 0) break;
-        for (ssize_t off = 0; off < r;) {
-            ssize_t w = write(out, buf + off, (size_t)(r - off));
-            if (w < 0 && errno == EINTR) continue;
-            if (w < 0) goto done;
-            off += w;
+        if (fwrite(buf, 1, (size_t)r, out.f) != (size_t)r) {
+            snprintf(why, sizeof why, "%s: %s", out.tmp, strerror(errno));
+            goto done;
         }
     }
-    if (fsync(out) != 0) goto done;
-    if (close(out) != 0) {
-        out = -1;
-        goto done;
-    }
-    out = -1;
-    failed = prev;
-    if (rename(tmp, prev) != 0) goto done;
+    if (fileio_commit(&out, "copy of the trace", why, sizeof why) != 0) goto done;
     rc = 0;
 done:
     if (rc != 0)
-        snprintf(err, errlen, "%s: cannot keep a copy of the trace before appending %s (%s: %s); the trace is "
-                 "unchanged", path, what, failed, strerror(errno));
+        snprintf(err, errlen, "%s: cannot keep a copy of the trace before appending %s (%s); the trace is "
+                 "unchanged", path, what, why);
     if (in >= 0) close(in);
-    if (out >= 0) close(out);
-    if (rc != 0) unlink(tmp);
+    fileio_abort(&out);
     return rc;
 }
 
@@ -645,8 +638,8 @@ done:
  * data row and /step last, flushes and closes it; t's counters advance only
  * when all of that succeeded.  Returns 0, or -1 with a message naming path,
  * the step(s) and the operation. */
-static int tr_append_rows(gl_trace *t, long n, const int64_t *steps, const void *const *bufs, char *err,
-                          size_t errlen) {
+static int tr_append_rows(gl_trace *t, long n, const int64_t *steps, const void *const *bufs, int backup,
+                          char *err, size_t errlen) {
     int rc = -1;
     hid_t file = H5I_INVALID_HID;
     char what[96];
@@ -654,7 +647,7 @@ static int tr_append_rows(gl_trace *t, long n, const int64_t *steps, const void 
     if (n == 1) snprintf(what, sizeof what, "step %ld", (long)steps[0]);
     else snprintf(what, sizeof what, "steps %ld to %ld", (long)steps[0], (long)steps[n - 1]);
 
-    if (tr_backup(t->path, what, err, errlen) != 0) goto cleanup;
+    if (backup && tr_backup(t->path, what, err, errlen) != 0) goto cleanup;
     file = tr_open_write(t->path, what, err, errlen);
     if (file < 0) goto cleanup;
     /* the file is not held open between appends: make sure nobody else
@@ -726,7 +719,7 @@ int trace_append(gl_trace *t, long step, float train_loss, float val_loss, const
             return -1;
         }
     }
-    return tr_append_rows(t, 1, &step64, bufs, err, errlen);
+    return tr_append_rows(t, 1, &step64, bufs, 1, err, errlen);
 }
 
 long trace_n_steps(const gl_trace *t) { return t ? t->n_steps : 0; }
@@ -1023,6 +1016,7 @@ int trace_reopen(gl_trace **out, const char *path, long last_step, char *err, si
         snprintf(err, errlen, "%s: path too long", path);
         goto cleanup;
     }
+    if (fileio_clear_tmp(tmp, "trace", err, errlen) != 0) goto cleanup;
     gl_trace_desc d = {
         .n_layer = old.n_layer, .n_kv_head = old.n_kv_head, .n_router = old.n_router, .n_probe = old.n_probe,
         .config_ini = old.config_ini,
@@ -1049,7 +1043,8 @@ int trace_reopen(gl_trace **out, const char *path, long last_step, char *err, si
         for (long i = 0; i < keep; i++) steps[i] = old.step[i];
         const void *bufs[TR_N] = {NULL, old.train_loss, old.val_loss};
         for (int g = 0; g < GATE_COUNT; g++) bufs[TR_GATE0 + g] = old.gate[g];
-        if (tr_append_rows(t, keep, steps, bufs, err, errlen) != 0) goto cleanup;
+        /* the temporary is new: a failure leaves the old trace, no copy needed */
+        if (tr_append_rows(t, keep, steps, bufs, 0, err, errlen) != 0) goto cleanup;
     }
     if (rename(tmp, path) != 0) {
         snprintf(err, errlen, "%s: cannot rename %s over it: %s; the old trace is unchanged", path, tmp,
