@@ -556,21 +556,95 @@ static int setup_registry(run_ctx *c, const gl_train_opts *o, int *registered, c
     return 0;
 }
 
-/* The probe batch, and trace.h5 created (or reopened on resume) when log.trace is on. */
+/* Which windows the probe batch is, for the trace's identity: the split's
+ * place in the data (a text file's byte range, a task's seed). */
+static void probe_split(const run_ctx *c, char *out, size_t n) {
+    const gl_dataset *ds = &c->ds;
+    if (ds->task == TASK_TEXT)
+        snprintf(out, n, "val windows 0-%d: bytes %zu+%zu of the %zu of %s", c->probe_B - 1, ds->split_start[SPLIT_VAL],
+                 ds->split_len[SPLIT_VAL], ds->n, c->mf->data.file);
+    else
+        snprintf(out, n, "val windows 0-%d of task %s, seed %llu", c->probe_B - 1, task_name(ds->task),
+                 (unsigned long long)ds->seed);
+}
+
+/* A resumed run whose trace records another probe (a config change of
+ * log.probe_windows or of the split): the trace so far is kept whole as
+ * trace.N.h5 (the first free N from 1), and a new trace.h5 starts at the
+ * resumed step; said on the terminal and in train.log, and recorded as a
+ * trace_change event in the registry.  Returns 0, or -1 with a message. */
+static int trace_start_new(run_ctx *c, const char *why, char *err, size_t errlen) {
+    char kept[GL_PATH_MAX + 32], prev[GL_PATH_MAX + 16];
+    snprintf(prev, sizeof prev, "%s.prev", c->trace_path);
+    /* trace.h5 deleted: its copy is what is left of the old trace */
+    const char *from = access(c->trace_path, F_OK) == 0 ? c->trace_path : prev;
+    int k = 1;
+    for (; k < 1000; k++) {
+        snprintf(kept, sizeof kept, "%s/trace.%d.h5", c->dir, k);
+        struct stat sb;
+        if (lstat(kept, &sb) != 0) break;
+    }
+    /* link + unlink, not rename: a trace.N.h5 that appeared meanwhile is never replaced */
+    if (k == 1000 || link(from, kept) != 0 || unlink(from) != 0) {
+        snprintf(err, errlen, "%s: %s; keeping it as %s before a new trace failed: %s", from, why, kept,
+                 k == 1000 ? "999 kept traces already" : strerror(errno));
+        return -1;
+    }
+    unlink(prev); /* a copy of the kept trace, not of the new one */
+    char ev[1024 + GL_PATH_MAX];
+    snprintf(ev, sizeof ev, "%s; the trace up to step %ld is kept as %s; trace.h5 holds the evaluations after "
+             "step %ld", why, c->st.step, kept, c->st.step);
+    say(c, 0, "gatelab train: the probe changed (%s)", ev);
+    return c->db ? db_run_event(c->db, c->run_id, "trace_change", ev, err, errlen) : 0;
+}
+
+/* The probe batch, and trace.h5 created (or reopened on resume) when log.trace
+ * is on.  A resumed run's trace must record this run's probe (shape,
+ * vocabulary, split, probe tokens): when it does not, the resume is refused,
+ * or, when the run's config was changed on purpose (--allow-config-change), a
+ * new trace starts beside the old one (trace_start_new). */
 static int setup_trace(run_ctx *c, const gl_train_opts *o, char *err, size_t errlen) {
     const gl_model_config mc = c->resolved.model;
     if (setup_probe(c, err, errlen)) return -1;
     if (!c->mf->log.trace) return 0;
+    char split[GL_PATH_MAX + 160];
+    probe_split(c, split, sizeof split);
     gl_trace_desc td = {.n_layer = mc.n_layer,
                         .n_kv_head = mc.n_kv_head,
                         .n_router = mc.depth_routing == DR_TSA ? mc.n_layer - 1 : 0,
                         .n_probe = c->P,
-                        .config_ini = c->config_ini};
+                        .config_ini = c->config_ini,
+                        .vocab_size = data_vocab_size(&c->ds),
+                        .split = split};
     for (int g = 0; g < GATE_COUNT; g++) td.has[g] = gatekind_has(&mc, (gl_gate)g);
     /* resuming at step 0 (stopped during step 0) evaluates step 0 again: a fresh trace */
-    return c->from_ckpt && c->st.step > 0 && access(c->trace_path, F_OK) == 0
-               ? trace_reopen(&c->trace, c->trace_path, c->st.step, err, errlen)
-               : trace_create(&c->trace, c->trace_path, &td, c->probe_tok, c->probe_cat, err, errlen);
+    if (c->from_ckpt && c->st.step > 0) {
+        char prev[GL_PATH_MAX + 16];
+        snprintf(prev, sizeof prev, "%s.prev", c->trace_path);
+        if (access(c->trace_path, F_OK) == 0 || access(prev, F_OK) == 0) {
+            int rc = trace_resume(&c->trace, c->trace_path, c->st.step, &td, c->probe_tok, err, errlen);
+            if (rc != -2) return rc;
+            /* only a change of what the probe is made of explains another probe */
+            const char *cc = c->config_change;
+            int probe_changed = strstr(cc, "log.probe_windows:") || strstr(cc, "data.") || strstr(cc, "model.seq_len:");
+            if (!probe_changed) {
+                snprintf(err + strlen(err), errlen - strlen(err), " (no change of log.probe_windows, data.* or "
+                         "model.seq_len explains it: is this another run's trace? move it away to start a new "
+                         "trace after step %ld)", c->st.step);
+                return -1;
+            }
+            char why[512];
+            const char *tag = "of what this run records: ", *at = strstr(err, tag);
+            snprintf(why, sizeof why, "%s", at ? at + strlen(tag) : err);
+            char *cut = strstr(why, "; nothing was appended");
+            if (cut) *cut = 0;
+            if (trace_start_new(c, why, err, errlen)) return -1;
+        } else {
+            say(c, 0, "gatelab train: %s is missing and has no copy (trace.h5.prev): a new trace starts at step %ld; "
+                "the evaluations before it are not in any trace", c->trace_path, c->st.step);
+        }
+    }
+    return trace_create(&c->trace, c->trace_path, &td, c->probe_tok, c->probe_cat, err, errlen);
 }
 
 /* Rank 0's weights, AdamW moments and training state (fresh or from its

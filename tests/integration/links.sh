@@ -11,8 +11,8 @@ W=$(mktemp -d); trap 'rm -rf "$W"' EXIT
 export GATELAB_DATA="$W/data" OMP_NUM_THREADS=1
 make_corpus "$GATELAB_DATA/corpus.txt"
 R="$W/results"
-tr() { "$BIN" train "$TINY" --results "$R" --quiet "$@"; }
-tr --run-id a > /dev/null 2>&1 && tr --run-id b > /dev/null 2>&1
+trn() { "$BIN" train "$TINY" --results "$R" --quiet "$@"; }
+trn --run-id a > /dev/null 2>&1 && trn --run-id b > /dev/null 2>&1
 check "train runs a and b (exit 0)" test $? -eq 0
 snap() { cp -a "$R/runs/b" "$W/b.before"; }
 same() { cmp -s "$R/runs/b/$1" "$W/b.before/$1"; }
@@ -21,7 +21,7 @@ snap
 
 # a planted ckpt.tmp pointing at another run's checkpoint
 ln -s "$R/runs/b/ckpt" "$R/runs/a/ckpt.tmp"
-tr --resume a "${more[@]}" > "$W/o1" 2>&1; rc=$?
+trn --resume a "${more[@]}" > "$W/o1" 2>&1; rc=$?
 check "ckpt.tmp a link: the save is refused (exit $rc), naming the link" \
     bash -c "test $rc -ne 0 && grep -q 'ckpt.tmp.*symbolic link' '$W/o1'"
 check "ckpt.tmp a link: the other run's checkpoint is unchanged" same ckpt
@@ -31,7 +31,7 @@ rm "$R/runs/a/ckpt.tmp"
 
 # a planted trace.h5.prev.tmp
 ln -s "$R/runs/b/trace.h5" "$R/runs/a/trace.h5.prev.tmp"
-tr --resume a "${more[@]}" > "$W/o2" 2>&1; rc=$?
+trn --resume a "${more[@]}" > "$W/o2" 2>&1; rc=$?
 check "trace.h5.prev.tmp a link: refused (exit $rc), naming it" \
     bash -c "test $rc -ne 0 && grep -q 'trace.h5.prev.tmp.*symbolic link' '$W/o2'"
 check "trace.h5.prev.tmp a link: the other run's trace is unchanged" same trace.h5
@@ -40,7 +40,7 @@ rm "$R/runs/a/trace.h5.prev.tmp"
 # train.log a link to another run's log
 mv "$R/runs/a/train.log" "$W/a.log"
 ln -s "$R/runs/b/train.log" "$R/runs/a/train.log"
-tr --resume a "${more[@]}" > "$W/o3" 2>&1; rc=$?
+trn --resume a "${more[@]}" > "$W/o3" 2>&1; rc=$?
 check "train.log a link: refused (exit $rc), naming it" \
     bash -c "test $rc -ne 0 && grep -q 'train.log is a symbolic link' '$W/o3'"
 check "train.log a link: the other run's log is unchanged" same train.log
@@ -48,7 +48,7 @@ rm "$R/runs/a/train.log"; mv "$W/a.log" "$R/runs/a/train.log"
 
 # runs/alias -> runs/b: resuming the alias would rewrite b as a second run
 ln -s "$R/runs/b" "$R/runs/alias"
-tr --resume alias "${more[@]}" > "$W/o4" 2>&1; rc=$?
+trn --resume alias "${more[@]}" > "$W/o4" 2>&1; rc=$?
 check "--resume ALIAS (a link to run b's folder): refused (exit $rc), naming b's folder" \
     bash -c "test $rc -ne 0 && grep -q 'runs/alias is a symbolic link to .*runs/b' '$W/o4'"
 check "--resume ALIAS: b's checkpoint and trace are unchanged" bash -c "$(declare -f same); R='$R' W='$W' same ckpt && R='$R' W='$W' same trace.h5"
@@ -70,6 +70,6 @@ mkdir -p "$W/tab"; ln -s "$W/precious" "$W/tab/loss_by_variant.md"
 check "tables with a table a link: the link's target is unchanged" test "$(cat "$W/precious")" = precious
 
 # and with no links, the resume goes through and leaves no temporary
-tr --resume a "${more[@]}" > "$W/o7" 2>&1; rc=$?
+trn --resume a "${more[@]}" > "$W/o7" 2>&1; rc=$?
 check "no links: the resume finishes (exit $rc)" test $rc -eq 0
 check "no .tmp files left in the run folder" bash -c "! ls '$R/runs/a' | grep -q 'tmp'"
