@@ -33,7 +33,21 @@ typedef struct {
     met_format fmt;
     long rows;
     int oom; /* a JSON row could not be built */
+    char bad[512]; /* a registry cell that is not what it must be ("" none) */
 } met_ctx;
+
+/* The params cell of r parsed: a JSON object (an empty cell is {}); NULL
+ * with c->bad set when the registry holds anything else there. */
+static json_t *met_params(const gl_metric_long *r, met_ctx *c) {
+    json_error_t je;
+    json_t *p = r->params[0] ? json_loads(r->params, 0, &je) : json_object();
+    if (p && json_is_object(p)) return p;
+    snprintf(c->bad, sizeof c->bad, "run %s, metric %s at step %ld: the params cell '%.120s' is not a JSON object "
+             "(%s); the registry is damaged or was edited by hand", r->run_id, r->name, r->step, r->params,
+             p ? "another JSON value" : je.text);
+    json_decref(p);
+    return NULL;
+}
 
 static const args_opt met_opts[] = {
     {"experiment", ARGS_KEY(0), "E", "only the runs of experiment E"},
@@ -68,15 +82,15 @@ static void met_num(met_format fmt, double v, const char *f) {
 }
 
 /* One row as a JSON object on its own line of the array (after "[" or ","). */
-static int met_json_row(const gl_metric_long *r, long before) {
+static int met_json_row(const gl_metric_long *r, long before, json_t *params) {
     const int known = r->prov.split[0] && r->prov.count > 0;
-    json_t *o = json_object(), *params = json_loads(r->params, 0, NULL); /* the registry's canonical JSON */
+    json_t *o = json_object();
     jsonl_set(o, "run_id", jsonl_str(r->run_id));
     jsonl_set(o, "experiment", jsonl_str(r->experiment));
     jsonl_set(o, "variant", jsonl_str(r->variant));
     jsonl_set(o, "split", jsonl_str(r->split));
     jsonl_set(o, "name", jsonl_str(r->name));
-    jsonl_set(o, "params", params ? params : json_object());
+    jsonl_set(o, "params", params);
     jsonl_set(o, "step", jsonl_int(r->step));
     jsonl_set(o, "value", jsonl_num(r->value));
     jsonl_set(o, "se", jsonl_num(r->se));
@@ -96,7 +110,10 @@ static int met_json_row(const gl_metric_long *r, long before) {
 static int met_row(const gl_metric_long *r, void *vctx) {
     met_ctx *c = vctx;
     const int known = r->prov.split[0] && r->prov.count > 0;
+    json_t *params = met_params(r, c); /* the registry's canonical JSON */
+    if (!params) return -1;
     if (c->fmt == MET_CSV) {
+        json_decref(params);
         const char *t[] = {r->run_id, r->experiment, r->variant, r->split, r->name, r->params};
         for (int i = 0; i < 6; i++) {
             if (i) putchar(',');
@@ -112,7 +129,7 @@ static int met_row(const gl_metric_long *r, void *vctx) {
         putchar(',');
         met_num(c->fmt, r->wall_time, "%.3f");
         putchar('\n');
-    } else if (met_json_row(r, c->rows)) {
+    } else if (met_json_row(r, c->rows, params)) {
         c->oom = 1;
         return -1;
     }
@@ -124,7 +141,7 @@ int cmd_metrics(int argc, char **argv) {
     const char *db_arg = NULL, *results = NULL;
     char err[1024], path[GL_PATH_MAX + 16], id[256];
     gl_metric_filter f = {0};
-    met_ctx ctx = {MET_CSV, 0, 0};
+    met_ctx ctx = {MET_CSV, 0, 0, ""};
     gl_db *db = NULL;
     int fmt = MET_CSV, bad = 0;
     args_parser p;
@@ -160,7 +177,7 @@ int cmd_metrics(int argc, char **argv) {
     if (ctx.fmt == MET_JSON) printf("%s]\n", ctx.rows ? "\n" : "");
     db_close(db);
     if (rc) {
-        fprintf(stderr, "gatelab metrics: %s\n", ctx.oom ? "out of memory writing JSON" : err);
+        fprintf(stderr, "gatelab metrics: %s\n", ctx.bad[0] ? ctx.bad : ctx.oom ? "out of memory writing JSON" : err);
         return 1;
     }
     if (!ctx.rows) fprintf(stderr, "gatelab metrics: no metric rows match in %s\n", path);

@@ -102,7 +102,7 @@ int cmd_tag(int argc, char **argv) {
     args_run_id(pos[0], id, sizeof id);
     args_db_path(db_arg, results, path, sizeof path);
     rc = 1;
-    if (db_open(&db, path, err, sizeof err)) { fprintf(stderr, "gatelab tag: %s\n", err); goto cleanup; }
+    if (db_open_existing(&db, path, err, sizeof err)) { fprintf(stderr, "gatelab tag: %s\n", err); goto cleanup; }
     rc = tag_apply(db, id, pos + 1, npos - 1, remove, nremove);
 cleanup:
     db_close(db);
@@ -128,7 +128,7 @@ static int delete_or_restore(int argc, char **argv, int deleted) {
     }
     args_db_path(db_arg, results, path, sizeof path);
     rc = 1;
-    if (db_open(&db, path, err, sizeof err)) {
+    if (db_open_existing(&db, path, err, sizeof err)) {
         fprintf(stderr, "gatelab %s: %s\n", cmd, err);
         goto cleanup;
     }

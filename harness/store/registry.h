@@ -26,6 +26,12 @@
 
 #define DB_SCHEMA_VERSION 3
 #define DB_DEFAULT_PATH "results/gatelab.db"
+/* Tags (docs/registry.md): a key of 1-63 bytes, a value of at most
+ * DB_TAG_VALUE_MAX bytes, at most DB_TAGS_PER_RUN per run; so every run's
+ * tags fit DB_TAGS_TEXT_MAX and every listing shows them whole. */
+#define DB_TAG_VALUE_MAX 1024
+#define DB_TAGS_PER_RUN 16
+#define DB_TAGS_TEXT_MAX (DB_TAGS_PER_RUN * (63 + 1 + DB_TAG_VALUE_MAX + 1) + 1)
 
 typedef struct gl_db gl_db;
 
@@ -33,6 +39,9 @@ typedef struct gl_db gl_db;
  * older schema) the registry at path.  *out owns the connection; close it
  * with db_close. */
 int db_open(gl_db **out, const char *path, char *err, size_t errlen);
+/* db_open for commands that change a registry but create no run (tag,
+ * delete, restore): path must already be a registry; nothing is created. */
+int db_open_existing(gl_db **out, const char *path, char *err, size_t errlen);
 void db_close(gl_db *db); /* accepts NULL */
 
 /* Open an existing registry read-only (tables, figures): the file must exist
@@ -200,7 +209,7 @@ typedef struct {
     char error[256];
     char variant[64];        /* baseline | resformer | satformer, "+tsa" / "+early_exit" / "+<cross_layer>"
                               * appended: the label tables use, from the run's params */
-    char tags[512];          /* "key=value" lines by key, joined by '\n' ("" none; a value holds no newline) */
+    char tags[DB_TAGS_TEXT_MAX]; /* "key=value" lines by key, joined by '\n' ("" none; a value holds no newline) */
     double deleted_time;     /* unix seconds of `gatelab delete`; NaN while visible */
 } gl_run_row;
 
