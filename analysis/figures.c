@@ -29,8 +29,11 @@
  * What it does not do: compute statistics over tokens (the analyses logged
  * them; only means and sds over seeds are taken here), or
  * print.  Only FINISHED runs are drawn.  gnuplot runs as a child process
- * (posix_spawnp) with its stderr captured; anything there is a failure, so a
- * figure that "works with warnings" is not accepted.
+ * (posix_spawnp) with its stderr captured and LC_CTYPE=C.UTF-8 (the scripts'
+ * labels are UTF-8: under LC_ALL=C gnuplot warns "iconv failed to convert
+ * degree sign").  It is judged by its exit status and the file it was to
+ * write; what it says on stderr otherwise is passed on as a warning, except
+ * "no valid points", which means the figure has no data (skipped).
  */
 #include "figures.h"
 
@@ -61,7 +64,28 @@ extern char **environ;
 
 /* ---- gnuplot ---- */
 
-static int fg_run_once(const char *script, const char *assign, char *err, size_t errlen) {
+/* The environment for gnuplot: this one with LC_ALL and LC_CTYPE replaced by
+ * LC_CTYPE=C.UTF-8 (and LC_ALL's value kept as LANG, so the other categories
+ * follow it as before).  NULL when out of memory. */
+static char **fg_child_env(void) {
+    size_t n = 0;
+    while (environ[n]) n++;
+    char **env = calloc(n + 3, sizeof *env);
+    if (!env) return NULL;
+    static char lang[256];
+    const char *all = getenv("LC_ALL");
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (strncmp(environ[i], "LC_ALL=", 7) && strncmp(environ[i], "LC_CTYPE=", 9) &&
+            !(all && *all && !strncmp(environ[i], "LANG=", 5)))
+            env[k++] = environ[i];
+    env[k++] = "LC_CTYPE=C.UTF-8";
+    if (all && *all && snprintf(lang, sizeof lang, "LANG=%s", all) < (int)sizeof lang) env[k++] = lang;
+    env[k] = NULL;
+    return env;
+}
+
+static int fg_run_once(const char *script, const char *assign, const char *out_file, char *err, size_t errlen) {
     char tmpl[] = "/tmp/gatelab-gnuplot-XXXXXX";
     int fd = mkstemp(tmpl);
     if (fd < 0) {
@@ -75,7 +99,10 @@ static int fg_run_once(const char *script, const char *assign, char *err, size_t
     posix_spawn_file_actions_addclose(&fa, fd);
     char *argv[] = {"gnuplot", "-e", (char *)assign, (char *)script, NULL};
     pid_t pid;
-    int rc = posix_spawnp(&pid, "gnuplot", &fa, NULL, argv, environ);
+    char **env = fg_child_env();
+    unlink(out_file); /* judged by the file it writes: not one left from before */
+    int rc = env ? posix_spawnp(&pid, "gnuplot", &fa, NULL, argv, env) : ENOMEM;
+    free(env);
     posix_spawn_file_actions_destroy(&fa);
     int status = 0, out = -1;
     if (rc != 0) {
@@ -87,10 +114,18 @@ static int fg_run_once(const char *script, const char *assign, char *err, size_t
     char msg[1024] = "";
     ssize_t k = pread(fd, msg, sizeof msg - 1, 0);
     msg[k > 0 ? k : 0] = 0;
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || k > 0) {
+    struct stat sb;
+    int wrote = stat(out_file, &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_size > 0;
+    int empty = strstr(msg, "no valid points") || strstr(msg, "undefined value"); /* fg_draw skips the figure */
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || !wrote || empty) {
         snprintf(err, errlen, "gnuplot %s (%s) %s: %s", script, assign,
-                 WIFEXITED(status) && WEXITSTATUS(status) == 0 ? "wrote on stderr" : "failed", k > 0 ? msg : "(no message)");
+                 !WIFEXITED(status) || WEXITSTATUS(status) != 0 ? "failed" : !wrote ? "wrote no file" : "found no data",
+                 k > 0 ? msg : "(no message)");
         goto done;
+    }
+    if (k > 0) { /* drawn, with a remark: passed on, not a failure */
+        for (ssize_t i = k - 1; i >= 0 && (msg[i] == '\n' || msg[i] == ' '); i--) msg[i] = 0;
+        fprintf(stderr, "gatelab: warning: gnuplot drawing %s: %s\n", out_file, msg);
     }
     out = 0;
 done:
@@ -118,7 +153,9 @@ int figures_gnuplot(const char *script, const char *data, const char *out_base, 
         char assign[12288];
         snprintf(assign, sizeof assign, "style='%s'; data='%s'; out='%s.%s'%s%s", style, data, out_base, ext[e],
                  vars && *vars ? "; " : "", vars && *vars ? vars : "");
-        if (fg_run_once(path, assign, err, errlen)) return -1;
+        char out_file[4200];
+        snprintf(out_file, sizeof out_file, "%s.%s", out_base, ext[e]);
+        if (fg_run_once(path, assign, out_file, err, errlen)) return -1;
     }
     return 0;
 }
