@@ -367,9 +367,10 @@ static int hr_run_section(FILE *f, gl_db *db, const char *results, const char *r
             fprintf(f, "<tr><td>%s</td><td>", splits[s]);
             html_escape(f, rows[i].name);
             char se[32], on[64];
-            fprintf(f, "</td><td>%s</td><td>%s</td><td>%ld</td><td>%s</td></tr>\n", report_num(b, sizeof b, rows[i].value),
-                    isnan(rows[i].se) ? "" : report_num(se, sizeof se, rows[i].se), rows[i].step,
-                    db_prov_str(&rows[i].prov, on, sizeof on));
+            fprintf(f, "</td><td>%s</td><td>%s</td><td>%ld</td><td>", report_num(b, sizeof b, rows[i].value),
+                    isnan(rows[i].se) ? "" : report_num(se, sizeof se, rows[i].se), rows[i].step);
+            html_escape(f, db_prov_str(&rows[i].prov, on, sizeof on)); /* the registry's text: from anywhere (collect) */
+            fputs("</td></tr>\n", f);
         }
         free(rows);
     }
