@@ -44,6 +44,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -480,6 +481,12 @@ static int setup_run(run_ctx *c, const gl_train_opts *o, char *err, size_t errle
                  mf->log.name[0] ? mf->log.name : mf->path[0] ? base_name(mf->path, nm, sizeof nm) : "run", ts,
                  (int)getpid() % 100000);
     }
+    char why[256];
+    if (db_run_id_check(c->run_id, why, sizeof why)) {
+        snprintf(err, errlen, "%s%s (docs/registry.md, \"Run ids\")", why,
+                 o->resume ? ": the folder's name is the run id" : o->run_id ? "" : ": shorten log.name");
+        return -1;
+    }
     if (!o->resume && run_create_dir(c->results, c->run_id, c->dir, sizeof c->dir, err, errlen)) return -1;
     if (refuse_aliased_dir(c->dir, c->run_id, err, errlen)) return -1;
     snprintf(c->ckpt_path, sizeof c->ckpt_path, "%s/ckpt", c->dir);
@@ -492,6 +499,18 @@ static int setup_run(run_ctx *c, const gl_train_opts *o, char *err, size_t errle
     char path[GL_PATH_MAX + 16];
     snprintf(path, sizeof path, "%s/train.log", c->dir);
     if (fileio_open_append(path, "training log", &c->log, err, errlen)) return -1;
+    /* the claim: one process trains a run at a time.  The lock is taken
+     * before anything is written to the folder and goes with the process
+     * (a kill -9 leaves none behind); a second `train --run-id X` or
+     * `--resume X` started meanwhile stops here, having written nothing. */
+    if (flock(fileno(c->log), LOCK_EX | LOCK_NB) != 0) {
+        snprintf(err, errlen, "run %s is being trained by another process right now (%s is locked%s%s): wait for it, "
+                 "or pick another --run-id", c->run_id, path, errno == EWOULDBLOCK ? "" : ": ",
+                 errno == EWOULDBLOCK ? "" : strerror(errno));
+        fclose(c->log);
+        c->log = NULL;
+        return -1;
+    }
     const int V = data_vocab_size(&c->ds);
     /* A run stopped before its first checkpoint (kill -9 during set-up) has
      * nothing to resume: start it again from step 0 in its folder, saying so. */

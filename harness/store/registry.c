@@ -717,12 +717,38 @@ cleanup:
     return rc;
 }
 
+int db_run_id_check(const char *id, char *why, size_t whylen) {
+    size_t n = id ? strlen(id) : 0;
+    if (!n || n > DB_RUN_ID_MAX) {
+        snprintf(why, whylen, "run id '%.40s%s' has %zu bytes; a run id is 1 to %d bytes", id ? id : "",
+                 n > 40 ? "…" : "", n, DB_RUN_ID_MAX);
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        unsigned char b = (unsigned char)id[i];
+        if (b < 0x20 || b == 0x7f || b == '/') {
+            snprintf(why, whylen, "run id '%.*s…': byte %zu is %s (0x%02x); a run id holds no control character "
+                     "and no '/'", (int)i, id, i + 1, b == '/' ? "a '/'" : "a control character", b);
+            return -1;
+        }
+    }
+    if (!strcmp(id, ".") || !strcmp(id, "..") || id[0] == '-') {
+        snprintf(why, whylen, "run id '%s': not '.', '..' or a word starting with '-'", id);
+        return -1;
+    }
+    return 0;
+}
+
 int db_run_create(gl_db *db, long long exp_id, const char *run_id, const char *name,
                   const char *config_ini, const char *config_hash, unsigned long long seed,
                   const char *status, char *err, size_t errlen) {
     int rc = -1;
     sqlite3_stmt *st = NULL;
-    if (!run_id || !*run_id) { snprintf(err, errlen, "%s: empty run id", db->path); return -1; }
+    char why[256];
+    if (db_run_id_check(run_id, why, sizeof why)) {
+        snprintf(err, errlen, "%s: %s", db->path, why);
+        return -1;
+    }
     if (!db_status_rank(status)) {
         snprintf(err, errlen, "%s: run %s: unknown status '%s' (SCHEDULED, RUNNING, FINISHED, FAILED, KILLED)",
                  db->path, run_id, status ? status : "(null)");
