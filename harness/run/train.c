@@ -61,6 +61,7 @@
 #include "store/registry.h"
 #include "store/rundir.h"
 #include "sweep.h"
+#include "store/sha256.h"
 #include "store/trace.h"
 
 static volatile sig_atomic_t g_stop = 0, g_ckpt = 0;
@@ -840,6 +841,72 @@ static agreed agree(int fail, char *err, size_t errlen) {
     return (agreed){v[0], v[1], v[2]};
 }
 
+/* The ranks agree on what they train before any collective that moves
+ * parameters (share_state's broadcasts fill buffers sized from each rank's
+ * own config: another d_ff or vocabulary was MPI_ERR_TRUNCATE or heap
+ * corruption): the data file's SHA-256, the vocabulary, and every key of the
+ * resolved config, in that order.  Returns 0, or -1 on every rank, with the
+ * message (rank 0's) naming the first item a rank differs on. */
+static int agree_config(run_ctx *c, char *err, size_t errlen) {
+    enum { N = DIST_AGREE_MAX };
+    static char names[N][96];
+    static char store[N][DIST_AGREE_SHOWN + 80];
+    const char *vals[N];
+    int n = 0;
+    const gl_dataset *ds = &c->ds;
+    snprintf(names[n], sizeof names[n], "data (SHA-256 of data.file)");
+    if (ds->task == TASK_TEXT) {
+        sha256_ctx h;
+        sha256_init(&h);
+        unsigned char buf[1 << 14], dg[32];
+        for (size_t i = 0; i < ds->n;) {
+            size_t k = 0;
+            for (; k < sizeof buf && i < ds->n; k++, i++) buf[k] = ds->vocab[ds->ids[i]];
+            sha256_update(&h, buf, k);
+        }
+        sha256_final(&h, dg);
+        sha256_digest_hex(dg, store[n]);
+    } else {
+        snprintf(store[n], sizeof store[n], "task %s", task_name(ds->task));
+    }
+    n++;
+    const int V = data_vocab_size(ds);
+    char vh[65];
+    sha256_hex(data_vocab(ds), (size_t)V, vh);
+    snprintf(names[n], sizeof names[n], "the vocabulary");
+    snprintf(store[n++], sizeof store[0], "%d tokens, SHA-256 %.16s", V, vh);
+    char section[48] = "";
+    for (const char *p = c->config_ini; p && *p && n < N;) {
+        size_t len = strcspn(p, "\n");
+        char line[1024];
+        snprintf(line, sizeof line, "%.*s", (int)(len < sizeof line ? len : sizeof line - 1), p);
+        p += len + (p[len] == '\n');
+        char *eq = strchr(line, '=');
+        if (line[0] == '[') {
+            snprintf(section, sizeof section, "%.*s", (int)strcspn(line + 1, "]"), line + 1);
+        } else if (line[0] != ';' && line[0] != '#' && eq) {
+            char *k = line, *e = eq;
+            while (e > k && e[-1] == ' ') e--;
+            *e = 0;
+            const char *v = eq + 1 + strspn(eq + 1, " ");
+            snprintf(names[n], sizeof names[n], "%s.%s", section, k);
+            snprintf(store[n++], sizeof store[0], "%s", v);
+        }
+    }
+    for (int i = 0; i < n; i++) vals[i] = store[i];
+    int rank = 0;
+    char other[DIST_AGREE_SHOWN];
+    int first = dist_agree_items(vals, n, &rank, other);
+    if (first < 0) return 0;
+    if (c->rank == 0)
+        snprintf(err, errlen, "rank %d disagrees with rank 0 on %s: rank 0 has '%s', rank %d has '%s'; every rank must "
+                 "train the same config on the same data (check each node's manifest, overrides and data.file)",
+                 rank, first < n ? names[first] : "the number of config keys", first < n ? vals[first] : "?", rank, other);
+    else
+        err[0] = '\0';
+    return -1;
+}
+
 /* The ranks agree on a set-up step: returns 1 when any rank failed.  *own
  * stays 1 on a rank whose own message is worth printing: rank 0's, or
  * another rank's when rank 0 did not fail (a file missing on one node). */
@@ -1014,8 +1081,15 @@ gl_train_outcome train_run(const gl_manifest *mf, const gl_train_opts *o, char *
     if (tc->threads > 0) omp_set_num_threads(tc->threads);
     install_signals();
     /* every rank: data and model; rank 0 alone: run folder, weights, registry, trace */
-    own = setup_model(&c, err, errlen) ||
-          (c.rank == 0 && (setup_run(&c, o, err, errlen) || setup_registry(&c, o, &registered, err, errlen)));
+    own = setup_model(&c, err, errlen);
+    if (c.ranks > 1) { /* before rank 0 touches the run folder or the registry */
+        if (agree_setup(&own, err, errlen)) goto cleanup;
+        if (agree_config(&c, err, errlen)) {
+            own = c.rank == 0;
+            goto cleanup;
+        }
+    }
+    own = own || (c.rank == 0 && (setup_run(&c, o, err, errlen) || setup_registry(&c, o, &registered, err, errlen)));
     /* a finished run: nothing to train, nothing appended to its log, metrics or trace; the
      * registry says FINISHED (cleanup), also when a kill had landed before it was told */
     int done = c.rank == 0 && !own && o->resume && c.st.step >= tc->steps;
