@@ -29,8 +29,11 @@
  * What it does not do: compute statistics over tokens (the analyses logged
  * them; only means and sds over seeds are taken here), or
  * print.  Only FINISHED runs are drawn.  gnuplot runs as a child process
- * (posix_spawnp) with its stderr captured; anything there is a failure, so a
- * figure that "works with warnings" is not accepted.
+ * (posix_spawnp) with its stderr captured and LC_CTYPE=C.UTF-8 (the scripts'
+ * labels are UTF-8: under LC_ALL=C gnuplot warns "iconv failed to convert
+ * degree sign").  It is judged by its exit status and the file it was to
+ * write; what it says on stderr otherwise is passed on as a warning, except
+ * "no valid points", which means the figure has no data (skipped).
  */
 #include "figures.h"
 
@@ -45,6 +48,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "store/fileio.h"
 #include "store/categories.h"
 #include "store/metric.h"
 #include "store/rundir.h"
@@ -60,7 +64,28 @@ extern char **environ;
 
 /* ---- gnuplot ---- */
 
-static int fg_run_once(const char *script, const char *assign, char *err, size_t errlen) {
+/* The environment for gnuplot: this one with LC_ALL and LC_CTYPE replaced by
+ * LC_CTYPE=C.UTF-8 (and LC_ALL's value kept as LANG, so the other categories
+ * follow it as before).  NULL when out of memory. */
+static char **fg_child_env(void) {
+    size_t n = 0;
+    while (environ[n]) n++;
+    char **env = calloc(n + 3, sizeof *env);
+    if (!env) return NULL;
+    static char lang[256];
+    const char *all = getenv("LC_ALL");
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (strncmp(environ[i], "LC_ALL=", 7) && strncmp(environ[i], "LC_CTYPE=", 9) &&
+            !(all && *all && !strncmp(environ[i], "LANG=", 5)))
+            env[k++] = environ[i];
+    env[k++] = "LC_CTYPE=C.UTF-8";
+    if (all && *all && snprintf(lang, sizeof lang, "LANG=%s", all) < (int)sizeof lang) env[k++] = lang;
+    env[k] = NULL;
+    return env;
+}
+
+static int fg_run_once(const char *script, const char *assign, const char *out_file, char *err, size_t errlen) {
     char tmpl[] = "/tmp/gatelab-gnuplot-XXXXXX";
     int fd = mkstemp(tmpl);
     if (fd < 0) {
@@ -74,7 +99,10 @@ static int fg_run_once(const char *script, const char *assign, char *err, size_t
     posix_spawn_file_actions_addclose(&fa, fd);
     char *argv[] = {"gnuplot", "-e", (char *)assign, (char *)script, NULL};
     pid_t pid;
-    int rc = posix_spawnp(&pid, "gnuplot", &fa, NULL, argv, environ);
+    char **env = fg_child_env();
+    unlink(out_file); /* judged by the file it writes: not one left from before */
+    int rc = env ? posix_spawnp(&pid, "gnuplot", &fa, NULL, argv, env) : ENOMEM;
+    free(env);
     posix_spawn_file_actions_destroy(&fa);
     int status = 0, out = -1;
     if (rc != 0) {
@@ -86,10 +114,18 @@ static int fg_run_once(const char *script, const char *assign, char *err, size_t
     char msg[1024] = "";
     ssize_t k = pread(fd, msg, sizeof msg - 1, 0);
     msg[k > 0 ? k : 0] = 0;
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || k > 0) {
+    struct stat sb;
+    int wrote = stat(out_file, &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_size > 0;
+    int empty = strstr(msg, "no valid points") || strstr(msg, "undefined value"); /* fg_draw skips the figure */
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || !wrote || empty) {
         snprintf(err, errlen, "gnuplot %s (%s) %s: %s", script, assign,
-                 WIFEXITED(status) && WEXITSTATUS(status) == 0 ? "wrote on stderr" : "failed", k > 0 ? msg : "(no message)");
+                 !WIFEXITED(status) || WEXITSTATUS(status) != 0 ? "failed" : !wrote ? "wrote no file" : "found no data",
+                 k > 0 ? msg : "(no message)");
         goto done;
+    }
+    if (k > 0) { /* drawn, with a remark: passed on, not a failure */
+        for (ssize_t i = k - 1; i >= 0 && (msg[i] == '\n' || msg[i] == ' '); i--) msg[i] = 0;
+        fprintf(stderr, "gatelab: warning: gnuplot drawing %s: %s\n", out_file, msg);
     }
     out = 0;
 done:
@@ -117,7 +153,9 @@ int figures_gnuplot(const char *script, const char *data, const char *out_base, 
         char assign[12288];
         snprintf(assign, sizeof assign, "style='%s'; data='%s'; out='%s.%s'%s%s", style, data, out_base, ext[e],
                  vars && *vars ? "; " : "", vars && *vars ? vars : "");
-        if (fg_run_once(path, assign, err, errlen)) return -1;
+        char out_file[4200];
+        snprintf(out_file, sizeof out_file, "%s.%s", out_base, ext[e]);
+        if (fg_run_once(path, assign, out_file, err, errlen)) return -1;
     }
     return 0;
 }
@@ -517,7 +555,7 @@ static int fg_loss(gl_db *db, const tables_run *runs, int n, const char *data_di
         return -1;
     }
     snprintf(path, sizeof path, "%s/loss.tsv", data_dir);
-    f = fopen(path, "w");
+    f = fileio_fopen_w(path);
     if (!f) {
         snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
         goto cleanup;
@@ -791,7 +829,7 @@ static int fg_pareto(gl_db *db, const tables_run *runs, int n, const char *data_
     char path[4096], epath[4096];
     snprintf(path, sizeof path, "%s/pareto_tsa.tsv", data_dir);
     snprintf(epath, sizeof epath, "%s/pareto_exit.tsv", data_dir);
-    FILE *f = fopen(path, "w");
+    FILE *f = fileio_fopen_w(path);
     if (!f) {
         snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
         return -1;
@@ -804,7 +842,7 @@ static int fg_pareto(gl_db *db, const tables_run *runs, int n, const char *data_
         snprintf(err, errlen, "writing %s failed", path);
         return -1;
     }
-    FILE *e = fopen(epath, "w");
+    FILE *e = fileio_fopen_w(epath);
     if (!e) {
         snprintf(err, errlen, "cannot write %s: %s", epath, strerror(errno));
         return -1;
@@ -1024,7 +1062,7 @@ static int fg_ablation_bars(gl_db *db, fg_run_data *d, const char *data_dir, con
     snprintf(sym, sizeof sym, "%s", !strcmp(vr, "resformer") ? "λ1" : gatekind_info[d->gate].symbol);
     if (db_metrics_latest(db, id, ABLATE_SPLIT, &m, &nm, err, errlen)) return -1;
     snprintf(path, sizeof path, "%s/ablation_%s.tsv", data_dir, id);
-    FILE *fb = fopen(path, "w");
+    FILE *fb = fileio_fopen_w(path);
     if (!fb) {
         snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
         goto cleanup;
@@ -1116,7 +1154,7 @@ static int fg_heatmap(const fg_run_data *d, int heads, const char *data_dir, con
     const gl_gate_info *gi = &gatekind_info[d->gate];
     snprintf(name, sizeof name, "%s%s_%s", heads ? "heads" : gi->key, heads ? "" : "_heatmap", d->run->run_id);
     snprintf(path, sizeof path, "%s/%s.tsv", data_dir, name);
-    FILE *fh = fopen(path, "w");
+    FILE *fh = fileio_fopen_w(path);
     if (!fh) {
         snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
         return -1;
@@ -1159,7 +1197,7 @@ static int fg_category(const fg_run_data *d, int p, const char *data_dir, const 
     char name[160], path[4096], vars[1024], b[32];
     snprintf(name, sizeof name, "category_%s_%s", p ? "p" : gatekind_info[d->gate].key, d->run->run_id);
     snprintf(path, sizeof path, "%s/%s.tsv", data_dir, name);
-    FILE *fc = fopen(path, "w");
+    FILE *fc = fileio_fopen_w(path);
     if (!fc) {
         snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
         return -1;
@@ -1256,7 +1294,7 @@ static int fg_profiles_draw(gl_db *db, const tables_run *runs, const fg_profiles
         }
         char path[4200], b[32], c[32];
         snprintf(path, sizeof path, "%s/%s.tsv", data_dir, name[p]);
-        FILE *f = fopen(path, "w");
+        FILE *f = fileio_fopen_w(path);
         if (!f) {
             snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
             fg_groups_free(G);
@@ -1358,7 +1396,7 @@ static int fg_ablation_seeds(gl_db *db, const tables_run *runs, int n, const fg_
         goto done_groups;
     }
     snprintf(path, sizeof path, "%s/ablation_seeds.tsv", data_dir);
-    if (!(f = fopen(path, "w"))) {
+    if (!(f = fileio_fopen_w(path))) {
         snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
         goto done_groups;
     }
@@ -1449,7 +1487,7 @@ int figures_depth_map_data(const char *trace_path, const unsigned char *vocab, i
     const int R = td.n_router;
     const float *p = td.gate[GATE_P] + (size_t)(td.n_steps - 1) * R * P;
     long n = P < max_chars ? P : max_chars;
-    f = fopen(data_path, "w");
+    f = fileio_fopen_w(data_path);
     if (!f) {
         snprintf(err, errlen, "cannot write %s: %s", data_path, strerror(errno));
         goto cleanup;

@@ -27,8 +27,10 @@ typedef struct {
  * out_base.pdf (pdfcairo) and out_base.svg (svg, inlined by `gatelab report
  * --html`) — with gnuplot -e "style=…; data=…; out=…; vars".
  * vars (may be NULL or "") are more gnuplot assignments separated by ';'.
- * Fails when gnuplot is missing, exits non-zero or writes anything on
- * stderr; the message quotes gnuplot's stderr.  Paths must not contain a
+ * gnuplot runs with LC_CTYPE=C.UTF-8 whatever the locale.  Fails when
+ * gnuplot is missing, exits non-zero, writes no output file, or finds no
+ * data ("no valid points"); the message quotes gnuplot's stderr.  Other
+ * stderr output of a run that drew its file is passed on as a warning.  Paths must not contain a
  * single quote.  Returns 0 or -1. */
 int figures_gnuplot(const char *script, const char *data, const char *out_base, const char *vars, char *err,
                     size_t errlen);

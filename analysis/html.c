@@ -29,6 +29,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "store/fileio.h"
 #include "store/rundir.h"
 #include "store/trace.h"
 #include "depth.h"
@@ -366,9 +367,10 @@ static int hr_run_section(FILE *f, gl_db *db, const char *results, const char *r
             fprintf(f, "<tr><td>%s</td><td>", splits[s]);
             html_escape(f, rows[i].name);
             char se[32], on[64];
-            fprintf(f, "</td><td>%s</td><td>%s</td><td>%ld</td><td>%s</td></tr>\n", report_num(b, sizeof b, rows[i].value),
-                    isnan(rows[i].se) ? "" : report_num(se, sizeof se, rows[i].se), rows[i].step,
-                    db_prov_str(&rows[i].prov, on, sizeof on));
+            fprintf(f, "</td><td>%s</td><td>%s</td><td>%ld</td><td>", report_num(b, sizeof b, rows[i].value),
+                    isnan(rows[i].se) ? "" : report_num(se, sizeof se, rows[i].se), rows[i].step);
+            html_escape(f, db_prov_str(&rows[i].prov, on, sizeof on)); /* the registry's text: from anywhere (collect) */
+            fputs("</td></tr>\n", f);
         }
         free(rows);
     }
@@ -415,11 +417,11 @@ int html_report(gl_db *db, const html_target *t, const html_opts *o, const char 
                 char *err, size_t errlen) {
     static figures_summary fs;
     static tables_summary ts;
-    char fig_dir[GL_PATH_MAX + 16], tab_dir[GL_PATH_MAX + 16], dir[GL_PATH_MAX + 16], tmp[GL_PATH_MAX + 32];
+    char fig_dir[GL_PATH_MAX + 16], tab_dir[GL_PATH_MAX + 16], dir[GL_PATH_MAX + 16];
+    fileio_out out = {0};
     FILE *f = NULL;
     gl_run_row *runs = NULL;
     int rc = -1, nfig = 0, ntext = 0, nruns = 0;
-    tmp[0] = 0;
     snprintf(fig_dir, sizeof fig_dir, "%s/figures", t->results);
     snprintf(tab_dir, sizeof tab_dir, "%s/tables", t->results);
     memset(&fs, 0, sizeof fs);
@@ -433,12 +435,8 @@ int html_report(gl_db *db, const html_target *t, const html_opts *o, const char 
         *slash = 0;
         if (report_mkdir_p(dir, err, errlen)) goto cleanup;
     }
-    snprintf(tmp, sizeof tmp, "%s.tmp", out_path);
-    f = fopen(tmp, "w");
-    if (!f) {
-        snprintf(err, errlen, "cannot write %s: %s", tmp, strerror(errno));
-        goto cleanup;
-    }
+    if (fileio_begin(&out, out_path, "HTML report", err, errlen)) goto cleanup;
+    f = out.f;
     hr_head(f, t);
     fputs("<h2>Figures</h2>\n", f);
     for (int i = 0; i < fs.n_made; i++) {
@@ -465,19 +463,13 @@ int html_report(gl_db *db, const html_target *t, const html_opts *o, const char 
         ntext += v;
     }
     fputs("</body></html>\n", f);
-    int bad = ferror(f);
-    bad |= fclose(f);
     f = NULL;
-    if (bad || rename(tmp, out_path) != 0) {
-        snprintf(err, errlen, "writing %s failed: %s", out_path, strerror(errno));
-        goto cleanup;
-    }
+    if (fileio_commit(&out, "HTML report", err, errlen)) goto cleanup;
     if (n_figures) *n_figures = nfig;
     if (n_texts) *n_texts = ntext;
     rc = 0;
 cleanup:
-    if (f) fclose(f);
-    if (rc && tmp[0]) unlink(tmp);
+    fileio_abort(&out);
     free(runs);
     return rc;
 }

@@ -26,7 +26,9 @@
 #include <string.h>
 
 #include "paper_fig.h"
+#include "plan.h"
 #include "store/categories.h"
+#include "store/fileio.h"
 #include "store/metric.h"
 #include "report.h"
 
@@ -791,28 +793,15 @@ static const struct {
 };
 
 /* The sweep command of the plan line that lists claim id. */
-static void plan_command(const char *plan_path, int id, const char *results, char *out, size_t len) {
+static void plan_command(const paper_plan *plan, int id, const char *results, char *out, size_t len) {
     snprintf(out, len, "—");
-    FILE *f = fopen(plan_path, "r");
-    if (!f) return;
-    char line[1024];
-    while (fgets(line, sizeof line, f)) {
-        char group[64], manifest[128], cl[64];
-        int off = 0;
-        if (line[0] == '#' || sscanf(line, "%63s %127s %63s %n", group, manifest, cl, &off) < 3) continue;
-        /* claims: a comma list of numbers and ranges "9-12" */
-        int hit = 0;
-        for (char *tok = strtok(cl, ","); tok; tok = strtok(NULL, ",")) {
-            int a = atoi(tok), b = strchr(tok, '-') ? atoi(strchr(tok, '-') + 1) : a;
-            hit |= id >= a && id <= b;
-        }
-        if (!hit) continue;
-        line[strcspn(line, "\n")] = 0;
-        snprintf(out, len, "`gatelab sweep experiments/paper/%s %s log.experiment=paper-%s --results %s`", manifest,
-                 line + off, group, results);
+    for (int i = 0; i < plan->n; i++) {
+        const plan_line *l = &plan->lines[i];
+        if (id < 1 || id > PLAN_CLAIM_MAX || !l->claim[id]) continue;
+        snprintf(out, len, "`gatelab sweep experiments/paper/%s %s log.experiment=paper-%s --results %s`", l->manifest,
+                 l->args, l->group, results);
         break;
     }
-    fclose(f);
 }
 
 /* Per plan line: runs registered in the registry for experiment paper-GROUP
@@ -851,19 +840,13 @@ static double busy_seconds(const paper_run *runs, int n) {
     return busy;
 }
 
-static int write_progress(FILE *f, gl_db *db, const char *plan_path, const char *preset, char *err, size_t errlen) {
-    FILE *pf = fopen(plan_path, "r");
-    if (!pf) {
-        snprintf(err, errlen, "cannot read the plan %s: %s", plan_path, strerror(errno));
-        return -1;
-    }
+static int write_progress(FILE *f, gl_db *db, const paper_plan *plan, const char *preset, char *err, size_t errlen) {
     fprintf(f, "## Plan progress\n\n| group | claims | runs finished / registered |\n| --- | --- | ---: |\n");
-    char line[1024];
     int partial = 0, rc = 0;
-    while (fgets(line, sizeof line, pf) && !rc) {
-        char group[64], manifest[128], cl[64], exp[80];
-        if (line[0] == '#' || sscanf(line, "%63s %127s %63s", group, manifest, cl) < 3) continue;
-        snprintf(exp, sizeof exp, "paper-%s", group);
+    for (int k = 0; k < plan->n && !rc; k++) {
+        const plan_line *l = &plan->lines[k];
+        char exp[80];
+        snprintf(exp, sizeof exp, "paper-%s", l->group);
         gl_run_row *rows = NULL;
         int n = 0, done = 0;
         if (db_runs_list(db, exp, NULL, &rows, &n, err, errlen)) {
@@ -873,10 +856,9 @@ static int write_progress(FILE *f, gl_db *db, const char *plan_path, const char 
         for (int i = 0; i < n; i++) done += !strcmp(rows[i].status, "FINISHED");
         free(rows);
         if (!n || done < n) partial = 1;
-        if (n) fprintf(f, "| %s | %s | %d / %d |\n", group, cl, done, n);
-        else fprintf(f, "| %s | %s | not started |\n", group, cl);
+        if (n) fprintf(f, "| %s | %s | %d / %d |\n", l->group, l->claims, done, n);
+        else fprintf(f, "| %s | %s | not started |\n", l->group, l->claims);
     }
-    fclose(pf);
     if (!rc && partial)
         fprintf(f, "\n**This report is partial**: some groups of the plan have not finished. Their claims read \"not "
                    "run\" or rest on fewer runs. `make paper PRESET=%s` continues where the runs stopped.\n",
@@ -885,7 +867,7 @@ static int write_progress(FILE *f, gl_db *db, const char *plan_path, const char 
     return rc;
 }
 
-static int write_rows(FILE *f, const pctx *c, const char *plan_path, const char *results, int *n_rows) {
+static int write_rows(FILE *f, const pctx *c, const paper_plan *plan, const char *results, int *n_rows) {
     fprintf(f, "| # | the paper says | ours | deciding difference [95 %% CI] | verdict | scale and budget |\n"
                "| --- | --- | --- | --- | --- | --- |\n");
     paper_row rows[sizeof claims / sizeof claims[0]];
@@ -902,7 +884,7 @@ static int write_rows(FILE *f, const pctx *c, const char *plan_path, const char 
     fprintf(f, "\n## Verdict rules and the commands behind each row\n\n");
     for (size_t i = 0; i < sizeof claims / sizeof claims[0]; i++) {
         char cmd[1400];
-        plan_command(plan_path, rows[i].id, results, cmd, sizeof cmd);
+        plan_command(plan, rows[i].id, results, cmd, sizeof cmd);
         fprintf(f, "- **Claim %s** — %s. Verdict: %s. Runs: %s\n", claims[i].label, rows[i].why,
                 verdict_name(rows[i].v), cmd);
     }
@@ -982,12 +964,78 @@ static void write_figures(FILE *f, const char *out_dir, const paper_figs *pf, co
     if (n) fprintf(f, ".\n");
 }
 
+/* Whether the registry holds this preset's runs: none of the plan's groups
+ * registered, or a run of a group whose params disagree with a fixed
+ * override of its plan line (steps=60 in the plan, train.steps = 30 in the
+ * run: another preset's registry), written into why; 0 when it matches.  A
+ * fixed key is compared with the run's param of that name or ending in
+ * ".key" (aliases such as scale= are not compared); numbers as numbers. */
+static int plan_mismatch(gl_db *db, const paper_plan *plan, char *why, size_t n, char *err, size_t errlen) {
+    int registered = 0, bad = 0;
+    for (int k = 0; k < plan->n && !bad; k++) {
+        const plan_line *l = &plan->lines[k];
+        char exp[80];
+        snprintf(exp, sizeof exp, "paper-%s", l->group);
+        gl_run_row *rows = NULL;
+        int nr = 0;
+        if (db_runs_list(db, exp, NULL, &rows, &nr, err, errlen)) return -1;
+        registered += nr;
+        for (int r = 0; r < nr && !bad; r++) {
+            gl_param *ps = NULL;
+            int np = 0;
+            if (db_params_all(db, rows[r].run_id, &ps, &np, err, errlen)) {
+                free(rows);
+                return -1;
+            }
+            char args[2048];
+            snprintf(args, sizeof args, "%s", l->args);
+            int axis = 0;
+            for (char *w = strtok(args, " \t"); w && !bad; w = strtok(NULL, " \t")) {
+                if (!strcmp(w, "--axis")) { axis = 1; continue; }
+                char *eq = strchr(w, '=');
+                if (axis || !eq || eq == w) { axis = 0; continue; }
+                *eq = '\0';
+                const char *key = w, *want = eq + 1;
+                for (int i = 0; i < np; i++) {
+                    size_t kl = strlen(key), pl = strlen(ps[i].key);
+                    if (strcmp(ps[i].key, key) && !(pl > kl && ps[i].key[pl - kl - 1] == '.' && !strcmp(ps[i].key + pl - kl, key)))
+                        continue;
+                    char *e1, *e2;
+                    double a = strtod(ps[i].value, &e1), b = strtod(want, &e2);
+                    int same = *ps[i].value && !*e1 && *want && !*e2 ? a == b : !strcmp(ps[i].value, want);
+                    if (!same) {
+                        snprintf(why, n, "run %s of group %s has %s = %s where the plan's line %d says %s=%s",
+                                 rows[r].run_id, l->group, ps[i].key, ps[i].value, l->line, key, want);
+                        bad = 1;
+                    }
+                    break;
+                }
+            }
+            free(ps);
+        }
+        free(rows);
+    }
+    if (!bad && !registered) {
+        snprintf(why, n, "no run of the plan's groups (experiments paper-GROUP) is in this registry");
+        bad = 1;
+    }
+    return bad;
+}
+
 int paper_report(gl_db *db, const char *preset, const char *plan_path, const char *results, const char *out_dir,
                  int *n_rows, char *err, size_t errlen) {
     paper_run *runs = NULL;
     int n = 0, rc = -1;
     *n_rows = 0;
-    if (paper_collect(db, &runs, &n, err, errlen)) return -1;
+    paper_plan plan;
+    /* a plan that is missing, a folder, empty or malformed is an error: a report of it would judge nothing */
+    if (plan_read(plan_path, &plan, err, errlen)) return -1;
+    char mismatch[512] = "";
+    int mm = plan_mismatch(db, &plan, mismatch, sizeof mismatch, err, errlen);
+    if (mm < 0 || paper_collect(db, &runs, &n, err, errlen)) {
+        plan_free(&plan);
+        return -1;
+    }
     pctx c = {runs, n, NAN, "s", db};
     /* the base scale: that of the Shakespeare SATFormer comparison, else of any Shakespeare run */
     for (int i = 0; i < n; i++)
@@ -1000,14 +1048,16 @@ int paper_report(gl_db *db, const char *preset, const char *plan_path, const cha
     if (paper_figures(db, runs, n, c.scale, path, &figs, fig_err, sizeof fig_err))
         fprintf(stderr, "gatelab paper report: %s (the report goes on without it)\n", fig_err);
     snprintf(path, sizeof path, "%s/REPORT.md", out_dir);
-    char tmp[4300];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    FILE *f = fopen(tmp, "w");
-    if (!f) {
-        snprintf(err, errlen, "cannot write %s: %s", tmp, strerror(errno));
-        goto done;
-    }
-    fprintf(f, "# gatelab reproduces the SATFormer and TSA papers (preset `%s`)\n\n", preset);
+    fileio_out out = {0};
+    if (fileio_begin(&out, path, "report", err, errlen)) goto done;
+    FILE *f = out.f;
+    if (mm)
+        fprintf(f, "# gatelab reproduces the SATFormer and TSA papers — registry `%s` is not preset `%s`'s\n\n"
+                   "**This registry does not hold the runs of preset `%s`**: %s. The claims below are judged on "
+                   "whatever runs it holds; run `gatelab paper report` with the preset that trained them.\n\n",
+                db_path(db), preset, preset, mismatch);
+    else
+        fprintf(f, "# gatelab reproduces the SATFormer and TSA papers (preset `%s`)\n\n", preset);
     fprintf(f, "Generated by `gatelab paper report %s --results %s` from the registry and traces of %d finished runs; "
                "nothing in it is typed by hand. Loss is the mean cross-entropy over the **whole validation split** "
                "(nats/token), never the few windows a training-time evaluation reads. Intervals are 95 %% Student t "
@@ -1026,25 +1076,16 @@ int paper_report(gl_db *db, const char *preset, const char *plan_path, const cha
                    "wall-clock time with at least one run training (runs in parallel, sharing the machine; %.1f h "
                    "from the first training step to the last, pauses between sessions included).\n\n",
                 n, tokens / 1e6, train_s, busy_seconds(runs, n) / 3600.0, (t1 - t0) / 3600.0);
-    if (write_progress(f, db, plan_path, preset, err, errlen)) {
-        fclose(f);
-        remove(tmp);
+    if (write_progress(f, db, &plan, preset, err, errlen)) {
+        fileio_abort(&out);
         goto done;
     }
-    if (write_rows(f, &c, plan_path, results, n_rows) == 0) write_runs(f, &c);
+    if (write_rows(f, &c, &plan, results, n_rows) == 0) write_runs(f, &c);
     write_figures(f, out_dir, &figs, fig_err);
-    int bad = ferror(f);
-    if (fclose(f) || bad) {
-        snprintf(err, errlen, "writing %s failed (disk full?)", tmp);
-        remove(tmp);
-        goto done;
-    }
-    if (rename(tmp, path)) {
-        snprintf(err, errlen, "cannot rename %s to %s: %s", tmp, path, strerror(errno));
-        goto done;
-    }
+    if (fileio_commit(&out, "report", err, errlen)) goto done;
     rc = 0;
 done:
+    plan_free(&plan);
     free(runs);
     return rc;
 }

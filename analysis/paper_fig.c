@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "store/fileio.h"
 #include "figures.h"
 #include "store/categories.h"
 #include "store/metric.h"
@@ -55,7 +56,7 @@ static int pf_is(const paper_run *r, const char *data, const char *scale, const 
 /* Open dir/name.tsv for writing; NULL with err set on failure. */
 static FILE *pf_open(const char *dir, const char *name, char *path, size_t plen, char *err, size_t errlen) {
     snprintf(path, plen, "%s/%s.tsv", dir, name);
-    FILE *f = fopen(path, "w");
+    FILE *f = fileio_fopen_w(path);
     if (!f) snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
     return f;
 }

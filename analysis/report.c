@@ -15,6 +15,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "store/fileio.h"
+
 int report_metric_add(report_metrics *rm, long step, const char *split, const char *name, double value,
                       char *err, size_t errlen) {
     return report_metric_add_se(rm, step, split, name, value, NAN, err, errlen);
@@ -109,7 +111,7 @@ FILE *report_tsv_open(const char *dir, const char *name, const char *header, cha
     char path[4096];
     snprintf(path, sizeof path, "%s/%s", dir, name);
     if (path_out) snprintf(path_out, pathlen, "%s", path);
-    FILE *f = fopen(path, "w");
+    FILE *f = fileio_fopen_w(path);
     if (!f) {
         snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
         return NULL;

@@ -176,7 +176,7 @@ static void test_analyze_trace(void **state) {
     int tok[P] = {0, 1, 2, 3};
     uint8_t cat[P] = {CAT_STRUCTURAL, CAT_FUNCTIONAL, CAT_SEMANTIC, CAT_SEMANTIC};
     gl_trace_data td = {S, L, H, R, P, step, tl, vl, {[GATE_ALPHA] = alpha, [GATE_P] = p}, tok, cat, (char *)"",
-                        0, NULL, NULL, NULL, ""};
+                        0, NULL, NULL, NULL, "", TRACE_SCHEMA_VERSION, 0, (char *)"", ""};
     char dir[512], err[1024] = "";
     tmp_dir(dir, sizeof dir, "analyze");
     report_metrics rm = {0};

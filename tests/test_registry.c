@@ -228,6 +228,19 @@ static void test_run_lifecycle(void **state) {
     assert_int_equal(db_run_create(db, e1, "r1", "again", "", "", 1, "SCHEDULED", err, sizeof err), -1);
     assert_non_null(strstr(err, "already exists"));
     assert_int_equal(db_run_create(db, e1, "r9", "bad", "", "", 1, "DONE", err, sizeof err), -1);
+    /* the run-id grammar (issue 28.6): 1..127 bytes, no control byte, no '/', not '.', '..', '-x' */
+    char id128[129];
+    memset(id128, 'x', 128);
+    id128[128] = 0;
+    const char *bad_ids[] = {"", id128, "a\nb", "a\tb", "a/b", "..", "-r", "a\x7f"};
+    for (size_t i = 0; i < sizeof bad_ids / sizeof bad_ids[0]; i++) {
+        assert_int_equal(db_run_create(db, e1, bad_ids[i], "bad", "", "", 1, "SCHEDULED", err, sizeof err), -1);
+        assert_non_null(strstr(err, "run id"));
+    }
+    id128[127] = 0;
+    assert_int_equal(db_run_id_check(id128, err, sizeof err), 0);
+    assert_int_equal(db_run_id_check("odd\"q\\b\xffid", err, sizeof err), 0);
+    print_message("run ids: %zu outside the grammar refused, 127 bytes accepted\n", sizeof bad_ids / sizeof bad_ids[0]);
     assert_int_equal(db_run_start(db, "no-such-run", err, sizeof err), -1);
     assert_non_null(strstr(err, "no-such-run"));
 

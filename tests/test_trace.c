@@ -891,6 +891,107 @@ static void test_torn_trace(void **state) {
     assert_non_null(strstr(err, path));
 }
 
+/* Issue 28.2: a trace carries the identity of what it records (shape,
+ * vocabulary, split, a hash of the probe tokens), and trace_resume refuses a
+ * run whose probe is another (-2, naming the first difference, file
+ * untouched); an older schema's trace is compared on its tokens and gains the
+ * identity when rewritten; a missing trace with its .prev copy is rebuilt;
+ * no temporary is left beside it. */
+static void test_identity(void **state) {
+    (void)state;
+    char path[512], prev[600], err[1024] = "";
+    gl_trace_desc d = full_desc();
+    d.vocab_size = 16;
+    d.split = "val windows 0-0: bytes 90+10 of the 100 of corpus.txt";
+    int tok[P], tok2[P];
+    uint8_t cat[P];
+    probe(tok, cat);
+    gl_trace *t = NULL;
+    path_in(path, sizeof path, "identity.h5");
+    snprintf(prev, sizeof prev, "%s.prev", path);
+    assert_int_equal(trace_create(&t, path, &d, tok, cat, err, sizeof err), 0);
+    for (int s = 0; s < 3; s++) assert_int_equal(append_step(t, s, 10L * (s + 1), 0.f, err, sizeof err), 0);
+    trace_close(t);
+    gl_trace_data r;
+    assert_int_equal(trace_read(path, &r, err, sizeof err), 0);
+    char hex[65];
+    trace_probe_sha256(tok, P, hex);
+    assert_int_equal(r.schema_version, TRACE_SCHEMA_VERSION);
+    assert_int_equal(r.vocab_size, 16);
+    assert_string_equal(r.split, d.split);
+    assert_string_equal(r.probe_sha256, hex);
+    trace_data_free(&r);
+
+    struct { const char *what; gl_trace_desc want; int token_changed; const char *named; } cases[] = {
+        {"fewer probe windows", d, 0, "n_probe"},
+        {"another split", d, 0, "split"},
+        {"another vocabulary", d, 0, "vocab_size"},
+        {"another probe token", d, 1, "probe tokens: token 3"},
+        {"another model (more blocks)", d, 0, "n_layer"},
+        {"a gate the trace lacks", d, 0, "gate"},
+    };
+    cases[0].want.n_probe = P / 2;
+    cases[1].want.split = "val windows 0-0: bytes 80+20 of the 100 of corpus.txt";
+    cases[2].want.vocab_size = 17;
+    cases[4].want.n_layer = L + 1;
+    cases[5].want.has[GATE_ALPHA] = 1, cases[5].want.has[GATE_CONF] = 0;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        memcpy(tok2, tok, sizeof tok);
+        if (cases[i].token_changed) tok2[3] += 1;
+        int rc = trace_resume(&t, path, 1000, &cases[i].want, tok2, err, sizeof err);
+        print_message("%s: rc %d \"%s\"\n", cases[i].what, rc, err);
+        assert_int_equal(rc, -2);
+        assert_null(t);
+        assert_non_null(strstr(err, cases[i].named));
+        assert_int_equal(trace_read(path, &r, err, sizeof err), 0);
+        assert_int_equal(r.n_steps, 3); /* untouched */
+        trace_data_free(&r);
+    }
+    /* the same probe: resumes, and appends rows of its own shape */
+    assert_int_equal(trace_resume(&t, path, 20, &d, tok, err, sizeof err), 0);
+    assert_int_equal(trace_n_steps(t), 2);
+    assert_int_equal(append_step(t, 2, 30, 0.f, err, sizeof err), 0);
+    trace_close(t);
+    char stray[700];
+    snprintf(stray, sizeof stray, "%s.tmp.prev", path);
+    assert_int_not_equal(access(stray, F_OK), 0);
+    snprintf(stray, sizeof stray, "%s.tmp", path);
+    assert_int_not_equal(access(stray, F_OK), 0);
+
+    /* a schema 2 trace (no identity): compared on the probe tokens, rewritten as schema 3 with it */
+    set_root(path, 2, 0);
+    hid_t f = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT);
+    assert_true(H5Adelete(f, "vocab_size") >= 0 && H5Adelete(f, "split") >= 0 && H5Adelete(f, "probe_sha256") >= 0);
+    H5Fclose(f);
+    assert_int_equal(trace_read(path, &r, err, sizeof err), 0);
+    assert_int_equal(r.schema_version, 2);
+    assert_int_equal(r.vocab_size, 0);
+    assert_string_equal(r.split, "");
+    trace_data_free(&r);
+    memcpy(tok2, tok, sizeof tok);
+    tok2[P - 1] += 1;
+    assert_int_equal(trace_resume(&t, path, 1000, &d, tok2, err, sizeof err), -2);
+    assert_non_null(strstr(err, "probe tokens"));
+    assert_int_equal(trace_resume(&t, path, 1000, &d, tok, err, sizeof err), 0);
+    trace_close(t);
+    assert_int_equal(trace_read(path, &r, err, sizeof err), 0);
+    assert_int_equal(r.schema_version, TRACE_SCHEMA_VERSION);
+    assert_string_equal(r.split, d.split);
+    assert_int_equal(r.n_steps, 3);
+    trace_data_free(&r);
+
+    /* trace.h5 deleted, its copy present: rebuilt from the copy (stderr says so) */
+    assert_int_equal(trace_resume(&t, path, 1000, &d, tok, err, sizeof err), 0);
+    assert_int_equal(append_step(t, 3, 40, 0.f, err, sizeof err), 0); /* the copy now holds 3 rows */
+    trace_close(t);
+    assert_int_equal(unlink(path), 0);
+    assert_int_equal(trace_resume(&t, path, 1000, &d, tok, err, sizeof err), 0);
+    assert_int_equal(trace_n_steps(t), 3);
+    trace_close(t);
+    print_message("identity: %zu mismatches refused, schema 2 read and upgraded, a deleted trace rebuilt\n",
+                  sizeof cases / sizeof cases[0]);
+}
+
 static void test_refusals(void **state) {
     (void)state;
     char path[512], err[512] = "";
@@ -1061,6 +1162,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_schema_versions),
         cmocka_unit_test(test_torn_trace),
         cmocka_unit_test(test_vocab),
+        cmocka_unit_test(test_identity),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

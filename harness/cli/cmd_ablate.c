@@ -32,6 +32,7 @@
 #include <string.h>
 
 #include "analysis/ablate.h"
+#include "store/fileio.h"
 #include "analysis/figures.h"
 #include "analysis/heads.h"
 #include "args.h"
@@ -413,7 +414,7 @@ int cmd_heads(int argc, char **argv) {
     else snprintf(out_dir, sizeof out_dir, "%s/analysis", e.run.dir);
     if (report_mkdir_p(out_dir, err, sizeof err)) goto fail;
     snprintf(path, sizeof path, "%s/heads.md", out_dir);
-    if (!(f = fopen(path, "w"))) goto io;
+    if (!(f = fileio_fopen_w(path))) goto io;
     heads_write_markdown(f, rows, n, &base, e.ctx.eval_desc);
     if (report_tsv_close(f, path, err, sizeof err)) {
         f = NULL;
@@ -421,8 +422,8 @@ int cmd_heads(int argc, char **argv) {
     }
     snprintf(path, sizeof path, "%s/heads.tsv", out_dir);
     snprintf(grid, sizeof grid, "%s/heads_grid.tsv", out_dir);
-    f = fopen(path, "w");
-    g = fopen(grid, "w");
+    f = fileio_fopen_w(path);
+    g = fileio_fopen_w(grid);
     if (!f || !g) goto io;
     heads_write_tsv(f, g, rows, n, mc->n_layer, mc->n_kv_head);
     int bad = report_tsv_close(f, path, err, sizeof err) | report_tsv_close(g, grid, err, sizeof err);

@@ -36,7 +36,23 @@ typedef struct {
     met_format fmt;
     long rows;
     int oom; /* a JSON row could not be built */
+    char bad[512]; /* a registry cell that is not what it must be ("" none) */
 } met_ctx;
+
+/* The params cell of r parsed: a JSON object (an empty cell is {}); NULL
+ * with c->bad set when the registry holds anything else there. */
+json_t *metrics_params_json(const gl_metric_long *r, char *bad, size_t n) {
+    json_error_t je;
+    json_t *p = r->params[0] ? json_loads(r->params, 0, &je) : json_object();
+    if (p && json_is_object(p)) return p;
+    snprintf(bad, n, "run %s, metric %s at step %ld: the params cell '%.120s' is not a JSON object "
+             "(%s); the registry is damaged or was edited by hand", r->run_id, r->name, r->step, r->params,
+             p ? "another JSON value" : je.text);
+    json_decref(p);
+    return NULL;
+}
+
+static json_t *met_params(const gl_metric_long *r, met_ctx *c) { return metrics_params_json(r, c->bad, sizeof c->bad); }
 
 static const args_opt met_opts[] = {
     {"experiment", ARGS_KEY(0), "E", "only the runs of experiment E"},
@@ -70,16 +86,16 @@ static void met_num(met_format fmt, double v, const char *f) {
     else if (fmt == MET_JSON) fputs("null", stdout);
 }
 
-/* One row as a JSON object (views.h: `gatelab serve` answers with the same). */
-json_t *metrics_json_row(const gl_metric_long *r) {
+/* One row as a JSON object (views.h: `gatelab serve` answers with the same); params is stolen. */
+json_t *metrics_json_row(const gl_metric_long *r, json_t *params) {
     const int known = r->prov.split[0] && r->prov.count > 0;
-    json_t *o = json_object(), *params = json_loads(r->params, 0, NULL); /* the registry's canonical JSON */
+    json_t *o = json_object();
     jsonl_set(o, "run_id", jsonl_str(r->run_id));
     jsonl_set(o, "experiment", jsonl_str(r->experiment));
     jsonl_set(o, "variant", jsonl_str(r->variant));
     jsonl_set(o, "split", jsonl_str(r->split));
     jsonl_set(o, "name", jsonl_str(r->name));
-    jsonl_set(o, "params", params ? params : json_object());
+    jsonl_set(o, "params", params);
     jsonl_set(o, "step", jsonl_int(r->step));
     jsonl_set(o, "value", jsonl_num(r->value));
     jsonl_set(o, "se", jsonl_num(r->se));
@@ -91,9 +107,9 @@ json_t *metrics_json_row(const gl_metric_long *r) {
     return o;
 }
 
-/* One row on its own line of the array (after "[" or ","). */
-static int met_json_row(const gl_metric_long *r, long before) {
-    json_t *o = metrics_json_row(r);
+/* One row on its own line of the array (after "[" or ","); params is stolen. */
+static int met_json_row(const gl_metric_long *r, long before, json_t *params) {
+    json_t *o = metrics_json_row(r, params);
     char *dump = jsonl_dumps(o);
     json_decref(o);
     if (!dump) return -1;
@@ -105,7 +121,10 @@ static int met_json_row(const gl_metric_long *r, long before) {
 static int met_row(const gl_metric_long *r, void *vctx) {
     met_ctx *c = vctx;
     const int known = r->prov.split[0] && r->prov.count > 0;
+    json_t *params = met_params(r, c); /* the registry's canonical JSON */
+    if (!params) return -1;
     if (c->fmt == MET_CSV) {
+        json_decref(params);
         const char *t[] = {r->run_id, r->experiment, r->variant, r->split, r->name, r->params};
         for (int i = 0; i < 6; i++) {
             if (i) putchar(',');
@@ -121,7 +140,7 @@ static int met_row(const gl_metric_long *r, void *vctx) {
         putchar(',');
         met_num(c->fmt, r->wall_time, "%.3f");
         putchar('\n');
-    } else if (met_json_row(r, c->rows)) {
+    } else if (met_json_row(r, c->rows, params)) {
         c->oom = 1;
         return -1;
     }
@@ -133,7 +152,7 @@ int cmd_metrics(int argc, char **argv) {
     const char *db_arg = NULL, *results = NULL, *run = NULL;
     char err[1024], path[GL_PATH_MAX + 16], split[32];
     gl_metric_filter f = {0};
-    met_ctx ctx = {MET_CSV, 0, 0};
+    met_ctx ctx = {MET_CSV, 0, 0, ""};
     gl_db *db = NULL;
     int fmt = MET_CSV, bad = 0;
     args_parser p;
@@ -185,7 +204,7 @@ int cmd_metrics(int argc, char **argv) {
     if (ctx.fmt == MET_JSON) printf("%s]\n", ctx.rows ? "\n" : "");
     db_close(db);
     if (rc) {
-        fprintf(stderr, "gatelab metrics: %s\n", ctx.oom ? "out of memory writing JSON" : err);
+        fprintf(stderr, "gatelab metrics: %s\n", ctx.bad[0] ? ctx.bad : ctx.oom ? "out of memory writing JSON" : err);
         return 1;
     }
     if (!ctx.rows) fprintf(stderr, "gatelab metrics: no metric rows match in %s\n", path);

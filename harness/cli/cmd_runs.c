@@ -300,8 +300,7 @@ static void runs_print_csv(const gl_run_row *rows, int n) {
         putchar(',');
         runs_csv_text(r->variant);
         putchar(',');
-        char t[sizeof r->tags * 2];
-        runs_csv_text(runs_tags_line(r->tags, t, sizeof t));
+        runs_csv_text(r->tags); /* one key=value per line: a value may hold "; " but no newline */
         runs_csv_time(r->deleted_time);
         for (int j = 0; j < ax.n; j++) {
             char v[64];
@@ -326,7 +325,7 @@ static void runs_json_extra(json_t *o, const gl_run_row *r) {
         for (const char *p = text; *p;) {
             size_t w = strcspn(p, sep), k = strcspn(p, pass ? "=\n" : "= ");
             if (k < w && k > 0) {
-                char key[128], val[256];
+                char key[128], val[DB_TAG_VALUE_MAX + 1];
                 snprintf(key, sizeof key, "%.*s", (int)k, p);
                 snprintf(val, sizeof val, "%.*s", (int)(w - k - 1), p + k + 1);
                 jsonl_set(kv, key, jsonl_str(val));
@@ -443,7 +442,7 @@ int cmd_runs(int argc, char **argv) {
     int n = 0, rc = 1;
     filter.experiment = experiment;
     filter.status = status;
-    if ((fix_stale ? db_open(&db, dbp, err, sizeof err) : db_open_readonly(&db, dbp, err, sizeof err)) ||
+    if ((fix_stale ? db_open_existing(&db, dbp, err, sizeof err) : db_open_readonly(&db, dbp, err, sizeof err)) ||
         (experiment && resolve_experiment(db, experiment, err, sizeof err) != 1) ||
         db_runs_find(db, &filter, &rows, &n, err, sizeof err)) {
         fprintf(stderr, "gatelab runs: %s\n", err);

@@ -275,7 +275,10 @@ static enum MHD_Result serve_api_runs(struct MHD_Connection *c, gl_db *db) {
 }
 
 static int serve_metric_row(const gl_metric_long *r, void *ctx) {
-    return json_array_append_new(ctx, metrics_json_row(r)) ? -2 : 0;
+    char bad[512];
+    json_t *params = metrics_params_json(r, bad, sizeof bad); /* a damaged cell: the request fails, as the CLI does */
+    if (!params) return -2;
+    return json_array_append_new(ctx, metrics_json_row(r, params)) ? -2 : 0;
 }
 
 static enum MHD_Result serve_api_metrics(struct MHD_Connection *c, gl_db *db) {

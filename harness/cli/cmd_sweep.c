@@ -48,6 +48,7 @@
 #include <fcntl.h>
 
 #include "args.h"
+#include "store/fileio.h"
 #include "cli.h"
 #include "store/parse.h"
 #include "store/registry.h"
@@ -410,7 +411,7 @@ static int sweep_emit_slurm(const gl_sweep *sw, const sweep_args *a, const char 
     sweep_abspath(results, abs_results, sizeof abs_results);
     sweep_abspath(a->manifest, abs_manifest, sizeof abs_manifest);
     int k = a->jobs > 0 ? a->jobs : sw->n_runs;
-    FILE *f = fopen(a->slurm, "w");
+    FILE *f = fileio_fopen_w(a->slurm);
     if (!f) { fprintf(stderr, "gatelab sweep: cannot write %s: %s\n", a->slurm, strerror(errno)); return 1; }
     sweep_slurm_header(f, sw, a, exe, abs_results, k);
     const int ranks = a->nodes || a->ntasks_per_node; /* data-parallel array tasks (docs/mpi.md) */
@@ -569,7 +570,7 @@ static pid_t sweep_launch(const char *exe, const gl_sweep *sw, const gl_sweep_ru
         sigaction(SIGUSR1, &dfl, NULL);
         prctl(PR_SET_PDEATHSIG, SIGTERM);
         if (getppid() != parent) _exit(127);
-        int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0644);
+        int fd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW, 0644);
         if (fd >= 0) {
             dup2(fd, STDOUT_FILENO);
             dup2(fd, STDERR_FILENO);

@@ -103,7 +103,8 @@ int cmd_tag(int argc, char **argv) {
     }
     rc = 1;
     resolve_run r;
-    if (resolve_run_arg(pos[0], db_arg, results, RESOLVE_DB, &r, err, sizeof err) || db_open(&db, r.db, err, sizeof err)) {
+    if (resolve_run_arg(pos[0], db_arg, results, RESOLVE_DB, &r, err, sizeof err) ||
+        db_open_existing(&db, r.db, err, sizeof err)) {
         fprintf(stderr, "gatelab tag: %s\n", err);
         goto cleanup;
     }
@@ -121,7 +122,7 @@ static int tag_open(gl_db **db, const char *path, char *err, size_t errlen) {
     if (*db && !strcmp(db_path(*db), path)) return 0;
     db_close(*db);
     *db = NULL;
-    return db_open(db, path, err, errlen);
+    return db_open_existing(db, path, err, errlen); /* never creates a registry */
 }
 
 /* delete (deleted 1) or restore (0) every RUN argument. */

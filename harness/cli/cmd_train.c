@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "store/registry.h"
 #include "args.h"
 #include "cli.h"
 #include "resolve.h"
@@ -27,7 +28,6 @@
 #include "run/dist.h"
 #include "run/train.h"
 
-#define TRAIN_RUN_ID_MAX 159 /* run_ctx.run_id in run/train.c holds 160 bytes */
 
 static const args_opt train_opts[] = {
     {"resume", ARGS_KEY(0), "RUN", "continue RUN bit for bit from its checkpoint (MANIFEST: its config.ini by default)"},
@@ -73,14 +73,14 @@ int cmd_train(int argc, char **argv) {
         }
     }
     /* run ids name a folder and a registry row; a longer one would be cut short silently */
-    const char *ids[2] = {o.run_id, o.resume};
-    for (int k = 0; k < 2; k++) {
-        if (ids[k] && (!*ids[k] || (strlen(ids[k]) > TRAIN_RUN_ID_MAX && !strchr(ids[k], '/')))) { /* a folder may be longer */
-            fprintf(stderr, "gatelab train: %s '%.40s%s': a run id is 1 to %d characters (this one has %zu)\n",
-                    k ? "--resume" : "--run-id", ids[k], strlen(ids[k]) > 40 ? "…" : "", TRAIN_RUN_ID_MAX,
-                    strlen(ids[k]));
-            return 2;
-        }
+    char why[256];
+    if (o.run_id && db_run_id_check(o.run_id, why, sizeof why)) {
+        fprintf(stderr, "gatelab train: --run-id: %s (docs/registry.md, \"Run ids\")\n", why);
+        return 2;
+    }
+    if (o.resume && (!*o.resume || strlen(o.resume) > GL_PATH_MAX - 64)) {
+        fprintf(stderr, "gatelab train: --resume '%.40s…': give a run id or a run folder\n", o.resume);
+        return 2;
     }
     if (!manifest && !o.resume) return args_usage_error(&train_spec, "MANIFEST is missing");
     static gl_manifest mf;

@@ -33,10 +33,12 @@ static size_t jsonl_utf8_len(const unsigned char *s) {
     return n;
 }
 
-json_t *jsonl_str(const char *s) {
+json_t *jsonl_str(const char *s) { return s ? jsonl_strn(s, strlen(s)) : json_null(); }
+
+json_t *jsonl_strn(const char *s, size_t len) {
     if (!s) return json_null();
     const unsigned char *u = (const unsigned char *)s;
-    size_t len = strlen(s), bad = 0;
+    size_t bad = 0;
     for (size_t i = 0; i < len;) {
         size_t n = jsonl_utf8_len(u + i);
         bad += n == 0;

@@ -30,6 +30,9 @@ json_t *jsonl_num(double v);
 json_t *jsonl_int(long long v);
 json_t *jsonl_count(double v);
 json_t *jsonl_str(const char *s);
+/* jsonl_str of len bytes that may hold NUL (written as \u0000); s[len] must
+ * be readable and NUL (the UTF-8 check reads up to it). */
+json_t *jsonl_strn(const char *s, size_t len);
 /* obj[key] = v (a new reference, taken); returns obj, so calls chain. */
 json_t *jsonl_set(json_t *obj, const char *key, json_t *v);
 /* A new object {"run_id": run_id, "run_dir": run_dir} (run_dir NULL: null). */

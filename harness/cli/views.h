@@ -15,8 +15,12 @@
  * when out of memory).  cmd_runs.c */
 json_t *runs_json_row(const gl_run_row *r);
 
-/* One metric row as `gatelab metrics --format json` prints it (a new object;
- * NULL only when out of memory).  cmd_metrics.c */
-json_t *metrics_json_row(const gl_metric_long *r);
+/* A metric row's params cell as a JSON object (new reference), or NULL with a message in bad
+ * naming the run, metric and step when the cell is not a JSON object.  cmd_metrics.c */
+json_t *metrics_params_json(const gl_metric_long *r, char *bad, size_t n);
+
+/* One metric row as `gatelab metrics --format json` prints it, with params (stolen: from
+ * metrics_params_json) as its params (a new object; NULL only when out of memory).  cmd_metrics.c */
+json_t *metrics_json_row(const gl_metric_long *r, json_t *params);
 
 #endif

@@ -58,4 +58,18 @@ void dist_bcast(void *buf, size_t bytes);
 
 void dist_stats(gl_dist_stats *s);
 
+/* Agreement on what the ranks are about to train, before any collective
+ * that moves parameters (buffers sized from the config): each rank gives n
+ * values (n <= DIST_AGREE_MAX; the same items in the same order: the data's
+ * SHA-256, the vocabulary, each key of the resolved config).  One allgather
+ * of the counts, one of n fixed-size digests per rank (a 64-bit FNV-1a hash
+ * of each value and its first DIST_AGREE_SHOWN - 1 bytes).  Returns -1 when
+ * every rank's values equal rank 0's; else the index of the first item some
+ * rank differs on (n itself when the counts differ), with *rank the lowest
+ * such rank and its value, cut short, in other.  The same answer on every
+ * rank, so all of them stop together. */
+#define DIST_AGREE_MAX 512
+#define DIST_AGREE_SHOWN 48
+int dist_agree_items(const char *const *vals, int n, int *rank, char other[DIST_AGREE_SHOWN]);
+
 #endif

@@ -160,3 +160,60 @@ void dist_bcast(void *buf, size_t bytes) {
 }
 
 void dist_stats(gl_dist_stats *s) { *s = g_stats; }
+
+typedef struct {
+    unsigned long long hash;     /* FNV-1a 64 of the whole value */
+    char shown[DIST_AGREE_SHOWN]; /* its first bytes, NUL-padded */
+} dist_digest;
+
+int dist_agree_items(const char *const *vals, int n, int *rank, char other[DIST_AGREE_SHOWN]) {
+    other[0] = 0;
+    *rank = 0;
+    if (g_size == 1) return -1;
+    double t0 = MPI_Wtime();
+    int *counts = malloc((size_t)g_size * sizeof *counts);
+    if (!counts) {
+        fprintf(stderr, "gatelab: rank %d: out of memory agreeing on the config\n", g_rank);
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    int mine = n < 0 ? 0 : n > DIST_AGREE_MAX ? DIST_AGREE_MAX : n;
+    MPI_Allgather(&mine, 1, MPI_INT, counts, 1, MPI_INT, MPI_COMM_WORLD);
+    int first = -1;
+    for (int r = 1; r < g_size && first < 0; r++)
+        if (counts[r] != counts[0]) {
+            first = counts[0] < counts[r] ? counts[0] : counts[r];
+            *rank = r;
+            snprintf(other, DIST_AGREE_SHOWN, "%d items", counts[r]);
+        }
+    free(counts);
+    if (first >= 0) return first; /* every rank saw the same counts: all return here */
+    dist_digest *d = calloc((size_t)mine * (size_t)(g_size + 1), sizeof *d);
+    if (!d && mine) {
+        fprintf(stderr, "gatelab: rank %d: out of memory agreeing on the config\n", g_rank);
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    dist_digest *all = d + mine;
+    for (int i = 0; i < mine; i++) {
+        unsigned long long h = 0xcbf29ce484222325ULL;
+        for (const unsigned char *p = (const unsigned char *)(vals[i] ? vals[i] : ""); *p; p++)
+            h = (h ^ *p) * 0x100000001b3ULL;
+        d[i].hash = h;
+        snprintf(d[i].shown, sizeof d[i].shown, "%s", vals[i] ? vals[i] : "");
+    }
+    if (mine)
+        MPI_Allgather(d, (int)(mine * sizeof *d), MPI_BYTE, all, (int)(mine * sizeof *d), MPI_BYTE, MPI_COMM_WORLD);
+    for (int i = 0; i < mine && first < 0; i++)
+        for (int r = 1; r < g_size; r++) {
+            const dist_digest *a = &all[i], *b = &all[(size_t)r * mine + i];
+            if (a->hash != b->hash || memcmp(a->shown, b->shown, sizeof a->shown)) {
+                first = i;
+                *rank = r;
+                memcpy(other, b->shown, DIST_AGREE_SHOWN);
+                other[DIST_AGREE_SHOWN - 1] = 0;
+                break;
+            }
+        }
+    free(d);
+    account(t0, (double)mine * sizeof(dist_digest));
+    return first;
+}

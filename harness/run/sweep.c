@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "store/manifest.h"
+#include "store/registry.h"
 #include "store/sha256.h"
 
 #define SWEEP_MAX_ITEMS 256
@@ -222,6 +223,13 @@ static int sweep_build_run(gl_sweep *sw, gl_sweep_run *r, int idx, char (**items
     }
     sweep_config_hash(r->config_ini, r->config_hash);
     snprintf(r->run_id, sizeof r->run_id, "%s-%03d-%.8s", sw->experiment, idx, r->config_hash);
+    char why[256];
+    if (db_run_id_check(r->run_id, why, sizeof why)) {
+        snprintf(err, errlen, "%s: sweep run %d: %s; the ids are EXPERIMENT-NNN-HASH8, so shorten log.experiment "
+                 "(%zu bytes) to at most %d", sw->manifest_path, idx, why, strlen(sw->experiment),
+                 DB_RUN_ID_MAX - (int)(strlen(r->run_id) - strlen(sw->experiment)));
+        return -1;
+    }
     r->seed = (unsigned long long)work->train.seed;
     return 0;
 }
@@ -275,6 +283,17 @@ int sweep_expand(gl_sweep *sw, const char *path, int n_cli, char *const *cli, in
     sw->n_runs = (int)total;
     for (int i = 0; i < sw->n_runs; i++)
         if (sweep_build_run(sw, &sw->runs[i], i, items, n_items, work, over, err, errlen)) goto cleanup;
+    /* two items that resolve to one configuration (seed=1,2,1; lr=0.01,1e-2)
+     * would train the same run twice and count it twice in tables */
+    for (int i = 0; i < sw->n_runs; i++)
+        for (int j = 0; j < i; j++)
+            if (!strcmp(sw->runs[i].config_hash, sw->runs[j].config_hash)) {
+                snprintf(err, errlen, "%s: sweep runs %d (%s) and %d (%s) are the same configuration: an axis "
+                         "repeats an item; list each value once", sw->manifest_path, j,
+                         sw->runs[j].label[0] ? sw->runs[j].label : "no overrides", i,
+                         sw->runs[i].label[0] ? sw->runs[i].label : "no overrides");
+                goto cleanup;
+            }
     rc = 0;
 cleanup:
     for (int a = 0; a < GL_SWEEP_MAX_KEYS; a++) free(items[a]);

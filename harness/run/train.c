@@ -44,6 +44,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -53,12 +54,14 @@
 #include "dist.h"
 #include "store/categories.h"
 #include "store/ckpt.h"
+#include "store/fileio.h"
 #include "store/data.h"
 #include "evaluate.h"
 #include "headline.h"
 #include "store/registry.h"
 #include "store/rundir.h"
 #include "sweep.h"
+#include "store/sha256.h"
 #include "store/trace.h"
 
 static volatile sig_atomic_t g_stop = 0, g_ckpt = 0;
@@ -165,22 +168,7 @@ static int flush_metrics(run_ctx *c, char *err, size_t errlen) {
 
 /* Write text to path through a temporary file and a rename. */
 static int write_file_atomic(const char *path, const char *text, char *err, size_t errlen) {
-    char tmp[GL_PATH_MAX + 8];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    FILE *f = fopen(tmp, "w");
-    if (!f || fputs(text, f) < 0 || fflush(f) || fsync(fileno(f))) {
-        snprintf(err, errlen, "cannot write %s: %s", tmp, strerror(errno));
-        if (f) fclose(f);
-        unlink(tmp);
-        return -1;
-    }
-    fclose(f);
-    if (rename(tmp, path)) {
-        snprintf(err, errlen, "cannot rename %s to %s: %s", tmp, path, strerror(errno));
-        unlink(tmp);
-        return -1;
-    }
-    return 0;
+    return fileio_write_all(path, "resolved config", text, strlen(text), err, errlen);
 }
 
 
@@ -543,6 +531,21 @@ static int same_vocab(const run_ctx *c) {
     return c->st.tokenizer == TOK_CHAR && !memcmp(c->st.vocab, data_vocab(&c->ds), (size_t)V);
 }
 
+/* A run's folder must be its own: a symbolic link (results/runs/ALIAS ->
+ * another run's folder) would make this run rewrite the other's checkpoint
+ * and trace and register a second run for the same files.  Returns 0, or -1
+ * naming the folder the link leads to. */
+static int refuse_aliased_dir(const char *dir, const char *run_id, char *err, size_t errlen) {
+    struct stat sb;
+    if (lstat(dir, &sb) != 0 || !S_ISLNK(sb.st_mode)) return 0;
+    char *to = realpath(dir, NULL);
+    snprintf(err, errlen, "run folder %s is a symbolic link to %s: a run's folder must be its own (it would "
+             "rewrite that folder's checkpoint and trace as run %s); resume the run of that folder by its own "
+             "path, or remove the link", dir, to ? to : "a missing folder", run_id);
+    free(to);
+    return -1;
+}
+
 /* Run identity, folder and train.log; then the weights, fresh (and
  * config.ini written) or from the checkpoint of the run resumed. */
 static int setup_run(run_ctx *c, const gl_train_opts *o, char *err, size_t errlen) {
@@ -563,7 +566,14 @@ static int setup_run(run_ctx *c, const gl_train_opts *o, char *err, size_t errle
                  mf->log.name[0] ? mf->log.name : mf->path[0] ? base_name(mf->path, nm, sizeof nm) : "run", ts,
                  (int)getpid() % 100000);
     }
+    char why[256];
+    if (db_run_id_check(c->run_id, why, sizeof why)) {
+        snprintf(err, errlen, "%s%s (docs/registry.md, \"Run ids\")", why,
+                 o->resume ? ": the folder's name is the run id" : o->run_id ? "" : ": shorten log.name");
+        return -1;
+    }
     if (!o->resume && run_create_dir(c->results, c->run_id, c->dir, sizeof c->dir, err, errlen)) return -1;
+    if (refuse_aliased_dir(c->dir, c->run_id, err, errlen)) return -1;
     snprintf(c->ckpt_path, sizeof c->ckpt_path, "%s/ckpt", c->dir);
     if (!o->resume && access(c->ckpt_path, F_OK) == 0) {
         snprintf(err, errlen, "run %s already has a checkpoint (%s): continue it with --resume %s, or pick another --run-id",
@@ -573,9 +583,17 @@ static int setup_run(run_ctx *c, const gl_train_opts *o, char *err, size_t errle
     snprintf(c->trace_path, sizeof c->trace_path, "%s/trace.h5", c->dir);
     char path[GL_PATH_MAX + 16];
     snprintf(path, sizeof path, "%s/train.log", c->dir);
-    c->log = fopen(path, "a");
-    if (!c->log) {
-        snprintf(err, errlen, "cannot open %s: %s", path, strerror(errno));
+    if (fileio_open_append(path, "training log", &c->log, err, errlen)) return -1;
+    /* the claim: one process trains a run at a time.  The lock is taken
+     * before anything is written to the folder and goes with the process
+     * (a kill -9 leaves none behind); a second `train --run-id X` or
+     * `--resume X` started meanwhile stops here, having written nothing. */
+    if (flock(fileno(c->log), LOCK_EX | LOCK_NB) != 0) {
+        snprintf(err, errlen, "run %s is being trained by another process right now (%s is locked%s%s): wait for it, "
+                 "or pick another --run-id", c->run_id, path, errno == EWOULDBLOCK ? "" : ": ",
+                 errno == EWOULDBLOCK ? "" : strerror(errno));
+        fclose(c->log);
+        c->log = NULL;
         return -1;
     }
     const int V = data_vocab_size(&c->ds);
@@ -654,11 +672,59 @@ static int setup_registry(run_ctx *c, const gl_train_opts *o, int *registered, c
     return 0;
 }
 
-/* The probe batch, and trace.h5 created (or reopened on resume) when log.trace is on. */
+/* Which windows the probe batch is, for the trace's identity: the split's
+ * place in the data (a text file's byte range, a task's seed). */
+static void probe_split(const run_ctx *c, char *out, size_t n) {
+    const gl_dataset *ds = &c->ds;
+    if (ds->task == TASK_TEXT)
+        snprintf(out, n, "val windows 0-%d: bytes %zu+%zu of the %zu of %s", c->probe_B - 1, ds->split_start[SPLIT_VAL],
+                 ds->split_len[SPLIT_VAL], ds->n, c->mf->data.file);
+    else
+        snprintf(out, n, "val windows 0-%d of task %s, seed %llu", c->probe_B - 1, task_name(ds->task),
+                 (unsigned long long)ds->seed);
+}
+
+/* A resumed run whose trace records another probe (a config change of
+ * log.probe_windows or of the split): the trace so far is kept whole as
+ * trace.N.h5 (the first free N from 1), and a new trace.h5 starts at the
+ * resumed step; said on the terminal and in train.log, and recorded as a
+ * trace_change event in the registry.  Returns 0, or -1 with a message. */
+static int trace_start_new(run_ctx *c, const char *why, char *err, size_t errlen) {
+    char kept[GL_PATH_MAX + 32], prev[GL_PATH_MAX + 16];
+    snprintf(prev, sizeof prev, "%s.prev", c->trace_path);
+    /* trace.h5 deleted: its copy is what is left of the old trace */
+    const char *from = access(c->trace_path, F_OK) == 0 ? c->trace_path : prev;
+    int k = 1;
+    for (; k < 1000; k++) {
+        snprintf(kept, sizeof kept, "%s/trace.%d.h5", c->dir, k);
+        struct stat sb;
+        if (lstat(kept, &sb) != 0) break;
+    }
+    /* link + unlink, not rename: a trace.N.h5 that appeared meanwhile is never replaced */
+    if (k == 1000 || link(from, kept) != 0 || unlink(from) != 0) {
+        snprintf(err, errlen, "%s: %s; keeping it as %s before a new trace failed: %s", from, why, kept,
+                 k == 1000 ? "999 kept traces already" : strerror(errno));
+        return -1;
+    }
+    unlink(prev); /* a copy of the kept trace, not of the new one */
+    char ev[1024 + GL_PATH_MAX];
+    snprintf(ev, sizeof ev, "%s; the trace up to step %ld is kept as %s; trace.h5 holds the evaluations after "
+             "step %ld", why, c->st.step, kept, c->st.step);
+    say(c, 0, "gatelab train: the probe changed (%s)", ev);
+    return c->db ? db_run_event(c->db, c->run_id, "trace_change", ev, err, errlen) : 0;
+}
+
+/* The probe batch, and trace.h5 created (or reopened on resume) when log.trace
+ * is on.  A resumed run's trace must record this run's probe (shape,
+ * vocabulary, split, probe tokens): when it does not, the resume is refused,
+ * or, when the run's config was changed on purpose (--allow-config-change), a
+ * new trace starts beside the old one (trace_start_new). */
 static int setup_trace(run_ctx *c, const gl_train_opts *o, char *err, size_t errlen) {
     const gl_model_config mc = c->resolved.model;
     if (setup_probe(c, err, errlen)) return -1;
     if (!c->mf->log.trace) return 0;
+    char split[GL_PATH_MAX + 160];
+    probe_split(c, split, sizeof split);
     gl_trace_desc td = {.n_layer = mc.n_layer,
                         .n_kv_head = mc.n_kv_head,
                         .n_router = mc.depth_routing == DR_TSA ? mc.n_layer - 1 : 0,
@@ -668,12 +734,38 @@ static int setup_trace(run_ctx *c, const gl_train_opts *o, char *err, size_t err
                         .vocab_offset = c->vocab_off,
                         .vocab_bytes = c->vocab_bytes,
                         .vocab_category = c->vocab_cat,
-                        .tokenizer = mf_tokenizer_name(c->mf)};
+                        .tokenizer = mf_tokenizer_name(c->mf),
+                        .vocab_size = data_vocab_size(&c->ds),
+                        .split = split};
     for (int g = 0; g < GATE_COUNT; g++) td.has[g] = gatekind_has(&mc, (gl_gate)g);
     /* resuming at step 0 (stopped during step 0) evaluates step 0 again: a fresh trace */
-    return c->from_ckpt && c->st.step > 0 && access(c->trace_path, F_OK) == 0
-               ? trace_reopen(&c->trace, c->trace_path, c->st.step, err, errlen)
-               : trace_create(&c->trace, c->trace_path, &td, c->probe_tok, c->probe_cat, err, errlen);
+    if (c->from_ckpt && c->st.step > 0) {
+        char prev[GL_PATH_MAX + 16];
+        snprintf(prev, sizeof prev, "%s.prev", c->trace_path);
+        if (access(c->trace_path, F_OK) == 0 || access(prev, F_OK) == 0) {
+            int rc = trace_resume(&c->trace, c->trace_path, c->st.step, &td, c->probe_tok, err, errlen);
+            if (rc != -2) return rc;
+            /* only a change of what the probe is made of explains another probe */
+            const char *cc = c->config_change;
+            int probe_changed = strstr(cc, "log.probe_windows:") || strstr(cc, "data.") || strstr(cc, "model.seq_len:");
+            if (!probe_changed) {
+                snprintf(err + strlen(err), errlen - strlen(err), " (no change of log.probe_windows, data.* or "
+                         "model.seq_len explains it: is this another run's trace? move it away to start a new "
+                         "trace after step %ld)", c->st.step);
+                return -1;
+            }
+            char why[512];
+            const char *tag = "of what this run records: ", *at = strstr(err, tag);
+            snprintf(why, sizeof why, "%s", at ? at + strlen(tag) : err);
+            char *cut = strstr(why, "; nothing was appended");
+            if (cut) *cut = 0;
+            if (trace_start_new(c, why, err, errlen)) return -1;
+        } else {
+            say(c, 0, "gatelab train: %s is missing and has no copy (trace.h5.prev): a new trace starts at step %ld; "
+                "the evaluations before it are not in any trace", c->trace_path, c->st.step);
+        }
+    }
+    return trace_create(&c->trace, c->trace_path, &td, c->probe_tok, c->probe_cat, err, errlen);
 }
 
 /* Rank 0's weights, AdamW moments and training state (fresh or from its
@@ -847,6 +939,72 @@ static agreed agree(int fail, char *err, size_t errlen) {
         snprintf(err, errlen, "rank %d stopped the run after an error (its output%s says which)", v[2] - 1,
                  v[2] == 1 ? " and train.log" : "");
     return (agreed){v[0], v[1], v[2]};
+}
+
+/* The ranks agree on what they train before any collective that moves
+ * parameters (share_state's broadcasts fill buffers sized from each rank's
+ * own config: another d_ff or vocabulary was MPI_ERR_TRUNCATE or heap
+ * corruption): the data file's SHA-256, the vocabulary, and every key of the
+ * resolved config, in that order.  Returns 0, or -1 on every rank, with the
+ * message (rank 0's) naming the first item a rank differs on. */
+static int agree_config(run_ctx *c, char *err, size_t errlen) {
+    enum { N = DIST_AGREE_MAX };
+    static char names[N][96];
+    static char store[N][DIST_AGREE_SHOWN + 80];
+    const char *vals[N];
+    int n = 0;
+    const gl_dataset *ds = &c->ds;
+    snprintf(names[n], sizeof names[n], "data (SHA-256 of data.file)");
+    if (ds->task == TASK_TEXT) {
+        sha256_ctx h;
+        sha256_init(&h);
+        unsigned char buf[1 << 14], dg[32];
+        for (size_t i = 0; i < ds->n;) {
+            size_t k = 0;
+            for (; k < sizeof buf && i < ds->n; k++, i++) buf[k] = ds->vocab[ds->ids[i]];
+            sha256_update(&h, buf, k);
+        }
+        sha256_final(&h, dg);
+        sha256_digest_hex(dg, store[n]);
+    } else {
+        snprintf(store[n], sizeof store[n], "task %s", task_name(ds->task));
+    }
+    n++;
+    const int V = data_vocab_size(ds);
+    char vh[65];
+    sha256_hex(data_vocab(ds), (size_t)V, vh);
+    snprintf(names[n], sizeof names[n], "the vocabulary");
+    snprintf(store[n++], sizeof store[0], "%d tokens, SHA-256 %.16s", V, vh);
+    char section[48] = "";
+    for (const char *p = c->config_ini; p && *p && n < N;) {
+        size_t len = strcspn(p, "\n");
+        char line[1024];
+        snprintf(line, sizeof line, "%.*s", (int)(len < sizeof line ? len : sizeof line - 1), p);
+        p += len + (p[len] == '\n');
+        char *eq = strchr(line, '=');
+        if (line[0] == '[') {
+            snprintf(section, sizeof section, "%.*s", (int)strcspn(line + 1, "]"), line + 1);
+        } else if (line[0] != ';' && line[0] != '#' && eq) {
+            char *k = line, *e = eq;
+            while (e > k && e[-1] == ' ') e--;
+            *e = 0;
+            const char *v = eq + 1 + strspn(eq + 1, " ");
+            snprintf(names[n], sizeof names[n], "%s.%s", section, k);
+            snprintf(store[n++], sizeof store[0], "%s", v);
+        }
+    }
+    for (int i = 0; i < n; i++) vals[i] = store[i];
+    int rank = 0;
+    char other[DIST_AGREE_SHOWN];
+    int first = dist_agree_items(vals, n, &rank, other);
+    if (first < 0) return 0;
+    if (c->rank == 0)
+        snprintf(err, errlen, "rank %d disagrees with rank 0 on %s: rank 0 has '%s', rank %d has '%s'; every rank must "
+                 "train the same config on the same data (check each node's manifest, overrides and data.file)",
+                 rank, first < n ? names[first] : "the number of config keys", first < n ? vals[first] : "?", rank, other);
+    else
+        err[0] = '\0';
+    return -1;
 }
 
 /* The ranks agree on a set-up step: returns 1 when any rank failed.  *own
@@ -1027,8 +1185,15 @@ gl_train_outcome train_run(const gl_manifest *mf, const gl_train_opts *o, char *
     if (tc->threads > 0) omp_set_num_threads(tc->threads);
     install_signals();
     /* every rank: data and model; rank 0 alone: run folder, weights, registry, trace */
-    own = setup_model(&c, o, err, errlen) ||
-          (c.rank == 0 && (setup_run(&c, o, err, errlen) || setup_registry(&c, o, &registered, err, errlen)));
+    own = setup_model(&c, o, err, errlen);
+    if (c.ranks > 1) { /* before rank 0 touches the run folder or the registry */
+        if (agree_setup(&own, err, errlen)) goto cleanup;
+        if (agree_config(&c, err, errlen)) {
+            own = c.rank == 0;
+            goto cleanup;
+        }
+    }
+    own = own || (c.rank == 0 && (setup_run(&c, o, err, errlen) || setup_registry(&c, o, &registered, err, errlen)));
     /* a finished run: nothing to train, nothing appended to its log, metrics or trace; the
      * registry says FINISHED (cleanup), also when a kill had landed before it was told */
     int done = c.rank == 0 && !own && o->resume && c.st.step >= tc->steps;

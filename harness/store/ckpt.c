@@ -90,30 +90,6 @@ int ckpt_vocab_bytes(const gl_train_state *st) {
     return st->vocab_size < 0 ? 0 : st->vocab_size > 256 ? 256 : st->vocab_size;
 }
 
-/* fsync the folder holding path so the rename itself is durable.  File systems
- * that cannot sync a folder (EINVAL) are accepted. */
-static int ckpt_sync_dir(const char *path) {
-    char dir[4096];
-    const char *slash = strrchr(path, '/');
-    if (!slash) {
-        snprintf(dir, sizeof dir, ".");
-    } else if (slash == path) {
-        snprintf(dir, sizeof dir, "/");
-    } else {
-        snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
-    }
-    int fd = open(dir, O_RDONLY | O_DIRECTORY);
-    if (fd < 0) return -1;
-    int rc = fsync(fd);
-    int e = errno;
-    close(fd);
-    if (rc != 0 && e != EINVAL) {
-        errno = e;
-        return -1;
-    }
-    return 0;
-}
-
 /* What a failed save leaves: the words for the error message.  Only claims an
  * unchanged previous checkpoint when one is there. */
 static void ckpt_previous(const char *path, char *out, size_t n) {
@@ -126,27 +102,11 @@ int ckpt_save(const char *path, const gl_model *m, const gl_train_state *st, con
     assert(m && st && path);
     assert(m->params && m->adam_m && m->adam_v && m->tensors);
     int rc = -1;
-    char tmp[4096];
     ckpt_writer w = {NULL, FNV_OFFSET, 0, 0};
-    int tmp_made = 0;
+    fileio_out out = {0};
 
-    if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp", path) >= sizeof tmp) {
-        snprintf(err, errlen, "%s: checkpoint path too long", path);
-        goto cleanup;
-    }
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (fd < 0) {
-        snprintf(err, errlen, "%s: cannot create checkpoint: %s (check the run folder exists and is writable)",
-                 tmp, strerror(errno));
-        goto cleanup;
-    }
-    tmp_made = 1;
-    w.f = fdopen(fd, "wb");
-    if (!w.f) {
-        snprintf(err, errlen, "%s: cannot open checkpoint stream: %s", tmp, strerror(errno));
-        close(fd);
-        goto cleanup;
-    }
+    if (fileio_begin(&out, path, "checkpoint", err, errlen) != 0) goto cleanup;
+    w.f = out.f;
 
     uint64_t config_len = config_ini ? strlen(config_ini) : 0;
     uint64_t n_params = m->n_params;
@@ -211,33 +171,19 @@ int ckpt_save(const char *path, const gl_model *m, const gl_train_state *st, con
     uint64_t sum = w.hash;
     ckpt_put_u64(&w, sum);
 
-    if (!w.err_no && fflush(w.f) != 0) w.err_no = errno ? errno : EIO;
-    if (!w.err_no && fsync(fileno(w.f)) != 0) w.err_no = errno;
-    if (fclose(w.f) != 0 && !w.err_no) w.err_no = errno ? errno : EIO;
-    w.f = NULL;
     char prev[4200];
     ckpt_previous(path, prev, sizeof prev);
     if (w.err_no) {
         snprintf(err, errlen, "%s: writing checkpoint failed: %s (free disk space or check the device); %s",
-                 tmp, strerror(w.err_no), prev);
+                 out.tmp, strerror(w.err_no), prev);
         goto cleanup;
     }
     assert(w.bytes == total);
-    if (rename(tmp, path) != 0) {
-        int e = errno;
-        snprintf(err, errlen, "%s: cannot rename %s over it: %s; %s", path, tmp, strerror(e), prev);
-        goto cleanup;
-    }
-    tmp_made = 0;
-    if (ckpt_sync_dir(path) != 0) {
-        snprintf(err, errlen, "%s: checkpoint written but syncing its folder failed: %s",
-                 path, strerror(errno));
-        goto cleanup;
-    }
+    w.f = NULL;
+    if (fileio_commit(&out, "checkpoint", err, errlen) != 0) goto cleanup;
     rc = 0;
 cleanup:
-    if (w.f) fclose(w.f);
-    if (tmp_made) unlink(tmp);
+    fileio_abort(&out);
     return rc;
 }
 

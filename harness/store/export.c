@@ -13,6 +13,7 @@
  * are the only ones that include hdf5.h.
  */
 #include "export.h"
+#include "fileio.h"
 
 #include <errno.h>
 #include <stdint.h>
@@ -140,7 +141,8 @@ int export_model(const char *path, const gl_model *m, const gl_train_state *st, 
         snprintf(err, errlen, "%s: path too long", path);
         return -1;
     }
-    f = H5Fcreate(tmp, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    if (fileio_clear_tmp(tmp, "export", err, errlen) != 0) return -1;
+    f = H5Fcreate(tmp, H5F_ACC_EXCL, H5P_DEFAULT, H5P_DEFAULT); /* O_EXCL: never through a link */
     if (f < 0) {
         export_fail(err, errlen, tmp, "H5Fcreate", "the export (does its folder exist and is it writable?)");
         goto cleanup;
@@ -181,6 +183,7 @@ int export_model(const char *path, const gl_model *m, const gl_train_state *st, 
         snprintf(err, errlen, "%s: cannot rename %s over it: %s", path, tmp, strerror(errno));
         goto cleanup;
     }
+    fileio_sync_dir(path); /* best effort: the export is complete either way */
     rc = 0;
 cleanup:
     if (f >= 0) H5Fclose(f);

@@ -1,6 +1,8 @@
 /*
  * fileio.h — open a file that must be a regular file (data, text, manifest,
- * checkpoint, word list) without hanging on a FIFO or misreading a folder.
+ * checkpoint, word list) without hanging on a FIFO or misreading a folder;
+ * write every file gatelab writes through one atomic routine that never
+ * follows a symbolic link; append to logs without following one.
  */
 #ifndef GATELAB_HARNESS_FILEIO_H
 #define GATELAB_HARNESS_FILEIO_H
@@ -14,5 +16,55 @@
  * or "is a directory / a FIFO / not a regular file".  Never blocks on a FIFO
  * without a writer. */
 int fileio_open_regular(const char *path, const char *what, FILE **out, char *err, size_t errlen);
+
+/* One file being written atomically: the temporary PATH.tmp in PATH's own
+ * folder, renamed over PATH by fileio_commit. */
+typedef struct fileio_out {
+    FILE *f;          /* write here between begin and commit */
+    char path[4096];  /* the destination */
+    char tmp[4104];   /* PATH.tmp */
+} fileio_out;
+
+/* Make sure nothing but a stale regular file is at tmp, and remove that (a
+ * crash's leftover).  A symbolic link, a folder or anything else there is
+ * refused, named: gatelab never writes through a link.  0 or -1 + message.
+ * For writers (HDF5) that create the temporary themselves, exclusively. */
+int fileio_clear_tmp(const char *tmp, const char *what, char *err, size_t errlen);
+
+/* Refuse path when it is a symbolic link (0 when absent or not a link). */
+int fileio_refuse_link(const char *path, const char *what, char *err, size_t errlen);
+
+/* Start writing path: PATH.tmp is created with O_CREAT|O_EXCL|O_NOFOLLOW
+ * (mode 0644 less the umask) after fileio_clear_tmp.  0 with o->f open, or -1
+ * + message (o->f NULL, nothing left behind). */
+int fileio_begin(fileio_out *o, const char *path, const char *what, char *err, size_t errlen);
+
+/* Finish: flush, fsync, close, rename over path, fsync the folder.  Returns 0,
+ * or -1 + message naming the step and the error; on failure the temporary is
+ * removed and path is unchanged (bar a failed folder sync, reported after the
+ * rename).  o->f is NULL afterwards either way.  Sets errno on failure. */
+int fileio_commit(fileio_out *o, const char *what, char *err, size_t errlen);
+
+/* Give up: close and remove the temporary (path unchanged).  Safe on a
+ * fileio_out that was never begun (zeroed) or already committed. */
+void fileio_abort(fileio_out *o);
+
+/* fileio_begin + write n bytes + fileio_commit. */
+int fileio_write_all(const char *path, const char *what, const void *data, size_t n, char *err, size_t errlen);
+
+/* Open a log for appending (created 0644 when absent) with O_NOFOLLOW: a
+ * symbolic link at path is refused, named.  0 with *out open, or -1 + message. */
+int fileio_open_append(const char *path, const char *what, FILE **out, char *err, size_t errlen);
+
+/* Open path for writing in place ("w": created 0644, truncated) with
+ * O_NOFOLLOW: a drop-in for fopen(path, "w") for outputs that are rewritten
+ * whole (tables, figure data).  A symbolic link at path is refused (NULL,
+ * errno ELOOP).  Prefer fileio_begin/commit for anything a crash must not
+ * leave half-written. */
+FILE *fileio_fopen_w(const char *path);
+
+/* fsync the folder holding path, so a rename into it is durable.  File
+ * systems that cannot sync a folder (EINVAL) are accepted.  0 or -1 (errno). */
+int fileio_sync_dir(const char *path);
 
 #endif

@@ -40,6 +40,15 @@
 #include "sha256.h"
 
 #define DB_BUSY_TIMEOUT_MS 30000
+
+/* How long a statement waits for another process's lock: DB_BUSY_TIMEOUT_MS,
+ * or $GATELAB_DB_BUSY_MS (0 to 600000) when set (tests of a locked registry). */
+static int db_busy_ms(void) {
+    const char *e = getenv("GATELAB_DB_BUSY_MS");
+    char *end = NULL;
+    long v = e && *e ? strtol(e, &end, 10) : -1;
+    return e && *e && end && !*end && v >= 0 && v <= 600000 ? (int)v : DB_BUSY_TIMEOUT_MS;
+}
 #define DB_BEGIN_RETRIES 20
 
 /* ---- small helpers ---- */
@@ -412,12 +421,62 @@ static int db_schema_version(gl_db *db, int *version, char *err, size_t errlen) 
         st = db_prepare(db, "SELECT max(version) FROM schema_version", err, errlen);
         if (!st) goto cleanup;
         if (sqlite3_step(st) != SQLITE_ROW) { db_fail(db, "cannot read schema_version", err, errlen); goto cleanup; }
-        *version = sqlite3_column_int(st, 0);
+        sqlite3_int64 v = sqlite3_column_int64(st, 0);
+        /* a schema_version table says 1 or more (db_upgrades[0] made it); 0, a
+         * negative number or none would index the upgrade table out of range */
+        if (sqlite3_column_type(st, 0) != SQLITE_INTEGER || v < 1 || v > 1000000) {
+            snprintf(err, errlen, "%s: registry schema_version is %s, not a version gatelab writes (1 to %d): "
+                     "the file is damaged or not a gatelab registry; pass another --db", db->path,
+                     sqlite3_column_type(st, 0) == SQLITE_NULL ? "empty" : (const char *)sqlite3_column_text(st, 0),
+                     DB_SCHEMA_VERSION);
+            goto cleanup;
+        }
+        *version = (int)v;
     }
     rc = 0;
 cleanup:
     sqlite3_finalize(st);
     return rc;
+}
+
+/* Why a first statement on a registry failed (rc its result code), in words:
+ * locked by another process, unreadable, not SQLite, or SQLite without the
+ * runs table (not a gatelab registry). */
+static void db_why(gl_db *db, int rc, char *err, size_t errlen) {
+    switch (rc & 0xff) {
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED:
+        snprintf(err, errlen, "%s: the registry is locked by another process (%s; waited %d ms): try again when "
+                 "it is done, or read a copy", db->path, sqlite3_errmsg(db->h), db_busy_ms());
+        break;
+    case SQLITE_READONLY:
+    case SQLITE_CANTOPEN:
+    case SQLITE_PERM:
+    case SQLITE_IOERR:
+    case SQLITE_AUTH:
+        snprintf(err, errlen, "%s: the registry cannot be read or written here (%s): check the permissions of "
+                 "the file and its folder", db->path, sqlite3_errmsg(db->h));
+        break;
+    case SQLITE_NOTADB:
+        snprintf(err, errlen, "%s: not a SQLite database, so not a gatelab registry; pass another --db", db->path);
+        break;
+    default:
+        db_fail(db, "not a gatelab registry (no runs table)", err, errlen);
+    }
+}
+
+/* path as a SQLite URI file name, "file:PATH?mode=ro[&immutable=1]", with
+ * the characters a URI gives a meaning (%, ?, #) percent-encoded.  Returns
+ * 0, or -1 when it does not fit. */
+static int db_uri(const char *path, int immutable, char *out, size_t n) {
+    size_t k = (size_t)snprintf(out, n, "file:");
+    for (const char *p = path; *p && k + 4 < n; p++) {
+        if (*p == '%' || *p == '?' || *p == '#') k += (size_t)snprintf(out + k, n - k, "%%%02X", (unsigned char)*p);
+        else out[k++] = *p;
+    }
+    if (k + 4 >= n) return -1;
+    out[k] = 0;
+    return (size_t)snprintf(out + k, n - k, "?mode=ro%s", immutable ? "&immutable=1" : "") >= n - k ? -1 : 0;
 }
 
 /* Bring the schema to DB_SCHEMA_VERSION in one transaction. */
@@ -448,7 +507,7 @@ fail:
     return -1;
 }
 
-int db_open(gl_db **out, const char *path, char *err, size_t errlen) {
+static int db_open_rw(gl_db **out, const char *path, int create, char *err, size_t errlen) {
     gl_db *db = NULL;
     *out = NULL;
     if (!path || !*path) {
@@ -459,17 +518,27 @@ int db_open(gl_db **out, const char *path, char *err, size_t errlen) {
         snprintf(err, errlen, "%s: registry path too long (max %d bytes)", path, GL_PATH_MAX - 1);
         return -1;
     }
-    if (db_make_parent(path, err, errlen)) return -1;
+    struct stat sb;
+    if (!create && stat(path, &sb) != 0) {
+        snprintf(err, errlen, "%s: no registry there (%s); this command changes an existing registry and creates "
+                 "none: check --db, --results and GATELAB_RESULTS", path, strerror(errno));
+        return -1;
+    }
+    if (!create && !S_ISREG(sb.st_mode)) {
+        snprintf(err, errlen, "%s: not a registry file (a folder or a special file); pass --db PATH", path);
+        return -1;
+    }
+    if (create && db_make_parent(path, err, errlen)) return -1;
     db = calloc(1, sizeof *db);
     if (!db) { snprintf(err, errlen, "%s: out of memory opening the registry", path); return -1; }
     strcpy(db->path, path);
     if (gethostname(db->host, sizeof db->host - 1) != 0) strcpy(db->host, "unknown");
-    if (sqlite3_open_v2(path, &db->h, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
+    if (sqlite3_open_v2(path, &db->h, SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0) | SQLITE_OPEN_NOMUTEX,
                         NULL) != SQLITE_OK) {
         db_fail(db, "cannot open the registry", err, errlen);
         goto fail;
     }
-    sqlite3_busy_timeout(db->h, DB_BUSY_TIMEOUT_MS);
+    sqlite3_busy_timeout(db->h, db_busy_ms());
     sqlite3_extended_result_codes(db->h, 1);
     /* journal_mode=WAL needs a moment of exclusive access on a fresh file; retry while busy. */
     for (int attempt = 0;; attempt++) {
@@ -496,12 +565,27 @@ int db_open(gl_db **out, const char *path, char *err, size_t errlen) {
     }
     if (db_exec(db, "PRAGMA synchronous=NORMAL", "cannot set synchronous mode", err, errlen)) goto fail;
     if (db_sql_functions(db, err, errlen)) goto fail;
+    if (!create) { /* an existing file: it must already be a registry */
+        sqlite3_stmt *st = NULL;
+        int prc = sqlite3_prepare_v2(db->h, "SELECT count(*) FROM runs", -1, &st, NULL);
+        sqlite3_finalize(st);
+        if (prc != SQLITE_OK) {
+            db_why(db, prc, err, errlen);
+            goto fail;
+        }
+    }
     if (db_upgrade(db, err, errlen)) goto fail;
     *out = db;
     return 0;
 fail:
     db_close(db);
     return -1;
+}
+
+int db_open(gl_db **out, const char *path, char *err, size_t errlen) { return db_open_rw(out, path, 1, err, errlen); }
+
+int db_open_existing(gl_db **out, const char *path, char *err, size_t errlen) {
+    return db_open_rw(out, path, 0, err, errlen);
 }
 
 void db_close(gl_db *db) {
@@ -535,14 +619,34 @@ int db_open_readonly(gl_db **out, const char *path, char *err, size_t errlen) {
     if (!db) { snprintf(err, errlen, "%s: out of memory opening the registry", path); return -1; }
     strcpy(db->path, path);
     if (gethostname(db->host, sizeof db->host - 1) != 0) strcpy(db->host, "unknown"); /* db_run_stale compares it */
-    if (sqlite3_open_v2(path, &db->h, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
+    /* mode=ro: nothing is created or written.  A WAL registry in a folder
+     * this process cannot write cannot get its -shm index: it is then read
+     * as immutable (no locks; a writer elsewhere is not seen), said once. */
+    char dir[GL_PATH_MAX], uri[3 * GL_PATH_MAX + 32];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (!slash) snprintf(dir, sizeof dir, ".");
+    else if (slash == dir) dir[1] = 0;
+    else *slash = 0;
+    int immutable = access(dir, W_OK) != 0;
+    if (db_uri(path, immutable, uri, sizeof uri)) {
+        snprintf(err, errlen, "%s: registry path too long", path);
+        goto fail;
+    }
+    if (immutable)
+        fprintf(stderr, "gatelab: note: %s is in a folder this user cannot write; reading it as immutable (a run "
+                "writing it meanwhile is not seen)\n", path);
+    if (sqlite3_open_v2(uri, &db->h, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
         db_fail(db, "cannot open the registry", err, errlen);
         goto fail;
     }
-    sqlite3_busy_timeout(db->h, DB_BUSY_TIMEOUT_MS);
-    /* a file that is not a registry fails here with a clear message */
-    if (sqlite3_prepare_v2(db->h, "SELECT count(*) FROM runs", -1, &st, NULL) != SQLITE_OK) {
-        db_fail(db, "not a gatelab registry (no runs table)", err, errlen);
+    sqlite3_busy_timeout(db->h, db_busy_ms());
+    sqlite3_extended_result_codes(db->h, 1);
+    /* a file that is not a registry, or one locked, fails here with a clear message */
+    int prc = sqlite3_prepare_v2(db->h, "SELECT count(*) FROM runs", -1, &st, NULL);
+    if (prc == SQLITE_OK) prc = sqlite3_step(st) == SQLITE_ROW ? SQLITE_OK : sqlite3_errcode(db->h);
+    if (prc != SQLITE_OK) {
+        db_why(db, prc, err, errlen);
         goto fail;
     }
     sqlite3_finalize(st);
@@ -613,12 +717,38 @@ cleanup:
     return rc;
 }
 
+int db_run_id_check(const char *id, char *why, size_t whylen) {
+    size_t n = id ? strlen(id) : 0;
+    if (!n || n > DB_RUN_ID_MAX) {
+        snprintf(why, whylen, "run id '%.40s%s' has %zu bytes; a run id is 1 to %d bytes", id ? id : "",
+                 n > 40 ? "…" : "", n, DB_RUN_ID_MAX);
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        unsigned char b = (unsigned char)id[i];
+        if (b < 0x20 || b == 0x7f || b == '/') {
+            snprintf(why, whylen, "run id '%.*s…': byte %zu is %s (0x%02x); a run id holds no control character "
+                     "and no '/'", (int)i, id, i + 1, b == '/' ? "a '/'" : "a control character", b);
+            return -1;
+        }
+    }
+    if (!strcmp(id, ".") || !strcmp(id, "..") || id[0] == '-') {
+        snprintf(why, whylen, "run id '%s': not '.', '..' or a word starting with '-'", id);
+        return -1;
+    }
+    return 0;
+}
+
 int db_run_create(gl_db *db, long long exp_id, const char *run_id, const char *name,
                   const char *config_ini, const char *config_hash, unsigned long long seed,
                   const char *status, char *err, size_t errlen) {
     int rc = -1;
     sqlite3_stmt *st = NULL;
-    if (!run_id || !*run_id) { snprintf(err, errlen, "%s: empty run id", db->path); return -1; }
+    char why[256];
+    if (db_run_id_check(run_id, why, sizeof why)) {
+        snprintf(err, errlen, "%s: %s", db->path, why);
+        return -1;
+    }
     if (!db_status_rank(status)) {
         snprintf(err, errlen, "%s: run %s: unknown status '%s' (SCHEDULED, RUNNING, FINISHED, FAILED, KILLED)",
                  db->path, run_id, status ? status : "(null)");

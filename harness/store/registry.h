@@ -26,6 +26,17 @@
 
 #define DB_SCHEMA_VERSION 3
 #define DB_DEFAULT_PATH "results/gatelab.db"
+/* Tags (docs/registry.md): a key of 1-63 bytes, a value of at most
+ * DB_TAG_VALUE_MAX bytes, at most DB_TAGS_PER_RUN per run; so every run's
+ * tags fit DB_TAGS_TEXT_MAX and every listing shows them whole. */
+#define DB_TAG_VALUE_MAX 1024
+/* Run ids (docs/registry.md, "Run ids"): 1 to DB_RUN_ID_MAX bytes, no
+ * control byte (below 0x20, or 0x7f: no newline, tab or escape), no '/', not
+ * "." or "..", not starting with '-'.  An id names a folder and a registry
+ * row, and is printed in every listing whole. */
+#define DB_RUN_ID_MAX 127
+#define DB_TAGS_PER_RUN 16
+#define DB_TAGS_TEXT_MAX (DB_TAGS_PER_RUN * (63 + 1 + DB_TAG_VALUE_MAX + 1) + 1)
 
 typedef struct gl_db gl_db;
 
@@ -33,6 +44,13 @@ typedef struct gl_db gl_db;
  * older schema) the registry at path.  *out owns the connection; close it
  * with db_close. */
 int db_open(gl_db **out, const char *path, char *err, size_t errlen);
+
+/* 0 when id follows the run-id grammar (DB_RUN_ID_MAX), else -1 with why
+ * ("run id 'a\nb': byte 2 is a control character (0x0a)"). */
+int db_run_id_check(const char *id, char *why, size_t whylen);
+/* db_open for commands that change a registry but create no run (tag,
+ * delete, restore): path must already be a registry; nothing is created. */
+int db_open_existing(gl_db **out, const char *path, char *err, size_t errlen);
 void db_close(gl_db *db); /* accepts NULL */
 
 /* Open an existing registry read-only (tables, figures): the file must exist
@@ -200,7 +218,7 @@ typedef struct {
     char error[256];
     char variant[64];        /* baseline | resformer | satformer, "+tsa" / "+early_exit" / "+<cross_layer>"
                               * appended: the label tables use, from the run's params */
-    char tags[512];          /* "key=value" lines by key, joined by '\n' ("" none; a value holds no newline) */
+    char tags[DB_TAGS_TEXT_MAX]; /* "key=value" lines by key, joined by '\n' ("" none; a value holds no newline) */
     double deleted_time;     /* unix seconds of `gatelab delete`; NaN while visible */
 } gl_run_row;
 

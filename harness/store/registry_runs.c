@@ -197,6 +197,23 @@ int db_tag_set(gl_db *db, const char *run_id, const char *key, const char *value
         snprintf(err, errlen, "tag %s: the value must be one line of text", key);
         return -1;
     }
+    if (strlen(value) > DB_TAG_VALUE_MAX) {
+        snprintf(err, errlen, "tag %s: the value is %zu bytes, more than the %d a tag may hold", key, strlen(value),
+                 DB_TAG_VALUE_MAX);
+        return -1;
+    }
+    sqlite3_stmt *cnt = db_prepare(db, "SELECT count(*), sum(key = ?2) FROM tags WHERE run_id = ?1", err, errlen);
+    if (!cnt) return -1;
+    sqlite3_bind_text(cnt, 1, run_id, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(cnt, 2, key, -1, SQLITE_TRANSIENT);
+    int have = sqlite3_step(cnt) == SQLITE_ROW ? sqlite3_column_int(cnt, 0) : 0;
+    int same = sqlite3_column_int(cnt, 1);
+    sqlite3_finalize(cnt);
+    if (have >= DB_TAGS_PER_RUN && !same) {
+        snprintf(err, errlen, "tag %s: run %s already has %d tags, the most a run may carry; remove one first "
+                 "(gatelab tag %s --remove KEY)", key, run_id, have, run_id);
+        return -1;
+    }
     sqlite3_stmt *st = db_prepare(db, "INSERT OR REPLACE INTO tags (run_id, key, value) VALUES (?1, ?2, ?3)", err,
                                   errlen);
     if (!st) return -1;

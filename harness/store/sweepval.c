@@ -44,6 +44,30 @@ static int sweepval_is_int(const char *s) {
     return parse_long(s, -1000000000L, 1000000000L, &v, why, sizeof why) == 0;
 }
 
+/* -1 with why when an item of the comma list appears twice (seed=1,2,1 would
+ * train one run twice and count it as two seeds). */
+static int sweepval_unique(const char *list, char *why, size_t whylen) {
+    for (const char *a = list; *a;) {
+        size_t la = strcspn(a, ",");
+        const char *ta = a + strspn(a, " \t");
+        size_t na = la - (size_t)(ta - a);
+        while (na && (ta[na - 1] == ' ' || ta[na - 1] == '\t')) na--;
+        for (const char *b = a + la + (a[la] == ','); *b && na;) {
+            size_t lb = strcspn(b, ",");
+            const char *tb = b + strspn(b, " \t");
+            size_t nb = lb - (size_t)(tb - b);
+            while (nb && (tb[nb - 1] == ' ' || tb[nb - 1] == '\t')) nb--;
+            if (nb == na && !memcmp(ta, tb, na)) {
+                snprintf(why, whylen, "'%.*s' appears twice in '%.200s': list each value once", (int)na, ta, list);
+                return -1;
+            }
+            b += lb + (b[lb] == ',');
+        }
+        a += la + (a[la] == ',');
+    }
+    return 0;
+}
+
 static int sweepval_range(const char *args, int max_items, char *out, size_t n, char *why, size_t whylen) {
     char buf[256], *part[4];
     int k = 0;
@@ -97,6 +121,12 @@ static int sweepval_range(const char *args, int max_items, char *out, size_t n, 
                  args);
         return -1;
     }
+    /* items closer than the 10 printed digits (or below 1e-12, printed 0) would be one value twice */
+    char dup[256];
+    if (sweepval_unique(out, dup, sizeof dup)) {
+        snprintf(why, whylen, "range(%s): two items print as the same value (%s); use a larger step", args, dup);
+        return -1;
+    }
     return 0;
 }
 
@@ -113,5 +143,5 @@ int sweepval_expand(const char *value, int max_items, char *out, size_t n, char 
         snprintf(why, whylen, "'%s': only range(start, stop[, step]) and choice(a, b, ...) are understood", value);
         return -1;
     }
-    return 0;
+    return sweepval_unique(out, why, whylen);
 }

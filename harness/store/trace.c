@@ -47,6 +47,8 @@
 #include <hdf5.h>
 
 #include "categories.h"
+#include "fileio.h"
+#include "sha256.h"
 
 /* Datasets: the three per-step scalars, then one per gate kind (k = TR_GATE0 + g). */
 enum { TR_STEP = 0, TR_TRAIN, TR_VAL, TR_GATE0, TR_N = TR_GATE0 + GATE_COUNT };
@@ -547,18 +549,22 @@ int trace_create(gl_trace **out, const char *path, const gl_trace_desc *d, const
         goto cleanup;
     }
 
+    char probe_hex[65];
+    trace_probe_sha256(probe_tokens, d->n_probe, probe_hex);
     fapl = tr_fapl(1);
     if (fapl < 0) {
         tr_fail(err, errlen, path, "H5Pset_libver_bounds/H5Pset_file_locking", NULL);
         goto cleanup;
     }
     /* a reader may still hold an old file here open: unlink it so that the
-     * reader keeps the old inode instead of seeing it truncated */
+     * reader keeps the old inode instead of seeing it truncated; a link is
+     * refused, and the create is exclusive (O_EXCL does not follow links) */
+    if (fileio_refuse_link(path, "trace", err, errlen) != 0) goto cleanup;
     if (unlink(path) != 0 && errno != ENOENT) {
         snprintf(err, errlen, "%s: cannot replace the old trace: %s", path, strerror(errno));
         goto cleanup;
     }
-    file = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
+    file = H5Fcreate(path, H5F_ACC_EXCL, H5P_DEFAULT, fapl);
     if (file < 0) {
         tr_fail(err, errlen, path, "H5Fcreate", "the trace file (does the run folder exist and is it writable?)");
         goto cleanup;
@@ -568,7 +574,8 @@ int trace_create(gl_trace **out, const char *path, const gl_trace_desc *d, const
         tr_attr_str(file, "config", d->config_ini) < 0 || tr_attr_str(file, "axes", tr_axes_doc) < 0 ||
         tr_attr_int(file, "n_layer", d->n_layer) < 0 || tr_attr_int(file, "n_kv_head", d->n_kv_head) < 0 ||
         tr_attr_int(file, "n_router", d->n_router) < 0 || tr_attr_int(file, "n_probe", d->n_probe) < 0 ||
-        tr_attr_str(file, "writer", "gatelab") < 0) {
+        tr_attr_str(file, "writer", "gatelab") < 0 || tr_attr_int(file, "vocab_size", d->vocab_size) < 0 ||
+        tr_attr_str(file, "split", d->split) < 0 || tr_attr_str(file, "probe_sha256", probe_hex) < 0) {
         tr_fail(err, errlen, path, "H5Acreate2/H5Awrite", "the root attributes");
         goto cleanup;
     }
@@ -629,8 +636,9 @@ cleanup:
  * Returns the file id, or H5I_INVALID_HID with a message naming path and
  * `what` (the step being written). */
 static hid_t tr_open_write(const char *path, const char *what, char *err, size_t errlen) {
-    hid_t f = H5I_INVALID_HID, fapl = tr_fapl(0);
-    if (fapl < 0) {
+    hid_t f = H5I_INVALID_HID, fapl;
+    if (fileio_refuse_link(path, "trace", err, errlen) != 0) return f;
+    if ((fapl = tr_fapl(0)) < 0) {
         tr_fail(err, errlen, path, "H5Pset_libver_bounds/H5Pset_file_locking", what);
         return f;
     }
@@ -713,52 +721,41 @@ static long tr_rows_on_disk(hid_t file) {
  * rewritten at every evaluation.  Returns 0, or -1 with a message (the trace
  * itself untouched). */
 static int tr_backup(const char *path, const char *what, char *err, size_t errlen) {
-    char prev[4096], tmp[4200];
+    char prev[4096], why[8200];
     if ((size_t)snprintf(prev, sizeof prev, "%s.prev", path) >= sizeof prev) {
         snprintf(err, errlen, "%s: path too long", path);
         return -1;
     }
-    snprintf(tmp, sizeof tmp, "%s.tmp", prev);
-    int in = open(path, O_RDONLY | O_CLOEXEC), out = -1, rc = -1;
-    const char *failed = tmp;
-    if (in < 0) {
-        failed = path;
+    fileio_out out = {0};
+    int in = -1, rc = -1;
+    if (fileio_refuse_link(path, "trace", why, sizeof why) != 0) goto done;
+    if ((in = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) < 0) {
+        snprintf(why, sizeof why, "%s: %s", path, strerror(errno));
         goto done;
     }
-    out = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (out < 0) goto done;
+    if (fileio_begin(&out, prev, "copy of the trace", why, sizeof why) != 0) goto done;
     char buf[1 << 16];
     for (;;) {
         ssize_t r = read(in, buf, sizeof buf);
         if (r < 0 && errno == EINTR) continue;
         if (r < 0) {
-            failed = path;
+            snprintf(why, sizeof why, "%s: %s", path, strerror(errno));
             goto done;
         }
         if (r == 0) break;
-        for (ssize_t off = 0; off < r;) {
-            ssize_t w = write(out, buf + off, (size_t)(r - off));
-            if (w < 0 && errno == EINTR) continue;
-            if (w < 0) goto done;
-            off += w;
+        if (fwrite(buf, 1, (size_t)r, out.f) != (size_t)r) {
+            snprintf(why, sizeof why, "%s: %s", out.tmp, strerror(errno));
+            goto done;
         }
     }
-    if (fsync(out) != 0) goto done;
-    if (close(out) != 0) {
-        out = -1;
-        goto done;
-    }
-    out = -1;
-    failed = prev;
-    if (rename(tmp, prev) != 0) goto done;
+    if (fileio_commit(&out, "copy of the trace", why, sizeof why) != 0) goto done;
     rc = 0;
 done:
     if (rc != 0)
-        snprintf(err, errlen, "%s: cannot keep a copy of the trace before appending %s (%s: %s); the trace is "
-                 "unchanged", path, what, failed, strerror(errno));
+        snprintf(err, errlen, "%s: cannot keep a copy of the trace before appending %s (%s); the trace is "
+                 "unchanged", path, what, why);
     if (in >= 0) close(in);
-    if (out >= 0) close(out);
-    if (rc != 0) unlink(tmp);
+    fileio_abort(&out);
     return rc;
 }
 
@@ -767,8 +764,8 @@ done:
  * data row and /step last, flushes and closes it; t's counters advance only
  * when all of that succeeded.  Returns 0, or -1 with a message naming path,
  * the step(s) and the operation. */
-static int tr_append_rows(gl_trace *t, long n, const int64_t *steps, const void *const *bufs, char *err,
-                          size_t errlen) {
+static int tr_append_rows(gl_trace *t, long n, const int64_t *steps, const void *const *bufs, int backup,
+                          char *err, size_t errlen) {
     int rc = -1;
     hid_t file = H5I_INVALID_HID;
     char what[96];
@@ -776,7 +773,7 @@ static int tr_append_rows(gl_trace *t, long n, const int64_t *steps, const void 
     if (n == 1) snprintf(what, sizeof what, "step %ld", (long)steps[0]);
     else snprintf(what, sizeof what, "steps %ld to %ld", (long)steps[0], (long)steps[n - 1]);
 
-    if (tr_backup(t->path, what, err, errlen) != 0) goto cleanup;
+    if (backup && tr_backup(t->path, what, err, errlen) != 0) goto cleanup;
     file = tr_open_write(t->path, what, err, errlen);
     if (file < 0) goto cleanup;
     /* the file is not held open between appends: make sure nobody else
@@ -848,7 +845,7 @@ int trace_append(gl_trace *t, long step, float train_loss, float val_loss, const
             return -1;
         }
     }
-    return tr_append_rows(t, 1, &step64, bufs, err, errlen);
+    return tr_append_rows(t, 1, &step64, bufs, 1, err, errlen);
 }
 
 long trace_n_steps(const gl_trace *t) { return t ? t->n_steps : 0; }
@@ -870,6 +867,7 @@ void trace_data_free(gl_trace_data *d) {
     free(d->vocab_offset);
     free(d->vocab_bytes);
     free(d->vocab_category);
+    free(d->split);
     memset(d, 0, sizeof *d);
 }
 
@@ -964,7 +962,8 @@ static int tr_read_root(hid_t f, const char *path, int flags, gl_trace_data *out
         snprintf(err, errlen, "%s: no schema_version attribute: not a gatelab trace", path);
         return -1;
     }
-    int oldest = (flags & TRACE_READ_CURRENT_ONLY) ? TRACE_SCHEMA_VERSION : TRACE_SCHEMA_OLDEST;
+    /* CURRENT_ONLY: the fixed-length-string schemas (2 on), never schema 1's heap strings */
+    int oldest = (flags & TRACE_READ_CURRENT_ONLY) ? 2 : TRACE_SCHEMA_OLDEST;
     if (version < oldest || version > TRACE_SCHEMA_VERSION) {
         snprintf(err, errlen, "%s: trace schema version %d, this gatelab reads versions %d to %d%s", path, version,
                  oldest, TRACE_SCHEMA_VERSION, version > TRACE_SCHEMA_VERSION ? " (written by a newer gatelab)" : "");
@@ -983,7 +982,39 @@ static int tr_read_root(hid_t f, const char *path, int flags, gl_trace_data *out
         return -1;
     }
     if (!out->config_ini) out->config_ini = strdup("");
+    out->schema_version = version;
+    if (version >= 3) {
+        char *sha = tr_read_attr_str(f, "probe_sha256", 0, &refused);
+        out->split = tr_read_attr_str(f, "split", 0, &refused);
+        if (tr_read_attr_int(f, "vocab_size", &out->vocab_size) || !sha || strlen(sha) != 64 || !out->split) {
+            free(sha);
+            snprintf(err, errlen, "%s: schema %d trace without its identity (root attributes vocab_size, split, "
+                     "probe_sha256)", path, version);
+            return -1;
+        }
+        memcpy(out->probe_sha256, sha, 65);
+        free(sha);
+    }
+    if (!out->split) out->split = strdup("");
+    if (!out->split) {
+        snprintf(err, errlen, "%s: out of memory reading the trace", path);
+        return -1;
+    }
     return 0;
+}
+
+void trace_probe_sha256(const int *probe_tokens, int P, char hex[65]) {
+    sha256_ctx c;
+    sha256_init(&c);
+    for (int i = 0; i < P; i++) {
+        uint32_t v = (uint32_t)probe_tokens[i];
+        unsigned char b[4] = {(unsigned char)v, (unsigned char)(v >> 8), (unsigned char)(v >> 16),
+                              (unsigned char)(v >> 24)};
+        sha256_update(&c, b, 4);
+    }
+    unsigned char dg[32];
+    sha256_final(&c, dg);
+    sha256_digest_hex(dg, hex);
 }
 
 int trace_read_flags(const char *path, gl_trace_data *out, int flags, char *err, size_t errlen) {
@@ -1121,32 +1152,101 @@ cleanup:
 
 /* ------------------------------------------------------------- resuming */
 
+/* The first way the trace read into old differs from what this run records
+ * (want, with its probe tokens), written into why; 0 when they agree.  A
+ * field the trace does not record (schema < 3) is not compared. */
+static int tr_identity_diff(const gl_trace_data *old, const gl_trace_desc *want, const int *tokens, char *why,
+                            size_t n) {
+    const struct { const char *name; int have, want; } ints[] = {
+        {"n_layer", old->n_layer, want->n_layer},
+        {"n_kv_head", old->n_kv_head, want->n_kv_head},
+        {"n_router", old->n_router, want->n_router},
+        {"n_probe (probe tokens = log.probe_windows x model.seq_len)", old->n_probe, want->n_probe},
+    };
+    for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++)
+        if (ints[i].have != ints[i].want) {
+            snprintf(why, n, "%s: %d in the trace, %d in this run", ints[i].name, ints[i].have, ints[i].want);
+            return 1;
+        }
+    for (int g = 0; g < GATE_COUNT; g++)
+        if ((old->gate[g] != NULL) != (want->has[g] != 0)) {
+            snprintf(why, n, "gate %s: %s in the trace, %s in this run", gatekind_info[g].key,
+                     old->gate[g] ? "recorded" : "absent", want->has[g] ? "recorded" : "absent");
+            return 1;
+        }
+    if (old->vocab_size && want->vocab_size && old->vocab_size != want->vocab_size) {
+        snprintf(why, n, "vocab_size: %d in the trace, %d in this run's data", old->vocab_size, want->vocab_size);
+        return 1;
+    }
+    if (old->split[0] && want->split && strcmp(old->split, want->split)) {
+        snprintf(why, n, "split: \"%s\" in the trace, \"%s\" in this run", old->split, want->split);
+        return 1;
+    }
+    for (int i = 0; i < old->n_probe; i++)
+        if (old->probe_tokens[i] != tokens[i]) {
+            snprintf(why, n, "probe tokens: token %d is %d in the trace, %d in this run (other data or another "
+                     "split)", i, old->probe_tokens[i], tokens[i]);
+            return 1;
+        }
+    return 0;
+}
+
 int trace_reopen(gl_trace **out, const char *path, long last_step, char *err, size_t errlen) {
+    return trace_resume(out, path, last_step, NULL, NULL, err, errlen);
+}
+
+int trace_resume(gl_trace **out, const char *path, long last_step, const gl_trace_desc *want,
+                 const int *probe_tokens, char *err, size_t errlen) {
     int rc = -1;
     gl_trace_data old;
     gl_trace *t = NULL;
     int64_t *steps = NULL;
     char tmp[4096];
     *out = NULL;
+    memset(&old, 0, sizeof old);
     if (trace_read(path, &old, err, errlen) != 0) {
-        /* an append that failed part-way may have torn the file: the copy
-         * taken before that append (tr_backup) holds every earlier row */
+        /* an append that failed part-way may have torn the file (or the file
+         * was deleted): the copy taken before the last append (tr_backup)
+         * holds every earlier row */
         char prev[4200], perr[512];
+        int missing = access(path, F_OK) != 0;
         snprintf(prev, sizeof prev, "%s.prev", path);
-        if (access(prev, R_OK) != 0 || trace_read(prev, &old, perr, sizeof perr) != 0) return -1;
-        fprintf(stderr, "gatelab: %s\n  is unreadable; resuming from the copy taken before its last append, "
-                "%s (%d rows)\n", err, prev, old.n_steps);
+        if (access(prev, R_OK) != 0) return -1;
+        if (trace_read(prev, &old, perr, sizeof perr) != 0) {
+            snprintf(err + strlen(err), errlen - strlen(err), "; and its copy %s is unreadable too: %s", prev, perr);
+            return -1;
+        }
+        if (missing)
+            fprintf(stderr, "gatelab: %s is missing; rebuilding it from the copy taken before its last append, %s "
+                    "(%d rows)\n", path, prev, old.n_steps);
+        else
+            fprintf(stderr, "gatelab: %s\n  is unreadable; resuming from the copy taken before its last append, "
+                    "%s (%d rows)\n", err, prev, old.n_steps);
+    }
+    if (want) {
+        char why[512];
+        if (tr_identity_diff(&old, want, probe_tokens, why, sizeof why)) {
+            snprintf(err, errlen, "%s is not a trace of what this run records: %s; nothing was appended", path, why);
+            rc = -2;
+            goto cleanup;
+        }
     }
     if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp", path) >= sizeof tmp) {
         snprintf(err, errlen, "%s: path too long", path);
         goto cleanup;
     }
+    if (fileio_clear_tmp(tmp, "trace", err, errlen) != 0) goto cleanup;
     gl_trace_desc d = {
         .n_layer = old.n_layer, .n_kv_head = old.n_kv_head, .n_router = old.n_router, .n_probe = old.n_probe,
         .config_ini = old.config_ini,
         .n_vocab = old.n_vocab, .vocab_offset = old.vocab_offset, .vocab_bytes = old.vocab_bytes,
         .vocab_category = old.vocab_category, .tokenizer = old.tokenizer,
+        .vocab_size = old.vocab_size, .split = old.split,
     };
+    if (want) { /* an older schema's trace gains the identity it matched */
+        d.vocab_size = want->vocab_size;
+        d.split = want->split;
+    }
     for (int g = 0; g < GATE_COUNT; g++) d.has[g] = old.gate[g] != NULL;
     if (trace_create(&t, tmp, &d, old.probe_tokens, old.probe_category, err, errlen) != 0) goto cleanup;
     /* the rows to keep, written in one append; steps are strictly increasing
@@ -1169,7 +1269,8 @@ int trace_reopen(gl_trace **out, const char *path, long last_step, char *err, si
         for (long i = 0; i < keep; i++) steps[i] = old.step[i];
         const void *bufs[TR_N] = {NULL, old.train_loss, old.val_loss};
         for (int g = 0; g < GATE_COUNT; g++) bufs[TR_GATE0 + g] = old.gate[g];
-        if (tr_append_rows(t, keep, steps, bufs, err, errlen) != 0) goto cleanup;
+        /* the temporary is new: a failure leaves the old trace, no copy needed */
+        if (tr_append_rows(t, keep, steps, bufs, 0, err, errlen) != 0) goto cleanup;
     }
     if (rename(tmp, path) != 0) {
         snprintf(err, errlen, "%s: cannot rename %s over it: %s; the old trace is unchanged", path, tmp,

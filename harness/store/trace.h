@@ -19,9 +19,11 @@
 
 #include "model/gatekind.h"
 
-/* Version 2 stores every string attribute fixed-length; version 1 (read for
- * compatibility) stored them variable-length. */
-#define TRACE_SCHEMA_VERSION 2
+/* Version 3 adds the identity of what the trace records (vocab_size, split,
+ * probe_sha256: trace_resume compares it); version 2 stores every string
+ * attribute fixed-length; version 1 (read for compatibility) stored them
+ * variable-length. */
+#define TRACE_SCHEMA_VERSION 3
 #define TRACE_SCHEMA_OLDEST 1
 
 typedef struct gl_trace gl_trace;
@@ -39,6 +41,9 @@ typedef struct {
     const uint8_t *vocab_bytes;       /* (vocab_offset[V]) */
     const uint8_t *vocab_category;    /* (V) each token's class on its own (cat_token_class) */
     const char *tokenizer;            /* "char", "bpe", or a task's name */
+    int vocab_size;                   /* V of the data the probe is drawn from (0: not recorded) */
+    const char *split;                /* which windows the probe is, e.g. "val bytes 235929+26215 of 262144
+                                       * of corpus.txt" (NULL: not recorded) */
 } gl_trace_desc;
 
 /* Create path (replacing any file there) with every dataset the description
@@ -57,6 +62,17 @@ int trace_create(gl_trace **out, const char *path, const gl_trace_desc *d, const
  * Works on a trace whose writer was killed.  Returns 0 and *out, or -1 with a
  * message. */
 int trace_reopen(gl_trace **out, const char *path, long last_step, char *err, size_t errlen);
+
+/* trace_reopen for a run whose probe is want (shape, vocabulary, split) with
+ * probe_tokens (want->n_probe of them): the trace on disk must record exactly
+ * that, else nothing is written and -2 is returned with a message naming the
+ * first difference ("n_probe: 64 in the trace, 32 in this run").  A trace of
+ * an older schema, which lacks vocab_size and split, is compared on what it
+ * has (shape and the probe tokens themselves).  When path is missing or
+ * unreadable and path.prev is a trace, it is rebuilt from that copy and a line
+ * on stderr says so.  Returns 0, -1 (I/O: message), or -2 (mismatch). */
+int trace_resume(gl_trace **out, const char *path, long last_step, const gl_trace_desc *want,
+                 const int *probe_tokens, char *err, size_t errlen);
 
 /* Append one evaluation: step (strictly greater than the last one), losses in
  * nats/token (NaN where not measured) and gates[g] for every gate the trace
@@ -94,7 +110,15 @@ typedef struct {
     uint8_t *vocab_bytes;      /* (vocab_offset[V]) or NULL */
     uint8_t *vocab_category;   /* (V) or NULL */
     char tokenizer[16];        /* /vocab's tokenizer attribute ("" without /vocab) */
+    int schema_version;
+    int vocab_size;            /* 0 when not recorded (schema < 3) */
+    char *split;               /* "" when not recorded (schema < 3) */
+    char probe_sha256[65];     /* "" when not recorded (schema < 3) */
 } gl_trace_data;
+
+/* SHA-256 (hex) of P probe token ids as little-endian int32: the trace's
+ * probe_sha256 attribute. */
+void trace_probe_sha256(const int *probe_tokens, int P, char hex[65]);
 
 /* Read every dataset of path into malloc'd arrays (SWMR read, so a live run's
  * trace works, and so does one whose writer was killed inside an append; a

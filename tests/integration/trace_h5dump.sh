@@ -63,7 +63,7 @@ check "/tsa/p is (3, 3, $P) = (step, router, token)" '[ "$(dims p "$R/sat.h")" =
 check "no /resformer or /exit in a SATFormer+TSA trace" '! grep -qE "GROUP \"(resformer|exit)\"" "$R/sat.h"'
 check "root attributes schema_version, config, axes" 'grep -q "ATTRIBUTE \"schema_version\"" "$R/sat.h" && grep -q "ATTRIBUTE \"config\"" "$R/sat.h" && grep -q "ATTRIBUTE \"axes\"" "$R/sat.h"'
 check "/step holds the evaluation steps 0,5,10" '[ "$(values /step "$T")" = "0,5,10" ]'
-check "schema_version is 2" 'h5dump -a /schema_version "$T" | grep -q "(0): 2"'
+check "schema_version is 3" 'h5dump -a /schema_version "$T" | grep -q "(0): 3"'
 check "/sat/alpha axes attribute names step,layer,token,kv_head" 'h5dump -a /sat/alpha/axes "$T" | grep -q "step,layer,token,kv_head"'
 check "config attribute holds the resolved manifest" 'h5dump -a /config "$T" | grep -q "value_residual = satformer"'
 "$BIN" train "$MF" --results "$R" --run-id rfx "${TINY[@]}" model.value_residual=resformer model.depth_routing=early_exit \

@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# registry_hostile.sh — the registry under careless and hostile conditions
+# (issue 28.3), on the real binary and a real SQLite file:
+#   - a registry in a folder the reader cannot write (a colleague's results, a
+#     read-only mount): read (mode=ro, immutable=1, said), nothing created
+#   - a registry locked by another process: "locked", not "not a registry"
+#   - schema_version 0 or -1: refused by readers and writers (no upgrade-table
+#     index out of range; UBSan in make asan)
+#   - tag / delete with a mistyped --db or an empty GATELAB_RESULTS: an error,
+#     and no registry created
+#   - a tag value of 600 bytes listed whole (table, csv, json); `a; b=c` and
+#     another tag read back as two tags from the CSV
+#   - an unparseable params cell: `metrics` fails naming it, never prints {}
+set -u
+. "$(dirname "$0")/lib.sh"
+W=$(mktemp -d); trap 'chmod -R u+w "$W" 2>/dev/null; rm -rf "$W"' EXIT
+chmod 755 "$W"
+export GATELAB_DATA="$W/data" OMP_NUM_THREADS=1
+make_corpus "$GATELAB_DATA/corpus.txt"
+R="$W/results"; DB="$R/gatelab.db"
+"$BIN" train "$TINY" --run-id a --results "$R" --quiet > /dev/null 2>&1
+check "train run a (exit $?)" test -f "$DB"
+
+# 1. a folder the reader cannot write (as another user: root writes anywhere)
+if id nobody > /dev/null 2>&1 && command -v setpriv > /dev/null; then
+    chmod -R a+rX "$W"; chmod a-w "$R"
+    ls "$R" > "$W/before.ls"
+    setpriv --reuid=nobody --regid=nogroup --clear-groups "$BIN" runs --db "$DB" > "$W/ro.out" 2> "$W/ro.err"; rc=$?
+    check "a registry in a read-only folder is read (exit $rc, run a listed)" \
+        bash -c "test $rc -eq 0 && grep -q '^a ' '$W/ro.out'"
+    check "reading it says it is read as immutable" grep -q 'cannot write; reading it as immutable' "$W/ro.err"
+    check "reading it creates nothing in the folder" bash -c "ls '$R' | cmp -s - '$W/before.ls'"
+    chmod u+w "$R"
+else
+    skip "read-only folder (needs the user nobody and setpriv)"
+fi
+
+# 2. locked by another process
+python3 - "$DB" > "$W/lock.out" 2>&1 <<'EOF' &
+import sqlite3, sys, time
+c = sqlite3.connect(sys.argv[1], isolation_level=None)
+c.execute("PRAGMA locking_mode=EXCLUSIVE")
+c.execute("BEGIN EXCLUSIVE")
+c.execute("UPDATE runs SET status = status")
+print("locked", flush=True)
+time.sleep(8)
+c.execute("ROLLBACK")
+EOF
+lock=$!
+for _ in $(seq 50); do grep -q locked "$W/lock.out" && break; sleep 0.1; done
+GATELAB_DB_BUSY_MS=300 "$BIN" runs --db "$DB" > /dev/null 2> "$W/lk.err"; rc=$?
+check "a locked registry: exit $rc, said to be locked (not 'not a gatelab registry')" \
+    bash -c "test $rc -ne 0 && grep -q 'locked by another process' '$W/lk.err' && ! grep -q 'not a gatelab registry' '$W/lk.err'"
+kill "$lock" 2> /dev/null; wait "$lock" 2> /dev/null
+
+# 3. schema_version below 1
+for v in -1 0; do
+    cp "$DB" "$W/s$v.db"; sqlite3 "$W/s$v.db" "UPDATE schema_version SET version = $v"
+    "$BIN" runs --db "$W/s$v.db" > /dev/null 2> "$W/s$v.r"; r1=$?
+    "$BIN" train "$TINY" --run-id s --db "$W/s$v.db" --results "$W/sres" --quiet > /dev/null 2> "$W/s$v.t"; r2=$?
+    check "schema_version $v: runs and train refuse it (exit $r1, $r2), naming the version" \
+        bash -c "test $r1 -eq 1 -a $r2 -ne 0 && grep -q 'schema_version is $v, not a version gatelab writes' '$W/s$v.r' &&
+                 grep -q 'schema_version is $v' '$W/s$v.t'"
+done
+
+# 4. commands that create no run create no registry
+"$BIN" tag a k=v --db "$W/typo/gatelab.db" > /dev/null 2> "$W/t4"; rc=$?
+check "tag with a mistyped --db: exit $rc, no registry created" \
+    bash -c "test $rc -ne 0 && test ! -e '$W/typo' && grep -q 'no registry there' '$W/t4'"
+mkdir -p "$W/cwd"
+(cd "$W/cwd" && GATELAB_RESULTS= "$BIN" delete a > /dev/null 2> "$W/t5"); rc=$?
+check "delete with an empty GATELAB_RESULTS: exit $rc, no results/gatelab.db created" \
+    bash -c "test $rc -ne 0 && test ! -e '$W/cwd/results'"
+(cd "$W/cwd" && GATELAB_RESULTS= "$BIN" restore a > /dev/null 2>&1; "$BIN" runs --fix-stale > /dev/null 2>&1)
+check "restore and runs --fix-stale without a registry create none either" test ! -e "$W/cwd/results"
+
+# 5. tags whole and apart
+long=$(head -c 600 /dev/zero | tr '\0' x)
+"$BIN" tag a "note=$long" "semi=a; b=c" other=1 --db "$DB" > /dev/null 2>&1
+check "a 600-byte tag value is listed whole in the table" grep -q "note=$long" <("$BIN" runs --db "$DB")
+check "... and in JSON" bash -c "'$BIN' runs --db '$DB' --format json | python3 -c 'import json,sys; r=json.load(sys.stdin); r=r[0] if isinstance(r,list) else r; sys.exit(0 if r[\"tags\"][\"note\"]==\"x\"*600 else 1)'"
+"$BIN" runs --db "$DB" --format csv > "$W/runs.csv"
+check "CSV keeps tags apart: 'a; b=c' reads back as one tag of three" python3 - "$W/runs.csv" "$long" <<'EOF'
+import csv, sys
+row = next(csv.DictReader(open(sys.argv[1])))
+tags = row["tags"].split("\n")
+want = ["note=" + sys.argv[2], "other=1", "semi=a; b=c"]
+print(tags if tags != want else "", end="")
+sys.exit(0 if sorted(tags) == sorted(want) else 1)
+EOF
+n=$(head -c 1100 /dev/zero | tr '\0' y)
+"$BIN" tag a "huge=$n" --db "$DB" > /dev/null 2> "$W/t6"; rc=$?
+check "a tag value over 1024 bytes is refused (exit $rc), saying the limit" \
+    bash -c "test $rc -ne 0 && grep -q 'more than the 1024' '$W/t6'"
+
+# 6. an unparseable params cell
+sqlite3 "$DB" "UPDATE metrics SET params = '{\"k\": ' WHERE rowid = (SELECT min(rowid) FROM metrics)"
+"$BIN" metrics --db "$DB" --format json > "$W/m.json" 2> "$W/m.err"; rc=$?
+check "metrics with a damaged params cell: exit $rc, the cell named" \
+    bash -c "test $rc -ne 0 && grep -q 'the params cell .* is not a JSON object' '$W/m.err'"
+"$BIN" metrics --db "$DB" > /dev/null 2>&1; rc=$?
+check "... in CSV too (exit $rc)" test $rc -ne 0
