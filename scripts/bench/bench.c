@@ -34,6 +34,11 @@
  * keys on average), Wo and the FFN; its norm, k and v (and router) still run.
  * ideal_ffn_only is the older, FFN-only figure.
  *
+ * Training variants are base, a value_residual / depth_routing / cross_layer
+ * name, or one of SATFormer's knobs as a variant of its own: satformer_softmax
+ * (model.sat_gate = softmax), satformer_bias (model.sat_gate_bias = 1),
+ * satformer_decay_all (train.weight_decay_policy = all).
+ *
  * With --db PATH --tag TAG each training variant is also recorded in the
  * registry as a FINISHED run of experiment "cost-TAG" (params: its model
  * config; metrics in split "bench": train_tokens_per_s, fwd_tokens_per_s,
