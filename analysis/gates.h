@@ -49,7 +49,9 @@ void gates_summarize(const float *x, long n, long stride, float *scratch, gates_
  * Σⱼ xₜⱼ > 0, qⱼ = xₜⱼ / Σⱼ xₜⱼ and Hₜ = −Σⱼ qⱼ ln qⱼ / ln n_head, in [0, 1]
  * (1: the gate spreads evenly over heads; 0: one head carries it).  Returns
  * the mean of Hₜ over those tokens and their count in *n_used (may be NULL);
- * NaN when n_head < 2 or no token has mass.  Values must be ≥ 0. */
+ * NaN when n_head < 2 or no token has mass.  A signed gate (model.sat_gate =
+ * tanh or identity) enters by its magnitude |xₜⱼ|, the size of each head's V1
+ * contribution, as the Gini index and Hoyer measure above also take it. */
 double gates_head_entropy(const float *x, long n_tok, int n_head, long *n_used);
 
 /* Histogram of nbins equal bins over [lo, hi]: bin i holds lo + i·w ≤ x <

@@ -95,14 +95,11 @@ double gates_head_entropy(const float *x, long n_tok, int n_head, long *n_used) 
         for (long t = 0; t < n_tok; t++) {
             const float *row = x + t * n_head;
             double sum = 0.0;
-            for (int j = 0; j < n_head; j++) {
-                assert(row[j] >= 0.0f);
-                sum += row[j];
-            }
+            for (int j = 0; j < n_head; j++) sum += fabsf(row[j]); /* signed gates by magnitude (gates.h) */
             if (!(sum > 0.0)) continue;
             double h = 0.0;
             for (int j = 0; j < n_head; j++) {
-                double q = row[j] / sum;
+                double q = fabsf(row[j]) / sum;
                 if (q > 0.0) h -= q * log(q);
             }
             acc += h / norm;

@@ -272,17 +272,18 @@ static int hr_alpha_views(FILE *f, const gl_trace_data *t, const uint8_t *vocab,
         for (int h = 0; h < H; h++) {
             int chosen = l == cb && h == ch;
             if (!chosen && !all) continue;
-            double hi = 0;
+            double lo = 0, hi = 0; /* from 0, or from the most negative α of a signed gate (sat_gate tanh, identity) */
             for (long i = 0; i < P; i++) {
                 val[i] = a[((size_t)l * P + i) * H + h];
                 if (val[i] > hi) hi = val[i];
+                if (val[i] < lo) lo = val[i];
             }
             fprintf(f, "<details%s><summary>α of block %d, KV head %d%s (max %.3g)</summary>\n", chosen ? " open" : "", l,
                     h, chosen ? (o->block < 0 ? " — the gate with the largest mean α" : " — chosen") : "", hi);
             char label[64];
             snprintf(label, sizeof label, "α (block %d, KV head %d) =", l, h);
-            hr_legend(f, "α", 0, hi, 0);
-            hr_probe_text(f, t, vocab, V, val, 0, hi, 0, label, max_chars);
+            hr_legend(f, "α", lo, hi, 0);
+            hr_probe_text(f, t, vocab, V, val, lo, hi, 0, label, max_chars);
             fputs("</details>\n", f);
             views++;
         }

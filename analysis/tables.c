@@ -92,7 +92,7 @@ int tables_collect(gl_db *db, const char *experiment, tables_run **runs_out, int
         snprintf(t->run_id, sizeof t->run_id, "%s", id);
         snprintf(t->experiment, sizeof t->experiment, "%s", rr[i].experiment);
         char vr[64] = "none", dr[64] = "none", scale[64] = "", dm[32] = "?", nl[32] = "?", task[32] = "text", file[1024] = "",
-             lam[64] = "", cl[64] = "none";
+             lam[64] = "", cl[64] = "none", sg[32] = "relu", sgb[8] = "0", wdp[16] = "matrices";
         const struct {
             const char *key;
             char *dst;
@@ -101,13 +101,22 @@ int tables_collect(gl_db *db, const char *experiment, tables_run **runs_out, int
                     {"model.scale", scale, sizeof scale},   {"model.d_model", dm, sizeof dm},
                     {"model.n_layer", nl, sizeof nl},       {"data.task", task, sizeof task},
                     {"data.file", file, sizeof file},       {"train.seed", t->seed, sizeof t->seed},
-                    {"model.tsa_lambda", lam, sizeof lam},  {"model.cross_layer", cl, sizeof cl}};
+                    {"model.tsa_lambda", lam, sizeof lam},  {"model.cross_layer", cl, sizeof cl},
+                    {"model.sat_gate", sg, sizeof sg},      {"model.sat_gate_bias", sgb, sizeof sgb},
+                    {"train.weight_decay_policy", wdp, sizeof wdp}};
         for (size_t k = 0; k < sizeof want / sizeof want[0]; k++)
             if (db_param_get(db, id, want[k].key, want[k].dst, want[k].n, err, errlen) < 0) fail = 1;
         t->text = !strcmp(task, "text");
         if (t->text && file[0]) tb_base_name(file, t->data, sizeof t->data);
         else snprintf(t->data, sizeof t->data, "%s", task);
-        snprintf(t->variant, sizeof t->variant, "%s%s%s%s%s", !strcmp(vr, "none") ? "baseline" : vr,
+        /* SATFormer's gate knobs and the decay policy, where not the defaults: "satformer[softmax,bias,wd=all]" */
+        const int sat = !strcmp(vr, "satformer"), knob_g = sat && strcmp(sg, "relu"), knob_b = sat && !strcmp(sgb, "1"),
+                  knob_w = !strcmp(wdp, "all");
+        char knobs[64] = "";
+        if (knob_g || knob_b || knob_w)
+            snprintf(knobs, sizeof knobs, "[%s%s%s%s%s]", knob_g ? sg : "", knob_g && (knob_b || knob_w) ? "," : "",
+                     knob_b ? "bias" : "", knob_b && knob_w ? "," : "", knob_w ? "wd=all" : "");
+        snprintf(t->variant, sizeof t->variant, "%s%s%s%s%s%s", !strcmp(vr, "none") ? "baseline" : vr, knobs,
                  strcmp(dr, "none") ? "+" : "", strcmp(dr, "none") ? dr : "", strcmp(cl, "none") ? "+" : "",
                  strcmp(cl, "none") ? cl : "");
         if (scale[0]) snprintf(t->scale, sizeof t->scale, "%s", scale);
@@ -339,7 +348,7 @@ static int tb_scale_rank(const char *s) {
  * (baseline = none first); the variant label is "<value residual>[+…]". */
 static int tb_variant_rank(const char *v) {
     char vr[64];
-    snprintf(vr, sizeof vr, "%.*s", (int)strcspn(v, "+"), v);
+    snprintf(vr, sizeof vr, "%.*s", (int)strcspn(v, "+["), v);
     gl_value_residual r;
     if (!strcmp(vr, "baseline")) return VR_NONE;
     return config_parse_value_residual(vr, &r) == 0 ? (int)r : VR_COUNT;

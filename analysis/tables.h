@@ -33,7 +33,8 @@ typedef struct {
     char run_id[128], experiment[128];
     char data[64];      /* task name, or the text file's base name without extension */
     int text;           /* 1: text task (bpc meaningful) */
-    char variant[64];   /* baseline | resformer | satformer, "+tsa" / "+early_exit" / "+<cross_layer>" appended */
+    char variant[64];   /* baseline | resformer | satformer, "[softmax,bias,wd=all]" (non-default SATFormer
+                           knobs), "+tsa" / "+early_exit" / "+<cross_layer>" appended */
     char scale[32];     /* model.scale, else "d{d_model}L{n_layer}" */
     char seed[32];
     double lambda;      /* model.tsa_lambda (NaN unless TSA) */

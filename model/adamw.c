@@ -1,7 +1,8 @@
 /*
  * adamw.c — AdamW with global-norm clipping, matching torch.optim.AdamW and
  * torch.nn.utils.clip_grad_norm_ (see adamw.h).  Weight decay applies to the
- * tensors the model's table marks (gl_tensor.decay).
+ * tensors the model's table marks (gl_tensor.decay), or to every tensor when
+ * gl_adamw.decay_all is set (train.weight_decay_policy = all).
  *
  * The squared norm is summed in double over fixed chunks of the flat gradient
  * (the chunking depends only on the parameter count), the chunk sums are added
@@ -51,7 +52,7 @@ float adamw_step(gl_model *m, const gl_adamw *o, float lr, long step) {
 #pragma omp parallel
     for (int k = 0; k < m->n_tensors; k++) {
         const gl_tensor *t = &m->tensors[k];
-        const float decay = t->decay ? 1.0f - lr * o->weight_decay : 1.0f;
+        const float decay = t->decay || o->decay_all ? 1.0f - lr * o->weight_decay : 1.0f;
         float *p = m->params + t->offset, *g = m->grads + t->offset;
         float *mm = m->adam_m + t->offset, *vv = m->adam_v + t->offset;
         const long n = (long)t->size;

@@ -13,6 +13,8 @@ typedef struct {
     float beta1, beta2, eps;
     float weight_decay; /* applied to tensors whose gl_tensor.decay is 1 */
     float grad_clip;    /* global L2 norm; <= 0 disables clipping */
+    int decay_all;      /* 1: weight decay on every tensor, whatever gl_tensor.decay says
+                           (train.weight_decay_policy = all: the official SATFormer code's single group) */
 } gl_adamw;
 
 /* One update of every parameter from m->grads (step is 1-based).  Returns the

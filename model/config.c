@@ -34,6 +34,7 @@
 #define GL_ENUM_NAME(id, name) [id] = name,
 static const char *const vr_names[] = {GL_VALUE_RESIDUALS(GL_ENUM_NAME)};
 static const char *const rf_names[] = {GL_RESFORMER_VARIANTS(GL_ENUM_NAME)};
+static const char *const sg_names[] = {GL_SAT_GATES(GL_ENUM_NAME)};
 static const char *const dr_names[] = {GL_DEPTH_ROUTINGS(GL_ENUM_NAME)};
 static const char *const ee_names[] = {GL_EXIT_WEIGHTINGS(GL_ENUM_NAME)};
 static const char *const cl_names[] = {GL_CROSS_LAYERS(GL_ENUM_NAME)};
@@ -42,6 +43,7 @@ static const char *const cl_names[] = {GL_CROSS_LAYERS(GL_ENUM_NAME)};
 #define NELEM(a) ((int)(sizeof(a) / sizeof((a)[0])))
 _Static_assert(NELEM(vr_names) == VR_COUNT, "one name per value residual");
 _Static_assert(NELEM(rf_names) == RF_COUNT, "one name per ResFormer variant");
+_Static_assert(NELEM(sg_names) == SG_COUNT, "one name per SATFormer gate function");
 _Static_assert(NELEM(dr_names) == DR_COUNT, "one name per depth routing");
 _Static_assert(NELEM(ee_names) == EE_COUNT, "one name per exit weighting");
 _Static_assert(NELEM(cl_names) == CL_COUNT, "one name per cross-layer variant");
@@ -63,6 +65,10 @@ void config_defaults(gl_model_config *c) {
     c->resformer_variant = RF_PLUS;
     c->vr_last_k = 0;
     c->decay_gates = 1;
+    c->sat_gate = SG_RELU;
+    c->sat_gate_bias = 0;
+    c->sat_gate_bias_init = 0.0f;
+    c->rf_lambda1_init = NAN; /* "auto": each ResFormer variant's own start */
     c->depth_routing = DR_NONE;
     c->router_hidden = 0;
     /* p0 = σ(−2) ≈ 0.12: every router starts by letting ~88 % of the residual
@@ -103,8 +109,37 @@ int config_validate(const gl_model_config *c, char *err, size_t errlen) {
         range_int(err, errlen, "model.router_hidden", c->router_hidden, 0, CFG_MAX_ROUTER) ||
         check_bool(err, errlen, "model.qk_norm", c->qk_norm) ||
         check_bool(err, errlen, "model.tied", c->tied) ||
-        check_bool(err, errlen, "model.decay_gates", c->decay_gates))
+        check_bool(err, errlen, "model.decay_gates", c->decay_gates) ||
+        check_bool(err, errlen, "model.sat_gate_bias", c->sat_gate_bias))
         return -1;
+    if ((int)c->sat_gate < 0 || (int)c->sat_gate >= NELEM(sg_names)) {
+        snprintf(err, errlen, "model.sat_gate (%d) is not a known gate function", (int)c->sat_gate);
+        return -1;
+    }
+    if (!(isfinite(c->sat_gate_bias_init) && fabsf(c->sat_gate_bias_init) <= 30.0f)) {
+        snprintf(err, errlen, "model.sat_gate_bias_init (%g) must be in [-30, 30]", (double)c->sat_gate_bias_init);
+        return -1;
+    }
+    /* softmax over a single KV head is the constant 1 (v' = v + V1 whatever Wα is): no gate to learn */
+    if (c->value_residual == VR_SATFORMER && c->sat_gate == SG_SOFTMAX && c->n_kv_head < 2) {
+        snprintf(err, errlen,
+                 "model.sat_gate = softmax needs model.n_kv_head >= 2 (a softmax over one KV head is the "
+                 "constant 1 and Wα gets no gradient), got %d; use more KV heads or another gate function",
+                 c->n_kv_head);
+        return -1;
+    }
+    if (!isnan(c->rf_lambda1_init) && !(isfinite(c->rf_lambda1_init) && fabsf(c->rf_lambda1_init) <= 100.0f)) {
+        snprintf(err, errlen, "model.resformer_lambda1_init (%g) must be auto or in [-100, 100]",
+                 (double)c->rf_lambda1_init);
+        return -1;
+    }
+    if (!isnan(c->rf_lambda1_init) && c->value_residual == VR_RESFORMER && c->resformer_variant == RF_IDENTITY) {
+        snprintf(err, errlen,
+                 "model.resformer_lambda1_init = %g cannot be used with model.resformer_variant = identity "
+                 "(its λ1 is the constant 0.5); use plus or learnable, or leave it auto",
+                 (double)c->rf_lambda1_init);
+        return -1;
+    }
 
     if (c->d_model % c->n_head != 0) {
         snprintf(err, errlen, "model.n_head (%d) must divide model.d_model (%d)", c->n_head,
@@ -261,6 +296,9 @@ const char *config_value_residual_name(gl_value_residual v) {
 const char *config_resformer_variant_name(gl_resformer_variant v) {
     return name_of(rf_names, NELEM(rf_names), (int)v);
 }
+const char *config_sat_gate_name(gl_sat_gate v) {
+    return name_of(sg_names, NELEM(sg_names), (int)v);
+}
 const char *config_depth_routing_name(gl_depth_routing v) {
     return name_of(dr_names, NELEM(dr_names), (int)v);
 }
@@ -281,6 +319,12 @@ int config_parse_resformer_variant(const char *s, gl_resformer_variant *out) {
     int i;
     if (parse_name(rf_names, NELEM(rf_names), s, &i)) return -1;
     *out = (gl_resformer_variant)i;
+    return 0;
+}
+int config_parse_sat_gate(const char *s, gl_sat_gate *out) {
+    int i;
+    if (parse_name(sg_names, NELEM(sg_names), s, &i)) return -1;
+    *out = (gl_sat_gate)i;
     return 0;
 }
 int config_parse_depth_routing(const char *s, gl_depth_routing *out) {

@@ -17,6 +17,7 @@
 #ifndef GATELAB_MODEL_CONFIG_H
 #define GATELAB_MODEL_CONFIG_H
 
+#include <math.h>
 #include <stddef.h>
 
 #include "variants.h"
@@ -27,12 +28,14 @@
 #define GL_ENUM_ONE(id, name) +1
 typedef enum { GL_VALUE_RESIDUALS(GL_ENUM_ID) } gl_value_residual;
 typedef enum { GL_RESFORMER_VARIANTS(GL_ENUM_ID) } gl_resformer_variant;
+typedef enum { GL_SAT_GATES(GL_ENUM_ID) } gl_sat_gate;
 typedef enum { GL_DEPTH_ROUTINGS(GL_ENUM_ID) } gl_depth_routing;
 typedef enum { GL_EXIT_WEIGHTINGS(GL_ENUM_ID) } gl_exit_weighting;
 typedef enum { GL_CROSS_LAYERS(GL_ENUM_ID) } gl_cross_layer;
 enum {
     VR_COUNT = 0 GL_VALUE_RESIDUALS(GL_ENUM_ONE),
     RF_COUNT = 0 GL_RESFORMER_VARIANTS(GL_ENUM_ONE),
+    SG_COUNT = 0 GL_SAT_GATES(GL_ENUM_ONE),
     DR_COUNT = 0 GL_DEPTH_ROUTINGS(GL_ENUM_ONE),
     EE_COUNT = 0 GL_EXIT_WEIGHTINGS(GL_ENUM_ONE),
     CL_COUNT = 0 GL_CROSS_LAYERS(GL_ENUM_ONE),
@@ -56,7 +59,13 @@ typedef struct {
     gl_value_residual value_residual;
     gl_resformer_variant resformer_variant;
     int vr_last_k;   /* 0: every block n >= 1 mixes V1; k > 0: only blocks n >= L-k (and n >= 1) */
-    int decay_gates; /* 1: AdamW weight decay also on Wα and the λ's */
+    int decay_gates; /* 1: AdamW weight decay also on Wα (and its bias) and the λ's */
+    gl_sat_gate sat_gate;     /* SATFormer: α = φ(x Wα + b), φ from GL_SAT_GATES (default relu) */
+    int sat_gate_bias;        /* SATFormer: 1 adds the learned bias b (Hkv per block) */
+    float sat_gate_bias_init; /* its initial value (every entry), default 0 */
+    float rf_lambda1_init;    /* ResFormer plus / learnable: initial λ1 of every block; NaN (manifest
+                                 "auto", the default): the variant's own start, s = L (λ1 = L/M) for
+                                 plus, 0.5 for learnable */
 
     gl_depth_routing depth_routing;
     int router_hidden;      /* 0: max(d/4, 16) */
@@ -90,15 +99,25 @@ static inline int vr_plus(const gl_model_config *c) {
     return c->value_residual == VR_RESFORMER && c->resformer_variant == RF_PLUS;
 }
 
+/* Initial resformer.scale s of ResFormer plus: λ1ₙ = s·softmax(ℓ)ₙ = s/M at ℓ = 0 (M blocks mix V1),
+ * so s = L by default and s = λ1_init·M when model.resformer_lambda1_init is set. */
+static inline float vr_plus_scale_init(const gl_model_config *c) {
+    int M = 0;
+    for (int n = 0; n < c->n_layer; n++) M += config_layer_mixes_v1(c, n);
+    return isnan(c->rf_lambda1_init) ? (float)c->n_layer : c->rf_lambda1_init * (float)M;
+}
+
 /* Names used in manifests, exports and trace attributes ("unknown" out of range). */
 const char *config_value_residual_name(gl_value_residual v);
 const char *config_resformer_variant_name(gl_resformer_variant v);
+const char *config_sat_gate_name(gl_sat_gate v);
 const char *config_depth_routing_name(gl_depth_routing v);
 const char *config_exit_weighting_name(gl_exit_weighting v);
 const char *config_cross_layer_name(gl_cross_layer v);
 /* Parse a name; return 0 on success, -1 if unknown. */
 int config_parse_value_residual(const char *s, gl_value_residual *out);
 int config_parse_resformer_variant(const char *s, gl_resformer_variant *out);
+int config_parse_sat_gate(const char *s, gl_sat_gate *out);
 int config_parse_depth_routing(const char *s, gl_depth_routing *out);
 int config_parse_exit_weighting(const char *s, gl_exit_weighting *out);
 int config_parse_cross_layer(const char *s, gl_cross_layer *out);

@@ -97,7 +97,7 @@ typedef struct {
     float *vmix;   /* (BT, Hkv*hd) v' after the value residual (== v when none) */
     float *gate;   /* (BT, Hkv) value-residual gate per token and KV head, after overrides:
                       v' = v + gate·V1 (SATFormer α; see valueres.c) */
-    float *gate_pre;/* (BT, Hkv) SATFormer x Wα before ReLU */
+    float *gate_pre;/* (BT, Hkv) SATFormer z = x Wα (+ b) before the gate function */
     float *att;    /* (B, H, T, T) softmax probabilities */
     float *atty;   /* (BT, H*hd) attention output before Wo */
     float *ao;     /* (BT, d)   attention update o Wo */

@@ -4,7 +4,8 @@
  *
  *   none        v' = v
  *   resformer   v' = λ1ₙ·V1 + λ2ₙ·v   (plus: λ1ₙ = s·softmax(ℓ)ₙ; learnable; identity)
- *   satformer   v'ₜ,ⱼ = vₜ,ⱼ + αₜ,ⱼ·V1ₜ,ⱼ,  αₜ,ⱼ = ReLU(x Wα)ⱼ per token and KV head
+ *   satformer   v'ₜ,ⱼ = vₜ,ⱼ + αₜ,ⱼ·V1ₜ,ⱼ,  αₜ = φ(x Wα + b) per token, one α per KV head;
+ *               φ = model.sat_gate (ReLU by default), b only with model.sat_gate_bias
  *   headgate    v'ₜ,ⱼ = vₜ,ⱼ + gₙ,ⱼ·V1ₜ,ⱼ,  gₙ,ⱼ a learned scalar per block and KV head,
  *               the same for every token: SATFormer's head-specificity without
  *               its token-dependence (docs/model.md)
@@ -126,30 +127,152 @@ static void gate_mix_backward(gl_model *m, int n, int N, const float *dvmix, flo
 }
 
 /* ------------------------------------------------------------------------ */
-/* SATFormer: α = ReLU(x Wα)                                                */
+/* SATFormer: α = φ(x Wα + b)                                               */
+/*
+ * z = x Wα (+ b, model.sat_gate_bias) per token, one value per KV head; the
+ * gate function φ (model.sat_gate, GL_SAT_GATES) maps a token's row z of Hkv
+ * values to its gates f (docs/model.md "SATFormer gate functions"):
+ *   relu             fⱼ = max(zⱼ, 0)                   (the paper's, the default)
+ *   sigmoid          fⱼ = σ(zⱼ)
+ *   softmax          fⱼ = Hkv·softmax(z)ⱼ              (over the KV heads of the token; mean 1)
+ *   softmax_sigmoid  fⱼ = Hkv·softmax(z)ⱼ·σ(zⱼ)
+ *   tanh             fⱼ = tanh(zⱼ)
+ *   identity         fⱼ = zⱼ
+ * as the official code's ValueResidualMixing defines them.  An overridden
+ * gate replaces fⱼ after φ (the other heads keep theirs, softmax included)
+ * and passes no gradient.
+ */
+
+#define VR_MAX_HKV 256 /* model.n_kv_head's bound (config.c): one token's row fits on the stack */
+
+static float sg_sigmoid(float z) { return 1.0f / (1.0f + expf(-z)); }
+
+/* f (Hkv) = φ(z) for one token's row. */
+static void sat_gate_row(gl_sat_gate g, const float *z, float *f, int H) {
+    switch (g) {
+    case SG_RELU:
+        for (int j = 0; j < H; j++) f[j] = z[j] > 0.0f ? z[j] : 0.0f;
+        return;
+    case SG_SIGMOID:
+        for (int j = 0; j < H; j++) f[j] = sg_sigmoid(z[j]);
+        return;
+    case SG_TANH:
+        for (int j = 0; j < H; j++) f[j] = tanhf(z[j]);
+        return;
+    case SG_IDENTITY:
+        for (int j = 0; j < H; j++) f[j] = z[j];
+        return;
+    case SG_SOFTMAX:
+    case SG_SOFTMAX_SIGMOID: {
+        float mx = z[0];
+        for (int j = 1; j < H; j++) mx = z[j] > mx ? z[j] : mx;
+        float sum = 0.0f;
+        for (int j = 0; j < H; j++) sum += (f[j] = expf(z[j] - mx));
+        const float scale = (float)H / sum;
+        for (int j = 0; j < H; j++) f[j] *= scale * (g == SG_SOFTMAX_SIGMOID ? sg_sigmoid(z[j]) : 1.0f);
+        return;
+    }
+    }
+    assert(0);
+}
+
+/* dz (Hkv) = (∂f/∂z)ᵀ·df for one token's row, f = φ(z) (dz may alias df). */
+static void sat_gate_row_backward(gl_sat_gate g, const float *z, const float *f, const float *df, float *dz, int H) {
+    switch (g) {
+    case SG_RELU:
+        for (int j = 0; j < H; j++) dz[j] = z[j] > 0.0f ? df[j] : 0.0f;
+        return;
+    case SG_SIGMOID:
+        for (int j = 0; j < H; j++) dz[j] = df[j] * f[j] * (1.0f - f[j]);
+        return;
+    case SG_TANH:
+        for (int j = 0; j < H; j++) dz[j] = df[j] * (1.0f - f[j] * f[j]);
+        return;
+    case SG_IDENTITY:
+        for (int j = 0; j < H; j++) dz[j] = df[j];
+        return;
+    case SG_SOFTMAX: {
+        /* f = H·s:  dzⱼ = fⱼ·(dfⱼ − Σₖ dfₖ·fₖ / H) */
+        double sdf = 0.0;
+        for (int k = 0; k < H; k++) sdf += (double)df[k] * f[k];
+        const float m = (float)(sdf / H);
+        for (int j = 0; j < H; j++) dz[j] = f[j] * (df[j] - m);
+        return;
+    }
+    case SG_SOFTMAX_SIGMOID: {
+        /* f = H·s⊙σ:  dzⱼ = dfⱼ·fⱼ·(2 − σⱼ) − sⱼ·Σₖ dfₖ·fₖ,  s = f / (H·σ) */
+        double sdf = 0.0;
+        for (int k = 0; k < H; k++) sdf += (double)df[k] * f[k];
+        for (int j = 0; j < H; j++) {
+            const float q = sg_sigmoid(z[j]);
+            const float sj = f[j] / ((float)H * q);
+            dz[j] = df[j] * f[j] * (2.0f - q) - sj * (float)sdf;
+        }
+        return;
+    }
+    }
+    assert(0);
+}
 
 static void sat_forward(gl_model *m, int n, int N) {
     gl_block_acts *a = &m->A[n];
     const int Hkv = m->cfg.n_kv_head;
+    const gl_sat_gate sg = m->cfg.sat_gate;
+    const float *bias = m->P.layer[n].alpha_bias; /* (Hkv) or NULL */
     mm_forward(a->gate_pre, xl_attn_input(m, n, 2), m->P.layer[n].alpha, N, m->cfg.d_model, Hkv);
+    if (sg == SG_RELU && !bias) { /* the paper's gate, kept as it always ran (runs repeat bit for bit) */
 #pragma omp parallel for schedule(static)
-    for (int t = 0; t < N; t++)
-        for (int j = 0; j < Hkv; j++) {
-            float pre = a->gate_pre[(size_t)t * Hkv + j];
-            a->gate[(size_t)t * Hkv + j] = gate_mode(m, n, j) != GATE_FREE ? gate_value(m, n, t, j) : (pre > 0.0f ? pre : 0.0f);
+        for (int t = 0; t < N; t++)
+            for (int j = 0; j < Hkv; j++) {
+                float pre = a->gate_pre[(size_t)t * Hkv + j];
+                a->gate[(size_t)t * Hkv + j] = gate_mode(m, n, j) != GATE_FREE ? gate_value(m, n, t, j) : (pre > 0.0f ? pre : 0.0f);
+            }
+    } else {
+#pragma omp parallel for schedule(static)
+        for (int t = 0; t < N; t++) {
+            float *z = a->gate_pre + (size_t)t * Hkv, *g = a->gate + (size_t)t * Hkv;
+            if (bias)
+                for (int j = 0; j < Hkv; j++) z[j] += bias[j];
+            sat_gate_row(sg, z, g, Hkv);
+            for (int j = 0; j < Hkv; j++)
+                if (gate_mode(m, n, j) != GATE_FREE) g[j] = gate_value(m, n, t, j);
         }
+    }
     gate_mix_forward(m, n, N);
 }
 
+/* dgate = dα (N, Hkv) in, dz = ∂loss/∂(x Wα + b) out (in place), for
+ * vr_input_backward; the bias gradient is Σ_t dz in double, token order. */
 static void sat_backward(gl_model *m, int n, int N, const float *dvmix, float *dV1, float *dgate) {
     const gl_block_acts *a = &m->A[n];
     const int Hkv = m->cfg.n_kv_head;
+    const gl_sat_gate sg = m->cfg.sat_gate;
     gate_mix_backward(m, n, N, dvmix, dV1, dgate);
-    /* through the ReLU; an overridden gate is a constant */
-    for (int t = 0; t < N; t++)
+    if (sg == SG_RELU && !m->P.layer[n].alpha_bias) {
+        /* through the ReLU; an overridden gate is a constant */
+        for (int t = 0; t < N; t++)
+            for (int j = 0; j < Hkv; j++) {
+                int live = gate_mode(m, n, j) == GATE_FREE && a->gate_pre[(size_t)t * Hkv + j] > 0.0f;
+                if (!live) dgate[(size_t)t * Hkv + j] = 0.0f;
+            }
+        return;
+    }
+    assert(Hkv <= VR_MAX_HKV);
+#pragma omp parallel for schedule(static)
+    for (int t = 0; t < N; t++) {
+        const float *z = a->gate_pre + (size_t)t * Hkv;
+        float *d = dgate + (size_t)t * Hkv, f[VR_MAX_HKV];
+        sat_gate_row(sg, z, f, Hkv); /* φ(z) before overrides: the Jacobian's point */
+        for (int j = 0; j < Hkv; j++)
+            if (gate_mode(m, n, j) != GATE_FREE) d[j] = 0.0f; /* an overridden gate is a constant */
+        sat_gate_row_backward(sg, z, f, d, d, Hkv);
+    }
+    float *db = m->G.layer[n].alpha_bias;
+    if (db)
         for (int j = 0; j < Hkv; j++) {
-            int live = gate_mode(m, n, j) == GATE_FREE && a->gate_pre[(size_t)t * Hkv + j] > 0.0f;
-            if (!live) dgate[(size_t)t * Hkv + j] = 0.0f;
+            double s = 0.0;
+            for (int t = 0; t < N; t++) s += dgate[(size_t)t * Hkv + j];
+            db[j] += (float)s;
         }
 }
 

@@ -29,6 +29,15 @@
     X(VR_SATFORMER, "satformer") \
     X(VR_HEADGATE, "headgate")
 
+/* SATFormer's gate function φ, applied to z = x·Wα (+ b) per token (valueres.c, docs/model.md) */
+#define GL_SAT_GATES(X)                        \
+    X(SG_RELU, "relu")                         \
+    X(SG_SIGMOID, "sigmoid")                   \
+    X(SG_SOFTMAX, "softmax")                   \
+    X(SG_SOFTMAX_SIGMOID, "softmax_sigmoid")   \
+    X(SG_TANH, "tanh")                         \
+    X(SG_IDENTITY, "identity")
+
 #define GL_RESFORMER_VARIANTS(X) \
     X(RF_PLUS, "plus")           \
     X(RF_LEARNABLE, "learnable") \
@@ -60,7 +69,8 @@
  *   rows, cols  the shape, (out, in) for matrices, (n, 1) for vectors
  *   ndim    1 or 2
  *   has     1 when the config has the tensor (for block n / router n)
- *   decay   DECAY_ALL (AdamW weight decay), DECAY_NONE, DECAY_GATES (when model.decay_gates)
+ *   decay   DECAY_ALL (AdamW weight decay), DECAY_NONE, DECAY_GATES (when model.decay_gates);
+ *           train.weight_decay_policy = all decays every tensor whatever its row says (adamw.c)
  *   init    INIT_NORMAL               N(0, 0.02) from the seeded stream
  *           INIT_FILL(v)              every entry v, no draw
  *           INIT_DRAW_FILL(v)         every entry v after a draw that is thrown away: the draw
@@ -88,8 +98,10 @@
     X(q_norm, "layers.%d.attn.q_norm", s.hd, 1, 1, c->qk_norm, DECAY_NONE, INIT_FILL(1.0f))                   \
     X(k_norm, "layers.%d.attn.k_norm", s.hd, 1, 1, c->qk_norm, DECAY_NONE, INIT_FILL(1.0f))                   \
     X(alpha, "layers.%d.attn.alpha", s.Hkv, s.d, 2, vr_mixes(c, n, VR_SATFORMER), DECAY_GATES, INIT_NORMAL)   \
+    X(alpha_bias, "layers.%d.attn.alpha_bias", s.Hkv, 1, 1, vr_mixes(c, n, VR_SATFORMER) && c->sat_gate_bias,    \
+      DECAY_GATES, INIT_FILL(c->sat_gate_bias_init))                                                          \
     X(lambda1, "layers.%d.attn.lambda1", 1, 1, 1, vr_mixes(c, n, VR_RESFORMER) && c->resformer_variant == RF_LEARNABLE, \
-      DECAY_GATES, INIT_FILL(0.5f))                                                                           \
+      DECAY_GATES, INIT_FILL(isnan(c->rf_lambda1_init) ? 0.5f : c->rf_lambda1_init))                                                                           \
     X(lambda2, "layers.%d.attn.lambda2", 1, 1, 1, vr_mixes(c, n, VR_RESFORMER) && c->resformer_variant != RF_IDENTITY, \
       DECAY_GATES, INIT_FILL(0.5f))                                                                           \
     X(headgate, "layers.%d.attn.headgate", s.Hkv, 1, 1, vr_mixes(c, n, VR_HEADGATE), DECAY_GATES,              \
@@ -100,7 +112,7 @@
     X(w3, "layers.%d.ffn.w3", s.F, s.d, 2, 1, DECAY_ALL, INIT_NORMAL)
 
 #define GL_RESFORMER_TENSORS(X)                                                                               \
-    X(rf_scale, "resformer.scale", 1, 1, 1, vr_plus(c), DECAY_GATES, INIT_FILL((float)c->n_layer))            \
+    X(rf_scale, "resformer.scale", 1, 1, 1, vr_plus(c), DECAY_GATES, INIT_FILL(vr_plus_scale_init(c)))            \
     X(rf_logits, "resformer.logits", s.M, 1, 1, vr_plus(c), DECAY_GATES, INIT_FILL(0.0f))
 
 #define GL_XL_TENSORS(X)                                                                                      \

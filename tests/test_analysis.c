@@ -88,6 +88,9 @@ static void test_gate_stats(void **state) {
     NEAR(gates_head_entropy(hx + 8, 1, 4, &used), 0.5, 1e-12, "entropy of two of four heads");
     NEAR(gates_head_entropy(hx, 4, 4, &used), 0.5, 1e-12, "mean entropy over tokens with mass");
     assert_int_equal(used, 3);
+    /* a signed gate (sat_gate tanh / identity) enters by magnitude: {-2, 0, 2, 0} is two of four */
+    const float hs[4] = {-2, 0, 2, 0};
+    NEAR(gates_head_entropy(hs, 1, 4, &used), 0.5, 1e-12, "entropy of a signed gate, by magnitude");
     /* histogram: bins [0, .25) [.25, .5) [.5, .75) [.75, 1]; outside values clamp; NaN skipped */
     const float hv[7] = {-1.0f, 0.0f, 0.25f, 0.5f, 0.99f, 1.0f, NAN};
     long counts[4];
@@ -275,7 +278,7 @@ static void tiny_model(gl_model *m, const gl_dataset *ds, gl_value_residual vr, 
     rng_seed(&rng, 11);
     int tok[4 * 32], tg[4 * 32];
     float mask[4 * 32];
-    gl_adamw opt = {0.9f, 0.95f, 1e-8f, 0.0f, 1.0f};
+    gl_adamw opt = {0.9f, 0.95f, 1e-8f, 0.0f, 1.0f, 0};
     for (int s = 1; s <= steps; s++) {
         data_train_batch(ds, &rng, 4, tok, tg, mask);
         model_forward(m, tok, tg, mask, 4, 32);

@@ -96,6 +96,9 @@ static float median_confidence(gl_model *m, const int *tok) {
     return med;
 }
 
+/* Applied to the config after the row's settings (NULL: nothing): SATFormer's gate knobs. */
+static void (*g_tweak)(gl_model_config *c);
+
 static void build(gl_model *m, const variant *v) {
     gl_model_config c;
     config_defaults(&c);
@@ -115,6 +118,7 @@ static void build(gl_model *m, const variant *v) {
     c.cross_layer = v->cl;
     c.hc_expansion = 3;
     c.router_init_bias = 0.0f;
+    if (g_tweak) g_tweak(&c);
     char err[256];
     int rc = model_init(m, &c, BMAX, err, sizeof err);
     if (rc) printf("  %s: %s\n", v->name, err);
@@ -186,11 +190,10 @@ static void greedy(gl_model *m, const int *prompt, int use_cache, int *out, long
     assert_int_equal(cur - out, n);
 }
 
-static void test_variants(void **s) {
-    (void)s;
+/* One variant: cached = uncached, teacher-forced and greedy past the window. */
+static void decode_variant(const variant *v, int i, const char *label) {
     const long NEW = 3 * T; /* past the window: the cached path re-prefills from token T - PROMPT on */
-    for (int i = 0; i < N_VARIANTS; i++) {
-        const variant *v = &VARIANTS[i];
+    {
         gl_model m;
         gl_decode dc;
         char err[256];
@@ -207,7 +210,7 @@ static void test_variants(void **s) {
         for (int k = 0; k < NEW; k++) distinct += k == 0 || a[k] != a[k - 1];
         printf("  %-38s max |Δlogit| %.2e; steps ran %ld of %ld (token, block >= 1) pairs; "
                "greedy %ld tokens: %s (%d changes of token)\n",
-               v->name, dl, run, total, NEW, same ? "identical" : "DIFFERENT", distinct);
+               label, dl, run, total, NEW, same ? "identical" : "DIFFERENT", distinct);
         /* one row against B·T rows in sgemm and a loop attention: float rounding, |logit| ~ 1..10 */
         assert_true(dl < 2e-4);
         assert_true(same);
@@ -220,6 +223,31 @@ static void test_variants(void **s) {
             assert_true(run == total); /* soft routing, no exits, or the constant p = 0.25 */
         model_free(&m);
     }
+}
+
+static void test_variants(void **s) {
+    (void)s;
+    for (int i = 0; i < N_VARIANTS; i++) decode_variant(&VARIANTS[i], i, VARIANTS[i].name);
+}
+
+/* SATFormer's gate functions and bias (model.sat_gate, model.sat_gate_bias) on the
+ * "satformer + overrides" row: block 2's KV head 1 fixed, the others free. */
+static void tw_softmax_bias(gl_model_config *c) { c->sat_gate = SG_SOFTMAX; c->sat_gate_bias = 1; c->sat_gate_bias_init = 0.5f; }
+static void tw_sm_sigmoid(gl_model_config *c) { c->sat_gate = SG_SOFTMAX_SIGMOID; }
+static void tw_tanh(gl_model_config *c) { c->sat_gate = SG_TANH; }
+static void test_sat_gates(void **s) {
+    (void)s;
+    const struct {
+        void (*tw)(gl_model_config *);
+        const char *label;
+    } k[] = {{tw_softmax_bias, "satformer softmax + bias + overrides"},
+             {tw_sm_sigmoid, "satformer softmax_sigmoid + overrides"},
+             {tw_tanh, "satformer tanh + overrides"}};
+    for (size_t j = 0; j < sizeof k / sizeof k[0]; j++) {
+        g_tweak = k[j].tw;
+        decode_variant(&VARIANTS[8], 8, k[j].label);
+    }
+    g_tweak = NULL;
 }
 
 static void test_random_route_refused(void **s) {
@@ -272,6 +300,7 @@ static void test_temperature_sampling_same(void **s) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_variants),
+        cmocka_unit_test(test_sat_gates),
         cmocka_unit_test(test_random_route_refused),
         cmocka_unit_test(test_temperature_sampling_same),
     };

@@ -5,7 +5,8 @@
  * attention, SwiGLU, cross-entropy, router)
  * and for the whole model in every variant (baseline with and without
  * qk-norm, untied head, GQA, ResFormer plus/learnable/identity, SATFormer,
- * SATFormer last-k, the static head gate, TSA, TSA+SATFormer, early exit linear/uniform, and the
+ * SATFormer last-k, every SATFormer gate function (model.sat_gate) with and
+ * without the gate bias, one with a gate overridden, the static head gate, TSA, TSA+SATFormer, early exit linear/uniform, and the
  * cross-layer variants DenseFormer, hyper-connections, MUDD and their
  * combinations with value residuals / TSA).
  *
@@ -310,6 +311,9 @@ static double model_obj(void *p) {
     return model_forward(&c->m, c->tok, c->tg, c->mask, c->B, c->T);
 }
 
+/* Called after the weights are set, before the check (NULL: nothing). */
+static void (*g_after_init)(gl_model *m);
+
 static void check_model(const char *label, void (*tweak)(gl_model_config *)) {
     gl_model_config cfg;
     config_defaults(&cfg);
@@ -336,6 +340,7 @@ static void check_model(const char *label, void (*tweak)(gl_model_config *)) {
             else p[j] += 0.2f * rng_normal(&rng);
         }
     }
+    if (g_after_init) g_after_init(&c.m);
     int n = c.B * c.T;
     c.tok = malloc(n * sizeof(int));
     c.tg = malloc(n * sizeof(int));
@@ -369,6 +374,16 @@ static void v_rf_learn(gl_model_config *c) { c->value_residual = VR_RESFORMER; c
 static void v_rf_ident(gl_model_config *c) { c->value_residual = VR_RESFORMER; c->resformer_variant = RF_IDENTITY; }
 static void v_sat(gl_model_config *c) { c->value_residual = VR_SATFORMER; }
 static void v_headgate(gl_model_config *c) { c->value_residual = VR_HEADGATE; }
+/* SATFormer gate functions (cfg n_kv_head = 2, so softmax is over two heads) and the gate bias */
+static void v_sat_sigmoid(gl_model_config *c) { v_sat(c); c->sat_gate = SG_SIGMOID; }
+static void v_sat_softmax(gl_model_config *c) { v_sat(c); c->sat_gate = SG_SOFTMAX; }
+static void v_sat_softmax4(gl_model_config *c) { v_sat(c); c->sat_gate = SG_SOFTMAX; c->n_kv_head = 4; }
+static void v_sat_softmax_sigmoid(gl_model_config *c) { v_sat(c); c->sat_gate = SG_SOFTMAX_SIGMOID; }
+static void v_sat_tanh(gl_model_config *c) { v_sat(c); c->sat_gate = SG_TANH; }
+static void v_sat_identity(gl_model_config *c) { v_sat(c); c->sat_gate = SG_IDENTITY; }
+static void v_sat_relu_bias(gl_model_config *c) { v_sat(c); c->sat_gate_bias = 1; c->sat_gate_bias_init = 0.3f; }
+static void v_sat_sm_sig_bias(gl_model_config *c) { v_sat_softmax_sigmoid(c); c->sat_gate_bias = 1; c->sat_gate_bias_init = -0.2f; }
+static void v_rf_plus_l1(gl_model_config *c) { v_rf_plus(c); c->rf_lambda1_init = 0.09f; }
 static void v_sat_lastk(gl_model_config *c) { c->value_residual = VR_SATFORMER; c->n_layer = 4; c->vr_last_k = 2; }
 static void v_tsa(gl_model_config *c) { c->depth_routing = DR_TSA; c->tsa_lambda = 0.1f; c->router_init_bias = 0.0f; }
 static void v_tsa_sat(gl_model_config *c) { v_tsa(c); c->value_residual = VR_SATFORMER; }
@@ -390,6 +405,112 @@ MODEL_TEST(test_model_resformer_learnable, v_rf_learn)
 MODEL_TEST(test_model_resformer_identity, v_rf_ident)
 MODEL_TEST(test_model_satformer, v_sat)
 MODEL_TEST(test_model_satformer_lastk, v_sat_lastk)
+MODEL_TEST(test_model_sat_sigmoid, v_sat_sigmoid)
+MODEL_TEST(test_model_sat_softmax, v_sat_softmax)
+MODEL_TEST(test_model_sat_softmax4, v_sat_softmax4)
+MODEL_TEST(test_model_sat_softmax_sigmoid, v_sat_softmax_sigmoid)
+MODEL_TEST(test_model_sat_tanh, v_sat_tanh)
+MODEL_TEST(test_model_sat_identity, v_sat_identity)
+MODEL_TEST(test_model_sat_relu_bias, v_sat_relu_bias)
+MODEL_TEST(test_model_sat_softmax_sigmoid_bias, v_sat_sm_sig_bias)
+MODEL_TEST(test_model_resformer_plus_lambda1_init, v_rf_plus_l1)
+
+/* softmax with block 1's KV head 0 fixed at 0.7: the other head's gate still
+ * depends on both logits, the fixed one passes no gradient. */
+static void fix_head0(gl_model *m) { model_set_gate_override(m, 1, 0, GATE_CONST, 0.7f); }
+static void test_model_sat_softmax_override(void **s) {
+    (void)s;
+    g_after_init = fix_head0;
+    check_model("v_sat_softmax4 + override (1, 0)", v_sat_softmax4);
+    g_after_init = NULL;
+}
+
+/* The start of ResFormer's λ1 (model.resformer_lambda1_init): auto keeps each
+ * variant's own (plus s = L so λ1 = L/M, learnable 0.5); a value sets λ1 of
+ * every mixing block; and the gate bias starts at model.sat_gate_bias_init. */
+static void test_init_knobs(void **s) {
+    (void)s;
+    char err[256];
+    const struct {
+        gl_resformer_variant v;
+        float init, want;
+    } cases[] = {{RF_PLUS, NAN, 3.0f / 2.0f}, {RF_PLUS, 0.09f, 0.09f}, {RF_LEARNABLE, NAN, 0.5f}, {RF_LEARNABLE, 1.2f, 1.2f}};
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        gl_model_config cfg;
+        config_defaults(&cfg);
+        cfg.d_model = 16; cfg.n_layer = 3; cfg.n_head = 2; cfg.n_kv_head = 2; cfg.d_ff = 16; cfg.seq_len = 4;
+        cfg.value_residual = VR_RESFORMER;
+        cfg.resformer_variant = cases[k].v;
+        cfg.rf_lambda1_init = cases[k].init;
+        gl_model m;
+        assert_int_equal(model_init(&m, &cfg, 1, err, sizeof err), 0);
+        model_init_weights(&m, 1);
+        for (int n = 1; n < 3; n++) {
+            float l1, l2;
+            model_resformer_lambda(&m, n, &l1, &l2);
+            printf("  λ1 init %-9s %-5g block %d: %.7g (want %.7g)\n", config_resformer_variant_name(cases[k].v),
+                   (double)cases[k].init, n, (double)l1, (double)cases[k].want);
+            assert_true(fabsf(l1 - cases[k].want) <= 1e-6f * cases[k].want);
+        }
+        model_free(&m);
+    }
+    gl_model_config cfg;
+    config_defaults(&cfg);
+    cfg.d_model = 16; cfg.n_layer = 3; cfg.n_head = 2; cfg.n_kv_head = 2; cfg.d_ff = 16; cfg.seq_len = 4;
+    cfg.value_residual = VR_SATFORMER;
+    cfg.sat_gate_bias = 1;
+    cfg.sat_gate_bias_init = 1.2f;
+    gl_model m;
+    assert_int_equal(model_init(&m, &cfg, 1, err, sizeof err), 0);
+    model_init_weights(&m, 1);
+    assert_null(model_find_tensor(&m, "layers.0.attn.alpha_bias")); /* block 0 makes V1, it does not mix */
+    for (int n = 1; n < 3; n++) {
+        char name[GL_NAME_MAX];
+        snprintf(name, sizeof name, "layers.%d.attn.alpha_bias", n);
+        const gl_tensor *t = model_find_tensor(&m, name);
+        assert_non_null(t);
+        assert_int_equal((int)t->size, 2);
+        for (size_t j = 0; j < t->size; j++) assert_true(m.params[t->offset + j] == 1.2f);
+    }
+    model_free(&m);
+    printf("  init knobs: ResFormer λ1 (auto, set) and the SATFormer gate bias start as configured\n");
+}
+
+/* train.weight_decay_policy = all (gl_adamw.decay_all): with zero gradients
+ * an AdamW step is p ← p·(1 − lr·wd) on the tensors that decay and p on the
+ * others; under all, every tensor decays (norm gains, gates, biases). */
+static void test_decay_all(void **s) {
+    (void)s;
+    char err[256];
+    gl_model_config cfg;
+    config_defaults(&cfg);
+    cfg.d_model = 16; cfg.n_layer = 3; cfg.n_head = 2; cfg.n_kv_head = 2; cfg.d_ff = 16; cfg.seq_len = 4;
+    cfg.value_residual = VR_SATFORMER;
+    cfg.sat_gate_bias = 1;
+    cfg.sat_gate_bias_init = 1.0f;
+    for (int all = 0; all <= 1; all++) {
+        gl_model m;
+        assert_int_equal(model_init(&m, &cfg, 1, err, sizeof err), 0);
+        model_init_weights(&m, 3);
+        float *p0 = malloc(m.n_params * sizeof(float));
+        memcpy(p0, m.params, m.n_params * sizeof(float));
+        model_zero_grad(&m);
+        gl_adamw opt = {0.9f, 0.95f, 1e-8f, 0.1f, 1.0f, all};
+        adamw_step(&m, &opt, 0.5f, 1);
+        int n_decayed = 0;
+        for (int i = 0; i < m.n_tensors; i++) {
+            const gl_tensor *t = &m.tensors[i];
+            const float want = (t->decay || all) ? 1.0f - 0.5f * 0.1f : 1.0f;
+            for (size_t j = 0; j < t->size; j++) assert_true(m.params[t->offset + j] == p0[t->offset + j] * want);
+            n_decayed += t->decay || all;
+        }
+        printf("  weight_decay_policy %-8s: %d of %d tensors decayed\n", all ? "all" : "matrices", n_decayed, m.n_tensors);
+        if (all) assert_int_equal(n_decayed, m.n_tensors);
+        else assert_true(n_decayed < m.n_tensors && !model_find_tensor(&m, "layers.1.attn_norm")->decay);
+        free(p0);
+        model_free(&m);
+    }
+}
 MODEL_TEST(test_model_headgate, v_headgate)
 MODEL_TEST(test_model_tsa, v_tsa)
 MODEL_TEST(test_model_tsa_satformer, v_tsa_sat)
@@ -419,6 +540,13 @@ int main(void) {
         cmocka_unit_test(test_model_hyper), cmocka_unit_test(test_model_hyper3_resformer),
         cmocka_unit_test(test_model_mudd), cmocka_unit_test(test_model_mudd_satformer),
         cmocka_unit_test(test_model_headgate),
+        cmocka_unit_test(test_model_sat_sigmoid), cmocka_unit_test(test_model_sat_softmax),
+        cmocka_unit_test(test_model_sat_softmax4), cmocka_unit_test(test_model_sat_softmax_sigmoid),
+        cmocka_unit_test(test_model_sat_tanh), cmocka_unit_test(test_model_sat_identity),
+        cmocka_unit_test(test_model_sat_relu_bias), cmocka_unit_test(test_model_sat_softmax_sigmoid_bias),
+        cmocka_unit_test(test_model_sat_softmax_override),
+        cmocka_unit_test(test_model_resformer_plus_lambda1_init),
+        cmocka_unit_test(test_init_knobs), cmocka_unit_test(test_decay_all),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -226,6 +226,9 @@ static float *dset_floats(parity_ctx *c, const char *path, long n) {
 }
 
 /* The fixture's config, B and T.  Returns 0, or -1 after reporting. */
+/* train.weight_decay_policy of the fixture: "all" (decay every tensor) or, when absent, matrices. */
+static int g_decay_all;
+
 static int read_config(parity_ctx *c, gl_model_config *cfg, int *B, int *T) {
     char s[64];
     int bad = 0;
@@ -263,6 +266,22 @@ static int read_config(parity_ctx *c, gl_model_config *cfg, int *B, int *T) {
     if (attr_str(c, "exit_weighting", s, sizeof s) || config_parse_exit_weighting(s, &cfg->exit_weighting)) {
         parity_fail(c, "exit_weighting '%s' not understood", s);
         bad = -1;
+    }
+    /* SATFormer gate knobs and the decay policy are written only where they differ from
+     * the defaults (relu, no bias, matrices) */
+    if (H5Aexists(c->file, "sat_gate") > 0 &&
+        (attr_str(c, "sat_gate", s, sizeof s) || config_parse_sat_gate(s, &cfg->sat_gate))) {
+        parity_fail(c, "sat_gate '%s' not understood", s);
+        bad = -1;
+    }
+    if (H5Aexists(c->file, "sat_gate_bias") > 0) bad |= attr_int(c, "sat_gate_bias", &cfg->sat_gate_bias);
+    g_decay_all = 0;
+    if (H5Aexists(c->file, "weight_decay_policy") > 0) {
+        if (attr_str(c, "weight_decay_policy", s, sizeof s) || (strcmp(s, "all") && strcmp(s, "matrices"))) {
+            parity_fail(c, "weight_decay_policy '%s' not understood", s);
+            bad = -1;
+        }
+        g_decay_all = !strcmp(s, "all");
     }
     /* cross-layer attributes are written only by cross-layer cases; absent means none */
     if (H5Aexists(c->file, "cross_layer") > 0) {
@@ -531,7 +550,7 @@ static int parity_case(const fixture *fx) {
     parity_check(&c, "grads (per tensor)", worst, TOL_GRAD, where);
 
     /* AdamW: forward, zero_grad, backward, step — as make_fixtures.py does */
-    gl_adamw opt;
+    gl_adamw opt = {.decay_all = g_decay_all};
     float lr;
     if (attr_int(&c, "n_adam_steps", &n_steps) || attr_float(&c, "beta1", &opt.beta1) ||
         attr_float(&c, "beta2", &opt.beta2) || attr_float(&c, "eps", &opt.eps) ||

@@ -819,7 +819,8 @@ static int loop_init(train_loop *lp, const run_ctx *c, char *err, size_t errlen)
         snprintf(err, errlen, "out of memory for a batch");
         return -1;
     }
-    lp->opt = (gl_adamw){tc->beta1, tc->beta2, tc->eps, tc->weight_decay, tc->grad_clip};
+    lp->opt = (gl_adamw){tc->beta1, tc->beta2, tc->eps, tc->weight_decay, tc->grad_clip,
+                         tc->weight_decay_policy == WD_ALL};
     lp->t_start = lp->t_log = now_s();
     lp->t_draw = 0;
     lp->elapsed0 = c->st.elapsed_s;

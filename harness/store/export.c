@@ -104,6 +104,8 @@ static int export_config_attrs(hid_t f, const gl_model *m, const gl_train_state 
     bad |= export_attr_str(f, "resformer_variant", config_resformer_variant_name(c->resformer_variant));
     bad |= export_attr_int(f, "value_residual_last_k", c->vr_last_k);
     bad |= export_attr_int(f, "decay_gates", c->decay_gates);
+    bad |= export_attr_str(f, "sat_gate", config_sat_gate_name(c->sat_gate));
+    bad |= export_attr_int(f, "sat_gate_bias", c->sat_gate_bias);
     bad |= export_attr_str(f, "depth_routing", config_depth_routing_name(c->depth_routing));
     bad |= export_attr_int(f, "router_hidden", config_router_hidden(c));
     bad |= export_attr_float(f, "router_init_bias", c->router_init_bias);

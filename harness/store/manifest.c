@@ -54,9 +54,11 @@ __attribute__((format(printf, 3, 4))) static int msgf(char *out, size_t outlen, 
 /* ---------------------------------------------------------------- keys --- */
 
 typedef enum { K_INT, K_U64, K_FLOAT, K_BOOL, K_STR, K_ENUM, K_SCALE } key_kind;
-typedef enum { EN_NONE, EN_VR, EN_RF, EN_DR, EN_EE, EN_TASK, EN_CL, EN_TOK } enum_id;
+typedef enum { EN_NONE, EN_VR, EN_RF, EN_DR, EN_EE, EN_TASK, EN_CL, EN_TOK, EN_SG, EN_WD } enum_id;
 /* string constraints */
 enum { S_ANY = 0, S_NONEMPTY = 1, S_NAME = 2 };
+/* float constraint: F_AUTO also accepts "auto", stored as NaN (the key's documented automatic value) */
+enum { F_AUTO = 1 };
 
 typedef struct {
     const char *section, *name;
@@ -65,7 +67,7 @@ typedef struct {
     size_t size;      /* strings: buffer size */
     double lo, hi;    /* numeric range */
     int lo_open, hi_open;
-    int aux;          /* K_ENUM: enum_id; K_STR: S_* constraint */
+    int aux;          /* K_ENUM: enum_id; K_STR: S_* constraint; K_FLOAT: F_AUTO or 0 */
     int sweep;        /* may be varied by [sweep] */
     int late;         /* added after runs were first registered (2026-12-01), its default being the
                        * behaviour from before it existed: left out of a run's identity while at
@@ -75,6 +77,7 @@ typedef struct {
 #define OFF(f) offsetof(gl_manifest, f)
 #define KINT(s, n, f, lo, hi) {s, n, K_INT, OFF(f), 0, lo, hi, 0, 0, 0, 1, 0}
 #define KFLT(s, n, f, lo, hi, lo_open, hi_open) {s, n, K_FLOAT, OFF(f), 0, lo, hi, lo_open, hi_open, 0, 1, 0}
+#define KFLT_AUTO(s, n, f, lo, hi) {s, n, K_FLOAT, OFF(f), 0, lo, hi, 0, 0, F_AUTO, 1, 0}
 #define KBOOL(s, n, f) {s, n, K_BOOL, OFF(f), 0, 0, 1, 0, 0, 0, 1, 0}
 #define KENUM(s, n, f, e) {s, n, K_ENUM, OFF(f), 0, 0, 0, 0, 0, e, 1, 0}
 #define KSTR(s, n, f, c, sw) {s, n, K_STR, OFF(f), sizeof(((gl_manifest *)0)->f), 0, 0, 0, 0, c, sw, 0}
@@ -84,6 +87,7 @@ typedef struct {
 #define LFLT(s, n, f, lo, hi, lo_open, hi_open) {s, n, K_FLOAT, OFF(f), 0, lo, hi, lo_open, hi_open, 0, 1, 1}
 #define LBOOL(s, n, f) {s, n, K_BOOL, OFF(f), 0, 0, 1, 0, 0, 0, 1, 1}
 #define LENUM(s, n, f, e) {s, n, K_ENUM, OFF(f), 0, 0, 0, 0, 0, e, 1, 1}
+#define LFLT_AUTO(s, n, f, lo, hi) {s, n, K_FLOAT, OFF(f), 0, lo, hi, 0, 0, F_AUTO, 1, 1}
 
 /* Ranges of [model] equal config.c's bounds (config_validate re-checks them
  * for configs that come from checkpoints).  Canonical order = table order. */
@@ -104,6 +108,10 @@ static const key_def keys[] = {
     KENUM("model", "resformer_variant", model.resformer_variant, EN_RF),
     KINT("model", "value_residual_last_k", model.vr_last_k, 0, 63),
     KBOOL("model", "decay_gates", model.decay_gates),
+    LENUM("model", "sat_gate", model.sat_gate, EN_SG),
+    LBOOL("model", "sat_gate_bias", model.sat_gate_bias),
+    LFLT("model", "sat_gate_bias_init", model.sat_gate_bias_init, -30, 30, 0, 0),
+    LFLT_AUTO("model", "resformer_lambda1_init", model.rf_lambda1_init, -100, 100),
     KENUM("model", "depth_routing", model.depth_routing, EN_DR),
     KINT("model", "router_hidden", model.router_hidden, 0, 65536),
     KFLT("model", "router_init_bias", model.router_init_bias, -30, 30, 0, 0),
@@ -131,6 +139,7 @@ static const key_def keys[] = {
     KFLT("train", "min_lr", train.min_lr, 0, 10, 0, 0),
     KINT("train", "warmup", train.warmup, 0, 1000000000),
     KFLT("train", "weight_decay", train.weight_decay, 0, 10, 0, 0),
+    LENUM("train", "weight_decay_policy", train.weight_decay_policy, EN_WD),
     KFLT("train", "beta1", train.beta1, 0, 1, 0, 1),
     KFLT("train", "beta2", train.beta2, 0, 1, 0, 1),
     KFLT("train", "eps", train.eps, 0, 1, 1, 0),
@@ -232,6 +241,10 @@ static void format_float(char *out, size_t outlen, float f) {
     msgf(out, outlen, "%.9g", (double)f);
 }
 
+/* train.weight_decay_policy names, indexed by gl_wd_policy */
+static const char *const wd_policy_names[] = {[WD_MATRICES] = "matrices", [WD_ALL] = "all"};
+_Static_assert(sizeof wd_policy_names / sizeof wd_policy_names[0] == WD_COUNT, "one name per weight-decay policy");
+
 static const char *enum_name(int en, int v) {
     switch (en) {
     case EN_VR: return config_value_residual_name((gl_value_residual)v);
@@ -239,6 +252,8 @@ static const char *enum_name(int en, int v) {
     case EN_DR: return config_depth_routing_name((gl_depth_routing)v);
     case EN_EE: return config_exit_weighting_name((gl_exit_weighting)v);
     case EN_CL: return config_cross_layer_name((gl_cross_layer)v);
+    case EN_SG: return config_sat_gate_name((gl_sat_gate)v);
+    case EN_WD: return v >= 0 && v < WD_COUNT ? wd_policy_names[v] : "unknown";
     case EN_TASK: return task_name((gl_task)v);
     case EN_TOK: return task_tokenizer_name((gl_tokenizer)v);
     }
@@ -252,6 +267,8 @@ static int enum_count(int en) {
     case EN_DR: return DR_COUNT;
     case EN_EE: return EE_COUNT;
     case EN_CL: return CL_COUNT;
+    case EN_SG: return SG_COUNT;
+    case EN_WD: return WD_COUNT;
     case EN_TASK: return TASK_COUNT;
     case EN_TOK: return TOK_COUNT;
     }
@@ -266,6 +283,8 @@ static void enum_store(gl_manifest *mf, int en, int v) {
     case EN_DR: mf->model.depth_routing = (gl_depth_routing)v; break;
     case EN_EE: mf->model.exit_weighting = (gl_exit_weighting)v; break;
     case EN_CL: mf->model.cross_layer = (gl_cross_layer)v; break;
+    case EN_SG: mf->model.sat_gate = (gl_sat_gate)v; break;
+    case EN_WD: mf->train.weight_decay_policy = (gl_wd_policy)v; break;
     case EN_TASK: mf->data.task = (gl_task)v; break;
     case EN_TOK: mf->data.tokenizer = (gl_tokenizer)v; break;
     }
@@ -278,6 +297,8 @@ static int enum_load(const gl_manifest *mf, int en) {
     case EN_DR: return (int)mf->model.depth_routing;
     case EN_EE: return (int)mf->model.exit_weighting;
     case EN_CL: return (int)mf->model.cross_layer;
+    case EN_SG: return (int)mf->model.sat_gate;
+    case EN_WD: return (int)mf->train.weight_decay_policy;
     case EN_TASK: return (int)mf->data.task;
     case EN_TOK: return (int)mf->data.tokenizer;
     }
@@ -328,7 +349,10 @@ static void format_value(char *out, size_t outlen, const gl_manifest *mf, const 
     case K_INT: msgf(out, outlen, "%d", *(const int *)base); break;
     case K_BOOL: msgf(out, outlen, "%d", *(const int *)base ? 1 : 0); break;
     case K_U64: msgf(out, outlen, "%" PRIu64, *(const uint64_t *)base); break;
-    case K_FLOAT: format_float(out, outlen, *(const float *)base); break;
+    case K_FLOAT:
+        if (k->aux == F_AUTO && isnan(*(const float *)base)) msgf(out, outlen, "auto");
+        else format_float(out, outlen, *(const float *)base);
+        break;
     case K_ENUM: msgf(out, outlen, "%s", enum_name(k->aux, enum_load(mf, k->aux))); break;
     case K_STR:
     case K_SCALE: msgf(out, outlen, "%s", base); break;
@@ -339,8 +363,8 @@ static void range_text(char *out, size_t outlen, const key_def *k) {
     if (k->kind == K_INT) {
         msgf(out, outlen, "must be between %.0f and %.0f", k->lo, k->hi);
     } else {
-        msgf(out, outlen, "must be in %c%g, %g%c", k->lo_open ? '(' : '[', k->lo, k->hi,
-                 k->hi_open ? ')' : ']');
+        msgf(out, outlen, "must be %sin %c%g, %g%c", k->aux == F_AUTO ? "auto or " : "", k->lo_open ? '(' : '[',
+             k->lo, k->hi, k->hi_open ? ')' : ']');
     }
 }
 
@@ -382,7 +406,11 @@ static int parse_value(gl_manifest *mf, const key_def *k, const char *value, cha
     }
     case K_FLOAT: {
         float v;
-        if (parse_float(value, &v, why, whylen)) return -1;
+        if (k->aux == F_AUTO && !strcmp(value, "auto")) return *(float *)base = NAN, 0;
+        if (parse_float(value, &v, why, whylen)) {
+            if (k->aux == F_AUTO) msgf(why, whylen, "not a number, nor auto");
+            return -1;
+        }
         *quote = 0;
         if (!in_range(k, (double)v)) return range_text(why, whylen, k), -1;
         *(float *)base = v;
@@ -1127,6 +1155,7 @@ void manifest_defaults(gl_manifest *mf) {
     t->min_lr = 1e-4f;
     t->warmup = 20;
     t->weight_decay = 0.1f;
+    t->weight_decay_policy = WD_MATRICES;
     t->beta1 = 0.9f;
     t->beta2 = 0.95f;
     t->eps = 1e-8f;
@@ -1234,6 +1263,24 @@ static void write_section(strbuf *sb, const gl_manifest *mf, const char *section
     }
 }
 
+/* write_section less the late keys that hold their default (manifest_identity_text's rule):
+ * what the model hash covers, so a checkpoint written before a late key existed still loads. */
+static void write_section_identity(strbuf *sb, const gl_manifest *mf, const char *section) {
+    gl_manifest dm;
+    manifest_defaults(&dm);
+    char val[GL_PATH_MAX + 64], dv[GL_PATH_MAX + 64];
+    sb_printf(sb, "[%s]\n", section);
+    for (int i = 0; i < N_KEYS; i++) {
+        if (strcmp(keys[i].section, section)) continue;
+        format_value(val, sizeof val, mf, &keys[i]);
+        if (keys[i].late) {
+            format_value(dv, sizeof dv, &dm, &keys[i]);
+            if (!strcmp(val, dv)) continue;
+        }
+        sb_printf(sb, "%s =%s%s\n", keys[i].name, val[0] ? " " : "", val);
+    }
+}
+
 char *manifest_to_ini(const gl_manifest *mf) {
     strbuf sb = {0};
     for (int s = 0; s < N_SECTIONS; s++) {
@@ -1289,7 +1336,7 @@ char *manifest_identity_text(const char *config_ini) {
 
 uint64_t manifest_model_hash(const gl_manifest *mf) {
     strbuf sb = {0};
-    write_section(&sb, mf, "model");
+    write_section_identity(&sb, mf, "model"); /* late keys at their default left out, as in the identity */
     uint64_t h = 0xcbf29ce484222325ULL; /* FNV-1a 64 offset basis */
     if (!sb.oom)
         for (size_t i = 0; i < sb.len; i++) {

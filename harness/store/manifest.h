@@ -22,6 +22,13 @@
 
 #define GL_SWEEP_MAX_KEYS 16
 
+/* train.weight_decay_policy: which tensors AdamW decays (docs/manifest.md) */
+typedef enum {
+    WD_MATRICES = 0, /* the tensor table's decay flags: matrices and embeddings (+ gates when model.decay_gates) */
+    WD_ALL,          /* every parameter, as the official SATFormer code's single AdamW group */
+    WD_COUNT
+} gl_wd_policy;
+
 typedef struct {
     int steps;              /* optimiser steps */
     int batch_size;         /* B sequences per step */
@@ -29,6 +36,7 @@ typedef struct {
     float min_lr;           /* floor of the cosine decay */
     int warmup;             /* linear warmup steps */
     float weight_decay;     /* 0.1 on matrices */
+    gl_wd_policy weight_decay_policy; /* matrices (default) or all */
     float beta1, beta2, eps;/* 0.9, 0.95, 1e-8 */
     float grad_clip;        /* global-norm clip; 0 = off */
     uint64_t seed;          /* init, data order, probe */

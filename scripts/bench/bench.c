@@ -34,6 +34,11 @@
  * keys on average), Wo and the FFN; its norm, k and v (and router) still run.
  * ideal_ffn_only is the older, FFN-only figure.
  *
+ * Training variants are base, a value_residual / depth_routing / cross_layer
+ * name, or one of SATFormer's knobs as a variant of its own: satformer_softmax
+ * (model.sat_gate = softmax), satformer_bias (model.sat_gate_bias = 1),
+ * satformer_decay_all (train.weight_decay_policy = all).
+ *
  * With --db PATH --tag TAG each training variant is also recorded in the
  * registry as a FINISHED run of experiment "cost-TAG" (params: its model
  * config; metrics in split "bench": train_tokens_per_s, fwd_tokens_per_s,
@@ -152,18 +157,19 @@ static void shuffle(int *order, int n, gl_rng *r) {
 
 /* Record one variant's figures as a FINISHED run of experiment cost-<tag>. */
 static int record(const char *db_path, const char *tag, const char *scale, const char *variant,
-                  const gl_model_config *c, int B, const double *vals, const char *const *names, int nv) {
+                  const gl_model_config *c, int decay_all, int B, const double *vals, const char *const *names, int nv) {
     gl_db *db = NULL;
-    char err[512], exp[160], id[256], ini[1024];
+    char err[512], exp[160], id[256], ini[1280];
     snprintf(exp, sizeof exp, "cost-%s", tag);
     snprintf(id, sizeof id, "cost-%s-%s-%s", tag, scale, variant);
     snprintf(ini, sizeof ini,
              "[model]\nscale = %s\nd_model = %d\nn_layer = %d\nn_head = %d\nn_kv_head = %d\nd_ff = %d\nseq_len = %d\n"
-             "vocab_size = %d\nvalue_residual = %s\ndepth_routing = %s\ncross_layer = %s\n[train]\nbatch_size = %d\n"
-             "threads = %d\n",
+             "vocab_size = %d\nvalue_residual = %s\nsat_gate = %s\nsat_gate_bias = %d\ndepth_routing = %s\n"
+             "cross_layer = %s\n[train]\nbatch_size = %d\nthreads = %d\nweight_decay_policy = %s\n",
              scale, c->d_model, c->n_layer, c->n_head, c->n_kv_head, c->d_ff, c->seq_len, c->vocab_size,
-             config_value_residual_name(c->value_residual), config_depth_routing_name(c->depth_routing),
-             config_cross_layer_name(c->cross_layer), B, omp_get_max_threads());
+             config_value_residual_name(c->value_residual), config_sat_gate_name(c->sat_gate), c->sat_gate_bias,
+             config_depth_routing_name(c->depth_routing), config_cross_layer_name(c->cross_layer), B,
+             omp_get_max_threads(), decay_all ? "all" : "matrices");
     long long exp_id;
     gl_metric rows[12];
     if (nv > 12) nv = 12;
@@ -207,6 +213,7 @@ static void sgemm_rate(const gl_model_config *c, int B, int reps, double *rate) 
 typedef struct {
     const char *name;
     gl_model_config cfg;
+    int decay_all; /* train.weight_decay_policy = all */
     gl_model m;
     double *step, *fwd; /* (rounds) seconds */
 } variant;
@@ -217,8 +224,8 @@ typedef struct {
     int *tok, *tg; /* (B*T) shared by every variant */
 } train_setup;
 
-static void train_step(gl_model *m, const train_setup *ts, int s) {
-    static const gl_adamw opt = {0.9f, 0.95f, 1e-8f, 0.1f, 1.0f};
+static void train_step(gl_model *m, int decay_all, const train_setup *ts, int s) {
+    const gl_adamw opt = {0.9f, 0.95f, 1e-8f, 0.1f, 1.0f, decay_all};
     model_forward(m, ts->tok, ts->tg, NULL, ts->B, m->cfg.seq_len);
     model_zero_grad(m);
     model_backward(m);
@@ -232,13 +239,13 @@ static void run_rounds(variant *v, int nv, const train_setup *ts) {
     rng_seed(&r, ts->seed);
     int order[MAX_VARIANTS];
     for (int w = 0; w < ts->warmup; w++)
-        for (int i = 0; i < nv; i++) train_step(&v[i].m, ts, w);
+        for (int i = 0; i < nv; i++) train_step(&v[i].m, v[i].decay_all, ts, w);
     for (int k = 0; k < ts->rounds; k++) {
         shuffle(order, nv, &r);
         for (int i = 0; i < nv; i++) {
             variant *x = &v[order[i]];
             double t0 = now_s();
-            train_step(&x->m, ts, ts->warmup + k);
+            train_step(&x->m, x->decay_all, ts, ts->warmup + k);
             x->step[k] = now_s() - t0;
         }
     }
@@ -489,7 +496,9 @@ static void usage(FILE *f) {
             "  --infer-batch B  batch of the inference figures (default 64)\n"
             "  --scale s|m    model scale (default m)\n"
             "  --variants L   comma list: base, a value_residual, depth_routing or cross_layer name\n"
-            "                 (resformer satformer tsa early_exit denseformer hyper mudd ...), sparse\n"
+            "                 (resformer satformer tsa early_exit denseformer hyper mudd ...), SATFormer's\n"
+            "                 knobs satformer_softmax (sat_gate softmax), satformer_bias (sat_gate_bias 1),\n"
+            "                 satformer_decay_all (train.weight_decay_policy all), sparse\n"
             "                 (TSA sparse inference and break-even batch), exit (early-exit inference)\n"
             "                 (default base,resformer,satformer,tsa,sparse,exit)\n"
             "  --memory       one training variant: peak RSS of a step beside the analytic size\n"
@@ -565,7 +574,7 @@ static int memory_check(const char *name, const gl_model_config *c, const train_
     }
     gl_model m;
     model_or_die(&m, c, ts->B);
-    for (int s = 0; s <= ts->warmup; s++) train_step(&m, ts, s);
+    for (int s = 0; s <= ts->warmup; s++) train_step(&m, 0, ts, s); /* the decay policy does not change memory */
     double parts[4], total = analytic_bytes(&m, ts->B, parts), rss = peak_rss_mib(), mib = 1024.0 * 1024.0;
     printf("{\"variant\":\"memory\",\"model\":\"%s\",\"batch\":%d,\"peak_rss_mib\":%.0f,\"analytic_mib\":%.1f,"
            "\"params_grads_adamw_mib\":%.1f,\"saved_activations_mib\":%.1f,\"workspace_mib\":%.1f,\"inputs_mib\":%.1f,"
@@ -576,15 +585,36 @@ static int memory_check(const char *name, const gl_model_config *c, const train_
     return 0;
 }
 
-/* Parse one training variant name into a config; -1 if unknown. */
-static int variant_config(const char *v, const gl_model_config *base, gl_model_config *c) {
+/* SATFormer's knobs (docs/model.md "SATFormer gate functions"; train.weight_decay_policy) as
+ * training variants of their own, so the cost table has a row for each. */
+static const struct {
+    const char *name;
+    gl_sat_gate gate;
+    int bias, decay_all;
+} sat_knob_variants[] = {
+    {"satformer_softmax", SG_SOFTMAX, 0, 0},
+    {"satformer_bias", SG_RELU, 1, 0},
+    {"satformer_decay_all", SG_RELU, 0, 1},
+};
+
+/* Parse one training variant name into a config (and its decay policy); -1 if unknown. */
+static int variant_config(const char *v, const gl_model_config *base, gl_model_config *c, int *decay_all) {
     *c = *base;
+    *decay_all = 0;
     if (!strcmp(v, "base") || !strcmp(v, "none")) return 0;
+    for (size_t k = 0; k < sizeof sat_knob_variants / sizeof sat_knob_variants[0]; k++)
+        if (!strcmp(v, sat_knob_variants[k].name)) {
+            c->value_residual = VR_SATFORMER;
+            c->sat_gate = sat_knob_variants[k].gate;
+            c->sat_gate_bias = sat_knob_variants[k].bias;
+            *decay_all = sat_knob_variants[k].decay_all;
+            return 0;
+        }
     if (!config_parse_value_residual(v, &c->value_residual) || !config_parse_depth_routing(v, &c->depth_routing) ||
         !config_parse_cross_layer(v, &c->cross_layer))
         return 0;
-    fprintf(stderr, "bench: unknown variant %s (base, sparse, exit, or a value_residual, depth_routing or "
-                    "cross_layer name)\n", v);
+    fprintf(stderr, "bench: unknown variant %s (base, sparse, exit, satformer_softmax, satformer_bias, "
+                    "satformer_decay_all, or a value_residual, depth_routing or cross_layer name)\n", v);
     return -1;
 }
 
@@ -608,7 +638,8 @@ static int run_training(variant *v, int nv, const train_setup *ts, const options
                                    "rounds", "step_ratio", "step_ratio_q1", "step_ratio_q3"};
             const double vals[] = {N / st, N / fw, st * 1e3, peak_rss_mib(),
                                    model_train_flops_per_token(&v[i].m) * N / st / 1e9, ts->rounds, ra.med, ra.q1, ra.q3};
-            rc = record(o->db_path, o->tag, o->scale, v[i].name, &v[i].cfg, ts->B, vals, names, base ? 9 : 6);
+            rc = record(o->db_path, o->tag, o->scale, v[i].name, &v[i].cfg, v[i].decay_all, ts->B, vals, names,
+                        base ? 9 : 6);
         }
     }
     if (nv == 1 && !o->do_sgemm) printf("{\"variant\":\"%s\",\"peak_rss_mib\":%.0f}\n", v[0].name, peak_rss_mib());
@@ -633,7 +664,7 @@ int main(int argc, char **argv) {
         if (!strcmp(name, "sparse")) sparse = 1;
         else if (!strcmp(name, "exit")) ee = 1;
         else if (nv == MAX_VARIANTS) return fprintf(stderr, "bench: at most %d training variants\n", MAX_VARIANTS), 2;
-        else if (variant_config(name, &base, &v[nv].cfg)) return 2;
+        else if (variant_config(name, &base, &v[nv].cfg, &v[nv].decay_all)) return 2;
         else v[nv++].name = name;
     }
     const int T = base.seq_len, N = o.B * T;
@@ -674,7 +705,7 @@ int main(int argc, char **argv) {
             const char *names[] = {"sparse_speedup_a073", "sparse_speedup_a073_q1", "sparse_speedup_a073_q3",
                                    "sparse_ideal_a073", "sparse_alpha", "rounds", "batch"};
             const double vals[] = {sp[0], sp[1], sp[2], sp[3], sp[4], inf_rounds, o.infer_B};
-            rc = record(o.db_path, o.tag, o.scale, "sparse", &c, o.infer_B, vals, names, 7);
+            rc = record(o.db_path, o.tag, o.scale, "sparse", &c, 0, o.infer_B, vals, names, 7);
         }
     }
     if (ee) run_exit(o.infer_B, inf_rounds, alphas, 2);

@@ -69,6 +69,20 @@ CASES = {
                                  value_residual="resformer", resformer_variant="plus"),
     "mudd_gqa": dict(GQA, cross_layer="mudd", n_layer=4),
     "mudd_satformer_gqa": dict(GQA, cross_layer="mudd", value_residual="satformer"),
+    # SATFormer's gate functions and gate bias (model.sat_gate, model.sat_gate_bias) and the
+    # official code's single AdamW group (train.weight_decay_policy = all)
+    "satformer_sigmoid_gqa": dict(GQA, value_residual="satformer", sat_gate="sigmoid"),
+    "satformer_softmax_gqa": dict(GQA, value_residual="satformer", sat_gate="softmax"),
+    "satformer_softmax_mha": dict(n_kv_head=4, value_residual="satformer", sat_gate="softmax"),
+    "satformer_softmax_sigmoid_gqa": dict(GQA, value_residual="satformer", sat_gate="softmax_sigmoid"),
+    "satformer_tanh_gqa": dict(GQA, value_residual="satformer", sat_gate="tanh"),
+    "satformer_identity_gqa": dict(GQA, value_residual="satformer", sat_gate="identity"),
+    "satformer_relu_bias_gqa": dict(GQA, value_residual="satformer", sat_gate_bias=1),
+    "satformer_softmax_bias_gqa": dict(GQA, value_residual="satformer", sat_gate="softmax", sat_gate_bias=1),
+    "satformer_bias_decay_all_gqa": dict(GQA, value_residual="satformer", sat_gate_bias=1,
+                                         weight_decay_policy="all"),
+    "resformer_learnable_decay_all_gqa": dict(GQA, value_residual="resformer", resformer_variant="learnable",
+                                              weight_decay_policy="all"),
 }
 
 INT_ATTRS = ("vocab_size", "d_model", "n_layer", "n_head", "n_kv_head", "d_ff", "seq_len",
@@ -78,6 +92,8 @@ STR_ATTRS = ("value_residual", "resformer_variant", "depth_routing", "exit_weigh
 # written only when cross_layer != "none", so the files of the other cases keep their bytes
 XL_INT_ATTRS = ("hc_expansion",)
 XL_STR_ATTRS = ("cross_layer",)
+# written only when they differ from these defaults, so the files of the other cases keep their bytes
+OPTIONAL_ATTRS = (("sat_gate", "relu"), ("sat_gate_bias", 0), ("weight_decay_policy", "matrices"))
 
 
 def batch(cfg, gen):
@@ -184,6 +200,13 @@ def make_case(name, over, out_dir):
                 f.attrs.create(k, np.int32(getattr(cfg, k)))
             for k in XL_STR_ATTRS:
                 put_str(f, k, getattr(cfg, k))
+        for k, default in OPTIONAL_ATTRS:
+            v = getattr(cfg, k)
+            if v != default:
+                if isinstance(v, str):
+                    put_str(f, k, v)
+                else:
+                    f.attrs.create(k, np.int32(v))
         put_str(f, "case", name)
         f.attrs.create("B", np.int32(B))
         f.attrs.create("T", np.int32(T))

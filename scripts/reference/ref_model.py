@@ -3,8 +3,9 @@
 What it does: defines the model of DESIGN.md ("Model") with every variant the
 parity fixtures cover — plain pre-norm Llama-style blocks (GQA, optional
 qk-norm, rotary, SwiGLU, tied or untied head), the value residual
-(ResFormer plus / learnable / identity, SATFormer ReLU gates, optionally on the
-last k blocks only), and depth routing (TSA soft routers with a depth penalty,
+(ResFormer plus / learnable / identity, SATFormer gates — ReLU, sigmoid,
+softmax, softmax·sigmoid, tanh or identity, with or without a bias —,
+optionally on the last k blocks only), and depth routing (TSA soft routers with a depth penalty,
 early exit with weighted per-block losses), and cross-layer connectivity
 (DenseFormer depth-weighted averages, dynamic hyper-connections, MUDD
 connections; docs/crosslayer.md) — as a plain function of a
@@ -28,6 +29,14 @@ Conventions (the contract the C model is held to):
   * GQA: query head h reads kv head h // (H / Hkv);
   * V1 = block 0's v (x Wvᵀ, before qk-norm and rotary, which v never gets),
     not detached; mixing blocks M = {1 ≤ n ≤ L-1, and n ≥ L-k when k > 0};
+  * SATFormer: α = gate(xv Wαᵀ + b) per token, one value per KV head, where
+    xv is the block's value-path norm output and gate is, as in the official
+    SATFormer code (ValueResidualMixing): relu, sigmoid, tanh, identity
+    elementwise; softmax = Hkv·softmax over the KV-head axis of the token;
+    softmax_sigmoid = Hkv·softmax(z)·sigmoid(z); b (attn.alpha_bias, Hkv) only
+    when sat_gate_bias; v' = v + α·V1;
+  * AdamW: two groups (decay on the tensors `decays` marks, none on the rest),
+    or, with weight_decay_policy "all", one group that decays every tensor;
   * TSA router r = n-1 reads block n's attention-norm output; block n's update
     a + f is scaled by (1 − p); the FFN still sees h + a unscaled;
   * early exit: every block's output goes through the shared final norm and
@@ -74,6 +83,9 @@ class Config:
     resformer_variant: str = "plus"     # plus | learnable | identity
     value_residual_last_k: int = 0
     decay_gates: int = 1
+    sat_gate: str = "relu"              # relu | sigmoid | softmax | softmax_sigmoid | tanh | identity
+    sat_gate_bias: int = 0              # 1: learned bias on the gate projection
+    weight_decay_policy: str = "matrices"  # matrices | all
     depth_routing: str = "none"         # none | tsa | early_exit
     router_hidden: int = 0              # 0: max(d/4, 16)
     tsa_lambda: float = 0.0
@@ -123,6 +135,8 @@ def param_shapes(cfg):
             s[p + "attn.k_norm"] = (hd,)
         if n in M and cfg.value_residual == "satformer":
             s[p + "attn.alpha"] = (Hkv, d)
+            if cfg.sat_gate_bias:
+                s[p + "attn.alpha_bias"] = (Hkv,)
         if n in M and cfg.value_residual == "resformer":
             if cfg.resformer_variant == "learnable":
                 s[p + "attn.lambda1"] = (1,)
@@ -171,7 +185,7 @@ GATE_GLOBALS = ("resformer.scale", "resformer.logits")
 
 def decays(cfg, name, shape):
     """1 when AdamW weight decay applies to the parameter (convention 11)."""
-    if name.endswith("attn.alpha"):
+    if name.endswith(("attn.alpha", "attn.alpha_bias")):
         return int(cfg.decay_gates == 1)
     if name.endswith(GATE_LEAVES) or name in GATE_GLOBALS:
         return int(cfg.decay_gates == 1)
@@ -200,6 +214,8 @@ def random_params(cfg, gen, dtype=torch.float64):
             t = normal(0.3)
         elif leaf == "alpha":
             t = normal(0.3)
+        elif leaf == "alpha_bias":
+            t = normal(0.3, 0.2)
         elif leaf in ("lambda1", "lambda2"):
             t = normal(0.2, 0.5)
         elif name == "resformer.scale":
@@ -369,7 +385,10 @@ def forward(cfg, P, tokens, targets, mask):
 
         # value residual
         if n in M and cfg.value_residual == "satformer":
-            alpha = torch.relu(xv @ P[p + "attn.alpha"].T)          # (B, T, Hkv)
+            z = xv @ P[p + "attn.alpha"].T                            # (B, T, Hkv)
+            if cfg.sat_gate_bias:
+                z = z + P[p + "attn.alpha_bias"]
+            alpha = sat_gate(cfg.sat_gate, z)
             sat_alpha[n] = alpha.detach()
             v = v + alpha[..., None] * V1
         elif n in M and cfg.value_residual == "resformer":
@@ -453,8 +472,31 @@ def forward(cfg, P, tokens, targets, mask):
     return out
 
 
+def sat_gate(kind, z):
+    """SATFormer's gate function on z (..., Hkv): the official code's choices."""
+    Hkv = z.shape[-1]
+    if kind == "relu":
+        return torch.relu(z)
+    if kind == "sigmoid":
+        return torch.sigmoid(z)
+    if kind == "softmax":
+        return torch.softmax(z, dim=-1) * Hkv
+    if kind == "softmax_sigmoid":
+        return torch.softmax(z, dim=-1) * torch.sigmoid(z) * Hkv
+    if kind == "tanh":
+        return torch.tanh(z)
+    if kind == "identity":
+        return z
+    raise ValueError("unknown sat_gate %r" % kind)
+
+
 def make_adamw(cfg, P, lr=1e-2, betas=(0.9, 0.95), eps=1e-8, weight_decay=0.1):
-    """torch.optim.AdamW with the two parameter groups of convention 11."""
+    """torch.optim.AdamW with the two parameter groups of convention 11, or one
+    group holding every parameter (weight_decay_policy "all")."""
+    if cfg.weight_decay_policy == "all":
+        return torch.optim.AdamW([{"params": list(P.values()), "weight_decay": weight_decay}], lr=lr,
+                                 betas=betas, eps=eps, weight_decay=weight_decay)
+    assert cfg.weight_decay_policy == "matrices", cfg.weight_decay_policy
     shapes = param_shapes(cfg)
     dec = [P[n] for n in P if decays(cfg, n, shapes[n])]
     nodec = [P[n] for n in P if not decays(cfg, n, shapes[n])]
