@@ -641,7 +641,10 @@ float model_forward(gl_model *m, const int *tokens, const int *targets, const fl
         float *h_next = xl_block_output(m, n, n + 1 < L ? m->A[n + 1].h_in : m->h_out);
         if ((sparse && config_block_routed(c, n)) || (ee_skip && n_frozen > 0))
             block_forward_rows(m, n, B, T, h_next, frozen);
-        else block_forward(m, n, B, T, h_next, ee_infer ? frozen : NULL);
+        else {
+            block_forward(m, n, B, T, h_next, ee_infer ? frozen : NULL);
+            if (sparse && n >= 1) m->active_count += N; /* MoD every other block: an unrouted block runs all */
+        }
         xl_forward_after_block(m, n, N);
         if (ee && n + 1 < L) {
             if (ee_skip && n_frozen > 0) exit_head_rows(m, n, h_next, frozen, B, N);
