@@ -7,7 +7,10 @@
  *   block n:  xn = RMSNorm(h);  q, k, v = xn Wq,k,vᵀ;  v' = value residual(v, V1)
  *             a = Attn(RoPE(qknorm(q)), RoPE(qknorm(k)), v') Woᵀ;  h_mid = h + a
  *             f = SwiGLU(RMSNorm(h_mid));  h_out = h + s·(a + f)
- *   with s = 1, or s = 1 − p (TSA, block n ≥ 1, p from router n−1 reading xn).
+ *   with s = 1, or s = 1 − p (TSA, block n ≥ 1, p from router n−1 reading xn),
+ *   or s = keep·σ(r) (Mixture-of-Depths, routed blocks; the skipped tokens are
+ *   masked out of the block's attention) or keep (random routing): the
+ *   selection is routing.c's.
  *   Cross-layer variants (DenseFormer, hyper-connections, MUDD) replace the
  *   block's inputs and residual sums through the xl_ hooks of crosslayer.h.
  *
@@ -19,7 +22,9 @@
  * only they get a query, an attention row, Wo and the FFN (gather → sgemm on
  * packed rows → scatter; infer.c).  m->exit_reference keeps the old
  * bookkeeping version of early exit (every block for every token, exited rows
- * restored) as the reference.  Backward supports the training modes only.
+ * restored) as the reference.  Sparse MoD packs the selected tokens of every
+ * window and runs the whole block, attention included, on them alone
+ * (mod_block_forward_rows).  Backward supports the training modes only.
  *
  * Deliberately not here: I/O, configs from files, the optimiser (adamw.c).
  */

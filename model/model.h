@@ -228,11 +228,12 @@ typedef struct gl_model {
     float loss;           /* optimised loss: task loss (+ λ penalty for TSA) */
     float task_loss;      /* mean cross-entropy of the final head (nats/token) */
     float penalty;        /* TSA depth penalty term λ·(1/(L-1))Σ mean(1-p) */
-    float active_frac;    /* TSA / exit: share of (token, layer>=1) pairs that run */
+    float active_frac;    /* TSA / exit / MoD / random: share of (token, layer>=1) pairs that run */
     long active_count;    /* inference modes: (token, layer>=1) pairs that ran */
     unsigned char *frozen;/* (BT) early exit at inference: 1 once a token has exited */
 
-    int sparse;           /* 1: TSA hard routing at inference (p > 0.5 skips the block: only its k, v run) */
+    int sparse;           /* 1: TSA hard routing at inference (p > 0.5 skips the block: only its k, v run);
+                             random: a skipped pair likewise; MoD: only the selected tokens enter a routed block */
     float exit_tau;       /* early exit at inference: > 0 enables exiting at confidence >= tau; an
                              exited token's later blocks compute only its k and v */
     int exit_reference;   /* early exit at inference: 1 runs every block for every token and restores
