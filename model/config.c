@@ -276,9 +276,10 @@ int config_layer_mixes_v1(const gl_model_config *c, int n) {
 /* The routing kinds table (variants.h), indexed by the enum. */
 typedef struct {
     int counts, sparse, hard;
-    const char *decode;
+    const char *decode, *knob, *symbol, *title;
 } routing_kind;
-#define GL_ROUTING_ROW(id, counts, sparse, hard, decode) [id] = {counts, sparse, hard, decode},
+#define GL_ROUTING_ROW(id, counts, sparse, hard, decode, knob, symbol, title) \
+    [id] = {counts, sparse, hard, decode, knob, symbol, title},
 static const routing_kind routing_kinds[] = {GL_ROUTING_KINDS(GL_ROUTING_ROW)};
 #undef GL_ROUTING_ROW
 _Static_assert(NELEM(routing_kinds) == DR_COUNT, "one routing kind row per depth routing");
@@ -291,6 +292,12 @@ int config_routing_counts(const gl_model_config *c) { return routing_of(c)->coun
 int config_routing_sparse(const gl_model_config *c) { return routing_of(c)->sparse; }
 int config_routing_hard(const gl_model_config *c) { return routing_of(c)->hard; }
 const char *config_routing_decode_refusal(const gl_model_config *c) { return routing_of(c)->decode; }
+const char *config_routing_knob(gl_depth_routing dr, const char **symbol, const char **title) {
+    const routing_kind *k = (int)dr >= 0 && (int)dr < DR_COUNT ? &routing_kinds[dr] : &routing_kinds[DR_NONE];
+    if (symbol) *symbol = k->symbol;
+    if (title) *title = k->title;
+    return k->knob;
+}
 
 int config_mod_k(const gl_model_config *c, int T) {
     long k = lroundf(c->mod_capacity * (float)T);

@@ -105,6 +105,9 @@ static inline int config_block_routed(const gl_model_config *c, int n) {
 int config_routing_counts(const gl_model_config *c); /* training logs α and TLOps saved */
 int config_routing_sparse(const gl_model_config *c); /* m->sparse skips for real */
 int config_routing_hard(const gl_model_config *c);   /* MoD, random: pairs computed or skipped (A[n].keep) */
+/* The manifest key of routing dr's compute knob ("model.tsa_lambda", "model.mod_capacity", ...)
+ * with its symbol and the routing's name for legends (either may be NULL), or NULL when it has none. */
+const char *config_routing_knob(gl_depth_routing dr, const char **symbol, const char **title);
 /* NULL, or why `sample` cannot generate with this routing. */
 const char *config_routing_decode_refusal(const gl_model_config *c);
 /* MoD: tokens a routed block processes in a window of T: round(mod_capacity·T), at least 1, at most T. */

@@ -54,22 +54,25 @@
 /* ------------------------------------------------------------------------ */
 /* routing kinds: what the harness may ask of each depth routing            */
 /*
- * X(ID, counts, sparse, hard, decode)
+ * X(ID, counts, sparse, hard, decode, knob, symbol, title)
  *   counts  1: training logs α and TLOps saved (train/val active_frac, tlops_saved)
  *   sparse  1: `eval --sparse` / m->sparse skips the unselected (token, block) pairs for real
  *   hard    1: a (token, block) pair is either computed or skipped in training too (MoD, random),
  *           kept in A[n].keep; routed blocks are config_block_routed (config.h)
  *   decode  NULL, or why `sample` cannot generate with it (a message for the user)
+ *   knob    the manifest key that sets its compute (the Pareto figure's curve parameter), or NULL;
+ *   symbol, title  the knob's symbol and the routing's name in figure legends ("TSA over λ")
  */
 #define GL_ROUTING_KINDS(X)                                                                                   \
-    X(DR_NONE, 0, 0, 0, NULL)                                                                                 \
-    X(DR_TSA, 1, 1, 0, NULL)                                                                                  \
-    X(DR_EARLY_EXIT, 0, 0, 0, NULL)                                                                           \
+    X(DR_NONE, 0, 0, 0, NULL, NULL, NULL, NULL)                                                               \
+    X(DR_TSA, 1, 1, 0, NULL, "model.tsa_lambda", "λ", "TSA")                                                 \
+    X(DR_EARLY_EXIT, 0, 0, 0, NULL, NULL, NULL, NULL)                                                         \
     X(DR_MOD, 1, 1, 1,                                                                                        \
       "Mixture-of-Depths picks each routed block's top-k tokens over the whole window, future tokens "       \
       "included, so it has no causal rule for generating one token at a time (the paper's auxiliary "        \
-      "causal predictor is not implemented; docs/model.md \"Mixture-of-Depths\")")                           \
-    X(DR_RANDOM, 1, 1, 1, NULL)
+      "causal predictor is not implemented; docs/model.md \"Mixture-of-Depths\")",                           \
+      "model.mod_capacity", "c", "MoD")                                                                       \
+    X(DR_RANDOM, 1, 1, 1, NULL, "model.random_alpha", "α", "random routing")
 
 /* ------------------------------------------------------------------------ */
 /* tensors                                                                  */
