@@ -105,3 +105,19 @@ for bad in "model.depth_routing=mod model.mod_capacity=0" "model.depth_routing=m
     rc=$?
     check "refused: $bad (exit $rc = 2, names $key)" bash -c "test $rc -ne 0 && grep -q '$key' '$W/bad.out'"
 done
+
+# data parallel: the training draw is keyed by the global row, so 2 ranks draw what 1 process draws
+# (the loss to 1e-5, not bit for bit: the ranks sum their gradients in another order, as in mpi.sh)
+MPIBIN="${GATELAB_MPI_BIN:-$BIN-mpi}"
+if command -v mpirun > /dev/null 2>&1 && [ -x "$MPIBIN" ]; then
+    O=("${TR[@]}" "${RND[@]}" train.steps=10 train.threads=1)
+    "$BIN" train "$TINY" "${O[@]}" --run-id rnd1 --results "$R" --quiet > /dev/null 2>&1
+    OMP_NUM_THREADS=1 mpirun --allow-run-as-root --oversubscribe -np 2 "$MPIBIN" train "$TINY" "${O[@]}" --run-id rnd2 \
+        --results "$R" --quiet > "$W/mpi.out" 2>&1
+    h1=$(last_hex rnd1); h2=$(last_hex rnd2)
+    check "random: 2 MPI ranks draw the routing 1 process draws (final loss $h2 vs $h1, relative 1e-5)" \
+        awk -v a="$(printf '%.9g' "${h1:-nan}")" -v b="$(printf '%.9g' "${h2:-nan}")" \
+        'BEGIN{d=a-b; if(d<0)d=-d; exit !(a > 0 && d <= 1e-5*a)}'
+else
+    skip "random routing over MPI ranks (no mpirun or $MPIBIN)"
+fi
