@@ -94,7 +94,7 @@ void routing_forward(gl_model *m, int n, int B, int T) {
         }
         /* expert choice: token t of window b is selected when fewer than k tokens of
          * its window rank above it (larger r, or equal r at an earlier position);
-         * O(k·T) per window at most, no sort buffer, and the same in every thread order */
+         * at most T comparisons per token (T² per window), no sort buffer, the same in any thread order */
 #pragma omp parallel for schedule(static)
         for (int t = 0; t < N; t++) {
             const int b0 = t / T * T;
