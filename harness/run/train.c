@@ -384,8 +384,13 @@ static int check_resume_config(run_ctx *c, int allowed, char *err, size_t errlen
     size_t n = fread(old, 1, sizeof old - 1, f);
     old[n] = 0;
     fclose(f);
-    char diff[sizeof c->config_change];
-    int k = ini_diff(old, c->config_ini, diff, sizeof diff);
+    char diff[sizeof c->config_change], e2[256];
+    /* the run's text in this binary's canonical form, so a key added since, at its default (the old
+     * behaviour), is no change; the text as it is when it no longer reads */
+    static gl_manifest om;
+    char *canon = manifest_load_text(&om, old, path, e2, sizeof e2) == 0 ? manifest_to_ini(&om) : NULL;
+    int k = ini_diff(canon ? canon : old, c->config_ini, diff, sizeof diff);
+    free(canon);
     if (!k) return 0;
     if (!allowed) {
         snprintf(err, errlen, "--resume %s: the configuration differs from the run's %s in %d key%s: %s. Resume with "

@@ -1215,9 +1215,34 @@ char *manifest_to_ini(const gl_manifest *mf) {
     return sb.p;
 }
 
+/* [model] keys added after checkpoints were first written: left out of the
+ * model hash while they hold their default, so a checkpoint written before
+ * the key existed still matches its run's config (resume, eval, analyze).
+ * Append a new [model] key here when it defaults to the old behaviour. */
+static const char *const hash_late_keys[] = {"mod_capacity", "mod_every", "random_alpha"};
+
+static int hash_skips(const gl_manifest *mf, const gl_manifest *def, const key_def *k) {
+    for (size_t i = 0; i < sizeof hash_late_keys / sizeof hash_late_keys[0]; i++)
+        if (!strcmp(k->name, hash_late_keys[i])) {
+            char a[GL_PATH_MAX + 64], b[GL_PATH_MAX + 64];
+            format_value(a, sizeof a, mf, k);
+            format_value(b, sizeof b, def, k);
+            return !strcmp(a, b);
+        }
+    return 0;
+}
+
 uint64_t manifest_model_hash(const gl_manifest *mf) {
     strbuf sb = {0};
-    write_section(&sb, mf, "model");
+    gl_manifest def; /* 21 KB on the stack: no static, so the hash stays reentrant */
+    manifest_defaults(&def);
+    char val[GL_PATH_MAX + 64];
+    sb_printf(&sb, "[%s]\n", "model");
+    for (int i = 0; i < N_KEYS; i++) {
+        if (strcmp(keys[i].section, "model") || hash_skips(mf, &def, &keys[i])) continue;
+        format_value(val, sizeof val, mf, &keys[i]);
+        sb_printf(&sb, "%s =%s%s\n", keys[i].name, val[0] ? " " : "", val);
+    }
     uint64_t h = 0xcbf29ce484222325ULL; /* FNV-1a 64 offset basis */
     if (!sb.oom)
         for (size_t i = 0; i < sb.len; i++) {
