@@ -387,8 +387,8 @@ static int ablate_check_mode(const gl_model *m, ablate_mode mode, const unsigned
     const int L = mc->n_layer, Hkv = mc->n_kv_head;
     if (mode == ABLATE_FULL_DEPTH || mode == ABLATE_RANDOM) {
         if (gatekind_find(mc, GABL_ROUTE) >= 0) return 0;
-        snprintf(err, errlen, "--mode %s needs a TSA model; this one has depth_routing = %s", ablate_mode_name(mode),
-                 config_depth_routing_name(mc->depth_routing));
+        snprintf(err, errlen, "--mode %s needs a learned router (a TSA or mod model); this one has depth_routing = %s",
+                 ablate_mode_name(mode), config_depth_routing_name(mc->depth_routing));
         return -1;
     }
     if (vg < 0) {

@@ -53,7 +53,10 @@ typedef struct {
     double p_cat[GL_MAX_LAYERS][CAT_COUNT];
     double depth_soft, depth_hard, active_frac;  /* expected depths (blocks), α */
     double lambda1[GL_MAX_LAYERS], lambda2[GL_MAX_LAYERS];
-    double conf_mean[GL_MAX_LAYERS];
+    /* per-token gates with one value per block (early-exit confidence, MoD weight, selection):
+     * the mean by block, and by token category, at the last step; index [gate][block] */
+    double tok_mean[GATE_COUNT][GL_MAX_LAYERS];
+    double tok_cat[GATE_COUNT][GL_MAX_LAYERS][CAT_COUNT];
     int n_files;
     char files[ANALYZE_MAX_FILES][64];           /* names written in the output folder */
 } analyze_summary;

@@ -499,13 +499,18 @@ cleanup:
     return rc;
 }
 
-/* ---- per-block per-token values (early-exit confidence) ---- */
+/* ---- per-block per-token values (early-exit confidence, MoD weight, hard-routing selection) ---- */
 
+/* <key>.tsv with the mean by block and by token category per step, the metric rows,
+ * and the last step's means in the summary. */
 static int an_block_tokens(an_ctx *a, gl_gate g) {
     tsv_out o = {0};
     const long P = a->P;
-    if (an_open_a(a, &o, "exit_conf.tsv", "step\tlayer\tmean_conf\tmean_structural\tmean_functional\tmean_semantic"))
-        return -1;
+    char name[64], header[160];
+    snprintf(name, sizeof name, "%s.tsv", gatekind_info[g].key);
+    snprintf(header, sizeof header, "step\tlayer\tmean_%s\tmean_structural\tmean_functional\tmean_semantic",
+             gatekind_info[g].symbol);
+    if (an_open_a(a, &o, name, header)) return -1;
     for (int k = 0; k < a->S; k++) {
         long step = a->td->step[k];
         for (int n = 0; n < a->L; n++) {
@@ -522,7 +527,10 @@ static int an_block_tokens(an_ctx *a, gl_gate g) {
             fprintf(o.f, "%ld\t%d", step, n);
             an_nums(o.f, 4, (const double[]){mc, cm[0], cm[1], cm[2]});
             fputc('\n', o.f);
-            if (k == a->S - 1) a->s->conf_mean[n] = mc;
+            if (k == a->S - 1) {
+                a->s->tok_mean[g][n] = mc;
+                for (int c = 0; c < CAT_COUNT; c++) a->s->tok_cat[g][n][c] = cm[c];
+            }
         }
     }
     return an_close(&o, a->err, a->errlen);

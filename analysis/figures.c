@@ -4,7 +4,8 @@
  *
  * Figures, each NAME.png + NAME.pdf in the output folder, data in data/:
  *   loss_step, loss_time        train and val loss vs step / seconds, per group of seeds
- *   pareto                      TSA: TLOps saved vs val loss over λ, early exit at the matched α
+ *   pareto                      TSA: TLOps saved vs val loss over λ (MoD over capacity, random routing
+ *                               over α: the routing kinds table's knob), early exit at the matched α
  *                               (+ the τ sweep when it was measured on the same tokens)
  *   depth_alpha, depth_p        mean α by block (SATFormer), mean p by block (TSA), per group of seeds
  *   <key>_heatmap_<run>         block × KV head mean of the run's per-head gate (the gate
@@ -640,25 +641,26 @@ static void fg_pareto_row(FILE *f, double knob, const double *saved, const doubl
 
 #define FG_PARETO_SEEDS 64
 
-/* TSA runs grouped by (data, scale, variant), mean ± sd over seeds per λ,
- * from their headlines (runs without one are left out: noted).  Records
- * each (data, scale)'s token set in tok.  Legend: "TSA over λ", with the
- * data, scale and variant when the figure holds several. */
+/* Routed runs with a compute knob (the routing kinds table: TSA's λ, MoD's
+ * capacity, random routing's α) grouped by (data, scale, variant), mean ± sd
+ * over seeds per knob value, from their headlines (runs without one are left
+ * out: noted).  Records each (data, scale)'s token set in tok.  Legend: "TSA
+ * over λ", with the data, scale and variant when the figure holds several. */
 static int fg_pareto_tsa(FILE *f, const tables_run *runs, int n, fg_tokens *tok, int *ntok, fg_rng *rx, fg_rng *ry,
                          figures_summary *s) {
     int blocks = 0, first = -1, several = 0;
     char note[200], p[64];
     for (int i = 0; i < n; i++) {
-        if (isnan(runs[i].lambda) || isnan(runs[i].tlops_saved) || !runs[i].headline) continue;
+        if (isnan(runs[i].knob) || isnan(runs[i].tlops_saved) || !runs[i].headline) continue;
         if (first < 0) first = i;
         else several |= strcmp(runs[i].data, runs[first].data) || strcmp(runs[i].scale, runs[first].scale) ||
                         strcmp(runs[i].variant, runs[first].variant);
     }
     for (int i = 0; i < n;) {
-        if (isnan(runs[i].lambda) || isnan(runs[i].tlops_saved) || !runs[i].headline) {
-            if (!isnan(runs[i].lambda) && !runs[i].headline) {
-                snprintf(note, sizeof note, "TSA run %s left out: no headline (record it with `gatelab eval %s --record`)",
-                         runs[i].run_id, runs[i].run_id);
+        if (isnan(runs[i].knob) || isnan(runs[i].tlops_saved) || !runs[i].headline) {
+            if (!isnan(runs[i].knob) && !runs[i].headline) {
+                snprintf(note, sizeof note, "%s run %s left out: no headline (record it with `gatelab eval %s --record`)",
+                         runs[i].routing, runs[i].run_id, runs[i].run_id);
                 fg_note(s, "pareto", note);
             }
             i++;
@@ -675,7 +677,8 @@ static int fg_pareto_tsa(FILE *f, const tables_run *runs, int n, fg_tokens *tok,
         while (j < n && !strcmp(runs[j].data, runs[i].data) && !strcmp(runs[j].scale, runs[i].scale) &&
                !strcmp(runs[j].variant, runs[i].variant))
             j++;
-        char title[200] = "TSA over λ";
+        char title[200];
+        snprintf(title, sizeof title, "%s over %s", runs[i].routing, runs[i].knob_sym);
         if (several) snprintf(title, sizeof title, "%s %s %s", runs[i].data, runs[i].scale, runs[i].variant);
         fg_unquote(title);
         fprintf(f, "%s%s\tsaved\tsaved_sd\tloss\tloss_sd\tlabel\n", blocks ? "\n\n" : "", title);
@@ -683,21 +686,21 @@ static int fg_pareto_tsa(FILE *f, const tables_run *runs, int n, fg_tokens *tok,
         for (int a = i; a < j;) {
             int b = a, k = 0;
             double st[FG_PARETO_SEEDS], sl[FG_PARETO_SEEDS];
-            for (; b < j && (runs[b].lambda == runs[a].lambda || (isnan(runs[b].lambda) && isnan(runs[a].lambda))); b++) {
+            for (; b < j && (runs[b].knob == runs[a].knob || (isnan(runs[b].knob) && isnan(runs[a].knob))); b++) {
                 const tables_run *r = &runs[b];
                 if (isnan(r->tlops_saved) || isnan(r->val_loss) || !r->headline) continue;
                 if (!db_prov_same(&r->val_prov, have)) {
-                    snprintf(note, sizeof note, "TSA run %s left out: measured on %s, not on the tokens of the others",
-                             r->run_id, db_prov_str(&r->val_prov, p, sizeof p));
+                    snprintf(note, sizeof note, "%s run %s left out: measured on %s, not on the tokens of the others",
+                             r->routing, r->run_id, db_prov_str(&r->val_prov, p, sizeof p));
                     fg_note(s, "pareto", note);
                     continue;
                 }
                 if (k < FG_PARETO_SEEDS) st[k] = 100.0 * r->tlops_saved, sl[k] = r->val_loss, k++;
             }
-            if (k && !isnan(runs[a].lambda)) {
+            if (k && !isnan(runs[a].knob)) {
                 char lab[32];
-                snprintf(lab, sizeof lab, "λ=%g", runs[a].lambda);
-                fg_pareto_row(f, runs[a].lambda, st, sl, k, lab, rx, ry);
+                snprintf(lab, sizeof lab, "%s=%g", runs[a].knob_sym, runs[a].knob);
+                fg_pareto_row(f, runs[a].knob, st, sl, k, lab, rx, ry);
                 pts++;
             }
             a = b;

@@ -291,6 +291,39 @@ static int hr_alpha_views(FILE *f, const gl_trace_data *t, const uint8_t *vocab,
     return views;
 }
 
+/* 1 when g has one value per (block, token): early-exit confidence, MoD weight, selection. */
+static int hr_block_token_gate(gl_gate g) {
+    const gl_gate_info *gi = &gatekind_info[g];
+    return gi->axis[0] == GAX_LAYER && gi->axis[1] == GAX_TOKEN && gi->axis[2] == GAX_NONE;
+}
+
+/* A per-(block, token) gate's view: each character coloured by its mean over
+ * blocks 1..L−1 at the last evaluation (for a selection, the share of those
+ * blocks the token ran).  Returns the views written. */
+static int hr_block_token_view(FILE *f, const gl_trace_data *t, gl_gate g, const uint8_t *vocab, int V,
+                               int max_chars, float *val) {
+    const int L = t->n_layer;
+    const long P = t->n_probe;
+    if (L < 2) return 0;
+    const float *a = t->gate[g] + (size_t)(t->n_steps - 1) * L * P; /* (L, P) */
+    double lo = INFINITY, hi = -INFINITY;
+    for (long i = 0; i < P; i++) {
+        double m = 0;
+        for (int n = 1; n < L; n++) m += a[(size_t)n * P + i];
+        val[i] = (float)(m / (L - 1));
+        lo = fmin(lo, val[i]);
+        hi = fmax(hi, val[i]);
+    }
+    const gl_gate_info *gi = &gatekind_info[g];
+    fprintf(f, "<details open><summary>%s, mean over blocks 1..%d</summary>\n", gi->title, L - 1);
+    char label[96];
+    snprintf(label, sizeof label, "mean %s =", gi->symbol);
+    hr_legend(f, gi->symbol, lo, hi, 1);
+    hr_probe_text(f, t, vocab, V, val, lo, hi, 1, label, max_chars);
+    fputs("</details>\n", f);
+    return 1;
+}
+
 /* The probe text of one run coloured by α and/or effective depth.  Returns
  * the views written (0 when the run has no trace or no gate in it). */
 static int hr_probe(FILE *f, const char *results, const char *run_id, const html_opts *o) {
@@ -303,7 +336,10 @@ static int hr_probe(FILE *f, const char *results, const char *run_id, const html
     memset(&t, 0, sizeof t);
     int views = 0, max_chars = o->max_chars > 0 ? o->max_chars : 1024;
     float *val = NULL;
-    if (trace_read(tpath, &t, e2, sizeof e2) || t.n_steps < 1 || (!t.gate[GATE_ALPHA] && !t.gate[GATE_P])) goto done;
+    if (trace_read(tpath, &t, e2, sizeof e2) || t.n_steps < 1) goto done;
+    int any = t.gate[GATE_ALPHA] || t.gate[GATE_P];
+    for (int g = 0; g < GATE_COUNT; g++) any |= t.gate[g] && hr_block_token_gate((gl_gate)g);
+    if (!any) goto done;
     if (run_open(&run, dir, results, 1, e2, sizeof e2)) {
         fprintf(f, "<p class=\"note\">probe text not shown: ");
         html_escape(f, e2);
@@ -325,6 +361,9 @@ static int hr_probe(FILE *f, const char *results, const char *run_id, const html
             fputs("</details>\n", f);
             views++;
         }
+        for (int g = 0; g < GATE_COUNT; g++)
+            if (t.gate[g] && hr_block_token_gate((gl_gate)g))
+                views += hr_block_token_view(f, &t, (gl_gate)g, run.st.vocab, run.st.vocab_size, max_chars, val);
     }
     run_close(&run);
 done:

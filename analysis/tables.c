@@ -122,6 +122,17 @@ int tables_collect(gl_db *db, const char *experiment, tables_run **runs_out, int
         if (scale[0]) snprintf(t->scale, sizeof t->scale, "%s", scale);
         else snprintf(t->scale, sizeof t->scale, "d%sL%s", dm, nl);
         t->lambda = !strcmp(dr, "tsa") && lam[0] ? atof(lam) : NAN;
+        /* the routing's compute knob, by its row of the routing kinds table */
+        gl_depth_routing drk = DR_NONE;
+        const char *kkey = config_parse_depth_routing(dr, &drk) ? NULL : config_routing_knob(drk, &t->knob_sym, &t->routing);
+        char kv[64] = "";
+        t->knob = NAN;
+        if (kkey) {
+            int got = db_param_get(db, id, kkey, kv, sizeof kv, err, errlen);
+            if (got < 0) fail = 1;
+            t->knob = got > 0 && kv[0] ? atof(kv) : NAN;
+        }
+        if (isnan(t->knob)) t->knob_sym = t->routing = NULL;
         tb_val(db, t, &fail, err, errlen);
         t->bench_tps = tb_last(db, id, "bench", "train_tokens_per_s", &fail, err, errlen);
         t->bench_rss = tb_last(db, id, "bench", "peak_rss_mib", &fail, err, errlen);
@@ -367,6 +378,9 @@ static int tb_cmp(const void *a, const void *b) {
     int xn = isnan(x->lambda), yn = isnan(y->lambda);
     if (xn != yn) return xn - yn;
     if (!xn && x->lambda != y->lambda) return x->lambda < y->lambda ? -1 : 1;
+    xn = isnan(x->knob), yn = isnan(y->knob);
+    if (xn != yn) return xn - yn;
+    if (!xn && x->knob != y->knob) return x->knob < y->knob ? -1 : 1;
     if ((c = strcmp(x->seed, y->seed))) return c;
     return strcmp(x->run_id, y->run_id);
 }

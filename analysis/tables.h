@@ -38,6 +38,8 @@ typedef struct {
     char scale[32];     /* model.scale, else "d{d_model}L{n_layer}" */
     char seed[32];
     double lambda;      /* model.tsa_lambda (NaN unless TSA) */
+    double knob;        /* the routing's compute knob (routing kinds table: λ, mod_capacity, random_alpha); NaN none */
+    const char *knob_sym, *routing; /* its symbol ("λ") and the routing's name ("TSA"); NULL without a knob */
     double val_loss, val_bpc, tok_acc, seq_acc, tokens_per_s, active_frac, tlops_saved; /* NaN: absent */
     int headline;       /* 1: the val numbers are the headline (val/final.*); 0: the last periodic evaluation */
     double val_se;      /* standard error of val_loss (NaN: unknown) */

@@ -82,6 +82,9 @@ void config_defaults(gl_model_config *c) {
     c->router_init_bias = -2.0f;
     c->tsa_lambda = 0.0f;
     c->exit_weighting = EE_WEIGHT_LINEAR;
+    c->mod_capacity = 0.125f; /* Raposo et al. 2024's best setting: 12.5 % of tokens, every other block */
+    c->mod_every = 2;
+    c->random_alpha = 0.5f;
     c->cross_layer = CL_NONE;
     c->hc_expansion = 4; /* Zhu et al. 2024's default expansion rate */
 }
@@ -217,6 +220,26 @@ int config_validate(const gl_model_config *c, char *err, size_t errlen) {
                  c->n_layer);
         return -1;
     }
+    if ((c->depth_routing == DR_MOD || c->depth_routing == DR_RANDOM) && c->n_layer < 2) {
+        snprintf(err, errlen, "model.depth_routing = %s needs model.n_layer >= 2 (block 0 always runs), got %d",
+                 dr_names[c->depth_routing], c->n_layer);
+        return -1;
+    }
+    /* the MoD and random keys only matter to their routing (a zeroed struct elsewhere stays valid) */
+    if (c->depth_routing == DR_MOD) {
+        if (!(isfinite(c->mod_capacity) && c->mod_capacity > 0.0f && c->mod_capacity <= 1.0f)) {
+            snprintf(err, errlen, "model.mod_capacity (%g) must be in (0, 1] (the share of a window's tokens a "
+                     "routed block processes)", (double)c->mod_capacity);
+            return -1;
+        }
+        if (range_int(err, errlen, "model.mod_every", c->mod_every, 1, CFG_MAX_LAYER)) return -1;
+    }
+    if (c->depth_routing == DR_RANDOM &&
+        !(isfinite(c->random_alpha) && c->random_alpha > 0.0f && c->random_alpha <= 1.0f)) {
+        snprintf(err, errlen, "model.random_alpha (%g) must be in (0, 1] (the probability a (token, block) pair "
+                 "is computed)", (double)c->random_alpha);
+        return -1;
+    }
     if ((int)c->cross_layer < 0 || (int)c->cross_layer >= NELEM(cl_names)) {
         snprintf(err, errlen, "model.cross_layer (%d) is not a known variant", (int)c->cross_layer);
         return -1;
@@ -254,6 +277,15 @@ int config_validate(const gl_model_config *c, char *err, size_t errlen) {
                                             : "MUDD blocks read separate query, key, value and residual streams");
         return -1;
     }
+    /* MoD and random scale or drop one block's update on the single residual
+     * stream like TSA; only the plain stream is implemented for them. */
+    if (c->cross_layer != CL_NONE && (c->depth_routing == DR_MOD || c->depth_routing == DR_RANDOM)) {
+        snprintf(err, errlen,
+                 "model.cross_layer = %s cannot be combined with model.depth_routing = %s (implemented on the "
+                 "plain residual stream only); use cross_layer = none",
+                 cl_names[c->cross_layer], dr_names[c->depth_routing]);
+        return -1;
+    }
     /* Combinations: early_exit with a value residual is fine (V1 comes from
      * block 0, which every token runs); tsa together with early_exit cannot be
      * written, depth_routing is one enum. */
@@ -274,6 +306,43 @@ int config_router_hidden(const gl_model_config *c) {
 int config_layer_mixes_v1(const gl_model_config *c, int n) {
     if (c->value_residual == VR_NONE || n < 1) return 0;
     return c->vr_last_k == 0 || n >= c->n_layer - c->vr_last_k;
+}
+
+/* The routing kinds table (variants.h), indexed by the enum. */
+typedef struct {
+    int counts, sparse, hard;
+    const char *decode, *knob, *symbol, *title;
+} routing_kind;
+#define GL_ROUTING_ROW(id, counts, sparse, hard, decode, knob, symbol, title) \
+    [id] = {counts, sparse, hard, decode, knob, symbol, title},
+static const routing_kind routing_kinds[] = {GL_ROUTING_KINDS(GL_ROUTING_ROW)};
+#undef GL_ROUTING_ROW
+_Static_assert(NELEM(routing_kinds) == DR_COUNT, "one routing kind row per depth routing");
+
+static const routing_kind *routing_of(const gl_model_config *c) {
+    assert((int)c->depth_routing >= 0 && (int)c->depth_routing < DR_COUNT);
+    return &routing_kinds[c->depth_routing];
+}
+int config_routing_counts(const gl_model_config *c) { return routing_of(c)->counts; }
+int config_routing_sparse(const gl_model_config *c) { return routing_of(c)->sparse; }
+int config_routing_hard(const gl_model_config *c) { return routing_of(c)->hard; }
+const char *config_routing_decode_refusal(const gl_model_config *c) { return routing_of(c)->decode; }
+const char *config_routing_knob(gl_depth_routing dr, const char **symbol, const char **title) {
+    const routing_kind *k = (int)dr >= 0 && (int)dr < DR_COUNT ? &routing_kinds[dr] : &routing_kinds[DR_NONE];
+    if (symbol) *symbol = k->symbol;
+    if (title) *title = k->title;
+    return k->knob;
+}
+
+int config_mod_k(const gl_model_config *c, int T) {
+    long k = lroundf(c->mod_capacity * (float)T);
+    return (int)(k < 1 ? 1 : k > T ? T : k);
+}
+
+int config_equal_tlops_layers(int n_layer, double alpha) {
+    /* block 0 always runs; the others run on a share α of the tokens */
+    long l = lround(1.0 + (n_layer - 1) * alpha);
+    return (int)(l < 1 ? 1 : l > n_layer ? n_layer : l);
 }
 
 static const char *name_of(const char *const *names, int n, int v) {

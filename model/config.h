@@ -7,7 +7,8 @@
  * is the one in DESIGN.md ("Model"), and the variants are:
  *
  *   value_residual   none | resformer | satformer | ...  (SATFormer paper; docs/model.md)
- *   depth_routing    none | tsa | early_exit                (TSA paper)
+ *   depth_routing    none | tsa | early_exit | mod | random  (TSA paper; Raposo et al. 2024;
+ *                                                            a random hard-routing control)
  *   cross_layer      none | denseformer | hyper | mudd      (dense baselines, docs/crosslayer.md)
  *
  * Every name is a row of model/variants.h.  Parameter names and shapes
@@ -72,6 +73,9 @@ typedef struct {
     float router_init_bias; /* initial fc2_b of every router; p0 = σ(bias) */
     float tsa_lambda;       /* depth penalty λ */
     gl_exit_weighting exit_weighting;
+    float mod_capacity;     /* mod: share of a window's tokens each routed block processes, (0, 1] */
+    int mod_every;          /* mod: block n >= 1 is routed when (n - 1) % mod_every == 0 */
+    float random_alpha;     /* random: probability that a (token, block >= 1) pair is computed, (0, 1] */
 
     gl_cross_layer cross_layer; /* cross-layer connectivity (model/crosslayer.c) */
     int hc_expansion;           /* hyper: residual streams n_s, default 4 */
@@ -106,6 +110,27 @@ static inline float vr_plus_scale_init(const gl_model_config *c) {
     for (int n = 0; n < c->n_layer; n++) M += config_layer_mixes_v1(c, n);
     return isnan(c->rf_lambda1_init) ? (float)c->n_layer : c->rf_lambda1_init * (float)M;
 }
+/* 1 when block n's tokens are routed: TSA and random every block n >= 1,
+ * MoD blocks n >= 1 with (n - 1) % mod_every == 0; never block 0. */
+static inline int config_block_routed(const gl_model_config *c, int n) {
+    if (n < 1) return 0;
+    if (c->depth_routing == DR_TSA || c->depth_routing == DR_RANDOM) return 1;
+    return c->depth_routing == DR_MOD && c->mod_every > 0 && (n - 1) % c->mod_every == 0;
+}
+/* The routing kinds table of variants.h (GL_ROUTING_KINDS) for c's depth routing. */
+int config_routing_counts(const gl_model_config *c); /* training logs α and TLOps saved */
+int config_routing_sparse(const gl_model_config *c); /* m->sparse skips for real */
+int config_routing_hard(const gl_model_config *c);   /* MoD, random: pairs computed or skipped (A[n].keep) */
+/* The manifest key of routing dr's compute knob ("model.tsa_lambda", "model.mod_capacity", ...)
+ * with its symbol and the routing's name for legends (either may be NULL), or NULL when it has none. */
+const char *config_routing_knob(gl_depth_routing dr, const char **symbol, const char **title);
+/* NULL, or why `sample` cannot generate with this routing. */
+const char *config_routing_decode_refusal(const gl_model_config *c);
+/* MoD: tokens a routed block processes in a window of T: round(mod_capacity·T), at least 1, at most T. */
+int config_mod_k(const gl_model_config *c, int T);
+/* The dense model of equal TLOps to a routed model of L blocks at active
+ * fraction α: 1 + (L − 1)·α blocks, rounded to nearest (docs/model.md "Equal-TLOps dense"). */
+int config_equal_tlops_layers(int n_layer, double alpha);
 
 /* Names used in manifests, exports and trace attributes ("unknown" out of range). */
 const char *config_value_residual_name(gl_value_residual v);

@@ -60,6 +60,13 @@ static void dec_linear(float *out, const float *inp, const float *w, int K, int 
 }
 
 int decode_check(const gl_model *m, char *why, size_t whylen) {
+    if (config_routing_hard(&m->cfg)) {
+        snprintf(why, whylen,
+                 "the KV-cache path does not support depth_routing = %s (its selection is made over a whole "
+                 "window in a full forward pass); use the uncached path (gatelab sample --no-cache)",
+                 config_depth_routing_name(m->cfg.depth_routing));
+        return -1;
+    }
     if (m->have_overrides && m->ov.route_mode == ROUTE_RANDOM) {
         snprintf(why, whylen,
                  "the KV-cache path does not support the random routing override (its draw depends on a "

@@ -7,7 +7,10 @@
  *   block n:  xn = RMSNorm(h);  q, k, v = xn Wq,k,vᵀ;  v' = value residual(v, V1)
  *             a = Attn(RoPE(qknorm(q)), RoPE(qknorm(k)), v') Woᵀ;  h_mid = h + a
  *             f = SwiGLU(RMSNorm(h_mid));  h_out = h + s·(a + f)
- *   with s = 1, or s = 1 − p (TSA, block n ≥ 1, p from router n−1 reading xn).
+ *   with s = 1, or s = 1 − p (TSA, block n ≥ 1, p from router n−1 reading xn),
+ *   or s = keep·σ(r) (Mixture-of-Depths, routed blocks; the skipped tokens are
+ *   masked out of the block's attention) or keep (random routing): the
+ *   selection is routing.c's.
  *   Cross-layer variants (DenseFormer, hyper-connections, MUDD) replace the
  *   block's inputs and residual sums through the xl_ hooks of crosslayer.h.
  *
@@ -21,7 +24,9 @@
  * bookkeeping version of early exit (every block for every token, exited rows
  * restored) as the reference.  Post-hoc early exit (m->posthoc_exit, a dense
  * model after model_posthoc_init) is the same exiting with the model's own
- * final norm and head as every block's exit head, at any τ >= 0.  Backward
+ * final norm and head as every block's exit head, at any τ >= 0.  Sparse MoD
+ * packs the selected tokens of every window and runs the whole block,
+ * attention included, on them alone (mod_block_forward_rows).  Backward
  * supports the training modes only.
  *
  * Deliberately not here: I/O, configs from files, the optimiser (adamw.c).
@@ -38,6 +43,7 @@
 #include "crosslayer.h"
 #include "infer.h"
 #include "ops.h"
+#include "routing.h"
 #include "tensors.h"
 #include "valueres.h"
 
@@ -70,6 +76,7 @@ static void layout_acts(gl_model *m, carver *cv) {
     const size_t qd = c->n_head * hd, kd = c->n_kv_head * hd, F = c->d_ff, V = c->vocab_size;
     const size_t R = m->R, H = c->n_head, Hkv = c->n_kv_head;
     const int tsa = c->depth_routing == DR_TSA, ee = c->depth_routing == DR_EARLY_EXIT;
+    const int hard = config_routing_hard(c), mod = c->depth_routing == DR_MOD;
     for (int n = 0; n < c->n_layer; n++) {
         gl_block_acts *a = &m->A[n];
         a->h_in = carve(cv, N * d);
@@ -98,6 +105,10 @@ static void layout_acts(gl_model *m, carver *cv) {
         a->r_pre = tsa ? carve(cv, N * R) : NULL;
         a->r_hid = tsa ? carve(cv, N * R) : NULL;
         a->p = tsa ? carve(cv, N) : NULL;
+        a->keep = hard ? carve(cv, N) : NULL;
+        a->rs = hard ? carve(cv, N) : NULL;
+        a->mod_r = mod ? carve(cv, N) : NULL;
+        a->mod_g = mod ? carve(cv, N) : NULL;
         a->xnf = ee ? carve(cv, N * d) : NULL;
         a->rstdf = ee ? carve(cv, N) : NULL;
         a->logits = ee ? carve(cv, N * V) : NULL;
@@ -395,6 +406,7 @@ static void block_kv_forward(gl_model *m, int n, int N, int T) {
     mm_forward(a->k, xl_attn_input(m, n, 1), b->wk, N, d, Hkv * hd);
     mm_forward(a->v, xl_attn_input(m, n, 2), b->wv, N, d, Hkv * hd);
     if (c->depth_routing == DR_TSA && n >= 1) route_forward(m, n, N);
+    if (config_routing_hard(c)) routing_forward(m, n, N / T, T);
     vr_forward(m, n, N);
     if (c->qk_norm) rmsnorm_forward(a->kr, a->krstd, a->k, b->k_norm, N * Hkv, hd, c->norm_eps);
     else memcpy(a->kr, a->k, (size_t)N * Hkv * hd * sizeof(float));
@@ -410,13 +422,17 @@ static void block_forward(gl_model *m, int n, int B, int T, float *h_next, unsig
     gl_block_acts *a = &m->A[n];
     const gl_block_params *b = &m->P.layer[n];
     const int tsa = c->depth_routing == DR_TSA && n >= 1;
+    const int hard = config_routing_hard(c) && config_block_routed(c, n); /* MoD, random */
 
     block_kv_forward(m, n, N, T);
     mm_forward(a->q, a->xn1, b->wq, N, d, H * hd);
     if (c->qk_norm) rmsnorm_forward(a->qr, a->qrstd, a->q, b->q_norm, N * H, hd, c->norm_eps);
     else memcpy(a->qr, a->q, (size_t)N * H * hd * sizeof(float));
     rope_forward(a->qr, m->rope_cos, m->rope_sin, N, T, H, hd);
-    attn_forward(a->atty, a->att, a->qr, a->kr, a->vmix, B, T, H, Hkv, hd);
+    if (hard && c->depth_routing == DR_MOD) /* MoD: the skipped tokens do not enter the block, as keys neither */
+        routing_attn_forward(a->atty, a->att, a->qr, a->kr, a->vmix, a->keep, B, T, H, Hkv, hd);
+    else
+        attn_forward(a->atty, a->att, a->qr, a->kr, a->vmix, B, T, H, Hkv, hd);
     mm_forward(a->ao, a->atty, b->wo, N, H * hd, d);
     if (c->cross_layer == CL_HYPER) {
         xl_hc_mid_forward(m, n, N); /* streams += attention; h_mid = the FFN's width connection */
@@ -432,6 +448,15 @@ static void block_forward(gl_model *m, int n, int B, int T, float *h_next, unsig
 #pragma omp parallel for schedule(static)
         for (int t = 0; t < N; t++) {
             float s = 1.0f - a->p[t];
+            for (int i = 0; i < d; i++) {
+                size_t j = (size_t)t * d + i;
+                h_next[j] = a->h_in[j] + s * (a->ao[j] + a->fo[j]);
+            }
+        }
+    } else if (hard) {
+#pragma omp parallel for schedule(static)
+        for (int t = 0; t < N; t++) {
+            const float s = a->rs[t];
             for (int i = 0; i < d; i++) {
                 size_t j = (size_t)t * d + i;
                 h_next[j] = a->h_in[j] + s * (a->ao[j] + a->fo[j]);
@@ -456,6 +481,7 @@ typedef struct {
     int *seq;    /* (B+1) packed rows of window b: [seq[b], seq[b+1]) */
     float *rows; /* (N, d) a gathered activation */
     float *att;  /* (threads, INFER_ATT_BLOCK, T) attention probabilities */
+    float *kp, *vp; /* (N, Hkv*hd) MoD: the selected tokens' keys and values, packed */
 } infer_scratch;
 
 static infer_scratch infer_scratch_of(gl_model *m, int N, int B) {
@@ -466,8 +492,66 @@ static infer_scratch infer_scratch_of(gl_model *m, int N, int B) {
     s.seq = (int *)carve(&cv, (size_t)B + 1);
     s.rows = carve(&cv, (size_t)N * m->cfg.d_model);
     s.att = carve(&cv, (size_t)omp_get_max_threads() * INFER_ATT_BLOCK * m->T);
+    const size_t kd = (size_t)m->cfg.n_kv_head * m->hd;
+    s.kp = m->cfg.depth_routing == DR_MOD ? carve(&cv, (size_t)N * kd) : NULL;
+    s.vp = m->cfg.depth_routing == DR_MOD ? carve(&cv, (size_t)N * kd) : NULL;
     assert(cv.used <= m->scratch_floats);
     return s;
+}
+
+/* MoD block n at inference (m->sparse): the selected tokens alone, packed,
+ * get the whole block: query, keys and values among themselves (the packed
+ * windows of k tokens, rotary at each token's own position), attention, Wo
+ * and the FFN; every other token keeps its state.  Keys and values are
+ * computed for every token by block_kv_forward (the value residual reads
+ * them row-aligned) and the selected rows gathered; the rest are not read.
+ * Rows of q qr atty ao h_mid and the FFN buffers are packed [0, K); att holds
+ * the packed (B, H, k, k) probabilities. */
+static void mod_block_forward_rows(gl_model *m, int n, int B, int T, float *h_next) {
+    const gl_model_config *c = &m->cfg;
+    const int N = B * T, d = c->d_model, hd = m->hd, H = c->n_head, Hkv = c->n_kv_head, kd = Hkv * hd;
+    gl_block_acts *a = &m->A[n];
+    const gl_block_params *b = &m->P.layer[n];
+    infer_scratch s = infer_scratch_of(m, N, B);
+
+    block_kv_forward(m, n, N, T);
+    const int k = config_mod_k(c, T);
+    int K = 0;
+    for (int t = 0; t < N; t++)
+        if (a->keep[t] > 0.5f) s.idx[K++] = t;
+    /* every window holds exactly k selected tokens (the override of an ablation may break that: then
+     * the packed windows are not k long, and the masked full block is the one that is right) */
+    int even = K == B * k;
+    for (int bb = 0; bb < B && even; bb++)
+        for (int r = bb * k; r < (bb + 1) * k && even; r++) even = s.idx[r] / T == bb;
+    if (!even) {
+        block_forward(m, n, B, T, h_next, NULL);
+        m->active_count += K;
+        return;
+    }
+    infer_gather(s.rows, a->xn1, s.idx, K, d);
+    mm_forward(a->q, s.rows, b->wq, K, d, H * hd);
+    if (c->qk_norm) rmsnorm_forward(a->qr, a->qrstd, a->q, b->q_norm, K * H, hd, c->norm_eps);
+    else memcpy(a->qr, a->q, (size_t)K * H * hd * sizeof(float));
+    infer_rope_rows(a->qr, m->rope_cos, m->rope_sin, s.idx, K, T, H, hd);
+    infer_gather(s.kp, a->kr, s.idx, K, kd);
+    infer_gather(s.vp, a->vmix, s.idx, K, kd);
+    attn_forward(a->atty, a->att, a->qr, s.kp, s.vp, B, k, H, Hkv, hd);
+    mm_forward(a->ao, a->atty, b->wo, K, H * hd, d);
+#pragma omp parallel for schedule(static)
+    for (int r = 0; r < K; r++)
+        for (int i = 0; i < d; i++)
+            a->h_mid[(size_t)r * d + i] = a->h_in[(size_t)s.idx[r] * d + i] + a->ao[(size_t)r * d + i];
+    ffn_forward(m, n, a->h_mid, K);
+    memcpy(h_next, a->h_in, (size_t)N * d * sizeof(float));
+#pragma omp parallel for schedule(static)
+    for (int r = 0; r < K; r++) {
+        const int t = s.idx[r];
+        const float sc = a->rs[t];
+        float *ho = h_next + (size_t)t * d;
+        for (int i = 0; i < d; i++) ho[i] += sc * (a->ao[(size_t)r * d + i] + a->fo[(size_t)r * d + i]);
+    }
+    m->active_count += K;
 }
 
 /* Block n at inference when only some tokens run it: TSA sparse routing (run
@@ -483,13 +567,17 @@ static void block_forward_rows(gl_model *m, int n, int B, int T, float *h_next, 
     const int N = B * T, d = c->d_model, hd = m->hd, H = c->n_head, Hkv = c->n_kv_head;
     gl_block_acts *a = &m->A[n];
     const gl_block_params *b = &m->P.layer[n];
-    const int tsa = c->depth_routing == DR_TSA;
+    const int tsa = c->depth_routing == DR_TSA, hard = config_routing_hard(c);
+    if (c->depth_routing == DR_MOD) {
+        mod_block_forward_rows(m, n, B, T, h_next);
+        return;
+    }
     infer_scratch s = infer_scratch_of(m, N, B);
 
     block_kv_forward(m, n, N, T);
     int K = 0;
     for (int t = 0; t < N; t++) {
-        const int run = tsa ? a->p[t] <= 0.5f : !frozen[t];
+        const int run = tsa ? a->p[t] <= 0.5f : hard ? a->keep[t] > 0.5f : !frozen[t];
         s.slot[t] = run ? K : -1;
         if (run) s.idx[K++] = t;
     }
@@ -515,8 +603,8 @@ static void block_forward_rows(gl_model *m, int n, int B, int T, float *h_next, 
         float *ho = h_next + (size_t)t * d;
         if (r < 0) {
             memcpy(ho, hi, (size_t)d * sizeof(float));
-        } else if (tsa) {
-            const float sc = 1.0f - a->p[t];
+        } else if (tsa || hard) {
+            const float sc = tsa ? 1.0f - a->p[t] : a->rs[t];
             for (int i = 0; i < d; i++) ho[i] = hi[i] + sc * (a->ao[(size_t)r * d + i] + a->fo[(size_t)r * d + i]);
         } else {
             for (int i = 0; i < d; i++) ho[i] = a->h_mid[(size_t)r * d + i] + a->fo[(size_t)r * d + i];
@@ -587,7 +675,7 @@ float model_forward(gl_model *m, const int *tokens, const int *targets, const fl
     assert(!ph || m->posthoc_mem);
     const int heads = ee || ph;
     const int ee_infer = (ee && m->exit_tau > 0.0f) || ph;
-    const int sparse = c->depth_routing == DR_TSA && m->sparse;
+    const int sparse = config_routing_sparse(c) && m->sparse; /* TSA, MoD, random */
     unsigned char *frozen = ee_infer ? m->frozen : NULL;
     if (frozen) memset(frozen, 0, (size_t)N);
     double exit_sum[GL_MAX_LAYERS] = {0};
@@ -596,8 +684,12 @@ float model_forward(gl_model *m, const int *tokens, const int *targets, const fl
     int n_frozen = 0;
     for (int n = 0; n < L; n++) {
         float *h_next = xl_block_output(m, n, n + 1 < L ? m->A[n + 1].h_in : m->h_out);
-        if ((sparse && n >= 1) || (ee_skip && n_frozen > 0)) block_forward_rows(m, n, B, T, h_next, frozen);
-        else block_forward(m, n, B, T, h_next, ee_infer ? frozen : NULL);
+        if ((sparse && config_block_routed(c, n)) || (ee_skip && n_frozen > 0))
+            block_forward_rows(m, n, B, T, h_next, frozen);
+        else {
+            block_forward(m, n, B, T, h_next, ee_infer ? frozen : NULL);
+            if (sparse && n >= 1) m->active_count += N; /* MoD every other block: an unrouted block runs all */
+        }
         xl_forward_after_block(m, n, N);
         if (heads && n + 1 < L) {
             if (ee_skip && n_frozen > 0) exit_head_rows(m, n, h_next, frozen, B, N);
@@ -635,6 +727,12 @@ float model_forward(gl_model *m, const int *tokens, const int *targets, const fl
         m->penalty = (float)(c->tsa_lambda * pen / ((double)(L - 1) * ntok));
         m->active_frac = (float)((double)active / ((double)(L - 1) * ntok));
         if (!sparse) m->loss = m->task_loss + m->penalty;
+    } else if (config_routing_hard(c) && L > 1) {
+        /* MoD, random: the share of (token, block >= 1) pairs computed, unrouted blocks counting in full */
+        long active = 0;
+        for (int n = 1; n < L; n++)
+            for (int t = 0; t < N; t++) active += m->A[n].keep[t] > 0.5f;
+        m->active_frac = (float)((double)active / ((double)(L - 1) * ntok));
     } else if (heads && L > 1) {
         if (ee_infer) {
             m->active_frac = (float)((double)m->active_count / ((double)(L - 1) * N));
@@ -683,15 +781,16 @@ static void block_backward(gl_model *m, grad_bufs *g, int n) {
     const gl_block_params *b = &m->P.layer[n];
     gl_block_params *gb = &m->G.layer[n];
     const int tsa = c->depth_routing == DR_TSA && n >= 1;
+    const int hard = config_routing_hard(c) && config_block_routed(c, n); /* MoD, random: s = rs */
     const float *dres = g->dres;
 
-    /* h_out = h + s·(a + f), s = 1 − p (TSA) or 1 */
+    /* h_out = h + s·(a + f), s = 1 − p (TSA), rs (MoD, random) or 1 */
     if (c->cross_layer == CL_HYPER) {
         xl_hc_ffn_out_backward(m, n, N, g->dfo);
     } else {
 #pragma omp parallel for schedule(static)
         for (int t = 0; t < N; t++) {
-            float s = tsa ? 1.0f - a->p[t] : 1.0f;
+            float s = tsa ? 1.0f - a->p[t] : hard ? a->rs[t] : 1.0f;
             for (int i = 0; i < d; i++) g->dfo[(size_t)t * d + i] = s * dres[(size_t)t * d + i];
         }
     }
@@ -712,7 +811,7 @@ static void block_backward(gl_model *m, grad_bufs *g, int n) {
     } else {
 #pragma omp parallel for schedule(static)
         for (int t = 0; t < N; t++) {
-            float s = tsa ? 1.0f - a->p[t] : 1.0f, dp = 0.0f;
+            float s = tsa ? 1.0f - a->p[t] : hard ? a->rs[t] : 1.0f, dp = 0.0f;
             for (int i = 0; i < d; i++) {
                 size_t j = (size_t)t * d + i;
                 g->dao[j] = s * dres[j] + g->dhm[j];
@@ -720,7 +819,9 @@ static void block_backward(gl_model *m, grad_bufs *g, int n) {
                 dp -= dres[j] * (a->ao[j] + a->fo[j]);
             }
             if (tsa) g->dp[t] = dp - dpen;
+            else if (hard) g->dp[t] = -dp; /* dL/d rs = Σ dres·(a + f) */
         }
+        if (hard) routing_backward(m, n, g->dp, g->dh, N);
     }
     /* attention */
     mm_backward_set(g->datty, gb->wo, g->dao, a->atty, b->wo, N, qd, d);

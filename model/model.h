@@ -112,6 +112,11 @@ typedef struct {
     float *r_pre;  /* (BT, R) W1 x + b1 */
     float *r_hid;  /* (BT, R) GELU */
     float *p;      /* (BT) halting probability of router n-1 */
+    /* MoD / random (config_routing_hard): NULL otherwise */
+    float *keep;   /* (BT) 1 when token t runs this block, 0 when it skips (all 1 in an unrouted block) */
+    float *rs;     /* (BT) scale of a routed block's update: keep·σ(r) (MoD), keep (random) */
+    float *mod_r;  /* (BT) MoD router logit r = h_in·w of a routed block */
+    float *mod_g;  /* (BT) σ(r) */
     /* early exit: this block's output through the final norm and head */
     float *xnf;    /* (BT, d) */
     float *rstdf;  /* (BT) */
@@ -223,11 +228,12 @@ typedef struct gl_model {
     float loss;           /* optimised loss: task loss (+ λ penalty for TSA) */
     float task_loss;      /* mean cross-entropy of the final head (nats/token) */
     float penalty;        /* TSA depth penalty term λ·(1/(L-1))Σ mean(1-p) */
-    float active_frac;    /* TSA / exit: share of (token, layer>=1) pairs that run */
+    float active_frac;    /* TSA / exit / MoD / random: share of (token, layer>=1) pairs that run */
     long active_count;    /* inference modes: (token, layer>=1) pairs that ran */
     unsigned char *frozen;/* (BT) early exit at inference: 1 once a token has exited */
 
-    int sparse;           /* 1: TSA hard routing at inference (p > 0.5 skips the block: only its k, v run) */
+    int sparse;           /* 1: TSA hard routing at inference (p > 0.5 skips the block: only its k, v run);
+                             random: a skipped pair likewise; MoD: only the selected tokens enter a routed block */
     float exit_tau;       /* early exit at inference: > 0 enables exiting at confidence >= tau; an
                              exited token's later blocks compute only its k and v */
     int posthoc_exit;     /* dense model (depth_routing none) at inference, after model_posthoc_init: 1
@@ -242,6 +248,12 @@ typedef struct gl_model {
                              path is tested and benchmarked against) */
     int have_overrides;
     gl_overrides ov;
+    /* random routing's draw (routing.c): 0 = the evaluation draw, a hash of each window's tokens (the
+     * same tokens get the same routing in every evaluation); otherwise the training draw's key, set by
+     * the training loop per step from train.seed and the step (routing_train_key), with route_row0 the
+     * global row of this shard's row 0 */
+    uint64_t route_draw;
+    long route_row0;
 } gl_model;
 
 /* Create a model for cfg with room for batches of up to max_B sequences of
@@ -292,6 +304,9 @@ void model_clear_overrides(gl_model *m);
 /* Effective ResFormer coefficients of block n (λ1ₙ, λ2ₙ) from the current
  * parameters and overrides; (0, 1) for blocks that do not mix (valueres.c). */
 void model_resformer_lambda(const gl_model *m, int n, float *lambda1, float *lambda2);
+
+/* The key of random routing's training draw at step (0-based) of a run seeded seed; never 0. */
+uint64_t routing_train_key(uint64_t seed, long step);
 
 /* Counts for reporting. */
 size_t model_param_count(const gl_model *m);

@@ -46,7 +46,9 @@
 #define GL_DEPTH_ROUTINGS(X) \
     X(DR_NONE, "none")       \
     X(DR_TSA, "tsa")         \
-    X(DR_EARLY_EXIT, "early_exit")
+    X(DR_EARLY_EXIT, "early_exit") \
+    X(DR_MOD, "mod")         \
+    X(DR_RANDOM, "random")
 
 #define GL_EXIT_WEIGHTINGS(X)       \
     X(EE_WEIGHT_LINEAR, "linear")   \
@@ -57,6 +59,29 @@
     X(CL_DENSEFORMER, "denseformer")   \
     X(CL_HYPER, "hyper")               \
     X(CL_MUDD, "mudd")
+
+/* ------------------------------------------------------------------------ */
+/* routing kinds: what the harness may ask of each depth routing            */
+/*
+ * X(ID, counts, sparse, hard, decode, knob, symbol, title)
+ *   counts  1: training logs α and TLOps saved (train/val active_frac, tlops_saved)
+ *   sparse  1: `eval --sparse` / m->sparse skips the unselected (token, block) pairs for real
+ *   hard    1: a (token, block) pair is either computed or skipped in training too (MoD, random),
+ *           kept in A[n].keep; routed blocks are config_block_routed (config.h)
+ *   decode  NULL, or why `sample` cannot generate with it (a message for the user)
+ *   knob    the manifest key that sets its compute (the Pareto figure's curve parameter), or NULL;
+ *   symbol, title  the knob's symbol and the routing's name in figure legends ("TSA over λ")
+ */
+#define GL_ROUTING_KINDS(X)                                                                                   \
+    X(DR_NONE, 0, 0, 0, NULL, NULL, NULL, NULL)                                                               \
+    X(DR_TSA, 1, 1, 0, NULL, "model.tsa_lambda", "λ", "TSA")                                                 \
+    X(DR_EARLY_EXIT, 0, 0, 0, NULL, NULL, NULL, NULL)                                                         \
+    X(DR_MOD, 1, 1, 1,                                                                                        \
+      "Mixture-of-Depths picks each routed block's top-k tokens over the whole window, future tokens "       \
+      "included, so it has no causal rule for generating one token at a time (the paper's auxiliary "        \
+      "causal predictor is not implemented; docs/model.md \"Mixture-of-Depths\")",                           \
+      "model.mod_capacity", "c", "MoD")                                                                       \
+    X(DR_RANDOM, 1, 1, 1, NULL, "model.random_alpha", "α", "random routing")
 
 /* ------------------------------------------------------------------------ */
 /* tensors                                                                  */
@@ -137,7 +162,9 @@
     X(fc1_w, "routers.%d.fc1_w", s.R, s.d, 2, c->depth_routing == DR_TSA, DECAY_ALL, INIT_NORMAL)             \
     X(fc1_b, "routers.%d.fc1_b", s.R, 1, 1, c->depth_routing == DR_TSA, DECAY_NONE, INIT_FILL(0.0f))          \
     X(fc2_w, "routers.%d.fc2_w", 1, s.R, 2, c->depth_routing == DR_TSA, DECAY_ALL, INIT_NORMAL)               \
-    X(fc2_b, "routers.%d.fc2_b", 1, 1, 1, c->depth_routing == DR_TSA, DECAY_NONE, INIT_FILL(c->router_init_bias))
+    X(fc2_b, "routers.%d.fc2_b", 1, 1, 1, c->depth_routing == DR_TSA, DECAY_NONE, INIT_FILL(c->router_init_bias)) \
+    X(mod_w, "routers.%d.mod_w", 1, s.d, 2, c->depth_routing == DR_MOD && config_block_routed(c, n + 1), DECAY_ALL, \
+      INIT_NORMAL)
 
 #define GL_OUTPUT_TENSORS(X)                                                                                  \
     X(final_norm, "final_norm", s.d, 1, 1, 1, DECAY_NONE, INIT_FILL(1.0f))                                    \
@@ -175,6 +202,10 @@
       "early-exit confidence (max softmax probability)", "conf")                                              \
     X(GATE_HEADGATE, "headgate", "headgate", "g", GAX_LAYER, GAX_NONE, GAX_KV_HEAD, NULL,                      \
       c->value_residual == VR_HEADGATE, vr_mixes(&m->cfg, n, VR_HEADGATE) ? m->A[n].gate : NULL, GABL_HEAD,   \
-      "static head gate g", "g")
+      "static head gate g", "g")                                                                             \
+    X(GATE_MOD_W, "mod_w", "mod", "weight", GAX_LAYER, GAX_TOKEN, GAX_NONE, NULL, c->depth_routing == DR_MOD,  \
+      config_block_routed(&m->cfg, n) ? m->A[n].mod_g : NULL, GABL_ROUTE, "MoD router weight σ(r)", "w")                                               \
+    X(GATE_SELECTED, "selected", "route", "selected", GAX_LAYER, GAX_TOKEN, GAX_NONE, NULL,                   \
+      config_routing_hard(c), m->A[n].keep, GABL_NONE, "routed block ran the token (1) or skipped it (0)", "sel")
 
 #endif

@@ -137,7 +137,29 @@ static void test_config_defaults_and_validate(void **state) {
     BAD((c.n_layer = 1, c.value_residual = VR_SATFORMER), "needs model.n_layer >= 2");
     BAD((c.n_layer = 1, c.depth_routing = DR_TSA), "model.depth_routing = tsa needs");
     BAD(c.qk_norm = 2, "model.qk_norm");
+    BAD((c.depth_routing = DR_MOD, c.mod_capacity = 0.0f), "model.mod_capacity (0) must be in (0, 1]");
+    BAD((c.depth_routing = DR_MOD, c.mod_capacity = 1.5f), "model.mod_capacity");
+    BAD((c.depth_routing = DR_MOD, c.mod_capacity = NAN), "model.mod_capacity");
+    BAD((c.depth_routing = DR_MOD, c.mod_every = 0), "model.mod_every (0) must be between 1 and 64");
+    BAD((c.depth_routing = DR_RANDOM, c.random_alpha = -0.1f), "model.random_alpha");
+    BAD((c.n_layer = 1, c.depth_routing = DR_MOD), "model.depth_routing = mod needs");
+    BAD((c.depth_routing = DR_RANDOM, c.cross_layer = CL_DENSEFORMER), "cannot be combined with model.depth_routing = random");
 #undef BAD
+    config_defaults(&c);
+    assert_true(c.mod_capacity == 0.125f && c.mod_every == 2 && c.random_alpha == 0.5f);
+    c.mod_capacity = 7.0f; /* the MoD keys only matter to mod */
+    assert_int_equal(config_validate(&c, err, sizeof err), 0);
+    c.depth_routing = DR_MOD;
+    c.mod_capacity = 1.0f;
+    assert_int_equal(config_validate(&c, err, sizeof err), 0);
+    c.n_layer = 6; /* mod_every 2: blocks 1, 3, 5 */
+    for (int n = 0; n < 6; n++) assert_int_equal(config_block_routed(&c, n), n == 1 || n == 3 || n == 5);
+    assert_int_equal(config_mod_k(&c, 128), 128);
+    c.mod_capacity = 0.125f;
+    assert_int_equal(config_mod_k(&c, 128), 16);
+    assert_int_equal(config_mod_k(&c, 4), 1); /* 0.5 rounds up */
+    assert_int_equal(config_mod_k(&c, 3), 1); /* at least 1 */
+    printf("  mod / random keys: defaults 0.125, 2, 0.5; routed blocks 1, 3, 5 of 6; k = round(c·T) >= 1\n");
     config_defaults(&c);
     c.value_residual = VR_RESFORMER;
     c.depth_routing = DR_EARLY_EXIT;
@@ -470,9 +492,13 @@ static void test_round_trip_and_hash(void **state) {
     const char *m0 = strstr(ident, "[model]");
     const char *m1 = strstr(ident, "\n[data]");
     assert_true(m0 == ident && m1 != NULL);
+    assert_null(strstr(ident, "mod_capacity = 0.125\n"));  /* late keys at their default are not in it */
     uint64_t h = 0xcbf29ce484222325ULL;
     for (const char *p = m0; p < m1; p++) h = (h ^ (unsigned char)*p) * 0x100000001b3ULL;
     assert_true(h == manifest_model_hash(&a));
+    gl_manifest c2 = a;
+    c2.model.mod_capacity = 0.25f; /* a late key away from its default is hashed */
+    assert_true(manifest_model_hash(&c2) != manifest_model_hash(&a));
     assert_true(manifest_model_hash(&a) == manifest_model_hash(&b));
     b.train.lr = 1.0f;
     assert_true(manifest_model_hash(&a) == manifest_model_hash(&b));

@@ -6,7 +6,8 @@
  * it builds the model the file describes, loads the file's parameters by
  * name, and checks forward (loss, task loss, logits), backward (every
  * parameter gradient), the activations the traces read (SATFormer gates,
- * ResFormer λ, TSA halting probabilities, early-exit confidences), and three
+ * ResFormer λ, TSA halting probabilities, early-exit confidences, the MoD /
+ * random selection — exactly — and MoD's router weights σ(r)), and three
  * AdamW steps (losses and parameters afterwards).  One cmocka test per
  * fixture; each prints one line per check with its worst difference.
  *
@@ -291,6 +292,12 @@ static int read_config(parity_ctx *c, gl_model_config *cfg, int *B, int *T) {
             bad = -1;
         }
     }
+    /* hard-routing attributes are written only by the mod and random cases */
+    if (H5Aexists(c->file, "mod_capacity") > 0) {
+        bad |= attr_float(c, "mod_capacity", &cfg->mod_capacity);
+        bad |= attr_int(c, "mod_every", &cfg->mod_every);
+        bad |= attr_float(c, "random_alpha", &cfg->random_alpha);
+    }
     return bad ? -1 : 0;
 }
 
@@ -471,6 +478,44 @@ static void compare_activations(parity_ctx *c, const gl_model *m, int B, int T) 
                 }
             }
             parity_check(c, "tsa/p", worst, TOL_ACT, where);
+            free(ref);
+        }
+    }
+    if (has_path(c, "route/keep")) {
+        /* the selection (MoD's top-k, random's draw) must be the reference's exactly: one flipped
+         * pair changes the model */
+        float *ref = dset_floats(c, "route/keep", (long)L * BT);
+        if (ref) {
+            long flips = 0;
+            snprintf(where, sizeof where, "-");
+            for (int n = 0; n < L; n++) {
+                if (!m->A[n].keep) {
+                    parity_fail(c, "hard-routing block %d has no selection (m.A[%d].keep is NULL)", n, n);
+                    continue;
+                }
+                for (long t = 0; t < BT; t++)
+                    if (m->A[n].keep[t] != ref[(long)n * BT + t] && !flips++)
+                        snprintf(where, sizeof where, "block %d token %ld: %g, ref %g", n, t, m->A[n].keep[t],
+                                 ref[(long)n * BT + t]);
+            }
+            parity_check(c, "route/keep (pairs that differ)", (double)flips, 0.0, where);
+            free(ref);
+        }
+    }
+    if (has_path(c, "mod/weight")) {
+        float *ref = dset_floats(c, "mod/weight", (long)L * BT);
+        if (ref) {
+            double worst = 0;
+            snprintf(where, sizeof where, "-");
+            for (int n = 1; n < L; n++) {
+                if (!config_block_routed(cfg, n)) continue;
+                double e = rel_max_diff(m->A[n].mod_g, ref + (long)n * BT, BT, 1e-6);
+                if (e > worst || isnan(e)) {
+                    worst = e;
+                    snprintf(where, sizeof where, "block %d", n);
+                }
+            }
+            parity_check(c, "mod/weight", worst, TOL_ACT, where);
             free(ref);
         }
     }

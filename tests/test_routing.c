@@ -15,6 +15,12 @@
  *    path equals the bookkeeping reference;
  *  - the headline's hard evaluation (TSA p > 0.5 skips): the sparse pass, its
  *    α equals the share of rows really computed, and the p_mid_share.
+ *  - Mixture-of-Depths and random routing: each routed block runs exactly
+ *    k = round(capacity·T) tokens per window (MoD) and α is the count's share;
+ *    real skipping (m->sparse: only the selected tokens, packed, enter the
+ *    block) gives the masked full forward's logits; random routing's
+ *    evaluation draw depends on a window's tokens only (not its batch slot),
+ *    its training draw on the step; the equal-TLOps dense block count.
  */
 #include <float.h>
 #include <math.h>
@@ -441,6 +447,128 @@ static void test_hard_eval(void **s) {
     data_close(&ds);
 }
 
+static void hard_model(gl_model *m, int B, gl_depth_routing dr, float cap, int every) {
+    gl_model_config c;
+    config_defaults(&c);
+    c.vocab_size = 13;
+    c.d_model = 32;
+    c.n_layer = 5;
+    c.n_head = 4;
+    c.n_kv_head = 2;
+    c.d_ff = 48;
+    c.seq_len = 16;
+    c.depth_routing = dr;
+    c.mod_capacity = cap;
+    c.mod_every = every;
+    c.random_alpha = cap;
+    c.value_residual = VR_SATFORMER;
+    char err[256];
+    assert_int_equal(model_init(m, &c, B, err, sizeof err), 0);
+    model_init_weights(m, 5);
+    for (int i = 0; i < m->n_tensors; i++) {
+        const gl_tensor *t = &m->tensors[i];
+        float *p = m->params + t->offset;
+        if (t->ndim == 2)
+            for (size_t j = 0; j < t->size; j++) p[j] *= 5.0f;
+    }
+}
+
+static void test_mod_capacity_and_sparse(void **s) {
+    (void)s;
+    const int B = 3, T = 16, N = B * T, V = 13;
+    int tok[48];
+    tokens(tok, N, V);
+    for (int every = 1; every <= 2; every++) {
+        gl_model m;
+        hard_model(&m, B, DR_MOD, 0.25f, every);
+        const int L = m.cfg.n_layer, k = config_mod_k(&m.cfg, T);
+        model_forward(&m, tok, NULL, NULL, B, T);
+        int routed = 0, bad = 0;
+        for (int n = 1; n < L; n++) {
+            routed += config_block_routed(&m.cfg, n);
+            for (int b = 0; b < B; b++) {
+                int kept = 0;
+                for (int i = 0; i < T; i++) kept += m.A[n].keep[b * T + i] > 0.5f;
+                bad |= kept != (config_block_routed(&m.cfg, n) ? k : T);
+            }
+        }
+        const double want = ((double)routed * k + (double)(L - 1 - routed) * T) / ((double)(L - 1) * T);
+        float soft[48 * 13];
+        memcpy(soft, m.logits, sizeof soft);
+        const float a_soft = m.active_frac;
+        m.sparse = 1;
+        model_forward(&m, tok, NULL, NULL, B, T);
+        double d = max_abs_diff(soft, m.logits, (size_t)N * V);
+        printf("  mod every %d: k %d of %d per window in %d of %d routed blocks, α %.4f (expected %.4f), sparse α %.4f, "
+               "%ld pairs run, max |Δlogit| sparse vs masked %.2e\n",
+               every, k, T, routed, L - 1, a_soft, want, m.active_frac, m.active_count, d);
+        assert_false(bad);
+        assert_true(routed == (every == 1 ? L - 1 : (L - 1 + 1) / 2));
+        assert_true(fabs(a_soft - want) < 1e-6 && m.active_frac == a_soft);
+        assert_int_equal(m.active_count, (long)routed * k * B + (long)(L - 1 - routed) * N);
+        assert_true(d < 1e-4);
+        model_free(&m);
+    }
+}
+
+static void test_random_draws(void **s) {
+    (void)s;
+    const int B = 2, T = 16, N = B * T, V = 13;
+    int tok[32], swapped[32];
+    tokens(tok, N, V);
+    memcpy(swapped, tok + T, T * sizeof(int)); /* window 1 first */
+    memcpy(swapped + T, tok, T * sizeof(int));
+    gl_model m;
+    hard_model(&m, B, DR_RANDOM, 0.5f, 1);
+    const int L = m.cfg.n_layer;
+    model_forward(&m, tok, NULL, NULL, B, T);
+    float keep[5][32], soft[32 * 13];
+    for (int n = 0; n < L; n++) memcpy(keep[n], m.A[n].keep, sizeof keep[n]);
+    memcpy(soft, m.logits, sizeof soft);
+    const float a_soft = m.active_frac;
+    /* the evaluation draw follows the window, not its batch slot */
+    model_forward(&m, swapped, NULL, NULL, B, T);
+    int moved = 0;
+    for (int n = 0; n < L; n++)
+        moved |= memcmp(keep[n], m.A[n].keep + T, T * sizeof(float)) || memcmp(keep[n] + T, m.A[n].keep, T * sizeof(float));
+    /* real skipping equals the soft model (whose skipped updates are multiplied by 0) */
+    m.sparse = 1;
+    model_forward(&m, tok, NULL, NULL, B, T);
+    double d = max_abs_diff(soft, m.logits, (size_t)N * V);
+    m.sparse = 0;
+    /* training draws: one per step */
+    m.route_draw = routing_train_key(1, 0);
+    model_forward(&m, tok, NULL, NULL, B, T);
+    float k0[32];
+    memcpy(k0, m.A[1].keep, sizeof k0);
+    m.route_draw = routing_train_key(1, 1);
+    model_forward(&m, tok, NULL, NULL, B, T);
+    const int differ = memcmp(k0, m.A[1].keep, sizeof k0) != 0;
+    m.route_draw = routing_train_key(1, 0);
+    model_forward(&m, tok, NULL, NULL, B, T);
+    const int repeat = memcmp(k0, m.A[1].keep, sizeof k0) == 0;
+    printf("  random α %.4f (target 0.5, %d pairs); draw follows the window: %s; sparse vs soft max |Δlogit| %.2e; "
+           "steps 0 and 1 draw differently: %s, step 0 again the same: %s\n",
+           a_soft, (L - 1) * N, moved ? "no" : "yes", d, differ ? "yes" : "no", repeat ? "yes" : "no");
+    /* 128 Bernoulli(0.5) pairs: sd 0.044, so 4.5 sd = 0.2 */
+    assert_true(fabs(a_soft - 0.5) < 0.2);
+    assert_false(moved);
+    assert_true(d < 1e-4 && differ && repeat);
+    model_free(&m);
+}
+
+static void test_equal_tlops_layers(void **s) {
+    (void)s;
+    const struct { int L; double a; int want; } cases[] = {{6, 0.5, 4}, {12, 0.125, 2}, {4, 1.0, 4}, {8, 0.0, 1},
+                                                           {6, 0.726, 5}, {3, 0.25, 2}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        int got = config_equal_tlops_layers(cases[i].L, cases[i].a);
+        printf("  L %d at α %.3f → equal-TLOps dense n_layer %d (expected %d)\n", cases[i].L, cases[i].a, got,
+               cases[i].want);
+        assert_int_equal(got, cases[i].want);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_tlops_arithmetic),   cmocka_unit_test(test_active_fraction),
@@ -449,6 +577,8 @@ int main(void) {
         cmocka_unit_test(test_tau_search), cmocka_unit_test(test_posthoc_never_exits),
         cmocka_unit_test(test_posthoc_tau0_is_block0_lens), cmocka_unit_test(test_posthoc_skip_equals_bookkeeping),
         cmocka_unit_test(test_posthoc_refuses_routed), cmocka_unit_test(test_hard_eval),
+        cmocka_unit_test(test_mod_capacity_and_sparse), cmocka_unit_test(test_random_draws),
+        cmocka_unit_test(test_equal_tlops_layers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

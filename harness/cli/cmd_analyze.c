@@ -132,9 +132,15 @@ static void an_print_summary(const char *run_id, const analyze_summary *s, const
             printf("  %5d %8.4f %8.3f %9.4f %9.4f %9.4f\n", n, s->p_mean[n], s->p_active[n], s->p_cat[n][0], s->p_cat[n][1],
                    s->p_cat[n][2]);
     }
-    if (s->has[GATE_CONF]) {
-        printf("\nEarly exit: mean max-softmax confidence by block\n");
-        for (int n = 0; n < s->n_layer; n++) printf("  block %d: %.4f\n", n, s->conf_mean[n]);
+    /* every per-token gate with one value per block, through its table row */
+    for (int g = 0; g < GATE_COUNT; g++) {
+        const gl_gate_info *gi = &gatekind_info[g];
+        if (!s->has[g] || gi->axis[0] != GAX_LAYER || gi->axis[1] != GAX_TOKEN || gi->axis[2] != GAX_NONE) continue;
+        printf("\n%s: mean by block\n  %5s %9s %9s %9s %9s\n", gi->title, "block", gi->symbol, "struct", "funct",
+               "semant");
+        for (int n = 0; n < s->n_layer; n++)
+            printf("  %5d %9.4f %9.4f %9.4f %9.4f\n", n, s->tok_mean[g][n], s->tok_cat[g][n][0], s->tok_cat[g][n][1],
+                   s->tok_cat[g][n][2]);
     }
     printf("\nfiles in %s:", out_dir);
     for (int i = 0; i < s->n_files; i++) printf(" %s", s->files[i]);

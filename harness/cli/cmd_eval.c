@@ -175,7 +175,7 @@ static const args_opt eval_opts[] = {
     {"split", ARGS_KEY(0), "S", "the data split: val (default), test or train"},
     {"text", ARGS_KEY(1), "FILE", "evaluate the bytes of FILE instead of a split"},
     {"windows", ARGS_KEY(2), "N", "only the first N windows (default: the whole split or file)"},
-    {"sparse", ARGS_KEY(3), NULL, "TSA: also evaluate with real skipping, side by side (sparse_speedup)"},
+    {"sparse", ARGS_KEY(3), NULL, "TSA, mod, random: also evaluate with real skipping, side by side (sparse_speedup)"},
     {"tau", ARGS_KEY(4), "T", "early exit at confidence threshold T in [0, 1]"},
     {"match-alpha", ARGS_KEY(5), "A", "early exit: find τ whose active fraction is within 0.005 of A"},
     {"match-run", ARGS_KEY(6), "TSA_RUN", "early exit: A is TSA_RUN's recorded headline α; --record stores the pair"},
@@ -241,8 +241,8 @@ static int eval_parse(int argc, char **argv, eval_args *a) {
 static int eval_check(gl_run *run, const resolve_run *rr, eval_args *a, double *partner_loss, gl_prov *partner_prov,
                       char *err, size_t errlen) {
     const gl_model_config *mc = &run->model.cfg;
-    if (a->sparse && mc->depth_routing != DR_TSA) {
-        snprintf(err, errlen, "--sparse needs a TSA model; run %s has depth_routing = %s", a->run,
+    if (a->sparse && !config_routing_sparse(mc)) {
+        snprintf(err, errlen, "--sparse needs a TSA model (or mod, random); run %s has depth_routing = %s", a->run,
                  config_depth_routing_name(mc->depth_routing));
         return -1;
     }
@@ -305,6 +305,13 @@ int cmd_eval(int argc, char **argv) {
     jsonl_set(out, "step", jsonl_int(run.st.step));
     jsonl_set(out, "source", jsonl_str(text ? text : split_name));
     jsonl_set(out, "soft", eval_json(&soft, is_text, L, mc->seq_len));
+    if (config_routing_counts(mc)) {
+        /* the dense model of equal compute (docs/model.md "Equal-TLOps dense"), for the plans */
+        const int Le = config_equal_tlops_layers(L, soft.active_frac);
+        jsonl_set(out, "equal_tlops_n_layer", jsonl_int(Le));
+        fprintf(stderr, "gatelab eval: equal-TLOps dense: n_layer = %d (1 + (%d - 1)·α at α %.4f)\n", Le, L,
+                soft.active_frac);
+    }
     gl_eval_result hard;
     const int want_hard = a.rec && eval_has_hard(m);
     if (a.sparse) {

@@ -158,7 +158,13 @@ int cmd_sample(int argc, char **argv) {
         return 1;
     }
     gl_model *m = &run.model;
-    if ((a.sparse && m->cfg.depth_routing != DR_TSA) || (a.tau > 0 && m->cfg.depth_routing != DR_EARLY_EXIT)) {
+    if (config_routing_decode_refusal(&m->cfg)) {
+        fprintf(stderr, "gatelab sample: run %s has depth_routing = %s, which cannot generate: %s\n", arg,
+                config_depth_routing_name(m->cfg.depth_routing), config_routing_decode_refusal(&m->cfg));
+        run_close(&run);
+        return 2;
+    }
+    if ((a.sparse && !config_routing_sparse(&m->cfg)) || (a.tau > 0 && m->cfg.depth_routing != DR_EARLY_EXIT)) {
         fprintf(stderr, "gatelab sample: %s needs %s model; run %s has depth_routing = %s\n",
                 a.sparse ? "--sparse" : "--tau", a.sparse ? "a TSA" : "an early-exit", arg,
                 config_depth_routing_name(m->cfg.depth_routing));

@@ -306,7 +306,7 @@ static int evaluate_now(run_ctx *c, double train_loss, char *err, size_t errlen)
         metric_on(c, step, "val", "seq_acc", r.seq_acc, &pv, 0);
     }
     char extra[160] = "";
-    if (m->cfg.depth_routing == DR_TSA) {
+    if (config_routing_counts(&m->cfg)) {
         metric_on(c, step, "val", "active_frac", r.active_frac, &pv, 0);
         metric_on(c, step, "val", "tlops_saved", eval_tlops_saved(r.active_frac, m->cfg.n_layer), &pv, 0);
         snprintf(extra, sizeof extra, " | α %.3f", r.active_frac);
@@ -862,6 +862,9 @@ static int train_step(run_ctx *c, train_loop *lp, float *lr, float *gnorm, char 
     const gl_train_config *tc = &c->mf->train;
     const size_t NT = (size_t)lp->B * lp->T;
     data_train_batch(&c->ds, &c->st.data_rng, lp->B, lp->tok, lp->tg, lp->mask);
+    /* random routing draws per step from (train.seed, step, global row): a resumed run draws the same */
+    c->m.route_draw = routing_train_key(tc->seed, c->st.step);
+    c->m.route_row0 = (long)c->b0 * lp->T;
     float loss = shard_forward(c, lp);
     *lr = adamw_schedule(c->st.step, tc->warmup, tc->steps, tc->lr, tc->min_lr);
     *gnorm = NAN;
@@ -873,6 +876,8 @@ static int train_step(run_ctx *c, train_loop *lp, float *lr, float *gnorm, char 
     }
     c->m.norm_mask_sum = 0; /* evaluation and probe passes normalise by their own batch */
     c->m.norm_tokens = 0;
+    c->m.route_draw = 0; /* and take the evaluation draw */
+    c->m.route_row0 = 0;
     if (!isfinite(loss) || !isfinite(*gnorm)) {
         snprintf(err, errlen, "%s at step %ld (loss %g, gradient norm %g); the last good checkpoint is kept in %s — "
                  "lower train.lr or raise train.warmup and resume or restart",
@@ -902,11 +907,11 @@ static int log_interval(run_ctx *c, train_loop *lp, float lr, float gnorm, doubl
     metric(c, step, "train", "lr", lr);
     metric(c, step, "train", "grad_norm", gnorm);
     metric(c, step, "train", "tokens_per_s", tps);
-    if (mc->depth_routing == DR_TSA) {
+    if (config_routing_counts(mc)) {
         metric(c, step, "train", "active_frac", c->m.active_frac);
         metric(c, step, "train", "tlops_saved", eval_tlops_saved(c->m.active_frac, mc->n_layer));
-        metric(c, step, "train", "penalty", c->m.penalty);
     }
+    if (mc->depth_routing == DR_TSA) metric(c, step, "train", "penalty", c->m.penalty);
     if (mc->depth_routing == DR_EARLY_EXIT) metric(c, step, "train", "exit_loss", c->m.loss);
     char eta[32];
     fmt_eta(eta, sizeof eta, (tc->steps - step) * (t - lp->t_start) / (double)(step - lp->step_at_start));

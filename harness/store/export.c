@@ -113,6 +113,9 @@ static int export_config_attrs(hid_t f, const gl_model *m, const gl_train_state 
     bad |= export_attr_str(f, "exit_weighting", config_exit_weighting_name(c->exit_weighting));
     bad |= export_attr_str(f, "cross_layer", config_cross_layer_name(c->cross_layer));
     bad |= export_attr_int(f, "hc_expansion", c->hc_expansion);
+    bad |= export_attr_float(f, "mod_capacity", c->mod_capacity);
+    bad |= export_attr_int(f, "mod_every", c->mod_every);
+    bad |= export_attr_float(f, "random_alpha", c->random_alpha);
     bad |= export_attr_i64(f, "n_params", (int64_t)m->n_params);
     bad |= export_attr_i64(f, "step", (int64_t)st->step);
     bad |= export_attr_str(f, "config", config_ini);

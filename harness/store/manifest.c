@@ -117,6 +117,9 @@ static const key_def keys[] = {
     KFLT("model", "router_init_bias", model.router_init_bias, -30, 30, 0, 0),
     KFLT("model", "tsa_lambda", model.tsa_lambda, 0, 1000, 0, 0),
     KENUM("model", "exit_weighting", model.exit_weighting, EN_EE),
+    LFLT("model", "mod_capacity", model.mod_capacity, 0, 1, 1, 0),
+    LINT("model", "mod_every", model.mod_every, 1, 64),
+    LFLT("model", "random_alpha", model.random_alpha, 0, 1, 1, 0),
     KENUM("model", "cross_layer", model.cross_layer, EN_CL),
     KINT("model", "hc_expansion", model.hc_expansion, 1, 16),
 

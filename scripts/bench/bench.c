@@ -272,10 +272,12 @@ static double analytic_bytes(const gl_model *m, int B, double parts[4]) {
     const double L = c->n_layer, H = c->n_head, Hkv = c->n_kv_head, hd = m->hd, R = m->R;
     const double qd = H * hd, kd = Hkv * hd;
     const int tsa = c->depth_routing == DR_TSA, ee = c->depth_routing == DR_EARLY_EXIT;
+    const int hard = config_routing_hard(c), mod = c->depth_routing == DR_MOD;
     /* per token and block: h_in xn1 ao h_mid xn2 fo | q qr atty | k v kr vmix | f1 f3 fg |
-     * rstd1 rstd2, qk rstds, gate and its pre-activation | softmax rows (H·T) | router | exit head */
+     * rstd1 rstd2, qk rstds, gate and its pre-activation | softmax rows (H·T) | router | exit head |
+     * MoD / random selection and scale, MoD router logit and weight */
     double blk = 6 * d + 3 * qd + 4 * kd + 3 * F + 2 + H + 3 * Hkv + H * T + (tsa ? 2 * R + 1 : 0) +
-                 (ee ? d + 1 + V : 0);
+                 (ee ? d + 1 + V : 0) + (hard ? 2 : 0) + (mod ? 2 : 0);
     /* model-wide per token: h_out xnf rstdf logits probs tok_loss mask; exit probs and confidences */
     double top = 2 * d + 1 + 2 * V + 2 + (ee ? (L - 1) * V + L : 0);
     /* one block's gradients: 8 d-wide, 3 q-wide, 5 kv-wide, 3 F-wide, gate, dp, dlogits, router scratch */
@@ -496,11 +498,16 @@ static void usage(FILE *f) {
             "  --infer-batch B  batch of the inference figures (default 64)\n"
             "  --scale s|m    model scale (default m)\n"
             "  --variants L   comma list: base, a value_residual, depth_routing or cross_layer name\n"
-            "                 (resformer satformer tsa early_exit denseformer hyper mudd ...), SATFormer's\n"
-            "                 knobs satformer_softmax (sat_gate softmax), satformer_bias (sat_gate_bias 1),\n"
-            "                 satformer_decay_all (train.weight_decay_policy all), sparse\n"
-            "                 (TSA sparse inference and break-even batch), exit (early-exit inference)\n"
-            "                 (default base,resformer,satformer,tsa,sparse,exit)\n"
+            "                 (resformer satformer tsa early_exit mod random denseformer hyper mudd ...),
+"
+            "                 SATFormer's knobs satformer_softmax (sat_gate softmax), satformer_bias
+"
+            "                 (sat_gate_bias 1), satformer_decay_all (train.weight_decay_policy all), sparse
+"
+            "                 (TSA sparse inference and break-even batch), exit (early-exit inference)
+"
+            "                 (default base,resformer,satformer,tsa,mod,random,sparse,exit)
+"
             "  --memory       one training variant: peak RSS of a step beside the analytic size\n"
             "  --no-sgemm     skip the sgemm measurement and its buffers\n"
             "  --seed N       seed of the round order (default 1)\n"
@@ -527,7 +534,7 @@ static int parse_options(int argc, char **argv, options *o) {
         {"no-sgemm", no_argument, 0, 'n'}, {"memory", no_argument, 0, 'm'},
         {"infer-batch", required_argument, 0, 'i'}, {"quick", no_argument, 0, 'q'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
     *o = (options){.rounds = -1, .warmup = -1, .B = 32, .infer_B = 64, .do_sgemm = 1, .seed = 1,
-                   .variants = "base,resformer,satformer,tsa,sparse,exit", .scale = "m"};
+                   .variants = "base,resformer,satformer,tsa,mod,random,sparse,exit", .scale = "m"};
     int ch, seed;
     while ((ch = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
         switch (ch) {

@@ -83,6 +83,11 @@ CASES = {
                                          weight_decay_policy="all"),
     "resformer_learnable_decay_all_gqa": dict(GQA, value_residual="resformer", resformer_variant="learnable",
                                               weight_decay_policy="all"),
+    # hard routing (docs/model.md "Mixture-of-Depths", "Random routing")
+    "mod_gqa": dict(GQA, depth_routing="mod", mod_capacity=0.5, mod_every=1),
+    "mod_every2_satformer_gqa": dict(GQA, depth_routing="mod", mod_capacity=0.375, mod_every=2, n_layer=4,
+                                     value_residual="satformer"),
+    "random_gqa": dict(GQA, depth_routing="random", random_alpha=0.5),
 }
 
 INT_ATTRS = ("vocab_size", "d_model", "n_layer", "n_head", "n_kv_head", "d_ff", "seq_len",
@@ -94,6 +99,37 @@ XL_INT_ATTRS = ("hc_expansion",)
 XL_STR_ATTRS = ("cross_layer",)
 # written only when they differ from these defaults, so the files of the other cases keep their bytes
 OPTIONAL_ATTRS = (("sat_gate", "relu"), ("sat_gate_bias", 0), ("weight_decay_policy", "matrices"))
+# written only by the mod and random cases, likewise
+ROUTE_INT_ATTRS = ("mod_every",)
+ROUTE_FLOAT_ATTRS = ("mod_capacity", "random_alpha")
+
+M64 = (1 << 64) - 1
+
+
+def _mix64(z):
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & M64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & M64
+    return z ^ (z >> 31)
+
+
+def random_keep(cfg, tokens):
+    """Random routing's evaluation draw as model/routing.c makes it: per window
+    the key is FNV-1a 64 of its token ids (xor T), and pair (block n, position
+    i) is computed when the 24-bit uniform of mix64(key ^ mix64((n << 40) + i + 1))
+    is below random_alpha (as float32).  (L, B, T); block 0 always runs."""
+    Bn, Tn = tokens.shape
+    keep = torch.ones(cfg.n_layer, Bn, Tn, dtype=torch.float64)
+    alpha = float(np.float32(cfg.random_alpha))
+    for b in range(Bn):
+        key = 0xCBF29CE484222325
+        for t in tokens[b].tolist():
+            key = ((key ^ t) * 0x100000001B3) & M64
+        key ^= Tn
+        for n in range(1, cfg.n_layer):
+            for i in range(Tn):
+                u = (_mix64(key ^ _mix64(((n << 40) + i + 1) & M64)) >> 40) / 16777216.0
+                keep[n, b, i] = 1.0 if u < alpha else 0.0
+    return keep
 
 
 def batch(cfg, gen):
@@ -135,7 +171,9 @@ def run_reference(cfg, P, tokens, targets, mask):
     """Forward + gradients of P, then N_ADAM_STEPS AdamW steps on a copy.
     Returns (forward outputs, gradients in P's order, losses_adam, params after)."""
     P = {k: v.detach().clone().requires_grad_(True) for k, v in P.items()}
-    out = rm.forward(cfg, P, tokens, targets, mask)
+    keep = random_keep(cfg, tokens).to(P["embed"].dtype) if cfg.depth_routing == "random" else None
+    fwd = lambda Pp: rm.forward(cfg, Pp, tokens, targets, mask, route_keep=keep)
+    out = fwd(P)
     grads = torch.autograd.grad(out["loss"], list(P.values()))
     for gname, g in zip(P, grads):
         assert g is not None, gname
@@ -147,13 +185,13 @@ def run_reference(cfg, P, tokens, targets, mask):
     losses = []
     for _ in range(N_ADAM_STEPS):
         opt.zero_grad(set_to_none=False)
-        loss = rm.forward(cfg, Q, tokens, targets, mask)["loss"]
+        loss = fwd(Q)["loss"]
         losses.append(float(loss))
         loss.backward()
         torch.nn.utils.clip_grad_norm_(list(Q.values()), OPT["grad_clip"])
         opt.step()
     with torch.no_grad():
-        losses.append(float(rm.forward(cfg, Q, tokens, targets, mask)["loss"]))
+        losses.append(float(fwd(Q)["loss"]))
     return out, grads, losses, Q
 
 
@@ -187,7 +225,8 @@ def make_case(name, over, out_dir):
     tmp = path + ".tmp"
     groups = ["params", "grads", "params_after"]
     groups += [g for k, g in (("sat_alpha", "sat"), ("resformer_lambda", "resformer"),
-                              ("tsa_p", "tsa"), ("exit_conf", "exit")) if k in out]
+                              ("tsa_p", "tsa"), ("exit_conf", "exit"), ("route_keep", "route"),
+                              ("mod_weight", "mod")) if k in out]
     with open_untimed(tmp, groups) as f:
         for k in INT_ATTRS:
             f.attrs.create(k, np.int32(getattr(cfg, k)))
@@ -207,6 +246,11 @@ def make_case(name, over, out_dir):
                     put_str(f, k, v)
                 else:
                     f.attrs.create(k, np.int32(v))
+        if cfg.depth_routing in ("mod", "random"):
+            for k in ROUTE_INT_ATTRS:
+                f.attrs.create(k, np.int32(getattr(cfg, k)))
+            for k in ROUTE_FLOAT_ATTRS:
+                f.attrs.create(k, np.float32(getattr(cfg, k)))
         put_str(f, "case", name)
         f.attrs.create("B", np.int32(B))
         f.attrs.create("T", np.int32(T))
@@ -236,6 +280,10 @@ def make_case(name, over, out_dir):
             put(f, "tsa/p", out["tsa_p"])
         if "exit_conf" in out:
             put(f, "exit/confidence", out["exit_conf"])
+        if "route_keep" in out:
+            put(f, "route/keep", out["route_keep"])
+        if "mod_weight" in out:
+            put(f, "mod/weight", out["mod_weight"])
     os.replace(tmp, path)
     return path, out, losses, f32
 
@@ -264,6 +312,8 @@ def main():
         if "exit_conf" in out:
             c = out["exit_conf"]
             extra += " conf %.2f..%.2f" % (float(c.min()), float(c.max()))
+        if "route_keep" in out:
+            extra += " α %.3f" % float(out["route_keep"][1:].mean())
         print("%-26s loss %.5f task %.5f adam %s%s  %d bytes" % (
             name, float(out["loss"]), float(out["task_loss"]),
             " ".join("%.4f" % x for x in losses), extra, os.path.getsize(path)))

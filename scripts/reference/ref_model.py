@@ -60,6 +60,8 @@ Conventions (the contract the C model is held to):
 """
 import dataclasses
 import math
+
+import numpy as np
 from collections import OrderedDict
 
 import torch
@@ -86,12 +88,15 @@ class Config:
     sat_gate: str = "relu"              # relu | sigmoid | softmax | softmax_sigmoid | tanh | identity
     sat_gate_bias: int = 0              # 1: learned bias on the gate projection
     weight_decay_policy: str = "matrices"  # matrices | all
-    depth_routing: str = "none"         # none | tsa | early_exit
+    depth_routing: str = "none"         # none | tsa | early_exit | mod | random
     router_hidden: int = 0              # 0: max(d/4, 16)
     tsa_lambda: float = 0.0
     exit_weighting: str = "linear"      # linear | uniform
     cross_layer: str = "none"           # none | denseformer | hyper | mudd
     hc_expansion: int = 4               # hyper: streams S
+    mod_capacity: float = 0.125         # mod: share of a window's tokens a routed block processes
+    mod_every: int = 2                  # mod: block n >= 1 routed when (n - 1) % mod_every == 0
+    random_alpha: float = 0.5           # random: probability a (token, block >= 1) pair is computed
 
     @property
     def hd(self):
@@ -108,6 +113,19 @@ class Config:
             return []
         L, k = self.n_layer, self.value_residual_last_k
         return [n for n in range(1, L) if k == 0 or n >= L - k]
+
+    def routed(self, n):
+        """Block n's tokens are routed (mod: every mod_every-th block from block 1; random: all n >= 1)."""
+        if n < 1:
+            return False
+        if self.depth_routing == "mod":
+            return (n - 1) % self.mod_every == 0
+        return self.depth_routing in ("tsa", "random")
+
+    def mod_k(self, T):
+        """Tokens a routed MoD block processes in a window of T: round(capacity·T), in [1, T]."""
+        k = int(math.floor(float(np.float32(self.mod_capacity) * np.float32(T)) + 0.5))
+        return min(max(k, 1), T)
 
     def mudd_C(self, n):
         """MUDD ways after block n: q, k, v, r — only r after the last block."""
@@ -173,6 +191,10 @@ def param_shapes(cfg):
             s[f"routers.{r}.fc1_b"] = (cfg.R,)
             s[f"routers.{r}.fc2_w"] = (1, cfg.R)
             s[f"routers.{r}.fc2_b"] = (1,)
+    if cfg.depth_routing == "mod":
+        for n in range(1, cfg.n_layer):
+            if cfg.routed(n):
+                s[f"routers.{n - 1}.mod_w"] = (1, d)
     s["final_norm"] = (d,)
     if not cfg.tied:
         s["head"] = (V, d)
@@ -230,6 +252,8 @@ def random_params(cfg, gen, dtype=torch.float64):
             t = normal(0.5)
         elif leaf == "fc2_b":
             t = normal(0.1)
+        elif leaf == "mod_w":
+            t = normal(0.3)  # router logits ~1: σ(r) clearly between 0 and 1, top-k far from ties
         elif leaf in ("wq", "wk"):
             t = normal(0.2)  # big enough that attention is far from uniform
         else:
@@ -331,13 +355,46 @@ def masked_ce(logits, targets, mask):
     return (ce * m).sum() / m.sum()
 
 
-def forward(cfg, P, tokens, targets, mask):
+def mod_block(cfg, P, n, h, q, k, v, group, hd, eps, keep_out, weight_out):
+    """A routed Mixture-of-Depths block (Raposo et al. 2024), written as the
+    paper describes it: the router r = h·w picks each window's top-k tokens,
+    only they are gathered (in position order) and run the block among
+    themselves (their q, k, v after rotary at their own positions and the
+    value residual), and their update a + f, times σ(r), is added back.
+    Returns the new residual stream (B, T, d)."""
+    p = f"layers.{n}."
+    B, T, d = h.shape
+    H = q.shape[2]
+    r = (h @ P[f"routers.{n - 1}.mod_w"].T)[..., 0]                  # (B, T)
+    kk = cfg.mod_k(T)
+    idx = torch.topk(r, kk, dim=-1).indices.sort(dim=-1).values      # (B, k) in position order
+    keep = torch.zeros(B, T, dtype=h.dtype).scatter(1, idx, 1.0)
+    keep_out[n] = keep
+    weight_out[n] = torch.sigmoid(r).detach()
+    gat = lambda x: torch.gather(x, 1, idx.view(B, kk, *([1] * (x.dim() - 2))).expand(B, kk, *x.shape[2:]))
+    qs, ks, vs, hs = gat(q), gat(k), gat(v), gat(h)
+    qh = qs.transpose(1, 2)
+    kh = ks.repeat_interleave(group, dim=2).transpose(1, 2)
+    vh = vs.repeat_interleave(group, dim=2).transpose(1, 2)
+    s = (qh @ kh.transpose(-1, -2)) / math.sqrt(hd)
+    s = s.masked_fill(~torch.ones(kk, kk, dtype=torch.bool).tril(), float("-inf"))
+    o = (torch.softmax(s, dim=-1) @ vh).transpose(1, 2).reshape(B, kk, H * hd)
+    a = o @ P[p + "attn.wo"].T
+    x2 = rmsnorm(hs + a, P[p + "ffn_norm"], eps)
+    f = (F.silu(x2 @ P[p + "ffn.w1"].T) * (x2 @ P[p + "ffn.w3"].T)) @ P[p + "ffn.w2"].T
+    upd = torch.sigmoid(torch.gather(r, 1, idx))[..., None] * (a + f)  # (B, k, d)
+    return h.scatter_add(1, idx[..., None].expand(B, kk, d), upd)
+
+
+def forward(cfg, P, tokens, targets, mask, route_keep=None):
     """The whole model on tokens (B, T) long.
 
+    route_keep (L, B, T): random routing's draw (1 computes the pair), given
+    by the caller (make_fixtures.py writes the C model's draw).
     Returns a dict: logits (B,T,V) of the final head, loss (the optimised
     loss), task_loss (masked CE of the final head), and where the model has
     them sat_alpha (L,B,T,Hkv), resformer_lambda (L,2), tsa_p (L-1,B,T),
-    exit_conf (L,B,T)."""
+    exit_conf (L,B,T), route_keep (L,B,T) and mod_weight (L,B,T)."""
     B, T = tokens.shape
     L, H, Hkv, hd, eps = cfg.n_layer, cfg.n_head, cfg.n_kv_head, cfg.hd, cfg.norm_eps
     dtype = P["embed"].dtype
@@ -352,6 +409,8 @@ def forward(cfg, P, tokens, targets, mask):
     rf_lambda = torch.zeros(L, 2, dtype=dtype)
     rf_lambda[:, 1] = 1.0
     tsa_p, exit_logits = [], []
+    keep_out = torch.ones(L, B, T, dtype=dtype)      # mod, random: 1 where the pair is computed
+    weight_out = torch.zeros(L, B, T, dtype=dtype)   # mod: σ(r) in routed blocks
 
     if cfg.value_residual == "resformer" and cfg.resformer_variant == "plus":
         rf_soft = torch.softmax(P["resformer.logits"], dim=0)
@@ -405,6 +464,10 @@ def forward(cfg, P, tokens, targets, mask):
             rf_lambda[n, 1] = l2.detach()
             v = l1 * V1 + l2 * v
 
+        if cfg.depth_routing == "mod" and cfg.routed(n):
+            h = mod_block(cfg, P, n, h, q, k, v, group, hd, eps, keep_out, weight_out)
+            continue
+
         # causal attention, GQA by repeating kv heads
         qh = q.transpose(1, 2)                                       # (B, H, T, hd)
         kh = k.repeat_interleave(group, dim=2).transpose(1, 2)
@@ -431,6 +494,9 @@ def forward(cfg, P, tokens, targets, mask):
             prob = torch.sigmoid(hid @ P[r + "fc2_w"].T + P[r + "fc2_b"])[..., 0]  # (B, T)
             tsa_p.append(prob)
             h = h + (1.0 - prob)[..., None] * (a + f)
+        elif cfg.depth_routing == "random" and n >= 1:
+            keep_out[n] = route_keep[n]
+            h = h + route_keep[n][..., None] * (a + f)
         else:
             h = h_mid + f
 
@@ -462,6 +528,10 @@ def forward(cfg, P, tokens, targets, mask):
         out["exit_conf"] = torch.stack(
             [torch.softmax(lg.detach(), dim=-1).max(dim=-1).values for lg in exit_logits])
 
+    if cfg.depth_routing in ("mod", "random"):
+        out["route_keep"] = keep_out
+    if cfg.depth_routing == "mod":
+        out["mod_weight"] = weight_out
     out["logits"] = logits
     out["loss"] = loss
     out["task_loss"] = task_loss
