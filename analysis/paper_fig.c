@@ -22,24 +22,21 @@
 #include "figures.h"
 #include "store/categories.h"
 #include "store/metric.h"
+#include "stats.h"
 
+/* The values of one cell over seeds; mean and sd come from the kernel (stats.h). */
+#define ACC_MAX 64
 typedef struct {
-    double sum, sq;
+    double v[ACC_MAX];
     int n;
 } acc;
 
 static void acc_add(acc *a, double v) {
-    if (isnan(v)) return;
-    a->sum += v;
-    a->sq += v * v;
-    a->n++;
+    if (isnan(v) || a->n >= ACC_MAX) return;
+    a->v[a->n++] = v;
 }
-static double acc_mean(const acc *a) { return a->n ? a->sum / a->n : NAN; }
-static double acc_sd(const acc *a) {
-    if (a->n < 2) return NAN;
-    double m = a->sum / a->n, v = (a->sq - a->n * m * m) / (a->n - 1);
-    return v > 0 ? sqrt(v) : 0.0;
-}
+static double acc_mean(const acc *a) { return st_describe(a->v, a->n, 0.95).mean; }
+static double acc_sd(const acc *a) { return st_describe(a->v, a->n, 0.95).sd; }
 
 static void pf_num(FILE *f, double v) {
     if (isnan(v)) fprintf(f, "\tnan");

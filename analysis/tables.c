@@ -22,6 +22,7 @@
 
 #include "store/metric.h"
 #include "ablate.h"
+#include "stats.h"
 #include "report.h"
 
 /* ---- one run ---- */
@@ -136,25 +137,13 @@ int tables_collect(gl_db *db, const char *experiment, tables_run **runs_out, int
     return 0;
 }
 
-double tables_t95(int df) {
-    static const double t[] = {0,     12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
-                               2.201, 2.179,  2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086};
-    if (df < 1) return NAN;
-    if (df <= 20) return t[df];
-    return df <= 30 ? 2.042 : df <= 60 ? 2.000 : 1.960;
-}
+double tables_t95(int df) { return st_t95(df); }
 
 void tables_mean_std(const double *x, int n, double *mean, double *std, int *k) {
-    double s = 0;
-    int c = 0;
-    for (int i = 0; i < n; i++)
-        if (!isnan(x[i])) s += x[i], c++;
-    *k = c;
-    *mean = c ? s / c : NAN;
-    double q = 0;
-    for (int i = 0; i < n; i++)
-        if (!isnan(x[i])) q += (x[i] - *mean) * (x[i] - *mean);
-    *std = c > 1 ? sqrt(q / (c - 1)) : NAN;
+    st_summary s = st_describe(x, n, 0.95);
+    *k = s.n;
+    *mean = s.mean;
+    *std = s.sd;
 }
 
 /* ---- a table: cells in two renderings ---- */
@@ -453,15 +442,14 @@ static void tb_vs_baseline(tb_cell *c, const tables_run *const *g, int k, const 
             break;
         }
     char text[128];
-    double m, sd;
-    int kk;
-    tables_mean_std(d, nd, &m, &sd, &kk);
+    st_summary ds = st_describe(d, nd, 0.95);
+    const double m = ds.mean;
+    const int kk = ds.n;
     if (!seen) snprintf(text, sizeof text, "– (no baseline run)");
     else if (!nd) snprintf(text, sizeof text, other ? "not matched: other tokens or no headline" : "–");
     else if (kk == 1) snprintf(text, sizeof text, "%+.4f (1 seed)", m);
     else {
-        const double h = tables_t95(kk - 1) * sd / sqrt((double)kk);
-        snprintf(text, sizeof text, "%+.4f [%+.4f, %+.4f]", m, m - h, m + h);
+        snprintf(text, sizeof text, "%+.4f [%+.4f, %+.4f]", m, ds.lo, ds.hi);
     }
     tb_text(c, text);
 }
