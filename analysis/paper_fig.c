@@ -372,3 +372,12 @@ int paper_figures(gl_db *db, const paper_run *runs, int n, const char *scale, co
         return -1;
     return 0;
 }
+
+void paper_fig_skip(paper_figs *s, const char *name, const char *why) { pf_skip(s, name, why); }
+
+int paper_fig_forest(const char *tsv, const char *dir, int rows, paper_figs *s, char *err, size_t errlen) {
+    char vars[256];
+    snprintf(vars, sizeof vars, "fig_w=7.5; fig_h=%g; title='Every judged row: deciding quantity − its threshold, "
+             "95 %% interval, paper (x)'", 1.2 + 0.22 * rows);
+    return pf_draw(s, "paper_forest.gp", tsv, dir, "paper_forest", vars, err, errlen);
+}
