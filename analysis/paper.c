@@ -537,8 +537,8 @@ static int pr_forest(const char *dir, const claims_result *res, int n, char *pat
             const claims_elem *e = &res[i].e[k];
             if (isnan(e->s.mean) || !strcmp(r->expect, "none")) continue;
             double t = r->threshold, m = r->scale;
-            fprintf(f, "%d\t%s%s%s (%s)\t%.6g\t", *lines, r->id, e->label[0] ? " " : "", e->label,
-                    r->unit[0] ? r->unit : "units", (e->s.mean - t) * m);
+            fprintf(f, "%d\t%s%s%s (%s%s)\t%.6g\t", *lines, r->id, e->label[0] ? " " : "", e->label,
+                    r->unit[0] ? r->unit : "units", e->interval == 1 ? "; bar: IQR" : "", (e->s.mean - t) * m);
             if (isnan(e->s.lo)) fprintf(f, "nan\tnan\t");
             else fprintf(f, "%.6g\t%.6g\t", (e->s.lo - t) * m, (e->s.hi - t) * m);
             if (isnan(r->paper_value)) fprintf(f, "nan\t");
