@@ -55,6 +55,7 @@
 #include "depth.h"
 #include "report.h"
 #include "tables.h"
+#include "runset.h"
 #include "stats.h"
 
 extern char **environ;
@@ -236,13 +237,10 @@ static void fg_groups_free(fg_groups *G) {
     G->n = 0;
 }
 
-/* Keys that do not make two runs different experiments: the seed, threads,
- * logging and checkpoint cadence, where results go. */
-static int fg_key_ignored(const char *sec, const char *key) {
-    if (!strcmp(sec, "log")) return 1;
-    if (strcmp(sec, "train")) return 0;
-    return !strcmp(key, "seed") || !strcmp(key, "threads") || !strcmp(key, "log_every") || !strcmp(key, "ckpt_every");
-}
+/* Keys that do not make two runs different experiments: the run set's one
+ * rule (runset_key_ignored: the seed, threads, logging and checkpoint cadence,
+ * log.*). */
+static int fg_key_ignored(const char *sec, const char *key) { return runset_key_ignored(sec, key); }
 
 /* The fingerprint of a stored config (INI text): malloc'd, NULL when out of memory. */
 static char *fg_fingerprint(const char *ini) {

@@ -22,6 +22,7 @@
 
 #include "store/metric.h"
 #include "ablate.h"
+#include "runset.h"
 #include "stats.h"
 #include "report.h"
 
@@ -74,6 +75,21 @@ static void tb_val(gl_db *db, tables_run *t, int *fail, char *err, size_t errlen
     for (int k = 0; k < 6; k++) *dst[k] = tb_on(db, t->run_id, t->headline ? names[k] : q[k], &v, fail, err, errlen);
 }
 
+/* FNV-1a 64 of the run's group key (runset.h's one rule); a run without a
+ * stored config hashes its run id (a group of its own). */
+static unsigned long long tb_group(gl_db *db, const char *run_id, int *fail, char *err, size_t errlen) {
+    char *ini = NULL;
+    int rc = db_run_config(db, run_id, &ini, NULL, err, errlen);
+    if (rc < 0) *fail = 1;
+    char *key = rc == 1 && ini ? runset_group_key(ini) : NULL;
+    const char *s = key ? key : run_id;
+    unsigned long long h = 1469598103934665603ull;
+    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    free(key);
+    free(ini);
+    return h;
+}
+
 int tables_collect(gl_db *db, const char *experiment, tables_run **runs_out, int *n_out, char *err, size_t errlen) {
     gl_run_row *rr = NULL;
     int nr = 0, fail = 0;
@@ -114,6 +130,7 @@ int tables_collect(gl_db *db, const char *experiment, tables_run **runs_out, int
         else snprintf(t->scale, sizeof t->scale, "d%sL%s", dm, nl);
         t->lambda = !strcmp(dr, "tsa") && lam[0] ? atof(lam) : NAN;
         tb_val(db, t, &fail, err, errlen);
+        t->group = tb_group(db, id, &fail, err, errlen);
         t->bench_tps = tb_last(db, id, "bench", "train_tokens_per_s", &fail, err, errlen);
         t->bench_rss = tb_last(db, id, "bench", "peak_rss_mib", &fail, err, errlen);
         /* throughput: skip the first log row (start-up) when there are others */
@@ -346,6 +363,7 @@ static int tb_cmp(const void *a, const void *b) {
     int xn = isnan(x->lambda), yn = isnan(y->lambda);
     if (xn != yn) return xn - yn;
     if (!xn && x->lambda != y->lambda) return x->lambda < y->lambda ? -1 : 1;
+    if (x->group != y->group) return x->group < y->group ? -1 : 1;
     if ((c = strcmp(x->seed, y->seed))) return c;
     return strcmp(x->run_id, y->run_id);
 }
@@ -354,12 +372,9 @@ void tables_sort(tables_run *runs, int n) {
     if (n > 1) qsort(runs, (size_t)n, sizeof *runs, tb_cmp);
 }
 
-/* 1 when two (sorted) runs belong to the same group. */
-static int tb_same(const tables_run *x, const tables_run *y) {
-    int ln = isnan(x->lambda) && isnan(y->lambda);
-    return !strcmp(x->data, y->data) && !strcmp(x->scale, y->scale) && !strcmp(x->variant, y->variant) &&
-           (ln || x->lambda == y->lambda);
-}
+/* 1 when two (sorted) runs belong to the same group: the run set's one rule
+ * (runset_group_key: the config less the seed and run bookkeeping). */
+static int tb_same(const tables_run *x, const tables_run *y) { return x->group == y->group; }
 
 typedef enum { TB_LOSS, TB_LAMBDA, TB_ACC, TB_TPS } tb_kind;
 
