@@ -625,6 +625,20 @@ static int cl_elem(cl_ctx *c, const runset_run *const *g, int n, claims_elem *e)
         if (!isnan(x[i])) cl_note_run(res, g[i]);
         if (paired && !isnan(y[i])) cl_note_run(res, partner[i]);
     }
+    if (paired && strcmp(q, "vs_curve")) /* like for like: say when the two sides were measured on different tokens */
+        for (int i = 0; i < n; i++) {
+            const runset_value *va = partner[i] && !strchr(ma, '{') ? runset_get(g[i], ma) : NULL;
+            const runset_value *vb = va && !strchr(mb, '{') ? runset_get(partner[i], mb) : NULL;
+            if (!va || !vb) continue;
+            if (!db_prov_same(&va->prov, &vb->prov)) {
+                char pa[64], pb[64];
+                db_prov_str(&va->prov, pa, sizeof pa);
+                db_prov_str(&vb->prov, pb, sizeof pb);
+                cl_app(res->why, sizeof res->why, "%sthe two sides were measured on different tokens (%s on %s, %s on "
+                       "%s): not like for like", res->why[0] ? "; " : "", ma, pa, mb, pb);
+            }
+            break;
+        }
     if (!strcmp(q, "vs_curve") && npts_min == 0) {
         snprintf(res->why, sizeof res->why, "not measured: the partners (%s=%s) have no %s…loss rows", c->axis,
                  c->axis_val, row->curve);

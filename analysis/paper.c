@@ -604,14 +604,16 @@ static const struct {
                      "shift."},
     {"paper_pareto", "Claims 3, 5–7: TLOps saved against whole-split validation loss over λ (mean ± sd over seeds), "
                      "the dense model at 0 %, and early exit at the τ matched to TSA's α at λ*."},
-    {"paper_alpha_heatmap", "Claim 10: SATFormer's mean gate α per block and KV head (block 0 has no gate), mean over "
-                            "seeds, from the traced probe tokens."},
+    {"paper_alpha_heatmap", "Claim 10: SATFormer's mean gate α per block and KV head (block 0 has no gate), one panel per "
+                            "seed side by side (head indices are arbitrary per seed, so they are never averaged), heads "
+                            "sorted by α within each block, colour scale from 0; traced probe tokens."},
     {"paper_category", "Claim 11: SATFormer's mean α per block on semantic, structural and functional tokens, mean ± sd "
                        "over seeds."},
     {"paper_ablation", "Claim 12: loss increase when every gate is zeroed or set to its mean (SATFormer), or ResFormer's "
                        "λ1 is zeroed; mean ± sd over seeds."},
-    {"paper_loss_time", "Claim 14: training loss against wall-clock time, mean ± sd over the seeds of each variant "
-                        "(timed on a shared machine)."},
+    {"paper_loss_time", "Claim 14: validation loss on the training-time evaluation windows (not the whole split: it is "
+                        "not recorded at every checkpoint) against training tokens and against time = step × the "
+                        "variant's step time from the bench stage (scale s, idle machine), mean ± sd over seeds."},
 };
 
 /* The seed-aggregated figures with captions, then links to the per-run figures
