@@ -107,6 +107,14 @@ static int cl_set(claims_row *r, const char *key, const char *v, char *msg, size
         r->digits = (int)d;
         return 0;
     }
+    if (!strcmp(key, "across")) {
+        if (strcmp(v, "scale")) {
+            snprintf(msg, ml, "across = '%s': only 'scale' (the deepest scale's element − the shallowest's)", v);
+            return -1;
+        }
+        r->across = 1;
+        return 0;
+    }
     if (!strcmp(key, "context")) {
         if (strcmp(v, "yes") && strcmp(v, "no")) {
             snprintf(msg, ml, "context = '%s': yes or no", v);
@@ -162,6 +170,8 @@ static int cl_check(const claims_row *r, char *msg, size_t ml) {
         return snprintf(msg, ml, "row [%s]: vs_curve needs curve = split/prefix (e.g. ablation/exit.tau)", r->id), -1;
     if (strstr(r->runs, "@alpha") && isnan(r->alpha))
         return snprintf(msg, ml, "row [%s]: lambda=@alpha needs alpha = the paper's α", r->id), -1;
+    if (r->across && strcmp(r->each, "scale"))
+        return snprintf(msg, ml, "row [%s]: across = scale needs each = scale", r->id), -1;
     if (r->each[0] && strcmp(r->each, "lambda") && strcmp(r->each, "scale"))
         return snprintf(msg, ml, "row [%s]: each = '%s': lambda or scale", r->id, r->each), -1;
     if (r->agg[0] && strcmp(r->agg, "mean") && strcmp(r->agg, "gini") && strncmp(r->agg, "share_below ", 12))
@@ -906,6 +916,40 @@ void claims_eval(const claims_row *row, const runset *rs, claims_result *res) {
     }
     free(pk);
     if (!ok) return; /* res->why says why */
+    if (row->across) { /* the deciding element: deepest scale − shallowest, Welch over their seeds */
+        int lo = -1, hi = -1;
+        for (int k = 0; k < res->ne; k++) {
+            int rk = cl_scale_rank(res->e[k].label + 6); /* label "scale X" */
+            if (lo < 0 || rk < cl_scale_rank(res->e[lo].label + 6)) lo = k;
+            if (hi < 0 || rk > cl_scale_rank(res->e[hi].label + 6)) hi = k;
+        }
+        for (int k = 0; k < res->ne; k++) res->e[k].v = CV_DESCRIBED;
+        if (res->ne < 2 || lo == hi || res->ne >= CLAIMS_ELEMS) {
+            res->ne = 0;
+            snprintf(res->why, sizeof res->why, "not measured: needs pairs at two or more scales (depths); the registry "
+                     "has them at %d", ok);
+            return;
+        }
+        char lab_hi[64], lab_lo[64];
+        snprintf(lab_hi, sizeof lab_hi, "%s", res->e[hi].label);
+        snprintf(lab_lo, sizeof lab_lo, "%s", res->e[lo].label);
+        claims_elem *e = &res->e[res->ne++];
+        memset(e, 0, sizeof *e);
+        double df = NAN;
+        snprintf(e->label, sizeof e->label, "%.28s − %.28s", lab_hi, lab_lo);
+        e->s = st_welch(res->e[hi].s, res->e[lo].s, 0.95, &df);
+        e->interval = isnan(e->s.lo) ? 3 : 0;
+        e->mde = NAN;
+        e->v = cl_judge(row, e->s.lo, e->s.hi, e->interval != 3);
+        char m[64], l[64], h[64];
+        cl_fmt(m, sizeof m, row, e->s.mean);
+        cl_fmt(l, sizeof l, row, e->s.lo);
+        cl_fmt(h, sizeof h, row, e->s.hi);
+        if (e->interval == 0) snprintf(e->ours, sizeof e->ours, "%s [%s, %s] (Welch 95 %% interval, df %.1f)", m, l, h, df);
+        else snprintf(e->ours, sizeof e->ours, "%s (fewer than two seeds at a scale: no interval)", m);
+        res->v = e->v;
+        return;
+    }
     /* the row's verdict: each element must hold */
     claims_verdict v = res->e[0].v;
     for (int k = 1; k < res->ne; k++) {

@@ -62,6 +62,7 @@ typedef struct {
     char expect[16];              /* above, below, none */
     double threshold;
     char each[24];                /* "": one group; "lambda", "scale": one element per group */
+    int across;                   /* 1: judge the largest-scale element − the smallest-scale one (Welch) */
     char agg[32];                 /* analysis patterns: mean, gini, share_below X */
     double floor, ceiling;        /* guards (NaN: none) */
     char bench_a[96], bench_b[96];

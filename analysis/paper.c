@@ -460,6 +460,8 @@ static void pr_ours(const claims_result *res, char *out, size_t n) {
         snprintf(out + l, n - l, "%s%s%s%s", k ? "; " : "", res->e[k].label, res->e[k].label[0] ? ": " : "",
                  res->e[k].ours);
     }
+    size_t l = strlen(out);
+    if (res->why[0] && l < n) snprintf(out + l, n - l, " — %s", res->why); /* guards, unlike tokens, above-ideal */
 }
 
 static int pr_rows(FILE *f, const claims_file *cf, const claims_result *res, int *n_rows) {
@@ -512,7 +514,6 @@ static void pr_provenance(FILE *f, const claims_file *cf, const claims_result *r
         plan_command(plan_path, atoi(r->row->claim), results, cmd, sizeof cmd);
         fprintf(f, "- **%s** (claim %s) — %s. Verdict: %s.", r->row->id, r->row->claim, rule, pr_verdict_md(r->v));
         if (r->row->note[0]) fprintf(f, " Note: %s", r->row->note);
-        if (r->why[0] && r->ne) fprintf(f, " Also: %s.", r->why);
         if (r->runs[0]) fprintf(f, " Runs: %s (trained at commit %s).", r->runs, r->commits);
         if (strcmp(cmd, "—")) fprintf(f, " Made by: %s", cmd);
         fprintf(f, "\n");

@@ -106,6 +106,24 @@ st_summary st_paired(const double *a, const double *b, int n, int relative, doub
     return s;
 }
 
+st_summary st_welch(st_summary a, st_summary b, double level, double *df) {
+    st_summary s = {a.n + b.n, a.mean - b.mean, NAN, NAN, NAN, NAN};
+    if (df) *df = NAN;
+    if (a.n < 2 || b.n < 2 || isnan(a.sd) || isnan(b.sd)) return s;
+    double va = a.sd * a.sd / a.n, vb = b.sd * b.sd / b.n, v = va + vb;
+    s.se = sqrt(v);
+    if (!(v > 0)) { /* both samples constant: the difference is exact */
+        s.lo = s.hi = s.mean;
+        return s;
+    }
+    double d = v * v / (va * va / (a.n - 1) + vb * vb / (b.n - 1));
+    if (df) *df = d;
+    double h = st_t_quantile(0.5 + 0.5 * level, d) * s.se;
+    s.lo = s.mean - h;
+    s.hi = s.mean + h;
+    return s;
+}
+
 double st_mde(int n, double sd) {
     if (n < 2 || isnan(sd)) return NAN;
     return (st_t_quantile(0.975, n - 1) + st_t_quantile(0.8, n - 1)) * sd / sqrt((double)n);

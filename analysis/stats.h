@@ -43,6 +43,11 @@ st_summary st_describe(const double *x, int n, double level);
  * a pair counting only when both are measured. */
 st_summary st_paired(const double *a, const double *b, int n, int relative, double level);
 
+/* Welch's difference of two independent sample means a.mean − b.mean (each
+ * a summary with n ≥ 2): se = √(sa²/na + sb²/nb), Welch–Satterthwaite df
+ * (into *df when not NULL), and the level's t interval.  n = na + nb. */
+st_summary st_welch(st_summary a, st_summary b, double level, double *df);
+
 /* Minimum detectable effect of a one-sample (or paired) t test at two-sided
  * 5 % and 80 % power: (t_{0.975, n−1} + t_{0.8, n−1}) · sd / √n.  NaN for n < 2. */
 double st_mde(int n, double sd);

@@ -59,6 +59,16 @@ int main(void) {
     st_summary r = st_paired(a, b, 3, 1, 0.95);
     near("paired relative: mean of a/b - 1", r.mean, 3, 1e-12);
 
+    /* Welch: {1,2,3} vs {4,6}: difference -3, se^2 = 1/3 + 2/2 = 4/3, df = (4/3)^2 / ((1/3)^2/2 + 1) = 32/19 */
+    const double wa[3] = {1, 2, 3}, wb[2] = {4, 6};
+    double wdf;
+    st_summary w = st_welch(st_describe(wa, 3, 0.95), st_describe(wb, 2, 0.95), 0.95, &wdf);
+    near("Welch: difference", w.mean, -3, 1e-12);
+    near("Welch: se = sqrt(4/3)", w.se, sqrt(4.0 / 3), 1e-12);
+    near("Welch: df = 32/19", wdf, 32.0 / 19, 1e-12);
+    near("Welch: hi = -3 + t(0.975, 32/19) se", w.hi, -3 + st_t_quantile(0.975, 32.0 / 19) * sqrt(4.0 / 3), 1e-12);
+    near("t(0.975, df 32/19) between df 1 and df 2", st_t_quantile(0.975, 32.0 / 19) < 12.7062 &&
+                                                         st_t_quantile(0.975, 32.0 / 19) > 4.3027, 1, 0);
     near("MDE n 3, sd 1 = (t.975,2 + t.8,2)/sqrt 3", st_mde(3, 1), (4.3027 + 1.0607) / sqrt(3.0), 5e-4);
     near("MDE n 1 is NaN", st_mde(1, 1), NAN, 0);
 
