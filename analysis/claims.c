@@ -571,8 +571,13 @@ static int cl_elem(cl_ctx *c, const runset_run *const *g, int n, claims_elem *e)
         snprintf(res->why, sizeof res->why, "not measured: no run has %s", row->metric);
         return -1;
     }
-    if (ia > 0 && !strstr(res->measured, ma))
+    if (ia > 0 && !strstr(res->measured, ma) && strstr(first, "/hard.") && strstr(ma, "/final."))
+        cl_app(res->measured, sizeof res->measured, "%ssoft (hard not measured): %s in place of %s",
+               res->measured[0] ? "; " : "", ma, first);
+    else if (ia > 0 && !strstr(res->measured, ma))
         cl_app(res->measured, sizeof res->measured, "%s%s (%s not measured)", res->measured[0] ? "; " : "", ma, first);
+    else if (!strstr(res->measured, ma) && strstr(ma, "/hard."))
+        cl_app(res->measured, sizeof res->measured, "%shard (skipping done): %s", res->measured[0] ? "; " : "", ma);
     else if (!strstr(res->measured, ma))
         cl_app(res->measured, sizeof res->measured, "%s%s", res->measured[0] ? "; " : "", ma);
     int np = 0;

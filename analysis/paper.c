@@ -701,7 +701,10 @@ int paper_report(gl_db *db, const char *preset, const char *plan_path, const cha
                "detectable effect (MDE = (t_{0.975,n−1} + t_{0.8,n−1})·sd/√n) and says **underpowered** when the "
                "paper's distance from the threshold is below it. Brackets from the bench are interquartile ranges "
                "(dispersion), never confidence intervals. A claim tested at a scale far below the paper's tests its "
-               "*direction* only.\n\n",
+               "*direction* only. Operating point: one policy for every TSA row whose claim names no λ (`lambda=@alpha`) — the "
+               "λ whose mean α over seeds (hard, skipping done, where measured) is nearest the paper's α for that claim; "
+               "each such row states λ* and the α it had. TSA quality is read with the skipping done (`hard.*`) where "
+               "it was measured; a row that fell back to the soft model says \"soft (hard not measured)\".\n\n",
             preset, results, n, claims_path);
     pr_prereg(plan_path, prereg, sizeof prereg);
     if (prereg[0]) fprintf(f, "Pre-registration: the rules of this plan were committed at `%s` before its runs.\n\n", prereg);

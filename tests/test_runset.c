@@ -82,6 +82,25 @@ int main(void) {
     ok("metric by key: val/final.loss of tsa1 = 1.625", runset_num(t1, "val/final.loss") == 1.625);
     ok("absent metric is NaN", isnan(runset_num(t1, "val/hard.loss")));
 
+    /* the tables render the same groups: two baseline rows at xs (lr 0.001 with seeds 1, 2; lr 0.002 with seed 1),
+     * where the old data/scale/variant/λ rule printed one row over three seeds */
+    char tdir[300];
+    snprintf(tdir, sizeof tdir, "%s/tables", dir);
+    tables_summary ts;
+    ok("tables_write_all", tables_write_all(db, "paper-x", tdir, &ts, err, sizeof err) == 0);
+    char tpath[400], line[2048];
+    snprintf(tpath, sizeof tpath, "%s/loss_by_variant.md", tdir);
+    FILE *tf = fopen(tpath, "r");
+    int base_rows = 0, three = 0;
+    while (tf && fgets(line, sizeof line, tf))
+        if (!strncmp(line, "| tinyshakespeare | xs | baseline |", 35)) {
+            base_rows++;
+            three |= strstr(line, "| 3 |") != NULL;
+        }
+    if (tf) fclose(tf);
+    printf("     loss_by_variant.md: %d baseline rows at xs\n", base_rows);
+    ok("tables: two baseline groups at xs (the lr runs apart), none over three seeds", base_rows == 2 && !three);
+
     const char *text = "[report]\ntitle = t\n[disclosure 1]\ntext = changed\n"
                        "[A]\nclaim = 1\npaper = TSA costs loss\npaper_value = 0.5\nquantity = diff\n"
                        "runs = data=tinyshakespeare depth_routing=tsa\nmetric = val/hard.loss|val/final.loss\n"
@@ -96,7 +115,7 @@ int main(void) {
     ok("paired difference over seeds: n 2, mean 0.1875", r.ne == 1 && r.e[0].s.n == 2 && r.e[0].s.mean == 0.1875);
     printf("     interval [%g, %g], verdict %s, measured: %s\n", r.e[0].s.lo, r.e[0].s.hi, claims_verdict_name(r.v),
            r.measured);
-    ok("the soft fallback is stated", strstr(r.measured, "val/final.loss (val/hard.loss not measured)") != NULL);
+    ok("the soft fallback is stated", strstr(r.measured, "soft (hard not measured): val/final.loss") != NULL);
     ok("two seeds: the t(1) interval straddles 0: inconclusive", r.v == CV_INCONCLUSIVE);
     ok("the runs are named", strstr(r.runs, "tsa1") && strstr(r.runs, "base2"));
     claims_eval(&cf.rows[1], &rs, &r);
