@@ -59,48 +59,25 @@ static pstat st_of(const double *x, int n) {
     return s;
 }
 
-/* ---- collecting ---- */
+/* ---- collecting: a view of the run set (runset.h) ---- */
 
-static double pc_last(gl_db *db, const char *run, const char *split, const char *name, int *fail, char *err,
-                      size_t errlen) {
-    double v = NAN;
-    int rc = db_metric_last(db, run, split, name, &v, NULL, err, errlen);
-    if (rc < 0) *fail = 1;
-    return rc == 1 ? v : NAN;
-}
-
-static long pc_param_long(gl_db *db, const char *run, const char *key, int *fail, char *err, size_t errlen) {
-    char v[64] = "";
-    if (db_param_get(db, run, key, v, sizeof v, err, errlen) < 0) *fail = 1;
-    return v[0] ? atol(v) : 0;
-}
-
-/* Gini coefficient of x[0..n) (non-negative values): 0 spread evenly, → 1 all on one. */
-static double pc_gini(double *x, int n) {
-    if (n < 2) return NAN;
-    for (int i = 1; i < n; i++) /* insertion sort: n is (L−1)·Hkv, small */
-        for (int j = i; j > 0 && x[j - 1] > x[j]; j--) {
-            double t = x[j];
-            x[j] = x[j - 1];
-            x[j - 1] = t;
-        }
-    double s = 0, w = 0;
-    for (int i = 0; i < n; i++) s += x[i], w += (2.0 * (i + 1) - n - 1) * x[i];
-    return s > 0 ? w / (n * s) : NAN;
+/* The value of split/name of r (NaN when absent). */
+static double pc_num(const runset_run *r, const char *split, const char *name) {
+    char key[RUNSET_KEY_MAX];
+    snprintf(key, sizeof key, "%s/%s", split, name);
+    return runset_num(r, key);
 }
 
 /* SATFormer gate statistics from the analysis rows of the last traced step. */
-static void pc_gates(gl_db *db, paper_run *p, int *fail, char *err, size_t errlen) {
-    const char *id = p->t.run_id;
-    int L = (int)pc_param_long(db, id, "model.n_layer", fail, err, errlen);
-    int H = (int)pc_param_long(db, id, "model.n_kv_head", fail, err, errlen);
+static void pc_gates(const runset_run *r, paper_run *p) {
+    int L = (int)r->n_layer, H = (int)r->n_kv_head;
     double early = 0, late = 0, sem = 0, oth = 0, heads[4096];
     int ne = 0, nl = 0, nh = 0, nsem = 0;
     const int first_late = 1 + (L - 1) / 2; /* blocks 1..L−1; the later half starts here */
     char name[METRIC_NAME_MAX];
-    for (int n = 1; n < L && !*fail; n++) {
+    for (int n = 1; n < L; n++) {
         metric_stat(name, sizeof name, "alpha_mean", n, METRIC_NONE, METRIC_NONE);
-        double a = pc_last(db, id, "analysis", name, fail, err, errlen);
+        double a = pc_num(r, "analysis", name);
         if (isnan(a)) continue;
         if (n >= first_late) late += a, nl++;
         else early += a, ne++;
@@ -109,13 +86,13 @@ static void pc_gates(gl_db *db, paper_run *p, int *fail, char *err, size_t errle
             const int cat[3] = {CAT_SEMANTIC, CAT_STRUCTURAL, CAT_FUNCTIONAL};
             for (int k = 0; k < 3; k++) {
                 metric_stat(name, sizeof name, "alpha_mean", n, METRIC_NONE, cat[k]);
-                c[k] = pc_last(db, id, "analysis", name, fail, err, errlen);
+                c[k] = pc_num(r, "analysis", name);
             }
             if (!isnan(c[0]) && !isnan(c[1]) && !isnan(c[2])) sem += c[0], oth += 0.5 * (c[1] + c[2]), nsem++;
         }
         for (int h = 0; h < H && nh < 4096; h++) {
             metric_stat(name, sizeof name, "alpha_mean", n, h, METRIC_NONE);
-            double v = pc_last(db, id, "analysis", name, fail, err, errlen);
+            double v = pc_num(r, "analysis", name);
             if (!isnan(v)) heads[nh++] = v;
         }
     }
@@ -123,12 +100,7 @@ static void pc_gates(gl_db *db, paper_run *p, int *fail, char *err, size_t errle
     p->late_alpha = nl ? late / nl : NAN;
     p->late_sem = nsem ? sem / nsem : NAN;
     p->late_other = nsem ? oth / nsem : NAN;
-    p->head_gini = pc_gini(heads, nh);
-}
-
-static int cmp_dbl(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
+    p->head_gini = st_gini(heads, nh);
 }
 
 /* Seconds a run spent training: the sum of the gaps between its logged
@@ -141,8 +113,8 @@ static double pc_training_seconds(const gl_metric_point *pts, int np) {
     double sum = NAN;
     if (gap && sorted) {
         for (int k = 1; k < np; k++) gap[k - 1] = sorted[k - 1] = pts[k].wall_time - pts[k - 1].wall_time;
-        qsort(sorted, (size_t)(np - 1), sizeof *sorted, cmp_dbl);
-        double med = sorted[(np - 1) / 2];
+        st_quantile(sorted, np - 1, 0.5); /* sorts sorted[] (stats.h); the lower median as before: */
+        const double med = sorted[(np - 1) / 2];
         sum = 0;
         for (int k = 0; k < np - 1; k++)
             if (gap[k] <= 20 * med) sum += gap[k];
@@ -152,6 +124,7 @@ static double pc_training_seconds(const gl_metric_point *pts, int np) {
     return sum;
 }
 
+/* The training series is not part of the run set (it holds latest values): read here. */
 static void pc_wall(gl_db *db, paper_run *p, int *fail, char *err, size_t errlen) {
     gl_metric_point *pts = NULL;
     int np = 0;
@@ -162,71 +135,56 @@ static void pc_wall(gl_db *db, paper_run *p, int *fail, char *err, size_t errlen
     free(pts);
 }
 
-static void pc_one(gl_db *db, paper_run *p, int *fail, char *err, size_t errlen) {
-    const char *id = p->t.run_id;
-    const struct {
-        const char *key;
-        char *dst;
-    } want[] = {{"model.value_residual", p->value}, {"model.depth_routing", p->depth}, {"model.cross_layer", p->cross}};
-    for (size_t k = 0; k < sizeof want / sizeof want[0]; k++)
-        if (db_param_get(db, id, want[k].key, want[k].dst, sizeof p->value, err, errlen) < 0) *fail = 1;
-    p->steps = pc_param_long(db, id, "train.steps", fail, err, errlen);
-    p->batch = pc_param_long(db, id, "train.batch_size", fail, err, errlen);
-    p->seq_len = pc_param_long(db, id, "model.seq_len", fail, err, errlen);
-    gl_metric_val hv;
-    int hk = db_metric_at(db, id, "val", "final.loss", NULL, &hv, err, errlen);
-    if (hk < 0) *fail = 1;
+static void pc_one(gl_db *db, const runset_run *r, paper_run *p, int *fail, char *err, size_t errlen) {
+    p->t = r->t;
+    snprintf(p->value, sizeof p->value, "%s", r->value_residual);
+    snprintf(p->depth, sizeof p->depth, "%s", r->depth_routing);
+    snprintf(p->cross, sizeof p->cross, "%s", r->cross_layer);
+    p->steps = r->steps;
+    p->batch = r->batch;
+    p->seq_len = r->seq_len;
+    const runset_value *hv = runset_get(r, "val/final.loss");
     memset(&p->loss_prov, 0, sizeof p->loss_prov);
-    p->loss_step = hk == 1 ? hv.step : -1;
-    if (hk == 1) p->loss_prov = hv.prov;
-    p->loss = pc_last(db, id, "val", "final.loss", fail, err, errlen);
-    p->loss_se = pc_last(db, id, "val", "final.loss_se", fail, err, errlen);
-    p->alpha = pc_last(db, id, "val", "final.active_frac", fail, err, errlen);
-    p->tlops = pc_last(db, id, "val", "final.tlops_saved", fail, err, errlen);
-    p->tok_acc = pc_last(db, id, "val", "final.token_acc", fail, err, errlen);
-    p->seq_acc = pc_last(db, id, "val", "final.seq_acc", fail, err, errlen);
-    p->m_loss = pc_last(db, id, "val", "matched.loss", fail, err, errlen);
-    p->m_alpha = pc_last(db, id, "val", "matched.active_frac", fail, err, errlen);
-    p->m_tau = pc_last(db, id, "val", "matched.tau", fail, err, errlen);
-    p->m_target = pc_last(db, id, "val", "matched.alpha_target", fail, err, errlen);
-    p->m_tlops = pc_last(db, id, "val", "matched.tlops_saved", fail, err, errlen);
-    char name[METRIC_NAME_MAX];
+    p->loss_step = hv ? hv->step : -1;
+    if (hv) p->loss_prov = hv->prov;
+    p->loss = hv ? hv->value : NAN;
+    p->loss_se = pc_num(r, "val", "final.loss_se");
+    p->alpha = pc_num(r, "val", "final.active_frac");
+    p->tlops = pc_num(r, "val", "final.tlops_saved");
+    p->tok_acc = pc_num(r, "val", "final.token_acc");
+    p->seq_acc = pc_num(r, "val", "final.seq_acc");
+    p->m_loss = pc_num(r, "val", "matched.loss");
+    p->m_alpha = pc_num(r, "val", "matched.active_frac");
+    p->m_tau = pc_num(r, "val", "matched.tau");
+    p->m_target = pc_num(r, "val", "matched.alpha_target");
+    p->m_tlops = pc_num(r, "val", "matched.tlops_saved");
+    char name[METRIC_NAME_MAX], key[RUNSET_KEY_MAX];
     metric_ablation(name, sizeof name, "zero", METRIC_LABEL_ALL, "delta_loss", METRIC_NONE);
-    p->zero_dl = pc_last(db, id, "ablation", name, fail, err, errlen);
+    snprintf(key, sizeof key, "ablation/%s", name);
+    const runset_value *zv = runset_get(r, key);
+    p->zero_dl = zv ? zv->value : NAN;
     memset(&p->zero_prov, 0, sizeof p->zero_prov);
-    if (!isnan(p->zero_dl)) {
-        gl_metric_val zv;
-        int zk = db_metric_at(db, id, "ablation", name, NULL, &zv, err, errlen);
-        if (zk < 0) *fail = 1;
-        if (zk == 1) p->zero_prov = zv.prov;
-    }
+    if (zv) p->zero_prov = zv->prov;
     metric_ablation(name, sizeof name, "mean", METRIC_LABEL_ALL, "delta_loss", METRIC_NONE);
-    p->mean_dl = pc_last(db, id, "ablation", name, fail, err, errlen);
+    p->mean_dl = pc_num(r, "ablation", name);
     p->train_tps = p->t.tokens_per_s;
     pc_wall(db, p, fail, err, errlen);
-    if (!strcmp(p->value, "satformer")) pc_gates(db, p, fail, err, errlen);
+    if (!strcmp(p->value, "satformer")) pc_gates(r, p);
     else p->early_alpha = p->late_alpha = p->late_sem = p->late_other = p->head_gini = NAN;
 }
 
-int paper_collect(gl_db *db, paper_run **runs, int *n, char *err, size_t errlen) {
-    tables_run *t = NULL;
-    int nt = 0, fail = 0;
+/* The plan's runs (experiments paper-GROUP) of rs as paper_runs. */
+static int pc_view(gl_db *db, const runset *rs, paper_run **runs, int *n, char *err, size_t errlen) {
+    int fail = 0, np = 0;
     *runs = NULL;
     *n = 0;
-    if (tables_collect(db, NULL, &t, &nt, err, errlen)) return -1;
-    paper_run *p = calloc((size_t)(nt > 0 ? nt : 1), sizeof *p);
+    paper_run *p = calloc((size_t)(rs->n > 0 ? rs->n : 1), sizeof *p);
     if (!p) {
-        free(t);
-        snprintf(err, errlen, "out of memory for %d runs", nt);
+        snprintf(err, errlen, "out of memory for %d runs", rs->n);
         return -1;
     }
-    int np = 0; /* the plan's runs (experiments paper-GROUP); cost-paper* and others are not trained runs */
-    for (int i = 0; i < nt && !fail; i++) {
-        if (strncmp(t[i].experiment, "paper-", 6) != 0) continue;
-        p[np].t = t[i];
-        pc_one(db, &p[np++], &fail, err, errlen);
-    }
-    free(t);
+    for (int i = 0; i < rs->n && !fail; i++) /* cost-paper* and others are not trained runs */
+        if (!strncmp(rs->r[i].t.experiment, "paper-", 6)) pc_one(db, &rs->r[i], &p[np++], &fail, err, errlen);
     if (fail) {
         free(p);
         return -1;
@@ -234,6 +192,16 @@ int paper_collect(gl_db *db, paper_run **runs, int *n, char *err, size_t errlen)
     *runs = p;
     *n = np;
     return 0;
+}
+
+int paper_collect(gl_db *db, paper_run **runs, int *n, char *err, size_t errlen) {
+    runset rs = {0};
+    *runs = NULL;
+    *n = 0;
+    if (runset_load(db, "paper-", &rs, err, errlen)) return -1;
+    int rc = pc_view(db, &rs, runs, n, err, errlen);
+    runset_free(&rs);
+    return rc;
 }
 
 /* ---- finding runs ---- */
@@ -664,7 +632,7 @@ int paper_report(gl_db *db, const char *preset, const char *plan_path, const cha
     const char *slash = strrchr(plan_path, '/');
     snprintf(claims_path, sizeof claims_path, "%.*sclaims.ini", slash ? (int)(slash - plan_path + 1) : 0, plan_path);
     if (claims_load(claims_path, &cf, err, errlen)) return -1;
-    if (paper_collect(db, &runs, &n, err, errlen) || runset_load(db, NULL, &rs, err, errlen)) goto done;
+    if (runset_load(db, NULL, &rs, err, errlen) || pc_view(db, &rs, &runs, &n, err, errlen)) goto done;
     res = calloc((size_t)cf.n, sizeof *res);
     if (!res) {
         snprintf(err, errlen, "out of memory for %d claim rows", cf.n);
