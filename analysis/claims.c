@@ -654,6 +654,23 @@ static int cl_elem(cl_ctx *c, const runset_run *const *g, int n, claims_elem *e)
             }
             break;
         }
+    if (!strcmp(q, "vs_curve")) /* like for like: the curve's tokens against the run's */
+        for (int i = 0; i < n; i++) {
+            const runset_value *va = partner[i] ? runset_get(g[i], ma) : NULL, *vb = NULL;
+            for (int j = 0; va && j < partner[i]->nm && !vb; j++)
+                if (!strncmp(partner[i]->m[j].key, row->curve, strlen(row->curve)) &&
+                    strstr(partner[i]->m[j].key, ".loss"))
+                    vb = &partner[i]->m[j];
+            if (!va || !vb) continue;
+            if (!db_prov_same(&va->prov, &vb->prov)) {
+                char pa[64], pb[64];
+                db_prov_str(&va->prov, pa, sizeof pa);
+                db_prov_str(&vb->prov, pb, sizeof pb);
+                cl_app(res->why, sizeof res->why, "%sthe run (%s on %s) and the curve (%s on %s) were measured on "
+                       "different tokens: not like for like", res->why[0] ? "; " : "", ma, pa, row->curve, pb);
+            }
+            break;
+        }
     if (!strcmp(q, "vs_curve") && npts_min == 0) {
         snprintf(res->why, sizeof res->why, "not measured: the partners (%s=%s) have no %s…loss rows", c->axis,
                  c->axis_val, row->curve);

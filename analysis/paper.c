@@ -168,6 +168,7 @@ static void pc_one(gl_db *db, const runset_run *r, paper_run *p, int *fail, char
     metric_ablation(name, sizeof name, "mean", METRIC_LABEL_ALL, "delta_loss", METRIC_NONE);
     p->mean_dl = pc_num(r, "ablation", name);
     p->train_tps = p->t.tokens_per_s;
+    p->depth_key = runset_partner_key(r, "depth_routing");
     pc_wall(db, p, fail, err, errlen);
     if (!strcmp(p->value, "satformer")) pc_gates(r, p);
     else p->early_alpha = p->late_alpha = p->late_sem = p->late_other = p->head_gini = NAN;
@@ -192,6 +193,13 @@ static int pc_view(gl_db *db, const runset *rs, paper_run **runs, int *n, char *
     *runs = p;
     *n = np;
     return 0;
+}
+
+const paper_run *paper_depth_partner(const paper_run *runs, int n, const paper_run *like, const char *depth) {
+    for (int i = 0; i < n; i++)
+        if (&runs[i] != like && like->depth_key && runs[i].depth_key == like->depth_key && !strcmp(runs[i].depth, depth))
+            return &runs[i];
+    return NULL;
 }
 
 int paper_collect(gl_db *db, paper_run **runs, int *n, char *err, size_t errlen) {

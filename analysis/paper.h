@@ -37,11 +37,19 @@ typedef struct {
     double late_alpha, early_alpha;     /* SATFormer: mean α of the later / earlier half of blocks ≥ 1 */
     double late_sem, late_other;        /* mean α of later-half blocks on semantic / other tokens */
     double head_gini;        /* Gini of per-(block, head) mean α: 0 even, 1 all on one head */
+    unsigned long long depth_key; /* runset_partner_key(run, "depth_routing"): equal = partners along depth_routing */
 } paper_run;
 
 /* The FINISHED runs of the plan (experiments paper-GROUP) with the fields above.
  * *runs is malloc'd (the caller frees it).  Returns 0 or -1. */
 int paper_collect(gl_db *db, paper_run **runs, int *n, char *err, size_t errlen);
+
+/* The partner of like that differs from it only in depth_routing (depth:
+ * "none", "tsa", "early_exit"), by the run set's one partner rule
+ * (runset_partner: the same config but for the seed's bookkeeping and the
+ * routing's own keys, the same seed); NULL when there is none.  The first
+ * such run when several (TSA at several λ). */
+const paper_run *paper_depth_partner(const paper_run *runs, int n, const paper_run *like, const char *depth);
 
 /* TSA's λ* for a data set and scale: the λ whose mean final α over seeds is
  * nearest target (the paper's α for the claim).  Returns 1 found, 0 none. */

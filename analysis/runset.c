@@ -8,6 +8,7 @@
  */
 #include "runset.h"
 
+#include <fnmatch.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -166,12 +167,28 @@ const runset_run *runset_partner(const runset *rs, const runset_run *a, const ch
     return hit;
 }
 
+unsigned long long runset_partner_key(const runset_run *r, const char *axis) {
+    int ax = rs_axis_index(axis);
+    if (ax < 0 || !r->config) return 0;
+    char *k = rs_fingerprint(r->config, 1, ax);
+    if (!k) return 0;
+    unsigned long long h = 1469598103934665603ull; /* FNV-1a 64 */
+    for (const char *c = k; *c; c++) h = (h ^ (unsigned char)*c) * 1099511628211ull;
+    free(k);
+    return h ? h : 1;
+}
+
 static int rs_cmp_value(const void *a, const void *b) {
     return strcmp(((const runset_value *)a)->key, ((const runset_value *)b)->key);
 }
 
 const runset_value *runset_get(const runset_run *r, const char *key) {
     if (!r->m || !r->nm) return NULL;
+    if (strchr(key, '*')) {
+        for (int i = 0; i < r->nm; i++)
+            if (!fnmatch(key, r->m[i].key, 0)) return &r->m[i];
+        return NULL;
+    }
     runset_value k;
     snprintf(k.key, sizeof k.key, "%s", key);
     return bsearch(&k, r->m, (size_t)r->nm, sizeof *r->m, rs_cmp_value);

@@ -85,13 +85,21 @@ int runset_same_group(const runset_run *a, const runset_run *b);
  * NULL (no such run, or an unknown axis). */
 const runset_run *runset_partner(const runset *rs, const runset_run *a, const char *axis, const char *value);
 
+/* A hash of what runset_partner compares along axis (the config less the
+ * ignored keys, seed kept, less the axis's keys): two runs are partners along
+ * axis exactly when their keys are equal and their axis values differ as
+ * asked.  0 for an unknown axis or a run without a config. */
+unsigned long long runset_partner_key(const runset_run *r, const char *axis);
+
 /* 1 when axis is a name runset_partner knows. */
 int runset_axis_known(const char *axis);
 
 /* The value of an axis of a run ("tsa", "none", "copy", …) into out. */
 void runset_axis_value(const runset_run *r, const char *axis, char *out, size_t n);
 
-/* The latest row of split/name, or NULL. */
+/* The latest row of split/name, or NULL.  A '*' in key matches any run of
+ * characters (the first matching key in sorted order), for names that carry
+ * a parameter such as difficulty.<partner>.seed<N>.rho. */
 const runset_value *runset_get(const runset_run *r, const char *key);
 
 /* Its value (NaN when absent). */

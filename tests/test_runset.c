@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "analysis/claims.h"
+#include "analysis/paper.h"
 #include "analysis/runset.h"
 #include "analysis/tables.h"
 #include "store/registry.h"
@@ -64,6 +65,9 @@ int main(void) {
     add_run(db, e, "tsa1", CFG("none", "tsa", "0.05", "0.001", "1", ""), 1.625);
     add_run(db, e, "tsa2", CFG("none", "tsa", "0.05", "0.001", "2", ""), 2.0);
 
+    /* a row whose name carries its partner (meas22's difficulty rows), read back through a '*' key */
+    gl_metric dm = {.step = 10, .split = "analysis", .name = "difficulty.base1.seed22.rho", .value = 0.375};
+    if (db_metrics_log(db, "tsa1", &dm, 1, err, sizeof err)) printf("FAIL log difficulty: %s\n", err), fails++;
     runset rs = {0};
     ok("runset_load", runset_load(db, "paper-", &rs, err, sizeof err) == 0 && rs.n == 5);
     const runset_run *b1 = find(&rs, "base1"), *b2 = find(&rs, "base2"), *bl = find(&rs, "base1-lr"),
@@ -81,6 +85,20 @@ int main(void) {
     ok("no partner along an unknown axis", runset_partner(&rs, t1, "colour", "none") == NULL);
     ok("metric by key: val/final.loss of tsa1 = 1.625", runset_num(t1, "val/final.loss") == 1.625);
     ok("absent metric is NaN", isnan(runset_num(t1, "val/hard.loss")));
+    ok("a '*' key finds difficulty.<partner>.seed<N>.rho", runset_num(t1, "analysis/difficulty.*.rho") == 0.375);
+    ok("a '*' key with no match is NaN", isnan(runset_num(t1, "analysis/difficulty.*.rho_lo")));
+    paper_run *pr = NULL;
+    int npr = 0;
+    ok("paper_collect (a view of the run set)", paper_collect(db, &pr, &npr, err, sizeof err) == 0 && npr == 5);
+    const paper_run *pt1 = NULL, *pb1 = NULL;
+    for (int i = 0; i < npr; i++) {
+        if (!strcmp(pr[i].t.run_id, "tsa1")) pt1 = &pr[i];
+        if (!strcmp(pr[i].t.run_id, "base1")) pb1 = &pr[i];
+    }
+    ok("paper_depth_partner(tsa1, none) = base1 (the run set's partner rule)",
+       pt1 && pb1 && paper_depth_partner(pr, npr, pt1, "none") == pb1);
+    ok("paper_depth_partner(base1, tsa) = tsa1", pt1 && pb1 && paper_depth_partner(pr, npr, pb1, "tsa") == pt1);
+    free(pr);
 
     /* the tables render the same groups: two baseline rows at xs (lr 0.001 with seeds 1, 2; lr 0.002 with seed 1),
      * where the old data/scale/variant/λ rule printed one row over three seeds */
