@@ -555,17 +555,25 @@ static void cl_note_run(claims_result *res, const runset_run *r) {
     if (!strstr(res->commits, c)) cl_app(res->commits, sizeof res->commits, "%s%s", res->commits[0] ? ", " : "", c);
 }
 
-/* One element over the runs g[0..n) of one group.  Returns 0, or -1 with
- * res->why saying what is not measured. */
-static int cl_elem(cl_ctx *c, const runset_run *const *g, int n, claims_elem *e) {
+/* What one element reads and its per-seed values. */
+typedef struct {
+    char ma[CLAIMS_TEXT], mb[CLAIMS_TEXT], am[CLAIMS_TEXT]; /* the metric chosen, the partner's / second, the α */
+    const runset_run *partner[CL_MAXRUNS];
+    double x[CL_MAXRUNS], y[CL_MAXRUNS];
+    int paired;
+} cl_sample;
+
+/* Choose the metrics of an element (the first alternative every run has),
+ * say which in res->measured, and find the partners.  -1: not measured. */
+static int cl_sample_choose(cl_ctx *c, const runset_run *const *g, int n, cl_sample *sm) {
     const claims_row *row = c->row;
     claims_result *res = c->res;
     const char *q = row->quantity;
-    double x[CL_MAXRUNS], y[CL_MAXRUNS];
-    const runset_run *partner[CL_MAXRUNS] = {0};
-    int paired = !strcmp(q, "diff") || !strcmp(q, "rel") || !strcmp(q, "vs_curve");
-    char ma[CLAIMS_TEXT], mb[CLAIMS_TEXT] = "", first[CLAIMS_TEXT];
-    int ia = cl_choose(row->metric, g, n, row->agg, ma, sizeof ma);
+    const runset_run **partner = sm->partner;
+    char *ma = sm->ma, *mb = sm->mb, *am = sm->am, first[CLAIMS_TEXT];
+    const size_t ml = sizeof sm->ma;
+    const int paired = sm->paired = !strcmp(q, "diff") || !strcmp(q, "rel") || !strcmp(q, "vs_curve");
+    int ia = cl_choose(row->metric, g, n, row->agg, ma, ml);
     cl_first_alt(row->metric, first, sizeof first);
     if (ia < 0) {
         snprintf(res->why, sizeof res->why, "not measured: no run has %s", row->metric);
@@ -596,7 +604,7 @@ static int cl_elem(cl_ctx *c, const runset_run *const *g, int n, claims_elem *e)
             int k = 0;
             for (int i = 0; i < n; i++)
                 if (partner[i]) pb[k++] = partner[i];
-            int ib = cl_choose(row->metric_b[0] ? row->metric_b : row->metric, pb, k, row->agg, mb, sizeof mb);
+            int ib = cl_choose(row->metric_b[0] ? row->metric_b : row->metric, pb, k, row->agg, mb, ml);
             if (ib < 0) {
                 snprintf(res->why, sizeof res->why, "not measured: the partners (%s=%s) have no %s", c->axis,
                          c->axis_val, row->metric_b[0] ? row->metric_b : row->metric);
@@ -605,21 +613,33 @@ static int cl_elem(cl_ctx *c, const runset_run *const *g, int n, claims_elem *e)
             cl_app(res->measured, sizeof res->measured, "; partner (%s=%s): %s", c->axis, c->axis_val, mb);
         }
     } else if (!strcmp(q, "within")) {
-        if (cl_choose(row->metric_b, g, n, row->agg, mb, sizeof mb) < 0) {
+        if (cl_choose(row->metric_b, g, n, row->agg, mb, ml) < 0) {
             snprintf(res->why, sizeof res->why, "not measured: no run has %s", row->metric_b);
             return -1;
         }
         cl_app(res->measured, sizeof res->measured, " − %s", mb);
     }
-    char am[CLAIMS_TEXT] = "";
     if (!strcmp(q, "vs_curve")) {
         if (cl_choose(row->alpha_metric[0] ? row->alpha_metric : "val/hard.active_frac|val/final.active_frac", g, n, "",
-                      am, sizeof am) < 0) {
+                      am, ml) < 0) {
             snprintf(res->why, sizeof res->why, "not measured: no α (%s) to match the curve at", row->alpha_metric);
             return -1;
         }
         cl_app(res->measured, sizeof res->measured, "; partner's %s curve at this run's α (%s), interpolated", row->curve, am);
     }
+    return 0;
+}
+
+/* The per-seed values x (this run) and y (partner, second metric or curve),
+ * the runs noted, and whether the sides were measured on the same tokens.
+ * -1: not measured. */
+static int cl_sample_values(cl_ctx *c, const runset_run *const *g, int n, cl_sample *sm) {
+    const claims_row *row = c->row;
+    claims_result *res = c->res;
+    const char *q = row->quantity, *ma = sm->ma, *mb = sm->mb, *am = sm->am;
+    const runset_run *const *partner = sm->partner;
+    double *x = sm->x, *y = sm->y;
+    const int paired = sm->paired;
     int npts_min = 1 << 30;
     for (int i = 0; i < n; i++) {
         x[i] = cl_value(g[i], ma, row->agg);
@@ -676,6 +696,21 @@ static int cl_elem(cl_ctx *c, const runset_run *const *g, int n, claims_elem *e)
                  c->axis_val, row->curve);
         return -1;
     }
+    return 0;
+}
+
+/* One element over the runs g[0..n) of one group: its summary, interval,
+ * MDE, guards, verdict and text.  Returns 0, or -1 with res->why saying what
+ * is not measured. */
+static int cl_elem(cl_ctx *c, const runset_run *const *g, int n, claims_elem *e) {
+    const claims_row *row = c->row;
+    claims_result *res = c->res;
+    const char *q = row->quantity;
+    cl_sample sm;
+    memset(&sm, 0, sizeof sm);
+    if (cl_sample_choose(c, g, n, &sm) || cl_sample_values(c, g, n, &sm)) return -1;
+    const double *x = sm.x, *y = sm.y;
+    const char *ma = sm.ma, *mb = sm.mb;
     if (!strcmp(q, "value") || !strcmp(q, "rho")) e->s = st_describe(x, n, 0.95);
     else e->s = st_paired(x, y, n, !strcmp(q, "rel") || !strcmp(q, "vs_curve"), 0.95);
     if (!e->s.n) {
