@@ -859,6 +859,108 @@ static int cl_cmp_group(const void *a, const void *b) {
 
 static double cl_lambda_of(const runset_run *r) { return r->t.lambda; }
 
+/* The runs row picks into pk (rs->n slots): its words, scale=@base / @top
+ * resolved.  Returns how many, or -1 with res->why (not measured). */
+static int cl_pick(const claims_row *row, const runset *rs, claims_result *res, const runset_run **pk) {
+    char base[32], scale_w[32];
+    claims_base_scale(rs, base, sizeof base);
+    cl_pick_value(row->runs, "scale", scale_w, sizeof scale_w);
+    if (!strcmp(scale_w, "@base") && !base[0]) {
+        snprintf(res->why, sizeof res->why, "not measured: no Tiny Shakespeare run sets the base scale");
+        return -1;
+    }
+    int n = 0;
+    char top[32] = "";
+    if (!strcmp(scale_w, "@top")) { /* the largest scale other than the base with matching runs */
+        for (int i = 0; i < rs->n; i++)
+            if (cl_match(&rs->r[i], row->runs, base, "scale") && strcmp(rs->r[i].t.scale, base) &&
+                cl_scale_rank(rs->r[i].t.scale) > cl_scale_rank(top))
+                snprintf(top, sizeof top, "%s", rs->r[i].t.scale);
+        if (!top[0]) {
+            snprintf(res->why, sizeof res->why, "not measured: no matching runs at a scale other than the base (%s)",
+                     base);
+            return -1;
+        }
+    }
+    for (int i = 0; i < rs->n; i++)
+        if (cl_match(&rs->r[i], row->runs, base, "") && (!top[0] || !strcmp(rs->r[i].t.scale, top)))
+            pk[n++] = &rs->r[i];
+    if (!n) {
+        snprintf(res->why, sizeof res->why, "not measured: no finished run matches `%s`", row->runs);
+        return -1;
+    }
+    return n;
+}
+
+/* The operating point (lambda=@alpha): keep the group [gs[k], gs[k+1]) of
+ * pk whose mean α over seeds is nearest the paper's; *ng becomes 1.  -1 with
+ * res->why when no group has an α. */
+static int cl_operating_point(const claims_row *row, claims_result *res, const runset_run **pk, int n, int *gs,
+                              int *ng) {
+    char am[CLAIMS_TEXT];
+    const char *alts = row->alpha_metric[0] ? row->alpha_metric : "val/hard.active_frac|val/final.active_frac";
+    if (cl_choose(alts, pk, n, "", am, sizeof am) < 0) {
+        snprintf(res->why, sizeof res->why, "not measured: no α (%s) to choose the operating point", alts);
+        return -1;
+    }
+    int best = -1;
+    double bd = INFINITY, bm = NAN;
+    for (int k = 0; k < *ng; k++) {
+        double a[CL_MAXRUNS];
+        int m = 0;
+        for (int i = gs[k]; i < gs[k + 1] && m < CL_MAXRUNS; i++) a[m++] = cl_value(pk[i], am, "");
+        double mean = st_describe(a, m, 0.95).mean;
+        if (!isnan(mean) && fabs(mean - row->alpha) < bd) bd = fabs(mean - row->alpha), best = k, bm = mean;
+    }
+    if (best < 0) {
+        snprintf(res->why, sizeof res->why, "not measured: no group has %s", am);
+        return -1;
+    }
+    cl_app(res->measured, sizeof res->measured, "operating point λ* = %g: the λ whose mean α (%s) over seeds, "
+           "%.3f, is nearest the paper's %.3f", cl_lambda_of(pk[gs[best]]), am, bm, row->alpha);
+    int from = gs[best], to = gs[best + 1];
+    gs[0] = from;
+    gs[1] = to;
+    *ng = 1;
+    return 0;
+}
+
+/* across = scale: the deciding element is the deepest scale's − the
+ * shallowest's (Welch over their seeds); the per-scale elements are shown. */
+static void cl_across(const claims_row *row, claims_result *res, int ok) {
+    int lo = -1, hi = -1;
+    for (int k = 0; k < res->ne; k++) {
+        int rk = cl_scale_rank(res->e[k].label + 6); /* label "scale X" */
+        if (lo < 0 || rk < cl_scale_rank(res->e[lo].label + 6)) lo = k;
+        if (hi < 0 || rk > cl_scale_rank(res->e[hi].label + 6)) hi = k;
+    }
+    for (int k = 0; k < res->ne; k++) res->e[k].v = CV_DESCRIBED;
+    if (res->ne < 2 || lo == hi || res->ne >= CLAIMS_ELEMS) {
+        res->ne = 0;
+        snprintf(res->why, sizeof res->why, "not measured: needs pairs at two or more scales (depths); the registry "
+                 "has them at %d", ok);
+        return;
+    }
+    char lab_hi[64], lab_lo[64];
+    snprintf(lab_hi, sizeof lab_hi, "%s", res->e[hi].label);
+    snprintf(lab_lo, sizeof lab_lo, "%s", res->e[lo].label);
+    claims_elem *e = &res->e[res->ne++];
+    memset(e, 0, sizeof *e);
+    double df = NAN;
+    snprintf(e->label, sizeof e->label, "%.28s − %.28s", lab_hi, lab_lo);
+    e->s = st_welch(res->e[hi].s, res->e[lo].s, 0.95, &df);
+    e->interval = isnan(e->s.lo) ? 3 : 0;
+    e->mde = NAN;
+    e->v = cl_judge(row, e->s.lo, e->s.hi, e->interval != 3);
+    char m[64], l[64], h[64];
+    cl_fmt(m, sizeof m, row, e->s.mean);
+    cl_fmt(l, sizeof l, row, e->s.lo);
+    cl_fmt(h, sizeof h, row, e->s.hi);
+    if (e->interval == 0) snprintf(e->ours, sizeof e->ours, "%s [%s, %s] (Welch 95 %% interval, df %.1f)", m, l, h, df);
+    else snprintf(e->ours, sizeof e->ours, "%s (fewer than two seeds at a scale: no interval)", m);
+    res->v = e->v;
+}
+
 void claims_eval(const claims_row *row, const runset *rs, claims_result *res) {
     memset(res, 0, sizeof *res);
     res->row = row;
@@ -876,38 +978,15 @@ void claims_eval(const claims_row *row, const runset *rs, claims_result *res) {
         snprintf(res->basis, sizeof res->basis, "bench stage of make paper (scale s, one process, interleaved rounds)");
         return;
     }
-    char base[32], scale_w[32], lambda_w[32];
-    claims_base_scale(rs, base, sizeof base);
-    cl_pick_value(row->runs, "scale", scale_w, sizeof scale_w);
+    char lambda_w[32];
     cl_pick_value(row->runs, "lambda", lambda_w, sizeof lambda_w);
-    if (!strcmp(scale_w, "@base") && !base[0]) {
-        snprintf(res->why, sizeof res->why, "not measured: no Tiny Shakespeare run sets the base scale");
-        return;
-    }
     const runset_run **pk = malloc((size_t)(rs->n > 0 ? rs->n : 1) * sizeof *pk);
     if (!pk) {
         snprintf(res->why, sizeof res->why, "not measured: out of memory");
         return;
     }
-    int n = 0;
-    char top[32] = "";
-    if (!strcmp(scale_w, "@top")) { /* the largest scale other than the base with matching runs */
-        for (int i = 0; i < rs->n; i++)
-            if (cl_match(&rs->r[i], row->runs, base, "scale") && strcmp(rs->r[i].t.scale, base) &&
-                cl_scale_rank(rs->r[i].t.scale) > cl_scale_rank(top))
-                snprintf(top, sizeof top, "%s", rs->r[i].t.scale);
-        if (!top[0]) {
-            snprintf(res->why, sizeof res->why, "not measured: no matching runs at a scale other than the base (%s)",
-                     base);
-            free(pk);
-            return;
-        }
-    }
-    for (int i = 0; i < rs->n; i++)
-        if (cl_match(&rs->r[i], row->runs, base, "") && (!top[0] || !strcmp(rs->r[i].t.scale, top)))
-            pk[n++] = &rs->r[i];
-    if (!n) {
-        snprintf(res->why, sizeof res->why, "not measured: no finished run matches `%s`", row->runs);
+    int n = cl_pick(row, rs, res, pk);
+    if (n < 0) {
         free(pk);
         return;
     }
@@ -917,33 +996,9 @@ void claims_eval(const claims_row *row, const runset *rs, claims_result *res) {
     for (int i = 0; i < n && ng < CL_MAXRUNS; i++)
         if (!i || !runset_same_group(pk[i], pk[i - 1])) gs[ng++] = i;
     gs[ng] = n;
-    if (!strcmp(lambda_w, "@alpha")) { /* the operating point: the group whose mean α is nearest the paper's */
-        char am[CLAIMS_TEXT];
-        const char *alts = row->alpha_metric[0] ? row->alpha_metric : "val/hard.active_frac|val/final.active_frac";
-        if (cl_choose(alts, pk, n, "", am, sizeof am) < 0) {
-            snprintf(res->why, sizeof res->why, "not measured: no α (%s) to choose the operating point", alts);
-            free(pk);
-            return;
-        }
-        int best = -1;
-        double bd = INFINITY, bm = NAN;
-        for (int k = 0; k < ng; k++) {
-            double a[CL_MAXRUNS];
-            int m = 0;
-            for (int i = gs[k]; i < gs[k + 1] && m < CL_MAXRUNS; i++) a[m++] = cl_value(pk[i], am, "");
-            double mean = st_describe(a, m, 0.95).mean;
-            if (!isnan(mean) && fabs(mean - row->alpha) < bd) bd = fabs(mean - row->alpha), best = k, bm = mean;
-        }
-        if (best < 0) {
-            snprintf(res->why, sizeof res->why, "not measured: no group has %s", am);
-            free(pk);
-            return;
-        }
-        cl_app(res->measured, sizeof res->measured, "operating point λ* = %g: the λ whose mean α (%s) over seeds, "
-               "%.3f, is nearest the paper's %.3f", cl_lambda_of(pk[gs[best]]), am, bm, row->alpha);
-        gs[0] = gs[best];
-        gs[1] = gs[best + 1];
-        ng = 1;
+    if (!strcmp(lambda_w, "@alpha") && cl_operating_point(row, res, pk, n, gs, &ng)) {
+        free(pk);
+        return;
     }
     if (ng > 1 && !row->each[0]) {
         snprintf(res->why, sizeof res->why, "not measured: `%s` matches %d configurations (e.g. %s and %s); narrow "
@@ -973,38 +1028,8 @@ void claims_eval(const claims_row *row, const runset *rs, claims_result *res) {
     }
     free(pk);
     if (!ok) return; /* res->why says why */
-    if (row->across) { /* the deciding element: deepest scale − shallowest, Welch over their seeds */
-        int lo = -1, hi = -1;
-        for (int k = 0; k < res->ne; k++) {
-            int rk = cl_scale_rank(res->e[k].label + 6); /* label "scale X" */
-            if (lo < 0 || rk < cl_scale_rank(res->e[lo].label + 6)) lo = k;
-            if (hi < 0 || rk > cl_scale_rank(res->e[hi].label + 6)) hi = k;
-        }
-        for (int k = 0; k < res->ne; k++) res->e[k].v = CV_DESCRIBED;
-        if (res->ne < 2 || lo == hi || res->ne >= CLAIMS_ELEMS) {
-            res->ne = 0;
-            snprintf(res->why, sizeof res->why, "not measured: needs pairs at two or more scales (depths); the registry "
-                     "has them at %d", ok);
-            return;
-        }
-        char lab_hi[64], lab_lo[64];
-        snprintf(lab_hi, sizeof lab_hi, "%s", res->e[hi].label);
-        snprintf(lab_lo, sizeof lab_lo, "%s", res->e[lo].label);
-        claims_elem *e = &res->e[res->ne++];
-        memset(e, 0, sizeof *e);
-        double df = NAN;
-        snprintf(e->label, sizeof e->label, "%.28s − %.28s", lab_hi, lab_lo);
-        e->s = st_welch(res->e[hi].s, res->e[lo].s, 0.95, &df);
-        e->interval = isnan(e->s.lo) ? 3 : 0;
-        e->mde = NAN;
-        e->v = cl_judge(row, e->s.lo, e->s.hi, e->interval != 3);
-        char m[64], l[64], h[64];
-        cl_fmt(m, sizeof m, row, e->s.mean);
-        cl_fmt(l, sizeof l, row, e->s.lo);
-        cl_fmt(h, sizeof h, row, e->s.hi);
-        if (e->interval == 0) snprintf(e->ours, sizeof e->ours, "%s [%s, %s] (Welch 95 %% interval, df %.1f)", m, l, h, df);
-        else snprintf(e->ours, sizeof e->ours, "%s (fewer than two seeds at a scale: no interval)", m);
-        res->v = e->v;
+    if (row->across) {
+        cl_across(row, res, ok);
         return;
     }
     /* the row's verdict: each element must hold */

@@ -45,6 +45,9 @@ static const runset_run *find(const runset *rs, const char *id) {
     return NULL;
 }
 
+#define CFGS(sc, vr, dr, lam, lr, seed, extra)                                                                       \
+    "[model]\nscale = " sc "\nvalue_residual = " vr "\ndepth_routing = " dr "\ntsa_lambda = " lam                    \
+    "\n[data]\ntask = text\nfile = tinyshakespeare.txt\n[train]\nlr = " lr "\nseed = " seed "\n" extra
 #define CFG(vr, dr, lam, lr, seed, extra)                                                                            \
     "[model]\nscale = xs\nvalue_residual = " vr "\ndepth_routing = " dr "\ntsa_lambda = " lam                        \
     "\n[data]\ntask = text\nfile = tinyshakespeare.txt\n[train]\nlr = " lr "\nseed = " seed "\n" extra
@@ -64,15 +67,20 @@ int main(void) {
     add_run(db, e, "base1-lr", CFG("none", "none", "0.01", "0.002", "1", ""), 1.0);
     add_run(db, e, "tsa1", CFG("none", "tsa", "0.05", "0.001", "1", ""), 1.625);
     add_run(db, e, "tsa2", CFG("none", "tsa", "0.05", "0.001", "2", ""), 2.0);
+    /* a second scale, for across = scale: TSA − dense = {0.5, 0.75} at s against {0.125, 0.25} at xs */
+    add_run(db, e, "base-s1", CFGS("s", "none", "none", "0.01", "0.001", "1", ""), 1.0);
+    add_run(db, e, "base-s2", CFGS("s", "none", "none", "0.01", "0.001", "2", ""), 1.0);
+    add_run(db, e, "tsa-s1", CFGS("s", "none", "tsa", "0.05", "0.001", "1", ""), 1.5);
+    add_run(db, e, "tsa-s2", CFGS("s", "none", "tsa", "0.05", "0.001", "2", ""), 1.75);
 
     /* a row whose name carries its partner (meas22's difficulty rows), read back through a '*' key */
     gl_metric dm = {.step = 10, .split = "analysis", .name = "difficulty.base1.seed22.rho", .value = 0.375};
     if (db_metrics_log(db, "tsa1", &dm, 1, err, sizeof err)) printf("FAIL log difficulty: %s\n", err), fails++;
     runset rs = {0};
-    ok("runset_load", runset_load(db, "paper-", &rs, err, sizeof err) == 0 && rs.n == 5);
+    ok("runset_load", runset_load(db, "paper-", &rs, err, sizeof err) == 0 && rs.n == 9);
     const runset_run *b1 = find(&rs, "base1"), *b2 = find(&rs, "base2"), *bl = find(&rs, "base1-lr"),
                      *t1 = find(&rs, "tsa1"), *t2 = find(&rs, "tsa2");
-    ok("all five runs loaded", b1 && b2 && bl && t1 && t2);
+    ok("the xs runs loaded", b1 && b2 && bl && t1 && t2);
     if (!(b1 && b2 && bl && t1 && t2)) return 1;
     ok("group: seeds 1 and 2 (threads, log.name differ) are one group", runset_same_group(b1, b2));
     ok("group: train.lr 0.002 is another group (the old tables rule merged it)", !runset_same_group(b1, bl));
@@ -89,7 +97,7 @@ int main(void) {
     ok("a '*' key with no match is NaN", isnan(runset_num(t1, "analysis/difficulty.*.rho_lo")));
     paper_run *pr = NULL;
     int npr = 0;
-    ok("paper_collect (a view of the run set)", paper_collect(db, &pr, &npr, err, sizeof err) == 0 && npr == 5);
+    ok("paper_collect (a view of the run set)", paper_collect(db, &pr, &npr, err, sizeof err) == 0 && npr == 9);
     const paper_run *pt1 = NULL, *pb1 = NULL;
     for (int i = 0; i < npr; i++) {
         if (!strcmp(pr[i].t.run_id, "tsa1")) pt1 = &pr[i];
@@ -121,12 +129,15 @@ int main(void) {
 
     const char *text = "[report]\ntitle = t\n[disclosure 1]\ntext = changed\n"
                        "[A]\nclaim = 1\npaper = TSA costs loss\npaper_value = 0.5\nquantity = diff\n"
-                       "runs = data=tinyshakespeare depth_routing=tsa\nmetric = val/hard.loss|val/final.loss\n"
+                       "runs = data=tinyshakespeare scale=xs depth_routing=tsa\nmetric = val/hard.loss|val/final.loss\n"
                        "metric_b = val/final.loss\nversus = depth_routing=none\nexpect = above 0\n"
-                       "[B]\nclaim = 2\npaper = p\nquantity = value\nruns = depth_routing=tsa\n"
-                       "metric = ablation/random.all.delta_loss\nexpect = above 0\n";
+                       "[B]\nclaim = 2\npaper = p\nquantity = value\nruns = scale=xs depth_routing=tsa\n"
+                       "metric = ablation/random.all.delta_loss\nexpect = above 0\n"
+                       "[C]\nclaim = 3\npaper = grows with depth\nquantity = diff\nruns = depth_routing=tsa\n"
+                       "each = scale\nacross = scale\nmetric = val/final.loss\nversus = depth_routing=none\n"
+                       "expect = above 0\n";
     claims_file cf;
-    ok("claims_parse", claims_parse(text, "t.ini", &cf, err, sizeof err) == 0 && cf.n == 2 && cf.n_disclosures == 1);
+    ok("claims_parse", claims_parse(text, "t.ini", &cf, err, sizeof err) == 0 && cf.n == 3 && cf.n_disclosures == 1);
     claims_result r;
     claims_eval(&cf.rows[0], &rs, &r);
     /* differences: tsa1 − base1 = 0.125, tsa2 − base2 = 0.25: mean 0.1875 */
@@ -139,6 +150,13 @@ int main(void) {
     claims_eval(&cf.rows[1], &rs, &r);
     ok("absent metric: not measured with its reason",
        r.v == CV_NOT_MEASURED && strstr(r.why, "ablation/random.all.delta_loss") != NULL);
+    claims_eval(&cf.rows[2], &rs, &r);
+    /* across: (s: mean 0.625, sd 0.1768) − (xs: mean 0.1875, sd 0.0884) = 0.4375 */
+    ok("across = scale: three elements, the last the deepest − the shallowest",
+       r.ne == 3 && strstr(r.e[2].label, "scale s") == r.e[2].label && strstr(r.e[2].label, "scale xs"));
+    ok("across = scale: Welch difference 0.4375", r.ne == 3 && fabs(r.e[2].s.mean - 0.4375) < 1e-12);
+    ok("across = scale: per-scale elements are described, not judged",
+       r.ne == 3 && r.e[0].v == CV_DESCRIBED && r.e[1].v == CV_DESCRIBED);
     claims_free(&cf);
     ok("bad quantity: error names file and line",
        claims_parse("[A]\nclaim = 1\nquantity = nope\n", "bad.ini", &cf, err, sizeof err) == -1 &&
