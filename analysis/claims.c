@@ -70,7 +70,8 @@ static int cl_set(claims_row *r, const char *key, const char *v, char *msg, size
                 {"alpha_metric", r->alpha_metric, sizeof r->alpha_metric},
                 {"each", r->each, sizeof r->each},             {"agg", r->agg, sizeof r->agg},
                 {"bench_a", r->bench_a, sizeof r->bench_a},    {"bench_b", r->bench_b, sizeof r->bench_b},
-                {"unit", r->unit, sizeof r->unit},             {"note", r->note, sizeof r->note}};
+                {"unit", r->unit, sizeof r->unit},             {"note", r->note, sizeof r->note},
+                {"pareto", r->pareto, sizeof r->pareto}};
     for (size_t k = 0; k < sizeof text / sizeof text[0]; k++)
         if (!strcmp(key, text[k].key)) {
             if (strlen(v) >= text[k].n) {
@@ -78,6 +79,10 @@ static int cl_set(claims_row *r, const char *key, const char *v, char *msg, size
                 return -1;
             }
             snprintf(text[k].dst, text[k].n, "%s", v);
+            if (!strcmp(key, "pareto") && strncmp(v, "saved ", 6) && strncmp(v, "cost ", 5)) {
+                snprintf(msg, ml, "pareto = '%s': write 'saved LABEL' or 'cost LABEL'", v);
+                return -1;
+            }
             if (!strcmp(key, "quantity") && !cl_quantity_known(v)) {
                 snprintf(msg, ml, "unknown quantity '%s' (value, diff, rel, within, vs_curve, rho, bench_ratio, "
                                   "bench_gap, bench_rss, bench_sparse)", v);

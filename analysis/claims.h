@@ -70,6 +70,8 @@ typedef struct {
     char unit[16];
     int digits;
     char note[CLAIMS_TEXT];
+    char pareto[64];              /* "saved LABEL" / "cost LABEL": the paper's value is that point's x (share saved)
+                                   * or y (loss ÷ dense − 1) on the Pareto figure; "" none */
     int context;                  /* 1: shown, not part of the claim's verdict */
 } claims_row;
 

@@ -653,7 +653,21 @@ int paper_report(gl_db *db, const char *preset, const char *plan_path, const cha
     snprintf(path, sizeof path, "%s/figures", out_dir);
     if (report_mkdir_p(path, err, errlen)) goto done;
     paper_figs figs;
-    if (paper_figures(db, runs, n, scale, path, &figs, fig_err, sizeof fig_err))
+    paper_points pp = {0};
+    for (int i = 0; i < cf.n; i++) { /* the claims file's `pareto = saved|cost LABEL` rows */
+        const claims_row *r = &cf.rows[i];
+        if (!r->pareto[0] || isnan(r->paper_value)) continue;
+        const char *lab = strchr(r->pareto, ' ') + 1;
+        int k = 0;
+        while (k < pp.n && strcmp(pp.label[k], lab)) k++;
+        if (k == pp.n && pp.n < PAPER_POINTS_MAX) {
+            snprintf(pp.label[pp.n], sizeof pp.label[0], "%s", lab);
+            pp.saved[pp.n] = pp.rel[pp.n] = NAN;
+            pp.n++;
+        }
+        if (k < pp.n) *(r->pareto[0] == 's' ? &pp.saved[k] : &pp.rel[k]) = r->paper_value;
+    }
+    if (paper_figures(db, runs, n, scale, &pp, path, &figs, fig_err, sizeof fig_err))
         fprintf(stderr, "gatelab paper report: %s (the report goes on without it)\n", fig_err);
     char forest[4300];
     int flines = 0;

@@ -132,8 +132,8 @@ static int pf_pareto_extra(gl_db *db, const paper_run *r, int n, const char *sca
 }
 
 /* λ Pareto: TSA per λ, dense at 0 %, early exit at the matched τ. */
-static int fig_pareto(gl_db *db, const paper_run *r, int n, const char *scale, const char *dir, paper_figs *s, char *err,
-                      size_t errlen) {
+static int fig_pareto(gl_db *db, const paper_run *r, int n, const char *scale, const paper_points *pp, const char *dir,
+                      paper_figs *s, char *err, size_t errlen) {
     double lam[32];
     int nl = 0;
     for (int i = 0; i < n && nl < 32; i++) {
@@ -179,6 +179,12 @@ static int fig_pareto(gl_db *db, const paper_run *r, int n, const char *scale, c
         pf_num(f, acc_mean(&esv)), pf_num(f, acc_sd(&esv)), pf_num(f, acc_mean(&els)), pf_num(f, acc_sd(&els));
         fprintf(f, "\n");
     }
+    for (int k = 0; pp && k < pp->n; k++) /* the paper's points, placed on our dense loss */
+        if (!isnan(pp->saved[k]) && !isnan(pp->rel[k]) && ls.n) {
+            fprintf(f, "\n\npaper: %s (loss = our dense × (1 + its relative cost))\tsaved\tsaved_sd\tloss\tloss_sd\n",
+                    pp->label[k]);
+            fprintf(f, "%s\t%.6g\t0\t%.6g\t0\n", pp->label[k], 100 * pp->saved[k], acc_mean(&ls) * (1 + pp->rel[k]));
+        }
     if (pf_pareto_extra(db, r, n, scale, f, err, errlen)) {
         fclose(f);
         return -1;
@@ -459,10 +465,10 @@ fail:
     return -1;
 }
 
-int paper_figures(gl_db *db, const paper_run *runs, int n, const char *scale, const char *dir, paper_figs *s,
-                  char *err, size_t errlen) {
+int paper_figures(gl_db *db, const paper_run *runs, int n, const char *scale, const paper_points *pp, const char *dir,
+                  paper_figs *s, char *err, size_t errlen) {
     memset(s, 0, sizeof *s);
-    if (fig_pareto(db, runs, n, scale, dir, s, err, errlen) || fig_heatmap(db, runs, n, scale, dir, s, err, errlen) ||
+    if (fig_pareto(db, runs, n, scale, pp, dir, s, err, errlen) || fig_heatmap(db, runs, n, scale, dir, s, err, errlen) ||
         fig_category(db, runs, n, scale, dir, s, err, errlen) || fig_ablation(runs, n, scale, dir, s, err, errlen) ||
         fig_loss_time(db, runs, n, scale, dir, s, err, errlen))
         return -1;
