@@ -16,7 +16,8 @@ load style
 set ylabel 'validation loss (nats/token)'
 set key top right
 set style fill transparent solid 0.18 noborder
-if (timed) { set multiplot layout 1,2 title (exists("title") ? title : '') noenhanced } else { if (exists("title")) set title title noenhanced }
+if (!exists("title")) title = ''
+if (timed) { set multiplot layout 1,2 title title noenhanced } else { set title title noenhanced }
 set xlabel 'training tokens'
 plot for [i=0:*] data index i using 2:($3-$4):($3+$4) with filledcurves lt (i+1) notitle, \
      for [i=0:*] data index i using 2:3 with lines lt (i+1) title columnheader(1)
