@@ -1,19 +1,20 @@
 /*
- * paper.c — the claims of the TSA and SATFormer papers against our runs, and
- * the report that sets them side by side (paper.h).
+ * paper.c — the reproduction report (paper.h): REPORT.md from the run set
+ * (runset.h) and the claims file (experiments/paper/claims.ini, judged by
+ * claims.c), and paper_collect, the view of the run set the post stage and
+ * the paper figures read.
  *
- * A claim is a function of the collected runs.  Comparisons are paired by
- * seed: a TSA, SATFormer or early-exit run is set against the run of the same
- * data, scale, budget and seed that differs only in the variant.  The
- * interval is the 95 % Student t interval of the mean paired difference over
- * seeds (n − 1 degrees of freedom); with one seed there is no interval and the
- * verdict is at best inconclusive.  The verdict rule of each claim is printed
- * in its row, decided before any run of the `local` preset was looked at, and
- * is never adjusted to make a claim pass.
+ * The report holds no claim logic and no published number: it renders each
+ * claim's combined verdict, each row (the paper's text and number, ours with
+ * its interval, MDE and notes, the verdict, what was measured, the budget),
+ * the rule of each row with the runs and commits it rests on, the
+ * pre-registration commit and the disclosed changes of method, the plan's
+ * progress, every run, and the figures (paper_fig.c; the forest plot's
+ * numbers are written here).
  *
  * Not here: running anything (the post stage of `gatelab paper` records the
- * whole-split evaluations, matched-α early exit, ablations and analyses this
- * file reads), figures (figures.c draws them per experiment).
+ * whole-split evaluations, hard-skip headlines, τ frontiers, ablations and
+ * analyses this file reads), judging (claims.c), statistics (stats.c).
  */
 #include "paper.h"
 

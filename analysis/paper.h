@@ -1,14 +1,13 @@
 /*
- * paper.h — the published claims of the SATFormer and TSA papers, each tested
- * against the runs of `make paper` and written as one row of a report
- * (REPORT.md) that sets the paper's number beside ours.
+ * paper.h — the reproduction report of the SATFormer and TSA papers
+ * (REPORT.md) and the per-run view the `paper post` stage and the paper
+ * figures read.
  *
- * Everything comes from the registry (results_db.h) and the plan that made the
- * runs (experiments/paper/PRESET.plan); nothing is typed by hand.  Each claim
- * is a function of the collected runs that fills a paper_row: the paper's
- * number, ours (mean ± sd over seeds, n), the difference that decides it with
- * a 95 % t-interval over seeds (paired by seed), the verdict by the rule
- * written beside it, and the scale and token budget it rests on.
+ * Everything comes from the registry through the run set (runset.h), the
+ * claims file experiments/paper/claims.ini (claims.h: one row per tested
+ * statement, judged by one evaluator) and the plan that made the runs
+ * (experiments/paper/PRESET.plan); nothing is typed by hand.  docs/report.md
+ * describes the claims file, the verdicts and the rules.
  */
 #ifndef GATELAB_ANALYSIS_PAPER_H
 #define GATELAB_ANALYSIS_PAPER_H
