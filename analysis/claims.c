@@ -177,8 +177,10 @@ static int cl_check(const claims_row *r, char *msg, size_t ml) {
         return snprintf(msg, ml, "row [%s]: lambda=@alpha needs alpha = the paper's α", r->id), -1;
     if (r->across && strcmp(r->each, "scale"))
         return snprintf(msg, ml, "row [%s]: across = scale needs each = scale", r->id), -1;
-    if (r->each[0] && strcmp(r->each, "lambda") && strcmp(r->each, "scale"))
-        return snprintf(msg, ml, "row [%s]: each = '%s': lambda or scale", r->id, r->each), -1;
+    if (r->each[0] && strcmp(r->each, "lambda") && strcmp(r->each, "scale") && strcmp(r->each, "block"))
+        return snprintf(msg, ml, "row [%s]: each = '%s': lambda, scale or block", r->id, r->each), -1;
+    if (!strcmp(r->each, "block") && !strstr(r->metric, "{b}"))
+        return snprintf(msg, ml, "row [%s]: each = block needs {b} (the block) in metric", r->id), -1;
     if (r->agg[0] && strcmp(r->agg, "mean") && strcmp(r->agg, "gini") && strncmp(r->agg, "share_below ", 12))
         return snprintf(msg, ml, "row [%s]: agg = '%s': mean, gini or share_below X", r->id, r->agg), -1;
     return 0;
@@ -432,21 +434,30 @@ static double cl_value(const runset_run *r, const char *key, const char *agg) {
     if (!close) return NAN;
     snprintf(which, sizeof which, "%.*s", (int)(close - brace - 1), brace + 1);
     snprintf(post, sizeof post, "%s", close + 1);
-    int lo = 1, hi = L - 1;
-    if (!strcmp(which, "late")) lo = first_late;
-    else if (!strcmp(which, "early")) hi = first_late - 1;
-    else if (strcmp(which, "all")) return NAN;
-    int per_head = !strncmp(post, ".H{h}", 5);
     double vals[4096];
     int nv = 0;
-    for (int l = lo; l <= hi; l++)
-        for (int h = 0; h < (per_head ? H : 1) && nv < 4096; h++) {
+    if (!strcmp(which, "h")) { /* one block (each = block put its number in): every KV head */
+        for (int h = 0; h < H && nv < 4096; h++) {
             char k[RUNSET_KEY_MAX];
-            if (per_head) snprintf(k, sizeof k, "%s%d.H%d%s", pre, l, h, post + 5);
-            else snprintf(k, sizeof k, "%s%d%s", pre, l, post);
+            snprintf(k, sizeof k, "%s%d%s", pre, h, post);
             double v = runset_num(r, k);
             if (!isnan(v)) vals[nv++] = v;
         }
+    } else {
+        int lo = 1, hi = L - 1;
+        if (!strcmp(which, "late")) lo = first_late;
+        else if (!strcmp(which, "early")) hi = first_late - 1;
+        else if (strcmp(which, "all")) return NAN;
+        int per_head = !strncmp(post, ".H{h}", 5);
+        for (int l = lo; l <= hi; l++)
+            for (int h = 0; h < (per_head ? H : 1) && nv < 4096; h++) {
+                char k[RUNSET_KEY_MAX];
+                if (per_head) snprintf(k, sizeof k, "%s%d.H%d%s", pre, l, h, post + 5);
+                else snprintf(k, sizeof k, "%s%d%s", pre, l, post);
+                double v = runset_num(r, k);
+                if (!isnan(v)) vals[nv++] = v;
+            }
+    }
     if (!nv) return NAN;
     if (agg[0] && !strcmp(agg, "gini")) return st_gini(vals, nv);
     if (!strncmp(agg, "share_below ", 12)) {
@@ -966,6 +977,60 @@ static void cl_across(const claims_row *row, claims_result *res, int ok) {
     res->v = e->v;
 }
 
+/* The row's verdict from its elements: each must hold. */
+static void cl_combine_elems(claims_result *res) {
+    claims_verdict v = res->e[0].v;
+    for (int k = 1; k < res->ne; k++) {
+        claims_verdict w = res->e[k].v;
+        if (w == CV_NO || v == CV_NO) v = CV_NO;
+        else if (w == CV_UNINFORMATIVE || v == CV_UNINFORMATIVE) v = CV_UNINFORMATIVE;
+        else if (w == CV_INCONCLUSIVE || v == CV_INCONCLUSIVE) v = CV_INCONCLUSIVE;
+        else if (w == CV_MAGNITUDE || v == CV_MAGNITUDE) v = CV_MAGNITUDE;
+    }
+    res->v = v;
+}
+
+/* Replace every "{b}" of src by the block number l into out. */
+static void cl_subst_block(const char *src, int l, char *out, size_t n) {
+    out[0] = 0;
+    for (const char *p = src; *p;) {
+        const char *q = strstr(p, "{b}");
+        size_t k = q ? (size_t)(q - p) : strlen(p);
+        cl_app(out, n, "%.*s", (int)k, p);
+        if (!q) break;
+        cl_app(out, n, "%d", l);
+        p = q + 3;
+    }
+}
+
+/* each = block: an element per gated block of the group g[0..n), the row's
+ * metrics with {b} the block.  Returns the elements made (0: res->why says why). */
+static int cl_blocks(cl_ctx *c, const runset_run *const *g, int n) {
+    const claims_row *row = c->row;
+    claims_result *res = c->res;
+    static claims_row one; /* ~10 KB: static, one row at a time */
+    int L = (int)g[0]->n_layer, ok = 0;
+    for (int l = 1; l < L && res->ne < CLAIMS_ELEMS; l++) {
+        one = *row;
+        cl_subst_block(row->metric, l, one.metric, sizeof one.metric);
+        cl_subst_block(row->metric_b, l, one.metric_b, sizeof one.metric_b);
+        cl_ctx cb = *c;
+        cb.row = &one;
+        claims_elem *e = &res->e[res->ne];
+        memset(e, 0, sizeof *e);
+        snprintf(e->label, sizeof e->label, "block %d", l);
+        if (cl_elem(&cb, g, n, e) == 0) {
+            ok++;
+            res->ne++;
+        }
+    }
+    if (ok && !res->basis[0])
+        snprintf(res->basis, sizeof res->basis, "%s, %s, %ld steps × %ld × %ld = %.2f M tokens, %d seed%s", g[0]->t.data,
+                 g[0]->t.scale, g[0]->steps, g[0]->batch, g[0]->seq_len,
+                 (double)g[0]->steps * g[0]->batch * g[0]->seq_len / 1e6, res->e[0].s.n, res->e[0].s.n == 1 ? "" : "s");
+    return ok;
+}
+
 void claims_eval(const claims_row *row, const runset *rs, claims_result *res) {
     memset(res, 0, sizeof *res);
     res->row = row;
@@ -1012,6 +1077,12 @@ void claims_eval(const claims_row *row, const runset *rs, claims_result *res) {
         return;
     }
     int ok = 0;
+    if (!strcmp(row->each, "block")) { /* one group; an element per gated block (1 .. L − 1) */
+        ok = cl_blocks(&c, pk + gs[0], gs[1] - gs[0]);
+        free(pk);
+        if (ok) cl_combine_elems(res);
+        return;
+    }
     for (int k = 0; k < ng && res->ne < CLAIMS_ELEMS; k++) {
         claims_elem *e = &res->e[res->ne];
         memset(e, 0, sizeof *e);
@@ -1037,16 +1108,7 @@ void claims_eval(const claims_row *row, const runset *rs, claims_result *res) {
         cl_across(row, res, ok);
         return;
     }
-    /* the row's verdict: each element must hold */
-    claims_verdict v = res->e[0].v;
-    for (int k = 1; k < res->ne; k++) {
-        claims_verdict w = res->e[k].v;
-        if (w == CV_NO || v == CV_NO) v = CV_NO;
-        else if (w == CV_UNINFORMATIVE || v == CV_UNINFORMATIVE) v = CV_UNINFORMATIVE;
-        else if (w == CV_INCONCLUSIVE || v == CV_INCONCLUSIVE) v = CV_INCONCLUSIVE;
-        else if (w == CV_MAGNITUDE || v == CV_MAGNITUDE) v = CV_MAGNITUDE;
-    }
-    res->v = v;
+    cl_combine_elems(res);
 }
 
 claims_verdict claims_combine(const claims_result *res, int n, const char *claim) {
