@@ -1113,8 +1113,13 @@ void claims_eval(const claims_row *row, const runset *rs, claims_result *res) {
 
 claims_verdict claims_combine(const claims_result *res, int n, const char *claim) {
     int any = 0, no = 0, unmeasured = 0, unin = 0, inc = 0, mag = 0, desc = 0;
+    int context_seen = 0; /* a claim of context rows only: described once one of them was measured */
     for (int i = 0; i < n; i++) {
-        if (strcmp(res[i].row->claim, claim) || res[i].row->context) continue;
+        if (strcmp(res[i].row->claim, claim)) continue;
+        if (res[i].row->context) {
+            context_seen |= res[i].v != CV_NOT_MEASURED;
+            continue;
+        }
         any = 1;
         switch (res[i].v) {
         case CV_NO: no = 1; break;
@@ -1126,7 +1131,7 @@ claims_verdict claims_combine(const claims_result *res, int n, const char *claim
         case CV_YES: break;
         }
     }
-    if (!any) return CV_NOT_MEASURED;
+    if (!any) return context_seen ? CV_DESCRIBED : CV_NOT_MEASURED;
     if (no) return CV_NO;
     if (unmeasured) return CV_NOT_MEASURED;
     if (unin) return CV_UNINFORMATIVE;
