@@ -23,11 +23,12 @@
 #include "analysis/tables.h"
 #include "store/registry.h"
 
-static int fails;
+static int fails, checks; /* tests/run.sh counts the cmocka-style summary lines printed at the end */
 
 static void ok(const char *what, int cond) {
     printf("%s %s\n", cond ? "ok  " : "FAIL", what);
     fails += !cond;
+    checks++;
 }
 
 static void add_run(gl_db *db, long long exp, const char *id, const char *ini, double loss) {
@@ -171,5 +172,7 @@ int main(void) {
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     if (system(cmd)) printf("(could not remove %s)\n", dir);
     printf("%s: %d failure%s\n", fails ? "FAIL" : "ok", fails, fails == 1 ? "" : "s");
+    if (fails) printf("[  FAILED  ] %d check(s), listed above.\n", fails);
+    else printf("[  PASSED  ] %d check(s).\n", checks);
     return fails ? 1 : 0;
 }

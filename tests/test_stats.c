@@ -13,13 +13,14 @@
 
 #include "analysis/stats.h"
 
-static int fails;
+static int fails, checks; /* tests/run.sh counts the cmocka-style summary lines printed at the end */
 
 static void near(const char *what, double got, double want, double tol) {
     double d = fabs(got - want);
     int ok = d <= tol || (isnan(got) && isnan(want));
     printf("%s %-44s got %.10g want %.10g (|diff| %.3g, tol %.1g)\n", ok ? "ok  " : "FAIL", what, got, want, d, tol);
     fails += !ok;
+    checks++;
 }
 
 int main(void) {
@@ -101,5 +102,7 @@ int main(void) {
     near("bootstrap of a constant: hi", hi3, 2, 0);
 
     printf("%s: %d failure%s\n", fails ? "FAIL" : "ok", fails, fails == 1 ? "" : "s");
+    if (fails) printf("[  FAILED  ] %d check(s), listed above.\n", fails);
+    else printf("[  PASSED  ] %d check(s).\n", checks);
     return fails ? 1 : 0;
 }
