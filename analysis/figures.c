@@ -60,6 +60,8 @@
 #include "depth.h"
 #include "report.h"
 #include "tables.h"
+#include "runset.h"
+#include "stats.h"
 
 extern char **environ;
 
@@ -274,13 +276,10 @@ static void fg_groups_free(fg_groups *G) {
     G->n = 0;
 }
 
-/* Keys that do not make two runs different experiments: the seed, threads,
- * logging and checkpoint cadence, where results go. */
-static int fg_key_ignored(const char *sec, const char *key) {
-    if (!strcmp(sec, "log")) return 1;
-    if (strcmp(sec, "train")) return 0;
-    return !strcmp(key, "seed") || !strcmp(key, "threads") || !strcmp(key, "log_every") || !strcmp(key, "ckpt_every");
-}
+/* Keys that do not make two runs different experiments: the run set's one
+ * rule (runset_key_ignored: the seed, threads, logging and checkpoint cadence,
+ * log.*). */
+static int fg_key_ignored(const char *sec, const char *key) { return runset_key_ignored(sec, key); }
 
 /* The fingerprint of a stored config (INI text): malloc'd, NULL when out of memory. */
 static char *fg_fingerprint(const char *ini) {
@@ -485,12 +484,14 @@ static int fg_write_band(FILE *f, const char *title, fg_pt *pts, int np, fg_rng 
     int rows = 0;
     for (int a = 0; a < np;) {
         int b = a;
-        double sw = 0, sv = 0, sq = 0;
-        for (; b < np && pts[b].step == pts[a].step; b++) sw += pts[b].wall, sv += pts[b].value;
+        double sw = 0, v[FG_SEEDS_MAX];
+        for (; b < np && pts[b].step == pts[a].step; b++) {
+            sw += pts[b].wall;
+            if (b - a < FG_SEEDS_MAX) v[b - a] = pts[b].value;
+        }
         const int k = b - a;
-        const double mean = sv / k;
-        for (int q = a; q < b; q++) sq += (pts[q].value - mean) * (pts[q].value - mean);
-        const double sd = k > 1 ? sqrt(sq / (k - 1)) : 0.0;
+        const st_summary s = st_describe(v, k < FG_SEEDS_MAX ? k : FG_SEEDS_MAX, 0.95);
+        const double mean = s.mean, sd = isnan(s.sd) ? 0.0 : s.sd; /* one seed: no band drawn (n says 1) */
         fprintf(f, "%ld\t%.3f\t%.6g\t%.6g\t%d\n", pts[a].step, sw / k, mean, sd, k);
         fg_rng_add(ry, mean - sd);
         fg_rng_add(ry, mean + sd);
@@ -621,11 +622,9 @@ static const gl_prov *fg_tokens_of(const fg_tokens *t, int nt, const tables_run 
 
 /* Mean and sample sd of x[0..k) into m, sd (sd 0 with one value). */
 static void fg_mean_sd(const double *x, int k, double *m, double *sd) {
-    double s = 0, q = 0;
-    for (int i = 0; i < k; i++) s += x[i];
-    *m = k ? s / k : NAN;
-    for (int i = 0; i < k; i++) q += (x[i] - *m) * (x[i] - *m);
-    *sd = k > 1 ? sqrt(q / (k - 1)) : 0.0;
+    const st_summary s = st_describe(x, k, 0.95);
+    *m = s.mean;
+    *sd = isnan(s.sd) ? 0.0 : s.sd; /* one seed: no error bar drawn */
 }
 
 /* One row of the Pareto files: knob, saved mean, sd, loss mean, sd, point label ("." none). */

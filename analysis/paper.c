@@ -1,19 +1,20 @@
 /*
- * paper.c — the claims of the TSA and SATFormer papers against our runs, and
- * the report that sets them side by side (paper.h).
+ * paper.c — the reproduction report (paper.h): REPORT.md from the run set
+ * (runset.h) and the claims file (experiments/paper/claims.ini, judged by
+ * claims.c), and paper_collect, the view of the run set the post stage and
+ * the paper figures read.
  *
- * A claim is a function of the collected runs.  Comparisons are paired by
- * seed: a TSA, SATFormer or early-exit run is set against the run of the same
- * data, scale, budget and seed that differs only in the variant.  The
- * interval is the 95 % Student t interval of the mean paired difference over
- * seeds (n − 1 degrees of freedom); with one seed there is no interval and the
- * verdict is at best inconclusive.  The verdict rule of each claim is printed
- * in its row, decided before any run of the `local` preset was looked at, and
- * is never adjusted to make a claim pass.
+ * The report holds no claim logic and no published number: it renders each
+ * claim's combined verdict, each row (the paper's text and number, ours with
+ * its interval, MDE and notes, the verdict, what was measured, the budget),
+ * the rule of each row with the runs and commits it rests on, the
+ * pre-registration commit and the disclosed changes of method, the plan's
+ * progress, every run, and the figures (paper_fig.c; the forest plot's
+ * numbers are written here).
  *
  * Not here: running anything (the post stage of `gatelab paper` records the
- * whole-split evaluations, matched-α early exit, ablations and analyses this
- * file reads), figures (figures.c draws them per experiment).
+ * whole-split evaluations, hard-skip headlines, τ frontiers, ablations and
+ * analyses this file reads), judging (claims.c), statistics (stats.c).
  */
 #include "paper.h"
 
@@ -27,6 +28,8 @@
 
 #include "paper_fig.h"
 #include "plan.h"
+#include "claims.h"
+#include "runset.h"
 #include "store/categories.h"
 #include "store/fileio.h"
 #include "store/metric.h"
@@ -59,48 +62,25 @@ static pstat st_of(const double *x, int n) {
     return s;
 }
 
-/* ---- collecting ---- */
+/* ---- collecting: a view of the run set (runset.h) ---- */
 
-static double pc_last(gl_db *db, const char *run, const char *split, const char *name, int *fail, char *err,
-                      size_t errlen) {
-    double v = NAN;
-    int rc = db_metric_last(db, run, split, name, &v, NULL, err, errlen);
-    if (rc < 0) *fail = 1;
-    return rc == 1 ? v : NAN;
-}
-
-static long pc_param_long(gl_db *db, const char *run, const char *key, int *fail, char *err, size_t errlen) {
-    char v[64] = "";
-    if (db_param_get(db, run, key, v, sizeof v, err, errlen) < 0) *fail = 1;
-    return v[0] ? atol(v) : 0;
-}
-
-/* Gini coefficient of x[0..n) (non-negative values): 0 spread evenly, → 1 all on one. */
-static double pc_gini(double *x, int n) {
-    if (n < 2) return NAN;
-    for (int i = 1; i < n; i++) /* insertion sort: n is (L−1)·Hkv, small */
-        for (int j = i; j > 0 && x[j - 1] > x[j]; j--) {
-            double t = x[j];
-            x[j] = x[j - 1];
-            x[j - 1] = t;
-        }
-    double s = 0, w = 0;
-    for (int i = 0; i < n; i++) s += x[i], w += (2.0 * (i + 1) - n - 1) * x[i];
-    return s > 0 ? w / (n * s) : NAN;
+/* The value of split/name of r (NaN when absent). */
+static double pc_num(const runset_run *r, const char *split, const char *name) {
+    char key[RUNSET_KEY_MAX];
+    snprintf(key, sizeof key, "%s/%s", split, name);
+    return runset_num(r, key);
 }
 
 /* SATFormer gate statistics from the analysis rows of the last traced step. */
-static void pc_gates(gl_db *db, paper_run *p, int *fail, char *err, size_t errlen) {
-    const char *id = p->t.run_id;
-    int L = (int)pc_param_long(db, id, "model.n_layer", fail, err, errlen);
-    int H = (int)pc_param_long(db, id, "model.n_kv_head", fail, err, errlen);
+static void pc_gates(const runset_run *r, paper_run *p) {
+    int L = (int)r->n_layer, H = (int)r->n_kv_head;
     double early = 0, late = 0, sem = 0, oth = 0, heads[4096];
     int ne = 0, nl = 0, nh = 0, nsem = 0;
     const int first_late = 1 + (L - 1) / 2; /* blocks 1..L−1; the later half starts here */
     char name[METRIC_NAME_MAX];
-    for (int n = 1; n < L && !*fail; n++) {
+    for (int n = 1; n < L; n++) {
         metric_stat(name, sizeof name, "alpha_mean", n, METRIC_NONE, METRIC_NONE);
-        double a = pc_last(db, id, "analysis", name, fail, err, errlen);
+        double a = pc_num(r, "analysis", name);
         if (isnan(a)) continue;
         if (n >= first_late) late += a, nl++;
         else early += a, ne++;
@@ -109,13 +89,13 @@ static void pc_gates(gl_db *db, paper_run *p, int *fail, char *err, size_t errle
             const int cat[3] = {CAT_SEMANTIC, CAT_STRUCTURAL, CAT_FUNCTIONAL};
             for (int k = 0; k < 3; k++) {
                 metric_stat(name, sizeof name, "alpha_mean", n, METRIC_NONE, cat[k]);
-                c[k] = pc_last(db, id, "analysis", name, fail, err, errlen);
+                c[k] = pc_num(r, "analysis", name);
             }
             if (!isnan(c[0]) && !isnan(c[1]) && !isnan(c[2])) sem += c[0], oth += 0.5 * (c[1] + c[2]), nsem++;
         }
         for (int h = 0; h < H && nh < 4096; h++) {
             metric_stat(name, sizeof name, "alpha_mean", n, h, METRIC_NONE);
-            double v = pc_last(db, id, "analysis", name, fail, err, errlen);
+            double v = pc_num(r, "analysis", name);
             if (!isnan(v)) heads[nh++] = v;
         }
     }
@@ -123,12 +103,7 @@ static void pc_gates(gl_db *db, paper_run *p, int *fail, char *err, size_t errle
     p->late_alpha = nl ? late / nl : NAN;
     p->late_sem = nsem ? sem / nsem : NAN;
     p->late_other = nsem ? oth / nsem : NAN;
-    p->head_gini = pc_gini(heads, nh);
-}
-
-static int cmp_dbl(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
+    p->head_gini = st_gini(heads, nh);
 }
 
 /* Seconds a run spent training: the sum of the gaps between its logged
@@ -141,8 +116,8 @@ static double pc_training_seconds(const gl_metric_point *pts, int np) {
     double sum = NAN;
     if (gap && sorted) {
         for (int k = 1; k < np; k++) gap[k - 1] = sorted[k - 1] = pts[k].wall_time - pts[k - 1].wall_time;
-        qsort(sorted, (size_t)(np - 1), sizeof *sorted, cmp_dbl);
-        double med = sorted[(np - 1) / 2];
+        st_quantile(sorted, np - 1, 0.5); /* sorts sorted[] (stats.h); the lower median as before: */
+        const double med = sorted[(np - 1) / 2];
         sum = 0;
         for (int k = 0; k < np - 1; k++)
             if (gap[k] <= 20 * med) sum += gap[k];
@@ -152,6 +127,7 @@ static double pc_training_seconds(const gl_metric_point *pts, int np) {
     return sum;
 }
 
+/* The training series is not part of the run set (it holds latest values): read here. */
 static void pc_wall(gl_db *db, paper_run *p, int *fail, char *err, size_t errlen) {
     gl_metric_point *pts = NULL;
     int np = 0;
@@ -162,71 +138,57 @@ static void pc_wall(gl_db *db, paper_run *p, int *fail, char *err, size_t errlen
     free(pts);
 }
 
-static void pc_one(gl_db *db, paper_run *p, int *fail, char *err, size_t errlen) {
-    const char *id = p->t.run_id;
-    const struct {
-        const char *key;
-        char *dst;
-    } want[] = {{"model.value_residual", p->value}, {"model.depth_routing", p->depth}, {"model.cross_layer", p->cross}};
-    for (size_t k = 0; k < sizeof want / sizeof want[0]; k++)
-        if (db_param_get(db, id, want[k].key, want[k].dst, sizeof p->value, err, errlen) < 0) *fail = 1;
-    p->steps = pc_param_long(db, id, "train.steps", fail, err, errlen);
-    p->batch = pc_param_long(db, id, "train.batch_size", fail, err, errlen);
-    p->seq_len = pc_param_long(db, id, "model.seq_len", fail, err, errlen);
-    gl_metric_val hv;
-    int hk = db_metric_at(db, id, "val", "final.loss", NULL, &hv, err, errlen);
-    if (hk < 0) *fail = 1;
+static void pc_one(gl_db *db, const runset_run *r, paper_run *p, int *fail, char *err, size_t errlen) {
+    p->t = r->t;
+    snprintf(p->value, sizeof p->value, "%s", r->value_residual);
+    snprintf(p->depth, sizeof p->depth, "%s", r->depth_routing);
+    snprintf(p->cross, sizeof p->cross, "%s", r->cross_layer);
+    p->steps = r->steps;
+    p->batch = r->batch;
+    p->seq_len = r->seq_len;
+    const runset_value *hv = runset_get(r, "val/final.loss");
     memset(&p->loss_prov, 0, sizeof p->loss_prov);
-    p->loss_step = hk == 1 ? hv.step : -1;
-    if (hk == 1) p->loss_prov = hv.prov;
-    p->loss = pc_last(db, id, "val", "final.loss", fail, err, errlen);
-    p->loss_se = pc_last(db, id, "val", "final.loss_se", fail, err, errlen);
-    p->alpha = pc_last(db, id, "val", "final.active_frac", fail, err, errlen);
-    p->tlops = pc_last(db, id, "val", "final.tlops_saved", fail, err, errlen);
-    p->tok_acc = pc_last(db, id, "val", "final.token_acc", fail, err, errlen);
-    p->seq_acc = pc_last(db, id, "val", "final.seq_acc", fail, err, errlen);
-    p->m_loss = pc_last(db, id, "val", "matched.loss", fail, err, errlen);
-    p->m_alpha = pc_last(db, id, "val", "matched.active_frac", fail, err, errlen);
-    p->m_tau = pc_last(db, id, "val", "matched.tau", fail, err, errlen);
-    p->m_target = pc_last(db, id, "val", "matched.alpha_target", fail, err, errlen);
-    p->m_tlops = pc_last(db, id, "val", "matched.tlops_saved", fail, err, errlen);
-    char name[METRIC_NAME_MAX];
+    p->loss_step = hv ? hv->step : -1;
+    if (hv) p->loss_prov = hv->prov;
+    p->loss = hv ? hv->value : NAN;
+    p->loss_se = pc_num(r, "val", "final.loss_se");
+    p->alpha = pc_num(r, "val", "final.active_frac");
+    p->tlops = pc_num(r, "val", "final.tlops_saved");
+    p->tok_acc = pc_num(r, "val", "final.token_acc");
+    p->seq_acc = pc_num(r, "val", "final.seq_acc");
+    p->m_loss = pc_num(r, "val", "matched.loss");
+    p->m_alpha = pc_num(r, "val", "matched.active_frac");
+    p->m_tau = pc_num(r, "val", "matched.tau");
+    p->m_target = pc_num(r, "val", "matched.alpha_target");
+    p->m_tlops = pc_num(r, "val", "matched.tlops_saved");
+    char name[METRIC_NAME_MAX], key[RUNSET_KEY_MAX];
     metric_ablation(name, sizeof name, "zero", METRIC_LABEL_ALL, "delta_loss", METRIC_NONE);
-    p->zero_dl = pc_last(db, id, "ablation", name, fail, err, errlen);
+    snprintf(key, sizeof key, "ablation/%s", name);
+    const runset_value *zv = runset_get(r, key);
+    p->zero_dl = zv ? zv->value : NAN;
     memset(&p->zero_prov, 0, sizeof p->zero_prov);
-    if (!isnan(p->zero_dl)) {
-        gl_metric_val zv;
-        int zk = db_metric_at(db, id, "ablation", name, NULL, &zv, err, errlen);
-        if (zk < 0) *fail = 1;
-        if (zk == 1) p->zero_prov = zv.prov;
-    }
+    if (zv) p->zero_prov = zv->prov;
     metric_ablation(name, sizeof name, "mean", METRIC_LABEL_ALL, "delta_loss", METRIC_NONE);
-    p->mean_dl = pc_last(db, id, "ablation", name, fail, err, errlen);
+    p->mean_dl = pc_num(r, "ablation", name);
     p->train_tps = p->t.tokens_per_s;
+    p->depth_key = runset_partner_key(r, "depth_routing");
     pc_wall(db, p, fail, err, errlen);
-    if (!strcmp(p->value, "satformer")) pc_gates(db, p, fail, err, errlen);
+    if (!strcmp(p->value, "satformer")) pc_gates(r, p);
     else p->early_alpha = p->late_alpha = p->late_sem = p->late_other = p->head_gini = NAN;
 }
 
-int paper_collect(gl_db *db, paper_run **runs, int *n, char *err, size_t errlen) {
-    tables_run *t = NULL;
-    int nt = 0, fail = 0;
+/* The plan's runs (experiments paper-GROUP) of rs as paper_runs. */
+static int pc_view(gl_db *db, const runset *rs, paper_run **runs, int *n, char *err, size_t errlen) {
+    int fail = 0, np = 0;
     *runs = NULL;
     *n = 0;
-    if (tables_collect(db, NULL, &t, &nt, err, errlen)) return -1;
-    paper_run *p = calloc((size_t)(nt > 0 ? nt : 1), sizeof *p);
+    paper_run *p = calloc((size_t)(rs->n > 0 ? rs->n : 1), sizeof *p);
     if (!p) {
-        free(t);
-        snprintf(err, errlen, "out of memory for %d runs", nt);
+        snprintf(err, errlen, "out of memory for %d runs", rs->n);
         return -1;
     }
-    int np = 0; /* the plan's runs (experiments paper-GROUP); cost-paper* and others are not trained runs */
-    for (int i = 0; i < nt && !fail; i++) {
-        if (strncmp(t[i].experiment, "paper-", 6) != 0) continue;
-        p[np].t = t[i];
-        pc_one(db, &p[np++], &fail, err, errlen);
-    }
-    free(t);
+    for (int i = 0; i < rs->n && !fail; i++) /* cost-paper* and others are not trained runs */
+        if (!strncmp(rs->r[i].t.experiment, "paper-", 6)) pc_one(db, &rs->r[i], &p[np++], &fail, err, errlen);
     if (fail) {
         free(p);
         return -1;
@@ -234,6 +196,23 @@ int paper_collect(gl_db *db, paper_run **runs, int *n, char *err, size_t errlen)
     *runs = p;
     *n = np;
     return 0;
+}
+
+const paper_run *paper_depth_partner(const paper_run *runs, int n, const paper_run *like, const char *depth) {
+    for (int i = 0; i < n; i++)
+        if (&runs[i] != like && like->depth_key && runs[i].depth_key == like->depth_key && !strcmp(runs[i].depth, depth))
+            return &runs[i];
+    return NULL;
+}
+
+int paper_collect(gl_db *db, paper_run **runs, int *n, char *err, size_t errlen) {
+    runset rs = {0};
+    *runs = NULL;
+    *n = 0;
+    if (runset_load(db, "paper-", &rs, err, errlen)) return -1;
+    int rc = pc_view(db, &rs, runs, n, err, errlen);
+    runset_free(&rs);
+    return rc;
 }
 
 /* ---- finding runs ---- */
@@ -251,20 +230,6 @@ static int pk_match(const paper_run *r, const pick *k) {
            (isnan(k->lambda) || fabs(r->t.lambda - k->lambda) < 1e-9);
 }
 
-/* The run matching k with the same seed, budget and window as like. */
-static const paper_run *pk_partner(const paper_run *runs, int n, const pick *k, const paper_run *like) {
-    for (int i = 0; i < n; i++)
-        if (pk_match(&runs[i], k) && !strcmp(runs[i].t.seed, like->t.seed) && runs[i].steps == like->steps &&
-            runs[i].batch == like->batch && runs[i].seq_len == like->seq_len)
-            return &runs[i];
-    return NULL;
-}
-
-const paper_run *paper_depth_partner(const paper_run *runs, int n, const paper_run *like, const char *depth) {
-    pick k = {like->t.data, like->t.scale, like->value, depth, like->cross, NAN};
-    return pk_partner(runs, n, &k, like);
-}
-
 #define PF(field) offsetof(paper_run, field)
 static double pf(const paper_run *r, size_t off) { return *(const double *)((const char *)r + off); }
 
@@ -273,21 +238,6 @@ static int pk_values(const paper_run *runs, int n, const pick *k, size_t off, do
     int c = 0;
     for (int i = 0; i < n && c < max; i++)
         if (pk_match(&runs[i], k)) x[c++] = pf(&runs[i], off);
-    return c;
-}
-
-/* Paired differences a.field_a − b.field_b (relative to b.field_b when rel),
- * over the runs matching a that have a partner matching b. */
-static int pk_paired(const paper_run *runs, int n, const pick *a, size_t fa, const pick *b, size_t fb, int rel,
-                     double *d, int max) {
-    int c = 0;
-    for (int i = 0; i < n && c < max; i++) {
-        if (!pk_match(&runs[i], a)) continue;
-        const paper_run *q = pk_partner(runs, n, b, &runs[i]);
-        if (!q) continue;
-        double va = pf(&runs[i], fa), vb = pf(q, fb);
-        d[c++] = rel ? (va - vb) / vb : va - vb;
-    }
     return c;
 }
 
@@ -305,492 +255,6 @@ int paper_lambda_star(const paper_run *runs, int n, const char *data, const char
     }
     return found;
 }
-
-/* ---- one row of the report ---- */
-
-typedef enum { V_NONE, V_YES, V_NO, V_INCONCLUSIVE } verdict;
-
-typedef struct {
-    int id;
-    const char *claim; /* what the paper says */
-    char paper[160];   /* its number */
-    char ours[512];    /* ours, mean ± sd (n) */
-    char diff[256];    /* the deciding difference with its interval */
-    verdict v;
-    char why[384];     /* the rule, and why this verdict */
-    char basis[256];   /* scale and token budget */
-} paper_row;
-
-typedef struct {
-    const paper_run *runs;
-    int n;
-    double lstar;      /* TSA λ* on Tiny Shakespeare at the base scale (NaN: none) */
-    const char *scale; /* the base scale of the Shakespeare comparisons */
-    gl_db *db;         /* for the cost measurements of the bench stage (experiments cost-paper*) */
-} pctx;
-
-static const char *verdict_name(verdict v) {
-    return v == V_YES ? "**reproduced**" : v == V_NO ? "**not reproduced**" : v == V_INCONCLUSIVE ? "*inconclusive*" : "not run";
-}
-
-/* "m ± sd (n)" with prec decimals (scaled by mul, e.g. 100 for %). */
-static void fmt_stat(char *out, size_t len, pstat s, double mul, int prec, const char *unit) {
-    if (!s.n) snprintf(out, len, "—");
-    else if (s.n == 1) snprintf(out, len, "%.*f%s (n = 1)", prec, s.mean * mul, unit);
-    else snprintf(out, len, "%.*f ± %.*f%s (n = %d)", prec, s.mean * mul, prec, s.sd * mul, unit, s.n);
-}
-
-static void fmt_ci(char *out, size_t len, pstat s, double mul, int prec, const char *unit) {
-    if (!s.n) snprintf(out, len, "—");
-    else if (s.n < 2) snprintf(out, len, "%+.*f%s (one seed: no interval)", prec, s.mean * mul, unit);
-    else snprintf(out, len, "%+.*f%s [%+.*f, %+.*f]", prec, s.mean * mul, unit, prec, s.lo * mul, prec, s.hi * mul);
-}
-
-/* The interval lies below (−1), above (+1) or across (0) the threshold; 0 also for n < 2. */
-static int ci_side(pstat s, double thr) {
-    if (s.n < 2) return 0;
-    return s.hi < thr ? -1 : s.lo > thr ? 1 : 0;
-}
-
-static long run_tokens(const paper_run *r) { return r->steps * r->batch * r->seq_len; }
-
-/* Parameters of a tied model from its registry identity (embedding + blocks). */
-static void fmt_basis(char *out, size_t len, const paper_run *r, int seeds) {
-    if (!r) {
-        snprintf(out, len, "no runs");
-        return;
-    }
-    snprintf(out, len, "%s, %s, %ld steps × %ld × %ld = %.2f M tokens, %d seed%s", r->t.data, r->t.scale, r->steps,
-             r->batch, r->seq_len, run_tokens(r) / 1e6, seeds, seeds == 1 ? "" : "s");
-}
-
-static const paper_run *first(const pctx *c, const pick *k) {
-    for (int i = 0; i < c->n; i++)
-        if (pk_match(&c->runs[i], k)) return &c->runs[i];
-    return NULL;
-}
-
-#define NMAX 64
-#define NONE_L NAN
-
-static pstat st_values(const pctx *c, const pick *k, size_t off) {
-    double x[NMAX];
-    int n = pk_values(c->runs, c->n, k, off, x, NMAX);
-    return st_of(x, n);
-}
-
-static pstat st_pair(const pctx *c, const pick *a, size_t fa, const pick *b, size_t fb, int rel) {
-    double d[NMAX];
-    int n = pk_paired(c->runs, c->n, a, fa, b, fb, rel, d, NMAX);
-    return st_of(d, n);
-}
-
-/* Append s to dst (a buffer of len bytes), cutting what does not fit. */
-static void app(char *dst, size_t len, const char *s) {
-    size_t used = strlen(dst);
-    if (used + 1 < len) snprintf(dst + used, len - used, "%s", s);
-}
-
-/* Claims 1 and 2: TSA on a task skips a share of TLOps at (almost) no accuracy loss. */
-static void claim_task(const pctx *c, paper_row *r, const char *task, double paper_saved, double paper_alpha,
-                       const char *paper_acc) {
-    pick tsa = {task, NULL, NULL, "tsa", NULL, NONE_L}, base = {task, NULL, NULL, "none", "none", NONE_L};
-    pstat saved = st_values(c, &tsa, PF(tlops));
-    pstat alpha = st_values(c, &tsa, PF(alpha));
-    pstat acc = st_values(c, &tsa, PF(tok_acc));
-    pstat dacc = st_pair(c, &tsa, PF(tok_acc), &base, PF(tok_acc), 0);
-    snprintf(r->paper, sizeof r->paper, "%.1f %% TLOps skipped (α = %.3f), %s", 100 * paper_saved, paper_alpha,
-             paper_acc);
-    char s1[96], s2[96], s3[96];
-    fmt_stat(s1, sizeof s1, saved, 100, 1, " %");
-    fmt_stat(s2, sizeof s2, alpha, 1, 3, "");
-    fmt_stat(s3, sizeof s3, acc, 100, 2, " %");
-    snprintf(r->ours, sizeof r->ours, "%s skipped (α %s); token accuracy %s", s1, s2, s3);
-    fmt_ci(s1, sizeof s1, dacc, 100, 2, " pp");
-    snprintf(r->diff, sizeof r->diff, "accuracy TSA − dense: %s", s1);
-    const double need = 0.5 * paper_saved;
-    if (!saved.n || !dacc.n) r->v = V_NONE;
-    else if (saved.mean < need || ci_side(dacc, -0.01) < 0) r->v = V_NO;
-    else if (ci_side(dacc, -0.01) > 0) r->v = V_YES;
-    else r->v = V_INCONCLUSIVE;
-    snprintf(r->why, sizeof r->why,
-             "reproduced if TSA skips at least half the paper's share (%.1f %%) and the interval of the accuracy "
-             "change lies above −1 pp; not reproduced if it skips less or the interval lies below −1 pp",
-             100 * need);
-    fmt_basis(r->basis, sizeof r->basis, first(c, &tsa), saved.n);
-}
-
-/* Claims 3, 4, 5: TSA saves TLOps at a small relative loss cost against the dense run of the same seed. */
-static void claim_cost(const pctx *c, paper_row *r, const char *data, const char *scale, double lambda,
-                       double paper_saved, const char *paper_txt, double margin) {
-    pick tsa = {data, scale, NULL, "tsa", NULL, lambda}, base = {data, scale, "none", "none", "none", NONE_L};
-    pstat saved = st_values(c, &tsa, PF(tlops));
-    pstat alpha = st_values(c, &tsa, PF(alpha));
-    pstat rel = st_pair(c, &tsa, PF(loss), &base, PF(loss), 1);
-    pstat abs_d = st_pair(c, &tsa, PF(loss), &base, PF(loss), 0);
-    snprintf(r->paper, sizeof r->paper, "%s", paper_txt);
-    char s1[96], s2[96], s3[96];
-    fmt_stat(s1, sizeof s1, saved, 100, 1, " %");
-    fmt_stat(s2, sizeof s2, alpha, 1, 3, "");
-    fmt_ci(s3, sizeof s3, abs_d, 1, 4, " nats");
-    if (saved.n) snprintf(r->ours, sizeof r->ours, "λ = %g: %s TLOps saved (α %s); ΔL %s", lambda, s1, s2, s3);
-    fmt_ci(s1, sizeof s1, rel, 100, 2, " %");
-    if (rel.n) snprintf(r->diff, sizeof r->diff, "val loss TSA ÷ dense − 1: %s", s1);
-    const double need = 0.5 * paper_saved;
-    if (!saved.n || !rel.n) r->v = V_NONE;
-    else if (saved.mean < need || ci_side(rel, margin) > 0) r->v = V_NO;
-    else if (ci_side(rel, margin) < 0) r->v = V_YES;
-    else r->v = V_INCONCLUSIVE;
-    snprintf(r->why, sizeof r->why,
-             "reproduced if TSA saves at least half the paper's share (%.1f %%) and the interval of the relative loss "
-             "change lies below %+.1f %%; not reproduced if it saves less or the interval lies above %+.1f %%",
-             100 * need, 100 * margin, 100 * margin);
-    fmt_basis(r->basis, sizeof r->basis, first(c, &tsa), saved.n);
-}
-
-static void claim3(const pctx *c, paper_row *r) {
-    claim_cost(c, r, "tinyshakespeare", c->scale, c->lstar, 0.228,
-               "22.8 % TLOps saved (α = 0.726) for +0.006 nats (+0.4 %)", 0.01);
-    char extra[160];
-    snprintf(extra, sizeof extra, " (λ* = the λ whose mean α is nearest 0.726)");
-    app(r->why, sizeof r->why, extra);
-}
-
-static void claim3m(const pctx *c, paper_row *r) {
-    /* the paper-scale pair: the largest scale with a dense and a TSA run */
-    const char *sc = NULL;
-    for (int i = 0; i < c->n; i++)
-        if (!strcmp(c->runs[i].t.data, "tinyshakespeare") && !strcmp(c->runs[i].depth, "tsa") &&
-            strcmp(c->runs[i].t.scale, c->scale))
-            sc = c->runs[i].t.scale;
-    if (!sc) {
-        snprintf(r->paper, sizeof r->paper, "as claim 3, at the paper's scale (6 layers, ≈ 6 M parameters)");
-        r->v = V_NONE;
-        snprintf(r->why, sizeof r->why, "no finished paper-scale pair in the registry (see \"Plan progress\")");
-        return;
-    }
-    double lam = NAN;
-    for (int i = 0; i < c->n; i++)
-        if (!strcmp(c->runs[i].t.scale, sc) && !strcmp(c->runs[i].depth, "tsa")) lam = c->runs[i].t.lambda;
-    claim_cost(c, r, "tinyshakespeare", sc, lam, 0.228, "as claim 3, at the paper's scale (≈ 6 M parameters)", 0.01);
-    strncat(r->basis, "; nanoGPT shakespeare_char reaches val 1.4697 at 10.7 M parameters after 5000 × 64 × 256 = "
-                      "81.9 M tokens",
-            sizeof r->basis - strlen(r->basis) - 1);
-}
-
-static void claim4(const pctx *c, paper_row *r) {
-    double lam = NAN;
-    for (int i = 0; i < c->n; i++)
-        if (!strncmp(c->runs[i].t.data, "enwik8", 6) && !strcmp(c->runs[i].depth, "tsa")) lam = c->runs[i].t.lambda;
-    const char *data = "enwik8_first4000000";
-    claim_cost(c, r, data, c->scale, lam, 0.139, "13.9 % TLOps saved (α = 0.833), val loss no worse (slightly better)",
-               0.005);
-}
-
-static void claim5(const pctx *c, paper_row *r) {
-    claim_cost(c, r, "tinyshakespeare", c->scale, 0.05, 0.504,
-               "λ = 0.05: 50.4 % saved at negligible cost; robust over λ ∈ [0, 0.1]", 0.01);
-    /* robustness: the relative cost at every λ of the sweep */
-    double seen[32];
-    int ns = 0;
-    char buf[256] = "; all λ:";
-    for (int i = 0; i < c->n && ns < 32; i++) {
-        const paper_run *q = &c->runs[i];
-        if (strcmp(q->depth, "tsa") || strcmp(q->t.data, "tinyshakespeare") || strcmp(q->t.scale, c->scale)) continue;
-        int dup = 0;
-        for (int j = 0; j < ns; j++) dup |= fabs(seen[j] - q->t.lambda) < 1e-9;
-        if (dup) continue;
-        seen[ns++] = q->t.lambda;
-        pick tsa = {"tinyshakespeare", c->scale, NULL, "tsa", NULL, q->t.lambda};
-        pick base = {"tinyshakespeare", c->scale, "none", "none", "none", NONE_L};
-        pstat rel = st_pair(c, &tsa, PF(loss), &base, PF(loss), 1);
-        char one[64];
-        snprintf(one, sizeof one, " %g → %+.2f %%", q->t.lambda, 100 * rel.mean);
-        app(buf, sizeof buf, one);
-    }
-    if (ns) app(r->ours, sizeof r->ours, buf);
-}
-
-static void claim6(const pctx *c, paper_row *r) {
-    pick tsa = {"tinyshakespeare", c->scale, NULL, "tsa", NULL, 0.0};
-    pstat saved = st_values(c, &tsa, PF(tlops));
-    pstat alpha = st_values(c, &tsa, PF(alpha));
-    snprintf(r->paper, sizeof r->paper, "λ = 0: routers still skip ≈ 20 %% of token-layer operations");
-    char s1[96], s2[96];
-    fmt_stat(s1, sizeof s1, saved, 100, 1, " %");
-    fmt_stat(s2, sizeof s2, alpha, 1, 3, "");
-    snprintf(r->ours, sizeof r->ours, "%s TLOps saved (α %s)", s1, s2);
-    fmt_ci(s1, sizeof s1, saved, 100, 1, " %");
-    snprintf(r->diff, sizeof r->diff, "TLOps saved: %s", s1);
-    int side = ci_side(saved, 0.10);
-    r->v = !saved.n ? V_NONE : side > 0 ? V_YES : side < 0 ? V_NO : V_INCONCLUSIVE;
-    snprintf(r->why, sizeof r->why,
-             "reproduced if the interval of the share saved lies above 10 %% (half the paper's), not reproduced if "
-             "it lies below");
-    fmt_basis(r->basis, sizeof r->basis, first(c, &tsa), saved.n);
-}
-
-static void claim7(const pctx *c, paper_row *r) {
-    pick tsa = {"tinyshakespeare", c->scale, NULL, "tsa", NULL, c->lstar};
-    pick ex = {"tinyshakespeare", c->scale, NULL, "early_exit", NULL, NONE_L};
-    pstat rel = st_pair(c, &tsa, PF(loss), &ex, PF(m_loss), 1);
-    pstat at = st_values(c, &tsa, PF(alpha));
-    pstat ae = st_values(c, &ex, PF(m_alpha));
-    snprintf(r->paper, sizeof r->paper, "at matched α ≈ 0.726, TSA's val loss is 0.71 %% lower than early exit's");
-    char s1[96], s2[96];
-    fmt_stat(s1, sizeof s1, at, 1, 3, "");
-    fmt_stat(s2, sizeof s2, ae, 1, 3, "");
-    snprintf(r->ours, sizeof r->ours, "TSA (λ* = %g) α %s; early exit at the τ matched to each seed's α: α %s", c->lstar,
-             s1, s2);
-    fmt_ci(s1, sizeof s1, rel, 100, 2, " %");
-    snprintf(r->diff, sizeof r->diff, "val loss TSA ÷ early exit − 1: %s", s1);
-    int side = ci_side(rel, 0);
-    r->v = !rel.n ? V_NONE : side < 0 ? V_YES : side > 0 ? V_NO : V_INCONCLUSIVE;
-    snprintf(r->why, sizeof r->why,
-             "reproduced if the interval lies below 0 (TSA better on the same tokens at the same α), not reproduced "
-             "if above");
-    fmt_basis(r->basis, sizeof r->basis, first(c, &tsa), rel.n);
-}
-
-/* The bench stage of make paper (scripts/paper.sh): one bench_gatelab
- * process times every variant in interleaved rounds (experiment cost-paper,
- * run cost-paper-s-VARIANT, always scale s: step_ratio = this variant's step ÷ the
- * baseline's in the same round, median and quartiles over the rounds), and
- * one process per variant measures its peak RSS (experiment cost-paper-mem).
- * Sparse inference: run cost-paper-s-sparse (speed-up over dense at
- * batch 64 and its FLOP ideal, at α 0.73). */
-typedef struct {
-    double ratio, q1, q3; /* step time ÷ the baseline's, paired by round */
-    double rss;           /* peak RSS of a process training only this variant (MiB) */
-    int rounds;
-} bench_row;
-
-static bench_row bench_of(const pctx *c, const char *variant) {
-    bench_row b = {NAN, NAN, NAN, NAN, 0};
-    char id[160], err[256];
-    int fail = 0;
-    snprintf(id, sizeof id, "cost-paper-s-%s", variant);
-    b.ratio = pc_last(c->db, id, "bench", "step_ratio", &fail, err, sizeof err);
-    b.q1 = pc_last(c->db, id, "bench", "step_ratio_q1", &fail, err, sizeof err);
-    b.q3 = pc_last(c->db, id, "bench", "step_ratio_q3", &fail, err, sizeof err);
-    b.rounds = (int)pc_last(c->db, id, "bench", "rounds", &fail, err, sizeof err);
-    snprintf(id, sizeof id, "cost-paper-mem-s-%s", variant);
-    b.rss = pc_last(c->db, id, "bench", "peak_rss_mib", &fail, err, sizeof err);
-    return b;
-}
-
-/* "1.012× [1.004, 1.020]" (median and quartiles of the paired step ratio). */
-static void fmt_ratio(char *out, size_t len, bench_row b) {
-    if (isnan(b.ratio)) snprintf(out, len, "—");
-    else snprintf(out, len, "%.3f× [%.3f, %.3f]", b.ratio, b.q1, b.q3);
-}
-
-static void fmt_bench_basis(char *out, size_t len, const bench_row *b) {
-    snprintf(out, len, "scale s, training steps timed by `bench_gatelab` in %d interleaved rounds (one process, "
-             "same warm-up, same batch); median [quartiles] of the per-round ratio", b->rounds);
-}
-
-static void claim8(const pctx *c, paper_row *r) {
-    bench_row t = bench_of(c, "tsa");
-    char id[160], err[256], s1[96];
-    int fail = 0;
-    snprintf(id, sizeof id, "cost-paper-s-sparse");
-    double sp = pc_last(c->db, id, "bench", "sparse_speedup_a073", &fail, err, sizeof err);
-    double ideal = pc_last(c->db, id, "bench", "sparse_ideal_a073", &fail, err, sizeof err);
-    double alpha = pc_last(c->db, id, "bench", "sparse_alpha", &fail, err, sizeof err);
-    double batch = pc_last(c->db, id, "bench", "batch", &fail, err, sizeof err);
-    snprintf(r->paper, sizeof r->paper, "soft TSA costs ≈ 1 %% training throughput; sparse inference +2.3 %% at α "
-                                        "0.726 (batch ≥ 64)");
-    fmt_ratio(s1, sizeof s1, t);
-    if (isnan(sp))
-        snprintf(r->ours, sizeof r->ours, "soft TSA training step ÷ plain: %s", s1);
-    else
-        snprintf(r->ours, sizeof r->ours, "soft TSA training step ÷ plain: %s; sparse inference at α %.2f, batch %.0f "
-                 "(scale m): %+.1f %% tokens/s over dense (FLOP ideal %+.1f %%)", s1, alpha, batch, 100 * (sp - 1),
-                 100 * (ideal - 1));
-    snprintf(r->diff, sizeof r->diff, "TSA step ÷ plain − 1: %s", isnan(t.ratio) ? "—" : "");
-    if (!isnan(t.ratio))
-        snprintf(r->diff, sizeof r->diff, "TSA step ÷ plain − 1: %+.1f %% [%+.1f, %+.1f]", 100 * (t.ratio - 1),
-                 100 * (t.q1 - 1), 100 * (t.q3 - 1));
-    r->v = isnan(t.ratio) ? V_NONE : t.q3 <= 1.05 ? V_YES : t.q1 > 1.05 ? V_NO : V_INCONCLUSIVE;
-    snprintf(r->why, sizeof r->why,
-             "reproduced if the interquartile range of the paired step ratio lies below 1.05 (a cost of at most a "
-             "few per cent), not reproduced if it lies above; the sparse-inference speed-up is reported beside its "
-             "FLOP ideal, not judged (our FFN share of a block differs from the paper's)");
-    fmt_bench_basis(r->basis, sizeof r->basis, &t);
-}
-
-/* Claim 9: SATFormer < ResFormer < plain at every scale with all three. */
-static void claim9(const pctx *c, paper_row *r) {
-    snprintf(r->paper, sizeof r->paper, "val loss SATFormer < ResFormer < plain transformer at every scale (130 M–1.3 B)");
-    int any = 0, no = 0, all_yes = 1, seeds = 0;
-    const paper_run *ex = NULL;
-    r->ours[0] = r->diff[0] = 0;
-    const char *scales[] = {"xs", "s", "m", "l"};
-    for (size_t si = 0; si < sizeof scales / sizeof scales[0]; si++) {
-        pick sat = {"tinyshakespeare", scales[si], "satformer", "none", "none", NONE_L};
-        pick res = {"tinyshakespeare", scales[si], "resformer", "none", "none", NONE_L};
-        pick base = {"tinyshakespeare", scales[si], "none", "none", "none", NONE_L};
-        pstat sr = st_pair(c, &sat, PF(loss), &res, PF(loss), 0);
-        pstat rb = st_pair(c, &res, PF(loss), &base, PF(loss), 0);
-        if (!sr.n || !rb.n) continue;
-        any = 1;
-        seeds = sr.n;
-        ex = first(c, &sat);
-        char a[96], b[96], s1[96], s2[96], s3[96], line[400];
-        fmt_stat(s1, sizeof s1, st_values(c, &base, PF(loss)), 1, 4, "");
-        fmt_stat(s2, sizeof s2, st_values(c, &res, PF(loss)), 1, 4, "");
-        fmt_stat(s3, sizeof s3, st_values(c, &sat, PF(loss)), 1, 4, "");
-        snprintf(line, sizeof line, "%s%s: plain %s, ResFormer %s, SATFormer %s", r->ours[0] ? "; " : "", scales[si],
-                 s1, s2, s3);
-        app(r->ours, sizeof r->ours, line);
-        fmt_ci(a, sizeof a, sr, 1, 4, "");
-        fmt_ci(b, sizeof b, rb, 1, 4, "");
-        snprintf(line, sizeof line, "%s%s: SAT − Res %s; Res − plain %s", r->diff[0] ? "; " : "", scales[si], a, b);
-        app(r->diff, sizeof r->diff, line);
-        if (ci_side(sr, 0) > 0 || ci_side(rb, 0) > 0) no = 1;
-        if (!(ci_side(sr, 0) < 0 && ci_side(rb, 0) < 0)) all_yes = 0;
-    }
-    r->v = !any ? V_NONE : no ? V_NO : all_yes ? V_YES : V_INCONCLUSIVE;
-    snprintf(r->why, sizeof r->why,
-             "reproduced if both paired intervals (nats) lie below 0 at every scale, not reproduced if either lies "
-             "above 0 at any scale");
-    fmt_basis(r->basis, sizeof r->basis, ex, seeds);
-}
-
-/* Claims 10 and 11: a within-run difference of gate statistics over the SATFormer runs. */
-static void claim_gates(const pctx *c, paper_row *r, size_t fa, size_t fb, const char *paper, const char *what,
-                        const char *rule) {
-    pick sat = {"tinyshakespeare", c->scale, "satformer", "none", "none", NONE_L};
-    double d[NMAX], a[NMAX], b[NMAX], g[NMAX];
-    int n = 0;
-    for (int i = 0; i < c->n && n < NMAX; i++)
-        if (pk_match(&c->runs[i], &sat)) {
-            a[n] = pf(&c->runs[i], fa);
-            b[n] = pf(&c->runs[i], fb);
-            g[n] = c->runs[i].head_gini;
-            d[n] = a[n] - b[n];
-            n++;
-        }
-    pstat sd = st_of(d, n), sa = st_of(a, n), sb = st_of(b, n), sg = st_of(g, n);
-    snprintf(r->paper, sizeof r->paper, "%s", paper);
-    char s1[96], s2[96], s3[96];
-    fmt_stat(s1, sizeof s1, sa, 1, 4, "");
-    fmt_stat(s2, sizeof s2, sb, 1, 4, "");
-    fmt_stat(s3, sizeof s3, sg, 1, 3, "");
-    snprintf(r->ours, sizeof r->ours, "%s: %s vs %s; Gini of mean α over (block, head) %s", what, s1, s2, s3);
-    fmt_ci(s1, sizeof s1, sd, 1, 4, "");
-    snprintf(r->diff, sizeof r->diff, "difference: %s", s1);
-    int side = ci_side(sd, 0);
-    r->v = !sd.n ? V_NONE : side > 0 ? V_YES : side < 0 ? V_NO : V_INCONCLUSIVE;
-    snprintf(r->why, sizeof r->why, "%s", rule);
-    fmt_basis(r->basis, sizeof r->basis, first(c, &sat), sd.n);
-}
-
-static void claim10(const pctx *c, paper_row *r) {
-    claim_gates(c, r, PF(late_alpha), PF(early_alpha),
-                "most early/middle-layer heads put near-zero weight on V1; access concentrates in later-layer heads",
-                "mean α, later half of blocks vs earlier half",
-                "reproduced if the interval of (later − earlier mean α) over seeds lies above 0, not reproduced if "
-                "below; α from the traced probe tokens at the last evaluation");
-}
-
-static void claim11(const pctx *c, paper_row *r) {
-    claim_gates(c, r, PF(late_sem), PF(late_other),
-                "later-layer heads read V1 more for semantic tokens than for structural or functional ones",
-                "mean α in the later half of blocks, semantic vs structural/functional",
-                "reproduced if the interval of (semantic − mean of structural and functional) lies above 0, not "
-                "reproduced if below");
-}
-
-static void claim12(const pctx *c, paper_row *r) {
-    pick sat = {"tinyshakespeare", c->scale, "satformer", "none", "none", NONE_L};
-    pstat sz = st_values(c, &sat, PF(zero_dl));
-    pstat sm = st_values(c, &sat, PF(mean_dl));
-    snprintf(r->paper, sizeof r->paper, "setting the gates to zero, or to their mean, raises perplexity");
-    char s1[96], s2[96];
-    fmt_ci(s1, sizeof s1, sz, 1, 4, " nats");
-    fmt_ci(s2, sizeof s2, sm, 1, 4, " nats");
-    snprintf(r->ours, sizeof r->ours, "ΔL zero %s; ΔL mean %s", s1, s2);
-    snprintf(r->diff, sizeof r->diff, "zero %s; mean %s", s1, s2);
-    int a = ci_side(sz, 0), b = ci_side(sm, 0);
-    r->v = !sz.n || !sm.n ? V_NONE : (a > 0 && b > 0) ? V_YES : (a < 0 || b < 0) ? V_NO : V_INCONCLUSIVE;
-    snprintf(r->why, sizeof r->why,
-             "reproduced if both intervals of ΔL lie above 0, not reproduced if either lies below 0");
-    fmt_basis(r->basis, sizeof r->basis, first(c, &sat), sz.n);
-}
-
-static void claim13(const pctx *c, paper_row *r) {
-    pick sat = {"mqar", NULL, "satformer", "none", "none", NONE_L}, res = {"mqar", NULL, "resformer", "none", "none", NONE_L},
-         base = {"mqar", NULL, "none", "none", "none", NONE_L};
-    pstat sr = st_pair(c, &sat, PF(tok_acc), &res, PF(tok_acc), 0);
-    pstat sb = st_pair(c, &sat, PF(tok_acc), &base, PF(tok_acc), 0);
-    snprintf(r->paper, sizeof r->paper, "on recall-heavy tasks SATFormer scores highest");
-    char s1[96], s2[96], s3[96];
-    fmt_stat(s1, sizeof s1, st_values(c, &base, PF(tok_acc)), 100, 1, " %");
-    fmt_stat(s2, sizeof s2, st_values(c, &res, PF(tok_acc)), 100, 1, " %");
-    fmt_stat(s3, sizeof s3, st_values(c, &sat, PF(tok_acc)), 100, 1, " %");
-    snprintf(r->ours, sizeof r->ours, "MQAR accuracy: plain %s, ResFormer %s, SATFormer %s", s1, s2, s3);
-    fmt_ci(s1, sizeof s1, sr, 100, 1, " pp");
-    fmt_ci(s2, sizeof s2, sb, 100, 1, " pp");
-    snprintf(r->diff, sizeof r->diff, "SAT − Res %s; SAT − plain %s", s1, s2);
-    int a = ci_side(sr, 0), b = ci_side(sb, 0);
-    if (!sb.n) r->v = V_NONE;
-    else if (a < 0 || b < 0) r->v = V_NO;
-    else if (b > 0 && (a > 0 || !sr.n)) r->v = V_YES;
-    else r->v = V_INCONCLUSIVE;
-    snprintf(r->why, sizeof r->why,
-             "reproduced if SATFormer's paired accuracy gains over both lie above 0, not reproduced if either lies "
-             "below 0");
-    fmt_basis(r->basis, sizeof r->basis, first(c, &sat), sb.n);
-}
-
-static void claim14(const pctx *c, paper_row *r) {
-    bench_row b = bench_of(c, "base"), sat = bench_of(c, "satformer"), hy = bench_of(c, "hyper"),
-              mu = bench_of(c, "mudd");
-    snprintf(r->paper, sizeof r->paper, "SATFormer ≈ baseline throughput; Hyper-Connections / MUDDFormer 1.75× / "
-                                        "1.82× slower (+31 %% / +5 %% memory)");
-    char s1[96], s2[96], s3[96], m[160] = "";
-    fmt_ratio(s1, sizeof s1, sat);
-    fmt_ratio(s2, sizeof s2, hy);
-    fmt_ratio(s3, sizeof s3, mu);
-    if (!isnan(b.rss) && !isnan(sat.rss) && !isnan(hy.rss) && !isnan(mu.rss))
-        snprintf(m, sizeof m, "; peak RSS ÷ plain: SATFormer %.2f×, Hyper %.2f×, MUDD %.2f×", sat.rss / b.rss,
-                 hy.rss / b.rss, mu.rss / b.rss);
-    snprintf(r->ours, sizeof r->ours, "training step ÷ plain: SATFormer %s, Hyper %s, MUDD %s%s", s1, s2, s3, m);
-    snprintf(r->diff, sizeof r->diff, "step ratio, SATFormer %s", s1);
-    int have = !isnan(sat.ratio) && !isnan(hy.ratio) && !isnan(mu.ratio);
-    if (!have) r->v = V_NONE;
-    else if (sat.q1 > 1.05 || hy.q3 < sat.q1 || mu.q3 < sat.q1) r->v = V_NO;
-    else if (sat.q3 <= 1.05 && hy.q1 > sat.q3 && mu.q1 > sat.q3) r->v = V_YES;
-    else r->v = V_INCONCLUSIVE;
-    snprintf(r->why, sizeof r->why,
-             "the direction: reproduced if SATFormer's paired step ratio (interquartile range) lies below 1.05 and "
-             "both dense variants' ratios lie above SATFormer's; not reproduced if SATFormer's lies above 1.05 or a "
-             "dense variant is faster than SATFormer; the magnitudes are reported beside the paper's");
-    fmt_bench_basis(r->basis, sizeof r->basis, &sat);
-}
-
-/* ---- the report ---- */
-
-typedef void (*claim_fn)(const pctx *, paper_row *);
-static void claim1(const pctx *c, paper_row *r) {
-    claim_task(c, r, "copy", 0.549, 0.341, "no accuracy loss");
-}
-static void claim2(const pctx *c, paper_row *r) {
-    claim_task(c, r, "sort", 0.225, 0.730, "≈ 98.8 % accuracy");
-}
-
-static const struct {
-    int id;
-    const char *label;
-    claim_fn fn;
-} claims[] = {
-    {1, "1", claim1},   {2, "2", claim2},   {3, "3", claim3},   {3, "3 (paper scale)", claim3m},
-    {4, "4", claim4},   {5, "5", claim5},   {6, "6", claim6},   {7, "7", claim7},
-    {8, "8", claim8},   {9, "9", claim9},   {10, "10", claim10}, {11, "11", claim11},
-    {12, "12", claim12}, {13, "13", claim13}, {14, "14", claim14},
-};
 
 /* The sweep command of the plan line that lists claim id. */
 static void plan_command(const paper_plan *plan, int id, const char *results, char *out, size_t len) {
@@ -867,31 +331,207 @@ static int write_progress(FILE *f, gl_db *db, const paper_plan *plan, const char
     return rc;
 }
 
-static int write_rows(FILE *f, const pctx *c, const paper_plan *plan, const char *results, int *n_rows) {
-    fprintf(f, "| # | the paper says | ours | deciding difference [95 %% CI] | verdict | scale and budget |\n"
-               "| --- | --- | --- | --- | --- | --- |\n");
-    paper_row rows[sizeof claims / sizeof claims[0]];
-    for (size_t i = 0; i < sizeof claims / sizeof claims[0]; i++) {
-        paper_row *r = &rows[i];
-        memset(r, 0, sizeof *r);
-        r->id = claims[i].id;
-        claims[i].fn(c, r);
-        fprintf(f, "| %s | %s | %s | %s | %s | %s |\n", claims[i].label, r->paper, r->ours[0] ? r->ours : "—",
-                r->diff[0] ? r->diff : "—", r->v == V_NONE ? "not run" : verdict_name(r->v),
-                r->basis[0] ? r->basis : "—");
-        (*n_rows)++;
+
+/* ---- the report: claims as data (claims.h) over the run set (runset.h) ---- */
+
+static long run_tokens(const paper_run *r) { return r->steps * r->batch * r->seq_len; }
+
+static const char *pr_verdict_md(claims_verdict v) {
+    switch (v) {
+    case CV_YES: return "**reproduced**";
+    case CV_MAGNITUDE: return "**direction reproduced, magnitude differs**";
+    case CV_NO: return "**not reproduced**";
+    case CV_INCONCLUSIVE: return "*inconclusive*";
+    case CV_UNINFORMATIVE: return "*uninformative*";
+    case CV_DESCRIBED: return "described";
+    case CV_NOT_MEASURED: break;
     }
-    fprintf(f, "\n## Verdict rules and the commands behind each row\n\n");
-    for (size_t i = 0; i < sizeof claims / sizeof claims[0]; i++) {
-        char cmd[1400];
-        plan_command(plan, rows[i].id, results, cmd, sizeof cmd);
-        fprintf(f, "- **Claim %s** — %s. Verdict: %s. Runs: %s\n", claims[i].label, rows[i].why,
-                verdict_name(rows[i].v), cmd);
+    return "not measured";
+}
+
+/* What a quantity is, for the rule text. */
+static const struct {
+    const char *q, *what;
+} pr_quantities[] = {
+    {"value", "the mean over seeds (95 % t interval)"},
+    {"diff", "the paired difference, run − its partner of the same seed (95 % t interval over seeds)"},
+    {"rel", "the paired relative difference, run ÷ its partner of the same seed − 1 (95 % t interval over seeds)"},
+    {"within", "the within-run difference of the two metrics (95 % t interval over seeds)"},
+    {"vs_curve", "the paired relative difference against the partner's τ curve interpolated at the run's α (95 % t "
+                 "interval over seeds)"},
+    {"rho", "Spearman ρ, mean over seeds (95 % t interval; one seed: its bootstrap interval over windows)"},
+    {"bench_ratio", "the median per-round step ratio to plain (bracket: interquartile range over rounds — a "
+                    "dispersion, not a confidence interval)"},
+    {"bench_gap", "A's median step ratio − B's (bracket: A's quartiles against B's — a dispersion)"},
+    {"bench_rss", "the ratio of peak RSS (one process each: no interval)"},
+    {"bench_sparse", "the sparse-inference speed-up over dense (bracket: interquartile range over rounds)"},
+};
+
+static void pr_rule(const claims_row *r, char *out, size_t n) {
+    const char *what = r->quantity;
+    for (size_t k = 0; k < sizeof pr_quantities / sizeof pr_quantities[0]; k++)
+        if (!strcmp(pr_quantities[k].q, r->quantity)) what = pr_quantities[k].what;
+    if (!strcmp(r->expect, "none")) {
+        snprintf(out, n, "described, not judged: %s", what);
+        return;
+    }
+    int above = !strcmp(r->expect, "above");
+    char thr[48];
+    snprintf(thr, sizeof thr, "%+.*f%s%s", r->digits, r->threshold * r->scale, r->unit[0] ? " " : "", r->unit);
+    snprintf(out, n, "%s: reproduced if its interval lies wholly %s %s%s; not reproduced if wholly %s; otherwise "
+             "inconclusive", what, above ? "above" : "below", thr,
+             isnan(r->paper_value) ? "" : " and holds the paper's value (outside it: direction reproduced, magnitude "
+                                          "differs)",
+             above ? "below" : "above");
+    size_t l = strlen(out);
+    if (!isnan(r->ceiling) && l < n)
+        snprintf(out + l, n - l, "; uninformative if the reference's mean is at or above %g (the ceiling)", r->ceiling);
+    l = strlen(out);
+    if (!isnan(r->floor) && l < n)
+        snprintf(out + l, n - l, "; uninformative if every variant's mean is below %g (a trivial heuristic's level)",
+                 r->floor);
+}
+
+static void pr_paper_cell(const claims_row *r, char *out, size_t n) {
+    if (isnan(r->paper_value)) snprintf(out, n, "%s", r->paper);
+    else if (!strncmp(r->quantity, "bench_", 6))
+        snprintf(out, n, "%s (%.*f)", r->paper, r->digits, r->paper_value);
+    else
+        snprintf(out, n, "%s (%+.*f%s%s)", r->paper, r->digits, r->paper_value * r->scale, r->unit[0] ? " " : "",
+                 r->unit);
+}
+
+/* Markdown cells hold no '|' and no newline. */
+static void pr_cell(FILE *f, const char *s) {
+    fputc(' ', f);
+    for (; *s; s++) fputs(*s == '|' ? "\\|" : *s == '\n' ? " " : (char[2]){*s, 0}, f);
+    fputs(" |", f);
+}
+
+static void pr_ours(const claims_result *res, char *out, size_t n) {
+    out[0] = 0;
+    if (res->v == CV_NOT_MEASURED && !res->ne) {
+        snprintf(out, n, "%s", res->why[0] ? res->why : "not measured");
+        return;
+    }
+    for (int k = 0; k < res->ne; k++) {
+        size_t l = strlen(out);
+        snprintf(out + l, n - l, "%s%s%s%s", k ? "; " : "", res->e[k].label, res->e[k].label[0] ? ": " : "",
+                 res->e[k].ours);
+    }
+    size_t l = strlen(out);
+    if (res->why[0] && l < n) snprintf(out + l, n - l, " — %s", res->why); /* guards, unlike tokens, above-ideal */
+}
+
+static int pr_rows(FILE *f, const claims_file *cf, const claims_result *res, int *n_rows) {
+    fprintf(f, "## Claims\n\nEach claim's verdict combines its rows (context rows are shown, not counted): not "
+               "reproduced if any row is; otherwise not measured, uninformative or inconclusive if any row is; "
+               "otherwise direction reproduced, magnitude differs if any row is; otherwise reproduced.\n\n"
+               "| claim | verdict | rows |\n| --- | --- | --- |\n");
+    for (int i = 0; i < cf->n; i++) {
+        int seen = 0;
+        for (int j = 0; j < i; j++) seen |= !strcmp(cf->rows[j].claim, cf->rows[i].claim);
+        if (seen) continue;
+        char ids[256] = "";
+        for (int j = i; j < cf->n; j++)
+            if (!strcmp(cf->rows[j].claim, cf->rows[i].claim)) {
+                size_t l = strlen(ids);
+                snprintf(ids + l, sizeof ids - l, "%s%s%s", l ? ", " : "", cf->rows[j].id,
+                         cf->rows[j].context ? " (context)" : "");
+            }
+        fprintf(f, "| %s | %s | %s |\n", cf->rows[i].claim, pr_verdict_md(claims_combine(res, cf->n, cf->rows[i].claim)),
+                ids);
+    }
+    fprintf(f, "\n## Rows\n\n| row | claim | the paper says | ours [interval] | verdict | measured | scale and "
+               "budget |\n| --- | --- | --- | --- | --- | --- | --- |\n");
+    for (int i = 0; i < cf->n; i++) {
+        const claims_result *r = &res[i];
+        char paper[CLAIMS_TEXT + 64], ours[CLAIMS_ELEMS * CLAIMS_TEXT + 64];
+        pr_paper_cell(r->row, paper, sizeof paper);
+        pr_ours(r, ours, sizeof ours);
+        fprintf(f, "|");
+        pr_cell(f, r->row->id);
+        pr_cell(f, r->row->claim);
+        pr_cell(f, paper);
+        pr_cell(f, ours);
+        pr_cell(f, pr_verdict_md(r->v));
+        pr_cell(f, r->measured[0] ? r->measured : "—");
+        pr_cell(f, r->basis[0] ? r->basis : "—");
+        fprintf(f, "\n");
+        (*n_rows)++;
     }
     return ferror(f) ? -1 : 0;
 }
 
-static void write_runs(FILE *f, const pctx *c) {
+static void pr_provenance(FILE *f, const claims_file *cf, const claims_result *res, const paper_plan *plan,
+                          const char *results) {
+    fprintf(f, "\n## Verdict rules, notes and provenance of each row\n\n");
+    for (int i = 0; i < cf->n; i++) {
+        const claims_result *r = &res[i];
+        char rule[1024], cmd[1400];
+        pr_rule(r->row, rule, sizeof rule);
+        plan_command(plan, atoi(r->row->claim), results, cmd, sizeof cmd);
+        fprintf(f, "- **%s** (claim %s) — %s. Verdict: %s.", r->row->id, r->row->claim, rule, pr_verdict_md(r->v));
+        if (r->row->note[0]) fprintf(f, " Note: %s", r->row->note);
+        if (r->runs[0]) fprintf(f, " Runs: %s (trained at commit %s).", r->runs, r->commits);
+        if (strcmp(cmd, "—")) fprintf(f, " Made by: %s", cmd);
+        fprintf(f, "\n");
+    }
+}
+
+/* figures/paper_forest.tsv: one line per row element with a mean, in the row's
+ * display units, shifted so that the row's threshold is at 0. */
+static int pr_forest(const char *dir, const claims_result *res, int n, char *path, size_t plen, int *lines,
+                     char *err, size_t errlen) {
+    snprintf(path, plen, "%s/paper_forest.tsv", dir);
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
+        return -1;
+    }
+    fprintf(f, "index\trow\tmean\tlo\thi\tpaper\tverdict\n");
+    *lines = 0;
+    for (int i = 0; i < n; i++)
+        for (int k = 0; k < res[i].ne; k++) {
+            const claims_row *r = res[i].row;
+            const claims_elem *e = &res[i].e[k];
+            if (isnan(e->s.mean) || !strcmp(r->expect, "none")) continue;
+            double t = r->threshold, m = r->scale;
+            fprintf(f, "%d\t%s%s%s (%s%s)\t%.6g\t", *lines, r->id, e->label[0] ? " " : "", e->label,
+                    r->unit[0] ? r->unit : "units", e->interval == 1 ? "; bar: IQR" : "", (e->s.mean - t) * m);
+            if (isnan(e->s.lo)) fprintf(f, "nan\tnan\t");
+            else fprintf(f, "%.6g\t%.6g\t", (e->s.lo - t) * m, (e->s.hi - t) * m);
+            if (isnan(r->paper_value)) fprintf(f, "nan\t");
+            else fprintf(f, "%.6g\t", (r->paper_value - t) * m);
+            fprintf(f, "%s\n", claims_verdict_name(e->v));
+            (*lines)++;
+        }
+    int bad = ferror(f);
+    if (fclose(f) || bad) {
+        snprintf(err, errlen, "writing %s failed", path);
+        return -1;
+    }
+    return 0;
+}
+
+/* "# preregistered: <commit>" in the plan, into out ("" none). */
+static void pr_prereg(const char *plan_path, char *out, size_t n) {
+    out[0] = 0;
+    FILE *f = fopen(plan_path, "r");
+    if (!f) return;
+    char line[512];
+    while (fgets(line, sizeof line, f))
+        if (!strncmp(line, "# preregistered:", 16)) {
+            char *v = line + 16;
+            while (*v == ' ') v++;
+            v[strcspn(v, " \r\n")] = 0;
+            snprintf(out, n, "%s", v);
+            break;
+        }
+    fclose(f);
+}
+
+static void write_runs(FILE *f, const paper_run *runs, int nruns) {
     fprintf(f, "\n## Every run\n\nWhole-split validation loss (nats/token ± its standard error over batches of "
                "windows) with what it was measured on (split[first window, last window) scored tokens @ checkpoint "
                "step), the windows the gate ablations (ΔL) were measured on, the training tokens and the run's "
@@ -899,8 +539,8 @@ static void write_runs(FILE *f, const pctx *c) {
                "| run | data | scale | variant | λ | seed | val loss | ± se | measured on | ΔL measured on | "
                "train tokens | α | accuracy | train s |\n"
                "| --- | --- | --- | --- | ---: | ---: | ---: | ---: | --- | --- | ---: | ---: | ---: | ---: |\n");
-    for (int i = 0; i < c->n; i++) {
-        const paper_run *r = &c->runs[i];
+    for (int i = 0; i < nruns; i++) {
+        const paper_run *r = &runs[i];
         char lam[32] = "", acc[32] = "", al[32] = "", on[64], zon[64] = "";
         if (!isnan(r->t.lambda)) snprintf(lam, sizeof lam, "%g", r->t.lambda);
         if (!isnan(r->tok_acc)) snprintf(acc, sizeof acc, "%.4f", r->tok_acc);
@@ -919,16 +559,21 @@ static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *
 static const struct {
     const char *name, *caption;
 } fig_captions[] = {
+    {"paper_forest", "Every judged row: its deciding quantity minus the row's threshold (0: the threshold; each row in "
+                     "its own units, named in the label), with its interval, and the paper's value (cross) on the same "
+                     "shift."},
     {"paper_pareto", "Claims 3, 5–7: TLOps saved against whole-split validation loss over λ (mean ± sd over seeds), "
                      "the dense model at 0 %, and early exit at the τ matched to TSA's α at λ*."},
-    {"paper_alpha_heatmap", "Claim 10: SATFormer's mean gate α per block and KV head (block 0 has no gate), mean over "
-                            "seeds, from the traced probe tokens."},
+    {"paper_alpha_heatmap", "Claim 10: SATFormer's mean gate α per block and KV head (block 0 has no gate), one panel per "
+                            "seed side by side (head indices are arbitrary per seed, so they are never averaged), heads "
+                            "sorted by α within each block, colour scale from 0; traced probe tokens."},
     {"paper_category", "Claim 11: SATFormer's mean α per block on semantic, structural and functional tokens, mean ± sd "
                        "over seeds."},
     {"paper_ablation", "Claim 12: loss increase when every gate is zeroed or set to its mean (SATFormer), or ResFormer's "
                        "λ1 is zeroed; mean ± sd over seeds."},
-    {"paper_loss_time", "Claim 14: training loss against wall-clock time, mean ± sd over the seeds of each variant "
-                        "(timed on a shared machine)."},
+    {"paper_loss_time", "Claim 14: validation loss on the training-time evaluation windows (not the whole split: it is "
+                        "not recorded at every checkpoint) against training tokens and against time = step × the "
+                        "variant's step time from the bench stage (scale s, idle machine), mean ± sd over seeds."},
 };
 
 /* The seed-aggregated figures with captions, then links to the per-run figures
@@ -1026,44 +671,88 @@ int paper_report(gl_db *db, const char *preset, const char *plan_path, const cha
                  int *n_rows, char *err, size_t errlen) {
     paper_run *runs = NULL;
     int n = 0, rc = -1;
+    runset rs = {0};
+    claims_file cf = {0};
+    claims_result *res = NULL;
+    FILE *f = NULL;
     *n_rows = 0;
     paper_plan plan;
     /* a plan that is missing, a folder, empty or malformed is an error: a report of it would judge nothing */
     if (plan_read(plan_path, &plan, err, errlen)) return -1;
+    fileio_out out = {0};
     char mismatch[512] = "";
-    int mm = plan_mismatch(db, &plan, mismatch, sizeof mismatch, err, errlen);
-    if (mm < 0 || paper_collect(db, &runs, &n, err, errlen)) {
-        plan_free(&plan);
-        return -1;
+    const int mm = plan_mismatch(db, &plan, mismatch, sizeof mismatch, err, errlen);
+    if (mm < 0) goto done;
+    char claims_path[4200], path[4200], fig_err[1024] = "", prereg[64];
+    const char *slash = strrchr(plan_path, '/');
+    snprintf(claims_path, sizeof claims_path, "%.*sclaims.ini", slash ? (int)(slash - plan_path + 1) : 0, plan_path);
+    if (claims_load(claims_path, &cf, err, errlen)) goto done;
+    if (runset_load(db, NULL, &rs, err, errlen) || pc_view(db, &rs, &runs, &n, err, errlen)) goto done;
+    res = calloc((size_t)cf.n, sizeof *res);
+    if (!res) {
+        snprintf(err, errlen, "out of memory for %d claim rows", cf.n);
+        goto done;
     }
-    pctx c = {runs, n, NAN, "s", db};
-    /* the base scale: that of the Shakespeare SATFormer comparison, else of any Shakespeare run */
-    for (int i = 0; i < n; i++)
-        if (!strcmp(runs[i].t.data, "tinyshakespeare") && !strcmp(runs[i].value, "satformer")) c.scale = runs[i].t.scale;
-    if (!paper_lambda_star(runs, n, "tinyshakespeare", c.scale, 0.726, &c.lstar)) c.lstar = NAN;
-    char path[4200], fig_err[1024] = "";
+    for (int i = 0; i < cf.n; i++) claims_eval(&cf.rows[i], &rs, &res[i]);
+    char scale[32];
+    claims_base_scale(&rs, scale, sizeof scale);
+    if (!scale[0]) snprintf(scale, sizeof scale, "s");
     snprintf(path, sizeof path, "%s/figures", out_dir);
     if (report_mkdir_p(path, err, errlen)) goto done;
     paper_figs figs;
-    if (paper_figures(db, runs, n, c.scale, path, &figs, fig_err, sizeof fig_err))
+    paper_points pp = {0};
+    for (int i = 0; i < cf.n; i++) { /* the claims file's `pareto = saved|cost LABEL` rows */
+        const claims_row *r = &cf.rows[i];
+        if (!r->pareto[0] || isnan(r->paper_value)) continue;
+        const char *lab = strchr(r->pareto, ' ') + 1;
+        int k = 0;
+        while (k < pp.n && strcmp(pp.label[k], lab)) k++;
+        if (k == pp.n && pp.n < PAPER_POINTS_MAX) {
+            snprintf(pp.label[pp.n], sizeof pp.label[0], "%s", lab);
+            pp.saved[pp.n] = pp.rel[pp.n] = NAN;
+            pp.n++;
+        }
+        if (k < pp.n) *(r->pareto[0] == 's' ? &pp.saved[k] : &pp.rel[k]) = r->paper_value;
+    }
+    if (paper_figures(db, runs, n, scale, &pp, path, &figs, fig_err, sizeof fig_err))
+        fprintf(stderr, "gatelab paper report: %s (the report goes on without it)\n", fig_err);
+    char forest[4300];
+    int flines = 0;
+    if (pr_forest(path, res, cf.n, forest, sizeof forest, &flines, err, errlen)) goto done;
+    if (!flines) paper_fig_skip(&figs, "paper_forest", "no row has a deciding value yet");
+    else if (paper_fig_forest(forest, path, flines, &figs, fig_err, sizeof fig_err))
         fprintf(stderr, "gatelab paper report: %s (the report goes on without it)\n", fig_err);
     snprintf(path, sizeof path, "%s/REPORT.md", out_dir);
-    fileio_out out = {0};
     if (fileio_begin(&out, path, "report", err, errlen)) goto done;
-    FILE *f = out.f;
+    f = out.f;
     if (mm)
-        fprintf(f, "# gatelab reproduces the SATFormer and TSA papers — registry `%s` is not preset `%s`'s\n\n"
+        fprintf(f, "# %s — registry `%s` is not preset `%s`'s\n\n"
                    "**This registry does not hold the runs of preset `%s`**: %s. The claims below are judged on "
                    "whatever runs it holds; run `gatelab paper report` with the preset that trained them.\n\n",
-                db_path(db), preset, preset, mismatch);
+                cf.title[0] ? cf.title : "gatelab reproduction report", db_path(db), preset, preset, mismatch);
     else
-        fprintf(f, "# gatelab reproduces the SATFormer and TSA papers (preset `%s`)\n\n", preset);
-    fprintf(f, "Generated by `gatelab paper report %s --results %s` from the registry and traces of %d finished runs; "
-               "nothing in it is typed by hand. Loss is the mean cross-entropy over the **whole validation split** "
-               "(nats/token), never the few windows a training-time evaluation reads. Intervals are 95 %% Student t "
-               "intervals over seeds of the paired difference (same data, scale, budget and seed; only the variant "
-               "differs). A claim tested at a scale far below the paper's tests its *direction* only.\n\n",
-            preset, results, n);
+        fprintf(f, "# %s (preset `%s`)\n\n", cf.title[0] ? cf.title : "gatelab reproduction report", preset);
+    fprintf(f, "Generated by `gatelab paper report %s --results %s` from the registry and traces of %d finished runs "
+               "and the claims file `%s`; nothing in it is typed by hand. Loss is the mean cross-entropy over the "
+               "**whole validation split** (nats/token). Paired rows set a run against the run of the same data, "
+               "scale, budget and seed that differs only in the named axis; intervals are 95 %% Student t intervals "
+               "over seeds; every threshold is judged on the interval, never the mean; each row prints its minimum "
+               "detectable effect (MDE = (t_{0.975,n−1} + t_{0.8,n−1})·sd/√n) and says **underpowered** when the "
+               "paper's distance from the threshold is below it. Brackets from the bench are interquartile ranges "
+               "(dispersion), never confidence intervals. A claim tested at a scale far below the paper's tests its "
+               "*direction* only. Operating point: one policy for every TSA row whose claim names no λ (`lambda=@alpha`) — the "
+               "λ whose mean α over seeds (hard, skipping done, where measured) is nearest the paper's α for that claim; "
+               "each such row states λ* and the α it had. TSA quality is read with the skipping done (`hard.*`) where "
+               "it was measured; a row that fell back to the soft model says \"soft (hard not measured)\".\n\n",
+            preset, results, n, claims_path);
+    pr_prereg(plan_path, prereg, sizeof prereg);
+    if (prereg[0]) fprintf(f, "Pre-registration: the rules of this plan were committed at `%s` before its runs.\n\n", prereg);
+    else fprintf(f, "Pre-registration: none recorded (the plan has no `# preregistered: <commit>` line).\n\n");
+    if (cf.n_disclosures) {
+        fprintf(f, "## Disclosed changes of rule or method (made after results were seen)\n\n");
+        for (int i = 0; i < cf.n_disclosures; i++) fprintf(f, "%d. %s\n", i + 1, cf.disclosures[i]);
+        fprintf(f, "\n");
+    }
     double t0 = INFINITY, t1 = -INFINITY, train_s = 0, tokens = 0;
     for (int i = 0; i < n; i++) {
         if (runs[i].t0 < t0) t0 = runs[i].t0;
@@ -1076,16 +765,23 @@ int paper_report(gl_db *db, const char *preset, const char *plan_path, const cha
                    "wall-clock time with at least one run training (runs in parallel, sharing the machine; %.1f h "
                    "from the first training step to the last, pauses between sessions included).\n\n",
                 n, tokens / 1e6, train_s, busy_seconds(runs, n) / 3600.0, (t1 - t0) / 3600.0);
-    if (write_progress(f, db, &plan, preset, err, errlen)) {
-        fileio_abort(&out);
-        goto done;
-    }
-    if (write_rows(f, &c, &plan, results, n_rows) == 0) write_runs(f, &c);
+    if (write_progress(f, db, &plan, preset, err, errlen)) goto done;
+    if (pr_rows(f, &cf, res, n_rows)) goto write_fail;
+    pr_provenance(f, &cf, res, &plan, results);
+    write_runs(f, runs, n);
     write_figures(f, out_dir, &figs, fig_err);
+    f = NULL;
     if (fileio_commit(&out, "report", err, errlen)) goto done;
     rc = 0;
+    goto done;
+write_fail:
+    snprintf(err, errlen, "writing %s failed (disk full?)", path);
 done:
+    fileio_abort(&out); /* nothing when committed */
     plan_free(&plan);
+    free(res);
+    claims_free(&cf);
+    runset_free(&rs);
     free(runs);
     return rc;
 }

@@ -1,14 +1,13 @@
 /*
- * paper.h — the published claims of the SATFormer and TSA papers, each tested
- * against the runs of `make paper` and written as one row of a report
- * (REPORT.md) that sets the paper's number beside ours.
+ * paper.h — the reproduction report of the SATFormer and TSA papers
+ * (REPORT.md) and the per-run view the `paper post` stage and the paper
+ * figures read.
  *
- * Everything comes from the registry (results_db.h) and the plan that made the
- * runs (experiments/paper/PRESET.plan); nothing is typed by hand.  Each claim
- * is a function of the collected runs that fills a paper_row: the paper's
- * number, ours (mean ± sd over seeds, n), the difference that decides it with
- * a 95 % t-interval over seeds (paired by seed), the verdict by the rule
- * written beside it, and the scale and token budget it rests on.
+ * Everything comes from the registry through the run set (runset.h), the
+ * claims file experiments/paper/claims.ini (claims.h: one row per tested
+ * statement, judged by one evaluator) and the plan that made the runs
+ * (experiments/paper/PRESET.plan); nothing is typed by hand.  docs/report.md
+ * describes the claims file, the verdicts and the rules.
  */
 #ifndef GATELAB_ANALYSIS_PAPER_H
 #define GATELAB_ANALYSIS_PAPER_H
@@ -37,6 +36,7 @@ typedef struct {
     double late_alpha, early_alpha;     /* SATFormer: mean α of the later / earlier half of blocks ≥ 1 */
     double late_sem, late_other;        /* mean α of later-half blocks on semantic / other tokens */
     double head_gini;        /* Gini of per-(block, head) mean α: 0 even, 1 all on one head */
+    unsigned long long depth_key; /* runset_partner_key(run, "depth_routing"): equal = partners along depth_routing */
 } paper_run;
 
 /* The FINISHED runs of the plan (experiments paper-GROUP) with the fields above.
@@ -44,8 +44,9 @@ typedef struct {
 int paper_collect(gl_db *db, paper_run **runs, int *n, char *err, size_t errlen);
 
 /* The partner of like that differs from it only in depth_routing (depth:
- * "none", "tsa", "early_exit"): the same data, scale, value residual, cross
- * layer, seed, steps, batch and window; NULL when there is none.  The first
+ * "none", "tsa", "early_exit"), by the run set's one partner rule
+ * (runset_partner: the same config but for the seed's bookkeeping and the
+ * routing's own keys, the same seed); NULL when there is none.  The first
  * such run when several (TSA at several λ). */
 const paper_run *paper_depth_partner(const paper_run *runs, int n, const paper_run *like, const char *depth);
 

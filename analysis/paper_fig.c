@@ -23,24 +23,21 @@
 #include "figures.h"
 #include "store/categories.h"
 #include "store/metric.h"
+#include "stats.h"
 
+/* The values of one cell over seeds; mean and sd come from the kernel (stats.h). */
+#define ACC_MAX 64
 typedef struct {
-    double sum, sq;
+    double v[ACC_MAX];
     int n;
 } acc;
 
 static void acc_add(acc *a, double v) {
-    if (isnan(v)) return;
-    a->sum += v;
-    a->sq += v * v;
-    a->n++;
+    if (isnan(v) || a->n >= ACC_MAX) return;
+    a->v[a->n++] = v;
 }
-static double acc_mean(const acc *a) { return a->n ? a->sum / a->n : NAN; }
-static double acc_sd(const acc *a) {
-    if (a->n < 2) return NAN;
-    double m = a->sum / a->n, v = (a->sq - a->n * m * m) / (a->n - 1);
-    return v > 0 ? sqrt(v) : 0.0;
-}
+static double acc_mean(const acc *a) { return st_describe(a->v, a->n, 0.95).mean; }
+static double acc_sd(const acc *a) { return st_describe(a->v, a->n, 0.95).sd; }
 
 static void pf_num(FILE *f, double v) {
     if (isnan(v)) fprintf(f, "\tnan");
@@ -75,9 +72,69 @@ static void pf_skip(paper_figs *s, const char *name, const char *why) {
         snprintf(s->skipped[s->n_skipped++], sizeof s->skipped[0], "%s: %s", name, why);
 }
 
+/* The blocks the Pareto adds when they were measured: TSA with the skipping
+ * done (val/hard.*) per λ, early exit's τ frontier (ablation exit.tau<τ>.*)
+ * and post-hoc early exit on the dense model (ablation posthoc.tau<τ>.*),
+ * each the mean ± sd over seeds; a block nobody measured is left out. */
+static int pf_pareto_extra(gl_db *db, const paper_run *r, int n, const char *scale, FILE *f, char *err, size_t errlen) {
+    static const double taus[] = {0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95};
+    double lam[32];
+    int nl = 0;
+    for (int i = 0; i < n && nl < 32; i++) {
+        if (!pf_is(&r[i], "tinyshakespeare", scale, NULL, "tsa", NULL)) continue;
+        int dup = 0;
+        for (int j = 0; j < nl; j++) dup |= fabs(lam[j] - r[i].t.lambda) < 1e-12;
+        if (!dup) lam[nl++] = r[i].t.lambda;
+    }
+    int started = 0;
+    for (int k = 0; k < nl; k++) {
+        acc sv = {0}, ls = {0};
+        for (int i = 0; i < n; i++) {
+            if (!pf_is(&r[i], "tinyshakespeare", scale, NULL, "tsa", NULL) || fabs(r[i].t.lambda - lam[k]) > 1e-12) continue;
+            double a = NAN, b = NAN;
+            if (db_metric_last(db, r[i].t.run_id, "val", "hard.tlops_saved", &a, NULL, err, errlen) < 0 ||
+                db_metric_last(db, r[i].t.run_id, "val", "hard.loss", &b, NULL, err, errlen) < 0)
+                return -1;
+            if (!isnan(a) && !isnan(b)) acc_add(&sv, 100 * a), acc_add(&ls, b);
+        }
+        if (!ls.n) continue;
+        if (!started++) fprintf(f, "\n\nTSA, skipping done (hard)\tsaved\tsaved_sd\tloss\tloss_sd\n");
+        fprintf(f, "λ=%g", lam[k]);
+        pf_num(f, acc_mean(&sv)), pf_num(f, acc_sd(&sv)), pf_num(f, acc_mean(&ls)), pf_num(f, acc_sd(&ls));
+        fprintf(f, "\n");
+    }
+    const struct {
+        const char *title, *depth, *mode;
+    } curves[] = {{"early exit, τ frontier", "early_exit", "exit"}, {"post-hoc exit on the dense model", "none", "posthoc"}};
+    for (size_t c = 0; c < sizeof curves / sizeof curves[0]; c++) {
+        started = 0;
+        for (size_t t = 0; t < sizeof taus / sizeof taus[0]; t++) {
+            acc sv = {0}, ls = {0};
+            for (int i = 0; i < n; i++) {
+                if (!pf_is(&r[i], "tinyshakespeare", scale, c ? "none" : NULL, curves[c].depth, c ? "none" : NULL))
+                    continue;
+                char nl_[METRIC_NAME_MAX], ns_[METRIC_NAME_MAX];
+                snprintf(nl_, sizeof nl_, "%s.tau%.3f.loss", curves[c].mode, taus[t]);
+                snprintf(ns_, sizeof ns_, "%s.tau%.3f.tlops_saved", curves[c].mode, taus[t]);
+                double a = NAN, b = NAN;
+                if (db_metric_last(db, r[i].t.run_id, "ablation", ns_, &a, NULL, err, errlen) < 0 ||
+                    db_metric_last(db, r[i].t.run_id, "ablation", nl_, &b, NULL, err, errlen) < 0)
+                    return -1;
+                if (!isnan(a) && !isnan(b)) acc_add(&sv, 100 * a), acc_add(&ls, b);
+            }
+            if (!ls.n) continue;
+            if (!started++) fprintf(f, "\n\n%s\tsaved\tsaved_sd\tloss\tloss_sd\n", curves[c].title);
+            if (t == 0 || t + 1 == sizeof taus / sizeof taus[0]) fprintf(f, "τ=%.2f", taus[t]);
+            pf_num(f, acc_mean(&sv)), pf_num(f, acc_sd(&sv)), pf_num(f, acc_mean(&ls)), pf_num(f, acc_sd(&ls));
+            fprintf(f, "\n");
+        }
+    }
+    return 0;
+}
+
 /* λ Pareto: TSA per λ, dense at 0 %, early exit at the matched τ. */
-static int fig_pareto(const paper_run *r, int n, const char *scale, const char *dir, paper_figs *s, char *err,
-                      size_t errlen) {
+static int fig_pareto(gl_db *db, const paper_run *r, int n, const char *scale, const paper_points *pp, const char *dir,
+                      paper_figs *s, char *err, size_t errlen) {
     double lam[32];
     int nl = 0;
     for (int i = 0; i < n && nl < 32; i++) {
@@ -123,6 +180,16 @@ static int fig_pareto(const paper_run *r, int n, const char *scale, const char *
         pf_num(f, acc_mean(&esv)), pf_num(f, acc_sd(&esv)), pf_num(f, acc_mean(&els)), pf_num(f, acc_sd(&els));
         fprintf(f, "\n");
     }
+    for (int k = 0; pp && k < pp->n; k++) /* the paper's points, placed on our dense loss */
+        if (!isnan(pp->saved[k]) && !isnan(pp->rel[k]) && ls.n) {
+            fprintf(f, "\n\npaper: %s (loss = our dense × (1 + its relative cost))\tsaved\tsaved_sd\tloss\tloss_sd\n",
+                    pp->label[k]);
+            fprintf(f, "%s\t%.6g\t0\t%.6g\t0\n", pp->label[k], 100 * pp->saved[k], acc_mean(&ls) * (1 + pp->rel[k]));
+        }
+    if (pf_pareto_extra(db, r, n, scale, f, err, errlen)) {
+        fclose(f);
+        return -1;
+    }
     if (fclose(f)) {
         snprintf(err, errlen, "writing %s failed", path);
         return -1;
@@ -131,58 +198,76 @@ static int fig_pareto(const paper_run *r, int n, const char *scale, const char *
                    "title='Tiny Shakespeare: TLOps saved vs whole-split loss, mean ± sd over seeds'", err, errlen);
 }
 
-/* The SATFormer gate map, block × KV head, averaged over seeds. */
+static int pf_cmp_dbl(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return isnan(x) - isnan(y) ? isnan(x) - isnan(y) : (x > y) - (x < y);
+}
+
+/* The SATFormer gate map, block × KV head, one panel per seed side by side
+ * (head indices are arbitrary per seed, so they are never averaged across
+ * seeds): within each block the heads are sorted by mean α, rank 0 the
+ * smallest; the colour scale starts at 0 (the "near zero" claim). */
 static int fig_heatmap(gl_db *db, const paper_run *r, int n, const char *scale, const char *dir, paper_figs *s,
                        char *err, size_t errlen) {
-    enum { MAXL = 64, MAXH = 64 };
-    static acc cell[MAXL][MAXH];
-    memset(cell, 0, sizeof cell);
-    int L = 0, H = 0, runs = 0;
-    for (int i = 0; i < n; i++) {
+    enum { MAXL = 64, MAXH = 64, MAXS = 8 };
+    static double cell[MAXS][MAXL][MAXH];
+    char seeds[MAXS][32];
+    int L = 0, H = 0, ns = 0;
+    for (int i = 0; i < n && ns < MAXS; i++) {
         if (!pf_is(&r[i], "tinyshakespeare", scale, "satformer", "none", "none")) continue;
         char v[32] = "";
         if (db_param_get(db, r[i].t.run_id, "model.n_layer", v, sizeof v, err, errlen) < 0) return -1;
         int l = atoi(v);
         if (db_param_get(db, r[i].t.run_id, "model.n_kv_head", v, sizeof v, err, errlen) < 0) return -1;
         int h = atoi(v);
-        if (l > MAXL || h > MAXH) continue;
-        L = l, H = h, runs++;
-        for (int b = 1; b < l; b++)
+        if (l > MAXL || h > MAXH || l < 2 || (ns && (l != L || h != H))) continue;
+        L = l, H = h;
+        int have = 0;
+        for (int b = 1; b < l; b++) {
             for (int k = 0; k < h; k++) {
                 char name[METRIC_NAME_MAX];
                 double a = NAN;
                 metric_stat(name, sizeof name, "alpha_mean", b, k, METRIC_NONE);
                 if (db_metric_last(db, r[i].t.run_id, "analysis", name, &a, NULL, err, errlen) < 0) return -1;
-                acc_add(&cell[b][k], a);
+                cell[ns][b][k] = a;
+                have += !isnan(a);
             }
+            qsort(cell[ns][b], (size_t)h, sizeof cell[ns][b][0], pf_cmp_dbl); /* sorted within the block */
+        }
+        if (!have) continue;
+        snprintf(seeds[ns], sizeof seeds[ns], "%s", r[i].t.seed);
+        ns++;
     }
-    if (!runs || L < 2) {
+    if (!ns) {
         pf_skip(s, "paper_alpha_heatmap", "no analysed SATFormer runs on Tiny Shakespeare");
         return 0;
     }
     char path[4200];
     FILE *f = pf_open(dir, "paper_alpha_heatmap", path, sizeof path, err, errlen);
     if (!f) return -1;
-    fprintf(f, "block\tkv_head\tmean_alpha\n");
-    double lo = INFINITY, hi = -INFINITY;
-    for (int b = 1; b < L; b++)
-        for (int k = 0; k < H; k++) {
-            double m = acc_mean(&cell[b][k]);
-            fprintf(f, "%d\t%d", b, k);
-            pf_num(f, m);
-            fprintf(f, "\n");
-            if (!isnan(m)) lo = fmin(lo, m), hi = fmax(hi, m);
-        }
-    if (!(hi > lo)) lo = isfinite(lo) ? lo - 0.5 : 0, hi = isfinite(hi) ? hi + 0.5 : 1; /* a range around a constant */
+    fprintf(f, "block\tseed_rank\tmean_alpha\n"); /* seed_rank = seed index · (H + 1) + rank within the block */
+    double hi = 0;
+    for (int q = 0; q < ns; q++)
+        for (int b = 1; b < L; b++)
+            for (int k = 0; k < H; k++) {
+                double m = cell[q][b][k];
+                fprintf(f, "%d\t%d", b, q * (H + 1) + k);
+                pf_num(f, m);
+                fprintf(f, "\n");
+                if (!isnan(m)) hi = fmax(hi, m);
+            }
+    if (!(hi > 0)) hi = 1;
     if (fclose(f)) {
         snprintf(err, errlen, "writing %s failed", path);
         return -1;
     }
-    char vars[256];
+    char vars[512], list[160] = "";
+    for (int q = 0; q < ns; q++)
+        snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", q ? ", " : "", seeds[q]);
     snprintf(vars, sizeof vars,
-             "title='SATFormer mean gate α per block and KV head, mean of %d seeds'; cblabel='mean α'; cbmin=%.9g; "
-             "cbmax=%.9g",
-             runs, lo, hi);
+             "title='SATFormer mean gate α per block; seeds %s left to right, heads sorted by α within each block'; "
+             "cblabel='mean α'; xlab='KV heads sorted within the block, one panel per seed'; cbmin=0; cbmax=%.9g",
+             list, hi);
     return pf_draw(s, "heatmap.gp", path, dir, "paper_alpha_heatmap", vars, err, errlen);
 }
 
@@ -266,7 +351,7 @@ static int fig_ablation(const paper_run *r, int n, const char *scale, const char
 
 typedef struct {
     long step;
-    double t, loss;
+    double t, loss, tokens; /* t: seconds at the bench's step time (NaN: not benched) */
 } pf_pt;
 
 static int pf_pt_cmp(const void *a, const void *b) {
@@ -277,7 +362,7 @@ static int pf_pt_cmp(const void *a, const void *b) {
 /* Every seed's training loss of the runs matching (value, cross): points by
  * step with seconds since each run's first step.  *out malloc'd; *seeds the runs. */
 static int pf_loss_points(gl_db *db, const paper_run *r, int n, const char *scale, const char *value, const char *cross,
-                          pf_pt **out, int *np, int *seeds, char *err, size_t errlen) {
+                          double step_s, pf_pt **out, int *np, int *seeds, char *err, size_t errlen) {
     pf_pt *all = NULL;
     int k = 0, cap = 0;
     *seeds = 0;
@@ -285,7 +370,7 @@ static int pf_loss_points(gl_db *db, const paper_run *r, int n, const char *scal
         if (!pf_is(&r[i], "tinyshakespeare", scale, value, "none", cross)) continue;
         gl_metric_point *pts = NULL;
         int m = 0;
-        if (db_metric_series(db, r[i].t.run_id, "train", "loss", &pts, &m, err, errlen)) {
+        if (db_metric_series(db, r[i].t.run_id, "val", "loss", &pts, &m, err, errlen)) {
             free(all);
             return -1;
         }
@@ -302,7 +387,9 @@ static int pf_loss_points(gl_db *db, const paper_run *r, int n, const char *scal
                 all = q;
             }
             for (int j = 0; j < m; j++)
-                if (!isnan(pts[j].value)) all[k++] = (pf_pt){pts[j].step, pts[j].wall_time - pts[0].wall_time, pts[j].value};
+                if (!isnan(pts[j].value)) /* time: the bench's idle-machine step time, never this run's shared-machine clock */
+                    all[k++] = (pf_pt){pts[j].step, pts[j].step * step_s, pts[j].value,
+                                       (double)pts[j].step * r[i].batch * r[i].seq_len};
             (*seeds)++;
         }
         free(pts);
@@ -318,28 +405,41 @@ static int pf_loss_points(gl_db *db, const paper_run *r, int n, const char *scal
 static int fig_loss_time(gl_db *db, const paper_run *r, int n, const char *scale, const char *dir, paper_figs *s,
                          char *err, size_t errlen) {
     const struct {
-        const char *title, *value, *cross;
-    } v[] = {{"plain", "none", "none"}, {"ResFormer", "resformer", "none"}, {"SATFormer", "satformer", "none"},
-             {"Hyper-Connections", "none", "hyper"}, {"MUDDFormer", "none", "mudd"}, {"DenseFormer", "none", "denseformer"}};
+        const char *title, *value, *cross, *bench;
+    } v[] = {{"plain", "none", "none", "base"},          {"ResFormer", "resformer", "none", "resformer"},
+             {"SATFormer", "satformer", "none", "satformer"}, {"Hyper-Connections", "none", "hyper", "hyper"},
+             {"MUDDFormer", "none", "mudd", "mudd"},       {"DenseFormer", "none", "denseformer", NULL}};
     char path[4200];
     FILE *f = NULL;
-    int curves = 0, most = 0, fewest = 0;
+    int curves = 0, most = 0, fewest = 0, timed = 0;
     for (size_t k = 0; k < sizeof v / sizeof v[0]; k++) {
         pf_pt *pts = NULL;
         int np = 0, seeds = 0;
-        if (pf_loss_points(db, r, n, scale, v[k].value, v[k].cross, &pts, &np, &seeds, err, errlen)) goto fail;
+        double step_s = NAN;
+        if (v[k].bench) { /* the bench stage's step time of this variant (scale s, one idle process) */
+            char id[96];
+            snprintf(id, sizeof id, "cost-paper-s-%s", v[k].bench);
+            if (db_metric_last(db, id, "bench", "step_ms", &step_s, NULL, err, errlen) < 0) return -1;
+            step_s /= 1000;
+        }
+        if (pf_loss_points(db, r, n, scale, v[k].value, v[k].cross, step_s, &pts, &np, &seeds, err, errlen)) goto fail;
         if (np > 1) {
             if (!f && !(f = pf_open(dir, "paper_loss_time", path, sizeof path, err, errlen))) {
                 free(pts);
                 return -1;
             }
-            fprintf(f, "%s%s (%d seed%s)\tloss\tsd\tseeds\n", curves ? "\n\n" : "", v[k].title, seeds, seeds == 1 ? "" : "s");
+            fprintf(f, "%s%s (%d seed%s)\ttokens\tloss\tsd\tseeds\tbench_s\n", curves ? "\n\n" : "", v[k].title, seeds,
+                    seeds == 1 ? "" : "s");
             for (int a = 0; a < np;) {
                 int b = a;
-                acc t = {0}, l = {0};
-                for (; b < np && pts[b].step == pts[a].step; b++) acc_add(&t, pts[b].t), acc_add(&l, pts[b].loss);
+                acc l = {0};
+                for (; b < np && pts[b].step == pts[a].step; b++) acc_add(&l, pts[b].loss);
                 double sd = acc_sd(&l);
-                fprintf(f, "%.3f\t%.6g\t%.6g\t%d\n", acc_mean(&t), acc_mean(&l), isnan(sd) ? 0.0 : sd, l.n);
+                fprintf(f, "%ld\t%.0f\t%.6g\t%.6g\t%d", pts[a].step, pts[a].tokens, acc_mean(&l), isnan(sd) ? 0.0 : sd,
+                        l.n);
+                pf_num(f, pts[a].t);
+                fprintf(f, "\n");
+                timed |= !isnan(pts[a].t);
                 a = b;
             }
             if (seeds > most) most = seeds;
@@ -356,23 +456,31 @@ static int fig_loss_time(gl_db *db, const paper_run *r, int n, const char *scale
         snprintf(err, errlen, "writing %s failed", path);
         return -1;
     }
-    char vars[256];
-    if (most > 1)
-        snprintf(vars, sizeof vars, "title='Training loss against wall-clock time, mean ± sd over %s%d seeds (shared machine)'",
-                 fewest < most ? "up to " : "", most);
-    else snprintf(vars, sizeof vars, "title='Training loss against wall-clock time, one seed (shared machine)'");
+    char vars[400];
+    snprintf(vars, sizeof vars, "title='Validation loss (evaluation windows) by training tokens and by time at the bench "
+             "step time, mean ± sd over %s%d seed%s'; timed=%d; fig_w=%g", fewest < most ? "up to " : "", most,
+             most == 1 ? "" : "s", timed, timed ? 9.0 : 5.5);
     return pf_draw(s, "paper_loss_time.gp", path, dir, "paper_loss_time", vars, err, errlen);
 fail:
     if (f) fclose(f);
     return -1;
 }
 
-int paper_figures(gl_db *db, const paper_run *runs, int n, const char *scale, const char *dir, paper_figs *s,
-                  char *err, size_t errlen) {
+int paper_figures(gl_db *db, const paper_run *runs, int n, const char *scale, const paper_points *pp, const char *dir,
+                  paper_figs *s, char *err, size_t errlen) {
     memset(s, 0, sizeof *s);
-    if (fig_pareto(runs, n, scale, dir, s, err, errlen) || fig_heatmap(db, runs, n, scale, dir, s, err, errlen) ||
+    if (fig_pareto(db, runs, n, scale, pp, dir, s, err, errlen) || fig_heatmap(db, runs, n, scale, dir, s, err, errlen) ||
         fig_category(db, runs, n, scale, dir, s, err, errlen) || fig_ablation(runs, n, scale, dir, s, err, errlen) ||
         fig_loss_time(db, runs, n, scale, dir, s, err, errlen))
         return -1;
     return 0;
+}
+
+void paper_fig_skip(paper_figs *s, const char *name, const char *why) { pf_skip(s, name, why); }
+
+int paper_fig_forest(const char *tsv, const char *dir, int rows, paper_figs *s, char *err, size_t errlen) {
+    char vars[256];
+    snprintf(vars, sizeof vars, "fig_w=7.5; fig_h=%g; title='Every judged row: deciding quantity − its threshold, "
+             "95 %% interval, paper (x)'", 1.2 + 0.22 * rows);
+    return pf_draw(s, "paper_forest.gp", tsv, dir, "paper_forest", vars, err, errlen);
 }

@@ -19,10 +19,27 @@ typedef struct {
     char skipped[PAPER_FIGS_MAX][160]; /* "name: why" */
 } paper_figs;
 
+/* The paper's own points for the Pareto figure (from the claims file's
+ * `pareto` keys): share saved (0..1) and loss ÷ dense − 1, drawn at our dense
+ * loss × (1 + rel).  NaN: not given. */
+#define PAPER_POINTS_MAX 8
+typedef struct {
+    int n;
+    char label[PAPER_POINTS_MAX][64];
+    double saved[PAPER_POINTS_MAX], rel[PAPER_POINTS_MAX];
+} paper_points;
+
 /* Draw every figure that has data into dir (which must exist), for the
  * Tiny Shakespeare runs at the given scale.  Returns 0, or -1 with a message
  * (a gnuplot or file failure; missing data is a skip, not a failure). */
-int paper_figures(gl_db *db, const paper_run *runs, int n, const char *scale, const char *dir, paper_figs *s,
-                  char *err, size_t errlen);
+int paper_figures(gl_db *db, const paper_run *runs, int n, const char *scale, const paper_points *pp, const char *dir,
+                  paper_figs *s, char *err, size_t errlen);
+
+/* Draw dir/paper_forest from the TSV tsv (paper.c writes it: index, row, mean,
+ * lo, hi, paper, verdict; rows lines), sized to its rows.  Returns 0 or -1. */
+int paper_fig_forest(const char *tsv, const char *dir, int rows, paper_figs *s, char *err, size_t errlen);
+
+/* Record that figure name was not drawn, and why. */
+void paper_fig_skip(paper_figs *s, const char *name, const char *why);
 
 #endif

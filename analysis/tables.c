@@ -23,6 +23,8 @@
 #include "store/fileio.h"
 #include "store/metric.h"
 #include "ablate.h"
+#include "runset.h"
+#include "stats.h"
 #include "report.h"
 
 /* ---- one run ---- */
@@ -72,6 +74,21 @@ static void tb_val(gl_db *db, tables_run *t, int *fail, char *err, size_t errlen
     t->val_step = v.step;
     t->val_prov = v.prov;
     for (int k = 0; k < 6; k++) *dst[k] = tb_on(db, t->run_id, t->headline ? names[k] : q[k], &v, fail, err, errlen);
+}
+
+/* FNV-1a 64 of the run's group key (runset.h's one rule); a run without a
+ * stored config hashes its run id (a group of its own). */
+static unsigned long long tb_group(gl_db *db, const char *run_id, int *fail, char *err, size_t errlen) {
+    char *ini = NULL;
+    int rc = db_run_config(db, run_id, &ini, NULL, err, errlen);
+    if (rc < 0) *fail = 1;
+    char *key = rc == 1 && ini ? runset_group_key(ini) : NULL;
+    const char *s = key ? key : run_id;
+    unsigned long long h = 1469598103934665603ull;
+    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    free(key);
+    free(ini);
+    return h;
 }
 
 int tables_collect(gl_db *db, const char *experiment, tables_run **runs_out, int *n_out, char *err, size_t errlen) {
@@ -134,6 +151,7 @@ int tables_collect(gl_db *db, const char *experiment, tables_run **runs_out, int
         }
         if (isnan(t->knob)) t->knob_sym = t->routing = NULL;
         tb_val(db, t, &fail, err, errlen);
+        t->group = tb_group(db, id, &fail, err, errlen);
         t->bench_tps = tb_last(db, id, "bench", "train_tokens_per_s", &fail, err, errlen);
         t->bench_rss = tb_last(db, id, "bench", "peak_rss_mib", &fail, err, errlen);
         /* throughput: skip the first log row (start-up) when there are others */
@@ -157,25 +175,13 @@ int tables_collect(gl_db *db, const char *experiment, tables_run **runs_out, int
     return 0;
 }
 
-double tables_t95(int df) {
-    static const double t[] = {0,     12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
-                               2.201, 2.179,  2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086};
-    if (df < 1) return NAN;
-    if (df <= 20) return t[df];
-    return df <= 30 ? 2.042 : df <= 60 ? 2.000 : 1.960;
-}
+double tables_t95(int df) { return st_t95(df); }
 
 void tables_mean_std(const double *x, int n, double *mean, double *std, int *k) {
-    double s = 0;
-    int c = 0;
-    for (int i = 0; i < n; i++)
-        if (!isnan(x[i])) s += x[i], c++;
-    *k = c;
-    *mean = c ? s / c : NAN;
-    double q = 0;
-    for (int i = 0; i < n; i++)
-        if (!isnan(x[i])) q += (x[i] - *mean) * (x[i] - *mean);
-    *std = c > 1 ? sqrt(q / (c - 1)) : NAN;
+    st_summary s = st_describe(x, n, 0.95);
+    *k = s.n;
+    *mean = s.mean;
+    *std = s.sd;
 }
 
 /* ---- a table: cells in two renderings ---- */
@@ -381,6 +387,7 @@ static int tb_cmp(const void *a, const void *b) {
     xn = isnan(x->knob), yn = isnan(y->knob);
     if (xn != yn) return xn - yn;
     if (!xn && x->knob != y->knob) return x->knob < y->knob ? -1 : 1;
+    if (x->group != y->group) return x->group < y->group ? -1 : 1;
     if ((c = strcmp(x->seed, y->seed))) return c;
     return strcmp(x->run_id, y->run_id);
 }
@@ -389,12 +396,9 @@ void tables_sort(tables_run *runs, int n) {
     if (n > 1) qsort(runs, (size_t)n, sizeof *runs, tb_cmp);
 }
 
-/* 1 when two (sorted) runs belong to the same group. */
-static int tb_same(const tables_run *x, const tables_run *y) {
-    int ln = isnan(x->lambda) && isnan(y->lambda);
-    return !strcmp(x->data, y->data) && !strcmp(x->scale, y->scale) && !strcmp(x->variant, y->variant) &&
-           (ln || x->lambda == y->lambda);
-}
+/* 1 when two (sorted) runs belong to the same group: the run set's one rule
+ * (runset_group_key: the config less the seed and run bookkeeping). */
+static int tb_same(const tables_run *x, const tables_run *y) { return x->group == y->group; }
 
 typedef enum { TB_LOSS, TB_LAMBDA, TB_ACC, TB_TPS } tb_kind;
 
@@ -477,15 +481,14 @@ static void tb_vs_baseline(tb_cell *c, const tables_run *const *g, int k, const 
             break;
         }
     char text[128];
-    double m, sd;
-    int kk;
-    tables_mean_std(d, nd, &m, &sd, &kk);
+    st_summary ds = st_describe(d, nd, 0.95);
+    const double m = ds.mean;
+    const int kk = ds.n;
     if (!seen) snprintf(text, sizeof text, "– (no baseline run)");
     else if (!nd) snprintf(text, sizeof text, other ? "not matched: other tokens or no headline" : "–");
     else if (kk == 1) snprintf(text, sizeof text, "%+.4f (1 seed)", m);
     else {
-        const double h = tables_t95(kk - 1) * sd / sqrt((double)kk);
-        snprintf(text, sizeof text, "%+.4f [%+.4f, %+.4f]", m, m - h, m + h);
+        snprintf(text, sizeof text, "%+.4f [%+.4f, %+.4f]", m, ds.lo, ds.hi);
     }
     tb_text(c, text);
 }

@@ -46,6 +46,7 @@ typedef struct {
     long val_step;      /* the checkpoint step of the val numbers (-1: none) */
     gl_prov val_prov;   /* what the val numbers were measured on */
     double bench_tps, bench_rss; /* `make bench` cost runs: bench/train_tokens_per_s, bench/peak_rss_mib */
+    unsigned long long group;    /* hash of runset_group_key (analysis/runset.h): equal = same run but for the seed */
 } tables_run;
 
 /* The FINISHED runs of experiment (NULL: all) with their parameters and final

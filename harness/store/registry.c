@@ -822,6 +822,28 @@ int db_run_times(gl_db *db, const char *run_id, double *start, double *end, char
     return rc;
 }
 
+int db_run_commit(gl_db *db, const char *run_id, char commit[48], int *dirty, char *err, size_t errlen) {
+    int rc = -1;
+    sqlite3_stmt *st = db_prepare(db, "SELECT git_commit, git_dirty FROM runs WHERE run_id = ?1", err, errlen);
+    if (!st) return -1;
+    sqlite3_bind_text(st, 1, run_id, -1, SQLITE_TRANSIENT);
+    int s = sqlite3_step(st);
+    commit[0] = 0;
+    *dirty = -1;
+    if (s == SQLITE_ROW) {
+        const unsigned char *c = sqlite3_column_text(st, 0);
+        if (c) snprintf(commit, 48, "%s", (const char *)c);
+        if (sqlite3_column_type(st, 1) != SQLITE_NULL) *dirty = sqlite3_column_int(st, 1);
+        rc = 1;
+    } else if (s == SQLITE_DONE) {
+        rc = 0;
+    } else {
+        db_fail(db, "cannot read a run's commit", err, errlen);
+    }
+    sqlite3_finalize(st);
+    return rc;
+}
+
 /* Run a short command and keep the first line of its output in out ("" on failure). */
 static void db_command_line(const char *cmd, char *out, size_t outlen) {
     out[0] = '\0';

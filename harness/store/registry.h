@@ -80,6 +80,9 @@ int db_run_exists(gl_db *db, const char *run_id, char *status_out, char *err, si
 /* run_id's first start and end times (unix seconds; NaN when not set):
  * 1 found, 0 no such run, -1 error.  Sweeps estimate what is left from them. */
 int db_run_times(gl_db *db, const char *run_id, double *start, double *end, char *err, size_t errlen);
+/* The git commit the run was trained from ("" unknown) and whether the tree was
+ * dirty (1, 0; -1 unknown): 1 found, 0 no such run, -1 error. */
+int db_run_commit(gl_db *db, const char *run_id, char commit[48], int *dirty, char *err, size_t errlen);
 
 /* Mark run_id RUNNING: start time (kept if already set), host, pid, git commit
  * and dirty flag (from `git` in the working directory, "" if unavailable), heartbeat. */

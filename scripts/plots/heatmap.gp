@@ -14,7 +14,7 @@ if (!exists("cblabel")) cblabel = 'value'
 load style
 if (exists("title")) set title title noenhanced
 unset grid
-set xlabel 'KV head'
+set xlabel (exists("xlab") ? xlab : 'KV head')
 set ylabel 'block'
 set cblabel cblabel
 set xtics 1 out

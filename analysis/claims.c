@@ -1,0 +1,1141 @@
+/*
+ * claims.c — the claims file reader and the one evaluator (claims.h).
+ *
+ * Evaluating a row: pick the runs (runset.h: the row's `runs` words), split
+ * them into groups (the run set's one "same but for the seed" rule), choose
+ * the group (the operating point lambda=@alpha: the group whose mean α over
+ * seeds is nearest the paper's α; `each`: every group an element), compute
+ * the quantity per seed — for paired quantities against the run set's one
+ * partner of that seed along the row's axis — and summarise it with the
+ * statistics kernel (stats.h: mean, sd, 95 % t interval, MDE).  The verdict
+ * is decided on the interval only (claims.h lists the verdicts).
+ *
+ * The MDE of a row is that of a one-sample t test on its per-seed values at
+ * two-sided 5 % and 80 % power, (t_{0.975,n−1} + t_{0.8,n−1})·sd/√n; a row
+ * is underpowered when the paper's distance from the threshold,
+ * |paper_value − threshold|, is below it (the paper's effect could not be
+ * told from the threshold at this n even if it were true).
+ *
+ * Not here: loading runs (runset.c), rendering (paper.c).
+ */
+#include "claims.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CL_MAXRUNS 64
+
+/* ---- reading a claims file ---- */
+
+static void cl_row_defaults(claims_row *r) {
+    memset(r, 0, sizeof *r);
+    r->paper_value = r->alpha = r->threshold = r->floor = r->ceiling = NAN;
+    r->scale = 1;
+    r->digits = 4;
+    snprintf(r->expect, sizeof r->expect, "none");
+}
+
+static int cl_num(const char *v, double *out) {
+    char *end = NULL;
+    errno = 0;
+    double x = strtod(v, &end);
+    if (end == v || *end || errno || !isfinite(x)) return -1;
+    *out = x;
+    return 0;
+}
+
+static const char *const cl_quantities[] = {"value",     "diff",      "rel",       "within",       "vs_curve",
+                                            "rho",       "bench_ratio", "bench_gap", "bench_rss", "bench_sparse"};
+
+static int cl_quantity_known(const char *q) {
+    for (size_t k = 0; k < sizeof cl_quantities / sizeof cl_quantities[0]; k++)
+        if (!strcmp(q, cl_quantities[k])) return 1;
+    return 0;
+}
+
+/* Set key of row r; -1 with a message on a bad key or value. */
+static int cl_set(claims_row *r, const char *key, const char *v, char *msg, size_t ml) {
+    const struct {
+        const char *key;
+        char *dst;
+        size_t n;
+    } text[] = {{"claim", r->claim, sizeof r->claim},          {"paper", r->paper, sizeof r->paper},
+                {"quantity", r->quantity, sizeof r->quantity}, {"runs", r->runs, sizeof r->runs},
+                {"metric", r->metric, sizeof r->metric},       {"metric_b", r->metric_b, sizeof r->metric_b},
+                {"versus", r->versus, sizeof r->versus},       {"curve", r->curve, sizeof r->curve},
+                {"alpha_metric", r->alpha_metric, sizeof r->alpha_metric},
+                {"each", r->each, sizeof r->each},             {"agg", r->agg, sizeof r->agg},
+                {"bench_a", r->bench_a, sizeof r->bench_a},    {"bench_b", r->bench_b, sizeof r->bench_b},
+                {"unit", r->unit, sizeof r->unit},             {"note", r->note, sizeof r->note},
+                {"pareto", r->pareto, sizeof r->pareto}};
+    for (size_t k = 0; k < sizeof text / sizeof text[0]; k++)
+        if (!strcmp(key, text[k].key)) {
+            if (strlen(v) >= text[k].n) {
+                snprintf(msg, ml, "the value of %s is longer than %zu bytes: shorten it", key, text[k].n - 1);
+                return -1;
+            }
+            snprintf(text[k].dst, text[k].n, "%s", v);
+            if (!strcmp(key, "pareto") && strncmp(v, "saved ", 6) && strncmp(v, "cost ", 5)) {
+                snprintf(msg, ml, "pareto = '%s': write 'saved LABEL' or 'cost LABEL'", v);
+                return -1;
+            }
+            if (!strcmp(key, "quantity") && !cl_quantity_known(v)) {
+                snprintf(msg, ml, "unknown quantity '%s' (value, diff, rel, within, vs_curve, rho, bench_ratio, "
+                                  "bench_gap, bench_rss, bench_sparse)", v);
+                return -1;
+            }
+            return 0;
+        }
+    const struct {
+        const char *key;
+        double *dst;
+    } num[] = {{"paper_value", &r->paper_value}, {"alpha", &r->alpha},     {"floor", &r->floor},
+               {"ceiling", &r->ceiling},         {"scale", &r->scale}};
+    for (size_t k = 0; k < sizeof num / sizeof num[0]; k++)
+        if (!strcmp(key, num[k].key)) {
+            if (cl_num(v, num[k].dst)) {
+                snprintf(msg, ml, "%s = '%s' is not a number", key, v);
+                return -1;
+            }
+            return 0;
+        }
+    if (!strcmp(key, "digits")) {
+        double d;
+        if (cl_num(v, &d) || d < 0 || d > 8 || d != floor(d)) {
+            snprintf(msg, ml, "digits = '%s': give an integer 0..8", v);
+            return -1;
+        }
+        r->digits = (int)d;
+        return 0;
+    }
+    if (!strcmp(key, "across")) {
+        if (strcmp(v, "scale")) {
+            snprintf(msg, ml, "across = '%s': only 'scale' (the deepest scale's element − the shallowest's)", v);
+            return -1;
+        }
+        r->across = 1;
+        return 0;
+    }
+    if (!strcmp(key, "context")) {
+        if (strcmp(v, "yes") && strcmp(v, "no")) {
+            snprintf(msg, ml, "context = '%s': yes or no", v);
+            return -1;
+        }
+        r->context = !strcmp(v, "yes");
+        return 0;
+    }
+    if (!strcmp(key, "expect")) { /* "above X", "below X" or "none" */
+        char side[16] = "", rest[64] = "";
+        if (!strcmp(v, "none")) {
+            snprintf(r->expect, sizeof r->expect, "none");
+            return 0;
+        }
+        if (sscanf(v, "%15s %63s", side, rest) != 2 || (strcmp(side, "above") && strcmp(side, "below")) ||
+            cl_num(rest, &r->threshold)) {
+            snprintf(msg, ml, "expect = '%s': write 'above X', 'below X' or 'none'", v);
+            return -1;
+        }
+        snprintf(r->expect, sizeof r->expect, "%s", side);
+        return 0;
+    }
+    snprintf(msg, ml, "unknown key '%s'", key);
+    return -1;
+}
+
+static char *cl_trim(char *s) {
+    while (*s == ' ' || *s == '\t') s++;
+    size_t l = strlen(s);
+    while (l && (s[l - 1] == ' ' || s[l - 1] == '\t' || s[l - 1] == '\r')) s[--l] = 0;
+    return s;
+}
+
+/* Check a finished row; -1 with a message. */
+static int cl_check(const claims_row *r, char *msg, size_t ml) {
+    if (!r->claim[0]) return snprintf(msg, ml, "row [%s] has no claim = (the claim it belongs to)", r->id), -1;
+    if (!r->paper[0]) return snprintf(msg, ml, "row [%s] has no paper = (what the paper says)", r->id), -1;
+    if (!r->quantity[0]) return snprintf(msg, ml, "row [%s] has no quantity =", r->id), -1;
+    int bench = !strncmp(r->quantity, "bench_", 6);
+    if (bench && !r->bench_a[0]) return snprintf(msg, ml, "row [%s]: a bench quantity needs bench_a = RUN", r->id), -1;
+    if (!bench && !r->metric[0]) return snprintf(msg, ml, "row [%s] has no metric = split/name", r->id), -1;
+    int paired = !strcmp(r->quantity, "diff") || !strcmp(r->quantity, "rel") || !strcmp(r->quantity, "vs_curve");
+    if (paired) {
+        char axis[64];
+        snprintf(axis, sizeof axis, "%.*s", (int)strcspn(r->versus, "="), r->versus);
+        if (!strchr(r->versus, '=') || !runset_axis_known(axis))
+            return snprintf(msg, ml, "row [%s]: %s needs versus = AXIS=VALUE with a known axis (depth_routing, "
+                                     "value_residual, cross_layer, task, tsa_lambda, scale)", r->id, r->quantity), -1;
+    }
+    if (!strcmp(r->quantity, "within") && !r->metric_b[0])
+        return snprintf(msg, ml, "row [%s]: within needs metric_b = (the metric subtracted)", r->id), -1;
+    if (!strcmp(r->quantity, "vs_curve") && !r->curve[0])
+        return snprintf(msg, ml, "row [%s]: vs_curve needs curve = split/prefix (e.g. ablation/exit.tau)", r->id), -1;
+    if (strstr(r->runs, "@alpha") && isnan(r->alpha))
+        return snprintf(msg, ml, "row [%s]: lambda=@alpha needs alpha = the paper's α", r->id), -1;
+    if (r->across && strcmp(r->each, "scale"))
+        return snprintf(msg, ml, "row [%s]: across = scale needs each = scale", r->id), -1;
+    if (r->each[0] && strcmp(r->each, "lambda") && strcmp(r->each, "scale") && strcmp(r->each, "block"))
+        return snprintf(msg, ml, "row [%s]: each = '%s': lambda, scale or block", r->id, r->each), -1;
+    if (!strcmp(r->each, "block") && !strstr(r->metric, "{b}"))
+        return snprintf(msg, ml, "row [%s]: each = block needs {b} (the block) in metric", r->id), -1;
+    if (r->agg[0] && strcmp(r->agg, "mean") && strcmp(r->agg, "gini") && strncmp(r->agg, "share_below ", 12))
+        return snprintf(msg, ml, "row [%s]: agg = '%s': mean, gini or share_below X", r->id, r->agg), -1;
+    return 0;
+}
+
+int claims_parse(const char *text, const char *name, claims_file *cf, char *err, size_t errlen) {
+    memset(cf, 0, sizeof *cf);
+    int cap = 0, line_no = 0, rc = -1;
+    enum { NONE, ROW, DISCLOSURE, HEAD } in = NONE;
+    char msg[400] = "";
+    for (const char *p = text; *p;) {
+        const char *e = strchr(p, '\n');
+        size_t len = e ? (size_t)(e - p) : strlen(p);
+        line_no++;
+        char line[4096];
+        if (len >= sizeof line) {
+            snprintf(msg, sizeof msg, "line longer than %zu bytes", sizeof line - 1);
+            goto bad;
+        }
+        memcpy(line, p, len);
+        line[len] = 0;
+        p += len + (e ? 1 : 0);
+        char *s = cl_trim(line);
+        if (!*s || *s == '#' || *s == ';') continue;
+        if (*s == '[') {
+            char *r = strchr(s, ']');
+            if (!r || r[1]) {
+                snprintf(msg, sizeof msg, "a section line is [name] with nothing after it");
+                goto bad;
+            }
+            *r = 0;
+            char *sec = cl_trim(s + 1);
+            if (!strcmp(sec, "report")) {
+                in = HEAD;
+            } else if (!strncmp(sec, "disclosure", 10)) {
+                if (cf->n_disclosures == 16) {
+                    snprintf(msg, sizeof msg, "more than 16 disclosures");
+                    goto bad;
+                }
+                cf->n_disclosures++;
+                in = DISCLOSURE;
+            } else {
+                if (!*sec || strlen(sec) >= sizeof cf->rows[0].id) {
+                    snprintf(msg, sizeof msg, "a row id is 1..31 bytes");
+                    goto bad;
+                }
+                for (int k = 0; k < cf->n; k++)
+                    if (!strcmp(cf->rows[k].id, sec)) {
+                        snprintf(msg, sizeof msg, "row [%s] twice", sec);
+                        goto bad;
+                    }
+                if (cf->n && cl_check(&cf->rows[cf->n - 1], msg, sizeof msg)) goto bad;
+                if (cf->n == cap) {
+                    cap = cap ? 2 * cap : 32;
+                    claims_row *nr = realloc(cf->rows, (size_t)cap * sizeof *nr);
+                    if (!nr) {
+                        snprintf(msg, sizeof msg, "out of memory");
+                        goto bad;
+                    }
+                    cf->rows = nr;
+                }
+                cl_row_defaults(&cf->rows[cf->n]);
+                snprintf(cf->rows[cf->n].id, sizeof cf->rows[cf->n].id, "%s", sec);
+                cf->n++;
+                in = ROW;
+            }
+            continue;
+        }
+        char *eq = strchr(s, '=');
+        if (!eq) {
+            snprintf(msg, sizeof msg, "expected key = value or [section]");
+            goto bad;
+        }
+        *eq = 0;
+        char *key = cl_trim(s), *val = cl_trim(eq + 1);
+        if (in == NONE) {
+            snprintf(msg, sizeof msg, "key '%s' before any [section]", key);
+            goto bad;
+        }
+        if (in == HEAD || in == DISCLOSURE) {
+            if (strcmp(key, in == HEAD ? "title" : "text")) {
+                snprintf(msg, sizeof msg, "unknown key '%s' (a [%s] section takes %s =)", key,
+                         in == HEAD ? "report" : "disclosure", in == HEAD ? "title" : "text");
+                goto bad;
+            }
+            char *dst = in == HEAD ? cf->title : cf->disclosures[cf->n_disclosures - 1];
+            if (strlen(val) >= CLAIMS_TEXT) {
+                snprintf(msg, sizeof msg, "%s is longer than %d bytes", key, CLAIMS_TEXT - 1);
+                goto bad;
+            }
+            snprintf(dst, CLAIMS_TEXT, "%s", val);
+            continue;
+        }
+        if (cl_set(&cf->rows[cf->n - 1], key, val, msg, sizeof msg)) goto bad;
+    }
+    if (cf->n && cl_check(&cf->rows[cf->n - 1], msg, sizeof msg)) {
+        line_no = -1;
+        goto bad;
+    }
+    if (!cf->n) {
+        snprintf(msg, sizeof msg, "no rows");
+        line_no = -1;
+        goto bad;
+    }
+    return 0;
+bad:
+    if (line_no > 0) snprintf(err, errlen, "%s:%d: %s", name, line_no, msg);
+    else snprintf(err, errlen, "%s: %s", name, msg);
+    claims_free(cf);
+    return rc;
+}
+
+int claims_load(const char *path, claims_file *cf, char *err, size_t errlen) {
+    memset(cf, 0, sizeof *cf);
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        snprintf(err, errlen, "cannot read the claims file %s: %s", path, strerror(errno));
+        return -1;
+    }
+    size_t cap = 1 << 16, n = 0;
+    char *buf = malloc(cap);
+    for (size_t k; buf && (k = fread(buf + n, 1, cap - n - 1, f)) > 0;) {
+        n += k;
+        if (n + 1 == cap) {
+            char *b = realloc(buf, cap *= 2);
+            if (!b) {
+                free(buf);
+                buf = NULL;
+            } else {
+                buf = b;
+            }
+        }
+    }
+    fclose(f);
+    if (!buf) {
+        snprintf(err, errlen, "out of memory reading %s", path);
+        return -1;
+    }
+    buf[n] = 0;
+    if (strlen(buf) != n) {
+        free(buf);
+        snprintf(err, errlen, "%s holds a NUL byte: it is not a text file", path);
+        return -1;
+    }
+    int rc = claims_parse(buf, path, cf, err, errlen);
+    free(buf);
+    return rc;
+}
+
+void claims_free(claims_file *cf) {
+    free(cf->rows);
+    cf->rows = NULL;
+    cf->n = 0;
+}
+
+const char *claims_verdict_name(claims_verdict v) {
+    switch (v) {
+    case CV_YES: return "reproduced";
+    case CV_MAGNITUDE: return "direction reproduced, magnitude differs";
+    case CV_NO: return "not reproduced";
+    case CV_INCONCLUSIVE: return "inconclusive";
+    case CV_UNINFORMATIVE: return "uninformative";
+    case CV_DESCRIBED: return "described (no threshold)";
+    case CV_NOT_MEASURED: break;
+    }
+    return "not measured";
+}
+
+/* ---- picking runs ---- */
+
+static int cl_scale_rank(const char *s) {
+    static const char *order[] = {"xs", "s", "m", "l", "xl"};
+    for (int i = 0; i < 5; i++)
+        if (!strcmp(s, order[i])) return i;
+    return -1;
+}
+
+void claims_base_scale(const runset *rs, char *out, size_t n) {
+    out[0] = 0;
+    for (int i = 0; i < rs->n; i++)
+        if (!strcmp(rs->r[i].t.data, "tinyshakespeare") && (!out[0] || !strcmp(rs->r[i].value_residual, "satformer")))
+            snprintf(out, n, "%s", rs->r[i].t.scale);
+}
+
+/* 1 when text matches pat ("abc*": prefix). */
+static int cl_like(const char *text, const char *pat) {
+    size_t l = strlen(pat);
+    return l && pat[l - 1] == '*' ? !strncmp(text, pat, l - 1) : !strcmp(text, pat);
+}
+
+/* 1 when r matches the word key=val (scale and lambda resolved by the caller). */
+static int cl_match_word(const runset_run *r, const char *key, const char *val) {
+    if (!strcmp(key, "experiment")) return cl_like(r->t.experiment, val);
+    if (!strcmp(key, "data")) return cl_like(r->t.data, val);
+    if (!strcmp(key, "scale")) return !strcmp(r->t.scale, val);
+    if (!strcmp(key, "value_residual")) return !strcmp(r->value_residual, val);
+    if (!strcmp(key, "depth_routing")) return !strcmp(r->depth_routing, val);
+    if (!strcmp(key, "cross_layer")) return !strcmp(r->cross_layer, val);
+    if (!strcmp(key, "lambda")) {
+        double want;
+        return !isnan(r->t.lambda) && !cl_num(val, &want) && fabs(r->t.lambda - want) < 1e-9;
+    }
+    char v[128];
+    if (strchr(key, '.')) return runset_param(r, key, v, sizeof v) && !strcmp(v, val);
+    return 0;
+}
+
+/* Does r match every word of pick except those whose key is skip ("" none)?
+ * "@" values other than @base are skipped (the caller resolves them). */
+static int cl_match(const runset_run *r, const char *pick, const char *base, const char *skip) {
+    char buf[CLAIMS_TEXT];
+    snprintf(buf, sizeof buf, "%s", pick);
+    for (char *save = NULL, *w = strtok_r(buf, " \t", &save); w; w = strtok_r(NULL, " \t", &save)) {
+        char *eq = strchr(w, '=');
+        if (!eq) return 0;
+        *eq = 0;
+        const char *key = w, *val = eq + 1;
+        if (skip[0] && !strcmp(key, skip)) continue;
+        if (!strcmp(val, "@base")) val = base;
+        else if (val[0] == '@') continue;
+        if (!cl_match_word(r, key, val)) return 0;
+    }
+    return 1;
+}
+
+/* The value word of key in pick ("" none). */
+static void cl_pick_value(const char *pick, const char *key, char *out, size_t n) {
+    out[0] = 0;
+    char pat[64];
+    snprintf(pat, sizeof pat, "%s=", key);
+    for (const char *p = pick; (p = strstr(p, pat)); p++)
+        if (p == pick || p[-1] == ' ' || p[-1] == '\t') {
+            p += strlen(pat);
+            snprintf(out, n, "%.*s", (int)strcspn(p, " \t"), p);
+            return;
+        }
+}
+
+/* ---- reading a metric of a run ---- */
+
+/* The value of one key, or of an analysis pattern with {late}, {early}, {all}
+ * (blocks 1..L−1: the later half from 1 + (L−1)/2) and {h} (every KV head),
+ * aggregated by agg (mean, gini, share_below X).  NaN when nothing matched. */
+static double cl_value(const runset_run *r, const char *key, const char *agg) {
+    const char *brace = strchr(key, '{');
+    if (!brace) return runset_num(r, key);
+    int L = (int)r->n_layer, H = (int)r->n_kv_head, first_late = 1 + (L - 1) / 2;
+    char pre[RUNSET_KEY_MAX], post[RUNSET_KEY_MAX], which[16];
+    snprintf(pre, sizeof pre, "%.*s", (int)(brace - key), key);
+    const char *close = strchr(brace, '}');
+    if (!close) return NAN;
+    snprintf(which, sizeof which, "%.*s", (int)(close - brace - 1), brace + 1);
+    snprintf(post, sizeof post, "%s", close + 1);
+    double vals[4096];
+    int nv = 0;
+    if (!strcmp(which, "h")) { /* one block (each = block put its number in): every KV head */
+        for (int h = 0; h < H && nv < 4096; h++) {
+            char k[RUNSET_KEY_MAX];
+            snprintf(k, sizeof k, "%s%d%s", pre, h, post);
+            double v = runset_num(r, k);
+            if (!isnan(v)) vals[nv++] = v;
+        }
+    } else {
+        int lo = 1, hi = L - 1;
+        if (!strcmp(which, "late")) lo = first_late;
+        else if (!strcmp(which, "early")) hi = first_late - 1;
+        else if (strcmp(which, "all")) return NAN;
+        int per_head = !strncmp(post, ".H{h}", 5);
+        for (int l = lo; l <= hi; l++)
+            for (int h = 0; h < (per_head ? H : 1) && nv < 4096; h++) {
+                char k[RUNSET_KEY_MAX];
+                if (per_head) snprintf(k, sizeof k, "%s%d.H%d%s", pre, l, h, post + 5);
+                else snprintf(k, sizeof k, "%s%d%s", pre, l, post);
+                double v = runset_num(r, k);
+                if (!isnan(v)) vals[nv++] = v;
+            }
+    }
+    if (!nv) return NAN;
+    if (agg[0] && !strcmp(agg, "gini")) return st_gini(vals, nv);
+    if (!strncmp(agg, "share_below ", 12)) {
+        double thr = atof(agg + 12);
+        int k = 0;
+        for (int i = 0; i < nv; i++) k += vals[i] < thr;
+        return (double)k / nv;
+    }
+    return st_describe(vals, nv, 0.95).mean;
+}
+
+/* Of the alternatives "a|b|c", the first that every run of runs[0..n) has
+ * (else the first any has) into out; returns its index, -1 when none. */
+static int cl_choose(const char *alts, const runset_run *const *runs, int n, const char *agg, char *out, size_t on) {
+    char buf[CLAIMS_TEXT];
+    snprintf(buf, sizeof buf, "%s", alts);
+    int idx = 0, any = -1;
+    char any_s[CLAIMS_TEXT] = "";
+    out[0] = 0;
+    for (char *save = NULL, *a = strtok_r(buf, "|", &save); a; a = strtok_r(NULL, "|", &save), idx++) {
+        char *k = cl_trim(a);
+        int have = 0;
+        for (int i = 0; i < n; i++) have += !isnan(cl_value(runs[i], k, agg));
+        if (n && have == n) {
+            snprintf(out, on, "%s", k);
+            return idx;
+        }
+        if (have && any < 0) any = idx, snprintf(any_s, sizeof any_s, "%s", k);
+    }
+    if (any >= 0) snprintf(out, on, "%s", any_s);
+    return any;
+}
+
+static void cl_first_alt(const char *alts, char *out, size_t n) {
+    snprintf(out, n, "%.*s", (int)strcspn(alts, "|"), alts);
+    char *t = cl_trim(out);
+    memmove(out, t, strlen(t) + 1);
+}
+
+/* ---- the quantities ---- */
+
+__attribute__((format(printf, 3, 4))) static void cl_app(char *dst, size_t len, const char *fmt, ...) {
+    size_t used = strlen(dst);
+    if (used + 1 >= len) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(dst + used, len - used, fmt, ap);
+    va_end(ap);
+}
+
+/* A partner's curve (τ rows prefix…tau<τ>.loss / .active_frac) evaluated at α
+ * by linear interpolation between the two τ whose α bracket it (NaN outside
+ * the measured range: no extrapolation). */
+static double cl_curve_at(const runset_run *b, const char *prefix, double alpha, int *npts) {
+    double a[64], l[64];
+    int n = 0;
+    size_t pl = strlen(prefix);
+    for (int i = 0; i < b->nm && n < 64; i++) {
+        const char *k = b->m[i].key;
+        if (strncmp(k, prefix, pl)) continue;
+        const char *dot = strrchr(k, '.');
+        if (!dot || strcmp(dot, ".loss")) continue;
+        char ak[RUNSET_KEY_MAX];
+        snprintf(ak, sizeof ak, "%.*s.active_frac", (int)(dot - k), k);
+        double av = runset_num(b, ak);
+        if (isnan(av) || isnan(b->m[i].value)) continue;
+        a[n] = av;
+        l[n] = b->m[i].value;
+        n++;
+    }
+    *npts = n;
+    /* the tightest bracket */
+    double lo_a = -INFINITY, hi_a = INFINITY, lo_l = NAN, hi_l = NAN;
+    for (int i = 0; i < n; i++) {
+        if (a[i] <= alpha && a[i] > lo_a) lo_a = a[i], lo_l = l[i];
+        if (a[i] >= alpha && a[i] < hi_a) hi_a = a[i], hi_l = l[i];
+    }
+    if (isnan(lo_l) || isnan(hi_l)) return NAN;
+    return hi_a > lo_a ? lo_l + (alpha - lo_a) / (hi_a - lo_a) * (hi_l - lo_l) : lo_l;
+}
+
+static void cl_fmt(char *out, size_t n, const claims_row *row, double v) {
+    if (isnan(v)) snprintf(out, n, "—");
+    else snprintf(out, n, "%+.*f%s%s", row->digits, v * row->scale, row->unit[0] ? " " : "", row->unit);
+}
+
+/* The verdict of an interval [lo, hi] (n ≥ 2 or a stated interval) against the row's rule. */
+static claims_verdict cl_judge(const claims_row *row, double lo, double hi, int have_interval) {
+    if (!strcmp(row->expect, "none")) return CV_DESCRIBED;
+    if (!have_interval || isnan(lo) || isnan(hi)) return CV_INCONCLUSIVE;
+    int above = !strcmp(row->expect, "above");
+    int yes = above ? lo > row->threshold : hi < row->threshold;
+    int no = above ? hi < row->threshold : lo > row->threshold;
+    if (yes) return !isnan(row->paper_value) && (row->paper_value < lo || row->paper_value > hi) ? CV_MAGNITUDE : CV_YES;
+    return no ? CV_NO : CV_INCONCLUSIVE;
+}
+
+typedef struct {
+    const runset *rs;
+    const claims_row *row;
+    claims_result *res;
+    char axis[64], axis_val[64];
+} cl_ctx;
+
+/* Record the runs (and their commits) a result rests on. */
+static void cl_note_run(claims_result *res, const runset_run *r) {
+    if (!r) return;
+    if (!strstr(res->runs, r->t.run_id)) cl_app(res->runs, sizeof res->runs, "%s%s", res->runs[0] ? ", " : "", r->t.run_id);
+    char c[16];
+    snprintf(c, sizeof c, "%.7s%s", r->commit[0] ? r->commit : "unknown", r->dirty == 1 ? "+dirty" : "");
+    if (!strstr(res->commits, c)) cl_app(res->commits, sizeof res->commits, "%s%s", res->commits[0] ? ", " : "", c);
+}
+
+/* What one element reads and its per-seed values. */
+typedef struct {
+    char ma[CLAIMS_TEXT], mb[CLAIMS_TEXT], am[CLAIMS_TEXT]; /* the metric chosen, the partner's / second, the α */
+    const runset_run *partner[CL_MAXRUNS];
+    double x[CL_MAXRUNS], y[CL_MAXRUNS];
+    int paired;
+} cl_sample;
+
+/* Choose the metrics of an element (the first alternative every run has),
+ * say which in res->measured, and find the partners.  -1: not measured. */
+static int cl_sample_choose(cl_ctx *c, const runset_run *const *g, int n, cl_sample *sm) {
+    const claims_row *row = c->row;
+    claims_result *res = c->res;
+    const char *q = row->quantity;
+    const runset_run **partner = sm->partner;
+    char *ma = sm->ma, *mb = sm->mb, *am = sm->am, first[CLAIMS_TEXT];
+    const size_t ml = sizeof sm->ma;
+    const int paired = sm->paired = !strcmp(q, "diff") || !strcmp(q, "rel") || !strcmp(q, "vs_curve");
+    int ia = cl_choose(row->metric, g, n, row->agg, ma, ml);
+    cl_first_alt(row->metric, first, sizeof first);
+    if (ia < 0) {
+        snprintf(res->why, sizeof res->why, "not measured: no run has %s", row->metric);
+        return -1;
+    }
+    if (ia > 0 && !strstr(res->measured, ma) && strstr(first, "/hard.") && strstr(ma, "/final."))
+        cl_app(res->measured, sizeof res->measured, "%ssoft (hard not measured): %s in place of %s",
+               res->measured[0] ? "; " : "", ma, first);
+    else if (ia > 0 && !strstr(res->measured, ma))
+        cl_app(res->measured, sizeof res->measured, "%s%s (%s not measured)", res->measured[0] ? "; " : "", ma, first);
+    else if (!strstr(res->measured, ma) && strstr(ma, "/hard."))
+        cl_app(res->measured, sizeof res->measured, "%shard (skipping done): %s", res->measured[0] ? "; " : "", ma);
+    else if (!strstr(res->measured, ma))
+        cl_app(res->measured, sizeof res->measured, "%s%s", res->measured[0] ? "; " : "", ma);
+    int np = 0;
+    if (paired) {
+        for (int i = 0; i < n; i++) {
+            partner[i] = runset_partner(c->rs, g[i], c->axis, c->axis_val);
+            np += partner[i] != NULL;
+        }
+        if (!np) {
+            snprintf(res->why, sizeof res->why, "not measured: no run pairs with %s by seed (%s=%s, everything else "
+                     "but the seed's bookkeeping equal)", g[0]->t.run_id, c->axis, c->axis_val);
+            return -1;
+        }
+        if (strcmp(q, "vs_curve")) {
+            const runset_run *pb[CL_MAXRUNS];
+            int k = 0;
+            for (int i = 0; i < n; i++)
+                if (partner[i]) pb[k++] = partner[i];
+            int ib = cl_choose(row->metric_b[0] ? row->metric_b : row->metric, pb, k, row->agg, mb, ml);
+            if (ib < 0) {
+                snprintf(res->why, sizeof res->why, "not measured: the partners (%s=%s) have no %s", c->axis,
+                         c->axis_val, row->metric_b[0] ? row->metric_b : row->metric);
+                return -1;
+            }
+            cl_app(res->measured, sizeof res->measured, "; partner (%s=%s): %s", c->axis, c->axis_val, mb);
+        }
+    } else if (!strcmp(q, "within")) {
+        if (cl_choose(row->metric_b, g, n, row->agg, mb, ml) < 0) {
+            snprintf(res->why, sizeof res->why, "not measured: no run has %s", row->metric_b);
+            return -1;
+        }
+        cl_app(res->measured, sizeof res->measured, " − %s", mb);
+    }
+    if (!strcmp(q, "vs_curve")) {
+        if (cl_choose(row->alpha_metric[0] ? row->alpha_metric : "val/hard.active_frac|val/final.active_frac", g, n, "",
+                      am, ml) < 0) {
+            snprintf(res->why, sizeof res->why, "not measured: no α (%s) to match the curve at", row->alpha_metric);
+            return -1;
+        }
+        cl_app(res->measured, sizeof res->measured, "; partner's %s curve at this run's α (%s), interpolated", row->curve, am);
+    }
+    return 0;
+}
+
+/* The per-seed values x (this run) and y (partner, second metric or curve),
+ * the runs noted, and whether the sides were measured on the same tokens.
+ * -1: not measured. */
+static int cl_sample_values(cl_ctx *c, const runset_run *const *g, int n, cl_sample *sm) {
+    const claims_row *row = c->row;
+    claims_result *res = c->res;
+    const char *q = row->quantity, *ma = sm->ma, *mb = sm->mb, *am = sm->am;
+    const runset_run *const *partner = sm->partner;
+    double *x = sm->x, *y = sm->y;
+    const int paired = sm->paired;
+    int npts_min = 1 << 30;
+    for (int i = 0; i < n; i++) {
+        x[i] = cl_value(g[i], ma, row->agg);
+        y[i] = NAN;
+        if (paired && !partner[i]) {
+            x[i] = NAN;
+            continue;
+        }
+        if (!strcmp(q, "vs_curve")) {
+            int npts = 0;
+            y[i] = cl_curve_at(partner[i], row->curve, cl_value(g[i], am, ""), &npts);
+            if (npts < npts_min) npts_min = npts;
+        } else if (paired) {
+            y[i] = cl_value(partner[i], mb, row->agg);
+        } else if (!strcmp(q, "within")) {
+            y[i] = cl_value(g[i], mb, row->agg);
+        }
+        if (!isnan(x[i])) cl_note_run(res, g[i]);
+        if (paired && !isnan(y[i])) cl_note_run(res, partner[i]);
+    }
+    if (paired && strcmp(q, "vs_curve")) /* like for like: say when the two sides were measured on different tokens */
+        for (int i = 0; i < n; i++) {
+            const runset_value *va = partner[i] && !strchr(ma, '{') ? runset_get(g[i], ma) : NULL;
+            const runset_value *vb = va && !strchr(mb, '{') ? runset_get(partner[i], mb) : NULL;
+            if (!va || !vb) continue;
+            if (!db_prov_same(&va->prov, &vb->prov)) {
+                char pa[64], pb[64];
+                db_prov_str(&va->prov, pa, sizeof pa);
+                db_prov_str(&vb->prov, pb, sizeof pb);
+                cl_app(res->why, sizeof res->why, "%sthe two sides were measured on different tokens (%s on %s, %s on "
+                       "%s): not like for like", res->why[0] ? "; " : "", ma, pa, mb, pb);
+            }
+            break;
+        }
+    if (!strcmp(q, "vs_curve")) /* like for like: the curve's tokens against the run's */
+        for (int i = 0; i < n; i++) {
+            const runset_value *va = partner[i] ? runset_get(g[i], ma) : NULL, *vb = NULL;
+            for (int j = 0; va && j < partner[i]->nm && !vb; j++)
+                if (!strncmp(partner[i]->m[j].key, row->curve, strlen(row->curve)) &&
+                    strstr(partner[i]->m[j].key, ".loss"))
+                    vb = &partner[i]->m[j];
+            if (!va || !vb) continue;
+            if (!db_prov_same(&va->prov, &vb->prov)) {
+                char pa[64], pb[64];
+                db_prov_str(&va->prov, pa, sizeof pa);
+                db_prov_str(&vb->prov, pb, sizeof pb);
+                cl_app(res->why, sizeof res->why, "%sthe run (%s on %s) and the curve (%s on %s) were measured on "
+                       "different tokens: not like for like", res->why[0] ? "; " : "", ma, pa, row->curve, pb);
+            }
+            break;
+        }
+    if (!strcmp(q, "vs_curve") && npts_min == 0) {
+        snprintf(res->why, sizeof res->why, "not measured: the partners (%s=%s) have no %s…loss rows", c->axis,
+                 c->axis_val, row->curve);
+        return -1;
+    }
+    return 0;
+}
+
+/* One element over the runs g[0..n) of one group: its summary, interval,
+ * MDE, guards, verdict and text.  Returns 0, or -1 with res->why saying what
+ * is not measured. */
+static int cl_elem(cl_ctx *c, const runset_run *const *g, int n, claims_elem *e) {
+    const claims_row *row = c->row;
+    claims_result *res = c->res;
+    const char *q = row->quantity;
+    cl_sample sm;
+    memset(&sm, 0, sizeof sm);
+    if (cl_sample_choose(c, g, n, &sm) || cl_sample_values(c, g, n, &sm)) return -1;
+    const double *x = sm.x, *y = sm.y;
+    const char *ma = sm.ma, *mb = sm.mb;
+    if (!strcmp(q, "value") || !strcmp(q, "rho")) e->s = st_describe(x, n, 0.95);
+    else e->s = st_paired(x, y, n, !strcmp(q, "rel") || !strcmp(q, "vs_curve"), 0.95);
+    if (!e->s.n) {
+        snprintf(res->why, sizeof res->why, "not measured: %s",
+                 !strcmp(q, "vs_curve") ? "no run's α lies inside the partner's measured curve (no extrapolation)"
+                                        : "no seed has both values");
+        return -1;
+    }
+    e->interval = e->s.n >= 2 ? 0 : 3;
+    if (!strcmp(q, "rho") && e->s.n == 1) { /* one run: its own bootstrap interval over windows */
+        for (int i = 0; i < n; i++)
+            if (!isnan(x[i])) {
+                char k[RUNSET_KEY_MAX];
+                snprintf(k, sizeof k, "%s_lo", ma);
+                e->s.lo = runset_num(g[i], k);
+                snprintf(k, sizeof k, "%s_hi", ma);
+                e->s.hi = runset_num(g[i], k);
+            }
+        if (!isnan(e->s.lo) && !isnan(e->s.hi)) e->interval = 2;
+    }
+    e->mde = st_mde(e->s.n, e->s.sd);
+    e->underpowered = !isnan(e->mde) && !isnan(row->paper_value) && strcmp(row->expect, "none") &&
+                      fabs(row->paper_value - row->threshold) < e->mde;
+    /* guards: the reference at the ceiling, or everything at a trivial level */
+    double ma_mean = st_describe(x, n, 0.95).mean, mb_mean = st_describe(y, n, 0.95).mean;
+    e->v = cl_judge(row, e->s.lo, e->s.hi, e->interval != 3);
+    if (!isnan(row->ceiling) && !isnan(mb_mean) && mb_mean >= row->ceiling) {
+        e->v = CV_UNINFORMATIVE;
+        cl_app(res->why, sizeof res->why, "%sthe reference is at the ceiling (mean %s ≥ %g): the test cannot fail",
+               res->why[0] ? "; " : "", mb, row->ceiling);
+    }
+    if (!isnan(row->floor) && ma_mean < row->floor && (isnan(mb_mean) || mb_mean < row->floor)) {
+        e->v = CV_UNINFORMATIVE;
+        cl_app(res->why, sizeof res->why, "%severy variant is below the trivial level %g: nothing was learnt",
+               res->why[0] ? "; " : "", row->floor);
+    }
+    char m[64], lo[64], hi[64], sd[64];
+    cl_fmt(m, sizeof m, row, e->s.mean);
+    cl_fmt(lo, sizeof lo, row, e->s.lo);
+    cl_fmt(hi, sizeof hi, row, e->s.hi);
+    if (e->interval == 0) {
+        snprintf(sd, sizeof sd, "%.*f%s%s", row->digits, e->s.sd * row->scale, row->unit[0] ? " " : "", row->unit);
+        snprintf(e->ours, sizeof e->ours, "%s [%s, %s] (95 %% t interval, n = %d, sd %s)", m, lo, hi, e->s.n, sd);
+    } else if (e->interval == 2) {
+        snprintf(e->ours, sizeof e->ours, "%s [%s, %s] (one run: 95 %% bootstrap interval over windows)", m, lo, hi);
+    } else {
+        snprintf(e->ours, sizeof e->ours, "%s (n = 1: no interval)", m);
+    }
+    if (!isnan(e->mde)) {
+        char md[64];
+        snprintf(md, sizeof md, "%.*f%s%s", row->digits, e->mde * row->scale, row->unit[0] ? " " : "", row->unit);
+        cl_app(e->ours, sizeof e->ours, "; MDE %s%s", md, e->underpowered ? " — **underpowered**" : "");
+    }
+    return 0;
+}
+
+/* Bench quantities: runs bench_a (bench_b) of the bench stage, split bench. */
+static const runset_run *cl_run_id(const runset *rs, const char *id) {
+    for (int i = 0; i < rs->n; i++)
+        if (!strcmp(rs->r[i].t.run_id, id)) return &rs->r[i];
+    return NULL;
+}
+
+static int cl_bench(cl_ctx *c, claims_elem *e) {
+    const claims_row *row = c->row;
+    claims_result *res = c->res;
+    const runset_run *a = cl_run_id(c->rs, row->bench_a), *b = row->bench_b[0] ? cl_run_id(c->rs, row->bench_b) : NULL;
+    if (!a || (row->bench_b[0] && !b)) {
+        snprintf(res->why, sizeof res->why, "not measured: no bench run %s (the bench stage of make paper records it)",
+                 !a ? row->bench_a : row->bench_b);
+        return -1;
+    }
+    cl_note_run(res, a);
+    cl_note_run(res, b);
+    const char *q = row->quantity;
+    e->s = (st_summary){1, NAN, NAN, NAN, NAN, NAN};
+    e->mde = NAN;
+    if (!strcmp(q, "bench_ratio") || !strcmp(q, "bench_gap")) {
+        double ra = runset_num(a, "bench/step_ratio"), qa1 = runset_num(a, "bench/step_ratio_q1"),
+               qa3 = runset_num(a, "bench/step_ratio_q3");
+        if (isnan(ra)) {
+            snprintf(res->why, sizeof res->why, "not measured: %s has no bench/step_ratio", a->t.run_id);
+            return -1;
+        }
+        if (!strcmp(q, "bench_ratio")) {
+            e->s.mean = ra, e->s.lo = qa1, e->s.hi = qa3;
+        } else {
+            double rb = runset_num(b, "bench/step_ratio"), qb1 = runset_num(b, "bench/step_ratio_q1"),
+                   qb3 = runset_num(b, "bench/step_ratio_q3");
+            if (isnan(rb)) {
+                snprintf(res->why, sizeof res->why, "not measured: %s has no bench/step_ratio", b->t.run_id);
+                return -1;
+            }
+            e->s.mean = ra - rb, e->s.lo = qa1 - qb3, e->s.hi = qa3 - qb1;
+        }
+        e->interval = 1;
+        snprintf(res->measured, sizeof res->measured, "bench/step_ratio of %s%s%s (median over interleaved rounds; "
+                 "the bracket is the interquartile range over rounds, a dispersion, not a confidence interval%s)",
+                 a->t.run_id, b ? " minus " : "", b ? b->t.run_id : "", b ? "; for a gap: A's quartiles against B's" : "");
+    } else if (!strcmp(q, "bench_rss")) {
+        double xa = runset_num(a, "bench/peak_rss_mib"), xb = b ? runset_num(b, "bench/peak_rss_mib") : NAN;
+        if (isnan(xa) || isnan(xb)) {
+            snprintf(res->why, sizeof res->why, "not measured: bench/peak_rss_mib of %s and %s", row->bench_a,
+                     row->bench_b);
+            return -1;
+        }
+        e->s.mean = xa / xb;
+        e->interval = 3;
+        snprintf(res->measured, sizeof res->measured, "peak RSS %s ÷ %s (MiB; one process each: no interval)",
+                 a->t.run_id, b->t.run_id);
+    } else { /* bench_sparse: the speed-up beside its FLOP ideal, never above it unexplained */
+        double sp = runset_num(a, "bench/sparse_speedup_a073"), ideal = runset_num(a, "bench/sparse_ideal_a073"),
+               q1 = runset_num(a, "bench/sparse_speedup_a073_q1"), q3 = runset_num(a, "bench/sparse_speedup_a073_q3");
+        if (isnan(sp)) {
+            snprintf(res->why, sizeof res->why, "not measured: %s has no bench/sparse_speedup_a073", a->t.run_id);
+            return -1;
+        }
+        e->s.mean = sp, e->s.lo = q1, e->s.hi = q3;
+        e->interval = isnan(q1) ? 3 : 1;
+        snprintf(res->measured, sizeof res->measured, "bench/sparse_speedup_a073 of %s (tokens/s sparse ÷ dense; "
+                 "bracket: interquartile range over rounds, a dispersion) beside bench/sparse_ideal_a073 = %.3f×",
+                 a->t.run_id, ideal);
+        if (!isnan(ideal) && sp > ideal)
+            cl_app(res->why, sizeof res->why, "%sthe measured speed-up %.3f× lies ABOVE its FLOP ideal %.3f×: skipping "
+                   "cannot save more time than the FLOPs it removes, so the excess is timing noise or a memory/cache "
+                   "effect of the sparse path (smaller working set), not a saving of compute; read %.3f× as the bound",
+                   res->why[0] ? "; " : "", sp, ideal, ideal);
+    }
+    e->v = cl_judge(row, e->s.lo, e->s.hi, e->interval != 3);
+    char m[64], lo[64], hi[64];
+    snprintf(m, sizeof m, "%.*f", row->digits, e->s.mean);
+    snprintf(lo, sizeof lo, "%.*f", row->digits, e->s.lo);
+    snprintf(hi, sizeof hi, "%.*f", row->digits, e->s.hi);
+    if (e->interval == 1) snprintf(e->ours, sizeof e->ours, "%s [%s, %s] (median [interquartile range: dispersion])", m, lo, hi);
+    else snprintf(e->ours, sizeof e->ours, "%s (one measurement: no interval)", m);
+    return 0;
+}
+
+/* ---- one row ---- */
+
+static int cl_cmp_group(const void *a, const void *b) {
+    const runset_run *const *x = a, *const *y = b;
+    int c = strcmp((*x)->group, (*y)->group);
+    return c ? c : strcmp((*x)->t.seed, (*y)->t.seed);
+}
+
+static double cl_lambda_of(const runset_run *r) { return r->t.lambda; }
+
+/* The runs row picks into pk (rs->n slots): its words, scale=@base / @top
+ * resolved.  Returns how many, or -1 with res->why (not measured). */
+static int cl_pick(const claims_row *row, const runset *rs, claims_result *res, const runset_run **pk) {
+    char base[32], scale_w[32];
+    claims_base_scale(rs, base, sizeof base);
+    cl_pick_value(row->runs, "scale", scale_w, sizeof scale_w);
+    if (!strcmp(scale_w, "@base") && !base[0]) {
+        snprintf(res->why, sizeof res->why, "not measured: no Tiny Shakespeare run sets the base scale");
+        return -1;
+    }
+    int n = 0;
+    char top[32] = "";
+    if (!strcmp(scale_w, "@top")) { /* the largest scale other than the base with matching runs */
+        for (int i = 0; i < rs->n; i++)
+            if (cl_match(&rs->r[i], row->runs, base, "scale") && strcmp(rs->r[i].t.scale, base) &&
+                cl_scale_rank(rs->r[i].t.scale) > cl_scale_rank(top))
+                snprintf(top, sizeof top, "%s", rs->r[i].t.scale);
+        if (!top[0]) {
+            snprintf(res->why, sizeof res->why, "not measured: no matching runs at a scale other than the base (%s)",
+                     base);
+            return -1;
+        }
+    }
+    for (int i = 0; i < rs->n; i++)
+        if (cl_match(&rs->r[i], row->runs, base, "") && (!top[0] || !strcmp(rs->r[i].t.scale, top)))
+            pk[n++] = &rs->r[i];
+    if (!n) {
+        snprintf(res->why, sizeof res->why, "not measured: no finished run matches `%s`", row->runs);
+        return -1;
+    }
+    return n;
+}
+
+/* The operating point (lambda=@alpha): keep the group [gs[k], gs[k+1]) of
+ * pk whose mean α over seeds is nearest the paper's; *ng becomes 1.  -1 with
+ * res->why when no group has an α. */
+static int cl_operating_point(const claims_row *row, claims_result *res, const runset_run **pk, int n, int *gs,
+                              int *ng) {
+    char am[CLAIMS_TEXT];
+    const char *alts = row->alpha_metric[0] ? row->alpha_metric : "val/hard.active_frac|val/final.active_frac";
+    if (cl_choose(alts, pk, n, "", am, sizeof am) < 0) {
+        snprintf(res->why, sizeof res->why, "not measured: no α (%s) to choose the operating point", alts);
+        return -1;
+    }
+    int best = -1;
+    double bd = INFINITY, bm = NAN;
+    for (int k = 0; k < *ng; k++) {
+        double a[CL_MAXRUNS];
+        int m = 0;
+        for (int i = gs[k]; i < gs[k + 1] && m < CL_MAXRUNS; i++) a[m++] = cl_value(pk[i], am, "");
+        double mean = st_describe(a, m, 0.95).mean;
+        if (!isnan(mean) && fabs(mean - row->alpha) < bd) bd = fabs(mean - row->alpha), best = k, bm = mean;
+    }
+    if (best < 0) {
+        snprintf(res->why, sizeof res->why, "not measured: no group has %s", am);
+        return -1;
+    }
+    cl_app(res->measured, sizeof res->measured, "operating point λ* = %g: the λ whose mean α (%s) over seeds, "
+           "%.3f, is nearest the paper's %.3f", cl_lambda_of(pk[gs[best]]), am, bm, row->alpha);
+    int from = gs[best], to = gs[best + 1];
+    gs[0] = from;
+    gs[1] = to;
+    *ng = 1;
+    return 0;
+}
+
+/* across = scale: the deciding element is the deepest scale's − the
+ * shallowest's (Welch over their seeds); the per-scale elements are shown. */
+static void cl_across(const claims_row *row, claims_result *res, int ok) {
+    int lo = -1, hi = -1;
+    for (int k = 0; k < res->ne; k++) {
+        int rk = cl_scale_rank(res->e[k].label + 6); /* label "scale X" */
+        if (lo < 0 || rk < cl_scale_rank(res->e[lo].label + 6)) lo = k;
+        if (hi < 0 || rk > cl_scale_rank(res->e[hi].label + 6)) hi = k;
+    }
+    for (int k = 0; k < res->ne; k++) res->e[k].v = CV_DESCRIBED;
+    if (res->ne < 2 || lo == hi || res->ne >= CLAIMS_ELEMS) {
+        res->ne = 0;
+        snprintf(res->why, sizeof res->why, "not measured: needs pairs at two or more scales (depths); the registry "
+                 "has them at %d", ok);
+        return;
+    }
+    char lab_hi[64], lab_lo[64];
+    snprintf(lab_hi, sizeof lab_hi, "%s", res->e[hi].label);
+    snprintf(lab_lo, sizeof lab_lo, "%s", res->e[lo].label);
+    claims_elem *e = &res->e[res->ne++];
+    memset(e, 0, sizeof *e);
+    double df = NAN;
+    snprintf(e->label, sizeof e->label, "%.28s − %.28s", lab_hi, lab_lo);
+    e->s = st_welch(res->e[hi].s, res->e[lo].s, 0.95, &df);
+    e->interval = isnan(e->s.lo) ? 3 : 0;
+    e->mde = NAN;
+    e->v = cl_judge(row, e->s.lo, e->s.hi, e->interval != 3);
+    char m[64], l[64], h[64];
+    cl_fmt(m, sizeof m, row, e->s.mean);
+    cl_fmt(l, sizeof l, row, e->s.lo);
+    cl_fmt(h, sizeof h, row, e->s.hi);
+    if (e->interval == 0) snprintf(e->ours, sizeof e->ours, "%s [%s, %s] (Welch 95 %% interval, df %.1f)", m, l, h, df);
+    else snprintf(e->ours, sizeof e->ours, "%s (fewer than two seeds at a scale: no interval)", m);
+    res->v = e->v;
+}
+
+/* The row's verdict from its elements: each must hold. */
+static void cl_combine_elems(claims_result *res) {
+    claims_verdict v = res->e[0].v;
+    for (int k = 1; k < res->ne; k++) {
+        claims_verdict w = res->e[k].v;
+        if (w == CV_NO || v == CV_NO) v = CV_NO;
+        else if (w == CV_UNINFORMATIVE || v == CV_UNINFORMATIVE) v = CV_UNINFORMATIVE;
+        else if (w == CV_INCONCLUSIVE || v == CV_INCONCLUSIVE) v = CV_INCONCLUSIVE;
+        else if (w == CV_MAGNITUDE || v == CV_MAGNITUDE) v = CV_MAGNITUDE;
+    }
+    res->v = v;
+}
+
+/* Replace every "{b}" of src by the block number l into out. */
+static void cl_subst_block(const char *src, int l, char *out, size_t n) {
+    out[0] = 0;
+    for (const char *p = src; *p;) {
+        const char *q = strstr(p, "{b}");
+        size_t k = q ? (size_t)(q - p) : strlen(p);
+        cl_app(out, n, "%.*s", (int)k, p);
+        if (!q) break;
+        cl_app(out, n, "%d", l);
+        p = q + 3;
+    }
+}
+
+/* each = block: an element per gated block of the group g[0..n), the row's
+ * metrics with {b} the block.  Returns the elements made (0: res->why says why). */
+static int cl_blocks(cl_ctx *c, const runset_run *const *g, int n) {
+    const claims_row *row = c->row;
+    claims_result *res = c->res;
+    static claims_row one; /* ~10 KB: static, one row at a time */
+    int L = (int)g[0]->n_layer, ok = 0;
+    for (int l = 1; l < L && res->ne < CLAIMS_ELEMS; l++) {
+        one = *row;
+        cl_subst_block(row->metric, l, one.metric, sizeof one.metric);
+        cl_subst_block(row->metric_b, l, one.metric_b, sizeof one.metric_b);
+        cl_ctx cb = *c;
+        cb.row = &one;
+        claims_elem *e = &res->e[res->ne];
+        memset(e, 0, sizeof *e);
+        snprintf(e->label, sizeof e->label, "block %d", l);
+        if (cl_elem(&cb, g, n, e) == 0) {
+            ok++;
+            res->ne++;
+        }
+    }
+    if (ok && !res->basis[0])
+        snprintf(res->basis, sizeof res->basis, "%s, %s, %ld steps × %ld × %ld = %.2f M tokens, %d seed%s", g[0]->t.data,
+                 g[0]->t.scale, g[0]->steps, g[0]->batch, g[0]->seq_len,
+                 (double)g[0]->steps * g[0]->batch * g[0]->seq_len / 1e6, res->e[0].s.n, res->e[0].s.n == 1 ? "" : "s");
+    return ok;
+}
+
+void claims_eval(const claims_row *row, const runset *rs, claims_result *res) {
+    memset(res, 0, sizeof *res);
+    res->row = row;
+    res->v = CV_NOT_MEASURED;
+    cl_ctx c = {rs, row, res, "", ""};
+    if (row->versus[0]) {
+        size_t k = strcspn(row->versus, "=");
+        snprintf(c.axis, sizeof c.axis, "%.*s", (int)k, row->versus);
+        snprintf(c.axis_val, sizeof c.axis_val, "%s", row->versus + k + (row->versus[k] ? 1 : 0));
+    }
+    if (!strncmp(row->quantity, "bench_", 6)) {
+        if (cl_bench(&c, &res->e[0])) return;
+        res->ne = 1;
+        res->v = res->e[0].v;
+        snprintf(res->basis, sizeof res->basis, "bench stage of make paper (scale s, one process, interleaved rounds)");
+        return;
+    }
+    char lambda_w[32];
+    cl_pick_value(row->runs, "lambda", lambda_w, sizeof lambda_w);
+    const runset_run **pk = malloc((size_t)(rs->n > 0 ? rs->n : 1) * sizeof *pk);
+    if (!pk) {
+        snprintf(res->why, sizeof res->why, "not measured: out of memory");
+        return;
+    }
+    int n = cl_pick(row, rs, res, pk);
+    if (n < 0) {
+        free(pk);
+        return;
+    }
+    qsort(pk, (size_t)n, sizeof *pk, cl_cmp_group);
+    /* groups: [gs[k], gs[k+1]) */
+    int gs[CL_MAXRUNS + 1], ng = 0;
+    for (int i = 0; i < n && ng < CL_MAXRUNS; i++)
+        if (!i || !runset_same_group(pk[i], pk[i - 1])) gs[ng++] = i;
+    gs[ng] = n;
+    if (!strcmp(lambda_w, "@alpha") && cl_operating_point(row, res, pk, n, gs, &ng)) {
+        free(pk);
+        return;
+    }
+    if (ng > 1 && !row->each[0]) {
+        snprintf(res->why, sizeof res->why, "not measured: `%s` matches %d configurations (e.g. %s and %s); narrow "
+                 "the row's runs", row->runs, ng, pk[gs[0]]->t.run_id, pk[gs[1]]->t.run_id);
+        free(pk);
+        return;
+    }
+    int ok = 0;
+    if (!strcmp(row->each, "block")) { /* one group; an element per gated block (1 .. L − 1) */
+        ok = cl_blocks(&c, pk + gs[0], gs[1] - gs[0]);
+        free(pk);
+        if (ok) cl_combine_elems(res);
+        return;
+    }
+    for (int k = 0; k < ng && res->ne < CLAIMS_ELEMS; k++) {
+        claims_elem *e = &res->e[res->ne];
+        memset(e, 0, sizeof *e);
+        const runset_run *r0 = pk[gs[k]];
+        if (!strcmp(row->each, "lambda")) snprintf(e->label, sizeof e->label, "λ = %g", r0->t.lambda);
+        else if (!strcmp(row->each, "scale")) snprintf(e->label, sizeof e->label, "scale %s", r0->t.scale);
+        char keep[CLAIMS_TEXT];
+        snprintf(keep, sizeof keep, "%s", res->why);
+        if (cl_elem(&c, pk + gs[k], gs[k + 1] - gs[k], e) == 0) {
+            ok++;
+            res->ne++;
+            if (!res->basis[0])
+                snprintf(res->basis, sizeof res->basis, "%s, %s, %ld steps × %ld × %ld = %.2f M tokens, %d seed%s",
+                         r0->t.data, r0->t.scale, r0->steps, r0->batch, r0->seq_len,
+                         (double)r0->steps * r0->batch * r0->seq_len / 1e6, e->s.n, e->s.n == 1 ? "" : "s");
+        } else if (row->each[0] && ng > 1) {
+            snprintf(res->why, sizeof res->why, "%s", keep); /* an element without data is left out */
+        }
+    }
+    free(pk);
+    if (!ok) return; /* res->why says why */
+    if (row->across) {
+        cl_across(row, res, ok);
+        return;
+    }
+    cl_combine_elems(res);
+}
+
+claims_verdict claims_combine(const claims_result *res, int n, const char *claim) {
+    int any = 0, no = 0, unmeasured = 0, unin = 0, inc = 0, mag = 0, desc = 0;
+    int context_seen = 0; /* a claim of context rows only: described once one of them was measured */
+    for (int i = 0; i < n; i++) {
+        if (strcmp(res[i].row->claim, claim)) continue;
+        if (res[i].row->context) {
+            context_seen |= res[i].v != CV_NOT_MEASURED;
+            continue;
+        }
+        any = 1;
+        switch (res[i].v) {
+        case CV_NO: no = 1; break;
+        case CV_NOT_MEASURED: unmeasured = 1; break;
+        case CV_UNINFORMATIVE: unin = 1; break;
+        case CV_INCONCLUSIVE: inc = 1; break;
+        case CV_MAGNITUDE: mag = 1; break;
+        case CV_DESCRIBED: desc = 1; break;
+        case CV_YES: break;
+        }
+    }
+    if (!any) return context_seen ? CV_DESCRIBED : CV_NOT_MEASURED;
+    if (no) return CV_NO;
+    if (unmeasured) return CV_NOT_MEASURED;
+    if (unin) return CV_UNINFORMATIVE;
+    if (inc) return CV_INCONCLUSIVE;
+    if (mag) return CV_MAGNITUDE;
+    return desc ? CV_DESCRIBED : CV_YES;
+}

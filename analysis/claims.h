@@ -1,0 +1,127 @@
+/*
+ * claims.h — published claims as data (experiments/paper/claims.ini, format
+ * in docs/report.md) and the one evaluator that judges every row against a
+ * run set (runset.h) with the statistics kernel (stats.h).
+ *
+ * A row names the paper's text and number, the runs it picks, the quantity
+ * (one of a small table: value, diff, rel, within, vs_curve, rho, bench_*),
+ * the metric(s) it reads, the partner axis of a paired quantity, the
+ * threshold and its side, and guards (floor, ceiling) that make a row
+ * uninformative.  Rows of one claim are combined into the claim's verdict.
+ * Published numbers live only in the file; this code holds none.
+ *
+ * Verdicts (every threshold judged on the interval, never the mean):
+ *   reproduced         the interval lies wholly on the claimed side, and the
+ *                      paper's number (when given) inside it;
+ *   direction reproduced, magnitude differs
+ *                      the interval on the claimed side, the paper's number
+ *                      outside it;
+ *   not reproduced     the interval lies wholly on the other side;
+ *   inconclusive       the interval straddles the threshold (or there is no
+ *                      interval: one seed, one measurement);
+ *   uninformative      a guard fired (every variant at a trivial
+ *                      heuristic's level, or the reference at the ceiling);
+ *   not measured       the rows it needs are absent (the reason is printed);
+ *   described          the row has no threshold: a number for the reader.
+ */
+#ifndef GATELAB_ANALYSIS_CLAIMS_H
+#define GATELAB_ANALYSIS_CLAIMS_H
+
+#include <stddef.h>
+
+#include "runset.h"
+#include "stats.h"
+
+#define CLAIMS_TEXT 1024
+#define CLAIMS_ELEMS 8
+
+typedef enum {
+    CV_NOT_MEASURED,
+    CV_YES,
+    CV_MAGNITUDE,
+    CV_NO,
+    CV_INCONCLUSIVE,
+    CV_UNINFORMATIVE,
+    CV_DESCRIBED,
+} claims_verdict;
+
+/* One row of a claims file, as written (values are the file's text). */
+typedef struct {
+    char id[32];           /* the section name: "1a" */
+    char claim[32];        /* the claim it belongs to: "1", "3 (paper scale)" */
+    char paper[CLAIMS_TEXT];
+    double paper_value;    /* in the row's units before `scale` (NaN: none) */
+    char quantity[24];
+    char runs[CLAIMS_TEXT];       /* pick: "key=value" words */
+    char metric[CLAIMS_TEXT];     /* "split/name|split/name": the first present is used */
+    char metric_b[CLAIMS_TEXT];   /* the partner's (diff, rel) or the second (within); default metric */
+    char versus[64];              /* "axis=value" for diff, rel, vs_curve */
+    char curve[128];              /* vs_curve: "split/prefix" of the partner's τ rows (…tau<τ>.loss, .active_frac) */
+    char alpha_metric[CLAIMS_TEXT]; /* the operating point's α (lambda=@alpha, vs_curve) */
+    double alpha;                 /* the paper's α for lambda=@alpha (NaN: none) */
+    char expect[16];              /* above, below, none */
+    double threshold;
+    char each[24];                /* "": one group; "lambda", "scale": one element per group */
+    int across;                   /* 1: judge the largest-scale element − the smallest-scale one (Welch) */
+    char agg[32];                 /* analysis patterns: mean, gini, share_below X */
+    double floor, ceiling;        /* guards (NaN: none) */
+    char bench_a[96], bench_b[96];
+    double scale;                 /* display multiplier (100: per cent) */
+    char unit[16];
+    int digits;
+    char note[CLAIMS_TEXT];
+    char pareto[64];              /* "saved LABEL" / "cost LABEL": the paper's value is that point's x (share saved)
+                                   * or y (loss ÷ dense − 1) on the Pareto figure; "" none */
+    int context;                  /* 1: shown, not part of the claim's verdict */
+} claims_row;
+
+typedef struct {
+    claims_row *rows;
+    int n;
+    char disclosures[16][CLAIMS_TEXT];
+    int n_disclosures;
+    char title[CLAIMS_TEXT];
+} claims_file;
+
+/* One element of a row's result (a row with `each` has one per group). */
+typedef struct {
+    char label[64];
+    st_summary s;          /* the deciding quantity; lo/hi its interval */
+    int interval;          /* 0 t over seeds, 1 interquartile range (dispersion), 2 bootstrap of one run, 3 none */
+    double mde;            /* minimum detectable effect at its n (NaN: n < 2) */
+    int underpowered;      /* the paper's distance from the threshold is below the MDE */
+    claims_verdict v;
+    char ours[CLAIMS_TEXT];
+} claims_elem;
+
+typedef struct {
+    const claims_row *row;
+    claims_verdict v;
+    claims_elem e[CLAIMS_ELEMS];
+    int ne;
+    char why[CLAIMS_TEXT];       /* not measured: the reason; otherwise notes */
+    char measured[CLAIMS_TEXT];  /* what was read: metric chosen, soft/hard, operating point */
+    char runs[1024];             /* run ids used */
+    char commits[160];           /* commits that trained them */
+    char basis[256];             /* data, scale, budget, seeds */
+} claims_result;
+
+/* Read a claims file.  Returns 0, or -1 with a message naming the file, the
+ * line and what to write instead.  claims_free releases it. */
+int claims_load(const char *path, claims_file *cf, char *err, size_t errlen);
+int claims_parse(const char *text, const char *name, claims_file *cf, char *err, size_t errlen);
+void claims_free(claims_file *cf);
+
+/* Judge row against rs into res. */
+void claims_eval(const claims_row *row, const runset *rs, claims_result *res);
+
+/* The combined verdict of the rows of one claim (context rows left out). */
+claims_verdict claims_combine(const claims_result *res, int n, const char *claim);
+
+const char *claims_verdict_name(claims_verdict v);
+
+/* The base scale of the Shakespeare comparisons (that of the SATFormer runs,
+ * else of any Tiny Shakespeare run; "" none). */
+void claims_base_scale(const runset *rs, char *out, size_t n);
+
+#endif

@@ -1,0 +1,111 @@
+/*
+ * runset.h — the finished runs of a registry, loaded once, and the two rules
+ * every view shares: which runs are "the same run but for the seed" (a
+ * group), and which run is the paired partner of another along a named axis.
+ *
+ * A run carries its identity as the tables show it (tables_run: data, scale,
+ * variant label, seed, λ, the headline with its provenance), its typed
+ * configuration (the registry's stored config text, and the routing, value
+ * residual and budget read from it), the commit that trained it, and every
+ * latest metric of the splits val, test, ablation, analysis and bench by
+ * "split/name" key with its provenance and step.
+ *
+ * The group rule (runset_group_key): two runs are the same but for the seed
+ * when every "section.key = value" of their stored configs is equal except
+ *   train.seed                              the seed itself;
+ *   train.threads                           how many cores computed it;
+ *   train.log_every, train.ckpt_every       logging and checkpoint cadence;
+ *   log.*                                   run bookkeeping: results folder,
+ *                                           run name, experiment, trace and
+ *                                           probe settings.
+ * Everything else (budget, schedule, eval_every, data, model) is part of the
+ * experiment.  A run without a stored config is a group of its own.
+ *
+ * The partner rule (runset_partner): the partner of run a along axis X with
+ * value v is the run whose config equals a's in every key except the
+ * ignored keys above (but with the same train.seed) and the keys of axis X
+ * (runset.c's axis table: depth_routing also frees the routing's own knobs
+ * tsa_lambda, router_*, exit_weighting; value_residual the ResFormer knobs;
+ * …), and whose X is v.  So TSA at λ 0.05 seed 2 pairs with the dense run of
+ * the same data, scale, budget and seed, wherever in the plan it was trained.
+ */
+#ifndef GATELAB_ANALYSIS_RUNSET_H
+#define GATELAB_ANALYSIS_RUNSET_H
+
+#include <stddef.h>
+
+#include "store/registry.h"
+#include "tables.h"
+
+#define RUNSET_KEY_MAX 160
+
+/* One latest metric row: key "split/name". */
+typedef struct {
+    char key[RUNSET_KEY_MAX];
+    double value, se; /* NaN when absent / none */
+    long step;
+    gl_prov prov;
+} runset_value;
+
+typedef struct {
+    tables_run t;           /* identity as the tables show it */
+    char value_residual[32], depth_routing[32], cross_layer[32];
+    long steps, batch, seq_len, n_layer, n_kv_head;
+    char commit[48];        /* git commit that trained it ("" unknown) */
+    int dirty;              /* 1 trained from a dirty tree, 0 clean, -1 unknown */
+    char *config;           /* stored config text (owned; NULL: none) */
+    char *group;            /* the group key (owned) */
+    runset_value *m;        /* sorted by key (owned) */
+    int nm;
+} runset_run;
+
+typedef struct {
+    runset_run *r;
+    int n;
+} runset;
+
+/* Load the FINISHED runs whose experiment starts with prefix (NULL or "": all).
+ * Returns 0, or -1 with a message; rs is empty on failure.  runset_free
+ * releases it (and accepts an empty or half-built one). */
+int runset_load(gl_db *db, const char *prefix, runset *rs, char *err, size_t errlen);
+void runset_free(runset *rs);
+
+/* 1 when "section.key" is left out of the group key (the list above). */
+int runset_key_ignored(const char *section, const char *key);
+
+/* The group key of a stored config: its "section.key=value" lines less the
+ * ignored keys, in the config's order.  malloc'd; NULL when out of memory. */
+char *runset_group_key(const char *ini);
+
+/* 1 when a and b are the same run but for the seed. */
+int runset_same_group(const runset_run *a, const runset_run *b);
+
+/* The partner of a along axis ("depth_routing", "value_residual",
+ * "cross_layer", "task", "tsa_lambda", "scale") whose axis value is value, or
+ * NULL (no such run, or an unknown axis). */
+const runset_run *runset_partner(const runset *rs, const runset_run *a, const char *axis, const char *value);
+
+/* A hash of what runset_partner compares along axis (the config less the
+ * ignored keys, seed kept, less the axis's keys): two runs are partners along
+ * axis exactly when their keys are equal and their axis values differ as
+ * asked.  0 for an unknown axis or a run without a config. */
+unsigned long long runset_partner_key(const runset_run *r, const char *axis);
+
+/* 1 when axis is a name runset_partner knows. */
+int runset_axis_known(const char *axis);
+
+/* The value of an axis of a run ("tsa", "none", "copy", …) into out. */
+void runset_axis_value(const runset_run *r, const char *axis, char *out, size_t n);
+
+/* The latest row of split/name, or NULL.  A '*' in key matches any run of
+ * characters (the first matching key in sorted order), for names that carry
+ * a parameter such as difficulty.<partner>.seed<N>.rho. */
+const runset_value *runset_get(const runset_run *r, const char *key);
+
+/* Its value (NaN when absent). */
+double runset_num(const runset_run *r, const char *key);
+
+/* A config parameter ("model.n_layer") into out; 0 when absent ("" then). */
+int runset_param(const runset_run *r, const char *key, char *out, size_t n);
+
+#endif

@@ -1,0 +1,108 @@
+/*
+ * test_stats.c — the statistics kernel (analysis/stats.h) against values
+ * computed by hand or printed in standard tables: Student t quantiles
+ * (t_{0.975} for df 1, 2, 10, 30, 100; t_{0.8} for df 2, 10), the incomplete
+ * beta of integer arguments (a binomial tail), mean/sd/se/interval, paired
+ * differences, the MDE formula, cluster se, Gini, quantiles and the seeded
+ * bootstrap.  One line per check with its worst difference; exits non-zero
+ * on any failure.  Tolerances: table values are printed to 4 decimals, so
+ * 5e-4; closed forms computed here in double, 1e-12.
+ */
+#include <math.h>
+#include <stdio.h>
+
+#include "analysis/stats.h"
+
+static int fails, checks; /* tests/run.sh counts the cmocka-style summary lines printed at the end */
+
+static void near(const char *what, double got, double want, double tol) {
+    double d = fabs(got - want);
+    int ok = d <= tol || (isnan(got) && isnan(want));
+    printf("%s %-44s got %.10g want %.10g (|diff| %.3g, tol %.1g)\n", ok ? "ok  " : "FAIL", what, got, want, d, tol);
+    fails += !ok;
+    checks++;
+}
+
+int main(void) {
+    /* t quantiles: standard table values (4 decimals) */
+    near("t(0.975, 1)", st_t_quantile(0.975, 1), 12.7062, 5e-4);
+    near("t(0.975, 2)", st_t_quantile(0.975, 2), 4.3027, 5e-4);
+    near("t(0.975, 10)", st_t_quantile(0.975, 10), 2.2281, 5e-4);
+    near("t(0.975, 30)", st_t_quantile(0.975, 30), 2.0423, 5e-4);
+    near("t(0.975, 100)", st_t_quantile(0.975, 100), 1.9840, 5e-4);
+    near("t(0.8, 2)", st_t_quantile(0.8, 2), 1.0607, 5e-4);
+    near("t(0.8, 10)", st_t_quantile(0.8, 10), 0.8791, 5e-4);
+    near("t(0.025, 5) = -t(0.975, 5)", st_t_quantile(0.025, 5), -2.5706, 5e-4);
+    near("t95(df 1) = t(0.975, 1)", st_t95(1), st_t_quantile(0.975, 1), 0);
+    near("t95(0) is NaN", st_t95(0), NAN, 0);
+    /* t(1) is Cauchy: CDF(1) = 3/4 exactly */
+    near("t CDF(1, df 1) = 0.75", st_t_cdf(1, 1), 0.75, 1e-12);
+    /* I_x(2, 3) = P(Binomial(4, x) >= 2) = 1 - (1-x)^4 - 4x(1-x)^3; at x = 0.4: 0.5248 */
+    near("I_0.4(2, 3)", st_betai(2, 3, 0.4), 0.5248, 1e-12);
+    near("I_0.9(2, 3) (the symmetric branch)", st_betai(2, 3, 0.9), 1 - pow(0.1, 4) - 4 * 0.9 * pow(0.1, 3), 1e-12);
+
+    const double x[5] = {1, 2, NAN, 3, 4};
+    st_summary s = st_describe(x, 5, 0.95);
+    near("describe: n (NaN skipped)", s.n, 4, 0);
+    near("describe: mean", s.mean, 2.5, 1e-12);
+    near("describe: sd = sqrt(5/3)", s.sd, sqrt(5.0 / 3), 1e-12);
+    near("describe: se = sd / 2", s.se, sqrt(5.0 / 3) / 2, 1e-12);
+    near("describe: hi = 2.5 + t(0.975,3) se", s.hi, 2.5 + 3.1824 * sqrt(5.0 / 3) / 2, 5e-4);
+    st_summary one = st_describe(x, 1, 0.95);
+    near("describe one value: mean", one.mean, 1, 0);
+    near("describe one value: sd NaN", one.sd, NAN, 0);
+    near("describe one value: lo NaN", one.lo, NAN, 0);
+
+    const double a[3] = {2, 4, 6}, b[3] = {1, 1, 1};
+    st_summary p = st_paired(a, b, 3, 0, 0.95);
+    near("paired: mean of {1, 3, 5}", p.mean, 3, 1e-12);
+    near("paired: sd of {1, 3, 5}", p.sd, 2, 1e-12);
+    st_summary r = st_paired(a, b, 3, 1, 0.95);
+    near("paired relative: mean of a/b - 1", r.mean, 3, 1e-12);
+
+    /* Welch: {1,2,3} vs {4,6}: difference -3, se^2 = 1/3 + 2/2 = 4/3, df = (4/3)^2 / ((1/3)^2/2 + 1) = 32/19 */
+    const double wa[3] = {1, 2, 3}, wb[2] = {4, 6};
+    double wdf;
+    st_summary w = st_welch(st_describe(wa, 3, 0.95), st_describe(wb, 2, 0.95), 0.95, &wdf);
+    near("Welch: difference", w.mean, -3, 1e-12);
+    near("Welch: se = sqrt(4/3)", w.se, sqrt(4.0 / 3), 1e-12);
+    near("Welch: df = 32/19", wdf, 32.0 / 19, 1e-12);
+    near("Welch: hi = -3 + t(0.975, 32/19) se", w.hi, -3 + st_t_quantile(0.975, 32.0 / 19) * sqrt(4.0 / 3), 1e-12);
+    near("t(0.975, df 32/19) between df 1 and df 2", st_t_quantile(0.975, 32.0 / 19) < 12.7062 &&
+                                                         st_t_quantile(0.975, 32.0 / 19) > 4.3027, 1, 0);
+    near("MDE n 3, sd 1 = (t.975,2 + t.8,2)/sqrt 3", st_mde(3, 1), (4.3027 + 1.0607) / sqrt(3.0), 5e-4);
+    near("MDE n 1 is NaN", st_mde(1, 1), NAN, 0);
+
+    const double cx[4] = {1, 2, 3, 4};
+    const int cl[4] = {7, 7, 9, 9};
+    near("cluster se: sqrt(2 * 8) / 4 = 1", st_cluster_se(cx, cl, 4), 1, 1e-12);
+    const int one_cl[4] = {1, 1, 1, 1};
+    near("cluster se: one cluster is NaN", st_cluster_se(cx, one_cl, 4), NAN, 0);
+
+    double g1[4] = {0, 1, 0, 0}, g2[4] = {1, 1, 1, 1};
+    near("Gini {0,0,0,1} = 3/4", st_gini(g1, 4), 0.75, 1e-12);
+    near("Gini {1,1,1,1} = 0", st_gini(g2, 4), 0, 1e-12);
+
+    double q[4] = {4, 1, 3, 2};
+    near("quantile 0.25 of {1..4} = 1.75", st_quantile(q, 4, 0.25), 1.75, 1e-12);
+    near("quantile 0.5 of {1..4} = 2.5", st_quantile(q, 4, 0.5), 2.5, 1e-12);
+
+    const double bx[6] = {1, 2, 3, 4, 5, 6};
+    double lo1, hi1, lo2, hi2, lo3, hi3;
+    st_bootstrap_mean(bx, 6, 2000, 42, 0.95, &lo1, &hi1);
+    st_bootstrap_mean(bx, 6, 2000, 42, 0.95, &lo2, &hi2);
+    near("bootstrap: same seed, same lo", lo2, lo1, 0);
+    near("bootstrap: same seed, same hi", hi2, hi1, 0);
+    near("bootstrap: lo below the mean 3.5", lo1 < 3.5, 1, 0);
+    near("bootstrap: hi above the mean 3.5", hi1 > 3.5, 1, 0);
+    near("bootstrap: lo within the data range", lo1 >= 1 && hi1 <= 6, 1, 0);
+    const double cst[3] = {2, 2, 2};
+    st_bootstrap_mean(cst, 3, 100, 1, 0.95, &lo3, &hi3);
+    near("bootstrap of a constant: lo", lo3, 2, 0);
+    near("bootstrap of a constant: hi", hi3, 2, 0);
+
+    printf("%s: %d failure%s\n", fails ? "FAIL" : "ok", fails, fails == 1 ? "" : "s");
+    if (fails) printf("[  FAILED  ] %d check(s), listed above.\n", fails);
+    else printf("[  PASSED  ] %d check(s).\n", checks);
+    return fails ? 1 : 0;
+}
