@@ -498,16 +498,11 @@ static void usage(FILE *f) {
             "  --infer-batch B  batch of the inference figures (default 64)\n"
             "  --scale s|m    model scale (default m)\n"
             "  --variants L   comma list: base, a value_residual, depth_routing or cross_layer name\n"
-            "                 (resformer satformer tsa early_exit mod random denseformer hyper mudd ...),
-"
-            "                 SATFormer's knobs satformer_softmax (sat_gate softmax), satformer_bias
-"
-            "                 (sat_gate_bias 1), satformer_decay_all (train.weight_decay_policy all), sparse
-"
-            "                 (TSA sparse inference and break-even batch), exit (early-exit inference)
-"
-            "                 (default base,resformer,satformer,tsa,mod,random,sparse,exit)
-"
+            "                 (resformer satformer tsa early_exit mod random denseformer hyper mudd ...),\n"
+            "                 SATFormer's knobs satformer_softmax (sat_gate softmax), satformer_bias\n"
+            "                 (sat_gate_bias 1), satformer_decay_all (train.weight_decay_policy all), sparse\n"
+            "                 (TSA sparse inference and break-even batch), exit (early-exit inference)\n"
+            "                 (default base,resformer,satformer,tsa,mod,random,sparse,exit)\n"
             "  --memory       one training variant: peak RSS of a step beside the analytic size\n"
             "  --no-sgemm     skip the sgemm measurement and its buffers\n"
             "  --seed N       seed of the round order (default 1)\n"
