@@ -386,7 +386,7 @@ def mod_block(cfg, P, n, h, q, k, v, group, hd, eps, keep_out, weight_out):
     return h.scatter_add(1, idx[..., None].expand(B, kk, d), upd)
 
 
-def forward(cfg, P, tokens, targets, mask, route_keep=None):
+def forward(cfg, P, tokens, targets, mask, route_keep=None, hook=None):
     """The whole model on tokens (B, T) long.
 
     route_keep (L, B, T): random routing's draw (1 computes the pair), given
@@ -394,7 +394,18 @@ def forward(cfg, P, tokens, targets, mask, route_keep=None):
     Returns a dict: logits (B,T,V) of the final head, loss (the optimised
     loss), task_loss (masked CE of the final head), and where the model has
     them sat_alpha (L,B,T,Hkv), resformer_lambda (L,2), tsa_p (L-1,B,T),
-    exit_conf (L,B,T), route_keep (L,B,T) and mod_weight (L,B,T)."""
+    exit_conf (L,B,T), route_keep (L,B,T) and mod_weight (L,B,T).
+
+    hook: None, or fn(name, tensor) -> tensor or None, called at the named
+    points of scripts/python/gatelab/model.py (TransformerLens style: a hook
+    reads an activation, or returns a replacement).  None computes exactly
+    what it computed before hooks existed."""
+    def hk(name, x):
+        if hook is None:
+            return x
+        r = hook(name, x)
+        return x if r is None else r
+
     B, T = tokens.shape
     L, H, Hkv, hd, eps = cfg.n_layer, cfg.n_head, cfg.n_kv_head, cfg.hd, cfg.norm_eps
     dtype = P["embed"].dtype
@@ -415,7 +426,7 @@ def forward(cfg, P, tokens, targets, mask, route_keep=None):
     if cfg.value_residual == "resformer" and cfg.resformer_variant == "plus":
         rf_soft = torch.softmax(P["resformer.logits"], dim=0)
 
-    h = P["embed"][tokens]                                  # (B, T, d)
+    h = hk("hook_embed", P["embed"][tokens])                 # (B, T, d)
     V1 = None
     xl = cfg.cross_layer
     states = [h]                 # denseformer, mudd: s_0 .. s_n
@@ -426,17 +437,21 @@ def forward(cfg, P, tokens, targets, mask, route_keep=None):
         p = f"layers.{n}."
         if xl == "hyper":
             h, carried, beta = hc_width(cfg, P, 2 * n, Hs)
+        if xl != "hyper" or h is not None:
+            h = hk(f"blocks.{n}.hook_resid_pre", h)
         if qkv_in is not None:
             xn = rmsnorm(qkv_in[0], P[p + "attn_norm"], eps)
             xk = rmsnorm(qkv_in[1], P[p + "attn_norm_k"], eps)
             xv = rmsnorm(qkv_in[2], P[p + "attn_norm_v"], eps)
         else:
             xn = xk = xv = rmsnorm(h, P[p + "attn_norm"], eps)
-        q = (xn @ P[p + "attn.wq"].T).view(B, T, H, hd)
-        k = (xk @ P[p + "attn.wk"].T).view(B, T, Hkv, hd)
-        v = (xv @ P[p + "attn.wv"].T).view(B, T, Hkv, hd)
+        q = hk(f"blocks.{n}.attn.hook_q", (xn @ P[p + "attn.wq"].T).view(B, T, H, hd))
+        k = hk(f"blocks.{n}.attn.hook_k", (xk @ P[p + "attn.wk"].T).view(B, T, Hkv, hd))
+        v = hk(f"blocks.{n}.attn.hook_v", (xv @ P[p + "attn.wv"].T).view(B, T, Hkv, hd))
         if n == 0:
             V1 = v
+        elif V1 is not None and cfg.value_residual != "none":
+            hk(f"blocks.{n}.attn.hook_v1", V1)  # read-only view: V1 is block 0's values, shared by every block
         if cfg.qk_norm:
             q = rmsnorm(q, P[p + "attn.q_norm"], eps)
             k = rmsnorm(k, P[p + "attn.k_norm"], eps)
@@ -447,7 +462,7 @@ def forward(cfg, P, tokens, targets, mask, route_keep=None):
             z = xv @ P[p + "attn.alpha"].T                            # (B, T, Hkv)
             if cfg.sat_gate_bias:
                 z = z + P[p + "attn.alpha_bias"]
-            alpha = sat_gate(cfg.sat_gate, z)
+            alpha = hk(f"blocks.{n}.attn.hook_alpha", sat_gate(cfg.sat_gate, z))
             sat_alpha[n] = alpha.detach()
             v = v + alpha[..., None] * V1
         elif n in M and cfg.value_residual == "resformer":
@@ -464,8 +479,10 @@ def forward(cfg, P, tokens, targets, mask, route_keep=None):
             rf_lambda[n, 1] = l2.detach()
             v = l1 * V1 + l2 * v
 
+        if n >= 1 and V1 is not None and cfg.value_residual != "none":
+            v = hk(f"blocks.{n}.attn.hook_v_mixed", v)
         if cfg.depth_routing == "mod" and cfg.routed(n):
-            h = mod_block(cfg, P, n, h, q, k, v, group, hd, eps, keep_out, weight_out)
+            h = hk(f"blocks.{n}.hook_resid_post", mod_block(cfg, P, n, h, q, k, v, group, hd, eps, keep_out, weight_out))
             continue
 
         # causal attention, GQA by repeating kv heads
@@ -474,8 +491,8 @@ def forward(cfg, P, tokens, targets, mask, route_keep=None):
         vh = v.repeat_interleave(group, dim=2).transpose(1, 2)
         s = (qh @ kh.transpose(-1, -2)) / math.sqrt(hd)              # (B, H, T, T)
         s = s.masked_fill(~causal, float("-inf"))
-        o = (torch.softmax(s, dim=-1) @ vh).transpose(1, 2).reshape(B, T, H * hd)
-        a = o @ P[p + "attn.wo"].T
+        o = (hk(f"blocks.{n}.attn.hook_pattern", torch.softmax(s, dim=-1)) @ vh).transpose(1, 2).reshape(B, T, H * hd)
+        a = hk(f"blocks.{n}.hook_attn_out", o @ P[p + "attn.wo"].T)
 
         if xl == "hyper":
             Hs = hc_depth(a, carried, beta)
@@ -483,7 +500,7 @@ def forward(cfg, P, tokens, targets, mask, route_keep=None):
         else:
             h_mid = h + a
         x2 = rmsnorm(h_mid, P[p + "ffn_norm"], eps)
-        f = (F.silu(x2 @ P[p + "ffn.w1"].T) * (x2 @ P[p + "ffn.w3"].T)) @ P[p + "ffn.w2"].T
+        f = hk(f"blocks.{n}.hook_mlp_out", (F.silu(x2 @ P[p + "ffn.w1"].T) * (x2 @ P[p + "ffn.w3"].T)) @ P[p + "ffn.w2"].T)
 
         if xl == "hyper":
             Hs = hc_depth(f, carried, beta)
@@ -491,7 +508,7 @@ def forward(cfg, P, tokens, targets, mask, route_keep=None):
         elif cfg.depth_routing == "tsa" and n >= 1:
             r = f"routers.{n - 1}."
             hid = F.gelu(xn @ P[r + "fc1_w"].T + P[r + "fc1_b"])      # erf GELU
-            prob = torch.sigmoid(hid @ P[r + "fc2_w"].T + P[r + "fc2_b"])[..., 0]  # (B, T)
+            prob = hk(f"blocks.{n}.hook_halt_p", torch.sigmoid(hid @ P[r + "fc2_w"].T + P[r + "fc2_b"])[..., 0])  # (B, T)
             tsa_p.append(prob)
             h = h + (1.0 - prob)[..., None] * (a + f)
         elif cfg.depth_routing == "random" and n >= 1:
@@ -509,10 +526,12 @@ def forward(cfg, P, tokens, targets, mask, route_keep=None):
             h = streams[-1]
             qkv_in = streams[:3] if n + 1 < L else None
 
+        if h is not None:
+            h = hk(f"blocks.{n}.hook_resid_post", h)
         if cfg.depth_routing == "early_exit":
-            exit_logits.append(rmsnorm(h, P["final_norm"], eps) @ head_w.T)
+            exit_logits.append(hk(f"blocks.{n}.hook_exit_logits", rmsnorm(h, P["final_norm"], eps) @ head_w.T))
 
-    logits = rmsnorm(h, P["final_norm"], eps) @ head_w.T            # (B, T, V)
+    logits = hk("hook_logits", hk("ln_final.hook_normalized", rmsnorm(h, P["final_norm"], eps)) @ head_w.T)  # (B, T, V)
     task_loss = masked_ce(logits, targets, mask)
     loss = task_loss
     if cfg.depth_routing == "tsa":

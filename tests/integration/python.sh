@@ -78,3 +78,48 @@ PY
 )
 echo "$out"
 echo "$out" | grep -qE '^(PASS|FAIL) ' || fail "the Python checks did not run: $(echo "$out" | tail -3)"
+
+# The model part (python3-torch): the PyTorch module rebuilt from a checkpoint computes the C loss
+# on the same text (docs/python_example.py, which also caches α through a hook), hooks that return
+# their input change nothing, and a misspelt hook name is an error — for SATFormer + TSA and for a
+# BPE run (the package encodes text with the run's merges as bpe_encode does).
+if ! "$PY" -c 'import torch' 2> /dev/null; then
+    skip "the model part of the Python package (no PyTorch for $PY: apt-get install python3-torch)"
+    exit 0
+fi
+ok=1
+"$BIN" train "$TINY" model.value_residual=satformer model.depth_routing=tsa train.steps=20 --run-id st --results "$R" \
+    --quiet > "$W/train.log" 2>&1 || ok=0
+"$BIN" train "$TINY" data.tokenizer=bpe data.vocab_size=300 model.value_residual=satformer train.steps=20 --run-id bpe \
+    --results "$R" --quiet > "$W/train.log" 2>&1 || ok=0
+check "train tiny SATFormer+TSA and BPE runs for the model checks" test $ok = 1
+head -c 4000 "$GATELAB_DATA/corpus.txt" > "$W/text.txt"
+EX="$(cd "$(dirname "$0")/../.." && pwd)/docs/python_example.py"
+for run in st bpe; do
+    "$PY" "$EX" "$R/runs/$run" "$W/text.txt" --gatelab "$BIN" > "$W/ex.$run" 2>&1; rc=$?
+    check "docs/python_example.py on $run: PyTorch loss = C loss to 1e-5 ($(grep -o 'relative difference [^ ]*' "$W/ex.$run"))" \
+        test $rc -eq 0
+done
+check "…and it caches α through a hook and reports the loss with α switched off" grep -q "every α set to 0: loss" "$W/ex.st"
+out=$(PYTHONPATH="$PKG" "$PY" - "$R" <<'PY' 2>&1
+import sys, torch, gatelab
+run = gatelab.load_run("st", results=sys.argv[1])
+m = run.model()
+ids = run.encode(run.trace.decode())
+names = m.hook_names(ids)
+print(("PASS " if {"blocks.1.attn.hook_alpha", "blocks.1.hook_halt_p", "hook_logits"} <= set(names) else "FAIL ")
+      + f"hook_names lists the gate and halting hooks ({len(names)} names)")
+base = float(m(ids)["task_loss"])
+same = float(m.run_with_hooks(ids, fwd_hooks=[(n, lambda t, name: t) for n in names])["task_loss"])
+print(("PASS " if same == base else "FAIL ") + f"hooks that return their input change nothing ({same} = {base})")
+halt = float(m.run_with_hooks(ids, fwd_hooks=[("blocks.1.hook_halt_p", lambda t, name: torch.ones_like(t))])["task_loss"])
+print(("PASS " if halt != base else "FAIL ") + f"p = 1 through hook_halt_p skips block 1's update (loss {halt:.6f} vs {base:.6f})")
+try:
+    m.run_with_hooks(ids, fwd_hooks=[("blocks.1.attn.hook_alpah", lambda t, name: t)])
+    print("FAIL a misspelt hook name is an error")
+except KeyError as e:
+    print(f"PASS a misspelt hook name is an error ({e})")
+PY
+)
+echo "$out"
+echo "$out" | grep -qE '^(PASS|FAIL) ' || fail "the hook checks did not run: $(echo "$out" | tail -3)"

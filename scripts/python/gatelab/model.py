@@ -45,20 +45,24 @@ def _torch():
     return torch
 
 
+# [model] keys that only set initial values or name a preset: a trained checkpoint carries the
+# parameters themselves, so the reference needs none of them
+INIT_ONLY = {"scale", "router_init_bias", "sat_gate_bias_init", "resformer_lambda1_init"}
+
+
 def config_from_run(cfg):
-    """The reference Config of a run's [model] section (keys the reference lacks are refused
-    when they are not at their default: the reference would compute another model)."""
+    """The reference Config of a run's [model] section.  A key the reference does not know, other
+    than the init-only ones, raises ValueError naming it: the reference would compute another model."""
     rm = _ref()
     model = cfg["model"]
     fields = {f.name: f for f in dataclasses.fields(rm.Config)}
-    kw = {}
-    for k, f in fields.items():
-        if k in model:
-            v = model[k]
-            kw[k] = type(f.default)(v) if f.default is not dataclasses.MISSING and not isinstance(f.default, str) else str(v)
-    c = rm.Config(**kw)
-    c.seq_len = int(model.get("seq_len", c.seq_len))
-    return c
+    unknown = sorted(k for k in model if k not in fields and k not in INIT_ONLY)
+    if unknown:
+        raise ValueError(f"[model] {', '.join(unknown)}: not in the PyTorch reference "
+                         f"(scripts/reference/ref_model.py); this run's model cannot be rebuilt here")
+    kw = {k: (str(model[k]) if isinstance(f.default, str) else type(f.default)(model[k]))
+          for k, f in fields.items() if k in model}
+    return rm.Config(**kw)
 
 
 class GatelabModel:
@@ -113,7 +117,12 @@ def _module_class(torch):
                     mask[:, -1] = 0
             if mask is None:
                 mask = torch.ones(tok.shape, dtype=self.weights[0].dtype)
-            return rm.forward(self.cfg, self.P(), tok, targets, mask, hook=hook)
+            keep = None
+            if self.cfg.depth_routing == "random":  # the C model's evaluation draw (model/routing.c)
+                from make_fixtures import random_keep
+                keep = random_keep(self.cfg, tok).to(self.weights[0].dtype)
+            ref_hook = (lambda name, t: hook(t, name)) if hook is not None else None
+            return rm.forward(self.cfg, self.P(), tok, targets, mask, route_keep=keep, hook=ref_hook)
 
         def hook_names(self, x=None):
             """Every hook point this model calls (found by running it once on x or a tiny input)."""
