@@ -420,7 +420,7 @@ int html_report(gl_db *db, const html_target *t, const html_opts *o, const char 
     gl_run_row *runs = NULL;
     int rc = -1, nfig = 0, ntext = 0, nruns = 0;
     tmp[0] = 0;
-    snprintf(fig_dir, sizeof fig_dir, "%s/figures", t->results);
+    figures_dir(t->results, t->experiment, fig_dir, sizeof fig_dir);
     snprintf(tab_dir, sizeof tab_dir, "%s/tables", t->results);
     memset(&fs, 0, sizeof fs);
     memset(&ts, 0, sizeof ts);
