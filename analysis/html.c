@@ -366,9 +366,13 @@ static int hr_run_section(FILE *f, gl_db *db, const char *results, const char *r
             fprintf(f, "<tr><td>%s</td><td>", splits[s]);
             html_escape(f, rows[i].name);
             char se[32], on[64];
+            /* train rows (loss, lr, grad_norm, tokens/s …) are logged per step from the training batches
+             * and carry no windows of a split: db_prov_str would print "?" for them */
+            if (!rows[i].prov.split[0] || rows[i].prov.count <= 0)
+                snprintf(on, sizeof on, "%s", s == 1 ? "training batches up to this step" : "not recorded");
+            else db_prov_str(&rows[i].prov, on, sizeof on);
             fprintf(f, "</td><td>%s</td><td>%s</td><td>%ld</td><td>%s</td></tr>\n", report_num(b, sizeof b, rows[i].value),
-                    isnan(rows[i].se) ? "" : report_num(se, sizeof se, rows[i].se), rows[i].step,
-                    db_prov_str(&rows[i].prov, on, sizeof on));
+                    isnan(rows[i].se) ? "" : report_num(se, sizeof se, rows[i].se), rows[i].step, on);
         }
         free(rows);
     }
