@@ -120,6 +120,18 @@ groups() { grep -c $'\twall_s\t' "$1"; }
 check "the second experiment's loss figure holds its one run (train + val: $(groups "$R/figures/other/data/loss.tsv") curves), the first its own ($(groups "$R/figures/tiny/data/loss.tsv"))" \
     eval '[ "$(groups "$R/figures/other/data/loss.tsv")" = 2 ] && [ "$(groups "$R/figures/tiny/data/loss.tsv")" -gt 2 ]'
 
+# a loss near 0 (a copy task learnt): the Pareto plot of its one TSA point must not pad the loss
+# axis below 0 (it used to: ±1e-3 around 0.0003)
+"$BIN" train "$ROOT/experiments/copy_tsa.ini" model.depth_routing=tsa model.d_model=32 model.n_layer=3 model.n_head=2 \
+    model.n_kv_head=2 model.d_ff=64 model.seq_len=21 train.lr=1e-2 train.warmup=20 train.steps=300 train.eval_every=300 \
+    train.eval_windows=16 train.ckpt_every=300 train.threads=1 log.experiment=copyp --run-id cp --results "$R" --quiet \
+    > "$W/train.log" 2>&1 && "$BIN" figures copyp --results "$R" > "$W/fg.cp" 2> "$W/fg.err"
+rc=$?
+cpl=$(sqlite3 "$R/gatelab.db" "select value from metrics where run_id='cp' and name='final.loss'" 2> /dev/null | head -1)
+check "a copy-task TSA run near 0 loss ($cpl): its Pareto plot's axes show no negative value" \
+    eval '[ $rc -eq 0 ] && [ ! -s "$W/fg.err" ] && grep -q "<text>" "$R/figures/copyp/pareto.svg" &&
+          ! grep -qE "<text> *-[0-9]" "$R/figures/copyp/pareto.svg"'
+
 # a fresh Debian (or a container) sets no locale: gnuplot's `set encoding utf8` would warn there
 env -u LC_ALL -u LC_CTYPE -u LANG "$BIN" figures tiny --results "$R" --out "$W/c-locale" > "$W/fg.c" 2> "$W/fg.err"
 rc=$?
