@@ -10,7 +10,7 @@
  * AdamW m, AdamW v, activations, activation gradients) sized for max_B × T;
  * no step allocates.  Every tensor of a family is a typed pointer into it.
  *
- * Names: m->tensors lists every parameter of this config with its DESIGN.md
+ * Names: m->tensors lists every parameter of this config with its docs/model.md
  * name, shape, offset into the parameter block and whether weight decay
  * applies (built by tensors.c from the rows of variants.h; model_find_tensor
  * looks one up).  That one table drives checkpoints, exports and test labels.
@@ -244,7 +244,7 @@ typedef struct gl_model {
 int model_init(gl_model *m, const gl_model_config *cfg, int max_B, char *err, size_t errlen);
 void model_free(gl_model *m);
 
-/* DESIGN.md initialisation: matrices and embedding N(0, 0.02), norms 1,
+/* docs/model.md initialisation: matrices and embedding N(0, 0.02), norms 1,
  * ResFormer s = L, ℓ = 0, λ = 0.5, routers N(0, 0.02) with fc2_b = router_init_bias. */
 void model_init_weights(gl_model *m, uint64_t seed);
 

@@ -3,7 +3,7 @@
  * validation passes, the probe pass that feeds trace.h5, checkpoints, the
  * registry, a progress line, and the signals a cluster sends.
  *
- * What a run leaves (DESIGN.md "Files a run leaves"):
+ * What a run leaves (docs/files.md):
  *   <results>/runs/<id>/config.ini   the resolved manifest (canonical INI)
  *   <results>/runs/<id>/ckpt         parameters, AdamW moments, step, RNG, vocab
  *   <results>/runs/<id>/trace.h5     gates / halting probabilities / exit confidences
