@@ -244,7 +244,7 @@ void figures_title_var(char *out, size_t n, const char *title, double fig_w, dou
         while (*p == ' ') p++;
         size_t len = strlen(p), cut = len;
         if (fg_utf8_len(p, len) > max && line < 3) {
-            /* the last space within max characters; one after ':' or ',' when it is not too early */
+            /* the last space within max characters; one after ":" or "," when it is not too early */
             size_t best = 0, best_punct = 0, chars = 0;
             for (size_t i = 0; i < len && chars <= max; i++) {
                 chars += ((unsigned char)p[i] & 0xC0) != 0x80;
@@ -253,7 +253,7 @@ void figures_title_var(char *out, size_t n, const char *title, double fig_w, dou
                     if (p[i - 1] == ':' || p[i - 1] == ',') best_punct = i;
                 }
             }
-            if (best_punct && best_punct * 2 >= best) best = best_punct;
+            if (best_punct && best_punct * 5 >= best * 2) best = best_punct; /* from 40 % of the line on */
             if (best) cut = best;
         }
         if (line) k += (size_t)snprintf(out + k, n - k, "'.\"\\n\".'");
