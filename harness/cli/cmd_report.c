@@ -9,7 +9,7 @@
  *
  * TARGET is a run id (or run folder) or an experiment name in the registry.
  * The page goes to <results>/report/<TARGET>.html unless --out says otherwise;
- * the figures and tables are (re)drawn into <results>/figures and
+ * the figures and tables are (re)drawn into <results>/figures/<experiment> and
  * <results>/tables on the way, as `gatelab figures` and `tables` would.
  */
 #include <libgen.h>
