@@ -161,7 +161,11 @@ for goal in $goals; do
     in_root "cd /root/gatelab && make $goal > /root/$goal.log 2>&1"
     rc=$?
     set -e
-    last=$(grep -v '^[[:space:]]*$' "$root/root/$goal.log" | tail -n 1)
+    # the closing line: the suite's "N passed, N failed, N skipped" (make may add its own error
+    # line after it), else the last line of the output
+    last=$(grep -E '^[0-9]+ passed, [0-9]+ failed, [0-9]+ skipped$' "$root/root/$goal.log" | tail -n 1)
+    [ -n "$last" ] || last=$(grep -v '^[[:space:]]*$' "$root/root/$goal.log" | tail -n 1)
+    grep -E '^failed: ' "$root/root/$goal.log" | tail -n 1 || true
     printf 'fresh_debian: make %s: exit %d after %d s; closing line: %s\n' "$goal" "$rc" $(($(date +%s) - t0)) "$last"
     if [ "$rc" -ne 0 ]; then
         echo "fresh_debian: make $goal failed; the last 40 lines of its output:" >&2
