@@ -31,7 +31,11 @@ set output out
 
 set datafile separator "\t"
 set datafile missing "nan"
-set encoding utf8
+# UTF-8 labels (α, λ, ±): the cairo and svg terminals write the same bytes with `set encoding
+# utf8` or without it, but under a locale that is not UTF-8 (none set: C, as on a fresh install
+# or in a container) the setting makes gnuplot warn "iconv failed to convert degree sign", and a
+# warning fails a figure; so it is set only where the locale's character map is UTF-8
+if (system('locale charmap 2>/dev/null') eq 'UTF-8') { set encoding utf8 }
 set border 3 lw 1 lc rgb '#444444'
 set tics nomirror out scale 0.6
 set grid lc rgb '#d0d0d0' lw 0.8 dt 3

@@ -180,3 +180,7 @@ check "heatmap.gp alone, diverging: exit 0, a title as written" \
 check "loss.gp alone on figures' data: exit 0" eval 'gp loss.gp "$D/loss.tsv" "x='"'"'time'"'"'"'
 check "pareto.gp alone on figures' data: exit 0" eval 'gp pareto.gp "$D/pareto_tsa.tsv" "exitdata='"'"'$D/pareto_exit.tsv'"'"'"'
 check "depth_profile.gp alone on figures' data: exit 0" eval 'gp depth_profile.gp "$D/depth_p.tsv" ""'
+env -u LC_ALL -u LC_CTYPE -u LANG gnuplot -e "data='$D/loss.tsv'; out='$W/solo_c.png'" "$ROOT/scripts/plots/loss.gp" \
+    > /dev/null 2> "$W/gp.err"
+check "a script alone under the C locale (no LANG): exit 0, nothing on stderr ($(head -c 120 "$W/gp.err"))" \
+    eval '[ ! -s "$W/gp.err" ] && valid_png "$W/solo_c.png"'
