@@ -107,6 +107,12 @@ check "the headline loss has a standard error" test "$(q "select se > 0 from met
 check "periodic val rows say they rest on 4 windows (128 tokens)" \
     test "$(q "select count(*) from metrics where run_id='a' and split='val' and name='loss' and win_count = 4 and tokens = 128")" -ge 2
 check "train.log states the headline and its tokens" grep -q "^headline: val loss .* over the whole val split" "$R/runs/a/train.log"
+# one name per loss: "val loss" alone is the headline; the others say what they are
+check "train.log names each loss for what it is (train loss (last N batches), val loss (N-token probe), objective of the last batch)" \
+    bash -c "grep -qE '^step [0-9]+/40 \| train loss \(last [0-9]+ batches\) [0-9.]+ \|' '$R/runs/a/train.log' &&
+             grep -qE '^step 40 \| val loss \(128-token probe\) [0-9.]+' '$R/runs/a/train.log' &&
+             grep -qE '\| objective of the last batch [0-9.]+ \(0x' '$R/runs/a/train.log' &&
+             ! grep -qE '\| (loss|val loss) [0-9]' '$R/runs/a/train.log'"
 check "runs shows the headline with what it was measured on" bash -c "'$BIN' runs --db '$R/gatelab.db' | grep '^a ' | grep -q 'val\[0,'"
 
 # resume with a changed configuration: refused naming the keys, or continued and recorded with --allow-config-change
