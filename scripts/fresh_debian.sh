@@ -110,8 +110,9 @@ fr_cleanup() {
     exit "$rc"
 }
 trap fr_cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
+trap 'echo "fresh_debian: stopped by SIGINT" >&2; exit 130' INT
+trap 'echo "fresh_debian: stopped by SIGTERM (from another process)" >&2; exit 143' TERM
+trap 'echo "fresh_debian: stopped by SIGHUP (the terminal went away: run it under nohup or setsid)" >&2; exit 129' HUP
 fr_mount() {  # fr_mount TYPE SOURCE DIR [OPTIONS]
     mkdir -p "$3"
     mount -t "$1" ${4:+-o "$4"} "$2" "$3"
