@@ -164,8 +164,9 @@ for goal in $goals; do
     set -e
     # the closing line: the suite's "N passed, N failed, N skipped" (make may add its own error
     # line after it), else the last line of the output
-    last=$(grep -E '^[0-9]+ passed, [0-9]+ failed, [0-9]+ skipped$' "$root/root/$goal.log" | tail -n 1)
-    [ -n "$last" ] || last=$(grep -v '^[[:space:]]*$' "$root/root/$goal.log" | tail -n 1)
+    # (|| true: under pipefail a grep that matches nothing would end the script through set -e)
+    last=$(grep -E '^[0-9]+ passed, [0-9]+ failed, [0-9]+ skipped$' "$root/root/$goal.log" | tail -n 1 || true)
+    [ -n "$last" ] || last=$(grep -v '^[[:space:]]*$' "$root/root/$goal.log" | tail -n 1 || true)
     grep -E '^failed: ' "$root/root/$goal.log" | tail -n 1 || true
     printf 'fresh_debian: make %s: exit %d after %d s; closing line: %s\n' "$goal" "$rc" $(($(date +%s) - t0)) "$last"
     if [ "$rc" -ne 0 ]; then
