@@ -3,9 +3,9 @@
  * profile and depth histogram from TSA halting probabilities (depth.h).
  *
  * What it does not do: run a model, or decide how the soft model and sparse
- * inference differ beyond the 0.5 threshold DESIGN.md gives ("a token with
+ * inference differ beyond the 0.5 threshold docs/model.md gives ("a token with
  * p > 0.5 keeps its state through that block").  Follows the TSA definition
- * of DESIGN.md ("Depth routing").  Sums in double precision, index order.
+ * of docs/model.md ("Depth routing").  Sums in double precision, index order.
  */
 #include "depth.h"
 

@@ -179,11 +179,25 @@ static void fg_rng_add(fg_rng *r, double v) {
     if (v > r->hi) r->hi = v;
 }
 
+/* How an axis treats zero: free, widened to hold 0 (bars), or a quantity that
+ * is never negative (a loss, a share saved): its padding stops at 0. */
+enum { FG_FREE = 0, FG_ZERO = 1, FG_NONNEG = 2 };
+
 /* Append "; <axis>min=…; <axis>max=…" to buf: the range padded by 6 % (or
  * by max(10 % of |value|, 1e-3) when constant), widened to hold 0 when
- * include0.  Nothing when the range holds no value. */
+ * include0 is FG_ZERO, not padded below 0 when FG_NONNEG and every value is
+ * ≥ 0.  Nothing when the range holds no value. */
 static void fg_rng_vars(fg_rng r, const char *axis, int include0, char *buf, size_t n) {
     if (r.lo > r.hi) return;
+    if (include0 == FG_NONNEG) {
+        double w = r.hi - r.lo, pad = w > 0 ? 0.06 * w : fmax(0.1 * fabs(r.hi), 1e-3);
+        double lo = r.lo - pad, hi = r.hi + pad;
+        if (r.lo >= 0 && lo < 0) lo = 0;
+        if (!(hi > lo)) hi = lo + 1e-3;
+        size_t k = strlen(buf);
+        snprintf(buf + k, n - k, "%s%smin=%.9g; %smax=%.9g", k ? "; " : "", axis, lo, axis, hi);
+        return;
+    }
     if (include0) {
         if (r.lo > 0) r.lo = 0;
         if (r.hi < 0) r.hi = 0;
@@ -205,6 +219,52 @@ static void fg_skip(figures_summary *s, const char *name, const char *why) {
 
 static void fg_note(figures_summary *s, const char *name, const char *what) {
     if (s->n_notes < FIGURES_MAX) snprintf(s->notes[s->n_notes++], sizeof s->notes[0], "%s: %s", name, what);
+}
+
+void figures_dir(const char *results, const char *experiment, char *out, size_t n) {
+    snprintf(out, n, "%s/figures/%s", results, experiment && *experiment ? experiment : "all");
+    for (char *c = out + strlen(results) + strlen("/figures/"); c < out + strlen(out); c++)
+        if (*c == '/') *c = '_';
+}
+
+/* Characters of title text per inch of canvas on the narrowest terminal: the PDF's 8-point
+ * DejaVu Sans averages ≈ 4.6 pt a character (72 pt an inch: ≈ 15.6), the PNG and SVG fit
+ * ≈ 20; 13.5 leaves the margins gnuplot keeps either side. */
+#define FG_TITLE_CPI 13.5
+
+static size_t fg_utf8_len(const char *s, size_t bytes) {
+    size_t k = 0;
+    for (size_t i = 0; i < bytes && s[i]; i++) k += ((unsigned char)s[i] & 0xC0) != 0x80;
+    return k;
+}
+
+void figures_title_var(char *out, size_t n, const char *title, double fig_w, double share) {
+    const size_t max = (size_t)(fig_w * (share > 0 && share <= 1 ? share : 1) * FG_TITLE_CPI);
+    size_t k = (size_t)snprintf(out, n, "title='");
+    const char *p = title;
+    for (int line = 0; *p && k + 16 < n; line++) {
+        while (*p == ' ') p++;
+        size_t len = strlen(p), cut = len;
+        if (fg_utf8_len(p, len) > max && line < 3) {
+            /* the last space within max characters; one after ":" or "," when it is not too early */
+            size_t best = 0, best_punct = 0, chars = 0;
+            for (size_t i = 0; i < len && chars <= max; i++) {
+                chars += ((unsigned char)p[i] & 0xC0) != 0x80;
+                if (p[i] == ' ' && i > 0) {
+                    best = i;
+                    if (p[i - 1] == ':' || p[i - 1] == ',') best_punct = i;
+                }
+            }
+            if (best_punct && best_punct * 5 >= best * 2) best = best_punct; /* from 40 % of the line on */
+            if (best) cut = best;
+        }
+        if (line) k += (size_t)snprintf(out + k, n - k, "'.\"\\n\".'");
+        for (size_t i = 0; i < cut && k + 3 < n; i++) out[k++] = p[i] == '\'' ? '`' : p[i];
+        out[k] = 0;
+        p += cut;
+    }
+    if (k + 2 > n) k = n - 2; /* truncated: still close the string */
+    snprintf(out + k, n - k, "'");
 }
 
 /* A run's legend / title text; a single quote (which would end gnuplot's
@@ -587,14 +647,15 @@ static int fg_loss(gl_db *db, const tables_run *runs, int n, const char *data_di
         rc = 0;
         goto cleanup;
     }
-    char vars[800], spread[64], title[400];
+    char vars[1200], spread[64], title[400], tv[700];
     fg_spread_text(G, spread, sizeof spread);
     snprintf(title, sizeof title, "Loss during training%s%s%s%s", G->common[0] ? ": " : "", G->common,
              spread[0] ? (G->common[0] ? ", " : ": ") : "", spread);
+    const double fig_w = blocks > 16 ? 8.5 : 6.5;
+    figures_title_var(tv, sizeof tv, title, fig_w, 0.8); /* the key sits outside, on the right */
     for (int q = 0; q < 2; q++) {
-        snprintf(vars, sizeof vars, "x='%s'; title='%s'; band=%d; fig_w=%g", q ? "time" : "step", title, G->max_seeds > 1,
-                 blocks > 16 ? 8.5 : 6.5);
-        fg_rng_vars(ry, "y", 0, vars, sizeof vars);
+        snprintf(vars, sizeof vars, "x='%s'; %s; band=%d; fig_w=%g", q ? "time" : "step", tv, G->max_seeds > 1, fig_w);
+        fg_rng_vars(ry, "y", FG_NONNEG, vars, sizeof vars);
         if (fg_draw(s, "loss.gp", path, out_dir, q ? "loss_time" : "loss_step", vars, err, errlen)) goto cleanup;
     }
     rc = 0;
@@ -859,18 +920,17 @@ static int fg_pareto(gl_db *db, const tables_run *runs, int n, const char *data_
         fg_skip(s, "pareto", "no finished TSA run with a headline (the whole validation split)");
         return 0;
     }
-    char vars[4600] = "", p[64], what[160];
+    char vars[4600] = "", p[64], what[160], title[400];
     snprintf(what, sizeof what, "%s %s", tok[0].data, tok[0].scale);
-    fg_unquote(what);
     if (ntok == 1)
-        snprintf(vars, sizeof vars, "title='TLOps saved vs validation loss, %s (mean ± sd over seeds), on %s'", what,
+        snprintf(title, sizeof title, "TLOps saved vs validation loss, %s (mean ± sd over seeds), on %s", what,
                  db_prov_str(&tok[0].prov, p, sizeof p));
-    else snprintf(vars, sizeof vars,
-                  "title='TLOps saved vs validation loss (mean ± sd over seeds), each on the whole validation split of its "
-                  "data'");
+    else snprintf(title, sizeof title,
+                  "TLOps saved vs validation loss (mean ± sd over seeds), each on the whole validation split of its data");
+    figures_title_var(vars, sizeof vars, title, 7.5, 0.85); /* pareto.gp's width; the key sits outside */
     if (eblocks) snprintf(vars + strlen(vars), sizeof vars - strlen(vars), "; exitdata='%s'", epath);
-    fg_rng_vars(rx, "x", 0, vars, sizeof vars);
-    fg_rng_vars(ry, "y", 0, vars, sizeof vars);
+    fg_rng_vars(rx, "x", FG_NONNEG, vars, sizeof vars);
+    fg_rng_vars(ry, "y", FG_NONNEG, vars, sizeof vars);
     return fg_draw(s, "pareto.gp", path, out_dir, "pareto", vars, err, errlen);
 }
 
@@ -1134,9 +1194,12 @@ static int fg_ablation_bars(gl_db *db, fg_run_data *d, const char *data_dir, con
         int ncol = 2;
         for (int c = 0; c < CAT_COUNT; c++) ncol += has_cat[c];
         db_prov_str(&bars->prov, on, sizeof on);
-        snprintf(vars, sizeof vars, "title='Loss increase per gate intervention: %s, on %s @%ld'; ncol=%d", d->label,
-                 strcmp(on, "?") ? on : "tokens not recorded", bars->step, ncol);
-        fg_rng_vars(ry, "y", 1, vars, sizeof vars);
+        char title[400];
+        snprintf(title, sizeof title, "Loss increase per gate intervention: %s, on %s @%ld", d->label,
+                 strcmp(on, "?") ? on : "tokens not recorded", bars->step);
+        figures_title_var(vars, sizeof vars, title, 5.5, 1.0);
+        snprintf(vars + strlen(vars), sizeof vars - strlen(vars), "; ncol=%d", ncol);
+        fg_rng_vars(ry, "y", FG_ZERO, vars, sizeof vars);
         if (fg_draw(s, "ablation_bars.gp", path, out_dir, name, vars, err, errlen)) goto cleanup;
     }
     rc = 0;
@@ -1176,18 +1239,19 @@ static int fg_heatmap(const fg_run_data *d, int heads, const char *data_dir, con
         snprintf(err, errlen, "writing %s failed", path);
         return -1;
     }
-    char cbl[64];
+    char cbl[64], title[400];
     snprintf(cbl, sizeof cbl, "mean %s (probe tokens)", gi->symbol);
-    if (heads)
-        snprintf(vars, sizeof vars, "title='Loss increase when one gate is zeroed: %s, on %s'; "
-                                    "cblabel='ΔL when zeroed alone (nats/token)'; diverging=1",
-                 d->label, d->delta_head_on);
-    else snprintf(vars, sizeof vars, "title='Mean %s per block and KV head: %s'; cblabel='%s'", gi->symbol, d->label, cbl);
+    if (heads) snprintf(title, sizeof title, "Loss increase when one gate is zeroed: %s, on %s", d->label, d->delta_head_on);
+    else snprintf(title, sizeof title, "Mean %s per block and KV head: %s", gi->symbol, d->label);
+    figures_title_var(vars, sizeof vars, title, 5.5, 0.85); /* the colour bar takes the right */
+    if (heads) snprintf(vars + strlen(vars), sizeof vars - strlen(vars),
+                        "; cblabel='ΔL when zeroed alone (nats/token)'; diverging=1");
+    else snprintf(vars + strlen(vars), sizeof vars - strlen(vars), "; cblabel='%s'", cbl);
     if (heads && rc3.lo <= rc3.hi) { /* signed: a range symmetric about zero, so white means "no change" */
         double a = fmax(fmax(fabs(rc3.lo), fabs(rc3.hi)), 1e-6);
         size_t k = strlen(vars);
         snprintf(vars + k, sizeof vars - k, "; cbmin=%.9g; cbmax=%.9g", -1.02 * a, 1.02 * a);
-    } else fg_rng_vars(rc3, "cb", 0, vars, sizeof vars);
+    } else fg_rng_vars(rc3, "cb", FG_NONNEG, vars, sizeof vars);
     return fg_draw(s, "heatmap.gp", path, out_dir, name, vars, err, errlen);
 }
 
@@ -1230,9 +1294,12 @@ static int fg_category(const fg_run_data *d, int p, const char *data_dir, const 
     }
     char yl[64];
     snprintf(yl, sizeof yl, "mean gate %s", gatekind_info[d->gate].symbol);
-    snprintf(vars, sizeof vars, "title='%s by block and token category: %s'; ylab='%s'; ncol=%d",
-             p ? "Mean halting probability p" : yl, d->label, p ? "mean halting probability p" : yl, 1 + ncat);
-    fg_rng_vars(ryc, "y", 1, vars, sizeof vars);
+    char title[400];
+    snprintf(title, sizeof title, "%s by block and token category: %s", p ? "Mean halting probability p" : yl, d->label);
+    figures_title_var(vars, sizeof vars, title, 5.5, 1.0);
+    snprintf(vars + strlen(vars), sizeof vars - strlen(vars), "; ylab='%s'; ncol=%d",
+             p ? "mean halting probability p" : yl, 1 + ncat);
+    fg_rng_vars(ryc, "y", FG_ZERO, vars, sizeof vars);
     return fg_draw(s, "category_bars.gp", path, out_dir, name, vars, err, errlen);
 }
 
@@ -1327,12 +1394,15 @@ static int fg_profiles_draw(gl_db *db, const tables_run *runs, const fg_profiles
             fg_groups_free(G);
             goto done;
         }
-        char pv[900], spread[64];
+        char pv[1400], spread[64], title[400], tv[700];
         fg_spread_text(G, spread, sizeof spread);
-        snprintf(pv, sizeof pv, "ylab='%s'; title='%s%s%s%s%s'; fig_w=%g", ylab[p], what[p], G->common[0] ? ": " : "",
-                 G->common, spread[0] ? (G->common[0] ? ", " : ": ") : "", spread, G->n > 8 ? 8.0 : 6.5);
-        fg_rng_vars(rx, "x", 0, pv, sizeof pv);
-        fg_rng_vars(ry, "y", 1, pv, sizeof pv);
+        snprintf(title, sizeof title, "%s%s%s%s%s", what[p], G->common[0] ? ": " : "", G->common,
+                 spread[0] ? (G->common[0] ? ", " : ": ") : "", spread);
+        const double fig_w = G->n > 8 ? 8.0 : 6.5;
+        figures_title_var(tv, sizeof tv, title, fig_w, 0.8); /* the key sits outside */
+        snprintf(pv, sizeof pv, "ylab='%s'; %s; fig_w=%g", ylab[p], tv, fig_w);
+        fg_rng_vars(rx, "x", FG_FREE, pv, sizeof pv);
+        fg_rng_vars(ry, "y", FG_ZERO, pv, sizeof pv);
         fg_groups_free(G);
         if (fg_draw(s, "depth_profile.gp", path, out_dir, name[p], pv, err, errlen)) goto done;
     }
@@ -1369,9 +1439,11 @@ static int fg_depth_map(const fg_run_data *d, const char *results, const char *d
         fg_skip(s, name, e2);
         return 0;
     }
-    snprintf(vars, sizeof vars,
-             "title='%s: effective depth per character (last evaluation)'; maxdepth=%d; fig_w=9; fig_h=%.2f", d->label,
-             maxd, 1.3 + 0.28 * rows);
+    char title[400];
+    snprintf(title, sizeof title, "%s: effective depth per character (last evaluation)", d->label);
+    figures_title_var(vars, sizeof vars, title, 9, 0.85); /* the colour bar takes the right */
+    snprintf(vars + strlen(vars), sizeof vars - strlen(vars), "; maxdepth=%d; fig_w=9; fig_h=%.2f", maxd,
+             1.3 + 0.28 * rows);
     return fg_draw(s, "depth_map.gp", path, out_dir, name, vars, err, errlen);
 }
 
@@ -1428,11 +1500,13 @@ static int fg_ablation_seeds(gl_db *db, const tables_run *runs, int n, const fg_
         snprintf(err, errlen, "writing %s failed", path);
         goto done_groups;
     }
-    char vars[900], spread[64];
+    char vars[1400], spread[64], title[400];
     fg_spread_text(G, spread, sizeof spread);
-    snprintf(vars, sizeof vars, "title='Loss increase per gate intervention%s%s%s%s'; ylab='ΔL (nats/token)'; fig_w=%g",
-             G->common[0] ? ": " : "", G->common, spread[0] ? (G->common[0] ? ", " : ": ") : "", spread,
-             rows > 6 ? 8.0 : 5.5);
+    snprintf(title, sizeof title, "Loss increase per gate intervention%s%s%s%s", G->common[0] ? ": " : "", G->common,
+             spread[0] ? (G->common[0] ? ", " : ": ") : "", spread);
+    const double fig_w = rows > 6 ? 8.0 : 5.5;
+    figures_title_var(vars, sizeof vars, title, fig_w, 1.0);
+    snprintf(vars + strlen(vars), sizeof vars - strlen(vars), "; ylab='ΔL (nats/token)'; fig_w=%g", fig_w);
     rc = rows ? fg_draw(s, "paper_bars.gp", path, out_dir, "ablation_seeds", vars, err, errlen) : 0;
 done_groups:
     fg_groups_free(G);

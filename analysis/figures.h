@@ -35,6 +35,18 @@ typedef struct {
 int figures_gnuplot(const char *script, const char *data, const char *out_base, const char *vars, char *err,
                     size_t errlen);
 
+/* The default folder of experiment's figures: <results>/figures/<experiment>, or
+ * <results>/figures/all for every run (experiment NULL or ""), so that two experiments'
+ * loss_step.png, pareto.png … never overwrite each other.  A '/' in the name becomes '_'. */
+void figures_dir(const char *results, const char *experiment, char *out, size_t n);
+
+/* A gnuplot assignment "title='…'" for a figure fig_w inches wide whose title is
+ * centred over share (0–1] of that width (less than 1 beside an outside key or a
+ * colour bar): wrapped at spaces into lines short enough for the narrowest
+ * terminal (the PDF's), joined as 'line'."\n".'line'.  A single quote becomes a
+ * backquote.  The result is always a valid assignment, possibly truncated. */
+void figures_title_var(char *out, size_t n, const char *title, double fig_w, double share);
+
 /* Every figure of experiment (NULL: all runs): data files into
  * out_dir/data/, figures into out_dir.  results is the results folder (run
  * folders and traces for the per-token depth map).  A figure without data is

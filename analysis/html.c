@@ -407,9 +407,14 @@ static int hr_run_section(FILE *f, gl_db *db, const char *results, const char *r
             fprintf(f, "<tr><td>%s</td><td>", splits[s]);
             html_escape(f, rows[i].name);
             char se[32], on[64];
+            /* train rows (loss, lr, grad_norm, tokens/s …) are logged per step from the training batches
+             * and carry no windows of a split: db_prov_str would print "?" for them */
+            if (!rows[i].prov.split[0] || rows[i].prov.count <= 0)
+                snprintf(on, sizeof on, "%s", s == 1 ? "training batches up to this step" : "not recorded");
+            else db_prov_str(&rows[i].prov, on, sizeof on);
             fprintf(f, "</td><td>%s</td><td>%s</td><td>%ld</td><td>", report_num(b, sizeof b, rows[i].value),
                     isnan(rows[i].se) ? "" : report_num(se, sizeof se, rows[i].se), rows[i].step);
-            html_escape(f, db_prov_str(&rows[i].prov, on, sizeof on)); /* the registry's text: from anywhere (collect) */
+            html_escape(f, on); /* the registry's text: from anywhere (collect) */
             fputs("</td></tr>\n", f);
         }
         free(rows);
@@ -462,7 +467,7 @@ int html_report(gl_db *db, const html_target *t, const html_opts *o, const char 
     FILE *f = NULL;
     gl_run_row *runs = NULL;
     int rc = -1, nfig = 0, ntext = 0, nruns = 0;
-    snprintf(fig_dir, sizeof fig_dir, "%s/figures", t->results);
+    figures_dir(t->results, t->experiment, fig_dir, sizeof fig_dir);
     snprintf(tab_dir, sizeof tab_dir, "%s/tables", t->results);
     memset(&fs, 0, sizeof fs);
     memset(&ts, 0, sizeof ts);

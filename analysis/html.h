@@ -31,7 +31,7 @@ typedef struct {
 } html_target;
 
 /* Draw the experiment's figures and tables (figures_make_all,
- * tables_write_all into <results>/figures and <results>/tables) and write the
+ * tables_write_all into <results>/figures/<experiment> and <results>/tables) and write the
  * page to out_path (its folder is created).  *n_figures and *n_texts (if not
  * NULL) get the number of figures inlined and of coloured probe-text views.
  * Returns 0, or -1 with a message naming what failed. */

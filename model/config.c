@@ -1,6 +1,6 @@
 /*
  * config.c — defaults, consistency checks, derived sizes and enum names of a
- * gl_model_config (see config.h and DESIGN.md "Model").
+ * gl_model_config (see config.h and docs/model.md).
  *
  * What it does not do: read manifests (harness/store/manifest.c does, and checks
  * each key's range with a line number before this file sees the struct) or

@@ -4,7 +4,7 @@
  * A gl_model_config is plain data: the harness fills it from a manifest
  * (harness/store/manifest.c), the model reads it (model/model.c), checkpoints hash
  * it.  Nothing here allocates or does I/O.  The model definition it describes
- * is the one in DESIGN.md ("Model"), and the variants are:
+ * is the one in docs/model.md, and the variants are:
  *
  *   value_residual   none | resformer | satformer | ...  (SATFormer paper; docs/model.md)
  *   depth_routing    none | tsa | early_exit | mod | random  (TSA paper; Raposo et al. 2024;
@@ -81,7 +81,7 @@ typedef struct {
     int hc_expansion;           /* hyper: residual streams n_s, default 4 */
 } gl_model_config;
 
-/* Fill the defaults of DESIGN.md (a small char model: V 65, d 128, L 4, H 4,
+/* Fill the defaults of docs/model.md (a small char model: V 65, d 128, L 4, H 4,
  * Hkv 4, d_ff 512, T 128, qk-norm on, tied, no variants). */
 void config_defaults(gl_model_config *c);
 

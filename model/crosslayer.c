@@ -1,6 +1,6 @@
 /*
  * crosslayer.c — cross-layer connectivity, the dense alternatives of the
- * SATFormer cost comparison (DESIGN.md "Model", docs/crosslayer.md):
+ * SATFormer cost comparison (docs/model.md, docs/crosslayer.md):
  *
  *   denseformer  after block n the next input is a depth-weighted average of
  *                the embedding and every block output so far (Pagliardini et

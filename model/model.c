@@ -1,6 +1,6 @@
 /*
  * model.c — one gatelab model: the tensor table, the allocation of every
- * family, forward, backward, gate overrides.  The maths follows DESIGN.md
+ * family, forward, backward, gate overrides.  The maths follows docs/model.md
  * "Model"; each layer op lives in its own file (ops.h) and this file wires
  * them into blocks:
  *

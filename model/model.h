@@ -10,7 +10,7 @@
  * AdamW m, AdamW v, activations, activation gradients) sized for max_B × T;
  * no step allocates.  Every tensor of a family is a typed pointer into it.
  *
- * Names: m->tensors lists every parameter of this config with its DESIGN.md
+ * Names: m->tensors lists every parameter of this config with its docs/model.md
  * name, shape, offset into the parameter block and whether weight decay
  * applies (built by tensors.c from the rows of variants.h; model_find_tensor
  * looks one up).  That one table drives checkpoints, exports and test labels.
@@ -270,7 +270,7 @@ void model_free(gl_model *m);
  * (a routed or cross-layer model, out of memory).  model_free frees them. */
 int model_posthoc_init(gl_model *m, char *err, size_t errlen);
 
-/* DESIGN.md initialisation: matrices and embedding N(0, 0.02), norms 1,
+/* docs/model.md initialisation: matrices and embedding N(0, 0.02), norms 1,
  * ResFormer s = L, ℓ = 0, λ = 0.5, routers N(0, 0.02) with fc2_b = router_init_bias. */
 void model_init_weights(gl_model *m, uint64_t seed);
 

@@ -1,7 +1,7 @@
 /*
  * router.c — the TSA halting router: p = σ(w2·GELU(W1 x + b1) + b2), with
  * GELU in its exact erf form, GELU(z) = z·Φ(z).  x is the attention-norm
- * output of the block the router gates (DESIGN.md "Depth routing").
+ * output of the block the router gates (docs/model.md, "Depth routing").
  * The matmul with W1 goes through matmul.c; the width-1 output layer is a dot
  * product per token.  GELU uses the vectorisable erf of vexp.h (libm's erff
  * is a call per element; at d 256 the routers spent ~6 % of a step in it).

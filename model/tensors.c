@@ -10,7 +10,7 @@
  * name is parsed: a tensor is bound through its kind, and model_find_tensor
  * is the only name lookup (for checkpoints, exports and tests).
  *
- * Initialisation follows DESIGN.md "Model" and docs/model.md: N(0, 0.02) from
+ * Initialisation follows docs/model.md: N(0, 0.02) from
  * one seeded stream in table order, or a constant from the row; the
  * cross-layer variants' structured starts come from crosslayer.c afterwards.
  *

@@ -1,5 +1,5 @@
 /*
- * valueres.c — the value residual of blocks n >= 1 (DESIGN.md "Model",
+ * valueres.c — the value residual of blocks n >= 1 (docs/model.md,
  * "Value residual"; docs/model.md): v' = f(v, V1) with V1 = block 0's v.
  *
  *   none        v' = v

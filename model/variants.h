@@ -90,7 +90,7 @@
  *   id      the field of the typed view (gl_param_ptrs, gl_block_params,
  *           gl_router_params); the cross-layer list has a member path instead
  *           (X(id, member, "name", ...), the view gl_xl_params is written out in model.h)
- *   name    printf format of the DESIGN.md name; %d is the block or router number
+ *   name    printf format of the docs/model.md name; %d is the block or router number
  *   rows, cols  the shape, (out, in) for matrices, (n, 1) for vectors
  *   ndim    1 or 2
  *   has     1 when the config has the tensor (for block n / router n)

@@ -52,7 +52,10 @@ train() { # task manifest "variant:overrides" extra-overrides...
     echo "== training $task / $name ($over)"
     # shellcheck disable=SC2086
     G train "$manifest" "$@" $over --run-id "$id" --quiet
-    echo "   $(grep -E '^step [0-9]+ \| val' "$RESULTS/runs/$id/train.log" | tail -1)"
+    # the last periodic evaluation (a probe: the first eval_windows windows) and the headline
+    # (the whole validation split): the "val loss" every table and figure shows
+    echo "   $(grep -E '^step [0-9]+ \| val loss \(' "$RESULTS/runs/$id/train.log" | tail -1)"
+    echo "   $(grep -E '^headline: val loss' "$RESULTS/runs/$id/train.log" | tail -1)"
     ids+=("$id"); run[$task.$name]=$id
 }
 
@@ -78,6 +81,32 @@ else
 fi
 sat=${run[$task.satformer]} res=${run[$task.resformer]} tsa=${run[$task.tsa]} ee=${run[$task.exit]}
 
+# One line on what the sparse loss means, from the numbers of this run: soft TSA (what training
+# optimised: h += (1 − p)·(a + f) for every token) against real skipping (a token with p > 0.5
+# gets no update from the block at all).  The router whose skipped tokens lost the most update
+# is read from `gatelab analyze`'s per-token halting probabilities (depth_tokens.tsv).
+explain_sparse() { # eval-JSON run
+    local j=$1 id=$2 soft sparse sacc pacc where
+    soft=$(sed -n 's/.*"soft":{"loss":\([-+0-9.eE]*\).*/\1/p' <<< "$j")
+    sparse=$(sed -n 's/.*"sparse":{"loss":\([-+0-9.eE]*\).*/\1/p' <<< "$j")
+    sacc=$(sed -n 's/.*"soft":{[^}]*"token_acc":\([-+0-9.eE]*\).*/\1/p' <<< "$j")
+    pacc=$(sed -n 's/.*"sparse":{[^}]*"token_acc":\([-+0-9.eE]*\).*/\1/p' <<< "$j")
+    [ -n "$soft" ] && [ -n "$sparse" ] || return 0
+    G analyze "$id" > /dev/null 2>&1 || true
+    where=$(awk -F'\t' 'NR == 1 { for (c = 1; c <= NF; c++) if ($c ~ /^p_L[0-9]+$/) { col[c] = substr($c, 4) }; next }
+        { tot++; for (c in col) if ($c > 0.5) { n[c]++; s[c] += 1 - $c } }
+        END { for (c in col) if (n[c] && s[c] > best) { best = s[c]; b = c }
+              if (b) printf "at block %d, %d of %d probe tokens have p > 0.5 and still got %.0f %% of its update on average in training", col[b], n[b], tot, 100 * s[b] / n[b] }' \
+        "$RESULTS/runs/$id/analysis/depth_tokens.tsv" 2> /dev/null)
+    awk -v soft="$soft" -v sparse="$sparse" -v sacc="$sacc" -v pacc="$pacc" -v where="$where" 'BEGIN {
+        acc = (sacc != "" && pacc != "") ? sprintf(", token accuracy %.2f vs %.2f", sacc, pacc) : ""
+        if (sparse - soft > 0.05)
+            printf "   what it means: soft %.4f vs sparse %.4f nats/token%s. Training is soft: a token with p > 0.5 still gets (1 - p) of the block'"'"'s update, while real skipping gives it none%s; the model was trained with those partial updates and %s without them.\n", soft, sparse, acc, where != "" ? " (" where ")" : "", (sacc != "" && pacc != "" && pacc < sacc - 0.1) ? "cannot do the task" : "does worse"
+        else
+            printf "   what it means: soft %.4f vs sparse %.4f nats/token%s: the tokens that skip had p close to 1, so their soft update (1 - p) was small already and real skipping costs little.\n", soft, sparse, acc
+    }'
+}
+
 if [ "$task" = text ]; then
     echo
     echo "== a sample from the SATFormer run (gatelab sample $sat --tokens 300)"
@@ -85,22 +114,24 @@ if [ "$task" = text ]; then
 fi
 echo
 echo "== TSA at inference: soft vs real skipping (gatelab eval $tsa --sparse)"
-G eval "$tsa" --sparse --windows 32
-alpha=$(G eval "$tsa" --windows 32 | sed -n 's/.*"soft":{[^}]*"active_frac":\([-+0-9.eE]*\).*/\1/p')
-echo "== early exit at the TSA run's α = $alpha (gatelab eval $ee --match-alpha $alpha)"
-G eval "$ee" --match-alpha "$alpha" --windows 32 || echo "   (no τ reaches α = $alpha on this run: see the τ sweep below)"
+sp=$(G eval "$tsa" --sparse --windows 32)
+echo "$sp"
+explain_sparse "$sp" "$tsa"
+echo "== early exit at the TSA run's headline α, both on the whole validation split (gatelab eval $ee --match-run $tsa --record)"
+G eval "$ee" --match-run "$tsa" --record ||
+    echo "   (no τ reaches the TSA run's α on this run: the τ sweep of \`gatelab ablate $ee --mode exit\` below shows why)"
 echo
 echo "== analysis: gate statistics, depth profiles, token categories"
-for id in "$sat" "$tsa" "$ee"; do G analyze "$id" | tail -n 12; done
-echo
-echo "== ablations: does the model need its gates?"
-G ablate "$sat" --mode zero | tail -n 6
-G ablate "$sat" --mode mean | tail -n 6
-G ablate "$sat" --mode resample | tail -n 6
-G ablate "$res" --mode zero | tail -n 6
-G ablate "$tsa" --mode full-depth | tail -n 6
-G ablate "$tsa" --mode random | tail -n 6
-G ablate "$ee" --mode exit | tail -n 6
+for id in "$sat" "$tsa" "$ee"; do G analyze "$id"; echo; done
+echo "== ablations: does the model need its gates? (each also prints a JSON line; left out here)"
+nojson() { grep -v '^{"run_id"' || true; }
+G ablate "$sat" --mode zero | nojson
+G ablate "$sat" --mode mean | nojson
+G ablate "$sat" --mode resample | nojson
+G ablate "$res" --mode zero | nojson
+G ablate "$tsa" --mode full-depth | nojson
+G ablate "$tsa" --mode random | nojson
+G ablate "$ee" --mode exit | nojson
 echo
 echo "== which heads read V1 (gatelab heads $sat)"
 G heads "$sat" | head -n 14
@@ -110,8 +141,11 @@ G tables demo
 G figures demo
 G report demo --html --out "$RESULTS/report/demo.html"
 echo
-echo "== the registry (gatelab runs --experiment demo)"
-"$BIN" runs --experiment demo --db "$RESULTS/gatelab.db" | tail -n $((${#ids[@]} + 1))
+echo "== TSA against early exit at the same α ($RESULTS/tables/tsa_vs_exit.md)"
+grep '^|' "$RESULTS/tables/tsa_vs_exit.md"
+echo
+echo "== the registry (gatelab runs --experiment demo: this demo's runs; train = train loss, val = val loss)"
+"$BIN" runs --experiment demo --db "$RESULTS/gatelab.db" | awk -v s="-$stamp" 'NR == 1 || index($1, s)' 
 echo
 echo "Files:"
 echo "  registry          $RESULTS/gatelab.db   (sqlite3 $RESULTS/gatelab.db 'select * from runs')"
@@ -119,5 +153,5 @@ for id in "${ids[@]}"; do echo "  run folder        $RESULTS/runs/$id/  (config.
 echo "  gate trace        h5dump -H $RESULTS/runs/$sat/trace.h5"
 echo "  analysis          $RESULTS/runs/<id>/analysis/*.tsv"
 echo "  tables            $(ls "$RESULTS"/tables/*.md | wc -l) tables: $RESULTS/tables/*.md *.tex"
-echo "  figures           $(ls "$RESULTS"/figures/*.png | wc -l) figures: $RESULTS/figures/*.png *.pdf *.svg"
+echo "  figures           $(ls "$RESULTS"/figures/demo/*.png | wc -l) figures: $RESULTS/figures/demo/*.png *.pdf *.svg"
 echo "  report            $RESULTS/report/demo.html   (open it in a browser; one file, no network)"

@@ -15,6 +15,14 @@ standard library only: zlib and struct), for tests/integration/report_html.sh.
                                pixels of the report's α colours (white to
                                #e6550d) and depth colours (white to #2171b5)
                                inside that box — not the legend above it
+  pngcheck.py title FILE.png
+      for a gnuplot figure (tests/integration/figures.sh): the ink of its top band
+      (rows 0-49, where the title's first line sits, above any key), as
+        width, height          pixels
+        title_ink              non-white pixels in the band
+        title_left, title_right
+                               the first and last column with ink (-1 if none); a title
+                               wider than the canvas runs off both edges (0 and width-1)
   pngcheck.py crop FILE.png X Y W H OUT.png     a region, for a person to look at
 """
 import struct
@@ -101,6 +109,19 @@ def regions(path):
     print(f"probe_box {y0} {y1}\norange_probe {orange}\nblue_probe {blue}")
 
 
+def title(path):
+    w, h, rows = read_png(path)
+    ink, left, right = 0, -1, -1
+    for y in range(min(h, 50)):
+        row = rows[y]
+        for x in range(w):
+            if min(row[3 * x:3 * x + 3]) < 200:
+                ink += 1
+                left = x if left < 0 or x < left else left
+                right = max(right, x)
+    print(f"width {w}\nheight {h}\ntitle_ink {ink}\ntitle_left {left}\ntitle_right {right}")
+
+
 def crop(path, x, y, cw, ch, out):
     w, h, rows = read_png(path)
     body = b"".join(b"\x00" + rows[yy][3 * x:3 * (x + cw)] for yy in range(y, min(h, y + ch)))
@@ -117,6 +138,8 @@ def crop(path, x, y, cw, ch, out):
 if __name__ == "__main__":
     if len(sys.argv) == 3 and sys.argv[1] == "regions":
         regions(sys.argv[2])
+    elif len(sys.argv) == 3 and sys.argv[1] == "title":
+        title(sys.argv[2])
     elif len(sys.argv) == 8 and sys.argv[1] == "crop":
         crop(sys.argv[2], *map(int, sys.argv[3:7]), sys.argv[7])
     else:

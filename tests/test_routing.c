@@ -40,7 +40,7 @@
 
 static void test_tlops_arithmetic(void **s) {
     (void)s;
-    /* DESIGN.md: with L = 6, α 0.726 → 22.8 %, 0.833 → 13.9 %, 0.341 → 54.9 % */
+    /* docs/model.md: with L = 6, α 0.726 → 22.8 %, 0.833 → 13.9 %, 0.341 → 54.9 % */
     const double pairs[][2] = {{0.726, 0.228}, {0.833, 0.139}, {0.341, 0.549}, {1.0, 0.0}, {0.0, 5.0 / 6.0}};
     for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++) {
         double got = eval_tlops_saved(pairs[i][0], 6);

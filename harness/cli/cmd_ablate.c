@@ -438,12 +438,14 @@ int cmd_heads(int argc, char **argv) {
         goto fail;
     }
     if (!a.no_figure) {
-        char fig_dir[GL_PATH_MAX + 16], base_name[GL_PATH_MAX + 300], vars[512];
+        char fig_dir[GL_PATH_MAX + 16], base_name[GL_PATH_MAX + 300], vars[1024], title[512];
         snprintf(fig_dir, sizeof fig_dir, "%s/figures", e.results);
         if (report_mkdir_p(fig_dir, err, sizeof err)) goto fail;
         snprintf(base_name, sizeof base_name, "%s/heads_%s", fig_dir, e.run_id);
-        snprintf(vars, sizeof vars, "title='%s: ΔL when one gate is zeroed, on %s (%.0f tokens) at step %ld'; "
-                                    "cblabel='ΔL (nats/token)'; diverging=1", e.run_id, e.ctx.eval_desc, base.tokens, e.run.st.step);
+        snprintf(title, sizeof title, "%s: ΔL when one gate is zeroed, on %s (%.0f tokens) at step %ld", e.run_id,
+                 e.ctx.eval_desc, base.tokens, e.run.st.step);
+        figures_title_var(vars, sizeof vars, title, 5.5, 0.85); /* heatmap.gp's width beside its colour bar */
+        snprintf(vars + strlen(vars), sizeof vars - strlen(vars), "; cblabel='ΔL (nats/token)'; diverging=1");
         if (figures_gnuplot("heatmap.gp", grid, base_name, vars, err, sizeof err)) goto fail;
         printf("figure: %s.png, %s.pdf\n", base_name, base_name);
     }

@@ -13,7 +13,7 @@
  * runs "tiny-…".  A --gate / --block that no run of the report has is an
  * error, not an empty page.
  * The page goes to <results>/report/<TARGET>.html unless --out says otherwise;
- * the figures and tables are (re)drawn into <results>/figures and
+ * the figures and tables are (re)drawn into <results>/figures/<experiment> and
  * <results>/tables on the way, as `gatelab figures` and `tables` would.
  */
 #include <stdio.h>

@@ -4,7 +4,7 @@
  * the runs' traces alone.
  *
  *   gatelab tables [EXPERIMENT] [--db PATH] [--results DIR] [--out DIR]     (default out: <results>/tables)
- *   gatelab figures [EXPERIMENT] [--db PATH] [--results DIR] [--out DIR]    (default out: <results>/figures)
+ *   gatelab figures [EXPERIMENT] [--db PATH] [--results DIR] [--out DIR]    (default out: <results>/figures/EXPERIMENT, or .../all)
  *   gatelab figures --runs ID,ID,... | --tag KEY=VALUE ...                   (those runs overlaid in one figure)
  *
  * --db defaults to <results>/gatelab.db.  What each table and figure shows:
@@ -88,6 +88,7 @@ static int tf_open(const tf_args *a, const char *what, gl_db **db, char *db_path
     const char *results = run_results_dir(a->results);
     args_db_path(a->db, a->results, db_path, dbn);
     if (a->out) snprintf(out, outn, "%s", a->out);
+    else if (!strcmp(what, "figures")) figures_dir(results, a->experiment, out, outn); /* figures/<experiment>/ */
     else snprintf(out, outn, "%s/%s", results, what);
     if (db_open_readonly(db, db_path, err, errlen)) return -1;
     return a->experiment && resolve_experiment(*db, a->experiment, err, errlen) != 1 ? -1 : 0;

@@ -3,7 +3,7 @@
  * validation passes, the probe pass that feeds trace.h5, checkpoints, the
  * registry, a progress line, and the signals a cluster sends.
  *
- * What a run leaves (DESIGN.md "Files a run leaves"):
+ * What a run leaves (docs/files.md):
  *   <results>/runs/<id>/config.ini   the resolved manifest (canonical INI)
  *   <results>/runs/<id>/ckpt         parameters, AdamW moments, step, RNG, vocab
  *   <results>/runs/<id>/trace.h5     gates / halting probabilities / exit confidences
@@ -319,9 +319,12 @@ static int evaluate_now(run_ctx *c, double train_loss, char *err, size_t errlen)
             return -1;
         c->trace_s += now_s() - t0;
     }
-    if (text) say(c, 0, "step %ld | val loss %.4f (%.3f bpc, %.0f tokens)%s", step, r.loss, eval_bpc(&r), r.tokens, extra);
-    else say(c, 0, "step %ld | val loss %.4f | token acc %.4f | seq acc %.4f (%.0f tokens)%s", step, r.loss, r.tok_acc,
-             r.seq_acc, r.tokens, extra);
+    /* the periodic evaluation reads the first eval_windows windows of the split (a probe); "val
+     * loss" alone is the headline's, over the whole split, at the end */
+    if (text) say(c, 0, "step %ld | val loss (%.0f-token probe) %.4f | %.3f bpc%s", step, r.tokens, r.loss, eval_bpc(&r),
+                  extra);
+    else say(c, 0, "step %ld | val loss (%.0f-token probe) %.4f | token acc %.4f | seq acc %.4f%s", step, r.tokens, r.loss,
+             r.tok_acc, r.seq_acc, extra);
     return flush_metrics(c, err, errlen);
 }
 
@@ -917,8 +920,10 @@ static int log_interval(run_ctx *c, train_loop *lp, float lr, float gnorm, doubl
     fmt_eta(eta, sizeof eta, (tc->steps - step) * (t - lp->t_start) / (double)(step - lp->step_at_start));
     int plain_due = t - lp->t_draw >= 5.0 || step == tc->steps;
     if (c->tty || plain_due) {
-        say(c, c->tty && step != tc->steps, "step %ld/%d | loss %.4f | lr %.2e | %.0f tok/s | ETA %s", step, tc->steps,
-            mean_loss, lr, tps, eta);
+        /* "train loss (last N batches)": the mean task loss of the batches since the last line, never
+         * confused with the validation losses (the probe's every eval_every steps, the headline's) */
+        say(c, c->tty && step != tc->steps, "step %ld/%d | train loss (last %ld batches) %.4f | lr %.2e | %.0f tok/s | ETA %s",
+            step, tc->steps, c->st.log_n, mean_loss, lr, tps, eta);
         lp->t_draw = t;
     }
     if (flush_metrics(c, err, errlen)) return -1;
@@ -1144,12 +1149,14 @@ static gl_train_outcome train_finish(run_ctx *c, const train_loop *lp, int faile
         outcome = TRAIN_FINISHED;
         /* the hex float makes bit-for-bit comparisons of runs possible from the log; a session that took
          * no step (resumed from the final checkpoint, e.g. killed during the headline evaluation) has no
-         * train loss of its own: the session that took the last step logged it */
+         * train loss of its own: the session that took the last step logged it.  "Objective": what the
+         * optimiser minimised on that one batch (m->loss: the task loss, + the λ penalty for TSA, the
+         * weighted exits' loss for early exit), not the train loss of the progress line */
         if (isnan(lp->last_loss))
             say(c, 0, "finished %d steps in %.1f s | no step in this session (the checkpoint was at step %ld) | "
                       "run folder %s", tc->steps, c->st.elapsed_s, c->st.step, c->dir);
         else
-            say(c, 0, "finished %d steps in %.1f s | last train loss %.6f (%a) | run folder %s", tc->steps,
+            say(c, 0, "finished %d steps in %.1f s | objective of the last batch %.6f (%a) | run folder %s", tc->steps,
                 c->st.elapsed_s, lp->last_loss, lp->last_loss, c->dir);
         double span = c->st.elapsed_s - lp->elapsed0;
         if (c->trace_s > 0 && span > 0) {

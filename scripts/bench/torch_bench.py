@@ -3,7 +3,7 @@
 What it does: times one training step (forward + backward + global-norm clip +
 AdamW) and one forward-only pass of the reference benchmark model — V 65,
 d 256, L 6, H 8, Hkv 8, d_ff 1024, T 256, B 32, qk-norm, rotary, SwiGLU, tied
-head, no variants (DESIGN.md "Model") — and prints one JSON line:
+head, no variants (docs/model.md) — and prints one JSON line:
 
   {"impl": "pytorch", "torch": ..., "threads": N, "train_tokens_per_s": median,
    "fwd_tokens_per_s": median, "train_step_ms_median": ..., "fwd_ms_median": ...,
@@ -41,7 +41,7 @@ WARMUP = 3
 
 
 class Model(torch.nn.Module):
-    """Pre-norm Llama-style decoder as in DESIGN.md, laid out for speed."""
+    """Pre-norm Llama-style decoder as in docs/model.md, laid out for speed."""
 
     def __init__(self, c):
         super().__init__()

@@ -17,4 +17,10 @@ set xtics rotate by -25 noenhanced font ',7'
 set xzeroaxis lt -1 lw 0.8
 set key top left
 if (!exists("ncol")) ncol = 5
-plot data using 2:xtic(1) title columnheader(2) lt 4, for [c=3:ncol] '' using c title columnheader(c) lt (c-2)
+# no category column (a task without token categories): the all-token bars alone; an empty
+# `for [c=3:2]` would still make gnuplot warn "no valid points", which fails the figure
+if (ncol >= 3) {
+    plot data using 2:xtic(1) title columnheader(2) lt 4, for [c=3:ncol] '' using c title columnheader(c) lt (c-2)
+} else {
+    plot data using 2:xtic(1) title columnheader(2) lt 4
+}

@@ -17,4 +17,9 @@ set xlabel 'block'
 if (!exists("ymin")) { set yrange [0:*] }
 set key top left
 if (!exists("ncol")) ncol = 4
-plot data using 2:xtic(1) title columnheader(2) lt 1, for [c=3:ncol] '' using c title columnheader(c) lt (c-1)
+# one category only: no empty `for [c=3:2]` (gnuplot warns "no valid points" on it)
+if (ncol >= 3) {
+    plot data using 2:xtic(1) title columnheader(2) lt 1, for [c=3:ncol] '' using c title columnheader(c) lt (c-1)
+} else {
+    plot data using 2:xtic(1) title columnheader(2) lt 1
+}

@@ -1,6 +1,6 @@
 """ref_model.py — an independent PyTorch reference of the gatelab model.
 
-What it does: defines the model of DESIGN.md ("Model") with every variant the
+What it does: defines the model of docs/model.md with every variant the
 parity fixtures cover — plain pre-norm Llama-style blocks (GQA, optional
 qk-norm, rotary, SwiGLU, tied or untied head), the value residual
 (ResFormer plus / learnable / identity, SATFormer gates — ReLU, sigmoid,
@@ -133,7 +133,7 @@ class Config:
 
 
 def param_shapes(cfg):
-    """Every parameter name (DESIGN.md pattern) with its shape, in a fixed order."""
+    """Every parameter name (docs/model.md pattern) with its shape, in a fixed order."""
     V, d, H, Hkv, hd, ff = cfg.vocab_size, cfg.d_model, cfg.n_head, cfg.n_kv_head, cfg.hd, cfg.d_ff
     M = cfg.mixing_blocks()
     s = OrderedDict()

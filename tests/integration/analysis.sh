@@ -168,11 +168,12 @@ valid_png() { [ "$(head -c 8 "$1" | od -An -tx1 | tr -d ' \n')" = "89504e470d0a1
 valid_pdf() { [ "$(head -c 4 "$1")" = "%PDF" ] && [ "$(stat -c %s "$1")" -gt 4000 ]; }
 for f in loss_step loss_time pareto depth_alpha depth_p alpha_heatmap_sat category_alpha_sat category_p_tsa ablation_sat \
          ablation_tsa heads_sat depth_map_tsa; do
-    check "figure $f: valid PNG and PDF of non-trivial size" eval 'valid_png "$R/figures/$f.png" && valid_pdf "$R/figures/$f.pdf"'
+    check "figure $f: valid PNG and PDF of non-trivial size" eval 'valid_png "$R/figures/all/$f.png" && valid_pdf "$R/figures/all/$f.pdf"'
 done
 
 # every script on its own (style found next to it), headless, on the data `figures` wrote
-D="$R/figures/data"
+# (`figures` without an experiment: <results>/figures/all/)
+D="$R/figures/all/data"
 ncol() { head -1 "$1" | awk -F'\t' '{ print NF }'; }
 run_gp() { # script data extra-vars
     local s=$1 d=$2 v=$3 ok=1

@@ -18,8 +18,8 @@ BPE=(data.tokenizer=bpe data.vocab_size=384 model.value_residual=satformer model
 "$BIN" train "$TINY" "${BPE[@]}" --run-id b --results "$R" --quiet > "$W/b.out" 2>&1
 check "a tiny BPE run finishes (exit $?)" test -s "$R/runs/b/ckpt"
 check "train.log says the merges were trained on the train split" grep -q "128 merges (vocabulary 384) trained on the train split" "$R/runs/b/train.log"
-first=$(sed -n 's/^step 0 | val loss \([0-9.]*\).*/\1/p' "$R/runs/b/train.log" | head -1)
-final=$(sed -n 's/^step 40 | val loss \([0-9.]*\).*/\1/p' "$R/runs/b/train.log" | tail -1)
+first=$(sed -n 's/^step 0 | val loss ([0-9]*-token probe) \([0-9.]*\).*/\1/p' "$R/runs/b/train.log" | head -1)
+final=$(sed -n 's/^step 40 | val loss ([0-9]*-token probe) \([0-9.]*\).*/\1/p' "$R/runs/b/train.log" | tail -1)
 check "BPE validation loss falls ($first -> $final nats/token)" awk -v a="$first" -v b="$final" 'BEGIN{exit !(b + 0.3 < a)}'
 "$BIN" train "$TINY" "${BPE[@]}" --run-id b2 --results "$R" --quiet > /dev/null 2>&1
 hb=$(last_hex b); hb2=$(last_hex b2)

@@ -15,8 +15,8 @@ R="$W/results"
 for v in denseformer hyper mudd; do
     "$BIN" train "$TINY" model.n_layer=3 model.cross_layer=$v --run-id $v --results "$R" --quiet > "$W/$v.out" 2>&1
     check "$v: a tiny run finishes (exit 0)" test $? -eq 0
-    first=$(sed -n 's/^step 0 | val loss \([0-9.]*\).*/\1/p' "$R/runs/$v/train.log" | head -1)
-    final=$(sed -n 's/^step 40 | val loss \([0-9.]*\).*/\1/p' "$R/runs/$v/train.log" | tail -1)
+    first=$(sed -n 's/^step 0 | val loss ([0-9]*-token probe) \([0-9.]*\).*/\1/p' "$R/runs/$v/train.log" | head -1)
+    final=$(sed -n 's/^step 40 | val loss ([0-9]*-token probe) \([0-9.]*\).*/\1/p' "$R/runs/$v/train.log" | tail -1)
     check "$v: validation loss falls ($first -> $final)" awk -v a="$first" -v b="$final" 'BEGIN{exit !(b + 0.3 < a)}'
     check "$v: config.ini records cross_layer = $v" grep -q "^cross_layer = $v\$" "$R/runs/$v/config.ini"
 done

@@ -27,6 +27,19 @@ check "built-in tasks: it ends with the list of its files, and they exist" \
 check "built-in tasks: the report page is there with its figures" \
     bash -c "grep -q 'data:image/svg+xml;base64' '$W/builtin/report/demo.html'"
 check "built-in tasks: no figure failed (skipped ones carry a note)" bash -c "! grep -qi 'gnuplot.*failed' '$W/b.log'"
+F="$W/builtin/figures/demo"
+check "built-in tasks: the figures go to results/figures/demo/, the ablation bars of the SATFormer run among them" \
+    bash -c "ls '$F'/loss_step.png '$F'/ablation_demo-copy-satformer-*.png > /dev/null"
+check "built-in tasks: the Pareto plot's axes show no negative value (a loss, a share saved)" \
+    bash -c "test -s '$F/pareto.svg' && ! grep -qE '<text> *-[0-9]' '$F/pareto.svg'"
+check "built-in tasks: the demo fills its own TSA-vs-early-exit row (matched, an exit loss)" \
+    bash -c "grep -q '^| copy | xs | demo-copy-tsa-' '$W/builtin/tables/tsa_vs_exit.md' && ! grep -q 'not matched' '$W/builtin/tables/tsa_vs_exit.md'"
+check "built-in tasks: one line says what the sparse TSA loss means" \
+    bash -c "grep -q '^   what it means: soft [0-9.]* vs sparse [0-9.]* nats/token' '$W/b.log'"
+check "built-in tasks: tables keep their column headers (the registry list, the τ sweep)" \
+    bash -c "grep -q '^run_id  *experiment  *variant' '$W/b.log' && grep -qE '^ +τ +α +TLOps %' '$W/b.log'"
+check "built-in tasks: each run shows its headline, the val loss over the whole split" \
+    test "$(grep -c '^   headline: val loss' "$W/b.log")" -eq 11
 
 if [ -n "$(data_path tinyshakespeare.txt)" ]; then
     GATELAB_RESULTS="$W/text" "$ROOT/scripts/demo.sh" --quick > "$W/t.log" 2>&1

@@ -9,6 +9,9 @@
 # Also: legends name what differs between runs (no "seed" in them; the seeds
 # are averaged, with their spread), gate maps leave out block 0 (no gate),
 # ablation bars carry readable labels, and the paper report's scripts draw.
+# Figures go to <results>/figures/<experiment>/ (…/all without one), so two
+# experiments never overwrite each other; every title fits its canvas; the
+# palette has a colour per group up to 16.
 set -u
 . "$(dirname "$0")/lib.sh"
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -18,7 +21,7 @@ export GATELAB_DATA="$W/data"
 make_corpus "$GATELAB_DATA/corpus.txt"
 export OMP_NUM_THREADS=1 # tiny models: one thread is fastest and immune to a busy machine
 R="$W/results"
-F="$R/figures"
+F="$R/figures/all"   # `gatelab figures` without an experiment: every run
 D="$F/data"
 
 # ---- the scripts themselves: plain text only ----
@@ -51,6 +54,7 @@ check "analyze, ablate, heads and eval --match-run exit 0" test $ok = 1
 # ---- every figure kind ----
 "$BIN" figures --results "$R" > "$W/fg" 2> "$W/fg.err"
 check "figures exits 0 with nothing on stderr" test $? -eq 0 -a ! -s "$W/fg.err"
+check "figures without an experiment go to <results>/figures/all/" eval 'grep -q "in $F, data in $F/data" "$W/fg"'
 valid_png() { [ "$(head -c 8 "$1" | od -An -tx1 | tr -d ' \n')" = "89504e470d0a1a0a" ] && [ "$(stat -c %s "$1")" -gt 4000 ]; }
 for f in loss_step loss_time pareto depth_alpha depth_p alpha_heatmap_sat1 heads_sat1 category_alpha_sat1 \
          category_p_tsa1 ablation_sat1 ablation_seeds depth_map_tsa1; do
@@ -84,6 +88,55 @@ for f in loss_step loss_time pareto depth_alpha depth_p alpha_heatmap_sat1 heads
          END { exit !top }' "$F/$f.svg" || untitled="$untitled $f"
 done
 check "every figure has a title (${untitled:-all titled})" test -z "$untitled"
+# The title's first line in the PNG: inside the canvas with room to spare, since the PDF's
+# 8-point text runs ≈ 1.16x wider against its canvas than the PNG's (and the SVG's 0.85x):
+# centred where it is, a title 1.2x as wide must still end inside both edges.
+if command -v python3 > /dev/null; then
+    wide=""
+    for f in loss_step pareto depth_alpha depth_p alpha_heatmap_sat1 heads_sat1 category_alpha_sat1 category_p_tsa1 \
+             ablation_sat1 ablation_seeds depth_map_tsa1; do
+        python3 "$ROOT/tests/pngcheck.py" title "$F/$f.png" > "$W/title.txt" 2>&1 &&
+            awk '{ v[$1] = $2 } END { c = (v["title_left"] + v["title_right"]) / 2; h = 1.2 * (v["title_right"] - v["title_left"]) / 2
+                   exit !(v["title_ink"] > 0 && c - h > 2 && c + h < v["width"] - 3) }' "$W/title.txt" ||
+            wide="$wide $f($(tr '\n' ' ' < "$W/title.txt"))"
+    done
+    check "every title fits its canvas with room for the PDF's wider text (${wide:-all fit})" test -z "$wide"
+else
+    skip "title widths in the PNGs (python3 is not installed: apt-get install python3)"
+fi
+colours=$(grep -oE "^set linetype [0-9]+ lc rgb '#[0-9a-f]{6}'" "$ROOT/scripts/plots/style.gp" | awk '{ print $NF }' | sort -u | wc -l)
+check "style.gp gives 16 line types 16 distinct colours ($colours), so 11 loss curves never share one" test "$colours" -ge 16
+
+# ---- one folder per experiment ----
+"$BIN" train "$TINY" train.steps=10 train.eval_every=10 train.log_every=5 train.ckpt_every=10 log.experiment=other \
+    --results "$R" --quiet --run-id oth > "$W/train.log" 2>&1 &&
+    "$BIN" figures tiny --results "$R" > "$W/fg.tiny" 2> "$W/fg.err" && [ ! -s "$W/fg.err" ] &&
+    "$BIN" figures other --results "$R" > "$W/fg.other" 2> "$W/fg.err" && [ ! -s "$W/fg.err" ]
+check "figures of two experiments exit 0" test $? -eq 0
+check "each experiment's figures go to <results>/figures/<experiment>/, neither overwritten" \
+    eval 'valid_png "$R/figures/tiny/loss_step.png" && valid_png "$R/figures/other/loss_step.png" &&
+          ! cmp -s "$R/figures/tiny/loss_step.png" "$R/figures/other/loss_step.png" && [ ! -e "$R/figures/loss_step.png" ]'
+groups() { grep -c $'\twall_s\t' "$1"; }
+check "the second experiment's loss figure holds its one run (train + val: $(groups "$R/figures/other/data/loss.tsv") curves), the first its own ($(groups "$R/figures/tiny/data/loss.tsv"))" \
+    eval '[ "$(groups "$R/figures/other/data/loss.tsv")" = 2 ] && [ "$(groups "$R/figures/tiny/data/loss.tsv")" -gt 2 ]'
+
+# a loss near 0 (a copy task learnt): the Pareto plot of its one TSA point must not pad the loss
+# axis below 0 (it used to: ±1e-3 around 0.0003)
+"$BIN" train "$ROOT/experiments/copy_tsa.ini" model.depth_routing=tsa model.d_model=32 model.n_layer=3 model.n_head=2 \
+    model.n_kv_head=2 model.d_ff=64 model.seq_len=21 train.lr=1e-2 train.warmup=20 train.steps=300 train.eval_every=300 \
+    train.eval_windows=16 train.ckpt_every=300 train.threads=1 log.experiment=copyp --run-id cp --results "$R" --quiet \
+    > "$W/train.log" 2>&1 && "$BIN" figures copyp --results "$R" > "$W/fg.cp" 2> "$W/fg.err"
+rc=$?
+cpl=$(sqlite3 "$R/gatelab.db" "select value from metrics where run_id='cp' and name='final.loss'" 2> /dev/null | head -1)
+check "a copy-task TSA run near 0 loss ($cpl): its Pareto plot's axes show no negative value" \
+    eval '[ $rc -eq 0 ] && [ ! -s "$W/fg.err" ] && grep -q "<text>" "$R/figures/copyp/pareto.svg" &&
+          ! grep -qE "<text> *-[0-9]" "$R/figures/copyp/pareto.svg"'
+
+# a fresh Debian (or a container) sets no locale: gnuplot's `set encoding utf8` would warn there
+env -u LC_ALL -u LC_CTYPE -u LANG "$BIN" figures tiny --results "$R" --out "$W/c-locale" > "$W/fg.c" 2> "$W/fg.err"
+rc=$?
+check "figures under the C locale (no LANG, as on a fresh install): exit 0, nothing on stderr" \
+    eval '[ $rc -eq 0 ] && [ ! -s "$W/fg.err" ] && valid_png "$W/c-locale/loss_step.png"'
 
 # ---- gate maps and bars ----
 check "the α map leaves out block 0 (no gate there)" awk -F'\t' 'NR > 1 && $1 == 0 { bad = 1 } END { exit bad || NR < 2 }' \
@@ -114,6 +167,14 @@ gp() { # script data vars
 }
 lit() { grep -qF "$1" "$W/solo.svg"; } # the label as written (& escaped as &amp; by SVG)
 check "paper_category.gp alone: exit 0, plain labels" eval 'gp paper_category.gp "$W/cat.tsv" "title='"'"'t_1'"'"'" && lit "t_1"'
+printf 'intervention\tall tokens\nα := 0 (every gate)\t0.5\nfull depth (p := 0)\t0.04\n' > "$W/abl1.tsv"
+check "ablation_bars.gp alone with the all-token bars only (a task without categories): exit 0, drawn" \
+    eval 'gp ablation_bars.gp "$W/abl1.tsv" "ncol=2; title='"'"'all tokens only'"'"'" && lit "all tokens only"'
+printf 'block\tstructural\n1\t0.2\n2\t0.4\n' > "$W/cat1.tsv"
+check "category_bars.gp alone with one category: exit 0" eval 'gp category_bars.gp "$W/cat1.tsv" "ncol=2"'
+tv='ncol=2; title='"'first line:'"'."\n".'"'second line'"
+check "a title wrapped by figures_title_var (lines joined with \"\\n\") draws both lines" \
+    eval 'gp category_bars.gp "$W/cat1.tsv" "$tv" && lit "first line:" && lit "second line"'
 check "paper_bars.gp alone: exit 0, plain labels" eval 'gp paper_bars.gp "$W/bars.tsv" "" && lit "early_exit" && lit "x_1 a^2 {b} c@d e&amp;f"'
 check "paper_loss_time.gp alone: exit 0, plain labels, bands" eval 'gp paper_loss_time.gp "$W/lt.tsv" "" && lit "early_exit"'
 check "paper_pareto.gp alone: exit 0, plain labels" eval 'gp paper_pareto.gp "$W/pp.tsv" "" && lit "early_exit" && lit "x_1 a^2"'
@@ -122,3 +183,7 @@ check "heatmap.gp alone, diverging: exit 0, a title as written" \
 check "loss.gp alone on figures' data: exit 0" eval 'gp loss.gp "$D/loss.tsv" "x='"'"'time'"'"'"'
 check "pareto.gp alone on figures' data: exit 0" eval 'gp pareto.gp "$D/pareto_tsa.tsv" "exitdata='"'"'$D/pareto_exit.tsv'"'"'"'
 check "depth_profile.gp alone on figures' data: exit 0" eval 'gp depth_profile.gp "$D/depth_p.tsv" ""'
+env -u LC_ALL -u LC_CTYPE -u LANG gnuplot -e "data='$D/loss.tsv'; out='$W/solo_c.png'" "$ROOT/scripts/plots/loss.gp" \
+    > /dev/null 2> "$W/gp.err"
+check "a script alone under the C locale (no LANG): exit 0, nothing on stderr ($(head -c 120 "$W/gp.err"))" \
+    eval '[ ! -s "$W/gp.err" ] && valid_png "$W/solo_c.png"'

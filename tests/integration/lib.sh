@@ -6,7 +6,7 @@
 #   TINY                       tests/fixtures/tiny.ini (reads data.file = corpus.txt)
 #   make_corpus FILE [BYTES]   write the tests' own text (tests/corpus.h) to FILE
 #   data_path NAME             a real data set's path by gatelab's own lookup, "" if absent
-#   last_hex RUN               the final train loss of RUN (under $R) as a hex float
+#   last_hex RUN               the objective of RUN's last batch (under $R) as a hex float
 BIN="${GATELAB_BIN:-build/gatelab}"
 case "$BIN" in /*) ;; *) BIN="$PWD/$BIN" ;; esac
 # a relative GATELAB_DATA means "relative to where the test started", also after a cd
@@ -25,4 +25,4 @@ make_corpus() {
     fi
 }
 data_path() { "$BIN" data "$1" 2> /dev/null; }
-last_hex() { sed -n 's/.*last train loss [^ ]* (\([^)]*\)).*/\1/p' "$R/runs/$1/train.log" | tail -1; }
+last_hex() { sed -n 's/.*objective of the last batch [^ ]* (\([^)]*\)).*/\1/p' "$R/runs/$1/train.log" | tail -1; }

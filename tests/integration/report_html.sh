@@ -30,6 +30,8 @@ check "one page, no script, no link or source on another host" \
     bash -c "test -s '$H' && ! grep -qiE '<script|<link|src=\"https?:|href=\"https?:' '$H'"
 check "figures inlined as SVG data URIs (>= 3)" test "$(grep -o 'data:image/svg+xml;base64,' "$H" | wc -l)" -ge 3
 check "the loss table is there" grep -q '<h3>loss_by_variant</h3>' "$H"
+check "every metric row says what it was measured on (no \"?\"; train rows: the training batches)" \
+    bash -c "! grep -q '<td>?</td>' '$H' && grep -q '<td>train</td><td>loss</td>.*<td>training batches up to this step</td>' '$H'"
 check "the chosen gate is open: block 2, KV head 1" grep -q '<details open><summary>α of block 2, KV head 1 — chosen' "$H"
 n=$(grep -o '<span style="background:#[0-9a-f]\{6\}" title="α (block 2, KV head 1) = [0-9.]*' "$H" | wc -l)
 check "one coloured span with its α on hover per probe character ($n = $P)" test "$n" -eq "$P"

@@ -74,4 +74,4 @@ check "the ablations table lists resample beside zero and mean" \
     eval 'grep -q "| resample | L2H1 |" "$R/tables/ablations.md" && grep -q "| zero | all |" "$R/tables/ablations.md" && grep -q "| mean | all |" "$R/tables/ablations.md"'
 "$BIN" figures --results "$R" > "$W/fg" 2> "$W/fg.err"
 check "the ablation bars of the run draw resample with a readable label" \
-    eval '[ ! -s "$W/fg.err" ] && grep -q "α resampled from other tokens (L2H1)" "$R/figures/data/ablation_sat.tsv"'
+    eval '[ ! -s "$W/fg.err" ] && grep -q "α resampled from other tokens (L2H1)" "$R/figures/all/data/ablation_sat.tsv"'

@@ -22,7 +22,7 @@ command -v sqlite3 > /dev/null || { fail "sqlite3 missing"; exit 1; }
 R="$W/results"; R2="$W/other"
 mkdir -p "$W/elsewhere"
 q() { sqlite3 -batch -noheader -cmd ".timeout 10000" "$1" "$2"; }
-hex_of() { sed -n 's/.*last train loss [^ ]* (\([^)]*\)).*/\1/p' "$1/train.log" | tail -1; }
+hex_of() { sed -n 's/.*objective of the last batch [^ ]* (\([^)]*\)).*/\1/p' "$1/train.log" | tail -1; }
 
 # expect RC PATTERN WHAT COMMAND...: exit code RC and PATTERN (grep -E; "" none) in stdout + stderr; 60 s at most
 expect() {

@@ -15,8 +15,8 @@ R="$W/results"
 
 "$BIN" train "$TINY" --run-id a --results "$R" --quiet > "$W/a.out" 2>&1
 check "a tiny run finishes (exit 0)" test $? -eq 0
-first=$(sed -n 's/^step 0 | val loss \([0-9.]*\).*/\1/p' "$R/runs/a/train.log" | head -1)
-final=$(sed -n 's/^step 40 | val loss \([0-9.]*\).*/\1/p' "$R/runs/a/train.log" | tail -1)
+first=$(sed -n 's/^step 0 | val loss ([0-9]*-token probe) \([0-9.]*\).*/\1/p' "$R/runs/a/train.log" | head -1)
+final=$(sed -n 's/^step 40 | val loss ([0-9]*-token probe) \([0-9.]*\).*/\1/p' "$R/runs/a/train.log" | tail -1)
 check "validation loss falls ($first -> $final)" awk -v a="$first" -v b="$final" 'BEGIN{exit !(b + 0.3 < a)}'
 check "run folder holds config.ini, ckpt, trace.h5, train.log" test -s "$R/runs/a/config.ini" -a -s "$R/runs/a/ckpt" -a -s "$R/runs/a/trace.h5" -a -s "$R/runs/a/train.log"
 check "the registry marks the run FINISHED" test "$(sqlite3 "$R/gatelab.db" "select status from runs where run_id='a'")" = FINISHED
@@ -90,8 +90,8 @@ check "sample generates text" bash -c "'$BIN' sample a --results '$R' --tokens 4
 if [ -n "$REAL" ]; then
     "$BIN" train "$TINY" data.file="$REAL" --run-id ts --results "$R" --quiet > "$W/ts.out" 2>&1
     check "Tiny Shakespeare ($REAL): a tiny run finishes (exit 0)" test $? -eq 0
-    first=$(sed -n 's/^step 0 | val loss \([0-9.]*\).*/\1/p' "$R/runs/ts/train.log" | head -1)
-    final=$(sed -n 's/^step 40 | val loss \([0-9.]*\).*/\1/p' "$R/runs/ts/train.log" | tail -1)
+    first=$(sed -n 's/^step 0 | val loss ([0-9]*-token probe) \([0-9.]*\).*/\1/p' "$R/runs/ts/train.log" | head -1)
+    final=$(sed -n 's/^step 40 | val loss ([0-9]*-token probe) \([0-9.]*\).*/\1/p' "$R/runs/ts/train.log" | tail -1)
     check "Tiny Shakespeare: validation loss falls ($first -> $final)" awk -v a="$first" -v b="$final" 'BEGIN{exit !(b + 0.3 < a)}'
 else
     skip "Tiny Shakespeare: a tiny run whose loss falls (tinyshakespeare.txt not found by \`gatelab data\`; \`make data\` fetches it)"
@@ -107,6 +107,12 @@ check "the headline loss has a standard error" test "$(q "select se > 0 from met
 check "periodic val rows say they rest on 4 windows (128 tokens)" \
     test "$(q "select count(*) from metrics where run_id='a' and split='val' and name='loss' and win_count = 4 and tokens = 128")" -ge 2
 check "train.log states the headline and its tokens" grep -q "^headline: val loss .* over the whole val split" "$R/runs/a/train.log"
+# one name per loss: "val loss" alone is the headline; the others say what they are
+check "train.log names each loss for what it is (train loss (last N batches), val loss (N-token probe), objective of the last batch)" \
+    bash -c "grep -qE '^step [0-9]+/40 \| train loss \(last [0-9]+ batches\) [0-9.]+ \|' '$R/runs/a/train.log' &&
+             grep -qE '^step 40 \| val loss \(128-token probe\) [0-9.]+' '$R/runs/a/train.log' &&
+             grep -qE '\| objective of the last batch [0-9.]+ \(0x' '$R/runs/a/train.log' &&
+             ! grep -qE '\| (loss|val loss) [0-9]' '$R/runs/a/train.log'"
 check "runs shows the headline with what it was measured on" bash -c "'$BIN' runs --db '$R/gatelab.db' | grep '^a ' | grep -q 'val\[0,'"
 
 # resume with a changed configuration: refused naming the keys, or continued and recorded with --allow-config-change
