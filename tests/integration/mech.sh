@@ -1,0 +1,119 @@
+#!/usr/bin/env bash
+# mech.sh — the mechanistic tools on tiny runs trained here:
+#   probe: the activation cache (gates through the gate table, residual norms,
+#     V1 share, logit lens, attention) read back with h5dump; the lens at the
+#     last block is the model's own loss (eval --text); the V1 share of a
+#     zeroed gate is exactly 0 while the other head's is unchanged bit for bit;
+#     report --probe colours the text, one view per row of each array.
+set -u
+. "$(dirname "$0")/lib.sh"
+W=$(mktemp -d); trap 'rm -rf "$W"' EXIT
+export GATELAB_DATA="$W/data"
+make_corpus "$GATELAB_DATA/corpus.txt"
+export OMP_NUM_THREADS=1
+R="$W/results"
+T() { "$BIN" train "$TINY" model.n_layer=3 model.n_kv_head=2 train.steps=40 train.ckpt_every=40 "$@" --results "$R" --quiet \
+          > "$W/train.log" 2>&1; }
+ok=1
+T model.value_residual=satformer --run-id sat || ok=0
+T model.value_residual=headgate --run-id hg || ok=0
+T model.depth_routing=tsa --run-id tsa || ok=0
+T model.depth_routing=early_exit --run-id ee || ok=0
+check "train tiny SATFormer, head-gate, TSA and early-exit runs" test $ok = 1
+[ $ok = 1 ] || { tail -20 "$W/train.log"; exit 1; }
+
+# h5vals FILE DATASET [START COUNT]: the values of a dataset (or a hyperslab), one a line, 9 digits
+h5vals() {
+    local sel=(); [ $# -ge 4 ] && sel=(-s "$3" -c "$4")
+    h5dump -y -w 0 -m '%.9g' -d "$2" "${sel[@]}" "$1" |
+        awk '/DATA \{/ && !done { on = 1; next } on && /^ *\}/ { on = 0; done = 1 } on' |
+        tr ',' '\n' | tr -d ' ' | grep -v '^$'
+}
+# 97 bytes of the corpus: three full windows of 32 and one token more, so eval --text scores the same 96 targets
+head -c 97 "$GATELAB_DATA/corpus.txt" > "$W/t97.txt"
+P() { "$BIN" probe "$@" --results "$R" > "$W/out" 2>&1; }
+
+P sat --text "$W/t97.txt" --attention --out "$W/sat.h5"; rc=$?
+check "probe exits 0 and writes the cache" test $rc = 0 -a -s "$W/sat.h5"
+h5dump -H "$W/sat.h5" > "$W/hdr" 2>&1
+has() { grep -q "DATASET \"$1\"" "$W/hdr"; }
+check "the cache holds the gate at its trace path, lens, residual norm, V1 share, attention, tokens and /vocab" \
+    eval 'has alpha && has kl && has top1 && has loss && has norm && has share && has probs && has tokens && has targets && has offset && has bytes'
+check "/sat/alpha is (layer, token, kv_head) = (3, 97, 2) like the trace's rows" \
+    eval 'h5dump -H -d /sat/alpha "$W/sat.h5" | grep -q "SIMPLE { ( 3, 97, 2 )" && h5dump -a /sat/alpha/axes "$W/sat.h5" | grep -q "layer,token,kv_head"'
+check "/attn/probs is (layer, head, token, key) = (3, 2, 97, 32)" \
+    eval 'h5dump -H -d /attn/probs "$W/sat.h5" | grep -q "SIMPLE { ( 3, 2, 97, 32 )"'
+# each token's attention row sums to 1 over the keys of its window (float32 sums: 1e-5)
+h5vals "$W/sat.h5" /attn/probs "2,1,40,0" "1,1,1,32" > "$W/row"
+check "an attention row sums to 1 (block 2, head 1, token 40; |Σ − 1| <= 1e-5) and attends to no later key" \
+    awk '{ s += $1; if (NR > 9 && $1 != 0) bad = 1 } END { d = s - 1; if (d < 0) d = -d; exit !(NR == 32 && d <= 1e-5 && !bad) }' "$W/row"
+
+# the lens at the last block is the final head: its mean loss over the scored tokens is eval --text's loss.
+# Not bit for bit: eval sums each token's loss in double, the cache stores it as float32 (rounding 6e-8
+# relative a token), so the tolerance is 1e-6 relative; a lens that read any other stream than the final
+# one (block 1's, say) is off by 0.06 nats here.
+"$BIN" eval sat --text "$W/t97.txt" --results "$R" > "$W/eval" 2>&1
+el=$(sed -n 's/.*"soft":{"loss":\([^,]*\).*/\1/p' "$W/eval")
+h5vals "$W/sat.h5" /lens/loss "2,0" "1,97" > "$W/ll"
+ll=$(awk '$1 != "nan" { s += $1; n++ } END { if (n == 96) printf "%.9g", s / n }' "$W/ll")
+check "logit lens at the last block = the model's own loss (lens $ll, eval --text $el, 96 tokens; 1e-6 relative)" \
+    awk -v a="$ll" -v b="$el" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(a != "" && b != "" && d <= 1e-6 * b) }'
+check "the probe's own loss line agrees (printed loss = eval's to 6 digits)" \
+    eval 'grep -q "96 scored), loss $(printf %.6f "$el") nats/token" "$W/out"'
+h5vals "$W/sat.h5" /lens/kl "2,0" "1,97" > "$W/kl2"; h5vals "$W/sat.h5" /lens/top1 "2,0" "1,97" > "$W/t12"
+h5vals "$W/sat.h5" /lens/kl "0,0" "1,97" > "$W/kl0"
+check "at the last block the lens KL is exactly 0 and its top-1 always the final one; at block 0 it is not" \
+    eval 'awk "\$1 != 0 { exit 1 }" "$W/kl2" && awk "\$1 != 1 { exit 1 }" "$W/t12" && awk "\$1 > 0 { k = 1 } END { exit !k }" "$W/kl0"'
+check "the last token has no next token: its lens loss is NaN" test "$(tail -1 "$W/ll")" = nan
+
+# the V1 share of a zeroed gate: exactly 0; the other head of that block unchanged bit for bit
+P sat --text "$W/t97.txt" --zero L1H0 --out "$W/z.h5"; rc=$?
+h5vals "$W/sat.h5" /v1/share "1,0,0" "1,97,1" > "$W/s0"; h5vals "$W/z.h5" /v1/share "1,0,0" "1,97,1" > "$W/z0"
+h5vals "$W/sat.h5" /v1/share "1,0,1" "1,97,1" > "$W/s1"; h5vals "$W/z.h5" /v1/share "1,0,1" "1,97,1" > "$W/z1"
+nz=$(awk '$1 > 0 { n++ } END { print n + 0 }' "$W/s0")
+check "probe --zero L1H0: V1 share of L1H0 is 0 on all 97 tokens (it was > 0 on $nz of them)" \
+    eval '[ $rc = 0 ] && [ "$nz" -gt 0 ] && [ $(grep -c "^0$" "$W/z0") = 97 ]'
+check "… while L1H1's share is unchanged bit for bit (its α and value path do not depend on L1H0)" cmp -s "$W/s1" "$W/z1"
+check "… and block 0 (no gate) has NaN there" eval '[ $(h5vals "$W/z.h5" /v1/share "0,0,0" "1,97,2" | grep -c nan) = 194 ]'
+P hg --prompt "the cat sat on the mat" --zero 2:1 --out "$W/hg.h5"; rc=$?
+h5vals "$W/hg.h5" /v1/share "2,0,1" "1,22,1" > "$W/h1"; h5vals "$W/hg.h5" /v1/share "2,0,0" "1,22,1" > "$W/h0"
+check "static head gate: --zero 2:1 gives share 0 on every token; L2H0 keeps a share > 0" \
+    eval '[ $rc = 0 ] && [ $(grep -c "^0$" "$W/h1") = 22 ] && awk "\$1 <= 0 { exit 1 }" "$W/h0"'
+check "the head gate (no token axis) is kept as (layer, kv_head) at /headgate/g" \
+    eval 'h5dump -H -d /headgate/g "$W/hg.h5" | grep -q "SIMPLE { ( 3, 2 )"'
+
+# routed models: their gates through the gate table
+P tsa --text "$W/t97.txt" --out "$W/tsa.h5"; r1=$?
+P ee --text "$W/t97.txt" --out "$W/ee.h5"; r2=$?
+check "TSA: /tsa/p is (router, token) = (2, 97), no V1 share" \
+    eval '[ $r1 = 0 ] && h5dump -H -d /tsa/p "$W/tsa.h5" | grep -q "SIMPLE { ( 2, 97 )" && ! h5dump -H "$W/tsa.h5" | grep -q "\"share\""'
+# early exit's exit heads are the final norm and head on each block's output: the lens of block n is its
+# exit head, so the confidence of block 0 is the lens' max softmax probability; top-1 of the lens at the
+# last block is 1 everywhere
+check "early exit: /exit/confidence is (layer, token) = (3, 97)" \
+    eval '[ $r2 = 0 ] && h5dump -H -d /exit/confidence "$W/ee.h5" | grep -q "SIMPLE { ( 3, 97 )"'
+
+# report --probe: one view per (block[, head]) of each array with one token axis; attention only when asked
+"$BIN" report --probe "$W/sat.h5" --html --out "$W/sat.html" > "$W/out" 2>&1; rc=$?
+views=$(sed -n 's/.*: \([0-9]*\) coloured views/\1/p' "$W/out")
+# sat/alpha 3×2, resid/norm 3, v1/share 2×2 (block 0 has none), lens kl/top1/loss 3 each = 22
+check "report --probe --html: 22 views (α 6, |resid| 3, V1 share 4, lens 9; got $views)" \
+    eval '[ $rc = 0 ] && [ "$views" = 22 ] && [ $(grep -c "<details" "$W/sat.html") = 22 ]'
+check "… each view colours all 97 tokens with the value on hover" \
+    eval '[ $(grep -o "<span style=\"background:#[0-9a-f]*\" title=" "$W/sat.html" | wc -l) = $((22 * 97)) ] &&
+          grep -q "title=\"block 2 = [0-9.e-]* · token 3 (id" "$W/sat.html"'
+"$BIN" report --probe "$W/sat.h5" --html --only attn/ --out "$W/att.html" > "$W/out" 2>&1; rc=$?
+check "report --probe --only attn/: a view per (block, head, key) = 192" \
+    eval '[ $rc = 0 ] && grep -q ": 192 coloured views" "$W/out"'
+
+# bad input: named, non-zero
+P sat --text "$W/nope.txt"; rc=$?
+check "probe --text of a missing file: exit 1 naming it" eval '[ $rc = 1 ] && grep -q "nope.txt" "$W/out"'
+P sat --text "$W/t97.txt" --prompt x; rc=$?
+check "probe with --text and --prompt: usage error (exit 2)" eval '[ $rc = 2 ] && grep -q "one of them" "$W/out"'
+P tsa --prompt abc --zero L1H0; rc=$?
+check "probe --zero on a run without per-head gates: refused with the reason" \
+    eval '[ $rc = 1 ] && grep -q "no per-head value-residual gate" "$W/out"'
+"$BIN" report --probe "$R/runs/sat/trace.h5" --html --out "$W/x.html" > "$W/out" 2>&1; rc=$?
+check "report --probe on a trace (not a cache): refused, saying what it lacks" \
+    eval '[ $rc = 1 ] && grep -q "probe cache" "$W/out"'
