@@ -318,6 +318,13 @@ void model_set_route_override(gl_model *m, gl_route_mode mode, float value, uint
     m->have_overrides = 1;
 }
 
+void model_set_route_token_table(gl_model *m, const float *table) {
+    if (ensure_overrides(m)) abort();
+    m->ov.route_mode = ROUTE_TOKEN;
+    m->ov.route_token = table;
+    m->have_overrides = 1;
+}
+
 void model_clear_overrides(gl_model *m) {
     const int L = m->cfg.n_layer, Hkv = m->cfg.n_kv_head;
     if (m->ov.gate_mode) {
@@ -325,6 +332,7 @@ void model_clear_overrides(gl_model *m) {
         memset(m->ov.lambda1_mode, 0, (size_t)L * sizeof(gl_gate_mode));
     }
     m->ov.route_mode = ROUTE_FREE;
+    m->ov.route_token = NULL;
     m->ov.gate_token = NULL;
     m->have_overrides = 0;
 }
@@ -348,6 +356,9 @@ static void route_forward(gl_model *m, int n, int N) {
     for (int t = 0; t < N; t++) {
         if (m->ov.route_mode == ROUTE_CONST) {
             a->p[t] = m->ov.route_value;
+        } else if (m->ov.route_mode == ROUTE_TOKEN) {
+            const float v = m->ov.route_token[(size_t)(n - 1) * m->max_B * m->T + t];
+            if (!isnan(v)) a->p[t] = v;
         } else {
             uint64_t h = mix64(m->ov.route_seed ^ mix64(((uint64_t)n << 40) + (uint64_t)t + 1));
             float u = (float)(h >> 40) * (1.0f / 16777216.0f);

@@ -156,7 +156,8 @@ typedef struct {
 /* GATE_CONST: one value per (layer, KV head); GATE_TOKEN: a value per token from
  * a caller's table (resample ablation). */
 typedef enum { GATE_FREE = 0, GATE_CONST, GATE_TOKEN } gl_gate_mode;
-typedef enum { ROUTE_FREE = 0, ROUTE_CONST, ROUTE_RANDOM } gl_route_mode;
+/* ROUTE_TOKEN: p per (router, batch position) from a caller's table; NaN keeps the router's own p. */
+typedef enum { ROUTE_FREE = 0, ROUTE_CONST, ROUTE_RANDOM, ROUTE_TOKEN } gl_route_mode;
 
 typedef struct {
     gl_gate_mode *gate_mode;  /* (L, Hkv) the value-residual gate (A[n].gate) */
@@ -168,6 +169,7 @@ typedef struct {
     float route_value;
     float route_skip_prob;      /* ROUTE_RANDOM: each (token, router) skips with this probability */
     uint64_t route_seed;
+    const float *route_token;   /* (L-1, max_B·T) borrowed: ROUTE_TOKEN's p of router l at each batch position */
 } gl_overrides;
 
 typedef struct gl_model {
@@ -287,6 +289,10 @@ void model_set_gate_override(gl_model *m, int layer, int kv_head, gl_gate_mode m
 void model_set_gate_token_table(gl_model *m, const float *table);
 void model_set_lambda1_override(gl_model *m, int layer, gl_gate_mode mode, float value);
 void model_set_route_override(gl_model *m, gl_route_mode mode, float value, uint64_t seed);
+/* ROUTE_TOKEN (activation patching): router l's p at batch position t is
+ * table[l·max_B·T + t] where that is not NaN, its own p where it is.  The
+ * table (L-1, max_B·T) is borrowed until cleared or replaced. */
+void model_set_route_token_table(gl_model *m, const float *table);
 void model_clear_overrides(gl_model *m);
 
 /* Effective ResFormer coefficients of block n (λ1ₙ, λ2ₙ) from the current

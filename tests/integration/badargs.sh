@@ -65,6 +65,7 @@ declare -A FLAGS=(
     [figures]="--db --results --out"
     [report]="--html --out --block --kv-head --gate --chars --results --db --probe --only"
     [probe]="--text --prompt --out --attention --zero --threads --results"
+    [patch]="--pair --clean --corrupt --gate --router --positions --metric --pairs --json --threads --results"
     [paper]="--results --out"
     [data]=""
     [tag]="--remove --db --results"

@@ -117,3 +117,66 @@ check "probe --zero on a run without per-head gates: refused with the reason" \
 "$BIN" report --probe "$R/runs/sat/trace.h5" --html --out "$W/x.html" > "$W/out" 2>&1; rc=$?
 check "report --probe on a trace (not a cache): refused, saying what it lacks" \
     eval '[ $rc = 1 ] && grep -q "probe cache" "$W/out"'
+
+# ---- patch: paired activation patching of gates ----
+#   a patch that copies a gate onto itself (clean = corrupt) changes nothing, bit for bit; a gate of
+#   block n depends only on the blocks below, so patching positions before the first changed input
+#   changes nothing either (exactly), while patching every position does change the metric.
+js() { sed -n "s/.*\"$2\":\"\{0,1\}\([^,\"}]*\).*/\1/p" "$1"; } # a field of the JSON line (first match)
+printf 'the cat sat on the mat. the cat' > "$W/a.txt"
+printf 'the dog sat on the mat. the cat' > "$W/b.txt"
+PT() { "$BIN" patch "$@" --results "$R" --json > "$W/pt" 2>&1; }
+PT sat --clean "$W/a.txt" --corrupt "$W/a.txt"; rc=$?
+ch=$(js "$W/pt" corrupt_hex); n=$(grep -o '"patched_hex":"[^"]*"' "$W/pt" | wc -l)
+same=$(grep -o '"patched_hex":"[^"]*"' "$W/pt" | grep -c "\"$ch\"")
+check "self-patch (clean = corrupt): all $n sites give the corrupted metric bit for bit ($ch), delta 0, recovered null" \
+    eval '[ $rc = 0 ] && [ "$n" = 4 ] && [ "$same" = 4 ] && [ $(grep -o "\"delta\":0.0," "$W/pt" | wc -l) = 4 ] &&
+          [ $(grep -o "\"recovered\":null" "$W/pt" | wc -l) = 4 ]'
+PT sat --clean "$W/a.txt" --corrupt "$W/b.txt" --positions 0,1,2,3; rc=$?
+ch=$(js "$W/pt" corrupt_hex); same=$(grep -o '"patched_hex":"[^"]*"' "$W/pt" | grep -c "\"$ch\"")
+check "patching α before the first changed input (positions 0-3; 'cat' → 'dog' at 4): metric unchanged bit for bit at all 4 gates" \
+    eval '[ $rc = 0 ] && [ "$same" = 4 ]'
+PT sat --clean "$W/a.txt" --corrupt "$W/b.txt"; rc=$?
+ch=$(js "$W/pt" corrupt_hex); same=$(grep -o '"patched_hex":"[^"]*"' "$W/pt" | grep -c "\"$ch\"")
+check "patching α at every position changes the metric at some gate ($((4 - same)) of 4)" eval '[ $rc = 0 ] && [ "$same" -lt 4 ]'
+# the recovered fraction is (patched − corrupt) / (clean − corrupt), from the printed numbers (JSON: 12 digits)
+check "recovered = (patched − corrupt) / (clean − corrupt) for L1H1 (1e-6 relative)" \
+    awk -v c="$(js "$W/pt" clean)" -v x="$(js "$W/pt" corrupt)" \
+        -v p="$(grep -o '"site":"L1H1","patched":[^,]*' "$W/pt" | sed 's/.*://')" \
+        -v r="$(grep -o '"site":"L1H1".*' "$W/pt" | sed -n 's/[^}]*"recovered":\([^,}]*\).*/\1/p')" \
+        'BEGIN { e = (p - x) / (c - x) - r; if (e < 0) e = -e; a = r < 0 ? -r : r; exit !(r != "" && e <= 1e-6 * (a > 1e-3 ? a : 1e-3)) }'
+# TSA: the router's p through ROUTE_TOKEN (NaN keeps the router's own p)
+PT tsa --clean "$W/a.txt" --corrupt "$W/b.txt" --router 1 --positions 0,1,2,3; r1=$?; cp "$W/pt" "$W/pt1"
+PT tsa --clean "$W/a.txt" --corrupt "$W/b.txt" --router 1; r2=$?
+check "TSA router 1 patched before the first change: bit for bit the corrupted metric; at every position: another" \
+    eval '[ $r1 = 0 ] && [ $r2 = 0 ] && [ "$(js "$W/pt1" patched_hex)" = "$(js "$W/pt1" corrupt_hex)" ] &&
+          [ "$(js "$W/pt" patched_hex)" != "$(js "$W/pt" corrupt_hex)" ]'
+# built-in pairs: mqar (one key's value swapped) on a SATFormer trained on mqar
+T model.value_residual=satformer data.task=mqar --run-id mq || fail "train an mqar SATFormer"
+PT mq --pair mqar --pairs 8; rc=$?
+check "patch --pair mqar: 8 pairs, 8 answers (the swapped key's query), logit difference" \
+    eval '[ $rc = 0 ] && grep -q "\"pair\":\"mqar\",\"metric\":\"logit_diff\",\"pairs\":8,\"answers\":8," "$W/pt"'
+PT mq --pair mqar --pairs 8 --positions 0; rc=$?
+ch=$(js "$W/pt" corrupt_hex); same=$(grep -o '"patched_hex":"[^"]*"' "$W/pt" | grep -c "\"$ch\"")
+check "mqar: position 0 (a key, never changed) patched: unchanged at every gate" eval '[ $rc = 0 ] && [ "$same" = 4 ]'
+T model.value_residual=satformer data.task=copy --run-id cp || fail "train a copy SATFormer"
+T model.value_residual=satformer data.task=sort --run-id so || fail "train a sort SATFormer"
+PT cp --pair copy --pairs 8; r1=$?; a1=$(js "$W/pt" answers)
+PT so --pair sort --pairs 8; r2=$?; a2=$(js "$W/pt" answers)
+check "patch --pair copy: one answer a pair (the changed item's copy: $a1); sort: at least one ($a2)" \
+    eval '[ $r1 = 0 ] && [ $r2 = 0 ] && [ "$a1" = 8 ] && [ "$a2" -ge 8 ]'
+PT sat --pair text --pairs 4; rc=$?
+check "patch --pair text: 4 pairs scored on the continuation with the loss" \
+    eval '[ $rc = 0 ] && grep -q "\"pair\":\"text\",\"metric\":\"loss\",\"pairs\":4," "$W/pt"'
+# refusals
+PT sat --pair mqar; rc=$?
+check "--pair mqar on a text run: refused naming the task" eval '[ $rc = 1 ] && grep -q "data.task = mqar; this run.s task is text" "$W/pt"'
+printf 'the mouse sat on the mat. the cat' > "$W/c.txt"
+PT sat --clean "$W/a.txt" --corrupt "$W/c.txt"; rc=$?
+check "files of different token counts: refused with both counts" eval '[ $rc = 1 ] && grep -q "has 31 tokens and --corrupt .* 33" "$W/pt"'
+PT sat --clean "$W/a.txt" --corrupt "$W/b.txt" --router 0; rc=$?
+check "--router on a run without routers: refused" eval '[ $rc = 1 ] && grep -q "no routers" "$W/pt"'
+PT sat --clean "$W/a.txt" --corrupt "$W/b.txt" --gate L0H0; rc=$?
+check "--gate L0H0 (block 0 has no gate): refused naming the gates" eval '[ $rc = 1 ] && grep -q "not a gate of this run" "$W/pt"'
+PT hg --clean "$W/a.txt" --corrupt "$W/b.txt"; rc=$?
+check "a static head gate (same for every input): nothing to patch, said so" eval '[ $rc = 1 ] && grep -q "nothing to patch" "$W/pt"'
