@@ -749,6 +749,7 @@ static void block_backward(gl_model *m, grad_bufs *g, int n) {
         dk = g->dk;
     }
     const float *dv = vr_backward(m, n, N, g->dvmix, g->dV1, g->dv, g->dgate);
+    if (m->cap_dgate) memcpy(m->cap_dgate + (size_t)n * N * Hkv, g->dgate, (size_t)N * Hkv * sizeof(float));
     if (n == 0 && c->value_residual != VR_NONE) {
         /* V1 is block 0's v: add what every later block sent back */
 #pragma omp parallel for schedule(static)
@@ -766,6 +767,7 @@ static void block_backward(gl_model *m, grad_bufs *g, int n) {
         const gl_router_params *r = &m->P.router[n - 1];
         gl_router_params *gr = &m->G.router[n - 1];
         if (m->have_overrides && m->ov.route_mode != ROUTE_FREE) zero(g->dp, (size_t)N);
+        if (m->cap_dp) memcpy(m->cap_dp + (size_t)n * N, g->dp, (size_t)N * sizeof(float));
         router_backward(g->dxn, gr->fc1_w, gr->fc1_b, gr->fc2_w, gr->fc2_b, g->dp, a->p, a->r_pre,
                         a->r_hid, a->xn1, r->fc1_w, r->fc2_w, g->rscratch, N, d, m->R);
     }

@@ -39,7 +39,7 @@ static const command commands[] = {
     {"runs", cmd_runs, "runs [--experiment E] [--status S] [--format table|csv|json] [--stale-after SECONDS] [--fix-stale] [--tag KEY=VALUE ...] [--deleted] [--db PATH] [--results DIR]"},
     {"analyze", cmd_analyze, "analyze RUN [--out DIR] [--no-db] [--db PATH] [--results DIR] | analyze TSA_RUN --difficulty DENSE_RUN [--windows N] [--seed S] [--batch B]"},
     {"ablate", cmd_ablate, "ablate RUN --mode zero|mean|resample|file|full-depth|random|exit|posthoc-exit [--layers 1,3] [--heads 2:0,L3H1] [--values FILE] [--taus T,...] [--windows N] [--batch B] [--threads N] [--no-db] [--db PATH] [--results DIR]"},
-    {"heads", cmd_heads, "heads RUN [--windows N] [--batch B] [--threads N] [--out DIR] [--no-figure] [--json] [--no-db] [--db PATH] [--results DIR]"},
+    {"heads", cmd_heads, "heads RUN [--windows N] [--batch B] [--threads N] [--out DIR] [--no-figure] [--json] [--attribution] [--no-db] [--db PATH] [--results DIR]"},
     {"probe", cmd_probe, "probe RUN --text FILE | --prompt STR [--out CACHE.h5] [--attention] [--zero L1H0,...] [--threads N] [--results DIR]   (an activation cache)"},
     {"patch", cmd_patch, "patch RUN --pair mqar|sort|copy|text | --clean A --corrupt B [--gate L2H1 | --router L] [--positions 3,5|all] [--metric logit_diff|loss] [--pairs N] [--json] [--threads N] [--results DIR]"},
     {"tables", cmd_tables, "tables [EXPERIMENT] [--out DIR] [--db PATH] [--results DIR]"},
