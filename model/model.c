@@ -748,8 +748,18 @@ static void block_backward(gl_model *m, grad_bufs *g, int n) {
         dq = g->dq;
         dk = g->dk;
     }
+    if (m->cap_dgate) { /* attribution: dL/d gate of v' = v + gate·V1, Σ_i dv'·V1, whatever makes the gate */
+        const float *V1 = m->A[0].v;
+#pragma omp parallel for schedule(static)
+        for (int t = 0; t < N; t++)
+            for (int j = 0; j < Hkv; j++) {
+                const float *dm = g->dvmix + ((size_t)t * Hkv + j) * hd, *v1 = V1 + ((size_t)t * Hkv + j) * hd;
+                double s = 0.0;
+                for (int i = 0; i < hd; i++) s += (double)dm[i] * v1[i];
+                m->cap_dgate[((size_t)n * N + t) * Hkv + j] = (float)s;
+            }
+    }
     const float *dv = vr_backward(m, n, N, g->dvmix, g->dV1, g->dv, g->dgate);
-    if (m->cap_dgate) memcpy(m->cap_dgate + (size_t)n * N * Hkv, g->dgate, (size_t)N * Hkv * sizeof(float));
     if (n == 0 && c->value_residual != VR_NONE) {
         /* V1 is block 0's v: add what every later block sent back */
 #pragma omp parallel for schedule(static)

@@ -246,8 +246,8 @@ typedef struct gl_model {
     gl_overrides ov;
     /* Gradients of the gates, for attribution (analysis/attrib.c); NULL (the default) keeps none.
      * model_backward copies into them, rows of the last forward's N = B·T tokens: */
-    float *cap_dgate;     /* (L, N, Hkv) dL/d A[n].gate per block (through SATFormer's ReLU: 0 where α is 0);
-                             rows of blocks without a per-head gate are not meaningful */
+    float *cap_dgate;     /* (L, N, Hkv) dL/d A[n].gate per block, the gate itself (v' = v + gate·V1), not
+                             what makes it; rows of blocks without a per-head gate are not meaningful */
     float *cap_dp;        /* (L, N) dL/dp of the router feeding block n >= 1 (TSA), the depth penalty
                              included (zero model.tsa_lambda for the task loss's alone); row 0 unused */
 } gl_model;

@@ -205,3 +205,6 @@ check "TSA: routers are sites too (p → 0 exactly through ROUTE_TOKEN beside �
     eval '[ $rc = 0 ] && grep -q "\"site\":\"router 0\"" "$W/at" && grep -q "\"site\":\"router 1\"" "$W/at"'
 "$BIN" heads ee --attribution --results "$R" > "$W/at" 2>&1; rc=$?
 check "early exit: --attribution refused with the reason" eval '[ $rc = 1 ] && grep -q "early-exit model" "$W/at"'
+"$BIN" heads hg --attribution --windows 8 --json --results "$R" > "$W/at" 2>&1; rc=$?
+check "static head gate: the same estimate (−g·Σ_t ∂L/∂g_t) for its 4 gates" \
+    eval '[ $rc = 0 ] && grep -q "over 4 sites" "$W/at"'
