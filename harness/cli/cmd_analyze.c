@@ -26,6 +26,7 @@
 
 #include "analysis/analyze.h"
 #include "analysis/difficulty.h"
+#include "analysis/settle.h"
 #include "args.h"
 #include "cli.h"
 #include "resolve.h"
@@ -227,6 +228,22 @@ int cmd_analyze(int argc, char **argv) {
     if (analyze_trace(&td, have_run ? run.st.vocab : NULL, have_run ? ckpt_vocab_bytes(&run.st) : 0, out_dir, &rm, &s, err,
                       sizeof err))
         goto fail;
+    /* TSA / early exit: the logit lens where tokens halt (analysis/settle.h), from the checkpoint */
+    settle_result st = {0};
+    int routed = have_run && run.model.cfg.depth_routing != DR_NONE;
+    if (routed) {
+        gl_dataset ds;
+        if (data_open_tok(&ds, &run.mf.data, run.model.cfg.seq_len, run.mf.train.seed,
+                          run.st.tokenizer == TOK_BPE ? &run.st.bpe : NULL, e2, sizeof e2) ||
+            settle_measure(&run.model, &ds, 0, &st, e2, sizeof e2)) {
+            fprintf(stderr, "gatelab analyze: note: no halting statistics (settled_at_halt): %s\n", e2);
+            routed = 0;
+        } else if (settle_metrics(&st, run.st.step, &rm, err, sizeof err)) {
+            data_close(&ds);
+            goto fail;
+        }
+        data_close(&ds);
+    }
     int n_rows = rm.n;
     if (!no_db) {
         snprintf(db_path, sizeof db_path, "%s", rr.db);
@@ -236,6 +253,11 @@ int cmd_analyze(int argc, char **argv) {
         }
     }
     an_print_summary(run_id, &s, out_dir);
+    if (routed)
+        printf("\nHalting and the logit lens (val[0,%ld), %.0f tokens, checkpoint step %ld): %.1f %% of tokens halt "
+               "before the last block, at block %.2f on average; %.1f %% of them had their final top-1 prediction "
+               "settled there\n", st.windows, st.tokens, run.st.step, 100.0 * (st.tokens > 0 ? st.halted / st.tokens : 0),
+               st.halted > 0 ? st.block_sum / st.halted : 0.0, 100.0 * (st.halted > 0 ? st.settled / st.halted : 0));
     if (!no_db) printf("registry: %d rows (split \"%s\") for run %s in %s\n", n_rows, ANALYZE_SPLIT, run_id, db_path);
     rc = 0;
     goto done;

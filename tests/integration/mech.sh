@@ -208,3 +208,26 @@ check "early exit: --attribution refused with the reason" eval '[ $rc = 1 ] && g
 "$BIN" heads hg --attribution --windows 8 --json --results "$R" > "$W/at" 2>&1; rc=$?
 check "static head gate: the same estimate (−g·Σ_t ∂L/∂g_t) for its 4 gates" \
     eval '[ $rc = 0 ] && grep -q "over 4 sites" "$W/at"'
+
+# ---- analyze: the logit lens where tokens halt (settled_at_halt, halted_share, halt_block_mean) ----
+q() { sqlite3 "$R/gatelab.db" "select printf('%.17g', value) from metrics where run_id = '$1' and split = 'analysis' and name = '$2'"; }
+# early exit on copy (confident enough to exit at τ 0.5 within 150 steps): the exit decisions are the
+# ones eval --tau 0.5 takes, so its active fraction follows from the halting rows exactly:
+#   α = (h·(b − 1) + (1 − h)·(L − 1)) / (L − 1), h = halted_share, b = halt_block_mean (first block not run)
+T model.depth_routing=early_exit data.task=copy train.steps=150 train.ckpt_every=150 --run-id eec || fail "train an early-exit copy run"
+"$BIN" analyze eec --results "$R" > "$W/an" 2>&1; rc=$?
+h=$(q eec halted_share); b=$(q eec halt_block_mean); s=$(q eec settled_at_halt)
+a=$("$BIN" eval eec --tau 0.5 --windows 64 --results "$R" | sed -n 's/.*"exit":{[^}]*"active_frac":\([^,}]*\).*/\1/p')
+check "analyze (early exit): halted $h at block $b, settled $s; eval --tau 0.5 active fraction $a follows (1e-9)" \
+    awk -v rc=$rc -v h="$h" -v b="$b" -v a="$a" 'BEGIN { e = (h * (b - 1) + (1 - h) * 2) / 2 - a; if (e < 0) e = -e
+        exit !(rc == 0 && h > 0 && a != "" && e <= 1e-9) }'
+check "… and the summary line says so" grep -q "had their final top-1 prediction settled there" "$W/an"
+# TSA with one router (2 blocks): a token that halts at block 1 skips the only routed block, so its final
+# stream is the one the lens read: every halted token must be settled (exactly 1)
+T model.n_layer=2 model.depth_routing=tsa model.router_init_bias=0 --run-id tsa2 || fail "train a 2-block TSA run"
+"$BIN" analyze tsa2 --results "$R" > "$W/an" 2>&1; rc=$?
+h=$(q tsa2 halted_share); s=$(q tsa2 settled_at_halt); b=$(q tsa2 halt_block_mean)
+check "analyze (TSA, one router): halted $h > 0 at block $b = 1, settled_at_halt $s = 1 exactly" \
+    eval '[ $rc = 0 ] && awk -v h="$h" "BEGIN { exit !(h > 0) }" && [ "$s" = 1 ] && [ "$b" = 1 ]'
+"$BIN" analyze sat --results "$R" > "$W/an" 2>&1; rc=$?
+check "analyze of a dense run writes its rows but no halting rows" eval '[ $rc = 0 ] && [ -n "$(q sat alpha_mean)" ] && [ -z "$(q sat halted_share)" ]'
