@@ -38,6 +38,7 @@ typedef struct {
     char seed[32];
     double lambda;      /* model.tsa_lambda (NaN unless TSA) */
     double val_loss, val_bpc, tok_acc, seq_acc, tokens_per_s, active_frac, tlops_saved; /* NaN: absent */
+    double settled;     /* TSA / early exit: analyze's settled_at_halt, the latest (NaN: absent) */
     int headline;       /* 1: the val numbers are the headline (val/final.*); 0: the last periodic evaluation */
     double val_se;      /* standard error of val_loss (NaN: unknown) */
     long val_step;      /* the checkpoint step of the val numbers (-1: none) */
