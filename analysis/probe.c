@@ -46,7 +46,8 @@ static int pr_argmax(const float *l, int V) {
     return b;
 }
 
-int probe_run(gl_model *m, const int *ids, long n, int attention, gl_probecache *pc, char *err, size_t errlen) {
+int probe_run(gl_model *m, const int *ids, long n, int attention, int sliding, gl_probecache *pc, char *err,
+              size_t errlen) {
     const gl_model_config *c = &m->cfg;
     const int L = c->n_layer, Hkv = c->n_kv_head, H = c->n_head, d = c->d_model, V = c->vocab_size, T = m->T;
     const int hd = m->hd;
@@ -116,11 +117,14 @@ int probe_run(gl_model *m, const int *ids, long n, int attention, gl_probecache 
 
     double loss = 0.0;
     long scored = 0;
-    for (long w0 = 0; w0 < P; w0 += T) {
-        const int len = (int)(P - w0 < T ? P - w0 : T);
+    /* windowed: [kT, kT + T); sliding: [0, T), then for each later position i the window ending at i */
+    const long n_jobs = sliding ? (P > T ? 1 + P - T : 1) : (P + T - 1) / T;
+    for (long job = 0; job < n_jobs; job++) {
+        const long w0 = sliding ? job : job * T;
+        const int len = (int)(P - w0 < T ? P - w0 : T), t0 = sliding && job > 0 ? T - 1 : 0; /* record [t0, len) */
         for (int t = 0; t < len; t++) tg[t] = pc->targets[w0 + t];
         model_forward(m, ids + w0, tg, NULL, 1, len);
-        for (int t = 0; t < len; t++)
+        for (int t = t0; t < len; t++)
             if (tg[t] >= 0) loss += m->tok_loss[t], scored++;
         /* gates, as the trace records them, at this window's tokens */
         for (int g = 0; g < GATE_COUNT; g++) {
@@ -134,7 +138,7 @@ int probe_run(gl_model *m, const int *ids, long n, int attention, gl_probecache 
                         for (int j = 0; j < width; j++) ga[g]->data[(size_t)r * width + j] = src ? src[j] : 0.0f;
                     continue;
                 }
-                for (int t = 0; t < len; t++)
+                for (int t = t0; t < len; t++)
                     for (int j = 0; j < width; j++)
                         ga[g]->data[pr_at(P, width, r, w0 + t, j)] = src ? src[(size_t)t * width + j] : 0.0f;
             }
@@ -143,7 +147,7 @@ int probe_run(gl_model *m, const int *ids, long n, int attention, gl_probecache 
         memcpy(fl, m->logits, (size_t)len * V * sizeof(float));
         for (int n = 0; n < L; n++) {
             const float *h = n + 1 < L ? m->A[n + 1].h_in : m->h_out;
-            for (int t = 0; t < len; t++) {
+            for (int t = t0; t < len; t++) {
                 double s = 0.0;
                 for (int i = 0; i < d; i++) s += (double)h[(size_t)t * d + i] * h[(size_t)t * d + i];
                 rn->data[pr_at(P, 1, n, w0 + t, 0)] = (float)sqrt(s);
@@ -152,7 +156,7 @@ int probe_run(gl_model *m, const int *ids, long n, int attention, gl_probecache 
             rmsnorm_forward(xn, rstd, h, m->P.final_norm, len, d, c->norm_eps);
             mm_forward(lg, xn, m->P.head, len, d, V);
             xent_forward(pr, tl, lg, tg, NULL, len, V);
-            for (int t = 0; t < len; t++) {
+            for (int t = t0; t < len; t++) {
                 const float *lf = fl + (size_t)t * V, *lz = lg + (size_t)t * V;
                 const double zf = pr_lse(lf, V), zl = pr_lse(lz, V);
                 double k = 0.0;
@@ -170,7 +174,7 @@ int probe_run(gl_model *m, const int *ids, long n, int attention, gl_probecache 
                 const float *g = gatekind_src(m, (gl_gate)vg, n);
                 const int per = gatekind_per_token((gl_gate)vg);
                 const gl_block_acts *a = &m->A[n];
-                for (int t = 0; t < len; t++)
+                for (int t = t0; t < len; t++)
                     for (int j = 0; j < Hkv; j++) {
                         float share = NAN;
                         if (g) {
@@ -191,7 +195,7 @@ int probe_run(gl_model *m, const int *ids, long n, int attention, gl_probecache 
             /* attention (1, H, len, len) → (L, H, P, T) rows of this window */
             if (at)
                 for (int hh = 0; hh < H; hh++)
-                    for (int t = 0; t < len; t++)
+                    for (int t = t0; t < len; t++)
                         memcpy(at->data + (((size_t)n * H + hh) * P + w0 + t) * T,
                                m->A[n].att + ((size_t)hh * len + t) * len, (size_t)len * sizeof(float));
         }

@@ -36,9 +36,13 @@
 #define PROBE_ATTN_MAX (1L << 26)
 
 /* Run m over ids (n >= 1 tokens) and fill pc's arrays, tokens, targets, loss
- * and sizes (not the vocabulary, run_id or source: the caller's).  Returns 0,
- * or -1 with a message (out of memory, attention too large). */
-int probe_run(gl_model *m, const int *ids, long n, int attention, gl_probecache *pc, char *err, size_t errlen);
+ * and sizes (not the vocabulary, run_id or source: the caller's).  sliding 0:
+ * windows [kT, kT + T) as above; 1: as `gatelab sample` reads its context —
+ * the first T tokens in one window, then each later token i as the last
+ * position of the window ending at i (one forward per token).  Returns 0, or
+ * -1 with a message (out of memory, attention too large). */
+int probe_run(gl_model *m, const int *ids, long n, int attention, int sliding, gl_probecache *pc, char *err,
+              size_t errlen);
 
 /* The probe page: pc's text coloured by every array with one token axis, one
  * <details> view per row / column of its other axes (only arrays whose path

@@ -19,6 +19,7 @@
 
 #include "analysis/ablate.h"
 #include "analysis/probe.h"
+#include "cmd_probe.h"
 #include "args.h"
 #include "cli.h"
 #include "model/gatekind.h"
@@ -104,7 +105,7 @@ static uint8_t *pb_slurp(const char *path, size_t *n, char *err, size_t errlen) 
 }
 
 /* The run's vocabulary into pc (/vocab): token id's bytes. */
-static int pb_vocab(const gl_run *run, gl_probecache *pc) {
+int probe_vocab(const gl_run *run, gl_probecache *pc) {
     const int V = run->model.cfg.vocab_size;
     size_t tot = 0, len;
     for (int id = 0; id < V; id++) run_token(run, id, &len), tot += len;
@@ -173,8 +174,8 @@ int cmd_probe(int argc, char **argv) {
         snprintf(err, sizeof err, "%s: %s", a.text ? a.text : "--prompt", n < 0 ? why : "no tokens (it is empty)");
         goto done;
     }
-    if (probe_run(m, ids, n, a.attention, &pc, err, sizeof err)) goto done;
-    if (pb_vocab(&run, &pc)) {
+    if (probe_run(m, ids, n, a.attention, 0, &pc, err, sizeof err)) goto done;
+    if (probe_vocab(&run, &pc)) {
         snprintf(err, sizeof err, "out of memory for the vocabulary");
         goto done;
     }
@@ -211,5 +212,62 @@ done:
     free(ids);
     probecache_free(&pc);
     run_close(&run);
+    return rc;
+}
+
+int probe_sample_trace(gl_run *run, const int *ctx, size_t len, size_t plen, double tau, const char *path, char *err,
+                       size_t errlen) {
+    static gl_probecache pc;
+    gl_model *m = &run->model;
+    const gl_model_config *c = &m->cfg;
+    const int L = c->n_layer;
+    int rc = -1;
+    memset(&pc, 0, sizeof pc);
+    if (probe_run(m, ctx, (long)len, 0, 1, &pc, err, errlen)) goto done;
+    if (probe_vocab(run, &pc)) {
+        snprintf(err, errlen, "out of memory for the vocabulary");
+        goto done;
+    }
+    char id[256];
+    args_run_id(run->dir, id, sizeof id);
+    snprintf(pc.run_id, sizeof pc.run_id, "%s", id);
+    snprintf(pc.source, sizeof pc.source, "sample");
+    pc.config_ini = strdup(run->config_ini ? run->config_ini : "");
+    const long P = pc.n_tok, d1[1] = {P};
+    pc_array *gen = probecache_add(&pc, "sample/generated", "token", "generated (1) or prompt (0)", 1, d1);
+    if (!gen) goto oom;
+    for (long i = 0; i < P; i++) gen->data[i] = (size_t)i >= plen;
+    /* where each token halts, as analyze's halt_block (analysis/settle.h): the first block it does not run —
+     * TSA the first block its router skips (p > 0.5), early exit the block after the one whose confidence
+     * first reaches τ; L when it runs every block */
+    char title[128];
+    const pc_array *src = NULL;
+    if (c->depth_routing == DR_TSA) {
+        src = probecache_find(&pc, "tsa/p");
+        snprintf(title, sizeof title, "TSA: first block skipped under hard routing (p > 0.5; %d: none)", L);
+    } else if (c->depth_routing == DR_EARLY_EXIT) {
+        src = probecache_find(&pc, "exit/confidence");
+        snprintf(title, sizeof title, "early exit: first block not run, its exit block + 1 (confidence >= %.3g; %d: none)",
+                 tau, L);
+    }
+    if (src) {
+        pc_array *hb = probecache_add(&pc, "sample/halt_block", "token", title, 1, d1);
+        if (!hb) goto oom;
+        const int rows = (int)src->dims[0];
+        for (long i = 0; i < P; i++) {
+            int h = L;
+            for (int r = 0; r < rows && h == L; r++) {
+                const float v = src->data[(size_t)r * P + i];
+                if (c->depth_routing == DR_TSA ? v > 0.5f : (r + 1 < L && v >= (float)tau)) h = r + 1;
+            }
+            hb->data[i] = (float)h;
+        }
+    }
+    rc = probecache_write(path, &pc, err, errlen);
+    goto done;
+oom:
+    snprintf(err, errlen, "out of memory for the sample trace");
+done:
+    probecache_free(&pc);
     return rc;
 }

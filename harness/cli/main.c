@@ -32,7 +32,7 @@ typedef struct {
 static const command commands[] = {
     {"train", cmd_train, "train MANIFEST [section.key=value ...] [--resume RUN] [--run-id ID] [--db PATH] [--results DIR] [--quiet] [--allow-config-change]   (--resume RUN alone: its config.ini)"},
     {"eval", cmd_eval, "eval RUN [--split val|test|train | --text FILE] [--windows N] [--sparse] [--tau T | --match-alpha A | --match-run TSA_RUN] [--batch B] [--results DIR] [--record]"},
-    {"sample", cmd_sample, "sample RUN [--tokens N] [--prompt S] [--temperature T] [--seed S] [--results DIR] [--json] [--no-cache] [--sparse | --tau T]"},
+    {"sample", cmd_sample, "sample RUN [--tokens N] [--prompt S] [--temperature T] [--seed S] [--results DIR] [--json] [--no-cache] [--sparse | --tau T] [--trace OUT.h5]"},
     {"export", cmd_export, "export RUN --out FILE.h5 [--results DIR]"},
     {"sweep", cmd_sweep, "sweep MANIFEST [key=a,b,c ...] [-j|--jobs N] [--dry-run] [--index I] [--emit-slurm FILE [--nodes N] [--ntasks-per-node K]] [--launcher \"CMD ARGS\"] [--stale SECONDS] [--retry-failed] [--axis KEY=A,B ...] [--time T] [--mem M] [--partition P] [--db PATH] [--results DIR]"},
     {"collect", cmd_collect, "collect MAIN.db TASK.db [TASK.db ...]"},

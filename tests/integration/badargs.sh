@@ -53,7 +53,7 @@ expect 1 "schema version 99 is newer" "tables refuses a registry schema from the
 declare -A FLAGS=(
     [train]="--resume --run-id --db --results --quiet --allow-config-change"
     [eval]="--split --text --windows --sparse --tau --match-alpha --match-run --batch --results --record"
-    [sample]="--tokens --prompt --temperature --seed --results --json --no-cache --sparse --tau"
+    [sample]="--tokens --prompt --temperature --seed --results --json --no-cache --sparse --tau --trace"
     [export]="--out --results"
     [sweep]="--jobs --dry-run --index --emit-slurm --db --results --stale --retry-failed --launcher --nodes --ntasks-per-node --axis --time --mem --partition"
     [collect]=""
