@@ -27,6 +27,7 @@
 #include "analysis/analyze.h"
 #include "analysis/difficulty.h"
 #include "analysis/settle.h"
+#include "cmd_seeds.h"
 #include "args.h"
 #include "cli.h"
 #include "resolve.h"
@@ -44,6 +45,7 @@ static const args_opt an_opts[] = {
     {"windows", ARGS_KEY(5), "N", "difficulty: the first N validation windows (default: the whole split)"},
     {"seed", ARGS_KEY(6), "S", "difficulty: the bootstrap seed (default 22)"},
     {"batch", ARGS_KEY(7), "B", "difficulty: sequences per forward pass (default 16, at most 4096)"},
+    {"seeds", ARGS_KEY(8), "RUN1,RUN2,...", "instead of RUN: head profiles and halted sets compared across seeds"},
     {0}};
 static const args_spec an_spec = {
     "analyze", "RUN [options]",
@@ -53,7 +55,7 @@ static const args_spec an_spec = {
     an_opts};
 
 typedef struct {
-    const char *run, *results, *db, *out, *partner;
+    const char *run, *results, *db, *out, *partner, *seeds;
     int no_db, batch;
     long windows, seed;
 } an_args;
@@ -78,8 +80,12 @@ static int an_parse(int argc, char **argv, an_args *a) {
         else if (k == ARGS_KEY(5)) bad = args_get_long(&p, 1, LONG_MAX, &a->windows);
         else if (k == ARGS_KEY(6)) bad = args_get_long(&p, 0, 4294967295L, &a->seed);
         else if (k == ARGS_KEY(7)) bad = args_get_int(&p, 1, 4096, &a->batch);
+        else if (k == ARGS_KEY(8)) a->seeds = p.val;
     }
     if (bad) return 2;
+    if (a->seeds && (a->run || a->partner))
+        return args_usage_error(&an_spec, "--seeds RUN1,RUN2,... replaces RUN (and --difficulty)");
+    if (a->seeds) return -1;
     if (!a->partner && (a->windows || a->seed != DIFF_SEED || a->batch != 16))
         return args_usage_error(&an_spec, "--windows, --seed and --batch belong to --difficulty DENSE_RUN");
     if (a->partner && a->out) return args_usage_error(&an_spec, "--difficulty writes registry rows only: drop --out");
@@ -198,6 +204,12 @@ int cmd_analyze(int argc, char **argv) {
     int pr = an_parse(argc, argv, &a);
     if (pr >= 0) return pr;
     if (a.partner) return an_difficulty(&a);
+    if (a.seeds) {
+        char e[2048];
+        if (analyze_seeds(a.seeds, a.results, a.windows, a.out, e, sizeof e) == 0) return 0;
+        fprintf(stderr, "gatelab analyze: %s\n", e);
+        return 1;
+    }
     const char *arg = a.run, *results = a.results, *out_arg = a.out;
     const int no_db = a.no_db;
     char err[2048] = "", dir[GL_PATH_MAX], trace_path[GL_PATH_MAX + 16], out_dir[GL_PATH_MAX + 16],

@@ -37,7 +37,7 @@ static const command commands[] = {
     {"sweep", cmd_sweep, "sweep MANIFEST [key=a,b,c ...] [-j|--jobs N] [--dry-run] [--index I] [--emit-slurm FILE [--nodes N] [--ntasks-per-node K]] [--launcher \"CMD ARGS\"] [--stale SECONDS] [--retry-failed] [--axis KEY=A,B ...] [--time T] [--mem M] [--partition P] [--db PATH] [--results DIR]"},
     {"collect", cmd_collect, "collect MAIN.db TASK.db [TASK.db ...]"},
     {"runs", cmd_runs, "runs [--experiment E] [--status S] [--format table|csv|json] [--stale-after SECONDS] [--fix-stale] [--tag KEY=VALUE ...] [--deleted] [--db PATH] [--results DIR]"},
-    {"analyze", cmd_analyze, "analyze RUN [--out DIR] [--no-db] [--db PATH] [--results DIR] | analyze TSA_RUN --difficulty DENSE_RUN [--windows N] [--seed S] [--batch B]"},
+    {"analyze", cmd_analyze, "analyze RUN [--out DIR] [--no-db] [--db PATH] [--results DIR] | analyze TSA_RUN --difficulty DENSE_RUN [--windows N] [--seed S] [--batch B] | analyze --seeds RUN1,RUN2,... [--windows N] [--out DIR]"},
     {"ablate", cmd_ablate, "ablate RUN --mode zero|mean|resample|file|full-depth|random|exit|posthoc-exit [--layers 1,3] [--heads 2:0,L3H1] [--values FILE] [--taus T,...] [--windows N] [--batch B] [--threads N] [--no-db] [--db PATH] [--results DIR]"},
     {"heads", cmd_heads, "heads RUN [--windows N] [--batch B] [--threads N] [--out DIR] [--no-figure] [--json] [--attribution] [--no-db] [--db PATH] [--results DIR]"},
     {"probe", cmd_probe, "probe RUN --text FILE | --prompt STR [--out CACHE.h5] [--attention] [--zero L1H0,...] [--threads N] [--results DIR]   (an activation cache)"},

@@ -251,3 +251,21 @@ check "sample --sparse --trace (TSA, one router): halt_block is 1 exactly where 
     eval '[ $rc = 0 ] && [ $(wc -l < "$W/hb") = 24 ] && awk "{ if ((\$2 > 0.5) != (\$1 == 1) || (\$1 != 1 && \$1 != 2)) exit 1 }" "$W/hb"'
 "$BIN" report --probe "$W/tt.h5" --html --only sample/ --out "$W/tt.html" > "$W/out" 2>&1
 check "report --probe colours the generated text by halt_block and generated (2 views)" grep -q ": 2 coloured views" "$W/out"
+
+# ---- analyze --seeds: head profiles (sorted within blocks) and halted sets across seeds ----
+for s in 2 3; do
+    T model.depth_routing=tsa model.router_init_bias=0 model.value_residual=satformer train.seed=$s --run-id ts$s ||
+        fail "train TSA+SATFormer seed $s"
+done
+"$BIN" analyze --seeds ts2,ts2 --windows 8 --results "$R" > "$W/sd" 2>&1; rc=$?
+check "--seeds of a run with itself: profile ρ 1, halted Jaccard 1, flagged as the same seed" \
+    eval '[ $rc = 0 ] && grep -q "ts2 *ts2 *1.0000 *1.0000   (same train.seed" "$W/sd" && grep -q "(256 positions each)" "$W/sd"'
+"$BIN" analyze --seeds ts2,ts3 --windows 8 --out "$W/sdo" --results "$R" > "$W/sd" 2>&1; rc=$?
+j=$(awk -F'\t' 'NR == 2 { print $6 }' "$W/sdo/seeds.tsv"); r=$(awk -F'\t' 'NR == 2 { print $5 }' "$W/sdo/seeds.tsv")
+check "--seeds of two seeds: seeds.tsv has the pair (ρ $r, Jaccard $j in [0, 1), seeds 2 and 3)" \
+    eval '[ $rc = 0 ] && awk -F"\t" "NR == 2 { exit !(\$3 == 2 && \$4 == 3) }" "$W/sdo/seeds.tsv" &&
+          awk -v j="$j" -v r="$r" "BEGIN { exit !(j >= 0 && j < 1 && r >= -1 && r <= 1) }"'
+"$BIN" analyze --seeds ts2,sat --results "$R" > "$W/sd" 2>&1; rc=$?
+check "--seeds of different configurations: refused" eval '[ $rc = 1 ] && grep -q "but for the seed" "$W/sd"'
+"$BIN" analyze --seeds ts2 --results "$R" > "$W/sd" 2>&1; rc=$?
+check "--seeds of one run: refused" eval '[ $rc = 1 ] && grep -q "at least two runs" "$W/sd"'
