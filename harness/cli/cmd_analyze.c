@@ -27,6 +27,10 @@
 #include "analysis/analyze.h"
 #include "analysis/difficulty.h"
 #include "analysis/settle.h"
+#include "analysis/gate_bands.h"
+#include "analysis/figures.h"
+#include "analysis/report.h"
+#include "model/gatekind.h"
 #include "cmd_seeds.h"
 #include "args.h"
 #include "cli.h"
@@ -240,6 +244,23 @@ int cmd_analyze(int argc, char **argv) {
     if (analyze_trace(&td, have_run ? run.st.vocab : NULL, have_run ? ckpt_vocab_bytes(&run.st) : 0, out_dir, &rm, &s, err,
                       sizeof err))
         goto fail;
+    /* each per-token gate over training: quantile bands per block (analysis/gate_bands.h, gate_bands.gp) */
+    char bands[GATE_COUNT][64];
+    int n_bands = 0;
+    for (int g = 0; g < GATE_COUNT; g++) {
+        if (!td.gate[g] || !gatekind_per_token((gl_gate)g)) continue;
+        char tsv[GL_PATH_MAX + 96], fig_dir[GL_PATH_MAX + 16], base[GL_PATH_MAX + 400], vars[600];
+        int rows;
+        snprintf(tsv, sizeof tsv, "%s/gate_bands_%s.tsv", out_dir, gatekind_info[g].key);
+        if (gate_bands_write(&td, (gl_gate)g, tsv, &rows, err, sizeof err)) goto fail;
+        snprintf(fig_dir, sizeof fig_dir, "%s/figures", rr.results);
+        snprintf(base, sizeof base, "%s/gate_bands_%s_%s", fig_dir, run_id, gatekind_info[g].key);
+        snprintf(vars, sizeof vars, "title='%s: %s over training (probe tokens)'; ylabel='%s'", run_id,
+                 gatekind_info[g].title, gatekind_info[g].symbol);
+        if (rows && (report_mkdir_p(fig_dir, e2, sizeof e2) || figures_gnuplot("gate_bands.gp", tsv, base, vars, e2, sizeof e2)))
+            fprintf(stderr, "gatelab analyze: note: no gate-band figure for %s: %s\n", gatekind_info[g].key, e2);
+        else if (rows) snprintf(bands[n_bands++], sizeof bands[0], "%s", gatekind_info[g].key);
+    }
     /* TSA / early exit: the logit lens where tokens halt (analysis/settle.h), from the checkpoint */
     settle_result st = {0};
     int routed = have_run && run.model.cfg.depth_routing != DR_NONE;
@@ -265,6 +286,9 @@ int cmd_analyze(int argc, char **argv) {
         }
     }
     an_print_summary(run_id, &s, out_dir);
+    for (int i = 0; i < n_bands; i++)
+        printf("%s%s/figures/gate_bands_%s_%s.{png,pdf,svg}", i ? ", " : "figures: ", rr.results, run_id, bands[i]);
+    if (n_bands) printf(" (each gate's quantile bands over training)\n");
     if (routed)
         printf("\nHalting and the logit lens (val[0,%ld), %.0f tokens, checkpoint step %ld): %.1f %% of tokens halt "
                "before the last block, at block %.2f on average; %.1f %% of them had their final top-1 prediction "

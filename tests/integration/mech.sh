@@ -269,3 +269,22 @@ check "--seeds of two seeds: seeds.tsv has the pair (ρ $r, Jaccard $j in [0, 1)
 check "--seeds of different configurations: refused" eval '[ $rc = 1 ] && grep -q "but for the seed" "$W/sd"'
 "$BIN" analyze --seeds ts2 --results "$R" > "$W/sd" 2>&1; rc=$?
 check "--seeds of one run: refused" eval '[ $rc = 1 ] && grep -q "at least two runs" "$W/sd"'
+
+# ---- analyze: each gate's quantile bands over training (gate_bands_<gate>.tsv and its figure) ----
+"$BIN" analyze sat4 --results "$R" > "$W/an" 2>&1; rc=$?
+G="$R/runs/sat4/analysis/gate_bands_alpha.tsv"
+steps=$(sqlite3 "$R/gatelab.db" "select count(distinct step) from metrics where run_id = 'sat4' and split = 'analysis' and name = 'alpha_mean'")
+check "gate_bands_alpha.tsv: one block per gated block (3), a row per trace step ($steps), quantiles in order" \
+    eval '[ $rc = 0 ] && [ $(grep -c "^block " "$G") = 3 ] && [ $(awk "NF == 7 && \$1 ~ /^[0-9]+$/" "$G" | wc -l) = $((3 * steps)) ] &&
+          awk "NF == 7 && \$1 ~ /^[0-9]+$/ { if (!(\$2 <= \$3 && \$3 <= \$4 && \$4 <= \$5 && \$5 <= \$6)) exit 1 }" "$G"'
+# the band file's mean of block 2 at the last step is analyze's alpha_mean.L2 there (6 digits: 1e-5 relative)
+bm=$(awk '/^block 2/ { on = 1; next } /^block/ { on = 0 } on && NF == 7 { m = $7 } END { print m }' "$G")
+am=$(sqlite3 "$R/gatelab.db" "select printf('%.9g', value) from metrics where run_id = 'sat4' and split = 'analysis' and name = 'alpha_mean' and params = '{\"layer\":2}' order by step desc limit 1")
+check "… its mean of block 2 at the last step = alpha_mean.L2 ($bm vs $am; 1e-5 relative)" \
+    awk -v a="$bm" -v b="$am" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(a != "" && b != "" && d <= 1e-5 * (b < 0 ? -b : b) + 1e-9) }'
+if command -v gnuplot > /dev/null; then
+    check "… and the figure gate_bands_sat4_alpha.png is a PNG" \
+        eval '[ "$(head -c 8 "$R/figures/gate_bands_sat4_alpha.png" | od -An -tx1 | tr -d " ")" = 89504e470d0a1a0a ]'
+else
+    skip "gate-band figure (gnuplot is not installed)"
+fi
