@@ -53,6 +53,7 @@ int probe_run(gl_model *m, const int *ids, long n, int attention, int sliding, g
     const int hd = m->hd;
     const long P = n;
     float *xn = NULL, *rstd = NULL, *lg = NULL, *pr = NULL, *tl = NULL, *fl = NULL;
+    double *dla_y = NULL; /* (hd) the V1 part of one head's attention output */
     int *tg = NULL;
     pc_array *ga[GATE_COUNT] = {0};
     if (n < 1) {
@@ -106,6 +107,15 @@ int probe_run(gl_model *m, const int *ids, long n, int attention, int sliding, g
     if (vg >= 0 && !(v1 = probecache_add(pc, "v1/share", "layer,token,kv_head",
                                          "V1 share of the value path, |g V1| / |v + g V1|", 3, d3)))
         goto oom;
+    /* direct logit attribution of the V1 path: needs the attention of every row (the soft path) and the
+     * one residual stream whose linear path to the head is h_out = h + s·(a + f) */
+    pc_array *dla = NULL;
+    if (v1 && !m->sparse && !(m->exit_tau > 0) && !m->posthoc_exit && c->cross_layer == CL_NONE) {
+        if (!(dla = probecache_add(pc, "v1/dla", "layer,token,kv_head",
+                                   "direct logit attribution of the V1 path to the next token (logits)", 3, d3)) ||
+            !(dla_y = malloc((size_t)hd * sizeof(double))))
+            goto oom;
+    }
     pc_array *kl = probecache_add(pc, "lens/kl", "layer,token", "logit lens: KL(final || lens) (nats)", 2, d2);
     pc_array *t1 = probecache_add(pc, "lens/top1", "layer,token", "logit lens: top-1 agrees with the final head (0/1)", 2, d2);
     pc_array *ll = probecache_add(pc, "lens/loss", "layer,token", "logit lens: loss on the next token (nats)", 2, d2);
@@ -192,6 +202,44 @@ int probe_run(gl_model *m, const int *ids, long n, int attention, int sliding, g
                         v1->data[pr_at(P, Hkv, n, w0 + t, j)] = share;
                     }
             }
+            /* direct logit attribution of the V1 path of (block n, KV head j) at token t: the part of the
+             * attention output that comes from g·V1, y_h = Σ_u att[h, t, u]·g_u·V1_u over the group's query
+             * heads h, through Wo, the block's residual scale s (TSA: 1 − p), the final norm frozen at its
+             * rstd for t and the head's row of the next token: Σ_i W[next, i]·γ_i·rstd·s·(Wo y)_i */
+            if (dla) {
+                const float *g = gatekind_src(m, (gl_gate)vg, n);
+                const int per = gatekind_per_token((gl_gate)vg), G = H / Hkv, qd = H * hd;
+                const float *Wo = m->P.layer[n].wo, *att = m->A[n].att, *V1 = m->A[0].v, *fn = m->P.final_norm;
+                double *y = dla_y;
+                for (int t = t0; t < len; t++)
+                    for (int j = 0; j < Hkv; j++) {
+                        float val = NAN;
+                        if (g && tg[t] >= 0) {
+                            const float *w = m->P.head + (size_t)tg[t] * d;
+                            const double sc = (c->depth_routing == DR_TSA && n >= 1 ? 1.0 - m->A[n].p[t] : 1.0) *
+                                              m->rstdf[t];
+                            double tot = 0.0;
+                            for (int h = j * G; h < (j + 1) * G; h++) {
+                                for (int k = 0; k < hd; k++) y[k] = 0.0;
+                                for (int u = 0; u <= t; u++) {
+                                    const double wgt = (double)att[((size_t)h * len + t) * len + u] *
+                                                       g[(per ? (size_t)u * Hkv : 0) + j];
+                                    if (wgt == 0.0) continue;
+                                    const float *v = V1 + ((size_t)u * Hkv + j) * hd;
+                                    for (int k = 0; k < hd; k++) y[k] += wgt * v[k];
+                                }
+                                for (int i = 0; i < d; i++) {
+                                    const float *wo = Wo + (size_t)i * qd + (size_t)h * hd;
+                                    double o = 0.0;
+                                    for (int k = 0; k < hd; k++) o += (double)wo[k] * y[k];
+                                    tot += (double)w[i] * fn[i] * o;
+                                }
+                            }
+                            val = (float)(tot * sc);
+                        }
+                        dla->data[pr_at(P, Hkv, n, w0 + t, j)] = val;
+                    }
+            }
             /* attention (1, H, len, len) → (L, H, P, T) rows of this window */
             if (at)
                 for (int hh = 0; hh < H; hh++)
@@ -202,10 +250,10 @@ int probe_run(gl_model *m, const int *ids, long n, int attention, int sliding, g
     }
     pc->loss = scored ? loss / (double)scored : NAN;
     pc->scored = scored;
-    free(xn), free(rstd), free(lg), free(pr), free(tl), free(fl), free(tg);
+    free(xn), free(rstd), free(lg), free(pr), free(tl), free(fl), free(tg), free(dla_y);
     return 0;
 oom:
-    free(xn), free(rstd), free(lg), free(pr), free(tl), free(fl), free(tg);
+    free(xn), free(rstd), free(lg), free(pr), free(tl), free(fl), free(tg), free(dla_y);
     snprintf(err, errlen, "probe: out of memory for the activation cache of %ld tokens (%d blocks, vocabulary %d)", P,
              L, V);
     return -1;

@@ -96,11 +96,11 @@ check "early exit: /exit/confidence is (layer, token) = (3, 97)" \
 # report --probe: one view per (block[, head]) of each array with one token axis; attention only when asked
 "$BIN" report --probe "$W/sat.h5" --html --out "$W/sat.html" > "$W/out" 2>&1; rc=$?
 views=$(sed -n 's/.*: \([0-9]*\) coloured views/\1/p' "$W/out")
-# sat/alpha 3×2, resid/norm 3, v1/share 2×2 (block 0 has none), lens kl/top1/loss 3 each = 22
-check "report --probe --html: 22 views (α 6, |resid| 3, V1 share 4, lens 9; got $views)" \
-    eval '[ $rc = 0 ] && [ "$views" = 22 ] && [ $(grep -c "<details" "$W/sat.html") = 22 ]'
+# sat/alpha 3×2, resid/norm 3, v1/share and v1/dla 2×2 each (block 0 has none), lens kl/top1/loss 3 each = 26
+check "report --probe --html: 26 views (α 6, |resid| 3, V1 share 4, V1 DLA 4, lens 9; got $views)" \
+    eval '[ $rc = 0 ] && [ "$views" = 26 ] && [ $(grep -c "<details" "$W/sat.html") = 26 ]'
 check "… each view colours all 97 tokens with the value on hover" \
-    eval '[ $(grep -o "<span style=\"background:#[0-9a-f]*\" title=" "$W/sat.html" | wc -l) = $((22 * 97)) ] &&
+    eval '[ $(grep -o "<span style=\"background:#[0-9a-f]*\" title=" "$W/sat.html" | wc -l) = $((26 * 97)) ] &&
           grep -q "title=\"block 2 = [0-9.e-]* · token 3 (id" "$W/sat.html"'
 "$BIN" report --probe "$W/sat.h5" --html --only attn/ --out "$W/att.html" > "$W/out" 2>&1; rc=$?
 check "report --probe --only attn/: a view per (block, head, key) = 192" \
