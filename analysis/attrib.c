@@ -62,10 +62,13 @@ double attrib_spearman(const double *x, const double *y, int n) {
     return sxx > 0 && syy > 0 ? sxy / sqrt(sxx * syy) : NAN;
 }
 
-/* The gate of c with ablation class abl (gate table), or -1 when none. */
+/* The gate of c with ablation class abl (gate table), or -1 when none.  A routing gate must have one
+ * row per router (GAX_ROUTER: the p whose gradient model_backward keeps in cap_dp and ROUTE_TOKEN sets). */
 static int attrib_gate(const gl_model_config *c, gl_gate_ablation abl) {
     for (int g = 0; g < GATE_COUNT; g++)
-        if (gatekind_info[g].ablate == abl && gatekind_has(c, (gl_gate)g)) return g;
+        if (gatekind_info[g].ablate == abl && gatekind_has(c, (gl_gate)g) &&
+            (abl != GABL_ROUTE || (gatekind_info[g].axis[0] == GAX_ROUTER && gatekind_per_token((gl_gate)g))))
+            return g;
     return -1;
 }
 

@@ -291,10 +291,14 @@ static void patch_keep(const patch_ctx *c, float *g, float *p) {
         for (int l = 0; l + 1 < L; l++) memcpy(p + (size_t)l * N, gatekind_src(m, (gl_gate)c->route_gate, l), N * sizeof(float));
 }
 
-/* The gate of m with ablation class abl that has a token axis, or -1. */
+/* The gate of m with ablation class abl that has a token axis, or -1.  A routing gate must have one row
+ * per router (GAX_ROUTER: router l feeds block l+1), the rows ROUTE_TOKEN overrides; a routing gate by
+ * block (another routing kind's weights) is not patched here. */
 static int patch_find(const gl_model_config *c, gl_gate_ablation abl) {
     for (int g = 0; g < GATE_COUNT; g++)
-        if (gatekind_info[g].ablate == abl && gatekind_has(c, (gl_gate)g) && gatekind_per_token((gl_gate)g)) return g;
+        if (gatekind_info[g].ablate == abl && gatekind_has(c, (gl_gate)g) && gatekind_per_token((gl_gate)g) &&
+            (abl != GABL_ROUTE || gatekind_info[g].axis[0] == GAX_ROUTER))
+            return g;
     return -1;
 }
 

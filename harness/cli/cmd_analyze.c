@@ -263,7 +263,7 @@ int cmd_analyze(int argc, char **argv) {
     }
     /* TSA / early exit: the logit lens where tokens halt (analysis/settle.h), from the checkpoint */
     settle_result st = {0};
-    int routed = have_run && run.model.cfg.depth_routing != DR_NONE;
+    int routed = have_run && (run.model.cfg.depth_routing == DR_TSA || run.model.cfg.depth_routing == DR_EARLY_EXIT);
     if (routed) {
         gl_dataset ds;
         if (data_open_tok(&ds, &run.mf.data, run.model.cfg.seq_len, run.mf.train.seed,
