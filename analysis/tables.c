@@ -152,6 +152,10 @@ int tables_collect(gl_db *db, const char *experiment, tables_run **runs_out, int
         if (isnan(t->knob)) t->knob_sym = t->routing = NULL;
         tb_val(db, t, &fail, err, errlen);
         t->group = tb_group(db, id, &fail, err, errlen);
+        gl_metric_val sv; /* analyze's logit lens at the halting block (analysis/settle.h) */
+        int src = db_metric_at(db, t->run_id, "analysis", "settled_at_halt", NULL, &sv, err, errlen);
+        if (src < 0) fail = 1;
+        t->settled = src == 1 ? sv.value : NAN;
         t->bench_tps = tb_last(db, id, "bench", "train_tokens_per_s", &fail, err, errlen);
         t->bench_rss = tb_last(db, id, "bench", "peak_rss_mib", &fail, err, errlen);
         /* throughput: skip the first log row (start-up) when there are others */
@@ -554,6 +558,10 @@ static int tb_grouped(tb_table *t, const tables_run *runs, int n, tb_kind kind, 
             for (int q = 0; q < k && kk < 64; q++) tl[kk++] = g[q]->tlops_saved * 100.0;
             tb_stat(&c[col++], tl, kk, 1, NAN, dagger);
             tb_stat(&c[col++], x[0], k, 4, se, dagger);
+            double sh[64];
+            int ks = 0;
+            for (int q = 0; q < k && ks < 64; q++) sh[ks++] = g[q]->settled * 100.0;
+            tb_stat(&c[col++], sh, ks, 1, NAN, 0);
             tb_measured(&c[col++], g, k);
             break;
         }
@@ -757,12 +765,14 @@ int tables_write_all(gl_db *db, const char *experiment, const char *out_dir, tab
          {"Data", "Scale", "Variant", "Seeds", "Val loss (nats/token)", "Val bpc", "$\\Delta$ vs baseline (paired)",
           "Measured on"},
          "lllrrrrl", NULL, 0, 0, 0},
-        {"tsa_lambda", "Token-selective depth: active fraction, TLOps saved and loss by λ (whole validation split)", 9,
+        {"tsa_lambda", "Token-selective depth: active fraction, TLOps saved and loss by λ (whole validation split); "
+         "settled: share of halting tokens whose logit lens at the first skipped block has the final top-1 "
+         "(`gatelab analyze`, its own windows)", 10,
          {"Data", "Scale", "Variant", "λ", "Seeds", "Active fraction α", "TLOps saved (%)", "Val loss (nats/token)",
-          "Measured on"},
+          "Settled at halt (%)", "Measured on"},
          {"Data", "Scale", "Variant", "$\\lambda$", "Seeds", "Active fraction $\\alpha$", "TLOps saved (\\%)",
-          "Val loss (nats/token)", "Measured on"},
-         "lllrrrrrl", NULL, 0, 0, 0},
+          "Val loss (nats/token)", "Settled at halt (\\%)", "Measured on"},
+         "lllrrrrrrl", NULL, 0, 0, 0},
         {"task_accuracy", "Synthetic tasks: accuracy on the scored positions (%)", 7,
          {"Task", "Scale", "Variant", "Seeds", "Token acc (%)", "Sequence acc (%)", "Measured on"},
          {"Task", "Scale", "Variant", "Seeds", "Token acc (\\%)", "Sequence acc (\\%)", "Measured on"}, "lllrrrl",

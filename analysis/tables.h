@@ -41,6 +41,7 @@ typedef struct {
     double knob;        /* the routing's compute knob (routing kinds table: λ, mod_capacity, random_alpha); NaN none */
     const char *knob_sym, *routing; /* its symbol ("λ") and the routing's name ("TSA"); NULL without a knob */
     double val_loss, val_bpc, tok_acc, seq_acc, tokens_per_s, active_frac, tlops_saved; /* NaN: absent */
+    double settled;     /* TSA / early exit: analyze's settled_at_halt, the latest (NaN: absent) */
     int headline;       /* 1: the val numbers are the headline (val/final.*); 0: the last periodic evaluation */
     double val_se;      /* standard error of val_loss (NaN: unknown) */
     long val_step;      /* the checkpoint step of the val numbers (-1: none) */

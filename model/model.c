@@ -329,6 +329,13 @@ void model_set_route_override(gl_model *m, gl_route_mode mode, float value, uint
     m->have_overrides = 1;
 }
 
+void model_set_route_token_table(gl_model *m, const float *table) {
+    if (ensure_overrides(m)) abort();
+    m->ov.route_mode = ROUTE_TOKEN;
+    m->ov.route_token = table;
+    m->have_overrides = 1;
+}
+
 void model_clear_overrides(gl_model *m) {
     const int L = m->cfg.n_layer, Hkv = m->cfg.n_kv_head;
     if (m->ov.gate_mode) {
@@ -336,6 +343,7 @@ void model_clear_overrides(gl_model *m) {
         memset(m->ov.lambda1_mode, 0, (size_t)L * sizeof(gl_gate_mode));
     }
     m->ov.route_mode = ROUTE_FREE;
+    m->ov.route_token = NULL;
     m->ov.gate_token = NULL;
     m->have_overrides = 0;
 }
@@ -359,6 +367,9 @@ static void route_forward(gl_model *m, int n, int N) {
     for (int t = 0; t < N; t++) {
         if (m->ov.route_mode == ROUTE_CONST) {
             a->p[t] = m->ov.route_value;
+        } else if (m->ov.route_mode == ROUTE_TOKEN) {
+            const float v = m->ov.route_token[(size_t)(n - 1) * m->max_B * m->T + t];
+            if (!isnan(v)) a->p[t] = v;
         } else {
             uint64_t h = mix64(m->ov.route_seed ^ mix64(((uint64_t)n << 40) + (uint64_t)t + 1));
             float u = (float)(h >> 40) * (1.0f / 16777216.0f);
@@ -838,6 +849,17 @@ static void block_backward(gl_model *m, grad_bufs *g, int n) {
         dq = g->dq;
         dk = g->dk;
     }
+    if (m->cap_dgate) { /* attribution: dL/d gate of v' = v + gate·V1, Σ_i dv'·V1, whatever makes the gate */
+        const float *V1 = m->A[0].v;
+#pragma omp parallel for schedule(static)
+        for (int t = 0; t < N; t++)
+            for (int j = 0; j < Hkv; j++) {
+                const float *dm = g->dvmix + ((size_t)t * Hkv + j) * hd, *v1 = V1 + ((size_t)t * Hkv + j) * hd;
+                double s = 0.0;
+                for (int i = 0; i < hd; i++) s += (double)dm[i] * v1[i];
+                m->cap_dgate[((size_t)n * N + t) * Hkv + j] = (float)s;
+            }
+    }
     const float *dv = vr_backward(m, n, N, g->dvmix, g->dV1, g->dv, g->dgate);
     if (n == 0 && c->value_residual != VR_NONE) {
         /* V1 is block 0's v: add what every later block sent back */
@@ -856,6 +878,7 @@ static void block_backward(gl_model *m, grad_bufs *g, int n) {
         const gl_router_params *r = &m->P.router[n - 1];
         gl_router_params *gr = &m->G.router[n - 1];
         if (m->have_overrides && m->ov.route_mode != ROUTE_FREE) zero(g->dp, (size_t)N);
+        if (m->cap_dp) memcpy(m->cap_dp + (size_t)n * N, g->dp, (size_t)N * sizeof(float));
         router_backward(g->dxn, gr->fc1_w, gr->fc1_b, gr->fc2_w, gr->fc2_b, g->dp, a->p, a->r_pre,
                         a->r_hid, a->xn1, r->fc1_w, r->fc2_w, g->rscratch, N, d, m->R);
     }

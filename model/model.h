@@ -161,7 +161,8 @@ typedef struct {
 /* GATE_CONST: one value per (layer, KV head); GATE_TOKEN: a value per token from
  * a caller's table (resample ablation). */
 typedef enum { GATE_FREE = 0, GATE_CONST, GATE_TOKEN } gl_gate_mode;
-typedef enum { ROUTE_FREE = 0, ROUTE_CONST, ROUTE_RANDOM } gl_route_mode;
+/* ROUTE_TOKEN: p per (router, batch position) from a caller's table; NaN keeps the router's own p. */
+typedef enum { ROUTE_FREE = 0, ROUTE_CONST, ROUTE_RANDOM, ROUTE_TOKEN } gl_route_mode;
 
 typedef struct {
     gl_gate_mode *gate_mode;  /* (L, Hkv) the value-residual gate (A[n].gate) */
@@ -173,6 +174,7 @@ typedef struct {
     float route_value;
     float route_skip_prob;      /* ROUTE_RANDOM: each (token, router) skips with this probability */
     uint64_t route_seed;
+    const float *route_token;   /* (L-1, max_B·T) borrowed: ROUTE_TOKEN's p of router l at each batch position */
 } gl_overrides;
 
 typedef struct gl_model {
@@ -254,6 +256,12 @@ typedef struct gl_model {
      * global row of this shard's row 0 */
     uint64_t route_draw;
     long route_row0;
+    /* Gradients of the gates, for attribution (analysis/attrib.c); NULL (the default) keeps none.
+     * model_backward copies into them, rows of the last forward's N = B·T tokens: */
+    float *cap_dgate;     /* (L, N, Hkv) dL/d A[n].gate per block, the gate itself (v' = v + gate·V1), not
+                             what makes it; rows of blocks without a per-head gate are not meaningful */
+    float *cap_dp;        /* (L, N) dL/dp of the router feeding block n >= 1 (TSA), the depth penalty
+                             included (zero model.tsa_lambda for the task loss's alone); row 0 unused */
 } gl_model;
 
 /* Create a model for cfg with room for batches of up to max_B sequences of
@@ -299,6 +307,10 @@ void model_set_gate_override(gl_model *m, int layer, int kv_head, gl_gate_mode m
 void model_set_gate_token_table(gl_model *m, const float *table);
 void model_set_lambda1_override(gl_model *m, int layer, gl_gate_mode mode, float value);
 void model_set_route_override(gl_model *m, gl_route_mode mode, float value, uint64_t seed);
+/* ROUTE_TOKEN (activation patching): router l's p at batch position t is
+ * table[l·max_B·T + t] where that is not NaN, its own p where it is.  The
+ * table (L-1, max_B·T) is borrowed until cleared or replaced. */
+void model_set_route_token_table(gl_model *m, const float *table);
 void model_clear_overrides(gl_model *m);
 
 /* Effective ResFormer coefficients of block n (λ1ₙ, λ2ₙ) from the current

@@ -502,11 +502,13 @@ static void test_tables(void **state) {
     snprintf(ini, sizeof ini, base, 2);
     add_run(db, e, "base2", ini, "FINISHED", b2, 1);
     gl_metric m4[] = {HL("final.loss", 2.0, 0.02), HL("final.active_frac", 0.726, 0), HL("final.tlops_saved", 0.228, 0),
-                      PER(10, "loss", 2.5), PER(10, "active_frac", 0.5)};
+                      PER(10, "loss", 2.5), PER(10, "active_frac", 0.5),
+                      {.step = 10, .split = "analysis", .name = "settled_at_halt", .value = 0.8125,
+                       .prov = {"val", 0, 64, 4096}}};
     add_run(db, e, "tsa1",
             "[model]\nscale = s\nvalue_residual = none\ndepth_routing = tsa\ntsa_lambda = 0.01\n[data]\ntask = text\n"
             "file = tinyshakespeare.txt\n[train]\nseed = 1\n",
-            "FINISHED", m4, 5);
+            "FINISHED", m4, 6);
     /* the early-exit run holds the matched pair: τ for α 0.726 by bisection, on the same whole split */
     gl_metric m6[] = {HL("final.loss", 2.4, 0.02), HL("matched.tau", 0.8125, 0), HL("matched.alpha_target", 0.726, 0),
                       HL("matched.active_frac", 0.7275, 0), HL("matched.loss", 2.2, 0.02),
@@ -568,8 +570,8 @@ static void test_tables(void **state) {
     assert_non_null(strstr(t, "\\toprule"));
     snprintf(path, sizeof path, "%s/tsa_lambda.md", out);
     t = slurp(path);
-    assert_non_null(strstr(t, "| tinyshakespeare | s | baseline+tsa | 0.01 | 1 | 0.726 | 22.8 | 2.0000 ± 0.0200 | "
-                              "val[0,100) 6400 tok @10 |"));
+    assert_non_null(strstr(t, "| tinyshakespeare | s | baseline+tsa | 0.01 | 1 | 0.726 | 22.8 | 2.0000 ± 0.0200 | 81.2 | "
+                              "val[0,100) 6400 tok @10 |")); /* settled at halt: analyze's row, 81.25 % */
     snprintf(path, sizeof path, "%s/task_accuracy.md", out);
     t = slurp(path);
     assert_non_null(strstr(t, "| copy | xs | baseline | 1 | 99.50 | 90.00 |"));

@@ -20,6 +20,8 @@ int cmd_tables(int argc, char **argv); /* harness/cli/cmd_tables.c */
 int cmd_figures(int argc, char **argv);/* harness/cli/cmd_tables.c */
 int cmd_data(int argc, char **argv);   /* harness/cli/cmd_data.c */
 int cmd_report(int argc, char **argv); /* harness/cli/cmd_report.c */
+int cmd_probe(int argc, char **argv);  /* harness/cli/cmd_probe.c */
+int cmd_patch(int argc, char **argv);  /* harness/cli/cmd_patch.c */
 
 int cmd_paper(int argc, char **argv);  /* harness/cli/cmd_paper.c */
 

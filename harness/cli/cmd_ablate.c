@@ -35,6 +35,7 @@
 #include "store/fileio.h"
 #include "analysis/figures.h"
 #include "analysis/heads.h"
+#include "cmd_attrib.h"
 #include "args.h"
 #include "cli.h"
 #include "jsonl.h"
@@ -51,7 +52,7 @@ typedef struct {
     const char *arg, *results, *db, *out, *layers, *heads, *taus, *mode;
     long windows;
     const char *values; /* --mode file: "block kv_head value" lines */
-    int batch, threads, no_db, no_figure, json;
+    int batch, threads, no_db, no_figure, json, attribution;
     char heads_buf[1024]; /* --heads rewritten as "2:0,3:1" (args_heads) */
 } ab_args;
 
@@ -89,6 +90,7 @@ static const args_opt heads_opts[] = {
     {"out", ARGS_KEY(20), "DIR", "heads.md, heads.tsv and heads_grid.tsv (default <run folder>/analysis)"},
     {"no-figure", ARGS_KEY(21), NULL, "do not draw <results>/figures/heads_<run>.{png,pdf}"},
     {"json", ARGS_KEY(22), NULL, "also print the ranking as one JSON line"},
+    {"attribution", ARGS_KEY(23), NULL, "first-order estimate of zeroing each gate and router (one backward) beside the exact ΔL"},
     {0}};
 static const args_spec heads_spec = {
     "heads", "RUN [options]",
@@ -131,6 +133,7 @@ static int ab_parse(int argc, char **argv, ab_args *a, int heads) {
         case ARGS_KEY(20): a->out = p.val; break;
         case ARGS_KEY(21): a->no_figure = 1; break;
         case ARGS_KEY(22): a->json = 1; break;
+        case ARGS_KEY(23): a->attribution = 1; break;
         }
     }
     if (bad) return 2;
@@ -408,6 +411,13 @@ int cmd_heads(int argc, char **argv) {
     FILE *f = NULL, *g = NULL;
     ablate_eval base;
     if (ab_open(&e, &a, err, sizeof err)) goto fail;
+    if (a.attribution) { /* cmd_attrib.c: the estimate beside the exact ΔL, routers included */
+        if (a.out) snprintf(out_dir, sizeof out_dir, "%s", a.out);
+        else snprintf(out_dir, sizeof out_dir, "%s/analysis", e.run.dir);
+        if (cmd_heads_attribution(&e.ctx, e.run_id, e.run.dir, out_dir, a.json, err, sizeof err)) goto fail;
+        rc = 0;
+        goto done;
+    }
     if (heads_rank(&e.ctx, &rows, &n, &base, err, sizeof err)) goto fail;
     const gl_model_config *mc = &e.run.model.cfg;
     if (a.out) snprintf(out_dir, sizeof out_dir, "%s", a.out);

@@ -26,6 +26,12 @@
 
 #include "analysis/analyze.h"
 #include "analysis/difficulty.h"
+#include "analysis/settle.h"
+#include "analysis/gate_bands.h"
+#include "analysis/figures.h"
+#include "analysis/report.h"
+#include "model/gatekind.h"
+#include "cmd_seeds.h"
 #include "args.h"
 #include "cli.h"
 #include "resolve.h"
@@ -43,6 +49,7 @@ static const args_opt an_opts[] = {
     {"windows", ARGS_KEY(5), "N", "difficulty: the first N validation windows (default: the whole split)"},
     {"seed", ARGS_KEY(6), "S", "difficulty: the bootstrap seed (default 22)"},
     {"batch", ARGS_KEY(7), "B", "difficulty: sequences per forward pass (default 16, at most 4096)"},
+    {"seeds", ARGS_KEY(8), "RUN1,RUN2,...", "instead of RUN: head profiles and halted sets compared across seeds"},
     {0}};
 static const args_spec an_spec = {
     "analyze", "RUN [options]",
@@ -52,7 +59,7 @@ static const args_spec an_spec = {
     an_opts};
 
 typedef struct {
-    const char *run, *results, *db, *out, *partner;
+    const char *run, *results, *db, *out, *partner, *seeds;
     int no_db, batch;
     long windows, seed;
 } an_args;
@@ -77,8 +84,12 @@ static int an_parse(int argc, char **argv, an_args *a) {
         else if (k == ARGS_KEY(5)) bad = args_get_long(&p, 1, LONG_MAX, &a->windows);
         else if (k == ARGS_KEY(6)) bad = args_get_long(&p, 0, 4294967295L, &a->seed);
         else if (k == ARGS_KEY(7)) bad = args_get_int(&p, 1, 4096, &a->batch);
+        else if (k == ARGS_KEY(8)) a->seeds = p.val;
     }
     if (bad) return 2;
+    if (a->seeds && (a->run || a->partner))
+        return args_usage_error(&an_spec, "--seeds RUN1,RUN2,... replaces RUN (and --difficulty)");
+    if (a->seeds) return -1;
     if (!a->partner && (a->windows || a->seed != DIFF_SEED || a->batch != 16))
         return args_usage_error(&an_spec, "--windows, --seed and --batch belong to --difficulty DENSE_RUN");
     if (a->partner && a->out) return args_usage_error(&an_spec, "--difficulty writes registry rows only: drop --out");
@@ -203,6 +214,12 @@ int cmd_analyze(int argc, char **argv) {
     int pr = an_parse(argc, argv, &a);
     if (pr >= 0) return pr;
     if (a.partner) return an_difficulty(&a);
+    if (a.seeds) {
+        char e[2048];
+        if (analyze_seeds(a.seeds, a.results, a.windows, a.out, e, sizeof e) == 0) return 0;
+        fprintf(stderr, "gatelab analyze: %s\n", e);
+        return 1;
+    }
     const char *arg = a.run, *results = a.results, *out_arg = a.out;
     const int no_db = a.no_db;
     char err[2048] = "", dir[GL_PATH_MAX], trace_path[GL_PATH_MAX + 16], out_dir[GL_PATH_MAX + 16],
@@ -233,6 +250,39 @@ int cmd_analyze(int argc, char **argv) {
     if (analyze_trace(&td, have_run ? run.st.vocab : NULL, have_run ? ckpt_vocab_bytes(&run.st) : 0, out_dir, &rm, &s, err,
                       sizeof err))
         goto fail;
+    /* each per-token gate over training: quantile bands per block (analysis/gate_bands.h, gate_bands.gp) */
+    char bands[GATE_COUNT][64];
+    int n_bands = 0;
+    for (int g = 0; g < GATE_COUNT; g++) {
+        if (!td.gate[g] || !gatekind_per_token((gl_gate)g)) continue;
+        char tsv[GL_PATH_MAX + 96], fig_dir[GL_PATH_MAX + 16], base[GL_PATH_MAX + 400], vars[600];
+        int rows;
+        snprintf(tsv, sizeof tsv, "%s/gate_bands_%s.tsv", out_dir, gatekind_info[g].key);
+        if (gate_bands_write(&td, (gl_gate)g, tsv, &rows, err, sizeof err)) goto fail;
+        snprintf(fig_dir, sizeof fig_dir, "%s/figures", rr.results);
+        snprintf(base, sizeof base, "%s/gate_bands_%s_%s", fig_dir, run_id, gatekind_info[g].key);
+        snprintf(vars, sizeof vars, "title='%s: %s over training (probe tokens)'; ylabel='%s'", run_id,
+                 gatekind_info[g].title, gatekind_info[g].symbol);
+        if (rows && (report_mkdir_p(fig_dir, e2, sizeof e2) || figures_gnuplot("gate_bands.gp", tsv, base, vars, e2, sizeof e2)))
+            fprintf(stderr, "gatelab analyze: note: no gate-band figure for %s: %s\n", gatekind_info[g].key, e2);
+        else if (rows) snprintf(bands[n_bands++], sizeof bands[0], "%s", gatekind_info[g].key);
+    }
+    /* TSA / early exit: the logit lens where tokens halt (analysis/settle.h), from the checkpoint */
+    settle_result st = {0};
+    int routed = have_run && (run.model.cfg.depth_routing == DR_TSA || run.model.cfg.depth_routing == DR_EARLY_EXIT);
+    if (routed) {
+        gl_dataset ds;
+        if (data_open_tok(&ds, &run.mf.data, run.model.cfg.seq_len, run.mf.train.seed,
+                          run.st.tokenizer == TOK_BPE ? &run.st.bpe : NULL, e2, sizeof e2) ||
+            settle_measure(&run.model, &ds, 0, &st, e2, sizeof e2)) {
+            fprintf(stderr, "gatelab analyze: note: no halting statistics (settled_at_halt): %s\n", e2);
+            routed = 0;
+        } else if (settle_metrics(&st, run.st.step, &rm, err, sizeof err)) {
+            data_close(&ds);
+            goto fail;
+        }
+        data_close(&ds);
+    }
     int n_rows = rm.n;
     if (!no_db) {
         snprintf(db_path, sizeof db_path, "%s", rr.db);
@@ -242,6 +292,14 @@ int cmd_analyze(int argc, char **argv) {
         }
     }
     an_print_summary(run_id, &s, out_dir);
+    for (int i = 0; i < n_bands; i++)
+        printf("%s%s/figures/gate_bands_%s_%s.{png,pdf,svg}", i ? ", " : "figures: ", rr.results, run_id, bands[i]);
+    if (n_bands) printf(" (each gate's quantile bands over training)\n");
+    if (routed)
+        printf("\nHalting and the logit lens (val[0,%ld), %.0f tokens, checkpoint step %ld): %.1f %% of tokens halt "
+               "before the last block, at block %.2f on average; %.1f %% of them had their final top-1 prediction "
+               "settled there\n", st.windows, st.tokens, run.st.step, 100.0 * (st.tokens > 0 ? st.halted / st.tokens : 0),
+               st.halted > 0 ? st.block_sum / st.halted : 0.0, 100.0 * (st.halted > 0 ? st.settled / st.halted : 0));
     if (!no_db) printf("registry: %d rows (split \"%s\") for run %s in %s\n", n_rows, ANALYZE_SPLIT, run_id, db_path);
     rc = 0;
     goto done;

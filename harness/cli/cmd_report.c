@@ -21,6 +21,8 @@
 #include <string.h>
 
 #include "analysis/html.h"
+#include "analysis/probe.h"
+#include "store/probecache.h"
 #include "store/registry.h"
 #include "args.h"
 #include "cli.h"
@@ -29,7 +31,7 @@
 #include "store/rundir.h"
 
 typedef struct {
-    const char *target, *out, *results, *db;
+    const char *target, *out, *results, *db, *probe, *only;
     int html;
     html_opts o;
 } rp_args;
@@ -43,6 +45,8 @@ static const args_opt rp_opts[] = {
     {"chars", ARGS_KEY(5), "N", "probe characters shown per view (default 1024)"},
     {"results", ARGS_KEY(6), "DIR", "results folder (default $GATELAB_RESULTS or results)"},
     {"db", ARGS_KEY(7), "PATH", "registry to read (default <results>/gatelab.db)"},
+    {"probe", ARGS_KEY(8), "CACHE", "colour the text of a probe cache (gatelab probe) by each of its arrays instead"},
+    {"only", ARGS_KEY(9), "PATH", "--probe: only the arrays whose path starts with PATH (e.g. lens/ or sat/alpha)"},
     {0}};
 static const args_spec rp_spec = {
     "report", "RUN|EXPERIMENT --html [options]",
@@ -79,9 +83,15 @@ static int rp_parse(int argc, char **argv, rp_args *a) {
         case ARGS_KEY(5): bad = args_get_int(&p, 1, 1 << 24, &a->o.max_chars); break;
         case ARGS_KEY(6): a->results = p.val; break;
         case ARGS_KEY(7): a->db = p.val; break;
+        case ARGS_KEY(8): a->probe = p.val; break;
+        case ARGS_KEY(9): a->only = p.val; break;
         }
     }
     if (bad) return 2;
+    if (a->probe && a->target)
+        return args_usage_error(&rp_spec, "--probe reports one cache: drop '%s' (the cache names its run)", a->target);
+    if (a->probe && !a->html) return args_usage_error(&rp_spec, "say --html (the one format)");
+    if (a->probe) return -1;
     if (!a->target || !a->html)
         return args_usage_error(&rp_spec, "%s", !a->target ? "name a run or an experiment" : "say --html (the one format)");
     if ((a->o.block < 0) != (a->o.kv_head < 0)) return args_usage_error(&rp_spec, "give --block and --kv-head together");
@@ -182,10 +192,38 @@ static int rp_check_gate(gl_db *db, const rp_args *a, int kind, const char *run_
     return -1;
 }
 
+/* report --probe CACHE --html: the cache's text coloured by its arrays (analysis/probe.h). */
+static int rp_probe(const rp_args *a) {
+    static gl_probecache pc;
+    char err[2048], out[GL_PATH_MAX + 16];
+    int rc = 1, views = -1;
+    if (probecache_read(a->probe, &pc, err, sizeof err)) goto done;
+    if (a->out) snprintf(out, sizeof out, "%s", a->out);
+    else {
+        const char *dot = strrchr(a->probe, '.');
+        int stem = dot && !strchr(dot, '/') ? (int)(dot - a->probe) : (int)strlen(a->probe);
+        snprintf(out, sizeof out, "%.*s.html", stem, a->probe);
+    }
+    if ((views = probe_html(&pc, out, a->only, a->o.max_chars, err, sizeof err)) < 0) goto done;
+    if (views == 0) {
+        snprintf(err, sizeof err, "%s: no array with a token axis%s%s", a->probe, a->only ? " under " : "",
+                 a->only ? a->only : "");
+        goto done;
+    }
+    printf("gatelab report: probe cache %s (run %s, %ld tokens): %d coloured views\n  %s\n", a->probe, pc.run_id,
+           pc.n_tok, views, out);
+    rc = 0;
+done:
+    if (rc) fprintf(stderr, "gatelab report: %s\n", err);
+    probecache_free(&pc);
+    return rc;
+}
+
 int cmd_report(int argc, char **argv) {
     rp_args a;
     int pr = rp_parse(argc, argv, &a);
     if (pr >= 0) return pr;
+    if (a.probe) return rp_probe(&a);
     const char *results = run_results_dir(a.results);
     char db_path[GL_PATH_MAX + 16], out[GL_PATH_MAX + 64], run_id[256] = "", exp[256] = "", err[4096] = "";
     args_db_path(a.db, a.results, db_path, sizeof db_path);

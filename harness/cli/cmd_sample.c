@@ -28,6 +28,7 @@
 #include "jsonl.h"
 #include "resolve.h"
 #include "run/sample.h"
+#include "cmd_probe.h"
 #include "store/rundir.h"
 
 #define SAMPLE_MAX_TOKENS 10000000L  /* one forward pass each: days on a laptop beyond this */
@@ -43,6 +44,7 @@ static const args_opt sample_opts[] = {
     {"no-cache", ARGS_KEY(6), NULL, "recompute the whole window for every token instead of using the KV cache"},
     {"sparse", ARGS_KEY(7), NULL, "TSA run: tokens the router halts (p > 0.5) really skip the block"},
     {"tau", ARGS_KEY(8), "T", "early-exit run: a token exits at confidence >= T, 0 < T <= 1"},
+    {"trace", ARGS_KEY(9), "OUT.h5", "also write each token's gates and halting block as a probe cache (report --probe)"},
     {0}};
 static const args_spec sample_spec = {
     "sample", "RUN [options]",
@@ -51,7 +53,7 @@ static const args_spec sample_spec = {
     sample_opts};
 
 typedef struct {
-    const char *run, *prompt, *results;
+    const char *run, *prompt, *results, *trace;
     long n_tokens;
     double temperature;
     uint64_t seed;
@@ -80,6 +82,7 @@ static int sample_parse(int argc, char **argv, sample_args *a) {
         case ARGS_KEY(1): a->json = 1; break;
         case ARGS_KEY(6): a->no_cache = 1; break;
         case ARGS_KEY(7): a->sparse = 1; break;
+        case ARGS_KEY(9): a->trace = p.val; break;
         case ARGS_KEY(8):
             bad = args_get_double(&p, 0, 1, &a->tau);
             if (!bad && a->tau <= 0) bad = args_usage_error(&sample_spec, "--tau must be above 0 (at most 1)");
@@ -201,6 +204,10 @@ int cmd_sample(int argc, char **argv) {
     if (note[0]) fprintf(stderr, "gatelab sample: %s\n", note);
     const size_t len = sink.len;
     int rc = 0;
+    if (a.trace && probe_sample_trace(&run, ctx, len, plen, a.tau > 0 ? a.tau : 0.5, a.trace, err, sizeof err)) {
+        fprintf(stderr, "gatelab sample: --trace: %s\n", err);
+        rc = 1;
+    }
     if (!a.json) fputc('\n', stdout);
     else if (sample_print_json(&run, &a, ctx, plen, len)) {
         fprintf(stderr, "gatelab sample: cannot write the JSON line (out of memory or a closed stdout)\n");
