@@ -223,8 +223,15 @@ static void fg_note(figures_summary *s, const char *name, const char *what) {
 
 void figures_dir(const char *results, const char *experiment, char *out, size_t n) {
     snprintf(out, n, "%s/figures/%s", results, experiment && *experiment ? experiment : "all");
-    for (char *c = out + strlen(results) + strlen("/figures/"); c < out + strlen(out); c++)
-        if (*c == '/') *c = '_';
+    /* the experiment's name as one safe folder name: a registry arrives from anywhere (collect), and
+     * a '/', a quote or markup in a name must neither leave results/figures nor reach gnuplot's
+     * quoted strings; every byte outside [A-Za-z0-9._-] becomes '_' (".." too) */
+    char *c0 = out + strlen(results) + strlen("/figures/");
+    for (char *c = c0; *c; c++)
+        if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') || *c == '.' ||
+              *c == '_' || *c == '-'))
+            *c = '_';
+    if (!strcmp(c0, ".") || !strcmp(c0, "..")) *c0 = '_';
 }
 
 /* Characters of title text per inch of canvas on the narrowest terminal: the PDF's 8-point

@@ -37,7 +37,8 @@ int figures_gnuplot(const char *script, const char *data, const char *out_base, 
 
 /* The default folder of experiment's figures: <results>/figures/<experiment>, or
  * <results>/figures/all for every run (experiment NULL or ""), so that two experiments'
- * loss_step.png, pareto.png … never overwrite each other.  A '/' in the name becomes '_'. */
+ * loss_step.png, pareto.png … never overwrite each other.  Every byte of the name outside
+ * [A-Za-z0-9._-] becomes '_' (a '/', a quote or markup from a collected registry). */
 void figures_dir(const char *results, const char *experiment, char *out, size_t n);
 
 /* A gnuplot assignment "title='…'" for a figure fig_w inches wide whose title is

@@ -136,6 +136,12 @@ echo
 echo "== which heads read V1 (gatelab heads $sat)"
 G heads "$sat" | head -n 14
 echo
+# the built-in tasks' vocabulary is their symbols (0-9a-z…) and the separator '|'; text runs read any text
+if [ "$task" = text ]; then prompt="ROMEO: But soft, what light through yonder window breaks?"; else prompt="0123456789|0123456789"; fi
+echo "== the gates on your own text, and the logit lens per block (gatelab probe $sat --prompt \"$prompt\")"
+G probe "$sat" --prompt "$prompt"
+echo "   (every gate, the V1 share and the lens per token are in that HDF5 cache: gatelab report --probe CACHE --html colours the text by any of them)"
+echo
 echo "== tables, figures and the report page from the registry"
 G tables demo
 G figures demo
