@@ -78,10 +78,16 @@ static void tb_val(gl_db *db, tables_run *t, int *fail, char *err, size_t errlen
 
 /* FNV-1a 64 of the run's group key (runset.h's one rule); a run without a
  * stored config hashes its run id (a group of its own). */
-static unsigned long long tb_group(gl_db *db, const char *run_id, int *fail, char *err, size_t errlen) {
+static const char *const tb_axes[3] = {"value_residual", "depth_routing", "cross_layer"};
+
+/* Also the run's partner keys along tb_axes (runset_partner_key_ini), for the
+ * paired "vs baseline" cell. */
+static unsigned long long tb_group(gl_db *db, tables_run *t, int *fail, char *err, size_t errlen) {
+    const char *run_id = t->run_id;
     char *ini = NULL;
     int rc = db_run_config(db, run_id, &ini, NULL, err, errlen);
     if (rc < 0) *fail = 1;
+    for (int a = 0; a < 3; a++) t->partner[a] = rc == 1 && ini ? runset_partner_key_ini(ini, tb_axes[a]) : 0;
     char *key = rc == 1 && ini ? runset_group_key(ini) : NULL;
     const char *s = key ? key : run_id;
     unsigned long long h = 1469598103934665603ull;
@@ -151,7 +157,10 @@ int tables_collect(gl_db *db, const char *experiment, tables_run **runs_out, int
         }
         if (isnan(t->knob)) t->knob_sym = t->routing = NULL;
         tb_val(db, t, &fail, err, errlen);
-        t->group = tb_group(db, id, &fail, err, errlen);
+        t->group = tb_group(db, t, &fail, err, errlen);
+        snprintf(t->axis[0], sizeof t->axis[0], "%s", vr);
+        snprintf(t->axis[1], sizeof t->axis[1], "%s", dr);
+        snprintf(t->axis[2], sizeof t->axis[2], "%s", cl);
         t->bench_tps = tb_last(db, id, "bench", "train_tokens_per_s", &fail, err, errlen);
         t->bench_rss = tb_last(db, id, "bench", "peak_rss_mib", &fail, err, errlen);
         /* throughput: skip the first log row (start-up) when there are others */
@@ -455,11 +464,20 @@ static void tb_measured(tb_cell *c, const tables_run *const *g, int k) {
     tb_text(c, text);
 }
 
-/* The loss difference of the group g (k runs) from the baseline of the same
- * data and scale, paired by seed, on one token set: "+d [lo, hi]" (95 % t
- * interval, two or more seeds), "+d (1 seed)", or why there is none. */
+/* The loss difference of the group g (k runs) from its baseline, paired by
+ * seed, on one token set: "+d [lo, hi]" (95 % t interval, two or more seeds),
+ * "+d (1 seed)", or why there is none.  The baseline of a run is the run
+ * set's partner (runset_partner_key_ini: the same config but for the axis's
+ * keys, the same seed) along the variant's axis — the first of
+ * value_residual, depth_routing, cross_layer that is not "none" — whose value
+ * there is "none".  So satformer pairs with the plain run of the same budget,
+ * data and scale, baseline+tsa with the dense run, satformer+tsa with
+ * baseline+tsa (the value residual is what its label leads with), and a run
+ * with another train.steps or lr has no baseline unless one was trained. */
 static void tb_vs_baseline(tb_cell *c, const tables_run *const *g, int k, const tables_run *runs, int n) {
-    if (!k || !strcmp(g[0]->variant, "baseline")) {
+    int ax = 0;
+    while (k && ax < 3 && !strcmp(g[0]->axis[ax], "none")) ax++;
+    if (!k || ax == 3) {
         tb_text(c, "–");
         return;
     }
@@ -468,8 +486,8 @@ static void tb_vs_baseline(tb_cell *c, const tables_run *const *g, int k, const 
     for (int q = 0; q < k && nd < 64; q++)
         for (int j = 0; j < n; j++) {
             const tables_run *b = &runs[j];
-            if (strcmp(b->variant, "baseline") || strcmp(b->data, g[q]->data) || strcmp(b->scale, g[q]->scale) ||
-                strcmp(b->seed, g[q]->seed) || isnan(b->val_loss))
+            if (strcmp(b->axis[ax], "none") || !g[q]->partner[ax] || b->partner[ax] != g[q]->partner[ax] ||
+                isnan(b->val_loss))
                 continue;
             seen = 1;
             if (!db_prov_same(&b->val_prov, &g[q]->val_prov) || !b->headline || !g[q]->headline ||
