@@ -215,8 +215,8 @@ int main(void) {
     add_run_series(db, h, "h2", HCFG("none", "", "tokenizer = char\n", "100", "2", "threads = 4\n[log]\nname = x\n"), 2.25);
     add_run_series(db, h, "h3", HCFG("none", "", "", "200", "1", ""), 1.5);
     add_run_series(db, h, "h4", HCFG("none", "", "tokenizer = bpe\n", "100", "1", ""), 3.0);
-    add_run_series(db, h, "h5", HCFG("satformer", "sat_gate = relu\n", "", "100", "1", ""), 1.75);
-    add_run_series(db, h, "h6", HCFG("satformer", "sat_gate = relu\n", "tokenizer = char\n", "100", "2", ""), 1.875);
+    add_run_series(db, h, "h5", HCFG("satformer", "sat_gate = relu\n", "tokenizer = char\n", "100", "1", ""), 1.75);
+    add_run_series(db, h, "h6", HCFG("satformer", "sat_gate = relu\n", "", "100", "2", ""), 1.875);
     add_run_series(db, h, "h7", HCFG("satformer", "sat_gate = softmax\n", "", "100", "1", ""), 2.5);
     add_run_series(db, h, "h8", HCFG("satformer", "sat_gate = relu\n", "", "200", "1", ""), 1.25);
     runset hs = {0};
@@ -231,8 +231,8 @@ int main(void) {
     ok("non-seed keys: train.steps, tokenizer = bpe, sat_gate apart",
        !runset_same_group(h1, h3) && !runset_same_group(h1, h4) && !runset_same_group(h5, h7) &&
            !runset_same_group(h5, h8) && runset_same_group(h5, h6));
-    ok("late key: h6 (tokenizer = char) partners h2 (no… = char) along value_residual",
-       runset_partner(&hs, h6, "value_residual", "none") == h2);
+    ok("late key: h5 (tokenizer = char) partners h1 (no tokenizer), h6 (none) partners h2 (char)",
+       runset_partner(&hs, h5, "value_residual", "none") == h1 && runset_partner(&hs, h6, "value_residual", "none") == h2);
     ok("partner of h8 (steps 200) is h3, not h1", runset_partner(&hs, h8, "value_residual", "none") == h3);
     {
         char *a = runset_group_key("[data]\nfile = x\n[train]\nseed = 1\n"),
