@@ -333,6 +333,40 @@ int main(void) {
     ok("paper rows agree: the baselines are three configurations, not one",
        r.v == CV_NOT_MEASURED && strstr(r.why, "matches 3 configurations") != NULL);
     claims_free(&cf);
+
+    /* paper post's operating point: the paper's α from the claims file, λ* by the hard α when every run has it */
+    if (claims_load("experiments/paper/claims.ini", &cf, err, sizeof err) == 0) {
+        ok("claims.ini: tinyshakespeare's operating α is 0.726", claims_operating_alpha(&cf, "tinyshakespeare") == 0.726);
+        ok("claims.ini: copy 0.341, enwik8_small by enwik8* 0.833, an unknown data set NaN",
+           claims_operating_alpha(&cf, "copy") == 0.341 && claims_operating_alpha(&cf, "enwik8_small") == 0.833 &&
+               isnan(claims_operating_alpha(&cf, "nope")));
+        claims_free(&cf);
+    } else {
+        printf("     (claims.ini not readable from here: %s; its checks skipped)\n", err);
+    }
+    ok("claims_operating_alpha reads the row's alpha, not a literal",
+       claims_parse("[T]\nclaim = 1\npaper = p\nquantity = value\nruns = data=d depth_routing=tsa lambda=@alpha\n"
+                    "alpha = 0.5\nmetric = val/final.loss\n", "o.ini", &cf, err, sizeof err) == 0 &&
+           claims_operating_alpha(&cf, "d") == 0.5);
+    claims_free(&cf);
+    paper_run lr[4];
+    memset(lr, 0, sizeof lr);
+    const double lam[4] = {0.01, 0.01, 0.05, 0.05}, soft[4] = {0.70, 0.70, 0.50, 0.50}, hard[4] = {0.90, 0.90, 0.72, 0.72};
+    for (int i = 0; i < 4; i++) {
+        snprintf(lr[i].t.data, sizeof lr[i].t.data, "d");
+        snprintf(lr[i].t.scale, sizeof lr[i].t.scale, "xs");
+        snprintf(lr[i].depth, sizeof lr[i].depth, "tsa");
+        lr[i].t.lambda = lam[i];
+        lr[i].alpha = soft[i];
+        lr[i].hard_alpha = hard[i];
+    }
+    double lstar = NAN;
+    int is_hard = -1;
+    ok("λ* by the hard α (0.72 at λ 0.05 nearest 0.726, where the soft α would pick λ 0.01)",
+       paper_lambda_star(lr, 4, "d", "xs", 0.726, &is_hard, &lstar) == 1 && lstar == 0.05 && is_hard == 1);
+    lr[3].hard_alpha = NAN;
+    ok("a TSA run without hard α: λ* by the soft α (λ 0.01), said so",
+       paper_lambda_star(lr, 4, "d", "xs", 0.726, &is_hard, &lstar) == 1 && lstar == 0.01 && is_hard == 0);
     runset_free(&hs);
     db_close(db);
     char cmd[400];
