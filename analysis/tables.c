@@ -161,6 +161,11 @@ int tables_collect(gl_db *db, const char *experiment, tables_run **runs_out, int
         snprintf(t->axis[0], sizeof t->axis[0], "%s", vr);
         snprintf(t->axis[1], sizeof t->axis[1], "%s", dr);
         snprintf(t->axis[2], sizeof t->axis[2], "%s", cl);
+        gl_metric_val on = {0}; /* the hard headline on the tokens of the soft one */
+        on.prov = t->val_prov;
+        on.step = t->val_step;
+        t->hard_alpha = t->headline ? tb_on(db, id, "hard.active_frac", &on, &fail, err, errlen) : NAN;
+        t->hard_loss = t->headline ? tb_on(db, id, "hard.loss", &on, &fail, err, errlen) : NAN;
         t->bench_tps = tb_last(db, id, "bench", "train_tokens_per_s", &fail, err, errlen);
         t->bench_rss = tb_last(db, id, "bench", "peak_rss_mib", &fail, err, errlen);
         /* throughput: skip the first log row (start-up) when there are others */
@@ -672,7 +677,8 @@ static int tb_matched(gl_db *db, const char *run, tb_match *mt, char *err, size_
 /* TSA against early exit at a matched active fraction, on one token set:
  * each early-exit run's matched pair (τ found by bisection for the α of a TSA
  * run of the same data and scale, both on the whole validation split) beside
- * that TSA run's headline.  A pair that is not matched — no bisection
+ * that TSA run's headline — hard (the skipping done: hard.active_frac and
+ * hard.loss) when the pair was matched to its hard α, else soft.  A pair that is not matched — no bisection
  * recorded, α not reached within 0.005, or the TSA headline on other tokens —
  * says so in the row. */
 static int tb_tsa_vs_exit(tb_table *t, gl_db *db, const tables_run *runs, int n, char *err, size_t errlen) {
@@ -686,13 +692,18 @@ static int tb_tsa_vs_exit(tb_table *t, gl_db *db, const tables_run *runs, int n,
         tb_match mt;
         int rc = tb_matched(db, runs[j].run_id, &mt, err, errlen);
         if (rc < 0) return -1;
+        /* the TSA run whose headline α is the target: its hard α (eval --match-run's target when recorded),
+         * else its soft one; its loss of the same kind */
         const tables_run *tsa = NULL;
+        int tsa_hard = 0;
         for (int i = 0; rc == 1 && i < n; i++) {
             const tables_run *r = &runs[i];
             if (isnan(r->lambda) || strcmp(r->data, runs[j].data) || strcmp(r->scale, runs[j].scale) || !r->headline ||
-                !db_prov_same(&r->val_prov, &mt.at.prov) || fabs(r->active_frac - mt.alpha_target) > 1e-9)
+                !db_prov_same(&r->val_prov, &mt.at.prov))
                 continue;
-            if (!tsa || !strcmp(r->seed, runs[j].seed)) tsa = r; /* the same seed first */
+            const int hard = !isnan(r->hard_alpha) && !isnan(r->hard_loss) && fabs(r->hard_alpha - mt.alpha_target) <= 1e-9;
+            if (!hard && fabs(r->active_frac - mt.alpha_target) > 1e-9) continue;
+            if (!tsa || !strcmp(r->seed, runs[j].seed)) tsa = r, tsa_hard = hard; /* the same seed first */
         }
         tb_cell *c = tb_row(t, err, errlen);
         if (!c) return -1;
@@ -703,8 +714,8 @@ static int tb_tsa_vs_exit(tb_table *t, gl_db *db, const tables_run *runs, int n,
         tb_text(&c[col++], tsa ? tsa->run_id : "–");
         tb_num(&c[col++], tsa ? tsa->lambda : NAN, "%g");
         tb_num(&c[col++], rc == 1 ? mt.alpha_target : NAN, "%.3f");
-        const double l_tsa = tsa ? tsa->val_loss : rc == 1 ? mt.partner_loss : NAN;
-        tb_stat(&c[col++], &l_tsa, 1, 4, tsa ? tsa->val_se : NAN, 0);
+        const double l_tsa = tsa ? (tsa_hard ? tsa->hard_loss : tsa->val_loss) : rc == 1 ? mt.partner_loss : NAN;
+        tb_stat(&c[col++], &l_tsa, 1, 4, tsa && !tsa_hard ? tsa->val_se : NAN, 0);
         tb_text(&c[col++], runs[j].run_id);
         tb_num(&c[col++], rc == 1 ? mt.tau : NAN, "%.3f");
         tb_num(&c[col++], rc == 1 ? mt.alpha : NAN, "%.3f");
