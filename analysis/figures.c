@@ -645,7 +645,11 @@ static int fg_pareto_tsa(FILE *f, const tables_run *runs, int n, fg_tokens *tok,
         for (int a = i; a < j;) {
             int b = a, k = 0;
             double st[FG_PARETO_SEEDS], sl[FG_PARETO_SEEDS];
-            for (; b < j && (runs[b].knob == runs[a].knob || (isnan(runs[b].knob) && isnan(runs[a].knob))); b++) {
+            /* a point is one group of the run set (the same run but for the seed): runs at one knob value that
+             * differ in another key (train.steps, lr, …) are points of their own, never averaged together */
+            for (; b < j && runs[b].group == runs[a].group &&
+                   (runs[b].knob == runs[a].knob || (isnan(runs[b].knob) && isnan(runs[a].knob)));
+                 b++) {
                 const tables_run *r = &runs[b];
                 if (isnan(r->tlops_saved) || isnan(r->val_loss) || !r->headline) continue;
                 if (!db_prov_same(&r->val_prov, have)) {

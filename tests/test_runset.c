@@ -219,8 +219,20 @@ int main(void) {
     add_run_series(db, h, "h6", HCFG("satformer", "sat_gate = relu\n", "", "100", "2", ""), 1.875);
     add_run_series(db, h, "h7", HCFG("satformer", "sat_gate = softmax\n", "", "100", "1", ""), 2.5);
     add_run_series(db, h, "h8", HCFG("satformer", "sat_gate = relu\n", "", "200", "1", ""), 1.25);
+    /* T1, T2: TSA at one λ, train.steps 100 and 200 (the Pareto figure averaged them into one point) */
+#define TCFG(steps) "[model]\nscale = xs\nvalue_residual = none\ndepth_routing = tsa\ntsa_lambda = 0.05\n[data]\n" \
+                    "task = text\nfile = hostile.txt\n[train]\nsteps = " steps "\nseed = 1\n"
+    add_run_series(db, h, "h9", TCFG("100"), 2.125);
+    add_run_series(db, h, "h10", TCFG("200"), 1.625);
+    for (int q = 0; q < 2; q++) {
+        gl_metric tm[2] = {{.step = 10, .split = "val", .name = "final.active_frac", .value = q ? 0.5 : 0.75,
+                            .prov = {"val", 0, 100, 6400}},
+                           {.step = 10, .split = "val", .name = "final.tlops_saved", .value = q ? 0.25 : 0.125,
+                            .prov = {"val", 0, 100, 6400}}};
+        if (db_metrics_log(db, q ? "h10" : "h9", tm, 2, err, sizeof err)) printf("FAIL tsa rows: %s\n", err), fails++;
+    }
     runset hs = {0};
-    ok("hostile: runset_load", runset_load(db, "grp-", &hs, err, sizeof err) == 0 && hs.n == 8);
+    ok("hostile: runset_load", runset_load(db, "grp-", &hs, err, sizeof err) == 0 && hs.n == 10);
     const runset_run *h1 = find(&hs, "h1"), *h2 = find(&hs, "h2"), *h3 = find(&hs, "h3"), *h4 = find(&hs, "h4"),
                      *h5 = find(&hs, "h5"), *h6 = find(&hs, "h6"), *h7 = find(&hs, "h7"), *h8 = find(&hs, "h8");
     if (!(h1 && h2 && h3 && h4 && h5 && h6 && h7 && h8)) {
@@ -255,7 +267,7 @@ int main(void) {
         ng += first;
         two += first && size == 2;
     }
-    ok("run set: six groups, two of them of two seeds", ng == 6 && two == 2);
+    ok("run set: eight groups, two of them of two seeds", ng == 8 && two == 2);
 
     /* tables: one row per group, the Seeds column its size; vs baseline by the partner rule */
     char hres[300], hpath[400];
@@ -265,7 +277,7 @@ int main(void) {
     snprintf(tpath, sizeof tpath, "%s/loss_by_variant.md", tdir);
     int trows_two = 0, trows = count_lines(tpath, "| hostile | xs |", "| 2 |", &trows_two);
     printf("     loss_by_variant.md: %d hostile rows, %d of two seeds\n", trows, trows_two);
-    ok("tables agree: six rows, two of two seeds", trows == 6 && trows_two == 2);
+    ok("tables agree: eight rows, two of two seeds", trows == 8 && trows_two == 2);
     int s1 = 0, s3 = 0;
     count_lines(tpath, "| hostile | xs | satformer | 2 |", "−0.3125", &s1);
     if (!s1) count_lines(tpath, "| hostile | xs | satformer | 2 |", "-0.3125", &s1);
@@ -292,8 +304,12 @@ int main(void) {
     }
     if (lf) fclose(lf);
     printf("     loss.tsv: %d blocks, %d rows over two seeds, %d over one\n", blocks, n2, n1);
-    ok("figures agree: 12 blocks (train, val per group), 4 rows of n 2, 8 of n 1",
-       !frc && blocks == 12 && n2 == 4 && n1 == 8);
+    ok("figures agree: 16 blocks (train, val per group), 4 rows of n 2, 12 of n 1",
+       !frc && blocks == 16 && n2 == 4 && n1 == 12);
+    snprintf(hpath, sizeof hpath, "%s/data/pareto_tsa.tsv", fdir);
+    int pts005 = count_lines(hpath, "0.05\t", NULL, NULL);
+    printf("     pareto_tsa.tsv: %d points at λ 0.05\n", pts005);
+    ok("figures agree: the Pareto draws T1 and T2 (other train.steps) as two points, not their mean", pts005 == 2);
 
     /* the HTML page inlines those tables: one hostile row per group of the loss table */
     snprintf(hpath, sizeof hpath, "%s/report.html", hres);
@@ -316,7 +332,7 @@ int main(void) {
         md_rows += k > 0 ? k : 0;
     }
     printf("     report.html: %d hostile rows, the tables' .md %d\n", hrows, md_rows);
-    ok("HTML agrees: its rows are the tables' rows", !hrc && hrows == md_rows && hrows >= 6);
+    ok("HTML agrees: its rows are the tables' rows", !hrc && hrows == md_rows && hrows >= 8);
 
     /* the paper report's evaluator: a row over S1 has n 2 and the partner-paired mean */
     const char *htext = "[S]\nclaim = 1\npaper = p\nquantity = diff\n"
@@ -330,8 +346,8 @@ int main(void) {
     ok("paper rows agree: n 2 (h5, h6), mean (h5−h1 + h6−h2)/2 = −0.3125",
        r.ne == 1 && r.e[0].s.n == 2 && r.e[0].s.mean == -0.3125);
     claims_eval(&cf.rows[1], &hs, &r);
-    ok("paper rows agree: the baselines are three configurations, not one",
-       r.v == CV_NOT_MEASURED && strstr(r.why, "matches 3 configurations") != NULL);
+    ok("paper rows agree: value_residual=none is five configurations (three dense, two TSA), not one",
+       r.v == CV_NOT_MEASURED && strstr(r.why, "matches 5 configurations") != NULL);
     claims_free(&cf);
 
     /* paper post's operating point: the paper's α from the claims file, λ* by the hard α when every run has it */
