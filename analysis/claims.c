@@ -371,6 +371,23 @@ static int cl_like(const char *text, const char *pat) {
     return l && pat[l - 1] == '*' ? !strncmp(text, pat, l - 1) : !strcmp(text, pat);
 }
 
+double claims_operating_alpha(const claims_file *cf, const char *data) {
+    for (int i = 0; i < cf->n; i++) {
+        const claims_row *row = &cf->rows[i];
+        if (isnan(row->alpha)) continue;
+        int tsa = 0, at = 0, hit = 0;
+        char words[CLAIMS_TEXT];
+        snprintf(words, sizeof words, "%s", row->runs);
+        for (char *save = NULL, *w = strtok_r(words, " \t", &save); w; w = strtok_r(NULL, " \t", &save)) {
+            tsa |= !strcmp(w, "depth_routing=tsa");
+            at |= !strcmp(w, "lambda=@alpha");
+            hit |= !strncmp(w, "data=", 5) && cl_like(data, w + 5);
+        }
+        if (tsa && at && hit) return row->alpha;
+    }
+    return NAN;
+}
+
 /* 1 when r matches the word key=val (scale and lambda resolved by the caller). */
 static int cl_match_word(const runset_run *r, const char *key, const char *val) {
     if (!strcmp(key, "experiment")) return cl_like(r->t.experiment, val);

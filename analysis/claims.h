@@ -112,6 +112,13 @@ int claims_load(const char *path, claims_file *cf, char *err, size_t errlen);
 int claims_parse(const char *text, const char *name, claims_file *cf, char *err, size_t errlen);
 void claims_free(claims_file *cf);
 
+/* The paper's α for TSA's operating point on data set data: the `alpha` of
+ * the first row that picks `depth_routing=tsa lambda=@alpha` with a `data=`
+ * word matching data (a trailing '*' matches a prefix); NaN when no row does.
+ * `paper post` matches early exit to it, so the published numbers live only
+ * in the claims file. */
+double claims_operating_alpha(const claims_file *cf, const char *data);
+
 /* Judge row against rs into res. */
 void claims_eval(const claims_row *row, const runset *rs, claims_result *res);
 

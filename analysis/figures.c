@@ -343,51 +343,11 @@ static void fg_groups_free(fg_groups *G) {
     G->n = 0;
 }
 
-/* Keys that do not make two runs different experiments: the run set's one
- * rule (runset_key_ignored: the seed, threads, logging and checkpoint cadence,
- * log.*). */
-static int fg_key_ignored(const char *sec, const char *key) { return runset_key_ignored(sec, key); }
-
-/* The fingerprint of a stored config (INI text): malloc'd, NULL when out of memory. */
-static char *fg_fingerprint(const char *ini) {
-    size_t cap = strlen(ini) + 64, k = 0;
-    char *out = malloc(cap), sec[64] = "";
-    if (!out) return NULL;
-    out[0] = 0;
-    for (const char *p = ini; *p;) {
-        const char *e = strchr(p, '\n');
-        size_t len = e ? (size_t)(e - p) : strlen(p);
-        char line[512];
-        snprintf(line, sizeof line, "%.*s", (int)(len < sizeof line - 1 ? len : sizeof line - 1), p);
-        p += len + (e ? 1 : 0);
-        char *c = strpbrk(line, ";#");
-        if (c) *c = 0;
-        char *s = line;
-        while (*s == ' ' || *s == '\t') s++;
-        if (*s == '[') {
-            char *r = strchr(s, ']');
-            if (r) *r = 0;
-            snprintf(sec, sizeof sec, "%s", s + 1);
-            continue;
-        }
-        char *eq = strchr(s, '=');
-        if (!eq) continue;
-        char *ke = eq;
-        while (ke > s && (ke[-1] == ' ' || ke[-1] == '\t')) ke--;
-        *ke = 0;
-        char *v = eq + 1;
-        while (*v == ' ' || *v == '\t') v++;
-        size_t vl = strlen(v);
-        while (vl && (v[vl - 1] == ' ' || v[vl - 1] == '\t' || v[vl - 1] == '\r')) v[--vl] = 0;
-        if (!*s || fg_key_ignored(sec, s)) continue;
-        k += (size_t)snprintf(out + k, cap - k, "%s.%s=%s\n", sec, s, v);
-        if (k >= cap) { /* cannot happen: a line never grows by more than its section */
-            out[cap - 1] = 0;
-            break;
-        }
-    }
-    return out;
-}
+/* The fingerprint of a stored config: the run set's group key
+ * (runset_group_key, "section.key=value" lines less the seed, threads,
+ * cadence, log.* and the late keys at their default), so a figure's groups
+ * are the tables' and the paper report's.  malloc'd, NULL when out of memory. */
+static char *fg_fingerprint(const char *ini) { return runset_group_key(ini); }
 
 /* The value of key ("model.lr") in a fingerprint into v; 0 when absent. */
 static int fg_fp_get(const char *fp, const char *key, char *v, size_t n) {
@@ -753,7 +713,11 @@ static int fg_pareto_tsa(FILE *f, const tables_run *runs, int n, fg_tokens *tok,
         for (int a = i; a < j;) {
             int b = a, k = 0;
             double st[FG_PARETO_SEEDS], sl[FG_PARETO_SEEDS];
-            for (; b < j && (runs[b].knob == runs[a].knob || (isnan(runs[b].knob) && isnan(runs[a].knob))); b++) {
+            /* a point is one group of the run set (the same run but for the seed): runs at one knob value that
+             * differ in another key (train.steps, lr, …) are points of their own, never averaged together */
+            for (; b < j && runs[b].group == runs[a].group &&
+                   (runs[b].knob == runs[a].knob || (isnan(runs[b].knob) && isnan(runs[a].knob)));
+                 b++) {
                 const tables_run *r = &runs[b];
                 if (isnan(r->tlops_saved) || isnan(r->val_loss) || !r->headline) continue;
                 if (!db_prov_same(&r->val_prov, have)) {
@@ -1624,7 +1588,7 @@ cleanup:
 
 /* ---- chosen runs overlaid: `gatelab figures --runs ID,... | --tag k=v` ---- */
 
-char *figures_seedless_config(const char *ini) { return fg_fingerprint(ini); }
+char *figures_seedless_config(const char *ini) { return runset_group_key(ini); }
 
 int figures_loss_runs(gl_db *db, const char *const *ids, int nids, const char *out_dir, figures_summary *s, char *err,
                       size_t errlen) {

@@ -72,6 +72,7 @@ int figures_loss_runs(gl_db *db, const char *const *ids, int nids, const char *o
 
 /* A run's configuration (INI text) less the seed and bookkeeping keys: runs
  * with equal texts are the same run but for the seed (the figures' groups).
+ * It IS the run set's rule (runset_group_key, analysis/runset.h), not a copy.
  * malloc'd, NULL when out of memory. */
 char *figures_seedless_config(const char *ini);
 

@@ -153,6 +153,7 @@ static void pc_one(gl_db *db, const runset_run *r, paper_run *p, int *fail, char
     p->loss = hv ? hv->value : NAN;
     p->loss_se = pc_num(r, "val", "final.loss_se");
     p->alpha = pc_num(r, "val", "final.active_frac");
+    p->hard_alpha = pc_num(r, "val", "hard.active_frac");
     p->tlops = pc_num(r, "val", "final.tlops_saved");
     p->tok_acc = pc_num(r, "val", "final.token_acc");
     p->seq_acc = pc_num(r, "val", "final.seq_acc");
@@ -241,16 +242,24 @@ static int pk_values(const paper_run *runs, int n, const pick *k, size_t off, do
     return c;
 }
 
-int paper_lambda_star(const paper_run *runs, int n, const char *data, const char *scale, double target,
+int paper_lambda_star(const paper_run *runs, int n, const char *data, const char *scale, double target, int *hard,
                       double *lambda) {
     double best = INFINITY;
-    int found = 0;
+    int found = 0, all_hard = 1, any = 0;
+    for (int i = 0; i < n; i++) {
+        const paper_run *r = &runs[i];
+        if (strcmp(r->depth, "tsa") || strcmp(r->t.data, data) || strcmp(r->t.scale, scale)) continue;
+        any = 1;
+        all_hard &= !isnan(r->hard_alpha);
+    }
+    const size_t field = any && all_hard ? PF(hard_alpha) : PF(alpha);
+    if (hard) *hard = any && all_hard;
     for (int i = 0; i < n; i++) {
         const paper_run *r = &runs[i];
         if (strcmp(r->depth, "tsa") || strcmp(r->t.data, data) || strcmp(r->t.scale, scale)) continue;
         pick k = {data, scale, NULL, "tsa", NULL, r->t.lambda};
         double a[64];
-        pstat s = st_of(a, pk_values(runs, n, &k, PF(alpha), a, 64));
+        pstat s = st_of(a, pk_values(runs, n, &k, field, a, 64));
         if (s.n && fabs(s.mean - target) < best) best = fabs(s.mean - target), *lambda = r->t.lambda, found = 1;
     }
     return found;

@@ -24,6 +24,7 @@ typedef struct {
     long steps, batch, seq_len;
     double loss, loss_se;    /* final.* on the whole validation split (nats/token) */
     double alpha, tlops;     /* final.active_frac, final.tlops_saved (routed models) */
+    double hard_alpha;       /* hard.active_frac: α with the skipping done (TSA; NaN: not recorded) */
     double tok_acc, seq_acc; /* final.* (synthetic tasks) */
     double m_loss, m_alpha, m_tau, m_target, m_tlops; /* matched.* (early exit at TSA's α) */
     double zero_dl, mean_dl; /* ablation: ΔL with every gate zeroed / set to its mean */
@@ -50,9 +51,12 @@ int paper_collect(gl_db *db, paper_run **runs, int *n, char *err, size_t errlen)
  * such run when several (TSA at several λ). */
 const paper_run *paper_depth_partner(const paper_run *runs, int n, const paper_run *like, const char *depth);
 
-/* TSA's λ* for a data set and scale: the λ whose mean final α over seeds is
- * nearest target (the paper's α for the claim).  Returns 1 found, 0 none. */
-int paper_lambda_star(const paper_run *runs, int n, const char *data, const char *scale, double target,
+/* TSA's λ* for a data set and scale: the λ whose mean α over seeds is
+ * nearest target (the paper's α for the claim: claims_operating_alpha).  The
+ * α is the hard one (hard.active_frac, the skipping done) when every TSA run
+ * of that data and scale has it recorded, else the soft final.active_frac;
+ * *hard (may be NULL) says which.  Returns 1 found, 0 none. */
+int paper_lambda_star(const paper_run *runs, int n, const char *data, const char *scale, double target, int *hard,
                       double *lambda);
 
 /* Write out_dir/REPORT.md for the runs of preset (plan_path lists the groups,

@@ -14,6 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "store/manifest.h"
+
 /* The splits whose latest rows a run carries. */
 static const char *const rs_splits[] = {"val", "test", "ablation", "analysis", "bench"};
 
@@ -107,7 +109,19 @@ static char *rs_fingerprint(const char *ini, int keep_seed, int ax) {
     return out;
 }
 
-char *runset_group_key(const char *ini) { return rs_fingerprint(ini ? ini : "", 0, -1); }
+/* rs_fingerprint of the config's identity text (manifest_identity_text: the
+ * late keys at their default left out), so a run registered before a late key
+ * existed reads the same as one written after with the key at its default:
+ * the sweep's run identity and the group and partner rules are one rule. */
+static char *rs_identity_fingerprint(const char *ini, int keep_seed, int ax) {
+    char *id = manifest_identity_text(ini ? ini : "");
+    if (!id) return NULL;
+    char *fp = rs_fingerprint(id, keep_seed, ax);
+    free(id);
+    return fp;
+}
+
+char *runset_group_key(const char *ini) { return rs_identity_fingerprint(ini, 0, -1); }
 
 int runset_same_group(const runset_run *a, const runset_run *b) {
     return a->group && b->group && !strcmp(a->group, b->group);
@@ -151,7 +165,7 @@ void runset_axis_value(const runset_run *r, const char *axis, char *out, size_t 
 const runset_run *runset_partner(const runset *rs, const runset_run *a, const char *axis, const char *value) {
     int ax = rs_axis_index(axis);
     if (ax < 0 || !a->config) return NULL;
-    char *ka = rs_fingerprint(a->config, 1, ax);
+    char *ka = rs_identity_fingerprint(a->config, 1, ax);
     const runset_run *hit = NULL;
     for (int i = 0; ka && i < rs->n && !hit; i++) {
         const runset_run *b = &rs->r[i];
@@ -159,7 +173,7 @@ const runset_run *runset_partner(const runset *rs, const runset_run *a, const ch
         char v[64];
         runset_axis_value(b, axis, v, sizeof v);
         if (strcmp(v, value)) continue;
-        char *kb = rs_fingerprint(b->config, 1, ax);
+        char *kb = rs_identity_fingerprint(b->config, 1, ax);
         if (kb && !strcmp(ka, kb)) hit = b;
         free(kb);
     }
@@ -168,9 +182,13 @@ const runset_run *runset_partner(const runset *rs, const runset_run *a, const ch
 }
 
 unsigned long long runset_partner_key(const runset_run *r, const char *axis) {
+    return runset_partner_key_ini(r->config, axis);
+}
+
+unsigned long long runset_partner_key_ini(const char *ini, const char *axis) {
     int ax = rs_axis_index(axis);
-    if (ax < 0 || !r->config) return 0;
-    char *k = rs_fingerprint(r->config, 1, ax);
+    if (ax < 0 || !ini) return 0;
+    char *k = rs_identity_fingerprint(ini, 1, ax);
     if (!k) return 0;
     unsigned long long h = 1469598103934665603ull; /* FNV-1a 64 */
     for (const char *c = k; *c; c++) h = (h ^ (unsigned char)*c) * 1099511628211ull;

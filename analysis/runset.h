@@ -19,7 +19,13 @@
  *                                           run name, experiment, trace and
  *                                           probe settings.
  * Everything else (budget, schedule, eval_every, data, model) is part of the
- * experiment.  A run without a stored config is a group of its own.
+ * experiment.  The lines compared are those of the config's identity text
+ * (store/manifest.h manifest_identity_text): a *late* key (one added after
+ * runs existed: data.tokenizer, model.sat_gate, model.mod_capacity,
+ * train.weight_decay_policy, …) at its default is left out, so a run
+ * registered before the key existed, whose config lacks it, groups with a new
+ * run at the default — the sweep's run identity and this rule are one rule.
+ * A run without a stored config is a group of its own.
  *
  * The partner rule (runset_partner): the partner of run a along axis X with
  * value v is the run whose config equals a's in every key except the
@@ -90,6 +96,10 @@ const runset_run *runset_partner(const runset *rs, const runset_run *a, const ch
  * axis exactly when their keys are equal and their axis values differ as
  * asked.  0 for an unknown axis or a run without a config. */
 unsigned long long runset_partner_key(const runset_run *r, const char *axis);
+
+/* The same from a stored config text (NULL: 0), for views that hold the
+ * text rather than a runset_run (tables.c's "vs baseline" cell). */
+unsigned long long runset_partner_key_ini(const char *ini, const char *axis);
 
 /* 1 when axis is a name runset_partner knows. */
 int runset_axis_known(const char *axis);

@@ -78,10 +78,16 @@ static void tb_val(gl_db *db, tables_run *t, int *fail, char *err, size_t errlen
 
 /* FNV-1a 64 of the run's group key (runset.h's one rule); a run without a
  * stored config hashes its run id (a group of its own). */
-static unsigned long long tb_group(gl_db *db, const char *run_id, int *fail, char *err, size_t errlen) {
+static const char *const tb_axes[3] = {"value_residual", "depth_routing", "cross_layer"};
+
+/* Also the run's partner keys along tb_axes (runset_partner_key_ini), for the
+ * paired "vs baseline" cell. */
+static unsigned long long tb_group(gl_db *db, tables_run *t, int *fail, char *err, size_t errlen) {
+    const char *run_id = t->run_id;
     char *ini = NULL;
     int rc = db_run_config(db, run_id, &ini, NULL, err, errlen);
     if (rc < 0) *fail = 1;
+    for (int a = 0; a < 3; a++) t->partner[a] = rc == 1 && ini ? runset_partner_key_ini(ini, tb_axes[a]) : 0;
     char *key = rc == 1 && ini ? runset_group_key(ini) : NULL;
     const char *s = key ? key : run_id;
     unsigned long long h = 1469598103934665603ull;
@@ -151,7 +157,15 @@ int tables_collect(gl_db *db, const char *experiment, tables_run **runs_out, int
         }
         if (isnan(t->knob)) t->knob_sym = t->routing = NULL;
         tb_val(db, t, &fail, err, errlen);
-        t->group = tb_group(db, id, &fail, err, errlen);
+        t->group = tb_group(db, t, &fail, err, errlen);
+        snprintf(t->axis[0], sizeof t->axis[0], "%s", vr);
+        snprintf(t->axis[1], sizeof t->axis[1], "%s", dr);
+        snprintf(t->axis[2], sizeof t->axis[2], "%s", cl);
+        gl_metric_val on = {0}; /* the hard headline on the tokens of the soft one */
+        on.prov = t->val_prov;
+        on.step = t->val_step;
+        t->hard_alpha = t->headline ? tb_on(db, id, "hard.active_frac", &on, &fail, err, errlen) : NAN;
+        t->hard_loss = t->headline ? tb_on(db, id, "hard.loss", &on, &fail, err, errlen) : NAN;
         gl_metric_val sv; /* analyze's logit lens at the halting block (analysis/settle.h) */
         int src = db_metric_at(db, t->run_id, "analysis", "settled_at_halt", NULL, &sv, err, errlen);
         if (src < 0) fail = 1;
@@ -459,11 +473,20 @@ static void tb_measured(tb_cell *c, const tables_run *const *g, int k) {
     tb_text(c, text);
 }
 
-/* The loss difference of the group g (k runs) from the baseline of the same
- * data and scale, paired by seed, on one token set: "+d [lo, hi]" (95 % t
- * interval, two or more seeds), "+d (1 seed)", or why there is none. */
+/* The loss difference of the group g (k runs) from its baseline, paired by
+ * seed, on one token set: "+d [lo, hi]" (95 % t interval, two or more seeds),
+ * "+d (1 seed)", or why there is none.  The baseline of a run is the run
+ * set's partner (runset_partner_key_ini: the same config but for the axis's
+ * keys, the same seed) along the variant's axis — the first of
+ * value_residual, depth_routing, cross_layer that is not "none" — whose value
+ * there is "none".  So satformer pairs with the plain run of the same budget,
+ * data and scale, baseline+tsa with the dense run, satformer+tsa with
+ * baseline+tsa (the value residual is what its label leads with), and a run
+ * with another train.steps or lr has no baseline unless one was trained. */
 static void tb_vs_baseline(tb_cell *c, const tables_run *const *g, int k, const tables_run *runs, int n) {
-    if (!k || !strcmp(g[0]->variant, "baseline")) {
+    int ax = 0;
+    while (k && ax < 3 && !strcmp(g[0]->axis[ax], "none")) ax++;
+    if (!k || ax == 3) {
         tb_text(c, "–");
         return;
     }
@@ -472,8 +495,8 @@ static void tb_vs_baseline(tb_cell *c, const tables_run *const *g, int k, const 
     for (int q = 0; q < k && nd < 64; q++)
         for (int j = 0; j < n; j++) {
             const tables_run *b = &runs[j];
-            if (strcmp(b->variant, "baseline") || strcmp(b->data, g[q]->data) || strcmp(b->scale, g[q]->scale) ||
-                strcmp(b->seed, g[q]->seed) || isnan(b->val_loss))
+            if (strcmp(b->axis[ax], "none") || !g[q]->partner[ax] || b->partner[ax] != g[q]->partner[ax] ||
+                isnan(b->val_loss))
                 continue;
             seen = 1;
             if (!db_prov_same(&b->val_prov, &g[q]->val_prov) || !b->headline || !g[q]->headline ||
@@ -662,7 +685,8 @@ static int tb_matched(gl_db *db, const char *run, tb_match *mt, char *err, size_
 /* TSA against early exit at a matched active fraction, on one token set:
  * each early-exit run's matched pair (τ found by bisection for the α of a TSA
  * run of the same data and scale, both on the whole validation split) beside
- * that TSA run's headline.  A pair that is not matched — no bisection
+ * that TSA run's headline — hard (the skipping done: hard.active_frac and
+ * hard.loss) when the pair was matched to its hard α, else soft.  A pair that is not matched — no bisection
  * recorded, α not reached within 0.005, or the TSA headline on other tokens —
  * says so in the row. */
 static int tb_tsa_vs_exit(tb_table *t, gl_db *db, const tables_run *runs, int n, char *err, size_t errlen) {
@@ -676,13 +700,18 @@ static int tb_tsa_vs_exit(tb_table *t, gl_db *db, const tables_run *runs, int n,
         tb_match mt;
         int rc = tb_matched(db, runs[j].run_id, &mt, err, errlen);
         if (rc < 0) return -1;
+        /* the TSA run whose headline α is the target: its hard α (eval --match-run's target when recorded),
+         * else its soft one; its loss of the same kind */
         const tables_run *tsa = NULL;
+        int tsa_hard = 0;
         for (int i = 0; rc == 1 && i < n; i++) {
             const tables_run *r = &runs[i];
             if (isnan(r->lambda) || strcmp(r->data, runs[j].data) || strcmp(r->scale, runs[j].scale) || !r->headline ||
-                !db_prov_same(&r->val_prov, &mt.at.prov) || fabs(r->active_frac - mt.alpha_target) > 1e-9)
+                !db_prov_same(&r->val_prov, &mt.at.prov))
                 continue;
-            if (!tsa || !strcmp(r->seed, runs[j].seed)) tsa = r; /* the same seed first */
+            const int hard = !isnan(r->hard_alpha) && !isnan(r->hard_loss) && fabs(r->hard_alpha - mt.alpha_target) <= 1e-9;
+            if (!hard && fabs(r->active_frac - mt.alpha_target) > 1e-9) continue;
+            if (!tsa || !strcmp(r->seed, runs[j].seed)) tsa = r, tsa_hard = hard; /* the same seed first */
         }
         tb_cell *c = tb_row(t, err, errlen);
         if (!c) return -1;
@@ -693,8 +722,8 @@ static int tb_tsa_vs_exit(tb_table *t, gl_db *db, const tables_run *runs, int n,
         tb_text(&c[col++], tsa ? tsa->run_id : "–");
         tb_num(&c[col++], tsa ? tsa->lambda : NAN, "%g");
         tb_num(&c[col++], rc == 1 ? mt.alpha_target : NAN, "%.3f");
-        const double l_tsa = tsa ? tsa->val_loss : rc == 1 ? mt.partner_loss : NAN;
-        tb_stat(&c[col++], &l_tsa, 1, 4, tsa ? tsa->val_se : NAN, 0);
+        const double l_tsa = tsa ? (tsa_hard ? tsa->hard_loss : tsa->val_loss) : rc == 1 ? mt.partner_loss : NAN;
+        tb_stat(&c[col++], &l_tsa, 1, 4, tsa && !tsa_hard ? tsa->val_se : NAN, 0);
         tb_text(&c[col++], runs[j].run_id);
         tb_num(&c[col++], rc == 1 ? mt.tau : NAN, "%.3f");
         tb_num(&c[col++], rc == 1 ? mt.alpha : NAN, "%.3f");

@@ -7,8 +7,15 @@
  * Checks: groups (runset and tables agree), the paired partner (same seed,
  * depth_routing freed with its tsa_lambda), metrics by key, and a claims
  * file: parsed, judged (paired difference by hand), magnitude-differs, "not
- * measured" with its reason, and a parse error naming file and line.  One line
- * per check; exits non-zero on any failure.  Values are exact binary fractions
+ * measured" with its reason, and a parse error naming file and line.
+ * Then a second, hostile registry (experiment grp-h, data "hostile") where the
+ * three old rules disagree — seeds that differ only in bookkeeping and in a
+ * late key left out at its default (data.tokenizer absent vs "char"), runs
+ * that differ only in train.steps, data.tokenizer = bpe, model.sat_gate —
+ * rendered by the tables, the figures (loss.tsv's blocks and n), the HTML
+ * page (its inlined tables) and the claims evaluator the paper report uses
+ * (a row's n and paired mean), all checked against the run set's groups and
+ * partners.  One line per check; exits non-zero on any failure.  Values are exact binary fractions
  * where compared exactly.
  */
 #include <math.h>
@@ -18,6 +25,8 @@
 #include <unistd.h>
 
 #include "analysis/claims.h"
+#include "analysis/figures.h"
+#include "analysis/html.h"
 #include "analysis/paper.h"
 #include "analysis/runset.h"
 #include "analysis/tables.h"
@@ -38,6 +47,30 @@ static void add_run(gl_db *db, long long exp, const char *id, const char *ini, d
              db_params_put_ini(db, id, ini, err, sizeof err) || db_run_start(db, id, err, sizeof err) ||
              db_metrics_log(db, id, &m, 1, err, sizeof err) || db_run_finish(db, id, "FINISHED", 0, NULL, err, sizeof err);
     if (rc) printf("FAIL add_run %s: %s\n", id, err), fails++;
+}
+
+/* A hostile-registry run: the headline, plus train/loss and val/loss series (the figures' curves). */
+static void add_run_series(gl_db *db, long long exp, const char *id, const char *ini, double loss) {
+    char err[1024];
+    add_run(db, exp, id, ini, loss);
+    gl_metric m[2] = {{.step = 5, .split = "train", .name = "loss", .value = loss + 1},
+                      {.step = 10, .split = "val", .name = "loss", .value = loss}};
+    if (db_metrics_log(db, id, m, 2, err, sizeof err)) printf("FAIL series %s: %s\n", id, err), fails++;
+}
+
+/* Lines of path starting with prefix; *with gets those that also contain needle (NULL: none). */
+static int count_lines(const char *path, const char *prefix, const char *needle, int *with) {
+    FILE *f = fopen(path, "r");
+    char line[4096];
+    int n = 0;
+    if (with) *with = 0;
+    while (f && fgets(line, sizeof line, f))
+        if (!strncmp(line, prefix, strlen(prefix))) {
+            n++;
+            if (with && needle && strstr(line, needle)) (*with)++;
+        }
+    if (f) fclose(f);
+    return f ? n : -1;
 }
 
 static const runset_run *find(const runset *rs, const char *id) {
@@ -167,6 +200,190 @@ int main(void) {
     ok("missing metric rejected",
        claims_parse("[A]\nclaim = 1\npaper = p\nquantity = value\n", "c.ini", &cf, err, sizeof err) == -1);
     runset_free(&rs);
+
+    /* ---- the hostile registry: every view against the run set's groups and partners ---- */
+#define HCFG(vr, extra_model, extra_data, steps, seed, extra)                                                          \
+    "[model]\nscale = xs\nvalue_residual = " vr "\ndepth_routing = none\n" extra_model "[data]\ntask = text\n"        \
+    "file = hostile.txt\n" extra_data "[train]\nsteps = " steps "\nseed = " seed "\n" extra
+    long long h;
+    if (db_experiment_ensure(db, "grp-h", "", &h, err, sizeof err)) printf("FAIL grp-h: %s\n", err), fails++;
+    /* G1: h1 (registered before data.tokenizer existed: no such key), h2 (tokenizer = char, the default, other
+     * threads and log.name); G2: h3 (train.steps 200); G3: h4 (tokenizer = bpe); S1: h5, h6; S2: h7 (sat_gate
+     * softmax); S3: h8 (train.steps 200).  The old tables rule (data/scale/variant/λ) merged G1–G3; the old
+     * figures copy (no late-key rule) split G1; the old vs-baseline rule (data/scale/seed) paired h8 with h1. */
+    add_run_series(db, h, "h1", HCFG("none", "", "", "100", "1", ""), 2.0);
+    add_run_series(db, h, "h2", HCFG("none", "", "tokenizer = char\n", "100", "2", "threads = 4\n[log]\nname = x\n"), 2.25);
+    add_run_series(db, h, "h3", HCFG("none", "", "", "200", "1", ""), 1.5);
+    add_run_series(db, h, "h4", HCFG("none", "", "tokenizer = bpe\n", "100", "1", ""), 3.0);
+    add_run_series(db, h, "h5", HCFG("satformer", "sat_gate = relu\n", "tokenizer = char\n", "100", "1", ""), 1.75);
+    add_run_series(db, h, "h6", HCFG("satformer", "sat_gate = relu\n", "", "100", "2", ""), 1.875);
+    add_run_series(db, h, "h7", HCFG("satformer", "sat_gate = softmax\n", "", "100", "1", ""), 2.5);
+    add_run_series(db, h, "h8", HCFG("satformer", "sat_gate = relu\n", "", "200", "1", ""), 1.25);
+    /* T1, T2: TSA at one λ, train.steps 100 and 200 (the Pareto figure averaged them into one point) */
+#define TCFG(steps) "[model]\nscale = xs\nvalue_residual = none\ndepth_routing = tsa\ntsa_lambda = 0.05\n[data]\n" \
+                    "task = text\nfile = hostile.txt\n[train]\nsteps = " steps "\nseed = 1\n"
+    add_run_series(db, h, "h9", TCFG("100"), 2.125);
+    add_run_series(db, h, "h10", TCFG("200"), 1.625);
+    for (int q = 0; q < 2; q++) {
+        gl_metric tm[2] = {{.step = 10, .split = "val", .name = "final.active_frac", .value = q ? 0.5 : 0.75,
+                            .prov = {"val", 0, 100, 6400}},
+                           {.step = 10, .split = "val", .name = "final.tlops_saved", .value = q ? 0.25 : 0.125,
+                            .prov = {"val", 0, 100, 6400}}};
+        if (db_metrics_log(db, q ? "h10" : "h9", tm, 2, err, sizeof err)) printf("FAIL tsa rows: %s\n", err), fails++;
+    }
+    runset hs = {0};
+    ok("hostile: runset_load", runset_load(db, "grp-", &hs, err, sizeof err) == 0 && hs.n == 10);
+    const runset_run *h1 = find(&hs, "h1"), *h2 = find(&hs, "h2"), *h3 = find(&hs, "h3"), *h4 = find(&hs, "h4"),
+                     *h5 = find(&hs, "h5"), *h6 = find(&hs, "h6"), *h7 = find(&hs, "h7"), *h8 = find(&hs, "h8");
+    if (!(h1 && h2 && h3 && h4 && h5 && h6 && h7 && h8)) {
+        printf("FAIL the hostile runs did not load\n");
+        return 1;
+    }
+    ok("late key: h1 (no data.tokenizer) and h2 (tokenizer = char) are one group", runset_same_group(h1, h2));
+    ok("non-seed keys: train.steps, tokenizer = bpe, sat_gate apart",
+       !runset_same_group(h1, h3) && !runset_same_group(h1, h4) && !runset_same_group(h5, h7) &&
+           !runset_same_group(h5, h8) && runset_same_group(h5, h6));
+    ok("late key: h5 (tokenizer = char) partners h1 (no tokenizer), h6 (none) partners h2 (char)",
+       runset_partner(&hs, h5, "value_residual", "none") == h1 && runset_partner(&hs, h6, "value_residual", "none") == h2);
+    ok("partner of h8 (steps 200) is h3, not h1", runset_partner(&hs, h8, "value_residual", "none") == h3);
+    {
+        char *a = runset_group_key("[data]\nfile = x\n[train]\nseed = 1\n"),
+             *b = runset_group_key("[data]\nfile = x\ntokenizer = char\n[train]\nseed = 2\n"),
+             *c = runset_group_key("[data]\nfile = x\ntokenizer = bpe\n");
+        ok("runset_group_key: a config without data.tokenizer = one at its default, not bpe",
+           a && b && c && !strcmp(a, b) && strcmp(a, c));
+        char *fa = figures_seedless_config("[data]\nfile = x\n"), *fb = figures_seedless_config("[data]\nfile = x\ntokenizer = char\n");
+        ok("figures_seedless_config is the run set's rule (late key at its default)", fa && fb && !strcmp(fa, fb));
+        free(a), free(b), free(c), free(fa), free(fb);
+    }
+    /* the run set's groups: six, sizes 2 1 1 2 1 1 */
+    int ng = 0, two = 0;
+    for (int i = 0; i < hs.n; i++) {
+        int first = 1, size = 0;
+        for (int j = 0; j < hs.n; j++) {
+            if (runset_same_group(&hs.r[i], &hs.r[j])) size++;
+            if (j < i && runset_same_group(&hs.r[i], &hs.r[j])) first = 0;
+        }
+        ng += first;
+        two += first && size == 2;
+    }
+    ok("run set: eight groups, two of them of two seeds", ng == 8 && two == 2);
+
+    /* tables: one row per group, the Seeds column its size; vs baseline by the partner rule */
+    char hres[300], hpath[400];
+    snprintf(hres, sizeof hres, "%s/hres", dir);
+    snprintf(tdir, sizeof tdir, "%s/tables", hres);
+    ok("hostile: tables_write_all", tables_write_all(db, "grp-h", tdir, &ts, err, sizeof err) == 0);
+    snprintf(tpath, sizeof tpath, "%s/loss_by_variant.md", tdir);
+    int trows_two = 0, trows = count_lines(tpath, "| hostile | xs |", "| 2 |", &trows_two);
+    printf("     loss_by_variant.md: %d hostile rows, %d of two seeds\n", trows, trows_two);
+    ok("tables agree: eight rows, two of two seeds", trows == 8 && trows_two == 2);
+    int s1 = 0, s3 = 0;
+    count_lines(tpath, "| hostile | xs | satformer | 2 |", "−0.3125", &s1);
+    if (!s1) count_lines(tpath, "| hostile | xs | satformer | 2 |", "-0.3125", &s1);
+    count_lines(tpath, "| hostile | xs | satformer | 1 |", "-0.2500 (1 seed)", &s3);
+    ok("tables: S1 vs baseline pairs h5−h1, h6−h2 (−0.3125); S3 pairs h8−h3 (−0.25, 1 seed)", s1 == 1 && s3 == 1);
+
+    /* figures: loss.tsv holds a train and a val block per group; its n column the group's size */
+    char fdir[400];
+    snprintf(fdir, sizeof fdir, "%s/figures", hres);
+    figures_summary fs;
+    memset(&fs, 0, sizeof fs);
+    int frc = figures_make_all(db, "grp-h", hres, fdir, &fs, err, sizeof err);
+    if (frc) printf("     figures: %s\n", err);
+    snprintf(hpath, sizeof hpath, "%s/data/loss.tsv", fdir);
+    FILE *lf = fopen(hpath, "r");
+    int blocks = 0, n2 = 0, n1 = 0;
+    while (lf && fgets(line, sizeof line, lf)) {
+        if (strstr(line, "\twall_s\tmean\tsd\tn")) blocks++;
+        else if (line[0] >= '0' && line[0] <= '9') {
+            const char *last = strrchr(line, '\t');
+            n2 += last && atoi(last + 1) == 2;
+            n1 += last && atoi(last + 1) == 1;
+        }
+    }
+    if (lf) fclose(lf);
+    printf("     loss.tsv: %d blocks, %d rows over two seeds, %d over one\n", blocks, n2, n1);
+    ok("figures agree: 16 blocks (train, val per group), 4 rows of n 2, 12 of n 1",
+       !frc && blocks == 16 && n2 == 4 && n1 == 12);
+    snprintf(hpath, sizeof hpath, "%s/data/pareto_tsa.tsv", fdir);
+    int pts005 = count_lines(hpath, "0.05\t", NULL, NULL);
+    printf("     pareto_tsa.tsv: %d points at λ 0.05\n", pts005);
+    ok("figures agree: the Pareto draws T1 and T2 (other train.steps) as two points, not their mean", pts005 == 2);
+
+    /* the HTML page inlines those tables: one hostile row per group of the loss table */
+    snprintf(hpath, sizeof hpath, "%s/report.html", hres);
+    html_target ht = {.experiment = "grp-h", .run_id = NULL, .results = hres, .db_path = path};
+    html_opts ho;
+    memset(&ho, 0, sizeof ho);
+    ho.kv_head = -1;
+    int nfig = 0;
+    int hrc = html_report(db, &ht, &ho, hpath, &nfig, NULL, err, sizeof err);
+    if (hrc) printf("     html: %s\n", err);
+    FILE *hf = fopen(hpath, "r");
+    int hrows = 0;
+    while (hf && fgets(line, sizeof line, hf))
+        for (const char *q = line; (q = strstr(q, "<td>hostile</td><td>xs</td>")); q++) hrows++;
+    if (hf) fclose(hf);
+    int md_rows = 0;
+    for (int i = 0; i < ts.n_written; i++) {
+        snprintf(tpath, sizeof tpath, "%s/%s.md", tdir, ts.written[i]);
+        int k = count_lines(tpath, "| hostile | xs |", NULL, NULL);
+        md_rows += k > 0 ? k : 0;
+    }
+    printf("     report.html: %d hostile rows, the tables' .md %d\n", hrows, md_rows);
+    ok("HTML agrees: its rows are the tables' rows", !hrc && hrows == md_rows && hrows >= 8);
+
+    /* the paper report's evaluator: a row over S1 has n 2 and the partner-paired mean */
+    const char *htext = "[S]\nclaim = 1\npaper = p\nquantity = diff\n"
+                        "runs = data=hostile value_residual=satformer model.sat_gate=relu train.steps=100\n"
+                        "metric = val/final.loss\nversus = value_residual=none\nexpect = below 0\n"
+                        "[B]\nclaim = 2\npaper = p\nquantity = value\nruns = data=hostile value_residual=none\n"
+                        "metric = val/final.loss\nexpect = below 9\n";
+    ok("hostile claims parse", claims_parse(htext, "h.ini", &cf, err, sizeof err) == 0 && cf.n == 2);
+    claims_eval(&cf.rows[0], &hs, &r);
+    printf("     S row: n %d, mean %g; %s\n", r.ne ? r.e[0].s.n : -1, r.ne ? r.e[0].s.mean : NAN, r.why);
+    ok("paper rows agree: n 2 (h5, h6), mean (h5−h1 + h6−h2)/2 = −0.3125",
+       r.ne == 1 && r.e[0].s.n == 2 && r.e[0].s.mean == -0.3125);
+    claims_eval(&cf.rows[1], &hs, &r);
+    ok("paper rows agree: value_residual=none is five configurations (three dense, two TSA), not one",
+       r.v == CV_NOT_MEASURED && strstr(r.why, "matches 5 configurations") != NULL);
+    claims_free(&cf);
+
+    /* paper post's operating point: the paper's α from the claims file, λ* by the hard α when every run has it */
+    if (claims_load("experiments/paper/claims.ini", &cf, err, sizeof err) == 0) {
+        ok("claims.ini: tinyshakespeare's operating α is 0.726", claims_operating_alpha(&cf, "tinyshakespeare") == 0.726);
+        ok("claims.ini: copy 0.341, enwik8_small by enwik8* 0.833, an unknown data set NaN",
+           claims_operating_alpha(&cf, "copy") == 0.341 && claims_operating_alpha(&cf, "enwik8_small") == 0.833 &&
+               isnan(claims_operating_alpha(&cf, "nope")));
+        claims_free(&cf);
+    } else {
+        printf("     (claims.ini not readable from here: %s; its checks skipped)\n", err);
+    }
+    ok("claims_operating_alpha reads the row's alpha, not a literal",
+       claims_parse("[T]\nclaim = 1\npaper = p\nquantity = value\nruns = data=d depth_routing=tsa lambda=@alpha\n"
+                    "alpha = 0.5\nmetric = val/final.loss\n", "o.ini", &cf, err, sizeof err) == 0 &&
+           claims_operating_alpha(&cf, "d") == 0.5);
+    claims_free(&cf);
+    paper_run lr[4];
+    memset(lr, 0, sizeof lr);
+    const double lam[4] = {0.01, 0.01, 0.05, 0.05}, soft[4] = {0.70, 0.70, 0.50, 0.50}, hard[4] = {0.90, 0.90, 0.72, 0.72};
+    for (int i = 0; i < 4; i++) {
+        snprintf(lr[i].t.data, sizeof lr[i].t.data, "d");
+        snprintf(lr[i].t.scale, sizeof lr[i].t.scale, "xs");
+        snprintf(lr[i].depth, sizeof lr[i].depth, "tsa");
+        lr[i].t.lambda = lam[i];
+        lr[i].alpha = soft[i];
+        lr[i].hard_alpha = hard[i];
+    }
+    double lstar = NAN;
+    int is_hard = -1;
+    ok("λ* by the hard α (0.72 at λ 0.05 nearest 0.726, where the soft α would pick λ 0.01)",
+       paper_lambda_star(lr, 4, "d", "xs", 0.726, &is_hard, &lstar) == 1 && lstar == 0.05 && is_hard == 1);
+    lr[3].hard_alpha = NAN;
+    ok("a TSA run without hard α: λ* by the soft α (λ 0.01), said so",
+       paper_lambda_star(lr, 4, "d", "xs", 0.726, &is_hard, &lstar) == 1 && lstar == 0.01 && is_hard == 0);
+    runset_free(&hs);
     db_close(db);
     char cmd[400];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);

@@ -14,7 +14,8 @@
  * T; --match-alpha A finds τ by bisection on the validation split so that the
  * early-exit α is within 0.005 of A (the matched-compute comparison).
  * --match-run TSA_RUN takes A from that run's recorded headline α on the
- * same split (the whole split, so both runs are measured on one token set)
+ * same split — its hard α (hard.active_frac, the skipping done) when recorded,
+ * else the soft final.active_frac — (the whole split, so both runs are measured on one token set)
  * and records the pair: matched.alpha_target is α_TSA, matched.partner_loss
  * the TSA run's headline loss (the TSA run needs `eval TSA_RUN --record`
  * first; training records it at the end of every run).
@@ -97,8 +98,14 @@ static int partner_headline(const resolve_run *rr, const char *partner_arg, cons
     gl_db *db = NULL;
     gl_metric_val a, l;
     int rc = db_open_readonly(&db, db_path, err, errlen), ka = 0, kl = 0;
-    if (!rc) ka = db_metric_at(db, partner, split_name, "final.active_frac", NULL, &a, err, errlen);
-    if (!rc && ka == 1) kl = db_metric_at(db, partner, split_name, "final.loss", &a.prov, &l, err, errlen);
+    /* the hard headline (the skipping done) when recorded, else the soft one: TSA's α as it runs */
+    if (!rc) ka = db_metric_at(db, partner, split_name, "hard.active_frac", NULL, &a, err, errlen);
+    if (!rc && ka == 1) kl = db_metric_at(db, partner, split_name, "hard.loss", &a.prov, &l, err, errlen);
+    if (!rc && ka >= 0 && kl >= 0 && (ka == 0 || kl == 0 || isnan(a.value))) {
+        ka = db_metric_at(db, partner, split_name, "final.active_frac", NULL, &a, err, errlen);
+        kl = 0;
+        if (ka == 1) kl = db_metric_at(db, partner, split_name, "final.loss", &a.prov, &l, err, errlen);
+    }
     db_close(db);
     if (rc || ka < 0 || kl < 0) return -1;
     if (ka == 0 || kl == 0 || isnan(a.value)) {

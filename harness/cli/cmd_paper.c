@@ -10,10 +10,12 @@
  *          --windows 128`), SATFormer's also set to its mean (--mode mean;
  *          ResFormer's λ1 is a constant, so its mean is itself); SATFormer and TSA: the
  *          trace analysis (`analyze`);
- *       3. early exit: τ matched to the α of the TSA run of the same data,
- *          scale and seed at λ* (the λ whose mean α is nearest the paper's
- *          0.726), on the whole split (`eval EXIT --match-run TSA --record`,
- *          which stores the pair: α_TSA, α_exit, τ and both losses);
+ *       3. early exit: τ matched to the α (hard, the skipping done, when
+ *          recorded) of its TSA partner (same config and seed) at λ* (the λ
+ *          whose mean α is nearest the paper's α for that data set, read from
+ *          experiments/paper/claims.ini), on the whole split (`eval EXIT
+ *          --match-run TSA --record`, which stores the pair: α_TSA, α_exit, τ
+ *          and both losses);
  *       4. depth routing (pp_depth): TSA's random-routing control and its
  *          difficulty-proportional routing against its dense partner, the
  *          early-exit τ frontier, post-hoc early exit of the dense partner.
@@ -31,6 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/claims.h"
 #include "analysis/difficulty.h"
 #include "analysis/paper.h"
 #include "store/registry.h"
@@ -99,32 +102,45 @@ static int pp_measure(gl_db *db, const paper_run *r, const char *results) {
     return bad;
 }
 
-/* Stage 3: early exit matched to TSA's α, paired by seed. */
-static int pp_match(const paper_run *runs, int n, gl_db *db, const char *results) {
+/* Stage 3: early exit matched to TSA's α, paired by seed.  The operating
+ * point: the paper's α for the exit run's data set, read from the claims file
+ * (claims_operating_alpha: the row that picks depth_routing=tsa
+ * lambda=@alpha), and λ* the TSA λ whose mean α over seeds is nearest it —
+ * the hard α (the skipping done) when every TSA run of that data and scale
+ * has it, else the soft one (paper_lambda_star).  The TSA run is the exit
+ * run's partner along depth_routing (the same config and seed, at λ*); eval
+ * --match-run then matches τ to that run's hard α when recorded. */
+static int pp_match(const paper_run *runs, int n, gl_db *db, const char *results, const claims_file *cf) {
     int bad = 0;
     for (int i = 0; i < n; i++) {
         const paper_run *e = &runs[i];
         if (strcmp(e->depth, "early_exit") || pp_has(db, e->t.run_id, "val", "matched.loss")) continue;
+        const double target = claims_operating_alpha(cf, e->t.data);
+        if (isnan(target)) {
+            fprintf(stderr, "[paper post] %s: the claims file has no TSA operating point (lambda=@alpha) for data %s; "
+                    "skipped\n", e->t.run_id, e->t.data);
+            continue;
+        }
         double lstar;
-        if (!paper_lambda_star(runs, n, e->t.data, e->t.scale, 0.726, &lstar)) {
+        int hard = 0;
+        if (!paper_lambda_star(runs, n, e->t.data, e->t.scale, target, &hard, &lstar)) {
             fprintf(stderr, "[paper post] %s: no TSA run of %s at scale %s to match; skipped\n", e->t.run_id,
                     e->t.data, e->t.scale);
             continue;
         }
         const paper_run *t = NULL;
         for (int j = 0; j < n && !t; j++)
-            if (!strcmp(runs[j].depth, "tsa") && !strcmp(runs[j].t.data, e->t.data) &&
-                !strcmp(runs[j].t.scale, e->t.scale) && !strcmp(runs[j].t.seed, e->t.seed) &&
-                runs[j].steps == e->steps && fabs(runs[j].t.lambda - lstar) < 1e-9 && !isnan(runs[j].alpha))
+            if (!strcmp(runs[j].depth, "tsa") && e->depth_key && runs[j].depth_key == e->depth_key &&
+                fabs(runs[j].t.lambda - lstar) < 1e-9 && !isnan(hard ? runs[j].hard_alpha : runs[j].alpha))
                 t = &runs[j];
         if (!t) {
-            fprintf(stderr, "[paper post] %s: no TSA run at λ* = %g with seed %s; skipped\n", e->t.run_id, lstar,
+            fprintf(stderr, "[paper post] %s: no TSA partner at λ* = %g with seed %s; skipped\n", e->t.run_id, lstar,
                     e->t.seed);
             continue;
         }
-        fprintf(stderr, "[paper post] %s: early exit matched to α %.6f of %s (λ* = %g)\n", e->t.run_id, t->alpha,
-                t->t.run_id, lstar);
-        /* --match-run: the target is the TSA run's recorded headline α on the same split, and the pair is stored */
+        fprintf(stderr, "[paper post] %s: early exit matched to the %s α %.6f of %s (λ* = %g, the paper's α %.3f)\n",
+                e->t.run_id, hard ? "hard" : "soft", hard ? t->hard_alpha : t->alpha, t->t.run_id, lstar, target);
+        /* --match-run: the target is the TSA run's recorded headline α (hard when recorded) on the same split */
         bad += pp_call(cmd_eval, "eval", e->t.run_id, "--match-run", t->t.run_id, "--record", "--results", results,
                        NULL) != 0;
     }
@@ -182,15 +198,21 @@ static int paper_post(const char *results) {
     gl_db *db = NULL;
     paper_run *runs = NULL;
     int n = 0, bad = 0;
-    if (pp_open(&db, results, err, sizeof err) || paper_collect(db, &runs, &n, err, sizeof err)) goto fail;
+    claims_file cf = {0};
+    char claims_path[GL_PATH_MAX + 64];
+    run_repo_path(claims_path, sizeof claims_path, "experiments/paper/claims.ini"); /* the published numbers */
+    if (claims_load(claims_path, &cf, err, sizeof err) || pp_open(&db, results, err, sizeof err) ||
+        paper_collect(db, &runs, &n, err, sizeof err))
+        goto fail;
     fprintf(stderr, "[paper post] %d finished runs in %s\n", n, results);
     for (int i = 0; i < n; i++) bad += pp_measure(db, &runs[i], results);
     free(runs);
     runs = NULL;
     if (paper_collect(db, &runs, &n, err, sizeof err)) goto fail; /* now with the headlines */
-    bad += pp_match(runs, n, db, results);
+    bad += pp_match(runs, n, db, results, &cf);
     bad += pp_depth(runs, n, db, results);
     free(runs);
+    claims_free(&cf);
     db_close(db);
     if (bad) fprintf(stderr, "gatelab paper post: %d measurement%s failed (messages above); rerun to retry them\n", bad,
                      bad == 1 ? "" : "s");
@@ -198,6 +220,7 @@ static int paper_post(const char *results) {
 fail:
     fprintf(stderr, "gatelab paper post: %s\n", err);
     free(runs);
+    claims_free(&cf);
     db_close(db);
     return 1;
 }

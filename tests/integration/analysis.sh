@@ -136,8 +136,12 @@ check "ablation rows carry their windows, tokens and (4 batches of 2 windows) a 
 "$BIN" eval ee --match-run tsa --record --results "$R" > "$W/ev1" 2>&1
 check "eval --match-run records the matched pair" \
     test $? -eq 0 -a "$(q "select count(*) from metrics where run_id='ee' and split='val' and name in ('matched.tau','matched.alpha_target','matched.loss','matched.partner_loss')")" = 4
-check "the pair's α target is the TSA run's headline α, on the same tokens" \
-    test "$(q "select count(*) from metrics a join metrics b on a.value = b.value and a.win_count = b.win_count where a.run_id='ee' and a.name='matched.alpha_target' and b.run_id='tsa' and b.name='final.active_frac'")" = 1
+# the hard α (the skipping done) when the TSA run has one recorded, else the soft final.active_frac
+want_a=$(q "select coalesce((select 'hard.active_frac' from metrics where run_id='tsa' and split='val' and name='hard.active_frac' limit 1), 'final.active_frac')")
+check "the pair's α target is the TSA run's headline $want_a, on the same tokens" \
+    test "$(q "select count(*) from metrics a join metrics b on a.value = b.value and a.win_count = b.win_count where a.run_id='ee' and a.name='matched.alpha_target' and b.run_id='tsa' and b.split='val' and b.name='$want_a'")" = 1
+check "the TSA run's headline has its hard α (so the match above is to it)" \
+    test "$want_a" = hard.active_frac
 
 # ---- tables ----
 "$BIN" tables --results "$R" > "$W/tb" 2>&1

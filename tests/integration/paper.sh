@@ -33,14 +33,16 @@ check "TSA rows say which quality they read (hard, or soft because hard was not 
 check "the report lists the disclosed changes of method" grep -q '^## Disclosed changes' "$R"
 check "the report states its pre-registration" grep -q '^Pre-registration:' "$R"
 check "the forest plot's numbers are written" [ -s "$PAPER_RESULTS/figures/paper_forest.tsv" ]
-check "no published number as a C literal of the report code (0.726, 0.549, 0.71)" \
-    bash -c "! grep -nE '0\.549|0\.341|0\.0071|1\.75|1\.82' analysis/paper.c analysis/claims.c"
+check "no published number as a C literal of the report or post code (0.726, 0.549, 0.71)" \
+    bash -c "! grep -nE '0\.726|0\.833|0\.549|0\.341|0\.0071|1\.75|1\.82' analysis/paper.c analysis/claims.c harness/cli/cmd_paper.c"
 if grep -q 'SKIPPED' "$W/first.log"; then
     skip "make paper PRESET=smoke on Tiny Shakespeare and enwik8 (text groups: $(grep -m1 -o 'SKIPPED: [^(]*' "$W/first.log"))"
 else
     check "with the data set, claim 9 (Tiny Shakespeare) has a verdict" \
         bash -c "grep -E '^\| 9a \|' '$R' | grep -vq 'not measured'"
     check "the report links figures" grep -q '^## Figures' "$R"
+    check "paper post matched early exit to the α read from claims.ini, saying hard or soft" \
+        grep -qE 'early exit matched to the (hard|soft) α .*the paper.s α [0-9.]+' "$W/first.log"
 fi
 check "the report states the whole-split loss of every run" grep -q '^## Every run' "$R"
 check "the bench stage measured the costs (experiment cost-paper: $(grep -c . "$PAPER_RESULTS/bench.jsonl" 2>/dev/null) lines)" \
