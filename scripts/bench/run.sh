@@ -19,7 +19,7 @@
 # Every line printed is JSON; the summary at the end gives the ratios.
 #
 # The cost table: every variant (baseline, ResFormer, SATFormer — also with the softmax gate,
-# the gate bias and the all-parameter weight decay —, TSA, DenseFormer,
+# the gate bias and the all-parameter weight decay —, TSA, Mixture-of-Depths, random routing, DenseFormer,
 # Hyper-Connections, MUDDFormer) at scales s and m, one process per variant in a
 # random order (so peak RSS is the variant's own), recorded in the registry as
 # experiment cost-<stamp> and printed with `gatelab tables cost-<stamp>`.
@@ -32,7 +32,7 @@ set -u
 cd "$(dirname "$0")/../.."
 BUILD="${BUILD:-build}"
 STEPS=10; QUICK=""; MPI=1; TORCH=1; TORCH_INSTALLED=0; COST=1; VARIANTS="base,resformer,satformer,tsa"
-COST_VARIANTS="base resformer satformer satformer_softmax satformer_bias satformer_decay_all tsa denseformer hyper mudd"
+COST_VARIANTS="base resformer satformer satformer_softmax satformer_bias satformer_decay_all tsa mod random denseformer hyper mudd"
 MEMORY_VARIANTS="base satformer tsa"
 while [ $# -gt 0 ]; do
     case "$1" in
