@@ -101,7 +101,10 @@ static int check_bool(char *err, size_t errlen, const char *key, int v) {
     return -1;
 }
 
-int config_validate(const gl_model_config *c, char *err, size_t errlen) {
+/* config_validate's checks by concern: sizes, flags and the value path (SATFormer's gate, ResFormer's
+ * start); heads, numerics, enums and depth routing; the cross-layer variants and their combinations.
+ * Each returns 0, or -1 with a message naming the key. */
+static int cv_sizes_and_value_path(const gl_model_config *c, char *err, size_t errlen) {
     if (range_int(err, errlen, "model.vocab_size", c->vocab_size, 1, CFG_MAX_VOCAB) ||
         range_int(err, errlen, "model.d_model", c->d_model, 1, CFG_MAX_D) ||
         range_int(err, errlen, "model.n_layer", c->n_layer, 1, CFG_MAX_LAYER) ||
@@ -144,6 +147,10 @@ int config_validate(const gl_model_config *c, char *err, size_t errlen) {
         return -1;
     }
 
+    return 0;
+}
+
+static int cv_heads_and_routing(const gl_model_config *c, char *err, size_t errlen) {
     if (c->d_model % c->n_head != 0) {
         snprintf(err, errlen, "model.n_head (%d) must divide model.d_model (%d)", c->n_head,
                  c->d_model);
@@ -240,6 +247,10 @@ int config_validate(const gl_model_config *c, char *err, size_t errlen) {
                  "is computed)", (double)c->random_alpha);
         return -1;
     }
+    return 0;
+}
+
+static int cv_cross_layer(const gl_model_config *c, char *err, size_t errlen) {
     if ((int)c->cross_layer < 0 || (int)c->cross_layer >= NELEM(cl_names)) {
         snprintf(err, errlen, "model.cross_layer (%d) is not a known variant", (int)c->cross_layer);
         return -1;
@@ -289,6 +300,12 @@ int config_validate(const gl_model_config *c, char *err, size_t errlen) {
     /* Combinations: early_exit with a value residual is fine (V1 comes from
      * block 0, which every token runs); tsa together with early_exit cannot be
      * written, depth_routing is one enum. */
+    return 0;
+}
+
+int config_validate(const gl_model_config *c, char *err, size_t errlen) {
+    if (cv_sizes_and_value_path(c, err, errlen) || cv_heads_and_routing(c, err, errlen) || cv_cross_layer(c, err, errlen))
+        return -1;
     return 0;
 }
 

@@ -261,13 +261,52 @@ done:
     return -1;
 }
 
+/* The FNV-1a 64 of every byte of cf's file before the last 8 (the header, already read into hdr,
+ * then the rest in 1 MiB chunks) against the stored checksum.  Returns 0, or -1 with a message. */
+static int ckpt_verify_sum(ckpt_file *cf, const char *path, const uint8_t *hdr, char *err, size_t errlen) {
+    int rc = -1;
+    uint8_t *buf = NULL;
+    enum { CHUNK = 1 << 20 };
+    buf = malloc(CHUNK);
+    if (!buf) {
+        snprintf(err, errlen, "%s: out of memory checking the checkpoint", path);
+        goto done;
+    }
+    uint64_t h = ckpt_fnv(FNV_OFFSET, hdr, cf->header_bytes);
+    uint64_t left = cf->total - cf->header_bytes - CKPT_SUM_BYTES;
+    while (left > 0) {
+        size_t n = left < CHUNK ? (size_t)left : CHUNK;
+        if (ckpt_get(cf->f, buf, n) != 0) {
+            snprintf(err, errlen, "%s: read error while checking the checkpoint: %s", path,
+                     ferror(cf->f) ? strerror(errno) : "unexpected end of file");
+            goto done;
+        }
+        h = ckpt_fnv(h, buf, n);
+        left -= n;
+    }
+    uint8_t sumb[8];
+    if (ckpt_get(cf->f, sumb, sizeof sumb) != 0) {
+        snprintf(err, errlen, "%s: read error at the checksum", path);
+        goto done;
+    }
+    if (ckpt_u64(sumb) != h) {
+        snprintf(err, errlen, "%s: corrupted: checksum mismatch (stored %016" PRIx64 ", computed %016" PRIx64
+                 "); restore the file or restart the run", path, ckpt_u64(sumb), h);
+        goto done;
+    }
+
+    rc = 0;
+done:
+    free(buf);
+    return rc;
+}
+
 /* Open path and check magic, version, byte order, length and checksum; then
  * read the tensor table, state and config.  On success cf->f is positioned at
  * the parameters.  Returns 0, or -1 with a message in err (cf closed). */
 static int ckpt_open_checked(const char *path, ckpt_file *cf, char *err, size_t errlen) {
     int rc = -1;
     uint8_t hdr[CKPT_HEADER_BPE_BYTES];
-    uint8_t *buf = NULL;
     memset(cf, 0, sizeof *cf);
 
     if (fileio_open_regular(path, "checkpoint", &cf->f, err, errlen)) goto cleanup;
@@ -334,34 +373,7 @@ static int ckpt_open_checked(const char *path, ckpt_file *cf, char *err, size_t 
     }
 
     /* checksum over everything before the last 8 bytes */
-    enum { CHUNK = 1 << 20 };
-    buf = malloc(CHUNK);
-    if (!buf) {
-        snprintf(err, errlen, "%s: out of memory checking the checkpoint", path);
-        goto cleanup;
-    }
-    uint64_t h = ckpt_fnv(FNV_OFFSET, hdr, cf->header_bytes);
-    uint64_t left = cf->total - cf->header_bytes - CKPT_SUM_BYTES;
-    while (left > 0) {
-        size_t n = left < CHUNK ? (size_t)left : CHUNK;
-        if (ckpt_get(cf->f, buf, n) != 0) {
-            snprintf(err, errlen, "%s: read error while checking the checkpoint: %s", path,
-                     ferror(cf->f) ? strerror(errno) : "unexpected end of file");
-            goto cleanup;
-        }
-        h = ckpt_fnv(h, buf, n);
-        left -= n;
-    }
-    uint8_t sumb[8];
-    if (ckpt_get(cf->f, sumb, sizeof sumb) != 0) {
-        snprintf(err, errlen, "%s: read error at the checksum", path);
-        goto cleanup;
-    }
-    if (ckpt_u64(sumb) != h) {
-        snprintf(err, errlen, "%s: corrupted: checksum mismatch (stored %016" PRIx64 ", computed %016" PRIx64
-                 "); restore the file or restart the run", path, ckpt_u64(sumb), h);
-        goto cleanup;
-    }
+    if (ckpt_verify_sum(cf, path, hdr, err, errlen)) goto cleanup;
 
     /* table, state, config */
     if (fseek(cf->f, (long)cf->header_bytes, SEEK_SET) != 0) {
@@ -416,7 +428,6 @@ static int ckpt_open_checked(const char *path, ckpt_file *cf, char *err, size_t 
 read_error:
     snprintf(err, errlen, "%s: read error after the checksum passed (file changed while reading?)", path);
 cleanup:
-    free(buf);
     if (rc != 0) ckpt_file_close(cf);
     return rc;
 }
