@@ -118,9 +118,7 @@ def runs(db=None, results=None, experiment=None, tags=None, status=None, deleted
         if not deleted:
             where.append("r.deleted_time is null")
         if experiment is not None:
-            known = [r[0] for r in con.execute("select name from experiments order by name")]
-            if experiment not in known:
-                raise RegistryError(f"experiment '{experiment}': none such in {path} (known: {', '.join(known) or 'none'})")
+            _check_experiment(con, path, experiment)
             where.append("e.name = ?")
             args.append(experiment)
         if status is not None:
@@ -193,9 +191,7 @@ def metrics(db=None, results=None, run=None, experiment=None, split=None, name=N
                + " and ".join(where) + " order by m.run_id, m.split, m.name, m.step")
         df = pd.read_sql_query(sql, con, params=args)
         if experiment is not None and df.empty:
-            known = [r[0] for r in con.execute("select name from experiments order by name")]
-            if experiment not in known:
-                raise RegistryError(f"experiment '{experiment}': none such in {path} (known: {', '.join(known) or 'none'})")
+            _check_experiment(con, path, experiment)
         par = {}
         if with_params and not df.empty:
             for r in con.execute("select run_id, key, value from params"):
@@ -206,6 +202,13 @@ def metrics(db=None, results=None, run=None, experiment=None, split=None, name=N
         p.index.name = "run_id"
         df = df.join(p, on="run_id")
     return df
+
+
+def _check_experiment(con, path, experiment):
+    """RegistryError naming the known experiments when experiment is not one of path's."""
+    known = [r[0] for r in con.execute("select name from experiments order by name")]
+    if experiment not in known:
+        raise RegistryError(f"experiment '{experiment}': none such in {path} (known: {', '.join(known) or 'none'})")
 
 
 def run_row(path, run_id):
