@@ -20,7 +20,54 @@ struct gl_db {
     sqlite3 *h;
     char path[GL_PATH_MAX];
     char host[256];
+    int step_rc;  /* result code of the last step db_query_one/db_query_each took */
+    int changes;  /* rows the last statement of db_query_one/db_query_each changed */
 };
+
+/* ---- one statement: prepare -> bind -> step -> finalize, in one place ----
+ *
+ * types describes the arguments that follow, one letter per parameter ?1,
+ * ?2, … in order (the idea of sqlite3_mprintf's format, for binding):
+ *   t  const char *   text (NULL binds NULL)
+ *   i  int
+ *   I  long long      (sqlite3_int64)
+ *   r  double         (NaN or ±inf binds NULL: never stored as a number)
+ *   d  double         (bound as it is)
+ *   _  no argument    the parameter stays NULL
+ * A parameter types does not reach stays NULL too.
+ *
+ * row, when not NULL, is called on each result row (read it with the
+ * sqlite3_column_* functions or db_col_*): it returns 0 to go on, 1 to stop
+ * there without error, -1 after filling err.
+ *
+ * db_query_each returns the number of rows row was called on, db_query_one
+ * steps once and returns 1 (a row, row called on it) or 0 (none; a
+ * statement without results: INSERT, UPDATE, DELETE).  Both return -1 on
+ * failure with err = "<db path>: <what>: <sqlite3_errmsg>", what naming the
+ * statement ("cannot record the artifact").  After either, db->step_rc holds
+ * the last step's result code (SQLITE_CONSTRAINT_PRIMARYKEY for a duplicate
+ * key) and db->changes the rows the statement changed.  The statement is
+ * finalised on every path. */
+typedef int (*db_row_fn)(sqlite3_stmt *st, void *ctx, char *err, size_t errlen);
+int db_query_each(gl_db *db, const char *what, const char *sql, db_row_fn row, void *ctx, char *err, size_t errlen,
+                  const char *types, ...);
+int db_query_one(gl_db *db, const char *what, const char *sql, db_row_fn row, void *ctx, char *err, size_t errlen,
+                 const char *types, ...);
+
+/* A growing array of rows, filled by db_rows_add (a db_row_fn: ctx is the
+ * db_rows) through fill, one element per row.  Free v when done (also after
+ * a failure). */
+typedef struct db_rows db_rows;
+struct db_rows {
+    gl_db *db;
+    void *v; /* the elements, each size bytes */
+    int n, cap;
+    size_t size;
+    /* one element from the row st: 0, or -1 with err filled */
+    int (*fill)(const db_rows *r, sqlite3_stmt *st, void *elem, char *err, size_t errlen);
+    const char *run_id, *split; /* what is read, for fill's messages (may be NULL) */
+};
+int db_rows_add(sqlite3_stmt *st, void *ctx, char *err, size_t errlen);
 
 /* err <- "<db path>: <what>: <sqlite message>". */
 void db_fail(gl_db *db, const char *what, char *err, size_t errlen);
