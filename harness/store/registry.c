@@ -193,8 +193,8 @@ static int db_bind_v(sqlite3_stmt *st, const char *types, va_list ap) {
 }
 
 /* The body of db_query_one (one = 1) and db_query_each. */
-static int db_query_v(gl_db *db, int one, const char *what, const char *sql, db_row_fn row, void *ctx, char *err,
-                      size_t errlen, const char *types, va_list ap) {
+int db_query_v(gl_db *db, int one, const char *what, const char *sql, db_row_fn row, void *ctx, char *err,
+               size_t errlen, const char *types, va_list ap) {
     int rc = -1, count = 0, s = SQLITE_OK;
     sqlite3_stmt *st = NULL;
     db->step_rc = SQLITE_OK;
@@ -241,6 +241,16 @@ int db_query_one(gl_db *db, const char *what, const char *sql, db_row_fn row, vo
     int rc = db_query_v(db, 1, what, sql, row, ctx, err, errlen, types, ap);
     va_end(ap);
     return rc;
+}
+
+int db_rows_take(db_rows *r, int rc, void **out, int *n) {
+    if (rc < 0) {
+        free(r->v);
+        r->v = NULL, r->n = 0;
+    }
+    *out = r->v;
+    *n = r->n;
+    return rc < 0 ? -1 : 0;
 }
 
 int db_rows_add(sqlite3_stmt *st, void *ctx, char *err, size_t errlen) {
@@ -1425,10 +1435,7 @@ int db_metric_series(gl_db *db, const char *run_id, const char *split, const cha
                            "WHERE run_id = ?1 AND split = ?2 AND name = ?3 AND params = ?4 "
                            "ORDER BY step, win_count DESC",
                            db_rows_add, &r, err, errlen, "tttt", run_id, split, nm.base, nm.params);
-    if (rc < 0) { free(r.v); r.v = NULL, r.n = 0; }
-    *pts = r.v;
-    *n = r.n;
-    return rc < 0 ? -1 : 0;
+    return db_rows_take(&r, rc, (void **)pts, n);
 }
 
 /* The structured name of the (base, params) in columns 0 and 8. */
@@ -1460,10 +1467,7 @@ int db_metrics_latest(gl_db *db, const char *run_id, const char *split, gl_metri
                            "AND x.win_first = m.win_first AND x.win_count = m.win_count) "
                            "ORDER BY m.name, m.win_count DESC, m.step DESC",
                            db_rows_add, &r, err, errlen, "tt", run_id, split);
-    if (rc < 0) { free(r.v); r.v = NULL, r.n = 0; }
-    *rows = r.v;
-    *n = r.n;
-    return rc < 0 ? -1 : 0;
+    return db_rows_take(&r, rc, (void **)rows, n);
 }
 
 const gl_metric_latest *db_metrics_latest_get(const gl_metric_latest *rows, int n, const char *name,

@@ -13,6 +13,7 @@
 #define GATELAB_STORE_REGISTRY_SQL_H
 
 #include <sqlite3.h>
+#include <stdarg.h>
 
 #include "registry.h"
 
@@ -54,6 +55,10 @@ int db_query_each(gl_db *db, const char *what, const char *sql, db_row_fn row, v
 int db_query_one(gl_db *db, const char *what, const char *sql, db_row_fn row, void *ctx, char *err, size_t errlen,
                  const char *types, ...);
 
+/* The same with the arguments in ap (one = 1: db_query_one). */
+int db_query_v(gl_db *db, int one, const char *what, const char *sql, db_row_fn row, void *ctx, char *err,
+               size_t errlen, const char *types, va_list ap);
+
 /* A growing array of rows, filled by db_rows_add (a db_row_fn: ctx is the
  * db_rows) through fill, one element per row.  Free v when done (also after
  * a failure). */
@@ -68,6 +73,9 @@ struct db_rows {
     const char *run_id, *split; /* what is read, for fill's messages (may be NULL) */
 };
 int db_rows_add(sqlite3_stmt *st, void *ctx, char *err, size_t errlen);
+/* The end of a query (rc its result) that filled r: *out, *n <- the rows
+ * (NULL, 0 after a failure, r's memory freed); returns 0, or -1 when rc is. */
+int db_rows_take(db_rows *r, int rc, void **out, int *n);
 
 /* err <- "<db path>: <what>: <sqlite message>". */
 void db_fail(gl_db *db, const char *what, char *err, size_t errlen);
