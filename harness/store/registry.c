@@ -50,7 +50,6 @@ static int db_busy_ms(void) {
     long v = e && *e ? strtol(e, &end, 10) : -1;
     return e && *e && end && !*end && v >= 0 && v <= 600000 ? (int)v : DB_BUSY_TIMEOUT_MS;
 }
-#define DB_BEGIN_RETRIES 20
 
 /* ---- small helpers ---- */
 
@@ -92,75 +91,6 @@ const char *db_prov_str(const gl_prov *p, char *out, size_t n) {
     return out;
 }
 
-/* err <- "<db path>: <what>: <sqlite message>". */
-void db_fail(gl_db *db, const char *what, char *err, size_t errlen) {
-    snprintf(err, errlen, "%s: %s: %s", db->path, what, db->h ? sqlite3_errmsg(db->h) : "not open");
-}
-
-/* Run SQL without results.  Returns 0 or -1 with a message. */
-static int db_exec(gl_db *db, const char *sql, const char *what, char *err, size_t errlen) {
-    char *msg = NULL;
-    if (sqlite3_exec(db->h, sql, NULL, NULL, &msg) != SQLITE_OK) {
-        snprintf(err, errlen, "%s: %s: %s", db->path, what, msg ? msg : sqlite3_errmsg(db->h));
-        sqlite3_free(msg);
-        return -1;
-    }
-    return 0;
-}
-
-/* BEGIN IMMEDIATE, retried when the busy timeout expires (a long writer or a checkpoint). */
-int db_begin(gl_db *db, char *err, size_t errlen) {
-    for (int attempt = 0;; attempt++) {
-        int rc = sqlite3_exec(db->h, "BEGIN IMMEDIATE", NULL, NULL, NULL);
-        if (rc == SQLITE_OK) return 0;
-        if ((rc & 0xff) != SQLITE_BUSY && (rc & 0xff) != SQLITE_LOCKED) break;
-        if (attempt >= DB_BEGIN_RETRIES) break;
-        usleep(10000u * (unsigned)(attempt + 1));
-    }
-    snprintf(err, errlen,
-             "%s: cannot start a write transaction: %s (another process holds the write lock; "
-             "is the registry on a network filesystem?)",
-             db->path, sqlite3_errmsg(db->h));
-    return -1;
-}
-
-int db_commit(gl_db *db, char *err, size_t errlen) {
-    for (int attempt = 0;; attempt++) {
-        int rc = sqlite3_exec(db->h, "COMMIT", NULL, NULL, NULL);
-        if (rc == SQLITE_OK) return 0;
-        if ((rc & 0xff) != SQLITE_BUSY || attempt >= DB_BEGIN_RETRIES) break;
-        usleep(10000u * (unsigned)(attempt + 1));
-    }
-    db_fail(db, "commit failed", err, errlen);
-    return -1;
-}
-
-void db_rollback(gl_db *db) {
-    if (db && db->h && !sqlite3_get_autocommit(db->h)) sqlite3_exec(db->h, "ROLLBACK", NULL, NULL, NULL);
-}
-
-/* Prepare sql; on failure fill err.  Returns the statement or NULL. */
-sqlite3_stmt *db_prepare(gl_db *db, const char *sql, char *err, size_t errlen) {
-    sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(db->h, sql, -1, &st, NULL) != SQLITE_OK) {
-        db_fail(db, "cannot prepare a statement", err, errlen);
-        sqlite3_finalize(st);
-        return NULL;
-    }
-    return st;
-}
-
-void db_bind_text_or_null(sqlite3_stmt *st, int i, const char *s) {
-    if (s) sqlite3_bind_text(st, i, s, -1, SQLITE_TRANSIENT);
-    else sqlite3_bind_null(st, i);
-}
-
-/* Bind a double, or NULL when it is NaN or infinite (never stored as a number). */
-static void db_bind_real_or_null(sqlite3_stmt *st, int i, double v) {
-    if (isfinite(v)) sqlite3_bind_double(st, i, v);
-    else sqlite3_bind_null(st, i);
-}
-
 /* A structured metric name as its base and its params, as metric_split
  * stores them; a name too long to have been stored matches nothing. */
 typedef struct {
@@ -173,126 +103,6 @@ static db_name db_name_of(const char *split, const char *name) {
         snprintf(n.params, sizeof n.params, "-");
     }
     return n;
-}
-
-/* Bind the arguments types describes (registry_sql.h) to st: 0, or -1 for a
- * letter it does not know (a bug in the caller). */
-static int db_bind_v(sqlite3_stmt *st, const char *types, va_list ap) {
-    for (int i = 1; types && types[i - 1]; i++) {
-        switch (types[i - 1]) {
-        case 't': db_bind_text_or_null(st, i, va_arg(ap, const char *)); break;
-        case 'i': sqlite3_bind_int(st, i, va_arg(ap, int)); break;
-        case 'I': sqlite3_bind_int64(st, i, (sqlite3_int64)va_arg(ap, long long)); break;
-        case 'r': db_bind_real_or_null(st, i, va_arg(ap, double)); break;
-        case 'd': sqlite3_bind_double(st, i, va_arg(ap, double)); break;
-        case '_': break;
-        default: assert(!"db_query: unknown bind type"); return -1;
-        }
-    }
-    return 0;
-}
-
-/* The body of db_query_one (one = 1) and db_query_each. */
-int db_query_v(gl_db *db, int one, const char *what, const char *sql, db_row_fn row, void *ctx, char *err,
-               size_t errlen, const char *types, va_list ap) {
-    int rc = -1, count = 0, s = SQLITE_OK;
-    sqlite3_stmt *st = NULL;
-    db->step_rc = SQLITE_OK;
-    db->changes = 0;
-    if (sqlite3_prepare_v2(db->h, sql, -1, &st, NULL) != SQLITE_OK) {
-        db_fail(db, what, err, errlen);
-        goto cleanup;
-    }
-    if (db_bind_v(st, types, ap)) {
-        snprintf(err, errlen, "%s: %s: bad bind description '%s'", db->path, what, types);
-        goto cleanup;
-    }
-    while ((s = sqlite3_step(st)) == SQLITE_ROW) {
-        int r = row ? row(st, ctx, err, errlen) : 0;
-        if (r < 0) goto cleanup;
-        count++;
-        if (r > 0 || one) break;
-    }
-    db->step_rc = s;
-    if (s != SQLITE_ROW && s != SQLITE_DONE) {
-        db_fail(db, what, err, errlen);
-        goto cleanup;
-    }
-    db->changes = sqlite3_changes(db->h);
-    rc = count;
-cleanup:
-    sqlite3_finalize(st);
-    return rc;
-}
-
-int db_query_each(gl_db *db, const char *what, const char *sql, db_row_fn row, void *ctx, char *err, size_t errlen,
-                  const char *types, ...) {
-    va_list ap;
-    va_start(ap, types);
-    int rc = db_query_v(db, 0, what, sql, row, ctx, err, errlen, types, ap);
-    va_end(ap);
-    return rc;
-}
-
-int db_query_one(gl_db *db, const char *what, const char *sql, db_row_fn row, void *ctx, char *err, size_t errlen,
-                 const char *types, ...) {
-    va_list ap;
-    va_start(ap, types);
-    int rc = db_query_v(db, 1, what, sql, row, ctx, err, errlen, types, ap);
-    va_end(ap);
-    return rc;
-}
-
-int db_rows_take(db_rows *r, int rc, void **out, int *n) {
-    if (rc < 0) {
-        free(r->v);
-        r->v = NULL, r->n = 0;
-    }
-    *out = r->v;
-    *n = r->n;
-    return rc < 0 ? -1 : 0;
-}
-
-int db_rows_add(sqlite3_stmt *st, void *ctx, char *err, size_t errlen) {
-    db_rows *r = ctx;
-    if (db_grow(&r->v, r->n, &r->cap, r->size)) {
-        snprintf(err, errlen, "%s: out of memory reading rows", r->db->path);
-        return -1;
-    }
-    if (r->fill(r, st, (char *)r->v + (size_t)r->n * r->size, err, errlen)) return -1;
-    r->n++;
-    return 0;
-}
-
-double db_col_real(sqlite3_stmt *st, int i) {
-    return sqlite3_column_type(st, i) == SQLITE_NULL ? NAN : sqlite3_column_double(st, i);
-}
-
-void db_col_text(sqlite3_stmt *st, int i, char *out, size_t len) {
-    const unsigned char *s = sqlite3_column_text(st, i);
-    snprintf(out, len, "%s", s ? (const char *)s : "");
-}
-
-/* The provenance in columns i .. i+3 (data_split, win_first, win_count, tokens). */
-gl_prov db_col_prov(sqlite3_stmt *st, int i) {
-    gl_prov p;
-    memset(&p, 0, sizeof p);
-    db_col_text(st, i, p.split, sizeof p.split);
-    p.first = (long)sqlite3_column_int64(st, i + 1);
-    p.count = (long)sqlite3_column_int64(st, i + 2);
-    p.tokens = db_col_real(st, i + 3);
-    return p;
-}
-
-/* Make room for one more element of size sz in *v (count k, capacity *cap). */
-int db_grow(void **v, int k, int *cap, size_t sz) {
-    if (k < *cap) return 0;
-    int c = *cap ? 2 * *cap : 64;
-    void *nv = realloc(*v, (size_t)c * sz);
-    if (!nv) return -1;
-    *v = nv;
-    *cap = c;
-    return 0;
 }
 
 /* mkdir -p of the folder that will hold path.  Returns 0 or -1 with a message. */
@@ -317,218 +127,6 @@ static int db_make_parent(const char *path, char *err, size_t errlen) {
 fail:
     snprintf(err, errlen, "%s: cannot create folder %s for the registry: %s", path, dir, strerror(errno));
     return -1;
-}
-
-/* ---- schema and upgrades ---- */
-
-/* The metrics of a schema-1 table src as schema-2 rows: provenance is
- * unknown ('' / 0 / NULL) except for the headline rows (final.*, matched.*),
- * which schema 1 already wrote with their window and token counts
- * (final.windows, final.tokens, matched.tokens) and standard errors
- * (final.loss_se, matched.loss_se). */
-#define DB_V1_SAME(t) t ".run_id = m.run_id AND " t ".step = m.step AND " t ".split = m.split"
-#define DB_V1_AS_V2(src)                                                                                          \
-    "SELECT m.run_id, m.step, m.split, m.name, m.value, m.wall_time, "                                             \
-    "CASE WHEN h.w IS NULL THEN '' ELSE m.split END, 0, coalesce(h.w, 0), "                                        \
-    "CASE WHEN h.w IS NULL THEN NULL WHEN m.name LIKE 'matched.%' THEN (SELECT t.value FROM " src " t WHERE "       \
-    DB_V1_SAME("t") " AND t.name = 'matched.tokens') ELSE (SELECT t.value FROM " src " t WHERE " DB_V1_SAME("t")   \
-    " AND t.name = 'final.tokens') END, "                                                                          \
-    "CASE m.name WHEN 'final.loss' THEN (SELECT t.value FROM " src " t WHERE " DB_V1_SAME("t")                     \
-    " AND t.name = 'final.loss_se') WHEN 'matched.loss' THEN (SELECT t.value FROM " src " t WHERE "                \
-    DB_V1_SAME("t") " AND t.name = 'matched.loss_se') END "                                                        \
-    "FROM " src " m LEFT JOIN (SELECT run_id, step, split, CAST(value AS INTEGER) AS w FROM " src                  \
-    " WHERE name = 'final.windows' AND value IS NOT NULL) h ON " DB_V1_SAME("h")                                   \
-    " AND (m.name LIKE 'final.%' OR m.name LIKE 'matched.%')"
-
-/* The schema-2 metrics table (created as `name`). */
-#define DB_METRICS_V2(name)                                                                                        \
-    "CREATE TABLE " name " ("                                                                                     \
-    "  run_id TEXT NOT NULL REFERENCES runs(run_id),"                                                              \
-    "  step INTEGER NOT NULL,"          /* the checkpoint step the value was measured at */                       \
-    "  split TEXT NOT NULL,"            /* namespace: train, val, test, ablation, analysis, bench */              \
-    "  name TEXT NOT NULL,"                                                                                        \
-    "  value REAL,"                     /* NULL: the value was NaN or infinite */                                 \
-    "  wall_time REAL NOT NULL,"                                                                                   \
-    "  data_split TEXT NOT NULL DEFAULT '',"   /* provenance: the data split measured ('' none/unknown) */        \
-    "  win_first INTEGER NOT NULL DEFAULT 0,"  /* its windows [win_first, win_first + win_count) */               \
-    "  win_count INTEGER NOT NULL DEFAULT 0,"  /* 0: unknown */                                                   \
-    "  tokens REAL,"                    /* scored tokens (NULL unknown) */                                        \
-    "  se REAL,"                        /* standard error of value (NULL none) */                                 \
-    "  PRIMARY KEY (run_id, step, split, name, data_split, win_first, win_count));"
-
-/* The schema-3 metrics table (created as `name`): the name without its
- * parameters, which are a column of canonical JSON (store/metric.h). */
-#define DB_METRICS_V3(name)                                                                                        \
-    "CREATE TABLE " name " ("                                                                                     \
-    "  run_id TEXT NOT NULL REFERENCES runs(run_id),"                                                              \
-    "  step INTEGER NOT NULL,"                                                                                     \
-    "  split TEXT NOT NULL,"                                                                                       \
-    "  name TEXT NOT NULL,"             /* base name: exit.loss, zero.delta_loss, alpha_mean, loss */              \
-    "  params TEXT NOT NULL DEFAULT '{}'," /* its parameters: {\"tau\":0.500}, {\"layer\":1,\"head\":0} */     \
-    "  value REAL,"                                                                                                \
-    "  wall_time REAL NOT NULL,"                                                                                   \
-    "  data_split TEXT NOT NULL DEFAULT '',"                                                                       \
-    "  win_first INTEGER NOT NULL DEFAULT 0,"                                                                      \
-    "  win_count INTEGER NOT NULL DEFAULT 0,"                                                                      \
-    "  tokens REAL,"                                                                                               \
-    "  se REAL,"                                                                                                   \
-    "  PRIMARY KEY (run_id, step, split, name, params, data_split, win_first, win_count));"
-
-/* Schema-2 metric rows of src as schema-3 rows: every structured name taken
- * apart by the SQL functions db_sql_functions registers (metric_split). */
-#define DB_V2_AS_V3(src)                                                                                           \
-    "SELECT run_id, step, split, gatelab_metric_base(split, name), gatelab_metric_params(split, name), value, "   \
-    "wall_time, data_split, win_first, win_count, tokens, se FROM " src
-
-#define DB_METRICS_V3_COLS "(run_id, step, split, name, params, value, wall_time, data_split, win_first, win_count, tokens, se)"
-
-#define DB_RUN_EVENTS                                                                                              \
-    "CREATE TABLE run_events ("                                                                                   \
-    "  run_id TEXT NOT NULL REFERENCES runs(run_id),"                                                              \
-    "  time REAL NOT NULL,"                                                                                        \
-    "  kind TEXT NOT NULL,"             /* config_change */                                                        \
-    "  detail TEXT);"                                                                                              \
-    "CREATE INDEX run_events_by_run ON run_events (run_id, time);"
-
-/* db_upgrades[v] takes a database at schema version v to v+1. */
-static const char *const db_upgrades[DB_SCHEMA_VERSION] = {
-    /* 0 -> 1: the first schema. */
-    "CREATE TABLE schema_version (version INTEGER NOT NULL);"
-    "INSERT INTO schema_version (version) VALUES (0);"
-    "CREATE TABLE experiments ("
-    "  id INTEGER PRIMARY KEY,"
-    "  name TEXT NOT NULL UNIQUE,"
-    "  manifest_text TEXT,"
-    "  manifest_hash TEXT,"          /* sha256 hex of manifest_text */
-    "  created_time REAL NOT NULL);" /* unix seconds */
-    "CREATE TABLE runs ("
-    "  run_id TEXT PRIMARY KEY,"
-    "  experiment_id INTEGER NOT NULL REFERENCES experiments(id),"
-    "  name TEXT,"
-    "  config_text TEXT,"            /* canonical INI (manifest_to_ini) */
-    "  config_hash TEXT,"            /* sha256 hex of config_text */
-    "  seed INTEGER,"                /* uint64 stored as its int64 bit pattern */
-    "  git_commit TEXT,"
-    "  git_dirty INTEGER,"           /* 1 dirty, 0 clean, NULL unknown */
-    "  host TEXT,"
-    "  pid INTEGER,"
-    "  status TEXT NOT NULL CHECK (status IN ('SCHEDULED','RUNNING','FINISHED','FAILED','KILLED')),"
-    "  created_time REAL NOT NULL,"
-    "  start_time REAL,"
-    "  end_time REAL,"
-    "  heartbeat REAL,"
-    "  attempts INTEGER NOT NULL DEFAULT 0," /* times db_run_start was called */
-    "  exit_code INTEGER,"
-    "  error TEXT);"
-    "CREATE INDEX runs_by_experiment ON runs (experiment_id, status);"
-    "CREATE TABLE params ("
-    "  run_id TEXT NOT NULL REFERENCES runs(run_id),"
-    "  key TEXT NOT NULL,"           /* section.key */
-    "  value TEXT,"
-    "  PRIMARY KEY (run_id, key));"
-    "CREATE TABLE metrics ("
-    "  run_id TEXT NOT NULL REFERENCES runs(run_id),"
-    "  step INTEGER NOT NULL,"
-    "  split TEXT NOT NULL,"
-    "  name TEXT NOT NULL,"
-    "  value REAL,"                  /* NULL: the value was NaN or infinite */
-    "  wall_time REAL NOT NULL,"
-    "  PRIMARY KEY (run_id, step, split, name));"
-    "CREATE INDEX metrics_by_name ON metrics (run_id, split, name, step);"
-    "CREATE TABLE artifacts ("
-    "  run_id TEXT NOT NULL REFERENCES runs(run_id),"
-    "  kind TEXT NOT NULL,"
-    "  path TEXT NOT NULL,"
-    "  sha256 TEXT NOT NULL,"
-    "  bytes INTEGER NOT NULL,"
-    "  created_time REAL NOT NULL,"
-    "  PRIMARY KEY (run_id, kind));",
-    /* 1 -> 2: metric provenance (split, windows, tokens; standard error) in
-     * the key, so a measurement on other windows never replaces one; the
-     * history of a run (run_events: configuration changes on resume). */
-    DB_METRICS_V2("metrics_v2")
-    "INSERT INTO metrics_v2 (run_id, step, split, name, value, wall_time, data_split, win_first, win_count, "
-    "  tokens, se) " DB_V1_AS_V2("metrics") ";"
-    "DROP TABLE metrics;"
-    "ALTER TABLE metrics_v2 RENAME TO metrics;"
-    "CREATE INDEX metrics_by_name ON metrics (run_id, split, name, step);"
-    DB_RUN_EVENTS,
-    /* 2 -> 3: parameters out of metric names (a params column, converted by
-     * metric_split); tags; soft delete (deleted_time, NULL while visible). */
-    DB_METRICS_V3("metrics_v3")
-    "INSERT INTO metrics_v3 " DB_METRICS_V3_COLS " " DB_V2_AS_V3("metrics") ";"
-    "DROP TABLE metrics;"
-    "ALTER TABLE metrics_v3 RENAME TO metrics;"
-    "CREATE INDEX metrics_by_name ON metrics (run_id, split, name, params, step);"
-    "CREATE TABLE tags ("
-    "  run_id TEXT NOT NULL REFERENCES runs(run_id),"
-    "  key TEXT NOT NULL,"
-    "  value TEXT NOT NULL,"
-    "  PRIMARY KEY (run_id, key));"
-    "ALTER TABLE runs ADD COLUMN deleted_time REAL;",
-};
-
-/* gatelab_metric_base(split, name) / gatelab_metric_params(split, name): the
- * two halves of metric_split, for the upgrade and the read-only views. */
-static void db_sql_metric_half(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
-    char base[METRIC_NAME_MAX * 2], params[METRIC_PARAMS_MAX];
-    const char *split = (const char *)sqlite3_value_text(argv[0]);
-    const char *name = (const char *)sqlite3_value_text(argv[1]);
-    (void)argc;
-    if (!name) { sqlite3_result_null(ctx); return; }
-    if (metric_split(split, name, base, sizeof base, params, sizeof params)) {
-        sqlite3_result_error(ctx, "metric name too long to take apart", -1);
-        return;
-    }
-    const int want_params = sqlite3_user_data(ctx) != NULL;
-    sqlite3_result_text(ctx, want_params ? params : base, -1, SQLITE_TRANSIENT);
-}
-
-/* Register the SQL functions the upgrade and the read-only views call. */
-static int db_sql_functions(gl_db *db, char *err, size_t errlen) {
-    static int params_tag;
-    const int flags = SQLITE_UTF8 | SQLITE_DETERMINISTIC;
-    if (sqlite3_create_function_v2(db->h, "gatelab_metric_base", 2, flags, NULL, db_sql_metric_half, NULL, NULL,
-                                   NULL) != SQLITE_OK ||
-        sqlite3_create_function_v2(db->h, "gatelab_metric_params", 2, flags, &params_tag, db_sql_metric_half, NULL,
-                                   NULL, NULL) != SQLITE_OK) {
-        db_fail(db, "cannot register the metric-name functions", err, errlen);
-        return -1;
-    }
-    return 0;
-}
-
-/* Stored schema version (0 for a fresh file).  Call inside a transaction. */
-static int db_schema_version(gl_db *db, int *version, char *err, size_t errlen) {
-    int rc = -1;
-    sqlite3_stmt *st = db_prepare(
-        db, "SELECT count(*) FROM sqlite_master WHERE type='table' AND name='schema_version'", err, errlen);
-    if (!st) goto cleanup;
-    if (sqlite3_step(st) != SQLITE_ROW) { db_fail(db, "cannot read the schema", err, errlen); goto cleanup; }
-    int have = sqlite3_column_int(st, 0);
-    sqlite3_finalize(st);
-    st = NULL;
-    *version = 0;
-    if (have) {
-        st = db_prepare(db, "SELECT max(version) FROM schema_version", err, errlen);
-        if (!st) goto cleanup;
-        if (sqlite3_step(st) != SQLITE_ROW) { db_fail(db, "cannot read schema_version", err, errlen); goto cleanup; }
-        sqlite3_int64 v = sqlite3_column_int64(st, 0);
-        /* a schema_version table says 1 or more (db_upgrades[0] made it); 0, a
-         * negative number or none would index the upgrade table out of range */
-        if (sqlite3_column_type(st, 0) != SQLITE_INTEGER || v < 1 || v > 1000000) {
-            snprintf(err, errlen, "%s: registry schema_version is %s, not a version gatelab writes (1 to %d): "
-                     "the file is damaged or not a gatelab registry; pass another --db", db->path,
-                     sqlite3_column_type(st, 0) == SQLITE_NULL ? "empty" : (const char *)sqlite3_column_text(st, 0),
-                     DB_SCHEMA_VERSION);
-            goto cleanup;
-        }
-        *version = (int)v;
-    }
-    rc = 0;
-cleanup:
-    sqlite3_finalize(st);
-    return rc;
 }
 
 /* Why a first statement on a registry failed (rc its result code), in words:
@@ -569,34 +167,6 @@ static int db_uri(const char *path, int immutable, char *out, size_t n) {
     if (k + 4 >= n) return -1;
     out[k] = 0;
     return (size_t)snprintf(out + k, n - k, "?mode=ro%s", immutable ? "&immutable=1" : "") >= n - k ? -1 : 0;
-}
-
-/* Bring the schema to DB_SCHEMA_VERSION in one transaction. */
-static int db_upgrade(gl_db *db, char *err, size_t errlen) {
-    int version = 0;
-    if (db_begin(db, err, errlen)) return -1;
-    if (db_schema_version(db, &version, err, errlen)) goto fail;
-    if (version > DB_SCHEMA_VERSION) {
-        snprintf(err, errlen,
-                 "%s: registry schema version %d is newer than this gatelab understands (%d); "
-                 "use a newer gatelab or another --db",
-                 db->path, version, DB_SCHEMA_VERSION);
-        goto fail;
-    }
-    for (int v = version; v < DB_SCHEMA_VERSION; v++) {
-        char what[64];
-        snprintf(what, sizeof what, "schema upgrade %d -> %d failed", v, v + 1);
-        if (db_exec(db, db_upgrades[v], what, err, errlen)) goto fail;
-    }
-    if (version < DB_SCHEMA_VERSION) {
-        char sql[96];
-        snprintf(sql, sizeof sql, "UPDATE schema_version SET version = %d", DB_SCHEMA_VERSION);
-        if (db_exec(db, sql, "cannot record the schema version", err, errlen)) goto fail;
-    }
-    return db_commit(db, err, errlen);
-fail:
-    db_rollback(db);
-    return -1;
 }
 
 static int db_open_rw(gl_db **out, const char *path, int create, char *err, size_t errlen) {
@@ -656,7 +226,6 @@ static int db_open_rw(gl_db **out, const char *path, int create, char *err, size
         goto fail;
     }
     if (db_exec(db, "PRAGMA synchronous=NORMAL", "cannot set synchronous mode", err, errlen)) goto fail;
-    if (db_sql_functions(db, err, errlen)) goto fail;
     if (!create) { /* an existing file: it must already be a registry */
         sqlite3_stmt *st = NULL;
         int prc = sqlite3_prepare_v2(db->h, "SELECT count(*) FROM runs", -1, &st, NULL);
@@ -666,7 +235,7 @@ static int db_open_rw(gl_db **out, const char *path, int create, char *err, size
             goto fail;
         }
     }
-    if (db_upgrade(db, err, errlen)) goto fail;
+    if (db_schema_ensure(db, err, errlen)) goto fail;
     *out = db;
     return 0;
 fail:
@@ -688,11 +257,6 @@ void db_close(gl_db *db) {
     }
     free(db);
 }
-
-/* What schema 3 adds besides metrics, for reading an older file. */
-#define DB_V3_VIEWS                                                                                                \
-    "CREATE TEMP VIEW runs AS SELECT *, NULL AS deleted_time FROM main.runs;"                                      \
-    "CREATE TEMP TABLE tags (run_id TEXT, key TEXT, value TEXT);"
 
 int db_open_readonly(gl_db **out, const char *path, char *err, size_t errlen) {
     gl_db *db = NULL;
@@ -743,29 +307,17 @@ int db_open_readonly(gl_db **out, const char *path, char *err, size_t errlen) {
     }
     sqlite3_finalize(st);
     st = NULL;
-    /* a registry from a newer gatelab: refuse, as db_open does, rather than
-     * read columns whose meaning may have changed */
+    /* another schema version: refuse, as db_open does, rather than read
+     * columns whose meaning may differ (registry_schema.c) */
     int version = 0;
-    if (db_schema_version(db, &version, err, errlen)) goto fail;
-    if (version > DB_SCHEMA_VERSION) {
-        snprintf(err, errlen, "%s: registry schema version %d is newer than this gatelab understands (%d); "
-                 "use the gatelab that wrote it", path, version, DB_SCHEMA_VERSION);
+    if (db_schema_version(db, &version, err, errlen) ||
+        db_schema_check(db, version, "use the gatelab that wrote it", err, errlen))
+        goto fail;
+    if (version == 0) {
+        snprintf(err, errlen, "%s: a runs table but no schema_version: not a gatelab registry; pass another --db",
+                 path);
         goto fail;
     }
-    /* an older schema, read as the current one through temporary views (the file is not touched) */
-    if (version < 3 && db_sql_functions(db, err, errlen)) goto fail;
-    if (version < 2 && db_exec(db,
-                               "CREATE TEMP VIEW metrics_v2 (run_id, step, split, name, value, wall_time, data_split, "
-                               "win_first, win_count, tokens, se) AS " DB_V1_AS_V2("main.metrics") ";"
-                               "CREATE TEMP TABLE run_events (run_id TEXT, time REAL, kind TEXT, detail TEXT);",
-                               "cannot present the schema-1 registry in schema 2", err, errlen))
-        goto fail;
-    if (version < 3 && db_exec(db, version < 2 ? "CREATE TEMP VIEW metrics " DB_METRICS_V3_COLS " AS "
-                                                 DB_V2_AS_V3("temp.metrics_v2") ";" DB_V3_VIEWS
-                                               : "CREATE TEMP VIEW metrics " DB_METRICS_V3_COLS " AS "
-                                                 DB_V2_AS_V3("main.metrics") ";" DB_V3_VIEWS,
-                               "cannot present the older registry in schema 3", err, errlen))
-        goto fail;
     *out = db;
     return 0;
 fail:

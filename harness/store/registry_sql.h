@@ -1,10 +1,11 @@
 /*
  * registry_sql.h — what the two files of the registry share, and nothing
  * else includes: the connection (struct gl_db) and the small SQLite helpers.
- * registry.c holds the connection, the schema and its upgrades, the writes,
- * the lifecycle, claiming and merging; registry_runs.c the listings of runs
+ * registry.c holds the connection, the statement helpers, the writes, the
+ * lifecycle, claiming and merging; registry_schema.c the schema and which
+ * versions are opened; registry_runs.c the listings of runs
  * (runs, tables, figures, reports), tags, soft delete and the long-form
- * metric reader.  Only these two files include sqlite3.h.
+ * metric reader.  Only these files include sqlite3.h.
  *
  * Contracts as in registry.c: functions returning int give 0 (or a count)
  * and -1 with a message in err naming the database file.
@@ -16,6 +17,10 @@
 #include <stdarg.h>
 
 #include "registry.h"
+
+/* How often a BEGIN IMMEDIATE or COMMIT that finds the database busy after
+ * the busy timeout is tried again (10 ms, 20 ms, … apart). */
+#define DB_BEGIN_RETRIES 20
 
 struct gl_db {
     sqlite3 *h;
@@ -79,6 +84,9 @@ int db_rows_take(db_rows *r, int rc, void **out, int *n);
 
 /* err <- "<db path>: <what>: <sqlite message>". */
 void db_fail(gl_db *db, const char *what, char *err, size_t errlen);
+/* Run SQL without results (a script of several statements): 0, or -1 with
+ * err = "<db path>: <what>: <sqlite message>". */
+int db_exec(gl_db *db, const char *sql, const char *what, char *err, size_t errlen);
 /* BEGIN IMMEDIATE (retried while busy), COMMIT, and ROLLBACK of an open transaction. */
 int db_begin(gl_db *db, char *err, size_t errlen);
 int db_commit(gl_db *db, char *err, size_t errlen);
@@ -86,6 +94,8 @@ void db_rollback(gl_db *db);
 /* Prepare sql: the statement (finalise it), or NULL with err filled. */
 sqlite3_stmt *db_prepare(gl_db *db, const char *sql, char *err, size_t errlen);
 void db_bind_text_or_null(sqlite3_stmt *st, int i, const char *s);
+/* A double, or NULL when it is NaN or infinite (never stored as a number). */
+void db_bind_real_or_null(sqlite3_stmt *st, int i, double v);
 /* Column i as a double (NaN for NULL), as text into out ("" for NULL). */
 double db_col_real(sqlite3_stmt *st, int i);
 void db_col_text(sqlite3_stmt *st, int i, char *out, size_t len);
@@ -93,5 +103,17 @@ void db_col_text(sqlite3_stmt *st, int i, char *out, size_t len);
 gl_prov db_col_prov(sqlite3_stmt *st, int i);
 /* Make room for one more element of size sz in *v (count k, capacity *cap): 0, or -1 out of memory. */
 int db_grow(void **v, int k, int *cap, size_t sz);
+
+/* ---- the schema (registry_schema.c) ---- */
+
+/* The stored schema version into *version (0 for a file without a schema):
+ * 0, or -1 with err (a damaged schema_version is one). */
+int db_schema_version(gl_db *db, int *version, char *err, size_t errlen);
+/* 0 when this gatelab reads version (0: none yet, or DB_SCHEMA_VERSION);
+ * -1 with err saying what to do for an older one, and newer_hint for a newer. */
+int db_schema_check(gl_db *db, int version, const char *newer_hint, char *err, size_t errlen);
+/* In one write transaction: create the schema in a file without one, or
+ * check an existing file's version (db_schema_check).  0, or -1 with err. */
+int db_schema_ensure(gl_db *db, char *err, size_t errlen);
 
 #endif
