@@ -8,9 +8,8 @@
  * writers fail with "database is locked" instead of waiting).  A BEGIN that
  * still finds the database busy after the timeout is retried a few times.
  *
- * The schema carries its version in schema_version; db_open applies the
- * upgrade steps db_upgrades[v] for v = stored version .. DB_SCHEMA_VERSION-1
- * in one transaction, and refuses a database newer than this binary.
+ * The schema and which versions open are registry_schema.c's; the
+ * statement helpers (db_query_one, db_query_each) registry_sql.c's.
  *
  * What it deliberately does not do: any statistics or formatting (cmd_runs.c
  * prints), any knowledge of training (the training loop calls it), any
@@ -18,7 +17,8 @@
  * `gatelab collect` merges them with db_merge).  Follows the SQLite C API
  * documentation (https://sqlite.org/c3ref/intro.html) and the WAL notes
  * (https://sqlite.org/wal.html).  With registry_runs.c (the listings, tags,
- * soft delete; both share registry_sql.h) the only files including sqlite3.h.
+ * soft delete), registry_schema.c and registry_sql.c (all share
+ * registry_sql.h) the only files including sqlite3.h.
  */
 #include "registry.h"
 
