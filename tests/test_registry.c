@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include <sqlite3.h>
+#include "store/registry_sql.h"
 
 #include "cli/cli.h"
 #include "store/categories.h"
@@ -985,57 +986,32 @@ static const char v1_schema[] =
     "  ('r1', 40, 'val', 'matched.loss_se', 0.02, 13.0), ('r1', 40, 'val', 'matched.tokens', 6400, 13.0),"
     "  ('r1', 40, 'ablation', 'zero.L1H0.delta_loss', 0.5, 14.0);";
 
-/* Checks shared by the read-only view of a v1 file and the upgraded one. */
-static void check_v1_provenance(gl_db *db) {
-    char err[512], s[64];
-    gl_metric_val v;
-    assert_int_equal(db_metric_at(db, "r1", "val", "final.loss", NULL, &v, err, sizeof err), 1);
-    assert_true(v.value == 2.25 && v.step == 40 && v.se == 0.0125);
-    assert_string_equal(db_prov_str(&v.prov, s, sizeof s), "val[0,100) 6400 tok");
-    assert_int_equal(db_metric_at(db, "r1", "val", "matched.loss", &v.prov, &v, err, sizeof err), 1);
-    assert_true(v.value == 2.375 && v.se == 0.02 && v.prov.tokens == 6400);
-    assert_int_equal(db_metric_at(db, "r1", "val", "loss", NULL, &v, err, sizeof err), 1);
-    assert_string_equal(db_prov_str(&v.prov, s, sizeof s), "?"); /* periodic rows of v1: not known */
-    gl_run_row *rows = NULL;
-    int n = 0;
-    OK(db_runs_list(db, NULL, NULL, &rows, &n, err, sizeof err));
-    assert_int_equal(n, 1);
-    assert_true(rows[0].val_headline && rows[0].val_loss == 2.25 && rows[0].val_prov.count == 100);
-    free(rows);
+/* A version-1 or -2 file is refused by every opener, named, and left as it was
+ * (registry_schema.c: only version 3 is read). */
+static void check_old_refused(const char *path, int version) {
+    char err[1024], want[64];
+    gl_db *db = NULL;
+    snprintf(want, sizeof want, "schema version %d is older than this gatelab reads", version);
+    assert_int_equal(db_open_readonly(&db, path, err, sizeof err), -1);
+    assert_non_null(strstr(err, want));
+    assert_non_null(strstr(err, "f576d3d"));
+    assert_int_equal(db_open(&db, path, err, sizeof err), -1);
+    assert_non_null(strstr(err, want));
+    assert_int_equal(db_open_existing(&db, path, err, sizeof err), -1);
+    assert_non_null(strstr(err, want));
+    assert_null(db);
+    assert_int_equal(sql_int(path, "SELECT version FROM schema_version"), version);
+    printf("schema %d refused by db_open, db_open_existing, db_open_readonly, file untouched: %s\n", version, err);
 }
 
-static void test_upgrade_v1(void **state) {
+static void test_old_schema_refused(void **state) {
     (void)state;
-    char dir[600], path[700], err[512];
-    tmp_dir(dir, sizeof dir, "upgrade_v1");
+    char dir[600], path[700];
+    tmp_dir(dir, sizeof dir, "old_v1");
     snprintf(path, sizeof path, "%s/gatelab.db", dir);
     sql_exec(path, v1_schema);
-    /* read-only: v1 seen as v2 through temporary views, the file untouched */
-    gl_db *db = NULL;
-    if (db_open_readonly(&db, path, err, sizeof err)) {
-        print_error("db_open_readonly: %s\n", err);
-        fail();
-    }
-    check_v1_provenance(db);
-    db_close(db);
-    assert_int_equal(sql_int(path, "SELECT version FROM schema_version"), 1);
-    assert_int_equal(sql_int(path, "SELECT count(*) FROM pragma_table_info('metrics')"), 6);
-    /* read-write: upgraded in place, nothing lost */
-    db = open_ok(path);
-    assert_int_equal(db_schema_version_get(db, err, sizeof err), DB_SCHEMA_VERSION);
-    assert_int_equal(db_count_rows(db, "metrics", NULL, err, sizeof err), 11);
-    assert_int_equal(db_count_rows(db, "params", NULL, err, sizeof err), 1);
-    assert_int_equal(db_count_rows(db, "run_events", NULL, err, sizeof err), 0);
-    check_v1_provenance(db);
-    /* the v1 ablation row (windows unknown) and a new one on 128 windows both stay */
-    gl_metric m = {.step = 40, .split = "ablation", .name = "zero.L1H0.delta_loss", .value = 0.75,
-                   .prov = db_prov("val", 0, 128, 8192), .se = 0.05};
-    OK(db_metrics_log(db, "r1", &m, 1, err, sizeof err));
-    assert_int_equal(db_count_rows(db, "metrics", NULL, err, sizeof err), 12);
-    db_close(db);
-    assert_int_equal(sql_int(path, "SELECT version FROM schema_version"), DB_SCHEMA_VERSION);
-    printf("upgrade v1 -> v2: 11 rows kept, headline provenance val[0,100) 6400 tok and se filled in; "
-           "read-only open leaves a v1 file at v1\n");
+    check_old_refused(path, 1);
+    assert_int_equal(sql_int(path, "SELECT count(*) FROM metrics"), 11);
 }
 
 /* ---- parameters out of names (schema 3) ---- */
@@ -1100,41 +1076,108 @@ static void check_v2_names(gl_db *db) {
     free(rows);
 }
 
-static void test_upgrade_v2_params(void **state) {
+static void test_stored_names(void **state) {
     (void)state;
     char dir[600], path[700], err[512], sql[512], text[256];
-    tmp_dir(dir, sizeof dir, "upgrade_v2");
+    tmp_dir(dir, sizeof dir, "old_v2");
     snprintf(path, sizeof path, "%s/gatelab.db", dir);
     sql_exec(path, v2_schema);
-    gl_db *db = NULL;
-    if (db_open_readonly(&db, path, err, sizeof err)) {
-        print_error("db_open_readonly: %s\n", err);
-        fail();
+    check_old_refused(path, 2);
+    /* the same names logged into version 3: stored as (base, params), read back whole */
+    tmp_dir(dir, sizeof dir, "stored_names");
+    snprintf(path, sizeof path, "%s/gatelab.db", dir);
+    gl_db *db = open_ok(path);
+    make_run(db, "old", "r2", "FINISHED");
+    const size_t n = sizeof v2_names / sizeof v2_names[0];
+    for (size_t i = 0; i < n; i++) {
+        gl_metric m = {.step = 40, .split = v2_names[i][0], .name = v2_names[i][1], .value = 1.0 + (double)i};
+        OK(db_metrics_log(db, "r2", &m, 1, err, sizeof err));
     }
+    const gl_metric fix[] = {{.step = 40, .split = "ablation", .name = "exit.tau0.500.loss", .value = 3.5},
+                             {.step = 40, .split = "ablation", .name = "exit.full.loss", .value = 2.75},
+                             {.step = 40, .split = "ablation", .name = "zero.L1H0+L2.delta_loss.semantic", .value = 0.5}};
+    OK(db_metrics_log(db, "r2", fix, 3, err, sizeof err));
     check_v2_names(db);
     db_close(db);
-    assert_int_equal(sql_int(path, "SELECT version FROM schema_version"), 2);
-    db = open_ok(path);
-    assert_int_equal(db_count_rows(db, "metrics", NULL, err, sizeof err), 10);
-    check_v2_names(db);
-    db_close(db);
-    for (size_t i = 0; i < sizeof v2_names / sizeof v2_names[0]; i++) {
-        snprintf(sql, sizeof sql, "SELECT name || ' ' || params FROM metrics WHERE split = '%s' AND value = "
-                 "(SELECT value FROM metrics WHERE split = '%s' AND name = '%s' AND params = '%s')",
-                 v2_names[i][0], v2_names[i][0], v2_names[i][2], v2_names[i][3]);
+    for (size_t i = 0; i < n; i++) {
+        snprintf(sql, sizeof sql, "SELECT name || ' ' || params FROM metrics WHERE split = '%s' AND name = '%s' AND "
+                 "params = '%s'", v2_names[i][0], v2_names[i][2], v2_names[i][3]);
         sql_text(path, sql, text, sizeof text);
         char want[256];
         snprintf(want, sizeof want, "%s %s", v2_names[i][2], v2_names[i][3]);
         assert_string_equal(text, want);
     }
-    assert_int_equal(sql_int(path, "SELECT count(*) FROM metrics WHERE json_valid(params)"), 10);
-    assert_int_equal(sql_int(path, "SELECT version FROM schema_version"), 3);
-    /* a binary of schema 2 would refuse it: the stored version says 3 */
-    sql_exec(path, "UPDATE schema_version SET version = 99");
-    assert_int_equal(db_open(&db, path, err, sizeof err), -1);
-    assert_non_null(strstr(err, "newer than this gatelab understands"));
-    printf("upgrade v2 -> v3: 10 rows, parameters moved to params as JSON, every old name reads back; "
-           "a name that would not come back whole (odd.L01) is kept whole\n");
+    assert_int_equal(sql_int(path, "SELECT count(*) FROM metrics WHERE json_valid(params)"), (long long)n);
+    printf("stored names: %zu names as (name, params JSON), every one reads back as written; a name that would "
+           "not come back whole (odd.L01) is kept whole\n", n);
+}
+
+/* ---- the statement helpers (registry_sql.h) ---- */
+
+typedef struct {
+    int rows;
+    char seen[8][64]; /* "type:value" of each column of the last row */
+} q_rows;
+
+static int q_row(sqlite3_stmt *st, void *ctx, char *err, size_t errlen) {
+    q_rows *q = ctx;
+    (void)err, (void)errlen;
+    for (int i = 0; i < sqlite3_column_count(st) && i < 8; i++)
+        snprintf(q->seen[i], sizeof q->seen[i], "%d:%s", sqlite3_column_type(st, i),
+                 sqlite3_column_type(st, i) == SQLITE_NULL ? "" : (const char *)sqlite3_column_text(st, i));
+    return ++q->rows == 3 ? 1 : 0; /* stop after the third */
+}
+
+static int q_fail(sqlite3_stmt *st, void *ctx, char *err, size_t errlen) {
+    (void)st, (void)ctx;
+    snprintf(err, errlen, "row refused");
+    return -1;
+}
+
+static void test_query_helpers(void **state) {
+    (void)state;
+    char dir[600], path[700], err[512];
+    tmp_dir(dir, sizeof dir, "query");
+    snprintf(path, sizeof path, "%s/gatelab.db", dir);
+    gl_db *db = open_ok(path);
+    /* every bind letter: text, NULL text, int, int64, real, NaN real (NULL), plain double, skipped */
+    q_rows q = {0};
+    assert_int_equal(db_query_one(db, "probe", "SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8", q_row, &q, err, sizeof err,
+                                  "ttiIrrd_", "a", (const char *)NULL, 7, 1LL << 40, 0.5, NAN, 0.25),
+                     1);
+    const char *want[8] = {"3:a", "5:", "1:7", "1:1099511627776", "2:0.5", "5:", "2:0.25", "5:"};
+    for (int i = 0; i < 8; i++) assert_string_equal(q.seen[i], want[i]);
+    /* each: every row, or until the callback stops */
+    memset(&q, 0, sizeof q);
+    assert_int_equal(db_query_each(db, "series", "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c "
+                                   "WHERE x < ?1) SELECT x FROM c", q_row, &q, err, sizeof err, "i", 2),
+                     2);
+    assert_int_equal(db_query_each(db, "series", "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c "
+                                   "WHERE x < ?1) SELECT x FROM c", q_row, &q, err, sizeof err, "i", 9),
+                     1); /* q.rows reaches 3 on its first row: stopped */
+    assert_int_equal(db_query_one(db, "none", "SELECT 1 WHERE 0", q_row, &q, err, sizeof err, ""), 0);
+    /* a write: no rows, db->changes; a duplicate key: -1 with db->step_rc and the statement named */
+    make_run(db, "exp", "r", "RUNNING");
+    assert_int_equal(db_query_one(db, "retag", "UPDATE runs SET name = ?2 WHERE run_id = ?1", NULL, NULL, err,
+                                  sizeof err, "tt", "r", "renamed"),
+                     0);
+    assert_int_equal(db->changes, 1);
+    assert_int_equal(db_query_one(db, "cannot insert twice", "INSERT INTO tags (run_id, key, value) VALUES "
+                                  "(?1, 'k', 'v'), (?1, 'k', 'w')", NULL, NULL, err, sizeof err, "t", "r"),
+                     -1);
+    assert_int_equal(db->step_rc, SQLITE_CONSTRAINT_PRIMARYKEY);
+    assert_non_null(strstr(err, "cannot insert twice: UNIQUE constraint failed"));
+    assert_non_null(strstr(err, path));
+    /* a statement that does not prepare names itself and SQLite's reason */
+    assert_int_equal(db_query_each(db, "cannot read the frobs", "SELECT * FROM frobs", q_row, &q, err, sizeof err, ""),
+                     -1);
+    assert_non_null(strstr(err, "cannot read the frobs: no such table: frobs"));
+    /* a callback's failure is the query's, with its message */
+    assert_int_equal(db_query_each(db, "x", "SELECT 1", q_fail, NULL, err, sizeof err, ""), -1);
+    assert_string_equal(err, "row refused");
+    db_close(db);
+    printf("db_query: 8 bind letters, each/one/stop, changes, SQLITE_CONSTRAINT_PRIMARYKEY, messages name the "
+           "statement: %s\n", "ok");
 }
 
 static void test_provenance_keyed(void **state) {
@@ -1192,8 +1235,9 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sha256_vectors),
         cmocka_unit_test(test_schema_created_and_versioned),
-        cmocka_unit_test(test_upgrade_v1),
-        cmocka_unit_test(test_upgrade_v2_params),
+        cmocka_unit_test(test_old_schema_refused),
+        cmocka_unit_test(test_stored_names),
+        cmocka_unit_test(test_query_helpers),
         cmocka_unit_test(test_provenance_keyed),
         cmocka_unit_test(test_run_lifecycle),
         cmocka_unit_test(test_nan_stored_as_null),

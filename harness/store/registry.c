@@ -8,9 +8,8 @@
  * writers fail with "database is locked" instead of waiting).  A BEGIN that
  * still finds the database busy after the timeout is retried a few times.
  *
- * The schema carries its version in schema_version; db_open applies the
- * upgrade steps db_upgrades[v] for v = stored version .. DB_SCHEMA_VERSION-1
- * in one transaction, and refuses a database newer than this binary.
+ * The schema and which versions open are registry_schema.c's; the
+ * statement helpers (db_query_one, db_query_each) registry_sql.c's.
  *
  * What it deliberately does not do: any statistics or formatting (cmd_runs.c
  * prints), any knowledge of training (the training loop calls it), any
@@ -18,7 +17,8 @@
  * `gatelab collect` merges them with db_merge).  Follows the SQLite C API
  * documentation (https://sqlite.org/c3ref/intro.html) and the WAL notes
  * (https://sqlite.org/wal.html).  With registry_runs.c (the listings, tags,
- * soft delete; both share registry_sql.h) the only files including sqlite3.h.
+ * soft delete), registry_schema.c and registry_sql.c (all share
+ * registry_sql.h) the only files including sqlite3.h.
  */
 #include "registry.h"
 
@@ -26,6 +26,7 @@
 #include <errno.h>
 #include <math.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,7 +50,6 @@ static int db_busy_ms(void) {
     long v = e && *e ? strtol(e, &end, 10) : -1;
     return e && *e && end && !*end && v >= 0 && v <= 600000 ? (int)v : DB_BUSY_TIMEOUT_MS;
 }
-#define DB_BEGIN_RETRIES 20
 
 /* ---- small helpers ---- */
 
@@ -91,116 +91,18 @@ const char *db_prov_str(const gl_prov *p, char *out, size_t n) {
     return out;
 }
 
-/* err <- "<db path>: <what>: <sqlite message>". */
-void db_fail(gl_db *db, const char *what, char *err, size_t errlen) {
-    snprintf(err, errlen, "%s: %s: %s", db->path, what, db->h ? sqlite3_errmsg(db->h) : "not open");
-}
-
-/* Run SQL without results.  Returns 0 or -1 with a message. */
-static int db_exec(gl_db *db, const char *sql, const char *what, char *err, size_t errlen) {
-    char *msg = NULL;
-    if (sqlite3_exec(db->h, sql, NULL, NULL, &msg) != SQLITE_OK) {
-        snprintf(err, errlen, "%s: %s: %s", db->path, what, msg ? msg : sqlite3_errmsg(db->h));
-        sqlite3_free(msg);
-        return -1;
-    }
-    return 0;
-}
-
-/* BEGIN IMMEDIATE, retried when the busy timeout expires (a long writer or a checkpoint). */
-int db_begin(gl_db *db, char *err, size_t errlen) {
-    for (int attempt = 0;; attempt++) {
-        int rc = sqlite3_exec(db->h, "BEGIN IMMEDIATE", NULL, NULL, NULL);
-        if (rc == SQLITE_OK) return 0;
-        if ((rc & 0xff) != SQLITE_BUSY && (rc & 0xff) != SQLITE_LOCKED) break;
-        if (attempt >= DB_BEGIN_RETRIES) break;
-        usleep(10000u * (unsigned)(attempt + 1));
-    }
-    snprintf(err, errlen,
-             "%s: cannot start a write transaction: %s (another process holds the write lock; "
-             "is the registry on a network filesystem?)",
-             db->path, sqlite3_errmsg(db->h));
-    return -1;
-}
-
-int db_commit(gl_db *db, char *err, size_t errlen) {
-    for (int attempt = 0;; attempt++) {
-        int rc = sqlite3_exec(db->h, "COMMIT", NULL, NULL, NULL);
-        if (rc == SQLITE_OK) return 0;
-        if ((rc & 0xff) != SQLITE_BUSY || attempt >= DB_BEGIN_RETRIES) break;
-        usleep(10000u * (unsigned)(attempt + 1));
-    }
-    db_fail(db, "commit failed", err, errlen);
-    return -1;
-}
-
-void db_rollback(gl_db *db) {
-    if (db && db->h && !sqlite3_get_autocommit(db->h)) sqlite3_exec(db->h, "ROLLBACK", NULL, NULL, NULL);
-}
-
-/* Prepare sql; on failure fill err.  Returns the statement or NULL. */
-sqlite3_stmt *db_prepare(gl_db *db, const char *sql, char *err, size_t errlen) {
-    sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(db->h, sql, -1, &st, NULL) != SQLITE_OK) {
-        db_fail(db, "cannot prepare a statement", err, errlen);
-        sqlite3_finalize(st);
-        return NULL;
-    }
-    return st;
-}
-
-void db_bind_text_or_null(sqlite3_stmt *st, int i, const char *s) {
-    if (s) sqlite3_bind_text(st, i, s, -1, SQLITE_TRANSIENT);
-    else sqlite3_bind_null(st, i);
-}
-
-/* Bind a double, or NULL when it is NaN or infinite (never stored as a number). */
-static void db_bind_real_or_null(sqlite3_stmt *st, int i, double v) {
-    if (isfinite(v)) sqlite3_bind_double(st, i, v);
-    else sqlite3_bind_null(st, i);
-}
-
-/* Bind a structured metric name as its base (parameter i) and its params
- * (parameter ip), as metric_split stores it. */
-static void db_bind_name(sqlite3_stmt *st, int i, int ip, const char *split, const char *name) {
+/* A structured metric name as its base and its params, as metric_split
+ * stores them; a name too long to have been stored matches nothing. */
+typedef struct {
     char base[METRIC_NAME_MAX * 2], params[METRIC_PARAMS_MAX];
-    if (metric_split(split, name, base, sizeof base, params, sizeof params)) {
-        snprintf(base, sizeof base, "%s", "");  /* too long to have been stored: matches nothing */
-        snprintf(params, sizeof params, "%s", "-");
+} db_name;
+static db_name db_name_of(const char *split, const char *name) {
+    db_name n;
+    if (metric_split(split, name, n.base, sizeof n.base, n.params, sizeof n.params)) {
+        n.base[0] = 0;
+        snprintf(n.params, sizeof n.params, "-");
     }
-    sqlite3_bind_text(st, i, base, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_text(st, ip, params, -1, SQLITE_TRANSIENT);
-}
-
-double db_col_real(sqlite3_stmt *st, int i) {
-    return sqlite3_column_type(st, i) == SQLITE_NULL ? NAN : sqlite3_column_double(st, i);
-}
-
-void db_col_text(sqlite3_stmt *st, int i, char *out, size_t len) {
-    const unsigned char *s = sqlite3_column_text(st, i);
-    snprintf(out, len, "%s", s ? (const char *)s : "");
-}
-
-/* The provenance in columns i .. i+3 (data_split, win_first, win_count, tokens). */
-gl_prov db_col_prov(sqlite3_stmt *st, int i) {
-    gl_prov p;
-    memset(&p, 0, sizeof p);
-    db_col_text(st, i, p.split, sizeof p.split);
-    p.first = (long)sqlite3_column_int64(st, i + 1);
-    p.count = (long)sqlite3_column_int64(st, i + 2);
-    p.tokens = db_col_real(st, i + 3);
-    return p;
-}
-
-/* Make room for one more element of size sz in *v (count k, capacity *cap). */
-int db_grow(void **v, int k, int *cap, size_t sz) {
-    if (k < *cap) return 0;
-    int c = *cap ? 2 * *cap : 64;
-    void *nv = realloc(*v, (size_t)c * sz);
-    if (!nv) return -1;
-    *v = nv;
-    *cap = c;
-    return 0;
+    return n;
 }
 
 /* mkdir -p of the folder that will hold path.  Returns 0 or -1 with a message. */
@@ -225,218 +127,6 @@ static int db_make_parent(const char *path, char *err, size_t errlen) {
 fail:
     snprintf(err, errlen, "%s: cannot create folder %s for the registry: %s", path, dir, strerror(errno));
     return -1;
-}
-
-/* ---- schema and upgrades ---- */
-
-/* The metrics of a schema-1 table src as schema-2 rows: provenance is
- * unknown ('' / 0 / NULL) except for the headline rows (final.*, matched.*),
- * which schema 1 already wrote with their window and token counts
- * (final.windows, final.tokens, matched.tokens) and standard errors
- * (final.loss_se, matched.loss_se). */
-#define DB_V1_SAME(t) t ".run_id = m.run_id AND " t ".step = m.step AND " t ".split = m.split"
-#define DB_V1_AS_V2(src)                                                                                          \
-    "SELECT m.run_id, m.step, m.split, m.name, m.value, m.wall_time, "                                             \
-    "CASE WHEN h.w IS NULL THEN '' ELSE m.split END, 0, coalesce(h.w, 0), "                                        \
-    "CASE WHEN h.w IS NULL THEN NULL WHEN m.name LIKE 'matched.%' THEN (SELECT t.value FROM " src " t WHERE "       \
-    DB_V1_SAME("t") " AND t.name = 'matched.tokens') ELSE (SELECT t.value FROM " src " t WHERE " DB_V1_SAME("t")   \
-    " AND t.name = 'final.tokens') END, "                                                                          \
-    "CASE m.name WHEN 'final.loss' THEN (SELECT t.value FROM " src " t WHERE " DB_V1_SAME("t")                     \
-    " AND t.name = 'final.loss_se') WHEN 'matched.loss' THEN (SELECT t.value FROM " src " t WHERE "                \
-    DB_V1_SAME("t") " AND t.name = 'matched.loss_se') END "                                                        \
-    "FROM " src " m LEFT JOIN (SELECT run_id, step, split, CAST(value AS INTEGER) AS w FROM " src                  \
-    " WHERE name = 'final.windows' AND value IS NOT NULL) h ON " DB_V1_SAME("h")                                   \
-    " AND (m.name LIKE 'final.%' OR m.name LIKE 'matched.%')"
-
-/* The schema-2 metrics table (created as `name`). */
-#define DB_METRICS_V2(name)                                                                                        \
-    "CREATE TABLE " name " ("                                                                                     \
-    "  run_id TEXT NOT NULL REFERENCES runs(run_id),"                                                              \
-    "  step INTEGER NOT NULL,"          /* the checkpoint step the value was measured at */                       \
-    "  split TEXT NOT NULL,"            /* namespace: train, val, test, ablation, analysis, bench */              \
-    "  name TEXT NOT NULL,"                                                                                        \
-    "  value REAL,"                     /* NULL: the value was NaN or infinite */                                 \
-    "  wall_time REAL NOT NULL,"                                                                                   \
-    "  data_split TEXT NOT NULL DEFAULT '',"   /* provenance: the data split measured ('' none/unknown) */        \
-    "  win_first INTEGER NOT NULL DEFAULT 0,"  /* its windows [win_first, win_first + win_count) */               \
-    "  win_count INTEGER NOT NULL DEFAULT 0,"  /* 0: unknown */                                                   \
-    "  tokens REAL,"                    /* scored tokens (NULL unknown) */                                        \
-    "  se REAL,"                        /* standard error of value (NULL none) */                                 \
-    "  PRIMARY KEY (run_id, step, split, name, data_split, win_first, win_count));"
-
-/* The schema-3 metrics table (created as `name`): the name without its
- * parameters, which are a column of canonical JSON (store/metric.h). */
-#define DB_METRICS_V3(name)                                                                                        \
-    "CREATE TABLE " name " ("                                                                                     \
-    "  run_id TEXT NOT NULL REFERENCES runs(run_id),"                                                              \
-    "  step INTEGER NOT NULL,"                                                                                     \
-    "  split TEXT NOT NULL,"                                                                                       \
-    "  name TEXT NOT NULL,"             /* base name: exit.loss, zero.delta_loss, alpha_mean, loss */              \
-    "  params TEXT NOT NULL DEFAULT '{}'," /* its parameters: {\"tau\":0.500}, {\"layer\":1,\"head\":0} */     \
-    "  value REAL,"                                                                                                \
-    "  wall_time REAL NOT NULL,"                                                                                   \
-    "  data_split TEXT NOT NULL DEFAULT '',"                                                                       \
-    "  win_first INTEGER NOT NULL DEFAULT 0,"                                                                      \
-    "  win_count INTEGER NOT NULL DEFAULT 0,"                                                                      \
-    "  tokens REAL,"                                                                                               \
-    "  se REAL,"                                                                                                   \
-    "  PRIMARY KEY (run_id, step, split, name, params, data_split, win_first, win_count));"
-
-/* Schema-2 metric rows of src as schema-3 rows: every structured name taken
- * apart by the SQL functions db_sql_functions registers (metric_split). */
-#define DB_V2_AS_V3(src)                                                                                           \
-    "SELECT run_id, step, split, gatelab_metric_base(split, name), gatelab_metric_params(split, name), value, "   \
-    "wall_time, data_split, win_first, win_count, tokens, se FROM " src
-
-#define DB_METRICS_V3_COLS "(run_id, step, split, name, params, value, wall_time, data_split, win_first, win_count, tokens, se)"
-
-#define DB_RUN_EVENTS                                                                                              \
-    "CREATE TABLE run_events ("                                                                                   \
-    "  run_id TEXT NOT NULL REFERENCES runs(run_id),"                                                              \
-    "  time REAL NOT NULL,"                                                                                        \
-    "  kind TEXT NOT NULL,"             /* config_change */                                                        \
-    "  detail TEXT);"                                                                                              \
-    "CREATE INDEX run_events_by_run ON run_events (run_id, time);"
-
-/* db_upgrades[v] takes a database at schema version v to v+1. */
-static const char *const db_upgrades[DB_SCHEMA_VERSION] = {
-    /* 0 -> 1: the first schema. */
-    "CREATE TABLE schema_version (version INTEGER NOT NULL);"
-    "INSERT INTO schema_version (version) VALUES (0);"
-    "CREATE TABLE experiments ("
-    "  id INTEGER PRIMARY KEY,"
-    "  name TEXT NOT NULL UNIQUE,"
-    "  manifest_text TEXT,"
-    "  manifest_hash TEXT,"          /* sha256 hex of manifest_text */
-    "  created_time REAL NOT NULL);" /* unix seconds */
-    "CREATE TABLE runs ("
-    "  run_id TEXT PRIMARY KEY,"
-    "  experiment_id INTEGER NOT NULL REFERENCES experiments(id),"
-    "  name TEXT,"
-    "  config_text TEXT,"            /* canonical INI (manifest_to_ini) */
-    "  config_hash TEXT,"            /* sha256 hex of config_text */
-    "  seed INTEGER,"                /* uint64 stored as its int64 bit pattern */
-    "  git_commit TEXT,"
-    "  git_dirty INTEGER,"           /* 1 dirty, 0 clean, NULL unknown */
-    "  host TEXT,"
-    "  pid INTEGER,"
-    "  status TEXT NOT NULL CHECK (status IN ('SCHEDULED','RUNNING','FINISHED','FAILED','KILLED')),"
-    "  created_time REAL NOT NULL,"
-    "  start_time REAL,"
-    "  end_time REAL,"
-    "  heartbeat REAL,"
-    "  attempts INTEGER NOT NULL DEFAULT 0," /* times db_run_start was called */
-    "  exit_code INTEGER,"
-    "  error TEXT);"
-    "CREATE INDEX runs_by_experiment ON runs (experiment_id, status);"
-    "CREATE TABLE params ("
-    "  run_id TEXT NOT NULL REFERENCES runs(run_id),"
-    "  key TEXT NOT NULL,"           /* section.key */
-    "  value TEXT,"
-    "  PRIMARY KEY (run_id, key));"
-    "CREATE TABLE metrics ("
-    "  run_id TEXT NOT NULL REFERENCES runs(run_id),"
-    "  step INTEGER NOT NULL,"
-    "  split TEXT NOT NULL,"
-    "  name TEXT NOT NULL,"
-    "  value REAL,"                  /* NULL: the value was NaN or infinite */
-    "  wall_time REAL NOT NULL,"
-    "  PRIMARY KEY (run_id, step, split, name));"
-    "CREATE INDEX metrics_by_name ON metrics (run_id, split, name, step);"
-    "CREATE TABLE artifacts ("
-    "  run_id TEXT NOT NULL REFERENCES runs(run_id),"
-    "  kind TEXT NOT NULL,"
-    "  path TEXT NOT NULL,"
-    "  sha256 TEXT NOT NULL,"
-    "  bytes INTEGER NOT NULL,"
-    "  created_time REAL NOT NULL,"
-    "  PRIMARY KEY (run_id, kind));",
-    /* 1 -> 2: metric provenance (split, windows, tokens; standard error) in
-     * the key, so a measurement on other windows never replaces one; the
-     * history of a run (run_events: configuration changes on resume). */
-    DB_METRICS_V2("metrics_v2")
-    "INSERT INTO metrics_v2 (run_id, step, split, name, value, wall_time, data_split, win_first, win_count, "
-    "  tokens, se) " DB_V1_AS_V2("metrics") ";"
-    "DROP TABLE metrics;"
-    "ALTER TABLE metrics_v2 RENAME TO metrics;"
-    "CREATE INDEX metrics_by_name ON metrics (run_id, split, name, step);"
-    DB_RUN_EVENTS,
-    /* 2 -> 3: parameters out of metric names (a params column, converted by
-     * metric_split); tags; soft delete (deleted_time, NULL while visible). */
-    DB_METRICS_V3("metrics_v3")
-    "INSERT INTO metrics_v3 " DB_METRICS_V3_COLS " " DB_V2_AS_V3("metrics") ";"
-    "DROP TABLE metrics;"
-    "ALTER TABLE metrics_v3 RENAME TO metrics;"
-    "CREATE INDEX metrics_by_name ON metrics (run_id, split, name, params, step);"
-    "CREATE TABLE tags ("
-    "  run_id TEXT NOT NULL REFERENCES runs(run_id),"
-    "  key TEXT NOT NULL,"
-    "  value TEXT NOT NULL,"
-    "  PRIMARY KEY (run_id, key));"
-    "ALTER TABLE runs ADD COLUMN deleted_time REAL;",
-};
-
-/* gatelab_metric_base(split, name) / gatelab_metric_params(split, name): the
- * two halves of metric_split, for the upgrade and the read-only views. */
-static void db_sql_metric_half(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
-    char base[METRIC_NAME_MAX * 2], params[METRIC_PARAMS_MAX];
-    const char *split = (const char *)sqlite3_value_text(argv[0]);
-    const char *name = (const char *)sqlite3_value_text(argv[1]);
-    (void)argc;
-    if (!name) { sqlite3_result_null(ctx); return; }
-    if (metric_split(split, name, base, sizeof base, params, sizeof params)) {
-        sqlite3_result_error(ctx, "metric name too long to take apart", -1);
-        return;
-    }
-    const int want_params = sqlite3_user_data(ctx) != NULL;
-    sqlite3_result_text(ctx, want_params ? params : base, -1, SQLITE_TRANSIENT);
-}
-
-/* Register the SQL functions the upgrade and the read-only views call. */
-static int db_sql_functions(gl_db *db, char *err, size_t errlen) {
-    static int params_tag;
-    const int flags = SQLITE_UTF8 | SQLITE_DETERMINISTIC;
-    if (sqlite3_create_function_v2(db->h, "gatelab_metric_base", 2, flags, NULL, db_sql_metric_half, NULL, NULL,
-                                   NULL) != SQLITE_OK ||
-        sqlite3_create_function_v2(db->h, "gatelab_metric_params", 2, flags, &params_tag, db_sql_metric_half, NULL,
-                                   NULL, NULL) != SQLITE_OK) {
-        db_fail(db, "cannot register the metric-name functions", err, errlen);
-        return -1;
-    }
-    return 0;
-}
-
-/* Stored schema version (0 for a fresh file).  Call inside a transaction. */
-static int db_schema_version(gl_db *db, int *version, char *err, size_t errlen) {
-    int rc = -1;
-    sqlite3_stmt *st = db_prepare(
-        db, "SELECT count(*) FROM sqlite_master WHERE type='table' AND name='schema_version'", err, errlen);
-    if (!st) goto cleanup;
-    if (sqlite3_step(st) != SQLITE_ROW) { db_fail(db, "cannot read the schema", err, errlen); goto cleanup; }
-    int have = sqlite3_column_int(st, 0);
-    sqlite3_finalize(st);
-    st = NULL;
-    *version = 0;
-    if (have) {
-        st = db_prepare(db, "SELECT max(version) FROM schema_version", err, errlen);
-        if (!st) goto cleanup;
-        if (sqlite3_step(st) != SQLITE_ROW) { db_fail(db, "cannot read schema_version", err, errlen); goto cleanup; }
-        sqlite3_int64 v = sqlite3_column_int64(st, 0);
-        /* a schema_version table says 1 or more (db_upgrades[0] made it); 0, a
-         * negative number or none would index the upgrade table out of range */
-        if (sqlite3_column_type(st, 0) != SQLITE_INTEGER || v < 1 || v > 1000000) {
-            snprintf(err, errlen, "%s: registry schema_version is %s, not a version gatelab writes (1 to %d): "
-                     "the file is damaged or not a gatelab registry; pass another --db", db->path,
-                     sqlite3_column_type(st, 0) == SQLITE_NULL ? "empty" : (const char *)sqlite3_column_text(st, 0),
-                     DB_SCHEMA_VERSION);
-            goto cleanup;
-        }
-        *version = (int)v;
-    }
-    rc = 0;
-cleanup:
-    sqlite3_finalize(st);
-    return rc;
 }
 
 /* Why a first statement on a registry failed (rc its result code), in words:
@@ -477,34 +167,6 @@ static int db_uri(const char *path, int immutable, char *out, size_t n) {
     if (k + 4 >= n) return -1;
     out[k] = 0;
     return (size_t)snprintf(out + k, n - k, "?mode=ro%s", immutable ? "&immutable=1" : "") >= n - k ? -1 : 0;
-}
-
-/* Bring the schema to DB_SCHEMA_VERSION in one transaction. */
-static int db_upgrade(gl_db *db, char *err, size_t errlen) {
-    int version = 0;
-    if (db_begin(db, err, errlen)) return -1;
-    if (db_schema_version(db, &version, err, errlen)) goto fail;
-    if (version > DB_SCHEMA_VERSION) {
-        snprintf(err, errlen,
-                 "%s: registry schema version %d is newer than this gatelab understands (%d); "
-                 "use a newer gatelab or another --db",
-                 db->path, version, DB_SCHEMA_VERSION);
-        goto fail;
-    }
-    for (int v = version; v < DB_SCHEMA_VERSION; v++) {
-        char what[64];
-        snprintf(what, sizeof what, "schema upgrade %d -> %d failed", v, v + 1);
-        if (db_exec(db, db_upgrades[v], what, err, errlen)) goto fail;
-    }
-    if (version < DB_SCHEMA_VERSION) {
-        char sql[96];
-        snprintf(sql, sizeof sql, "UPDATE schema_version SET version = %d", DB_SCHEMA_VERSION);
-        if (db_exec(db, sql, "cannot record the schema version", err, errlen)) goto fail;
-    }
-    return db_commit(db, err, errlen);
-fail:
-    db_rollback(db);
-    return -1;
 }
 
 static int db_open_rw(gl_db **out, const char *path, int create, char *err, size_t errlen) {
@@ -564,7 +226,6 @@ static int db_open_rw(gl_db **out, const char *path, int create, char *err, size
         goto fail;
     }
     if (db_exec(db, "PRAGMA synchronous=NORMAL", "cannot set synchronous mode", err, errlen)) goto fail;
-    if (db_sql_functions(db, err, errlen)) goto fail;
     if (!create) { /* an existing file: it must already be a registry */
         sqlite3_stmt *st = NULL;
         int prc = sqlite3_prepare_v2(db->h, "SELECT count(*) FROM runs", -1, &st, NULL);
@@ -574,7 +235,7 @@ static int db_open_rw(gl_db **out, const char *path, int create, char *err, size
             goto fail;
         }
     }
-    if (db_upgrade(db, err, errlen)) goto fail;
+    if (db_schema_ensure(db, err, errlen)) goto fail;
     *out = db;
     return 0;
 fail:
@@ -596,11 +257,6 @@ void db_close(gl_db *db) {
     }
     free(db);
 }
-
-/* What schema 3 adds besides metrics, for reading an older file. */
-#define DB_V3_VIEWS                                                                                                \
-    "CREATE TEMP VIEW runs AS SELECT *, NULL AS deleted_time FROM main.runs;"                                      \
-    "CREATE TEMP TABLE tags (run_id TEXT, key TEXT, value TEXT);"
 
 int db_open_readonly(gl_db **out, const char *path, char *err, size_t errlen) {
     gl_db *db = NULL;
@@ -651,29 +307,17 @@ int db_open_readonly(gl_db **out, const char *path, char *err, size_t errlen) {
     }
     sqlite3_finalize(st);
     st = NULL;
-    /* a registry from a newer gatelab: refuse, as db_open does, rather than
-     * read columns whose meaning may have changed */
+    /* another schema version: refuse, as db_open does, rather than read
+     * columns whose meaning may differ (registry_schema.c) */
     int version = 0;
-    if (db_schema_version(db, &version, err, errlen)) goto fail;
-    if (version > DB_SCHEMA_VERSION) {
-        snprintf(err, errlen, "%s: registry schema version %d is newer than this gatelab understands (%d); "
-                 "use the gatelab that wrote it", path, version, DB_SCHEMA_VERSION);
+    if (db_schema_version(db, &version, err, errlen) ||
+        db_schema_check(db, version, "use the gatelab that wrote it", err, errlen))
+        goto fail;
+    if (version == 0) {
+        snprintf(err, errlen, "%s: a runs table but no schema_version: not a gatelab registry; pass another --db",
+                 path);
         goto fail;
     }
-    /* an older schema, read as the current one through temporary views (the file is not touched) */
-    if (version < 3 && db_sql_functions(db, err, errlen)) goto fail;
-    if (version < 2 && db_exec(db,
-                               "CREATE TEMP VIEW metrics_v2 (run_id, step, split, name, value, wall_time, data_split, "
-                               "win_first, win_count, tokens, se) AS " DB_V1_AS_V2("main.metrics") ";"
-                               "CREATE TEMP TABLE run_events (run_id TEXT, time REAL, kind TEXT, detail TEXT);",
-                               "cannot present the schema-1 registry in schema 2", err, errlen))
-        goto fail;
-    if (version < 3 && db_exec(db, version < 2 ? "CREATE TEMP VIEW metrics " DB_METRICS_V3_COLS " AS "
-                                                 DB_V2_AS_V3("temp.metrics_v2") ";" DB_V3_VIEWS
-                                               : "CREATE TEMP VIEW metrics " DB_METRICS_V3_COLS " AS "
-                                                 DB_V2_AS_V3("main.metrics") ";" DB_V3_VIEWS,
-                               "cannot present the older registry in schema 3", err, errlen))
-        goto fail;
     *out = db;
     return 0;
 fail:
@@ -684,37 +328,48 @@ fail:
 
 /* ---- experiments and runs ---- */
 
+/* Row readers shared by the queries below (db_row_fn, registry_sql.h). */
+static int db_row_int64(sqlite3_stmt *st, void *ctx, char *err, size_t errlen) {
+    (void)err, (void)errlen;
+    *(long long *)ctx = sqlite3_column_int64(st, 0);
+    return 0;
+}
+
+/* Every column as a double (NaN for NULL) into the double array ctx. */
+static int db_row_reals(sqlite3_stmt *st, void *ctx, char *err, size_t errlen) {
+    (void)err, (void)errlen;
+    for (int i = 0; i < sqlite3_column_count(st); i++) ((double *)ctx)[i] = db_col_real(st, i);
+    return 0;
+}
+
+/* One statement in its own write transaction: 0, or -1 with err. */
+static int db_write(gl_db *db, const char *what, const char *sql, char *err, size_t errlen, const char *types, ...) {
+    va_list ap;
+    if (db_begin(db, err, errlen)) return -1;
+    va_start(ap, types);
+    int rc = db_query_v(db, 1, what, sql, NULL, NULL, err, errlen, types, ap);
+    va_end(ap);
+    if (rc < 0 || db_commit(db, err, errlen)) { db_rollback(db); return -1; }
+    return 0;
+}
+
 int db_experiment_ensure(gl_db *db, const char *name, const char *manifest_text, long long *exp_id,
                          char *err, size_t errlen) {
-    int rc = -1;
-    sqlite3_stmt *st = NULL;
     char hash[65] = "";
     if (!name || !*name) { snprintf(err, errlen, "%s: empty experiment name", db->path); return -1; }
     if (manifest_text) sha256_hex(manifest_text, strlen(manifest_text), hash);
     if (db_begin(db, err, errlen)) return -1;
-    st = db_prepare(db,
-                    "INSERT INTO experiments (name, manifest_text, manifest_hash, created_time) "
-                    "VALUES (?1, ?2, ?3, ?4) ON CONFLICT(name) DO NOTHING",
-                    err, errlen);
-    if (!st) goto cleanup;
-    sqlite3_bind_text(st, 1, name, -1, SQLITE_TRANSIENT);
-    db_bind_text_or_null(st, 2, manifest_text);
-    db_bind_text_or_null(st, 3, manifest_text ? hash : NULL);
-    sqlite3_bind_double(st, 4, db_now());
-    if (sqlite3_step(st) != SQLITE_DONE) { db_fail(db, "cannot record the experiment", err, errlen); goto cleanup; }
-    sqlite3_finalize(st);
-    st = db_prepare(db, "SELECT id FROM experiments WHERE name = ?1", err, errlen);
-    if (!st) goto cleanup;
-    sqlite3_bind_text(st, 1, name, -1, SQLITE_TRANSIENT);
-    if (sqlite3_step(st) != SQLITE_ROW) { db_fail(db, "cannot find the experiment just recorded", err, errlen); goto cleanup; }
-    *exp_id = sqlite3_column_int64(st, 0);
-    sqlite3_finalize(st);
-    st = NULL;
-    rc = db_commit(db, err, errlen);
-cleanup:
-    sqlite3_finalize(st);
-    if (rc) db_rollback(db);
-    return rc;
+    int found = db_query_one(db, "cannot record the experiment",
+                             "INSERT INTO experiments (name, manifest_text, manifest_hash, created_time) "
+                             "VALUES (?1, ?2, ?3, ?4) ON CONFLICT(name) DO NOTHING",
+                             NULL, NULL, err, errlen, "tttd", name, manifest_text, manifest_text ? hash : NULL,
+                             db_now());
+    if (found == 0)
+        found = db_query_one(db, "cannot find the experiment just recorded", "SELECT id FROM experiments WHERE name = ?1",
+                             db_row_int64, exp_id, err, errlen, "t", name);
+    if (found == 0) snprintf(err, errlen, "%s: cannot find the experiment %s just recorded", db->path, name);
+    if (found != 1 || db_commit(db, err, errlen)) { db_rollback(db); return -1; }
+    return 0;
 }
 
 int db_run_id_check(const char *id, char *why, size_t whylen) {
@@ -742,8 +397,6 @@ int db_run_id_check(const char *id, char *why, size_t whylen) {
 int db_run_create(gl_db *db, long long exp_id, const char *run_id, const char *name,
                   const char *config_ini, const char *config_hash, unsigned long long seed,
                   const char *status, char *err, size_t errlen) {
-    int rc = -1;
-    sqlite3_stmt *st = NULL;
     char why[256];
     if (db_run_id_check(run_id, why, sizeof why)) {
         snprintf(err, errlen, "%s: %s", db->path, why);
@@ -755,93 +408,57 @@ int db_run_create(gl_db *db, long long exp_id, const char *run_id, const char *n
         return -1;
     }
     if (db_begin(db, err, errlen)) return -1;
-    st = db_prepare(db,
-                    "INSERT INTO runs (run_id, experiment_id, name, config_text, config_hash, seed, status, "
-                    "created_time, heartbeat) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8)",
-                    err, errlen);
-    if (!st) goto cleanup;
-    sqlite3_bind_text(st, 1, run_id, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_int64(st, 2, exp_id);
-    db_bind_text_or_null(st, 3, name);
-    db_bind_text_or_null(st, 4, config_ini);
-    db_bind_text_or_null(st, 5, config_hash);
-    sqlite3_bind_int64(st, 6, (sqlite3_int64)seed);
-    sqlite3_bind_text(st, 7, status, -1, SQLITE_STATIC);
-    sqlite3_bind_double(st, 8, db_now());
-    int s = sqlite3_step(st);
-    if (s == SQLITE_CONSTRAINT_PRIMARYKEY) {
+    int s = db_query_one(db, "cannot create the run",
+                         "INSERT INTO runs (run_id, experiment_id, name, config_text, config_hash, seed, status, "
+                         "created_time, heartbeat) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8)",
+                         NULL, NULL, err, errlen, "tItttItd", run_id, exp_id, name, config_ini, config_hash,
+                         (long long)seed, status, db_now());
+    if (s < 0 && db->step_rc == SQLITE_CONSTRAINT_PRIMARYKEY)
         snprintf(err, errlen, "%s: run %s already exists; choose another run id or resume it", db->path, run_id);
-        goto cleanup;
-    }
-    if (s != SQLITE_DONE) { db_fail(db, "cannot create the run", err, errlen); goto cleanup; }
-    sqlite3_finalize(st);
-    st = NULL;
-    rc = db_commit(db, err, errlen);
-cleanup:
-    sqlite3_finalize(st);
-    if (rc) db_rollback(db);
-    return rc;
+    if (s < 0 || db_commit(db, err, errlen)) { db_rollback(db); return -1; }
+    return 0;
+}
+
+static int db_row_status(sqlite3_stmt *st, void *ctx, char *err, size_t errlen) {
+    (void)err, (void)errlen;
+    if (ctx) db_col_text(st, 0, ctx, 16);
+    return 0;
 }
 
 int db_run_exists(gl_db *db, const char *run_id, char *status_out, char *err, size_t errlen) {
-    int rc = -1;
-    sqlite3_stmt *st = db_prepare(db, "SELECT status FROM runs WHERE run_id = ?1", err, errlen);
-    if (!st) return -1;
-    sqlite3_bind_text(st, 1, run_id, -1, SQLITE_TRANSIENT);
-    int s = sqlite3_step(st);
-    if (s == SQLITE_ROW) {
-        if (status_out) snprintf(status_out, 16, "%s", (const char *)sqlite3_column_text(st, 0));
-        rc = 1;
-    } else if (s == SQLITE_DONE) {
-        if (status_out) status_out[0] = '\0';
-        rc = 0;
-    } else {
-        db_fail(db, "cannot look up the run", err, errlen);
-    }
-    sqlite3_finalize(st);
-    return rc;
+    if (status_out) status_out[0] = '\0';
+    return db_query_one(db, "cannot look up the run", "SELECT status FROM runs WHERE run_id = ?1", db_row_status,
+                        status_out, err, errlen, "t", run_id);
 }
 
 int db_run_times(gl_db *db, const char *run_id, double *start, double *end, char *err, size_t errlen) {
-    int rc = -1;
-    sqlite3_stmt *st = db_prepare(db, "SELECT start_time, end_time FROM runs WHERE run_id = ?1", err, errlen);
-    if (!st) return -1;
-    sqlite3_bind_text(st, 1, run_id, -1, SQLITE_TRANSIENT);
-    int s = sqlite3_step(st);
-    *start = *end = NAN;
-    if (s == SQLITE_ROW) {
-        *start = db_col_real(st, 0);
-        *end = db_col_real(st, 1);
-        rc = 1;
-    } else if (s == SQLITE_DONE) {
-        rc = 0;
-    } else {
-        db_fail(db, "cannot read a run's times", err, errlen);
-    }
-    sqlite3_finalize(st);
+    double v[2] = {NAN, NAN};
+    int rc = db_query_one(db, "cannot read a run's times", "SELECT start_time, end_time FROM runs WHERE run_id = ?1",
+                          db_row_reals, v, err, errlen, "t", run_id);
+    *start = v[0];
+    *end = v[1];
     return rc;
 }
 
+typedef struct {
+    char *commit; /* 48 bytes */
+    int *dirty;
+} db_commit_out;
+
+static int db_row_commit(sqlite3_stmt *st, void *ctx, char *err, size_t errlen) {
+    db_commit_out *c = ctx;
+    (void)err, (void)errlen;
+    db_col_text(st, 0, c->commit, 48);
+    if (sqlite3_column_type(st, 1) != SQLITE_NULL) *c->dirty = sqlite3_column_int(st, 1);
+    return 0;
+}
+
 int db_run_commit(gl_db *db, const char *run_id, char commit[48], int *dirty, char *err, size_t errlen) {
-    int rc = -1;
-    sqlite3_stmt *st = db_prepare(db, "SELECT git_commit, git_dirty FROM runs WHERE run_id = ?1", err, errlen);
-    if (!st) return -1;
-    sqlite3_bind_text(st, 1, run_id, -1, SQLITE_TRANSIENT);
-    int s = sqlite3_step(st);
+    db_commit_out c = {commit, dirty};
     commit[0] = 0;
     *dirty = -1;
-    if (s == SQLITE_ROW) {
-        const unsigned char *c = sqlite3_column_text(st, 0);
-        if (c) snprintf(commit, 48, "%s", (const char *)c);
-        if (sqlite3_column_type(st, 1) != SQLITE_NULL) *dirty = sqlite3_column_int(st, 1);
-        rc = 1;
-    } else if (s == SQLITE_DONE) {
-        rc = 0;
-    } else {
-        db_fail(db, "cannot read a run's commit", err, errlen);
-    }
-    sqlite3_finalize(st);
-    return rc;
+    return db_query_one(db, "cannot read a run's commit", "SELECT git_commit, git_dirty FROM runs WHERE run_id = ?1",
+                        db_row_commit, &c, err, errlen, "t", run_id);
 }
 
 /* Run a short command and keep the first line of its output in out ("" on failure). */
@@ -857,49 +474,36 @@ static void db_command_line(const char *cmd, char *out, size_t outlen) {
 
 /* Run a single-row UPDATE on run_id (bound as ?1) inside its own transaction;
  * a run that does not exist is an error. */
-static int db_update_run(gl_db *db, sqlite3_stmt *st, const char *run_id, const char *what, char *err,
-                         size_t errlen) {
-    int rc = -1;
+static int db_update_run(gl_db *db, const char *run_id, const char *what, const char *sql, char *err, size_t errlen,
+                         const char *types, ...) {
+    va_list ap;
     if (db_begin(db, err, errlen)) return -1;
-    if (sqlite3_step(st) != SQLITE_DONE) { db_fail(db, what, err, errlen); goto cleanup; }
-    if (sqlite3_changes(db->h) != 1) {
+    va_start(ap, types);
+    int rc = db_query_v(db, 1, what, sql, NULL, NULL, err, errlen, types, ap);
+    va_end(ap);
+    if (rc == 0 && db->changes != 1) {
         snprintf(err, errlen, "%s: %s: run %s is not in the registry", db->path, what, run_id);
-        goto cleanup;
+        rc = -1;
     }
-    rc = db_commit(db, err, errlen);
-cleanup:
-    if (rc) db_rollback(db);
-    return rc;
+    if (rc < 0 || db_commit(db, err, errlen)) { db_rollback(db); return -1; }
+    return 0;
 }
 
 int db_run_start(gl_db *db, const char *run_id, char *err, size_t errlen) {
-    char commit[128], dirty[8];
+    char commit[128], dirty[8] = "0";
     /* git before the transaction: never hold the write lock across a subprocess. */
     db_command_line("git rev-parse HEAD 2>/dev/null", commit, sizeof commit);
     if (commit[0])
         db_command_line("if [ -n \"$(git status --porcelain --untracked-files=no 2>/dev/null)\" ]; "
                         "then echo 1; else echo 0; fi",
                         dirty, sizeof dirty);
-    sqlite3_stmt *st = db_prepare(db,
-                                  "UPDATE runs SET status='RUNNING', start_time=coalesce(start_time, ?2), "
-                                  "end_time=NULL, exit_code=NULL, error=NULL, host=?3, pid=?4, git_commit=?5, "
-                                  "git_dirty=?6, heartbeat=?2, attempts=attempts+1 WHERE run_id=?1",
-                                  err, errlen);
-    if (!st) return -1;
-    sqlite3_bind_text(st, 1, run_id, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_double(st, 2, db_now());
-    sqlite3_bind_text(st, 3, db->host, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_int64(st, 4, (sqlite3_int64)getpid());
-    if (commit[0]) {
-        sqlite3_bind_text(st, 5, commit, -1, SQLITE_TRANSIENT);
-        sqlite3_bind_int(st, 6, atoi(dirty));
-    } else {
-        sqlite3_bind_null(st, 5);
-        sqlite3_bind_null(st, 6);
-    }
-    int rc = db_update_run(db, st, run_id, "cannot mark the run RUNNING", err, errlen);
-    sqlite3_finalize(st);
-    return rc;
+    /* outside a git checkout git_commit and git_dirty stay NULL */
+    return db_update_run(db, run_id, "cannot mark the run RUNNING",
+                         "UPDATE runs SET status='RUNNING', start_time=coalesce(start_time, ?2), "
+                         "end_time=NULL, exit_code=NULL, error=NULL, host=?3, pid=?4, git_commit=?5, "
+                         "git_dirty=?6, heartbeat=?2, attempts=attempts+1 WHERE run_id=?1",
+                         err, errlen, commit[0] ? "tdtIti" : "tdtI", run_id, db_now(), db->host,
+                         (long long)getpid(), commit, atoi(dirty));
 }
 
 int db_run_finish(gl_db *db, const char *run_id, const char *status, int exit_code, const char *error,
@@ -909,108 +513,78 @@ int db_run_finish(gl_db *db, const char *run_id, const char *status, int exit_co
                  status ? status : "(null)");
         return -1;
     }
-    sqlite3_stmt *st = db_prepare(db,
-                                  "UPDATE runs SET status=?2, end_time=?3, heartbeat=?3, exit_code=?4, "
-                                  "error=?5 WHERE run_id=?1",
-                                  err, errlen);
-    if (!st) return -1;
-    sqlite3_bind_text(st, 1, run_id, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_text(st, 2, status, -1, SQLITE_STATIC);
-    sqlite3_bind_double(st, 3, db_now());
-    sqlite3_bind_int(st, 4, exit_code);
-    db_bind_text_or_null(st, 5, error);
-    int rc = db_update_run(db, st, run_id, "cannot mark the run ended", err, errlen);
-    sqlite3_finalize(st);
-    return rc;
+    return db_update_run(db, run_id, "cannot mark the run ended",
+                         "UPDATE runs SET status=?2, end_time=?3, heartbeat=?3, exit_code=?4, error=?5 "
+                         "WHERE run_id=?1",
+                         err, errlen, "ttdit", run_id, status, db_now(), exit_code, error);
 }
 
 int db_run_heartbeat(gl_db *db, const char *run_id, char *err, size_t errlen) {
-    sqlite3_stmt *st = db_prepare(db, "UPDATE runs SET heartbeat=?2, pid=?3 WHERE run_id=?1", err, errlen);
-    if (!st) return -1;
-    sqlite3_bind_text(st, 1, run_id, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_double(st, 2, db_now());
-    sqlite3_bind_int64(st, 3, (sqlite3_int64)getpid());
-    int rc = db_update_run(db, st, run_id, "cannot update the heartbeat", err, errlen);
-    sqlite3_finalize(st);
-    return rc;
+    return db_update_run(db, run_id, "cannot update the heartbeat",
+                         "UPDATE runs SET heartbeat=?2, pid=?3 WHERE run_id=?1", err, errlen, "tdI", run_id,
+                         db_now(), (long long)getpid());
 }
 
 int db_run_event(gl_db *db, const char *run_id, const char *kind, const char *detail, char *err, size_t errlen) {
-    int rc = -1;
-    if (db_begin(db, err, errlen)) return -1;
-    sqlite3_stmt *st = db_prepare(db, "INSERT INTO run_events (run_id, time, kind, detail) VALUES (?1, ?2, ?3, ?4)",
-                                  err, errlen);
-    if (!st) goto cleanup;
-    sqlite3_bind_text(st, 1, run_id, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_double(st, 2, db_now());
-    sqlite3_bind_text(st, 3, kind, -1, SQLITE_TRANSIENT);
-    db_bind_text_or_null(st, 4, detail);
-    if (sqlite3_step(st) != SQLITE_DONE) { db_fail(db, "cannot record a run event", err, errlen); goto cleanup; }
-    sqlite3_finalize(st);
-    st = NULL;
-    rc = db_commit(db, err, errlen);
-cleanup:
-    sqlite3_finalize(st);
-    if (rc) db_rollback(db);
-    return rc;
+    return db_write(db, "cannot record a run event",
+                    "INSERT INTO run_events (run_id, time, kind, detail) VALUES (?1, ?2, ?3, ?4)", err, errlen,
+                    "tdtt", run_id, db_now(), kind, detail);
+}
+
+typedef struct {
+    int count;
+    char *last;
+    size_t lastlen;
+} db_events_out;
+
+static int db_row_events(sqlite3_stmt *st, void *ctx, char *err, size_t errlen) {
+    db_events_out *e = ctx;
+    (void)err, (void)errlen;
+    e->count = sqlite3_column_int(st, 0);
+    if (e->last) db_col_text(st, 1, e->last, e->lastlen);
+    return 0;
 }
 
 int db_run_events(gl_db *db, const char *run_id, const char *kind, char *last, size_t lastlen, char *err,
                   size_t errlen) {
-    sqlite3_stmt *st = db_prepare(db,
-                                  "SELECT count(*), (SELECT detail FROM run_events WHERE run_id = ?1 AND "
-                                  "(?2 IS NULL OR kind = ?2) ORDER BY time DESC, rowid DESC LIMIT 1) FROM run_events "
-                                  "WHERE run_id = ?1 AND (?2 IS NULL OR kind = ?2)",
-                                  err, errlen);
-    if (!st) return -1;
-    sqlite3_bind_text(st, 1, run_id, -1, SQLITE_TRANSIENT);
-    db_bind_text_or_null(st, 2, kind);
-    int rc = -1;
-    if (sqlite3_step(st) == SQLITE_ROW) {
-        rc = sqlite3_column_int(st, 0);
-        if (last) db_col_text(st, 1, last, lastlen);
-    } else {
-        db_fail(db, "cannot read run events", err, errlen);
+    db_events_out e = {0, last, lastlen};
+    int s = db_query_one(db, "cannot read run events",
+                         "SELECT count(*), (SELECT detail FROM run_events WHERE run_id = ?1 AND "
+                         "(?2 IS NULL OR kind = ?2) ORDER BY time DESC, rowid DESC LIMIT 1) FROM run_events "
+                         "WHERE run_id = ?1 AND (?2 IS NULL OR kind = ?2)",
+                         db_row_events, &e, err, errlen, "tt", run_id, kind);
+    return s < 0 ? -1 : e.count;
+}
+
+typedef struct {
+    gl_db *db;
+    const char *run_id;
+    char **config, *hash; /* hash: 65 bytes */
+} db_config_out;
+
+static int db_row_config(sqlite3_stmt *st, void *ctx, char *err, size_t errlen) {
+    db_config_out *c = ctx;
+    const unsigned char *t = sqlite3_column_text(st, 0);
+    if (c->config && !(*c->config = strdup(t ? (const char *)t : ""))) {
+        snprintf(err, errlen, "%s: out of memory reading the config of run %s", c->db->path, c->run_id);
+        return -1;
     }
-    sqlite3_finalize(st);
-    return rc;
+    if (c->hash) db_col_text(st, 1, c->hash, 65);
+    return 0;
 }
 
 int db_run_config(gl_db *db, const char *run_id, char **config, char hash[65], char *err, size_t errlen) {
+    db_config_out c = {db, run_id, config, hash};
     if (config) *config = NULL;
-    sqlite3_stmt *st = db_prepare(db, "SELECT config_text, config_hash FROM runs WHERE run_id = ?1", err, errlen);
-    if (!st) return -1;
-    sqlite3_bind_text(st, 1, run_id, -1, SQLITE_TRANSIENT);
-    int s = sqlite3_step(st), rc = -1;
-    if (s == SQLITE_ROW) {
-        const unsigned char *t = sqlite3_column_text(st, 0);
-        if (config && !(*config = strdup(t ? (const char *)t : ""))) {
-            snprintf(err, errlen, "%s: out of memory reading the config of run %s", db->path, run_id);
-            goto cleanup;
-        }
-        if (hash) db_col_text(st, 1, hash, 65);
-        rc = 1;
-    } else if (s == SQLITE_DONE) {
-        rc = 0;
-    } else {
-        db_fail(db, "cannot read a run's config", err, errlen);
-    }
-cleanup:
-    sqlite3_finalize(st);
-    return rc;
+    return db_query_one(db, "cannot read a run's config", "SELECT config_text, config_hash FROM runs WHERE run_id = ?1",
+                        db_row_config, &c, err, errlen, "t", run_id);
 }
 
 int db_run_config_set(gl_db *db, const char *run_id, const char *config_ini, const char *config_hash, char *err,
                       size_t errlen) {
-    sqlite3_stmt *st = db_prepare(db, "UPDATE runs SET config_text = ?2, config_hash = ?3 WHERE run_id = ?1", err,
-                                  errlen);
-    if (!st) return -1;
-    sqlite3_bind_text(st, 1, run_id, -1, SQLITE_TRANSIENT);
-    db_bind_text_or_null(st, 2, config_ini);
-    db_bind_text_or_null(st, 3, config_hash);
-    int rc = db_update_run(db, st, run_id, "cannot replace the run's config", err, errlen);
-    sqlite3_finalize(st);
-    return rc;
+    return db_update_run(db, run_id, "cannot replace the run's config",
+                         "UPDATE runs SET config_text = ?2, config_hash = ?3 WHERE run_id = ?1", err, errlen, "ttt",
+                         run_id, config_ini, config_hash);
 }
 
 /* ---- params, metrics, artifacts ---- */
@@ -1078,120 +652,75 @@ int db_params_put(gl_db *db, const char *run_id, const gl_manifest *mf, char *er
     return rc;
 }
 
+/* One metric row of run_id (m->wall_time, else now), inside the caller's transaction. */
+static int db_metric_put(gl_db *db, const char *run_id, const gl_metric *m, double now, char *err, size_t errlen) {
+    const char *split = m->split ? m->split : "train";
+    char base[METRIC_NAME_MAX * 2], params[METRIC_PARAMS_MAX], what[192];
+    if (metric_split(split, m->name ? m->name : "", base, sizeof base, params, sizeof params)) {
+        snprintf(err, errlen, "%s: cannot log metric %s/%s of run %s: the name is too long (at most %d bytes)",
+                 db->path, split, m->name, run_id, METRIC_NAME_MAX * 2 - 1);
+        return -1;
+    }
+    const gl_prov *p = &m->prov;
+    const int known = p->split[0] && p->count > 0;
+    snprintf(what, sizeof what, "cannot log metric %s/%s at step %ld of run %s", split, m->name ? m->name : "",
+             m->step, run_id);
+    return db_query_one(db, what,
+                        "INSERT OR REPLACE INTO metrics (run_id, step, split, name, params, value, wall_time, "
+                        "data_split, win_first, win_count, tokens, se) "
+                        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+                        NULL, NULL, err, errlen, "tItttrdtIIrr", run_id, (long long)m->step, split, base, params,
+                        m->value, m->wall_time > 0 ? m->wall_time : now, known ? p->split : "",
+                        (long long)(known ? p->first : 0), (long long)(known ? p->count : 0),
+                        known && p->tokens > 0 ? p->tokens : NAN, m->se > 0 ? m->se : NAN) < 0 ? -1 : 0;
+}
+
 int db_metrics_log(gl_db *db, const char *run_id, const gl_metric *rows, int n, char *err, size_t errlen) {
-    int rc = -1;
-    sqlite3_stmt *ins = NULL, *run = NULL;
-    int found;
     double now = db_now();
     if (db_begin(db, err, errlen)) return -1;
-    ins = db_prepare(db,
-                     "INSERT OR REPLACE INTO metrics (run_id, step, split, name, value, wall_time, data_split, "
-                     "win_first, win_count, tokens, se, params) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, "
-                     "?12)",
-                     err, errlen);
     /* the run must exist (no foreign-key enforcement); its heartbeat is left alone */
-    run = db_prepare(db, "SELECT 1 FROM runs WHERE run_id=?1", err, errlen);
-    if (!ins || !run) goto cleanup;
-    sqlite3_bind_text(run, 1, run_id, -1, SQLITE_TRANSIENT);
-    found = sqlite3_step(run);
-    if (found != SQLITE_ROW && found != SQLITE_DONE) { db_fail(db, "cannot look up the run", err, errlen); goto cleanup; }
-    if (found == SQLITE_DONE) {
-        snprintf(err, errlen, "%s: cannot log metrics: run %s is not in the registry", db->path, run_id);
-        goto cleanup;
-    }
-    sqlite3_bind_text(ins, 1, run_id, -1, SQLITE_TRANSIENT);
-    for (int i = 0; i < n; i++) {
-        sqlite3_reset(ins);
-        const char *split = rows[i].split ? rows[i].split : "train";
-        char base[METRIC_NAME_MAX * 2], params[METRIC_PARAMS_MAX];
-        if (metric_split(split, rows[i].name ? rows[i].name : "", base, sizeof base, params, sizeof params)) {
-            snprintf(err, errlen, "%s: cannot log metric %s/%s of run %s: the name is too long (at most %d bytes)",
-                     db->path, split, rows[i].name, run_id, METRIC_NAME_MAX * 2 - 1);
-            goto cleanup;
-        }
-        sqlite3_bind_int64(ins, 2, rows[i].step);
-        sqlite3_bind_text(ins, 3, split, -1, SQLITE_TRANSIENT);
-        sqlite3_bind_text(ins, 4, base, -1, SQLITE_TRANSIENT);
-        sqlite3_bind_text(ins, 12, params, -1, SQLITE_TRANSIENT);
-        db_bind_real_or_null(ins, 5, rows[i].value);
-        sqlite3_bind_double(ins, 6, rows[i].wall_time > 0 ? rows[i].wall_time : now);
-        const gl_prov *p = &rows[i].prov;
-        const int known = p->split[0] && p->count > 0;
-        sqlite3_bind_text(ins, 7, known ? p->split : "", -1, SQLITE_TRANSIENT);
-        sqlite3_bind_int64(ins, 8, known ? p->first : 0);
-        sqlite3_bind_int64(ins, 9, known ? p->count : 0);
-        db_bind_real_or_null(ins, 10, known && p->tokens > 0 ? p->tokens : NAN);
-        db_bind_real_or_null(ins, 11, rows[i].se > 0 ? rows[i].se : NAN);
-        if (sqlite3_step(ins) != SQLITE_DONE) {
-            char what[192];
-            snprintf(what, sizeof what, "cannot log metric %s/%s at step %ld of run %s",
-                     rows[i].split ? rows[i].split : "train", rows[i].name ? rows[i].name : "", rows[i].step, run_id);
-            db_fail(db, what, err, errlen);
-            goto cleanup;
-        }
-    }
-    sqlite3_finalize(ins);
-    sqlite3_finalize(run);
-    ins = run = NULL;
-    rc = db_commit(db, err, errlen);
-cleanup:
-    sqlite3_finalize(ins);
-    sqlite3_finalize(run);
-    if (rc) db_rollback(db);
-    return rc;
+    int found = db_run_exists(db, run_id, NULL, err, errlen);
+    if (found == 0) snprintf(err, errlen, "%s: cannot log metrics: run %s is not in the registry", db->path, run_id);
+    for (int i = 0; found == 1 && i < n; i++)
+        if (db_metric_put(db, run_id, &rows[i], now, err, errlen)) found = -1;
+    if (found != 1 || db_commit(db, err, errlen)) { db_rollback(db); return -1; }
+    return 0;
 }
 
 int db_artifact_put(gl_db *db, const char *run_id, const char *kind, const char *path, char *err,
                     size_t errlen) {
-    int rc = -1;
     char hex[65];
     long long bytes = 0;
-    sqlite3_stmt *st = NULL;
     /* Hash before the transaction: never hold the write lock while reading a large file. */
     if (sha256_file(path, hex, &bytes, err, errlen)) return -1;
-    if (db_begin(db, err, errlen)) return -1;
-    st = db_prepare(db,
+    return db_write(db, "cannot record the artifact",
                     "INSERT OR REPLACE INTO artifacts (run_id, kind, path, sha256, bytes, created_time) "
                     "VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-                    err, errlen);
-    if (!st) goto cleanup;
-    sqlite3_bind_text(st, 1, run_id, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_text(st, 2, kind, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_text(st, 3, path, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_text(st, 4, hex, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_int64(st, 5, bytes);
-    sqlite3_bind_double(st, 6, db_now());
-    if (sqlite3_step(st) != SQLITE_DONE) { db_fail(db, "cannot record the artifact", err, errlen); goto cleanup; }
-    sqlite3_finalize(st);
-    st = NULL;
-    rc = db_commit(db, err, errlen);
-cleanup:
-    sqlite3_finalize(st);
-    if (rc) db_rollback(db);
-    return rc;
+                    err, errlen, "ttttId", run_id, kind, path, hex, bytes, db_now());
+}
+
+typedef struct {
+    char *path;
+    size_t pathlen;
+    char *sha256; /* 65 bytes */
+    long long *bytes;
+} db_artifact_out;
+
+static int db_row_artifact(sqlite3_stmt *st, void *ctx, char *err, size_t errlen) {
+    db_artifact_out *a = ctx;
+    (void)err, (void)errlen;
+    if (a->path) db_col_text(st, 0, a->path, a->pathlen);
+    if (a->sha256) db_col_text(st, 1, a->sha256, 65);
+    if (a->bytes) *a->bytes = sqlite3_column_int64(st, 2);
+    return 0;
 }
 
 int db_artifact_get(gl_db *db, const char *run_id, const char *kind, char *path_out, size_t pathlen,
                     char sha256_out[65], long long *bytes, char *err, size_t errlen) {
-    int rc = -1;
-    sqlite3_stmt *st = db_prepare(db, "SELECT path, sha256, bytes FROM artifacts WHERE run_id=?1 AND kind=?2",
-                                  err, errlen);
-    if (!st) return -1;
-    sqlite3_bind_text(st, 1, run_id, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_text(st, 2, kind, -1, SQLITE_TRANSIENT);
-    int s = sqlite3_step(st);
-    if (s == SQLITE_ROW) {
-        if (path_out) snprintf(path_out, pathlen, "%s", (const char *)sqlite3_column_text(st, 0));
-        if (sha256_out) snprintf(sha256_out, 65, "%s", (const char *)sqlite3_column_text(st, 1));
-        if (bytes) *bytes = sqlite3_column_int64(st, 2);
-        rc = 1;
-    } else if (s == SQLITE_DONE) {
-        rc = 0;
-    } else {
-        db_fail(db, "cannot look up the artifact", err, errlen);
-    }
-    sqlite3_finalize(st);
-    return rc;
+    db_artifact_out a = {path_out, pathlen, sha256_out, bytes};
+    return db_query_one(db, "cannot look up the artifact",
+                        "SELECT path, sha256, bytes FROM artifacts WHERE run_id=?1 AND kind=?2", db_row_artifact, &a,
+                        err, errlen, "tt", run_id, kind);
 }
 
 /* ---- sweeps: claiming and releasing runs ---- */
@@ -1212,67 +741,68 @@ static int db_pid_alive(long long pid) {
     return !(close && close[1] == ' ' && (close[2] == 'Z' || close[2] == 'X'));
 }
 
+/* What a claim or a staleness check reads of a run. */
+typedef struct {
+    char status[16];
+    long long pid;
+    int has_host;
+    char host[256];
+    double beat; /* 0 when never */
+} db_run_state;
+
+#define DB_RUN_STATE_SQL "SELECT status, pid, host, heartbeat FROM runs WHERE run_id=?1"
+
+static int db_row_state(sqlite3_stmt *st, void *ctx, char *err, size_t errlen) {
+    db_run_state *r = ctx;
+    (void)err, (void)errlen;
+    db_col_text(st, 0, r->status, sizeof r->status);
+    r->pid = sqlite3_column_int64(st, 1);
+    r->has_host = sqlite3_column_type(st, 2) != SQLITE_NULL;
+    db_col_text(st, 2, r->host, sizeof r->host);
+    r->beat = sqlite3_column_type(st, 3) == SQLITE_NULL ? 0 : sqlite3_column_double(st, 3);
+    return 0;
+}
+
 int db_run_claim(gl_db *db, const char *const *run_ids, int n, double stale_s, int *was_interrupted,
                  char *err, size_t errlen) {
-    int rc = -1, claimed = -2;
-    sqlite3_stmt *sel = NULL, *upd = NULL;
+    int claimed = -2;
     double now = db_now();
     *was_interrupted = 0;
     if (db_begin(db, err, errlen)) return -1;
-    sel = db_prepare(db, "SELECT status, pid, host, heartbeat FROM runs WHERE run_id=?1", err, errlen);
-    upd = db_prepare(db,
-                     "UPDATE runs SET status='RUNNING', pid=?2, host=?3, heartbeat=?4, end_time=NULL, "
-                     "exit_code=NULL, error=NULL WHERE run_id=?1",
-                     err, errlen);
-    if (!sel || !upd) goto cleanup;
     for (int i = 0; i < n && claimed == -2; i++) {
-        sqlite3_reset(sel);
-        sqlite3_bind_text(sel, 1, run_ids[i], -1, SQLITE_TRANSIENT);
-        int s = sqlite3_step(sel);
-        if (s == SQLITE_DONE) continue; /* not registered: not ours to run */
-        if (s != SQLITE_ROW) { db_fail(db, "cannot read a run's status", err, errlen); goto cleanup; }
-        const char *status = (const char *)sqlite3_column_text(sel, 0);
-        long long pid = sqlite3_column_int64(sel, 1);
-        const char *host = (const char *)sqlite3_column_text(sel, 2);
-        double beat = sqlite3_column_type(sel, 3) == SQLITE_NULL ? 0 : sqlite3_column_double(sel, 3);
+        db_run_state r;
+        int s = db_query_one(db, "cannot read a run's status", DB_RUN_STATE_SQL, db_row_state, &r, err, errlen, "t",
+                             run_ids[i]);
+        if (s < 0) goto fail;
+        if (!s) continue; /* not registered: not ours to run */
         int take = 0, interrupted = 0;
-        if (!strcmp(status, "SCHEDULED")) {
+        if (!strcmp(r.status, "SCHEDULED")) {
             take = 1;
-        } else if (!strcmp(status, "KILLED")) {
+        } else if (!strcmp(r.status, "KILLED")) {
             take = interrupted = 1; /* stopped by a signal: resume */
-        } else if (!strcmp(status, "RUNNING")) {
-            int same_host = host && !strcmp(host, db->host);
-            if ((same_host && !db_pid_alive(pid)) || now - beat > stale_s) take = interrupted = 1;
+        } else if (!strcmp(r.status, "RUNNING")) {
+            int same_host = r.has_host && !strcmp(r.host, db->host);
+            if ((same_host && !db_pid_alive(r.pid)) || now - r.beat > stale_s) take = interrupted = 1;
         }
         if (!take) continue;
-        sqlite3_reset(upd);
-        sqlite3_bind_text(upd, 1, run_ids[i], -1, SQLITE_TRANSIENT);
-        sqlite3_bind_int64(upd, 2, (sqlite3_int64)getpid());
-        sqlite3_bind_text(upd, 3, db->host, -1, SQLITE_TRANSIENT);
-        sqlite3_bind_double(upd, 4, now);
-        if (sqlite3_step(upd) != SQLITE_DONE) { db_fail(db, "cannot claim a run", err, errlen); goto cleanup; }
+        if (db_query_one(db, "cannot claim a run",
+                         "UPDATE runs SET status='RUNNING', pid=?2, host=?3, heartbeat=?4, end_time=NULL, "
+                         "exit_code=NULL, error=NULL WHERE run_id=?1",
+                         NULL, NULL, err, errlen, "tItd", run_ids[i], (long long)getpid(), db->host, now) < 0)
+            goto fail;
         claimed = i;
         *was_interrupted = interrupted;
     }
-    sqlite3_finalize(sel);
-    sqlite3_finalize(upd);
-    sel = upd = NULL;
-    if (db_commit(db, err, errlen)) goto cleanup;
-    rc = claimed;
-cleanup:
-    sqlite3_finalize(sel);
-    sqlite3_finalize(upd);
-    if (rc == -1) db_rollback(db);
-    return rc;
+    if (db_commit(db, err, errlen)) goto fail;
+    return claimed;
+fail:
+    db_rollback(db);
+    return -1;
 }
 
 int db_run_release(gl_db *db, const char *run_id, char *err, size_t errlen) {
-    sqlite3_stmt *st = db_prepare(db, "UPDATE runs SET status='SCHEDULED', pid=NULL WHERE run_id=?1", err, errlen);
-    if (!st) return -1;
-    sqlite3_bind_text(st, 1, run_id, -1, SQLITE_TRANSIENT);
-    int rc = db_update_run(db, st, run_id, "cannot release the run", err, errlen);
-    sqlite3_finalize(st);
-    return rc;
+    return db_update_run(db, run_id, "cannot release the run",
+                         "UPDATE runs SET status='SCHEDULED', pid=NULL WHERE run_id=?1", err, errlen, "t", run_id);
 }
 
 /* ---- merging per-task databases ---- */
@@ -1283,9 +813,9 @@ int db_run_release(gl_db *db, const char *run_id, char *err, size_t errlen) {
     "THEN 4 WHEN 'FINISHED' THEN 5 ELSE 0 END)"
 
 int db_merge(gl_db *dst, const char *src_path, int *merged, int *skipped, char *err, size_t errlen) {
-    int rc = -1, attached = 0, n_src = 0, n_take = 0;
+    int rc = -1, attached = 0;
+    double counts[2] = {0, 0}; /* runs in the task file, runs taken from it */
     gl_db *src = NULL;
-    sqlite3_stmt *st = NULL;
     if (access(src_path, R_OK) != 0) {
         snprintf(err, errlen, "%s: cannot read the task registry to merge: %s", src_path, strerror(errno));
         return -1;
@@ -1294,12 +824,9 @@ int db_merge(gl_db *dst, const char *src_path, int *merged, int *skipped, char *
     if (db_open(&src, src_path, err, errlen)) return -1;
     db_close(src);
     src = NULL;
-    st = db_prepare(dst, "ATTACH DATABASE ?1 AS src", err, errlen);
-    if (!st) return -1;
-    sqlite3_bind_text(st, 1, src_path, -1, SQLITE_TRANSIENT);
-    if (sqlite3_step(st) != SQLITE_DONE) { db_fail(dst, "cannot attach the task registry", err, errlen); goto cleanup; }
-    sqlite3_finalize(st);
-    st = NULL;
+    if (db_query_one(dst, "cannot attach the task registry", "ATTACH DATABASE ?1 AS src", NULL, NULL, err, errlen, "t",
+                     src_path) < 0)
+        goto cleanup;
     attached = 1;
     if (db_begin(dst, err, errlen)) goto cleanup;
     static const char sql[] =
@@ -1328,20 +855,16 @@ int db_merge(gl_db *dst, const char *src_path, int *merged, int *skipped, char *
         "INSERT INTO main.run_events SELECT * FROM src.run_events WHERE run_id IN (SELECT run_id FROM merge_take);"
         "INSERT INTO main.tags SELECT * FROM src.tags WHERE run_id IN (SELECT run_id FROM merge_take);";
     if (db_exec(dst, sql, "cannot merge the task registry", err, errlen)) goto cleanup;
-    st = db_prepare(dst, "SELECT (SELECT count(*) FROM src.runs), (SELECT count(*) FROM merge_take)", err, errlen);
-    if (!st) goto cleanup;
-    if (sqlite3_step(st) != SQLITE_ROW) { db_fail(dst, "cannot count merged runs", err, errlen); goto cleanup; }
-    n_src = sqlite3_column_int(st, 0);
-    n_take = sqlite3_column_int(st, 1);
-    sqlite3_finalize(st);
-    st = NULL;
+    if (db_query_one(dst, "cannot count merged runs",
+                     "SELECT (SELECT count(*) FROM src.runs), (SELECT count(*) FROM merge_take)", db_row_reals, counts,
+                     err, errlen, "") != 1)
+        goto cleanup;
     if (db_exec(dst, "DROP TABLE temp.merge_take", "cannot drop the merge list", err, errlen)) goto cleanup;
     if (db_commit(dst, err, errlen)) goto cleanup;
-    if (merged) *merged = n_take;
-    if (skipped) *skipped = n_src - n_take;
+    if (merged) *merged = (int)counts[1];
+    if (skipped) *skipped = (int)(counts[0] - counts[1]);
     rc = 0;
 cleanup:
-    sqlite3_finalize(st);
     if (rc) {
         db_rollback(dst);
         sqlite3_exec(dst->h, "DROP TABLE IF EXISTS temp.merge_take", NULL, NULL, NULL);
@@ -1358,26 +881,13 @@ cleanup:
 
 int db_metric_get(gl_db *db, const char *run_id, long step, const char *split, const char *name,
                   double *value, char *err, size_t errlen) {
-    int rc = -1;
-    sqlite3_stmt *st = db_prepare(
-        db, "SELECT value FROM metrics WHERE run_id=?1 AND step=?2 AND split=?3 AND name=?4 AND params=?5 "
-            "ORDER BY win_count DESC",
-        err, errlen);
-    if (!st) return -1;
-    sqlite3_bind_text(st, 1, run_id, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_int64(st, 2, step);
-    sqlite3_bind_text(st, 3, split, -1, SQLITE_TRANSIENT);
-    db_bind_name(st, 4, 5, split, name);
-    int s = sqlite3_step(st);
-    if (s == SQLITE_ROW) {
-        *value = db_col_real(st, 0);
-        rc = 1;
-    } else if (s == SQLITE_DONE) {
-        rc = 0;
-    } else {
-        db_fail(db, "cannot read a metric", err, errlen);
-    }
-    sqlite3_finalize(st);
+    db_name nm = db_name_of(split, name);
+    double v[1] = {NAN};
+    int rc = db_query_one(db, "cannot read a metric",
+                          "SELECT value FROM metrics WHERE run_id=?1 AND step=?2 AND split=?3 AND name=?4 AND "
+                          "params=?5 ORDER BY win_count DESC",
+                          db_row_reals, v, err, errlen, "tIttt", run_id, (long long)step, split, nm.base, nm.params);
+    if (rc == 1) *value = v[0];
     return rc;
 }
 
@@ -1391,13 +901,9 @@ long long db_count_rows(gl_db *db, const char *table, const char *run_id, char *
     }
     char sql[128];
     snprintf(sql, sizeof sql, "SELECT count(*) FROM %s%s", table, run_id ? " WHERE run_id=?1" : "");
-    sqlite3_stmt *st = db_prepare(db, sql, err, errlen);
-    if (!st) return -1;
-    if (run_id) sqlite3_bind_text(st, 1, run_id, -1, SQLITE_TRANSIENT);
     long long n = -1;
-    if (sqlite3_step(st) == SQLITE_ROW) n = sqlite3_column_int64(st, 0);
-    else db_fail(db, "cannot count rows", err, errlen);
-    sqlite3_finalize(st);
+    if (db_query_one(db, "cannot count rows", sql, db_row_int64, &n, err, errlen, run_id ? "t" : "", run_id) != 1)
+        return -1;
     return n;
 }
 
@@ -1428,37 +934,27 @@ int db_param_get(gl_db *db, const char *run_id, const char *key, char *value, si
     return rc;
 }
 
+static int db_row_metric_val(sqlite3_stmt *st, void *ctx, char *err, size_t errlen) {
+    gl_metric_val *out = ctx;
+    (void)err, (void)errlen;
+    out->value = db_col_real(st, 0);
+    out->step = (long)sqlite3_column_int64(st, 1);
+    out->prov = db_col_prov(st, 2);
+    out->se = db_col_real(st, 6);
+    return 0;
+}
+
 int db_metric_at(gl_db *db, const char *run_id, const char *split, const char *name, const gl_prov *match,
                  gl_metric_val *out, char *err, size_t errlen) {
-    sqlite3_stmt *st = db_prepare(db,
-                                  "SELECT value, step, data_split, win_first, win_count, tokens, se FROM metrics "
-                                  "WHERE run_id = ?1 AND split = ?2 AND name = ?3 AND params = ?7 AND (?4 IS NULL OR "
-                                  "(data_split = ?4 AND win_first = ?5 AND win_count = ?6)) "
-                                  "ORDER BY step DESC, win_count DESC LIMIT 1",
-                                  err, errlen);
-    if (!st) return -1;
-    sqlite3_bind_text(st, 1, run_id, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_text(st, 2, split, -1, SQLITE_TRANSIENT);
-    db_bind_name(st, 3, 7, split, name);
-    if (match) {
-        sqlite3_bind_text(st, 4, match->split, -1, SQLITE_TRANSIENT);
-        sqlite3_bind_int64(st, 5, match->first);
-        sqlite3_bind_int64(st, 6, match->count);
-    }
-    int s = sqlite3_step(st), rc = -1;
-    if (s == SQLITE_ROW) {
-        out->value = db_col_real(st, 0);
-        out->step = (long)sqlite3_column_int64(st, 1);
-        out->prov = db_col_prov(st, 2);
-        out->se = db_col_real(st, 6);
-        rc = 1;
-    } else if (s == SQLITE_DONE) {
-        rc = 0;
-    } else {
-        db_fail(db, "cannot read a metric", err, errlen);
-    }
-    sqlite3_finalize(st);
-    return rc;
+    db_name nm = db_name_of(split, name);
+    return db_query_one(db, "cannot read a metric",
+                        "SELECT value, step, data_split, win_first, win_count, tokens, se FROM metrics "
+                        "WHERE run_id = ?1 AND split = ?2 AND name = ?3 AND params = ?7 AND (?4 IS NULL OR "
+                        "(data_split = ?4 AND win_first = ?5 AND win_count = ?6)) "
+                        "ORDER BY step DESC, win_count DESC LIMIT 1",
+                        db_row_metric_val, out, err, errlen, "ttttIIt", run_id, split, nm.base,
+                        match ? match->split : NULL, match ? (long long)match->first : 0LL,
+                        match ? (long long)match->count : 0LL, nm.params);
 }
 
 int db_metric_last(gl_db *db, const char *run_id, const char *split, const char *name, double *value, long *step,
@@ -1472,94 +968,58 @@ int db_metric_last(gl_db *db, const char *run_id, const char *split, const char 
     return rc;
 }
 
-/* The structured name of the (base, params) in columns ib, ip: 0, or -1
- * when the params are not a text metric_split writes. */
-static int db_col_name(sqlite3_stmt *st, int ib, int ip, char *out, size_t n) {
-    const char *base = (const char *)sqlite3_column_text(st, ib);
-    const char *params = (const char *)sqlite3_column_text(st, ip);
-    return metric_unsplit(base ? base : "", params, out, n);
+static int db_fill_point(const db_rows *r, sqlite3_stmt *st, void *elem, char *err, size_t errlen) {
+    gl_metric_point *p = elem;
+    (void)r, (void)err, (void)errlen;
+    p->step = (long)sqlite3_column_int64(st, 0);
+    p->value = db_col_real(st, 1);
+    p->wall_time = sqlite3_column_double(st, 2);
+    p->prov = db_col_prov(st, 3);
+    return 0;
 }
 
 int db_metric_series(gl_db *db, const char *run_id, const char *split, const char *name, gl_metric_point **pts,
                      int *n, char *err, size_t errlen) {
-    int rc = -1, k = 0, cap = 0, s;
-    gl_metric_point *v = NULL;
-    *pts = NULL;
-    *n = 0;
-    sqlite3_stmt *st = db_prepare(db,
-                                  "SELECT step, value, wall_time, data_split, win_first, win_count, tokens FROM metrics "
-                                  "WHERE run_id = ?1 AND split = ?2 AND name = ?3 AND params = ?4 "
-                                  "ORDER BY step, win_count DESC",
-                                  err, errlen);
-    if (!st) return -1;
-    sqlite3_bind_text(st, 1, run_id, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_text(st, 2, split, -1, SQLITE_TRANSIENT);
-    db_bind_name(st, 3, 4, split, name);
-    while ((s = sqlite3_step(st)) == SQLITE_ROW) {
-        if (db_grow((void **)&v, k, &cap, sizeof *v)) {
-            snprintf(err, errlen, "%s: out of memory reading %s/%s of run %s", db->path, split, name, run_id);
-            goto cleanup;
-        }
-        v[k].step = (long)sqlite3_column_int64(st, 0);
-        v[k].value = db_col_real(st, 1);
-        v[k].wall_time = sqlite3_column_double(st, 2);
-        v[k].prov = db_col_prov(st, 3);
-        k++;
+    db_name nm = db_name_of(split, name);
+    db_rows r = {.db = db, .size = sizeof **pts, .fill = db_fill_point, .run_id = run_id, .split = split};
+    int rc = db_query_each(db, "cannot read a metric series",
+                           "SELECT step, value, wall_time, data_split, win_first, win_count, tokens FROM metrics "
+                           "WHERE run_id = ?1 AND split = ?2 AND name = ?3 AND params = ?4 "
+                           "ORDER BY step, win_count DESC",
+                           db_rows_add, &r, err, errlen, "tttt", run_id, split, nm.base, nm.params);
+    return db_rows_take(&r, rc, (void **)pts, n);
+}
+
+/* The structured name of the (base, params) in columns 0 and 8. */
+static int db_fill_latest(const db_rows *r, sqlite3_stmt *st, void *elem, char *err, size_t errlen) {
+    gl_metric_latest *v = elem;
+    const char *base = (const char *)sqlite3_column_text(st, 0);
+    const char *params = (const char *)sqlite3_column_text(st, 8);
+    if (metric_unsplit(base ? base : "", params, v->name, sizeof v->name)) {
+        snprintf(err, errlen, "%s: run %s: metric %s/%s has parameters this gatelab cannot read (%s)", r->db->path,
+                 r->run_id, r->split, base, params);
+        return -1;
     }
-    if (s != SQLITE_DONE) { db_fail(db, "cannot read a metric series", err, errlen); goto cleanup; }
-    *pts = v;
-    *n = k;
-    v = NULL;
-    rc = 0;
-cleanup:
-    sqlite3_finalize(st);
-    free(v);
-    return rc;
+    v->value = db_col_real(st, 1);
+    v->step = (long)sqlite3_column_int64(st, 2);
+    v->prov = db_col_prov(st, 3);
+    v->se = db_col_real(st, 7);
+    return 0;
 }
 
 int db_metrics_latest(gl_db *db, const char *run_id, const char *split, gl_metric_latest **rows, int *n,
                       char *err, size_t errlen) {
-    int rc = -1, k = 0, cap = 0, s;
-    gl_metric_latest *v = NULL;
-    *rows = NULL;
-    *n = 0;
-    sqlite3_stmt *st = db_prepare(db,
-                                  "SELECT m.name, m.value, m.step, m.data_split, m.win_first, m.win_count, m.tokens, "
-                                  "m.se, m.params FROM metrics m WHERE m.run_id = ?1 AND m.split = ?2 "
-                                  "AND m.step = (SELECT max(step) FROM metrics x WHERE x.run_id = m.run_id "
-                                  "AND x.split = m.split AND x.name = m.name AND x.params = m.params "
-                                  "AND x.data_split = m.data_split "
-                                  "AND x.win_first = m.win_first AND x.win_count = m.win_count) "
-                                  "ORDER BY m.name, m.win_count DESC, m.step DESC",
-                                  err, errlen);
-    if (!st) return -1;
-    sqlite3_bind_text(st, 1, run_id, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_text(st, 2, split, -1, SQLITE_TRANSIENT);
-    while ((s = sqlite3_step(st)) == SQLITE_ROW) {
-        if (db_grow((void **)&v, k, &cap, sizeof *v)) {
-            snprintf(err, errlen, "%s: out of memory reading split %s of run %s", db->path, split, run_id);
-            goto cleanup;
-        }
-        if (db_col_name(st, 0, 8, v[k].name, sizeof v[k].name)) {
-            snprintf(err, errlen, "%s: run %s: metric %s/%s has parameters this gatelab cannot read (%s)", db->path,
-                     run_id, split, sqlite3_column_text(st, 0), sqlite3_column_text(st, 8));
-            goto cleanup;
-        }
-        v[k].value = db_col_real(st, 1);
-        v[k].step = (long)sqlite3_column_int64(st, 2);
-        v[k].prov = db_col_prov(st, 3);
-        v[k].se = db_col_real(st, 7);
-        k++;
-    }
-    if (s != SQLITE_DONE) { db_fail(db, "cannot read a split's metrics", err, errlen); goto cleanup; }
-    *rows = v;
-    *n = k;
-    v = NULL;
-    rc = 0;
-cleanup:
-    sqlite3_finalize(st);
-    free(v);
-    return rc;
+    db_rows r = {.db = db, .size = sizeof **rows, .fill = db_fill_latest, .run_id = run_id, .split = split};
+    int rc = db_query_each(db, "cannot read a split's metrics",
+                           "SELECT m.name, m.value, m.step, m.data_split, m.win_first, m.win_count, m.tokens, "
+                           "m.se, m.params FROM metrics m WHERE m.run_id = ?1 AND m.split = ?2 "
+                           "AND m.step = (SELECT max(step) FROM metrics x WHERE x.run_id = m.run_id "
+                           "AND x.split = m.split AND x.name = m.name AND x.params = m.params "
+                           "AND x.data_split = m.data_split "
+                           "AND x.win_first = m.win_first AND x.win_count = m.win_count) "
+                           "ORDER BY m.name, m.win_count DESC, m.step DESC",
+                           db_rows_add, &r, err, errlen, "tt", run_id, split);
+    return db_rows_take(&r, rc, (void **)rows, n);
 }
 
 const gl_metric_latest *db_metrics_latest_get(const gl_metric_latest *rows, int n, const char *name,
@@ -1583,53 +1043,34 @@ double db_metrics_latest_find_like(const gl_metric_latest *rows, int n, const ch
 }
 
 int db_run_t0(gl_db *db, const char *run_id, double *t0, char *err, size_t errlen) {
-    sqlite3_stmt *st = db_prepare(
-        db, "SELECT min(wall_time) FROM metrics WHERE run_id = ?1 AND split IN ('train','val')", err, errlen);
-    if (!st) return -1;
-    sqlite3_bind_text(st, 1, run_id, -1, SQLITE_TRANSIENT);
-    int s = sqlite3_step(st), rc = -1;
-    if (s == SQLITE_ROW) {
-        rc = sqlite3_column_type(st, 0) != SQLITE_NULL;
-        if (rc) *t0 = sqlite3_column_double(st, 0);
-    } else {
-        db_fail(db, "cannot read wall times", err, errlen);
-    }
-    sqlite3_finalize(st);
-    return rc;
+    double v[1] = {NAN};
+    int rc = db_query_one(db, "cannot read wall times",
+                          "SELECT min(wall_time) FROM metrics WHERE run_id = ?1 AND split IN ('train','val')",
+                          db_row_reals, v, err, errlen, "t", run_id);
+    if (rc < 0) return -1;
+    if (!isnan(v[0])) *t0 = v[0];
+    return !isnan(v[0]);
 }
 
 /* ---- stale runs: RUNNING in the registry, nobody running them ---- */
 
 int db_run_stale(gl_db *db, const char *run_id, double stale_s, char *why, size_t whylen, char *err,
                  size_t errlen) {
-    int rc = -1;
+    db_run_state r;
     why[0] = '\0';
-    sqlite3_stmt *st = db_prepare(db, "SELECT status, pid, host, heartbeat FROM runs WHERE run_id=?1", err, errlen);
-    if (!st) return -1;
-    sqlite3_bind_text(st, 1, run_id, -1, SQLITE_TRANSIENT);
-    int s = sqlite3_step(st);
-    if (s == SQLITE_DONE) {
-        rc = 0;
-    } else if (s != SQLITE_ROW) {
-        db_fail(db, "cannot read a run's status", err, errlen);
-    } else {
-        const char *status = (const char *)sqlite3_column_text(st, 0);
-        long long pid = sqlite3_column_int64(st, 1);
-        const char *host = (const char *)sqlite3_column_text(st, 2);
-        double beat = sqlite3_column_type(st, 3) == SQLITE_NULL ? 0 : sqlite3_column_double(st, 3);
-        double age = db_now() - beat;
-        rc = 0;
-        if (status && !strcmp(status, "RUNNING")) {
-            if (host && !strcmp(host, db->host) && !db_pid_alive(pid)) {
-                snprintf(why, whylen, "process %lld on %s is gone (last heartbeat %.0f s ago)", pid, host, age);
-                rc = 1;
-            } else if (age > stale_s) {
-                snprintf(why, whylen, "no heartbeat for %.0f s (more than %.0f s; process %lld on %s)", age, stale_s,
-                         pid, host ? host : "an unknown host");
-                rc = 1;
-            }
-        }
+    int s = db_query_one(db, "cannot read a run's status", DB_RUN_STATE_SQL, db_row_state, &r, err, errlen, "t",
+                         run_id);
+    if (s <= 0 || strcmp(r.status, "RUNNING")) return s < 0 ? -1 : 0;
+    double age = db_now() - r.beat;
+    const char *host = r.has_host ? r.host : "an unknown host";
+    if (r.has_host && !strcmp(r.host, db->host) && !db_pid_alive(r.pid)) {
+        snprintf(why, whylen, "process %lld on %s is gone (last heartbeat %.0f s ago)", r.pid, r.host, age);
+        return 1;
     }
-    sqlite3_finalize(st);
-    return rc;
+    if (age > stale_s) {
+        snprintf(why, whylen, "no heartbeat for %.0f s (more than %.0f s; process %lld on %s)", age, stale_s, r.pid,
+                 host);
+        return 1;
+    }
+    return 0;
 }

@@ -40,8 +40,8 @@
 
 typedef struct gl_db gl_db;
 
-/* Open (creating the parent folder, the file and the schema, upgrading an
- * older schema) the registry at path.  *out owns the connection; close it
+/* Open (creating the parent folder, the file and the schema) the registry
+ * at path; a file of another schema version is refused (registry_schema.c).  *out owns the connection; close it
  * with db_close. */
 int db_open(gl_db **out, const char *path, char *err, size_t errlen);
 
@@ -53,12 +53,9 @@ int db_run_id_check(const char *id, char *why, size_t whylen);
 int db_open_existing(gl_db **out, const char *path, char *err, size_t errlen);
 void db_close(gl_db *db); /* accepts NULL */
 
-/* Open an existing registry read-only (tables, figures): the file must exist
- * and hold a runs table; nothing is created or upgraded.  A registry of an
- * older schema is read through temporary views that present it in the
- * current one (metric provenance as the upgrade would fill it in), so the
- * file is never changed under a writer of the older gatelab.  Close with
- * db_close. */
+/* Open an existing registry read-only (tables, figures): the file must exist,
+ * hold a runs table and be at DB_SCHEMA_VERSION; nothing is created or
+ * written.  Close with db_close. */
 int db_open_readonly(gl_db **out, const char *path, char *err, size_t errlen);
 
 /* The path the database was opened with. */

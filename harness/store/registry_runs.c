@@ -14,6 +14,7 @@
  * builds, so `runs` and `tables` name a run alike.  Contracts in registry.h.
  */
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -165,10 +166,10 @@ static int db_tag_key_ok(const char *key) {
     return 1;
 }
 
-/* Run one write statement on run_id (bound as ?1 by the caller) in its own
- * transaction, after checking the run exists.  *changes gets the rows changed. */
-static int db_run_write(gl_db *db, sqlite3_stmt *st, const char *run_id, const char *what, int *changes, char *err,
-                        size_t errlen) {
+/* Run one write statement on run_id (?1) in its own transaction, after
+ * checking the run exists.  *changes gets the rows changed. */
+static int db_run_write(gl_db *db, const char *run_id, const char *what, int *changes, const char *sql, char *err,
+                        size_t errlen, const char *types, ...) {
     char status[16];
     int e = db_run_exists(db, run_id, status, err, errlen);
     if (e < 0) return -1;
@@ -178,13 +179,23 @@ static int db_run_write(gl_db *db, sqlite3_stmt *st, const char *run_id, const c
         return -1;
     }
     if (db_begin(db, err, errlen)) return -1;
-    if (sqlite3_step(st) != SQLITE_DONE) {
-        db_fail(db, what, err, errlen);
+    va_list ap;
+    va_start(ap, types);
+    int rc = db_query_v(db, 1, what, sql, NULL, NULL, err, errlen, types, ap);
+    va_end(ap);
+    if (rc < 0 || db_commit(db, err, errlen)) {
         db_rollback(db);
         return -1;
     }
-    if (changes) *changes = sqlite3_changes(db->h);
-    if (db_commit(db, err, errlen)) { db_rollback(db); return -1; }
+    if (changes) *changes = db->changes;
+    return 0;
+}
+
+/* The tags of a run: how many, and whether key is one of them. */
+static int db_row_tag_count(sqlite3_stmt *st, void *ctx, char *err, size_t errlen) {
+    (void)err, (void)errlen;
+    ((int *)ctx)[0] = sqlite3_column_int(st, 0);
+    ((int *)ctx)[1] = sqlite3_column_int(st, 1);
     return 0;
 }
 
@@ -202,52 +213,33 @@ int db_tag_set(gl_db *db, const char *run_id, const char *key, const char *value
                  DB_TAG_VALUE_MAX);
         return -1;
     }
-    sqlite3_stmt *cnt = db_prepare(db, "SELECT count(*), sum(key = ?2) FROM tags WHERE run_id = ?1", err, errlen);
-    if (!cnt) return -1;
-    sqlite3_bind_text(cnt, 1, run_id, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_text(cnt, 2, key, -1, SQLITE_TRANSIENT);
-    int have = sqlite3_step(cnt) == SQLITE_ROW ? sqlite3_column_int(cnt, 0) : 0;
-    int same = sqlite3_column_int(cnt, 1);
-    sqlite3_finalize(cnt);
+    int count[2] = {0, 0}; /* tags, of which key */
+    if (db_query_one(db, "cannot count a run's tags", "SELECT count(*), sum(key = ?2) FROM tags WHERE run_id = ?1",
+                     db_row_tag_count, count, err, errlen, "tt", run_id, key) < 0)
+        return -1;
+    const int have = count[0], same = count[1];
     if (have >= DB_TAGS_PER_RUN && !same) {
         snprintf(err, errlen, "tag %s: run %s already has %d tags, the most a run may carry; remove one first "
                  "(gatelab tag %s --remove KEY)", key, run_id, have, run_id);
         return -1;
     }
-    sqlite3_stmt *st = db_prepare(db, "INSERT OR REPLACE INTO tags (run_id, key, value) VALUES (?1, ?2, ?3)", err,
-                                  errlen);
-    if (!st) return -1;
-    sqlite3_bind_text(st, 1, run_id, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_text(st, 2, key, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_text(st, 3, value, -1, SQLITE_TRANSIENT);
-    int rc = db_run_write(db, st, run_id, "cannot set a tag", NULL, err, errlen);
-    sqlite3_finalize(st);
-    return rc;
+    return db_run_write(db, run_id, "cannot set a tag", NULL,
+                        "INSERT OR REPLACE INTO tags (run_id, key, value) VALUES (?1, ?2, ?3)", err, errlen, "ttt",
+                        run_id, key, value);
 }
 
 int db_tag_remove(gl_db *db, const char *run_id, const char *key, char *err, size_t errlen) {
     int changes = 0;
-    sqlite3_stmt *st = db_prepare(db, "DELETE FROM tags WHERE run_id = ?1 AND key = ?2", err, errlen);
-    if (!st) return -1;
-    sqlite3_bind_text(st, 1, run_id, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_text(st, 2, key, -1, SQLITE_TRANSIENT);
-    int rc = db_run_write(db, st, run_id, "cannot remove a tag", &changes, err, errlen);
-    sqlite3_finalize(st);
+    int rc = db_run_write(db, run_id, "cannot remove a tag", &changes, "DELETE FROM tags WHERE run_id = ?1 AND key = ?2",
+                          err, errlen, "tt", run_id, key);
     return rc ? -1 : changes > 0;
 }
 
 int db_run_set_deleted(gl_db *db, const char *run_id, int deleted, char *err, size_t errlen) {
-    sqlite3_stmt *st = db_prepare(db,
-                                  deleted ? "UPDATE runs SET deleted_time = coalesce(deleted_time, ?2) WHERE run_id = ?1"
-                                          : "UPDATE runs SET deleted_time = NULL WHERE run_id = ?1",
-                                  err, errlen);
-    if (!st) return -1;
-    sqlite3_bind_text(st, 1, run_id, -1, SQLITE_TRANSIENT);
-    if (deleted) sqlite3_bind_double(st, 2, db_now());
-    int rc = db_run_write(db, st, run_id, deleted ? "cannot delete the run" : "cannot restore the run", NULL, err,
-                          errlen);
-    sqlite3_finalize(st);
-    return rc;
+    return db_run_write(db, run_id, deleted ? "cannot delete the run" : "cannot restore the run", NULL,
+                        deleted ? "UPDATE runs SET deleted_time = coalesce(deleted_time, ?2) WHERE run_id = ?1"
+                                : "UPDATE runs SET deleted_time = NULL WHERE run_id = ?1",
+                        err, errlen, deleted ? "td" : "t", run_id, db_now());
 }
 
 /* ---- reading a run's params and metrics whole ---- */
@@ -280,76 +272,63 @@ cleanup:
     return rc;
 }
 
+typedef struct {
+    int (*fn)(const gl_metric_long *row, void *ctx);
+    void *ctx;
+    int stop; /* what fn returned to stop the walk */
+} db_metrics_walk;
+
+static int db_row_metric_long(sqlite3_stmt *st, void *ctx, char *err, size_t errlen) {
+    db_metrics_walk *w = ctx;
+    gl_metric_long row;
+    const char *t[6];
+    (void)err, (void)errlen;
+    for (int i = 0; i < 6; i++) {
+        t[i] = (const char *)sqlite3_column_text(st, i);
+        if (!t[i]) t[i] = "";
+    }
+    row.run_id = t[0], row.experiment = t[1], row.variant = t[2], row.split = t[3], row.name = t[4];
+    row.params = t[5];
+    row.step = (long)sqlite3_column_int64(st, 6);
+    row.value = db_col_real(st, 7);
+    row.se = db_col_real(st, 8);
+    row.wall_time = db_col_real(st, 9);
+    row.prov = db_col_prov(st, 10);
+    w->stop = w->fn(&row, w->ctx);
+    return w->stop ? 1 : 0;
+}
+
 int db_metrics_each(gl_db *db, const gl_metric_filter *f, int (*fn)(const gl_metric_long *row, void *ctx),
                     void *ctx, char *err, size_t errlen) {
-    int rc = -1, s;
-    sqlite3_stmt *st = db_prepare(
-        db,
+    db_metrics_walk w = {fn, ctx, 0};
+    int rc = db_query_each(
+        db, "cannot read metrics",
         "SELECT r.run_id, e.name, " DB_VARIANT ", m.split, m.name, m.params, m.step, m.value, m.se, m.wall_time, "
         "m.data_split, m.win_first, m.win_count, m.tokens FROM metrics m JOIN runs r ON r.run_id = m.run_id "
         "JOIN experiments e ON e.id = r.experiment_id WHERE r.deleted_time IS NULL AND (?1 IS NULL OR e.name = ?1) "
         "AND (?2 IS NULL OR r.run_id = ?2) AND (?3 IS NULL OR m.split = ?3) AND (?4 IS NULL OR m.name GLOB ?4) "
         "ORDER BY e.name, r.run_id, m.split, m.name, m.params, m.step, m.win_count DESC",
-        err, errlen);
-    if (!st) return -1;
-    db_bind_text_or_null(st, 1, f->experiment);
-    db_bind_text_or_null(st, 2, f->run_id);
-    db_bind_text_or_null(st, 3, f->split);
-    db_bind_text_or_null(st, 4, f->name_glob);
-    while ((s = sqlite3_step(st)) == SQLITE_ROW) {
-        gl_metric_long row;
-        const char *t[6];
-        for (int i = 0; i < 6; i++) {
-            t[i] = (const char *)sqlite3_column_text(st, i);
-            if (!t[i]) t[i] = "";
-        }
-        row.run_id = t[0], row.experiment = t[1], row.variant = t[2], row.split = t[3], row.name = t[4];
-        row.params = t[5];
-        row.step = (long)sqlite3_column_int64(st, 6);
-        row.value = db_col_real(st, 7);
-        row.se = db_col_real(st, 8);
-        row.wall_time = db_col_real(st, 9);
-        row.prov = db_col_prov(st, 10);
-        int stop = fn(&row, ctx);
-        if (stop) { rc = stop; goto cleanup; }
-    }
-    if (s != SQLITE_DONE) { db_fail(db, "cannot read metrics", err, errlen); goto cleanup; }
-    rc = 0;
-cleanup:
-    sqlite3_finalize(st);
-    return rc;
+        db_row_metric_long, &w, err, errlen, "tttt", f->experiment, f->run_id, f->split, f->name_glob);
+    return rc < 0 ? -1 : w.stop;
 }
 
 /* ---- the names a command line may use ---- */
 
+static int db_fill_name(const db_rows *r, sqlite3_stmt *st, void *elem, char *err, size_t errlen) {
+    gl_name *v = elem;
+    (void)r, (void)err, (void)errlen;
+    db_col_text(st, 0, v->name, sizeof v->name);
+    v->deleted = sqlite3_column_int(st, 1);
+    return 0;
+}
+
 int db_names(gl_db *db, gl_name_kind kind, gl_name **out, int *n, char *err, size_t errlen) {
-    int rc = -1, k = 0, cap = 0, s;
-    gl_name *v = NULL;
-    *out = NULL;
-    *n = 0;
-    sqlite3_stmt *st = db_prepare(db,
-                                  kind == DB_NAMES_RUNS
-                                      ? "SELECT run_id, deleted_time IS NOT NULL FROM runs ORDER BY run_id"
-                                      : "SELECT name, 0 FROM experiments e WHERE EXISTS (SELECT 1 FROM runs r WHERE "
-                                        "r.experiment_id = e.id) ORDER BY name",
-                                  err, errlen);
-    if (!st) return -1;
-    while ((s = sqlite3_step(st)) == SQLITE_ROW) {
-        if (db_grow((void **)&v, k, &cap, sizeof *v)) {
-            snprintf(err, errlen, "%s: out of memory listing names", db->path);
-            goto cleanup;
-        }
-        db_col_text(st, 0, v[k].name, sizeof v[k].name);
-        v[k].deleted = sqlite3_column_int(st, 1);
-        k++;
-    }
-    if (s != SQLITE_DONE) { db_fail(db, kind == DB_NAMES_RUNS ? "cannot list run ids" : "cannot list experiments", err, errlen); goto cleanup; }
-    *out = v;
-    *n = k;
-    v = NULL;
-    rc = 0;
-cleanup:
-    sqlite3_finalize(st);
-    free(v);
-    return rc;
+    db_rows r = {.db = db, .size = sizeof **out, .fill = db_fill_name};
+    int rc = db_query_each(db, kind == DB_NAMES_RUNS ? "cannot list run ids" : "cannot list experiments",
+                           kind == DB_NAMES_RUNS
+                               ? "SELECT run_id, deleted_time IS NOT NULL FROM runs ORDER BY run_id"
+                               : "SELECT name, 0 FROM experiments e WHERE EXISTS (SELECT 1 FROM runs r WHERE "
+                                 "r.experiment_id = e.id) ORDER BY name",
+                           db_rows_add, &r, err, errlen, "");
+    return db_rows_take(&r, rc, (void **)out, n);
 }

@@ -6,8 +6,8 @@ resolves to its own results folder's registry), and returns runs and metrics as 
 DataFrames with each run's parameters as typed columns.
 
 What it does not: train, evaluate or change anything; it reads the schema documented in
-docs/registry.md (version 3, and versions 1-2 only through gatelab's own upgrade, so an old
-file is refused with the command that upgrades it).
+docs/registry.md (version 3, the only one gatelab reads too; an older file is refused with the
+way to upgrade it).
 """
 import json
 import os
@@ -63,8 +63,9 @@ def connect(path):
         v = None if version is None else version[0]
         con.close()
         raise RegistryError(f"{path}: registry schema version {v}; this package reads "
-                            f"{', '.join(map(str, SCHEMA_VERSIONS))} (open it once with "
-                            f"`gatelab runs --db {path}` to upgrade an older file)")
+                            f"{', '.join(map(str, SCHEMA_VERSIONS))} (an older file: open it once with "
+                            f"`gatelab runs --fix-stale --db {path}` of gatelab commit f576d3d, which "
+                            f"upgrades it; docs/registry.md, \"Schema versions\")")
     return con
 
 

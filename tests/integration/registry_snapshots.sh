@@ -1,0 +1,54 @@
+#!/bin/bash
+# registry_snapshots.sh — the registries that exist on disk still open and
+# read (harness/store/registry_schema.c: only schema 3 is read, and every
+# registry made so far is at 3).  On COPIES of the committed snapshots
+# docs/report/registries/*.db (with their WAL files):
+#   - each is at schema 3, and `runs`, `metrics`, `compare` read it;
+#   - `metrics` prints one line per metric row of a visible run (the count
+#     from sqlite3 itself);
+#   - a registry created by this gatelab (`collect` into a new file) has the
+#     same tables, columns (name, type, NOT NULL, default, key position, in
+#     order: collect copies rows with SELECT *) and indexes as the snapshot,
+#     which the old upgrade chain made, and reads back the same rows;
+#   - the snapshot files themselves are unchanged (checksums before and after).
+# Needs sqlite3.  Nothing here opens a snapshot in place.
+source "$(dirname "$0")/lib.sh"
+ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
+SNAP="$ROOT/docs/report/registries"
+W=$(mktemp -d)
+trap 'rm -rf "$W"' EXIT
+command -v sqlite3 > /dev/null || { skip "registry snapshots: sqlite3 not installed"; exit 0; }
+ls "$SNAP"/*.db > /dev/null 2>&1 || { skip "registry snapshots: no docs/report/registries/*.db"; exit 0; }
+sums_before=$(cd "$SNAP" && sha256sum ./*.db ./*.db-wal 2> /dev/null)
+
+# the shape of a registry: every table's columns and every index, in order
+shape() {
+    sqlite3 "$1" "SELECT m.name, p.cid, p.name, p.type, p.\"notnull\", coalesce(p.dflt_value, ''), p.pk
+                  FROM sqlite_master m, pragma_table_info(m.name) p WHERE m.type = 'table' ORDER BY m.name, p.cid;
+                  SELECT m.name, i.name, group_concat(c.name, ',') FROM sqlite_master m, pragma_index_list(m.name) i,
+                  pragma_index_info(i.name) c WHERE m.type = 'table' GROUP BY m.name, i.name ORDER BY m.name, i.name;"
+}
+
+for src in "$SNAP"/*.db; do
+    b=$(basename "$src" .db)
+    cp "$src" "$W/$b.db"
+    [ -f "$src-wal" ] && cp "$src-wal" "$W/$b.db-wal"
+    DB="$W/$b.db"
+    check "$b: schema 3" [ "$(sqlite3 "$DB" 'SELECT version FROM schema_version')" = 3 ]
+    "$BIN" runs --db "$DB" --format csv > "$W/$b.runs" 2> "$W/$b.err"
+    check "$b: runs lists every visible run" \
+        [ "$(($(wc -l < "$W/$b.runs") - 1))" = "$(sqlite3 "$DB" 'SELECT count(*) FROM runs WHERE deleted_time IS NULL')" ]
+    "$BIN" metrics --db "$DB" > "$W/$b.metrics" 2> "$W/$b.err"
+    want=$(sqlite3 "$DB" "SELECT count(*) FROM metrics m JOIN runs r USING (run_id) WHERE r.deleted_time IS NULL")
+    check "$b: metrics prints its $want rows" [ "$(($(wc -l < "$W/$b.metrics") - 1))" = "$want" ]
+    two=$(tail -n +2 "$W/$b.runs" | cut -d, -f1 | head -2)
+    check "$b: compare reads two runs" "$BIN" compare $two --db "$DB" --format json > /dev/null
+    "$BIN" collect "$W/$b.fresh.db" "$DB" > /dev/null 2> "$W/$b.err"
+    check "$b: a registry this gatelab creates has the snapshot's shape" \
+        diff <(shape "$DB") <(shape "$W/$b.fresh.db")
+    "$BIN" metrics --db "$W/$b.fresh.db" > "$W/$b.fresh.metrics" 2> "$W/$b.err"
+    check "$b: collected into a new registry, metrics reads the same rows" \
+        cmp "$W/$b.metrics" "$W/$b.fresh.metrics"
+done > "$W/out" 2>&1
+cat "$W/out"
+check "the snapshots themselves are unchanged" [ "$sums_before" = "$(cd "$SNAP" && sha256sum ./*.db ./*.db-wal 2> /dev/null)" ]
