@@ -34,33 +34,11 @@
 #include "store/fileio.h"
 #include "store/metric.h"
 #include "report.h"
+#include "stats.h"
 
 /* ---- statistics ---- */
 
 double paper_t95(int df) { return tables_t95(df); }
-
-typedef struct {
-    double mean, sd, lo, hi; /* lo, hi: 95 % interval of the mean (NaN when n < 2) */
-    int n;
-} pstat;
-
-static pstat st_of(const double *x, int n) {
-    pstat s = {NAN, NAN, NAN, NAN, 0};
-    double sum = 0, q = 0;
-    for (int i = 0; i < n; i++)
-        if (!isnan(x[i])) sum += x[i], s.n++;
-    if (!s.n) return s;
-    s.mean = sum / s.n;
-    for (int i = 0; i < n; i++)
-        if (!isnan(x[i])) q += (x[i] - s.mean) * (x[i] - s.mean);
-    if (s.n > 1) {
-        s.sd = sqrt(q / (s.n - 1));
-        double h = paper_t95(s.n - 1) * s.sd / sqrt(s.n);
-        s.lo = s.mean - h;
-        s.hi = s.mean + h;
-    }
-    return s;
-}
 
 /* ---- collecting: a view of the run set (runset.h) ---- */
 
@@ -259,7 +237,7 @@ int paper_lambda_star(const paper_run *runs, int n, const char *data, const char
         if (strcmp(r->depth, "tsa") || strcmp(r->t.data, data) || strcmp(r->t.scale, scale)) continue;
         pick k = {data, scale, NULL, "tsa", NULL, r->t.lambda};
         double a[64];
-        pstat s = st_of(a, pk_values(runs, n, &k, field, a, 64));
+        st_summary s = st_describe(a, pk_values(runs, n, &k, field, a, 64), 0.95);
         if (s.n && fabs(s.mean - target) < best) best = fabs(s.mean - target), *lambda = r->t.lambda, found = 1;
     }
     return found;
