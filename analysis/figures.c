@@ -544,13 +544,59 @@ static int fg_group_series(gl_db *db, const tables_run *runs, const fg_group *g,
     return 0;
 }
 
+/* A figure's title: what it shows, then what every group shares and the
+ * spread over seeds ("Loss during training: tinyshakespeare s, mean ± sd over 3 seeds"). */
+void fg_group_title(const fg_groups *G, const char *what, char *out, size_t n) {
+    char spread[64];
+    fg_spread_text(G, spread, sizeof spread);
+    snprintf(out, n, "%s%s%s%s%s", what, G->common[0] ? ": " : "", G->common,
+             spread[0] ? (G->common[0] ? ", " : ": ") : "", spread);
+}
+
+/* loss data: for every group of G, its train and its val loss band (two
+ * blocks each, fg_write_band), into path; the y range into *ry and the blocks
+ * written into *blocks.  A group without both series is left out (and named
+ * in s when s is not NULL).  0, or -1 with err. */
+static int fg_loss_data(gl_db *db, const tables_run *runs, const fg_groups *G, const char *path, figures_summary *s,
+                        fg_rng *ry, int *blocks, char *err, size_t errlen) {
+    fg_pt *pt[2] = {NULL, NULL};
+    int rc = -1;
+    *blocks = 0;
+    FILE *f = fileio_fopen_w(path);
+    if (!f) {
+        snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
+        return -1;
+    }
+    for (int k = 0; k < G->n; k++) {
+        int np[2];
+        for (int q = 0; q < 2; q++) {
+            free(pt[q]);
+            pt[q] = NULL;
+            if (fg_group_series(db, runs, &G->g[k], q ? "val" : "train", &pt[q], &np[q], err, errlen)) goto cleanup;
+        }
+        if (!np[0] || !np[1]) {
+            if (s) fg_skip(s, G->g[k].label, "no train/loss or val/loss rows");
+            continue;
+        }
+        for (int q = 0; q < 2; q++) {
+            if ((*blocks)++) fprintf(f, "\n\n");
+            fg_write_band(f, G->g[k].label, pt[q], np[q], ry);
+        }
+    }
+    rc = 0;
+cleanup:;
+    int bad = ferror(f) | fclose(f);
+    if (bad && !rc) snprintf(err, errlen, "writing %s failed", path), rc = -1;
+    free(pt[0]);
+    free(pt[1]);
+    return rc;
+}
+
 static int fg_loss(gl_db *db, const tables_run *runs, int n, const char *data_dir, const char *out_dir, figures_summary *s,
                    char *err, size_t errlen) {
     char path[4096];
-    FILE *f = NULL;
     int blocks = 0, rc = -1;
     fg_groups *G = malloc(sizeof *G);
-    fg_pt *pt[2] = {NULL, NULL};
     if (!G) {
         snprintf(err, errlen, "out of memory");
         return -1;
@@ -560,40 +606,15 @@ static int fg_loss(gl_db *db, const tables_run *runs, int n, const char *data_di
         return -1;
     }
     snprintf(path, sizeof path, "%s/loss.tsv", data_dir);
-    f = fileio_fopen_w(path);
-    if (!f) {
-        snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
-        goto cleanup;
-    }
     fg_rng ry = fg_rng_empty();
-    for (int k = 0; k < G->n; k++) {
-        int np[2];
-        for (int q = 0; q < 2; q++) {
-            free(pt[q]);
-            pt[q] = NULL;
-            if (fg_group_series(db, runs, &G->g[k], q ? "val" : "train", &pt[q], &np[q], err, errlen)) goto cleanup;
-        }
-        if (!np[0] || !np[1]) continue;
-        for (int q = 0; q < 2; q++) {
-            if (blocks++) fprintf(f, "\n\n");
-            fg_write_band(f, G->g[k].label, pt[q], np[q], &ry);
-        }
-    }
-    if (ferror(f) | fclose(f)) {
-        f = NULL;
-        snprintf(err, errlen, "writing %s failed", path);
-        goto cleanup;
-    }
-    f = NULL;
+    if (fg_loss_data(db, runs, G, path, NULL, &ry, &blocks, err, errlen)) goto cleanup;
     if (!blocks) {
         fg_skip(s, "loss_step, loss_time", "no finished run has train/loss and val/loss");
         rc = 0;
         goto cleanup;
     }
-    char vars[1200], spread[64], title[400], tv[700];
-    fg_spread_text(G, spread, sizeof spread);
-    snprintf(title, sizeof title, "Loss during training%s%s%s%s", G->common[0] ? ": " : "", G->common,
-             spread[0] ? (G->common[0] ? ", " : ": ") : "", spread);
+    char vars[1200], title[400], tv[700];
+    fg_group_title(G, "Loss during training", title, sizeof title);
     const double fig_w = blocks > 16 ? 8.5 : 6.5;
     figures_title_var(tv, sizeof tv, title, fig_w, 0.8); /* the key sits outside, on the right */
     for (int q = 0; q < 2; q++) {
@@ -603,9 +624,6 @@ static int fg_loss(gl_db *db, const tables_run *runs, int n, const char *data_di
     }
     rc = 0;
 cleanup:
-    if (f) fclose(f);
-    free(pt[0]);
-    free(pt[1]);
     fg_groups_free(G);
     free(G);
     return rc;
@@ -962,8 +980,6 @@ int figures_loss_runs(gl_db *db, const char *const *ids, int nids, const char *o
     tables_run *runs = NULL;
     unsigned char *want = NULL;
     fg_groups *G = NULL;
-    fg_pt *pt[2] = {NULL, NULL};
-    FILE *f = NULL;
     int n = 0, rc = -1, blocks = 0, chosen = 0;
     if (tables_collect(db, NULL, &runs, &n, err, errlen)) return -1;
     tables_sort(runs, n);
@@ -988,42 +1004,16 @@ int figures_loss_runs(gl_db *db, const char *const *ids, int nids, const char *o
     }
     if (fg_groups_build(db, runs, n, want, G, err, errlen)) goto cleanup;
     snprintf(path, sizeof path, "%s/loss_runs.tsv", data_dir);
-    if (!(f = fopen(path, "w"))) {
-        snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
-        goto cleanup;
-    }
     fg_rng ry = fg_rng_empty();
-    for (int k = 0; k < G->n; k++) {
-        int np[2];
-        for (int q = 0; q < 2; q++) {
-            free(pt[q]);
-            pt[q] = NULL;
-            if (fg_group_series(db, runs, &G->g[k], q ? "val" : "train", &pt[q], &np[q], err, errlen)) goto cleanup;
-        }
-        if (!np[0] || !np[1]) {
-            fg_skip(s, G->g[k].label, "no train/loss or val/loss rows");
-            continue;
-        }
-        for (int q = 0; q < 2; q++) {
-            if (blocks++) fprintf(f, "\n\n");
-            fg_write_band(f, G->g[k].label, pt[q], np[q], &ry);
-        }
-    }
-    int bad = ferror(f) | fclose(f);
-    f = NULL;
-    if (bad) {
-        snprintf(err, errlen, "writing %s failed", path);
-        goto cleanup;
-    }
+    if (fg_loss_data(db, runs, G, path, s, &ry, &blocks, err, errlen)) goto cleanup;
     if (!blocks) {
         fg_skip(s, "loss_runs_step, loss_runs_time", "no chosen run has train/loss and val/loss");
         rc = 0;
         goto cleanup;
     }
-    char vars[800], spread[64], title[400];
-    fg_spread_text(G, spread, sizeof spread);
-    snprintf(title, sizeof title, "Loss during training, %d chosen run%s%s%s%s%s", chosen, chosen == 1 ? "" : "s",
-             G->common[0] ? ": " : "", G->common, spread[0] ? (G->common[0] ? ", " : ": ") : "", spread);
+    char vars[800], what[64], title[400];
+    snprintf(what, sizeof what, "Loss during training, %d chosen run%s", chosen, chosen == 1 ? "" : "s");
+    fg_group_title(G, what, title, sizeof title);
     for (int q = 0; q < 2; q++) {
         snprintf(vars, sizeof vars, "x='%s'; title='%s'; band=%d; fig_w=%g", q ? "time" : "step", title,
                  G->max_seeds > 1, blocks > 16 ? 8.5 : 6.5);
@@ -1033,9 +1023,6 @@ int figures_loss_runs(gl_db *db, const char *const *ids, int nids, const char *o
     }
     rc = 0;
 cleanup:
-    if (f) fclose(f);
-    free(pt[0]);
-    free(pt[1]);
     if (G) fg_groups_free(G);
     free(G);
     free(want);

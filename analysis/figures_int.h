@@ -75,6 +75,9 @@ int fg_groups_build(gl_db *db, const tables_run *runs, int n, const unsigned cha
                     size_t errlen);
 /* "mean ± sd over N seeds" (or "" for one seed) for a title. */
 void fg_spread_text(const fg_groups *G, char *out, size_t n);
+/* A figure's title: what, then what every group of G shares and the spread
+ * over seeds ("Loss during training: tinyshakespeare s, mean ± sd over 3 seeds"). */
+void fg_group_title(const fg_groups *G, const char *what, char *out, size_t n);
 /* Mean and sample sd of x[0..k) (sd NaN for k < 2). */
 void fg_mean_sd(const double *x, int k, double *m, double *sd);
 /* Strip one pair of surrounding double quotes from s in place. */

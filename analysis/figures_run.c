@@ -490,10 +490,8 @@ static int fg_profiles_draw(gl_db *db, const tables_run *runs, const fg_profiles
             fg_groups_free(G);
             goto done;
         }
-        char pv[1400], spread[64], title[400], tv[700];
-        fg_spread_text(G, spread, sizeof spread);
-        snprintf(title, sizeof title, "%s%s%s%s%s", what[p], G->common[0] ? ": " : "", G->common,
-                 spread[0] ? (G->common[0] ? ", " : ": ") : "", spread);
+        char pv[1400], title[400], tv[700];
+        fg_group_title(G, what[p], title, sizeof title);
         const double fig_w = G->n > 8 ? 8.0 : 6.5;
         figures_title_var(tv, sizeof tv, title, fig_w, 0.8); /* the key sits outside */
         snprintf(pv, sizeof pv, "ylab='%s'; %s; fig_w=%g", ylab[p], tv, fig_w);
@@ -596,10 +594,8 @@ static int fg_ablation_seeds(gl_db *db, const tables_run *runs, int n, const fg_
         snprintf(err, errlen, "writing %s failed", path);
         goto done_groups;
     }
-    char vars[1400], spread[64], title[400];
-    fg_spread_text(G, spread, sizeof spread);
-    snprintf(title, sizeof title, "Loss increase per gate intervention%s%s%s%s", G->common[0] ? ": " : "", G->common,
-             spread[0] ? (G->common[0] ? ", " : ": ") : "", spread);
+    char vars[1400], title[400];
+    fg_group_title(G, "Loss increase per gate intervention", title, sizeof title);
     const double fig_w = rows > 6 ? 8.0 : 5.5;
     figures_title_var(vars, sizeof vars, title, fig_w, 1.0);
     snprintf(vars + strlen(vars), sizeof vars - strlen(vars), "; ylab='ΔL (nats/token)'; fig_w=%g", fig_w);
