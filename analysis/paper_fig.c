@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "model/gatekind.h"
 #include "store/fileio.h"
 #include "figures.h"
 #include "store/categories.h"
@@ -56,6 +57,20 @@ static FILE *pf_open(const char *dir, const char *name, char *path, size_t plen,
     FILE *f = fileio_fopen_w(path);
     if (!f) snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
     return f;
+}
+
+/* Close a figure's data file f (path), saying when the write failed.  0, or -1 with err. */
+static int pf_close(FILE *f, const char *path, char *err, size_t errlen) {
+    if (!fclose(f)) return 0;
+    snprintf(err, errlen, "writing %s failed", path);
+    return -1;
+}
+
+/* "<key>_mean" of gate g (the gate table's key), the analysis statistic a
+ * figure reads. */
+static const char *pf_mean_stat(gl_gate g, char out[64]) {
+    snprintf(out, 64, "%s_mean", gatekind_info[g].key);
+    return out;
 }
 
 static int pf_draw(paper_figs *s, const char *script, const char *tsv, const char *dir, const char *name,
@@ -190,10 +205,7 @@ static int fig_pareto(gl_db *db, const paper_run *r, int n, const char *scale, c
         fclose(f);
         return -1;
     }
-    if (fclose(f)) {
-        snprintf(err, errlen, "writing %s failed", path);
-        return -1;
-    }
+    if (pf_close(f, path, err, errlen)) return -1;
     return pf_draw(s, "paper_pareto.gp", path, dir, "paper_pareto",
                    "title='Tiny Shakespeare: TLOps saved vs whole-split loss, mean ± sd over seeds'", err, errlen);
 }
@@ -225,9 +237,9 @@ static int fig_heatmap(gl_db *db, const paper_run *r, int n, const char *scale, 
         int have = 0;
         for (int b = 1; b < l; b++) {
             for (int k = 0; k < h; k++) {
-                char name[METRIC_NAME_MAX];
+                char name[METRIC_NAME_MAX], mean[64];
                 double a = NAN;
-                metric_stat(name, sizeof name, "alpha_mean", b, k, METRIC_NONE);
+                metric_stat(name, sizeof name, pf_mean_stat(GATE_ALPHA, mean), b, k, METRIC_NONE);
                 if (db_metric_last(db, r[i].t.run_id, "analysis", name, &a, NULL, err, errlen) < 0) return -1;
                 cell[ns][b][k] = a;
                 have += !isnan(a);
@@ -257,10 +269,7 @@ static int fig_heatmap(gl_db *db, const paper_run *r, int n, const char *scale, 
                 if (!isnan(m)) hi = fmax(hi, m);
             }
     if (!(hi > 0)) hi = 1;
-    if (fclose(f)) {
-        snprintf(err, errlen, "writing %s failed", path);
-        return -1;
-    }
+    if (pf_close(f, path, err, errlen)) return -1;
     char vars[512], list[160] = "";
     for (int q = 0; q < ns; q++)
         snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", q ? ", " : "", seeds[q]);
@@ -286,9 +295,9 @@ static int fig_category(gl_db *db, const paper_run *r, int n, const char *scale,
         L = atoi(v) < MAXL ? atoi(v) : MAXL;
         for (int b = 1; b < L; b++)
             for (int c = 0; c < 3; c++) {
-                char name[METRIC_NAME_MAX];
+                char name[METRIC_NAME_MAX], mean[64];
                 double x = NAN;
-                metric_stat(name, sizeof name, "alpha_mean", b, METRIC_NONE, cat[c]);
+                metric_stat(name, sizeof name, pf_mean_stat(GATE_ALPHA, mean), b, METRIC_NONE, cat[c]);
                 if (db_metric_last(db, r[i].t.run_id, "analysis", name, &x, NULL, err, errlen) < 0) return -1;
                 acc_add(&a[b][c], x);
             }
@@ -306,10 +315,7 @@ static int fig_category(gl_db *db, const paper_run *r, int n, const char *scale,
         for (int c = 0; c < 3; c++) pf_num(f, acc_mean(&a[b][c])), pf_num(f, acc_sd(&a[b][c]));
         fprintf(f, "\n");
     }
-    if (fclose(f)) {
-        snprintf(err, errlen, "writing %s failed", path);
-        return -1;
-    }
+    if (pf_close(f, path, err, errlen)) return -1;
     return pf_draw(s, "paper_category.gp", path, dir, "paper_category",
                    "title='SATFormer mean α by token category and block, mean ± sd over seeds'", err, errlen);
 }
@@ -341,10 +347,7 @@ static int fig_ablation(const paper_run *r, int n, const char *scale, const char
         pf_num(f, acc_mean(rows[k].a)), pf_num(f, acc_sd(rows[k].a));
         fprintf(f, "\n");
     }
-    if (fclose(f)) {
-        snprintf(err, errlen, "writing %s failed", path);
-        return -1;
-    }
+    if (pf_close(f, path, err, errlen)) return -1;
     return pf_draw(s, "paper_bars.gp", path, dir, "paper_ablation",
                    "title='Gate ablations: loss increase, mean ± sd over seeds'; ylab='ΔL (nats/token)'", err, errlen);
 }
@@ -452,10 +455,7 @@ static int fig_loss_time(gl_db *db, const paper_run *r, int n, const char *scale
         pf_skip(s, "paper_loss_time", "no runs of the value or cross-layer variants on Tiny Shakespeare");
         return 0;
     }
-    if (fclose(f)) {
-        snprintf(err, errlen, "writing %s failed", path);
-        return -1;
-    }
+    if (pf_close(f, path, err, errlen)) return -1;
     char vars[400];
     snprintf(vars, sizeof vars, "title='Validation loss (evaluation windows) by training tokens and by time at the bench "
              "step time, mean ± sd over %s%d seed%s'; timed=%d; fig_w=%g", fewest < most ? "up to " : "", most,
