@@ -23,6 +23,7 @@
 #include "model/gatekind.h"
 #include "store/categories.h"
 #include "store/fileio.h"
+#include "store/manifest.h"
 #include "store/metric.h"
 #include "store/rundir.h"
 #include "store/trace.h"
@@ -208,6 +209,26 @@ static void fg_intervention_label(const char *mode, const char *label, const cha
 /* ablation_<run>: one bar group per intervention (every <mode>.<label>.delta_loss
  * except early exit and single-gate zeroing, which goes to the heads map: its
  * values are kept in d->delta_head). */
+/* The symbol of what `gatelab ablate` intervened on in run d, from the gate
+ * table: the value-residual gate the ablation takes (ablate.c: the per-head
+ * gate, else the per-block one), and for a gate of coefficients its first
+ * (a GABL_BLOCK override sets λ1).  d->gate's when the configuration cannot
+ * be read.  0, or -1 with err on a registry error. */
+static int fg_ablated_symbol(gl_db *db, const fg_run_data *d, char sym[16], char *err, size_t errlen) {
+    char *ini = NULL, e2[256];
+    gl_manifest mf;
+    int g = -1;
+    if (db_run_config(db, d->run->run_id, &ini, NULL, err, errlen) < 0) return -1;
+    if (ini && manifest_load_text(&mf, ini, "registry config", e2, sizeof e2) == 0) {
+        g = gatekind_find(&mf.model, GABL_HEAD);
+        if (g < 0) g = gatekind_find(&mf.model, GABL_BLOCK);
+    }
+    free(ini);
+    if (g < 0) g = (int)d->gate;
+    snprintf(sym, 16, "%s%s", gatekind_info[g].symbol, gatekind_info[g].axis[2] == GAX_COEF ? "1" : "");
+    return 0;
+}
+
 static int fg_ablation_bars(gl_db *db, fg_run_data *d, const char *data_dir, const char *out_dir, figures_summary *s,
                             char *err, size_t errlen) {
     gl_metric_latest *m = NULL;
@@ -215,9 +236,8 @@ static int fg_ablation_bars(gl_db *db, fg_run_data *d, const char *data_dir, con
     char path[4096], name[160], vars[1024], b[32];
     fg_rng ry = fg_rng_empty();
     const char *id = d->run->run_id;
-    char vr[32] = "", sym[16];
-    if (db_param_get(db, id, "model.value_residual", vr, sizeof vr, err, errlen) < 0) return -1;
-    snprintf(sym, sizeof sym, "%s", !strcmp(vr, "resformer") ? "λ1" : gatekind_info[d->gate].symbol);
+    char sym[16];
+    if (fg_ablated_symbol(db, d, sym, err, errlen)) return -1;
     if (db_metrics_latest(db, id, ABLATE_SPLIT, &m, &nm, err, errlen)) return -1;
     snprintf(path, sizeof path, "%s/ablation_%s.tsv", data_dir, id);
     FILE *fb = fileio_fopen_w(path);
