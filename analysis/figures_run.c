@@ -71,6 +71,7 @@ typedef struct {
     double *p_cat;       /* (L, CAT_COUNT) mean p per router and category */
     int has_alpha_head, has_delta_head, has_alpha_block, has_p_block, has_alpha_cat, has_p_cat;
     gl_gate gate;        /* the per-head gate the alpha_* fields hold (gate table, model/gatekind.h) */
+    gl_gate route;       /* the router gate the p_* fields hold */
     char delta_head_on[96];  /* what delta_head was measured on ("val[0,64) 4096 tok @40") */
     char label[256];
     struct fg_abl_pts *abl;  /* where the bars' all-token values go for the figure over seeds (may be NULL) */
@@ -125,6 +126,17 @@ static int fg_read_analysis(gl_db *db, fg_run_data *d, char *err, size_t errlen)
             if (metric_stat_parse(m[k].name, mean, &l, &h, &c)) d->gate = (gl_gate)g;
         }
     }
+    d->route = GATE_P; /* and the router gate whose rows it has (TSA p when none) */
+    for (int g = 0; g < GATE_COUNT; g++) {
+        if (gatekind_info[g].axis[0] != GAX_ROUTER) continue;
+        snprintf(mean, sizeof mean, "%s_mean", gatekind_info[g].key);
+        for (int k = 0; k < nm; k++) {
+            int l, h, c;
+            if (metric_stat_parse(m[k].name, mean, &l, &h, &c)) d->route = (gl_gate)g;
+        }
+    }
+    char route_mean[64];
+    snprintf(route_mean, sizeof route_mean, "%s_mean", gatekind_info[d->route].key);
     snprintf(mean, sizeof mean, "%s_mean", gatekind_info[d->gate].key);
     for (int k = 0; k < nm; k++) {
         int l, h, c;
@@ -137,7 +149,7 @@ static int fg_read_analysis(gl_db *db, fg_run_data *d, char *err, size_t errlen)
             } else if (h == METRIC_NONE) {
                 d->alpha_cat[l * CAT_COUNT + c] = v, d->has_alpha_cat = 1;
             }
-        } else if (metric_stat_parse(m[k].name, "p_mean", &l, &h, &c) && l != METRIC_NONE && l < L &&
+        } else if (metric_stat_parse(m[k].name, route_mean, &l, &h, &c) && l != METRIC_NONE && l < L &&
                    h == METRIC_NONE) {
             if (c == METRIC_NONE) d->p_block[l] = v, d->has_p_block = 1;
             else d->p_cat[l * CAT_COUNT + c] = v, d->has_p_cat = 1;
@@ -371,13 +383,14 @@ static int fg_heatmap(const fg_run_data *d, int heads, const char *data_dir, con
     return fg_draw(s, "heatmap.gp", path, out_dir, name, vars, err, errlen);
 }
 
-/* category_alpha_<run> (p = 0) or category_p_<run> (p = 1): bars by block and token category. */
+/* category_<key>_<run> of the run's head gate (p = 0) or router gate (p = 1):
+ * bars by block and token category. */
 static int fg_category(const fg_run_data *d, int p, const char *data_dir, const char *out_dir, figures_summary *s,
                        char *err, size_t errlen) {
     const double *c3 = p ? d->p_cat : d->alpha_cat;
     if (!(p ? d->has_p_cat : d->has_alpha_cat)) return 0;
     char name[160], path[4096], vars[1024], b[32];
-    snprintf(name, sizeof name, "category_%s_%s", p ? "p" : gatekind_info[d->gate].key, d->run->run_id);
+    snprintf(name, sizeof name, "category_%s_%s", gatekind_info[p ? d->route : d->gate].key, d->run->run_id);
     snprintf(path, sizeof path, "%s/%s.tsv", data_dir, name);
     FILE *fc = fileio_fopen_w(path);
     if (!fc) {
@@ -408,30 +421,36 @@ static int fg_category(const fg_run_data *d, int p, const char *data_dir, const 
         snprintf(err, errlen, "writing %s failed", path);
         return -1;
     }
-    char yl[64];
-    snprintf(yl, sizeof yl, "mean gate %s", gatekind_info[d->gate].symbol);
-    char title[400];
-    snprintf(title, sizeof title, "%s by block and token category: %s", p ? "Mean halting probability p" : yl, d->label);
+    char yl[160], title[400]; /* a router gate by its title (TSA halting probability), a head gate by its symbol */
+    if (p) snprintf(yl, sizeof yl, "mean %s", gatekind_info[d->route].title);
+    else snprintf(yl, sizeof yl, "mean gate %s", gatekind_info[d->gate].symbol);
+    snprintf(title, sizeof title, "%s by block and token category: %s", yl, d->label);
     figures_title_var(vars, sizeof vars, title, 5.5, 1.0);
-    snprintf(vars + strlen(vars), sizeof vars - strlen(vars), "; ylab='%s'; ncol=%d",
-             p ? "mean halting probability p" : yl, 1 + ncat);
+    snprintf(vars + strlen(vars), sizeof vars - strlen(vars), "; ylab='%s'; ncol=%d", yl, 1 + ncat);
     fg_rng_vars(ryc, "y", FG_ZERO, vars, sizeof vars);
     return fg_draw(s, "category_bars.gp", path, out_dir, name, vars, err, errlen);
 }
 
-/* The depth profiles across runs: each analysed run's mean α and mean p by
- * block, drawn once every run is in, one curve per group of seeds (mean ± sd). */
+/* The depth profiles across runs: each analysed run's mean by block of each
+ * gate of the gate table that has one ("<key>_mean" per block: a per-head
+ * gate such as SATFormer α, a router gate such as TSA p), drawn once every
+ * run is in, one curve per group of seeds (mean ± sd). */
 typedef struct {
-    int n, L;            /* runs, blocks per row */
-    double *v[2];        /* [0] α, [1] p: (n, L) NaN where absent */
-    unsigned char *has[2]; /* (n) */
+    int n, L;                      /* runs, blocks per row */
+    double *v[GATE_COUNT];         /* (n, L) NaN where absent */
+    unsigned char *has[GATE_COUNT]; /* (n) */
 } fg_profiles;
+
+/* 1 when gate g has a depth profile: its analysis logs "<key>_mean" by block. */
+static int fg_profile_gate(gl_gate g) {
+    return gatekind_info[g].axis[2] == GAX_KV_HEAD || gatekind_info[g].axis[0] == GAX_ROUTER;
+}
 
 static int fg_profiles_init(fg_profiles *pr, int n, char *err, size_t errlen) {
     memset(pr, 0, sizeof *pr);
     pr->n = n;
     pr->L = GL_MAX_LAYERS;
-    for (int p = 0; p < 2; p++) {
+    for (int p = 0; p < GATE_COUNT; p++) {
         pr->v[p] = malloc((size_t)(n ? n : 1) * pr->L * sizeof(double));
         pr->has[p] = calloc((size_t)(n ? n : 1), 1);
         if (!pr->v[p] || !pr->has[p]) {
@@ -444,41 +463,44 @@ static int fg_profiles_init(fg_profiles *pr, int n, char *err, size_t errlen) {
 }
 
 static void fg_profiles_free(fg_profiles *pr) {
-    for (int p = 0; p < 2; p++) free(pr->v[p]), free(pr->has[p]);
+    for (int p = 0; p < GATE_COUNT; p++) free(pr->v[p]), free(pr->has[p]);
     memset(pr, 0, sizeof *pr);
 }
 
 static void fg_profiles_add(fg_profiles *pr, int i, const fg_run_data *d) {
     for (int p = 0; p < 2; p++) {
         const double *v = p ? d->p_block : d->alpha_block;
+        const gl_gate g = p ? d->route : d->gate;
         if (!(p ? d->has_p_block : d->has_alpha_block)) continue;
-        pr->has[p][i] = 1;
-        for (int l = 0; l < d->L && l < pr->L; l++) pr->v[p][(size_t)i * pr->L + l] = v[l];
+        pr->has[g][i] = 1;
+        for (int l = 0; l < d->L && l < pr->L; l++) pr->v[g][(size_t)i * pr->L + l] = v[l];
     }
 }
 
-/* depth_alpha / depth_p: data files and figures (or say why not). */
+/* depth_<key> for each gate with a profile: data files and figures (or say why not). */
 static int fg_profiles_draw(gl_db *db, const tables_run *runs, const fg_profiles *pr, const char *data_dir,
                             const char *out_dir, figures_summary *s, char *err, size_t errlen) {
-    static const char *const name[2] = {"depth_alpha", "depth_p"};
-    static const char *const ylab[2] = {"mean gate α (probe tokens)", "mean halting probability p"};
-    static const char *const what[2] = {"Mean SATFormer gate α by block", "Mean TSA halting probability by block"};
-    static const char *const why[2] = {"no SATFormer run analysed (`gatelab analyze RUN`)",
-                                       "no TSA run analysed (`gatelab analyze RUN`)"};
     fg_groups *G = malloc(sizeof *G);
     if (!G) {
         snprintf(err, errlen, "out of memory");
         return -1;
     }
     int rc = -1;
-    for (int p = 0; p < 2; p++) {
+    for (int p = 0; p < GATE_COUNT; p++) {
+        if (!fg_profile_gate((gl_gate)p)) continue;
+        const gl_gate_info *gi = &gatekind_info[p];
+        char name[80], why[200], what[200], ylab[200];
+        snprintf(name, sizeof name, "depth_%s", gi->key);
+        snprintf(why, sizeof why, "no run with the %s analysed (`gatelab analyze RUN`)", gi->title);
+        snprintf(what, sizeof what, "Mean %s by block", gi->title);
+        snprintf(ylab, sizeof ylab, "mean %s (probe tokens)", gi->title);
         if (fg_groups_build(db, runs, pr->n, pr->has[p], G, err, errlen)) goto done;
         if (!G->n) {
-            fg_skip(s, name[p], why[p]);
+            fg_skip(s, name, why);
             continue;
         }
         char path[4200], b[32], c[32];
-        snprintf(path, sizeof path, "%s/%s.tsv", data_dir, name[p]);
+        snprintf(path, sizeof path, "%s/%s.tsv", data_dir, name);
         FILE *f = fileio_fopen_w(path);
         if (!f) {
             snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
@@ -511,14 +533,14 @@ static int fg_profiles_draw(gl_db *db, const tables_run *runs, const fg_profiles
             goto done;
         }
         char pv[1400], title[400], tv[700];
-        fg_group_title(G, what[p], title, sizeof title);
+        fg_group_title(G, what, title, sizeof title);
         const double fig_w = G->n > 8 ? 8.0 : 6.5;
         figures_title_var(tv, sizeof tv, title, fig_w, 0.8); /* the key sits outside */
-        snprintf(pv, sizeof pv, "ylab='%s'; %s; fig_w=%g", ylab[p], tv, fig_w);
+        snprintf(pv, sizeof pv, "ylab='%s'; %s; fig_w=%g", ylab, tv, fig_w);
         fg_rng_vars(rx, "x", FG_FREE, pv, sizeof pv);
         fg_rng_vars(ry, "y", FG_ZERO, pv, sizeof pv);
         fg_groups_free(G);
-        if (fg_draw(s, "depth_profile.gp", path, out_dir, name[p], pv, err, errlen)) goto done;
+        if (fg_draw(s, "depth_profile.gp", path, out_dir, name, pv, err, errlen)) goto done;
     }
     rc = 0;
 done:
