@@ -7,11 +7,12 @@
  *   pareto                      TSA: TLOps saved vs val loss over λ (MoD over capacity, random routing
  *                               over α: the routing kinds table's knob), early exit at the matched α
  *                               (+ the τ sweep when it was measured on the same tokens)
- *   depth_alpha, depth_p        mean α by block (SATFormer), mean p by block (TSA), per group of seeds
+ *   depth_<key>                 mean by block of each gate of the gate table that has one (per-head
+ *                               and router gates: depth_alpha, depth_p, depth_headgate), per group of seeds
  *   <key>_heatmap_<run>         block × KV head mean of the run's per-head gate (the gate
  *                               table's key: alpha_heatmap for SATFormer; needs `gatelab analyze`)
- *   category_<key>_<run>        its mean by block and category  (needs `gatelab analyze`)
- *   category_p_<run>            mean p by block and category  (needs `gatelab analyze`)
+ *   category_<key>_<run>        the run's per-head and router gates' means by block and category
+ *                               (category_alpha_, category_p_; needs `gatelab analyze`)
  *   ablation_<run>              ΔL by intervention and category (needs `gatelab ablate`)
  *   ablation_seeds              those bars pooled over the seeds of each configuration (mean ± sd)
  *   heads_<run>                 block × KV head ΔL of single-gate zeroing (needs `gatelab heads`)
