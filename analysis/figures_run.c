@@ -108,33 +108,34 @@ static int fg_run_data_init(fg_run_data *d, gl_db *db, const tables_run *r, char
     return 1;
 }
 
+/* The last gate of the gate table whose axis[ax] is want and whose
+ * "<key>_mean" rows are among m[0..nm); dflt when none. */
+static gl_gate fg_gate_of_rows(const gl_metric_latest *m, int nm, int ax, gl_gate_axis want, gl_gate dflt) {
+    gl_gate found = dflt;
+    char mean[64];
+    for (int g = 0; g < GATE_COUNT; g++) {
+        if (gatekind_info[g].axis[ax] != want) continue;
+        snprintf(mean, sizeof mean, "%s_mean", gatekind_info[g].key);
+        for (int k = 0; k < nm; k++) {
+            int l, h, c;
+            if (metric_stat_parse(m[k].name, mean, &l, &h, &c)) found = (gl_gate)g;
+        }
+    }
+    return found;
+}
+
 /* Gate statistics of `gatelab analyze` (split ANALYZE_SPLIT) into d:
- * alpha_mean.L<l>.H<h>, alpha_mean.L<l>[.<cat>], p_mean.L<l>[.<cat>]. */
+ * <key>_mean.L<l>.H<h>, <key>_mean.L<l>[.<cat>] of its per-head gate (alpha_mean …)
+ * and <key>_mean.L<l>[.<cat>] of its router gate (p_mean …). */
 static int fg_read_analysis(gl_db *db, fg_run_data *d, char *err, size_t errlen) {
     gl_metric_latest *m = NULL;
     int nm = 0;
     if (db_metrics_latest(db, d->run->run_id, ANALYZE_SPLIT, &m, &nm, err, errlen)) return -1;
     const int L = d->L, H = d->H;
-    /* the run's per-head gate: the one whose "<key>_mean" rows it has (SATFormer α when none) */
+    /* the run's per-head gate and router gate: those whose "<key>_mean" rows it has */
     char mean[64];
-    d->gate = GATE_ALPHA;
-    for (int g = 0; g < GATE_COUNT; g++) {
-        if (gatekind_info[g].axis[2] != GAX_KV_HEAD) continue;
-        snprintf(mean, sizeof mean, "%s_mean", gatekind_info[g].key);
-        for (int k = 0; k < nm; k++) {
-            int l, h, c;
-            if (metric_stat_parse(m[k].name, mean, &l, &h, &c)) d->gate = (gl_gate)g;
-        }
-    }
-    d->route = GATE_P; /* and the router gate whose rows it has (TSA p when none) */
-    for (int g = 0; g < GATE_COUNT; g++) {
-        if (gatekind_info[g].axis[0] != GAX_ROUTER) continue;
-        snprintf(mean, sizeof mean, "%s_mean", gatekind_info[g].key);
-        for (int k = 0; k < nm; k++) {
-            int l, h, c;
-            if (metric_stat_parse(m[k].name, mean, &l, &h, &c)) d->route = (gl_gate)g;
-        }
-    }
+    d->gate = fg_gate_of_rows(m, nm, 2, GAX_KV_HEAD, GATE_ALPHA);
+    d->route = fg_gate_of_rows(m, nm, 0, GAX_ROUTER, GATE_P);
     char route_mean[64];
     snprintf(route_mean, sizeof route_mean, "%s_mean", gatekind_info[d->route].key);
     snprintf(mean, sizeof mean, "%s_mean", gatekind_info[d->gate].key);
