@@ -900,7 +900,6 @@ static int fg_pareto(gl_db *db, const tables_run *runs, int n, const char *data_
     return fg_draw(s, "pareto.gp", path, out_dir, "pareto", vars, err, errlen);
 }
 
-
 int figures_depth_map_data(const char *trace_path, const unsigned char *vocab, int vocab_size, int max_chars, int cols,
                            const char *data_path, int *rows, int *max_depth, char *err, size_t errlen) {
     gl_trace_data td;
@@ -908,13 +907,16 @@ int figures_depth_map_data(const char *trace_path, const unsigned char *vocab, i
     if (trace_read(trace_path, &td, err, errlen)) return -1;
     int rc = -1;
     FILE *f = NULL;
-    if (!td.gate[GATE_P] || td.n_router < 1 || td.n_steps < 1) {
+    int g = -1; /* the trace's per-token router gate (gate table: TSA p) */
+    for (int k = 0; k < GATE_COUNT && g < 0; k++)
+        if (gatekind_info[k].axis[0] == GAX_ROUTER && gatekind_per_token((gl_gate)k) && td.gate[k]) g = k;
+    if (g < 0 || td.n_router < 1 || td.n_steps < 1) {
         snprintf(err, errlen, "%s holds no halting probabilities (not a TSA run, or no evaluation yet)", trace_path);
         goto cleanup;
     }
     const long P = td.n_probe;
     const int R = td.n_router;
-    const float *p = td.gate[GATE_P] + (size_t)(td.n_steps - 1) * R * P;
+    const float *p = td.gate[g] + (size_t)(td.n_steps - 1) * R * P;
     long n = P < max_chars ? P : max_chars;
     f = fileio_fopen_w(data_path);
     if (!f) {

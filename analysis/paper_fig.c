@@ -87,13 +87,9 @@ static void pf_skip(paper_figs *s, const char *name, const char *why) {
         snprintf(s->skipped[s->n_skipped++], sizeof s->skipped[0], "%s: %s", name, why);
 }
 
-/* The blocks the Pareto adds when they were measured: TSA with the skipping
- * done (val/hard.*) per λ, early exit's τ frontier (ablation exit.tau<τ>.*)
- * and post-hoc early exit on the dense model (ablation posthoc.tau<τ>.*),
- * each the mean ± sd over seeds; a block nobody measured is left out. */
-static int pf_pareto_extra(gl_db *db, const paper_run *r, int n, const char *scale, FILE *f, char *err, size_t errlen) {
-    static const double taus[] = {0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95};
-    double lam[32];
+/* The distinct λ of the TSA runs on Tiny Shakespeare at scale, in the order
+ * the runs list them, into lam[0..32); returns how many. */
+static int pf_lambdas(const paper_run *r, int n, const char *scale, double lam[32]) {
     int nl = 0;
     for (int i = 0; i < n && nl < 32; i++) {
         if (!pf_is(&r[i], "tinyshakespeare", scale, NULL, "tsa", NULL)) continue;
@@ -101,6 +97,17 @@ static int pf_pareto_extra(gl_db *db, const paper_run *r, int n, const char *sca
         for (int j = 0; j < nl; j++) dup |= fabs(lam[j] - r[i].t.lambda) < 1e-12;
         if (!dup) lam[nl++] = r[i].t.lambda;
     }
+    return nl;
+}
+
+/* The blocks the Pareto adds when they were measured: TSA with the skipping
+ * done (val/hard.*) per λ, early exit's τ frontier (ablation exit.tau<τ>.*)
+ * and post-hoc early exit on the dense model (ablation posthoc.tau<τ>.*),
+ * each the mean ± sd over seeds; a block nobody measured is left out. */
+static int pf_pareto_extra(gl_db *db, const paper_run *r, int n, const char *scale, FILE *f, char *err, size_t errlen) {
+    static const double taus[] = {0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95};
+    double lam[32];
+    const int nl = pf_lambdas(r, n, scale, lam);
     int started = 0;
     for (int k = 0; k < nl; k++) {
         acc sv = {0}, ls = {0};
@@ -151,13 +158,7 @@ static int pf_pareto_extra(gl_db *db, const paper_run *r, int n, const char *sca
 static int fig_pareto(gl_db *db, const paper_run *r, int n, const char *scale, const paper_points *pp, const char *dir,
                       paper_figs *s, char *err, size_t errlen) {
     double lam[32];
-    int nl = 0;
-    for (int i = 0; i < n && nl < 32; i++) {
-        if (!pf_is(&r[i], "tinyshakespeare", scale, NULL, "tsa", NULL)) continue;
-        int dup = 0;
-        for (int j = 0; j < nl; j++) dup |= fabs(lam[j] - r[i].t.lambda) < 1e-12;
-        if (!dup) lam[nl++] = r[i].t.lambda;
-    }
+    const int nl = pf_lambdas(r, n, scale, lam);
     if (!nl) {
         pf_skip(s, "paper_pareto", "no TSA runs on Tiny Shakespeare");
         return 0;
