@@ -7,15 +7,20 @@
  *   pareto                      TSA: TLOps saved vs val loss over λ (MoD over capacity, random routing
  *                               over α: the routing kinds table's knob), early exit at the matched α
  *                               (+ the τ sweep when it was measured on the same tokens)
- *   depth_alpha, depth_p        mean α by block (SATFormer), mean p by block (TSA), per group of seeds
+ *   depth_<key>                 mean by block of each gate of the gate table that has one (per-head
+ *                               and router gates: depth_alpha, depth_p, depth_headgate), per group of seeds
  *   <key>_heatmap_<run>         block × KV head mean of the run's per-head gate (the gate
  *                               table's key: alpha_heatmap for SATFormer; needs `gatelab analyze`)
- *   category_<key>_<run>        its mean by block and category  (needs `gatelab analyze`)
- *   category_p_<run>            mean p by block and category  (needs `gatelab analyze`)
+ *   category_<key>_<run>        the run's per-head and router gates' means by block and category
+ *                               (category_alpha_, category_p_; needs `gatelab analyze`)
  *   ablation_<run>              ΔL by intervention and category (needs `gatelab ablate`)
  *   ablation_seeds              those bars pooled over the seeds of each configuration (mean ± sd)
  *   heads_<run>                 block × KV head ΔL of single-gate zeroing (needs `gatelab heads`)
  *   depth_map_<run>             per-character effective depth over the probe text (TSA trace)
+ *
+ * This file: gnuplot, the helpers and the grouping the module shares
+ * (figures_int.h), the loss and Pareto figures, the drivers; the per-run
+ * figures and the depth profiles are in figures_run.c.
  *
  * Runs whose configurations differ only by seed form a group (fg_groups):
  * curves and bars show the group's mean with ± sd over its seeds, legends
@@ -62,6 +67,7 @@
 #include "tables.h"
 #include "runset.h"
 #include "stats.h"
+#include "figures_int.h"
 
 extern char **environ;
 
@@ -165,29 +171,20 @@ int figures_gnuplot(const char *script, const char *data, const char *out_base, 
 
 /* ---- helpers ---- */
 
-/* The range of the values a figure shows, passed to gnuplot so a single
- * point or a constant never gives it an empty range. */
-typedef struct {
-    double lo, hi;
-} fg_rng;
 
-static fg_rng fg_rng_empty(void) { return (fg_rng){INFINITY, -INFINITY}; }
 
-static void fg_rng_add(fg_rng *r, double v) {
+void fg_rng_add(fg_rng *r, double v) {
     if (isnan(v) || isinf(v)) return;
     if (v < r->lo) r->lo = v;
     if (v > r->hi) r->hi = v;
 }
 
-/* How an axis treats zero: free, widened to hold 0 (bars), or a quantity that
- * is never negative (a loss, a share saved): its padding stops at 0. */
-enum { FG_FREE = 0, FG_ZERO = 1, FG_NONNEG = 2 };
 
 /* Append "; <axis>min=…; <axis>max=…" to buf: the range padded by 6 % (or
  * by max(10 % of |value|, 1e-3) when constant), widened to hold 0 when
  * include0 is FG_ZERO, not padded below 0 when FG_NONNEG and every value is
  * ≥ 0.  Nothing when the range holds no value. */
-static void fg_rng_vars(fg_rng r, const char *axis, int include0, char *buf, size_t n) {
+void fg_rng_vars(fg_rng r, const char *axis, int include0, char *buf, size_t n) {
     if (r.lo > r.hi) return;
     if (include0 == FG_NONNEG) {
         double w = r.hi - r.lo, pad = w > 0 ? 0.06 * w : fmax(0.1 * fabs(r.hi), 1e-3);
@@ -213,11 +210,11 @@ static void fg_made(figures_summary *s, const char *name) {
     if (s->n_made < FIGURES_MAX) snprintf(s->made[s->n_made++], sizeof s->made[0], "%s", name);
 }
 
-static void fg_skip(figures_summary *s, const char *name, const char *why) {
+void fg_skip(figures_summary *s, const char *name, const char *why) {
     if (s->n_skipped < FIGURES_MAX) snprintf(s->skipped[s->n_skipped++], sizeof s->skipped[0], "%s: %s", name, why);
 }
 
-static void fg_note(figures_summary *s, const char *name, const char *what) {
+void fg_note(figures_summary *s, const char *name, const char *what) {
     if (s->n_notes < FIGURES_MAX) snprintf(s->notes[s->n_notes++], sizeof s->notes[0], "%s: %s", name, what);
 }
 
@@ -276,7 +273,7 @@ void figures_title_var(char *out, size_t n, const char *title, double fig_w, dou
 
 /* A run's legend / title text; a single quote (which would end gnuplot's
  * string) becomes a backquote. */
-static void fg_label(const tables_run *r, char *out, size_t n) {
+void fg_label(const tables_run *r, char *out, size_t n) {
     char lam[48] = "";
     if (!isnan(r->lambda)) snprintf(lam, sizeof lam, " λ=%g", r->lambda);
     snprintf(out, n, "%s %s %s%s seed %s", r->data, r->scale, r->variant, lam, r->seed);
@@ -285,8 +282,8 @@ static void fg_label(const tables_run *r, char *out, size_t n) {
 }
 
 /* Draw one figure; on failure record the error and return -1. */
-static int fg_draw(figures_summary *s, const char *script, const char *data, const char *out_dir, const char *name,
-                   const char *vars, char *err, size_t errlen) {
+int fg_draw(figures_summary *s, const char *script, const char *data, const char *out_dir, const char *name,
+            const char *vars, char *err, size_t errlen) {
     char base[4096];
     snprintf(base, sizeof base, "%s/%s", out_dir, name);
     if (figures_gnuplot(script, data, base, vars, err, errlen)) {
@@ -307,7 +304,7 @@ static int fg_draw(figures_summary *s, const char *script, const char *data, con
     return 0;
 }
 
-static int fg_param_int(gl_db *db, const char *run, const char *key, int dflt, char *err, size_t errlen) {
+int fg_param_int(gl_db *db, const char *run, const char *key, int dflt, char *err, size_t errlen) {
     char v[64];
     int rc = db_param_get(db, run, key, v, sizeof v, err, errlen);
     return rc == 1 ? atoi(v) : dflt;
@@ -317,28 +314,8 @@ static int fg_param_int(gl_db *db, const char *run, const char *key, int dflt, c
 
 /* ---- runs that differ only by seed ---- */
 
-/* A figure draws one curve (or bar, or point) per group of runs whose
- * configurations are the same but for the seed, with the spread over the
- * seeds; its legend names what tells the groups apart and its title what
- * they share. */
-#define FG_GROUPS_MAX 128
-#define FG_SEEDS_MAX 64
 
-typedef struct {
-    int n;                 /* runs (seeds) in the group */
-    int idx[FG_SEEDS_MAX]; /* into the runs array */
-    char *fp;              /* "section.key=value\n" lines of the config, seed and bookkeeping left out (owned) */
-    char label[200];       /* what tells it from the other groups of the figure */
-} fg_group;
-
-typedef struct {
-    int n;
-    fg_group g[FG_GROUPS_MAX];
-    char common[240]; /* what every group shares, for the title ("tinyshakespeare s"), possibly "" */
-    int max_seeds, min_seeds; /* the most and fewest seeds of a group */
-} fg_groups;
-
-static void fg_groups_free(fg_groups *G) {
+void fg_groups_free(fg_groups *G) {
     for (int k = 0; k < G->n; k++) free(G->g[k].fp);
     G->n = 0;
 }
@@ -368,7 +345,7 @@ static void fg_cat(char *out, size_t n, const char *s) {
 }
 
 /* A single quote would end gnuplot's string: it becomes a backquote. */
-static void fg_unquote(char *s) {
+void fg_unquote(char *s) {
     for (; *s; s++)
         if (*s == '\'') *s = '`';
 }
@@ -421,8 +398,8 @@ static void fg_groups_disambiguate(fg_groups *G) {
 /* Group the runs with want[i] set (want NULL: all) by configuration less the
  * seed, label each by what differs and record what they share.  Returns 0,
  * or -1 with a message (registry, memory). */
-static int fg_groups_build(gl_db *db, const tables_run *runs, int n, const unsigned char *want, fg_groups *G, char *err,
-                           size_t errlen) {
+int fg_groups_build(gl_db *db, const tables_run *runs, int n, const unsigned char *want, fg_groups *G, char *err,
+                    size_t errlen) {
     memset(G, 0, sizeof *G);
     for (int i = 0; i < n; i++) {
         if (want && !want[i]) continue;
@@ -485,7 +462,7 @@ fail:
 }
 
 /* "mean ± sd over 3 seeds" / "one seed each" / "" (one run), for titles. */
-static void fg_spread_text(const fg_groups *G, char *out, size_t n) {
+void fg_spread_text(const fg_groups *G, char *out, size_t n) {
     if (G->max_seeds > 1 && G->min_seeds == G->max_seeds) snprintf(out, n, "mean ± sd over %d seeds", G->max_seeds);
     else if (G->max_seeds > 1) snprintf(out, n, "mean ± sd over %d–%d seeds", G->min_seeds, G->max_seeds);
     else snprintf(out, n, "%s", G->n > 1 && !strstr(G->common, "seed ") ? "one seed each" : "");
@@ -568,13 +545,59 @@ static int fg_group_series(gl_db *db, const tables_run *runs, const fg_group *g,
     return 0;
 }
 
+/* A figure's title: what it shows, then what every group shares and the
+ * spread over seeds ("Loss during training: tinyshakespeare s, mean ± sd over 3 seeds"). */
+void fg_group_title(const fg_groups *G, const char *what, char *out, size_t n) {
+    char spread[64];
+    fg_spread_text(G, spread, sizeof spread);
+    snprintf(out, n, "%s%s%s%s%s", what, G->common[0] ? ": " : "", G->common,
+             spread[0] ? (G->common[0] ? ", " : ": ") : "", spread);
+}
+
+/* loss data: for every group of G, its train and its val loss band (two
+ * blocks each, fg_write_band), into path; the y range into *ry and the blocks
+ * written into *blocks.  A group without both series is left out (and named
+ * in s when s is not NULL).  0, or -1 with err. */
+static int fg_loss_data(gl_db *db, const tables_run *runs, const fg_groups *G, const char *path, figures_summary *s,
+                        fg_rng *ry, int *blocks, char *err, size_t errlen) {
+    fg_pt *pt[2] = {NULL, NULL};
+    int rc = -1;
+    *blocks = 0;
+    FILE *f = fileio_fopen_w(path);
+    if (!f) {
+        snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
+        return -1;
+    }
+    for (int k = 0; k < G->n; k++) {
+        int np[2];
+        for (int q = 0; q < 2; q++) {
+            free(pt[q]);
+            pt[q] = NULL;
+            if (fg_group_series(db, runs, &G->g[k], q ? "val" : "train", &pt[q], &np[q], err, errlen)) goto cleanup;
+        }
+        if (!np[0] || !np[1]) {
+            if (s) fg_skip(s, G->g[k].label, "no train/loss or val/loss rows");
+            continue;
+        }
+        for (int q = 0; q < 2; q++) {
+            if ((*blocks)++) fprintf(f, "\n\n");
+            fg_write_band(f, G->g[k].label, pt[q], np[q], ry);
+        }
+    }
+    rc = 0;
+cleanup:;
+    int bad = ferror(f) | fclose(f);
+    if (bad && !rc) snprintf(err, errlen, "writing %s failed", path), rc = -1;
+    free(pt[0]);
+    free(pt[1]);
+    return rc;
+}
+
 static int fg_loss(gl_db *db, const tables_run *runs, int n, const char *data_dir, const char *out_dir, figures_summary *s,
                    char *err, size_t errlen) {
     char path[4096];
-    FILE *f = NULL;
     int blocks = 0, rc = -1;
     fg_groups *G = malloc(sizeof *G);
-    fg_pt *pt[2] = {NULL, NULL};
     if (!G) {
         snprintf(err, errlen, "out of memory");
         return -1;
@@ -584,40 +607,15 @@ static int fg_loss(gl_db *db, const tables_run *runs, int n, const char *data_di
         return -1;
     }
     snprintf(path, sizeof path, "%s/loss.tsv", data_dir);
-    f = fileio_fopen_w(path);
-    if (!f) {
-        snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
-        goto cleanup;
-    }
     fg_rng ry = fg_rng_empty();
-    for (int k = 0; k < G->n; k++) {
-        int np[2];
-        for (int q = 0; q < 2; q++) {
-            free(pt[q]);
-            pt[q] = NULL;
-            if (fg_group_series(db, runs, &G->g[k], q ? "val" : "train", &pt[q], &np[q], err, errlen)) goto cleanup;
-        }
-        if (!np[0] || !np[1]) continue;
-        for (int q = 0; q < 2; q++) {
-            if (blocks++) fprintf(f, "\n\n");
-            fg_write_band(f, G->g[k].label, pt[q], np[q], &ry);
-        }
-    }
-    if (ferror(f) | fclose(f)) {
-        f = NULL;
-        snprintf(err, errlen, "writing %s failed", path);
-        goto cleanup;
-    }
-    f = NULL;
+    if (fg_loss_data(db, runs, G, path, NULL, &ry, &blocks, err, errlen)) goto cleanup;
     if (!blocks) {
         fg_skip(s, "loss_step, loss_time", "no finished run has train/loss and val/loss");
         rc = 0;
         goto cleanup;
     }
-    char vars[1200], spread[64], title[400], tv[700];
-    fg_spread_text(G, spread, sizeof spread);
-    snprintf(title, sizeof title, "Loss during training%s%s%s%s", G->common[0] ? ": " : "", G->common,
-             spread[0] ? (G->common[0] ? ", " : ": ") : "", spread);
+    char vars[1200], title[400], tv[700];
+    fg_group_title(G, "Loss during training", title, sizeof title);
     const double fig_w = blocks > 16 ? 8.5 : 6.5;
     figures_title_var(tv, sizeof tv, title, fig_w, 0.8); /* the key sits outside, on the right */
     for (int q = 0; q < 2; q++) {
@@ -627,9 +625,6 @@ static int fg_loss(gl_db *db, const tables_run *runs, int n, const char *data_di
     }
     rc = 0;
 cleanup:
-    if (f) fclose(f);
-    free(pt[0]);
-    free(pt[1]);
     fg_groups_free(G);
     free(G);
     return rc;
@@ -649,7 +644,7 @@ static const gl_prov *fg_tokens_of(const fg_tokens *t, int nt, const tables_run 
 }
 
 /* Mean and sample sd of x[0..k) into m, sd (sd 0 with one value). */
-static void fg_mean_sd(const double *x, int k, double *m, double *sd) {
+void fg_mean_sd(const double *x, int k, double *m, double *sd) {
     const st_summary s = st_describe(x, k, 0.95);
     *m = s.mean;
     *sd = isnan(s.sd) ? 0.0 : s.sd; /* one seed: no error bar drawn */
@@ -905,620 +900,6 @@ static int fg_pareto(gl_db *db, const tables_run *runs, int n, const char *data_
     return fg_draw(s, "pareto.gp", path, out_dir, "pareto", vars, err, errlen);
 }
 
-/* ---- per-run figures ---- */
-
-/* Every run's intervention bars (ΔL over all tokens), for ablation_seeds. */
-typedef struct {
-    int run;          /* index into the runs array */
-    double v;         /* ΔL (nats/token) */
-    char label[160];  /* the readable intervention */
-} fg_abl_pt;
-
-typedef struct fg_abl_pts {
-    fg_abl_pt *p;
-    int n, cap;
-} fg_abl_pts;
-
-static int fg_abl_add(fg_abl_pts *a, int run, const char *label, double v) {
-    if (a->n == a->cap) {
-        int cap = a->cap ? 2 * a->cap : 64;
-        fg_abl_pt *q = realloc(a->p, (size_t)cap * sizeof *q);
-        if (!q) return -1;
-        a->p = q, a->cap = cap;
-    }
-    a->p[a->n].run = run, a->p[a->n].v = v;
-    snprintf(a->p[a->n].label, sizeof a->p[0].label, "%s", label);
-    a->n++;
-    return 0;
-}
-
-/* What one run's analysis and ablation rows hold by block, KV head and
- * category (NaN where absent), and its legend text. */
-typedef struct {
-    const tables_run *run;
-    int L, H;
-    double *alpha_head;  /* (L, H) mean α per KV head (analysis) */
-    double *delta_head;  /* (L, H) ΔL when that one gate is zeroed (ablation) */
-    double *alpha_block; /* (L) mean α per block */
-    double *p_block;     /* (L) mean halting probability per router */
-    double *alpha_cat;   /* (L, CAT_COUNT) mean α per block and category */
-    double *p_cat;       /* (L, CAT_COUNT) mean p per router and category */
-    int has_alpha_head, has_delta_head, has_alpha_block, has_p_block, has_alpha_cat, has_p_cat;
-    gl_gate gate;        /* the per-head gate the alpha_* fields hold (gate table, model/gatekind.h) */
-    char delta_head_on[96];  /* what delta_head was measured on ("val[0,64) 4096 tok @40") */
-    char label[256];
-    struct fg_abl_pts *abl;  /* where the bars' all-token values go for the figure over seeds (may be NULL) */
-    int idx;                 /* the run's index in the runs array */
-} fg_run_data;
-
-static void fg_run_data_free(fg_run_data *d) {
-    free(d->alpha_head);
-    memset(d, 0, sizeof *d);
-}
-
-/* Size d for run r from its parameters: 1 ready, 0 the run has no usable
- * shape (skipped), -1 out of memory. */
-static int fg_run_data_init(fg_run_data *d, gl_db *db, const tables_run *r, char *err, size_t errlen) {
-    fg_run_data_free(d);
-    d->run = r;
-    d->L = fg_param_int(db, r->run_id, "model.n_layer", 0, err, errlen);
-    d->H = fg_param_int(db, r->run_id, "model.n_kv_head", 0, err, errlen);
-    if (d->L <= 0 || d->H <= 0 || d->L > GL_MAX_LAYERS || d->H > ANALYZE_MAX_HEADS) return 0;
-    const size_t LH = (size_t)d->L * d->H, L = (size_t)d->L, total = 2 * LH + 2 * L + 2 * L * CAT_COUNT;
-    double *g = malloc(total * sizeof *g);
-    if (!g) {
-        snprintf(err, errlen, "out of memory");
-        return -1;
-    }
-    for (size_t q = 0; q < total; q++) g[q] = NAN;
-    d->alpha_head = g;
-    d->delta_head = g + LH;
-    d->alpha_block = g + 2 * LH;
-    d->p_block = d->alpha_block + L;
-    d->alpha_cat = d->p_block + L;
-    d->p_cat = d->alpha_cat + L * CAT_COUNT;
-    fg_label(r, d->label, sizeof d->label);
-    return 1;
-}
-
-/* Gate statistics of `gatelab analyze` (split ANALYZE_SPLIT) into d:
- * alpha_mean.L<l>.H<h>, alpha_mean.L<l>[.<cat>], p_mean.L<l>[.<cat>]. */
-static int fg_read_analysis(gl_db *db, fg_run_data *d, char *err, size_t errlen) {
-    gl_metric_latest *m = NULL;
-    int nm = 0;
-    if (db_metrics_latest(db, d->run->run_id, ANALYZE_SPLIT, &m, &nm, err, errlen)) return -1;
-    const int L = d->L, H = d->H;
-    /* the run's per-head gate: the one whose "<key>_mean" rows it has (SATFormer α when none) */
-    char mean[64];
-    d->gate = GATE_ALPHA;
-    for (int g = 0; g < GATE_COUNT; g++) {
-        if (gatekind_info[g].axis[2] != GAX_KV_HEAD) continue;
-        snprintf(mean, sizeof mean, "%s_mean", gatekind_info[g].key);
-        for (int k = 0; k < nm; k++) {
-            int l, h, c;
-            if (metric_stat_parse(m[k].name, mean, &l, &h, &c)) d->gate = (gl_gate)g;
-        }
-    }
-    snprintf(mean, sizeof mean, "%s_mean", gatekind_info[d->gate].key);
-    for (int k = 0; k < nm; k++) {
-        int l, h, c;
-        const double v = m[k].value;
-        if (metric_stat_parse(m[k].name, mean, &l, &h, &c) && l != METRIC_NONE && l < L) {
-            if (h != METRIC_NONE && c == METRIC_NONE) {
-                if (h < H) d->alpha_head[l * H + h] = v, d->has_alpha_head = 1;
-            } else if (h == METRIC_NONE && c == METRIC_NONE) {
-                d->alpha_block[l] = v, d->has_alpha_block = 1;
-            } else if (h == METRIC_NONE) {
-                d->alpha_cat[l * CAT_COUNT + c] = v, d->has_alpha_cat = 1;
-            }
-        } else if (metric_stat_parse(m[k].name, "p_mean", &l, &h, &c) && l != METRIC_NONE && l < L &&
-                   h == METRIC_NONE) {
-            if (c == METRIC_NONE) d->p_block[l] = v, d->has_p_block = 1;
-            else d->p_cat[l * CAT_COUNT + c] = v, d->has_p_cat = 1;
-        }
-    }
-    free(m);
-    return 0;
-}
-
-/* 1 when key is the ΔL of zeroing one KV head (zero.L<l>H<h>.delta_loss). */
-static int fg_single_gate(const metric_ablation_key *key, int *l, int *h) {
-    return !strcmp(key->mode, "zero") && !strcmp(key->quantity, "delta_loss") && key->cat == METRIC_NONE &&
-           metric_label_gate_parse(key->label, l, h) && *h != METRIC_NONE;
-}
-
-/* 1 when row k is a bar of the ablation figure (single = 0: an intervention's
- * delta_loss over all tokens, not early exit, not one gate) or a cell of the
- * heads map (single = 1: the ΔL of zeroing one KV head). */
-static int fg_ablation_kind(const gl_metric_latest *row, int single) {
-    metric_ablation_key key;
-    int l, h;
-    if (!metric_ablation_parse(row->name, &key)) return 0;
-    if (fg_single_gate(&key, &l, &h)) return single;
-    return !single && !strcmp(key.quantity, "delta_loss") && key.cat == METRIC_NONE && !metric_tau_mode(key.mode);
-}
-
-/* The measurement (step and token set) with the most rows of the kind (ties:
- * the most windows): a figure draws that one alone.  NULL when there is none. */
-static const gl_metric_latest *fg_main_measurement(const gl_metric_latest *m, int nm, int single) {
-    const gl_metric_latest *best = NULL;
-    int best_n = 0;
-    for (int k = 0; k < nm; k++) {
-        if (!fg_ablation_kind(&m[k], single)) continue;
-        int c = 0;
-        for (int q = 0; q < nm; q++)
-            c += fg_ablation_kind(&m[q], single) && m[q].step == m[k].step && db_prov_same(&m[q].prov, &m[k].prov);
-        if (c > best_n || (c == best_n && best && m[k].prov.count > best->prov.count)) best = &m[k], best_n = c;
-    }
-    return best;
-}
-
-/* Note, once per figure, that rows of another measurement were left out. */
-static void fg_note_other(figures_summary *s, const char *fig, const gl_metric_latest *row, const gl_metric_latest *main,
-                          int *noted) {
-    if ((*noted)++) return;
-    char a[64], b[64], note[220];
-    snprintf(note, sizeof note, "rows measured on %s @%ld left out: the figure shows %s @%ld",
-             db_prov_str(&row->prov, a, sizeof a), row->step, db_prov_str(&main->prov, b, sizeof b), main->step);
-    fg_note(s, fig, note);
-}
-
-/* The bar label of an intervention (mode, gate label as in the metric
- * names; sym: the gate's symbol): "α := 0 (every gate)", "α := its mean
- * (L1+L3H0)", "full depth (p := 0)"…; an unknown mode keeps "mode:label". */
-static void fg_intervention_label(const char *mode, const char *label, const char *sym, char *out, size_t n) {
-    char which[96];
-    if (!strcmp(label, METRIC_LABEL_ALL)) snprintf(which, sizeof which, "every gate");
-    else snprintf(which, sizeof which, "%s", label);
-    if (!strcmp(mode, "zero")) snprintf(out, n, "%s := 0 (%s)", sym, which);
-    else if (!strcmp(mode, "mean")) snprintf(out, n, "%s := its mean (%s)", sym, which);
-    else if (!strcmp(mode, "resample")) snprintf(out, n, "%s resampled from other tokens (%s)", sym, which);
-    else if (!strcmp(mode, "file")) snprintf(out, n, "%s := values from a file (%s)", sym, which);
-    else if (!strcmp(mode, "full-depth")) snprintf(out, n, "full depth (p := 0)");
-    else if (!strcmp(mode, "random")) snprintf(out, n, "random routing at the learned α");
-    else snprintf(out, n, "%s:%s", mode, label);
-    fg_unquote(out);
-}
-
-/* ablation_<run>: one bar group per intervention (every <mode>.<label>.delta_loss
- * except early exit and single-gate zeroing, which goes to the heads map: its
- * values are kept in d->delta_head). */
-static int fg_ablation_bars(gl_db *db, fg_run_data *d, const char *data_dir, const char *out_dir, figures_summary *s,
-                            char *err, size_t errlen) {
-    gl_metric_latest *m = NULL;
-    int nm = 0, nbars = 0, has_cat[CAT_COUNT] = {0}, rc = -1;
-    char path[4096], name[160], vars[1024], b[32];
-    fg_rng ry = fg_rng_empty();
-    const char *id = d->run->run_id;
-    char vr[32] = "", sym[16];
-    if (db_param_get(db, id, "model.value_residual", vr, sizeof vr, err, errlen) < 0) return -1;
-    snprintf(sym, sizeof sym, "%s", !strcmp(vr, "resformer") ? "λ1" : gatekind_info[d->gate].symbol);
-    if (db_metrics_latest(db, id, ABLATE_SPLIT, &m, &nm, err, errlen)) return -1;
-    snprintf(path, sizeof path, "%s/ablation_%s.tsv", data_dir, id);
-    FILE *fb = fileio_fopen_w(path);
-    if (!fb) {
-        snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
-        goto cleanup;
-    }
-    /* which category columns any intervention has (the others are left out) */
-    for (int k = 0; k < nm; k++) {
-        metric_ablation_key key;
-        if (metric_ablation_parse(m[k].name, &key) && !strcmp(key.quantity, "delta_loss") && key.cat != METRIC_NONE &&
-            !metric_tau_mode(key.mode) && !isnan(m[k].value))
-            has_cat[key.cat] = 1;
-    }
-    fprintf(fb, "intervention\tall tokens");
-    for (int c = 0; c < CAT_COUNT; c++)
-        if (has_cat[c]) fprintf(fb, "\t%s", cat_name(c));
-    fprintf(fb, "\n");
-    snprintf(name, sizeof name, "ablation_%s", id);
-    const gl_metric_latest *bars = fg_main_measurement(m, nm, 0), *cells = fg_main_measurement(m, nm, 1);
-    int noted_bars = 0, noted_cells = 0;
-    char heads_name[160];
-    snprintf(heads_name, sizeof heads_name, "heads_%s", id);
-    for (int k = 0; k < nm; k++) {
-        metric_ablation_key key;
-        int l, h;
-        if (!metric_ablation_parse(m[k].name, &key)) continue;
-        if (fg_single_gate(&key, &l, &h)) { /* single gates go to the heads map, not the bars */
-            if (m[k].step != cells->step || !db_prov_same(&m[k].prov, &cells->prov))
-                fg_note_other(s, heads_name, &m[k], cells, &noted_cells);
-            else if (l < d->L && h < d->H) d->delta_head[l * d->H + h] = m[k].value, d->has_delta_head = 1;
-            continue;
-        }
-        if (!fg_ablation_kind(&m[k], 0)) continue;
-        if (m[k].step != bars->step || !db_prov_same(&m[k].prov, &bars->prov)) {
-            fg_note_other(s, name, &m[k], bars, &noted_bars);
-            continue;
-        }
-        double cv[CAT_COUNT];
-        for (int c = 0; c < CAT_COUNT; c++) {
-            char want[METRIC_NAME_MAX];
-            cv[c] = metric_ablation_sibling(want, sizeof want, &key, "delta_loss", c)
-                        ? NAN
-                        : db_metrics_latest_find_like(m, nm, want, &m[k]);
-        }
-        char readable[160];
-        fg_intervention_label(key.mode, key.label, sym, readable, sizeof readable);
-        fprintf(fb, "%s\t%s", readable, report_num(b, 32, m[k].value));
-        for (int c = 0; c < CAT_COUNT; c++)
-            if (has_cat[c]) fprintf(fb, "\t%s", report_num(b, 32, cv[c]));
-        fprintf(fb, "\n");
-        fg_rng_add(&ry, m[k].value);
-        for (int c = 0; c < CAT_COUNT; c++) fg_rng_add(&ry, cv[c]);
-        nbars++;
-        if (d->abl && !isnan(m[k].value) && fg_abl_add(d->abl, d->idx, readable, m[k].value)) {
-            snprintf(err, errlen, "out of memory");
-            goto cleanup;
-        }
-    }
-    int bad = ferror(fb) | fclose(fb);
-    fb = NULL;
-    if (bad) {
-        snprintf(err, errlen, "writing %s failed", path);
-        goto cleanup;
-    }
-    char on[64];
-    if (cells) snprintf(d->delta_head_on, sizeof d->delta_head_on, "%s @%ld", db_prov_str(&cells->prov, on, sizeof on),
-                        cells->step);
-    if (nbars) {
-        int ncol = 2;
-        for (int c = 0; c < CAT_COUNT; c++) ncol += has_cat[c];
-        db_prov_str(&bars->prov, on, sizeof on);
-        char title[400];
-        snprintf(title, sizeof title, "Loss increase per gate intervention: %s, on %s @%ld", d->label,
-                 strcmp(on, "?") ? on : "tokens not recorded", bars->step);
-        figures_title_var(vars, sizeof vars, title, 5.5, 1.0);
-        snprintf(vars + strlen(vars), sizeof vars - strlen(vars), "; ncol=%d", ncol);
-        fg_rng_vars(ry, "y", FG_ZERO, vars, sizeof vars);
-        if (fg_draw(s, "ablation_bars.gp", path, out_dir, name, vars, err, errlen)) goto cleanup;
-    }
-    rc = 0;
-cleanup:
-    if (fb) fclose(fb);
-    free(m);
-    return rc;
-}
-
-/* alpha_heatmap_<run> (heads = 0: mean α) or heads_<run> (heads = 1: ΔL of
- * single-gate zeroing): block × KV head. */
-static int fg_heatmap(const fg_run_data *d, int heads, const char *data_dir, const char *out_dir, figures_summary *s,
-                      char *err, size_t errlen) {
-    const double *g = heads ? d->delta_head : d->alpha_head;
-    if (!(heads ? d->has_delta_head : d->has_alpha_head)) return 0;
-    char name[160], path[4096], vars[1024], b[32];
-    const gl_gate_info *gi = &gatekind_info[d->gate];
-    snprintf(name, sizeof name, "%s%s_%s", heads ? "heads" : gi->key, heads ? "" : "_heatmap", d->run->run_id);
-    snprintf(path, sizeof path, "%s/%s.tsv", data_dir, name);
-    FILE *fh = fileio_fopen_w(path);
-    if (!fh) {
-        snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
-        return -1;
-    }
-    fprintf(fh, "layer\tkv_head\t%s%s\n", heads ? "delta_loss" : gi->key, heads ? "" : "_mean");
-    fg_rng rc3 = fg_rng_empty();
-    for (int l = 0; l < d->L; l++) {
-        int any = 0; /* a block without a gate (block 0: no V1 to mix) is left out, not drawn as an empty row */
-        for (int h = 0; h < d->H; h++) any |= !isnan(g[l * d->H + h]);
-        if (!any) continue;
-        for (int h = 0; h < d->H; h++) {
-            fprintf(fh, "%d\t%d\t%s\n", l, h, report_num(b, 32, g[l * d->H + h]));
-            fg_rng_add(&rc3, g[l * d->H + h]);
-        }
-    }
-    if (ferror(fh) | fclose(fh)) {
-        snprintf(err, errlen, "writing %s failed", path);
-        return -1;
-    }
-    char cbl[64], title[400];
-    snprintf(cbl, sizeof cbl, "mean %s (probe tokens)", gi->symbol);
-    if (heads) snprintf(title, sizeof title, "Loss increase when one gate is zeroed: %s, on %s", d->label, d->delta_head_on);
-    else snprintf(title, sizeof title, "Mean %s per block and KV head: %s", gi->symbol, d->label);
-    figures_title_var(vars, sizeof vars, title, 5.5, 0.85); /* the colour bar takes the right */
-    if (heads) snprintf(vars + strlen(vars), sizeof vars - strlen(vars),
-                        "; cblabel='ΔL when zeroed alone (nats/token)'; diverging=1");
-    else snprintf(vars + strlen(vars), sizeof vars - strlen(vars), "; cblabel='%s'", cbl);
-    if (heads && rc3.lo <= rc3.hi) { /* signed: a range symmetric about zero, so white means "no change" */
-        double a = fmax(fmax(fabs(rc3.lo), fabs(rc3.hi)), 1e-6);
-        size_t k = strlen(vars);
-        snprintf(vars + k, sizeof vars - k, "; cbmin=%.9g; cbmax=%.9g", -1.02 * a, 1.02 * a);
-    } else fg_rng_vars(rc3, "cb", FG_NONNEG, vars, sizeof vars);
-    return fg_draw(s, "heatmap.gp", path, out_dir, name, vars, err, errlen);
-}
-
-/* category_alpha_<run> (p = 0) or category_p_<run> (p = 1): bars by block and token category. */
-static int fg_category(const fg_run_data *d, int p, const char *data_dir, const char *out_dir, figures_summary *s,
-                       char *err, size_t errlen) {
-    const double *c3 = p ? d->p_cat : d->alpha_cat;
-    if (!(p ? d->has_p_cat : d->has_alpha_cat)) return 0;
-    char name[160], path[4096], vars[1024], b[32];
-    snprintf(name, sizeof name, "category_%s_%s", p ? "p" : gatekind_info[d->gate].key, d->run->run_id);
-    snprintf(path, sizeof path, "%s/%s.tsv", data_dir, name);
-    FILE *fc = fileio_fopen_w(path);
-    if (!fc) {
-        snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
-        return -1;
-    }
-    int hc[CAT_COUNT] = {0}, ncat = 0;
-    for (int l = 0; l < d->L; l++)
-        for (int c = 0; c < CAT_COUNT; c++) hc[c] |= !isnan(c3[l * CAT_COUNT + c]);
-    fprintf(fc, "block");
-    for (int c = 0; c < CAT_COUNT; c++)
-        if (hc[c]) fprintf(fc, "\t%s", cat_name(c)), ncat++;
-    fprintf(fc, "\n");
-    fg_rng ryc = fg_rng_empty();
-    for (int l = 0; l < d->L; l++) {
-        int any = 0;
-        for (int c = 0; c < CAT_COUNT; c++) any |= !isnan(c3[l * CAT_COUNT + c]);
-        if (!any) continue;
-        fprintf(fc, "%d", l);
-        for (int c = 0; c < CAT_COUNT; c++)
-            if (hc[c]) {
-                fprintf(fc, "\t%s", report_num(b, 32, c3[l * CAT_COUNT + c]));
-                fg_rng_add(&ryc, c3[l * CAT_COUNT + c]);
-            }
-        fprintf(fc, "\n");
-    }
-    if (ferror(fc) | fclose(fc)) {
-        snprintf(err, errlen, "writing %s failed", path);
-        return -1;
-    }
-    char yl[64];
-    snprintf(yl, sizeof yl, "mean gate %s", gatekind_info[d->gate].symbol);
-    char title[400];
-    snprintf(title, sizeof title, "%s by block and token category: %s", p ? "Mean halting probability p" : yl, d->label);
-    figures_title_var(vars, sizeof vars, title, 5.5, 1.0);
-    snprintf(vars + strlen(vars), sizeof vars - strlen(vars), "; ylab='%s'; ncol=%d",
-             p ? "mean halting probability p" : yl, 1 + ncat);
-    fg_rng_vars(ryc, "y", FG_ZERO, vars, sizeof vars);
-    return fg_draw(s, "category_bars.gp", path, out_dir, name, vars, err, errlen);
-}
-
-/* The depth profiles across runs: each analysed run's mean α and mean p by
- * block, drawn once every run is in, one curve per group of seeds (mean ± sd). */
-typedef struct {
-    int n, L;            /* runs, blocks per row */
-    double *v[2];        /* [0] α, [1] p: (n, L) NaN where absent */
-    unsigned char *has[2]; /* (n) */
-} fg_profiles;
-
-static int fg_profiles_init(fg_profiles *pr, int n, char *err, size_t errlen) {
-    memset(pr, 0, sizeof *pr);
-    pr->n = n;
-    pr->L = GL_MAX_LAYERS;
-    for (int p = 0; p < 2; p++) {
-        pr->v[p] = malloc((size_t)(n ? n : 1) * pr->L * sizeof(double));
-        pr->has[p] = calloc((size_t)(n ? n : 1), 1);
-        if (!pr->v[p] || !pr->has[p]) {
-            snprintf(err, errlen, "out of memory");
-            return -1;
-        }
-        for (size_t q = 0; q < (size_t)n * pr->L; q++) pr->v[p][q] = NAN;
-    }
-    return 0;
-}
-
-static void fg_profiles_free(fg_profiles *pr) {
-    for (int p = 0; p < 2; p++) free(pr->v[p]), free(pr->has[p]);
-    memset(pr, 0, sizeof *pr);
-}
-
-static void fg_profiles_add(fg_profiles *pr, int i, const fg_run_data *d) {
-    for (int p = 0; p < 2; p++) {
-        const double *v = p ? d->p_block : d->alpha_block;
-        if (!(p ? d->has_p_block : d->has_alpha_block)) continue;
-        pr->has[p][i] = 1;
-        for (int l = 0; l < d->L && l < pr->L; l++) pr->v[p][(size_t)i * pr->L + l] = v[l];
-    }
-}
-
-/* depth_alpha / depth_p: data files and figures (or say why not). */
-static int fg_profiles_draw(gl_db *db, const tables_run *runs, const fg_profiles *pr, const char *data_dir,
-                            const char *out_dir, figures_summary *s, char *err, size_t errlen) {
-    static const char *const name[2] = {"depth_alpha", "depth_p"};
-    static const char *const ylab[2] = {"mean gate α (probe tokens)", "mean halting probability p"};
-    static const char *const what[2] = {"Mean SATFormer gate α by block", "Mean TSA halting probability by block"};
-    static const char *const why[2] = {"no SATFormer run analysed (`gatelab analyze RUN`)",
-                                       "no TSA run analysed (`gatelab analyze RUN`)"};
-    fg_groups *G = malloc(sizeof *G);
-    if (!G) {
-        snprintf(err, errlen, "out of memory");
-        return -1;
-    }
-    int rc = -1;
-    for (int p = 0; p < 2; p++) {
-        if (fg_groups_build(db, runs, pr->n, pr->has[p], G, err, errlen)) goto done;
-        if (!G->n) {
-            fg_skip(s, name[p], why[p]);
-            continue;
-        }
-        char path[4200], b[32], c[32];
-        snprintf(path, sizeof path, "%s/%s.tsv", data_dir, name[p]);
-        FILE *f = fileio_fopen_w(path);
-        if (!f) {
-            snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
-            fg_groups_free(G);
-            goto done;
-        }
-        fg_rng rx = fg_rng_empty(), ry = fg_rng_empty();
-        for (int k = 0; k < G->n; k++) {
-            fprintf(f, "%s%s\tmean\tsd\tn\n", k ? "\n\n" : "", G->g[k].label);
-            for (int l = 0; l < pr->L; l++) {
-                double sum = 0, sq = 0;
-                int m = 0;
-                for (int q = 0; q < G->g[k].n; q++) {
-                    double x = pr->v[p][(size_t)G->g[k].idx[q] * pr->L + l];
-                    if (!isnan(x)) sum += x, sq += x * x, m++;
-                }
-                if (!m) continue;
-                double mean = sum / m, var = m > 1 ? (sq - m * mean * mean) / (m - 1) : 0.0;
-                double sd = var > 0 ? sqrt(var) : 0.0;
-                fprintf(f, "%d\t%s\t%s\t%d\n", l, report_num(b, 32, mean), report_num(c, 32, sd), m);
-                fg_rng_add(&rx, l);
-                fg_rng_add(&ry, mean - sd);
-                fg_rng_add(&ry, mean + sd);
-            }
-        }
-        int bad = ferror(f) | fclose(f);
-        if (bad) {
-            snprintf(err, errlen, "writing %s failed", path);
-            fg_groups_free(G);
-            goto done;
-        }
-        char pv[1400], spread[64], title[400], tv[700];
-        fg_spread_text(G, spread, sizeof spread);
-        snprintf(title, sizeof title, "%s%s%s%s%s", what[p], G->common[0] ? ": " : "", G->common,
-                 spread[0] ? (G->common[0] ? ", " : ": ") : "", spread);
-        const double fig_w = G->n > 8 ? 8.0 : 6.5;
-        figures_title_var(tv, sizeof tv, title, fig_w, 0.8); /* the key sits outside */
-        snprintf(pv, sizeof pv, "ylab='%s'; %s; fig_w=%g", ylab[p], tv, fig_w);
-        fg_rng_vars(rx, "x", FG_FREE, pv, sizeof pv);
-        fg_rng_vars(ry, "y", FG_ZERO, pv, sizeof pv);
-        fg_groups_free(G);
-        if (fg_draw(s, "depth_profile.gp", path, out_dir, name[p], pv, err, errlen)) goto done;
-    }
-    rc = 0;
-done:
-    free(G);
-    return rc;
-}
-
-/* depth_map_<run>: per-character effective depth of a TSA run from its
- * trace's last evaluation.  A run without a usable trace is skipped. */
-static int fg_depth_map(const fg_run_data *d, const char *results, const char *data_dir, const char *out_dir,
-                        figures_summary *s, char *err, size_t errlen) {
-    const char *id = d->run->run_id;
-    char tpath[4096], rdir[4096], e2[1024], name[160], path[4096], vars[512];
-    snprintf(rdir, sizeof rdir, "%s/runs/%s", results, id);
-    snprintf(tpath, sizeof tpath, "%s/trace.h5", rdir);
-    snprintf(name, sizeof name, "depth_map_%s", id);
-    snprintf(path, sizeof path, "%s/%s.tsv", data_dir, name);
-    static gl_run run;
-    int rows = 0, maxd = 0;
-    if (access(tpath, R_OK) != 0) {
-        fg_skip(s, name, "no trace.h5 in the run folder");
-        return 0;
-    }
-    if (run_open(&run, rdir, results, 1, e2, sizeof e2)) {
-        fg_skip(s, name, e2);
-        return 0;
-    }
-    int drc = figures_depth_map_data(tpath, run.st.vocab, ckpt_vocab_bytes(&run.st), 512, 64, path, &rows, &maxd, e2,
-                                     sizeof e2);
-    run_close(&run);
-    if (drc) {
-        fg_skip(s, name, e2);
-        return 0;
-    }
-    char title[400];
-    snprintf(title, sizeof title, "%s: effective depth per character (last evaluation)", d->label);
-    figures_title_var(vars, sizeof vars, title, 9, 0.85); /* the colour bar takes the right */
-    snprintf(vars + strlen(vars), sizeof vars - strlen(vars), "; maxdepth=%d; fig_w=9; fig_h=%.2f", maxd,
-             1.3 + 0.28 * rows);
-    return fg_draw(s, "depth_map.gp", path, out_dir, name, vars, err, errlen);
-}
-
-/* ablation_seeds: the bars of ablation_<run> (ΔL over all tokens) pooled
- * over the seeds of each group: one bar per (group, intervention), mean ±
- * sd over seeds.  Drawn when some configuration has two or more seeds. */
-static int fg_ablation_seeds(gl_db *db, const tables_run *runs, int n, const fg_abl_pts *a, const char *data_dir,
-                             const char *out_dir, figures_summary *s, char *err, size_t errlen) {
-    if (!a->n) return 0;
-    unsigned char *want = calloc((size_t)n, 1);
-    fg_groups *G = malloc(sizeof *G);
-    int rc = -1, rows = 0;
-    FILE *f = NULL;
-    char path[4200];
-    if (!want || !G) {
-        snprintf(err, errlen, "out of memory");
-        goto done;
-    }
-    for (int k = 0; k < a->n; k++) want[a->p[k].run] = 1;
-    if (fg_groups_build(db, runs, n, want, G, err, errlen)) goto done;
-    if (G->max_seeds < 2) {
-        fg_skip(s, "ablation_seeds", "every ablated configuration has one seed (its bars: ablation_<run>)");
-        rc = 0;
-        goto done_groups;
-    }
-    snprintf(path, sizeof path, "%s/ablation_seeds.tsv", data_dir);
-    if (!(f = fileio_fopen_w(path))) {
-        snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
-        goto done_groups;
-    }
-    fprintf(f, "intervention\tdelta_loss\tsd\tseeds\n");
-    for (int g = 0; g < G->n; g++)
-        for (int k = 0; k < a->n; k++) { /* each intervention once per group, in the order first met */
-            int in = 0, first = 1;
-            for (int q = 0; q < G->g[g].n; q++) in |= G->g[g].idx[q] == a->p[k].run;
-            for (int j = 0; j < k && in && first; j++)
-                for (int q = 0; q < G->g[g].n; q++)
-                    if (G->g[g].idx[q] == a->p[j].run && !strcmp(a->p[j].label, a->p[k].label)) first = 0;
-            if (!in || !first) continue;
-            double x[FG_SEEDS_MAX], mean, sd;
-            int m = 0;
-            for (int j = k; j < a->n; j++)
-                for (int q = 0; q < G->g[g].n && m < FG_SEEDS_MAX; q++)
-                    if (G->g[g].idx[q] == a->p[j].run && !strcmp(a->p[j].label, a->p[k].label)) x[m++] = a->p[j].v;
-            fg_mean_sd(x, m, &mean, &sd);
-            char b1[32], b2[32];
-            fprintf(f, "%s%s%s\t%s\t%s\t%d\n", G->n > 1 ? G->g[g].label : "", G->n > 1 ? ": " : "", a->p[k].label,
-                    report_num(b1, 32, mean), m > 1 ? report_num(b2, 32, sd) : "nan", m);
-            rows++;
-        }
-    int bad = ferror(f) | fclose(f);
-    f = NULL;
-    if (bad) {
-        snprintf(err, errlen, "writing %s failed", path);
-        goto done_groups;
-    }
-    char vars[1400], spread[64], title[400];
-    fg_spread_text(G, spread, sizeof spread);
-    snprintf(title, sizeof title, "Loss increase per gate intervention%s%s%s%s", G->common[0] ? ": " : "", G->common,
-             spread[0] ? (G->common[0] ? ", " : ": ") : "", spread);
-    const double fig_w = rows > 6 ? 8.0 : 5.5;
-    figures_title_var(vars, sizeof vars, title, fig_w, 1.0);
-    snprintf(vars + strlen(vars), sizeof vars - strlen(vars), "; ylab='ΔL (nats/token)'; fig_w=%g", fig_w);
-    rc = rows ? fg_draw(s, "paper_bars.gp", path, out_dir, "ablation_seeds", vars, err, errlen) : 0;
-done_groups:
-    fg_groups_free(G);
-done:
-    if (f) fclose(f);
-    free(G);
-    free(want);
-    return rc;
-}
-
-/* Per-run figures from the analysis, ablation and trace data, and the depth profiles across runs. */
-static int fg_per_run(gl_db *db, const tables_run *runs, int n, const char *results, const char *data_dir,
-                      const char *out_dir, figures_summary *s, char *err, size_t errlen) {
-    fg_profiles pr;
-    fg_run_data d;
-    fg_abl_pts abl = {NULL, 0, 0};
-    int rc = -1;
-    memset(&d, 0, sizeof d);
-    if (fg_profiles_init(&pr, n, err, errlen)) goto cleanup;
-    for (int i = 0; i < n; i++) {
-        int ok = fg_run_data_init(&d, db, &runs[i], err, errlen);
-        if (ok < 0) goto cleanup;
-        if (!ok) continue;
-        d.abl = &abl;
-        d.idx = i;
-        if (fg_read_analysis(db, &d, err, errlen) || fg_ablation_bars(db, &d, data_dir, out_dir, s, err, errlen) ||
-            fg_heatmap(&d, 0, data_dir, out_dir, s, err, errlen) || fg_heatmap(&d, 1, data_dir, out_dir, s, err, errlen) ||
-            fg_category(&d, 0, data_dir, out_dir, s, err, errlen) || fg_category(&d, 1, data_dir, out_dir, s, err, errlen))
-            goto cleanup;
-        fg_profiles_add(&pr, i, &d);
-        if (!isnan(runs[i].lambda) && fg_depth_map(&d, results, data_dir, out_dir, s, err, errlen)) goto cleanup;
-    }
-    rc = fg_profiles_draw(db, runs, &pr, data_dir, out_dir, s, err, errlen) ||
-         fg_ablation_seeds(db, runs, n, &abl, data_dir, out_dir, s, err, errlen) ? -1 : 0;
-cleanup:
-    free(abl.p);
-    fg_profiles_free(&pr);
-    fg_run_data_free(&d);
-    return rc;
-}
-
 int figures_depth_map_data(const char *trace_path, const unsigned char *vocab, int vocab_size, int max_chars, int cols,
                            const char *data_path, int *rows, int *max_depth, char *err, size_t errlen) {
     gl_trace_data td;
@@ -1526,13 +907,16 @@ int figures_depth_map_data(const char *trace_path, const unsigned char *vocab, i
     if (trace_read(trace_path, &td, err, errlen)) return -1;
     int rc = -1;
     FILE *f = NULL;
-    if (!td.gate[GATE_P] || td.n_router < 1 || td.n_steps < 1) {
+    int g = -1; /* the trace's per-token router gate (gate table: TSA p) */
+    for (int k = 0; k < GATE_COUNT && g < 0; k++)
+        if (gatekind_info[k].axis[0] == GAX_ROUTER && gatekind_per_token((gl_gate)k) && td.gate[k]) g = k;
+    if (g < 0 || td.n_router < 1 || td.n_steps < 1) {
         snprintf(err, errlen, "%s holds no halting probabilities (not a TSA run, or no evaluation yet)", trace_path);
         goto cleanup;
     }
     const long P = td.n_probe;
     const int R = td.n_router;
-    const float *p = td.gate[GATE_P] + (size_t)(td.n_steps - 1) * R * P;
+    const float *p = td.gate[g] + (size_t)(td.n_steps - 1) * R * P;
     long n = P < max_chars ? P : max_chars;
     f = fileio_fopen_w(data_path);
     if (!f) {
@@ -1599,8 +983,6 @@ int figures_loss_runs(gl_db *db, const char *const *ids, int nids, const char *o
     tables_run *runs = NULL;
     unsigned char *want = NULL;
     fg_groups *G = NULL;
-    fg_pt *pt[2] = {NULL, NULL};
-    FILE *f = NULL;
     int n = 0, rc = -1, blocks = 0, chosen = 0;
     if (tables_collect(db, NULL, &runs, &n, err, errlen)) return -1;
     tables_sort(runs, n);
@@ -1625,42 +1007,16 @@ int figures_loss_runs(gl_db *db, const char *const *ids, int nids, const char *o
     }
     if (fg_groups_build(db, runs, n, want, G, err, errlen)) goto cleanup;
     snprintf(path, sizeof path, "%s/loss_runs.tsv", data_dir);
-    if (!(f = fopen(path, "w"))) {
-        snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
-        goto cleanup;
-    }
     fg_rng ry = fg_rng_empty();
-    for (int k = 0; k < G->n; k++) {
-        int np[2];
-        for (int q = 0; q < 2; q++) {
-            free(pt[q]);
-            pt[q] = NULL;
-            if (fg_group_series(db, runs, &G->g[k], q ? "val" : "train", &pt[q], &np[q], err, errlen)) goto cleanup;
-        }
-        if (!np[0] || !np[1]) {
-            fg_skip(s, G->g[k].label, "no train/loss or val/loss rows");
-            continue;
-        }
-        for (int q = 0; q < 2; q++) {
-            if (blocks++) fprintf(f, "\n\n");
-            fg_write_band(f, G->g[k].label, pt[q], np[q], &ry);
-        }
-    }
-    int bad = ferror(f) | fclose(f);
-    f = NULL;
-    if (bad) {
-        snprintf(err, errlen, "writing %s failed", path);
-        goto cleanup;
-    }
+    if (fg_loss_data(db, runs, G, path, s, &ry, &blocks, err, errlen)) goto cleanup;
     if (!blocks) {
         fg_skip(s, "loss_runs_step, loss_runs_time", "no chosen run has train/loss and val/loss");
         rc = 0;
         goto cleanup;
     }
-    char vars[800], spread[64], title[400];
-    fg_spread_text(G, spread, sizeof spread);
-    snprintf(title, sizeof title, "Loss during training, %d chosen run%s%s%s%s%s", chosen, chosen == 1 ? "" : "s",
-             G->common[0] ? ": " : "", G->common, spread[0] ? (G->common[0] ? ", " : ": ") : "", spread);
+    char vars[800], what[64], title[400];
+    snprintf(what, sizeof what, "Loss during training, %d chosen run%s", chosen, chosen == 1 ? "" : "s");
+    fg_group_title(G, what, title, sizeof title);
     for (int q = 0; q < 2; q++) {
         snprintf(vars, sizeof vars, "x='%s'; title='%s'; band=%d; fig_w=%g", q ? "time" : "step", title,
                  G->max_seeds > 1, blocks > 16 ? 8.5 : 6.5);
@@ -1670,9 +1026,6 @@ int figures_loss_runs(gl_db *db, const char *const *ids, int nids, const char *o
     }
     rc = 0;
 cleanup:
-    if (f) fclose(f);
-    free(pt[0]);
-    free(pt[1]);
     if (G) fg_groups_free(G);
     free(G);
     free(want);

@@ -11,10 +11,17 @@
  * host.  Interactivity is HTML's own: <details> to open another gate's view,
  * title attributes for the value under the pointer.
  *
- * Colour scales: α is shown relative to the largest α of the view (white = 0,
- * deep orange = that maximum; the legend gives the number); TSA's effective
- * depth Dₜ = 1 + Σₗ (1 − pₗₜ) (analysis/depth.h, soft) from 1 (white) to L
- * blocks (deep blue).  Both read the last evaluation in the trace.
+ * Gates come from the gate table (model/gatekind.h), never by name: a run's
+ * section shows each gate's analysis files (hr_gate_files) and colours the
+ * probe text by each per-token gate, the view chosen by the shape of its axes
+ * (hr_view_of), so a new gate kind appears here without an edit.
+ *
+ * Colour scales: a head gate (SATFormer α) is shown relative to the largest
+ * value of the view (white = 0, deep orange = that maximum; the legend gives
+ * the number); a router gate (TSA p) as the effective depth
+ * Dₜ = 1 + Σₗ (1 − pₗₜ) (analysis/depth.h, soft) from 1 (white) to L blocks
+ * (deep blue); a per-block gate by its mean over blocks.  All read the last
+ * evaluation in the trace.
  *
  * What it does not do: compute statistics (analyze, ablate and tables did),
  * or draw (gnuplot did).
@@ -37,7 +44,7 @@
 #include "report.h"
 #include "tables.h"
 
-#define HR_VIEWS_MAX 32 /* α views (block × KV head) written before only the chosen one is kept */
+#define HR_VIEWS_MAX 32 /* head-gate views (block × KV head) written before only the chosen one is kept */
 
 /* ---- small writers ---- */
 
@@ -248,15 +255,17 @@ static void hr_probe_text(FILE *f, const gl_trace_data *t, const uint8_t *vocab,
     fputs("</div>\n", f);
 }
 
-/* α views: the chosen (block, head) open, the others in closed <details>.  Returns the views written. */
-static int hr_alpha_views(FILE *f, const gl_trace_data *t, const uint8_t *vocab, int V, const html_opts *o,
-                          int max_chars, float *val) {
+/* A per-token head gate's views (SATFormer α): the chosen (block, KV head)
+ * open, the others in closed <details>.  Returns the views written. */
+static int hr_head_views(FILE *f, const gl_trace_data *t, gl_gate g, const uint8_t *vocab, int V, const html_opts *o,
+                         int max_chars, float *val) {
+    const char *sym = gatekind_info[g].symbol;
     const int L = t->n_layer, H = t->n_kv_head;
     const long P = t->n_probe, S = t->n_steps;
-    const float *a = t->gate[GATE_ALPHA] + (size_t)(S - 1) * L * P * H; /* (L, P, Hkv) at the last evaluation */
+    const float *a = t->gate[g] + (size_t)(S - 1) * L * P * H; /* (L, P, Hkv) at the last evaluation */
     int cb = o->block, ch = o->kv_head, pick = cb < 0 || ch < 0;
     double best = -1;
-    for (int l = 1; l < L && pick; l++) /* default: the gate with the largest mean α */
+    for (int l = 1; l < L && pick; l++) /* default: the gate with the largest mean */
         for (int h = 0; h < H; h++) {
             double m = 0;
             for (long i = 0; i < P; i++) m += a[((size_t)l * P + i) * H + h];
@@ -272,29 +281,24 @@ static int hr_alpha_views(FILE *f, const gl_trace_data *t, const uint8_t *vocab,
         for (int h = 0; h < H; h++) {
             int chosen = l == cb && h == ch;
             if (!chosen && !all) continue;
-            double lo = 0, hi = 0; /* from 0, or from the most negative α of a signed gate (sat_gate tanh, identity) */
+            double lo = 0, hi = 0; /* from 0, or from the most negative value of a signed gate (sat_gate tanh, identity) */
             for (long i = 0; i < P; i++) {
                 val[i] = a[((size_t)l * P + i) * H + h];
                 if (val[i] > hi) hi = val[i];
                 if (val[i] < lo) lo = val[i];
             }
-            fprintf(f, "<details%s><summary>α of block %d, KV head %d%s (max %.3g)</summary>\n", chosen ? " open" : "", l,
-                    h, chosen ? (o->block < 0 ? " — the gate with the largest mean α" : " — chosen") : "", hi);
+            fprintf(f, "<details%s><summary>%s of block %d, KV head %d%s%s (max %.3g)</summary>\n", chosen ? " open" : "",
+                    sym, l, h, chosen ? (o->block < 0 ? " — the gate with the largest mean " : " — chosen") : "",
+                    chosen && o->block < 0 ? sym : "", hi);
             char label[64];
-            snprintf(label, sizeof label, "α (block %d, KV head %d) =", l, h);
-            hr_legend(f, "α", lo, hi, 0);
+            snprintf(label, sizeof label, "%s (block %d, KV head %d) =", sym, l, h);
+            hr_legend(f, sym, lo, hi, 0);
             hr_probe_text(f, t, vocab, V, val, lo, hi, 0, label, max_chars);
             fputs("</details>\n", f);
             views++;
         }
     if (!all) fputs("<p class=\"note\">Other gates: run the report with --block N --kv-head H.</p>\n", f);
     return views;
-}
-
-/* 1 when g has one value per (block, token): early-exit confidence, MoD weight, selection. */
-static int hr_block_token_gate(gl_gate g) {
-    const gl_gate_info *gi = &gatekind_info[g];
-    return gi->axis[0] == GAX_LAYER && gi->axis[1] == GAX_TOKEN && gi->axis[2] == GAX_NONE;
 }
 
 /* A per-(block, token) gate's view: each character coloured by its mean over
@@ -324,8 +328,40 @@ static int hr_block_token_view(FILE *f, const gl_trace_data *t, gl_gate g, const
     return 1;
 }
 
-/* The probe text of one run coloured by α and/or effective depth.  Returns
- * the views written (0 when the run has no trace or no gate in it). */
+/* A per-token router gate's view (TSA p): each character coloured by its
+ * effective depth Dₜ = 1 + Σₗ (1 − pₗₜ) (depth.h) at the last evaluation.
+ * Returns the views written. */
+static int hr_depth_view(FILE *f, const gl_trace_data *t, gl_gate g, const uint8_t *vocab, int V, int max_chars,
+                         float *val) {
+    const int R = t->n_router;
+    const char *sym = gatekind_info[g].symbol;
+    const float *p = t->gate[g] + (size_t)(t->n_steps - 1) * R * t->n_probe;
+    for (long i = 0; i < t->n_probe; i++) val[i] = (float)depth_token_soft(p, R, t->n_probe, i);
+    fprintf(f, "<details open><summary>effective depth Dₜ = 1 + Σₗ (1 − %sₗₜ) from the %s, of %d blocks</summary>\n",
+            sym, gatekind_info[g].title, R + 1);
+    hr_legend(f, "depth (blocks)", 1, R + 1, 1);
+    hr_probe_text(f, t, vocab, V, val, 1, R + 1, 1, "effective depth", max_chars);
+    fputs("</details>\n", f);
+    return 1;
+}
+
+/* The kind of probe-text view gate g gets, from the shape of its axes: per
+ * token and KV head (head views), per router and token (effective depth), per
+ * block and token (mean over blocks); none for a gate without a token axis
+ * (the same colour on every character says nothing) or with coefficients. */
+typedef enum { HR_VIEW_NONE = 0, HR_VIEW_HEADS, HR_VIEW_DEPTH, HR_VIEW_BLOCKS } hr_view;
+
+static hr_view hr_view_of(gl_gate g) {
+    const gl_gate_info *gi = &gatekind_info[g];
+    if (gi->axis[1] != GAX_TOKEN) return HR_VIEW_NONE;
+    if (gi->axis[2] == GAX_KV_HEAD) return HR_VIEW_HEADS;
+    if (gi->axis[2] != GAX_NONE) return HR_VIEW_NONE;
+    return gi->axis[0] == GAX_ROUTER ? HR_VIEW_DEPTH : HR_VIEW_BLOCKS;
+}
+
+/* The probe text of one run coloured by each per-token gate of the gate
+ * table it traced (hr_view_of).  Returns the views written (0 when the run
+ * has no trace or no such gate in it). */
 static int hr_probe(FILE *f, const char *results, const char *run_id, const html_opts *o) {
     char dir[GL_PATH_MAX + 16], tpath[GL_PATH_MAX + 32], e2[1024];
     snprintf(dir, sizeof dir, "%s/runs/%s", results, run_id);
@@ -337,8 +373,8 @@ static int hr_probe(FILE *f, const char *results, const char *run_id, const html
     int views = 0, max_chars = o->max_chars > 0 ? o->max_chars : 1024;
     float *val = NULL;
     if (trace_read(tpath, &t, e2, sizeof e2) || t.n_steps < 1) goto done;
-    int any = t.gate[GATE_ALPHA] || t.gate[GATE_P];
-    for (int g = 0; g < GATE_COUNT; g++) any |= t.gate[g] && hr_block_token_gate((gl_gate)g);
+    int any = 0;
+    for (int g = 0; g < GATE_COUNT; g++) any |= t.gate[g] && hr_view_of((gl_gate)g) != HR_VIEW_NONE;
     if (!any) goto done;
     if (run_open(&run, dir, results, 1, e2, sizeof e2)) {
         fprintf(f, "<p class=\"note\">probe text not shown: ");
@@ -349,21 +385,17 @@ static int hr_probe(FILE *f, const char *results, const char *run_id, const html
     val = malloc((size_t)t.n_probe * sizeof *val);
     if (val) {
         fprintf(f, "<h3>Probe text (%d characters, step %ld)</h3>\n", t.n_probe, t.step[t.n_steps - 1]);
-        if (t.gate[GATE_ALPHA]) views += hr_alpha_views(f, &t, run.st.vocab, ckpt_vocab_bytes(&run.st), o, max_chars, val);
-        if (t.gate[GATE_P]) {
-            const int R = t.n_router;
-            const float *p = t.gate[GATE_P] + (size_t)(t.n_steps - 1) * R * t.n_probe;
-            for (long i = 0; i < t.n_probe; i++) val[i] = (float)depth_token_soft(p, R, t.n_probe, i);
-            fprintf(f, "<details open><summary>TSA effective depth Dₜ = 1 + Σₗ (1 − pₗₜ), of %d blocks</summary>\n",
-                    R + 1);
-            hr_legend(f, "depth (blocks)", 1, R + 1, 1);
-            hr_probe_text(f, &t, run.st.vocab, ckpt_vocab_bytes(&run.st), val, 1, R + 1, 1, "effective depth", max_chars);
-            fputs("</details>\n", f);
-            views++;
+        const uint8_t *vocab = run.st.vocab;
+        const int V = ckpt_vocab_bytes(&run.st);
+        for (int g = 0; g < GATE_COUNT; g++) {
+            if (!t.gate[g]) continue;
+            switch (hr_view_of((gl_gate)g)) {
+            case HR_VIEW_HEADS: views += hr_head_views(f, &t, (gl_gate)g, vocab, V, o, max_chars, val); break;
+            case HR_VIEW_DEPTH: views += hr_depth_view(f, &t, (gl_gate)g, vocab, V, max_chars, val); break;
+            case HR_VIEW_BLOCKS: views += hr_block_token_view(f, &t, (gl_gate)g, vocab, V, max_chars, val); break;
+            case HR_VIEW_NONE: break;
+            }
         }
-        for (int g = 0; g < GATE_COUNT; g++)
-            if (t.gate[g] && hr_block_token_gate((gl_gate)g))
-                views += hr_block_token_view(f, &t, (gl_gate)g, run.st.vocab, run.st.vocab_size, max_chars, val);
     }
     run_close(&run);
 done:
@@ -387,6 +419,32 @@ static const char hr_style[] =
     ".probe span:hover{outline:1px solid #000}"
     ".legend .bar{display:inline-block;width:200px;height:12px;border:1px solid #999;vertical-align:middle}"
     ".note{color:#666;font-size:13px}.meta{color:#555;font-size:13px}summary{cursor:pointer;margin:6px 0}";
+
+/* The analysis files of gate g that a run's section shows (analyze_trace.c
+ * names them by the gate's key and the shape of its axes) and their titles:
+ * per block and KV head and per token category for a head gate, per router
+ * and the depth histogram for a router gate, the table itself otherwise.
+ * Returns how many (at most 2). */
+static int hr_gate_files(gl_gate g, char names[2][64], char titles[2][160]) {
+    const gl_gate_info *gi = &gatekind_info[g];
+    if (gi->axis[2] == GAX_KV_HEAD) {
+        snprintf(names[0], 64, "%s_heads.tsv", gi->key);
+        snprintf(titles[0], 160, "%s per block and KV head (gatelab analyze)", gi->symbol);
+        snprintf(names[1], 64, "%s_categories.tsv", gi->key);
+        snprintf(titles[1], 160, "%s per token category", gi->symbol);
+        return 2;
+    }
+    if (gi->axis[0] == GAX_ROUTER) {
+        snprintf(names[0], 64, "%s_routers.tsv", gi->key);
+        snprintf(titles[0], 160, "%s per router", gi->title);
+        snprintf(names[1], 64, "depth_hist.tsv");
+        snprintf(titles[1], 160, "effective depth histogram (from the %s)", gi->title);
+        return 2;
+    }
+    snprintf(names[0], 64, "%s.tsv", gi->key);
+    snprintf(titles[0], 160, "%s (gatelab analyze)", gi->title);
+    return 1;
+}
 
 /* A run's section: final metrics, its analysis files, its coloured probe text. */
 static int hr_run_section(FILE *f, gl_db *db, const char *results, const char *run_id, const html_opts *o, char *err,
@@ -420,23 +478,24 @@ static int hr_run_section(FILE *f, gl_db *db, const char *results, const char *r
         free(rows);
     }
     fputs("</table>\n", f);
-    static const char *const files[][2] = {{"alpha_heads.tsv", "α per block and KV head (gatelab analyze)"},
-                                           {"alpha_categories.tsv", "α per token category"},
-                                           {"p_routers.tsv", "halting probability per router (TSA)"},
-                                           {"depth_hist.tsv", "effective depth histogram (TSA)"}};
-    for (size_t k = 0; k < sizeof files / sizeof files[0]; k++) {
-        char p[GL_PATH_MAX + 96];
-        snprintf(p, sizeof p, "%s/runs/%s/analysis/%s", results, run_id, files[k][0]);
-        hr_table_tsv(f, p, files[k][1], 40);
+    for (int g = 0; g < GATE_COUNT; g++) {
+        char names[2][64], titles[2][160];
+        for (int k = 0, n = hr_gate_files((gl_gate)g, names, titles); k < n; k++) {
+            char p[GL_PATH_MAX + 96];
+            snprintf(p, sizeof p, "%s/runs/%s/analysis/%s", results, run_id, names[k]);
+            hr_table_tsv(f, p, titles[k], 40);
+        }
     }
     return hr_probe(f, results, run_id, o);
 }
 
 /* Does figure name belong on run_id's page?  Its own figures, and those of the whole experiment. */
 static int hr_figure_of_run(const char *name, const char *run_id) {
-    static const char *const common[] = {"loss_step", "loss_time", "pareto", "depth_alpha", "depth_p"};
+    static const char *const common[] = {"loss_step", "loss_time", "pareto"};
     for (size_t i = 0; i < sizeof common / sizeof common[0]; i++)
         if (!strcmp(name, common[i])) return 1;
+    for (int g = 0; g < GATE_COUNT; g++) /* depth_<key>: a gate's mean by block per group of seeds (figures.c) */
+        if (!strncmp(name, "depth_", 6) && !strcmp(name + 6, gatekind_info[g].key)) return 1;
     size_t n = strlen(name), r = strlen(run_id);
     return n > r + 1 && name[n - r - 1] == '_' && !strcmp(name + n - r, run_id);
 }

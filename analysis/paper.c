@@ -30,37 +30,16 @@
 #include "plan.h"
 #include "claims.h"
 #include "runset.h"
+#include "model/gatekind.h"
 #include "store/categories.h"
 #include "store/fileio.h"
 #include "store/metric.h"
 #include "report.h"
+#include "stats.h"
 
 /* ---- statistics ---- */
 
 double paper_t95(int df) { return tables_t95(df); }
-
-typedef struct {
-    double mean, sd, lo, hi; /* lo, hi: 95 % interval of the mean (NaN when n < 2) */
-    int n;
-} pstat;
-
-static pstat st_of(const double *x, int n) {
-    pstat s = {NAN, NAN, NAN, NAN, 0};
-    double sum = 0, q = 0;
-    for (int i = 0; i < n; i++)
-        if (!isnan(x[i])) sum += x[i], s.n++;
-    if (!s.n) return s;
-    s.mean = sum / s.n;
-    for (int i = 0; i < n; i++)
-        if (!isnan(x[i])) q += (x[i] - s.mean) * (x[i] - s.mean);
-    if (s.n > 1) {
-        s.sd = sqrt(q / (s.n - 1));
-        double h = paper_t95(s.n - 1) * s.sd / sqrt(s.n);
-        s.lo = s.mean - h;
-        s.hi = s.mean + h;
-    }
-    return s;
-}
 
 /* ---- collecting: a view of the run set (runset.h) ---- */
 
@@ -71,15 +50,18 @@ static double pc_num(const runset_run *r, const char *split, const char *name) {
     return runset_num(r, key);
 }
 
-/* SATFormer gate statistics from the analysis rows of the last traced step. */
-static void pc_gates(const runset_run *r, paper_run *p) {
+/* Gate g's statistics from the analysis rows of the last traced step
+ * ("<key>_mean", the gate table's key): NaN for a run without them. */
+static void pc_gates(const runset_run *r, gl_gate g, paper_run *p) {
+    char mean[64];
+    snprintf(mean, sizeof mean, "%s_mean", gatekind_info[g].key);
     int L = (int)r->n_layer, H = (int)r->n_kv_head;
     double early = 0, late = 0, sem = 0, oth = 0, heads[4096];
     int ne = 0, nl = 0, nh = 0, nsem = 0;
     const int first_late = 1 + (L - 1) / 2; /* blocks 1..L−1; the later half starts here */
     char name[METRIC_NAME_MAX];
     for (int n = 1; n < L; n++) {
-        metric_stat(name, sizeof name, "alpha_mean", n, METRIC_NONE, METRIC_NONE);
+        metric_stat(name, sizeof name, mean, n, METRIC_NONE, METRIC_NONE);
         double a = pc_num(r, "analysis", name);
         if (isnan(a)) continue;
         if (n >= first_late) late += a, nl++;
@@ -88,13 +70,13 @@ static void pc_gates(const runset_run *r, paper_run *p) {
             double c[3];
             const int cat[3] = {CAT_SEMANTIC, CAT_STRUCTURAL, CAT_FUNCTIONAL};
             for (int k = 0; k < 3; k++) {
-                metric_stat(name, sizeof name, "alpha_mean", n, METRIC_NONE, cat[k]);
+                metric_stat(name, sizeof name, mean, n, METRIC_NONE, cat[k]);
                 c[k] = pc_num(r, "analysis", name);
             }
             if (!isnan(c[0]) && !isnan(c[1]) && !isnan(c[2])) sem += c[0], oth += 0.5 * (c[1] + c[2]), nsem++;
         }
         for (int h = 0; h < H && nh < 4096; h++) {
-            metric_stat(name, sizeof name, "alpha_mean", n, h, METRIC_NONE);
+            metric_stat(name, sizeof name, mean, n, h, METRIC_NONE);
             double v = pc_num(r, "analysis", name);
             if (!isnan(v)) heads[nh++] = v;
         }
@@ -174,8 +156,7 @@ static void pc_one(gl_db *db, const runset_run *r, paper_run *p, int *fail, char
     p->train_tps = p->t.tokens_per_s;
     p->depth_key = runset_partner_key(r, "depth_routing");
     pc_wall(db, p, fail, err, errlen);
-    if (!strcmp(p->value, "satformer")) pc_gates(r, p);
-    else p->early_alpha = p->late_alpha = p->late_sem = p->late_other = p->head_gini = NAN;
+    pc_gates(r, GATE_ALPHA, p); /* the claims' α: SATFormer's gate, chosen by its row of the gate table */
 }
 
 /* The plan's runs (experiments paper-GROUP) of rs as paper_runs. */
@@ -259,7 +240,7 @@ int paper_lambda_star(const paper_run *runs, int n, const char *data, const char
         if (strcmp(r->depth, "tsa") || strcmp(r->t.data, data) || strcmp(r->t.scale, scale)) continue;
         pick k = {data, scale, NULL, "tsa", NULL, r->t.lambda};
         double a[64];
-        pstat s = st_of(a, pk_values(runs, n, &k, field, a, 64));
+        st_summary s = st_describe(a, pk_values(runs, n, &k, field, a, 64), 0.95);
         if (s.n && fabs(s.mean - target) < best) best = fabs(s.mean - target), *lambda = r->t.lambda, found = 1;
     }
     return found;

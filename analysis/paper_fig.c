@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "model/gatekind.h"
 #include "store/fileio.h"
 #include "figures.h"
 #include "store/categories.h"
@@ -58,6 +59,20 @@ static FILE *pf_open(const char *dir, const char *name, char *path, size_t plen,
     return f;
 }
 
+/* Close a figure's data file f (path), saying when the write failed.  0, or -1 with err. */
+static int pf_close(FILE *f, const char *path, char *err, size_t errlen) {
+    if (!fclose(f)) return 0;
+    snprintf(err, errlen, "writing %s failed", path);
+    return -1;
+}
+
+/* "<key>_mean" of gate g (the gate table's key), the analysis statistic a
+ * figure reads. */
+static const char *pf_mean_stat(gl_gate g, char out[64]) {
+    snprintf(out, 64, "%s_mean", gatekind_info[g].key);
+    return out;
+}
+
 static int pf_draw(paper_figs *s, const char *script, const char *tsv, const char *dir, const char *name,
                    const char *vars, char *err, size_t errlen) {
     char base[4200];
@@ -72,13 +87,9 @@ static void pf_skip(paper_figs *s, const char *name, const char *why) {
         snprintf(s->skipped[s->n_skipped++], sizeof s->skipped[0], "%s: %s", name, why);
 }
 
-/* The blocks the Pareto adds when they were measured: TSA with the skipping
- * done (val/hard.*) per λ, early exit's τ frontier (ablation exit.tau<τ>.*)
- * and post-hoc early exit on the dense model (ablation posthoc.tau<τ>.*),
- * each the mean ± sd over seeds; a block nobody measured is left out. */
-static int pf_pareto_extra(gl_db *db, const paper_run *r, int n, const char *scale, FILE *f, char *err, size_t errlen) {
-    static const double taus[] = {0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95};
-    double lam[32];
+/* The distinct λ of the TSA runs on Tiny Shakespeare at scale, in the order
+ * the runs list them, into lam[0..32); returns how many. */
+static int pf_lambdas(const paper_run *r, int n, const char *scale, double lam[32]) {
     int nl = 0;
     for (int i = 0; i < n && nl < 32; i++) {
         if (!pf_is(&r[i], "tinyshakespeare", scale, NULL, "tsa", NULL)) continue;
@@ -86,6 +97,17 @@ static int pf_pareto_extra(gl_db *db, const paper_run *r, int n, const char *sca
         for (int j = 0; j < nl; j++) dup |= fabs(lam[j] - r[i].t.lambda) < 1e-12;
         if (!dup) lam[nl++] = r[i].t.lambda;
     }
+    return nl;
+}
+
+/* The blocks the Pareto adds when they were measured: TSA with the skipping
+ * done (val/hard.*) per λ, early exit's τ frontier (ablation exit.tau<τ>.*)
+ * and post-hoc early exit on the dense model (ablation posthoc.tau<τ>.*),
+ * each the mean ± sd over seeds; a block nobody measured is left out. */
+static int pf_pareto_extra(gl_db *db, const paper_run *r, int n, const char *scale, FILE *f, char *err, size_t errlen) {
+    static const double taus[] = {0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95};
+    double lam[32];
+    const int nl = pf_lambdas(r, n, scale, lam);
     int started = 0;
     for (int k = 0; k < nl; k++) {
         acc sv = {0}, ls = {0};
@@ -136,13 +158,7 @@ static int pf_pareto_extra(gl_db *db, const paper_run *r, int n, const char *sca
 static int fig_pareto(gl_db *db, const paper_run *r, int n, const char *scale, const paper_points *pp, const char *dir,
                       paper_figs *s, char *err, size_t errlen) {
     double lam[32];
-    int nl = 0;
-    for (int i = 0; i < n && nl < 32; i++) {
-        if (!pf_is(&r[i], "tinyshakespeare", scale, NULL, "tsa", NULL)) continue;
-        int dup = 0;
-        for (int j = 0; j < nl; j++) dup |= fabs(lam[j] - r[i].t.lambda) < 1e-12;
-        if (!dup) lam[nl++] = r[i].t.lambda;
-    }
+    const int nl = pf_lambdas(r, n, scale, lam);
     if (!nl) {
         pf_skip(s, "paper_pareto", "no TSA runs on Tiny Shakespeare");
         return 0;
@@ -190,10 +206,7 @@ static int fig_pareto(gl_db *db, const paper_run *r, int n, const char *scale, c
         fclose(f);
         return -1;
     }
-    if (fclose(f)) {
-        snprintf(err, errlen, "writing %s failed", path);
-        return -1;
-    }
+    if (pf_close(f, path, err, errlen)) return -1;
     return pf_draw(s, "paper_pareto.gp", path, dir, "paper_pareto",
                    "title='Tiny Shakespeare: TLOps saved vs whole-split loss, mean ± sd over seeds'", err, errlen);
 }
@@ -225,9 +238,9 @@ static int fig_heatmap(gl_db *db, const paper_run *r, int n, const char *scale, 
         int have = 0;
         for (int b = 1; b < l; b++) {
             for (int k = 0; k < h; k++) {
-                char name[METRIC_NAME_MAX];
+                char name[METRIC_NAME_MAX], mean[64];
                 double a = NAN;
-                metric_stat(name, sizeof name, "alpha_mean", b, k, METRIC_NONE);
+                metric_stat(name, sizeof name, pf_mean_stat(GATE_ALPHA, mean), b, k, METRIC_NONE);
                 if (db_metric_last(db, r[i].t.run_id, "analysis", name, &a, NULL, err, errlen) < 0) return -1;
                 cell[ns][b][k] = a;
                 have += !isnan(a);
@@ -257,10 +270,7 @@ static int fig_heatmap(gl_db *db, const paper_run *r, int n, const char *scale, 
                 if (!isnan(m)) hi = fmax(hi, m);
             }
     if (!(hi > 0)) hi = 1;
-    if (fclose(f)) {
-        snprintf(err, errlen, "writing %s failed", path);
-        return -1;
-    }
+    if (pf_close(f, path, err, errlen)) return -1;
     char vars[512], list[160] = "";
     for (int q = 0; q < ns; q++)
         snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", q ? ", " : "", seeds[q]);
@@ -286,9 +296,9 @@ static int fig_category(gl_db *db, const paper_run *r, int n, const char *scale,
         L = atoi(v) < MAXL ? atoi(v) : MAXL;
         for (int b = 1; b < L; b++)
             for (int c = 0; c < 3; c++) {
-                char name[METRIC_NAME_MAX];
+                char name[METRIC_NAME_MAX], mean[64];
                 double x = NAN;
-                metric_stat(name, sizeof name, "alpha_mean", b, METRIC_NONE, cat[c]);
+                metric_stat(name, sizeof name, pf_mean_stat(GATE_ALPHA, mean), b, METRIC_NONE, cat[c]);
                 if (db_metric_last(db, r[i].t.run_id, "analysis", name, &x, NULL, err, errlen) < 0) return -1;
                 acc_add(&a[b][c], x);
             }
@@ -306,10 +316,7 @@ static int fig_category(gl_db *db, const paper_run *r, int n, const char *scale,
         for (int c = 0; c < 3; c++) pf_num(f, acc_mean(&a[b][c])), pf_num(f, acc_sd(&a[b][c]));
         fprintf(f, "\n");
     }
-    if (fclose(f)) {
-        snprintf(err, errlen, "writing %s failed", path);
-        return -1;
-    }
+    if (pf_close(f, path, err, errlen)) return -1;
     return pf_draw(s, "paper_category.gp", path, dir, "paper_category",
                    "title='SATFormer mean α by token category and block, mean ± sd over seeds'", err, errlen);
 }
@@ -341,10 +348,7 @@ static int fig_ablation(const paper_run *r, int n, const char *scale, const char
         pf_num(f, acc_mean(rows[k].a)), pf_num(f, acc_sd(rows[k].a));
         fprintf(f, "\n");
     }
-    if (fclose(f)) {
-        snprintf(err, errlen, "writing %s failed", path);
-        return -1;
-    }
+    if (pf_close(f, path, err, errlen)) return -1;
     return pf_draw(s, "paper_bars.gp", path, dir, "paper_ablation",
                    "title='Gate ablations: loss increase, mean ± sd over seeds'; ylab='ΔL (nats/token)'", err, errlen);
 }
@@ -452,10 +456,7 @@ static int fig_loss_time(gl_db *db, const paper_run *r, int n, const char *scale
         pf_skip(s, "paper_loss_time", "no runs of the value or cross-layer variants on Tiny Shakespeare");
         return 0;
     }
-    if (fclose(f)) {
-        snprintf(err, errlen, "writing %s failed", path);
-        return -1;
-    }
+    if (pf_close(f, path, err, errlen)) return -1;
     char vars[400];
     snprintf(vars, sizeof vars, "title='Validation loss (evaluation windows) by training tokens and by time at the bench "
              "step time, mean ± sd over %s%d seed%s'; timed=%d; fig_w=%g", fewest < most ? "up to " : "", most,

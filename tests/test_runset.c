@@ -26,6 +26,7 @@
 
 #include "analysis/claims.h"
 #include "analysis/figures.h"
+#include "analysis/figures_int.h"
 #include "analysis/html.h"
 #include "analysis/paper.h"
 #include "analysis/runset.h"
@@ -255,6 +256,21 @@ int main(void) {
         char *fa = figures_seedless_config("[data]\nfile = x\n"), *fb = figures_seedless_config("[data]\nfile = x\ntokenizer = char\n");
         ok("figures_seedless_config is the run set's rule (late key at its default)", fa && fb && !strcmp(fa, fb));
         free(a), free(b), free(c), free(fa), free(fb);
+    }
+    { /* fg_group_title (figures_int.h): what, then what the groups share, then the spread over seeds */
+        static fg_groups G;
+        char t[400];
+        memset(&G, 0, sizeof G);
+        G.n = 2, G.max_seeds = G.min_seeds = 3;
+        snprintf(G.common, sizeof G.common, "tinyshakespeare s");
+        fg_group_title(&G, "Loss", t, sizeof t);
+        ok("fg_group_title: shared part and spread", !strcmp(t, "Loss: tinyshakespeare s, mean ± sd over 3 seeds"));
+        G.common[0] = 0, G.min_seeds = 2;
+        fg_group_title(&G, "Loss", t, sizeof t);
+        ok("fg_group_title: nothing shared, uneven seeds", !strcmp(t, "Loss: mean ± sd over 2–3 seeds"));
+        G.max_seeds = G.min_seeds = 1, G.n = 1;
+        fg_group_title(&G, "Loss", t, sizeof t);
+        ok("fg_group_title: one group of one seed is the bare title", !strcmp(t, "Loss"));
     }
     /* the run set's groups: six, sizes 2 1 1 2 1 1 */
     int ng = 0, two = 0;

@@ -39,6 +39,11 @@ check "every gate's view is on the page (2 blocks x 2 KV heads)" test "$(grep -c
 "$BIN" report tsa --html --results "$R" > /dev/null 2>&1
 n=$(grep -o 'title="effective depth [0-9.]*' "$R/report/tsa.html" | wc -l)
 check "TSA: one span per character coloured by effective depth ($n = $P)" test "$n" -eq "$P"
+"$BIN" train "$TINY" "${T[@]}" model.value_residual=headgate log.experiment=hg --run-id hg --results "$R" --quiet > "$W/t3" 2>&1 &&
+"$BIN" analyze hg --results "$R" > /dev/null 2>&1 && "$BIN" report hg --html --results "$R" > /dev/null 2>&1
+check "headgate (a gate with no token axis): its per-head and per-category tables from the gate table, no probe view" \
+    bash -c "grep -q '<h4>g per block and KV head (gatelab analyze)</h4>' '$R/report/hg.html' &&
+             grep -q '<h4>g per token category</h4>' '$R/report/hg.html' && ! grep -q '<summary>g of block' '$R/report/hg.html'"
 "$BIN" report rep --html --out "$W/rep.html" --results "$R" > "$W/r3" 2>&1
 check "report EXPERIMENT --html: both runs' sections" bash -c "test $? -eq 0 && grep -q 'id=\"run-sat\"' '$W/rep.html' && grep -q 'id=\"run-tsa\"' '$W/rep.html'"
 "$BIN" report nosuch --html --results "$R" > "$W/r4" 2>&1
