@@ -6,7 +6,8 @@
  * A step is model.c's block_forward restricted to the new rows, with two
  * changes that do not change the maths:
  *   - rotary embedding at the step's position, and attention of the new query
- *     over the cached keys 0..pos (the new key included), in plain loops;
+ *     over the cached keys 0..pos (the new key included), through two sgemv
+ *     per (row, head) (step_attention);
  *   - rows whose block output is discarded are not computed: a TSA token
  *     halted in sparse inference (p > 0.5) and an early-exited token keep
  *     their state, so only their keys and values (which later tokens read)
@@ -187,7 +188,12 @@ static int active_rows(gl_decode *dc, int n, const unsigned char *frozen, int ts
 
 /* Attention of the K packed query rows (A[n].qr) over positions 0..pos of
  * their sequences (row k is sequence idx[k]) → A[n].atty rows 0..K-1.
- * The same sums as attn_forward: s = q·k/√hd, softmax over j ≤ pos, y = P v. */
+ * The same maths as attn_forward (s = q·k/√hd, softmax over j ≤ pos, y = P v)
+ * but not the same float sums: the scores come from sgemv, not sgemm; Σ exp is
+ * a serial float sum, not vred.h's lane-wise gl_sum; and y = Vᵀ·exp(s) is scaled
+ * by 1/Σ inside the sgemv (alpha) instead of normalising P first.  So a cached
+ * step matches the dense pass to rounding, not bit for bit (tests/test_decode.c
+ * states the tolerance). */
 static void step_attention(gl_decode *dc, int n, int K, int pos) {
     gl_model *m = dc->m;
     const int H = m->cfg.n_head, Hkv = m->cfg.n_kv_head, hd = m->hd, qd = H * hd, kd = Hkv * hd;

@@ -1,7 +1,9 @@
 /*
  * matmul.c — sgemm for the model's linear layers (every projection, the FFN,
- * the head, routers and cross-layer MLPs).  The attention's per-head products
- * call cblas_sgemm directly on strided views (attn.c); nothing else does.
+ * the head, routers and cross-layer MLPs).  Four files call cblas directly
+ * instead, on strided views or single rows: attn.c (the per-head products),
+ * routing.c (attention over a routed subset), infer.c (packed query rows;
+ * sgemm) and decode.c (one-row projections and the cached attention; sgemv).
  *
  * Layout, stated once: row-major; activations (N, in); weights (out, in) as a
  * linear layer stores them; so

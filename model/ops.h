@@ -14,7 +14,8 @@
 #ifndef GATELAB_MODEL_OPS_H
 #define GATELAB_MODEL_OPS_H
 
-/* ---- matmul.c: the linear layers through cblas_sgemm (attn.c calls sgemm itself) ---- */
+/* ---- matmul.c: the linear layers through cblas_sgemm (attn.c, routing.c, infer.c and decode.c
+ *      call cblas themselves on strided views and single rows) ---- */
 /* out (N, Dout) = inp (N, Din) · wᵀ, w (Dout, Din).  out is overwritten. */
 void mm_forward(float *out, const float *inp, const float *w, int N, int Din, int Dout);
 /* dinp (N, Din) += dout·w (skipped if dinp is NULL);  dw (Dout, Din) += doutᵀ·inp. */
