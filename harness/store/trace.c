@@ -1017,22 +1017,12 @@ void trace_probe_sha256(const int *probe_tokens, int P, char hex[65]) {
     sha256_digest_hex(dg, hex);
 }
 
-int trace_read_flags(const char *path, gl_trace_data *out, int flags, char *err, size_t errlen) {
+/* The probe batch (/probe/tokens and /probe/category, n_probe values each) into out,
+ * every category checked against the codes.  0, or -1 with a message naming path. */
+static int tr_read_probe(hid_t f, const char *path, gl_trace_data *out, char *err, size_t errlen) {
     int rc = -1;
-    hid_t f = H5I_INVALID_HID, ds[TR_N], pt = H5I_INVALID_HID, pc = H5I_INVALID_HID;
-    hsize_t dims[TR_N][4];
-    void *bufs[TR_N] = {0};
-    for (int k = 0; k < TR_N; k++) ds[k] = H5I_INVALID_HID;
-    memset(out, 0, sizeof *out);
-    tr_quiet();
-
-    f = tr_open_read(path, err, errlen);
-    if (f < 0 || tr_read_root(f, path, flags, out, err, errlen)) goto cleanup;
-    gl_trace_desc d = {.n_layer = out->n_layer, .n_kv_head = out->n_kv_head, .n_router = out->n_router,
-                       .n_probe = out->n_probe};
-
-    /* probe batch */
-    size_t P = (size_t)(d.n_probe > 0 ? d.n_probe : 0);
+    hid_t pt = H5I_INVALID_HID, pc = H5I_INVALID_HID;
+    size_t P = (size_t)(out->n_probe > 0 ? out->n_probe : 0);
     out->probe_tokens = malloc((P ? P : 1) * sizeof(int));
     out->probe_category = malloc(P ? P : 1);
     if (!out->config_ini || !out->probe_tokens || !out->probe_category) {
@@ -1046,7 +1036,8 @@ int trace_read_flags(const char *path, gl_trace_data *out, int flags, char *err,
         goto cleanup;
     }
     if (tr_probe_len(pt) != (long long)P || tr_probe_len(pc) != (long long)P) { /* H5S_ALL reads all of it */
-        snprintf(err, errlen, "%s: /probe/tokens or /probe/category does not hold n_probe = %d values", path, d.n_probe);
+        snprintf(err, errlen, "%s: /probe/tokens or /probe/category does not hold n_probe = %d values", path,
+                 out->n_probe);
         goto cleanup;
     }
     if (P > 0 && (H5Dread(pt, H5T_NATIVE_INT, H5S_ALL, H5S_ALL, H5P_DEFAULT, out->probe_tokens) < 0 ||
@@ -1061,24 +1052,32 @@ int trace_read_flags(const char *path, gl_trace_data *out, int flags, char *err,
             goto cleanup;
         }
     }
+    rc = 0;
+cleanup:
+    if (pt >= 0) H5Dclose(pt);
+    if (pc >= 0) H5Dclose(pc);
+    return rc;
+}
 
-    if (tr_read_vocab(f, path, out, err, errlen)) goto cleanup;
-
-    /* which per-step datasets exist, their shapes, and the common row count */
-    hsize_t S = 0;
+/* Open every per-step dataset that exists (ds[k], H5I_INVALID_HID where absent; the
+ * three scalars must be there), check its shape against d, and set d->has and *S,
+ * the row count they all hold.  0, or -1 with a message naming path. */
+static int tr_open_steps(hid_t f, const char *path, gl_trace_desc *d, hid_t ds[TR_N], hsize_t dims[TR_N][4],
+                         hsize_t *S, char *err, size_t errlen) {
     int first = 1;
+    *S = 0;
     for (int k = 0; k < TR_N; k++) {
         char name[64];
         tr_dataset_path(k, name, sizeof name);
         int ex = tr_exists(f, k);
         if (ex < 0) {
             tr_fail(err, errlen, path, "H5Lexists", name);
-            goto cleanup;
+            return -1;
         }
         if (!ex) {
             if (k <= TR_VAL) {
                 snprintf(err, errlen, "%s: %s is missing: not a complete gatelab trace", path, name);
-                goto cleanup;
+                return -1;
             }
             continue;
         }
@@ -1089,26 +1088,34 @@ int trace_read_flags(const char *path, gl_trace_data *out, int flags, char *err,
         if (sp >= 0) H5Sclose(sp);
         if (ds[k] < 0 || rank < 0) {
             tr_fail(err, errlen, path, "H5Dopen2/H5Dget_space", name);
-            goto cleanup;
+            return -1;
         }
         hsize_t row[3];
-        int r = tr_row_dims(&d, k, row);
+        int r = tr_row_dims(d, k, row);
         int ok = rank == r + 1;
         for (int i = 0; ok && i < r; i++) ok = dims[k][i + 1] == row[i];
         if (!ok) {
             snprintf(err, errlen, "%s: %s has the wrong shape for n_layer %d, n_kv_head %d, n_probe %d", path,
-                     name, d.n_layer, d.n_kv_head, d.n_probe);
-            goto cleanup;
+                     name, d->n_layer, d->n_kv_head, d->n_probe);
+            return -1;
         }
-        if (first || dims[k][0] < S) S = dims[k][0];
+        if (first || dims[k][0] < *S) *S = dims[k][0];
         first = 0;
     }
-    for (int g = 0; g < GATE_COUNT; g++) d.has[g] = ds[TR_GATE0 + g] >= 0;
+    for (int g = 0; g < GATE_COUNT; g++) d->has[g] = ds[TR_GATE0 + g] >= 0;
+    return 0;
+}
 
+/* The first S rows of every open dataset into out, less the trailing rows whose
+ * append did not complete (/step still -1).  0, or -1 with a message naming path. */
+static int tr_read_steps(const char *path, const gl_trace_desc *d, const hid_t ds[TR_N], hsize_t dims[TR_N][4],
+                         hsize_t S, gl_trace_data *out, char *err, size_t errlen) {
+    int rc = -1;
+    void *bufs[TR_N] = {0};
     for (int k = 0; k < TR_N; k++) {
         if (ds[k] < 0) continue;
         size_t elem = k == TR_STEP ? sizeof(int64_t) : sizeof(float);
-        size_t n = (size_t)S * tr_row_size(&d, k);
+        size_t n = (size_t)S * tr_row_size(d, k);
         bufs[k] = malloc((n ? n : 1) * elem);
         if (!bufs[k]) {
             snprintf(err, errlen, "%s: out of memory reading %llu steps", path, (unsigned long long)S);
@@ -1122,7 +1129,6 @@ int trace_read_flags(const char *path, gl_trace_data *out, int flags, char *err,
             goto cleanup;
         }
     }
-    /* drop trailing rows whose append did not complete (/step still -1) */
     const int64_t *st = bufs[TR_STEP];
     hsize_t good = 0;
     while (good < S && st[good] >= 0) good++;
@@ -1139,12 +1145,30 @@ int trace_read_flags(const char *path, gl_trace_data *out, int flags, char *err,
     for (int k = TR_TRAIN; k < TR_N; k++) bufs[k] = NULL;
     rc = 0;
 cleanup:
-    for (int k = 0; k < TR_N; k++) {
-        free(bufs[k]);
+    for (int k = 0; k < TR_N; k++) free(bufs[k]);
+    return rc;
+}
+
+int trace_read_flags(const char *path, gl_trace_data *out, int flags, char *err, size_t errlen) {
+    int rc = -1;
+    hid_t f = H5I_INVALID_HID, ds[TR_N];
+    hsize_t dims[TR_N][4], S = 0;
+    for (int k = 0; k < TR_N; k++) ds[k] = H5I_INVALID_HID;
+    memset(out, 0, sizeof *out);
+    tr_quiet();
+
+    f = tr_open_read(path, err, errlen);
+    if (f < 0 || tr_read_root(f, path, flags, out, err, errlen)) goto cleanup;
+    gl_trace_desc d = {.n_layer = out->n_layer, .n_kv_head = out->n_kv_head, .n_router = out->n_router,
+                       .n_probe = out->n_probe};
+    if (tr_read_probe(f, path, out, err, errlen)) goto cleanup;
+    if (tr_read_vocab(f, path, out, err, errlen)) goto cleanup;
+    if (tr_open_steps(f, path, &d, ds, dims, &S, err, errlen)) goto cleanup;
+    if (tr_read_steps(path, &d, ds, dims, S, out, err, errlen)) goto cleanup;
+    rc = 0;
+cleanup:
+    for (int k = 0; k < TR_N; k++)
         if (ds[k] >= 0) H5Dclose(ds[k]);
-    }
-    if (pt >= 0) H5Dclose(pt);
-    if (pc >= 0) H5Dclose(pc);
     if (f >= 0) H5Fclose(f);
     if (rc != 0) trace_data_free(out);
     return rc;
