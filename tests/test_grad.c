@@ -220,7 +220,7 @@ static double max_abs_diff(const float *a, const float *b, size_t n) {
  * touch are apart, one shared float overlaps, NULL and empty ranges overlap nothing. */
 static void test_ops_disjoint(void **state) {
     (void)state;
-    float buf[16];
+    float buf[16] = {0}; /* only addresses are compared; initialised for -O0 -Wmaybe-uninitialized */
     assert_true(ops_disjoint(buf, 8, buf + 8, 8));   /* adjacent */
     assert_true(ops_disjoint(buf + 8, 8, buf, 8));   /* either order */
     assert_false(ops_disjoint(buf, 9, buf + 8, 8));  /* one float shared */
