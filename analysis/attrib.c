@@ -112,6 +112,111 @@ cleanup:
     return rc;
 }
 
+/* The attributed sites: every (block, KV head) of the per-head gate hg where the block
+ * has one, then every router rg (blocks 1..L-1).  Counts them when sites is NULL. */
+static int attrib_list_sites(const gl_model *m, int hg, int rg, attrib_site *sites) {
+    const int L = m->cfg.n_layer, Hkv = m->cfg.n_kv_head;
+    int k = 0;
+    if (hg >= 0)
+        for (int n = 0; n < L; n++)
+            if (gatekind_src(m, (gl_gate)hg, n))
+                for (int j = 0; j < Hkv; j++) {
+                    if (sites) sites[k] = (attrib_site){hg, n, j, 0, 0, 0};
+                    k++;
+                }
+    if (rg >= 0)
+        for (int l = 0; l + 1 < L; l++) {
+            if (sites) sites[k] = (attrib_site){rg, l, 0, 0, 0, 0};
+            k++;
+        }
+    return k;
+}
+
+/* One batch's gradient × gate products (N rows, weighted by its scored count, so that
+ * dividing by the total gives the mean over every scored token): per site into acc,
+ * per position p0 + t into tacc.  cdg, cdp: the captured dL/dgate and dL/dp. */
+static void attrib_accumulate(const gl_model *m, const attrib_result *r, int hg, int rg, int N, double scored,
+                              long p0, const float *cdg, const float *cdp, double *acc, double *tacc) {
+    const int Hkv = m->cfg.n_kv_head;
+    for (int s = 0; s < r->n; s++) {
+        const attrib_site *st = &r->sites[s];
+        double sum = 0.0;
+        if (st->gate == hg) {
+            const float *g = gatekind_src(m, (gl_gate)hg, st->row);
+            const int per = gatekind_per_token((gl_gate)hg);
+            for (int t = 0; t < N; t++) {
+                const double a = -(double)g[(per ? (size_t)t * Hkv : 0) + st->col] *
+                                 cdg[((size_t)st->row * N + t) * Hkv + st->col] * scored;
+                sum += a;
+                tacc[p0 + t] += a;
+            }
+        } else {
+            const float *p = gatekind_src(m, (gl_gate)rg, st->row); /* A[l+1].p */
+            for (int t = 0; t < N; t++) {
+                const double a = -(double)p[t] * cdp[(size_t)(st->row + 1) * N + t] * scored;
+                sum += a;
+                tacc[p0 + t] += a;
+            }
+        }
+        acc[s] += sum;
+    }
+}
+
+/* One forward and backward per batch of the evaluation windows, the task loss only
+ * (tsa_lambda 0 for the pass, restored after), capturing the gates' gradients into
+ * cdg, cdp and accumulating into acc, tacc; *total: the scored tokens. */
+static int attrib_gradient_pass(ablate_ctx *c, attrib_result *r, int hg, int rg, float *cdg, float *cdp,
+                                double *acc, double *tacc, double *total, char *err, size_t errlen) {
+    gl_model *m = c->m;
+    gl_model_config *mc = &m->cfg;
+    const int T = m->T;
+    const float lambda = mc->tsa_lambda;
+    mc->tsa_lambda = 0.0f;
+    model_clear_overrides(m);
+    m->cap_dgate = cdg;
+    m->cap_dp = cdp;
+    *total = 0.0;
+    int rc = 0;
+    for (long w = c->eval_first; w < c->eval_first + c->eval_windows && !rc; w += m->max_B) {
+        const int want = (int)(c->eval_first + c->eval_windows - w < m->max_B ? c->eval_first + c->eval_windows - w
+                                                                               : m->max_B);
+        const int got = data_eval_batch(c->ds, c->eval_split, w, want, c->tok, c->tg, c->mask);
+        if (got < want) {
+            snprintf(err, errlen, "the %s split has no window %ld", data_split_name(c->eval_split), w + got);
+            rc = -1;
+            break;
+        }
+        const int N = got * T;
+        model_forward(m, c->tok, c->tg, c->mask, got, T);
+        const double scored = m->mask_sum; /* the batch mean's denominator */
+        *total += scored;
+        if (scored <= 0) continue;
+        model_zero_grad(m);
+        model_backward(m);
+        const long p0 = (w - c->eval_first) * T;
+        for (int t = 0; t < N; t++) r->tok_id[p0 + t] = c->tok[t];
+        attrib_accumulate(m, r, hg, rg, N, scored, p0, cdg, cdp, acc, tacc);
+    }
+    m->cap_dgate = NULL;
+    m->cap_dp = NULL;
+    mc->tsa_lambda = lambda;
+    model_zero_grad(m);
+    return rc;
+}
+
+/* Spearman's ρ between the gradient attribution and the exact ΔL over the sites (NaN
+ * when out of memory for the ranks). */
+static double attrib_agreement(const attrib_result *r) {
+    const int ns = r->n;
+    double rho = NAN, *x = malloc((size_t)ns * sizeof(double)), *y = malloc((size_t)ns * sizeof(double));
+    if (x && y) {
+        for (int s = 0; s < ns; s++) x[s] = r->sites[s].attrib, y[s] = r->sites[s].exact;
+        rho = attrib_spearman(x, y, ns);
+    }
+    free(x), free(y);
+    return rho;
+}
+
 int attrib_run(ablate_ctx *c, attrib_result *r, char *err, size_t errlen) {
     gl_model *m = c->m;
     gl_model_config *mc = &m->cfg;
@@ -124,10 +229,7 @@ int attrib_run(ablate_ctx *c, attrib_result *r, char *err, size_t errlen) {
     }
     const int hg = attrib_gate(mc, GABL_HEAD), rg = attrib_gate(mc, GABL_ROUTE);
     const size_t cap = (size_t)m->max_B * T;
-    int ns = 0;
-    if (hg >= 0)
-        for (int n = 0; n < L; n++) ns += gatekind_src(m, (gl_gate)hg, n) ? Hkv : 0;
-    if (rg >= 0) ns += L - 1;
+    const int ns = attrib_list_sites(m, hg, rg, NULL);
     if (!ns) {
         snprintf(err, errlen, "--attribution: the run has no per-head gate and no router (model.value_residual = %s, "
                  "depth_routing = %s)", config_value_residual_name(mc->value_residual),
@@ -146,68 +248,10 @@ int attrib_run(ablate_ctx *c, attrib_result *r, char *err, size_t errlen) {
         snprintf(err, errlen, "out of memory for the attribution of %d sites on %ld positions", ns, r->positions);
         return -1;
     }
-    int k = 0;
-    if (hg >= 0)
-        for (int n = 0; n < L; n++)
-            if (gatekind_src(m, (gl_gate)hg, n))
-                for (int j = 0; j < Hkv; j++) r->sites[k++] = (attrib_site){hg, n, j, 0, 0, 0};
-    if (rg >= 0)
-        for (int l = 0; l + 1 < L; l++) r->sites[k++] = (attrib_site){rg, l, 0, 0, 0, 0};
-    r->n = ns;
+    r->n = attrib_list_sites(m, hg, rg, r->sites);
 
-    /* one forward and backward per batch, the task loss only */
-    const float lambda = mc->tsa_lambda;
-    mc->tsa_lambda = 0.0f;
-    model_clear_overrides(m);
-    m->cap_dgate = cdg;
-    m->cap_dp = cdp;
     double total = 0.0;
-    int rc = 0;
-    for (long w = c->eval_first; w < c->eval_first + c->eval_windows && !rc; w += m->max_B) {
-        const int want = (int)(c->eval_first + c->eval_windows - w < m->max_B ? c->eval_first + c->eval_windows - w
-                                                                               : m->max_B);
-        const int got = data_eval_batch(c->ds, c->eval_split, w, want, c->tok, c->tg, c->mask);
-        if (got < want) {
-            snprintf(err, errlen, "the %s split has no window %ld", data_split_name(c->eval_split), w + got);
-            rc = -1;
-            break;
-        }
-        const int N = got * T;
-        model_forward(m, c->tok, c->tg, c->mask, got, T);
-        const double scored = m->mask_sum; /* the batch mean's denominator */
-        total += scored;
-        if (scored <= 0) continue;
-        model_zero_grad(m);
-        model_backward(m);
-        const long p0 = (w - c->eval_first) * T;
-        for (int t = 0; t < N; t++) r->tok_id[p0 + t] = c->tok[t];
-        for (int s = 0; s < ns; s++) {
-            const attrib_site *st = &r->sites[s];
-            double sum = 0.0;
-            if (st->gate == hg) {
-                const float *g = gatekind_src(m, (gl_gate)hg, st->row);
-                const int per = gatekind_per_token((gl_gate)hg);
-                for (int t = 0; t < N; t++) {
-                    const double a = -(double)g[(per ? (size_t)t * Hkv : 0) + st->col] *
-                                     cdg[((size_t)st->row * N + t) * Hkv + st->col] * scored;
-                    sum += a;
-                    tacc[p0 + t] += a;
-                }
-            } else {
-                const float *p = gatekind_src(m, (gl_gate)rg, st->row); /* A[l+1].p */
-                for (int t = 0; t < N; t++) {
-                    const double a = -(double)p[t] * cdp[(size_t)(st->row + 1) * N + t] * scored;
-                    sum += a;
-                    tacc[p0 + t] += a;
-                }
-            }
-            acc[s] += sum;
-        }
-    }
-    m->cap_dgate = NULL;
-    m->cap_dp = NULL;
-    mc->tsa_lambda = lambda;
-    model_zero_grad(m);
+    int rc = attrib_gradient_pass(c, r, hg, rg, cdg, cdp, acc, tacc, &total, err, errlen);
     ablate_eval base;
     if (!rc && total <= 0) {
         snprintf(err, errlen, "no scored token in the evaluation windows %s", c->eval_desc);
@@ -221,16 +265,7 @@ int attrib_run(ablate_ctx *c, attrib_result *r, char *err, size_t errlen) {
         r->tokens = base.tokens;
         rc = attrib_exact(c, &base, r, err, errlen);
     }
-    if (!rc) {
-        double *x = malloc((size_t)ns * sizeof(double)), *y = malloc((size_t)ns * sizeof(double));
-        if (x && y) {
-            for (int s = 0; s < ns; s++) x[s] = r->sites[s].attrib, y[s] = r->sites[s].exact;
-            r->rho = attrib_spearman(x, y, ns);
-        } else {
-            r->rho = NAN;
-        }
-        free(x), free(y);
-    }
+    if (!rc) r->rho = attrib_agreement(r);
     free(acc), free(tacc), free(cdg), free(cdp);
     if (rc) attrib_free(r);
     return rc;

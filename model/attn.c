@@ -17,6 +17,7 @@
  * The row reductions (max, Σ exp, Σ P·dP) go through vred.h, so they run as
  * vector code instead of one scalar exp and add per score.
  */
+#include <assert.h>
 #include <cblas.h>
 #include <math.h>
 #include <stddef.h>
@@ -28,8 +29,22 @@
 
 #define ATT_BLOCK 64
 
+/* Sizes positive, query heads a multiple of kv heads; y and att are written
+ * while q, k, v are read, so none of them overlap. */
+static void attn_check_forward(const float *y, const float *att, const float *q, const float *k, const float *v,
+                               int B, int T, int H, int Hkv, int hd) {
+    assert(B > 0 && T > 0 && H > 0 && Hkv > 0 && hd > 0 && H % Hkv == 0);
+    assert(y && att && q && k && v);
+    const size_t nq = (size_t)B * T * H * hd, nk = (size_t)B * T * Hkv * hd, na = (size_t)B * H * T * T;
+    assert(ops_disjoint(y, nq, q, nq) && ops_disjoint(y, nq, k, nk) && ops_disjoint(y, nq, v, nk));
+    assert(ops_disjoint(att, na, q, nq) && ops_disjoint(att, na, k, nk) && ops_disjoint(att, na, v, nk));
+    assert(ops_disjoint(y, nq, att, na));
+    (void)y, (void)att, (void)q, (void)k, (void)v, (void)nq, (void)nk, (void)na;
+}
+
 void attn_forward(float *y, float *att, const float *q, const float *k, const float *v,
                   int B, int T, int H, int Hkv, int hd) {
+    attn_check_forward(y, att, q, k, v, B, T, H, Hkv, hd);
     const int qs = H * hd, ks = Hkv * hd, rep = H / Hkv;
     const float scale = 1.0f / sqrtf((float)hd);
 #pragma omp parallel for schedule(static)
@@ -62,6 +77,19 @@ void attn_forward(float *y, float *att, const float *q, const float *k, const fl
 void attn_backward(float *dq, float *dk, float *dv, const float *dy, const float *att,
                    const float *q, const float *k, const float *v, float *scratch,
                    int B, int T, int H, int Hkv, int hd) {
+    assert(B > 0 && T > 0 && H > 0 && Hkv > 0 && hd > 0 && H % Hkv == 0);
+    assert(dq && dk && dv && dy && att && q && k && v && scratch);
+    {   /* the three gradients are written while everything else is read */
+        const size_t nq = (size_t)B * T * H * hd, nk = (size_t)B * T * Hkv * hd, na = (size_t)B * H * T * T;
+        const size_t ns = (size_t)omp_get_max_threads() * T * T;
+        const float *in[] = {dy, att, q, k, v, scratch};
+        const size_t nin[] = {nq, na, nq, nk, nk, ns};
+        for (int i = 0; i < 6; i++)
+            assert(ops_disjoint(dq, nq, in[i], nin[i]) && ops_disjoint(dk, nk, in[i], nin[i]) &&
+                   ops_disjoint(dv, nk, in[i], nin[i]));
+        assert(ops_disjoint(dq, nq, dk, nk) && ops_disjoint(dq, nq, dv, nk) && ops_disjoint(dk, nk, dv, nk));
+        (void)in, (void)nin;
+    }
     const int qs = H * hd, ks = Hkv * hd, rep = H / Hkv;
     const float scale = 1.0f / sqrtf((float)hd);
 #pragma omp parallel for schedule(static)
@@ -109,6 +137,8 @@ void attn_backward(float *dq, float *dk, float *dv, const float *dy, const float
 
 void attn_forward_ref(float *y, float *att, const float *q, const float *k, const float *v,
                       int B, int T, int H, int Hkv, int hd) {
+    attn_check_forward(y, att, q, k, v, B, T, H, Hkv, hd);
+    assert(T <= 4096); /* the score row s[] below */
     const int qs = H * hd, ks = Hkv * hd, rep = H / Hkv;
     const double scale = 1.0 / sqrt((double)hd);
     for (int b = 0; b < B; b++)

@@ -509,7 +509,14 @@ static void hc_in_backward(gl_model *m, int k, int N, const float *dHn, const fl
 /* ------------------------------------------------------------------------ */
 /* forward hooks                                                            */
 
+/* The entries' invariant: block n of the model, N rows within the buffers. */
+static void xl_check(const gl_model *m, int n, int N) {
+    assert(m && n >= 0 && n < m->cfg.n_layer && N > 0 && N <= m->max_B * m->T);
+    (void)m, (void)n, (void)N;
+}
+
 void xl_forward_begin(gl_model *m, int N) {
+    xl_check(m, 0, N);
     if (m->cfg.cross_layer != CL_HYPER) return;
     const int d = m->cfg.d_model, S = m->cfg.hc_expansion;
     float *h0 = m->A[0].h_in, *H = m->xl.hs[0];
@@ -521,11 +528,13 @@ void xl_forward_begin(gl_model *m, int N) {
 }
 
 float *xl_block_output(gl_model *m, int n, float *h_next) {
+    assert(m && n >= 0 && n < m->cfg.n_layer && h_next);
     const gl_cross_layer cl = m->cfg.cross_layer;
     return cl == CL_DENSEFORMER || cl == CL_MUDD ? m->xl.state[n] : h_next;
 }
 
 void xl_forward_after_block(gl_model *m, int n, int N) {
+    xl_check(m, n, N);
     const gl_model_config *c = &m->cfg;
     switch (c->cross_layer) {
     case CL_DENSEFORMER: dwa_forward(m, n, N); break;
@@ -555,6 +564,7 @@ const float *xl_query_input(const gl_model *m, int n) {
 }
 
 void xl_kv_norm_forward(gl_model *m, int n, int N) {
+    xl_check(m, n, N);
     if (!xl_separate_kv_norms(&m->cfg, n)) return;
     const gl_block_params *b = &m->P.layer[n];
     gl_xl_acts *X = &m->xl;
@@ -570,19 +580,29 @@ const float *xl_attn_input(const gl_model *m, int n, int which) {
 }
 
 void xl_hc_mid_forward(gl_model *m, int n, int N) {
+    xl_check(m, n, N);
     hc_depth(m, 2 * n, N, m->A[n].ao);
     hc_width(m, 2 * n + 1, N, m->A[n].h_mid);
 }
 
-void xl_hc_out_forward(gl_model *m, int n, int N) { hc_depth(m, 2 * n + 1, N, m->A[n].fo); }
+void xl_hc_out_forward(gl_model *m, int n, int N) {
+    xl_check(m, n, N);
+    hc_depth(m, 2 * n + 1, N, m->A[n].fo);
+}
 
 /* ------------------------------------------------------------------------ */
 /* backward hooks                                                           */
 
 void xl_backward_block_out(gl_model *m, float *dres, int n, int N) {
+    xl_check(m, n, N);
     const gl_model_config *c = &m->cfg;
     const int d = c->d_model, L = c->n_layer;
     gl_xl_acts *X = &m->xl;
+    /* dres is overwritten from ds[n+1] (memcpy) and read while the streams' gradients are written */
+    assert(dres);
+    assert(c->cross_layer == CL_NONE || c->cross_layer == CL_HYPER ||
+           ops_disjoint(dres, (size_t)N * d, X->ds[n + 1], (size_t)N * d));
+    assert(c->cross_layer != CL_HYPER || ops_disjoint(dres, (size_t)N * d, X->dH[0], (size_t)N * c->hc_expansion * d));
     switch (c->cross_layer) {
     case CL_DENSEFORMER:
     case CL_MUDD:
@@ -618,9 +638,13 @@ void xl_backward_block_out(gl_model *m, float *dres, int n, int N) {
 }
 
 void xl_backward_block_in(gl_model *m, float *dh, int n, int N) {
+    xl_check(m, n, N);
     const gl_model_config *c = &m->cfg;
     const int d = c->d_model;
     gl_xl_acts *X = &m->xl;
+    assert(dh);
+    assert(c->cross_layer != CL_HYPER || (ops_disjoint(dh, (size_t)N * d, X->dH[0], (size_t)N * c->hc_expansion * d) &&
+                                          ops_disjoint(dh, (size_t)N * d, X->dH[1], (size_t)N * c->hc_expansion * d)));
     switch (c->cross_layer) {
     case CL_DENSEFORMER:
     case CL_MUDD:
@@ -651,10 +675,14 @@ void xl_backward_block_in(gl_model *m, float *dh, int n, int N) {
 }
 
 void xl_hc_ffn_out_backward(gl_model *m, int n, int N, float *dfo) {
+    xl_check(m, n, N);
+    assert(dfo);
     hc_out_backward(m, 2 * n + 1, N, m->xl.dH[m->xl.cur], m->A[n].fo, dfo);
 }
 
 void xl_hc_mid_backward(gl_model *m, int n, int N, const float *dhm, float *dao) {
+    xl_check(m, n, N);
+    assert(dhm && dao && ops_disjoint(dao, (size_t)N * m->cfg.d_model, dhm, (size_t)N * m->cfg.d_model));
     gl_xl_acts *X = &m->xl;
     hc_in_backward(m, 2 * n + 1, N, X->dH[X->cur], dhm, X->dH[1 - X->cur]);
     X->cur = 1 - X->cur;
@@ -662,6 +690,8 @@ void xl_hc_mid_backward(gl_model *m, int n, int N, const float *dhm, float *dao)
 }
 
 void xl_kv_grads(gl_model *m, int n, int N, float *dxn, float **dxk, float **dxv) {
+    xl_check(m, n, N);
+    assert(dxn && dxk && dxv);
     *dxk = *dxv = dxn;
     if (!xl_separate_kv_norms(&m->cfg, n)) return;
     const size_t sz = (size_t)N * m->cfg.d_model * sizeof(float);
@@ -672,6 +702,8 @@ void xl_kv_grads(gl_model *m, int n, int N, float *dxn, float **dxk, float **dxv
 }
 
 int xl_attn_norm_backward(gl_model *m, int n, int N, const float *dxn) {
+    xl_check(m, n, N);
+    assert(dxn);
     if (!xl_separate_kv_norms(&m->cfg, n)) return 0;
     const int d = m->cfg.d_model;
     const gl_block_params *b = &m->P.layer[n];

@@ -6,7 +6,8 @@
  * A step is model.c's block_forward restricted to the new rows, with two
  * changes that do not change the maths:
  *   - rotary embedding at the step's position, and attention of the new query
- *     over the cached keys 0..pos (the new key included), in plain loops;
+ *     over the cached keys 0..pos (the new key included), through two sgemv
+ *     per (row, head) (step_attention);
  *   - rows whose block output is discarded are not computed: a TSA token
  *     halted in sparse inference (p > 0.5) and an early-exited token keep
  *     their state, so only their keys and values (which later tokens read)
@@ -53,6 +54,8 @@ static size_t cache_at(const gl_decode *dc, int n, int b, int t) {
  * sgemv reads each weight row once as a dot product (OpenBLAS's sgemm takes
  * its small-matrix kernel for one row, about 3x slower at d 256). */
 static void dec_linear(float *out, const float *inp, const float *w, int K, int Din, int Dout) {
+    assert(K > 0 && Din > 0 && Dout > 0 && out && inp && w);
+    assert(ops_disjoint(out, (size_t)K * Dout, inp, (size_t)K * Din)); /* mm_forward checks the rest */
     if (K == 1)
         cblas_sgemv(CblasRowMajor, CblasNoTrans, Dout, Din, 1.0f, w, Din, inp, 1, 0.0f, out, 1);
     else
@@ -125,6 +128,7 @@ void decode_free(gl_decode *dc) {
 }
 
 void decode_prefill(gl_decode *dc, const int *tokens, int T0) {
+    assert(dc && dc->m && dc->kc && dc->vc && tokens); /* decode_init succeeded */
     gl_model *m = dc->m;
     const int B = dc->B, V = m->cfg.vocab_size;
     const size_t kd = (size_t)m->cfg.n_kv_head * m->hd;
@@ -187,13 +191,20 @@ static int active_rows(gl_decode *dc, int n, const unsigned char *frozen, int ts
 
 /* Attention of the K packed query rows (A[n].qr) over positions 0..pos of
  * their sequences (row k is sequence idx[k]) → A[n].atty rows 0..K-1.
- * The same sums as attn_forward: s = q·k/√hd, softmax over j ≤ pos, y = P v. */
+ * The same maths as attn_forward (s = q·k/√hd, softmax over j ≤ pos, y = P v)
+ * but not the same float sums: the scores come from sgemv, not sgemm; Σ exp is
+ * a serial float sum, not vred.h's lane-wise gl_sum; and y = Vᵀ·exp(s) is scaled
+ * by 1/Σ inside the sgemv (alpha) instead of normalising P first.  So a cached
+ * step matches the dense pass to rounding, not bit for bit (tests/test_decode.c
+ * states the tolerance). */
 static void step_attention(gl_decode *dc, int n, int K, int pos) {
     gl_model *m = dc->m;
     const int H = m->cfg.n_head, Hkv = m->cfg.n_kv_head, hd = m->hd, qd = H * hd, kd = Hkv * hd;
     const int rep = H / Hkv, P = pos + 1;
     const float scale = 1.0f / sqrtf((float)hd);
     gl_block_acts *a = &m->A[n];
+    /* the cache rows are strided views: stride kd covers the hd floats read per row */
+    assert(K > 0 && K <= dc->B && pos >= 0 && pos < dc->T && kd >= hd && H % Hkv == 0);
 #pragma omp parallel for schedule(static)
     for (int kh = 0; kh < K * H; kh++) {
         const int k = kh / H, h = kh % H, g = h / rep;
@@ -326,6 +337,7 @@ static void step_exit(gl_decode *dc, int n, const float *h) {
 }
 
 void decode_step(gl_decode *dc, const int *tokens) {
+    assert(dc && dc->m && dc->kc && dc->vc && tokens && dc->len >= 1); /* after decode_prefill */
     gl_model *m = dc->m;
     const gl_model_config *c = &m->cfg;
     const int B = dc->B, d = c->d_model, V = c->vocab_size, L = c->n_layer, pos = dc->len;

@@ -20,21 +20,28 @@
  */
 #include "infer.h"
 
+#include <assert.h>
 #include <cblas.h>
 #include <math.h>
 #include <omp.h>
 #include <string.h>
 
+#include "ops.h"
 #include "vexp.h"
 #include "vred.h"
 
 void infer_gather(float *dst, const float *src, const int *idx, int K, int C) {
+    /* memcpy of rows: dst must not overlap the rows it reads (src is (idx[K-1]+1, C) at least) */
+    assert(K > 0 && C > 0 && dst && src && idx && idx[K - 1] >= 0);
+    assert(ops_disjoint(dst, (size_t)K * C, src, ((size_t)idx[K - 1] + 1) * C));
 #pragma omp parallel for schedule(static)
     for (int r = 0; r < K; r++) memcpy(dst + (size_t)r * C, src + (size_t)idx[r] * C, (size_t)C * sizeof(float));
 }
 
 void infer_rope_rows(float *x, const float *cos_t, const float *sin_t, const int *idx, int K, int T,
                      int nh, int hd) {
+    assert(K > 0 && T > 0 && nh > 0 && hd > 0 && hd % 2 == 0);
+    assert(x && cos_t && sin_t && idx);
     const int h2 = hd / 2;
 #pragma omp parallel for schedule(static)
     for (int r = 0; r < K; r++) {
@@ -52,6 +59,7 @@ void infer_rope_rows(float *x, const float *cos_t, const float *sin_t, const int
 }
 
 void infer_seq_bounds(int *seq, const int *idx, int K, int B, int T) {
+    assert(K > 0 && B > 0 && T > 0 && seq && idx && idx[0] >= 0 && idx[K - 1] < B * T);
     int r = 0;
     for (int b = 0; b <= B; b++) {
         while (r < K && idx[r] < b * T) r++;
@@ -91,6 +99,16 @@ static void attn_rows_head(float *y, const float *q, const float *kb, const floa
 
 void infer_attn_rows(float *y, const float *q, const float *k, const float *v, const int *idx,
                      const int *seq, int B, int T, int H, int Hkv, int hd, float *scratch) {
+    assert(B > 0 && T > 0 && H > 0 && Hkv > 0 && hd > 0 && H % Hkv == 0);
+    assert(y && q && k && v && idx && seq && scratch && seq[0] == 0 && seq[B] > 0);
+    {   /* y is written while the packed queries, every key and value and the scratch are read */
+        const size_t ny = (size_t)seq[B] * H * hd, nk = (size_t)B * T * Hkv * hd;
+        const size_t ns = (size_t)omp_get_max_threads() * INFER_ATT_BLOCK * T;
+        assert(ops_disjoint(y, ny, q, ny) && ops_disjoint(y, ny, k, nk) && ops_disjoint(y, ny, v, nk) &&
+               ops_disjoint(y, ny, scratch, ns));
+        assert(ops_disjoint(scratch, ns, q, ny) && ops_disjoint(scratch, ns, k, nk) && ops_disjoint(scratch, ns, v, nk));
+        (void)ny, (void)nk, (void)ns;
+    }
     const int qs = H * hd, ks = Hkv * hd, rep = H / Hkv;
     const float scale = 1.0f / sqrtf((float)hd);
 #pragma omp parallel for schedule(dynamic, 1)

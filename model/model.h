@@ -17,6 +17,14 @@
  * The gates a run records are the rows of variants.h's GL_GATES (gatekind.h).
  *
  * The model does no I/O and knows nothing of manifests, SQLite or HDF5.
+ *
+ * Where things live: the forward/backward wiring and the buffers in model.c;
+ * the layer ops in ops.h (matmul.c, attn.c, norm.c, rope.c, ffn.c, xent.c,
+ * router.c); the config and its checks in config.h; the tensor and gate tables
+ * in variants.h (tensors.c, gatekind.h); value residuals in valueres.h, depth
+ * routing in routing.h, cross-layer connections in crosslayer.h, the
+ * row-selective inference kernels in infer.h, KV-cache decoding in decode.h,
+ * AdamW in adamw.h, the seeded generators in rng.h.
  */
 #ifndef GATELAB_MODEL_MODEL_H
 #define GATELAB_MODEL_MODEL_H

@@ -10,6 +10,7 @@
  * it in row order), so the result is bit-for-bit repeatable for any thread count.
  * The row sums (Σx², Σ dy·g·x) use the lane-wise sums of vred.h so they vectorise.
  */
+#include <assert.h>
 #include <math.h>
 #include <omp.h>
 #include <stddef.h>
@@ -18,6 +19,10 @@
 #include "vred.h"
 
 void rmsnorm_forward(float *out, float *rstd, const float *inp, const float *g, int N, int C, float eps) {
+    /* out may be inp (each row is reduced before it is written); rstd is apart from both */
+    assert(N > 0 && C > 0 && eps >= 0.0f);
+    assert(out && rstd && inp && g);
+    assert(ops_disjoint(rstd, (size_t)N, inp, (size_t)N * C) && ops_disjoint(rstd, (size_t)N, out, (size_t)N * C));
 #pragma omp parallel for schedule(static)
     for (int n = 0; n < N; n++) {
         const float *x = inp + (size_t)n * C;
@@ -31,6 +36,13 @@ void rmsnorm_forward(float *out, float *rstd, const float *inp, const float *g, 
 
 void rmsnorm_backward(float *dinp, float *dg, const float *dout, const float *inp, const float *g,
                       const float *rstd, int N, int C) {
+    /* dinp and dg are written while dout, inp (and each other's inputs) are read in the same region */
+    assert(N > 0 && C > 0);
+    assert(dinp && dout && inp && g && rstd);
+    const size_t nx = (size_t)N * C;
+    assert(ops_disjoint(dinp, nx, dout, nx) && ops_disjoint(dinp, nx, inp, nx) && ops_disjoint(dinp, nx, rstd, N));
+    assert(ops_disjoint(dg, C, dout, nx) && ops_disjoint(dg, C, inp, nx) && ops_disjoint(dg, C, dinp, nx));
+    (void)nx;
 #pragma omp parallel
     {
 #pragma omp for schedule(static) nowait

@@ -10,11 +10,32 @@
  * ffn.c (swiglu_), xent.c (xent_), router.c (router_, gelu_).
  * matmul and attention have plain-loop references (suffix _ref) used by the
  * tests; the other ops are checked against finite differences directly.
+ * Invariants: each op asserts at entry its sizes (positive), its buffers
+ * (non-NULL unless the contract says it may be NULL) and, where the op reads
+ * an input after writing an output, that the two do not overlap (ops_disjoint).
+ * The builds do not define NDEBUG, so the asserts are on in release, debug and
+ * asan builds alike; they are O(1) per call and change no arithmetic.
+ * Where things live: the ops here; the model that strings them together in
+ * model.c (model.h); the row-selective inference kernels in infer.c (infer.h);
+ * KV-cache decoding in decode.c (decode.h); routed attention in routing.c
+ * (routing.h); cross-layer connections in crosslayer.c (crosslayer.h).
  */
 #ifndef GATELAB_MODEL_OPS_H
 #define GATELAB_MODEL_OPS_H
 
-/* ---- matmul.c: the linear layers through cblas_sgemm (attn.c calls sgemm itself) ---- */
+#include <stddef.h>
+#include <stdint.h>
+
+/* 1 when the float ranges a[0, na) and b[0, nb) share no element; a NULL or
+ * empty range overlaps nothing.  For asserts: assert(ops_disjoint(out, …, inp, …)). */
+static inline int ops_disjoint(const float *a, size_t na, const float *b, size_t nb) {
+    if (!a || !b || !na || !nb) return 1;
+    const uintptr_t a0 = (uintptr_t)a, b0 = (uintptr_t)b;
+    return a0 + na * sizeof(float) <= b0 || b0 + nb * sizeof(float) <= a0;
+}
+
+/* ---- matmul.c: the linear layers through cblas_sgemm (attn.c, routing.c, infer.c and decode.c
+ *      call cblas themselves on strided views and single rows) ---- */
 /* out (N, Dout) = inp (N, Din) · wᵀ, w (Dout, Din).  out is overwritten. */
 void mm_forward(float *out, const float *inp, const float *w, int N, int Din, int Dout);
 /* dinp (N, Din) += dout·w (skipped if dinp is NULL);  dw (Dout, Din) += doutᵀ·inp. */

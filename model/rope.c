@@ -7,12 +7,15 @@
  * A rotation is orthogonal, so the backward is the inverse rotation of the
  * gradient.  Positions restart at 0 in every window (row r has pos r % T).
  */
+#include <assert.h>
 #include <math.h>
 #include <stddef.h>
 
 #include "ops.h"
 
 void rope_tables(float *cos_t, float *sin_t, int T, int hd, float base) {
+    assert(T > 0 && hd > 0 && hd % 2 == 0 && base > 0.0f);
+    assert(cos_t && sin_t && ops_disjoint(cos_t, (size_t)T * hd / 2, sin_t, (size_t)T * hd / 2));
     int h2 = hd / 2;
     for (int t = 0; t < T; t++)
         for (int i = 0; i < h2; i++) {
@@ -25,6 +28,10 @@ void rope_tables(float *cos_t, float *sin_t, int T, int hd, float base) {
 
 static void rope_apply(float *x, const float *cos_t, const float *sin_t, int N, int T, int nh,
                        int hd, float sign) {
+    assert(N > 0 && T > 0 && nh > 0 && hd > 0 && hd % 2 == 0);
+    assert(x && cos_t && sin_t);
+    assert(ops_disjoint(x, (size_t)N * nh * hd, cos_t, (size_t)T * hd / 2) &&
+           ops_disjoint(x, (size_t)N * nh * hd, sin_t, (size_t)T * hd / 2));
     int h2 = hd / 2;
 #pragma omp parallel for schedule(static)
     for (int r = 0; r < N; r++) {

@@ -6,6 +6,7 @@
  * product per token.  GELU uses the vectorisable erf of vexp.h (libm's erff
  * is a call per element; at d 256 the routers spent ~6 % of a step in it).
  */
+#include <assert.h>
 #include <math.h>
 #include <omp.h>
 #include <stddef.h>
@@ -25,6 +26,12 @@ float gelu_erf_grad(float x) {
 
 void router_forward(float *p, float *pre, float *hid, const float *x, const float *w1,
                     const float *b1, const float *w2, const float *b2, int N, int d, int R) {
+    assert(N > 0 && d > 0 && R > 0);
+    assert(p && pre && hid && x && w1 && b1 && w2 && b2);
+    const size_t nr = (size_t)N * R;
+    assert(ops_disjoint(pre, nr, hid, nr) && ops_disjoint(p, N, pre, nr) && ops_disjoint(p, N, hid, nr));
+    assert(ops_disjoint(hid, nr, x, (size_t)N * d) && ops_disjoint(p, N, x, (size_t)N * d));
+    (void)nr;
     mm_forward(pre, x, w1, N, d, R);
 #pragma omp parallel for schedule(static)
     for (int n = 0; n < N; n++) {
@@ -41,6 +48,16 @@ void router_forward(float *p, float *pre, float *hid, const float *x, const floa
 void router_backward(float *dx, float *dw1, float *db1, float *dw2, float *db2, const float *dp,
                      const float *p, const float *pre, const float *hid, const float *x,
                      const float *w1, const float *w2, float *scratch, int N, int d, int R) {
+    assert(N > 0 && d > 0 && R > 0);
+    assert(dx && dw1 && db1 && dw2 && db2 && dp && p && pre && hid && x && w1 && w2 && scratch);
+    {   /* scratch (dpre) is written while the cached activations are read */
+        const size_t nr = (size_t)N * R;
+        assert(ops_disjoint(scratch, nr, pre, nr) && ops_disjoint(scratch, nr, hid, nr) &&
+               ops_disjoint(scratch, nr, dp, N) && ops_disjoint(scratch, nr, p, N) &&
+               ops_disjoint(scratch, nr, dx, (size_t)N * d) && ops_disjoint(scratch, nr, x, (size_t)N * d));
+        assert(ops_disjoint(dw2, R, hid, nr) && ops_disjoint(db1, R, scratch, nr) && ops_disjoint(dw2, R, db1, R));
+        (void)nr;
+    }
     float *dpre = scratch; /* (N, R) */
 #pragma omp parallel for schedule(static)
     for (int n = 0; n < N; n++) {

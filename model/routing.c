@@ -32,6 +32,7 @@
 #include <cblas.h>
 
 #include "model.h"
+#include "ops.h"
 #include "routing.h"
 #include "vexp.h"
 #include "vred.h"
@@ -76,6 +77,7 @@ static void rt_override(gl_model *m, int n, int N) {
 
 void routing_forward(gl_model *m, int n, int B, int T) {
     const gl_model_config *c = &m->cfg;
+    assert(n >= 0 && n < c->n_layer && B > 0 && B <= m->max_B && T > 0 && T <= m->T);
     const int N = B * T, d = c->d_model;
     gl_block_acts *a = &m->A[n];
     assert(config_routing_hard(c) && a->keep && a->rs);
@@ -123,6 +125,8 @@ void routing_forward(gl_model *m, int n, int B, int T) {
 
 void routing_backward(gl_model *m, int n, const float *drs, float *dh, int N) {
     const gl_model_config *c = &m->cfg;
+    assert(n >= 0 && n < c->n_layer && N > 0 && N <= m->max_B * m->T && drs && dh);
+    assert(ops_disjoint(dh, (size_t)N * c->d_model, drs, (size_t)N));
     if (c->depth_routing != DR_MOD || !config_block_routed(c, n)) return; /* random: nothing learns the draw */
     const int d = c->d_model;
     const gl_block_acts *a = &m->A[n];
@@ -153,6 +157,16 @@ void routing_backward(gl_model *m, int n, const float *drs, float *dh, int N) {
 
 void routing_attn_forward(float *y, float *att, const float *q, const float *k, const float *v, const float *keep,
                           int B, int T, int H, int Hkv, int hd) {
+    assert(B > 0 && T > 0 && H > 0 && Hkv > 0 && hd > 0 && H % Hkv == 0);
+    assert(y && att && q && k && v && keep);
+    {   /* y and att are written while q, k, v and keep are read */
+        const size_t nq = (size_t)B * T * H * hd, nk = (size_t)B * T * Hkv * hd, na = (size_t)B * H * T * T;
+        const float *in[] = {q, k, v, keep};
+        const size_t nin[] = {nq, nk, nk, (size_t)B * T};
+        for (int i = 0; i < 4; i++) assert(ops_disjoint(y, nq, in[i], nin[i]) && ops_disjoint(att, na, in[i], nin[i]));
+        assert(ops_disjoint(y, nq, att, na));
+        (void)in, (void)nin, (void)na;
+    }
     const int qs = H * hd, ks = Hkv * hd, rep = H / Hkv;
     const float scale = 1.0f / sqrtf((float)hd);
 #pragma omp parallel for schedule(static)

@@ -4,6 +4,7 @@
  * The caller divides by Σ mask; this file only sums, so the same code serves
  * the final head and each early-exit head.
  */
+#include <assert.h>
 #include <math.h>
 #include <stddef.h>
 
@@ -13,6 +14,12 @@
 
 double xent_forward(float *probs, float *tok_loss, const float *logits, const int *targets,
                     const float *mask, int N, int V) {
+    /* logits[target] is read after the row of probs is written: they must not overlap */
+    assert(N > 0 && V > 0 && probs && logits);
+    assert(ops_disjoint(probs, (size_t)N * V, logits, (size_t)N * V));
+    assert(ops_disjoint(tok_loss, (size_t)N, logits, (size_t)N * V) &&
+           ops_disjoint(tok_loss, (size_t)N, probs, (size_t)N * V));
+    assert(ops_disjoint(probs, (size_t)N * V, mask, (size_t)N));
     double total = 0.0;
 #pragma omp parallel for schedule(static) reduction(+ : total)
     for (int n = 0; n < N; n++) {
@@ -39,6 +46,9 @@ double xent_forward(float *probs, float *tok_loss, const float *logits, const in
 
 void xent_backward(float *dlogits, const float *probs, const int *targets, const float *mask,
                    float scale, int N, int V) {
+    /* elementwise per row: dlogits may be probs */
+    assert(N > 0 && V > 0 && dlogits && probs && targets);
+    assert(ops_disjoint(dlogits, (size_t)N * V, mask, (size_t)N));
 #pragma omp parallel for schedule(static)
     for (int n = 0; n < N; n++) {
         float w = (mask ? mask[n] : 1.0f) * scale;
@@ -54,6 +64,7 @@ void xent_backward(float *dlogits, const float *probs, const int *targets, const
 }
 
 void xent_confidence(float *conf, const float *probs, int N, int V) {
+    assert(N > 0 && V > 0 && conf && probs && ops_disjoint(conf, (size_t)N, probs, (size_t)N * V));
 #pragma omp parallel for schedule(static)
     for (int n = 0; n < N; n++) {
         const float *p = probs + (size_t)n * V;

@@ -216,6 +216,23 @@ static double max_abs_diff(const float *a, const float *b, size_t n) {
     return worst;
 }
 
+/* ops_disjoint (ops.h), the aliasing check of the ops' asserts: ranges that
+ * touch are apart, one shared float overlaps, NULL and empty ranges overlap nothing. */
+static void test_ops_disjoint(void **state) {
+    (void)state;
+    float buf[16] = {0}; /* only addresses are compared; initialised for -O0 -Wmaybe-uninitialized */
+    assert_true(ops_disjoint(buf, 8, buf + 8, 8));   /* adjacent */
+    assert_true(ops_disjoint(buf + 8, 8, buf, 8));   /* either order */
+    assert_false(ops_disjoint(buf, 9, buf + 8, 8));  /* one float shared */
+    assert_false(ops_disjoint(buf + 8, 8, buf, 9));
+    assert_false(ops_disjoint(buf, 16, buf + 4, 2)); /* contained */
+    assert_false(ops_disjoint(buf, 4, buf, 4));      /* the same buffer */
+    assert_true(ops_disjoint(NULL, 4, buf, 4));
+    assert_true(ops_disjoint(buf, 0, buf, 4));
+    assert_true(ops_disjoint(buf, 4, buf, 0));
+    printf("ops_disjoint: 9 cases\n");
+}
+
 static void test_matmul(void **state) {
     (void)state;
     const gl_rng keep = rng; /* its own draws: the later tests see the stream they always saw */
@@ -621,7 +638,7 @@ static void test_masked_attention(void **state) {
 int main(void) {
     rng_seed(&rng, 12345);
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_vexp),           cmocka_unit_test(test_matmul),
+        cmocka_unit_test(test_ops_disjoint),   cmocka_unit_test(test_vexp),  cmocka_unit_test(test_matmul),
         cmocka_unit_test(test_rmsnorm),        cmocka_unit_test(test_rope),
         cmocka_unit_test(test_attention),      cmocka_unit_test(test_swiglu),
         cmocka_unit_test(test_xent),           cmocka_unit_test(test_router),

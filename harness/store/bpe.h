@@ -27,6 +27,8 @@
  * lowest merge rank (all its occurrences, left to right) until no adjacent
  * pair is a merge — the same result training gave the training text.
  * Decoding concatenates the tokens' bytes: an exact round trip of any input.
+ * Where things live: the algorithm in bpe.c; training it on the train split
+ * and encoding the splits in data.c; its merges in the checkpoint (ckpt.c).
  */
 #ifndef GATELAB_HARNESS_BPE_H
 #define GATELAB_HARNESS_BPE_H

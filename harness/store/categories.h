@@ -13,6 +13,8 @@
  * sides belongs to the word ("don't" is one word; the '' of wiki markup is not).
  * A word containing non-ASCII bytes can never match the ASCII list, so it is
  * semantic.
+ * Where things live: the classifier in categories.c; the probe batch's codes
+ * in the trace (trace.c); the per-category analyses in analysis/.
  */
 #ifndef GATELAB_HARNESS_CATEGORIES_H
 #define GATELAB_HARNESS_CATEGORIES_H

@@ -301,33 +301,29 @@ done:
     return rc;
 }
 
-/* Open path and check magic, version, byte order, length and checksum; then
- * read the tensor table, state and config.  On success cf->f is positioned at
- * the parameters.  Returns 0, or -1 with a message in err (cf closed). */
-static int ckpt_open_checked(const char *path, ckpt_file *cf, char *err, size_t errlen) {
-    int rc = -1;
-    uint8_t hdr[CKPT_HEADER_BPE_BYTES];
-    memset(cf, 0, sizeof *cf);
-
-    if (fileio_open_regular(path, "checkpoint", &cf->f, err, errlen)) goto cleanup;
+/* Read and decode the header of the open cf->f into hdr and cf (version, sizes, the
+ * tokenizer of a version-3 file); *size: the file's length.  Checks the magic, that
+ * the header is whole, and the byte order.  0, or -1 with a message in err. */
+static int ckpt_read_header(ckpt_file *cf, const char *path, uint8_t *hdr, uint64_t *size, char *err,
+                            size_t errlen) {
     struct stat sb;
     if (fstat(fileno(cf->f), &sb) != 0) {
         snprintf(err, errlen, "%s: cannot stat checkpoint: %s", path, strerror(errno));
-        goto cleanup;
+        return -1;
     }
-    uint64_t size = (uint64_t)sb.st_size;
+    *size = (uint64_t)sb.st_size;
     size_t got = fread(hdr, 1, CKPT_HEADER_BYTES, cf->f);
     if (got < sizeof ckpt_magic || memcmp(hdr, ckpt_magic, sizeof ckpt_magic) != 0) {
         snprintf(err, errlen, "%s: not a gatelab checkpoint (bad magic); pass a run folder's ckpt file", path);
-        goto cleanup;
+        return -1;
     }
     if (got == CKPT_HEADER_BYTES && ckpt_u32(hdr + 8) == CKPT_VERSION_BPE)
         got += fread(hdr + CKPT_HEADER_BYTES, 1, CKPT_HEADER_BPE_BYTES - CKPT_HEADER_BYTES, cf->f);
     cf->header_bytes = ckpt_u32(hdr + 8) == CKPT_VERSION_BPE ? CKPT_HEADER_BPE_BYTES : CKPT_HEADER_BYTES;
     if (got < cf->header_bytes) {
         snprintf(err, errlen, "%s: truncated: %" PRIu64 " bytes, shorter than the %u-byte header; "
-                 "the file was cut short — restore it or restart the run", path, size, CKPT_HEADER_BYTES);
-        goto cleanup;
+                 "the file was cut short — restore it or restart the run", path, *size, CKPT_HEADER_BYTES);
+        return -1;
     }
     cf->version = ckpt_u32(hdr + 8);
     uint32_t order = ckpt_u32(hdr + 12);
@@ -343,48 +339,71 @@ static int ckpt_open_checked(const char *path, ckpt_file *cf, char *err, size_t 
     if (order != CKPT_BYTE_ORDER) {
         snprintf(err, errlen, "%s: written on a machine of the other byte order; "
                  "load it on such a machine and export it instead", path);
-        goto cleanup;
+        return -1;
     }
+    return 0;
+}
+
+/* The decoded header against what this gatelab reads and against the file's
+ * length (size bytes).  0, or -1 with a message in err. */
+static int ckpt_check_header(const ckpt_file *cf, const char *path, uint64_t size, char *err, size_t errlen) {
     if (cf->version != CKPT_VERSION && cf->version != CKPT_VERSION_BPE) {
         snprintf(err, errlen, "%s: checkpoint format version %u, this gatelab reads versions %d and %d; "
                  "use the gatelab that wrote it", path, cf->version, CKPT_VERSION, CKPT_VERSION_BPE);
-        goto cleanup;
+        return -1;
     }
     if (cf->version == CKPT_VERSION_BPE && (cf->tokenizer != TOK_BPE || cf->n_merges > BPE_MERGES_MAX)) {
         snprintf(err, errlen, "%s: corrupted or hand-made: tokenizer %u with %u merges (a version-3 checkpoint holds "
                  "a BPE tokenizer of at most %d merges); restore the file or restart the run", path, cf->tokenizer,
                  cf->n_merges, BPE_MERGES_MAX);
-        goto cleanup;
+        return -1;
     }
     if (size < cf->total) {
         snprintf(err, errlen, "%s: truncated: %" PRIu64 " of %" PRIu64 " bytes; the file was cut short "
                  "(full disk or interrupted copy) — restore it or restart the run", path, size, cf->total);
-        goto cleanup;
+        return -1;
     }
     if (size > cf->total) {
         snprintf(err, errlen, "%s: corrupted: %" PRIu64 " bytes where the header says %" PRIu64
                  "; restore the file or restart the run", path, size, cf->total);
-        goto cleanup;
+        return -1;
     }
     if (cf->total != ckpt_expected_bytes(cf->version, cf->n_merges, cf->n_tensors, cf->config_len, cf->n_params)) {
         snprintf(err, errlen, "%s: corrupted: header sizes do not add up to its length; "
                  "restore the file or restart the run", path);
-        goto cleanup;
+        return -1;
     }
+    return 0;
+}
 
-    /* checksum over everything before the last 8 bytes */
-    if (ckpt_verify_sum(cf, path, hdr, err, errlen)) goto cleanup;
+/* The training state record (CKPT_STATE_BYTES) into cf->st. */
+static void ckpt_decode_state(ckpt_file *cf, const uint8_t *sb2) {
+    cf->st.step = (long)ckpt_i64(sb2);
+    for (int i = 0; i < 4; i++) cf->st.data_rng.s[i] = ckpt_u64(sb2 + 8 + 8 * i);
+    for (int i = 0; i < 4; i++) cf->st.aux_rng.s[i] = ckpt_u64(sb2 + 40 + 8 * i);
+    memcpy(&cf->st.elapsed_s, sb2 + 72, sizeof(double));
+    cf->st.tokens_seen = (long)ckpt_i64(sb2 + 80);
+    cf->st.vocab_size = ckpt_i32(sb2 + 88);
+    memcpy(cf->st.vocab, sb2 + 92, 256);
+    memcpy(&cf->st.log_loss_sum, sb2 + 348, sizeof(double));
+    cf->st.log_n = (long)ckpt_i64(sb2 + 356);
+    memcpy(&cf->st.eval_loss_sum, sb2 + 364, sizeof(double));
+    cf->st.eval_n = (long)ckpt_i64(sb2 + 372);
+    cf->st.tokenizer = cf->version == CKPT_VERSION_BPE ? TOK_BPE : TOK_CHAR;
+}
 
-    /* table, state, config */
+/* After the checksum passed: the tensor table, the state, the BPE merges and the
+ * config, leaving cf->f at the parameters.  0, or -1 with a message in err. */
+static int ckpt_read_tables(ckpt_file *cf, const char *path, char *err, size_t errlen) {
     if (fseek(cf->f, (long)cf->header_bytes, SEEK_SET) != 0) {
         snprintf(err, errlen, "%s: seek failed: %s", path, strerror(errno));
-        goto cleanup;
+        return -1;
     }
     cf->tensors = calloc(cf->n_tensors ? cf->n_tensors : 1, sizeof *cf->tensors);
     cf->config = malloc((size_t)cf->config_len + 1);
     if (!cf->tensors || !cf->config) {
         snprintf(err, errlen, "%s: out of memory reading the checkpoint", path);
-        goto cleanup;
+        return -1;
     }
     for (uint32_t i = 0; i < cf->n_tensors; i++) {
         uint8_t tb[CKPT_TENSOR_BYTES];
@@ -401,18 +420,7 @@ static int ckpt_open_checked(const char *path, ckpt_file *cf, char *err, size_t 
     }
     uint8_t sb2[CKPT_STATE_BYTES];
     if (ckpt_get(cf->f, sb2, sizeof sb2) != 0) goto read_error;
-    cf->st.step = (long)ckpt_i64(sb2);
-    for (int i = 0; i < 4; i++) cf->st.data_rng.s[i] = ckpt_u64(sb2 + 8 + 8 * i);
-    for (int i = 0; i < 4; i++) cf->st.aux_rng.s[i] = ckpt_u64(sb2 + 40 + 8 * i);
-    memcpy(&cf->st.elapsed_s, sb2 + 72, sizeof(double));
-    cf->st.tokens_seen = (long)ckpt_i64(sb2 + 80);
-    cf->st.vocab_size = ckpt_i32(sb2 + 88);
-    memcpy(cf->st.vocab, sb2 + 92, 256);
-    memcpy(&cf->st.log_loss_sum, sb2 + 348, sizeof(double));
-    cf->st.log_n = (long)ckpt_i64(sb2 + 356);
-    memcpy(&cf->st.eval_loss_sum, sb2 + 364, sizeof(double));
-    cf->st.eval_n = (long)ckpt_i64(sb2 + 372);
-    cf->st.tokenizer = cf->version == CKPT_VERSION_BPE ? TOK_BPE : TOK_CHAR;
+    ckpt_decode_state(cf, sb2);
     cf->st.bpe.n = (int)cf->n_merges;
     for (uint32_t k = 0; k < cf->n_merges; k++) {
         uint8_t mb[CKPT_MERGE_BYTES];
@@ -422,11 +430,28 @@ static int ckpt_open_checked(const char *path, ckpt_file *cf, char *err, size_t 
     }
     if (ckpt_get(cf->f, cf->config, cf->config_len) != 0) goto read_error;
     cf->config[cf->config_len] = '\0';
-    if (ckpt_check_fields(cf, path, err, errlen) != 0) goto cleanup;
-    rc = 0;
-    goto cleanup;
+    return 0;
 read_error:
     snprintf(err, errlen, "%s: read error after the checksum passed (file changed while reading?)", path);
+    return -1;
+}
+
+/* Open path and check magic, version, byte order, length and checksum; then
+ * read the tensor table, state and config.  On success cf->f is positioned at
+ * the parameters.  Returns 0, or -1 with a message in err (cf closed). */
+static int ckpt_open_checked(const char *path, ckpt_file *cf, char *err, size_t errlen) {
+    int rc = -1;
+    uint8_t hdr[CKPT_HEADER_BPE_BYTES];
+    uint64_t size = 0;
+    memset(cf, 0, sizeof *cf);
+    if (fileio_open_regular(path, "checkpoint", &cf->f, err, errlen)) goto cleanup;
+    if (ckpt_read_header(cf, path, hdr, &size, err, errlen)) goto cleanup;
+    if (ckpt_check_header(cf, path, size, err, errlen)) goto cleanup;
+    /* checksum over everything before the last 8 bytes */
+    if (ckpt_verify_sum(cf, path, hdr, err, errlen)) goto cleanup;
+    if (ckpt_read_tables(cf, path, err, errlen)) goto cleanup;
+    if (ckpt_check_fields(cf, path, err, errlen) != 0) goto cleanup;
+    rc = 0;
 cleanup:
     if (rc != 0) ckpt_file_close(cf);
     return rc;

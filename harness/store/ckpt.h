@@ -2,6 +2,8 @@
  * ckpt.h — a run's checkpoint: parameters, AdamW moments, training state and
  * the resolved config, in one plain binary file (no HDF5), replaced
  * atomically and checked on load.  The byte layout is in docs/files.md.
+ * Where things live: writing, checking and reading in ckpt.c; when a run saves
+ * one and resumes from it in harness/run/train.c; its folder in rundir.h.
  */
 #ifndef GATELAB_HARNESS_CKPT_H
 #define GATELAB_HARNESS_CKPT_H

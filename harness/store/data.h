@@ -23,6 +23,9 @@
  * Layout of every batch buffer: (B, T) row-major; tokens and targets are ids
  * in [0, V); mask is 1.0 where the target is scored and 0.0 elsewhere.
  * Formats of the synthetic tasks: docs/tasks.md.
+ * Where things live: text corpora, splits and batches in data.c; the
+ * synthetic tasks in tasks.c; the BPE tokenizer in bpe.c; the [data] keys in
+ * manifest.c.
  */
 #ifndef GATELAB_HARNESS_DATA_H
 #define GATELAB_HARNESS_DATA_H

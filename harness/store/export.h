@@ -2,6 +2,8 @@
  * export.h — write a model's parameters by name to an HDF5 file for other
  * tools (`gatelab export RUN --out FILE.h5`; the command is cmd_export in
  * cli.h).  Layout in docs/files.md ("export").
+ * Where things live: the writer in export.c; the tensor names it writes come
+ * from the model's table (model/tensors.c).
  */
 #ifndef GATELAB_HARNESS_EXPORT_H
 #define GATELAB_HARNESS_EXPORT_H

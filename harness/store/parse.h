@@ -13,6 +13,8 @@
  * of that kind ("not an integer") or -2 when it is one but out of range
  * ("must be between 1 and 64").  The caller names the flag or key around the
  * reason.
+ * Where things live: the conversions in parse.c; the flags' tables in
+ * harness/cli/ and the manifest's keys in manifest.c call them.
  */
 #ifndef GATELAB_HARNESS_PARSE_H
 #define GATELAB_HARNESS_PARSE_H

@@ -6,6 +6,8 @@
  * $GATELAB_RESULTS, else "results".  A RUN argument on the command line is an
  * existing folder path or a run id under <results>/runs/ (a unique prefix of
  * one is accepted too).
+ * Where things live: paths and lookup in rundir.c; what goes into the folder
+ * in ckpt.c, trace.c and harness/run/train.c; the runs' rows in registry.c.
  */
 #ifndef GATELAB_HARNESS_RUNDIR_H
 #define GATELAB_HARNESS_RUNDIR_H

@@ -1,6 +1,8 @@
 /*
  * sha256.h — SHA-256 (FIPS 180-4) of memory and of files, as lowercase hex.
  * Used for artifact checksums and run configuration hashes in the registry.
+ * Where things live: the hash in sha256.c; its users registry.c, run/train.c,
+ * harness/run/sweep.c and trace_read.c (the probe batch's digest).
  */
 #ifndef GATELAB_HARNESS_SHA256_H
 #define GATELAB_HARNESS_SHA256_H

@@ -13,6 +13,8 @@
  * integers the items are integers.  An empty range, a zero step, or more
  * than max items is an error.  Nothing here knows which keys exist: the
  * manifest parser checks every item for its key afterwards.
+ * Where things live: the expansion in sweepval.c; the [sweep] section in
+ * manifest.c; running the grid in harness/run/sweep.c.
  */
 #ifndef GATELAB_STORE_SWEEPVAL_H
 #define GATELAB_STORE_SWEEPVAL_H

@@ -7,6 +7,7 @@
  * It owns the [data] section's struct, so that manifest.h includes this
  * header and not the other way round.
  * Exact formats, vocabulary layout and the evaluation seeds: docs/tasks.md.
+ * Where things live: generators and scoring masks in tasks.c; batches in data.c.
  *
  * Vocabulary layout (ids):
  *   copy, sort: symbols 0..S-1, SEP = S, PAD = S+1                   V = S + 2

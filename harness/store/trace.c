@@ -1,6 +1,6 @@
 /*
- * trace.c — write and read a run's trace.h5 (see trace.h; layout in
- * docs/files.md, "trace.h5").
+ * trace.c — write a run's trace.h5 and reopen it to resume (see trace.h;
+ * layout in docs/files.md, "trace.h5"; reading back in trace_read.c).
  *
  * The file is closed between appends.  trace_create writes the whole file
  * (every group, dataset and attribute, the step axis at 0 rows, latest format
@@ -29,9 +29,14 @@
  * Which gates a trace holds, their paths, axes and shapes come from the gate
  * table (model/gatekind.h): this file names no gate.
  *
+ * Where things live: writing, appending and resuming here; reading a trace
+ * back (trace_read, the SWMR open, the checks on untrusted files) in
+ * trace_read.c; the helpers and dataset table the two share in trace_h5.h.
+ *
  * Not here: choosing the probe batch or computing gates (the training loop
  * gathers them from the model's activations), analyses, the checkpoint.
- * This file and export.c are the only ones that include hdf5.h.
+ * This file, trace_read.c, probecache.c and export.c are the only ones that
+ * include hdf5.h.
  */
 #include "trace.h"
 
@@ -48,20 +53,9 @@
 
 #include "categories.h"
 #include "fileio.h"
-#include "sha256.h"
+#include "trace_h5.h"
 
-/* Datasets: the three per-step scalars, then one per gate kind (k = TR_GATE0 + g). */
-enum { TR_STEP = 0, TR_TRAIN, TR_VAL, TR_GATE0, TR_N = TR_GATE0 + GATE_COUNT };
-
-typedef struct {
-    const char *group; /* NULL: root */
-    const char *name;
-    char axes[64];     /* stored as the dataset's "axes" attribute, e.g. "step,layer,token,kv_head" */
-    int rank;          /* including the step axis */
-} tr_spec;
-
-/* The specs of dataset k (the gates' from model/gatekind.h). */
-static tr_spec tr_spec_of(int k) {
+tr_spec tr_spec_of(int k) {
     static const tr_spec scalars[TR_GATE0] = {
         {NULL, "step", "step", 1}, {"loss", "train", "step", 1}, {"loss", "val", "step", 1}};
     if (k < TR_GATE0) return scalars[k];
@@ -91,14 +85,6 @@ static const char *tr_axes_doc =
  * is in the way (only when locking is forced on, see the file comment). */
 #define TR_OPEN_TRIES 10
 #define TR_OPEN_PAUSE_NS 100000000L
-/* Attempts and pause for opening the trace to read (see tr_open_read). */
-#ifndef TR_READ_TRIES /* the fuzz build sets 1: a cut-short file is its everyday input */
-#define TR_READ_TRIES 25 /* up to 1 s: an append under a sanitizer or a loaded machine took > 100 ms */
-#endif
-#define TR_READ_PAUSE_NS 40000000L
-#ifndef TR_METADATA_READ_ATTEMPTS
-#define TR_METADATA_READ_ATTEMPTS 31
-#endif
 
 struct gl_trace {
     long n_steps;
@@ -108,11 +94,6 @@ struct gl_trace {
 };
 
 /* ------------------------------------------------------------ HDF5 errors */
-
-typedef struct {
-    char inner[256];
-    int lock; /* some frame says the file could not be locked */
-} tr_walk_data;
 
 static herr_t tr_walk(unsigned n, const H5E_error2_t *e, void *data) {
     tr_walk_data *w = data;
@@ -146,7 +127,7 @@ static herr_t tr_on_error(hid_t stack, void *data) {
 }
 
 /* Take the last failed call's message (see tr_last) and clear it. */
-static tr_walk_data tr_take_error(void) {
+tr_walk_data tr_take_error(void) {
     tr_walk_data w = tr_last;
     memset(&tr_last, 0, sizeof tr_last);
     H5Eclear2(H5E_DEFAULT);
@@ -155,7 +136,7 @@ static tr_walk_data tr_take_error(void) {
 
 /* Fill err with "path: op failed (what): innermost HDF5 message" and clear
  * the HDF5 error stack. */
-static void tr_fail(char *err, size_t errlen, const char *path, const char *op, const char *what) {
+void tr_fail(char *err, size_t errlen, const char *path, const char *op, const char *what) {
     tr_walk_data w = tr_take_error();
     snprintf(err, errlen, "%s: %s failed%s%s%s%s", path, op, what ? " for " : "", what ? what : "",
              w.inner[0] ? ": " : "", w.inner);
@@ -163,7 +144,7 @@ static void tr_fail(char *err, size_t errlen, const char *path, const char *op, 
 
 /* Called by every public entry: HDF5 prints nothing, failures are kept in
  * tr_last for the messages. */
-static void tr_quiet(void) {
+void tr_quiet(void) {
     /* A file whose H5Fclose failed (a full disk) stays half-open inside the
      * library, and HDF5's atexit shutdown then loops or crashes trying to
      * flush it again.  Every file this code opens is closed before it
@@ -179,7 +160,7 @@ static void tr_quiet(void) {
  * superblock version 3) and the locking asked for (1: best effort, i.e. lock
  * where the file system can; 0: none).  H5Pset_file_locking came with
  * 1.10.7 / 1.12.1; older libraries lock as HDF5_USE_FILE_LOCKING says. */
-static hid_t tr_fapl(int lock) {
+hid_t tr_fapl(int lock) {
     hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
     if (fapl < 0) return fapl;
     if (H5Pset_libver_bounds(fapl, H5F_LIBVER_LATEST, H5F_LIBVER_LATEST) < 0) goto fail;
@@ -199,7 +180,7 @@ fail:
 static int tr_has(const gl_trace_desc *d, int k) { return k < TR_GATE0 ? 1 : d->has[k - TR_GATE0]; }
 
 /* Dimensions of one row (everything after the step axis); returns their count. */
-static int tr_row_dims(const gl_trace_desc *d, int k, hsize_t *dims) {
+int tr_row_dims(const gl_trace_desc *d, int k, hsize_t *dims) {
     if (k < TR_GATE0) return 0;
     long ld[3];
     int r = gatekind_dims((gl_gate)(k - TR_GATE0), d->n_layer, d->n_kv_head, d->n_probe, ld);
@@ -207,15 +188,7 @@ static int tr_row_dims(const gl_trace_desc *d, int k, hsize_t *dims) {
     return r;
 }
 
-static size_t tr_row_size(const gl_trace_desc *d, int k) {
-    hsize_t dims[3];
-    int r = tr_row_dims(d, k, dims);
-    size_t n = 1;
-    for (int i = 0; i < r; i++) n *= (size_t)dims[i];
-    return n;
-}
-
-static void tr_dataset_path(int k, char *out, size_t n) {
+void tr_dataset_path(int k, char *out, size_t n) {
     const tr_spec sp = tr_spec_of(k);
     if (sp.group) snprintf(out, n, "/%s/%s", sp.group, sp.name);
     else snprintf(out, n, "/%s", sp.name);
@@ -261,7 +234,7 @@ cleanup:
 }
 
 /* Read an integer attribute; returns 0, or -1 if absent or unreadable. */
-static int tr_read_attr_int(hid_t obj, const char *name, int *value) {
+int tr_read_attr_int(hid_t obj, const char *name, int *value) {
     if (H5Aexists(obj, name) <= 0) return -1;
     hid_t attr = H5Aopen(obj, name, H5P_DEFAULT);
     if (attr < 0) return -1;
@@ -273,7 +246,7 @@ static int tr_read_attr_int(hid_t obj, const char *name, int *value) {
 /* Read a string attribute into a malloc'd string; returns NULL if absent or
  * unreadable.  Fixed-length strings always; variable-length ones only when
  * allow_vlen (schema 1 traces wrote them), else NULL with *refused = 1. */
-static char *tr_read_attr_str(hid_t obj, const char *name, int allow_vlen, int *refused) {
+char *tr_read_attr_str(hid_t obj, const char *name, int allow_vlen, int *refused) {
     char *out = NULL;
     hid_t attr = H5I_INVALID_HID, ftype = H5I_INVALID_HID, mtype = H5I_INVALID_HID, space = H5I_INVALID_HID;
     *refused = 0;
@@ -391,7 +364,7 @@ cleanup:
 }
 
 /* Elements of a 1-D dataset, or -1 when it is not 1-D or on error. */
-static long long tr_probe_len(hid_t ds) {
+long long tr_probe_len(hid_t ds) {
     hsize_t dims[1] = {0};
     hid_t sp = H5Dget_space(ds);
     int rank = sp >= 0 ? H5Sget_simple_extent_ndims(sp) : -1;
@@ -439,68 +412,6 @@ static int tr_write_vocab(hid_t file, const gl_trace_desc *d) {
 cleanup:
     if (ds >= 0) H5Dclose(ds);
     if (space >= 0) H5Sclose(space);
-    if (grp >= 0) H5Gclose(grp);
-    return rc;
-}
-
-/* /vocab of an open trace into out (untrusted: offsets must rise from 0 to
- * the byte count, classes be codes).  No /vocab: 0 with out->n_vocab = 0.
- * Returns 0, or -1 with a message naming path. */
-static int tr_read_vocab(hid_t f, const char *path, gl_trace_data *out, char *err, size_t errlen) {
-    int rc = -1, V = 0;
-    hid_t grp = H5I_INVALID_HID, dsv[3] = {H5I_INVALID_HID, H5I_INVALID_HID, H5I_INVALID_HID};
-    htri_t ex = H5Lexists(f, "vocab", H5P_DEFAULT);
-    if (ex <= 0) return ex < 0 ? (tr_fail(err, errlen, path, "H5Lexists", "/vocab"), -1) : 0;
-    grp = H5Gopen2(f, "vocab", H5P_DEFAULT);
-    if (grp < 0 || tr_read_attr_int(grp, "n_vocab", &V) != 0) {
-        snprintf(err, errlen, "%s: /vocab has no n_vocab attribute: not a trace this gatelab wrote", path);
-        goto cleanup;
-    }
-    int refused = 0;
-    char *tok = tr_read_attr_str(grp, "tokenizer", 0, &refused);
-    snprintf(out->tokenizer, sizeof out->tokenizer, "%s", tok ? tok : "");
-    free(tok);
-    static const char *const names[3] = {"offset", "bytes", "category"};
-    long long len[3];
-    for (int i = 0; i < 3; i++) {
-        dsv[i] = H5Dopen2(grp, names[i], H5P_DEFAULT);
-        len[i] = dsv[i] >= 0 ? tr_probe_len(dsv[i]) : -1;
-        if (len[i] < 0) {
-            snprintf(err, errlen, "%s: /vocab/%s is missing or not 1-D: not a trace this gatelab wrote", path, names[i]);
-            goto cleanup;
-        }
-    }
-    if (V < 1 || V > (1 << 20) || len[0] != (long long)V + 1 || len[2] != V || len[1] > (1LL << 30)) {
-        snprintf(err, errlen, "%s: /vocab holds %lld offsets and %lld classes for n_vocab = %d: not a trace this "
-                 "gatelab wrote", path, len[0], len[2], V);
-        goto cleanup;
-    }
-    out->vocab_offset = malloc(((size_t)V + 1) * sizeof *out->vocab_offset);
-    out->vocab_bytes = malloc(len[1] > 0 ? (size_t)len[1] : 1);
-    out->vocab_category = malloc((size_t)V);
-    if (!out->vocab_offset || !out->vocab_bytes || !out->vocab_category) {
-        snprintf(err, errlen, "%s: out of memory reading /vocab", path);
-        goto cleanup;
-    }
-    if (H5Dread(dsv[0], H5T_NATIVE_INT32, H5S_ALL, H5S_ALL, H5P_DEFAULT, out->vocab_offset) < 0 ||
-        (len[1] > 0 && H5Dread(dsv[1], H5T_NATIVE_UINT8, H5S_ALL, H5S_ALL, H5P_DEFAULT, out->vocab_bytes) < 0) ||
-        H5Dread(dsv[2], H5T_NATIVE_UINT8, H5S_ALL, H5S_ALL, H5P_DEFAULT, out->vocab_category) < 0) {
-        tr_fail(err, errlen, path, "H5Dread", "/vocab");
-        goto cleanup;
-    }
-    int ok = out->vocab_offset[0] == 0 && out->vocab_offset[V] == len[1];
-    for (int i = 0; ok && i < V; i++)
-        ok = out->vocab_offset[i + 1] >= out->vocab_offset[i] && out->vocab_category[i] < CAT_COUNT;
-    if (!ok) {
-        snprintf(err, errlen, "%s: /vocab/offset does not rise from 0 to the %lld bytes, or a /vocab/category is "
-                 "outside %s: not a trace this gatelab wrote", path, len[1], cat_codes_description());
-        goto cleanup;
-    }
-    out->n_vocab = V;
-    rc = 0;
-cleanup:
-    for (int i = 0; i < 3; i++)
-        if (dsv[i] >= 0) H5Dclose(dsv[i]);
     if (grp >= 0) H5Gclose(grp);
     return rc;
 }
@@ -852,303 +763,6 @@ long trace_n_steps(const gl_trace *t) { return t ? t->n_steps : 0; }
 long trace_last_step(const gl_trace *t) { return t ? t->last_step : -1; }
 
 void trace_close(gl_trace *t) { free(t); }
-
-/* ------------------------------------------------------------- reading */
-
-void trace_data_free(gl_trace_data *d) {
-    if (!d) return;
-    free(d->step);
-    free(d->train_loss);
-    free(d->val_loss);
-    for (int g = 0; g < GATE_COUNT; g++) free(d->gate[g]);
-    free(d->probe_tokens);
-    free(d->probe_category);
-    free(d->config_ini);
-    free(d->vocab_offset);
-    free(d->vocab_bytes);
-    free(d->vocab_category);
-    free(d->split);
-    memset(d, 0, sizeof *d);
-}
-
-/* 1 if /group/name exists, 0 if not, -1 on error. */
-static int tr_exists(hid_t file, int k) {
-    const tr_spec sp = tr_spec_of(k);
-    if (sp.group) {
-        htri_t g = H5Lexists(file, sp.group, H5P_DEFAULT);
-        if (g <= 0) return g < 0 ? -1 : 0;
-    }
-    char name[64];
-    tr_dataset_path(k, name, sizeof name);
-    htri_t e = H5Lexists(file, name, H5P_DEFAULT);
-    return e < 0 ? -1 : (e > 0);
-}
-
-/* Read the first n rows of an open dataset into buf (memory type mtype). */
-static int tr_read_rows(hid_t ds, int rank, const hsize_t *dims, hsize_t n, hid_t mtype, void *buf) {
-    if (n == 0) return 0;
-    int rc = -1;
-    hsize_t start[4] = {0}, count[4];
-    count[0] = n;
-    for (int i = 1; i < rank; i++) count[i] = dims[i];
-    hid_t fs = H5Dget_space(ds), ms = H5I_INVALID_HID;
-    if (fs < 0 || H5Sselect_hyperslab(fs, H5S_SELECT_SET, start, NULL, count, NULL) < 0) goto cleanup;
-    ms = H5Screate_simple(rank, count, NULL);
-    if (ms < 0) goto cleanup;
-    if (H5Dread(ds, mtype, ms, fs, H5P_DEFAULT, buf) < 0) goto cleanup;
-    rc = 0;
-cleanup:
-    if (ms >= 0) H5Sclose(ms);
-    if (fs >= 0) H5Sclose(fs);
-    return rc;
-}
-
-/* Open path for reading with SWMR read: works on a closed trace, one being
- * appended to, and one whose writer was killed inside an append.  An open
- * that overlaps an append can fail with "truncated file" (the file grew
- * between HDF5's size check and its superblock read); that is retried
- * TR_READ_TRIES times.  A file that is not SWMR-capable (written by another
- * tool in an older format) is opened plainly.  Never a plain open of a
- * gatelab trace: a plain reader trusts the superblock's end of file, and an
- * append during the read makes it fail.  Returns the file id, or
- * H5I_INVALID_HID with a message naming path. */
-static hid_t tr_open_read(const char *path, char *err, size_t errlen) {
-    hid_t fapl = tr_fapl(1);
-    hid_t f = H5I_INVALID_HID;
-    if (fapl < 0) {
-        tr_fail(err, errlen, path, "H5Pset_libver_bounds/H5Pset_file_locking", NULL);
-        return f;
-    }
-    /* HDF5's SWMR reader re-reads a block whose checksum fails (it may be
-     * mid-write) with a pause that doubles from 1 ns each time; its default of
-     * 100 attempts means hours on a block that is corrupted for good (a trace
-     * cut short by a full disk).  TR_METADATA_READ_ATTEMPTS tries wait at
-     * most ~2^TR_METADATA_READ_ATTEMPTS ns in all: 31 → about 2 s, longer
-     * than an append takes on a loaded machine.  The fuzz build sets 1. */
-    H5Pset_metadata_read_attempts(fapl, TR_METADATA_READ_ATTEMPTS);
-    for (int i = 0; i < TR_READ_TRIES; i++) {
-        if (i > 0) {
-            struct timespec pause = {0, TR_READ_PAUSE_NS};
-            nanosleep(&pause, NULL);
-        }
-        f = H5Fopen(path, H5F_ACC_RDONLY | H5F_ACC_SWMR_READ, fapl);
-        if (f >= 0) break;
-        tr_walk_data w = tr_take_error();
-        if (access(path, R_OK) != 0) {
-            snprintf(err, errlen, "%s: cannot open trace: %s", path, strerror(errno));
-            break;
-        }
-        snprintf(err, errlen, "%s: H5Fopen (SWMR read) failed: %s (is it a gatelab trace.h5?)", path, w.inner);
-        if (strstr(w.inner, "truncated file")) continue;
-        f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
-        if (f < 0) tr_take_error();
-        break;
-    }
-    H5Pclose(fapl);
-    return f;
-}
-
-
-int trace_read(const char *path, gl_trace_data *out, char *err, size_t errlen) {
-    return trace_read_flags(path, out, 0, err, errlen);
-}
-
-/* The root attributes of an open trace: the schema version (refused outside
- * the versions flags allow), the shape counts and the config text, into out.
- * Returns 0, or -1 with a message naming path. */
-static int tr_read_root(hid_t f, const char *path, int flags, gl_trace_data *out, char *err, size_t errlen) {
-    int version = 0;
-    if (tr_read_attr_int(f, "schema_version", &version) != 0) {
-        snprintf(err, errlen, "%s: no schema_version attribute: not a gatelab trace", path);
-        return -1;
-    }
-    /* CURRENT_ONLY: the fixed-length-string schemas (2 on), never schema 1's heap strings */
-    int oldest = (flags & TRACE_READ_CURRENT_ONLY) ? 2 : TRACE_SCHEMA_OLDEST;
-    if (version < oldest || version > TRACE_SCHEMA_VERSION) {
-        snprintf(err, errlen, "%s: trace schema version %d, this gatelab reads versions %d to %d%s", path, version,
-                 oldest, TRACE_SCHEMA_VERSION, version > TRACE_SCHEMA_VERSION ? " (written by a newer gatelab)" : "");
-        return -1;
-    }
-    if (tr_read_attr_int(f, "n_layer", &out->n_layer) || tr_read_attr_int(f, "n_kv_head", &out->n_kv_head) ||
-        tr_read_attr_int(f, "n_router", &out->n_router) || tr_read_attr_int(f, "n_probe", &out->n_probe)) {
-        snprintf(err, errlen, "%s: missing one of the root attributes n_layer, n_kv_head, n_router, n_probe", path);
-        return -1;
-    }
-    int refused = 0; /* schema 1 wrote variable-length strings; schema 2 never does */
-    out->config_ini = tr_read_attr_str(f, "config", version < 2, &refused);
-    if (refused) {
-        snprintf(err, errlen, "%s: the root attribute config is a variable-length string, which schema version %d "
-                 "traces never hold: not a trace this gatelab wrote", path, version);
-        return -1;
-    }
-    if (!out->config_ini) out->config_ini = strdup("");
-    out->schema_version = version;
-    if (version >= 3) {
-        char *sha = tr_read_attr_str(f, "probe_sha256", 0, &refused);
-        out->split = tr_read_attr_str(f, "split", 0, &refused);
-        if (tr_read_attr_int(f, "vocab_size", &out->vocab_size) || !sha || strlen(sha) != 64 || !out->split) {
-            free(sha);
-            snprintf(err, errlen, "%s: schema %d trace without its identity (root attributes vocab_size, split, "
-                     "probe_sha256)", path, version);
-            return -1;
-        }
-        memcpy(out->probe_sha256, sha, 65);
-        free(sha);
-    }
-    if (!out->split) out->split = strdup("");
-    if (!out->split) {
-        snprintf(err, errlen, "%s: out of memory reading the trace", path);
-        return -1;
-    }
-    return 0;
-}
-
-void trace_probe_sha256(const int *probe_tokens, int P, char hex[65]) {
-    sha256_ctx c;
-    sha256_init(&c);
-    for (int i = 0; i < P; i++) {
-        uint32_t v = (uint32_t)probe_tokens[i];
-        unsigned char b[4] = {(unsigned char)v, (unsigned char)(v >> 8), (unsigned char)(v >> 16),
-                              (unsigned char)(v >> 24)};
-        sha256_update(&c, b, 4);
-    }
-    unsigned char dg[32];
-    sha256_final(&c, dg);
-    sha256_digest_hex(dg, hex);
-}
-
-int trace_read_flags(const char *path, gl_trace_data *out, int flags, char *err, size_t errlen) {
-    int rc = -1;
-    hid_t f = H5I_INVALID_HID, ds[TR_N], pt = H5I_INVALID_HID, pc = H5I_INVALID_HID;
-    hsize_t dims[TR_N][4];
-    void *bufs[TR_N] = {0};
-    for (int k = 0; k < TR_N; k++) ds[k] = H5I_INVALID_HID;
-    memset(out, 0, sizeof *out);
-    tr_quiet();
-
-    f = tr_open_read(path, err, errlen);
-    if (f < 0 || tr_read_root(f, path, flags, out, err, errlen)) goto cleanup;
-    gl_trace_desc d = {.n_layer = out->n_layer, .n_kv_head = out->n_kv_head, .n_router = out->n_router,
-                       .n_probe = out->n_probe};
-
-    /* probe batch */
-    size_t P = (size_t)(d.n_probe > 0 ? d.n_probe : 0);
-    out->probe_tokens = malloc((P ? P : 1) * sizeof(int));
-    out->probe_category = malloc(P ? P : 1);
-    if (!out->config_ini || !out->probe_tokens || !out->probe_category) {
-        snprintf(err, errlen, "%s: out of memory reading the trace", path);
-        goto cleanup;
-    }
-    pt = H5Dopen2(f, "/probe/tokens", H5P_DEFAULT);
-    pc = H5Dopen2(f, "/probe/category", H5P_DEFAULT);
-    if (pt < 0 || pc < 0) {
-        tr_fail(err, errlen, path, "H5Dopen2", "/probe/tokens or /probe/category");
-        goto cleanup;
-    }
-    if (tr_probe_len(pt) != (long long)P || tr_probe_len(pc) != (long long)P) { /* H5S_ALL reads all of it */
-        snprintf(err, errlen, "%s: /probe/tokens or /probe/category does not hold n_probe = %d values", path, d.n_probe);
-        goto cleanup;
-    }
-    if (P > 0 && (H5Dread(pt, H5T_NATIVE_INT, H5S_ALL, H5S_ALL, H5P_DEFAULT, out->probe_tokens) < 0 ||
-                  H5Dread(pc, H5T_NATIVE_UINT8, H5S_ALL, H5S_ALL, H5P_DEFAULT, out->probe_category) < 0)) {
-        tr_fail(err, errlen, path, "H5Dread", "the probe batch");
-        goto cleanup;
-    }
-    for (size_t i = 0; i < P; i++) { /* untrusted input: analyses index tables by category */
-        if (out->probe_category[i] >= CAT_COUNT) {
-            snprintf(err, errlen, "%s: /probe/category[%zu] is %u, outside the codes 0..%d (%s); not a trace "
-                     "this gatelab wrote", path, i, out->probe_category[i], CAT_COUNT - 1, cat_codes_description());
-            goto cleanup;
-        }
-    }
-
-    if (tr_read_vocab(f, path, out, err, errlen)) goto cleanup;
-
-    /* which per-step datasets exist, their shapes, and the common row count */
-    hsize_t S = 0;
-    int first = 1;
-    for (int k = 0; k < TR_N; k++) {
-        char name[64];
-        tr_dataset_path(k, name, sizeof name);
-        int ex = tr_exists(f, k);
-        if (ex < 0) {
-            tr_fail(err, errlen, path, "H5Lexists", name);
-            goto cleanup;
-        }
-        if (!ex) {
-            if (k <= TR_VAL) {
-                snprintf(err, errlen, "%s: %s is missing: not a complete gatelab trace", path, name);
-                goto cleanup;
-            }
-            continue;
-        }
-        ds[k] = H5Dopen2(f, name, H5P_DEFAULT);
-        hid_t sp = ds[k] >= 0 ? H5Dget_space(ds[k]) : H5I_INVALID_HID;
-        int rank = sp >= 0 ? H5Sget_simple_extent_ndims(sp) : -1;
-        if (rank == tr_spec_of(k).rank) H5Sget_simple_extent_dims(sp, dims[k], NULL);
-        if (sp >= 0) H5Sclose(sp);
-        if (ds[k] < 0 || rank < 0) {
-            tr_fail(err, errlen, path, "H5Dopen2/H5Dget_space", name);
-            goto cleanup;
-        }
-        hsize_t row[3];
-        int r = tr_row_dims(&d, k, row);
-        int ok = rank == r + 1;
-        for (int i = 0; ok && i < r; i++) ok = dims[k][i + 1] == row[i];
-        if (!ok) {
-            snprintf(err, errlen, "%s: %s has the wrong shape for n_layer %d, n_kv_head %d, n_probe %d", path,
-                     name, d.n_layer, d.n_kv_head, d.n_probe);
-            goto cleanup;
-        }
-        if (first || dims[k][0] < S) S = dims[k][0];
-        first = 0;
-    }
-    for (int g = 0; g < GATE_COUNT; g++) d.has[g] = ds[TR_GATE0 + g] >= 0;
-
-    for (int k = 0; k < TR_N; k++) {
-        if (ds[k] < 0) continue;
-        size_t elem = k == TR_STEP ? sizeof(int64_t) : sizeof(float);
-        size_t n = (size_t)S * tr_row_size(&d, k);
-        bufs[k] = malloc((n ? n : 1) * elem);
-        if (!bufs[k]) {
-            snprintf(err, errlen, "%s: out of memory reading %llu steps", path, (unsigned long long)S);
-            goto cleanup;
-        }
-        hid_t mtype = k == TR_STEP ? H5T_NATIVE_INT64 : H5T_NATIVE_FLOAT;
-        if (tr_read_rows(ds[k], tr_spec_of(k).rank, dims[k], S, mtype, bufs[k]) < 0) {
-            char name[64];
-            tr_dataset_path(k, name, sizeof name);
-            tr_fail(err, errlen, path, "H5Dread", name);
-            goto cleanup;
-        }
-    }
-    /* drop trailing rows whose append did not complete (/step still -1) */
-    const int64_t *st = bufs[TR_STEP];
-    hsize_t good = 0;
-    while (good < S && st[good] >= 0) good++;
-    out->n_steps = (int)good;
-    out->step = malloc((good ? good : 1) * sizeof(long));
-    if (!out->step) {
-        snprintf(err, errlen, "%s: out of memory reading the trace", path);
-        goto cleanup;
-    }
-    for (hsize_t i = 0; i < good; i++) out->step[i] = (long)st[i];
-    out->train_loss = bufs[TR_TRAIN];
-    out->val_loss = bufs[TR_VAL];
-    for (int g = 0; g < GATE_COUNT; g++) out->gate[g] = bufs[TR_GATE0 + g];
-    for (int k = TR_TRAIN; k < TR_N; k++) bufs[k] = NULL;
-    rc = 0;
-cleanup:
-    for (int k = 0; k < TR_N; k++) {
-        free(bufs[k]);
-        if (ds[k] >= 0) H5Dclose(ds[k]);
-    }
-    if (pt >= 0) H5Dclose(pt);
-    if (pc >= 0) H5Dclose(pc);
-    if (f >= 0) H5Fclose(f);
-    if (rc != 0) trace_data_free(out);
-    return rc;
-}
 
 /* ------------------------------------------------------------- resuming */
 
