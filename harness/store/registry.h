@@ -12,7 +12,8 @@
  *
  * All functions returning int return 0 on success and -1 on failure with a
  * message in err (naming the database file and what to do), unless stated.
- * registry.c and registry_runs.c are the only files that include sqlite3.h: training, sweeps,
+ * The registry's own files (registry.c, registry_runs.c, registry_schema.c and registry_sql.c,
+ * through registry_sql.h) are the only ones that include sqlite3.h: training, sweeps,
  * `runs`, the analyses, tables and figures all read and write through here.
  * Metric names beyond the bare training ones are built and parsed by
  * metric.h.
