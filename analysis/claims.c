@@ -71,7 +71,7 @@ static int cl_set(claims_row *r, const char *key, const char *v, char *msg, size
                 {"each", r->each, sizeof r->each},             {"agg", r->agg, sizeof r->agg},
                 {"bench_a", r->bench_a, sizeof r->bench_a},    {"bench_b", r->bench_b, sizeof r->bench_b},
                 {"unit", r->unit, sizeof r->unit},             {"note", r->note, sizeof r->note},
-                {"pareto", r->pareto, sizeof r->pareto}};
+                {"pareto", r->pareto, sizeof r->pareto},       {"pilot", r->pilot, sizeof r->pilot}};
     for (size_t k = 0; k < sizeof text / sizeof text[0]; k++)
         if (!strcmp(key, text[k].key)) {
             if (strlen(v) >= text[k].n) {
@@ -113,11 +113,20 @@ static int cl_set(claims_row *r, const char *key, const char *v, char *msg, size
         return 0;
     }
     if (!strcmp(key, "across")) {
-        if (strcmp(v, "scale")) {
-            snprintf(msg, ml, "across = '%s': only 'scale' (the deepest scale's element − the shallowest's)", v);
+        if (strcmp(v, "scale") && strcmp(v, "steps") && strcmp(v, "n_layer")) {
+            snprintf(msg, ml, "across = '%s': scale, steps or n_layer (the element at the axis's largest value − "
+                     "the one at its smallest)", v);
             return -1;
         }
-        r->across = 1;
+        snprintf(r->across, sizeof r->across, "%s", v);
+        return 0;
+    }
+    if (!strcmp(key, "reading")) {
+        if (strcmp(v, "trend")) {
+            snprintf(msg, ml, "reading = '%s': only 'trend' (flips / shrinks / persists / grows)", v);
+            return -1;
+        }
+        snprintf(r->reading, sizeof r->reading, "%s", v);
         return 0;
     }
     if (!strcmp(key, "context")) {
@@ -153,6 +162,30 @@ static char *cl_trim(char *s) {
     return s;
 }
 
+/* 1 when word is one of the space-separated words of list. */
+static int cl_has_word(const char *list, const char *word) {
+    size_t l = strlen(word);
+    for (const char *p = list; (p = strstr(p, word)); p++)
+        if ((p == list || p[-1] == ' ') && (p[l] == 0 || p[l] == ' ')) return 1;
+    return 0;
+}
+
+/* The axes `each` may split by (block apart: it splits one group by block). */
+static const char *const cl_each_axes[] = {"lambda", "scale", "steps", "n_layer"};
+
+/* 0 when each is "", "block" or words of cl_each_axes. */
+static int cl_each_check(const char *each) {
+    if (!each[0] || !strcmp(each, "block")) return 0;
+    char buf[64];
+    snprintf(buf, sizeof buf, "%s", each);
+    for (char *save = NULL, *w = strtok_r(buf, " \t", &save); w; w = strtok_r(NULL, " \t", &save)) {
+        int ok = 0;
+        for (size_t k = 0; k < sizeof cl_each_axes / sizeof cl_each_axes[0]; k++) ok |= !strcmp(w, cl_each_axes[k]);
+        if (!ok) return -1;
+    }
+    return 0;
+}
+
 /* Check a finished row; -1 with a message. */
 static int cl_check(const claims_row *r, char *msg, size_t ml) {
     if (!r->claim[0]) return snprintf(msg, ml, "row [%s] has no claim = (the claim it belongs to)", r->id), -1;
@@ -175,10 +208,13 @@ static int cl_check(const claims_row *r, char *msg, size_t ml) {
         return snprintf(msg, ml, "row [%s]: vs_curve needs curve = split/prefix (e.g. ablation/exit.tau)", r->id), -1;
     if (strstr(r->runs, "@alpha") && isnan(r->alpha))
         return snprintf(msg, ml, "row [%s]: lambda=@alpha needs alpha = the paper's α", r->id), -1;
-    if (r->across && strcmp(r->each, "scale"))
-        return snprintf(msg, ml, "row [%s]: across = scale needs each = scale", r->id), -1;
-    if (r->each[0] && strcmp(r->each, "lambda") && strcmp(r->each, "scale") && strcmp(r->each, "block"))
-        return snprintf(msg, ml, "row [%s]: each = '%s': lambda, scale or block", r->id, r->each), -1;
+    if (r->across[0] && !cl_has_word(r->each, r->across))
+        return snprintf(msg, ml, "row [%s]: across = %s needs %s among each's words", r->id, r->across, r->across), -1;
+    if (r->reading[0] && !r->across[0])
+        return snprintf(msg, ml, "row [%s]: reading = %s needs across = AXIS", r->id, r->reading), -1;
+    if (cl_each_check(r->each))
+        return snprintf(msg, ml, "row [%s]: each = '%s': block alone, or words of lambda, scale, steps, n_layer", r->id,
+                        r->each), -1;
     if (!strcmp(r->each, "block") && !strstr(r->metric, "{b}"))
         return snprintf(msg, ml, "row [%s]: each = block needs {b} (the block) in metric", r->id), -1;
     if (r->agg[0] && strcmp(r->agg, "mean") && strcmp(r->agg, "gini") && strncmp(r->agg, "share_below ", 12))
@@ -400,8 +436,10 @@ static int cl_match_word(const runset_run *r, const char *key, const char *val) 
         double want;
         return !isnan(r->t.lambda) && !cl_num(val, &want) && fabs(r->t.lambda - want) < 1e-9;
     }
-    char v[128];
-    if (strchr(key, '.')) return runset_param(r, key, v, sizeof v) && !strcmp(v, val);
+    if (!strcmp(key, "steps")) return r->steps == atol(val);
+    if (!strcmp(key, "n_layer")) return r->n_layer == atol(val);
+    char v[128]; /* a key the run's stored config predates reads as its default */
+    if (strchr(key, '.')) return runset_param_or_default(r, key, v, sizeof v) && !strcmp(v, val);
     return 0;
 }
 
@@ -577,7 +615,23 @@ typedef struct {
     const claims_row *row;
     claims_result *res;
     char axis[64], axis_val[64];
+    const char *vextra; /* versus's words after the first: they narrow the partners to one */
 } cl_ctx;
+
+/* The one partner of a (c->axis=c->axis_val, narrowed by c->vextra), or
+ * NULL; *ambiguous counts partners when more than one is left. */
+static const runset_run *cl_partner(const cl_ctx *c, const runset_run *a, int *ambiguous) {
+    const runset_run *all[CL_MAXRUNS], *hit = NULL;
+    int n = runset_partners(c->rs, a, c->axis, c->axis_val, all, CL_MAXRUNS), k = 0;
+    *ambiguous = 0;
+    for (int i = 0; i < n && i < CL_MAXRUNS; i++)
+        if (!c->vextra[0] || cl_match(all[i], c->vextra, "", "")) {
+            hit = all[i];
+            k++;
+        }
+    if (k > 1) *ambiguous = k;
+    return k == 1 ? hit : NULL;
+}
 
 /* Record the runs (and their commits) a result rests on. */
 static void cl_note_run(claims_result *res, const runset_run *r) {
@@ -624,12 +678,20 @@ static int cl_sample_choose(cl_ctx *c, const runset_run *const *g, int n, cl_sam
     int np = 0;
     if (paired) {
         for (int i = 0; i < n; i++) {
-            partner[i] = runset_partner(c->rs, g[i], c->axis, c->axis_val);
+            int amb = 0;
+            partner[i] = cl_partner(c, g[i], &amb);
             np += partner[i] != NULL;
+            if (amb) {
+                snprintf(res->why, sizeof res->why, "not measured: %d runs pair with %s by seed (%s=%s%s%s): name which "
+                         "in versus with key=value words", amb, g[i]->t.run_id, c->axis, c->axis_val,
+                         c->vextra[0] ? " " : "", c->vextra);
+                return -1;
+            }
         }
         if (!np) {
-            snprintf(res->why, sizeof res->why, "not measured: no run pairs with %s by seed (%s=%s, everything else "
-                     "but the seed's bookkeeping equal)", g[0]->t.run_id, c->axis, c->axis_val);
+            snprintf(res->why, sizeof res->why, "not measured: no run pairs with %s by seed (%s=%s%s%s, everything else "
+                     "but the seed's bookkeeping equal)", g[0]->t.run_id, c->axis, c->axis_val, c->vextra[0] ? " " : "",
+                     c->vextra);
             return -1;
         }
         if (strcmp(q, "vs_curve")) {
@@ -732,6 +794,15 @@ static int cl_sample_values(cl_ctx *c, const runset_run *const *g, int n, cl_sam
     return 0;
 }
 
+/* The paper's effect (its distance from the threshold; for a direction-only
+ * row in nats, PREREGISTRATION.md's 0.01 nats) lies below the MDE. */
+static int cl_underpowered(const claims_row *row, double mde) {
+    if (isnan(mde) || !strcmp(row->expect, "none")) return 0;
+    double eff = !isnan(row->paper_value) ? fabs(row->paper_value - row->threshold)
+                                          : !strcmp(row->unit, "nats") ? 0.01 : NAN;
+    return !isnan(eff) && eff < mde;
+}
+
 /* One element over the runs g[0..n) of one group: its summary, interval,
  * MDE, guards, verdict and text.  Returns 0, or -1 with res->why saying what
  * is not measured. */
@@ -765,8 +836,7 @@ static int cl_elem(cl_ctx *c, const runset_run *const *g, int n, claims_elem *e)
         if (!isnan(e->s.lo) && !isnan(e->s.hi)) e->interval = 2;
     }
     e->mde = st_mde(e->s.n, e->s.sd);
-    e->underpowered = !isnan(e->mde) && !isnan(row->paper_value) && strcmp(row->expect, "none") &&
-                      fabs(row->paper_value - row->threshold) < e->mde;
+    e->underpowered = cl_underpowered(row, e->mde);
     /* guards: the reference at the ceiling, or everything at a trivial level */
     double ma_mean = st_describe(x, n, 0.95).mean, mb_mean = st_describe(y, n, 0.95).mean;
     e->v = cl_judge(row, e->s.lo, e->s.hi, e->interval != 3);
@@ -958,20 +1028,54 @@ static int cl_operating_point(const claims_row *row, claims_result *res, const r
     return 0;
 }
 
-/* across = scale: the deciding element is the deepest scale's − the
- * shallowest's (Welch over their seeds); the per-scale elements are shown. */
+/* The across axis's value of run r (a scale's rank, the steps, the blocks). */
+static double cl_axis_at(const char *axis, const runset_run *r) {
+    if (!strcmp(axis, "scale")) return cl_scale_rank(r->t.scale);
+    if (!strcmp(axis, "steps")) return (double)r->steps;
+    if (!strcmp(axis, "n_layer")) return (double)r->n_layer;
+    return 0;
+}
+
+/* The element's label from each's words ("scale s, 300 steps") into out. */
+static void cl_label(const char *each, const runset_run *r0, char *out, size_t n) {
+    char buf[64];
+    out[0] = 0;
+    snprintf(buf, sizeof buf, "%s", each);
+    for (char *save = NULL, *w = strtok_r(buf, " \t", &save); w; w = strtok_r(NULL, " \t", &save)) {
+        const char *sep = out[0] ? ", " : "";
+        if (!strcmp(w, "lambda")) cl_app(out, n, "%sλ = %g", sep, r0->t.lambda);
+        else if (!strcmp(w, "scale")) cl_app(out, n, "%sscale %s", sep, r0->t.scale);
+        else if (!strcmp(w, "steps")) cl_app(out, n, "%s%ld steps", sep, r0->steps);
+        else if (!strcmp(w, "n_layer")) cl_app(out, n, "%s%ld blocks", sep, r0->n_layer);
+    }
+}
+
+/* reading = trend (PREREGISTRATION.md, Q1's 9-trend): the pre-registered word
+ * for the across element t (largest − smallest) given the elements at the two
+ * ends, hi and lo, each judged on its interval. */
+static const char *cl_trend_word(const claims_elem *t, const claims_elem *hi, const claims_elem *lo) {
+    int hi_below = hi->interval != 3 && hi->s.hi < 0, hi_above = hi->interval != 3 && hi->s.lo > 0;
+    int lo_above = lo->interval != 3 && lo->s.lo > 0, have = t->interval != 3;
+    if (hi_below && lo_above) return "flips";
+    if (have && t->s.hi < 0 && !hi_below) return "shrinks";
+    if (have && t->s.lo <= 0 && t->s.hi >= 0 && hi_above) return "persists";
+    if (have && t->s.lo > 0) return "grows";
+    return NULL;
+}
+
+/* across = AXIS: the deciding element is the one at the axis's largest value
+ * − the one at its smallest (Welch over their seeds); the others are shown. */
 static void cl_across(const claims_row *row, claims_result *res, int ok) {
     int lo = -1, hi = -1;
     for (int k = 0; k < res->ne; k++) {
-        int rk = cl_scale_rank(res->e[k].label + 6); /* label "scale X" */
-        if (lo < 0 || rk < cl_scale_rank(res->e[lo].label + 6)) lo = k;
-        if (hi < 0 || rk > cl_scale_rank(res->e[hi].label + 6)) hi = k;
+        if (lo < 0 || res->e[k].at < res->e[lo].at) lo = k;
+        if (hi < 0 || res->e[k].at > res->e[hi].at) hi = k;
     }
     for (int k = 0; k < res->ne; k++) res->e[k].v = CV_DESCRIBED;
-    if (res->ne < 2 || lo == hi || res->ne >= CLAIMS_ELEMS) {
+    if (res->ne < 2 || lo == hi || res->e[lo].at == res->e[hi].at || res->ne >= CLAIMS_ELEMS) {
         res->ne = 0;
-        snprintf(res->why, sizeof res->why, "not measured: needs pairs at two or more scales (depths); the registry "
-                 "has them at %d", ok);
+        snprintf(res->why, sizeof res->why, "not measured: needs pairs at two or more values of %s; the registry "
+                 "has them at %d", row->across, ok);
         return;
     }
     char lab_hi[64], lab_lo[64];
@@ -983,15 +1087,30 @@ static void cl_across(const claims_row *row, claims_result *res, int ok) {
     snprintf(e->label, sizeof e->label, "%.28s − %.28s", lab_hi, lab_lo);
     e->s = st_welch(res->e[hi].s, res->e[lo].s, 0.95, &df);
     e->interval = isnan(e->s.lo) ? 3 : 0;
-    e->mde = NAN;
+    /* the Welch MDE: as st_mde with the pooled standard error in place of sd/√n */
+    double se = sqrt(res->e[hi].s.sd * res->e[hi].s.sd / res->e[hi].s.n + res->e[lo].s.sd * res->e[lo].s.sd /
+                     res->e[lo].s.n);
+    e->mde = isnan(df) || isnan(se) ? NAN : (st_t_quantile(0.975, df) + st_t_quantile(0.80, df)) * se;
+    e->underpowered = cl_underpowered(row, e->mde);
     e->v = cl_judge(row, e->s.lo, e->s.hi, e->interval != 3);
     char m[64], l[64], h[64];
     cl_fmt(m, sizeof m, row, e->s.mean);
     cl_fmt(l, sizeof l, row, e->s.lo);
     cl_fmt(h, sizeof h, row, e->s.hi);
     if (e->interval == 0) snprintf(e->ours, sizeof e->ours, "%s [%s, %s] (Welch 95 %% interval, df %.1f)", m, l, h, df);
-    else snprintf(e->ours, sizeof e->ours, "%s (fewer than two seeds at a scale: no interval)", m);
+    else snprintf(e->ours, sizeof e->ours, "%s (fewer than two seeds at a value: no interval)", m);
+    if (!isnan(e->mde)) {
+        char md[64];
+        cl_fmt(md, sizeof md, row, e->mde);
+        cl_app(e->ours, sizeof e->ours, "; MDE %s%s", md, e->underpowered ? " — **underpowered**" : "");
+    }
     res->v = e->v;
+    if (!strcmp(row->reading, "trend")) {
+        const char *w = cl_trend_word(e, &res->e[hi], &res->e[lo]);
+        cl_app(res->why, sizeof res->why, "%sreading: %s", res->why[0] ? "; " : "",
+               w ? w : "none of flips / shrinks / persists / grows holds (the intervals are too wide to say)");
+        if (w) cl_app(e->ours, sizeof e->ours, " — **%s**", w);
+    }
 }
 
 /* The row's verdict from its elements: each must hold. */
@@ -1048,15 +1167,52 @@ static int cl_blocks(cl_ctx *c, const runset_run *const *g, int n) {
     return ok;
 }
 
+/* Replace every "@pilot" of src by val into out. */
+static void cl_subst_pilot(const char *src, const char *val, char *out, size_t n) {
+    out[0] = 0;
+    for (const char *p = src; *p;) {
+        const char *q = strstr(p, "@pilot");
+        cl_app(out, n, "%.*s", (int)(q ? (size_t)(q - p) : strlen(p)), p);
+        if (!q) break;
+        cl_app(out, n, "%s", val);
+        p = q + 6;
+    }
+}
+
+/* A row with "@pilot" in runs or versus: not measured until the row's
+ * pilot = names the pilot's choice, then judged with it in place. */
+static void cl_eval_pilot(const claims_row *row, const runset *rs, claims_result *res) {
+    static claims_row one; /* ~10 KB: static, one row at a time (not re-entered: one has no @pilot left) */
+    if (!row->pilot[0] || strstr(row->pilot, "@pilot")) {
+        memset(res, 0, sizeof *res);
+        res->row = row;
+        res->v = CV_NOT_MEASURED;
+        snprintf(res->why, sizeof res->why, "not measured: the pilot's choice is not filled in (write pilot = VALUE in "
+                 "row [%s] once the pilot has chosen it; it replaces @pilot in runs and versus)", row->id);
+        return;
+    }
+    one = *row;
+    cl_subst_pilot(row->runs, row->pilot, one.runs, sizeof one.runs);
+    cl_subst_pilot(row->versus, row->pilot, one.versus, sizeof one.versus);
+    claims_eval(&one, rs, res);
+    res->row = row;
+    cl_app(res->measured, sizeof res->measured, "%sthe pilot's choice: %s", res->measured[0] ? "; " : "", row->pilot);
+}
+
 void claims_eval(const claims_row *row, const runset *rs, claims_result *res) {
     memset(res, 0, sizeof *res);
     res->row = row;
     res->v = CV_NOT_MEASURED;
-    cl_ctx c = {rs, row, res, "", ""};
-    if (row->versus[0]) {
-        size_t k = strcspn(row->versus, "=");
+    if (strstr(row->runs, "@pilot") || strstr(row->versus, "@pilot")) {
+        cl_eval_pilot(row, rs, res);
+        return;
+    }
+    cl_ctx c = {rs, row, res, "", "", ""};
+    if (row->versus[0]) { /* "axis=value [key=value …]" */
+        size_t w = strcspn(row->versus, " \t"), k = strcspn(row->versus, "=");
         snprintf(c.axis, sizeof c.axis, "%.*s", (int)k, row->versus);
-        snprintf(c.axis_val, sizeof c.axis_val, "%s", row->versus + k + (row->versus[k] ? 1 : 0));
+        snprintf(c.axis_val, sizeof c.axis_val, "%.*s", (int)(w > k ? w - k - 1 : 0), row->versus + k + 1);
+        c.vextra = row->versus + w + strspn(row->versus + w, " \t");
     }
     if (!strncmp(row->quantity, "bench_", 6)) {
         if (cl_bench(&c, &res->e[0])) return;
@@ -1104,8 +1260,8 @@ void claims_eval(const claims_row *row, const runset *rs, claims_result *res) {
         claims_elem *e = &res->e[res->ne];
         memset(e, 0, sizeof *e);
         const runset_run *r0 = pk[gs[k]];
-        if (!strcmp(row->each, "lambda")) snprintf(e->label, sizeof e->label, "λ = %g", r0->t.lambda);
-        else if (!strcmp(row->each, "scale")) snprintf(e->label, sizeof e->label, "scale %s", r0->t.scale);
+        cl_label(row->each, r0, e->label, sizeof e->label);
+        e->at = row->across[0] ? cl_axis_at(row->across, r0) : 0;
         char keep[CLAIMS_TEXT];
         snprintf(keep, sizeof keep, "%s", res->why);
         if (cl_elem(&c, pk + gs[k], gs[k + 1] - gs[k], e) == 0) {
@@ -1121,7 +1277,7 @@ void claims_eval(const claims_row *row, const runset *rs, claims_result *res) {
     }
     free(pk);
     if (!ok) return; /* res->why says why */
-    if (row->across) {
+    if (row->across[0]) {
         cl_across(row, res, ok);
         return;
     }
