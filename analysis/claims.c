@@ -705,7 +705,8 @@ static int cl_sample_choose(cl_ctx *c, const runset_run *const *g, int n, cl_sam
                          c->axis_val, row->metric_b[0] ? row->metric_b : row->metric);
                 return -1;
             }
-            cl_app(res->measured, sizeof res->measured, "; partner (%s=%s): %s", c->axis, c->axis_val, mb);
+            cl_app(res->measured, sizeof res->measured, "; partner (%s=%s%s%s): %s", c->axis, c->axis_val,
+                   c->vextra[0] ? " " : "", c->vextra, mb);
         }
     } else if (!strcmp(q, "within")) {
         if (cl_choose(row->metric_b, g, n, row->agg, mb, ml) < 0) {
