@@ -426,7 +426,13 @@ double claims_operating_alpha(const claims_file *cf, const char *data) {
 
 /* 1 when r matches the word key=val (scale and lambda resolved by the caller). */
 static int cl_match_word(const runset_run *r, const char *key, const char *val) {
-    if (!strcmp(key, "experiment")) return cl_like(r->t.experiment, val);
+    if (!strcmp(key, "experiment")) { /* "a|b*": any of the alternatives */
+        char alt[CLAIMS_TEXT];
+        snprintf(alt, sizeof alt, "%s", val);
+        for (char *save = NULL, *a = strtok_r(alt, "|", &save); a; a = strtok_r(NULL, "|", &save))
+            if (cl_like(r->t.experiment, a)) return 1;
+        return 0;
+    }
     if (!strcmp(key, "data")) return cl_like(r->t.data, val);
     if (!strcmp(key, "scale")) return !strcmp(r->t.scale, val);
     if (!strcmp(key, "value_residual")) return !strcmp(r->value_residual, val);

@@ -11,6 +11,7 @@
 #   - a matched-start SATFormer (sat_gate_bias=1, init 1.2) against ResFormer;
 #   - @pilot: not measured until the row's pilot = is filled in.
 set -u
+command -v sqlite3 > /dev/null || { echo "SKIP claims_q1: needs the sqlite3 command-line tool (apt-get install sqlite3)"; exit 0; }
 . "$(dirname "$0")/lib.sh"
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
 W=$(mktemp -d); trap 'rm -rf "$W"' EXIT
