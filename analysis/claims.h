@@ -133,6 +133,11 @@ claims_verdict claims_combine(const claims_result *res, int n, const char *claim
 
 const char *claims_verdict_name(claims_verdict v);
 
+/* Helpers of claims_file.c that claims.c shares: a number (0, or -1 when v is
+ * not one entirely) and a string trimmed of spaces, tabs and '\r' in place. */
+int claims_num(const char *v, double *out);
+char *claims_trim(char *s);
+
 /* The base scale of the Shakespeare comparisons (that of the SATFormer runs,
  * else of any Tiny Shakespeare run; "" none). */
 void claims_base_scale(const runset *rs, char *out, size_t n);
