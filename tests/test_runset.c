@@ -246,6 +246,33 @@ int main(void) {
     ok("late key: h5 (tokenizer = char) partners h1 (no tokenizer), h6 (none) partners h2 (char)",
        runset_partner(&hs, h5, "value_residual", "none") == h1 && runset_partner(&hs, h6, "value_residual", "none") == h2);
     ok("partner of h8 (steps 200) is h3, not h1", runset_partner(&hs, h8, "value_residual", "none") == h3);
+    { /* Q1 controls: the value-residual axis frees model.resformer_*, so both ResFormer starts pair with one SATFormer */
+        long long q;
+        if (db_experiment_ensure(db, "q1-x", "", &q, err, sizeof err)) printf("FAIL q1 experiment: %s\n", err), fails++;
+        add_run(db, q, "q-sat", "[model]\nvalue_residual = satformer\n[train]\nseed = 1\n", 1.5);
+        add_run(db, q, "q-rf", "[model]\nvalue_residual = resformer\n[train]\nseed = 1\n", 1.25);
+        add_run(db, q, "q-rf09", "[model]\nvalue_residual = resformer\nresformer_lambda1_init = 0.09\n[train]\nseed = 1\n",
+                1.375);
+        add_run(db, q, "q-rf2", "[model]\nvalue_residual = resformer\n[train]\nseed = 2\n", 1.0);
+        runset qs = {0};
+        ok("q1: runset_load", runset_load(db, "q1-", &qs, err, sizeof err) == 0 && qs.n == 4);
+        const runset_run *qs1 = find(&qs, "q-sat"), *qr = find(&qs, "q-rf"), *qr9 = find(&qs, "q-rf09"), *all[4];
+        int np = qs1 ? runset_partners(&qs, qs1, "value_residual", "resformer", all, 4) : -1;
+        ok("runset_partners: both ResFormer starts of seed 1 (not seed 2), in run-set order",
+           np == 2 && ((all[0] == qr && all[1] == qr9) || (all[0] == qr9 && all[1] == qr)));
+        ok("runset_partners: max 1 still counts 2", qs1 && runset_partners(&qs, qs1, "value_residual", "resformer",
+                                                                            all, 1) == 2);
+        char v[64];
+        ok("runset_param_or_default: absent late key reads its default (auto)",
+           qr && runset_param_or_default(qr, "model.resformer_lambda1_init", v, sizeof v) && !strcmp(v, "auto"));
+        ok("runset_param_or_default: a stored value wins (0.09)",
+           qr9 && runset_param_or_default(qr9, "model.resformer_lambda1_init", v, sizeof v) && !strcmp(v, "0.09"));
+        ok("runset_param_or_default: train.weight_decay_policy absent reads matrices",
+           qr && runset_param_or_default(qr, "train.weight_decay_policy", v, sizeof v) && !strcmp(v, "matrices"));
+        ok("runset_param_or_default: a key the manifest does not know is 0",
+           qr && !runset_param_or_default(qr, "model.no_such_key", v, sizeof v) && !v[0]);
+        runset_free(&qs);
+    }
     {
         char *a = runset_group_key("[data]\nfile = x\n[train]\nseed = 1\n"),
              *b = runset_group_key("[data]\nfile = x\ntokenizer = char\n[train]\nseed = 2\n"),
