@@ -751,9 +751,8 @@ static void cl_across(const claims_row *row, claims_result *res, int ok) {
     if (e->interval == 0) snprintf(e->ours, sizeof e->ours, "%s [%s, %s] (Welch 95 %% interval, df %.1f)", m, l, h, df);
     else snprintf(e->ours, sizeof e->ours, "%s (fewer than two seeds at a value: no interval)", m);
     if (!isnan(e->mde)) {
-        char md[64];
-        cl_fmt(md, sizeof md, row, e->mde);
-        cl_app(e->ours, sizeof e->ours, "; MDE %s%s", md, e->underpowered ? " — **underpowered**" : "");
+        cl_app(e->ours, sizeof e->ours, "; MDE %.*f%s%s%s", row->digits, e->mde * row->scale, row->unit[0] ? " " : "",
+               row->unit, e->underpowered ? " — **underpowered**" : "");
     }
     res->v = e->v;
     if (!strcmp(row->reading, "trend")) {
@@ -907,6 +906,7 @@ void claims_eval(const claims_row *row, const runset *rs, claims_result *res) {
         if (ok) cl_combine_elems(res);
         return;
     }
+    char last[CLAIMS_TEXT] = ""; /* the last left-out element's reason */
     for (int k = 0; k < ng && res->ne < CLAIMS_ELEMS; k++) {
         claims_elem *e = &res->e[res->ne];
         memset(e, 0, sizeof *e);
@@ -923,10 +923,12 @@ void claims_eval(const claims_row *row, const runset *rs, claims_result *res) {
                          r0->t.data, r0->t.scale, r0->steps, r0->batch, r0->seq_len,
                          (double)r0->steps * r0->batch * r0->seq_len / 1e6, e->s.n, e->s.n == 1 ? "" : "s");
         } else if (row->each[0] && ng > 1) {
+            snprintf(last, sizeof last, "%s", res->why);
             snprintf(res->why, sizeof res->why, "%s", keep); /* an element without data is left out */
         }
     }
     free(pk);
+    if (!ok && !res->why[0]) snprintf(res->why, sizeof res->why, "%s", last); /* no element: the last one's reason */
     if (!ok) return; /* res->why says why */
     if (row->across[0]) {
         cl_across(row, res, ok);

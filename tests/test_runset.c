@@ -273,6 +273,56 @@ int main(void) {
            qr && !runset_param_or_default(qr, "model.no_such_key", v, sizeof v) && !v[0]);
         runset_free(&qs);
     }
+    { /* reading = trend: SATFormer − ResFormer d at 100 and 200 steps, three seeds, one experiment per word */
+        static const struct {
+            const char *word;
+            double d100[3], d200[3];
+        } cases[] = {{"flips", {0.5, 0.625, 0.75}, {-0.5, -0.625, -0.75}},
+                     {"persists", {0.5, 0.625, 0.75}, {0.375, 0.75, 0.625}},
+                     {"shrinks", {1.0, 1.125, 1.25}, {0.0, 0.125, -0.125}},
+                     {"grows", {0.0, 0.125, -0.125}, {1.0, 1.125, 1.25}}};
+        for (int c = 0; c < 4; c++) {
+            char name[32], id[64], ini[160];
+            long long x;
+            snprintf(name, sizeof name, "q2-%s", cases[c].word);
+            if (db_experiment_ensure(db, name, "", &x, err, sizeof err)) printf("FAIL %s: %s\n", name, err), fails++;
+            for (int st = 0; st < 2; st++)
+                for (int k = 0; k < 3; k++)
+                    for (int v = 0; v < 2; v++) {
+                        snprintf(id, sizeof id, "%s-%d-%d-%d", cases[c].word, st, k, v);
+                        /* lr apart per case: the same config in two experiments would be two partners */
+                        snprintf(ini, sizeof ini, "[model]\nvalue_residual = %s\n[train]\nsteps = %d\nseed = %d\n"
+                                 "lr = 0.00%d\n", v ? "satformer" : "resformer", st ? 200 : 100, k + 1, c + 1);
+                        add_run(db, x, id, ini, 2.0 + (v ? (st ? cases[c].d200[k] : cases[c].d100[k]) : 0));
+                    }
+        }
+        runset ts = {0};
+        ok("trend: runset_load", runset_load(db, "q2-", &ts, err, sizeof err) == 0 && ts.n == 48);
+        for (int c = 0; c < 4; c++) {
+            char text[1024];
+            snprintf(text, sizeof text, "[T]\nclaim = 9\npaper = p\nquantity = diff\nruns = experiment=q2-%s "
+                     "value_residual=satformer\neach = steps\nacross = steps\nreading = trend\nmetric = val/final.loss\n"
+                     "versus = value_residual=resformer model.resformer_lambda1_init=auto\nexpect = below 0\n"
+                     "unit = nats\n", cases[c].word);
+            claims_file tf;
+            claims_result tr;
+            char want[32];
+            snprintf(want, sizeof want, "**%s**", cases[c].word);
+            int parsed = claims_parse(text, "trend.ini", &tf, err, sizeof err) == 0;
+            if (parsed) claims_eval(&tf.rows[0], &ts, &tr);
+            ok(cases[c].word, parsed && tr.ne == 3 && strstr(tr.e[2].label, "200 steps − 100 steps") == tr.e[2].label &&
+                                  strstr(tr.e[2].ours, want) && strstr(tr.why, cases[c].word));
+            if (parsed) printf("     %s: ne %d, %s; %s\n", cases[c].word, tr.ne, tr.ne == 3 ? tr.e[2].ours : "", tr.why);
+            if (parsed) claims_free(&tf);
+        }
+        ok("reading without across rejected",
+           claims_parse("[A]\nclaim = 1\npaper = p\nquantity = value\nmetric = m\nreading = trend\n", "r.ini", &cf,
+                        err, sizeof err) == -1 && strstr(err, "needs across"));
+        ok("each = steps fuel rejected",
+           claims_parse("[A]\nclaim = 1\npaper = p\nquantity = value\nmetric = m\neach = steps fuel\n", "e.ini", &cf,
+                        err, sizeof err) == -1 && strstr(err, "each = 'steps fuel'"));
+        runset_free(&ts);
+    }
     {
         char *a = runset_group_key("[data]\nfile = x\n[train]\nseed = 1\n"),
              *b = runset_group_key("[data]\nfile = x\ntokenizer = char\n[train]\nseed = 2\n"),
