@@ -817,6 +817,40 @@ static int cl_blocks(cl_ctx *c, const runset_run *const *g, int n) {
     return ok;
 }
 
+/* reading = start / mechanism (PREREGISTRATION.md Q1): judge the row's own
+ * element against its given pair ("RUNS ; VERSUS", judged like the row) and
+ * print the pre-registered sentence where it applies:
+ *   start      the given pair (9b at 1000 steps, default starts) > 0 and this
+ *              (matched start) contains or lies below 0: the start explains the gap;
+ *   mechanism  the given pair (matched start) > 0 and this (weight decay on
+ *              every parameter) > 0: the gap persists: the mechanism at this scale. */
+static void cl_reading(const claims_row *row, const runset *rs, claims_result *res) {
+    static claims_row ref; /* ~10 KB: static, one row at a time */
+    static claims_result rr;
+    if (res->ne != 1) return;
+    ref = *row;
+    const char *semi = strchr(row->given, ';');
+    snprintf(ref.runs, sizeof ref.runs, "%.*s", (int)(semi - row->given), row->given);
+    snprintf(ref.versus, sizeof ref.versus, "%s", semi + 1);
+    memmove(ref.runs, claims_trim(ref.runs), strlen(claims_trim(ref.runs)) + 1);
+    memmove(ref.versus, claims_trim(ref.versus), strlen(claims_trim(ref.versus)) + 1);
+    ref.reading[0] = ref.given[0] = 0;
+    claims_eval(&ref, rs, &rr);
+    if (rr.ne != 1 || rr.e[0].interval == 3) {
+        cl_app(res->why, sizeof res->why, "%sreading: not yet (the reference pair `%s` is not measured with an "
+               "interval)", res->why[0] ? "; " : "", row->given);
+        return;
+    }
+    const claims_elem *g = &rr.e[0], *e = &res->e[0];
+    int g_above = g->s.lo > 0, have = e->interval != 3;
+    const char *say = NULL;
+    if (!strcmp(row->reading, "start") && g_above && have && e->s.lo <= 0) say = "**the start explains the gap**";
+    else if (!strcmp(row->reading, "mechanism") && g_above && have && e->s.lo > 0)
+        say = "**the mechanism at this scale** (the gap persists under matched starts and weight decay on every parameter)";
+    cl_app(res->why, sizeof res->why, "%sreading (against %s: %s): %s", res->why[0] ? "; " : "", row->given, g->ours,
+           say ? say : "the pre-registered sentence does not apply");
+}
+
 /* Replace every "@pilot" of src by val into out. */
 static void cl_subst_pilot(const char *src, const char *val, char *out, size_t n) {
     out[0] = 0;
@@ -935,6 +969,7 @@ void claims_eval(const claims_row *row, const runset *rs, claims_result *res) {
         return;
     }
     cl_combine_elems(res);
+    if (row->given[0]) cl_reading(row, rs, res);
 }
 
 claims_verdict claims_combine(const claims_result *res, int n, const char *claim) {

@@ -66,7 +66,9 @@ typedef struct {
                                    * labelled by them; "block": one element per gated block */
     char across[16];              /* "": none; scale, steps or n_layer (one of each's words): judge the element
                                    * at that axis's largest value − the one at its smallest (Welch) */
-    char reading[16];             /* "": none; "trend": across's element read as flips/shrinks/persists/grows */
+    char reading[16];             /* "": none; "trend": across's element read as flips/shrinks/persists/grows;
+                                   * "start" / "mechanism": Q1's sentence from this row and its `given` pair */
+    char given[CLAIMS_TEXT];      /* reading start/mechanism: "RUNS ; VERSUS" of the reference pair it reads against */
     char pilot[64];               /* the value that replaces "@pilot" in runs and versus ("": not yet chosen) */
     char agg[32];                 /* analysis patterns: mean, gini, share_below X */
     double floor, ceiling;        /* guards (NaN: none) */

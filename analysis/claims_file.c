@@ -54,7 +54,8 @@ static int cl_set(claims_row *r, const char *key, const char *v, char *msg, size
                 {"each", r->each, sizeof r->each},             {"agg", r->agg, sizeof r->agg},
                 {"bench_a", r->bench_a, sizeof r->bench_a},    {"bench_b", r->bench_b, sizeof r->bench_b},
                 {"unit", r->unit, sizeof r->unit},             {"note", r->note, sizeof r->note},
-                {"pareto", r->pareto, sizeof r->pareto},       {"pilot", r->pilot, sizeof r->pilot}};
+                {"pareto", r->pareto, sizeof r->pareto},       {"pilot", r->pilot, sizeof r->pilot},
+                {"given", r->given, sizeof r->given}};
     for (size_t k = 0; k < sizeof text / sizeof text[0]; k++)
         if (!strcmp(key, text[k].key)) {
             if (strlen(v) >= text[k].n) {
@@ -105,8 +106,9 @@ static int cl_set(claims_row *r, const char *key, const char *v, char *msg, size
         return 0;
     }
     if (!strcmp(key, "reading")) {
-        if (strcmp(v, "trend")) {
-            snprintf(msg, ml, "reading = '%s': only 'trend' (flips / shrinks / persists / grows)", v);
+        if (strcmp(v, "trend") && strcmp(v, "start") && strcmp(v, "mechanism")) {
+            snprintf(msg, ml, "reading = '%s': trend (flips / shrinks / persists / grows), start or mechanism "
+                     "(PREREGISTRATION.md Q1's sentences, with given = RUNS ; VERSUS)", v);
             return -1;
         }
         snprintf(r->reading, sizeof r->reading, "%s", v);
@@ -193,8 +195,11 @@ static int cl_check(const claims_row *r, char *msg, size_t ml) {
         return snprintf(msg, ml, "row [%s]: lambda=@alpha needs alpha = the paper's α", r->id), -1;
     if (r->across[0] && !cl_has_word(r->each, r->across))
         return snprintf(msg, ml, "row [%s]: across = %s needs %s among each's words", r->id, r->across, r->across), -1;
-    if (r->reading[0] && !r->across[0])
+    if (!strcmp(r->reading, "trend") && !r->across[0])
         return snprintf(msg, ml, "row [%s]: reading = %s needs across = AXIS", r->id, r->reading), -1;
+    if (r->reading[0] && strcmp(r->reading, "trend") && (!strchr(r->given, ';') || r->across[0] || r->each[0]))
+        return snprintf(msg, ml, "row [%s]: reading = %s needs given = RUNS ; VERSUS (the reference pair) and "
+                        "no each/across", r->id, r->reading), -1;
     if (cl_each_check(r->each))
         return snprintf(msg, ml, "row [%s]: each = '%s': block alone, or words of lambda, scale, steps, n_layer", r->id,
                         r->each), -1;

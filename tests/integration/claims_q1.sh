@@ -92,6 +92,18 @@ versus = value_residual=resformer model.resformer_lambda1_init=auto
 expect = below 0
 digits = 6
 unit = nats
+[start]
+claim = 9-start
+paper = the start explains the gap, or not
+quantity = diff
+runs = value_residual=satformer model.sat_gate_bias=1 model.sat_gate_bias_init=1.2
+metric = val/final.loss
+versus = value_residual=resformer model.resformer_lambda1_init=auto
+reading = start
+given = experiment=paper-q1b value_residual=satformer steps=5 ; value_residual=resformer model.resformer_lambda1_init=auto
+expect = below 0
+digits = 6
+unit = nats
 [gate]
 claim = 9-gate
 paper = the pilot's gate function − ResFormer
@@ -194,6 +206,11 @@ d = paired(L[("satformer", 5, False, True)], rf(5))
 got = nums(row("bias").split("|")[4])
 check("row bias (matched start): %s = hand %.6f [%.6f, %.6f]" % (got[:3], d[0], d[1], d[2]),
       len(got) >= 3 and all(abs(g - w) < 1.5e-6 for g, w in zip(got, d[:3])))
+rs_ = row("start")
+applies = d5[1] > 0 and paired(L[("satformer", 5, False, True)], rf(5))[1] <= 0
+check("row start: the reference pair (9b at 5 steps) printed and the sentence %s" % ("applies" if applies else "does not apply"),
+      ("%.6f" % d5[0]).lstrip("0") in rs_.replace("+", "") and
+      (("the start explains the gap" in rs_) if applies else ("the pre-registered sentence does not apply" in rs_)))
 check("row gate: not measured until pilot = is filled in", "the pilot's choice is not filled in" in row("gate"))
 sys.exit(1 if bad else 0)
 PY
