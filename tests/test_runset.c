@@ -321,6 +321,30 @@ int main(void) {
         ok("each = steps fuel rejected",
            claims_parse("[A]\nclaim = 1\npaper = p\nquantity = value\nmetric = m\neach = steps fuel\n", "e.ini", &cf,
                         err, sizeof err) == -1 && strstr(err, "each = 'steps fuel'"));
+        static const struct {
+            const char *reading, *runs, *says;
+        } rd[] = {{"start", "q2-shrinks", "the start explains the gap"},     /* given > 0, this contains 0 */
+                  {"start", "q2-grows", "sentence does not apply"},        /* given > 0, this > 0 */
+                  {"mechanism", "q2-grows", "the mechanism at this scale"}, /* given > 0, this > 0 */
+                  {"mechanism", "q2-shrinks", "sentence does not apply"}};
+        for (int c = 0; c < 4; c++) {
+            char text[1024], what[128];
+            snprintf(text, sizeof text, "[R]\nclaim = 9\npaper = p\nquantity = diff\nruns = experiment=%s "
+                     "value_residual=satformer steps=200\nmetric = val/final.loss\nversus = value_residual=resformer\n"
+                     "reading = %s\ngiven = experiment=q2-flips value_residual=satformer steps=100 ; "
+                     "value_residual=resformer\nexpect = below 0\nunit = nats\n", rd[c].runs, rd[c].reading);
+            claims_file tf;
+            claims_result tr;
+            int parsed = claims_parse(text, "reading.ini", &tf, err, sizeof err) == 0;
+            if (parsed) claims_eval(&tf.rows[0], &ts, &tr);
+            snprintf(what, sizeof what, "reading = %s on %s at 200 steps against q2-flips at 100: %s", rd[c].reading,
+                     rd[c].runs, rd[c].says);
+            ok(what, parsed && tr.ne == 1 && strstr(tr.why, rd[c].says));
+            if (parsed) claims_free(&tf);
+        }
+        ok("reading = start without given rejected",
+           claims_parse("[A]\nclaim = 1\npaper = p\nquantity = diff\nmetric = m\nversus = value_residual=none\n"
+                        "reading = start\n", "g.ini", &cf, err, sizeof err) == -1 && strstr(err, "needs given"));
         runset_free(&ts);
     }
     {
