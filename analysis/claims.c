@@ -1,5 +1,6 @@
 /*
- * claims.c — the claims file reader and the one evaluator (claims.h).
+ * claims.c — the one evaluator of claims rows (claims.h); the file reader is
+ * claims_file.c.
  *
  * Evaluating a row: pick the runs (runset.h: the row's `runs` words), split
  * them into groups (the run set's one "same but for the seed" rule), choose
@@ -13,14 +14,13 @@
  * The MDE of a row is that of a one-sample t test on its per-seed values at
  * two-sided 5 % and 80 % power, (t_{0.975,n−1} + t_{0.8,n−1})·sd/√n; a row
  * is underpowered when the paper's distance from the threshold,
- * |paper_value − threshold|, is below it (the paper's effect could not be
+ * |paper_value − threshold| (a direction-only row in nats: 0.01 nats), is below it (the paper's effect could not be
  * told from the threshold at this n even if it were true).
  *
  * Not here: loading runs (runset.c), rendering (paper.c).
  */
 #include "claims.h"
 
-#include <errno.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -28,326 +28,6 @@
 #include <string.h>
 
 #define CL_MAXRUNS 64
-
-/* ---- reading a claims file ---- */
-
-static void cl_row_defaults(claims_row *r) {
-    memset(r, 0, sizeof *r);
-    r->paper_value = r->alpha = r->threshold = r->floor = r->ceiling = NAN;
-    r->scale = 1;
-    r->digits = 4;
-    snprintf(r->expect, sizeof r->expect, "none");
-}
-
-static int cl_num(const char *v, double *out) {
-    char *end = NULL;
-    errno = 0;
-    double x = strtod(v, &end);
-    if (end == v || *end || errno || !isfinite(x)) return -1;
-    *out = x;
-    return 0;
-}
-
-static const char *const cl_quantities[] = {"value",     "diff",      "rel",       "within",       "vs_curve",
-                                            "rho",       "bench_ratio", "bench_gap", "bench_rss", "bench_sparse"};
-
-static int cl_quantity_known(const char *q) {
-    for (size_t k = 0; k < sizeof cl_quantities / sizeof cl_quantities[0]; k++)
-        if (!strcmp(q, cl_quantities[k])) return 1;
-    return 0;
-}
-
-/* Set key of row r; -1 with a message on a bad key or value. */
-static int cl_set(claims_row *r, const char *key, const char *v, char *msg, size_t ml) {
-    const struct {
-        const char *key;
-        char *dst;
-        size_t n;
-    } text[] = {{"claim", r->claim, sizeof r->claim},          {"paper", r->paper, sizeof r->paper},
-                {"quantity", r->quantity, sizeof r->quantity}, {"runs", r->runs, sizeof r->runs},
-                {"metric", r->metric, sizeof r->metric},       {"metric_b", r->metric_b, sizeof r->metric_b},
-                {"versus", r->versus, sizeof r->versus},       {"curve", r->curve, sizeof r->curve},
-                {"alpha_metric", r->alpha_metric, sizeof r->alpha_metric},
-                {"each", r->each, sizeof r->each},             {"agg", r->agg, sizeof r->agg},
-                {"bench_a", r->bench_a, sizeof r->bench_a},    {"bench_b", r->bench_b, sizeof r->bench_b},
-                {"unit", r->unit, sizeof r->unit},             {"note", r->note, sizeof r->note},
-                {"pareto", r->pareto, sizeof r->pareto}};
-    for (size_t k = 0; k < sizeof text / sizeof text[0]; k++)
-        if (!strcmp(key, text[k].key)) {
-            if (strlen(v) >= text[k].n) {
-                snprintf(msg, ml, "the value of %s is longer than %zu bytes: shorten it", key, text[k].n - 1);
-                return -1;
-            }
-            snprintf(text[k].dst, text[k].n, "%s", v);
-            if (!strcmp(key, "pareto") && strncmp(v, "saved ", 6) && strncmp(v, "cost ", 5)) {
-                snprintf(msg, ml, "pareto = '%s': write 'saved LABEL' or 'cost LABEL'", v);
-                return -1;
-            }
-            if (!strcmp(key, "quantity") && !cl_quantity_known(v)) {
-                snprintf(msg, ml, "unknown quantity '%s' (value, diff, rel, within, vs_curve, rho, bench_ratio, "
-                                  "bench_gap, bench_rss, bench_sparse)", v);
-                return -1;
-            }
-            return 0;
-        }
-    const struct {
-        const char *key;
-        double *dst;
-    } num[] = {{"paper_value", &r->paper_value}, {"alpha", &r->alpha},     {"floor", &r->floor},
-               {"ceiling", &r->ceiling},         {"scale", &r->scale}};
-    for (size_t k = 0; k < sizeof num / sizeof num[0]; k++)
-        if (!strcmp(key, num[k].key)) {
-            if (cl_num(v, num[k].dst)) {
-                snprintf(msg, ml, "%s = '%s' is not a number", key, v);
-                return -1;
-            }
-            return 0;
-        }
-    if (!strcmp(key, "digits")) {
-        double d;
-        if (cl_num(v, &d) || d < 0 || d > 8 || d != floor(d)) {
-            snprintf(msg, ml, "digits = '%s': give an integer 0..8", v);
-            return -1;
-        }
-        r->digits = (int)d;
-        return 0;
-    }
-    if (!strcmp(key, "across")) {
-        if (strcmp(v, "scale")) {
-            snprintf(msg, ml, "across = '%s': only 'scale' (the deepest scale's element − the shallowest's)", v);
-            return -1;
-        }
-        r->across = 1;
-        return 0;
-    }
-    if (!strcmp(key, "context")) {
-        if (strcmp(v, "yes") && strcmp(v, "no")) {
-            snprintf(msg, ml, "context = '%s': yes or no", v);
-            return -1;
-        }
-        r->context = !strcmp(v, "yes");
-        return 0;
-    }
-    if (!strcmp(key, "expect")) { /* "above X", "below X" or "none" */
-        char side[16] = "", rest[64] = "";
-        if (!strcmp(v, "none")) {
-            snprintf(r->expect, sizeof r->expect, "none");
-            return 0;
-        }
-        if (sscanf(v, "%15s %63s", side, rest) != 2 || (strcmp(side, "above") && strcmp(side, "below")) ||
-            cl_num(rest, &r->threshold)) {
-            snprintf(msg, ml, "expect = '%s': write 'above X', 'below X' or 'none'", v);
-            return -1;
-        }
-        snprintf(r->expect, sizeof r->expect, "%s", side);
-        return 0;
-    }
-    snprintf(msg, ml, "unknown key '%s'", key);
-    return -1;
-}
-
-static char *cl_trim(char *s) {
-    while (*s == ' ' || *s == '\t') s++;
-    size_t l = strlen(s);
-    while (l && (s[l - 1] == ' ' || s[l - 1] == '\t' || s[l - 1] == '\r')) s[--l] = 0;
-    return s;
-}
-
-/* Check a finished row; -1 with a message. */
-static int cl_check(const claims_row *r, char *msg, size_t ml) {
-    if (!r->claim[0]) return snprintf(msg, ml, "row [%s] has no claim = (the claim it belongs to)", r->id), -1;
-    if (!r->paper[0]) return snprintf(msg, ml, "row [%s] has no paper = (what the paper says)", r->id), -1;
-    if (!r->quantity[0]) return snprintf(msg, ml, "row [%s] has no quantity =", r->id), -1;
-    int bench = !strncmp(r->quantity, "bench_", 6);
-    if (bench && !r->bench_a[0]) return snprintf(msg, ml, "row [%s]: a bench quantity needs bench_a = RUN", r->id), -1;
-    if (!bench && !r->metric[0]) return snprintf(msg, ml, "row [%s] has no metric = split/name", r->id), -1;
-    int paired = !strcmp(r->quantity, "diff") || !strcmp(r->quantity, "rel") || !strcmp(r->quantity, "vs_curve");
-    if (paired) {
-        char axis[64];
-        snprintf(axis, sizeof axis, "%.*s", (int)strcspn(r->versus, "="), r->versus);
-        if (!strchr(r->versus, '=') || !runset_axis_known(axis))
-            return snprintf(msg, ml, "row [%s]: %s needs versus = AXIS=VALUE with a known axis (depth_routing, "
-                                     "value_residual, cross_layer, task, tsa_lambda, scale)", r->id, r->quantity), -1;
-    }
-    if (!strcmp(r->quantity, "within") && !r->metric_b[0])
-        return snprintf(msg, ml, "row [%s]: within needs metric_b = (the metric subtracted)", r->id), -1;
-    if (!strcmp(r->quantity, "vs_curve") && !r->curve[0])
-        return snprintf(msg, ml, "row [%s]: vs_curve needs curve = split/prefix (e.g. ablation/exit.tau)", r->id), -1;
-    if (strstr(r->runs, "@alpha") && isnan(r->alpha))
-        return snprintf(msg, ml, "row [%s]: lambda=@alpha needs alpha = the paper's α", r->id), -1;
-    if (r->across && strcmp(r->each, "scale"))
-        return snprintf(msg, ml, "row [%s]: across = scale needs each = scale", r->id), -1;
-    if (r->each[0] && strcmp(r->each, "lambda") && strcmp(r->each, "scale") && strcmp(r->each, "block"))
-        return snprintf(msg, ml, "row [%s]: each = '%s': lambda, scale or block", r->id, r->each), -1;
-    if (!strcmp(r->each, "block") && !strstr(r->metric, "{b}"))
-        return snprintf(msg, ml, "row [%s]: each = block needs {b} (the block) in metric", r->id), -1;
-    if (r->agg[0] && strcmp(r->agg, "mean") && strcmp(r->agg, "gini") && strncmp(r->agg, "share_below ", 12))
-        return snprintf(msg, ml, "row [%s]: agg = '%s': mean, gini or share_below X", r->id, r->agg), -1;
-    return 0;
-}
-
-int claims_parse(const char *text, const char *name, claims_file *cf, char *err, size_t errlen) {
-    memset(cf, 0, sizeof *cf);
-    int cap = 0, line_no = 0, rc = -1;
-    enum { NONE, ROW, DISCLOSURE, HEAD } in = NONE;
-    char msg[400] = "";
-    for (const char *p = text; *p;) {
-        const char *e = strchr(p, '\n');
-        size_t len = e ? (size_t)(e - p) : strlen(p);
-        line_no++;
-        char line[4096];
-        if (len >= sizeof line) {
-            snprintf(msg, sizeof msg, "line longer than %zu bytes", sizeof line - 1);
-            goto bad;
-        }
-        memcpy(line, p, len);
-        line[len] = 0;
-        p += len + (e ? 1 : 0);
-        char *s = cl_trim(line);
-        if (!*s || *s == '#' || *s == ';') continue;
-        if (*s == '[') {
-            char *r = strchr(s, ']');
-            if (!r || r[1]) {
-                snprintf(msg, sizeof msg, "a section line is [name] with nothing after it");
-                goto bad;
-            }
-            *r = 0;
-            char *sec = cl_trim(s + 1);
-            if (!strcmp(sec, "report")) {
-                in = HEAD;
-            } else if (!strncmp(sec, "disclosure", 10)) {
-                if (cf->n_disclosures == 16) {
-                    snprintf(msg, sizeof msg, "more than 16 disclosures");
-                    goto bad;
-                }
-                cf->n_disclosures++;
-                in = DISCLOSURE;
-            } else {
-                if (!*sec || strlen(sec) >= sizeof cf->rows[0].id) {
-                    snprintf(msg, sizeof msg, "a row id is 1..31 bytes");
-                    goto bad;
-                }
-                for (int k = 0; k < cf->n; k++)
-                    if (!strcmp(cf->rows[k].id, sec)) {
-                        snprintf(msg, sizeof msg, "row [%s] twice", sec);
-                        goto bad;
-                    }
-                if (cf->n && cl_check(&cf->rows[cf->n - 1], msg, sizeof msg)) goto bad;
-                if (cf->n == cap) {
-                    cap = cap ? 2 * cap : 32;
-                    claims_row *nr = realloc(cf->rows, (size_t)cap * sizeof *nr);
-                    if (!nr) {
-                        snprintf(msg, sizeof msg, "out of memory");
-                        goto bad;
-                    }
-                    cf->rows = nr;
-                }
-                cl_row_defaults(&cf->rows[cf->n]);
-                snprintf(cf->rows[cf->n].id, sizeof cf->rows[cf->n].id, "%s", sec);
-                cf->n++;
-                in = ROW;
-            }
-            continue;
-        }
-        char *eq = strchr(s, '=');
-        if (!eq) {
-            snprintf(msg, sizeof msg, "expected key = value or [section]");
-            goto bad;
-        }
-        *eq = 0;
-        char *key = cl_trim(s), *val = cl_trim(eq + 1);
-        if (in == NONE) {
-            snprintf(msg, sizeof msg, "key '%s' before any [section]", key);
-            goto bad;
-        }
-        if (in == HEAD || in == DISCLOSURE) {
-            if (strcmp(key, in == HEAD ? "title" : "text")) {
-                snprintf(msg, sizeof msg, "unknown key '%s' (a [%s] section takes %s =)", key,
-                         in == HEAD ? "report" : "disclosure", in == HEAD ? "title" : "text");
-                goto bad;
-            }
-            char *dst = in == HEAD ? cf->title : cf->disclosures[cf->n_disclosures - 1];
-            if (strlen(val) >= CLAIMS_TEXT) {
-                snprintf(msg, sizeof msg, "%s is longer than %d bytes", key, CLAIMS_TEXT - 1);
-                goto bad;
-            }
-            snprintf(dst, CLAIMS_TEXT, "%s", val);
-            continue;
-        }
-        if (cl_set(&cf->rows[cf->n - 1], key, val, msg, sizeof msg)) goto bad;
-    }
-    if (cf->n && cl_check(&cf->rows[cf->n - 1], msg, sizeof msg)) {
-        line_no = -1;
-        goto bad;
-    }
-    if (!cf->n) {
-        snprintf(msg, sizeof msg, "no rows");
-        line_no = -1;
-        goto bad;
-    }
-    return 0;
-bad:
-    if (line_no > 0) snprintf(err, errlen, "%s:%d: %s", name, line_no, msg);
-    else snprintf(err, errlen, "%s: %s", name, msg);
-    claims_free(cf);
-    return rc;
-}
-
-int claims_load(const char *path, claims_file *cf, char *err, size_t errlen) {
-    memset(cf, 0, sizeof *cf);
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        snprintf(err, errlen, "cannot read the claims file %s: %s", path, strerror(errno));
-        return -1;
-    }
-    size_t cap = 1 << 16, n = 0;
-    char *buf = malloc(cap);
-    for (size_t k; buf && (k = fread(buf + n, 1, cap - n - 1, f)) > 0;) {
-        n += k;
-        if (n + 1 == cap) {
-            char *b = realloc(buf, cap *= 2);
-            if (!b) {
-                free(buf);
-                buf = NULL;
-            } else {
-                buf = b;
-            }
-        }
-    }
-    fclose(f);
-    if (!buf) {
-        snprintf(err, errlen, "out of memory reading %s", path);
-        return -1;
-    }
-    buf[n] = 0;
-    if (strlen(buf) != n) {
-        free(buf);
-        snprintf(err, errlen, "%s holds a NUL byte: it is not a text file", path);
-        return -1;
-    }
-    int rc = claims_parse(buf, path, cf, err, errlen);
-    free(buf);
-    return rc;
-}
-
-void claims_free(claims_file *cf) {
-    free(cf->rows);
-    cf->rows = NULL;
-    cf->n = 0;
-}
-
-const char *claims_verdict_name(claims_verdict v) {
-    switch (v) {
-    case CV_YES: return "reproduced";
-    case CV_MAGNITUDE: return "direction reproduced, magnitude differs";
-    case CV_NO: return "not reproduced";
-    case CV_INCONCLUSIVE: return "inconclusive";
-    case CV_UNINFORMATIVE: return "uninformative";
-    case CV_DESCRIBED: return "described (no threshold)";
-    case CV_NOT_MEASURED: break;
-    }
-    return "not measured";
-}
 
 /* ---- picking runs ---- */
 
@@ -390,7 +70,13 @@ double claims_operating_alpha(const claims_file *cf, const char *data) {
 
 /* 1 when r matches the word key=val (scale and lambda resolved by the caller). */
 static int cl_match_word(const runset_run *r, const char *key, const char *val) {
-    if (!strcmp(key, "experiment")) return cl_like(r->t.experiment, val);
+    if (!strcmp(key, "experiment")) { /* "a|b*": any of the alternatives */
+        char alt[CLAIMS_TEXT];
+        snprintf(alt, sizeof alt, "%s", val);
+        for (char *save = NULL, *a = strtok_r(alt, "|", &save); a; a = strtok_r(NULL, "|", &save))
+            if (cl_like(r->t.experiment, a)) return 1;
+        return 0;
+    }
     if (!strcmp(key, "data")) return cl_like(r->t.data, val);
     if (!strcmp(key, "scale")) return !strcmp(r->t.scale, val);
     if (!strcmp(key, "value_residual")) return !strcmp(r->value_residual, val);
@@ -398,10 +84,12 @@ static int cl_match_word(const runset_run *r, const char *key, const char *val) 
     if (!strcmp(key, "cross_layer")) return !strcmp(r->cross_layer, val);
     if (!strcmp(key, "lambda")) {
         double want;
-        return !isnan(r->t.lambda) && !cl_num(val, &want) && fabs(r->t.lambda - want) < 1e-9;
+        return !isnan(r->t.lambda) && !claims_num(val, &want) && fabs(r->t.lambda - want) < 1e-9;
     }
-    char v[128];
-    if (strchr(key, '.')) return runset_param(r, key, v, sizeof v) && !strcmp(v, val);
+    if (!strcmp(key, "steps")) return r->steps == atol(val);
+    if (!strcmp(key, "n_layer")) return r->n_layer == atol(val);
+    char v[128]; /* a key the run's stored config predates reads as its default */
+    if (strchr(key, '.')) return runset_param_or_default(r, key, v, sizeof v) && !strcmp(v, val);
     return 0;
 }
 
@@ -495,7 +183,7 @@ static int cl_choose(const char *alts, const runset_run *const *runs, int n, con
     char any_s[CLAIMS_TEXT] = "";
     out[0] = 0;
     for (char *save = NULL, *a = strtok_r(buf, "|", &save); a; a = strtok_r(NULL, "|", &save), idx++) {
-        char *k = cl_trim(a);
+        char *k = claims_trim(a);
         int have = 0;
         for (int i = 0; i < n; i++) have += !isnan(cl_value(runs[i], k, agg));
         if (n && have == n) {
@@ -510,7 +198,7 @@ static int cl_choose(const char *alts, const runset_run *const *runs, int n, con
 
 static void cl_first_alt(const char *alts, char *out, size_t n) {
     snprintf(out, n, "%.*s", (int)strcspn(alts, "|"), alts);
-    char *t = cl_trim(out);
+    char *t = claims_trim(out);
     memmove(out, t, strlen(t) + 1);
 }
 
@@ -577,7 +265,23 @@ typedef struct {
     const claims_row *row;
     claims_result *res;
     char axis[64], axis_val[64];
+    const char *vextra; /* versus's words after the first: they narrow the partners to one */
 } cl_ctx;
+
+/* The one partner of a (c->axis=c->axis_val, narrowed by c->vextra), or
+ * NULL; *ambiguous counts partners when more than one is left. */
+static const runset_run *cl_partner(const cl_ctx *c, const runset_run *a, int *ambiguous) {
+    const runset_run *all[CL_MAXRUNS], *hit = NULL;
+    int n = runset_partners(c->rs, a, c->axis, c->axis_val, all, CL_MAXRUNS), k = 0;
+    *ambiguous = 0;
+    for (int i = 0; i < n && i < CL_MAXRUNS; i++)
+        if (!c->vextra[0] || cl_match(all[i], c->vextra, "", "")) {
+            hit = all[i];
+            k++;
+        }
+    if (k > 1) *ambiguous = k;
+    return k == 1 ? hit : NULL;
+}
 
 /* Record the runs (and their commits) a result rests on. */
 static void cl_note_run(claims_result *res, const runset_run *r) {
@@ -624,12 +328,20 @@ static int cl_sample_choose(cl_ctx *c, const runset_run *const *g, int n, cl_sam
     int np = 0;
     if (paired) {
         for (int i = 0; i < n; i++) {
-            partner[i] = runset_partner(c->rs, g[i], c->axis, c->axis_val);
+            int amb = 0;
+            partner[i] = cl_partner(c, g[i], &amb);
             np += partner[i] != NULL;
+            if (amb) {
+                snprintf(res->why, sizeof res->why, "not measured: %d runs pair with %s by seed (%s=%s%s%s): name which "
+                         "in versus with key=value words", amb, g[i]->t.run_id, c->axis, c->axis_val,
+                         c->vextra[0] ? " " : "", c->vextra);
+                return -1;
+            }
         }
         if (!np) {
-            snprintf(res->why, sizeof res->why, "not measured: no run pairs with %s by seed (%s=%s, everything else "
-                     "but the seed's bookkeeping equal)", g[0]->t.run_id, c->axis, c->axis_val);
+            snprintf(res->why, sizeof res->why, "not measured: no run pairs with %s by seed (%s=%s%s%s, everything else "
+                     "but the seed's bookkeeping equal)", g[0]->t.run_id, c->axis, c->axis_val, c->vextra[0] ? " " : "",
+                     c->vextra);
             return -1;
         }
         if (strcmp(q, "vs_curve")) {
@@ -643,7 +355,8 @@ static int cl_sample_choose(cl_ctx *c, const runset_run *const *g, int n, cl_sam
                          c->axis_val, row->metric_b[0] ? row->metric_b : row->metric);
                 return -1;
             }
-            cl_app(res->measured, sizeof res->measured, "; partner (%s=%s): %s", c->axis, c->axis_val, mb);
+            cl_app(res->measured, sizeof res->measured, "; partner (%s=%s%s%s): %s", c->axis, c->axis_val,
+                   c->vextra[0] ? " " : "", c->vextra, mb);
         }
     } else if (!strcmp(q, "within")) {
         if (cl_choose(row->metric_b, g, n, row->agg, mb, ml) < 0) {
@@ -732,6 +445,15 @@ static int cl_sample_values(cl_ctx *c, const runset_run *const *g, int n, cl_sam
     return 0;
 }
 
+/* The paper's effect (its distance from the threshold; for a direction-only
+ * row in nats, PREREGISTRATION.md's 0.01 nats) lies below the MDE. */
+static int cl_underpowered(const claims_row *row, double mde) {
+    if (isnan(mde) || !strcmp(row->expect, "none")) return 0;
+    double eff = !isnan(row->paper_value) ? fabs(row->paper_value - row->threshold)
+                                          : !strcmp(row->unit, "nats") ? 0.01 : NAN;
+    return !isnan(eff) && eff < mde;
+}
+
 /* One element over the runs g[0..n) of one group: its summary, interval,
  * MDE, guards, verdict and text.  Returns 0, or -1 with res->why saying what
  * is not measured. */
@@ -765,8 +487,7 @@ static int cl_elem(cl_ctx *c, const runset_run *const *g, int n, claims_elem *e)
         if (!isnan(e->s.lo) && !isnan(e->s.hi)) e->interval = 2;
     }
     e->mde = st_mde(e->s.n, e->s.sd);
-    e->underpowered = !isnan(e->mde) && !isnan(row->paper_value) && strcmp(row->expect, "none") &&
-                      fabs(row->paper_value - row->threshold) < e->mde;
+    e->underpowered = cl_underpowered(row, e->mde);
     /* guards: the reference at the ceiling, or everything at a trivial level */
     double ma_mean = st_describe(x, n, 0.95).mean, mb_mean = st_describe(y, n, 0.95).mean;
     e->v = cl_judge(row, e->s.lo, e->s.hi, e->interval != 3);
@@ -958,20 +679,54 @@ static int cl_operating_point(const claims_row *row, claims_result *res, const r
     return 0;
 }
 
-/* across = scale: the deciding element is the deepest scale's − the
- * shallowest's (Welch over their seeds); the per-scale elements are shown. */
+/* The across axis's value of run r (a scale's rank, the steps, the blocks). */
+static double cl_axis_at(const char *axis, const runset_run *r) {
+    if (!strcmp(axis, "scale")) return cl_scale_rank(r->t.scale);
+    if (!strcmp(axis, "steps")) return (double)r->steps;
+    if (!strcmp(axis, "n_layer")) return (double)r->n_layer;
+    return 0;
+}
+
+/* The element's label from each's words ("scale s, 300 steps") into out. */
+static void cl_label(const char *each, const runset_run *r0, char *out, size_t n) {
+    char buf[64];
+    out[0] = 0;
+    snprintf(buf, sizeof buf, "%s", each);
+    for (char *save = NULL, *w = strtok_r(buf, " \t", &save); w; w = strtok_r(NULL, " \t", &save)) {
+        const char *sep = out[0] ? ", " : "";
+        if (!strcmp(w, "lambda")) cl_app(out, n, "%sλ = %g", sep, r0->t.lambda);
+        else if (!strcmp(w, "scale")) cl_app(out, n, "%sscale %s", sep, r0->t.scale);
+        else if (!strcmp(w, "steps")) cl_app(out, n, "%s%ld steps", sep, r0->steps);
+        else if (!strcmp(w, "n_layer")) cl_app(out, n, "%s%ld blocks", sep, r0->n_layer);
+    }
+}
+
+/* reading = trend (PREREGISTRATION.md, Q1's 9-trend): the pre-registered word
+ * for the across element t (largest − smallest) given the elements at the two
+ * ends, hi and lo, each judged on its interval. */
+static const char *cl_trend_word(const claims_elem *t, const claims_elem *hi, const claims_elem *lo) {
+    int hi_below = hi->interval != 3 && hi->s.hi < 0, hi_above = hi->interval != 3 && hi->s.lo > 0;
+    int lo_above = lo->interval != 3 && lo->s.lo > 0, have = t->interval != 3;
+    if (hi_below && lo_above) return "flips";
+    if (have && t->s.hi < 0 && !hi_below) return "shrinks";
+    if (have && t->s.lo <= 0 && t->s.hi >= 0 && hi_above) return "persists";
+    if (have && t->s.lo > 0) return "grows";
+    return NULL;
+}
+
+/* across = AXIS: the deciding element is the one at the axis's largest value
+ * − the one at its smallest (Welch over their seeds); the others are shown. */
 static void cl_across(const claims_row *row, claims_result *res, int ok) {
     int lo = -1, hi = -1;
     for (int k = 0; k < res->ne; k++) {
-        int rk = cl_scale_rank(res->e[k].label + 6); /* label "scale X" */
-        if (lo < 0 || rk < cl_scale_rank(res->e[lo].label + 6)) lo = k;
-        if (hi < 0 || rk > cl_scale_rank(res->e[hi].label + 6)) hi = k;
+        if (lo < 0 || res->e[k].at < res->e[lo].at) lo = k;
+        if (hi < 0 || res->e[k].at > res->e[hi].at) hi = k;
     }
     for (int k = 0; k < res->ne; k++) res->e[k].v = CV_DESCRIBED;
-    if (res->ne < 2 || lo == hi || res->ne >= CLAIMS_ELEMS) {
+    if (res->ne < 2 || lo == hi || res->e[lo].at == res->e[hi].at || res->ne >= CLAIMS_ELEMS) {
         res->ne = 0;
-        snprintf(res->why, sizeof res->why, "not measured: needs pairs at two or more scales (depths); the registry "
-                 "has them at %d", ok);
+        snprintf(res->why, sizeof res->why, "not measured: needs pairs at two or more values of %s; the registry "
+                 "has them at %d", row->across, ok);
         return;
     }
     char lab_hi[64], lab_lo[64];
@@ -983,15 +738,29 @@ static void cl_across(const claims_row *row, claims_result *res, int ok) {
     snprintf(e->label, sizeof e->label, "%.28s − %.28s", lab_hi, lab_lo);
     e->s = st_welch(res->e[hi].s, res->e[lo].s, 0.95, &df);
     e->interval = isnan(e->s.lo) ? 3 : 0;
-    e->mde = NAN;
+    /* the Welch MDE: as st_mde with the pooled standard error in place of sd/√n */
+    double se = sqrt(res->e[hi].s.sd * res->e[hi].s.sd / res->e[hi].s.n + res->e[lo].s.sd * res->e[lo].s.sd /
+                     res->e[lo].s.n);
+    e->mde = isnan(df) || isnan(se) ? NAN : (st_t_quantile(0.975, df) + st_t_quantile(0.80, df)) * se;
+    e->underpowered = cl_underpowered(row, e->mde);
     e->v = cl_judge(row, e->s.lo, e->s.hi, e->interval != 3);
     char m[64], l[64], h[64];
     cl_fmt(m, sizeof m, row, e->s.mean);
     cl_fmt(l, sizeof l, row, e->s.lo);
     cl_fmt(h, sizeof h, row, e->s.hi);
     if (e->interval == 0) snprintf(e->ours, sizeof e->ours, "%s [%s, %s] (Welch 95 %% interval, df %.1f)", m, l, h, df);
-    else snprintf(e->ours, sizeof e->ours, "%s (fewer than two seeds at a scale: no interval)", m);
+    else snprintf(e->ours, sizeof e->ours, "%s (fewer than two seeds at a value: no interval)", m);
+    if (!isnan(e->mde)) {
+        cl_app(e->ours, sizeof e->ours, "; MDE %.*f%s%s%s", row->digits, e->mde * row->scale, row->unit[0] ? " " : "",
+               row->unit, e->underpowered ? " — **underpowered**" : "");
+    }
     res->v = e->v;
+    if (!strcmp(row->reading, "trend")) {
+        const char *w = cl_trend_word(e, &res->e[hi], &res->e[lo]);
+        cl_app(res->why, sizeof res->why, "%sreading: %s", res->why[0] ? "; " : "",
+               w ? w : "none of flips / shrinks / persists / grows holds (the intervals are too wide to say)");
+        if (w) cl_app(e->ours, sizeof e->ours, " — **%s**", w);
+    }
 }
 
 /* The row's verdict from its elements: each must hold. */
@@ -1048,15 +817,86 @@ static int cl_blocks(cl_ctx *c, const runset_run *const *g, int n) {
     return ok;
 }
 
+/* reading = start / mechanism (PREREGISTRATION.md Q1): judge the row's own
+ * element against its given pair ("RUNS ; VERSUS", judged like the row) and
+ * print the pre-registered sentence where it applies:
+ *   start      the given pair (9b at 1000 steps, default starts) > 0 and this
+ *              (matched start) contains or lies below 0: the start explains the gap;
+ *   mechanism  the given pair (matched start) > 0 and this (weight decay on
+ *              every parameter) > 0: the gap persists: the mechanism at this scale. */
+static void cl_reading(const claims_row *row, const runset *rs, claims_result *res) {
+    static claims_row ref; /* ~10 KB: static, one row at a time */
+    static claims_result rr;
+    if (res->ne != 1) return;
+    ref = *row;
+    const char *semi = strchr(row->given, ';');
+    snprintf(ref.runs, sizeof ref.runs, "%.*s", (int)(semi - row->given), row->given);
+    snprintf(ref.versus, sizeof ref.versus, "%s", semi + 1);
+    memmove(ref.runs, claims_trim(ref.runs), strlen(claims_trim(ref.runs)) + 1);
+    memmove(ref.versus, claims_trim(ref.versus), strlen(claims_trim(ref.versus)) + 1);
+    ref.reading[0] = ref.given[0] = 0;
+    claims_eval(&ref, rs, &rr);
+    if (rr.ne != 1 || rr.e[0].interval == 3) {
+        cl_app(res->why, sizeof res->why, "%sreading: not yet (the reference pair `%s` is not measured with an "
+               "interval)", res->why[0] ? "; " : "", row->given);
+        return;
+    }
+    const claims_elem *g = &rr.e[0], *e = &res->e[0];
+    int g_above = g->s.lo > 0, have = e->interval != 3;
+    const char *say = NULL;
+    if (!strcmp(row->reading, "start") && g_above && have && e->s.lo <= 0) say = "**the start explains the gap**";
+    else if (!strcmp(row->reading, "mechanism") && g_above && have && e->s.lo > 0)
+        say = "**the mechanism at this scale** (the gap persists under matched starts and weight decay on every parameter)";
+    cl_app(res->why, sizeof res->why, "%sreading (against %s: %s): %s", res->why[0] ? "; " : "", row->given, g->ours,
+           say ? say : "the pre-registered sentence does not apply");
+}
+
+/* Replace every "@pilot" of src by val into out. */
+static void cl_subst_pilot(const char *src, const char *val, char *out, size_t n) {
+    out[0] = 0;
+    for (const char *p = src; *p;) {
+        const char *q = strstr(p, "@pilot");
+        cl_app(out, n, "%.*s", (int)(q ? (size_t)(q - p) : strlen(p)), p);
+        if (!q) break;
+        cl_app(out, n, "%s", val);
+        p = q + 6;
+    }
+}
+
+/* A row with "@pilot" in runs or versus: not measured until the row's
+ * pilot = names the pilot's choice, then judged with it in place. */
+static void cl_eval_pilot(const claims_row *row, const runset *rs, claims_result *res) {
+    static claims_row one; /* ~10 KB: static, one row at a time (not re-entered: one has no @pilot left) */
+    if (!row->pilot[0] || strstr(row->pilot, "@pilot")) {
+        memset(res, 0, sizeof *res);
+        res->row = row;
+        res->v = CV_NOT_MEASURED;
+        snprintf(res->why, sizeof res->why, "not measured: the pilot's choice is not filled in (write pilot = VALUE in "
+                 "row [%s] once the pilot has chosen it; it replaces @pilot in runs and versus)", row->id);
+        return;
+    }
+    one = *row;
+    cl_subst_pilot(row->runs, row->pilot, one.runs, sizeof one.runs);
+    cl_subst_pilot(row->versus, row->pilot, one.versus, sizeof one.versus);
+    claims_eval(&one, rs, res);
+    res->row = row;
+    cl_app(res->measured, sizeof res->measured, "%sthe pilot's choice: %s", res->measured[0] ? "; " : "", row->pilot);
+}
+
 void claims_eval(const claims_row *row, const runset *rs, claims_result *res) {
     memset(res, 0, sizeof *res);
     res->row = row;
     res->v = CV_NOT_MEASURED;
-    cl_ctx c = {rs, row, res, "", ""};
-    if (row->versus[0]) {
-        size_t k = strcspn(row->versus, "=");
+    if (strstr(row->runs, "@pilot") || strstr(row->versus, "@pilot")) {
+        cl_eval_pilot(row, rs, res);
+        return;
+    }
+    cl_ctx c = {rs, row, res, "", "", ""};
+    if (row->versus[0]) { /* "axis=value [key=value …]" */
+        size_t w = strcspn(row->versus, " \t"), k = strcspn(row->versus, "=");
         snprintf(c.axis, sizeof c.axis, "%.*s", (int)k, row->versus);
-        snprintf(c.axis_val, sizeof c.axis_val, "%s", row->versus + k + (row->versus[k] ? 1 : 0));
+        snprintf(c.axis_val, sizeof c.axis_val, "%.*s", (int)(w > k ? w - k - 1 : 0), row->versus + k + 1);
+        c.vextra = row->versus + w + strspn(row->versus + w, " \t");
     }
     if (!strncmp(row->quantity, "bench_", 6)) {
         if (cl_bench(&c, &res->e[0])) return;
@@ -1100,12 +940,13 @@ void claims_eval(const claims_row *row, const runset *rs, claims_result *res) {
         if (ok) cl_combine_elems(res);
         return;
     }
+    char last[CLAIMS_TEXT] = ""; /* the last left-out element's reason */
     for (int k = 0; k < ng && res->ne < CLAIMS_ELEMS; k++) {
         claims_elem *e = &res->e[res->ne];
         memset(e, 0, sizeof *e);
         const runset_run *r0 = pk[gs[k]];
-        if (!strcmp(row->each, "lambda")) snprintf(e->label, sizeof e->label, "λ = %g", r0->t.lambda);
-        else if (!strcmp(row->each, "scale")) snprintf(e->label, sizeof e->label, "scale %s", r0->t.scale);
+        cl_label(row->each, r0, e->label, sizeof e->label);
+        e->at = row->across[0] ? cl_axis_at(row->across, r0) : 0;
         char keep[CLAIMS_TEXT];
         snprintf(keep, sizeof keep, "%s", res->why);
         if (cl_elem(&c, pk + gs[k], gs[k + 1] - gs[k], e) == 0) {
@@ -1116,16 +957,19 @@ void claims_eval(const claims_row *row, const runset *rs, claims_result *res) {
                          r0->t.data, r0->t.scale, r0->steps, r0->batch, r0->seq_len,
                          (double)r0->steps * r0->batch * r0->seq_len / 1e6, e->s.n, e->s.n == 1 ? "" : "s");
         } else if (row->each[0] && ng > 1) {
+            snprintf(last, sizeof last, "%s", res->why);
             snprintf(res->why, sizeof res->why, "%s", keep); /* an element without data is left out */
         }
     }
     free(pk);
+    if (!ok && !res->why[0]) snprintf(res->why, sizeof res->why, "%s", last); /* no element: the last one's reason */
     if (!ok) return; /* res->why says why */
-    if (row->across) {
+    if (row->across[0]) {
         cl_across(row, res, ok);
         return;
     }
     cl_combine_elems(res);
+    if (row->given[0]) cl_reading(row, rs, res);
 }
 
 claims_verdict claims_combine(const claims_result *res, int n, const char *claim) {

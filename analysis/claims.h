@@ -55,14 +55,21 @@ typedef struct {
     char runs[CLAIMS_TEXT];       /* pick: "key=value" words */
     char metric[CLAIMS_TEXT];     /* "split/name|split/name": the first present is used */
     char metric_b[CLAIMS_TEXT];   /* the partner's (diff, rel) or the second (within); default metric */
-    char versus[64];              /* "axis=value" for diff, rel, vs_curve */
+    char versus[CLAIMS_TEXT];     /* "axis=value" for diff, rel, vs_curve, then optional "key=value" words that
+                                   * narrow the partners to one (a key the run's config lacks reads as its default) */
     char curve[128];              /* vs_curve: "split/prefix" of the partner's τ rows (…tau<τ>.loss, .active_frac) */
     char alpha_metric[CLAIMS_TEXT]; /* the operating point's α (lambda=@alpha, vs_curve) */
     double alpha;                 /* the paper's α for lambda=@alpha (NaN: none) */
     char expect[16];              /* above, below, none */
     double threshold;
-    char each[24];                /* "": one group; "lambda", "scale": one element per group */
-    int across;                   /* 1: judge the largest-scale element − the smallest-scale one (Welch) */
+    char each[48];                /* "": one group; words of lambda, scale, steps, n_layer: one element per group,
+                                   * labelled by them; "block": one element per gated block */
+    char across[16];              /* "": none; scale, steps or n_layer (one of each's words): judge the element
+                                   * at that axis's largest value − the one at its smallest (Welch) */
+    char reading[16];             /* "": none; "trend": across's element read as flips/shrinks/persists/grows;
+                                   * "start" / "mechanism": Q1's sentence from this row and its `given` pair */
+    char given[CLAIMS_TEXT];      /* reading start/mechanism: "RUNS ; VERSUS" of the reference pair it reads against */
+    char pilot[64];               /* the value that replaces "@pilot" in runs and versus ("": not yet chosen) */
     char agg[32];                 /* analysis patterns: mean, gini, share_below X */
     double floor, ceiling;        /* guards (NaN: none) */
     char bench_a[96], bench_b[96];
@@ -86,6 +93,7 @@ typedef struct {
 /* One element of a row's result (a row with `each` has one per group). */
 typedef struct {
     char label[64];
+    double at;             /* the across axis's value of the element's runs (scale rank, steps, n_layer) */
     st_summary s;          /* the deciding quantity; lo/hi its interval */
     int interval;          /* 0 t over seeds, 1 interquartile range (dispersion), 2 bootstrap of one run, 3 none */
     double mde;            /* minimum detectable effect at its n (NaN: n < 2) */
@@ -126,6 +134,11 @@ void claims_eval(const claims_row *row, const runset *rs, claims_result *res);
 claims_verdict claims_combine(const claims_result *res, int n, const char *claim);
 
 const char *claims_verdict_name(claims_verdict v);
+
+/* Helpers of claims_file.c that claims.c shares: a number (0, or -1 when v is
+ * not one entirely) and a string trimmed of spaces, tabs and '\r' in place. */
+int claims_num(const char *v, double *out);
+char *claims_trim(char *s);
 
 /* The base scale of the Shakespeare comparisons (that of the SATFormer runs,
  * else of any Tiny Shakespeare run; "" none). */

@@ -30,7 +30,7 @@ static const struct {
       "model.exit_weighting", "model.mod_*", "model.random_*", NULL}},
     {"value_residual",
      {"model.value_residual", "model.resformer_variant", "model.value_residual_last_k", "model.decay_gates",
-      "model.sat_*", NULL}},
+      "model.sat_*", "model.resformer_*", NULL}},
     {"cross_layer", {"model.cross_layer", "model.hc_expansion", "model.mudd_*", NULL}},
     {"task", {"data.task", "data.file", "data.seq_items", "data.n_symbols", "data.mqar_*", "model.vocab_size", NULL}},
     {"tsa_lambda", {"model.tsa_lambda", NULL}},
@@ -152,6 +152,20 @@ int runset_param(const runset_run *r, const char *key, char *out, size_t n) {
     return found;
 }
 
+int runset_param_or_default(const runset_run *r, const char *key, char *out, size_t n) {
+    if (runset_param(r, key, out, n)) return 1;
+    static char *dflt; /* the defaults' canonical text, made once */
+    if (!dflt) {
+        gl_manifest mf;
+        manifest_defaults(&mf);
+        dflt = manifest_to_ini(&mf);
+        if (!dflt) return 0;
+    }
+    runset_run d = {0};
+    d.config = dflt;
+    return runset_param(&d, key, out, n);
+}
+
 void runset_axis_value(const runset_run *r, const char *axis, char *out, size_t n) {
     if (!strcmp(axis, "depth_routing")) snprintf(out, n, "%s", r->depth_routing);
     else if (!strcmp(axis, "value_residual")) snprintf(out, n, "%s", r->value_residual);
@@ -162,23 +176,31 @@ void runset_axis_value(const runset_run *r, const char *axis, char *out, size_t 
     else out[0] = 0;
 }
 
-const runset_run *runset_partner(const runset *rs, const runset_run *a, const char *axis, const char *value) {
-    int ax = rs_axis_index(axis);
-    if (ax < 0 || !a->config) return NULL;
+int runset_partners(const runset *rs, const runset_run *a, const char *axis, const char *value,
+                    const runset_run **out, int max) {
+    int ax = rs_axis_index(axis), n = 0;
+    if (ax < 0 || !a->config) return 0;
     char *ka = rs_identity_fingerprint(a->config, 1, ax);
-    const runset_run *hit = NULL;
-    for (int i = 0; ka && i < rs->n && !hit; i++) {
+    for (int i = 0; ka && i < rs->n; i++) {
         const runset_run *b = &rs->r[i];
         if (b == a || !b->config) continue;
         char v[64];
         runset_axis_value(b, axis, v, sizeof v);
         if (strcmp(v, value)) continue;
         char *kb = rs_identity_fingerprint(b->config, 1, ax);
-        if (kb && !strcmp(ka, kb)) hit = b;
+        if (kb && !strcmp(ka, kb)) {
+            if (n < max) out[n] = b;
+            n++;
+        }
         free(kb);
     }
     free(ka);
-    return hit;
+    return n;
+}
+
+const runset_run *runset_partner(const runset *rs, const runset_run *a, const char *axis, const char *value) {
+    const runset_run *hit = NULL;
+    return runset_partners(rs, a, axis, value, &hit, 1) ? hit : NULL;
 }
 
 unsigned long long runset_partner_key(const runset_run *r, const char *axis) {

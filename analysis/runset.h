@@ -97,6 +97,13 @@ const runset_run *runset_partner(const runset *rs, const runset_run *a, const ch
  * asked.  0 for an unknown axis or a run without a config. */
 unsigned long long runset_partner_key(const runset_run *r, const char *axis);
 
+/* Every partner of a along axis with axis value value (runset_partner's
+ * rule), the first max of them into out, in run-set order; returns how many
+ * there are (more than max: the count, out holds max).  A view that must be
+ * unambiguous narrows them further and refuses more than one. */
+int runset_partners(const runset *rs, const runset_run *a, const char *axis, const char *value,
+                    const runset_run **out, int max);
+
 /* The same from a stored config text (NULL: 0), for views that hold the
  * text rather than a runset_run (tables.c's "vs baseline" cell). */
 unsigned long long runset_partner_key_ini(const char *ini, const char *axis);
@@ -117,5 +124,10 @@ double runset_num(const runset_run *r, const char *key);
 
 /* A config parameter ("model.n_layer") into out; 0 when absent ("" then). */
 int runset_param(const runset_run *r, const char *key, char *out, size_t n);
+
+/* The same, but a key the stored config lacks (a run registered before the
+ * key existed) reads as the key's default (manifest_defaults): returns 1 with
+ * the value, 0 only for a key the manifest does not know. */
+int runset_param_or_default(const runset_run *r, const char *key, char *out, size_t n);
 
 #endif

@@ -247,6 +247,107 @@ int main(void) {
     ok("late key: h5 (tokenizer = char) partners h1 (no tokenizer), h6 (none) partners h2 (char)",
        runset_partner(&hs, h5, "value_residual", "none") == h1 && runset_partner(&hs, h6, "value_residual", "none") == h2);
     ok("partner of h8 (steps 200) is h3, not h1", runset_partner(&hs, h8, "value_residual", "none") == h3);
+    { /* Q1 controls: the value-residual axis frees model.resformer_*, so both ResFormer starts pair with one SATFormer */
+        long long q;
+        if (db_experiment_ensure(db, "q1-x", "", &q, err, sizeof err)) printf("FAIL q1 experiment: %s\n", err), fails++;
+        add_run(db, q, "q-sat", "[model]\nvalue_residual = satformer\n[train]\nseed = 1\n", 1.5);
+        add_run(db, q, "q-rf", "[model]\nvalue_residual = resformer\n[train]\nseed = 1\n", 1.25);
+        add_run(db, q, "q-rf09", "[model]\nvalue_residual = resformer\nresformer_lambda1_init = 0.09\n[train]\nseed = 1\n",
+                1.375);
+        add_run(db, q, "q-rf2", "[model]\nvalue_residual = resformer\n[train]\nseed = 2\n", 1.0);
+        runset qs = {0};
+        ok("q1: runset_load", runset_load(db, "q1-", &qs, err, sizeof err) == 0 && qs.n == 4);
+        const runset_run *qs1 = find(&qs, "q-sat"), *qr = find(&qs, "q-rf"), *qr9 = find(&qs, "q-rf09"), *all[4];
+        int np = qs1 ? runset_partners(&qs, qs1, "value_residual", "resformer", all, 4) : -1;
+        ok("runset_partners: both ResFormer starts of seed 1 (not seed 2), in run-set order",
+           np == 2 && ((all[0] == qr && all[1] == qr9) || (all[0] == qr9 && all[1] == qr)));
+        ok("runset_partners: max 1 still counts 2", qs1 && runset_partners(&qs, qs1, "value_residual", "resformer",
+                                                                            all, 1) == 2);
+        char v[64];
+        ok("runset_param_or_default: absent late key reads its default (auto)",
+           qr && runset_param_or_default(qr, "model.resformer_lambda1_init", v, sizeof v) && !strcmp(v, "auto"));
+        ok("runset_param_or_default: a stored value wins (0.09)",
+           qr9 && runset_param_or_default(qr9, "model.resformer_lambda1_init", v, sizeof v) && !strcmp(v, "0.09"));
+        ok("runset_param_or_default: train.weight_decay_policy absent reads matrices",
+           qr && runset_param_or_default(qr, "train.weight_decay_policy", v, sizeof v) && !strcmp(v, "matrices"));
+        ok("runset_param_or_default: a key the manifest does not know is 0",
+           qr && !runset_param_or_default(qr, "model.no_such_key", v, sizeof v) && !v[0]);
+        runset_free(&qs);
+    }
+    { /* reading = trend: SATFormer − ResFormer d at 100 and 200 steps, three seeds, one experiment per word */
+        static const struct {
+            const char *word;
+            double d100[3], d200[3];
+        } cases[] = {{"flips", {0.5, 0.625, 0.75}, {-0.5, -0.625, -0.75}},
+                     {"persists", {0.5, 0.625, 0.75}, {0.375, 0.75, 0.625}},
+                     {"shrinks", {1.0, 1.125, 1.25}, {0.0, 0.125, -0.125}},
+                     {"grows", {0.0, 0.125, -0.125}, {1.0, 1.125, 1.25}}};
+        for (int c = 0; c < 4; c++) {
+            char name[32], id[64], ini[160];
+            long long x;
+            snprintf(name, sizeof name, "q2-%s", cases[c].word);
+            if (db_experiment_ensure(db, name, "", &x, err, sizeof err)) printf("FAIL %s: %s\n", name, err), fails++;
+            for (int st = 0; st < 2; st++)
+                for (int k = 0; k < 3; k++)
+                    for (int v = 0; v < 2; v++) {
+                        snprintf(id, sizeof id, "%s-%d-%d-%d", cases[c].word, st, k, v);
+                        /* lr apart per case: the same config in two experiments would be two partners */
+                        snprintf(ini, sizeof ini, "[model]\nvalue_residual = %s\n[train]\nsteps = %d\nseed = %d\n"
+                                 "lr = 0.00%d\n", v ? "satformer" : "resformer", st ? 200 : 100, k + 1, c + 1);
+                        add_run(db, x, id, ini, 2.0 + (v ? (st ? cases[c].d200[k] : cases[c].d100[k]) : 0));
+                    }
+        }
+        runset ts = {0};
+        ok("trend: runset_load", runset_load(db, "q2-", &ts, err, sizeof err) == 0 && ts.n == 48);
+        for (int c = 0; c < 4; c++) {
+            char text[1024];
+            snprintf(text, sizeof text, "[T]\nclaim = 9\npaper = p\nquantity = diff\nruns = experiment=q2-%s "
+                     "value_residual=satformer\neach = steps\nacross = steps\nreading = trend\nmetric = val/final.loss\n"
+                     "versus = value_residual=resformer model.resformer_lambda1_init=auto\nexpect = below 0\n"
+                     "unit = nats\n", cases[c].word);
+            claims_file tf;
+            claims_result tr;
+            char want[32];
+            snprintf(want, sizeof want, "**%s**", cases[c].word);
+            int parsed = claims_parse(text, "trend.ini", &tf, err, sizeof err) == 0;
+            if (parsed) claims_eval(&tf.rows[0], &ts, &tr);
+            ok(cases[c].word, parsed && tr.ne == 3 && strstr(tr.e[2].label, "200 steps − 100 steps") == tr.e[2].label &&
+                                  strstr(tr.e[2].ours, want) && strstr(tr.why, cases[c].word));
+            if (parsed) printf("     %s: ne %d, %s; %s\n", cases[c].word, tr.ne, tr.ne == 3 ? tr.e[2].ours : "", tr.why);
+            if (parsed) claims_free(&tf);
+        }
+        ok("reading without across rejected",
+           claims_parse("[A]\nclaim = 1\npaper = p\nquantity = value\nmetric = m\nreading = trend\n", "r.ini", &cf,
+                        err, sizeof err) == -1 && strstr(err, "needs across"));
+        ok("each = steps fuel rejected",
+           claims_parse("[A]\nclaim = 1\npaper = p\nquantity = value\nmetric = m\neach = steps fuel\n", "e.ini", &cf,
+                        err, sizeof err) == -1 && strstr(err, "each = 'steps fuel'"));
+        static const struct {
+            const char *reading, *runs, *says;
+        } rd[] = {{"start", "q2-shrinks", "the start explains the gap"},     /* given > 0, this contains 0 */
+                  {"start", "q2-grows", "sentence does not apply"},        /* given > 0, this > 0 */
+                  {"mechanism", "q2-grows", "the mechanism at this scale"}, /* given > 0, this > 0 */
+                  {"mechanism", "q2-shrinks", "sentence does not apply"}};
+        for (int c = 0; c < 4; c++) {
+            char text[1024], what[128];
+            snprintf(text, sizeof text, "[R]\nclaim = 9\npaper = p\nquantity = diff\nruns = experiment=%s "
+                     "value_residual=satformer steps=200\nmetric = val/final.loss\nversus = value_residual=resformer\n"
+                     "reading = %s\ngiven = experiment=q2-flips value_residual=satformer steps=100 ; "
+                     "value_residual=resformer\nexpect = below 0\nunit = nats\n", rd[c].runs, rd[c].reading);
+            claims_file tf;
+            claims_result tr;
+            int parsed = claims_parse(text, "reading.ini", &tf, err, sizeof err) == 0;
+            if (parsed) claims_eval(&tf.rows[0], &ts, &tr);
+            snprintf(what, sizeof what, "reading = %s on %s at 200 steps against q2-flips at 100: %s", rd[c].reading,
+                     rd[c].runs, rd[c].says);
+            ok(what, parsed && tr.ne == 1 && strstr(tr.why, rd[c].says));
+            if (parsed) claims_free(&tf);
+        }
+        ok("reading = start without given rejected",
+           claims_parse("[A]\nclaim = 1\npaper = p\nquantity = diff\nmetric = m\nversus = value_residual=none\n"
+                        "reading = start\n", "g.ini", &cf, err, sizeof err) == -1 && strstr(err, "needs given"));
+        runset_free(&ts);
+    }
     {
         char *a = runset_group_key("[data]\nfile = x\n[train]\nseed = 1\n"),
              *b = runset_group_key("[data]\nfile = x\ntokenizer = char\n[train]\nseed = 2\n"),

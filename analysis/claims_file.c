@@ -1,0 +1,375 @@
+/*
+ * claims_file.c — reading a claims file (claims.h; format in docs/report.md):
+ * sections, keys, each row's checks, and the verdict names.
+ *
+ * Not here: judging a row against a run set (claims.c).
+ */
+#include "claims.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- reading a claims file ---- */
+
+static void cl_row_defaults(claims_row *r) {
+    memset(r, 0, sizeof *r);
+    r->paper_value = r->alpha = r->threshold = r->floor = r->ceiling = NAN;
+    r->scale = 1;
+    r->digits = 4;
+    snprintf(r->expect, sizeof r->expect, "none");
+}
+
+int claims_num(const char *v, double *out) {
+    char *end = NULL;
+    errno = 0;
+    double x = strtod(v, &end);
+    if (end == v || *end || errno || !isfinite(x)) return -1;
+    *out = x;
+    return 0;
+}
+
+static const char *const cl_quantities[] = {"value",     "diff",      "rel",       "within",       "vs_curve",
+                                            "rho",       "bench_ratio", "bench_gap", "bench_rss", "bench_sparse"};
+
+static int cl_quantity_known(const char *q) {
+    for (size_t k = 0; k < sizeof cl_quantities / sizeof cl_quantities[0]; k++)
+        if (!strcmp(q, cl_quantities[k])) return 1;
+    return 0;
+}
+
+/* Set key of row r; -1 with a message on a bad key or value. */
+static int cl_set(claims_row *r, const char *key, const char *v, char *msg, size_t ml) {
+    const struct {
+        const char *key;
+        char *dst;
+        size_t n;
+    } text[] = {{"claim", r->claim, sizeof r->claim},          {"paper", r->paper, sizeof r->paper},
+                {"quantity", r->quantity, sizeof r->quantity}, {"runs", r->runs, sizeof r->runs},
+                {"metric", r->metric, sizeof r->metric},       {"metric_b", r->metric_b, sizeof r->metric_b},
+                {"versus", r->versus, sizeof r->versus},       {"curve", r->curve, sizeof r->curve},
+                {"alpha_metric", r->alpha_metric, sizeof r->alpha_metric},
+                {"each", r->each, sizeof r->each},             {"agg", r->agg, sizeof r->agg},
+                {"bench_a", r->bench_a, sizeof r->bench_a},    {"bench_b", r->bench_b, sizeof r->bench_b},
+                {"unit", r->unit, sizeof r->unit},             {"note", r->note, sizeof r->note},
+                {"pareto", r->pareto, sizeof r->pareto},       {"pilot", r->pilot, sizeof r->pilot},
+                {"given", r->given, sizeof r->given}};
+    for (size_t k = 0; k < sizeof text / sizeof text[0]; k++)
+        if (!strcmp(key, text[k].key)) {
+            if (strlen(v) >= text[k].n) {
+                snprintf(msg, ml, "the value of %s is longer than %zu bytes: shorten it", key, text[k].n - 1);
+                return -1;
+            }
+            snprintf(text[k].dst, text[k].n, "%s", v);
+            if (!strcmp(key, "pareto") && strncmp(v, "saved ", 6) && strncmp(v, "cost ", 5)) {
+                snprintf(msg, ml, "pareto = '%s': write 'saved LABEL' or 'cost LABEL'", v);
+                return -1;
+            }
+            if (!strcmp(key, "quantity") && !cl_quantity_known(v)) {
+                snprintf(msg, ml, "unknown quantity '%s' (value, diff, rel, within, vs_curve, rho, bench_ratio, "
+                                  "bench_gap, bench_rss, bench_sparse)", v);
+                return -1;
+            }
+            return 0;
+        }
+    const struct {
+        const char *key;
+        double *dst;
+    } num[] = {{"paper_value", &r->paper_value}, {"alpha", &r->alpha},     {"floor", &r->floor},
+               {"ceiling", &r->ceiling},         {"scale", &r->scale}};
+    for (size_t k = 0; k < sizeof num / sizeof num[0]; k++)
+        if (!strcmp(key, num[k].key)) {
+            if (claims_num(v, num[k].dst)) {
+                snprintf(msg, ml, "%s = '%s' is not a number", key, v);
+                return -1;
+            }
+            return 0;
+        }
+    if (!strcmp(key, "digits")) {
+        double d;
+        if (claims_num(v, &d) || d < 0 || d > 8 || d != floor(d)) {
+            snprintf(msg, ml, "digits = '%s': give an integer 0..8", v);
+            return -1;
+        }
+        r->digits = (int)d;
+        return 0;
+    }
+    if (!strcmp(key, "across")) {
+        if (strcmp(v, "scale") && strcmp(v, "steps") && strcmp(v, "n_layer")) {
+            snprintf(msg, ml, "across = '%s': scale, steps or n_layer (the element at the axis's largest value − "
+                     "the one at its smallest)", v);
+            return -1;
+        }
+        snprintf(r->across, sizeof r->across, "%s", v);
+        return 0;
+    }
+    if (!strcmp(key, "reading")) {
+        if (strcmp(v, "trend") && strcmp(v, "start") && strcmp(v, "mechanism")) {
+            snprintf(msg, ml, "reading = '%s': trend (flips / shrinks / persists / grows), start or mechanism "
+                     "(PREREGISTRATION.md Q1's sentences, with given = RUNS ; VERSUS)", v);
+            return -1;
+        }
+        snprintf(r->reading, sizeof r->reading, "%s", v);
+        return 0;
+    }
+    if (!strcmp(key, "context")) {
+        if (strcmp(v, "yes") && strcmp(v, "no")) {
+            snprintf(msg, ml, "context = '%s': yes or no", v);
+            return -1;
+        }
+        r->context = !strcmp(v, "yes");
+        return 0;
+    }
+    if (!strcmp(key, "expect")) { /* "above X", "below X" or "none" */
+        char side[16] = "", rest[64] = "";
+        if (!strcmp(v, "none")) {
+            snprintf(r->expect, sizeof r->expect, "none");
+            return 0;
+        }
+        if (sscanf(v, "%15s %63s", side, rest) != 2 || (strcmp(side, "above") && strcmp(side, "below")) ||
+            claims_num(rest, &r->threshold)) {
+            snprintf(msg, ml, "expect = '%s': write 'above X', 'below X' or 'none'", v);
+            return -1;
+        }
+        snprintf(r->expect, sizeof r->expect, "%s", side);
+        return 0;
+    }
+    snprintf(msg, ml, "unknown key '%s'", key);
+    return -1;
+}
+
+char *claims_trim(char *s) {
+    while (*s == ' ' || *s == '\t') s++;
+    size_t l = strlen(s);
+    while (l && (s[l - 1] == ' ' || s[l - 1] == '\t' || s[l - 1] == '\r')) s[--l] = 0;
+    return s;
+}
+
+/* 1 when word is one of the space-separated words of list. */
+static int cl_has_word(const char *list, const char *word) {
+    size_t l = strlen(word);
+    for (const char *p = list; (p = strstr(p, word)); p++)
+        if ((p == list || p[-1] == ' ') && (p[l] == 0 || p[l] == ' ')) return 1;
+    return 0;
+}
+
+/* The axes `each` may split by (block apart: it splits one group by block). */
+static const char *const cl_each_axes[] = {"lambda", "scale", "steps", "n_layer"};
+
+/* 0 when each is "", "block" or words of cl_each_axes. */
+static int cl_each_check(const char *each) {
+    if (!each[0] || !strcmp(each, "block")) return 0;
+    char buf[64];
+    snprintf(buf, sizeof buf, "%s", each);
+    for (char *save = NULL, *w = strtok_r(buf, " \t", &save); w; w = strtok_r(NULL, " \t", &save)) {
+        int ok = 0;
+        for (size_t k = 0; k < sizeof cl_each_axes / sizeof cl_each_axes[0]; k++) ok |= !strcmp(w, cl_each_axes[k]);
+        if (!ok) return -1;
+    }
+    return 0;
+}
+
+/* Check a finished row; -1 with a message. */
+static int cl_check(const claims_row *r, char *msg, size_t ml) {
+    if (!r->claim[0]) return snprintf(msg, ml, "row [%s] has no claim = (the claim it belongs to)", r->id), -1;
+    if (!r->paper[0]) return snprintf(msg, ml, "row [%s] has no paper = (what the paper says)", r->id), -1;
+    if (!r->quantity[0]) return snprintf(msg, ml, "row [%s] has no quantity =", r->id), -1;
+    int bench = !strncmp(r->quantity, "bench_", 6);
+    if (bench && !r->bench_a[0]) return snprintf(msg, ml, "row [%s]: a bench quantity needs bench_a = RUN", r->id), -1;
+    if (!bench && !r->metric[0]) return snprintf(msg, ml, "row [%s] has no metric = split/name", r->id), -1;
+    int paired = !strcmp(r->quantity, "diff") || !strcmp(r->quantity, "rel") || !strcmp(r->quantity, "vs_curve");
+    if (paired) {
+        char axis[64];
+        snprintf(axis, sizeof axis, "%.*s", (int)strcspn(r->versus, "="), r->versus);
+        if (!strchr(r->versus, '=') || !runset_axis_known(axis))
+            return snprintf(msg, ml, "row [%s]: %s needs versus = AXIS=VALUE with a known axis (depth_routing, "
+                                     "value_residual, cross_layer, task, tsa_lambda, scale)", r->id, r->quantity), -1;
+    }
+    if (!strcmp(r->quantity, "within") && !r->metric_b[0])
+        return snprintf(msg, ml, "row [%s]: within needs metric_b = (the metric subtracted)", r->id), -1;
+    if (!strcmp(r->quantity, "vs_curve") && !r->curve[0])
+        return snprintf(msg, ml, "row [%s]: vs_curve needs curve = split/prefix (e.g. ablation/exit.tau)", r->id), -1;
+    if (strstr(r->runs, "@alpha") && isnan(r->alpha))
+        return snprintf(msg, ml, "row [%s]: lambda=@alpha needs alpha = the paper's α", r->id), -1;
+    if (r->across[0] && !cl_has_word(r->each, r->across))
+        return snprintf(msg, ml, "row [%s]: across = %s needs %s among each's words", r->id, r->across, r->across), -1;
+    if (!strcmp(r->reading, "trend") && !r->across[0])
+        return snprintf(msg, ml, "row [%s]: reading = %s needs across = AXIS", r->id, r->reading), -1;
+    if (r->reading[0] && strcmp(r->reading, "trend") && (!strchr(r->given, ';') || r->across[0] || r->each[0]))
+        return snprintf(msg, ml, "row [%s]: reading = %s needs given = RUNS ; VERSUS (the reference pair) and "
+                        "no each/across", r->id, r->reading), -1;
+    if (cl_each_check(r->each))
+        return snprintf(msg, ml, "row [%s]: each = '%s': block alone, or words of lambda, scale, steps, n_layer", r->id,
+                        r->each), -1;
+    if (!strcmp(r->each, "block") && !strstr(r->metric, "{b}"))
+        return snprintf(msg, ml, "row [%s]: each = block needs {b} (the block) in metric", r->id), -1;
+    if (r->agg[0] && strcmp(r->agg, "mean") && strcmp(r->agg, "gini") && strncmp(r->agg, "share_below ", 12))
+        return snprintf(msg, ml, "row [%s]: agg = '%s': mean, gini or share_below X", r->id, r->agg), -1;
+    return 0;
+}
+
+int claims_parse(const char *text, const char *name, claims_file *cf, char *err, size_t errlen) {
+    memset(cf, 0, sizeof *cf);
+    int cap = 0, line_no = 0, rc = -1;
+    enum { NONE, ROW, DISCLOSURE, HEAD } in = NONE;
+    char msg[400] = "";
+    for (const char *p = text; *p;) {
+        const char *e = strchr(p, '\n');
+        size_t len = e ? (size_t)(e - p) : strlen(p);
+        line_no++;
+        char line[4096];
+        if (len >= sizeof line) {
+            snprintf(msg, sizeof msg, "line longer than %zu bytes", sizeof line - 1);
+            goto bad;
+        }
+        memcpy(line, p, len);
+        line[len] = 0;
+        p += len + (e ? 1 : 0);
+        char *s = claims_trim(line);
+        if (!*s || *s == '#' || *s == ';') continue;
+        if (*s == '[') {
+            char *r = strchr(s, ']');
+            if (!r || r[1]) {
+                snprintf(msg, sizeof msg, "a section line is [name] with nothing after it");
+                goto bad;
+            }
+            *r = 0;
+            char *sec = claims_trim(s + 1);
+            if (!strcmp(sec, "report")) {
+                in = HEAD;
+            } else if (!strncmp(sec, "disclosure", 10)) {
+                if (cf->n_disclosures == 16) {
+                    snprintf(msg, sizeof msg, "more than 16 disclosures");
+                    goto bad;
+                }
+                cf->n_disclosures++;
+                in = DISCLOSURE;
+            } else {
+                if (!*sec || strlen(sec) >= sizeof cf->rows[0].id) {
+                    snprintf(msg, sizeof msg, "a row id is 1..31 bytes");
+                    goto bad;
+                }
+                for (int k = 0; k < cf->n; k++)
+                    if (!strcmp(cf->rows[k].id, sec)) {
+                        snprintf(msg, sizeof msg, "row [%s] twice", sec);
+                        goto bad;
+                    }
+                if (cf->n && cl_check(&cf->rows[cf->n - 1], msg, sizeof msg)) goto bad;
+                if (cf->n == cap) {
+                    cap = cap ? 2 * cap : 32;
+                    claims_row *nr = realloc(cf->rows, (size_t)cap * sizeof *nr);
+                    if (!nr) {
+                        snprintf(msg, sizeof msg, "out of memory");
+                        goto bad;
+                    }
+                    cf->rows = nr;
+                }
+                cl_row_defaults(&cf->rows[cf->n]);
+                snprintf(cf->rows[cf->n].id, sizeof cf->rows[cf->n].id, "%s", sec);
+                cf->n++;
+                in = ROW;
+            }
+            continue;
+        }
+        char *eq = strchr(s, '=');
+        if (!eq) {
+            snprintf(msg, sizeof msg, "expected key = value or [section]");
+            goto bad;
+        }
+        *eq = 0;
+        char *key = claims_trim(s), *val = claims_trim(eq + 1);
+        if (in == NONE) {
+            snprintf(msg, sizeof msg, "key '%s' before any [section]", key);
+            goto bad;
+        }
+        if (in == HEAD || in == DISCLOSURE) {
+            if (strcmp(key, in == HEAD ? "title" : "text")) {
+                snprintf(msg, sizeof msg, "unknown key '%s' (a [%s] section takes %s =)", key,
+                         in == HEAD ? "report" : "disclosure", in == HEAD ? "title" : "text");
+                goto bad;
+            }
+            char *dst = in == HEAD ? cf->title : cf->disclosures[cf->n_disclosures - 1];
+            if (strlen(val) >= CLAIMS_TEXT) {
+                snprintf(msg, sizeof msg, "%s is longer than %d bytes", key, CLAIMS_TEXT - 1);
+                goto bad;
+            }
+            snprintf(dst, CLAIMS_TEXT, "%s", val);
+            continue;
+        }
+        if (cl_set(&cf->rows[cf->n - 1], key, val, msg, sizeof msg)) goto bad;
+    }
+    if (cf->n && cl_check(&cf->rows[cf->n - 1], msg, sizeof msg)) {
+        line_no = -1;
+        goto bad;
+    }
+    if (!cf->n) {
+        snprintf(msg, sizeof msg, "no rows");
+        line_no = -1;
+        goto bad;
+    }
+    return 0;
+bad:
+    if (line_no > 0) snprintf(err, errlen, "%s:%d: %s", name, line_no, msg);
+    else snprintf(err, errlen, "%s: %s", name, msg);
+    claims_free(cf);
+    return rc;
+}
+
+int claims_load(const char *path, claims_file *cf, char *err, size_t errlen) {
+    memset(cf, 0, sizeof *cf);
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        snprintf(err, errlen, "cannot read the claims file %s: %s", path, strerror(errno));
+        return -1;
+    }
+    size_t cap = 1 << 16, n = 0;
+    char *buf = malloc(cap);
+    for (size_t k; buf && (k = fread(buf + n, 1, cap - n - 1, f)) > 0;) {
+        n += k;
+        if (n + 1 == cap) {
+            char *b = realloc(buf, cap *= 2);
+            if (!b) {
+                free(buf);
+                buf = NULL;
+            } else {
+                buf = b;
+            }
+        }
+    }
+    fclose(f);
+    if (!buf) {
+        snprintf(err, errlen, "out of memory reading %s", path);
+        return -1;
+    }
+    buf[n] = 0;
+    if (strlen(buf) != n) {
+        free(buf);
+        snprintf(err, errlen, "%s holds a NUL byte: it is not a text file", path);
+        return -1;
+    }
+    int rc = claims_parse(buf, path, cf, err, errlen);
+    free(buf);
+    return rc;
+}
+
+void claims_free(claims_file *cf) {
+    free(cf->rows);
+    cf->rows = NULL;
+    cf->n = 0;
+}
+
+const char *claims_verdict_name(claims_verdict v) {
+    switch (v) {
+    case CV_YES: return "reproduced";
+    case CV_MAGNITUDE: return "direction reproduced, magnitude differs";
+    case CV_NO: return "not reproduced";
+    case CV_INCONCLUSIVE: return "inconclusive";
+    case CV_UNINFORMATIVE: return "uninformative";
+    case CV_DESCRIBED: return "described (no threshold)";
+    case CV_NOT_MEASURED: break;
+    }
+    return "not measured";
+}
+
