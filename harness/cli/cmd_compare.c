@@ -48,7 +48,7 @@ static const args_opt cmp_opts[] = {
     {"db", ARGS_KEY(1), "PATH", "registry to read (default <results>/gatelab.db)"},
     {"results", ARGS_KEY(2), "DIR", "results folder whose gatelab.db is read (default $GATELAB_RESULTS or results)"},
     {0}};
-static const args_spec cmp_spec = {
+const args_spec cmp_spec = {
     "compare", "RUN RUN ... [options]",
     "The parameters that differ between the runs, then their headline metrics side by side\n"
     "(val/final.*, test/final.*, val/matched.*, and the last train/loss).  RUN is a run id, a unique prefix\n"

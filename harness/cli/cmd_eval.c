@@ -190,7 +190,7 @@ static const args_opt eval_opts[] = {
     {"results", ARGS_KEY(8), "DIR", "results folder that holds runs/<RUN> (default $GATELAB_RESULTS or results)"},
     {"record", ARGS_KEY(9), NULL, "write the whole-split result to the registry as the run's headline"},
     {0}};
-static const args_spec eval_spec = {
+const args_spec eval_spec = {
     "eval", "RUN [options]",
     "Loss (nats/token), bpc or accuracy, active fraction α, TLOps saved and tokens/s of a run's checkpoint,\n"
     "printed as one JSON line.",

@@ -63,7 +63,7 @@ static const args_opt met_opts[] = {
     {"db", ARGS_KEY(5), "PATH", "registry to read (default <results>/gatelab.db)"},
     {"results", ARGS_KEY(6), "DIR", "results folder whose gatelab.db is read (default $GATELAB_RESULTS or results)"},
     {0}};
-static const args_spec met_spec = {
+const args_spec met_spec = {
     "metrics", "[options]",
     "Every metric row in long form (run_id, experiment, variant, split, name, params, step, value, se,\n"
     "data_split, win_first, win_count, tokens, wall_time); name has no parameters in it, params is a JSON\n"

@@ -246,8 +246,8 @@ static const args_opt paper_opts[] = {
     {"results", ARGS_KEY(0), "DIR", "results folder of the preset (default $GATELAB_RESULTS or results)"},
     {"out", ARGS_KEY(1), "DIR", "report: where REPORT.md and its figures go (default DIR)"},
     {0}};
-static const args_spec paper_spec = {
-    "paper", "post [options] | report PRESET [options]",
+const args_spec paper_spec = {
+    "paper", "post | report PRESET [options]",
     "The stages of `make paper PRESET=smoke|local|full` after training (scripts/paper.sh):\n"
     "  post    measure what the claims need, for every finished run that lacks it (headline soft and hard,\n"
     "          ablations, trace analysis, early exit matched to TSA's α, random routing, the τ frontiers,\n"

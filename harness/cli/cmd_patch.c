@@ -49,7 +49,7 @@ static const args_opt pt_opts[] = {
     {"threads", ARGS_KEY(9), "N", "OpenMP threads (default: the run's train.threads; 0 = every core)"},
     {"results", ARGS_KEY(10), "DIR", "results folder that holds runs/<RUN> (default $GATELAB_RESULTS or results)"},
     {0}};
-static const args_spec pt_spec = {
+const args_spec pt_spec = {
     "patch", "RUN --pair mqar|sort|copy|text | --clean A --corrupt B [options]",
     "Paired activation patching of gates: the corrupted input run with one gate's values from the clean run\n"
     "at the chosen positions; prints the fraction of the metric recovered,\n"

@@ -51,7 +51,7 @@ static const args_opt runs_opts[] = {
     {"tag", ARGS_KEY(7), "KEY=VALUE", "only the runs carrying that tag (repeat: all of them)"},
     {"deleted", ARGS_KEY(8), NULL, "list deleted runs too (gatelab delete)"},
     {0}};
-static const args_spec runs_spec = {
+const args_spec runs_spec = {
     "runs", "[options]",
     "What the registry holds, one row per run.  A RUNNING run whose process is gone, or without a heartbeat\n"
     "for --stale-after seconds, shows as STALE.",

@@ -111,7 +111,7 @@ static const args_opt sweep_opts[] = {
     {"mem", ARGS_KEY(12), "M", "with --emit-slurm: #SBATCH --mem (e.g. 8G)"},
     {"partition", ARGS_KEY(13), "P", "with --emit-slurm: #SBATCH --partition"},
     {0}};
-static const args_spec sweep_spec = {
+const args_spec sweep_spec = {
     "sweep", "MANIFEST [key=value | key=a,b,c ...] [options]",
     "Run the manifest's grid ([sweep] lists), resumably: rerun the same command after a crash or Ctrl-C and only\n"
     "what is missing runs, interrupted runs resume.  key=a,b,c replaces the list of a [sweep] axis; a key that\n"
@@ -925,7 +925,7 @@ cleanup:
 }
 
 static const args_opt collect_opts[] = {{0}};
-static const args_spec collect_spec = {
+const args_spec collect_spec = {
     "collect", "MAIN.db TASK.db [TASK.db ...]",
     "Merge per-task registries (Slurm array tasks) into MAIN.db: a run id is kept once, with the more\n"
     "advanced status (SCHEDULED < RUNNING < KILLED < FAILED < FINISHED).",
