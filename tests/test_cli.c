@@ -183,6 +183,18 @@ static void test_usage_line(void **state) {
                              "  gatelab four --tau T [--taus T,...] [--sparse] [-j|--jobs N]\n");
 }
 
+/* --format csv fields: as they are, or quoted with "" when they hold a comma, quote or line break. */
+static void test_csv_field(void **state) {
+    (void)state;
+    char buf[256] = "";
+    FILE *f = fmemopen(buf, sizeof buf - 1, "w");
+    assert_non_null(f);
+    const char *in[] = {"plain", "a,b", "say \"hi\"", "two\nlines", "", NULL};
+    for (int i = 0; i < 6; i++) jsonl_csv_field(f, in[i]), fputc('|', f);
+    fclose(f);
+    assert_string_equal(buf, "plain|\"a,b\"|\"say \"\"hi\"\"\"|\"two\nlines\"|||");
+}
+
 static void make_run_dir(const char *name) {
     char p[512];
     snprintf(p, sizeof p, "%s/results", g_dir);
@@ -276,7 +288,7 @@ int main(void) {
         cmocka_unit_test(test_order_and_forms), cmocka_unit_test(test_refusals), cmocka_unit_test(test_numbers),
         cmocka_unit_test(test_heads),           cmocka_unit_test(test_json_values),
         cmocka_unit_test(test_edit_distance),   cmocka_unit_test(test_choice_any_case),
-        cmocka_unit_test(test_usage_line),
+        cmocka_unit_test(test_usage_line),      cmocka_unit_test(test_csv_field),
         cmocka_unit_test_teardown(test_resolve_folders, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
