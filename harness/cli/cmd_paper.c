@@ -6,10 +6,13 @@
  *       Measures what the claims need and records it in DIR/gatelab.db, for
  *       every FINISHED run that lacks it (so a rerun repeats nothing):
  *       1. the headline: the whole validation split (`eval --record`);
- *       2. SATFormer and ResFormer: every gate zeroed (`ablate --mode zero
- *          --windows 128`), SATFormer's also set to its mean (--mode mean;
- *          ResFormer's λ1 is a constant, so its mean is itself); SATFormer and TSA: the
- *          trace analysis (`analyze`);
+ *       2. a run with a value gate (SATFormer, ResFormer): every gate zeroed
+ *          (`ablate --mode zero --windows 128`), a gate with a value per token
+ *          (SATFormer's α) also set to its mean (--mode mean; ResFormer's λ1 is
+ *          a constant, so its mean is itself); a run with a per-token gate that
+ *          ablates (SATFormer's α, TSA's p): the trace analysis (`analyze`).
+ *          Which applies is read from the gate table (model/gatekind.h), never
+ *          from the variant's name;
  *       3. early exit: τ matched to the α (hard, the skipping done, when
  *          recorded) of its TSA partner (same config and seed) at λ* (the λ
  *          whose mean α is nearest the paper's α for that data set, read from
