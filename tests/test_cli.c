@@ -162,6 +162,39 @@ static void test_choice_any_case(void **state) {
 }
 
 /* g_dir/results/runs/<name>/config.ini */
+/* The line of `gatelab --help` is written out from the flag table: every flag, in order, with its
+ * short form and value; "[options]" replaced in place; a flag the synopsis names is not repeated. */
+static void test_usage_line(void **state) {
+    (void)state;
+    char buf[1024] = "";
+    FILE *f = fmemopen(buf, sizeof buf - 1, "w");
+    assert_non_null(f);
+    args_print_line(&spec, f);
+    const args_spec named = {"two", "RUN --windows N [options] | --other", NULL, opts};
+    args_print_line(&named, f);
+    const args_spec none = {"three", "RUN", NULL, opts + 3};
+    args_print_line(&none, f);
+    const args_spec prefix = {"four", "--tau T [options]", NULL, opts + 1}; /* --tau named, --taus not */
+    args_print_line(&prefix, f);
+    fclose(f);
+    assert_string_equal(buf, "  gatelab testcmd RUN [--windows N] [--taus T,...] [--tau T] [--sparse] [-j|--jobs N]\n"
+                             "  gatelab two RUN --windows N [--taus T,...] [--tau T] [--sparse] [-j|--jobs N] | --other\n"
+                             "  gatelab three RUN [--sparse] [-j|--jobs N]\n"
+                             "  gatelab four --tau T [--taus T,...] [--sparse] [-j|--jobs N]\n");
+}
+
+/* --format csv fields: as they are, or quoted with "" when they hold a comma, quote or line break. */
+static void test_csv_field(void **state) {
+    (void)state;
+    char buf[256] = "";
+    FILE *f = fmemopen(buf, sizeof buf - 1, "w");
+    assert_non_null(f);
+    const char *in[] = {"plain", "a,b", "say \"hi\"", "two\nlines", "", NULL};
+    for (int i = 0; i < 6; i++) jsonl_csv_field(f, in[i]), fputc('|', f);
+    fclose(f);
+    assert_string_equal(buf, "plain|\"a,b\"|\"say \"\"hi\"\"\"|\"two\nlines\"|||");
+}
+
 static void make_run_dir(const char *name) {
     char p[512];
     snprintf(p, sizeof p, "%s/results", g_dir);
@@ -255,6 +288,7 @@ int main(void) {
         cmocka_unit_test(test_order_and_forms), cmocka_unit_test(test_refusals), cmocka_unit_test(test_numbers),
         cmocka_unit_test(test_heads),           cmocka_unit_test(test_json_values),
         cmocka_unit_test(test_edit_distance),   cmocka_unit_test(test_choice_any_case),
+        cmocka_unit_test(test_usage_line),      cmocka_unit_test(test_csv_field),
         cmocka_unit_test_teardown(test_resolve_folders, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -18,6 +18,7 @@
 #include <ctype.h>
 #include <libgen.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
@@ -170,6 +171,29 @@ void args_print_help(const args_spec *s, FILE *f) {
         else fprintf(f, "  %-26s  %s\n", left, o->help);
     }
     fprintf(f, "  %-26s  %s\n", "-h, --help", "this help");
+}
+
+/* 1 when the synopsis s names --name as a whole word (not a prefix of a longer flag). */
+static int args_synopsis_names(const char *s, const char *name) {
+    size_t n = strlen(name);
+    for (const char *at = s; (at = strstr(at, "--")); at += 2)
+        if (!strncmp(at + 2, name, n) && !(isalnum((unsigned char)at[2 + n]) || at[2 + n] == '-')) return 1;
+    return 0;
+}
+
+void args_print_line(const args_spec *s, FILE *f) {
+    const char *syn = s->synopsis ? s->synopsis : "", *opt = strstr(syn, "[options]");
+    fprintf(f, "  gatelab %s", s->cmd);
+    if (*syn) fprintf(f, " %.*s", (int)(opt ? opt - syn : (ptrdiff_t)strlen(syn)), syn);
+    int printed = !opt && *syn; /* a space before the next flag */
+    for (const args_opt *o = s->opts; o && o->name; o++) {
+        if (args_synopsis_names(syn, o->name)) continue;
+        fprintf(f, "%s[", printed++ ? " " : "");
+        if (o->key > 0 && o->key < 128) fprintf(f, "-%c|", o->key);
+        fprintf(f, "--%s%s%s]", o->name, o->arg ? " " : "", o->arg ? o->arg : "");
+    }
+    if (opt) fprintf(f, "%s", opt + strlen("[options]"));
+    fprintf(f, "\n");
 }
 
 int args_usage_error(const args_spec *spec, const char *fmt, ...) {

@@ -88,6 +88,11 @@ int args_exit_code(int k);
 
 /* The usage block of spec (usage line, description, one line per flag). */
 void args_print_help(const args_spec *spec, FILE *f);
+/* spec's line of `gatelab --help`: "  gatelab CMD SYNOPSIS" with the first
+ * "[options]" of the synopsis written out from the flag table ("[-j|--jobs N]
+ * [--dry-run] ..."; flags the synopsis names already are left out), or the
+ * flags appended when the synopsis has no "[options]". */
+void args_print_line(const args_spec *spec, FILE *f);
 /* "gatelab CMD: <message>; see gatelab CMD --help" on stderr; returns 2 (bad usage). */
 int args_usage_error(const args_spec *spec, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

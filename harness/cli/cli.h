@@ -6,6 +6,8 @@
 #ifndef GATELAB_HARNESS_CLI_H
 #define GATELAB_HARNESS_CLI_H
 
+#include "args.h"
+
 int cmd_train(int argc, char **argv);  /* harness/cli/cmd_train.c */
 int cmd_eval(int argc, char **argv);   /* harness/cli/cmd_eval.c */
 int cmd_sample(int argc, char **argv); /* harness/cli/cmd_sample.c */
@@ -32,5 +34,11 @@ int cmd_restore(int argc, char **argv); /* harness/cli/cmd_tag.c */
 int cmd_compare(int argc, char **argv); /* harness/cli/cmd_compare.c */
 int cmd_metrics(int argc, char **argv); /* harness/cli/cmd_metrics.c */
 int cmd_serve(int argc, char **argv);   /* harness/cli/cmd_serve.c: the web dashboard */
+
+/* Each command's flag table (args.h), in the file of the command: it drives
+ * the command's parsing, its --help and its line of `gatelab --help`. */
+extern const args_spec train_spec, eval_spec, sample_spec, export_spec, sweep_spec, collect_spec, runs_spec, an_spec,
+    ablate_spec, heads_spec, pb_spec, pt_spec, tables_spec, figures_spec, rp_spec, paper_spec, tag_spec, delete_spec,
+    restore_spec, cmp_spec, met_spec, serve_spec, data_spec;
 
 #endif

@@ -73,7 +73,7 @@ static const args_opt ablate_opts[] = {
     {"taus", ARGS_KEY(14), "T,...", "exit, posthoc-exit: thresholds τ (default 0.3,0.4,0.5,0.6,0.7,0.8,0.9,0.95)"},
     AB_COMMON,
     {0}};
-static const args_spec ablate_spec = {
+const args_spec ablate_spec = {
     "ablate", "RUN --mode zero|mean|resample|file|full-depth|random|exit|posthoc-exit [options]",
     "Gate interventions on validation windows: a table, one JSON line, and rows in the registry (split \"ablation\").\n"
     "  zero/mean: SATFormer α (or ResFormer λ1 with zero) on the selected gates (default: all)\n"
@@ -92,7 +92,7 @@ static const args_opt heads_opts[] = {
     {"json", ARGS_KEY(22), NULL, "also print the ranking as one JSON line"},
     {"attribution", ARGS_KEY(23), NULL, "first-order estimate of zeroing each gate and router (one backward) beside the exact ΔL"},
     {0}};
-static const args_spec heads_spec = {
+const args_spec heads_spec = {
     "heads", "RUN [options]",
     "Which heads read V1: every gate zeroed alone, ranked by the loss increase ΔL (nats/token).",
     heads_opts};

@@ -51,7 +51,7 @@ static const args_opt an_opts[] = {
     {"batch", ARGS_KEY(7), "B", "difficulty: sequences per forward pass (default 16, at most 4096)"},
     {"seeds", ARGS_KEY(8), "RUN1,RUN2,...", "instead of RUN: head profiles and halted sets compared across seeds"},
     {0}};
-static const args_spec an_spec = {
+const args_spec an_spec = {
     "analyze", "RUN [options]",
     "What a run's gates did, from its trace.h5: sparsity, depth profile, head map and token categories, as TSV\n"
     "files, registry rows (split \"analysis\") and a summary of the last evaluation.  RUN: a run id, a unique prefix of\n"

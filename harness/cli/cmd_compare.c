@@ -48,7 +48,7 @@ static const args_opt cmp_opts[] = {
     {"db", ARGS_KEY(1), "PATH", "registry to read (default <results>/gatelab.db)"},
     {"results", ARGS_KEY(2), "DIR", "results folder whose gatelab.db is read (default $GATELAB_RESULTS or results)"},
     {0}};
-static const args_spec cmp_spec = {
+const args_spec cmp_spec = {
     "compare", "RUN RUN ... [options]",
     "The parameters that differ between the runs, then their headline metrics side by side\n"
     "(val/final.*, test/final.*, val/matched.*, and the last train/loss).  RUN is a run id, a unique prefix\n"
@@ -149,17 +149,6 @@ static int cmp_same(const cmp_set *s, const cmp_row *r) {
     return 1;
 }
 
-static void cmp_csv_text(const char *t) {
-    if (!t) return;
-    if (!strpbrk(t, ",\"\n\r")) { fputs(t, stdout); return; }
-    putchar('"');
-    for (; *t; t++) {
-        if (*t == '"') putchar('"');
-        putchar(*t);
-    }
-    putchar('"');
-}
-
 /* A metric value as JSON: a number when the text is one (NaN: null), else a string (variant, status). */
 static json_t *cmp_json_value(const char *t) {
     char *end = NULL;
@@ -226,14 +215,14 @@ static int cmp_print(const cmp_set *s, cmp_format fmt) {
     if (fmt == CMP_TABLE) { cmp_print_table(s, nsame); return 0; }
     if (fmt == CMP_CSV) {
         printf("kind,key");
-        for (int j = 0; j < s->nrun; j++) putchar(','), cmp_csv_text(s->runs[j].run_id);
+        for (int j = 0; j < s->nrun; j++) putchar(','), jsonl_csv_field(stdout, s->runs[j].run_id);
         putchar('\n');
         for (int i = 0; i < s->nrows; i++) {
             const cmp_row *r = &s->rows[i];
             if (!strcmp(r->kind, "param") && cmp_same(s, r)) continue;
             printf("%s,", r->kind);
-            cmp_csv_text(r->key);
-            for (int j = 0; j < s->nrun; j++) putchar(','), cmp_csv_text(r->val[j]);
+            jsonl_csv_field(stdout, r->key);
+            for (int j = 0; j < s->nrun; j++) putchar(','), jsonl_csv_field(stdout, r->val[j]);
             putchar('\n');
         }
         return 0;

@@ -23,7 +23,7 @@
 static const char *const data_known[] = {"tinyshakespeare.txt", "enwik8", "enwik8_first4000000.txt"};
 
 static const args_opt data_opts[] = {{0}};
-static const args_spec data_spec = {
+const args_spec data_spec = {
     "data", "[FILE ...]",
     "Without FILE: the folders searched for data sets, in order, and where each data set is.\n"
     "With FILE: the path of each FILE, one per line; exit 1 naming the folders searched if one is missing.\n"

@@ -190,7 +190,7 @@ static const args_opt eval_opts[] = {
     {"results", ARGS_KEY(8), "DIR", "results folder that holds runs/<RUN> (default $GATELAB_RESULTS or results)"},
     {"record", ARGS_KEY(9), NULL, "write the whole-split result to the registry as the run's headline"},
     {0}};
-static const args_spec eval_spec = {
+const args_spec eval_spec = {
     "eval", "RUN [options]",
     "Loss (nats/token), bpc or accuracy, active fraction α, TLOps saved and tokens/s of a run's checkpoint,\n"
     "printed as one JSON line.",
@@ -273,12 +273,47 @@ static int eval_check(gl_run *run, const resolve_run *rr, eval_args *a, double *
     return 0;
 }
 
+/* --match-alpha/--match-run (τ matched to an α) or --tau: the early-exit
+ * evaluation into r2 and out["exit"], τ into *tau.  Returns 0 (nothing asked
+ * is 0 too), or -1 with a message in err. */
+static int eval_exit(gl_run *run, const eval_args *a, const int *ids, size_t n_ids, const gl_dataset *ds,
+                     const gl_prov *partner_prov, double *tau, gl_eval_result *r2, json_t *out, char *err,
+                     size_t errlen) {
+    gl_model *m = &run->model;
+    const gl_model_config *mc = &m->cfg;
+    const int is_text = run->mf.data.task == TASK_TEXT, L = mc->n_layer;
+    if (a->match >= 0) {
+        int mrc = eval_match_alpha(m, ds, a->split, a->windows, a->match, 0.005, tau, r2, err, errlen);
+        if (mrc < 0) return -1;
+        if (a->partner && (r2->windows != partner_prov->count || strcmp(partner_prov->split, a->split_name))) {
+            char pa[64];
+            snprintf(err, errlen, "--match-run %s: its headline was measured on %s, this run's %s split has %ld "
+                                      "windows: not one token set, so no matched pair is recorded",
+                     a->partner, db_prov_str(partner_prov, pa, sizeof pa), a->split_name, r2->windows);
+            return -1;
+        }
+        jsonl_set(out, "tau", jsonl_num(*tau));
+        jsonl_set(out, "alpha_target", jsonl_num(a->match));
+        jsonl_set(out, "exit", eval_json(r2, is_text, L, mc->seq_len));
+        if (mrc > 0)
+            fprintf(stderr, "gatelab eval: closest α reached is %.4f (target %.4f ± 0.005): α moves in steps at this data size\n",
+                    r2->active_frac, a->match);
+    } else if (*tau >= 0) {
+        m->exit_tau = (float)*tau;
+        if (run_eval(run, ids, n_ids, ds, a->split, a->windows, r2, err, errlen)) return -1;
+        m->exit_tau = 0;
+        jsonl_set(out, "tau", jsonl_num(*tau));
+        jsonl_set(out, "exit", eval_json(r2, is_text, L, mc->seq_len));
+    }
+    return 0;
+}
+
 int cmd_eval(int argc, char **argv) {
     eval_args a;
     int pr = eval_parse(argc, argv, &a);
     if (pr >= 0) return pr;
     const gl_split split = a.split;
-    const char *text = a.text, *split_name = a.split_name, *partner = a.partner;
+    const char *text = a.text, *split_name = a.split_name;
     const long windows = a.windows;
     double tau = a.tau;
     static gl_run run;
@@ -335,29 +370,7 @@ int cmd_eval(int argc, char **argv) {
         jsonl_set(out, "hard", eval_json(&hard, is_text, L, mc->seq_len));
     }
     if (!isnan(soft.p_mid_share)) jsonl_set(out, "p_mid_share", jsonl_num(soft.p_mid_share));
-    if (match >= 0) {
-        int mrc = eval_match_alpha(m, &ds, split, windows, match, 0.005, &tau, &r2, err, sizeof err);
-        if (mrc < 0) goto fail;
-        if (partner && (r2.windows != partner_prov.count || strcmp(partner_prov.split, split_name))) {
-            char pa[64];
-            snprintf(err, sizeof err, "--match-run %s: its headline was measured on %s, this run's %s split has %ld "
-                                      "windows: not one token set, so no matched pair is recorded",
-                     partner, db_prov_str(&partner_prov, pa, sizeof pa), split_name, r2.windows);
-            goto fail;
-        }
-        jsonl_set(out, "tau", jsonl_num(tau));
-        jsonl_set(out, "alpha_target", jsonl_num(match));
-        jsonl_set(out, "exit", eval_json(&r2, is_text, L, mc->seq_len));
-        if (mrc > 0)
-            fprintf(stderr, "gatelab eval: closest α reached is %.4f (target %.4f ± 0.005): α moves in steps at this data size\n",
-                    r2.active_frac, match);
-    } else if (tau >= 0) {
-        m->exit_tau = (float)tau;
-        if (run_eval(&run, ids, n_ids, &ds, split, windows, &r2, err, sizeof err)) goto fail;
-        m->exit_tau = 0;
-        jsonl_set(out, "tau", jsonl_num(tau));
-        jsonl_set(out, "exit", eval_json(&r2, is_text, L, mc->seq_len));
-    }
+    if (eval_exit(&run, &a, ids, n_ids, &ds, &partner_prov, &tau, &r2, out, err, sizeof err)) goto fail;
     jsonl_set(out, "loss", jsonl_num(soft.loss));
     jsonl_set(out, "loss_se", jsonl_num(soft.loss_se));
     jsonl_set(out, "tokens", jsonl_count(soft.tokens));

@@ -15,7 +15,7 @@ static const args_opt export_opts[] = {
     {"out", 'o', "FILE.h5", "the HDF5 file to write (required)"},
     {"results", ARGS_KEY(0), "DIR", "results folder that holds runs/<RUN> (default $GATELAB_RESULTS or results)"},
     {0}};
-static const args_spec export_spec = {
+const args_spec export_spec = {
     "export", "RUN --out FILE.h5 [options]",
     "Write every parameter of RUN (a run id, a unique prefix of one, or a run folder) as a float32 dataset named by the tensor table,\n"
     "the vocabulary and the config as attributes.",

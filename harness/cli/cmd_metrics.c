@@ -63,22 +63,12 @@ static const args_opt met_opts[] = {
     {"db", ARGS_KEY(5), "PATH", "registry to read (default <results>/gatelab.db)"},
     {"results", ARGS_KEY(6), "DIR", "results folder whose gatelab.db is read (default $GATELAB_RESULTS or results)"},
     {0}};
-static const args_spec met_spec = {
+const args_spec met_spec = {
     "metrics", "[options]",
     "Every metric row in long form (run_id, experiment, variant, split, name, params, step, value, se,\n"
     "data_split, win_first, win_count, tokens, wall_time); name has no parameters in it, params is a JSON\n"
     "object ({\"tau\":0.500}).  Deleted runs are left out.",
     met_opts};
-
-static void met_csv_text(const char *t) {
-    if (!strpbrk(t, ",\"\n\r")) { fputs(t, stdout); return; }
-    putchar('"');
-    for (; *t; t++) {
-        if (*t == '"') putchar('"');
-        putchar(*t);
-    }
-    putchar('"');
-}
 
 /* A number, or the empty field (CSV) / null (JSON) when NaN. */
 static void met_num(met_format fmt, double v, const char *f) {
@@ -128,7 +118,7 @@ static int met_row(const gl_metric_long *r, void *vctx) {
         const char *t[] = {r->run_id, r->experiment, r->variant, r->split, r->name, r->params};
         for (int i = 0; i < 6; i++) {
             if (i) putchar(',');
-            met_csv_text(t[i]);
+            jsonl_csv_field(stdout, t[i]);
         }
         printf(",%ld,", r->step);
         met_num(c->fmt, r->value, "%.9g");

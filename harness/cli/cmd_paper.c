@@ -6,10 +6,13 @@
  *       Measures what the claims need and records it in DIR/gatelab.db, for
  *       every FINISHED run that lacks it (so a rerun repeats nothing):
  *       1. the headline: the whole validation split (`eval --record`);
- *       2. SATFormer and ResFormer: every gate zeroed (`ablate --mode zero
- *          --windows 128`), SATFormer's also set to its mean (--mode mean;
- *          ResFormer's λ1 is a constant, so its mean is itself); SATFormer and TSA: the
- *          trace analysis (`analyze`);
+ *       2. a run with a value gate (SATFormer, ResFormer): every gate zeroed
+ *          (`ablate --mode zero --windows 128`), a gate with a value per token
+ *          (SATFormer's α) also set to its mean (--mode mean; ResFormer's λ1 is
+ *          a constant, so its mean is itself); a run with a per-token gate that
+ *          ablates (SATFormer's α, TSA's p): the trace analysis (`analyze`).
+ *          Which applies is read from the gate table (model/gatekind.h), never
+ *          from the variant's name;
  *       3. early exit: τ matched to the α (hard, the skipping done, when
  *          recorded) of its TSA partner (same config and seed) at λ* (the λ
  *          whose mean α is nearest the paper's α for that data set, read from
@@ -36,6 +39,8 @@
 #include "analysis/claims.h"
 #include "analysis/difficulty.h"
 #include "analysis/paper.h"
+#include "model/config.h"
+#include "model/gatekind.h"
 #include "store/registry.h"
 #include "args.h"
 #include "cli.h"
@@ -71,6 +76,26 @@ static int pp_open(gl_db **db, const char *results, char *err, size_t errlen) {
     return db_open_readonly(db, path, err, errlen);
 }
 
+/* The gates a paper run records, from the gate table (model/gatekind.h) on a
+ * config holding only the run's value residual and depth routing (what the
+ * table's `has` column reads for these variants): its value gate (a
+ * per-head or per-block ablation class, -1 for none) and the per-token gate
+ * the trace analysis reads (a value gate or a router, -1 for none). */
+static void pp_gates(const paper_run *r, int *value_gate, int *traced_gate) {
+    gl_model_config c;
+    memset(&c, 0, sizeof c);
+    gl_value_residual vr;
+    gl_depth_routing dr;
+    if (!config_parse_value_residual(r->value, &vr)) c.value_residual = vr;
+    if (!config_parse_depth_routing(r->depth, &dr)) c.depth_routing = dr;
+    *value_gate = gatekind_find(&c, GABL_HEAD);
+    if (*value_gate < 0) *value_gate = gatekind_find(&c, GABL_BLOCK);
+    *traced_gate = -1;
+    for (int g = 0; g < GATE_COUNT && *traced_gate < 0; g++)
+        if (gatekind_has(&c, (gl_gate)g) && gatekind_per_token((gl_gate)g) && gatekind_info[g].ablate != GABL_NONE)
+            *traced_gate = g;
+}
+
 /* Stages 1 and 2 for one run.  Returns the number of failed measurements. */
 static int pp_measure(gl_db *db, const paper_run *r, const char *results) {
     const char *id = r->t.run_id;
@@ -84,18 +109,23 @@ static int pp_measure(gl_db *db, const paper_run *r, const char *results) {
         fprintf(stderr, "[paper post] %s: whole-split evaluation%s\n", id, routed ? ", soft and with the skipping done" : "");
         bad += pp_call(cmd_eval, "eval", id, "--record", "--results", results, NULL) != 0;
     }
-    const int gated = !strcmp(r->value, "satformer") || !strcmp(r->value, "resformer");
-    if (gated && !pp_has(db, id, "ablation", zero)) {
+    int vg, tg;
+    pp_gates(r, &vg, &tg);
+    if (vg >= 0 && !pp_has(db, id, "ablation", zero)) {
         fprintf(stderr, "[paper post] %s: gates zeroed\n", id);
         bad += pp_call(cmd_ablate, "ablate", id, "--mode", "zero", "--windows", "128", "--results", results, NULL) != 0;
     }
-    /* ResFormer's λ1 is one constant per block: its mean ablation is the identity (ablate refuses it) */
-    if (!strcmp(r->value, "satformer") && !pp_has(db, id, "ablation", mean)) {
+    /* a gate without a value per token (ResFormer's λ1, one constant per block) is its own mean:
+     * its mean ablation is the identity (ablate refuses it) */
+    if (vg >= 0 && gatekind_per_token((gl_gate)vg) && !pp_has(db, id, "ablation", mean)) {
         fprintf(stderr, "[paper post] %s: gates at their mean\n", id);
         bad += pp_call(cmd_ablate, "ablate", id, "--mode", "mean", "--windows", "128", "--results", results, NULL) != 0;
     }
-    const int traced = !strcmp(r->value, "satformer") || !strcmp(r->depth, "tsa");
-    if (traced && !pp_has(db, id, "analysis", !strcmp(r->value, "satformer") ? "alpha_mean" : "active_frac")) {
+    /* analyze records "<key>_mean" of a value gate (alpha_mean), and a router's active fraction */
+    char traced[METRIC_NAME_MAX];
+    if (tg >= 0 && gatekind_info[tg].ablate == GABL_ROUTE) snprintf(traced, sizeof traced, "active_frac");
+    else if (tg >= 0) snprintf(traced, sizeof traced, "%s_mean", gatekind_info[tg].key);
+    if (tg >= 0 && !pp_has(db, id, "analysis", traced)) {
         fprintf(stderr, "[paper post] %s: trace analysis\n", id);
         bad += pp_call(cmd_analyze, "analyze", id, "--results", results, NULL) != 0;
     }
@@ -246,8 +276,8 @@ static const args_opt paper_opts[] = {
     {"results", ARGS_KEY(0), "DIR", "results folder of the preset (default $GATELAB_RESULTS or results)"},
     {"out", ARGS_KEY(1), "DIR", "report: where REPORT.md and its figures go (default DIR)"},
     {0}};
-static const args_spec paper_spec = {
-    "paper", "post [options] | report PRESET [options]",
+const args_spec paper_spec = {
+    "paper", "post | report PRESET [options]",
     "The stages of `make paper PRESET=smoke|local|full` after training (scripts/paper.sh):\n"
     "  post    measure what the claims need, for every finished run that lacks it (headline soft and hard,\n"
     "          ablations, trace analysis, early exit matched to TSA's α, random routing, the τ frontiers,\n"

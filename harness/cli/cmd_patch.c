@@ -49,7 +49,7 @@ static const args_opt pt_opts[] = {
     {"threads", ARGS_KEY(9), "N", "OpenMP threads (default: the run's train.threads; 0 = every core)"},
     {"results", ARGS_KEY(10), "DIR", "results folder that holds runs/<RUN> (default $GATELAB_RESULTS or results)"},
     {0}};
-static const args_spec pt_spec = {
+const args_spec pt_spec = {
     "patch", "RUN --pair mqar|sort|copy|text | --clean A --corrupt B [options]",
     "Paired activation patching of gates: the corrupted input run with one gate's values from the clean run\n"
     "at the chosen positions; prints the fraction of the metric recovered,\n"
@@ -139,6 +139,67 @@ static int pt_positions(const char *s, int T, unsigned char *pos, int *all, char
     return 0;
 }
 
+/* The pairs to patch: --pair KIND drawn from the run's data (opened into ds,
+ * *have_ds set), or --clean/--corrupt, one pair of files.  Returns 0, or -1
+ * with a message in err. */
+static int pt_make_pairs(const pt_args *a, gl_run *run, gl_dataset *ds, int *have_ds, int n_pairs, patch_pairs *pp,
+                         patch_pair_kind *kind, char *err, size_t errlen) {
+    const int T = run->model.T, V = run->model.cfg.vocab_size;
+    int rc = -1, *ia = NULL, *ib = NULL;
+    unsigned char *letters = NULL;
+    if (a->pair) {
+        patch_parse_pair(a->pair, kind);
+        if (data_open_tok(ds, &run->mf.data, T, run->mf.train.seed, run->st.tokenizer == TOK_BPE ? &run->st.bpe : NULL,
+                          err, errlen))
+            goto done;
+        *have_ds = 1;
+        if (!(letters = calloc((size_t)V, 1))) {
+            snprintf(err, errlen, "out of memory");
+            goto done;
+        }
+        for (int id = 0; id < V && *kind == PATCH_PAIR_TEXT; id++) {
+            size_t len;
+            const uint8_t *p = run_token(run, id, &len);
+            int all = len > 0;
+            for (size_t i = 0; i < len; i++) all &= (p[i] >= 'a' && p[i] <= 'z') || (p[i] >= 'A' && p[i] <= 'Z');
+            letters[id] = (unsigned char)all;
+        }
+        if (patch_make_pairs(pp, *kind, ds, n_pairs, letters, err, errlen)) goto done;
+    } else {
+        long na, nb;
+        if (!(ia = pt_encode_file(run, "--clean", a->clean, &na, err, errlen)) ||
+            !(ib = pt_encode_file(run, "--corrupt", a->corrupt, &nb, err, errlen)))
+            goto done;
+        if (na != nb) {
+            snprintf(err, errlen, "--clean %s has %ld tokens and --corrupt %s %ld: a pair needs the same number "
+                     "(replace a word by one of the same length)", a->clean, na, a->corrupt, nb);
+            goto done;
+        }
+        if (patch_pair_from_ids(pp, ia, ib, na, T, err, errlen)) goto done;
+    }
+    rc = 0;
+done:
+    free(ia), free(ib), free(letters);
+    return rc;
+}
+
+/* The sites to patch into sites[PT_MAX_SITES]: --gate (one), --router (one) or
+ * every site of the model.  Returns their count, or -1 with a message in err. */
+static int pt_choose_sites(const pt_args *a, patch_ctx *c, patch_site *sites, char *err, size_t errlen) {
+    if (a->gate) {
+        char g[64];
+        int blk, head;
+        if (args_heads("--gate", a->gate, g, sizeof g, err, errlen)) return -1;
+        if (strchr(g, ',') || sscanf(g, "%d:%d", &blk, &head) != 2) {
+            snprintf(err, errlen, "--gate '%s': one gate only", a->gate);
+            return -1;
+        }
+        return patch_site_gate(c, blk, head, &sites[0], err, errlen) ? -1 : 1;
+    }
+    if (a->router >= 0) return patch_site_router(c, a->router, &sites[0], err, errlen) ? -1 : 1;
+    return patch_sites(c, sites, PT_MAX_SITES);
+}
+
 int cmd_patch(int argc, char **argv) {
     pt_args a;
     int pr = pt_parse(argc, argv, &a);
@@ -148,8 +209,8 @@ int cmd_patch(int argc, char **argv) {
     patch_pairs pp = {0};
     patch_ctx c = {0};
     char err[2048];
-    int rc = 1, have_ds = 0, *ia = NULL, *ib = NULL;
-    unsigned char *letters = NULL, *pos = NULL;
+    int rc = 1, have_ds = 0;
+    unsigned char *pos = NULL;
     patch_site *sites = NULL;
     resolve_run rr;
     const int n_pairs = a.pair ? a.pairs : 1;
@@ -157,37 +218,10 @@ int cmd_patch(int argc, char **argv) {
         run_open(&run, rr.dir, NULL, n_pairs, err, sizeof err))
         goto done;
     gl_model *m = &run.model;
-    const int T = m->T, V = m->cfg.vocab_size;
     int threads = a.threads >= 0 ? a.threads : run.mf.train.threads;
     if (threads > 0) omp_set_num_threads(threads);
     patch_pair_kind kind = PATCH_PAIR_FILES;
-    if (a.pair) {
-        patch_parse_pair(a.pair, &kind);
-        if (data_open_tok(&ds, &run.mf.data, T, run.mf.train.seed, run.st.tokenizer == TOK_BPE ? &run.st.bpe : NULL, err,
-                          sizeof err))
-            goto done;
-        have_ds = 1;
-        if (!(letters = calloc((size_t)V, 1))) goto oom;
-        for (int id = 0; id < V && kind == PATCH_PAIR_TEXT; id++) {
-            size_t len;
-            const uint8_t *p = run_token(&run, id, &len);
-            int all = len > 0;
-            for (size_t i = 0; i < len; i++) all &= (p[i] >= 'a' && p[i] <= 'z') || (p[i] >= 'A' && p[i] <= 'Z');
-            letters[id] = (unsigned char)all;
-        }
-        if (patch_make_pairs(&pp, kind, &ds, n_pairs, letters, err, sizeof err)) goto done;
-    } else {
-        long na, nb;
-        if (!(ia = pt_encode_file(&run, "--clean", a.clean, &na, err, sizeof err)) ||
-            !(ib = pt_encode_file(&run, "--corrupt", a.corrupt, &nb, err, sizeof err)))
-            goto done;
-        if (na != nb) {
-            snprintf(err, sizeof err, "--clean %s has %ld tokens and --corrupt %s %ld: a pair needs the same number "
-                     "(replace a word by one of the same length)", a.clean, na, a.corrupt, nb);
-            goto done;
-        }
-        if (patch_pair_from_ids(&pp, ia, ib, na, T, err, sizeof err)) goto done;
-    }
+    if (pt_make_pairs(&a, &run, &ds, &have_ds, n_pairs, &pp, &kind, err, sizeof err)) goto done;
     const patch_metric metric = a.metric ? (strcmp(a.metric, "loss") ? PATCH_METRIC_LOGIT_DIFF : PATCH_METRIC_LOSS)
                                          : (kind == PATCH_PAIR_FILES || kind == PATCH_PAIR_TEXT ? PATCH_METRIC_LOSS
                                                                                                : PATCH_METRIC_LOGIT_DIFF);
@@ -196,23 +230,8 @@ int cmd_patch(int argc, char **argv) {
     if (pt_positions(a.positions, pp.T, pos, &all, err, sizeof err)) goto done;
     if (patch_init(&c, m, &pp, metric, err, sizeof err)) goto done;
     if (!(sites = malloc(PT_MAX_SITES * sizeof *sites))) goto oom;
-    int ns = 0;
-    if (a.gate) {
-        char g[64];
-        int blk, head;
-        if (args_heads("--gate", a.gate, g, sizeof g, err, sizeof err)) goto done;
-        if (strchr(g, ',') || sscanf(g, "%d:%d", &blk, &head) != 2) {
-            snprintf(err, sizeof err, "--gate '%s': one gate only", a.gate);
-            goto done;
-        }
-        if (patch_site_gate(&c, blk, head, &sites[0], err, sizeof err)) goto done;
-        ns = 1;
-    } else if (a.router >= 0) {
-        if (patch_site_router(&c, a.router, &sites[0], err, sizeof err)) goto done;
-        ns = 1;
-    } else {
-        ns = patch_sites(&c, sites, PT_MAX_SITES);
-    }
+    const int ns = pt_choose_sites(&a, &c, sites, err, sizeof err);
+    if (ns < 0) goto done;
     const char *mname = metric == PATCH_METRIC_LOSS ? "loss" : "logit_diff";
     printf("gatelab patch: run %s, %s pairs (%d, %ld answer positions), metric %s%s\n", rr.id, patch_pair_name(kind),
            pp.B, c.n_answer, mname, metric == PATCH_METRIC_LOSS ? " (nats, clean target)" : " (clean − corrupt target)");
@@ -269,7 +288,7 @@ done:
     if (rc) fprintf(stderr, "gatelab patch: %s\n", err);
     patch_free(&c);
     patch_pairs_free(&pp);
-    free(ia), free(ib), free(letters), free(pos), free(sites);
+    free(pos), free(sites);
     if (have_ds) data_close(&ds);
     run_close(&run);
     return rc;

@@ -44,7 +44,7 @@ static const args_opt pb_opts[] = {
     {"threads", ARGS_KEY(5), "N", "OpenMP threads (default: the run's train.threads; 0 = every core)"},
     {"results", ARGS_KEY(6), "DIR", "results folder that holds runs/<RUN> (default $GATELAB_RESULTS or results)"},
     {0}};
-static const args_spec pb_spec = {
+const args_spec pb_spec = {
     "probe", "RUN --text FILE | --prompt STR [options]",
     "One forward of the run's checkpoint on any text, kept as an HDF5 activation cache: every gate, the\n"
     "residual-stream norms, the V1 share of each KV head, the per-block logit lens (KL to the final head,\n"

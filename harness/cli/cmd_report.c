@@ -48,7 +48,7 @@ static const args_opt rp_opts[] = {
     {"probe", ARGS_KEY(8), "CACHE", "colour the text of a probe cache (gatelab probe) by each of its arrays instead"},
     {"only", ARGS_KEY(9), "PATH", "--probe: only the arrays whose path starts with PATH (e.g. lens/ or sat/alpha)"},
     {0}};
-static const args_spec rp_spec = {
+const args_spec rp_spec = {
     "report", "RUN|EXPERIMENT --html [options]",
     "One self-contained HTML page: figures (SVG), tables, and the probe text coloured by a gate's α (the\n"
     "others one click away) or by TSA's effective depth; hover a character for its value.  No script, no network.",

@@ -51,7 +51,7 @@ static const args_opt runs_opts[] = {
     {"tag", ARGS_KEY(7), "KEY=VALUE", "only the runs carrying that tag (repeat: all of them)"},
     {"deleted", ARGS_KEY(8), NULL, "list deleted runs too (gatelab delete)"},
     {0}};
-static const args_spec runs_spec = {
+const args_spec runs_spec = {
     "runs", "[options]",
     "What the registry holds, one row per run.  A RUNNING run whose process is gone, or without a heartbeat\n"
     "for --stale-after seconds, shows as STALE.",
@@ -233,19 +233,6 @@ static void runs_print_table(const gl_run_row *rows, int n, char (*why)[256]) {
                "`gatelab eval RUN --record`\n");
 }
 
-static void runs_csv_text(const char *s) {
-    if (!strpbrk(s, ",\"\n\r")) {
-        fputs(s, stdout);
-        return;
-    }
-    putchar('"');
-    for (; *s; s++) {
-        if (*s == '"') putchar('"');
-        putchar(*s);
-    }
-    putchar('"');
-}
-
 static void runs_csv_num(double v) {
     if (isfinite(v)) printf(",%.9g", v);
     else printf(",");
@@ -263,18 +250,18 @@ static void runs_print_csv(const gl_run_row *rows, int n) {
            "val_first,val_windows,val_tokens,variant,tags,deleted_time");
     runs_axes ax;
     runs_axes_find(rows, n, &ax);
-    for (int j = 0; j < ax.n; j++) printf(","), runs_csv_text(ax.key[j]);
+    for (int j = 0; j < ax.n; j++) printf(","), jsonl_csv_field(stdout, ax.key[j]);
     putchar('\n');
     for (int i = 0; i < n; i++) {
         const gl_run_row *r = &rows[i];
         char a[32], b[32];
-        runs_csv_text(r->run_id);
+        jsonl_csv_field(stdout, r->run_id);
         putchar(',');
-        runs_csv_text(r->experiment);
+        jsonl_csv_field(stdout, r->experiment);
         putchar(',');
-        runs_csv_text(r->name);
+        jsonl_csv_field(stdout, r->name);
         putchar(',');
-        runs_csv_text(r->status);
+        jsonl_csv_field(stdout, r->status);
         if (r->step >= 0) printf(",%ld", r->step);
         else printf(",");
         runs_csv_num(r->train_loss);
@@ -290,7 +277,7 @@ static void runs_print_csv(const gl_run_row *rows, int n) {
         runs_csv_num(runs_duration(r));
         if (r->exit_code >= 0) printf(",%d,", r->exit_code);
         else printf(",,");
-        runs_csv_text(r->error);
+        jsonl_csv_field(stdout, r->error);
         printf(",%d", r->val_headline);
         runs_csv_num(r->val_se);
         if (r->val_step >= 0) printf(",%ld,%s,%ld,%ld", r->val_step, r->val_prov.split, r->val_prov.first,
@@ -298,15 +285,15 @@ static void runs_print_csv(const gl_run_row *rows, int n) {
         else printf(",,,,");
         runs_csv_num(r->val_prov.count > 0 ? r->val_prov.tokens : NAN);
         putchar(',');
-        runs_csv_text(r->variant);
+        jsonl_csv_field(stdout, r->variant);
         putchar(',');
-        runs_csv_text(r->tags); /* one key=value per line: a value may hold "; " but no newline */
+        jsonl_csv_field(stdout, r->tags); /* one key=value per line: a value may hold "; " but no newline */
         runs_csv_time(r->deleted_time);
         for (int j = 0; j < ax.n; j++) {
             char v[64];
             runs_axis_value(r->name, ax.key[j], v, sizeof v);
             putchar(',');
-            runs_csv_text(v);
+            jsonl_csv_field(stdout, v);
         }
         putchar('\n');
     }

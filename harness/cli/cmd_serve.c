@@ -683,7 +683,7 @@ static const args_opt serve_opts[] = {
     {"results", ARGS_KEY(2), "DIR", "results folder: its gatelab.db and runs/ (default $GATELAB_RESULTS or results)"},
     {"db", ARGS_KEY(3), "PATH", "registry to read (default <results>/gatelab.db); traces still come from <results>/runs"},
     {0}};
-static const args_spec serve_spec = {
+const args_spec serve_spec = {
     "serve", "[options]",
     "A read-only web dashboard over the registry and the runs' traces: the runs table with their loss\n"
     "curves, a page per run with its gates; a RUNNING run's page follows it live.  Ctrl-C stops it.\n"

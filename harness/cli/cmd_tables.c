@@ -45,12 +45,12 @@ static const args_opt figures_opts[] = {
     {"runs", ARGS_KEY(3), "ID,ID,...", "only overlay these runs' loss curves in one figure (loss_runs_step, loss_runs_time)"},
     {"tag", ARGS_KEY(4), "KEY=VALUE", "the same for the runs carrying that tag (repeat: all of them; adds to --runs)"},
     {0}};
-static const args_spec tables_spec = {
+const args_spec tables_spec = {
     "tables", "[EXPERIMENT] [options]",
     "The paper's tables (Markdown and LaTeX) from the registry; EXPERIMENT: only that experiment's runs\n"
     "(default: every finished run).",
     tables_opts};
-static const args_spec figures_spec = {
+const args_spec figures_spec = {
     "figures", "[EXPERIMENT] [options]",
     "The paper's figures (gnuplot: PNG, PDF and SVG) from the registry and the runs' traces; EXPERIMENT: only\n"
     "that experiment's runs (default: every finished run).",

@@ -28,7 +28,7 @@ static const args_opt tag_opts[] = {
     {"db", ARGS_KEY(1), "PATH", "registry (default <results>/gatelab.db)"},
     {"results", ARGS_KEY(2), "DIR", "results folder whose gatelab.db is used (default $GATELAB_RESULTS or results)"},
     {0}};
-static const args_spec tag_spec = {
+const args_spec tag_spec = {
     "tag", "RUN key=value ... [options]",
     "Set (or replace) the tags of RUN (a run id, a unique prefix of one, or its folder: then its own registry).  key: letters, digits, '_', '-', '.';\n"
     "value: one line of text.  Tags show in `gatelab runs`; `gatelab runs --tag key=value` lists the runs\n"
@@ -39,13 +39,13 @@ static const args_opt delete_opts[] = {
     {"db", ARGS_KEY(1), "PATH", "registry (default <results>/gatelab.db)"},
     {"results", ARGS_KEY(2), "DIR", "results folder whose gatelab.db is used (default $GATELAB_RESULTS or results)"},
     {0}};
-static const args_spec delete_spec = {
+const args_spec delete_spec = {
     "delete", "RUN ... [options]",
     "Hide the runs (ids, unique prefixes or folders) from runs, tables, figures, report and metrics; their rows\n"
     "and files stay\n"
     "(`gatelab runs --deleted` lists them; `gatelab restore RUN` shows them again).",
     delete_opts};
-static const args_spec restore_spec = {"restore", "RUN ... [options]", "Show runs hidden by `gatelab delete` again.",
+const args_spec restore_spec = {"restore", "RUN ... [options]", "Show runs hidden by `gatelab delete` again.",
                                        delete_opts};
 
 /* Read the flags of tag, delete or restore; the positionals go to pos (argc

@@ -37,7 +37,7 @@ static const args_opt train_opts[] = {
     {"quiet", ARGS_KEY(4), NULL, "no progress lines on the terminal (train.log still has them)"},
     {"allow-config-change", ARGS_KEY(5), NULL, "--resume even though the configuration changed (recorded)"},
     {0}};
-static const args_spec train_spec = {
+const args_spec train_spec = {
     "train", "MANIFEST [section.key=value ...] [options] | --resume RUN [section.key=value ...] [options]",
     "Train one run of MANIFEST (an INI file, docs/manifest.md); section.key=value overrides a key.\n"
     "Exit 0 finished, 1 failed, 2 bad usage or manifest, 3 killed by a signal (resume it with --resume).",

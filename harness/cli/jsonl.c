@@ -91,3 +91,17 @@ int jsonl_print(FILE *f, json_t *v) {
     fflush(f);
     return rc;
 }
+
+void jsonl_csv_field(FILE *f, const char *t) {
+    if (!t) return;
+    if (!strpbrk(t, ",\"\n\r")) {
+        fputs(t, f);
+        return;
+    }
+    putc('"', f);
+    for (; *t; t++) {
+        if (*t == '"') putc('"', f);
+        putc(*t, f);
+    }
+    putc('"', f);
+}

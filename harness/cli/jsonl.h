@@ -43,4 +43,9 @@ int jsonl_print(FILE *f, json_t *v);
 /* v as compact text (malloc'd, the caller frees it), or NULL; v is kept. */
 char *jsonl_dumps(const json_t *v);
 
+/* The other machine-readable form (--format csv): t as one CSV field on
+ * f (RFC 4180: quoted, with "" for ", when it holds a comma, quote or
+ * line break; as it is otherwise; nothing for NULL). */
+void jsonl_csv_field(FILE *f, const char *t);
+
 #endif

@@ -1,8 +1,10 @@
 /*
  * main.c — the `gatelab` command: dispatch to a subcommand, `gatelab --help`
- * (one line per command with every flag it takes; `gatelab CMD --help` says
- * what each does) and `gatelab --version`.
- * Every subcommand lives in its own file and is listed once in the table below.
+ * (one line per command with every flag it takes, written out from the
+ * command's flag table; `gatelab CMD --help` says what each does) and
+ * `gatelab --version`.
+ * Every subcommand lives in its own file and is listed once in the table
+ * below, with its args_spec: nothing here repeats a flag.
  * The commit comes from the Makefile (-DGATELAB_COMMIT, `git describe
  * --always --dirty`, "unknown" outside a git checkout).
  */
@@ -23,42 +25,42 @@
 #define GATELAB_COMMIT "unknown"
 #endif
 
+/* One row per command: what runs it and its flag table (args.h), from which
+ * both its parsing and its line of `gatelab --help` come. */
 typedef struct {
-    const char *name;
     int (*run)(int argc, char **argv);
-    const char *usage;
+    const args_spec *spec; /* spec->cmd is the command's name */
 } command;
 
 static const command commands[] = {
-    {"train", cmd_train, "train MANIFEST [section.key=value ...] [--resume RUN] [--run-id ID] [--db PATH] [--results DIR] [--quiet] [--allow-config-change]   (--resume RUN alone: its config.ini)"},
-    {"eval", cmd_eval, "eval RUN [--split val|test|train | --text FILE] [--windows N] [--sparse] [--tau T | --match-alpha A | --match-run TSA_RUN] [--batch B] [--results DIR] [--record]"},
-    {"sample", cmd_sample, "sample RUN [--tokens N] [--prompt S] [--temperature T] [--seed S] [--results DIR] [--json] [--no-cache] [--sparse | --tau T] [--trace OUT.h5]"},
-    {"export", cmd_export, "export RUN --out FILE.h5 [--results DIR]"},
-    {"sweep", cmd_sweep, "sweep MANIFEST [key=a,b,c ...] [-j|--jobs N] [--dry-run] [--index I] [--emit-slurm FILE [--nodes N] [--ntasks-per-node K]] [--launcher \"CMD ARGS\"] [--stale SECONDS] [--retry-failed] [--axis KEY=A,B ...] [--time T] [--mem M] [--partition P] [--db PATH] [--results DIR]"},
-    {"collect", cmd_collect, "collect MAIN.db TASK.db [TASK.db ...]"},
-    {"runs", cmd_runs, "runs [--experiment E] [--status S] [--format table|csv|json] [--stale-after SECONDS] [--fix-stale] [--tag KEY=VALUE ...] [--deleted] [--db PATH] [--results DIR]"},
-    {"analyze", cmd_analyze, "analyze RUN [--out DIR] [--no-db] [--db PATH] [--results DIR] | analyze TSA_RUN --difficulty DENSE_RUN [--windows N] [--seed S] [--batch B] | analyze --seeds RUN1,RUN2,... [--windows N] [--out DIR]"},
-    {"ablate", cmd_ablate, "ablate RUN --mode zero|mean|resample|file|full-depth|random|exit|posthoc-exit [--layers 1,3] [--heads 2:0,L3H1] [--values FILE] [--taus T,...] [--windows N] [--batch B] [--threads N] [--no-db] [--db PATH] [--results DIR]"},
-    {"heads", cmd_heads, "heads RUN [--windows N] [--batch B] [--threads N] [--out DIR] [--no-figure] [--json] [--attribution] [--no-db] [--db PATH] [--results DIR]"},
-    {"probe", cmd_probe, "probe RUN --text FILE | --prompt STR [--out CACHE.h5] [--attention] [--zero L1H0,...] [--threads N] [--results DIR]   (an activation cache)"},
-    {"patch", cmd_patch, "patch RUN --pair mqar|sort|copy|text | --clean A --corrupt B [--gate L2H1 | --router L] [--positions 3,5|all] [--metric logit_diff|loss] [--pairs N] [--json] [--threads N] [--results DIR]"},
-    {"tables", cmd_tables, "tables [EXPERIMENT] [--out DIR] [--db PATH] [--results DIR]"},
-    {"figures", cmd_figures, "figures [EXPERIMENT | --runs ID,ID,... | --tag KEY=VALUE ...] [--out DIR] [--db PATH] [--results DIR]"},
-    {"report", cmd_report, "report RUN|EXPERIMENT --html [--out FILE] [--block N --kv-head H | --gate L2H0] [--chars N] [--db PATH] [--results DIR] | report --probe CACHE.h5 --html [--out FILE] [--only PATH]"},
-    {"paper", cmd_paper, "paper post [--results DIR] | paper report PRESET [--results DIR] [--out DIR]   (stages of make paper)"},
-    {"tag", cmd_tag, "tag RUN key=value ... [--remove KEY ...] [--db PATH] [--results DIR]   (tags shown by runs; runs --tag key=value)"},
-    {"delete", cmd_delete, "delete RUN ... [--db PATH] [--results DIR]   (hidden from runs, tables, figures, reports; files kept)"},
-    {"restore", cmd_restore, "restore RUN ... [--db PATH] [--results DIR]   (undo delete)"},
-    {"compare", cmd_compare, "compare RUN RUN ... [--format table|csv|json] [--db PATH] [--results DIR]   (params that differ, headline metrics)"},
-    {"metrics", cmd_metrics, "metrics [--experiment E] [--run RUN] [--split S] [--name GLOB] [--format csv|json] [--db PATH] [--results DIR]   (long form)"},
-    {"serve", cmd_serve, "serve [--port 8000] [--bind 127.0.0.1] [--results DIR] [--db PATH]   (read-only web dashboard: docs/serve.md)"},
-    {"data", cmd_data, "data [FILE ...]   (where data sets are looked for and found; `make data` fetches them)"},
+    {cmd_train, &train_spec},
+    {cmd_eval, &eval_spec},
+    {cmd_sample, &sample_spec},
+    {cmd_export, &export_spec},
+    {cmd_sweep, &sweep_spec},
+    {cmd_collect, &collect_spec},
+    {cmd_runs, &runs_spec},
+    {cmd_analyze, &an_spec},
+    {cmd_ablate, &ablate_spec},
+    {cmd_heads, &heads_spec},
+    {cmd_probe, &pb_spec},
+    {cmd_patch, &pt_spec},
+    {cmd_tables, &tables_spec},
+    {cmd_figures, &figures_spec},
+    {cmd_report, &rp_spec},
+    {cmd_paper, &paper_spec},
+    {cmd_tag, &tag_spec},
+    {cmd_delete, &delete_spec},
+    {cmd_restore, &restore_spec},
+    {cmd_compare, &cmp_spec},
+    {cmd_metrics, &met_spec},
+    {cmd_serve, &serve_spec},
+    {cmd_data, &data_spec},
 };
 
 static void usage(FILE *f) {
     fprintf(f, "gatelab — train, trace and take apart gated transformers\n\nusage:\n");
-    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-        fprintf(f, "  gatelab %s\n", commands[i].usage);
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) args_print_line(commands[i].spec, f);
     fprintf(f, "  gatelab --version\n"
                "\nRUN is a run id, a unique prefix of one, or a run folder (results/runs/<id>, with its own registry\n"
                "two folders up); DIR (--results) defaults to $GATELAB_RESULTS or results, PATH (--db) to DIR/gatelab.db.\n"
@@ -95,9 +97,9 @@ int main(int argc, char **argv) {
         return 0;
     }
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-        if (!strcmp(argv[1], commands[i].name)) return commands[i].run(argc - 1, argv + 1);
+        if (!strcmp(argv[1], commands[i].spec->cmd)) return commands[i].run(argc - 1, argv + 1);
     const char *names[sizeof commands / sizeof commands[0]];
-    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) names[i] = commands[i].name;
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) names[i] = commands[i].spec->cmd;
     const char *near = args_suggest(argv[1], names, (int)(sizeof commands / sizeof commands[0]));
     if (near) fprintf(stderr, "gatelab: unknown command '%s' (did you mean %s?); see gatelab --help\n", argv[1], near);
     else fprintf(stderr, "gatelab: unknown command '%s'; see gatelab --help\n", argv[1]);

@@ -6,8 +6,8 @@
  * the same run whoever expands the grid: a restarted sweep, a Slurm array
  * task given --index i, or `--dry-run`.
  *
- * What it does not do: touch the registry or the file system (cmd_sweep.c
- * registers and runs), interpret values (manifest_set parses and validates
+ * What it does not do: touch the registry or the file system (sweep_pool.c
+ * registers and runs, slurm.c writes the array script), interpret values (manifest_set parses and validates
  * each one, so an unknown scale or a malformed number is reported with the
  * manifest's file, line and key).
  */
