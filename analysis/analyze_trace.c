@@ -28,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "store/fileio.h"
 #include "store/manifest.h"
 #include "store/metric.h"
 #include "catsens.h"
@@ -570,7 +571,7 @@ int analyze_trace(const gl_trace_data *td, const uint8_t *vocab, int vocab_size,
     s->step = td->step[a.S - 1];
     for (int g = 0; g < GATE_COUNT; g++)
         s->has[g] = td->gate[g] != NULL && (gatekind_info[g].axis[0] != GAX_ROUTER || a.R > 0);
-    if (report_mkdir_p(out_dir, err, errlen)) return -1;
+    if (fileio_mkdir_p(out_dir, err, errlen)) return -1;
     for (long t = 0; t < a.P; t++)
         if (a.cat[t] < CAT_COUNT) s->cat_count[a.cat[t]]++;
     if (an_losses(&a)) return -1;

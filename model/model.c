@@ -43,6 +43,7 @@
 #include "crosslayer.h"
 #include "infer.h"
 #include "ops.h"
+#include "rng.h"
 #include "routing.h"
 #include "tensors.h"
 #include "valueres.h"
@@ -351,12 +352,6 @@ void model_clear_overrides(gl_model *m) {
 /* ------------------------------------------------------------------------ */
 /* forward                                                                  */
 
-static uint64_t mix64(uint64_t z) {
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-}
-
 /* Halting probabilities of the router feeding block n (n >= 1). */
 static void route_forward(gl_model *m, int n, int N) {
     gl_block_acts *a = &m->A[n];
@@ -371,7 +366,7 @@ static void route_forward(gl_model *m, int n, int N) {
             const float v = m->ov.route_token[(size_t)(n - 1) * m->max_B * m->T + t];
             if (!isnan(v)) a->p[t] = v;
         } else {
-            uint64_t h = mix64(m->ov.route_seed ^ mix64(((uint64_t)n << 40) + (uint64_t)t + 1));
+            uint64_t h = rng_mix64(m->ov.route_seed ^ rng_mix64(((uint64_t)n << 40) + (uint64_t)t + 1));
             float u = (float)(h >> 40) * (1.0f / 16777216.0f);
             a->p[t] = u < m->ov.route_skip_prob ? 1.0f : 0.0f;
         }
