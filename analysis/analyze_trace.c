@@ -153,7 +153,7 @@ static int an_losses(an_ctx *a) {
 /* Files of a head gate at its last step, and the evolution over steps. */
 typedef struct {
     tsv_out ev, heads, cats;
-    float *scratch; /* (P·Hkv) */
+    double *scratch; /* (P·Hkv) */
 } an_head_files;
 
 /* Head j of block n at step k: metric rows, evolution row, and at the last step the head tables. */
@@ -302,7 +302,7 @@ static int an_head_gate(an_ctx *a, gl_gate g) {
     an_head_files hf = {0};
     const size_t PH = (size_t)(a->P > 0 ? a->P : 1) * (a->Hkv > 0 ? a->Hkv : 1);
     float *expand = malloc(PH * sizeof(float));
-    hf.scratch = malloc(PH * sizeof(float));
+    hf.scratch = malloc(PH * sizeof(double));
     if (!expand || !hf.scratch) {
         snprintf(a->err, a->errlen, "out of memory analysing %ld probe tokens", a->P);
         goto cleanup;
