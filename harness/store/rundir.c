@@ -150,27 +150,11 @@ int run_open(gl_run *r, const char *arg, const char *results, int max_B, char *e
     if (r->config_ini[0] == '\0') {
         /* a checkpoint saved without its config: fall back to the folder's config.ini */
         snprintf(err, errlen, "%s stores no config and %s is missing; cannot rebuild the model", ckpt, cfg_path);
-        FILE *f = fopen(cfg_path, "rb");
-        if (!f) goto cleanup;
+        char why[GL_PATH_MAX + 128];
+        size_t len;
+        char *text = fileio_slurp(cfg_path, "config", 0, &len, why, sizeof why);
+        if (!text) goto cleanup; /* err already says what is missing */
         free(r->config_ini);
-        r->config_ini = NULL;
-        size_t cap = 1 << 16, len = 0, got;
-        char *text = malloc(cap);
-        while (text && (got = fread(text + len, 1, cap - len - 1, f)) > 0) {
-            len += got;
-            if (len + 1 == cap) {
-                char *nt = realloc(text, cap * 2);
-                if (!nt) { free(text); text = NULL; break; }
-                text = nt;
-                cap *= 2;
-            }
-        }
-        fclose(f);
-        if (!text) {
-            snprintf(err, errlen, "%s: out of memory reading the config", cfg_path);
-            goto cleanup;
-        }
-        text[len] = '\0';
         r->config_ini = text;
         snprintf(origin, sizeof origin, "%s", cfg_path);
     }
