@@ -27,6 +27,7 @@
 #include <string.h>
 
 #include "model/gatekind.h"
+#include "model/rng.h"
 #include "store/metric.h"
 #include "store/rundir.h"
 #include "catsens.h"
@@ -45,10 +46,7 @@ int ablate_mode_selects_gates(ablate_mode mode) {
 
 long ablate_resample_source(uint64_t seed, long pos, long n_ref) {
     /* splitmix64 of (seed, pos): a counter-based draw, the same whatever order the positions come in */
-    uint64_t z = seed + 0x9e3779b97f4a7c15ULL * ((uint64_t)pos + 1);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    z ^= z >> 31;
+    uint64_t z = rng_mix64(seed + 0x9e3779b97f4a7c15ULL * ((uint64_t)pos + 1));
     return (long)(z % (uint64_t)n_ref);
 }
 

@@ -28,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "store/fileio.h"
 #include "store/manifest.h"
 #include "store/metric.h"
 #include "catsens.h"
@@ -152,7 +153,7 @@ static int an_losses(an_ctx *a) {
 /* Files of a head gate at its last step, and the evolution over steps. */
 typedef struct {
     tsv_out ev, heads, cats;
-    float *scratch; /* (P·Hkv) */
+    double *scratch; /* (P·Hkv) */
 } an_head_files;
 
 /* Head j of block n at step k: metric rows, evolution row, and at the last step the head tables. */
@@ -301,7 +302,7 @@ static int an_head_gate(an_ctx *a, gl_gate g) {
     an_head_files hf = {0};
     const size_t PH = (size_t)(a->P > 0 ? a->P : 1) * (a->Hkv > 0 ? a->Hkv : 1);
     float *expand = malloc(PH * sizeof(float));
-    hf.scratch = malloc(PH * sizeof(float));
+    hf.scratch = malloc(PH * sizeof(double));
     if (!expand || !hf.scratch) {
         snprintf(a->err, a->errlen, "out of memory analysing %ld probe tokens", a->P);
         goto cleanup;
@@ -570,7 +571,7 @@ int analyze_trace(const gl_trace_data *td, const uint8_t *vocab, int vocab_size,
     s->step = td->step[a.S - 1];
     for (int g = 0; g < GATE_COUNT; g++)
         s->has[g] = td->gate[g] != NULL && (gatekind_info[g].axis[0] != GAX_ROUTER || a.R > 0);
-    if (report_mkdir_p(out_dir, err, errlen)) return -1;
+    if (fileio_mkdir_p(out_dir, err, errlen)) return -1;
     for (long t = 0; t < a.P; t++)
         if (a.cat[t] < CAT_COUNT) s->cat_count[a.cat[t]]++;
     if (an_losses(&a)) return -1;

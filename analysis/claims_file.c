@@ -5,6 +5,7 @@
  * Not here: judging a row against a run set (claims.c).
  */
 #include "claims.h"
+#include "store/fileio.h"
 
 #include <errno.h>
 #include <math.h>
@@ -319,31 +320,9 @@ bad:
 
 int claims_load(const char *path, claims_file *cf, char *err, size_t errlen) {
     memset(cf, 0, sizeof *cf);
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        snprintf(err, errlen, "cannot read the claims file %s: %s", path, strerror(errno));
-        return -1;
-    }
-    size_t cap = 1 << 16, n = 0;
-    char *buf = malloc(cap);
-    for (size_t k; buf && (k = fread(buf + n, 1, cap - n - 1, f)) > 0;) {
-        n += k;
-        if (n + 1 == cap) {
-            char *b = realloc(buf, cap *= 2);
-            if (!b) {
-                free(buf);
-                buf = NULL;
-            } else {
-                buf = b;
-            }
-        }
-    }
-    fclose(f);
-    if (!buf) {
-        snprintf(err, errlen, "out of memory reading %s", path);
-        return -1;
-    }
-    buf[n] = 0;
+    size_t n;
+    char *buf = fileio_slurp(path, "claims file", 0, &n, err, errlen);
+    if (!buf) return -1;
     if (strlen(buf) != n) {
         free(buf);
         snprintf(err, errlen, "%s holds a NUL byte: it is not a text file", path);

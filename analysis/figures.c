@@ -951,7 +951,7 @@ int figures_make_all(gl_db *db, const char *experiment, const char *results, con
     memset(s, 0, sizeof *s);
     char data_dir[4096];
     snprintf(data_dir, sizeof data_dir, "%s/data", out_dir);
-    if (report_mkdir_p(data_dir, err, errlen)) return -1;
+    if (fileio_mkdir_p(data_dir, err, errlen)) return -1;
     tables_run *runs = NULL;
     int n = 0, rc = -1;
     if (tables_collect(db, experiment, &runs, &n, err, errlen)) return -1;
@@ -979,7 +979,7 @@ int figures_loss_runs(gl_db *db, const char *const *ids, int nids, const char *o
     memset(s, 0, sizeof *s);
     char data_dir[4096], path[4200];
     snprintf(data_dir, sizeof data_dir, "%s/data", out_dir);
-    if (report_mkdir_p(data_dir, err, errlen)) return -1;
+    if (fileio_mkdir_p(data_dir, err, errlen)) return -1;
     tables_run *runs = NULL;
     unsigned char *want = NULL;
     fg_groups *G = NULL;

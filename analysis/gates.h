@@ -33,17 +33,19 @@ double gates_frac_zero(const float *x, long n, long stride);
 double gates_frac_below(const float *x, long n, long stride, double eps);
 
 /* Gini index (Hurley & Rickard 2009) of |x|: with c the values sorted
- * ascending, G = 1 − 2 Σₖ (cₖ/‖c‖₁)(n − k + ½)/n, k = 1..n.  0 when all values
- * are equal, 1 − 1/n when one value holds all the mass.  scratch holds n
- * floats (the sort happens there).  NaN when n < 2 or every value is 0. */
-double gates_gini(const float *x, long n, long stride, float *scratch);
+ * ascending, G = 1 − 2 Σₖ (cₖ/‖c‖₁)(n − k + ½)/n = Σₖ (2k − n − 1) cₖ / (n ‖c‖₁),
+ * k = 1..n.  0 when all values are equal, 1 − 1/n when one value holds all the
+ * mass.  An adapter: |x| (strided floats) is copied into scratch (n doubles)
+ * and handed to st_gini (stats.h), the one Gini of gatelab.  NaN when n < 2
+ * or every value is 0. */
+double gates_gini(const float *x, long n, long stride, double *scratch);
 
 /* Hoyer (2004) sparsity (√n − ‖x‖₁/‖x‖₂)/(√n − 1): 0 for a constant vector,
  * 1 for a one-hot one.  NaN when n < 2 or every value is 0. */
 double gates_hoyer(const float *x, long n, long stride);
 
-/* All of the above in one pass plus one sort; scratch holds n floats. */
-void gates_summarize(const float *x, long n, long stride, float *scratch, gates_summary *s);
+/* All of the above in one pass plus one sort; scratch holds n doubles. */
+void gates_summarize(const float *x, long n, long stride, double *scratch, gates_summary *s);
 
 /* Normalised entropy across heads: for each token t of x (n_tok, n_head) with
  * Σⱼ xₜⱼ > 0, qⱼ = xₜⱼ / Σⱼ xₜⱼ and Hₜ = −Σⱼ qⱼ ln qⱼ / ln n_head, in [0, 1]

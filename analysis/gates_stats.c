@@ -7,11 +7,15 @@
  * Follows Hurley & Rickard, "Comparing measures of sparsity" (IEEE TIT 2009)
  * for the Gini index and Hoyer, "Non-negative matrix factorization with
  * sparseness constraints" (JMLR 2004) for the Hoyer measure.  Sums run in
- * double precision in index order, so results are repeatable bit for bit.
+ * double precision in index order (the Gini's in sorted order, in st_gini:
+ * stats.c is the one statistics kernel and holds the only Gini), so results
+ * are repeatable bit for bit.
  */
 #include "gates.h"
+#include "stats.h"
 
 #include <assert.h>
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 
@@ -42,24 +46,10 @@ double gates_frac_below(const float *x, long n, long stride, double eps) {
     return (double)z / (double)n;
 }
 
-static int gates_cmp_float(const void *a, const void *b) {
-    float x = *(const float *)a, y = *(const float *)b;
-    return (x > y) - (x < y);
-}
-
-double gates_gini(const float *x, long n, long stride, float *scratch) {
-    assert(stride >= 1);
-    if (n < 2) return NAN;
-    double l1 = 0.0;
-    for (long i = 0; i < n; i++) {
-        scratch[i] = fabsf(x[i * stride]);
-        l1 += scratch[i];
-    }
-    if (!(l1 > 0.0)) return NAN;
-    qsort(scratch, (size_t)n, sizeof(float), gates_cmp_float);
-    double acc = 0.0;
-    for (long k = 1; k <= n; k++) acc += (scratch[k - 1] / l1) * (((double)n - (double)k + 0.5) / (double)n);
-    return 1.0 - 2.0 * acc;
+double gates_gini(const float *x, long n, long stride, double *scratch) {
+    assert(stride >= 1 && n <= INT_MAX);
+    for (long i = 0; i < n; i++) scratch[i] = fabs((double)x[i * stride]);
+    return st_gini(scratch, (int)n);
 }
 
 double gates_hoyer(const float *x, long n, long stride) {
@@ -78,7 +68,7 @@ double gates_hoyer(const float *x, long n, long stride) {
     return h < 0.0 ? 0.0 : h > 1.0 ? 1.0 : h;
 }
 
-void gates_summarize(const float *x, long n, long stride, float *scratch, gates_summary *s) {
+void gates_summarize(const float *x, long n, long stride, double *scratch, gates_summary *s) {
     s->n = n;
     s->mean = gates_mean(x, n, stride);
     s->frac_zero = gates_frac_zero(x, n, stride);

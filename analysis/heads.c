@@ -43,7 +43,7 @@ int heads_rank(ablate_ctx *c, heads_row **rows_out, int *n_out, ablate_eval *bas
     const size_t ntok = (size_t)c->eval_windows * m->T;
     int rc = -1, k = 0;
     float *alpha = malloc((size_t)L * ntok * Hkv * sizeof(float));
-    float *scratch = malloc(ntok * sizeof(float));
+    double *scratch = malloc(ntok * sizeof(double));
     unsigned char *sel = calloc((size_t)L * Hkv, 1);
     heads_row *rows = calloc((size_t)L * Hkv, sizeof *rows);
     if (!alpha || !scratch || !sel || !rows) {

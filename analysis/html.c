@@ -74,33 +74,10 @@ void html_colour(double v, int blue, char out[8]) {
 
 /* The whole file at path (malloc'd, NUL-terminated), its length in *n; NULL if unreadable. */
 static char *hr_slurp(const char *path, size_t *n) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    char *buf = NULL;
-    size_t cap = 0, len = 0;
-    for (;;) {
-        if (len + 4096 + 1 > cap) {
-            cap = cap ? 2 * cap : 65536;
-            char *nb = realloc(buf, cap);
-            if (!nb) {
-                free(buf);
-                fclose(f);
-                return NULL;
-            }
-            buf = nb;
-        }
-        size_t k = fread(buf + len, 1, 4096, f);
-        len += k;
-        if (k < 4096) break;
-    }
-    int bad = ferror(f);
-    fclose(f);
-    if (bad) {
-        free(buf);
-        return NULL;
-    }
-    buf[len] = 0;
-    if (n) *n = len;
+    char why[64]; /* an unreadable part is left out of the report, not an error */
+    size_t len;
+    char *buf = fileio_slurp(path, "report part", 0, &len, why, sizeof why);
+    if (buf && n) *n = len;
     return buf;
 }
 
@@ -537,7 +514,7 @@ int html_report(gl_db *db, const html_target *t, const html_opts *o, const char 
     char *slash = strrchr(dir, '/');
     if (slash && slash != dir) {
         *slash = 0;
-        if (report_mkdir_p(dir, err, errlen)) goto cleanup;
+        if (fileio_mkdir_p(dir, err, errlen)) goto cleanup;
     }
     if (fileio_begin(&out, out_path, "HTML report", err, errlen)) goto cleanup;
     f = out.f;

@@ -688,7 +688,7 @@ int paper_report(gl_db *db, const char *preset, const char *plan_path, const cha
     claims_base_scale(&rs, scale, sizeof scale);
     if (!scale[0]) snprintf(scale, sizeof scale, "s");
     snprintf(path, sizeof path, "%s/figures", out_dir);
-    if (report_mkdir_p(path, err, errlen)) goto done;
+    if (fileio_mkdir_p(path, err, errlen)) goto done;
     paper_figs figs;
     paper_points pp = {0};
     for (int i = 0; i < cf.n; i++) { /* the claims file's `pareto = saved|cost LABEL` rows */

@@ -141,33 +141,9 @@ fail:
 
 int plan_read(const char *path, paper_plan *out, char *err, size_t errlen) {
     memset(out, 0, sizeof *out);
-    FILE *f = NULL;
-    if (fileio_open_regular(path, "plan", &f, err, errlen)) return -1;
-    size_t cap = 4096, n = 0;
-    char *buf = malloc(cap);
-    for (;;) {
-        if (!buf) break;
-        if (n == cap) {
-            char *b = cap < ((size_t)64 << 20) ? realloc(buf, cap * 2) : NULL;
-            if (!b) {
-                free(buf);
-                buf = NULL;
-                break;
-            }
-            buf = b;
-            cap *= 2;
-        }
-        size_t r = fread(buf + n, 1, cap - n, f);
-        n += r;
-        if (r == 0) break;
-    }
-    int bad = ferror(f);
-    fclose(f);
-    if (!buf || bad) {
-        snprintf(err, errlen, "%s: cannot read the plan: %s", path, !buf ? "too large or out of memory" : strerror(errno));
-        free(buf);
-        return -1;
-    }
+    size_t n;
+    char *buf = fileio_slurp(path, "plan", (size_t)64 << 20, &n, err, errlen);
+    if (!buf) return -1;
     int rc = plan_parse(buf, n, path, out, err, errlen);
     free(buf);
     return rc;

@@ -87,25 +87,6 @@ void report_metrics_free(report_metrics *rm) {
     rm->n = rm->cap = 0;
 }
 
-int report_mkdir_p(const char *path, char *err, size_t errlen) {
-    char tmp[4096];
-    if (snprintf(tmp, sizeof tmp, "%s", path) >= (int)sizeof tmp) {
-        snprintf(err, errlen, "folder path too long: %.200s…", path);
-        return -1;
-    }
-    for (char *p = tmp + 1; *p; p++)
-        if (*p == '/') {
-            *p = 0;
-            if (mkdir(tmp, 0755) && errno != EEXIST) goto fail;
-            *p = '/';
-        }
-    if (mkdir(tmp, 0755) && errno != EEXIST) goto fail;
-    return 0;
-fail:
-    snprintf(err, errlen, "cannot create folder %s: %s", tmp, strerror(errno));
-    return -1;
-}
-
 FILE *report_tsv_open(const char *dir, const char *name, const char *header, char *path_out, size_t pathlen,
                       char *err, size_t errlen) {
     char path[4096];

@@ -42,8 +42,7 @@ int report_metrics_flush(report_metrics *rm, gl_db *db, const char *run_id, char
 
 void report_metrics_free(report_metrics *rm); /* accepts a zeroed list */
 
-/* mkdir -p.  Returns 0, or -1 with a message naming the folder. */
-int report_mkdir_p(const char *path, char *err, size_t errlen);
+/* mkdir -p is fileio_mkdir_p (store/fileio.h). */
 
 /* Create dir/name for writing and write the header line (tab-separated column
  * names, given with tabs already in place).  The full path goes to path_out

@@ -7,12 +7,15 @@
  * CDF follows from P(|T| > t) = I_{df/(df+t²)}(df/2, 1/2), and the quantile
  * by bisection on it (the CDF is monotone; 200 halvings of [0, 1e7] leave an
  * error far below the printed digits).  The bootstrap generator is
- * SplitMix64, so an interval repeats bit for bit for a given seed.
+ * SplitMix64 (its finaliser is rng_mix64, model/rng.h), so an interval
+ * repeats bit for bit for a given seed.  The one Gini of gatelab is st_gini;
+ * gates_gini (gates_stats.c) adapts strided float gates to it.
  *
  * Not here: choosing which runs are a sample (runset.c) or what a verdict
  * is (claims.c).
  */
 #include "stats.h"
+#include "model/rng.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -173,12 +176,7 @@ double st_quantile(double *x, int n, double q) {
     return k + 1 < n ? x[k] + (h - k) * (x[k + 1] - x[k]) : x[n - 1];
 }
 
-static uint64_t st_splitmix(uint64_t *s) {
-    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
+static uint64_t st_splitmix(uint64_t *s) { return rng_mix64(*s += 0x9E3779B97F4A7C15ull); }
 
 int st_bootstrap_mean(const double *x, int n, int B, uint64_t seed, double level, double *lo, double *hi) {
     *lo = *hi = NAN;

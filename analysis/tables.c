@@ -780,7 +780,7 @@ int tables_write_all(gl_db *db, const char *experiment, const char *out_dir, tab
     if (tables_collect(db, experiment, &runs, &n, err, errlen)) return -1;
     s->n_runs = n;
     tables_sort(runs, n);
-    if (report_mkdir_p(out_dir, err, errlen)) goto cleanup;
+    if (fileio_mkdir_p(out_dir, err, errlen)) goto cleanup;
     char source[512];
     snprintf(source, sizeof source, "the registry%s%s", experiment ? ", experiment " : "", experiment ? experiment : "");
 

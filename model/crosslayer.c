@@ -32,6 +32,7 @@
 #include <string.h>
 
 #include "ops.h"
+#include "carve.h"
 
 /* ------------------------------------------------------------------------ */
 /* sizes                                                                    */
@@ -108,55 +109,44 @@ void xl_init_weights(gl_model *m) {
 /* ------------------------------------------------------------------------ */
 /* memory                                                                   */
 
-typedef struct {
-    float *base;
-    size_t used;
-} xl_carver;
-
-static float *take(xl_carver *cv, size_t n) {
-    float *p = cv->base ? cv->base + cv->used : NULL;
-    cv->used += (n + 15) & ~(size_t)15; /* 64-byte alignment, as model.c */
-    return p;
-}
-
 size_t xl_layout_acts(gl_model *m, float *base) {
     const gl_model_config *c = &m->cfg;
     const size_t N = (size_t)m->max_B * m->T, d = c->d_model, S = c->hc_expansion;
     const int L = c->n_layer;
     gl_xl_acts *X = &m->xl;
-    xl_carver cv = {base, 0};
+    gl_carver cv = {base, 0};
     switch (c->cross_layer) {
     case CL_DENSEFORMER:
-        for (int n = 0; n < L; n++) X->state[n] = take(&cv, N * d);
+        for (int n = 0; n < L; n++) X->state[n] = carve_take(&cv, N * d);
         break;
     case CL_MUDD:
         for (int n = 0; n < L; n++) {
             size_t K = (size_t)mudd_K(c, n);
-            X->state[n] = take(&cv, N * d);
-            X->mrstd[n] = take(&cv, N);
-            X->mz[n] = take(&cv, N * K);
-            X->mg[n] = take(&cv, N * K);
-            X->mdw[n] = take(&cv, N * K);
+            X->state[n] = carve_take(&cv, N * d);
+            X->mrstd[n] = carve_take(&cv, N);
+            X->mz[n] = carve_take(&cv, N * K);
+            X->mg[n] = carve_take(&cv, N * K);
+            X->mdw[n] = carve_take(&cv, N * K);
             if (n >= 1) {
-                X->in_q[n] = take(&cv, N * d);
-                X->in_k[n] = take(&cv, N * d);
-                X->in_v[n] = take(&cv, N * d);
-                X->xnk[n] = take(&cv, N * d);
-                X->xnv[n] = take(&cv, N * d);
-                X->rstdk[n] = take(&cv, N);
-                X->rstdv[n] = take(&cv, N);
+                X->in_q[n] = carve_take(&cv, N * d);
+                X->in_k[n] = carve_take(&cv, N * d);
+                X->in_v[n] = carve_take(&cv, N * d);
+                X->xnk[n] = carve_take(&cv, N * d);
+                X->xnv[n] = carve_take(&cv, N * d);
+                X->rstdk[n] = carve_take(&cv, N);
+                X->rstdv[n] = carve_take(&cv, N);
             }
         }
-        X->mu = take(&cv, N * d);
+        X->mu = carve_take(&cv, N * d);
         break;
     case CL_HYPER:
-        for (int k = 0; k <= 2 * L; k++) X->hs[k] = take(&cv, N * S * d);
+        for (int k = 0; k <= 2 * L; k++) X->hs[k] = carve_take(&cv, N * S * d);
         for (int k = 0; k < 2 * L; k++) {
-            X->hrstd[k] = take(&cv, N * S);
-            X->hta[k] = take(&cv, N * S * (S + 1));
-            X->htb[k] = take(&cv, N * S);
+            X->hrstd[k] = carve_take(&cv, N * S);
+            X->hta[k] = carve_take(&cv, N * S * (S + 1));
+            X->htb[k] = carve_take(&cv, N * S);
         }
-        X->hbar = take(&cv, N * S * d);
+        X->hbar = carve_take(&cv, N * S * d);
         break;
     case CL_NONE: break;
     }
@@ -168,29 +158,29 @@ size_t xl_layout_grads(gl_model *m, float *base) {
     const size_t N = (size_t)m->max_B * m->T, d = c->d_model, S = c->hc_expansion;
     const size_t K = (size_t)kmax(c);
     gl_xl_acts *X = &m->xl;
-    xl_carver cv = {base, 0};
+    gl_carver cv = {base, 0};
     if (c->cross_layer == CL_MUDD) {
-        X->dq = take(&cv, N * d);
-        X->dk = take(&cv, N * d);
-        X->dv = take(&cv, N * d);
-        X->dxnk = take(&cv, N * d);
-        X->dxnv = take(&cv, N * d);
-        X->du = take(&cv, N * d);
-        X->dg = take(&cv, N * K);
-        X->dz = take(&cv, N * K);
+        X->dq = carve_take(&cv, N * d);
+        X->dk = carve_take(&cv, N * d);
+        X->dv = carve_take(&cv, N * d);
+        X->dxnk = carve_take(&cv, N * d);
+        X->dxnv = carve_take(&cv, N * d);
+        X->du = carve_take(&cv, N * d);
+        X->dg = carve_take(&cv, N * K);
+        X->dz = carve_take(&cv, N * K);
     }
     switch (c->cross_layer) {
     case CL_MUDD: /* and the state-gradient accumulators, as DenseFormer */
     case CL_DENSEFORMER:
-        for (int j = 0; j <= c->n_layer; j++) X->ds[j] = take(&cv, N * d);
-        X->dots = take(&cv, N * K);
+        for (int j = 0; j <= c->n_layer; j++) X->ds[j] = carve_take(&cv, N * d);
+        X->dots = carve_take(&cv, N * K);
         break;
     case CL_HYPER:
-        X->dH[0] = take(&cv, N * S * d);
-        X->dH[1] = take(&cv, N * S * d);
-        X->dhbar = take(&cv, N * S * d);
-        X->dalpha = take(&cv, N * S * (S + 1));
-        X->dbeta = take(&cv, N * S);
+        X->dH[0] = carve_take(&cv, N * S * d);
+        X->dH[1] = carve_take(&cv, N * S * d);
+        X->dhbar = carve_take(&cv, N * S * d);
+        X->dalpha = carve_take(&cv, N * S * (S + 1));
+        X->dbeta = carve_take(&cv, N * S);
         break;
     case CL_NONE: break;
     }

@@ -43,24 +43,14 @@
 #include "crosslayer.h"
 #include "infer.h"
 #include "ops.h"
+#include "rng.h"
 #include "routing.h"
+#include "carve.h"
 #include "tensors.h"
 #include "valueres.h"
 
 /* ------------------------------------------------------------------------ */
 /* allocation                                                               */
-
-/* Hand out consecutive slices of one block. */
-typedef struct {
-    float *base;
-    size_t used;
-} carver;
-
-static float *carve(carver *cv, size_t n) {
-    float *p = cv->base ? cv->base + cv->used : NULL;
-    cv->used += (n + 15) & ~(size_t)15; /* keep 64-byte alignment */
-    return p;
-}
 
 static void *alloc_floats(size_t n) {
     void *p = NULL;
@@ -70,7 +60,7 @@ static void *alloc_floats(size_t n) {
 }
 
 /* Lay out the activations; with cv->base NULL this only counts. */
-static void layout_acts(gl_model *m, carver *cv) {
+static void layout_acts(gl_model *m, gl_carver *cv) {
     const gl_model_config *c = &m->cfg;
     const size_t N = (size_t)m->max_B * m->T, d = c->d_model, hd = m->hd;
     const size_t qd = c->n_head * hd, kd = c->n_kv_head * hd, F = c->d_ff, V = c->vocab_size;
@@ -79,53 +69,53 @@ static void layout_acts(gl_model *m, carver *cv) {
     const int hard = config_routing_hard(c), mod = c->depth_routing == DR_MOD;
     for (int n = 0; n < c->n_layer; n++) {
         gl_block_acts *a = &m->A[n];
-        a->h_in = carve(cv, N * d);
-        a->xn1 = carve(cv, N * d);
-        a->rstd1 = carve(cv, N);
-        a->q = carve(cv, N * qd);
-        a->k = carve(cv, N * kd);
-        a->v = carve(cv, N * kd);
-        a->qr = carve(cv, N * qd);
-        a->kr = carve(cv, N * kd);
-        a->qrstd = carve(cv, N * H);
-        a->krstd = carve(cv, N * Hkv);
-        a->vmix = carve(cv, N * kd);
-        a->gate = carve(cv, N * Hkv);
-        a->gate_pre = carve(cv, N * Hkv);
-        a->att = carve(cv, (size_t)m->max_B * H * m->T * m->T);
-        a->atty = carve(cv, N * qd);
-        a->ao = carve(cv, N * d);
-        a->h_mid = carve(cv, N * d);
-        a->xn2 = carve(cv, N * d);
-        a->rstd2 = carve(cv, N);
-        a->f1 = carve(cv, N * F);
-        a->f3 = carve(cv, N * F);
-        a->fg = carve(cv, N * F);
-        a->fo = carve(cv, N * d);
-        a->r_pre = tsa ? carve(cv, N * R) : NULL;
-        a->r_hid = tsa ? carve(cv, N * R) : NULL;
-        a->p = tsa ? carve(cv, N) : NULL;
-        a->keep = hard ? carve(cv, N) : NULL;
-        a->rs = hard ? carve(cv, N) : NULL;
-        a->mod_r = mod ? carve(cv, N) : NULL;
-        a->mod_g = mod ? carve(cv, N) : NULL;
-        a->xnf = ee ? carve(cv, N * d) : NULL;
-        a->rstdf = ee ? carve(cv, N) : NULL;
-        a->logits = ee ? carve(cv, N * V) : NULL;
+        a->h_in = carve_take(cv, N * d);
+        a->xn1 = carve_take(cv, N * d);
+        a->rstd1 = carve_take(cv, N);
+        a->q = carve_take(cv, N * qd);
+        a->k = carve_take(cv, N * kd);
+        a->v = carve_take(cv, N * kd);
+        a->qr = carve_take(cv, N * qd);
+        a->kr = carve_take(cv, N * kd);
+        a->qrstd = carve_take(cv, N * H);
+        a->krstd = carve_take(cv, N * Hkv);
+        a->vmix = carve_take(cv, N * kd);
+        a->gate = carve_take(cv, N * Hkv);
+        a->gate_pre = carve_take(cv, N * Hkv);
+        a->att = carve_take(cv, (size_t)m->max_B * H * m->T * m->T);
+        a->atty = carve_take(cv, N * qd);
+        a->ao = carve_take(cv, N * d);
+        a->h_mid = carve_take(cv, N * d);
+        a->xn2 = carve_take(cv, N * d);
+        a->rstd2 = carve_take(cv, N);
+        a->f1 = carve_take(cv, N * F);
+        a->f3 = carve_take(cv, N * F);
+        a->fg = carve_take(cv, N * F);
+        a->fo = carve_take(cv, N * d);
+        a->r_pre = tsa ? carve_take(cv, N * R) : NULL;
+        a->r_hid = tsa ? carve_take(cv, N * R) : NULL;
+        a->p = tsa ? carve_take(cv, N) : NULL;
+        a->keep = hard ? carve_take(cv, N) : NULL;
+        a->rs = hard ? carve_take(cv, N) : NULL;
+        a->mod_r = mod ? carve_take(cv, N) : NULL;
+        a->mod_g = mod ? carve_take(cv, N) : NULL;
+        a->xnf = ee ? carve_take(cv, N * d) : NULL;
+        a->rstdf = ee ? carve_take(cv, N) : NULL;
+        a->logits = ee ? carve_take(cv, N * V) : NULL;
     }
-    m->h_out = carve(cv, N * d);
-    m->xnf = carve(cv, N * d);
-    m->rstdf = carve(cv, N);
-    m->logits = carve(cv, N * V);
-    m->probs = carve(cv, N * V);
-    m->exit_probs = ee ? carve(cv, (size_t)(c->n_layer - 1) * N * V) : NULL;
-    m->exit_conf = ee ? carve(cv, (size_t)c->n_layer * N) : NULL;
-    m->vr_lambda = carve(cv, (size_t)c->n_layer * 2);
-    m->tok_loss = carve(cv, N);
-    m->rope_cos = carve(cv, (size_t)m->T * hd / 2);
-    m->rope_sin = carve(cv, (size_t)m->T * hd / 2);
-    m->mask = carve(cv, N);
-    xl_layout_acts(m, carve(cv, xl_layout_acts(m, NULL)));
+    m->h_out = carve_take(cv, N * d);
+    m->xnf = carve_take(cv, N * d);
+    m->rstdf = carve_take(cv, N);
+    m->logits = carve_take(cv, N * V);
+    m->probs = carve_take(cv, N * V);
+    m->exit_probs = ee ? carve_take(cv, (size_t)(c->n_layer - 1) * N * V) : NULL;
+    m->exit_conf = ee ? carve_take(cv, (size_t)c->n_layer * N) : NULL;
+    m->vr_lambda = carve_take(cv, (size_t)c->n_layer * 2);
+    m->tok_loss = carve_take(cv, N);
+    m->rope_cos = carve_take(cv, (size_t)m->T * hd / 2);
+    m->rope_sin = carve_take(cv, (size_t)m->T * hd / 2);
+    m->mask = carve_take(cv, N);
+    xl_layout_acts(m, carve_take(cv, xl_layout_acts(m, NULL)));
 }
 
 /* Gradient buffers for one block at a time (reused across blocks). */
@@ -134,37 +124,37 @@ typedef struct {
     float *df1, *df3, *dfg, *dfo, *dgate, *dp, *dV1, *dlogits, *dxnf, *rscratch, *attscratch;
 } grad_bufs;
 
-static void layout_grads(gl_model *m, carver *cv, grad_bufs *g) {
+static void layout_grads(gl_model *m, gl_carver *cv, grad_bufs *g) {
     const gl_model_config *c = &m->cfg;
     const size_t N = (size_t)m->max_B * m->T, d = c->d_model, hd = m->hd;
     const size_t qd = c->n_head * hd, kd = c->n_kv_head * hd, F = c->d_ff, V = c->vocab_size;
-    g->dres = carve(cv, N * d);
-    g->dh = carve(cv, N * d);
-    g->dxn = carve(cv, N * d);
-    g->dq = carve(cv, N * qd);
-    g->dk = carve(cv, N * kd);
-    g->dv = carve(cv, N * kd);
-    g->dvmix = carve(cv, N * kd);
-    g->dqr = carve(cv, N * qd);
-    g->dkr = carve(cv, N * kd);
-    g->datty = carve(cv, N * qd);
-    g->dao = carve(cv, N * d);
-    g->dhm = carve(cv, N * d);
-    g->dxn2 = carve(cv, N * d);
-    g->df1 = carve(cv, N * F);
-    g->df3 = carve(cv, N * F);
-    g->dfg = carve(cv, N * F);
-    g->dfo = carve(cv, N * d);
-    g->dgate = carve(cv, N * c->n_kv_head);
-    g->dp = carve(cv, N);
-    g->dV1 = carve(cv, N * kd);
-    g->dlogits = carve(cv, N * V);
-    g->dxnf = carve(cv, N * d);
-    g->rscratch = carve(cv, N * (size_t)m->R);
+    g->dres = carve_take(cv, N * d);
+    g->dh = carve_take(cv, N * d);
+    g->dxn = carve_take(cv, N * d);
+    g->dq = carve_take(cv, N * qd);
+    g->dk = carve_take(cv, N * kd);
+    g->dv = carve_take(cv, N * kd);
+    g->dvmix = carve_take(cv, N * kd);
+    g->dqr = carve_take(cv, N * qd);
+    g->dkr = carve_take(cv, N * kd);
+    g->datty = carve_take(cv, N * qd);
+    g->dao = carve_take(cv, N * d);
+    g->dhm = carve_take(cv, N * d);
+    g->dxn2 = carve_take(cv, N * d);
+    g->df1 = carve_take(cv, N * F);
+    g->df3 = carve_take(cv, N * F);
+    g->dfg = carve_take(cv, N * F);
+    g->dfo = carve_take(cv, N * d);
+    g->dgate = carve_take(cv, N * c->n_kv_head);
+    g->dp = carve_take(cv, N);
+    g->dV1 = carve_take(cv, N * kd);
+    g->dlogits = carve_take(cv, N * V);
+    g->dxnf = carve_take(cv, N * d);
+    g->rscratch = carve_take(cv, N * (size_t)m->R);
     int nt = omp_get_max_threads();
     int np = omp_get_num_procs();
-    g->attscratch = carve(cv, (size_t)(nt > np ? nt : np) * m->T * m->T);
-    xl_layout_grads(m, carve(cv, xl_layout_grads(m, NULL)));
+    g->attscratch = carve_take(cv, (size_t)(nt > np ? nt : np) * m->T * m->T);
+    xl_layout_grads(m, carve_take(cv, xl_layout_grads(m, NULL)));
 }
 
 int model_init(gl_model *m, const gl_model_config *cfg, int max_B, char *err, size_t errlen) {
@@ -200,14 +190,14 @@ int model_init(gl_model *m, const gl_model_config *cfg, int max_B, char *err, si
     tensors_bind(m, &m->P, m->params);
     tensors_bind(m, &m->G, m->grads);
 
-    carver cv = {0};
+    gl_carver cv = {0};
     layout_acts(m, &cv);
     m->acts_mem = alloc_floats(cv.used);
     if (!m->acts_mem) goto oom;
-    cv = (carver){m->acts_mem, 0};
+    cv = (gl_carver){m->acts_mem, 0};
     layout_acts(m, &cv);
 
-    carver gv = {0};
+    gl_carver gv = {0};
     grad_bufs gb;
     layout_grads(m, &gv, &gb);
     m->scratch_floats = gv.used;
@@ -264,13 +254,13 @@ int model_posthoc_init(gl_model *m, char *err, size_t errlen) {
     }
     const size_t N = (size_t)m->max_B * m->T, d = c->d_model, V = c->vocab_size, L = c->n_layer;
     /* the layout of layout_acts's early-exit rows: per block n < L−1 xnf, rstdf, logits; then probs, conf */
-    carver cv = {0};
+    gl_carver cv = {0};
     for (int pass = 0; pass < 2; pass++) {
         for (size_t n = 0; n + 1 < L; n++) {
-            float *xnf = carve(&cv, N * d), *rstdf = carve(&cv, N), *logits = carve(&cv, N * V);
+            float *xnf = carve_take(&cv, N * d), *rstdf = carve_take(&cv, N), *logits = carve_take(&cv, N * V);
             if (pass) m->A[n].xnf = xnf, m->A[n].rstdf = rstdf, m->A[n].logits = logits;
         }
-        float *probs = carve(&cv, (L - 1) * N * V), *conf = carve(&cv, L * N);
+        float *probs = carve_take(&cv, (L - 1) * N * V), *conf = carve_take(&cv, L * N);
         if (pass) {
             m->exit_probs = probs;
             m->exit_conf = conf;
@@ -279,7 +269,7 @@ int model_posthoc_init(gl_model *m, char *err, size_t errlen) {
                      c->n_layer - 1, N, V);
             return -1;
         } else {
-            cv = (carver){m->posthoc_mem, 0};
+            cv = (gl_carver){m->posthoc_mem, 0};
         }
     }
     return 0;
@@ -351,12 +341,6 @@ void model_clear_overrides(gl_model *m) {
 /* ------------------------------------------------------------------------ */
 /* forward                                                                  */
 
-static uint64_t mix64(uint64_t z) {
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-}
-
 /* Halting probabilities of the router feeding block n (n >= 1). */
 static void route_forward(gl_model *m, int n, int N) {
     gl_block_acts *a = &m->A[n];
@@ -371,7 +355,7 @@ static void route_forward(gl_model *m, int n, int N) {
             const float v = m->ov.route_token[(size_t)(n - 1) * m->max_B * m->T + t];
             if (!isnan(v)) a->p[t] = v;
         } else {
-            uint64_t h = mix64(m->ov.route_seed ^ mix64(((uint64_t)n << 40) + (uint64_t)t + 1));
+            uint64_t h = rng_mix64(m->ov.route_seed ^ rng_mix64(((uint64_t)n << 40) + (uint64_t)t + 1));
             float u = (float)(h >> 40) * (1.0f / 16777216.0f);
             a->p[t] = u < m->ov.route_skip_prob ? 1.0f : 0.0f;
         }
@@ -496,16 +480,16 @@ typedef struct {
 } infer_scratch;
 
 static infer_scratch infer_scratch_of(gl_model *m, int N, int B) {
-    carver cv = {m->dacts_mem, 0};
+    gl_carver cv = {m->dacts_mem, 0};
     infer_scratch s;
-    s.idx = (int *)carve(&cv, (size_t)N);
-    s.slot = (int *)carve(&cv, (size_t)N);
-    s.seq = (int *)carve(&cv, (size_t)B + 1);
-    s.rows = carve(&cv, (size_t)N * m->cfg.d_model);
-    s.att = carve(&cv, (size_t)omp_get_max_threads() * INFER_ATT_BLOCK * m->T);
+    s.idx = (int *)carve_take(&cv, (size_t)N);
+    s.slot = (int *)carve_take(&cv, (size_t)N);
+    s.seq = (int *)carve_take(&cv, (size_t)B + 1);
+    s.rows = carve_take(&cv, (size_t)N * m->cfg.d_model);
+    s.att = carve_take(&cv, (size_t)omp_get_max_threads() * INFER_ATT_BLOCK * m->T);
     const size_t kd = (size_t)m->cfg.n_kv_head * m->hd;
-    s.kp = m->cfg.depth_routing == DR_MOD ? carve(&cv, (size_t)N * kd) : NULL;
-    s.vp = m->cfg.depth_routing == DR_MOD ? carve(&cv, (size_t)N * kd) : NULL;
+    s.kp = m->cfg.depth_routing == DR_MOD ? carve_take(&cv, (size_t)N * kd) : NULL;
+    s.vp = m->cfg.depth_routing == DR_MOD ? carve_take(&cv, (size_t)N * kd) : NULL;
     assert(cv.used <= m->scratch_floats);
     return s;
 }
@@ -891,7 +875,7 @@ void model_backward(gl_model *m) {
     assert(!m->sparse && m->exit_tau <= 0.0f);
     const int N = m->B * m->cur_T, d = c->d_model, L = c->n_layer, V = c->vocab_size;
     grad_bufs g;
-    carver cv = {m->dacts_mem, 0};
+    gl_carver cv = {m->dacts_mem, 0};
     layout_grads(m, &cv, &g);
     const float norm = m->norm_mask_sum > 0 ? (float)m->norm_mask_sum : m->mask_sum;
     if (norm <= 0.0f) return; /* nothing scored: zero gradient */

@@ -3,6 +3,9 @@
  * through splitmix64 (Blackman & Vigna, "Scrambled linear pseudorandom number
  * generators", 2018).  Its whole state is four words, so a checkpoint stores
  * it and a resumed run draws exactly the numbers an uninterrupted run would.
+ * rng_mix64, the splitmix64 finaliser, is the one counter-based hash of
+ * gatelab: every keyed draw (routing, tasks, ablation, difficulty, BPE's
+ * hash table) calls it, so there is one copy of its constants.
  */
 #ifndef GATELAB_MODEL_RNG_H
 #define GATELAB_MODEL_RNG_H
@@ -10,6 +13,15 @@
 #include <stdint.h>
 
 typedef struct { uint64_t s[4]; } gl_rng;
+
+/* splitmix64's finaliser (Steele, Lea & Flood 2014; Vigna's constants): a
+ * bijective 64-bit mix.  rng_mix64(x + k·0x9e3779b97f4a7c15) is splitmix64's
+ * k-th output from state x. */
+static inline uint64_t rng_mix64(uint64_t z) {
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
 
 void rng_seed(gl_rng *r, uint64_t seed);
 uint64_t rng_next(gl_rng *r);

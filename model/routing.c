@@ -34,23 +34,18 @@
 #include "model.h"
 #include "ops.h"
 #include "routing.h"
+#include "rng.h"
 #include "vexp.h"
 #include "vred.h"
 
-static uint64_t rt_mix64(uint64_t z) {
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-}
-
 /* a uniform in [0, 1) with 24 bits from key and (block n, row) */
 static float rt_uniform(uint64_t key, int n, uint64_t row) {
-    uint64_t h = rt_mix64(key ^ rt_mix64(((uint64_t)n << 40) + row + 1));
+    uint64_t h = rng_mix64(key ^ rng_mix64(((uint64_t)n << 40) + row + 1));
     return (float)(h >> 40) * (1.0f / 16777216.0f);
 }
 
 uint64_t routing_train_key(uint64_t seed, long step) {
-    uint64_t k = rt_mix64(rt_mix64(seed ^ 0x52414e44524f5554ULL) + (uint64_t)step + 1);
+    uint64_t k = rng_mix64(rng_mix64(seed ^ 0x52414e44524f5554ULL) + (uint64_t)step + 1);
     return k ? k : 1;
 }
 

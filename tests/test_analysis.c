@@ -51,7 +51,7 @@ static double g_worst;
 static void test_gate_stats(void **state) {
     (void)state;
     g_worst = 0;
-    float scratch[16];
+    double scratch[16];
     /* mean, zeros, below-ε */
     const float x[8] = {0.0f, 0.0f, 0.0005f, 0.005f, 0.05f, 0.5f, 1.0f, 2.0f};
     NEAR(gates_mean(x, 8, 1), (0.0005 + 0.005 + 0.05 + 0.5 + 1 + 2) / 8.0, 1e-7, "mean");
@@ -75,6 +75,20 @@ static void test_gate_stats(void **state) {
     /* stride: head 1 of a (4 tokens, 2 heads) array is the one-hot column */
     const float th[8] = {1, 0, 1, 0, 1, 7, 1, 0};
     NEAR(gates_gini(th + 1, 4, 2, scratch), 0.75, 1e-12, "Gini with stride 2");
+    const float neg[4] = {0, -7, 0, 0};
+    NEAR(gates_gini(neg, 4, 1, scratch), 0.75, 1e-12, "Gini of |x|");
+    /* the adapter against the Hurley–Rickard sum gates_gini used to compute
+     * itself (unsorted L1, float sort): the same up to rounding, ≤ 1e-12 for
+     * 16 values of order 1 (each of the 16 terms has relative error ~1e-16) */
+    float r[16], c[16];
+    for (int i = 0; i < 16; i++) r[i] = c[i] = (float)((i * 7919) % 13) / 13.0f - 0.2f;
+    double l1 = 0;
+    for (int i = 0; i < 16; i++) l1 += c[i] = fabsf(c[i]);
+    for (int i = 1; i < 16; i++)
+        for (int k = i; k > 0 && c[k - 1] > c[k]; k--) { float t = c[k]; c[k] = c[k - 1]; c[k - 1] = t; }
+    double acc = 0;
+    for (int k = 1; k <= 16; k++) acc += (c[k - 1] / l1) * ((16.0 - k + 0.5) / 16.0);
+    NEAR(gates_gini(r, 16, 1, scratch), 1.0 - 2.0 * acc, 1e-12, "Gini = the Hurley-Rickard sum");
     NEAR(gates_mean(th, 4, 2), 1.0, 0, "mean with stride 2");
     gates_summary s;
     gates_summarize(th + 1, 4, 2, scratch, &s);

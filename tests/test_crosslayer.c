@@ -20,12 +20,14 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
 
+#include "model/carve.h"
 #include "model/crosslayer.h"
 #include "model/model.h"
 #include "model/rng.h"
@@ -340,8 +342,38 @@ static void test_sparse_and_reruns(void **state) {
     }
 }
 
+/* The carver model.c and crosslayer.c share: the counting pass and the real
+ * pass agree, slices are 64-byte aligned, disjoint and in order, and the
+ * splitmix64 finaliser both files' neighbours use is the reference one. */
+static void test_carver_and_mix(void **state) {
+    (void)state;
+    const size_t sizes[5] = {1, 16, 17, 0, 33};
+    gl_carver count = {NULL, 0};
+    for (int i = 0; i < 5; i++) assert_null(carve_take(&count, sizes[i]));
+    assert_int_equal(count.used, 16 + 16 + 32 + 0 + 48);
+    float *arena = aligned_alloc(64, count.used * sizeof(float));
+    assert_non_null(arena);
+    gl_carver cv = {arena, 0};
+    float *prev_end = arena;
+    for (int i = 0; i < 5; i++) {
+        float *p = carve_take(&cv, sizes[i]);
+        assert_true(((uintptr_t)p & 63) == 0);
+        assert_true(p >= prev_end);
+        prev_end = p + sizes[i];
+    }
+    assert_true(prev_end <= arena + count.used);
+    assert_int_equal(cv.used, count.used);
+    free(arena);
+    /* splitmix64 from state 0: the published first outputs (Vigna's splitmix64.c) */
+    assert_true(rng_mix64(0x9e3779b97f4a7c15ULL) == 0xe220a8397b1dcdafULL);
+    assert_true(rng_mix64(2 * 0x9e3779b97f4a7c15ULL) == 0x6e789e6aa1b965f4ULL);
+    print_message("carver: 5 slices, %zu floats, aligned and disjoint; rng_mix64 = splitmix64's reference outputs\n",
+                  cv.used);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_carver_and_mix),
         cmocka_unit_test(test_names_and_combinations),
         cmocka_unit_test(test_counts),
         cmocka_unit_test(test_starts_as_residual),

@@ -265,8 +265,68 @@ static void test_not_regular_files(void **state) {
     model_free(&m);
 }
 
+/* ------------------------------------------------- fileio_mkdir_p, fileio_slurp */
+
+static void test_fileio_utilities(void **state) {
+    (void)state;
+    char path[1024], err[1024];
+    snprintf(path, sizeof path, "%s/a/b/c", g_dir);
+    assert_int_equal(fileio_mkdir_p(path, err, sizeof err), 0);
+    struct stat st;
+    assert_int_equal(stat(path, &st), 0);
+    assert_true(S_ISDIR(st.st_mode));
+    assert_int_equal(fileio_mkdir_p(path, err, sizeof err), 0); /* again: already there */
+    /* a regular file in the way: refused, naming it */
+    char file[1100];
+    snprintf(file, sizeof file, "%s/a/plain", g_dir);
+    const char text[] = "two\nlines\0with a NUL";
+    assert_int_equal(fileio_write_all(file, "test file", text, sizeof text - 1, err, sizeof err), 0);
+    assert_int_equal(fileio_mkdir_p(file, err, sizeof err), -1);
+    print_message("  mkdir_p(file): %s\n", err);
+    assert_non_null(strstr(err, file));
+    char below[1200];
+    snprintf(below, sizeof below, "%s/x", file);
+    assert_int_equal(fileio_mkdir_p(below, err, sizeof err), -1);
+    print_message("  mkdir_p(file/x): %s\n", err);
+    assert_non_null(strstr(err, "Not a directory"));
+    /* slurp: every byte (a NUL inside too), a terminating NUL after them */
+    size_t n = 99;
+    char *b = fileio_slurp(file, "test file", 0, &n, err, sizeof err);
+    assert_non_null(b);
+    assert_int_equal(n, sizeof text - 1);
+    assert_memory_equal(b, text, n);
+    assert_int_equal(b[n], 0);
+    free(b);
+    b = fileio_slurp(file, "test file", sizeof text - 1, &n, err, sizeof err); /* exactly at the limit */
+    assert_non_null(b);
+    free(b);
+    assert_null(fileio_slurp(file, "test file", 4, &n, err, sizeof err));
+    print_message("  slurp over the limit: %s\n", err);
+    assert_non_null(strstr(err, "larger than 4 bytes"));
+    /* an empty file: a valid empty string */
+    snprintf(file, sizeof file, "%s/a/empty", g_dir);
+    assert_int_equal(fileio_write_all(file, "test file", "", 0, err, sizeof err), 0);
+    b = fileio_slurp(file, "test file", 0, &n, err, sizeof err);
+    assert_non_null(b);
+    assert_int_equal(n, 0);
+    assert_int_equal(b[0], 0);
+    free(b);
+    /* a folder and a FIFO: refused as fileio_open_regular refuses them */
+    assert_null(fileio_slurp(path, "test file", 0, &n, err, sizeof err));
+    assert_non_null(strstr(err, "directory"));
+    char fifo[1100];
+    snprintf(fifo, sizeof fifo, "%s/a/fifo", g_dir);
+    assert_int_equal(mkfifo(fifo, 0600), 0);
+    assert_null(fileio_slurp(fifo, "test file", 0, &n, err, sizeof err));
+    assert_non_null(strstr(err, "FIFO"));
+    snprintf(file, sizeof file, "%s/a/missing", g_dir);
+    assert_null(fileio_slurp(file, "test file", 0, &n, err, sizeof err));
+    assert_non_null(strstr(err, file));
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_fileio_utilities),
         cmocka_unit_test(test_parse_numbers),
         cmocka_unit_test(test_hostile_checkpoints),
         cmocka_unit_test(test_trace_bad_category),

@@ -422,7 +422,7 @@ int cmd_heads(int argc, char **argv) {
     const gl_model_config *mc = &e.run.model.cfg;
     if (a.out) snprintf(out_dir, sizeof out_dir, "%s", a.out);
     else snprintf(out_dir, sizeof out_dir, "%s/analysis", e.run.dir);
-    if (report_mkdir_p(out_dir, err, sizeof err)) goto fail;
+    if (fileio_mkdir_p(out_dir, err, sizeof err)) goto fail;
     snprintf(path, sizeof path, "%s/heads.md", out_dir);
     if (!(f = fileio_fopen_w(path))) goto io;
     heads_write_markdown(f, rows, n, &base, e.ctx.eval_desc);
@@ -450,7 +450,7 @@ int cmd_heads(int argc, char **argv) {
     if (!a.no_figure) {
         char fig_dir[GL_PATH_MAX + 16], base_name[GL_PATH_MAX + 300], vars[1024], title[512];
         snprintf(fig_dir, sizeof fig_dir, "%s/figures", e.results);
-        if (report_mkdir_p(fig_dir, err, sizeof err)) goto fail;
+        if (fileio_mkdir_p(fig_dir, err, sizeof err)) goto fail;
         snprintf(base_name, sizeof base_name, "%s/heads_%s", fig_dir, e.run_id);
         snprintf(title, sizeof title, "%s: ΔL when one gate is zeroed, on %s (%.0f tokens) at step %ld", e.run_id,
                  e.ctx.eval_desc, base.tokens, e.run.st.step);

@@ -35,6 +35,7 @@
 #include "args.h"
 #include "cli.h"
 #include "resolve.h"
+#include "store/fileio.h"
 #include "store/data.h"
 #include "store/registry.h"
 #include "store/rundir.h"
@@ -263,7 +264,7 @@ int cmd_analyze(int argc, char **argv) {
         snprintf(base, sizeof base, "%s/gate_bands_%s_%s", fig_dir, run_id, gatekind_info[g].key);
         snprintf(vars, sizeof vars, "title='%s: %s over training (probe tokens)'; ylabel='%s'", run_id,
                  gatekind_info[g].title, gatekind_info[g].symbol);
-        if (rows && (report_mkdir_p(fig_dir, e2, sizeof e2) || figures_gnuplot("gate_bands.gp", tsv, base, vars, e2, sizeof e2)))
+        if (rows && (fileio_mkdir_p(fig_dir, e2, sizeof e2) || figures_gnuplot("gate_bands.gp", tsv, base, vars, e2, sizeof e2)))
             fprintf(stderr, "gatelab analyze: note: no gate-band figure for %s: %s\n", gatekind_info[g].key, e2);
         else if (rows) snprintf(bands[n_bands++], sizeof bands[0], "%s", gatekind_info[g].key);
     }

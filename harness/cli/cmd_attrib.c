@@ -16,6 +16,7 @@
 #include "analysis/report.h"
 #include "model/gatekind.h"
 #include "jsonl.h"
+#include "store/fileio.h"
 
 /* Order of sites by exact ΔL, largest first (ties: gate-table order). */
 static const attrib_result *ca_sort_r;
@@ -70,7 +71,7 @@ int cmd_heads_attribution(ablate_ctx *c, const char *run_id, const char *run_dir
                c->eval_first + top[q] / c->m->T, top[q] % c->m->T, r.tok[top[q]]);
     printf("\n");
 
-    if (report_mkdir_p(out_dir, err, errlen)) goto done;
+    if (fileio_mkdir_p(out_dir, err, errlen)) goto done;
     snprintf(path, sizeof path, "%s/attribution.tsv", out_dir);
     if (!(f = fopen(path, "w"))) goto io;
     fprintf(f, "site\tgate\trow\tcol\texact_delta_loss\texact_se\tattribution\n");

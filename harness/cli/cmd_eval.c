@@ -148,22 +148,14 @@ static int record(const gl_run *run, const resolve_run *rr, const char *split_na
  * from a char run's vocabulary. */
 static int read_text_ids(const gl_run *run, const char *text, int **ids_out, size_t *n_ids, char *err,
                          size_t errlen) {
-    FILE *f;
-    if (fileio_open_regular(text, "--text file", &f, err, errlen)) return -1; /* no hang on a FIFO */
-    long n = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
-    if (n < 0 || fseek(f, 0, SEEK_SET) != 0) {
-        snprintf(err, errlen, "--text %s: cannot find its length: %s", text, strerror(errno));
-        fclose(f);
-        return -1;
-    }
-    unsigned char *bytes = malloc(n > 0 ? (size_t)n : 1);
-    int *ids = malloc((n > 0 ? (size_t)n : 1) * sizeof(int));
+    size_t got;
+    unsigned char *bytes = (unsigned char *)fileio_slurp(text, "--text file", 0, &got, err, errlen);
+    if (!bytes) return -1; /* no hang on a FIFO: fileio_slurp refuses one */
+    int *ids = malloc((got ? got : 1) * sizeof(int));
     *ids_out = ids;
-    size_t got = bytes && ids ? fread(bytes, 1, (size_t)n, f) : 0;
-    fclose(f);
-    if (!bytes || !ids) {
+    if (!ids) {
         free(bytes);
-        snprintf(err, errlen, "--text %s: out of memory for %ld bytes", text, n);
+        snprintf(err, errlen, "--text %s: out of memory for %zu tokens", text, got);
         return -1;
     }
     char why[512];

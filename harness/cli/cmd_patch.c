@@ -101,18 +101,10 @@ static int pt_parse(int argc, char **argv, pt_args *a) {
 
 /* The run's token ids of a whole file (malloc'd, *n of them), or NULL with a message. */
 static int *pt_encode_file(const gl_run *run, const char *flag, const char *path, long *n, char *err, size_t errlen) {
-    FILE *f;
-    if (fileio_open_regular(path, flag, &f, err, errlen)) return NULL;
-    long len = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
-    if (len < 0 || fseek(f, 0, SEEK_SET) != 0) {
-        snprintf(err, errlen, "%s %s: cannot find its length: %s", flag, path, strerror(errno));
-        fclose(f);
-        return NULL;
-    }
-    uint8_t *b = malloc(len > 0 ? (size_t)len : 1);
-    int *ids = malloc((len > 0 ? (size_t)len : 1) * sizeof(int));
-    size_t got = b && ids ? fread(b, 1, (size_t)len, f) : 0;
-    fclose(f);
+    size_t got;
+    uint8_t *b = (uint8_t *)fileio_slurp(path, flag, 0, &got, err, errlen);
+    if (!b) return NULL;
+    int *ids = malloc((got ? got : 1) * sizeof(int));
     char why[512];
     *n = b && ids ? run_encode(run, b, got, ids, why, sizeof why) : -1;
     free(b);

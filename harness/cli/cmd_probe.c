@@ -87,23 +87,6 @@ static int pb_parse(int argc, char **argv, pb_args *a) {
     return -1;
 }
 
-/* The bytes of path (malloc'd, *n of them), or NULL with a message. */
-static uint8_t *pb_slurp(const char *path, size_t *n, char *err, size_t errlen) {
-    FILE *f;
-    if (fileio_open_regular(path, "--text file", &f, err, errlen)) return NULL;
-    long len = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
-    if (len < 0 || fseek(f, 0, SEEK_SET) != 0) {
-        snprintf(err, errlen, "--text %s: cannot find its length: %s", path, strerror(errno));
-        fclose(f);
-        return NULL;
-    }
-    uint8_t *b = malloc(len > 0 ? (size_t)len : 1);
-    *n = b ? fread(b, 1, (size_t)len, f) : 0;
-    fclose(f);
-    if (!b) snprintf(err, errlen, "--text %s: out of memory for %ld bytes", path, len);
-    return b;
-}
-
 /* The run's vocabulary into pc (/vocab): token id's bytes. */
 int probe_vocab(const gl_run *run, gl_probecache *pc) {
     const int V = run->model.cfg.vocab_size;
@@ -157,7 +140,7 @@ int cmd_probe(int argc, char **argv) {
     }
     size_t nb = a.prompt ? strlen(a.prompt) : 0;
     if (a.text) {
-        if (!(bytes = pb_slurp(a.text, &nb, err, sizeof err))) goto done;
+        if (!(bytes = (uint8_t *)fileio_slurp(a.text, "--text file", 0, &nb, err, sizeof err))) goto done;
     } else if (!(bytes = malloc(nb))) {
         snprintf(err, sizeof err, "out of memory");
         goto done;
@@ -185,7 +168,7 @@ int cmd_probe(int argc, char **argv) {
     if (a.out) snprintf(out, sizeof out, "%s", a.out);
     else {
         snprintf(out, sizeof out, "%s/analysis", rr.dir);
-        if (report_mkdir_p(out, err, sizeof err)) goto done;
+        if (fileio_mkdir_p(out, err, sizeof err)) goto done;
         snprintf(out, sizeof out, "%s/analysis/probe.h5", rr.dir);
     }
     if (probecache_write(out, &pc, err, sizeof err)) goto done;

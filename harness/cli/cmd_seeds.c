@@ -17,6 +17,7 @@
 #include "analysis/seeds.h"
 #include "cmd_seeds.h"
 #include "resolve.h"
+#include "store/fileio.h"
 #include "store/data.h"
 #include "store/rundir.h"
 
@@ -76,7 +77,7 @@ int analyze_seeds(const char *list, const char *results, long windows, const cha
     char dir[GL_PATH_MAX + 16];
     if (out_dir) snprintf(dir, sizeof dir, "%s", out_dir);
     else snprintf(dir, sizeof dir, "%s/analysis", dirs[0]);
-    if (report_mkdir_p(dir, err, errlen)) goto done;
+    if (fileio_mkdir_p(dir, err, errlen)) goto done;
     snprintf(path, sizeof path, "%s/seeds.tsv", dir);
     if (!(f = fopen(path, "w"))) {
         snprintf(err, errlen, "cannot write %s", path);

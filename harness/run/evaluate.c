@@ -10,18 +10,13 @@
  * SE² = n/(n−1) · Σ w_b²(x_b − x̄)² / (Σ w_b)², the cluster-robust estimate.
  */
 #include "evaluate.h"
+#include "timing.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 typedef struct {
     double loss_sum, scored, tok_right, seq_right, active_sum, active_w;
@@ -83,7 +78,7 @@ static void finish(const accum *a, gl_eval_result *r, double t0, int infer) {
     r->seq_acc = a->windows > 0 ? a->seq_right / a->windows : 0.0;
     r->active_frac = a->active_w > 0 ? a->active_sum / a->active_w : 1.0;
     r->windows = a->windows;
-    r->seconds = now_s() - t0;
+    r->seconds = timing_now_s() - t0;
     r->bytes_per_token = 1.0;
     r->run_frac = !infer ? NAN : a->all_pairs > 0 ? a->run_pairs / a->all_pairs : 1.0;
     r->p_mid_share = a->p_all > 0 ? a->p_mid / a->p_all : NAN;
@@ -107,7 +102,7 @@ int eval_split(gl_model *m, const gl_dataset *ds, gl_split split, long n_windows
         return -1;
     }
     accum a = {0};
-    double t0 = now_s(), bytes = 0, scored = 0;
+    double t0 = timing_now_s(), bytes = 0, scored = 0;
     for (long w = 0; w < n_windows; w += m->max_B) {
         int want = (int)(n_windows - w < m->max_B ? n_windows - w : m->max_B);
         int got = data_eval_batch(ds, split, w, want, tok, tg, mask);
@@ -147,7 +142,7 @@ int eval_ids(gl_model *m, const int *ids, size_t n_ids, long n_windows, gl_eval_
     }
     for (size_t i = 0; i < cap; i++) mask[i] = 1.0f;
     accum a = {0};
-    double t0 = now_s();
+    double t0 = timing_now_s();
     for (long w = 0; w < n_windows; w += m->max_B) {
         int B = (int)(n_windows - w < m->max_B ? n_windows - w : m->max_B);
         const int *tok = ids + (size_t)w * T; /* windows are consecutive: B windows = B·T ids */

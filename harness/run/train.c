@@ -52,6 +52,7 @@
 #include "model/adamw.h"
 #include "model/model.h"
 #include "dist.h"
+#include "timing.h"
 #include "store/categories.h"
 #include "store/ckpt.h"
 #include "store/fileio.h"
@@ -69,12 +70,6 @@ static void on_stop(int sig) { g_stop = sig; }
 static void on_usr1(int sig) {
     (void)sig;
     g_ckpt = 1;
-}
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
 typedef struct {
@@ -312,12 +307,12 @@ static int evaluate_now(run_ctx *c, double train_loss, char *err, size_t errlen)
         snprintf(extra, sizeof extra, " | α %.3f", r.active_frac);
     }
     if (c->trace) {
-        double t0 = now_s();
+        double t0 = timing_now_s();
         probe_pass(c);
         if (trace_append(c->trace, step, (float)train_loss, (float)r.loss, (const float *const *)c->gate_buf, err,
                          errlen))
             return -1;
-        c->trace_s += now_s() - t0;
+        c->trace_s += timing_now_s() - t0;
     }
     /* the periodic evaluation reads the first eval_windows windows of the split (a probe); "val
      * loss" alone is the headline's, over the whole split, at the end */
@@ -503,10 +498,10 @@ static int setup_model(run_ctx *c, const gl_train_opts *o, char *err, size_t err
     gl_train_state *held;
     const bpe_merges *given;
     if (resume_tokenizer(c, o, &held, &given, err, errlen)) return free(held), -1;
-    double t0 = now_s();
+    double t0 = timing_now_s();
     int drc = data_open_tok(&c->ds, &mf->data, mf->model.seq_len, tc->seed, given, err, errlen);
     c->bpe_reused = given != NULL;
-    c->bpe_train_s = now_s() - t0;
+    c->bpe_train_s = timing_now_s() - t0;
     free(held);
     if (drc) return -1;
     gl_model_config mc = mf->model;
@@ -824,7 +819,7 @@ static int loop_init(train_loop *lp, const run_ctx *c, char *err, size_t errlen)
     }
     lp->opt = (gl_adamw){tc->beta1, tc->beta2, tc->eps, tc->weight_decay, tc->grad_clip,
                          tc->weight_decay_policy == WD_ALL};
-    lp->t_start = lp->t_log = now_s();
+    lp->t_start = lp->t_log = timing_now_s();
     lp->t_draw = 0;
     lp->elapsed0 = c->st.elapsed_s;
     lp->step_at_start = c->st.step;
@@ -927,7 +922,7 @@ static int log_interval(run_ctx *c, train_loop *lp, float lr, float gnorm, doubl
         lp->t_draw = t;
     }
     if (flush_metrics(c, err, errlen)) return -1;
-    lp->t_log = now_s();
+    lp->t_log = timing_now_s();
     lp->log_tokens = 0;
     c->st.log_loss_sum = 0;
     c->st.log_n = 0;
@@ -1053,7 +1048,7 @@ static int train_loop_run(run_ctx *c, train_loop *lp, char *err, size_t errlen) 
         float lr, gnorm;
         if (train_step(c, lp, &lr, &gnorm, err, errlen)) return 1;
         const long step = c->st.step;
-        double t = now_s();
+        double t = timing_now_s();
         c->st.elapsed_s = lp->elapsed0 + (t - lp->t_start);
         if (writer && (step % tc->log_every == 0 || step == tc->steps)) fail = log_interval(c, lp, lr, gnorm, t, err, errlen);
         int eval_due = (tc->eval_every > 0 && step % tc->eval_every == 0) || step == tc->steps;
@@ -1061,7 +1056,7 @@ static int train_loop_run(run_ctx *c, train_loop *lp, char *err, size_t errlen) 
             if (writer && !fail) fail = evaluate_now(c, c->st.eval_n ? c->st.eval_loss_sum / c->st.eval_n : NAN, err, errlen);
             c->st.eval_loss_sum = 0;
             c->st.eval_n = 0;
-            lp->t_log = now_s();
+            lp->t_log = timing_now_s();
         }
         a = agree(fail, err, errlen);
         if (a.fail) return 2;
@@ -1070,7 +1065,7 @@ static int train_loop_run(run_ctx *c, train_loop *lp, char *err, size_t errlen) 
             if (save_ckpt_agreed(c, err, errlen)) return 2;
             if (a.ckpt) say(c, 0, "checkpoint at step %ld (SIGUSR1)", step);
             g_ckpt = 0;
-            lp->t_log = now_s();
+            lp->t_log = timing_now_s();
         }
         if (a.stop) break;
     }
@@ -1084,7 +1079,7 @@ static void report_ranks(run_ctx *c, const train_loop *lp) {
     if (c->ranks < 2) return;
     gl_dist_stats ds;
     dist_stats(&ds);
-    const double span = now_s() - lp->t_start;
+    const double span = timing_now_s() - lp->t_start;
     const long steps = c->st.step - lp->step_at_start;
     say(c, 0, "ranks: %d (%s) x %d threads | communication %.3f s in %ld collectives, %.1f %% of %.1f s | "
         "gradient %.2f MiB per step", c->ranks, dist_kind(), omp_get_max_threads(), ds.comm_s, ds.calls,

@@ -19,6 +19,7 @@
  * per-chunk encoder.
  */
 #include "bpe.h"
+#include "model/rng.h"
 
 #include <assert.h>
 #include <stdio.h>
@@ -45,13 +46,6 @@ size_t bpe_chunk_len(const uint8_t *p, size_t n) {
     return i;
 }
 
-static uint64_t bpe_mix(uint64_t h) { /* splitmix64 finaliser */
-    h ^= h >> 30;
-    h *= 0xbf58476d1ce4e5b9ULL;
-    h ^= h >> 27;
-    h *= 0x94d049bb133111ebULL;
-    return h ^ (h >> 31);
-}
 
 static uint32_t bpe_key(int l, int r) { return ((uint32_t)l << 16) | (uint32_t)r; }
 
@@ -101,7 +95,7 @@ static void *bpe_grow(void *p, int *cap, int need, size_t elem, int *oom) {
 static uint64_t bpe_hash_bytes(const uint8_t *p, size_t n) {
     uint64_t h = 0xcbf29ce484222325ULL;
     for (size_t i = 0; i < n; i++) h = (h ^ p[i]) * 0x100000001b3ULL;
-    return bpe_mix(h);
+    return rng_mix64(h);
 }
 
 /* Index of the chunk type of p[0..n), added with count 0 when new; -1 on OOM. */
@@ -149,7 +143,7 @@ static int bt_pair(bpe_trainer *b, int l, int r) {
         int32_t *nh = calloc(nc, sizeof *nh);
         if (!nh) return b->oom = 1, -1;
         for (int i = 0; i < b->n_pairs; i++) {
-            size_t s = bpe_mix(b->pkey[i]) & (nc - 1);
+            size_t s = rng_mix64(b->pkey[i]) & (nc - 1);
             while (nh[s]) s = (s + 1) & (nc - 1);
             nh[s] = i + 1;
         }
@@ -157,7 +151,7 @@ static int bt_pair(bpe_trainer *b, int l, int r) {
         b->phash = nh;
         b->pcap = nc;
     }
-    size_t s = bpe_mix(key) & (b->pcap - 1);
+    size_t s = rng_mix64(key) & (b->pcap - 1);
     while (b->phash[s]) {
         int i = b->phash[s] - 1;
         if (b->pkey[i] == key) return i;
@@ -392,7 +386,7 @@ void bpe_free(bpe_tok *t) {
 
 static int bpe_rank(const bpe_tok *t, int l, int r) {
     uint32_t key = bpe_key(l, r) + 1;
-    size_t s = bpe_mix(key) & (t->cap - 1);
+    size_t s = rng_mix64(key) & (t->cap - 1);
     while (t->rank_key[s]) {
         if (t->rank_key[s] == key) return t->rank_val[s];
         s = (s + 1) & (t->cap - 1);
@@ -431,7 +425,7 @@ int bpe_build(bpe_tok *t, const bpe_merges *m, char *err, size_t errlen) {
         }
         t->off[id + 1] = t->off[id] + len;
         uint32_t key = bpe_key(l, r) + 1;
-        size_t s = bpe_mix(key) & (t->cap - 1);
+        size_t s = rng_mix64(key) & (t->cap - 1);
         while (t->rank_key[s] && t->rank_key[s] != key) s = (s + 1) & (t->cap - 1);
         if (t->rank_key[s]) {
             snprintf(err, errlen, "BPE tokenizer: merge %d repeats the pair (%d, %d) of merge %d", k, l, r,

@@ -51,44 +51,11 @@ void cat_words_free(cat_words *fw) {
     fw->n = 0;
 }
 
-/* Read the whole file into a NUL-terminated malloc'd buffer.  Returns NULL and
- * fills err on failure. */
-static char *cat_read_file(const char *path, size_t *len_out, char *err, size_t errlen) {
-    char *buf = NULL;
-    FILE *f;
-    if (fileio_open_regular(path, "function-word list", &f, err, errlen)) return NULL;
-    size_t cap = 4096, len = 0;
-    buf = malloc(cap);
-    while (buf) {
-        if (len + 1 >= cap) {
-            char *nb = realloc(buf, cap * 2);
-            if (!nb) { free(buf); buf = NULL; break; }
-            buf = nb;
-            cap *= 2;
-        }
-        size_t got = fread(buf + len, 1, cap - len - 1, f);
-        len += got;
-        if (got == 0) break;
-    }
-    if (!buf) {
-        snprintf(err, errlen, "%s: out of memory reading the function-word list", path);
-    } else if (ferror(f)) {
-        snprintf(err, errlen, "%s: read error: %s", path, strerror(errno));
-        free(buf);
-        buf = NULL;
-    } else {
-        buf[len] = '\0';
-        *len_out = len;
-    }
-    fclose(f);
-    return buf;
-}
-
 int cat_load_function_words(const char *path, cat_words *fw, char *err, size_t errlen) {
     int rc = -1;
     size_t len = 0;
     memset(fw, 0, sizeof *fw);
-    char *text = cat_read_file(path, &len, err, errlen);
+    char *text = fileio_slurp(path, "function-word list", 0, &len, err, errlen);
     if (!text) goto cleanup;
 
     /* Words are no longer than the file, and there are at most len/2+1 of them. */

@@ -17,7 +17,10 @@
  * the new file, never a mix.  rename() replaces a link at PATH itself rather
  * than writing through it.  Logs are appended with O_NOFOLLOW.
  *
- * Not here: reading the contents; HDF5 files, which the library creates
+ * Small utilities: fileio_mkdir_p (mkdir -p) and fileio_slurp (a whole file
+ * into memory, through the same regular-file check) are the only copies.
+ *
+ * Not here: parsing the contents; HDF5 files, which the library creates
  * (callers clear the temporary with fileio_clear_tmp and create it with
  * H5F_ACC_EXCL, which does not follow links either).
  */
@@ -25,6 +28,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -249,4 +253,79 @@ FILE *fileio_fopen_w(const char *path) {
         errno = e;
     }
     return f;
+}
+
+int fileio_mkdir_p(const char *path, char *err, size_t errlen) {
+    char tmp[4096];
+    if (snprintf(tmp, sizeof tmp, "%s", path) >= (int)sizeof tmp) {
+        errno = ENAMETOOLONG;
+        snprintf(err, errlen, "folder path too long: %.200s…", path);
+        return -1;
+    }
+    for (char *p = tmp + 1; *p; p++)
+        if (*p == '/') {
+            *p = 0;
+            if (mkdir(tmp, 0755) && errno != EEXIST) goto fail;
+            *p = '/';
+        }
+    if (mkdir(tmp, 0755) && errno != EEXIST) goto fail;
+    struct stat st;
+    if (stat(tmp, &st) != 0) goto fail;
+    if (!S_ISDIR(st.st_mode)) {
+        errno = ENOTDIR;
+        snprintf(err, errlen, "cannot create folder %s: it exists and is not a folder", tmp);
+        return -1;
+    }
+    return 0;
+fail:;
+    int e = errno;
+    snprintf(err, errlen, "cannot create folder %s: %s", tmp, strerror(e));
+    errno = e;
+    return -1;
+}
+
+char *fileio_slurp(const char *path, const char *what, size_t max_bytes, size_t *n, char *err, size_t errlen) {
+    FILE *f;
+    *n = 0;
+    if (fileio_open_regular(path, what, &f, err, errlen)) return NULL;
+    struct stat st;
+    size_t cap = fstat(fileno(f), &st) == 0 && st.st_size > 0 ? (size_t)st.st_size + 1 : 4096, len = 0;
+    if (max_bytes && cap > max_bytes + 1) cap = max_bytes + 1;
+    char *buf = malloc(cap);
+    while (buf) {
+        if (len + 1 >= cap) { /* the size grew while reading, or fstat gave none */
+            if (max_bytes && len >= max_bytes) {
+                int c = fgetc(f);
+                if (c == EOF) break;
+                snprintf(err, errlen, "%s %s is larger than %zu bytes; is it the right file?", what, path, max_bytes);
+                free(buf);
+                fclose(f);
+                return NULL;
+            }
+            size_t nc = max_bytes && cap * 2 > max_bytes + 1 ? max_bytes + 1 : cap * 2;
+            char *nb = realloc(buf, nc);
+            if (!nb) {
+                free(buf);
+                buf = NULL;
+                break;
+            }
+            buf = nb;
+            cap = nc;
+        }
+        size_t got = fread(buf + len, 1, cap - len - 1, f);
+        len += got;
+        if (got == 0) break;
+    }
+    if (!buf) {
+        snprintf(err, errlen, "%s %s: out of memory reading it", what, path);
+    } else if (ferror(f)) {
+        snprintf(err, errlen, "%s %s: read error: %s", what, path, strerror(errno));
+        free(buf);
+        buf = NULL;
+    } else {
+        buf[len] = '\0';
+        *n = len;
+    }
+    fclose(f);
+    return buf;
 }

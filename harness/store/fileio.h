@@ -2,7 +2,9 @@
  * fileio.h — open a file that must be a regular file (data, text, manifest,
  * checkpoint, word list) without hanging on a FIFO or misreading a folder;
  * write every file gatelab writes through one atomic routine that never
- * follows a symbolic link; append to logs without following one.
+ * follows a symbolic link; append to logs without following one.  This is
+ * the one home of the small file utilities: mkdir -p (fileio_mkdir_p) and the
+ * whole-file reader (fileio_slurp) live here and nowhere else.
  */
 #ifndef GATELAB_HARNESS_FILEIO_H
 #define GATELAB_HARNESS_FILEIO_H
@@ -66,5 +68,19 @@ FILE *fileio_fopen_w(const char *path);
 /* fsync the folder holding path, so a rename into it is durable.  File
  * systems that cannot sync a folder (EINVAL) are accepted.  0 or -1 (errno). */
 int fileio_sync_dir(const char *path);
+
+/* mkdir -p: create path and every missing folder above it (mode 0755 less
+ * the umask).  0 when path is (now) a folder; -1 with errno set and a message
+ * naming the component that failed and strerror ("cannot create folder X:
+ * Permission denied"; "X exists and is not a folder"). */
+int fileio_mkdir_p(const char *path, char *err, size_t errlen);
+
+/* The whole regular file at path, malloc'd with a NUL after its last byte
+ * (so text can be parsed as a string), *n bytes long (the NUL not counted).
+ * Opens through fileio_open_regular (a FIFO or a folder is refused, named, by
+ * the role what).  max_bytes > 0 refuses a longer file ("is larger than …; is
+ * it the right file?"); 0 means no limit.  NULL with a message on failure:
+ * cannot open, too large, out of memory, read error.  The caller frees. */
+char *fileio_slurp(const char *path, const char *what, size_t max_bytes, size_t *n, char *err, size_t errlen);
 
 #endif

@@ -10,6 +10,7 @@
  * or registering runs (the training loop and the registry).
  */
 #include "rundir.h"
+#include "fileio.h"
 
 #include <assert.h>
 #include <dirent.h>
@@ -98,27 +99,6 @@ too_long:
     return -1;
 }
 
-/* mkdir -p for one path; returns 0 or -1 with errno set. */
-static int run_mkdir_p(const char *path) {
-    char buf[GL_PATH_MAX];
-    if ((size_t)snprintf(buf, sizeof buf, "%s", path) >= sizeof buf) {
-        errno = ENAMETOOLONG;
-        return -1;
-    }
-    for (char *p = buf + 1; *p; p++) {
-        if (*p != '/') continue;
-        *p = '\0';
-        if (mkdir(buf, 0755) != 0 && errno != EEXIST) return -1;
-        *p = '/';
-    }
-    if (mkdir(buf, 0755) != 0 && errno != EEXIST) return -1;
-    if (!run_is_dir(buf)) {
-        errno = ENOTDIR;
-        return -1;
-    }
-    return 0;
-}
-
 int run_create_dir(const char *results, const char *run_id, char *dir, size_t dirlen, char *err, size_t errlen) {
     const char *res = run_results_dir(results);
     char runs[GL_PATH_MAX];
@@ -130,7 +110,8 @@ int run_create_dir(const char *results, const char *run_id, char *dir, size_t di
         snprintf(err, errlen, "run folder path too long: %s/runs/%s", res, run_id);
         return -1;
     }
-    if (run_mkdir_p(dir) != 0) {
+    char why[GL_PATH_MAX + 128];
+    if (fileio_mkdir_p(dir, why, sizeof why) != 0) {
         snprintf(err, errlen, "%s: cannot create the run folder: %s (check --results / GATELAB_RESULTS)", dir,
                  strerror(errno));
         return -1;
@@ -169,27 +150,11 @@ int run_open(gl_run *r, const char *arg, const char *results, int max_B, char *e
     if (r->config_ini[0] == '\0') {
         /* a checkpoint saved without its config: fall back to the folder's config.ini */
         snprintf(err, errlen, "%s stores no config and %s is missing; cannot rebuild the model", ckpt, cfg_path);
-        FILE *f = fopen(cfg_path, "rb");
-        if (!f) goto cleanup;
+        char why[GL_PATH_MAX + 128];
+        size_t len;
+        char *text = fileio_slurp(cfg_path, "config", 0, &len, why, sizeof why);
+        if (!text) goto cleanup; /* err already says what is missing */
         free(r->config_ini);
-        r->config_ini = NULL;
-        size_t cap = 1 << 16, len = 0, got;
-        char *text = malloc(cap);
-        while (text && (got = fread(text + len, 1, cap - len - 1, f)) > 0) {
-            len += got;
-            if (len + 1 == cap) {
-                char *nt = realloc(text, cap * 2);
-                if (!nt) { free(text); text = NULL; break; }
-                text = nt;
-                cap *= 2;
-            }
-        }
-        fclose(f);
-        if (!text) {
-            snprintf(err, errlen, "%s: out of memory reading the config", cfg_path);
-            goto cleanup;
-        }
-        text[len] = '\0';
         r->config_ini = text;
         snprintf(origin, sizeof origin, "%s", cfg_path);
     }

@@ -19,6 +19,7 @@
  * the rng, so a fixed seed gives the same sequences on every machine.
  */
 #include "tasks.h"
+#include "model/rng.h"
 
 #include <assert.h>
 #include <stdio.h>
@@ -225,17 +226,11 @@ void task_sequence(const gl_data_config *dc, gl_rng *rng, int T, int *tokens, in
     for (int j = len; j <= T; j++) put(T, tokens, targets, j, pad);
 }
 
-static uint64_t mix64(uint64_t z) {
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-}
-
 void task_eval_rng(gl_rng *r, uint64_t seed, int split, long i) {
     /* A domain constant keeps these seeds apart from rng_seed(train.seed),
      * which the training stream uses directly. */
-    uint64_t h = mix64(seed ^ 0x6a09e667f3bcc909ULL);
-    h = mix64(h + 0x9e3779b97f4a7c15ULL * (uint64_t)(split + 1));
-    h = mix64(h + (uint64_t)i);
+    uint64_t h = rng_mix64(seed ^ 0x6a09e667f3bcc909ULL);
+    h = rng_mix64(h + 0x9e3779b97f4a7c15ULL * (uint64_t)(split + 1));
+    h = rng_mix64(h + (uint64_t)i);
     rng_seed(r, h);
 }
