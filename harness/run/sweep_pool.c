@@ -7,6 +7,7 @@
  * --dry-run listing (harness/cli/cmd_sweep.c).
  */
 #include "run/sweep_pool.h"
+#include "store/fileio.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -47,20 +48,6 @@ void sweep_pool_catch_signals(void) {
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGUSR1, &sa, NULL);
-}
-
-/* mkdir -p path.  Returns 0 or -1 (errno set). */
-static int sweep_mkdirs(const char *path) {
-    char buf[GL_PATH_MAX];
-    if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf) { errno = ENAMETOOLONG; return -1; }
-    for (char *p = buf + 1; *p; p++) {
-        if (*p != '/') continue;
-        *p = '\0';
-        if (mkdir(buf, 0777) && errno != EEXIST) return -1;
-        *p = '/';
-    }
-    if (mkdir(buf, 0777) && errno != EEXIST) return -1;
-    return 0;
 }
 
 static int sweep_file_exists(const char *path) {
@@ -132,16 +119,8 @@ static int sweep_train_exe(const gl_sweep_opts *a, char *out, size_t outlen) {
 int sweep_register(gl_db *db, const gl_sweep *sw, int lo, int hi) {
     char err[512];
     long long exp_id;
-    char *manifest_text = NULL;
-    FILE *f = fopen(sw->manifest_path, "rb");
-    if (f) {
-        fseek(f, 0, SEEK_END);
-        long len = ftell(f);
-        fseek(f, 0, SEEK_SET);
-        manifest_text = len >= 0 ? calloc((size_t)len + 1, 1) : NULL;
-        if (manifest_text && fread(manifest_text, 1, (size_t)len, f) != (size_t)len) manifest_text[0] = '\0';
-        fclose(f);
-    }
+    size_t manifest_len; /* the manifest's text, kept with the experiment; none when unreadable */
+    char *manifest_text = fileio_slurp(sw->manifest_path, "manifest", 0, &manifest_len, err, sizeof err);
     int rc = db_experiment_ensure(db, sw->experiment, manifest_text, &exp_id, err, sizeof err);
     free(manifest_text);
     if (rc) { fprintf(stderr, "gatelab sweep: %s\n", err); return -1; }
@@ -232,8 +211,9 @@ static pid_t sweep_launch(const char *exe, const gl_sweep *sw, const gl_sweep_ru
         fprintf(stderr, "gatelab sweep: results path too long: %s\n", results);
         return -1;
     }
-    if (sweep_mkdirs(dir)) {
-        fprintf(stderr, "gatelab sweep: cannot create %s: %s\n", dir, strerror(errno));
+    char merr[GL_PATH_MAX + 128];
+    if (fileio_mkdir_p(dir, merr, sizeof merr)) {
+        fprintf(stderr, "gatelab sweep: %s\n", merr);
         return -1;
     }
     char **argv = sweep_train_argv(exe, sw, r, a, db_path_s, results, resume);

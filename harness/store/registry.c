@@ -36,6 +36,7 @@
 #include <unistd.h>
 
 
+#include "fileio.h"
 #include "metric.h"
 #include "registry_sql.h"
 #include "sha256.h"
@@ -116,16 +117,9 @@ static int db_make_parent(const char *path, char *err, size_t errlen) {
     char *slash = strrchr(dir, '/');
     if (!slash || slash == dir) return 0;
     *slash = '\0';
-    for (char *p = dir + 1; *p; p++) {
-        if (*p != '/') continue;
-        *p = '\0';
-        if (mkdir(dir, 0777) != 0 && errno != EEXIST) goto fail;
-        *p = '/';
-    }
-    if (mkdir(dir, 0777) != 0 && errno != EEXIST) goto fail;
-    return 0;
-fail:
-    snprintf(err, errlen, "%s: cannot create folder %s for the registry: %s", path, dir, strerror(errno));
+    char e[GL_PATH_MAX + 128];
+    if (!fileio_mkdir_p(dir, e, sizeof e)) return 0;
+    snprintf(err, errlen, "%s: the registry's folder: %s", path, e);
     return -1;
 }
 
