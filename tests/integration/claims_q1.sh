@@ -216,4 +216,4 @@ sys.exit(1 if bad else 0)
 PY
 rc=$?
 check "the hand computation ran and agrees with every row (python exit $rc)" test $rc -eq 0
-[ -n "${KEEP:-}" ] && cp -r "$W/out" "$KEEP"
+if [ -n "${KEEP:-}" ]; then cp -r "$W/out" "$KEEP"; fi # the report, kept for a look (KEEP=DIR)
