@@ -122,85 +122,6 @@ static int ieq(const char *a, const char *b) {
     return *a == *b;
 }
 
-/* Shortest "%.*g" text that reads back as exactly f (so "0.001", not
- * "0.00100000005"); at most 9 digits, which always round-trips a float.
- * Whole numbers are written without an exponent. */
-static void format_float(char *out, size_t outlen, float f) {
-    if (fabsf(f) >= 1.0f && fabsf(f) < 1e15f && f == nearbyintf(f)) {
-        msgf(out, outlen, "%.0f", (double)f); /* 10000, not 1e+04 */
-        return;
-    }
-    for (int p = 1; p <= 9; p++) {
-        msgf(out, outlen, "%.*g", p, (double)f);
-        if (strtof(out, NULL) == f) return;
-    }
-    msgf(out, outlen, "%.9g", (double)f);
-}
-
-/* train.weight_decay_policy names, indexed by gl_wd_policy */
-static const char *const wd_policy_names[] = {[WD_MATRICES] = "matrices", [WD_ALL] = "all"};
-_Static_assert(sizeof wd_policy_names / sizeof wd_policy_names[0] == WD_COUNT, "one name per weight-decay policy");
-
-static const char *enum_name(int en, int v) {
-    switch (en) {
-    case EN_VR: return config_value_residual_name((gl_value_residual)v);
-    case EN_RF: return config_resformer_variant_name((gl_resformer_variant)v);
-    case EN_DR: return config_depth_routing_name((gl_depth_routing)v);
-    case EN_EE: return config_exit_weighting_name((gl_exit_weighting)v);
-    case EN_CL: return config_cross_layer_name((gl_cross_layer)v);
-    case EN_SG: return config_sat_gate_name((gl_sat_gate)v);
-    case EN_WD: return v >= 0 && v < WD_COUNT ? wd_policy_names[v] : "unknown";
-    case EN_TASK: return task_name((gl_task)v);
-    case EN_TOK: return task_tokenizer_name((gl_tokenizer)v);
-    }
-    return "unknown";
-}
-
-static int enum_count(int en) {
-    switch (en) {
-    case EN_VR: return VR_COUNT;
-    case EN_RF: return RF_COUNT;
-    case EN_DR: return DR_COUNT;
-    case EN_EE: return EE_COUNT;
-    case EN_CL: return CL_COUNT;
-    case EN_SG: return SG_COUNT;
-    case EN_WD: return WD_COUNT;
-    case EN_TASK: return TASK_COUNT;
-    case EN_TOK: return TOK_COUNT;
-    }
-    return 0;
-}
-
-/* Enum fields are written through their own type, never through an int*. */
-static void enum_store(gl_manifest *mf, int en, int v) {
-    switch (en) {
-    case EN_VR: mf->model.value_residual = (gl_value_residual)v; break;
-    case EN_RF: mf->model.resformer_variant = (gl_resformer_variant)v; break;
-    case EN_DR: mf->model.depth_routing = (gl_depth_routing)v; break;
-    case EN_EE: mf->model.exit_weighting = (gl_exit_weighting)v; break;
-    case EN_CL: mf->model.cross_layer = (gl_cross_layer)v; break;
-    case EN_SG: mf->model.sat_gate = (gl_sat_gate)v; break;
-    case EN_WD: mf->train.weight_decay_policy = (gl_wd_policy)v; break;
-    case EN_TASK: mf->data.task = (gl_task)v; break;
-    case EN_TOK: mf->data.tokenizer = (gl_tokenizer)v; break;
-    }
-}
-
-static int enum_load(const gl_manifest *mf, int en) {
-    switch (en) {
-    case EN_VR: return (int)mf->model.value_residual;
-    case EN_RF: return (int)mf->model.resformer_variant;
-    case EN_DR: return (int)mf->model.depth_routing;
-    case EN_EE: return (int)mf->model.exit_weighting;
-    case EN_CL: return (int)mf->model.cross_layer;
-    case EN_SG: return (int)mf->model.sat_gate;
-    case EN_WD: return (int)mf->train.weight_decay_policy;
-    case EN_TASK: return (int)mf->data.task;
-    case EN_TOK: return (int)mf->data.tokenizer;
-    }
-    return 0;
-}
-
 /* A growable string for the canonical text. */
 typedef struct {
     char *p;
@@ -239,22 +160,6 @@ static void sb_printf(strbuf *sb, const char *fmt, ...) {
 /* ------------------------------------------------------ value parsing --- */
 
 /* The canonical text of key k's current value. */
-static void format_value(char *out, size_t outlen, const gl_manifest *mf, const key_def *k) {
-    const char *base = (const char *)mf + k->off;
-    switch (k->kind) {
-    case K_INT: msgf(out, outlen, "%d", *(const int *)base); break;
-    case K_BOOL: msgf(out, outlen, "%d", *(const int *)base ? 1 : 0); break;
-    case K_U64: msgf(out, outlen, "%" PRIu64, *(const uint64_t *)base); break;
-    case K_FLOAT:
-        if (k->aux == F_AUTO && isnan(*(const float *)base)) msgf(out, outlen, "auto");
-        else format_float(out, outlen, *(const float *)base);
-        break;
-    case K_ENUM: msgf(out, outlen, "%s", enum_name(k->aux, enum_load(mf, k->aux))); break;
-    case K_STR:
-    case K_SCALE: msgf(out, outlen, "%s", base); break;
-    }
-}
-
 static void range_text(char *out, size_t outlen, const key_def *k) {
     if (k->kind == K_INT) {
         msgf(out, outlen, "must be between %.0f and %.0f", k->lo, k->hi);
@@ -322,13 +227,13 @@ static int parse_value(gl_manifest *mf, const key_def *k, const char *value, cha
         return msgf(why, whylen, "not a boolean (use 1/0, true/false, yes/no or on/off)"), -1;
     }
     case K_ENUM: {
-        int n = enum_count(k->aux);
+        int n = mf_enum_count(k->aux);
         for (int i = 0; i < n; i++)
-            if (!strcmp(value, enum_name(k->aux, i))) return enum_store(mf, k->aux, i), 0;
+            if (!strcmp(value, mf_enum_name(k->aux, i))) return mf_enum_store(mf, k->aux, i), 0;
         size_t used = (size_t)msgf(why, whylen, "must be one of");
         for (int i = 0; i < n && used < whylen; i++)
             used += (size_t)msgf(why + used, whylen - used, "%s %s", i ? "," : "",
-                                     enum_name(k->aux, i));
+                                     mf_enum_name(k->aux, i));
         return -1;
     }
     case K_STR:
@@ -983,8 +888,8 @@ static int ctx_finish(load_ctx *c) {
         double sum = (double)mf->data.train_frac + (double)mf->data.val_frac;
         if (sum > 1.0 + 1e-6) {
             char a[32], b[32];
-            format_float(a, sizeof a, mf->data.train_frac);
-            format_float(b, sizeof b, mf->data.val_frac);
+            mf_format_float(a, sizeof a, mf->data.train_frac);
+            mf_format_float(b, sizeof b, mf->data.val_frac);
             msgf(c->err, c->errlen,
                      "%s: data.train_frac (%s) + data.val_frac (%s) is more than 1", origin, a, b);
             return -1;
@@ -1154,7 +1059,7 @@ static void write_section(strbuf *sb, const gl_manifest *mf, const char *section
     sb_printf(sb, "[%s]\n", section);
     for (int i = 0; i < N_KEYS; i++) {
         if (strcmp(mf_keys[i].section, section)) continue;
-        format_value(val, sizeof val, mf, &mf_keys[i]);
+        mf_format_value(val, sizeof val, mf, &mf_keys[i]);
         sb_printf(sb, "%s =%s%s\n", mf_keys[i].name, val[0] ? " " : "", val);
     }
 }
@@ -1168,9 +1073,9 @@ static void write_section_identity(strbuf *sb, const gl_manifest *mf, const char
     sb_printf(sb, "[%s]\n", section);
     for (int i = 0; i < N_KEYS; i++) {
         if (strcmp(mf_keys[i].section, section)) continue;
-        format_value(val, sizeof val, mf, &mf_keys[i]);
+        mf_format_value(val, sizeof val, mf, &mf_keys[i]);
         if (mf_keys[i].late) {
-            format_value(dv, sizeof dv, &dm, &mf_keys[i]);
+            mf_format_value(dv, sizeof dv, &dm, &mf_keys[i]);
             if (!strcmp(val, dv)) continue;
         }
         sb_printf(sb, "%s =%s%s\n", mf_keys[i].name, val[0] ? " " : "", val);
@@ -1194,7 +1099,7 @@ char *manifest_to_ini(const gl_manifest *mf) {
 static const char *late_default(const char *section, const char *name, const gl_manifest *dm, char *val, size_t n) {
     for (int i = 0; i < N_KEYS; i++)
         if (mf_keys[i].late && !strcmp(mf_keys[i].section, section) && !strcmp(mf_keys[i].name, name)) {
-            format_value(val, n, dm, &mf_keys[i]);
+            mf_format_value(val, n, dm, &mf_keys[i]);
             return val;
         }
     return NULL;
@@ -1228,39 +1133,6 @@ char *manifest_identity_text(const char *config_ini) {
     }
     out[k] = 0;
     return out;
-}
-
-/* ------------------------------------------------------------- the walk --- */
-
-int manifest_each_key(const gl_manifest *mf, int (*fn)(const gl_key *key, void *ctx), void *ctx) {
-    static const gl_key_type types[] = {[K_INT] = MF_INT, [K_U64] = MF_U64,   [K_FLOAT] = MF_FLOAT, [K_BOOL] = MF_BOOL,
-                                        [K_STR] = MF_STR, [K_ENUM] = MF_ENUM, [K_SCALE] = MF_STR};
-    gl_manifest *dm = malloc(sizeof *dm);
-    if (dm) manifest_defaults(dm);
-    int rc = 0;
-    for (int i = 0; i < N_KEYS && !rc; i++) {
-        const key_def *k = &mf_keys[i];
-        const char *base = (const char *)mf + k->off;
-        char text[GL_PATH_MAX + 32], dtext[GL_PATH_MAX + 32] = "";
-        format_value(text, sizeof text, mf, k);
-        if (dm) format_value(dtext, sizeof dtext, dm, k);
-        gl_key key = {.section = k->section, .name = k->name, .type = types[k->kind], .text = text,
-                      .has_range = k->kind == K_INT || k->kind == K_FLOAT, .lo = k->lo, .hi = k->hi,
-                      .lo_open = k->lo_open, .hi_open = k->hi_open, .late = k->late,
-                      .at_default = dm && !strcmp(text, dtext)};
-        switch (k->kind) {
-        case K_INT: key.num = *(const int *)base; break;
-        case K_BOOL: key.num = *(const int *)base != 0; break;
-        case K_FLOAT: key.num = *(const float *)base; break;
-        case K_ENUM: key.num = enum_load(mf, k->aux); break;
-        case K_U64: key.u64 = *(const uint64_t *)base; break;
-        case K_STR:
-        case K_SCALE: break;
-        }
-        rc = fn(&key, ctx);
-    }
-    free(dm);
-    return rc;
 }
 
 uint64_t manifest_model_hash(const gl_manifest *mf) {

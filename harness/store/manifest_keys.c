@@ -3,12 +3,22 @@
  *
  * Adding a key is one row here plus one in docs/manifest.md; parsing, range
  * checks, messages, the canonical INI text, the identity text and the typed
- * walk (manifest_each_key) all follow from the row.  What it does not do:
- * parse or check anything (manifest.c does).
+ * walk (manifest_each_key) all follow from the row.  Beside the rows live
+ * what reads a row back out of a gl_manifest: the enum names and fields, the
+ * canonical text of a value (mf_format_value) and the typed walk itself, so
+ * every reader of a config goes through the same rows.  What it does not do:
+ * parse or check a value (manifest.c does), or print.
  */
 #include "manifest_keys.h"
 
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "bpe.h"
+#include "tasks.h"
 
 #define OFF(f) offsetof(gl_manifest, f)
 #define KINT(s, n, f, lo, hi) {s, n, K_INT, OFF(f), 0, lo, hi, 0, 0, 0, 1, 0}
@@ -97,3 +107,137 @@ const key_def mf_keys[MF_N_KEYS] = {
     {"log", "probe_windows", K_INT, OFF(log.probe_windows), 0, 1, 4096, 0, 0, 0, 0, 0},
 };
 _Static_assert(sizeof mf_keys / sizeof mf_keys[0] == MF_N_KEYS, "MF_N_KEYS must count the rows of mf_keys[]");
+
+/* --------------------------------------------------------------- enums --- */
+
+/* train.weight_decay_policy names, indexed by gl_wd_policy */
+static const char *const wd_policy_names[] = {[WD_MATRICES] = "matrices", [WD_ALL] = "all"};
+_Static_assert(sizeof wd_policy_names / sizeof wd_policy_names[0] == WD_COUNT, "one name per weight-decay policy");
+
+const char *mf_enum_name(int en, int v) {
+    switch (en) {
+    case EN_VR: return config_value_residual_name((gl_value_residual)v);
+    case EN_RF: return config_resformer_variant_name((gl_resformer_variant)v);
+    case EN_DR: return config_depth_routing_name((gl_depth_routing)v);
+    case EN_EE: return config_exit_weighting_name((gl_exit_weighting)v);
+    case EN_CL: return config_cross_layer_name((gl_cross_layer)v);
+    case EN_SG: return config_sat_gate_name((gl_sat_gate)v);
+    case EN_WD: return v >= 0 && v < WD_COUNT ? wd_policy_names[v] : "unknown";
+    case EN_TASK: return task_name((gl_task)v);
+    case EN_TOK: return task_tokenizer_name((gl_tokenizer)v);
+    }
+    return "unknown";
+}
+
+int mf_enum_count(int en) {
+    switch (en) {
+    case EN_VR: return VR_COUNT;
+    case EN_RF: return RF_COUNT;
+    case EN_DR: return DR_COUNT;
+    case EN_EE: return EE_COUNT;
+    case EN_CL: return CL_COUNT;
+    case EN_SG: return SG_COUNT;
+    case EN_WD: return WD_COUNT;
+    case EN_TASK: return TASK_COUNT;
+    case EN_TOK: return TOK_COUNT;
+    }
+    return 0;
+}
+
+/* Enum fields are written through their own type, never through an int*. */
+void mf_enum_store(gl_manifest *mf, int en, int v) {
+    switch (en) {
+    case EN_VR: mf->model.value_residual = (gl_value_residual)v; break;
+    case EN_RF: mf->model.resformer_variant = (gl_resformer_variant)v; break;
+    case EN_DR: mf->model.depth_routing = (gl_depth_routing)v; break;
+    case EN_EE: mf->model.exit_weighting = (gl_exit_weighting)v; break;
+    case EN_CL: mf->model.cross_layer = (gl_cross_layer)v; break;
+    case EN_SG: mf->model.sat_gate = (gl_sat_gate)v; break;
+    case EN_WD: mf->train.weight_decay_policy = (gl_wd_policy)v; break;
+    case EN_TASK: mf->data.task = (gl_task)v; break;
+    case EN_TOK: mf->data.tokenizer = (gl_tokenizer)v; break;
+    }
+}
+
+int mf_enum_load(const gl_manifest *mf, int en) {
+    switch (en) {
+    case EN_VR: return (int)mf->model.value_residual;
+    case EN_RF: return (int)mf->model.resformer_variant;
+    case EN_DR: return (int)mf->model.depth_routing;
+    case EN_EE: return (int)mf->model.exit_weighting;
+    case EN_CL: return (int)mf->model.cross_layer;
+    case EN_SG: return (int)mf->model.sat_gate;
+    case EN_WD: return (int)mf->train.weight_decay_policy;
+    case EN_TASK: return (int)mf->data.task;
+    case EN_TOK: return (int)mf->data.tokenizer;
+    }
+    return 0;
+}
+
+
+/* ---------------------------------------------------------------- text --- */
+
+/* Shortest "%.*g" text that reads back as exactly f (so "0.001", not
+ * "0.00100000005"); at most 9 digits, which always round-trips a float.
+ * Whole numbers are written without an exponent. */
+void mf_format_float(char *out, size_t outlen, float f) {
+    if (fabsf(f) >= 1.0f && fabsf(f) < 1e15f && f == nearbyintf(f)) {
+        snprintf(out, outlen, "%.0f", (double)f); /* 10000, not 1e+04 */
+        return;
+    }
+    for (int p = 1; p <= 9; p++) {
+        snprintf(out, outlen, "%.*g", p, (double)f);
+        if (strtof(out, NULL) == f) return;
+    }
+    snprintf(out, outlen, "%.9g", (double)f);
+}
+
+void mf_format_value(char *out, size_t outlen, const gl_manifest *mf, const key_def *k) {
+    const char *base = (const char *)mf + k->off;
+    switch (k->kind) {
+    case K_INT: snprintf(out, outlen, "%d", *(const int *)base); break;
+    case K_BOOL: snprintf(out, outlen, "%d", *(const int *)base ? 1 : 0); break;
+    case K_U64: snprintf(out, outlen, "%" PRIu64, *(const uint64_t *)base); break;
+    case K_FLOAT:
+        if (k->aux == F_AUTO && isnan(*(const float *)base)) snprintf(out, outlen, "auto");
+        else mf_format_float(out, outlen, *(const float *)base);
+        break;
+    case K_ENUM: snprintf(out, outlen, "%s", mf_enum_name(k->aux, mf_enum_load(mf, k->aux))); break;
+    case K_STR:
+    case K_SCALE: snprintf(out, outlen, "%s", base); break;
+    }
+}
+
+
+/* ------------------------------------------------------------- the walk --- */
+
+int manifest_each_key(const gl_manifest *mf, int (*fn)(const gl_key *key, void *ctx), void *ctx) {
+    static const gl_key_type types[] = {[K_INT] = MF_INT, [K_U64] = MF_U64,   [K_FLOAT] = MF_FLOAT, [K_BOOL] = MF_BOOL,
+                                        [K_STR] = MF_STR, [K_ENUM] = MF_ENUM, [K_SCALE] = MF_STR};
+    gl_manifest *dm = malloc(sizeof *dm);
+    if (dm) manifest_defaults(dm);
+    int rc = 0;
+    for (int i = 0; i < MF_N_KEYS && !rc; i++) {
+        const key_def *k = &mf_keys[i];
+        const char *base = (const char *)mf + k->off;
+        char text[GL_PATH_MAX + 32], dtext[GL_PATH_MAX + 32] = "";
+        mf_format_value(text, sizeof text, mf, k);
+        if (dm) mf_format_value(dtext, sizeof dtext, dm, k);
+        gl_key key = {.section = k->section, .name = k->name, .type = types[k->kind], .text = text,
+                      .has_range = k->kind == K_INT || k->kind == K_FLOAT, .lo = k->lo, .hi = k->hi,
+                      .lo_open = k->lo_open, .hi_open = k->hi_open, .late = k->late,
+                      .at_default = dm && !strcmp(text, dtext)};
+        switch (k->kind) {
+        case K_INT: key.num = *(const int *)base; break;
+        case K_BOOL: key.num = *(const int *)base != 0; break;
+        case K_FLOAT: key.num = *(const float *)base; break;
+        case K_ENUM: key.num = mf_enum_load(mf, k->aux); break;
+        case K_U64: key.u64 = *(const uint64_t *)base; break;
+        case K_STR:
+        case K_SCALE: break;
+        }
+        rc = fn(&key, ctx);
+    }
+    free(dm);
+    return rc;
+}

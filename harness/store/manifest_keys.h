@@ -39,5 +39,15 @@ typedef struct {
 #define MF_N_KEYS 64
 extern const key_def mf_keys[MF_N_KEYS];
 
+/* An enum key's values (aux = enum_id): the name of value v, how many there are, and its field in
+ * gl_manifest read and written through its own type, never through an int*. */
+const char *mf_enum_name(int en, int v);
+int mf_enum_count(int en);
+void mf_enum_store(gl_manifest *mf, int en, int v);
+int mf_enum_load(const gl_manifest *mf, int en);
+
+/* The canonical text of a float (the shortest that reads back as exactly f) and of key k's value in mf. */
+void mf_format_float(char *out, size_t outlen, float f);
+void mf_format_value(char *out, size_t outlen, const gl_manifest *mf, const key_def *k);
 
 #endif
