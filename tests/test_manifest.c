@@ -660,6 +660,14 @@ static void test_each_key(void **state) {
     assert_int_equal(manifest_set(&a, over, "walk", 0, err, sizeof err), 0);
     snprintf(over, sizeof over, "model.tsa_lambda=%.17g", w.tsa_hi * 1.001);
     assert_int_equal(manifest_set(&a, over, "walk", 0, err, sizeof err), -1);
+    /* config_validate (model/, for configs from checkpoints) checks the same row */
+    gl_model_config mc;
+    config_defaults(&mc);
+    mc.tsa_lambda = (float)w.tsa_hi;
+    assert_int_equal(config_validate(&mc, err, sizeof err), 0);
+    mc.tsa_lambda = (float)(w.tsa_hi * 1.001);
+    assert_int_equal(config_validate(&mc, err, sizeof err), -1);
+    assert_non_null(strstr(err, "tsa_lambda"));
     int calls = 0;
     assert_int_equal(manifest_each_key(&a, walk_stop, &calls), 7);
     assert_int_equal(calls, 3);

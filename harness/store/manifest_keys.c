@@ -23,6 +23,9 @@
 #define OFF(f) offsetof(gl_manifest, f)
 #define KINT(s, n, f, lo, hi) {s, n, K_INT, OFF(f), 0, lo, hi, 0, 0, 0, 1, 0}
 #define KFLT(s, n, f, lo, hi, lo_open, hi_open) {s, n, K_FLOAT, OFF(f), 0, lo, hi, lo_open, hi_open, 0, 1, 0}
+/* A [model] float whose range is model/config.h's row (config_validate checks the same four numbers). */
+#define KFLT_CFG(s, n, f, r) KFLT_CFG_(s, n, model.f, r)
+#define KFLT_CFG_(s, n, f, ...) KFLT(s, n, f, __VA_ARGS__)
 #define KFLT_AUTO(s, n, f, lo, hi) {s, n, K_FLOAT, OFF(f), 0, lo, hi, 0, 0, F_AUTO, 1, 0}
 #define KBOOL(s, n, f) {s, n, K_BOOL, OFF(f), 0, 0, 1, 0, 0, 0, 1, 0}
 #define KENUM(s, n, f, e) {s, n, K_ENUM, OFF(f), 0, 0, 0, 0, 0, e, 1, 0}
@@ -35,8 +38,8 @@
 #define LENUM(s, n, f, e) {s, n, K_ENUM, OFF(f), 0, 0, 0, 0, 0, e, 1, 1}
 #define LFLT_AUTO(s, n, f, lo, hi) {s, n, K_FLOAT, OFF(f), 0, lo, hi, 0, 0, F_AUTO, 1, 1}
 
-/* Ranges of [model] equal config.c's bounds (config_validate re-checks them
- * for configs that come from checkpoints).  Canonical order = table order. */
+/* The [model] floats' ranges are model/config.h's CFG_RANGE rows (config_validate checks configs
+ * from checkpoints against the same rows); the integer bounds equal config.c's CFG_MAX_*.  Canonical order = table order. */
 const key_def mf_keys[MF_N_KEYS] = {
     {"model", "scale", K_SCALE, OFF(scale), sizeof(((gl_manifest *)0)->scale), 0, 0, 0, 0, 0, 1, 0},
     KINT("model", "vocab_size", model.vocab_size, 0, 1048576),
@@ -46,8 +49,8 @@ const key_def mf_keys[MF_N_KEYS] = {
     KINT("model", "n_kv_head", model.n_kv_head, 1, 256),
     KINT("model", "d_ff", model.d_ff, 1, 65536),
     KINT("model", "seq_len", model.seq_len, 1, 65536),
-    KFLT("model", "norm_eps", model.norm_eps, 0, 1, 1, 0),
-    KFLT("model", "rope_base", model.rope_base, 1, 1e9, 1, 0),
+    KFLT_CFG("model", "norm_eps", norm_eps, CFG_RANGE(norm_eps)),
+    KFLT_CFG("model", "rope_base", rope_base, CFG_RANGE(rope_base)),
     KBOOL("model", "qk_norm", model.qk_norm),
     KBOOL("model", "tied", model.tied),
     KENUM("model", "value_residual", model.value_residual, EN_VR),
@@ -60,8 +63,8 @@ const key_def mf_keys[MF_N_KEYS] = {
     LFLT_AUTO("model", "resformer_lambda1_init", model.rf_lambda1_init, -100, 100),
     KENUM("model", "depth_routing", model.depth_routing, EN_DR),
     KINT("model", "router_hidden", model.router_hidden, 0, 65536),
-    KFLT("model", "router_init_bias", model.router_init_bias, -30, 30, 0, 0),
-    KFLT("model", "tsa_lambda", model.tsa_lambda, 0, 1000, 0, 0),
+    KFLT_CFG("model", "router_init_bias", router_init_bias, CFG_RANGE(router_init_bias)),
+    KFLT_CFG("model", "tsa_lambda", tsa_lambda, CFG_RANGE(tsa_lambda)),
     KENUM("model", "exit_weighting", model.exit_weighting, EN_EE),
     LFLT("model", "mod_capacity", model.mod_capacity, 0, 1, 1, 0),
     LINT("model", "mod_every", model.mod_every, 1, 64),
