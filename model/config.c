@@ -28,6 +28,16 @@
 #define CFG_MAX_DFF 65536
 #define CFG_MAX_SEQ 65536
 #define CFG_MAX_ROUTER 65536
+
+#define CFG_FLOAT_ROW(f) {#f, offsetof(gl_model_config, f), CFG_RANGE_ROW_(CFG_RANGE(f))}
+#define CFG_RANGE_ROW_(...) __VA_ARGS__
+const config_range config_float_ranges[] = {
+    CFG_FLOAT_ROW(norm_eps),
+    CFG_FLOAT_ROW(rope_base),
+    CFG_FLOAT_ROW(router_init_bias),
+    CFG_FLOAT_ROW(tsa_lambda),
+};
+const int config_n_float_ranges = (int)(sizeof config_float_ranges / sizeof config_float_ranges[0]);
 #define CFG_MAX_HC 16 /* hyper-connection streams */
 
 /* The one table of variant names (rows of variants.h), indexed by the enum. */
@@ -169,24 +179,15 @@ static int cv_heads_and_routing(const gl_model_config *c, char *err, size_t errl
                  c->n_head);
         return -1;
     }
-    if (!(isfinite(c->norm_eps) && c->norm_eps > 0.0f && c->norm_eps <= 1.0f)) {
-        snprintf(err, errlen, "model.norm_eps (%g) must be in (0, 1]", (double)c->norm_eps);
-        return -1;
-    }
-    if (!(isfinite(c->rope_base) && c->rope_base > 1.0f)) {
-        snprintf(err, errlen, "model.rope_base (%g) must be a finite number above 1",
-                 (double)c->rope_base);
-        return -1;
-    }
-    if (!isfinite(c->router_init_bias)) {
-        snprintf(err, errlen, "model.router_init_bias (%g) must be finite",
-                 (double)c->router_init_bias);
-        return -1;
-    }
-    if (!(isfinite(c->tsa_lambda) && c->tsa_lambda >= 0.0f)) {
-        snprintf(err, errlen, "model.tsa_lambda (%g) must be a finite number >= 0",
-                 (double)c->tsa_lambda);
-        return -1;
+    for (int i = 0; i < config_n_float_ranges; i++) {
+        const config_range *r = &config_float_ranges[i];
+        double v = *(const float *)((const char *)c + r->off);
+        int below = r->lo_open ? !(v > r->lo) : !(v >= r->lo), above = r->hi_open ? !(v < r->hi) : !(v <= r->hi);
+        if (!isfinite(v) || below || above) {
+            snprintf(err, errlen, "model.%s (%g) must be in %c%g, %g%c", r->name, v, r->lo_open ? '(' : '[', r->lo,
+                     r->hi, r->hi_open ? ')' : ']');
+            return -1;
+        }
     }
     if ((int)c->value_residual < 0 || (int)c->value_residual >= NELEM(vr_names)) {
         snprintf(err, errlen, "model.value_residual (%d) is not a known variant",

@@ -87,6 +87,27 @@ void config_defaults(gl_model_config *c);
 
 /* Check internal consistency (divisibility, ranges, variant combinations).
  * Returns 0, or -1 with a message in err that names the offending key. */
+/* The ranges of the model's real-valued keys, one row each, read by both config_validate and the
+ * manifest's key table (harness/store/manifest_keys.c takes a row's four numbers through
+ * CFG_RANGE(name)), so the two can no longer disagree.  lo..hi, *_open = 1 excludes that end.
+ * tsa_lambda ends at 1000, the bound the manifest always had: no stored config can exceed it, so
+ * every existing checkpoint and manifest still loads, and a weight 1000 times the loss is already
+ * beyond any setting the TSA paper uses.  rope_base and router_init_bias take the manifest's ends
+ * (1e9, +-30) for the same reason. */
+#define CFG_RANGE_norm_eps 0, 1, 1, 0
+#define CFG_RANGE_rope_base 1, 1e9, 1, 0
+#define CFG_RANGE_router_init_bias -30, 30, 0, 0
+#define CFG_RANGE_tsa_lambda 0, 1000, 0, 0
+#define CFG_RANGE(name) CFG_RANGE_##name
+typedef struct {
+    const char *name; /* the [model] key */
+    size_t off;       /* offset of its float in gl_model_config */
+    double lo, hi;
+    int lo_open, hi_open;
+} config_range;
+extern const config_range config_float_ranges[];
+extern const int config_n_float_ranges;
+
 int config_validate(const gl_model_config *c, char *err, size_t errlen);
 
 /* Derived sizes. */

@@ -605,6 +605,75 @@ static void test_sat_knobs(void **state) {
     printf("  sat_gate, sat_gate_bias(_init), resformer_lambda1_init (auto), weight_decay_policy round-trip\n");
 }
 
+/* manifest_each_key: the walk rebuilds manifest_to_ini's text line for line, its typed values are
+ * the struct's, its ranges are the parser's (a value just past a bound is refused) and its
+ * late/default flags agree with the identity text. */
+typedef struct {
+    char ini[65536];
+    char section[16];
+    int n, n_late_default;
+    double tsa, tsa_hi;
+    uint64_t seed;
+    int tied;
+} walk_acc;
+
+static int walk_collect(const gl_key *k, void *ctx) {
+    walk_acc *w = ctx;
+    size_t len = strlen(w->ini);
+    if (strcmp(w->section, k->section)) {
+        snprintf(w->ini + len, sizeof w->ini - len, "%s[%s]\n", w->n ? "\n" : "", k->section);
+        snprintf(w->section, sizeof w->section, "%s", k->section);
+        len = strlen(w->ini);
+    }
+    snprintf(w->ini + len, sizeof w->ini - len, "%s =%s%s\n", k->name, k->text[0] ? " " : "", k->text);
+    if (!strcmp(k->section, "model") && !strcmp(k->name, "tsa_lambda")) w->tsa = k->num, w->tsa_hi = k->hi;
+    if (!strcmp(k->name, "seed")) w->seed = k->u64;
+    if (!strcmp(k->name, "tied")) w->tied = (int)k->num;
+    w->n_late_default += k->late && k->at_default;
+    w->n++;
+    return 0;
+}
+
+static int walk_stop(const gl_key *k, void *ctx) {
+    return ++*(int *)ctx == 3 ? 7 : 0;
+}
+
+static void test_each_key(void **state) {
+    (void)state;
+    static gl_manifest a;
+    char err[512];
+    assert_int_equal(manifest_load_text(&a, "[model]\ntsa_lambda = 0.25\ntied = off\n[train]\nseed = 12345678901234567\n",
+                                        "walk", err, sizeof err), 0);
+    static walk_acc w;
+    memset(&w, 0, sizeof w);
+    assert_int_equal(manifest_each_key(&a, walk_collect, &w), 0);
+    char *text = manifest_to_ini(&a);
+    assert_non_null(text);
+    if (strcmp(text, w.ini)) printf("  walk:\n%s\nto_ini:\n%s\n", w.ini, text);
+    assert_string_equal(text, w.ini);
+    free(text);
+    assert_true(w.tsa == 0.25 && w.seed == 12345678901234567ULL && w.tied == 0);
+    assert_true(w.n_late_default > 0);
+    /* the range the walk reports is the one the parser enforces */
+    char over[64];
+    snprintf(over, sizeof over, "model.tsa_lambda=%.17g", w.tsa_hi);
+    assert_int_equal(manifest_set(&a, over, "walk", 0, err, sizeof err), 0);
+    snprintf(over, sizeof over, "model.tsa_lambda=%.17g", w.tsa_hi * 1.001);
+    assert_int_equal(manifest_set(&a, over, "walk", 0, err, sizeof err), -1);
+    /* config_validate (model/, for configs from checkpoints) checks the same row */
+    gl_model_config mc;
+    config_defaults(&mc);
+    mc.tsa_lambda = (float)w.tsa_hi;
+    assert_int_equal(config_validate(&mc, err, sizeof err), 0);
+    mc.tsa_lambda = (float)(w.tsa_hi * 1.001);
+    assert_int_equal(config_validate(&mc, err, sizeof err), -1);
+    assert_non_null(strstr(err, "tsa_lambda"));
+    int calls = 0;
+    assert_int_equal(manifest_each_key(&a, walk_stop, &calls), 7);
+    assert_int_equal(calls, 3);
+    printf("  manifest_each_key: %d keys, text = to_ini byte for byte, tsa_lambda range ends at %g\n", w.n, w.tsa_hi);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sat_knobs),
@@ -618,6 +687,7 @@ int main(void) {
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_round_trip_and_hash),
         cmocka_unit_test(test_identity_text),
+        cmocka_unit_test(test_each_key),
     };
     return cmocka_run_group_tests(tests, setup_dir, teardown_dir);
 }

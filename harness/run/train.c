@@ -333,64 +333,62 @@ static const char *base_name(const char *path, char *out, size_t n) {
 
 /* ---- the configuration a resume continues with ---- */
 
-/* The value of "section.key" in canonical INI text, copied to out; 1 found, 0 not. */
-static int ini_value(const char *ini, const char *want, char *out, size_t n) {
-    char section[64] = "", line[512];
-    for (const char *p = ini; *p;) {
-        size_t len = strcspn(p, "\n");
-        snprintf(line, sizeof line, "%.*s", (int)(len < sizeof line ? len : sizeof line - 1), p);
-        p += len + (p[len] == '\n');
-        if (line[0] == '[') {
-            snprintf(section, sizeof section, "%.*s", (int)strcspn(line + 1, "]"), line + 1);
-            continue;
-        }
-        char *eq = strstr(line, " = ");
-        if (line[0] == ';' || line[0] == '#' || !eq) continue;
-        *eq = 0;
-        char key[160];
-        snprintf(key, sizeof key, "%s.%s", section, line);
-        if (!strcmp(key, want)) {
-            snprintf(out, n, "%s", eq + 3);
-            return 1;
-        }
-    }
+/* The keys of one configuration in walk order (manifest_each_key), each value's canonical text. */
+typedef struct {
+    char *text[256]; /* more than the key table has rows; a longer walk is refused (cfg_collect) */
+    int n, oom;
+} cfg_texts;
+
+static int cfg_collect(const gl_key *k, void *ctx) {
+    cfg_texts *t = ctx;
+    if (t->n >= (int)(sizeof t->text / sizeof t->text[0])) return 1;
+    if (!(t->text[t->n++] = strdup(k->text))) t->oom = 1;
+    return t->oom;
+}
+
+typedef struct {
+    const cfg_texts *old;
+    int i, count;
+    char *diff;
+    size_t n;
+} cfg_diff_ctx;
+
+/* Append "section.key: old -> new" for a key whose canonical text differs. */
+static int cfg_diff_key(const gl_key *k, void *ctx) {
+    cfg_diff_ctx *d = ctx;
+    const char *ov = d->old->text[d->i++];
+    if (!strcmp(ov, k->text)) return 0;
+    size_t len = strlen(d->diff);
+    snprintf(d->diff + len, d->n - len, "%s%s.%s: %s -> %s", d->count ? "; " : "", k->section, k->name, ov, k->text);
+    d->count++;
     return 0;
 }
 
-/* Append to diff (n bytes) "key: old -> new" for every key of a whose value
- * differs in b, and of b missing in a — unless it has its default value
- * (in defaults, canonical INI) in b: a key added to gatelab after the run
- * started is not a change.  Returns the number of keys. */
-static int ini_diff(const char *a, const char *b, const char *defaults, char *diff, size_t n) {
-    int count = 0;
+/* Compare a run's stored config.ini (old, read through the manifest parser, so a key it lacks has
+ * its default: a key added to gatelab after the run started is not a change) with the config
+ * resolved now, key by key through manifest_each_key.  Returns the number of keys that differ,
+ * listed in diff (n bytes) as "section.key: old -> new; ...", or -1 with a message in err when old
+ * no longer parses or memory runs out. */
+static int cfg_diff(const char *old, const char *path, const gl_manifest *now, char *diff, size_t n, char *err,
+                    size_t errlen) {
+    static gl_manifest om;
+    char why[512];
     diff[0] = 0;
-    for (int pass = 0; pass < 2; pass++) {
-        const char *from = pass ? b : a, *other = pass ? a : b;
-        char section[64] = "", line[512];
-        for (const char *p = from; *p;) {
-            size_t len = strcspn(p, "\n");
-            snprintf(line, sizeof line, "%.*s", (int)(len < sizeof line ? len : sizeof line - 1), p);
-            p += len + (p[len] == '\n');
-            if (line[0] == '[') {
-                snprintf(section, sizeof section, "%.*s", (int)strcspn(line + 1, "]"), line + 1);
-                continue;
-            }
-            char *eq = strstr(line, " = ");
-            if (line[0] == ';' || line[0] == '#' || !eq) continue;
-            *eq = 0;
-            char key[160], ov[256];
-            snprintf(key, sizeof key, "%s.%s", section, line);
-            int has = ini_value(other, key, ov, sizeof ov);
-            if (pass ? has : has && !strcmp(ov, eq + 3)) continue;
-            char dv[256];
-            if (pass && defaults && ini_value(defaults, key, dv, sizeof dv) && !strcmp(dv, eq + 3)) continue;
-            size_t k = strlen(diff);
-            snprintf(diff + k, n - k, "%s%s: %s -> %s", count ? "; " : "", key, pass ? "(absent)" : eq + 3,
-                     pass ? eq + 3 : has ? ov : "(absent)");
-            count++;
-        }
+    if (manifest_load_text(&om, old, path, why, sizeof why)) {
+        snprintf(err, errlen, "--resume: the run's %s no longer reads as a configuration (%s); resume it with the "
+                              "gatelab that made it, or start a new run", path, why);
+        return -1;
     }
-    return count;
+    cfg_texts t = {.n = 0};
+    int rc = manifest_each_key(&om, cfg_collect, &t);
+    cfg_diff_ctx d = {.old = &t, .diff = diff, .n = n};
+    if (!rc) rc = manifest_each_key(now, cfg_diff_key, &d);
+    for (int i = 0; i < t.n; i++) free(t.text[i]);
+    if (rc) {
+        snprintf(err, errlen, "--resume: out of memory comparing %s with the configuration", path);
+        return -1;
+    }
+    return d.count;
 }
 
 /* On resume: compare the run's config.ini with the configuration resolved
@@ -409,12 +407,8 @@ static int check_resume_config(run_ctx *c, int allowed, char *err, size_t errlen
     old[n] = 0;
     fclose(f);
     char diff[sizeof c->config_change];
-    static gl_manifest dm;
-    manifest_defaults(&dm);
-    char *defaults = manifest_to_ini(&dm); /* NULL (out of memory): every new key counts */
-    int k = ini_diff(old, c->config_ini, defaults, diff, sizeof diff);
-    free(defaults);
-    if (!k) return 0;
+    int k = cfg_diff(old, path, &c->resolved, diff, sizeof diff, err, errlen);
+    if (k <= 0) return k;
     if (!allowed) {
         snprintf(err, errlen, "--resume %s: the configuration differs from the run's %s in %d key%s: %s. Resume with "
                               "the same manifest and overrides, or pass --allow-config-change to continue with the "

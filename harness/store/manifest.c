@@ -1,7 +1,7 @@
 /*
  * manifest.c — read, check and write a run's configuration (manifest.h).
  *
- * One table (keys[] below) knows every key: its section, type, place in
+ * One table (mf_keys[] in manifest_keys.c) knows every key: its section, type, place in
  * gl_manifest, range, and whether a sweep may vary it.  Parsing, range checks,
  * error messages, the canonical INI text and the model hash are all driven by
  * that table, so adding a key is one line here plus one in docs/manifest.md.
@@ -51,116 +51,9 @@ __attribute__((format(printf, 3, 4))) static int msgf(char *out, size_t outlen, 
     return n;
 }
 
-/* ---------------------------------------------------------------- keys --- */
+#include "manifest_keys.h"
 
-typedef enum { K_INT, K_U64, K_FLOAT, K_BOOL, K_STR, K_ENUM, K_SCALE } key_kind;
-typedef enum { EN_NONE, EN_VR, EN_RF, EN_DR, EN_EE, EN_TASK, EN_CL, EN_TOK, EN_SG, EN_WD } enum_id;
-/* string constraints */
-enum { S_ANY = 0, S_NONEMPTY = 1, S_NAME = 2 };
-/* float constraint: F_AUTO also accepts "auto", stored as NaN (the key's documented automatic value) */
-enum { F_AUTO = 1 };
-
-typedef struct {
-    const char *section, *name;
-    key_kind kind;
-    size_t off;       /* offset of the field in gl_manifest */
-    size_t size;      /* strings: buffer size */
-    double lo, hi;    /* numeric range */
-    int lo_open, hi_open;
-    int aux;          /* K_ENUM: enum_id; K_STR: S_* constraint; K_FLOAT: F_AUTO or 0 */
-    int sweep;        /* may be varied by [sweep] */
-    int late;         /* added after runs were first registered (2026-12-01), its default being the
-                       * behaviour from before it existed: left out of a run's identity while at
-                       * its default (manifest_identity_text), so older runs keep their ids */
-} key_def;
-
-#define OFF(f) offsetof(gl_manifest, f)
-#define KINT(s, n, f, lo, hi) {s, n, K_INT, OFF(f), 0, lo, hi, 0, 0, 0, 1, 0}
-#define KFLT(s, n, f, lo, hi, lo_open, hi_open) {s, n, K_FLOAT, OFF(f), 0, lo, hi, lo_open, hi_open, 0, 1, 0}
-#define KFLT_AUTO(s, n, f, lo, hi) {s, n, K_FLOAT, OFF(f), 0, lo, hi, 0, 0, F_AUTO, 1, 0}
-#define KBOOL(s, n, f) {s, n, K_BOOL, OFF(f), 0, 0, 1, 0, 0, 0, 1, 0}
-#define KENUM(s, n, f, e) {s, n, K_ENUM, OFF(f), 0, 0, 0, 0, 0, e, 1, 0}
-#define KSTR(s, n, f, c, sw) {s, n, K_STR, OFF(f), sizeof(((gl_manifest *)0)->f), 0, 0, 0, 0, c, sw, 0}
-/* The same for a late key (key_def.late): a key added once runs existed.  Its default must be the
- * behaviour before it existed, bit for bit; a key whose default changes is never late. */
-#define LINT(s, n, f, lo, hi) {s, n, K_INT, OFF(f), 0, lo, hi, 0, 0, 0, 1, 1}
-#define LFLT(s, n, f, lo, hi, lo_open, hi_open) {s, n, K_FLOAT, OFF(f), 0, lo, hi, lo_open, hi_open, 0, 1, 1}
-#define LBOOL(s, n, f) {s, n, K_BOOL, OFF(f), 0, 0, 1, 0, 0, 0, 1, 1}
-#define LENUM(s, n, f, e) {s, n, K_ENUM, OFF(f), 0, 0, 0, 0, 0, e, 1, 1}
-#define LFLT_AUTO(s, n, f, lo, hi) {s, n, K_FLOAT, OFF(f), 0, lo, hi, 0, 0, F_AUTO, 1, 1}
-
-/* Ranges of [model] equal config.c's bounds (config_validate re-checks them
- * for configs that come from checkpoints).  Canonical order = table order. */
-static const key_def keys[] = {
-    {"model", "scale", K_SCALE, OFF(scale), sizeof(((gl_manifest *)0)->scale), 0, 0, 0, 0, 0, 1, 0},
-    KINT("model", "vocab_size", model.vocab_size, 0, 1048576),
-    KINT("model", "d_model", model.d_model, 1, 16384),
-    KINT("model", "n_layer", model.n_layer, 1, 64),
-    KINT("model", "n_head", model.n_head, 1, 256),
-    KINT("model", "n_kv_head", model.n_kv_head, 1, 256),
-    KINT("model", "d_ff", model.d_ff, 1, 65536),
-    KINT("model", "seq_len", model.seq_len, 1, 65536),
-    KFLT("model", "norm_eps", model.norm_eps, 0, 1, 1, 0),
-    KFLT("model", "rope_base", model.rope_base, 1, 1e9, 1, 0),
-    KBOOL("model", "qk_norm", model.qk_norm),
-    KBOOL("model", "tied", model.tied),
-    KENUM("model", "value_residual", model.value_residual, EN_VR),
-    KENUM("model", "resformer_variant", model.resformer_variant, EN_RF),
-    KINT("model", "value_residual_last_k", model.vr_last_k, 0, 63),
-    KBOOL("model", "decay_gates", model.decay_gates),
-    LENUM("model", "sat_gate", model.sat_gate, EN_SG),
-    LBOOL("model", "sat_gate_bias", model.sat_gate_bias),
-    LFLT("model", "sat_gate_bias_init", model.sat_gate_bias_init, -30, 30, 0, 0),
-    LFLT_AUTO("model", "resformer_lambda1_init", model.rf_lambda1_init, -100, 100),
-    KENUM("model", "depth_routing", model.depth_routing, EN_DR),
-    KINT("model", "router_hidden", model.router_hidden, 0, 65536),
-    KFLT("model", "router_init_bias", model.router_init_bias, -30, 30, 0, 0),
-    KFLT("model", "tsa_lambda", model.tsa_lambda, 0, 1000, 0, 0),
-    KENUM("model", "exit_weighting", model.exit_weighting, EN_EE),
-    LFLT("model", "mod_capacity", model.mod_capacity, 0, 1, 1, 0),
-    LINT("model", "mod_every", model.mod_every, 1, 64),
-    LFLT("model", "random_alpha", model.random_alpha, 0, 1, 1, 0),
-    KENUM("model", "cross_layer", model.cross_layer, EN_CL),
-    KINT("model", "hc_expansion", model.hc_expansion, 1, 16),
-
-    KENUM("data", "task", data.task, EN_TASK),
-    KSTR("data", "file", data.file, S_NONEMPTY, 1),
-    KFLT("data", "train_frac", data.train_frac, 0, 1, 1, 0),
-    KFLT("data", "val_frac", data.val_frac, 0, 1, 0, 0),
-    LENUM("data", "tokenizer", data.tokenizer, EN_TOK),
-    LINT("data", "vocab_size", data.vocab_size, 0, BPE_VOCAB_MAX), /* 0 = none (char) */
-    KINT("data", "seq_items", data.seq_items, 1, 4096),
-    KINT("data", "n_symbols", data.n_symbols, 1, 65536),
-    KINT("data", "mqar_pairs", data.mqar_pairs, 1, 1024),
-    KINT("data", "mqar_queries", data.mqar_queries, 1, 1024),
-    KINT("data", "mqar_keys", data.mqar_keys, 1, 65536),
-    KINT("data", "mqar_values", data.mqar_values, 1, 65536),
-
-    KINT("train", "steps", train.steps, 1, 1000000000),
-    KINT("train", "batch_size", train.batch_size, 1, 65536),
-    KFLT("train", "lr", train.lr, 0, 10, 1, 0),
-    KFLT("train", "min_lr", train.min_lr, 0, 10, 0, 0),
-    KINT("train", "warmup", train.warmup, 0, 1000000000),
-    KFLT("train", "weight_decay", train.weight_decay, 0, 10, 0, 0),
-    LENUM("train", "weight_decay_policy", train.weight_decay_policy, EN_WD),
-    KFLT("train", "beta1", train.beta1, 0, 1, 0, 1),
-    KFLT("train", "beta2", train.beta2, 0, 1, 0, 1),
-    KFLT("train", "eps", train.eps, 0, 1, 1, 0),
-    KFLT("train", "grad_clip", train.grad_clip, 0, 1e9, 0, 0),
-    {"train", "seed", K_U64, OFF(train.seed), 0, 0, 0, 0, 0, 0, 1, 0},
-    KINT("train", "threads", train.threads, 0, 4096),
-    KINT("train", "eval_every", train.eval_every, 1, 1000000000),
-    KINT("train", "eval_windows", train.eval_windows, 1, 10000000),
-    KINT("train", "ckpt_every", train.ckpt_every, 1, 1000000000),
-    KINT("train", "log_every", train.log_every, 1, 1000000000),
-
-    KSTR("log", "results", log.results, S_NONEMPTY, 0),
-    KSTR("log", "name", log.name, S_NAME, 0),
-    KSTR("log", "experiment", log.experiment, S_NAME, 0),
-    {"log", "trace", K_BOOL, OFF(log.trace), 0, 0, 1, 0, 0, 0, 0, 0},
-    {"log", "probe_windows", K_INT, OFF(log.probe_windows), 0, 1, 4096, 0, 0, 0, 0, 0},
-};
-#define N_KEYS ((int)(sizeof keys / sizeof keys[0]))
+#define N_KEYS MF_N_KEYS
 
 static const char *const sections[] = {"model", "data", "train", "log", "sweep"};
 #define N_SECTIONS 4 /* sections that hold keys; "sweep" is the fifth name */
@@ -182,7 +75,7 @@ static const char *const scale_keys[5] = {"d_model", "n_layer", "n_head", "n_kv_
 
 static int find_key(const char *section, const char *name) {
     for (int i = 0; i < N_KEYS; i++)
-        if (!strcmp(keys[i].section, section) && !strcmp(keys[i].name, name)) return i;
+        if (!strcmp(mf_keys[i].section, section) && !strcmp(mf_keys[i].name, name)) return i;
     return -1;
 }
 
@@ -229,85 +122,6 @@ static int ieq(const char *a, const char *b) {
     return *a == *b;
 }
 
-/* Shortest "%.*g" text that reads back as exactly f (so "0.001", not
- * "0.00100000005"); at most 9 digits, which always round-trips a float.
- * Whole numbers are written without an exponent. */
-static void format_float(char *out, size_t outlen, float f) {
-    if (fabsf(f) >= 1.0f && fabsf(f) < 1e15f && f == nearbyintf(f)) {
-        msgf(out, outlen, "%.0f", (double)f); /* 10000, not 1e+04 */
-        return;
-    }
-    for (int p = 1; p <= 9; p++) {
-        msgf(out, outlen, "%.*g", p, (double)f);
-        if (strtof(out, NULL) == f) return;
-    }
-    msgf(out, outlen, "%.9g", (double)f);
-}
-
-/* train.weight_decay_policy names, indexed by gl_wd_policy */
-static const char *const wd_policy_names[] = {[WD_MATRICES] = "matrices", [WD_ALL] = "all"};
-_Static_assert(sizeof wd_policy_names / sizeof wd_policy_names[0] == WD_COUNT, "one name per weight-decay policy");
-
-static const char *enum_name(int en, int v) {
-    switch (en) {
-    case EN_VR: return config_value_residual_name((gl_value_residual)v);
-    case EN_RF: return config_resformer_variant_name((gl_resformer_variant)v);
-    case EN_DR: return config_depth_routing_name((gl_depth_routing)v);
-    case EN_EE: return config_exit_weighting_name((gl_exit_weighting)v);
-    case EN_CL: return config_cross_layer_name((gl_cross_layer)v);
-    case EN_SG: return config_sat_gate_name((gl_sat_gate)v);
-    case EN_WD: return v >= 0 && v < WD_COUNT ? wd_policy_names[v] : "unknown";
-    case EN_TASK: return task_name((gl_task)v);
-    case EN_TOK: return task_tokenizer_name((gl_tokenizer)v);
-    }
-    return "unknown";
-}
-
-static int enum_count(int en) {
-    switch (en) {
-    case EN_VR: return VR_COUNT;
-    case EN_RF: return RF_COUNT;
-    case EN_DR: return DR_COUNT;
-    case EN_EE: return EE_COUNT;
-    case EN_CL: return CL_COUNT;
-    case EN_SG: return SG_COUNT;
-    case EN_WD: return WD_COUNT;
-    case EN_TASK: return TASK_COUNT;
-    case EN_TOK: return TOK_COUNT;
-    }
-    return 0;
-}
-
-/* Enum fields are written through their own type, never through an int*. */
-static void enum_store(gl_manifest *mf, int en, int v) {
-    switch (en) {
-    case EN_VR: mf->model.value_residual = (gl_value_residual)v; break;
-    case EN_RF: mf->model.resformer_variant = (gl_resformer_variant)v; break;
-    case EN_DR: mf->model.depth_routing = (gl_depth_routing)v; break;
-    case EN_EE: mf->model.exit_weighting = (gl_exit_weighting)v; break;
-    case EN_CL: mf->model.cross_layer = (gl_cross_layer)v; break;
-    case EN_SG: mf->model.sat_gate = (gl_sat_gate)v; break;
-    case EN_WD: mf->train.weight_decay_policy = (gl_wd_policy)v; break;
-    case EN_TASK: mf->data.task = (gl_task)v; break;
-    case EN_TOK: mf->data.tokenizer = (gl_tokenizer)v; break;
-    }
-}
-
-static int enum_load(const gl_manifest *mf, int en) {
-    switch (en) {
-    case EN_VR: return (int)mf->model.value_residual;
-    case EN_RF: return (int)mf->model.resformer_variant;
-    case EN_DR: return (int)mf->model.depth_routing;
-    case EN_EE: return (int)mf->model.exit_weighting;
-    case EN_CL: return (int)mf->model.cross_layer;
-    case EN_SG: return (int)mf->model.sat_gate;
-    case EN_WD: return (int)mf->train.weight_decay_policy;
-    case EN_TASK: return (int)mf->data.task;
-    case EN_TOK: return (int)mf->data.tokenizer;
-    }
-    return 0;
-}
-
 /* A growable string for the canonical text. */
 typedef struct {
     char *p;
@@ -346,22 +160,6 @@ static void sb_printf(strbuf *sb, const char *fmt, ...) {
 /* ------------------------------------------------------ value parsing --- */
 
 /* The canonical text of key k's current value. */
-static void format_value(char *out, size_t outlen, const gl_manifest *mf, const key_def *k) {
-    const char *base = (const char *)mf + k->off;
-    switch (k->kind) {
-    case K_INT: msgf(out, outlen, "%d", *(const int *)base); break;
-    case K_BOOL: msgf(out, outlen, "%d", *(const int *)base ? 1 : 0); break;
-    case K_U64: msgf(out, outlen, "%" PRIu64, *(const uint64_t *)base); break;
-    case K_FLOAT:
-        if (k->aux == F_AUTO && isnan(*(const float *)base)) msgf(out, outlen, "auto");
-        else format_float(out, outlen, *(const float *)base);
-        break;
-    case K_ENUM: msgf(out, outlen, "%s", enum_name(k->aux, enum_load(mf, k->aux))); break;
-    case K_STR:
-    case K_SCALE: msgf(out, outlen, "%s", base); break;
-    }
-}
-
 static void range_text(char *out, size_t outlen, const key_def *k) {
     if (k->kind == K_INT) {
         msgf(out, outlen, "must be between %.0f and %.0f", k->lo, k->hi);
@@ -429,13 +227,13 @@ static int parse_value(gl_manifest *mf, const key_def *k, const char *value, cha
         return msgf(why, whylen, "not a boolean (use 1/0, true/false, yes/no or on/off)"), -1;
     }
     case K_ENUM: {
-        int n = enum_count(k->aux);
+        int n = mf_enum_count(k->aux);
         for (int i = 0; i < n; i++)
-            if (!strcmp(value, enum_name(k->aux, i))) return enum_store(mf, k->aux, i), 0;
+            if (!strcmp(value, mf_enum_name(k->aux, i))) return mf_enum_store(mf, k->aux, i), 0;
         size_t used = (size_t)msgf(why, whylen, "must be one of");
         for (int i = 0; i < n && used < whylen; i++)
             used += (size_t)msgf(why + used, whylen - used, "%s %s", i ? "," : "",
-                                     enum_name(k->aux, i));
+                                     mf_enum_name(k->aux, i));
         return -1;
     }
     case K_STR:
@@ -491,8 +289,8 @@ typedef struct {
     int line;            /* current line, 0 when there are no lines */
     int in_file;         /* 1 while reading a file or text (duplicates are errors) */
     int track;           /* 1: remember explicit keys and resolve the scale at the end */
-    int set_line[sizeof keys / sizeof keys[0]]; /* file line where a key was set, 0 = not */
-    int explicit_[sizeof keys / sizeof keys[0]];
+    int set_line[MF_N_KEYS]; /* file line where a key was set, 0 = not */
+    int explicit_[MF_N_KEYS];
     int scale_line;      /* where model.scale was set */
     const char *scale_origin;
     char scale_origin_buf[GL_PATH_MAX];
@@ -644,7 +442,7 @@ static int scales_handler(void *user, const char *section, const char *name, con
         return 1;
     }
     gl_manifest tmp;
-    const key_def *k = &keys[find_key("model", name)];
+    const key_def *k = &mf_keys[find_key("model", name)];
     char why[256];
     int quote;
     if (parse_value(&tmp, k, value, why, sizeof why, &quote)) {
@@ -821,7 +619,7 @@ static int resolve_key(load_ctx *c, const char *spec, const char *what) {
             const char *cands[N_KEYS];
             int n = 0;
             for (int i = 0; i < N_KEYS; i++)
-                if (!strcmp(keys[i].section, sec)) cands[n++] = keys[i].name;
+                if (!strcmp(mf_keys[i].section, sec)) cands[n++] = mf_keys[i].name;
             suggest(hint, sizeof hint, name, cands, n);
             ctx_error(c, "%s %s: unknown key [%s] %s%s", what, spec, sec, name, hint);
         }
@@ -831,7 +629,7 @@ static int resolve_key(load_ctx *c, const char *spec, const char *what) {
         if (!strcmp(spec, aliases[a].alias)) return find_key(aliases[a].section, aliases[a].name);
     int found = -1, count = 0;
     for (int i = 0; i < N_KEYS; i++)
-        if (!strcmp(keys[i].name, spec)) found = i, count++;
+        if (!strcmp(mf_keys[i].name, spec)) found = i, count++;
     if (count == 1) return found;
     if (count > 1) {
         ctx_error(c, "%s %s: ambiguous key; write it as section.key", what, spec);
@@ -839,7 +637,7 @@ static int resolve_key(load_ctx *c, const char *spec, const char *what) {
     }
     const char *cands[N_KEYS + 8];
     int n = 0;
-    for (int i = 0; i < N_KEYS; i++) cands[n++] = keys[i].name;
+    for (int i = 0; i < N_KEYS; i++) cands[n++] = mf_keys[i].name;
     for (size_t a = 0; a < sizeof aliases / sizeof aliases[0]; a++) cands[n++] = aliases[a].alias;
     suggest(hint, sizeof hint, spec, cands, n);
     ctx_error(c, "%s %s: unknown key%s; write keys as section.key (e.g. train.lr)", what, spec,
@@ -849,7 +647,7 @@ static int resolve_key(load_ctx *c, const char *spec, const char *what) {
 
 /* Set key k from value text, with the context's origin and line in errors. */
 static int set_key(load_ctx *c, int k, const char *value) {
-    const key_def *kd = &keys[k];
+    const key_def *kd = &mf_keys[k];
     char why[512];
     int quote;
     if (c->in_file && c->set_line[k]) {
@@ -889,7 +687,7 @@ static int sweep_add(load_ctx *c, const char *name, const char *value) {
     gl_manifest *mf = c->mf;
     int k = resolve_key(c, name, "[sweep]");
     if (k < 0) return -1;
-    const key_def *kd = &keys[k];
+    const key_def *kd = &mf_keys[k];
     char canon[64];
     msgf(canon, sizeof canon, "%s.%s", kd->section, kd->name);
     if (!kd->sweep) {
@@ -995,11 +793,11 @@ static int ctx_pair(load_ctx *c, const char *section, const char *name, const ch
         const char *cands[N_KEYS];
         int n = 0;
         for (int i = 0; i < N_KEYS; i++)
-            if (!strcmp(keys[i].section, section)) cands[n++] = keys[i].name;
+            if (!strcmp(mf_keys[i].section, section)) cands[n++] = mf_keys[i].name;
         suggest(hint, sizeof hint, name, cands, n);
         const char *elsewhere = NULL;
         for (int i = 0; i < N_KEYS; i++)
-            if (!strcmp(keys[i].name, name)) elsewhere = keys[i].section;
+            if (!strcmp(mf_keys[i].name, name)) elsewhere = mf_keys[i].section;
         if (!hint[0] && elsewhere)
             msgf(hint, sizeof hint, " (it belongs in [%s])", elsewhere);
         ctx_error(c, "unknown key [%s] %s%s", section, name, hint);
@@ -1090,8 +888,8 @@ static int ctx_finish(load_ctx *c) {
         double sum = (double)mf->data.train_frac + (double)mf->data.val_frac;
         if (sum > 1.0 + 1e-6) {
             char a[32], b[32];
-            format_float(a, sizeof a, mf->data.train_frac);
-            format_float(b, sizeof b, mf->data.val_frac);
+            mf_format_float(a, sizeof a, mf->data.train_frac);
+            mf_format_float(b, sizeof b, mf->data.val_frac);
             msgf(c->err, c->errlen,
                      "%s: data.train_frac (%s) + data.val_frac (%s) is more than 1", origin, a, b);
             return -1;
@@ -1260,9 +1058,9 @@ static void write_section(strbuf *sb, const gl_manifest *mf, const char *section
     char val[GL_PATH_MAX + 64];
     sb_printf(sb, "[%s]\n", section);
     for (int i = 0; i < N_KEYS; i++) {
-        if (strcmp(keys[i].section, section)) continue;
-        format_value(val, sizeof val, mf, &keys[i]);
-        sb_printf(sb, "%s =%s%s\n", keys[i].name, val[0] ? " " : "", val);
+        if (strcmp(mf_keys[i].section, section)) continue;
+        mf_format_value(val, sizeof val, mf, &mf_keys[i]);
+        sb_printf(sb, "%s =%s%s\n", mf_keys[i].name, val[0] ? " " : "", val);
     }
 }
 
@@ -1274,13 +1072,13 @@ static void write_section_identity(strbuf *sb, const gl_manifest *mf, const char
     char val[GL_PATH_MAX + 64], dv[GL_PATH_MAX + 64];
     sb_printf(sb, "[%s]\n", section);
     for (int i = 0; i < N_KEYS; i++) {
-        if (strcmp(keys[i].section, section)) continue;
-        format_value(val, sizeof val, mf, &keys[i]);
-        if (keys[i].late) {
-            format_value(dv, sizeof dv, &dm, &keys[i]);
+        if (strcmp(mf_keys[i].section, section)) continue;
+        mf_format_value(val, sizeof val, mf, &mf_keys[i]);
+        if (mf_keys[i].late) {
+            mf_format_value(dv, sizeof dv, &dm, &mf_keys[i]);
             if (!strcmp(val, dv)) continue;
         }
-        sb_printf(sb, "%s =%s%s\n", keys[i].name, val[0] ? " " : "", val);
+        sb_printf(sb, "%s =%s%s\n", mf_keys[i].name, val[0] ? " " : "", val);
     }
 }
 
@@ -1300,8 +1098,8 @@ char *manifest_to_ini(const gl_manifest *mf) {
 /* The value text of a late key at its default, or NULL when key ("section.name") is not late. */
 static const char *late_default(const char *section, const char *name, const gl_manifest *dm, char *val, size_t n) {
     for (int i = 0; i < N_KEYS; i++)
-        if (keys[i].late && !strcmp(keys[i].section, section) && !strcmp(keys[i].name, name)) {
-            format_value(val, n, dm, &keys[i]);
+        if (mf_keys[i].late && !strcmp(mf_keys[i].section, section) && !strcmp(mf_keys[i].name, name)) {
+            mf_format_value(val, n, dm, &mf_keys[i]);
             return val;
         }
     return NULL;

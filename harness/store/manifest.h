@@ -102,4 +102,25 @@ uint64_t manifest_model_hash(const gl_manifest *mf);
  * memory.  Lines that are not "key = value" are kept as they are. */
 char *manifest_identity_text(const char *config_ini);
 
+/* One key of a resolved configuration, as the typed walk gives it (manifest_each_key). */
+typedef enum { MF_INT, MF_U64, MF_FLOAT, MF_BOOL, MF_STR, MF_ENUM } gl_key_type;
+typedef struct {
+    const char *section, *name; /* "model", "tsa_lambda" */
+    gl_key_type type;
+    double num;                 /* INT, BOOL, FLOAT (NaN = "auto"), ENUM (its index); 0 for U64, STR */
+    uint64_t u64;               /* U64 (train.seed); 0 otherwise */
+    const char *text;           /* the canonical text, exactly as manifest_to_ini writes it */
+    int has_range;              /* INT and FLOAT: lo..hi below hold */
+    double lo, hi;
+    int lo_open, hi_open;       /* 1: that end is excluded */
+    int late;                   /* a late key (manifest_identity_text's rule) */
+    int at_default;             /* text equals the default's text */
+} gl_key;
+
+/* Call fn(key, ctx) for every key of mf in canonical order (the key table's), stopping at the first
+ * non-zero return, which is returned; 0 when every key was visited.  key and its strings live until
+ * fn returns.  Every reader of a config (a run's config.ini, the registry's params, the identity
+ * text, resume's comparison) goes through manifest_load_text and this walk, never its own parser. */
+int manifest_each_key(const gl_manifest *mf, int (*fn)(const gl_key *key, void *ctx), void *ctx);
+
 #endif

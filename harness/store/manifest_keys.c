@@ -1,0 +1,246 @@
+/*
+ * manifest_keys.c — the rows of the manifest's key table (manifest_keys.h).
+ *
+ * Adding a key is one row here plus one in docs/manifest.md; parsing, range
+ * checks, messages, the canonical INI text, the identity text and the typed
+ * walk (manifest_each_key) all follow from the row.  Beside the rows live
+ * what reads a row back out of a gl_manifest: the enum names and fields, the
+ * canonical text of a value (mf_format_value) and the typed walk itself, so
+ * every reader of a config goes through the same rows.  What it does not do:
+ * parse or check a value (manifest.c does), or print.
+ */
+#include "manifest_keys.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bpe.h"
+#include "tasks.h"
+
+#define OFF(f) offsetof(gl_manifest, f)
+#define KINT(s, n, f, lo, hi) {s, n, K_INT, OFF(f), 0, lo, hi, 0, 0, 0, 1, 0}
+#define KFLT(s, n, f, lo, hi, lo_open, hi_open) {s, n, K_FLOAT, OFF(f), 0, lo, hi, lo_open, hi_open, 0, 1, 0}
+/* A [model] float whose range is model/config.h's row (config_validate checks the same four numbers). */
+#define KFLT_CFG(s, n, f, r) KFLT_CFG_(s, n, model.f, r)
+#define KFLT_CFG_(s, n, f, ...) KFLT(s, n, f, __VA_ARGS__)
+#define KFLT_AUTO(s, n, f, lo, hi) {s, n, K_FLOAT, OFF(f), 0, lo, hi, 0, 0, F_AUTO, 1, 0}
+#define KBOOL(s, n, f) {s, n, K_BOOL, OFF(f), 0, 0, 1, 0, 0, 0, 1, 0}
+#define KENUM(s, n, f, e) {s, n, K_ENUM, OFF(f), 0, 0, 0, 0, 0, e, 1, 0}
+#define KSTR(s, n, f, c, sw) {s, n, K_STR, OFF(f), sizeof(((gl_manifest *)0)->f), 0, 0, 0, 0, c, sw, 0}
+/* The same for a late key (key_def.late): a key added once runs existed.  Its default must be the
+ * behaviour before it existed, bit for bit; a key whose default changes is never late. */
+#define LINT(s, n, f, lo, hi) {s, n, K_INT, OFF(f), 0, lo, hi, 0, 0, 0, 1, 1}
+#define LFLT(s, n, f, lo, hi, lo_open, hi_open) {s, n, K_FLOAT, OFF(f), 0, lo, hi, lo_open, hi_open, 0, 1, 1}
+#define LBOOL(s, n, f) {s, n, K_BOOL, OFF(f), 0, 0, 1, 0, 0, 0, 1, 1}
+#define LENUM(s, n, f, e) {s, n, K_ENUM, OFF(f), 0, 0, 0, 0, 0, e, 1, 1}
+#define LFLT_AUTO(s, n, f, lo, hi) {s, n, K_FLOAT, OFF(f), 0, lo, hi, 0, 0, F_AUTO, 1, 1}
+
+/* The [model] floats' ranges are model/config.h's CFG_RANGE rows (config_validate checks configs
+ * from checkpoints against the same rows); the integer bounds equal config.c's CFG_MAX_*.  Canonical order = table order. */
+const key_def mf_keys[MF_N_KEYS] = {
+    {"model", "scale", K_SCALE, OFF(scale), sizeof(((gl_manifest *)0)->scale), 0, 0, 0, 0, 0, 1, 0},
+    KINT("model", "vocab_size", model.vocab_size, 0, 1048576),
+    KINT("model", "d_model", model.d_model, 1, 16384),
+    KINT("model", "n_layer", model.n_layer, 1, 64),
+    KINT("model", "n_head", model.n_head, 1, 256),
+    KINT("model", "n_kv_head", model.n_kv_head, 1, 256),
+    KINT("model", "d_ff", model.d_ff, 1, 65536),
+    KINT("model", "seq_len", model.seq_len, 1, 65536),
+    KFLT_CFG("model", "norm_eps", norm_eps, CFG_RANGE(norm_eps)),
+    KFLT_CFG("model", "rope_base", rope_base, CFG_RANGE(rope_base)),
+    KBOOL("model", "qk_norm", model.qk_norm),
+    KBOOL("model", "tied", model.tied),
+    KENUM("model", "value_residual", model.value_residual, EN_VR),
+    KENUM("model", "resformer_variant", model.resformer_variant, EN_RF),
+    KINT("model", "value_residual_last_k", model.vr_last_k, 0, 63),
+    KBOOL("model", "decay_gates", model.decay_gates),
+    LENUM("model", "sat_gate", model.sat_gate, EN_SG),
+    LBOOL("model", "sat_gate_bias", model.sat_gate_bias),
+    LFLT("model", "sat_gate_bias_init", model.sat_gate_bias_init, -30, 30, 0, 0),
+    LFLT_AUTO("model", "resformer_lambda1_init", model.rf_lambda1_init, -100, 100),
+    KENUM("model", "depth_routing", model.depth_routing, EN_DR),
+    KINT("model", "router_hidden", model.router_hidden, 0, 65536),
+    KFLT_CFG("model", "router_init_bias", router_init_bias, CFG_RANGE(router_init_bias)),
+    KFLT_CFG("model", "tsa_lambda", tsa_lambda, CFG_RANGE(tsa_lambda)),
+    KENUM("model", "exit_weighting", model.exit_weighting, EN_EE),
+    LFLT("model", "mod_capacity", model.mod_capacity, 0, 1, 1, 0),
+    LINT("model", "mod_every", model.mod_every, 1, 64),
+    LFLT("model", "random_alpha", model.random_alpha, 0, 1, 1, 0),
+    KENUM("model", "cross_layer", model.cross_layer, EN_CL),
+    KINT("model", "hc_expansion", model.hc_expansion, 1, 16),
+
+    KENUM("data", "task", data.task, EN_TASK),
+    KSTR("data", "file", data.file, S_NONEMPTY, 1),
+    KFLT("data", "train_frac", data.train_frac, 0, 1, 1, 0),
+    KFLT("data", "val_frac", data.val_frac, 0, 1, 0, 0),
+    LENUM("data", "tokenizer", data.tokenizer, EN_TOK),
+    LINT("data", "vocab_size", data.vocab_size, 0, BPE_VOCAB_MAX), /* 0 = none (char) */
+    KINT("data", "seq_items", data.seq_items, 1, 4096),
+    KINT("data", "n_symbols", data.n_symbols, 1, 65536),
+    KINT("data", "mqar_pairs", data.mqar_pairs, 1, 1024),
+    KINT("data", "mqar_queries", data.mqar_queries, 1, 1024),
+    KINT("data", "mqar_keys", data.mqar_keys, 1, 65536),
+    KINT("data", "mqar_values", data.mqar_values, 1, 65536),
+
+    KINT("train", "steps", train.steps, 1, 1000000000),
+    KINT("train", "batch_size", train.batch_size, 1, 65536),
+    KFLT("train", "lr", train.lr, 0, 10, 1, 0),
+    KFLT("train", "min_lr", train.min_lr, 0, 10, 0, 0),
+    KINT("train", "warmup", train.warmup, 0, 1000000000),
+    KFLT("train", "weight_decay", train.weight_decay, 0, 10, 0, 0),
+    LENUM("train", "weight_decay_policy", train.weight_decay_policy, EN_WD),
+    KFLT("train", "beta1", train.beta1, 0, 1, 0, 1),
+    KFLT("train", "beta2", train.beta2, 0, 1, 0, 1),
+    KFLT("train", "eps", train.eps, 0, 1, 1, 0),
+    KFLT("train", "grad_clip", train.grad_clip, 0, 1e9, 0, 0),
+    {"train", "seed", K_U64, OFF(train.seed), 0, 0, 0, 0, 0, 0, 1, 0},
+    KINT("train", "threads", train.threads, 0, 4096),
+    KINT("train", "eval_every", train.eval_every, 1, 1000000000),
+    KINT("train", "eval_windows", train.eval_windows, 1, 10000000),
+    KINT("train", "ckpt_every", train.ckpt_every, 1, 1000000000),
+    KINT("train", "log_every", train.log_every, 1, 1000000000),
+
+    KSTR("log", "results", log.results, S_NONEMPTY, 0),
+    KSTR("log", "name", log.name, S_NAME, 0),
+    KSTR("log", "experiment", log.experiment, S_NAME, 0),
+    {"log", "trace", K_BOOL, OFF(log.trace), 0, 0, 1, 0, 0, 0, 0, 0},
+    {"log", "probe_windows", K_INT, OFF(log.probe_windows), 0, 1, 4096, 0, 0, 0, 0, 0},
+};
+_Static_assert(sizeof mf_keys / sizeof mf_keys[0] == MF_N_KEYS, "MF_N_KEYS must count the rows of mf_keys[]");
+
+/* --------------------------------------------------------------- enums --- */
+
+/* train.weight_decay_policy names, indexed by gl_wd_policy */
+static const char *const wd_policy_names[] = {[WD_MATRICES] = "matrices", [WD_ALL] = "all"};
+_Static_assert(sizeof wd_policy_names / sizeof wd_policy_names[0] == WD_COUNT, "one name per weight-decay policy");
+
+const char *mf_enum_name(int en, int v) {
+    switch (en) {
+    case EN_VR: return config_value_residual_name((gl_value_residual)v);
+    case EN_RF: return config_resformer_variant_name((gl_resformer_variant)v);
+    case EN_DR: return config_depth_routing_name((gl_depth_routing)v);
+    case EN_EE: return config_exit_weighting_name((gl_exit_weighting)v);
+    case EN_CL: return config_cross_layer_name((gl_cross_layer)v);
+    case EN_SG: return config_sat_gate_name((gl_sat_gate)v);
+    case EN_WD: return v >= 0 && v < WD_COUNT ? wd_policy_names[v] : "unknown";
+    case EN_TASK: return task_name((gl_task)v);
+    case EN_TOK: return task_tokenizer_name((gl_tokenizer)v);
+    }
+    return "unknown";
+}
+
+int mf_enum_count(int en) {
+    switch (en) {
+    case EN_VR: return VR_COUNT;
+    case EN_RF: return RF_COUNT;
+    case EN_DR: return DR_COUNT;
+    case EN_EE: return EE_COUNT;
+    case EN_CL: return CL_COUNT;
+    case EN_SG: return SG_COUNT;
+    case EN_WD: return WD_COUNT;
+    case EN_TASK: return TASK_COUNT;
+    case EN_TOK: return TOK_COUNT;
+    }
+    return 0;
+}
+
+/* Enum fields are written through their own type, never through an int*. */
+void mf_enum_store(gl_manifest *mf, int en, int v) {
+    switch (en) {
+    case EN_VR: mf->model.value_residual = (gl_value_residual)v; break;
+    case EN_RF: mf->model.resformer_variant = (gl_resformer_variant)v; break;
+    case EN_DR: mf->model.depth_routing = (gl_depth_routing)v; break;
+    case EN_EE: mf->model.exit_weighting = (gl_exit_weighting)v; break;
+    case EN_CL: mf->model.cross_layer = (gl_cross_layer)v; break;
+    case EN_SG: mf->model.sat_gate = (gl_sat_gate)v; break;
+    case EN_WD: mf->train.weight_decay_policy = (gl_wd_policy)v; break;
+    case EN_TASK: mf->data.task = (gl_task)v; break;
+    case EN_TOK: mf->data.tokenizer = (gl_tokenizer)v; break;
+    }
+}
+
+int mf_enum_load(const gl_manifest *mf, int en) {
+    switch (en) {
+    case EN_VR: return (int)mf->model.value_residual;
+    case EN_RF: return (int)mf->model.resformer_variant;
+    case EN_DR: return (int)mf->model.depth_routing;
+    case EN_EE: return (int)mf->model.exit_weighting;
+    case EN_CL: return (int)mf->model.cross_layer;
+    case EN_SG: return (int)mf->model.sat_gate;
+    case EN_WD: return (int)mf->train.weight_decay_policy;
+    case EN_TASK: return (int)mf->data.task;
+    case EN_TOK: return (int)mf->data.tokenizer;
+    }
+    return 0;
+}
+
+
+/* ---------------------------------------------------------------- text --- */
+
+/* Shortest "%.*g" text that reads back as exactly f (so "0.001", not
+ * "0.00100000005"); at most 9 digits, which always round-trips a float.
+ * Whole numbers are written without an exponent. */
+void mf_format_float(char *out, size_t outlen, float f) {
+    if (fabsf(f) >= 1.0f && fabsf(f) < 1e15f && f == nearbyintf(f)) {
+        snprintf(out, outlen, "%.0f", (double)f); /* 10000, not 1e+04 */
+        return;
+    }
+    for (int p = 1; p <= 9; p++) {
+        snprintf(out, outlen, "%.*g", p, (double)f);
+        if (strtof(out, NULL) == f) return;
+    }
+    snprintf(out, outlen, "%.9g", (double)f);
+}
+
+void mf_format_value(char *out, size_t outlen, const gl_manifest *mf, const key_def *k) {
+    const char *base = (const char *)mf + k->off;
+    switch (k->kind) {
+    case K_INT: snprintf(out, outlen, "%d", *(const int *)base); break;
+    case K_BOOL: snprintf(out, outlen, "%d", *(const int *)base ? 1 : 0); break;
+    case K_U64: snprintf(out, outlen, "%" PRIu64, *(const uint64_t *)base); break;
+    case K_FLOAT:
+        if (k->aux == F_AUTO && isnan(*(const float *)base)) snprintf(out, outlen, "auto");
+        else mf_format_float(out, outlen, *(const float *)base);
+        break;
+    case K_ENUM: snprintf(out, outlen, "%s", mf_enum_name(k->aux, mf_enum_load(mf, k->aux))); break;
+    case K_STR:
+    case K_SCALE: snprintf(out, outlen, "%s", base); break;
+    }
+}
+
+
+/* ------------------------------------------------------------- the walk --- */
+
+int manifest_each_key(const gl_manifest *mf, int (*fn)(const gl_key *key, void *ctx), void *ctx) {
+    static const gl_key_type types[] = {[K_INT] = MF_INT, [K_U64] = MF_U64,   [K_FLOAT] = MF_FLOAT, [K_BOOL] = MF_BOOL,
+                                        [K_STR] = MF_STR, [K_ENUM] = MF_ENUM, [K_SCALE] = MF_STR};
+    gl_manifest *dm = malloc(sizeof *dm);
+    if (dm) manifest_defaults(dm);
+    int rc = 0;
+    for (int i = 0; i < MF_N_KEYS && !rc; i++) {
+        const key_def *k = &mf_keys[i];
+        const char *base = (const char *)mf + k->off;
+        char text[GL_PATH_MAX + 32], dtext[GL_PATH_MAX + 32] = "";
+        mf_format_value(text, sizeof text, mf, k);
+        if (dm) mf_format_value(dtext, sizeof dtext, dm, k);
+        gl_key key = {.section = k->section, .name = k->name, .type = types[k->kind], .text = text,
+                      .has_range = k->kind == K_INT || k->kind == K_FLOAT, .lo = k->lo, .hi = k->hi,
+                      .lo_open = k->lo_open, .hi_open = k->hi_open, .late = k->late,
+                      .at_default = dm && !strcmp(text, dtext)};
+        switch (k->kind) {
+        case K_INT: key.num = *(const int *)base; break;
+        case K_BOOL: key.num = *(const int *)base != 0; break;
+        case K_FLOAT: key.num = *(const float *)base; break;
+        case K_ENUM: key.num = mf_enum_load(mf, k->aux); break;
+        case K_U64: key.u64 = *(const uint64_t *)base; break;
+        case K_STR:
+        case K_SCALE: break;
+        }
+        rc = fn(&key, ctx);
+    }
+    free(dm);
+    return rc;
+}
