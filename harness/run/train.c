@@ -25,7 +25,7 @@
  * Ranks (dist.h, docs/mpi.md): under mpirun/srun (build/gatelab-mpi) each rank
  * trains a shard of the global batch and the gradients are summed in rank
  * order; rank 0 alone writes the folder, checkpoint, trace, registry and
- * console, and the ranks agree on signals and failures before acting on
+ * console, and the ranks agree (agree.h) on signals and failures before acting on
  * them.  With one rank (build/gatelab) every collective is the identity.
  *
  * Signals: SIGINT/SIGTERM → checkpoint, flush, mark KILLED, exit 3.
@@ -51,6 +51,7 @@
 
 #include "model/adamw.h"
 #include "model/model.h"
+#include "agree.h"
 #include "dist.h"
 #include "timing.h"
 #include "store/categories.h"
@@ -62,7 +63,6 @@
 #include "store/registry.h"
 #include "store/rundir.h"
 #include "sweep.h"
-#include "store/sha256.h"
 #include "store/trace.h"
 
 static volatile sig_atomic_t g_stop = 0, g_ckpt = 0;
@@ -160,12 +160,6 @@ static int flush_metrics(run_ctx *c, char *err, size_t errlen) {
     c->n_pending = 0;
     return rc ? rc : db_run_heartbeat(c->db, c->run_id, err, errlen);
 }
-
-/* Write text to path through a temporary file and a rename. */
-static int write_file_atomic(const char *path, const char *text, char *err, size_t errlen) {
-    return fileio_write_all(path, "resolved config", text, strlen(text), err, errlen);
-}
-
 
 /* The vocabulary as the trace stores it: every token's bytes and its class
  * on its own (cat_token_class).  Returns 0, or -1 when out of memory. */
@@ -431,7 +425,7 @@ static int check_resume_config(run_ctx *c, int allowed, char *err, size_t errlen
         p += l + (p[l] == '\n');
     }
     snprintf(text + len, cap - len, "; %s\n%s", c->config_change, c->config_ini);
-    int rc = write_file_atomic(path, text, err, errlen);
+    int rc = fileio_write_all(path, "resolved config", text, strlen(text), err, errlen);
     free(text);
     say(c, 0, "warning: %s", c->config_change);
     return rc;
@@ -623,7 +617,7 @@ static int setup_run(run_ctx *c, const gl_train_opts *o, char *err, size_t errle
     c->st.tokenizer = c->ds.merges ? TOK_BPE : TOK_CHAR;
     if (c->ds.merges) c->st.bpe = *c->ds.merges;
     snprintf(path, sizeof path, "%s/config.ini", c->dir);
-    return write_file_atomic(path, c->config_ini, err, errlen);
+    return fileio_write_all(path, "resolved config", c->config_ini, strlen(c->config_ini), err, errlen);
 }
 
 /* Open the registry and register the run (or take over the one a sweep
@@ -923,105 +917,13 @@ static int log_interval(run_ctx *c, train_loop *lp, float lr, float gnorm, doubl
     return 0;
 }
 
-/* What the ranks agree on at a point of the loop: a stop or checkpoint
- * signal seen by any rank, and whether any rank failed (rank 0's writes: the
- * registry, the trace, the checkpoint).  With one rank: the flags as they
- * are.  A failure elsewhere than here leaves err saying where to look. */
-typedef struct {
-    int stop, ckpt, fail;
-} agreed;
-
-static agreed agree(int fail, char *err, size_t errlen) {
-    int v[3] = {g_stop, g_ckpt, fail ? dist_rank() + 1 : 0};
-    dist_max_ints(v, 3);
-    if (v[0] && !g_stop) g_stop = v[0]; /* a signal another rank got counts here too (KILLED, not FINISHED) */
-    if (v[2] && !fail)
-        snprintf(err, errlen, "rank %d stopped the run after an error (its output%s says which)", v[2] - 1,
-                 v[2] == 1 ? " and train.log" : "");
-    return (agreed){v[0], v[1], v[2]};
-}
-
-/* The ranks agree on what they train before any collective that moves
- * parameters (share_state's broadcasts fill buffers sized from each rank's
- * own config: another d_ff or vocabulary was MPI_ERR_TRUNCATE or heap
- * corruption): the data file's SHA-256, the vocabulary, and every key of the
- * resolved config, in that order.  Returns 0, or -1 on every rank, with the
- * message (rank 0's) naming the first item a rank differs on. */
-static int agree_config(run_ctx *c, char *err, size_t errlen) {
-    enum { N = DIST_AGREE_MAX };
-    static char names[N][96];
-    static char store[N][DIST_AGREE_SHOWN + 80];
-    const char *vals[N];
-    int n = 0;
-    const gl_dataset *ds = &c->ds;
-    snprintf(names[n], sizeof names[n], "data (SHA-256 of data.file)");
-    if (ds->task == TASK_TEXT) {
-        sha256_ctx h;
-        sha256_init(&h);
-        unsigned char buf[1 << 14], dg[32];
-        for (size_t i = 0; i < ds->n;) {
-            size_t k = 0;
-            for (; k < sizeof buf && i < ds->n; k++, i++) buf[k] = ds->vocab[ds->ids[i]];
-            sha256_update(&h, buf, k);
-        }
-        sha256_final(&h, dg);
-        sha256_digest_hex(dg, store[n]);
-    } else {
-        snprintf(store[n], sizeof store[n], "task %s", task_name(ds->task));
-    }
-    n++;
-    const int V = data_vocab_size(ds);
-    char vh[65];
-    sha256_hex(data_vocab(ds), (size_t)V, vh);
-    snprintf(names[n], sizeof names[n], "the vocabulary");
-    snprintf(store[n++], sizeof store[0], "%d tokens, SHA-256 %.16s", V, vh);
-    char section[48] = "";
-    for (const char *p = c->config_ini; p && *p && n < N;) {
-        size_t len = strcspn(p, "\n");
-        char line[1024];
-        snprintf(line, sizeof line, "%.*s", (int)(len < sizeof line ? len : sizeof line - 1), p);
-        p += len + (p[len] == '\n');
-        char *eq = strchr(line, '=');
-        if (line[0] == '[') {
-            snprintf(section, sizeof section, "%.*s", (int)strcspn(line + 1, "]"), line + 1);
-        } else if (line[0] != ';' && line[0] != '#' && eq) {
-            char *k = line, *e = eq;
-            while (e > k && e[-1] == ' ') e--;
-            *e = 0;
-            const char *v = eq + 1 + strspn(eq + 1, " ");
-            snprintf(names[n], sizeof names[n], "%s.%s", section, k);
-            snprintf(store[n++], sizeof store[0], "%s", v);
-        }
-    }
-    for (int i = 0; i < n; i++) vals[i] = store[i];
-    int rank = 0;
-    char other[DIST_AGREE_SHOWN];
-    int first = dist_agree_items(vals, n, &rank, other);
-    if (first < 0) return 0;
-    if (c->rank == 0)
-        snprintf(err, errlen, "rank %d disagrees with rank 0 on %s: rank 0 has '%s', rank %d has '%s'; every rank must "
-                 "train the same config on the same data (check each node's manifest, overrides and data.file)",
-                 rank, first < n ? names[first] : "the number of config keys", first < n ? vals[first] : "?", rank, other);
-    else
-        err[0] = '\0';
-    return -1;
-}
-
-/* The ranks agree on a set-up step: returns 1 when any rank failed.  *own
- * stays 1 on a rank whose own message is worth printing: rank 0's, or
- * another rank's when rank 0 did not fail (a file missing on one node). */
-static int agree_setup(int *own, char *err, size_t errlen) {
-    int v[1] = {dist_rank() == 0 && *own};
-    if (!agree(*own, err, errlen).fail) return 0;
-    dist_max_ints(v, 1);
-    if (v[0] && dist_rank() != 0) *own = 0;
-    return 1;
-}
+/* This process's signal flags, as the points of agreement read them (agree.h). */
+static const agree_signals g_sig = {&g_stop, &g_ckpt};
 
 /* Rank 0 writes the checkpoint; the ranks then agree on whether it worked. */
 static int save_ckpt_agreed(run_ctx *c, char *err, size_t errlen) {
     int fail = c->rank == 0 && save_ckpt(c, err, errlen);
-    if (agree(fail, err, errlen).fail) return -1;
+    if (agree_point(&g_sig, fail, err, errlen).fail) return -1;
     if (c->rank != 0 && kill_due(c)) raise(SIGKILL); /* the checkpoint is on disk: rank 0 agreed */
     return 0;
 }
@@ -1034,7 +936,7 @@ static int train_loop_run(run_ctx *c, train_loop *lp, char *err, size_t errlen) 
     const gl_train_config *tc = &c->mf->train;
     const int writer = c->rank == 0;
     int fail = writer && c->st.step == 0 && tc->eval_every > 0 && evaluate_now(c, NAN, err, errlen);
-    agreed a = agree(fail, err, errlen);
+    agree_flags a = agree_point(&g_sig, fail, err, errlen);
     if (a.fail) return 2;
     if (a.stop) /* stopped before the first step: keep where we are */
         return save_ckpt_agreed(c, err, errlen) ? 2 : 0;
@@ -1052,7 +954,7 @@ static int train_loop_run(run_ctx *c, train_loop *lp, char *err, size_t errlen) 
             c->st.eval_n = 0;
             lp->t_log = timing_now_s();
         }
-        a = agree(fail, err, errlen);
+        a = agree_point(&g_sig, fail, err, errlen);
         if (a.fail) return 2;
         int ckpt_due = (tc->ckpt_every > 0 && step % tc->ckpt_every == 0) || step == tc->steps || a.stop || a.ckpt;
         if (ckpt_due) {
@@ -1189,8 +1091,8 @@ gl_train_outcome train_run(const gl_manifest *mf, const gl_train_opts *o, char *
     /* every rank: data and model; rank 0 alone: run folder, weights, registry, trace */
     own = setup_model(&c, o, err, errlen);
     if (c.ranks > 1) { /* before rank 0 touches the run folder or the registry */
-        if (agree_setup(&own, err, errlen)) goto cleanup;
-        if (agree_config(&c, err, errlen)) {
+        if (agree_setup(&g_sig, &own, err, errlen)) goto cleanup;
+        if (agree_config(&c.ds, c.config_ini, err, errlen)) {
             own = c.rank == 0;
             goto cleanup;
         }
@@ -1200,7 +1102,7 @@ gl_train_outcome train_run(const gl_manifest *mf, const gl_train_opts *o, char *
      * registry says FINISHED (cleanup), also when a kill had landed before it was told */
     int done = c.rank == 0 && !own && o->resume && c.st.step >= tc->steps;
     if (c.rank == 0 && !own && !done) own = setup_trace(&c, o, err, errlen);
-    if (agree_setup(&own, err, errlen)) goto cleanup;
+    if (agree_setup(&g_sig, &own, err, errlen)) goto cleanup;
     dist_max_ints(&done, 1);
     if (done) {
         if (c.rank == 0)
@@ -1214,7 +1116,7 @@ gl_train_outcome train_run(const gl_manifest *mf, const gl_train_opts *o, char *
         goto cleanup;
     }
     own = share_state(&c, err, errlen) || loop_init(&lp, &c, err, errlen);
-    if (agree_setup(&own, err, errlen)) goto cleanup;
+    if (agree_setup(&g_sig, &own, err, errlen)) goto cleanup;
     say(&c, 0, "gatelab train: run %s | %zu parameters | %d threads | %s", c.run_id, model_param_count(&c.m),
         omp_get_max_threads(), c.dir);
     if (c.ranks > 1)
