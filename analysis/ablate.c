@@ -12,6 +12,8 @@
  * do), or change weights — every intervention is an override cleared before
  * returning.  Losses are summed in double precision in token order from
  * m->tok_loss, so the same model and windows give the same numbers.
+ * The window / batch / forward loop is evaluate.c's eval_each_batch (resample
+ * fills its gate table before each forward; the sums are taken after).
  * The interventions follow the SATFormer paper's analysis (zero and mean
  * ablation of the gates), TransformerLens's resample ablation (a token's
  * gates taken from another token of other windows of the same split, as

@@ -8,6 +8,14 @@
  * (tokens inside a window are not independent; windows far apart nearly are):
  * with batch means x_b over w_b scored tokens and x̄ their weighted mean,
  * SE² = n/(n−1) · Σ w_b²(x_b − x̄)² / (Σ w_b)², the cluster-robust estimate.
+ *
+ * eval_each_batch is the one loop over evaluation windows (read a batch, a
+ * hook before the forward, the forward, a hook after): eval_split and
+ * analysis/ablate.c's ablate_evaluate both run on it.  The two keep their own
+ * standard errors: the same estimator, but here from running sums (Σ w²x²,
+ * Σ w²x, Σ w², nothing stored per batch), there from batch sums folded into
+ * ABLATE_CLUSTERS clusters so that two evaluations can be paired; one formula
+ * for both would move either's last bits, which the registry already holds.
  */
 #include "evaluate.h"
 #include "timing.h"
