@@ -12,6 +12,8 @@
  * do), or change weights — every intervention is an override cleared before
  * returning.  Losses are summed in double precision in token order from
  * m->tok_loss, so the same model and windows give the same numbers.
+ * The window / batch / forward loop is evaluate.c's eval_each_batch (resample
+ * fills its gate table before each forward; the sums are taken after).
  * The interventions follow the SATFormer paper's analysis (zero and mean
  * ablation of the gates), TransformerLens's resample ablation (a token's
  * gates taken from another token of other windows of the same split, as
@@ -31,6 +33,7 @@
 #include "store/metric.h"
 #include "store/rundir.h"
 #include "catsens.h"
+#include "run/evaluate.h" /* eval_each_batch: the window / batch / forward loop */
 
 static const char *const ablate_names[] = {"zero", "mean", "full-depth", "random", "file", "resample"};
 
@@ -149,10 +152,25 @@ int ablate_init(ablate_ctx *c, gl_model *m, const gl_dataset *ds, long windows, 
     return 0;
 }
 
-/* Resample: the values of this batch (got windows from evaluation window
- * win0) into c->rs_tab, for the selected pairs: each position's gates are
- * those of one reference position drawn for it. */
-static void ablate_resample_fill(ablate_ctx *c, long win0, int got) {
+/* One ablate_evaluate pass: its context, the window range and the running
+ * sums eval_each_batch's callbacks add to. */
+typedef struct {
+    ablate_ctx *c;
+    long n;                       /* windows in the pass */
+    int hg;                       /* the per-head gate α_sum / α_all read, or -1 */
+    ablate_eval *r;               /* clu_loss, clu_w filled per batch */
+    double *alpha_sum;
+    float *alpha_all;
+    double loss, scored, cl[CAT_COUNT], cw[CAT_COUNT], act, right;
+    long done;
+} ablate_pass;
+
+/* Resample (before the forward): the values of this batch (got windows from
+ * evaluation window win0) into c->rs_tab, for the selected pairs: each
+ * position's gates are those of one reference position drawn for it. */
+static int ablate_resample_fill(void *ctx, long win0, int got, char *err, size_t errlen) {
+    const ablate_ctx *c = ((ablate_pass *)ctx)->c;
+    if (!c->rs_tab) return 0;
     const gl_model *m = c->m;
     const int T = m->T, L = m->cfg.n_layer, Hkv = m->cfg.n_kv_head;
     const size_t BT = (size_t)m->max_B * T;
@@ -165,87 +183,88 @@ static void ablate_resample_fill(ablate_ctx *c, long win0, int got) {
                     if (c->rs_sel[l * Hkv + j])
                         c->rs_tab[((size_t)l * BT + row) * Hkv + j] = c->rs_ref[((size_t)l * c->rs_pos + src) * Hkv + j];
         }
+    return 0;
+}
+
+/* After the forward: the batch's losses (one cluster of the standard error,
+ * folded into ABLATE_CLUSTERS), accuracy, categories, active fraction and gates. */
+static int ablate_pass_sums(void *ctx, long off, int got, char *err, size_t errlen) {
+    ablate_pass *p = ctx;
+    ablate_ctx *c = p->c;
+    gl_model *m = c->m;
+    const gl_model_config *mc = &m->cfg;
+    const int T = m->T, L = mc->n_layer, Hkv = mc->n_kv_head, N = got * T;
+    double bl = 0.0, bw = 0.0;
+    for (int t = 0; t < N; t++) {
+        if (c->mask[t] == 0.0f || c->tg[t] < 0) continue;
+        bl += (double)c->mask[t] * m->tok_loss[t];
+        bw += c->mask[t];
+    }
+    p->loss += bl;
+    p->scored += bw;
+    if (c->ds->task != TASK_TEXT) {
+        double tacc = 0, sacc = 0;
+        data_accuracy(m->logits, c->tg, c->mask, got, T, mc->vocab_size, &tacc, &sacc);
+        p->right += tacc * m->mask_sum;
+    }
+    const int k = (int)((off / m->max_B) % ABLATE_CLUSTERS);
+    p->r->clu_loss[k] += bl;
+    p->r->clu_w[k] += bw;
+    if (c->have_cats) {
+        for (int b = 0; b < got; b++) /* each window on its own, as the trace's probe batch */
+            if (data_categories(c->ds, c->tok + (size_t)b * T, T, &c->fw, c->cat + (size_t)b * T)) {
+                snprintf(err, errlen, "out of memory classifying tokens");
+                return -1;
+            }
+        for (int t = 0; t < N; t++) {
+            if (c->mask[t] == 0.0f || c->tg[t] < 0 || c->cat[t] >= CAT_COUNT) continue;
+            p->cl[c->cat[t]] += (double)c->mask[t] * m->tok_loss[t];
+            p->cw[c->cat[t]] += c->mask[t];
+        }
+    }
+    p->act += (double)m->active_frac * got;
+    if (p->hg >= 0)
+        for (int l = 0; l < L; l++) {
+            const float *g = gatekind_src(m, (gl_gate)p->hg, l); /* (N, Hkv), or (Hkv) for every token */
+            if (!g) continue;
+            const int pt = gatekind_per_token((gl_gate)p->hg);
+            float *all = p->alpha_all ? p->alpha_all + ((size_t)l * p->n * T + (size_t)off * T) * Hkv : NULL;
+            for (int t = 0; t < N; t++)
+                for (int j = 0; j < Hkv; j++) {
+                    float v = ablate_gate_at(g, pt, t, j, Hkv);
+                    if (p->alpha_sum) p->alpha_sum[l * Hkv + j] += v;
+                    if (all) all[(size_t)t * Hkv + j] = v;
+                }
+        }
+    p->done += got;
+    return 0;
 }
 
 int ablate_evaluate(ablate_ctx *c, gl_split split, long first, long n, ablate_eval *r, double *alpha_sum,
                     float *alpha_all, char *err, size_t errlen) {
     gl_model *m = c->m;
-    const gl_model_config *mc = &m->cfg;
-    const int T = m->T, L = mc->n_layer, Hkv = mc->n_kv_head;
-    const int hg = gatekind_find(mc, GABL_HEAD); /* the per-head gate α_sum / α_all read, or -1 */
+    const int L = m->cfg.n_layer, Hkv = m->cfg.n_kv_head;
     memset(r, 0, sizeof *r);
     if (n < 1) {
         snprintf(err, errlen, "nothing to evaluate: 0 windows of the %s split", data_split_name(split));
         return -1;
     }
     if (alpha_sum) memset(alpha_sum, 0, (size_t)L * Hkv * sizeof(double));
-    double loss = 0.0, scored = 0.0, cl[CAT_COUNT] = {0}, cw[CAT_COUNT] = {0}, act = 0.0, right = 0.0;
-    long done = 0;
-    for (long w = first; w < first + n; w += m->max_B) {
-        int want = (int)(first + n - w < m->max_B ? first + n - w : m->max_B);
-        int got = data_eval_batch(c->ds, split, w, want, c->tok, c->tg, c->mask);
-        if (got < want) {
-            snprintf(err, errlen, "the %s split has no window %ld (it has %ld)", data_split_name(split), w + got,
-                     data_eval_windows(c->ds, split));
-            return -1;
-        }
-        const int N = got * T;
-        if (c->rs_tab) ablate_resample_fill(c, w - first, got);
-        model_forward(m, c->tok, c->tg, c->mask, got, T);
-        double bl = 0.0, bw = 0.0; /* this batch: one cluster of the standard error */
-        for (int t = 0; t < N; t++) {
-            if (c->mask[t] == 0.0f || c->tg[t] < 0) continue;
-            bl += (double)c->mask[t] * m->tok_loss[t];
-            bw += c->mask[t];
-        }
-        loss += bl;
-        scored += bw;
-        if (c->ds->task != TASK_TEXT) {
-            double tacc = 0, sacc = 0;
-            data_accuracy(m->logits, c->tg, c->mask, got, T, mc->vocab_size, &tacc, &sacc);
-            right += tacc * m->mask_sum;
-        }
-        const int k = (int)(((w - first) / m->max_B) % ABLATE_CLUSTERS);
-        r->clu_loss[k] += bl;
-        r->clu_w[k] += bw;
-        if (c->have_cats) {
-            for (int b = 0; b < got; b++) /* each window on its own, as the trace's probe batch */
-                if (data_categories(c->ds, c->tok + (size_t)b * T, T, &c->fw, c->cat + (size_t)b * T)) {
-                    snprintf(err, errlen, "out of memory classifying tokens");
-                    return -1;
-                }
-            for (int t = 0; t < N; t++) {
-                if (c->mask[t] == 0.0f || c->tg[t] < 0 || c->cat[t] >= CAT_COUNT) continue;
-                cl[c->cat[t]] += (double)c->mask[t] * m->tok_loss[t];
-                cw[c->cat[t]] += c->mask[t];
-            }
-        }
-        act += (double)m->active_frac * got;
-        if (hg >= 0)
-            for (int l = 0; l < L; l++) {
-                const float *g = gatekind_src(m, (gl_gate)hg, l); /* (N, Hkv), or (Hkv) for every token */
-                if (!g) continue;
-                const int pt = gatekind_per_token((gl_gate)hg);
-                float *all = alpha_all ? alpha_all + ((size_t)l * n * T + (size_t)(w - first) * T) * Hkv : NULL;
-                for (int t = 0; t < N; t++)
-                    for (int j = 0; j < Hkv; j++) {
-                        float v = ablate_gate_at(g, pt, t, j, Hkv);
-                        if (alpha_sum) alpha_sum[l * Hkv + j] += v;
-                        if (all) all[(size_t)t * Hkv + j] = v;
-                    }
-            }
-        done += got;
-    }
-    r->loss = scored > 0 ? loss / scored : NAN;
-    r->acc = c->ds->task != TASK_TEXT && scored > 0 ? right / scored : NAN;
-    r->tokens = scored;
+    ablate_pass p = {.c = c, .n = n, .hg = gatekind_find(&m->cfg, GABL_HEAD), .r = r, .alpha_sum = alpha_sum,
+                     .alpha_all = alpha_all};
+    const eval_buffers buf = {c->tok, c->tg, c->mask};
+    if (eval_each_batch(m, c->ds, split, first, n, 1, &buf, ablate_resample_fill, ablate_pass_sums, &p, err, errlen))
+        return -1;
+    r->loss = p.scored > 0 ? p.loss / p.scored : NAN;
+    r->acc = c->ds->task != TASK_TEXT && p.scored > 0 ? p.right / p.scored : NAN;
+    r->tokens = p.scored;
     for (int k = 0; k < ABLATE_CLUSTERS; k++) r->n_clu += r->clu_w[k] > 0;
     r->loss_se = ablate_paired_se(r, NULL);
     for (int k = 0; k < CAT_COUNT; k++) {
-        r->cat_tokens[k] = cw[k];
-        r->cat_loss[k] = cw[k] > 0 ? cl[k] / cw[k] : NAN;
+        r->cat_tokens[k] = p.cw[k];
+        r->cat_loss[k] = p.cw[k] > 0 ? p.cl[k] / p.cw[k] : NAN;
     }
-    r->active_frac = done ? act / (double)done : 1.0;
+    r->active_frac = p.done ? p.act / (double)p.done : 1.0;
     return 0;
 }
 

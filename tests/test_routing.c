@@ -447,6 +447,82 @@ static void test_hard_eval(void **s) {
     data_close(&ds);
 }
 
+/* eval_each_batch, the one evaluation loop: batches of max_B from window
+ * first with their offsets, before → forward → after in that order (after sees
+ * the loss of a by-hand forward of the same windows, bit for bit: the same
+ * call), a callback's failure ends the pass, and the missing-window rule:
+ * strict names the missing window, otherwise the pass stops at the split's end. */
+typedef struct {
+    gl_model *m;
+    const gl_dataset *ds;
+    long first, off[8];
+    int got[8], n, befores, fail_at;
+    float loss[8];
+} each_log;
+
+static int each_before(void *ctx, long off, int got, char *err, size_t errlen) {
+    each_log *l = ctx;
+    assert_int_equal(l->befores, l->n); /* one before per batch, ahead of its after */
+    l->befores++;
+    return 0;
+}
+
+static int each_after(void *ctx, long off, int got, char *err, size_t errlen) {
+    each_log *l = ctx;
+    assert_true(l->n < 8);
+    l->off[l->n] = off, l->got[l->n] = got, l->loss[l->n] = l->m->task_loss;
+    if (++l->n == l->fail_at) {
+        snprintf(err, errlen, "stop here");
+        return -1;
+    }
+    return 0;
+}
+
+static void test_each_batch(void **s) {
+    (void)s;
+    gl_model m;
+    gl_dataset ds;
+    routed_setup(&m, &ds, 3, DR_NONE);
+    const int T = m.cfg.seq_len, N = 3 * T;
+    int *tok = malloc((size_t)N * sizeof(int)), *tg = malloc((size_t)N * sizeof(int));
+    int *tok2 = malloc((size_t)N * sizeof(int)), *tg2 = malloc((size_t)N * sizeof(int));
+    float *mask = malloc((size_t)N * sizeof(float)), *mask2 = malloc((size_t)N * sizeof(float));
+    const eval_buffers buf = {tok, tg, mask};
+    char err[256] = "";
+    each_log l = {.m = &m, .ds = &ds, .first = 2, .fail_at = -1};
+    assert_int_equal(eval_each_batch(&m, &ds, SPLIT_VAL, 2, 7, 1, &buf, each_before, each_after, &l, err, sizeof err), 0);
+    assert_int_equal(l.n, 3);
+    assert_int_equal(l.befores, 3);
+    const long offs[] = {0, 3, 6};
+    const int gots[] = {3, 3, 1};
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(l.off[i], offs[i]);
+        assert_int_equal(l.got[i], gots[i]);
+        assert_int_equal(data_eval_batch(&ds, SPLIT_VAL, 2 + offs[i], gots[i], tok2, tg2, mask2), gots[i]);
+        model_forward(&m, tok2, tg2, mask2, gots[i], T);
+        assert_true(m.task_loss == l.loss[i]);
+    }
+    each_log f = {.m = &m, .ds = &ds, .fail_at = 2};
+    assert_int_equal(eval_each_batch(&m, &ds, SPLIT_VAL, 0, 9, 0, &buf, NULL, each_after, &f, err, sizeof err), -1);
+    assert_int_equal(f.n, 2);
+    assert_string_equal(err, "stop here");
+    const long avail = data_eval_windows(&ds, SPLIT_VAL);
+    each_log q = {.m = &m, .ds = &ds, .fail_at = -1};
+    assert_int_equal(eval_each_batch(&m, &ds, SPLIT_VAL, avail - 2, 5, 0, &buf, NULL, each_after, &q, err, sizeof err), 0);
+    assert_int_equal(q.n, 1); /* the last 2 windows, then quietly nothing */
+    assert_int_equal(q.got[0], 2);
+    each_log st = {.m = &m, .ds = &ds, .fail_at = -1};
+    assert_int_equal(eval_each_batch(&m, &ds, SPLIT_VAL, avail - 2, 5, 1, &buf, NULL, each_after, &st, err, sizeof err), -1);
+    assert_int_equal(st.n, 0);
+    char want[128];
+    snprintf(want, sizeof want, "the val split has no window %ld (it has %ld)", avail, avail);
+    printf("  %d batches at offsets 0, 3, 6; strict past the end: %s\n", l.n, err);
+    assert_string_equal(err, want);
+    free(tok); free(tg); free(mask); free(tok2); free(tg2); free(mask2);
+    model_free(&m);
+    data_close(&ds);
+}
+
 static void hard_model(gl_model *m, int B, gl_depth_routing dr, float cap, int every) {
     gl_model_config c;
     config_defaults(&c);
@@ -576,7 +652,7 @@ int main(void) {
         cmocka_unit_test(test_exit_tau_one_is_plain), cmocka_unit_test(test_exit_skip_equals_bookkeeping),
         cmocka_unit_test(test_tau_search), cmocka_unit_test(test_posthoc_never_exits),
         cmocka_unit_test(test_posthoc_tau0_is_block0_lens), cmocka_unit_test(test_posthoc_skip_equals_bookkeeping),
-        cmocka_unit_test(test_posthoc_refuses_routed), cmocka_unit_test(test_hard_eval),
+        cmocka_unit_test(test_posthoc_refuses_routed), cmocka_unit_test(test_hard_eval), cmocka_unit_test(test_each_batch),
         cmocka_unit_test(test_mod_capacity_and_sparse), cmocka_unit_test(test_random_draws),
         cmocka_unit_test(test_equal_tlops_layers),
     };

@@ -8,6 +8,14 @@
  * (tokens inside a window are not independent; windows far apart nearly are):
  * with batch means x_b over w_b scored tokens and x̄ their weighted mean,
  * SE² = n/(n−1) · Σ w_b²(x_b − x̄)² / (Σ w_b)², the cluster-robust estimate.
+ *
+ * eval_each_batch is the one loop over evaluation windows (read a batch, a
+ * hook before the forward, the forward, a hook after): eval_split and
+ * analysis/ablate.c's ablate_evaluate both run on it.  The two keep their own
+ * standard errors: the same estimator, but here from running sums (Σ w²x²,
+ * Σ w²x, Σ w², nothing stored per batch), there from batch sums folded into
+ * ABLATE_CLUSTERS clusters so that two evaluations can be paired; one formula
+ * for both would move either's last bits, which the registry already holds.
  */
 #include "evaluate.h"
 #include "timing.h"
@@ -25,9 +33,9 @@ typedef struct {
     long windows, batches;
 } accum;
 
-static void add_batch(gl_model *m, const int *tok, const int *tg, const float *mask, int B, accum *a) {
+/* The sums of one batch the model has just run forward on. */
+static void add_batch(const gl_model *m, const int *tok, const int *tg, const float *mask, int B, accum *a) {
     const int T = m->T, V = m->cfg.vocab_size;
-    model_forward(m, tok, tg, mask, B, T);
     double tacc = 0, sacc = 0;
     data_accuracy(m->logits, tg, mask, B, T, V, &tacc, &sacc);
     const double x = m->task_loss, w = m->mask_sum;
@@ -84,6 +92,46 @@ static void finish(const accum *a, gl_eval_result *r, double t0, int infer) {
     r->p_mid_share = a->p_all > 0 ? a->p_mid / a->p_all : NAN;
 }
 
+int eval_each_batch(gl_model *m, const gl_dataset *ds, gl_split split, long first, long n, int strict,
+                    const eval_buffers *buf, eval_batch_fn before, eval_batch_fn after, void *ctx, char *err,
+                    size_t errlen) {
+    for (long w = first; w < first + n; w += m->max_B) {
+        const int want = (int)(first + n - w < m->max_B ? first + n - w : m->max_B);
+        const int got = data_eval_batch(ds, split, w, want, buf->tok, buf->tg, buf->mask);
+        if (strict && got < want) {
+            snprintf(err, errlen, "the %s split has no window %ld (it has %ld)", data_split_name(split), w + got,
+                     data_eval_windows(ds, split));
+            return -1;
+        }
+        if (got <= 0) break;
+        if (before && before(ctx, w - first, got, err, errlen)) return -1;
+        model_forward(m, buf->tok, buf->tg, buf->mask, got, m->T);
+        if (after && after(ctx, w - first, got, err, errlen)) return -1;
+    }
+    return 0;
+}
+
+typedef struct {
+    const gl_model *m;
+    const gl_dataset *ds;
+    eval_buffers buf;
+    accum a;
+    double bytes, scored; /* BPE: the bytes the scored targets cover, and those targets */
+} split_ctx;
+
+static int split_after(void *ctx, long off, int got, char *err, size_t errlen) {
+    split_ctx *c = ctx;
+    add_batch(c->m, c->buf.tok, c->buf.tg, c->buf.mask, got, &c->a);
+    for (size_t i = 0; c->ds->tok && i < (size_t)got * c->m->T; i++) {
+        if (!(c->buf.mask[i] > 0.0f)) continue;
+        size_t len;
+        data_token(c->ds, c->buf.tg[i], &len);
+        c->bytes += (double)len;
+        c->scored += 1.0;
+    }
+    return 0;
+}
+
 int eval_split(gl_model *m, const gl_dataset *ds, gl_split split, long n_windows, gl_eval_result *r,
                char *err, size_t errlen) {
     memset(r, 0, sizeof *r);
@@ -101,23 +149,11 @@ int eval_split(gl_model *m, const gl_dataset *ds, gl_split split, long n_windows
         snprintf(err, errlen, "evaluation: out of memory");
         return -1;
     }
-    accum a = {0};
-    double t0 = timing_now_s(), bytes = 0, scored = 0;
-    for (long w = 0; w < n_windows; w += m->max_B) {
-        int want = (int)(n_windows - w < m->max_B ? n_windows - w : m->max_B);
-        int got = data_eval_batch(ds, split, w, want, tok, tg, mask);
-        if (got <= 0) break;
-        add_batch(m, tok, tg, mask, got, &a);
-        for (size_t i = 0; ds->tok && i < (size_t)got * m->T; i++) { /* BPE: the bytes the scored targets cover */
-            if (!(mask[i] > 0.0f)) continue;
-            size_t len;
-            data_token(ds, tg[i], &len);
-            bytes += (double)len;
-            scored += 1.0;
-        }
-    }
-    finish(&a, r, t0, infer_mode(m));
-    if (ds->tok && scored > 0) r->bytes_per_token = bytes / scored;
+    split_ctx sc = {.m = m, .ds = ds, .buf = {tok, tg, mask}};
+    double t0 = timing_now_s();
+    eval_each_batch(m, ds, split, 0, n_windows, 0, &sc.buf, NULL, split_after, &sc, err, errlen); /* cannot fail */
+    finish(&sc.a, r, t0, infer_mode(m));
+    if (ds->tok && sc.scored > 0) r->bytes_per_token = sc.bytes / sc.scored;
     free(tok); free(tg); free(mask);
     return 0;
 }
@@ -147,6 +183,7 @@ int eval_ids(gl_model *m, const int *ids, size_t n_ids, long n_windows, gl_eval_
         int B = (int)(n_windows - w < m->max_B ? n_windows - w : m->max_B);
         const int *tok = ids + (size_t)w * T; /* windows are consecutive: B windows = B·T ids */
         for (size_t i = 0; i < (size_t)B * T; i++) tg[i] = ids[(size_t)w * T + i + 1];
+        model_forward(m, tok, tg, mask, B, T);
         add_batch(m, tok, tg, mask, B, &a);
     }
     finish(&a, r, t0, infer_mode(m));

@@ -36,6 +36,20 @@ double eval_bpc_se(const gl_eval_result *r);
 int eval_split(gl_model *m, const gl_dataset *ds, gl_split split, long n_windows, gl_eval_result *r,
                char *err, size_t errlen);
 
+/* The one evaluation loop: windows [first, first + n) of split in batches of
+ * m->max_B, each read into buf (tok, tg, mask: (max_B, T) each) with
+ * data_eval_batch, then before(ctx, off, got) (may be NULL: ablate's resample
+ * fill), model_forward, after(ctx, off, got) (each caller's sums); off is the
+ * batch's first window counted from first.  A callback's non-zero return
+ * ends the pass with -1 (the callback wrote err).  The missing-window rule is
+ * the caller's: strict = 1 makes a batch that comes back short an error naming
+ * the window; strict = 0 stops quietly at the first empty batch.  Returns 0 or -1. */
+typedef struct { int *tok, *tg; float *mask; } eval_buffers;
+typedef int (*eval_batch_fn)(void *ctx, long off, int got, char *err, size_t errlen);
+int eval_each_batch(gl_model *m, const gl_dataset *ds, gl_split split, long first, long n, int strict,
+                    const eval_buffers *buf, eval_batch_fn before, eval_batch_fn after, void *ctx, char *err,
+                    size_t errlen);
+
 /* The model's hard routing: TSA with p > 0.5 really skipping (m->sparse),
  * early exit at its trained rule τ = EVAL_HARD_TAU (m->exit_tau); 0 when m
  * has no routing (depth_routing none).  eval_split_hard evaluates like
