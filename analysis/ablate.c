@@ -539,14 +539,14 @@ int ablate_posthoc_sweep(ablate_ctx *c, const double *taus, int n, ablate_eval *
 
 int ablate_exit_metrics(const char *mode, const ablate_eval *full, const ablate_exit_point *pts, int n, long step,
                         report_metrics *rm, char *err, size_t errlen) {
-    char name[REPORT_NAME_MAX];
+    metric_key name;
 #define ROW(val, tau, quantity, cat)                                                                          \
     do {                                                                                                      \
-        if (metric_exit_mode(name, sizeof name, mode, (tau), (quantity), (cat))) {                            \
+        if (metric_exit_mode(&name, mode, (tau), (quantity), (cat))) {                                        \
             snprintf(err, errlen, "cannot name the %s metric %s at tau %g", mode, (quantity), (double)(tau)); \
             return -1;                                                                                        \
         }                                                                                                     \
-        if (report_metric_add_se(rm, step, ABLATE_SPLIT, name, (val), se, err, errlen)) return -1;            \
+        if (report_metric_add_se(rm, step, ABLATE_SPLIT, &name, (val), se, err, errlen)) return -1;           \
         se = NAN;                                                                                             \
     } while (0)
     double se = full->loss_se;
@@ -678,15 +678,15 @@ void ablate_selection_label(const gl_model *m, const unsigned char *sel, char *o
 
 int ablate_metrics(const ablate_result *res, const char *label, long step, report_metrics *rm, char *err,
                    size_t errlen) {
-    char name[REPORT_NAME_MAX];
+    metric_key name;
     const char *mode = ablate_mode_name(res->mode);
 #define ROW(val, quantity, cat)                                                                      \
     do {                                                                                             \
-        if (metric_ablation(name, sizeof name, mode, label, (quantity), (cat))) {                    \
+        if (metric_ablation(&name, mode, label, (quantity), (cat))) {                                \
             snprintf(err, errlen, "cannot name the metric %s of intervention %s.%s", (quantity), mode, label); \
             return -1;                                                                               \
         }                                                                                            \
-        if (report_metric_add_se(rm, step, ABLATE_SPLIT, name, (val), se, err, errlen)) return -1;   \
+        if (report_metric_add_se(rm, step, ABLATE_SPLIT, &name, (val), se, err, errlen)) return -1;  \
         se = NAN;                                                                                    \
     } while (0)
     double se = res->base.loss_se;

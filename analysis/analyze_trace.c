@@ -83,12 +83,12 @@ typedef struct {
 /* One registry row: statistic stat at (layer, head, category), any of them
  * METRIC_NONE, = v at step; the name comes from store/metric.h. */
 static int an_stat(an_ctx *a, long step, double v, const char *stat, int layer, int head, int cat) {
-    char name[REPORT_NAME_MAX];
-    if (metric_stat(name, sizeof name, stat, layer, head, cat)) {
+    metric_key name;
+    if (metric_stat(&name, stat, layer, head, cat)) {
         snprintf(a->err, a->errlen, "cannot name metric %s (layer %d, head %d, category %d)", stat, layer, head, cat);
         return -1;
     }
-    return report_metric_add(a->rm, step, ANALYZE_SPLIT, name, v, a->err, a->errlen);
+    return report_metric_add(a->rm, step, ANALYZE_SPLIT, &name, v, a->err, a->errlen);
 }
 
 /* The same for gate g's statistic "<key>_<what>" (alpha_mean, alpha_gini, …). */

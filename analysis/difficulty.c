@@ -248,13 +248,13 @@ int diff_metrics(const diff_result *r, const char *partner, uint64_t seed, long 
     static const char *const q[] = {"rho", "rho_lo", "rho_hi", "windows", "tokens", "depth_mean"};
     const double v[] = {r->rho, r->rho_lo, r->rho_hi, (double)r->windows, r->tokens, r->depth_mean};
     for (int i = 0; i < (int)(sizeof q / sizeof *q); i++) {
-        char name[METRIC_NAME_MAX];
-        if (metric_partner(name, sizeof name, METRIC_DIFFICULTY, partner, (unsigned long)seed, q[i])) {
+        metric_key name;
+        if (metric_partner(&name, METRIC_DIFFICULTY, partner, (unsigned long)seed, q[i])) {
             snprintf(err, errlen, "cannot name the difficulty rows against partner '%s' (a run id of letters, digits, "
                                   "'_', '-' and '+')", partner);
             return -1;
         }
-        if (report_metric_add(rm, step, "analysis", name, v[i], err, errlen)) return -1;
+        if (report_metric_add(rm, step, "analysis", &name, v[i], err, errlen)) return -1;
     }
     return 0;
 }

@@ -517,7 +517,7 @@ static int fg_group_series(gl_db *db, const tables_run *runs, const fg_group *g,
         gl_metric_point *p = NULL;
         int np = 0;
         double t0 = 0;
-        if (db_metric_series(db, runs[g->idx[s]].run_id, split, "loss", &p, &np, err, errlen) ||
+        if (db_metric_series(db, runs[g->idx[s]].run_id, split, "loss", NULL, &p, &np, err, errlen) ||
             db_run_t0(db, runs[g->idx[s]].run_id, &t0, err, errlen) < 0) {
             free(p);
             free(all);
@@ -752,14 +752,15 @@ static int fg_tau_cmp(const void *a, const void *b) {
  * *loss; 0 none there; -1 error. */
 static int fg_exit_matched(gl_db *db, const tables_run *r, const gl_prov *want, double *tau, double *saved,
                            double *loss, char *err, size_t errlen) {
-    char name[METRIC_NAME_MAX];
+    metric_key name;
     gl_metric_val ml, mt, mtau = {.value = NAN};
-    metric_headline(name, sizeof name, METRIC_MATCHED, "loss");
-    int k = db_metric_at(db, r->run_id, "val", name, NULL, &ml, err, errlen);
-    metric_headline(name, sizeof name, METRIC_MATCHED, "tlops_saved");
-    if (k == 1) k = db_metric_at(db, r->run_id, "val", name, &ml.prov, &mt, err, errlen);
-    metric_headline(name, sizeof name, METRIC_MATCHED, "tau");
-    if (k == 1 && db_metric_at(db, r->run_id, "val", name, &ml.prov, &mtau, err, errlen) < 0) k = -1;
+    metric_headline(&name, METRIC_MATCHED, "loss");
+    int k = db_metric_at(db, r->run_id, "val", name.name, name.params, NULL, &ml, err, errlen);
+    metric_headline(&name, METRIC_MATCHED, "tlops_saved");
+    if (k == 1) k = db_metric_at(db, r->run_id, "val", name.name, name.params, &ml.prov, &mt, err, errlen);
+    metric_headline(&name, METRIC_MATCHED, "tau");
+    if (k == 1 && db_metric_at(db, r->run_id, "val", name.name, name.params, &ml.prov, &mtau, err, errlen) < 0)
+        k = -1;
     if (k != 1) return k;
     if (!want || !db_prov_same(&ml.prov, want)) return 0;
     *tau = mtau.value, *saved = 100.0 * mt.value, *loss = ml.value;
@@ -776,10 +777,10 @@ static int fg_exit_sweep(gl_db *db, const tables_run *r, const gl_prov *want, fg
     if (db_metrics_latest(db, r->run_id, ABLATE_SPLIT, &m, &nm, err, errlen)) return -1;
     for (int k = 0; k < nm; k++) {
         metric_ablation_key key;
-        char sib[METRIC_NAME_MAX];
-        if (!metric_ablation_parse(m[k].name, &key) || strcmp(key.mode, METRIC_EXIT_MODE) || isnan(key.tau) ||
+        metric_key sib;
+        if (!metric_ablation_parse(&m[k].key, &key) || strcmp(key.mode, METRIC_EXIT_MODE) || isnan(key.tau) ||
             strcmp(key.quantity, "tlops_saved") || key.cat != METRIC_NONE ||
-            metric_ablation_sibling(sib, sizeof sib, &key, "loss", METRIC_NONE))
+            metric_ablation_sibling(&sib, &key, "loss", METRIC_NONE))
             continue;
         if (!want || !db_prov_same(&m[k].prov, want)) {
             if (!other++) {
@@ -789,7 +790,7 @@ static int fg_exit_sweep(gl_db *db, const tables_run *r, const gl_prov *want, fg
             }
             continue;
         }
-        const double loss = db_metrics_latest_find_like(m, nm, sib, &m[k]);
+        const double loss = db_metrics_latest_find_like(m, nm, &sib, &m[k]);
         if (isnan(loss) || isnan(m[k].value) || *np >= cap) continue;
         pts[(*np)++] = (fg_tau_pt){key.tau, 100.0 * m[k].value, loss};
     }

@@ -118,7 +118,7 @@ static gl_gate fg_gate_of_rows(const gl_metric_latest *m, int nm, int ax, gl_gat
         snprintf(mean, sizeof mean, "%s_mean", gatekind_info[g].key);
         for (int k = 0; k < nm; k++) {
             int l, h, c;
-            if (metric_stat_parse(m[k].name, mean, &l, &h, &c)) found = (gl_gate)g;
+            if (metric_stat_parse(&m[k].key, mean, &l, &h, &c)) found = (gl_gate)g;
         }
     }
     return found;
@@ -142,7 +142,7 @@ static int fg_read_analysis(gl_db *db, fg_run_data *d, char *err, size_t errlen)
     for (int k = 0; k < nm; k++) {
         int l, h, c;
         const double v = m[k].value;
-        if (metric_stat_parse(m[k].name, mean, &l, &h, &c) && l != METRIC_NONE && l < L) {
+        if (metric_stat_parse(&m[k].key, mean, &l, &h, &c) && l != METRIC_NONE && l < L) {
             if (h != METRIC_NONE && c == METRIC_NONE) {
                 if (h < H) d->alpha_head[l * H + h] = v, d->has_alpha_head = 1;
             } else if (h == METRIC_NONE && c == METRIC_NONE) {
@@ -150,7 +150,7 @@ static int fg_read_analysis(gl_db *db, fg_run_data *d, char *err, size_t errlen)
             } else if (h == METRIC_NONE) {
                 d->alpha_cat[l * CAT_COUNT + c] = v, d->has_alpha_cat = 1;
             }
-        } else if (metric_stat_parse(m[k].name, route_mean, &l, &h, &c) && l != METRIC_NONE && l < L &&
+        } else if (metric_stat_parse(&m[k].key, route_mean, &l, &h, &c) && l != METRIC_NONE && l < L &&
                    h == METRIC_NONE) {
             if (c == METRIC_NONE) d->p_block[l] = v, d->has_p_block = 1;
             else d->p_cat[l * CAT_COUNT + c] = v, d->has_p_cat = 1;
@@ -172,7 +172,7 @@ static int fg_single_gate(const metric_ablation_key *key, int *l, int *h) {
 static int fg_ablation_kind(const gl_metric_latest *row, int single) {
     metric_ablation_key key;
     int l, h;
-    if (!metric_ablation_parse(row->name, &key)) return 0;
+    if (!metric_ablation_parse(&row->key, &key)) return 0;
     if (fg_single_gate(&key, &l, &h)) return single;
     return !single && !strcmp(key.quantity, "delta_loss") && key.cat == METRIC_NONE && !metric_tau_mode(key.mode);
 }
@@ -261,7 +261,7 @@ static int fg_ablation_bars(gl_db *db, fg_run_data *d, const char *data_dir, con
     /* which category columns any intervention has (the others are left out) */
     for (int k = 0; k < nm; k++) {
         metric_ablation_key key;
-        if (metric_ablation_parse(m[k].name, &key) && !strcmp(key.quantity, "delta_loss") && key.cat != METRIC_NONE &&
+        if (metric_ablation_parse(&m[k].key, &key) && !strcmp(key.quantity, "delta_loss") && key.cat != METRIC_NONE &&
             !metric_tau_mode(key.mode) && !isnan(m[k].value))
             has_cat[key.cat] = 1;
     }
@@ -277,7 +277,7 @@ static int fg_ablation_bars(gl_db *db, fg_run_data *d, const char *data_dir, con
     for (int k = 0; k < nm; k++) {
         metric_ablation_key key;
         int l, h;
-        if (!metric_ablation_parse(m[k].name, &key)) continue;
+        if (!metric_ablation_parse(&m[k].key, &key)) continue;
         if (fg_single_gate(&key, &l, &h)) { /* single gates go to the heads map, not the bars */
             if (m[k].step != cells->step || !db_prov_same(&m[k].prov, &cells->prov))
                 fg_note_other(s, heads_name, &m[k], cells, &noted_cells);
@@ -291,10 +291,9 @@ static int fg_ablation_bars(gl_db *db, fg_run_data *d, const char *data_dir, con
         }
         double cv[CAT_COUNT];
         for (int c = 0; c < CAT_COUNT; c++) {
-            char want[METRIC_NAME_MAX];
-            cv[c] = metric_ablation_sibling(want, sizeof want, &key, "delta_loss", c)
-                        ? NAN
-                        : db_metrics_latest_find_like(m, nm, want, &m[k]);
+            metric_key want;
+            cv[c] = metric_ablation_sibling(&want, &key, "delta_loss", c) ? NAN
+                                                                          : db_metrics_latest_find_like(m, nm, &want, &m[k]);
         }
         char readable[160];
         fg_intervention_label(key.mode, key.label, sym, readable, sizeof readable);

@@ -444,7 +444,9 @@ static int hr_run_section(FILE *f, gl_db *db, const char *results, const char *r
         for (int i = 0; i < n; i++) {
             char b[32];
             fprintf(f, "<tr><td>%s</td><td>", splits[s]);
-            html_escape(f, rows[i].name);
+            char label[METRIC_NAME_MAX + METRIC_PARAMS_MAX];
+            metric_label(rows[i].key.name, rows[i].key.params, label, sizeof label);
+            html_escape(f, label);
             char se[32], on[64];
             /* train rows (loss, lr, grad_norm, tokens/s …) are logged per step from the training batches
              * and carry no windows of a split: db_prov_str would print "?" for them */

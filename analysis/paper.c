@@ -50,6 +50,12 @@ static double pc_num(const runset_run *r, const char *split, const char *name) {
     return runset_num(r, key);
 }
 
+/* The same for a metric with parameters, by its label (runset.h keys). */
+static double pc_key(const runset_run *r, const char *split, const metric_key *k) {
+    char label[RUNSET_KEY_MAX];
+    return metric_label(k->name, k->params, label, sizeof label) ? NAN : pc_num(r, split, label);
+}
+
 /* Gate g's statistics from the analysis rows of the last traced step
  * ("<key>_mean", the gate table's key): NaN for a run without them. */
 static void pc_gates(const runset_run *r, gl_gate g, paper_run *p) {
@@ -59,10 +65,10 @@ static void pc_gates(const runset_run *r, gl_gate g, paper_run *p) {
     double early = 0, late = 0, sem = 0, oth = 0, heads[4096];
     int ne = 0, nl = 0, nh = 0, nsem = 0;
     const int first_late = 1 + (L - 1) / 2; /* blocks 1..L−1; the later half starts here */
-    char name[METRIC_NAME_MAX];
+    metric_key name;
     for (int n = 1; n < L; n++) {
-        metric_stat(name, sizeof name, mean, n, METRIC_NONE, METRIC_NONE);
-        double a = pc_num(r, "analysis", name);
+        metric_stat(&name, mean, n, METRIC_NONE, METRIC_NONE);
+        double a = pc_key(r, "analysis", &name);
         if (isnan(a)) continue;
         if (n >= first_late) late += a, nl++;
         else early += a, ne++;
@@ -70,14 +76,14 @@ static void pc_gates(const runset_run *r, gl_gate g, paper_run *p) {
             double c[3];
             const int cat[3] = {CAT_SEMANTIC, CAT_STRUCTURAL, CAT_FUNCTIONAL};
             for (int k = 0; k < 3; k++) {
-                metric_stat(name, sizeof name, mean, n, METRIC_NONE, cat[k]);
-                c[k] = pc_num(r, "analysis", name);
+                metric_stat(&name, mean, n, METRIC_NONE, cat[k]);
+                c[k] = pc_key(r, "analysis", &name);
             }
             if (!isnan(c[0]) && !isnan(c[1]) && !isnan(c[2])) sem += c[0], oth += 0.5 * (c[1] + c[2]), nsem++;
         }
         for (int h = 0; h < H && nh < 4096; h++) {
-            metric_stat(name, sizeof name, mean, n, h, METRIC_NONE);
-            double v = pc_num(r, "analysis", name);
+            metric_stat(&name, mean, n, h, METRIC_NONE);
+            double v = pc_key(r, "analysis", &name);
             if (!isnan(v)) heads[nh++] = v;
         }
     }
@@ -113,7 +119,7 @@ static double pc_training_seconds(const gl_metric_point *pts, int np) {
 static void pc_wall(gl_db *db, paper_run *p, int *fail, char *err, size_t errlen) {
     gl_metric_point *pts = NULL;
     int np = 0;
-    if (db_metric_series(db, p->t.run_id, "train", "loss", &pts, &np, err, errlen)) *fail = 1;
+    if (db_metric_series(db, p->t.run_id, "train", "loss", NULL, &pts, &np, err, errlen)) *fail = 1;
     p->wall_s = pc_training_seconds(pts, np);
     p->t0 = np ? pts[0].wall_time : NAN;
     p->t1 = np ? pts[np - 1].wall_time : NAN;
@@ -144,15 +150,17 @@ static void pc_one(gl_db *db, const runset_run *r, paper_run *p, int *fail, char
     p->m_tau = pc_num(r, "val", "matched.tau");
     p->m_target = pc_num(r, "val", "matched.alpha_target");
     p->m_tlops = pc_num(r, "val", "matched.tlops_saved");
-    char name[METRIC_NAME_MAX], key[RUNSET_KEY_MAX];
-    metric_ablation(name, sizeof name, "zero", METRIC_LABEL_ALL, "delta_loss", METRIC_NONE);
-    snprintf(key, sizeof key, "ablation/%s", name);
+    metric_key name;
+    char label[RUNSET_KEY_MAX], key[RUNSET_KEY_MAX];
+    metric_ablation(&name, "zero", METRIC_LABEL_ALL, "delta_loss", METRIC_NONE);
+    metric_label(name.name, name.params, label, sizeof label);
+    snprintf(key, sizeof key, "ablation/%s", label);
     const runset_value *zv = runset_get(r, key);
     p->zero_dl = zv ? zv->value : NAN;
     memset(&p->zero_prov, 0, sizeof p->zero_prov);
     if (zv) p->zero_prov = zv->prov;
-    metric_ablation(name, sizeof name, "mean", METRIC_LABEL_ALL, "delta_loss", METRIC_NONE);
-    p->mean_dl = pc_num(r, "ablation", name);
+    metric_ablation(&name, "mean", METRIC_LABEL_ALL, "delta_loss", METRIC_NONE);
+    p->mean_dl = pc_key(r, "ablation", &name);
     p->train_tps = p->t.tokens_per_s;
     p->depth_key = runset_partner_key(r, "depth_routing");
     pc_wall(db, p, fail, err, errlen);

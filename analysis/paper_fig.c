@@ -114,8 +114,8 @@ static int pf_pareto_extra(gl_db *db, const paper_run *r, int n, const char *sca
         for (int i = 0; i < n; i++) {
             if (!pf_is(&r[i], "tinyshakespeare", scale, NULL, "tsa", NULL) || fabs(r[i].t.lambda - lam[k]) > 1e-12) continue;
             double a = NAN, b = NAN;
-            if (db_metric_last(db, r[i].t.run_id, "val", "hard.tlops_saved", &a, NULL, err, errlen) < 0 ||
-                db_metric_last(db, r[i].t.run_id, "val", "hard.loss", &b, NULL, err, errlen) < 0)
+            if (db_metric_last(db, r[i].t.run_id, "val", "hard.tlops_saved", NULL, &a, NULL, err, errlen) < 0 ||
+                db_metric_last(db, r[i].t.run_id, "val", "hard.loss", NULL, &b, NULL, err, errlen) < 0)
                 return -1;
             if (!isnan(a) && !isnan(b)) acc_add(&sv, 100 * a), acc_add(&ls, b);
         }
@@ -135,12 +135,12 @@ static int pf_pareto_extra(gl_db *db, const paper_run *r, int n, const char *sca
             for (int i = 0; i < n; i++) {
                 if (!pf_is(&r[i], "tinyshakespeare", scale, c ? "none" : NULL, curves[c].depth, c ? "none" : NULL))
                     continue;
-                char nl_[METRIC_NAME_MAX], ns_[METRIC_NAME_MAX];
-                snprintf(nl_, sizeof nl_, "%s.tau%.3f.loss", curves[c].mode, taus[t]);
-                snprintf(ns_, sizeof ns_, "%s.tau%.3f.tlops_saved", curves[c].mode, taus[t]);
+                metric_key nl_, ns_;
+                metric_exit_mode(&nl_, curves[c].mode, taus[t], "loss", METRIC_NONE);
+                metric_exit_mode(&ns_, curves[c].mode, taus[t], "tlops_saved", METRIC_NONE);
                 double a = NAN, b = NAN;
-                if (db_metric_last(db, r[i].t.run_id, "ablation", ns_, &a, NULL, err, errlen) < 0 ||
-                    db_metric_last(db, r[i].t.run_id, "ablation", nl_, &b, NULL, err, errlen) < 0)
+                if (db_metric_last(db, r[i].t.run_id, "ablation", ns_.name, ns_.params, &a, NULL, err, errlen) < 0 ||
+                    db_metric_last(db, r[i].t.run_id, "ablation", nl_.name, nl_.params, &b, NULL, err, errlen) < 0)
                     return -1;
                 if (!isnan(a) && !isnan(b)) acc_add(&sv, 100 * a), acc_add(&ls, b);
             }
@@ -238,10 +238,12 @@ static int fig_heatmap(gl_db *db, const paper_run *r, int n, const char *scale, 
         int have = 0;
         for (int b = 1; b < l; b++) {
             for (int k = 0; k < h; k++) {
-                char name[METRIC_NAME_MAX], mean[64];
+                metric_key name;
+                char mean[64];
                 double a = NAN;
-                metric_stat(name, sizeof name, pf_mean_stat(GATE_ALPHA, mean), b, k, METRIC_NONE);
-                if (db_metric_last(db, r[i].t.run_id, "analysis", name, &a, NULL, err, errlen) < 0) return -1;
+                metric_stat(&name, pf_mean_stat(GATE_ALPHA, mean), b, k, METRIC_NONE);
+                if (db_metric_last(db, r[i].t.run_id, "analysis", name.name, name.params, &a, NULL, err, errlen) < 0)
+                    return -1;
                 cell[ns][b][k] = a;
                 have += !isnan(a);
             }
@@ -296,10 +298,12 @@ static int fig_category(gl_db *db, const paper_run *r, int n, const char *scale,
         L = atoi(v) < MAXL ? atoi(v) : MAXL;
         for (int b = 1; b < L; b++)
             for (int c = 0; c < 3; c++) {
-                char name[METRIC_NAME_MAX], mean[64];
+                metric_key name;
+                char mean[64];
                 double x = NAN;
-                metric_stat(name, sizeof name, pf_mean_stat(GATE_ALPHA, mean), b, METRIC_NONE, cat[c]);
-                if (db_metric_last(db, r[i].t.run_id, "analysis", name, &x, NULL, err, errlen) < 0) return -1;
+                metric_stat(&name, pf_mean_stat(GATE_ALPHA, mean), b, METRIC_NONE, cat[c]);
+                if (db_metric_last(db, r[i].t.run_id, "analysis", name.name, name.params, &x, NULL, err, errlen) < 0)
+                    return -1;
                 acc_add(&a[b][c], x);
             }
     }
@@ -374,7 +378,7 @@ static int pf_loss_points(gl_db *db, const paper_run *r, int n, const char *scal
         if (!pf_is(&r[i], "tinyshakespeare", scale, value, "none", cross)) continue;
         gl_metric_point *pts = NULL;
         int m = 0;
-        if (db_metric_series(db, r[i].t.run_id, "val", "loss", &pts, &m, err, errlen)) {
+        if (db_metric_series(db, r[i].t.run_id, "val", "loss", NULL, &pts, &m, err, errlen)) {
             free(all);
             return -1;
         }
@@ -423,7 +427,7 @@ static int fig_loss_time(gl_db *db, const paper_run *r, int n, const char *scale
         if (v[k].bench) { /* the bench stage's step time of this variant (scale s, one idle process) */
             char id[96];
             snprintf(id, sizeof id, "cost-paper-s-%s", v[k].bench);
-            if (db_metric_last(db, id, "bench", "step_ms", &step_s, NULL, err, errlen) < 0) return -1;
+            if (db_metric_last(db, id, "bench", "step_ms", NULL, &step_s, NULL, err, errlen) < 0) return -1;
             step_s /= 1000;
         }
         if (pf_loss_points(db, r, n, scale, v[k].value, v[k].cross, step_s, &pts, &np, &seeds, err, errlen)) goto fail;

@@ -17,24 +17,25 @@
 
 #include "store/fileio.h"
 
-int report_metric_add(report_metrics *rm, long step, const char *split, const char *name, double value,
+int report_metric_add(report_metrics *rm, long step, const char *split, const metric_key *key, double value,
                       char *err, size_t errlen) {
-    return report_metric_add_se(rm, step, split, name, value, NAN, err, errlen);
+    return report_metric_add_se(rm, step, split, key, value, NAN, err, errlen);
 }
 
-int report_metric_add_se(report_metrics *rm, long step, const char *split, const char *name, double value, double se,
-                         char *err, size_t errlen) {
-    if (strlen(name) >= REPORT_NAME_MAX || strlen(split) >= sizeof rm->splits[0]) {
-        snprintf(err, errlen, "metric name %s/%s is too long (at most %d bytes)", split, name, REPORT_NAME_MAX - 1);
+int report_metric_add_se(report_metrics *rm, long step, const char *split, const metric_key *key, double value,
+                         double se, char *err, size_t errlen) {
+    if (strlen(split) >= sizeof rm->splits[0]) {
+        snprintf(err, errlen, "metric split %s of %s is too long (at most %d bytes)", split, key->name,
+                 (int)sizeof rm->splits[0] - 1);
         return -1;
     }
     if (rm->n == rm->cap) {
         int cap = rm->cap ? 2 * rm->cap : 256;
         gl_metric *rows = realloc(rm->rows, (size_t)cap * sizeof *rows);
         if (rows) rm->rows = rows;
-        char(*names)[REPORT_NAME_MAX] = rows ? realloc(rm->names, (size_t)cap * sizeof *names) : NULL;
-        if (names) rm->names = names;
-        char(*splits)[16] = names ? realloc(rm->splits, (size_t)cap * sizeof *splits) : NULL;
+        metric_key *keys = rows ? realloc(rm->keys, (size_t)cap * sizeof *keys) : NULL;
+        if (keys) rm->keys = keys;
+        char(*splits)[16] = keys ? realloc(rm->splits, (size_t)cap * sizeof *splits) : NULL;
         if (splits) rm->splits = splits;
         if (!splits) {
             snprintf(err, errlen, "out of memory for %d metric rows", cap);
@@ -42,13 +43,13 @@ int report_metric_add_se(report_metrics *rm, long step, const char *split, const
         }
         rm->cap = cap;
     }
-    snprintf(rm->names[rm->n], REPORT_NAME_MAX, "%s", name);
+    rm->keys[rm->n] = *key;
     snprintf(rm->splits[rm->n], sizeof rm->splits[0], "%s", split);
     gl_metric *g = &rm->rows[rm->n];
     g->step = step;
     g->value = value;
     g->wall_time = 0;
-    g->name = NULL;
+    g->name = g->params = NULL;
     g->split = NULL;
     g->prov = rm->prov;
     g->se = se;
@@ -56,9 +57,10 @@ int report_metric_add_se(report_metrics *rm, long step, const char *split, const
     return 0;
 }
 
-int report_metric_find(const report_metrics *rm, const char *split, const char *name, double *value) {
+int report_metric_find(const report_metrics *rm, const char *split, const metric_key *key, double *value) {
     for (int i = rm->n - 1; i >= 0; i--)
-        if (!strcmp(rm->names[i], name) && !strcmp(rm->splits[i], split)) {
+        if (!strcmp(rm->keys[i].name, key->name) && !strcmp(rm->keys[i].params, key->params) &&
+            !strcmp(rm->splits[i], split)) {
             *value = rm->rows[i].value;
             return 1;
         }
@@ -68,7 +70,8 @@ int report_metric_find(const report_metrics *rm, const char *split, const char *
 int report_metrics_flush(report_metrics *rm, gl_db *db, const char *run_id, char *err, size_t errlen) {
     if (!rm->n) return 0;
     for (int i = 0; i < rm->n; i++) {
-        rm->rows[i].name = rm->names[i];
+        rm->rows[i].name = rm->keys[i].name;
+        rm->rows[i].params = rm->keys[i].params;
         rm->rows[i].split = rm->splits[i];
     }
     int rc = db_metrics_log(db, run_id, rm->rows, rm->n, err, errlen);
@@ -79,10 +82,10 @@ int report_metrics_flush(report_metrics *rm, gl_db *db, const char *run_id, char
 void report_metrics_free(report_metrics *rm) {
     if (!rm) return;
     free(rm->rows);
-    free(rm->names);
+    free(rm->keys);
     free(rm->splits);
     rm->rows = NULL;
-    rm->names = NULL;
+    rm->keys = NULL;
     rm->splits = NULL;
     rm->n = rm->cap = 0;
 }

@@ -16,25 +16,26 @@
 #define REPORT_NAME_MAX METRIC_NAME_MAX
 
 typedef struct {
-    gl_metric *rows;                 /* [n] name pointers are set at flush */
-    char (*names)[REPORT_NAME_MAX];  /* [n] */
+    gl_metric *rows;                 /* [n] name and params pointers are set at flush */
+    metric_key *keys;                /* [n] */
     char (*splits)[16];              /* [n] */
     int n, cap;
     gl_prov prov;                    /* what the rows added next were measured on (zero: none); set by the caller */
 } report_metrics;
 
-/* Append one row (step, split, name, value) measured on rm->prov; the
- * strings are copied.  NaN is kept (the registry stores it as NULL).  Returns 0, or -1 with a message
- * (out of memory, a name longer than REPORT_NAME_MAX − 1). */
-int report_metric_add(report_metrics *rm, long step, const char *split, const char *name, double value,
+/* Append one row (step, split, key, value) measured on rm->prov; split and
+ * key (a store/metric.h builder's) are copied.  NaN is kept (the registry
+ * stores it as NULL).  Returns 0, or -1 with a message (out of memory, a
+ * split longer than 15 bytes). */
+int report_metric_add(report_metrics *rm, long step, const char *split, const metric_key *key, double value,
                       char *err, size_t errlen);
 
 /* The same with the standard error se of value (NaN: none). */
-int report_metric_add_se(report_metrics *rm, long step, const char *split, const char *name, double value, double se,
-                         char *err, size_t errlen);
+int report_metric_add_se(report_metrics *rm, long step, const char *split, const metric_key *key, double value,
+                         double se, char *err, size_t errlen);
 
-/* Value of the last row added with this split and name: 1 found, 0 not. */
-int report_metric_find(const report_metrics *rm, const char *split, const char *name, double *value);
+/* Value of the last row added with this split and key: 1 found, 0 not. */
+int report_metric_find(const report_metrics *rm, const char *split, const metric_key *key, double *value);
 
 /* Write every row for run_id in one transaction, then empty the list.
  * Returns 0, or -1 with the registry's message. */

@@ -253,7 +253,9 @@ static int rs_metrics(gl_db *db, runset_run *r, char *err, size_t errlen) {
         int n = 0;
         if (db_metrics_latest(db, r->t.run_id, rs_splits[s], &rows, &n, err, errlen)) return -1;
         for (int i = 0; i < n; i++) {
-            if (i && !strcmp(rows[i].name, rows[i - 1].name)) continue;
+            if (i && !strcmp(rows[i].key.name, rows[i - 1].key.name) &&
+                !strcmp(rows[i].key.params, rows[i - 1].key.params))
+                continue;
             if (r->nm == cap) {
                 cap = cap ? 2 * cap : 64;
                 runset_value *m = realloc(r->m, (size_t)cap * sizeof *m);
@@ -265,7 +267,9 @@ static int rs_metrics(gl_db *db, runset_run *r, char *err, size_t errlen) {
                 r->m = m;
             }
             runset_value *v = &r->m[r->nm++];
-            snprintf(v->key, sizeof v->key, "%s/%s", rs_splits[s], rows[i].name);
+            char label[RUNSET_KEY_MAX];
+            metric_label(rows[i].key.name, rows[i].key.params, label, sizeof label); /* the claims' names */
+            snprintf(v->key, sizeof v->key, "%s/%s", rs_splits[s], label);
             v->value = rows[i].value;
             v->se = rows[i].se;
             v->step = rows[i].step;

@@ -93,9 +93,9 @@ int settle_metrics(const settle_result *r, long step, report_metrics *rm, char *
                          r->halted > 0 ? r->block_sum / r->halted : NAN};
     rm->prov = db_prov("val", 0, r->windows, r->tokens);
     for (int i = 0; i < 3; i++) {
-        char name[METRIC_NAME_MAX];
-        if (metric_stat(name, sizeof name, names[i], METRIC_NONE, METRIC_NONE, METRIC_NONE) ||
-            report_metric_add(rm, step, "analysis", name, v[i], err, errlen))
+        metric_key name;
+        if (metric_stat(&name, names[i], METRIC_NONE, METRIC_NONE, METRIC_NONE) ||
+            report_metric_add(rm, step, "analysis", &name, v[i], err, errlen))
             return -1;
     }
     return 0;

@@ -39,7 +39,7 @@ static void tb_base_name(const char *path, char *out, size_t n) {
 static double tb_last(gl_db *db, const char *run, const char *split, const char *name, int *fail, char *err,
                       size_t errlen) {
     double v = NAN;
-    int rc = db_metric_last(db, run, split, name, &v, NULL, err, errlen);
+    int rc = db_metric_last(db, run, split, name, NULL, &v, NULL, err, errlen);
     if (rc < 0) *fail = 1;
     return rc == 1 ? v : NAN;
 }
@@ -48,7 +48,7 @@ static double tb_last(gl_db *db, const char *run, const char *split, const char 
 static double tb_on(gl_db *db, const char *run, const char *name, const gl_metric_val *like, int *fail, char *err,
                     size_t errlen) {
     gl_metric_val v;
-    int rc = db_metric_at(db, run, "val", name, &like->prov, &v, err, errlen);
+    int rc = db_metric_at(db, run, "val", name, NULL, &like->prov, &v, err, errlen);
     if (rc < 0) *fail = 1;
     return rc == 1 && v.step == like->step ? v.value : NAN;
 }
@@ -58,13 +58,13 @@ static double tb_on(gl_db *db, const char *run, const char *name, const gl_metri
 static void tb_val(gl_db *db, tables_run *t, int *fail, char *err, size_t errlen) {
     static const char *const q[6] = {"loss", "bpc", "token_acc", "seq_acc", "active_frac", "tlops_saved"};
     double *dst[6] = {&t->val_loss, &t->val_bpc, &t->tok_acc, &t->seq_acc, &t->active_frac, &t->tlops_saved};
-    char names[6][METRIC_NAME_MAX];
+    metric_key names[6];
     gl_metric_val v;
-    for (int k = 0; k < 6; k++) metric_headline(names[k], sizeof names[k], METRIC_FINAL, q[k]);
-    int rc = db_metric_at(db, t->run_id, "val", names[0], NULL, &v, err, errlen);
+    for (int k = 0; k < 6; k++) metric_headline(&names[k], METRIC_FINAL, q[k]);
+    int rc = db_metric_at(db, t->run_id, "val", names[0].name, NULL, NULL, &v, err, errlen);
     if (rc < 0) *fail = 1;
     t->headline = rc == 1;
-    if (!t->headline && (rc = db_metric_at(db, t->run_id, "val", "loss", NULL, &v, err, errlen)) < 0) *fail = 1;
+    if (!t->headline && (rc = db_metric_at(db, t->run_id, "val", "loss", NULL, NULL, &v, err, errlen)) < 0) *fail = 1;
     for (int k = 0; k < 6; k++) *dst[k] = NAN;
     t->val_se = NAN;
     t->val_step = -1;
@@ -73,7 +73,7 @@ static void tb_val(gl_db *db, tables_run *t, int *fail, char *err, size_t errlen
     t->val_se = v.se;
     t->val_step = v.step;
     t->val_prov = v.prov;
-    for (int k = 0; k < 6; k++) *dst[k] = tb_on(db, t->run_id, t->headline ? names[k] : q[k], &v, fail, err, errlen);
+    for (int k = 0; k < 6; k++) *dst[k] = tb_on(db, t->run_id, t->headline ? names[k].name : q[k], &v, fail, err, errlen);
 }
 
 /* FNV-1a 64 of the run's group key (runset.h's one rule); a run without a
@@ -167,7 +167,7 @@ int tables_collect(gl_db *db, const char *experiment, tables_run **runs_out, int
         t->hard_alpha = t->headline ? tb_on(db, id, "hard.active_frac", &on, &fail, err, errlen) : NAN;
         t->hard_loss = t->headline ? tb_on(db, id, "hard.loss", &on, &fail, err, errlen) : NAN;
         gl_metric_val sv; /* analyze's logit lens at the halting block (analysis/settle.h) */
-        int src = db_metric_at(db, t->run_id, "analysis", "settled_at_halt", NULL, &sv, err, errlen);
+        int src = db_metric_at(db, t->run_id, "analysis", "settled_at_halt", NULL, NULL, &sv, err, errlen);
         if (src < 0) fail = 1;
         t->settled = src == 1 ? sv.value : NAN;
         t->bench_tps = tb_last(db, id, "bench", "train_tokens_per_s", &fail, err, errlen);
@@ -175,7 +175,7 @@ int tables_collect(gl_db *db, const char *experiment, tables_run **runs_out, int
         /* throughput: skip the first log row (start-up) when there are others */
         gl_metric_point *pts = NULL;
         int np = 0;
-        if (db_metric_series(db, id, "train", "tokens_per_s", &pts, &np, err, errlen)) fail = 1;
+        if (db_metric_series(db, id, "train", "tokens_per_s", NULL, &pts, &np, err, errlen)) fail = 1;
         double s = 0;
         int k = 0;
         for (int j = np > 1 ? 1 : 0; j < np; j++)
@@ -612,9 +612,9 @@ cleanup:
  * like `like` (the same step and windows), NaN if absent. */
 static double tb_sibling(const gl_metric_latest *m, int nm, const metric_ablation_key *k, const char *quantity, int cat,
                          const gl_metric_latest *like) {
-    char want[METRIC_NAME_MAX];
-    if (metric_ablation_sibling(want, sizeof want, k, quantity, cat)) return NAN;
-    return db_metrics_latest_find_like(m, nm, want, like);
+    metric_key want;
+    if (metric_ablation_sibling(&want, k, quantity, cat)) return NAN;
+    return db_metrics_latest_find_like(m, nm, &want, like);
 }
 
 /* Ablation rows: one per (run, intervention, measurement) from split
@@ -627,9 +627,9 @@ static int tb_ablations(tb_table *t, gl_db *db, const tables_run *runs, int n, c
         int nm = 0;
         if (db_metrics_latest(db, runs[i].run_id, ABLATE_SPLIT, &m, &nm, err, errlen)) return -1;
         for (int k = 0; k < nm; k++) {
-            /* one row per <mode>.<label>.delta_loss */
+            /* one row per intervention's <mode>.delta_loss */
             metric_ablation_key key;
-            if (!metric_ablation_parse(m[k].name, &key) || strcmp(key.quantity, "delta_loss") || key.cat != METRIC_NONE)
+            if (!metric_ablation_parse(&m[k].key, &key) || strcmp(key.quantity, "delta_loss") || key.cat != METRIC_NONE)
                 continue;
             double cat[CAT_COUNT], ratio = tb_sibling(m, nm, &key, "ppl_ratio", METRIC_NONE, &m[k]);
             for (int c = 0; c < CAT_COUNT; c++) cat[c] = tb_sibling(m, nm, &key, "delta_loss", c, &m[k]);
@@ -664,9 +664,9 @@ typedef struct {
 } tb_match;
 
 static int tb_matched(gl_db *db, const char *run, tb_match *mt, char *err, size_t errlen) {
-    char name[METRIC_NAME_MAX];
-    metric_headline(name, sizeof name, METRIC_MATCHED, "loss");
-    int rc = db_metric_at(db, run, "val", name, NULL, &mt->at, err, errlen);
+    metric_key name;
+    metric_headline(&name, METRIC_MATCHED, "loss");
+    int rc = db_metric_at(db, run, "val", name.name, name.params, NULL, &mt->at, err, errlen);
     if (rc != 1) return rc;
     mt->loss = mt->at.value;
     mt->loss_se = mt->at.se;
@@ -674,8 +674,8 @@ static int tb_matched(gl_db *db, const char *run, tb_match *mt, char *err, size_
     double *dst[4] = {&mt->tau, &mt->alpha_target, &mt->alpha, &mt->partner_loss};
     for (int k = 0; k < 4; k++) {
         gl_metric_val v;
-        metric_headline(name, sizeof name, METRIC_MATCHED, q[k]);
-        int r = db_metric_at(db, run, "val", name, &mt->at.prov, &v, err, errlen);
+        metric_headline(&name, METRIC_MATCHED, q[k]);
+        int r = db_metric_at(db, run, "val", name.name, name.params, &mt->at.prov, &v, err, errlen);
         if (r < 0) return -1;
         *dst[k] = r == 1 && v.step == mt->at.step ? v.value : NAN;
     }

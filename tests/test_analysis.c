@@ -206,17 +206,24 @@ static void test_analyze_trace(void **state) {
     NEAR(s.head.head_mean[1][0], 1.0, 0, "α mean of block 1 head 0");
     NEAR(s.head.layer[1].mean, 1.0, 0, "α mean of block 1");
     double v;
-    assert_true(report_metric_find(&rm, ANALYZE_SPLIT, "alpha_gini.L1.H0", &v));
+    metric_key k;
+    metric_stat(&k, "alpha_gini", 1, 0, METRIC_NONE);
+    assert_true(report_metric_find(&rm, ANALYZE_SPLIT, &k, &v));
     NEAR(v, 0.75, 1e-12, "registry row alpha_gini.L1.H0 (one-hot)");
-    assert_true(report_metric_find(&rm, ANALYZE_SPLIT, "alpha_gini.L1.H1", &v));
+    metric_stat(&k, "alpha_gini", 1, 1, METRIC_NONE);
+    assert_true(report_metric_find(&rm, ANALYZE_SPLIT, &k, &v));
     NEAR(v, 0.0, 1e-12, "registry row alpha_gini.L1.H1 (constant)");
-    assert_true(report_metric_find(&rm, ANALYZE_SPLIT, "alpha_frac_zero.L2", &v));
+    metric_stat(&k, "alpha_frac_zero", 2, METRIC_NONE, METRIC_NONE);
+    assert_true(report_metric_find(&rm, ANALYZE_SPLIT, &k, &v));
     NEAR(v, 0.5, 0, "alpha_frac_zero.L2 (head 1 is all zero)");
-    assert_true(report_metric_find(&rm, ANALYZE_SPLIT, "alpha_mean.L1.semantic", &v));
+    metric_stat(&k, "alpha_mean", 1, METRIC_NONE, CAT_SEMANTIC);
+    assert_true(report_metric_find(&rm, ANALYZE_SPLIT, &k, &v));
     NEAR(v, (0 + 1 + 4 + 1) / 4.0, 0, "alpha_mean.L1.semantic");
-    assert_true(report_metric_find(&rm, ANALYZE_SPLIT, "expected_depth_hard", &v));
+    metric_plain(&k, "expected_depth_hard");
+    assert_true(report_metric_find(&rm, ANALYZE_SPLIT, &k, &v));
     NEAR(v, 1 + 2 * depth_active_frac(p + R * P, R, P), 1e-12, "expected_depth_hard");
-    assert_true(report_metric_find(&rm, ANALYZE_SPLIT, "p_mean.L2", &v));
+    metric_stat(&k, "p_mean", 2, METRIC_NONE, METRIC_NONE);
+    assert_true(report_metric_find(&rm, ANALYZE_SPLIT, &k, &v));
     /* last step, router 1 = p[12..15] = 0.9, 0.1, 0.1, 0.9 */
     NEAR(v, (0.9 + 0.1 + 0.1 + 0.9) / 4, 1e-7, "p_mean.L2 (router 1)");
     /* files: header + rows */
@@ -492,14 +499,15 @@ static void test_tables(void **state) {
     snprintf(ini, sizeof ini, sat, 1);
     add_run(db, e, "sat1", ini, "FINISHED", m1, 6);
     gl_metric m2[] = {HL("final.loss", 1.7, 0.01), HL("final.bpc", 1.7 / log(2), 0), M(10, "train", "tokens_per_s", 2000),
-                      {.step = 10, .split = "ablation", .name = "zero.all.delta_loss", .value = 0.25,
+                      {.step = 10, .split = "ablation", .name = "zero.delta_loss", .params = "{\"gates\":\"all\"}", .value = 0.25,
                        .prov = {"val", 0, 64, 4096}, .se = 0.0125},
-                      {.step = 10, .split = "ablation", .name = "zero.all.ppl_ratio", .value = exp(0.25),
+                      {.step = 10, .split = "ablation", .name = "zero.ppl_ratio", .params = "{\"gates\":\"all\"}", .value = exp(0.25),
                        .prov = {"val", 0, 64, 4096}},
-                      {.step = 10, .split = "ablation", .name = "zero.all.delta_loss.semantic", .value = 0.5,
+                      {.step = 10, .split = "ablation", .name = "zero.delta_loss",
+                       .params = "{\"gates\":\"all\",\"category\":\"semantic\"}", .value = 0.5,
                        .prov = {"val", 0, 64, 4096}},
                       /* the same intervention on 128 windows: its own row, never mixed with the 64 */
-                      {.step = 10, .split = "ablation", .name = "zero.all.delta_loss", .value = 0.375,
+                      {.step = 10, .split = "ablation", .name = "zero.delta_loss", .params = "{\"gates\":\"all\"}", .value = 0.375,
                        .prov = {"val", 0, 128, 8192}}};
     snprintf(ini, sizeof ini, sat, 2);
     add_run(db, e, "sat2", ini, "FINISHED", m2, 7);

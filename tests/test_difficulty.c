@@ -164,35 +164,33 @@ static void test_quantile_and_errors(void **s) {
     assert_non_null(strstr(err, "too few"));
 }
 
-/* The rows' names: difficulty.<partner>.seed<S>.<q>, stored as difficulty.<q> {"partner", "seed"}. */
+/* The rows' keys: difficulty.<q> {"partner", "seed"}, labelled difficulty.<partner>.seed<S>.<q>. */
 static void test_metric_names(void **s) {
     (void)s;
-    char name[METRIC_NAME_MAX], base[METRIC_NAME_MAX], params[METRIC_PARAMS_MAX], back[METRIC_NAME_MAX];
-    assert_int_equal(metric_partner(name, sizeof name, METRIC_DIFFICULTY, "paper-x-003-ab12cd34", 22, "rho_lo"), 0);
-    assert_string_equal(name, "difficulty.paper-x-003-ab12cd34.seed22.rho_lo");
-    assert_int_equal(metric_split("analysis", name, base, sizeof base, params, sizeof params), 0);
-    printf("  %s -> %s %s\n", name, base, params);
-    assert_string_equal(base, "difficulty.rho_lo");
-    assert_string_equal(params, "{\"partner\":\"paper-x-003-ab12cd34\",\"seed\":22}");
-    assert_int_equal(metric_unsplit(base, params, back, sizeof back), 0);
-    assert_string_equal(back, name);
+    metric_key k;
+    char label[METRIC_NAME_MAX + METRIC_PARAMS_MAX];
+    assert_int_equal(metric_partner(&k, METRIC_DIFFICULTY, "paper-x-003-ab12cd34", 22, "rho_lo"), 0);
+    assert_int_equal(metric_label(k.name, k.params, label, sizeof label), 0);
+    printf("  %s %s -> %s\n", k.name, k.params, label);
+    assert_string_equal(k.name, "difficulty.rho_lo");
+    assert_string_equal(k.params, "{\"partner\":\"paper-x-003-ab12cd34\",\"seed\":22}");
+    assert_string_equal(label, "difficulty.paper-x-003-ab12cd34.seed22.rho_lo");
     /* a partner that is not a plain token is refused, not mangled */
-    assert_int_equal(metric_partner(name, sizeof name, METRIC_DIFFICULTY, "a.b", 1, "rho"), -1);
-    assert_int_equal(metric_partner(name, sizeof name, METRIC_DIFFICULTY, "a\"b", 1, "rho"), -1);
+    assert_int_equal(metric_partner(&k, METRIC_DIFFICULTY, "a.b", 1, "rho"), -1);
+    assert_int_equal(metric_partner(&k, METRIC_DIFFICULTY, "a\"b", 1, "rho"), -1);
     /* post-hoc exit rows take the exit grammar */
-    assert_int_equal(metric_exit_mode(name, sizeof name, METRIC_POSTHOC_MODE, 0.3, "loss", METRIC_NONE), 0);
-    assert_string_equal(name, "posthoc.tau0.300.loss");
-    assert_int_equal(metric_split("ablation", name, base, sizeof base, params, sizeof params), 0);
-    assert_string_equal(base, "posthoc.loss");
-    assert_string_equal(params, "{\"tau\":0.300}");
-    assert_int_equal(metric_unsplit(base, params, back, sizeof back), 0);
-    assert_string_equal(back, name);
-    assert_int_equal(metric_exit_mode(name, sizeof name, METRIC_POSTHOC_MODE, NAN, "loss", METRIC_NONE), 0);
-    assert_string_equal(name, "posthoc.full.loss");
-    assert_int_equal(metric_split("ablation", name, base, sizeof base, params, sizeof params), 0);
-    assert_string_equal(params, "{\"tau\":null}");
-    assert_int_equal(metric_headline(name, sizeof name, METRIC_HARD, "active_frac"), 0);
-    assert_string_equal(name, "hard.active_frac");
+    assert_int_equal(metric_exit_mode(&k, METRIC_POSTHOC_MODE, 0.3, "loss", METRIC_NONE), 0);
+    assert_string_equal(k.name, "posthoc.loss");
+    assert_string_equal(k.params, "{\"tau\":0.300}");
+    assert_int_equal(metric_label(k.name, k.params, label, sizeof label), 0);
+    assert_string_equal(label, "posthoc.tau0.300.loss");
+    assert_int_equal(metric_exit_mode(&k, METRIC_POSTHOC_MODE, NAN, "loss", METRIC_NONE), 0);
+    assert_string_equal(k.params, "{\"tau\":null}");
+    assert_int_equal(metric_label(k.name, k.params, label, sizeof label), 0);
+    assert_string_equal(label, "posthoc.full.loss");
+    assert_int_equal(metric_headline(&k, METRIC_HARD, "active_frac"), 0);
+    assert_string_equal(k.name, "hard.active_frac");
+    assert_string_equal(k.params, "{}");
 }
 
 int main(void) {

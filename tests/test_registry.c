@@ -41,6 +41,14 @@
 static char tmp_root[512];
 
 /* A fresh folder for one test: <tmp_root>/<name>. */
+/* A key by hand (as a registry row holds it). */
+static metric_key key_of(const char *name, const char *params) {
+    metric_key k;
+    snprintf(k.name, sizeof k.name, "%s", name);
+    snprintf(k.params, sizeof k.params, "%s", params);
+    return k;
+}
+
 static void tmp_dir(char *out, size_t len, const char *name) {
     snprintf(out, len, "%s/%s", tmp_root, name);
     char cmd[1200];
@@ -296,11 +304,11 @@ static void test_nan_stored_as_null(void **state) {
     assert_int_equal(sql_int(path, "SELECT count(*) FROM metrics WHERE value IS NULL"), 3);
     assert_int_equal(sql_int(path, "SELECT count(*) FROM metrics WHERE typeof(value)='real'"), 1);
     double v = 0;
-    assert_int_equal(db_metric_get(db, "r", 1, "train", "loss", &v, err, sizeof err), 1);
+    assert_int_equal(db_metric_get(db, "r", 1, "train", "loss", NULL, &v, err, sizeof err), 1);
     assert_true(isnan(v));
-    assert_int_equal(db_metric_get(db, "r", 4, "train", "loss", &v, err, sizeof err), 1);
+    assert_int_equal(db_metric_get(db, "r", 4, "train", "loss", NULL, &v, err, sizeof err), 1);
     assert_true(v == 1.25);
-    assert_int_equal(db_metric_get(db, "r", 5, "train", "loss", &v, err, sizeof err), 0);
+    assert_int_equal(db_metric_get(db, "r", 5, "train", "loss", NULL, &v, err, sizeof err), 0);
     /* Re-logging a step (a resumed run) replaces it. */
     gl_metric again = {.step = 4, .split = "train", .name = "loss", .value = 1.5, .wall_time = 0};
     OK(db_metrics_log(db, "r", &again, 1, err, sizeof err));
@@ -351,8 +359,8 @@ static void test_readers(void **state) {
     make_run(db, "exp", "r", "RUNNING");
     OK(db_params_put_ini(db, "r", "[model]\nn_layer = 4\n", err, sizeof err));
     gl_metric m[6] = {{.step = 20, .split = "val", .name = "loss", .value = 2.0, .wall_time = 110}, {.step = 10, .split = "val", .name = "loss", .value = 3.0, .wall_time = 105}, {.step = 30, .split = "val", .name = "loss", .value = NAN, .wall_time = 120},
-                      {.step = 10, .split = "train", .name = "loss", .value = 3.5, .wall_time = 100}, {.step = 7, .split = "ablation", .name = "zero.all.delta_loss", .value = 0.25, .wall_time = 130},
-                      {.step = 9, .split = "ablation", .name = "zero.all.delta_loss", .value = 0.5, .wall_time = 140}};
+                      {.step = 10, .split = "train", .name = "loss", .value = 3.5, .wall_time = 100}, {.step = 7, .split = "ablation", .name = "zero.delta_loss", .params = "{\"gates\":\"all\"}", .value = 0.25, .wall_time = 130},
+                      {.step = 9, .split = "ablation", .name = "zero.delta_loss", .params = "{\"gates\":\"all\"}", .value = 0.5, .wall_time = 140}};
     OK(db_metrics_log(db, "r", m, 6, err, sizeof err));
     db_close(db);
 
@@ -365,12 +373,12 @@ static void test_readers(void **state) {
     assert_int_equal(db_param_get(ro, "r", "model.nope", val, sizeof val, err, sizeof err), 0);
     double v = 0;
     long step = 0;
-    assert_int_equal(db_metric_last(ro, "r", "val", "loss", &v, &step, err, sizeof err), 1);
+    assert_int_equal(db_metric_last(ro, "r", "val", "loss", NULL, &v, &step, err, sizeof err), 1);
     assert_true(isnan(v) && step == 30); /* the largest step, NULL read as NaN */
-    assert_int_equal(db_metric_last(ro, "r", "val", "bpc", &v, NULL, err, sizeof err), 0);
+    assert_int_equal(db_metric_last(ro, "r", "val", "bpc", NULL, &v, NULL, err, sizeof err), 0);
     gl_metric_point *pts = NULL;
     int n = 0;
-    OK(db_metric_series(ro, "r", "val", "loss", &pts, &n, err, sizeof err));
+    OK(db_metric_series(ro, "r", "val", "loss", NULL, &pts, &n, err, sizeof err));
     assert_int_equal(n, 3);
     assert_true(pts[0].step == 10 && pts[0].value == 3.0 && pts[0].wall_time == 105 && pts[1].step == 20 &&
                 isnan(pts[2].value));
@@ -379,8 +387,11 @@ static void test_readers(void **state) {
     OK(db_metrics_latest(ro, "r", "ablation", &rows, &n, err, sizeof err));
     assert_int_equal(n, 1);
     assert_true(rows[0].step == 9 && rows[0].value == 0.5);
-    assert_true(db_metrics_latest_find(rows, n, "zero.all.delta_loss") == 0.5);
-    assert_true(isnan(db_metrics_latest_find(rows, n, "zero.all.loss")));
+    metric_key zk = key_of("zero.delta_loss", "{\"gates\":\"all\"}"), zl = key_of("zero.loss", zk.params),
+               zp = key_of("zero.delta_loss", "{}");
+    assert_true(db_metrics_latest_find(rows, n, &zk) == 0.5);
+    assert_true(isnan(db_metrics_latest_find(rows, n, &zl)));
+    assert_true(isnan(db_metrics_latest_find(rows, n, &zp))); /* the name alone is another metric */
     free(rows);
     double t0 = 0;
     assert_int_equal(db_run_t0(ro, "r", &t0, err, sizeof err), 1);
@@ -392,77 +403,132 @@ static void test_readers(void **state) {
     printf("readers: read-only open refuses a missing file and a non-registry; params, last, series, latest, t0\n");
 }
 
-/* name == expected, from a builder that returned 0. */
-#define NAME_IS(call, expected)                                  \
-    do {                                                         \
-        assert_int_equal((call), 0);                             \
-        assert_string_equal(name, (expected));                   \
+/* k == (name, params), from a builder that returned 0, and its label. */
+#define KEY_IS(call, want_name, want_params, want_label)                                 \
+    do {                                                                                 \
+        char label_[METRIC_NAME_MAX + METRIC_PARAMS_MAX];                                \
+        assert_int_equal((call), 0);                                                     \
+        assert_string_equal(k.name, (want_name));                                        \
+        assert_string_equal(k.params, (want_params));                                    \
+        assert_int_equal(metric_label(k.name, k.params, label_, sizeof label_), 0);      \
+        assert_string_equal(label_, (want_label));                                       \
     } while (0)
 
 static void test_metric_names(void **state) {
     (void)state;
-    char name[METRIC_NAME_MAX], tiny[8];
+    metric_key k, r;
+    char label[64];
     int l, h, c;
     /* statistics */
-    NAME_IS(metric_stat(name, sizeof name, "alpha_mean", 1, 0, METRIC_NONE), "alpha_mean.L1.H0");
-    NAME_IS(metric_stat(name, sizeof name, "alpha_mean", 2, METRIC_NONE, CAT_SEMANTIC), "alpha_mean.L2.semantic");
-    NAME_IS(metric_stat(name, sizeof name, "tokens", METRIC_NONE, METRIC_NONE, CAT_FUNCTIONAL), "tokens.functional");
-    NAME_IS(metric_stat(name, sizeof name, "expected_depth", METRIC_NONE, METRIC_NONE, METRIC_NONE), "expected_depth");
-    assert_int_equal(metric_stat(name, sizeof name, "a.b", 1, METRIC_NONE, METRIC_NONE), -1);
-    assert_int_equal(metric_stat(name, sizeof name, "alpha_mean", METRIC_NONE, 0, METRIC_NONE), -1);
-    assert_int_equal(metric_stat(name, sizeof name, "alpha_mean", 1, METRIC_NONE, CAT_COUNT), -1);
-    assert_int_equal(metric_stat(tiny, sizeof tiny, "alpha_mean", 1, 0, METRIC_NONE), -1);
-    assert_string_equal(tiny, ""); /* never truncated */
-    assert_true(metric_stat_parse("alpha_mean.L12.H3", "alpha_mean", &l, &h, &c) && l == 12 && h == 3 && c == METRIC_NONE);
-    assert_true(metric_stat_parse("p_mean.L2.structural", "p_mean", &l, &h, &c) && l == 2 && h == METRIC_NONE &&
-                c == CAT_STRUCTURAL);
-    assert_true(metric_stat_parse("alpha_mean", "alpha_mean", &l, &h, &c) && l == METRIC_NONE);
-    assert_false(metric_stat_parse("alpha_mean_x.L1", "alpha_mean", &l, &h, &c));
-    assert_false(metric_stat_parse("alpha_mean.L1.bogus", "alpha_mean", &l, &h, &c));
-    assert_false(metric_stat_parse("alpha_mean.L-1", "alpha_mean", &l, &h, &c));
-    assert_false(metric_stat_parse("alpha_mean.L1.H", "alpha_mean", &l, &h, &c));
-    assert_false(metric_stat_parse("alpha_mean.L1x", "alpha_mean", &l, &h, &c));
-    /* every statistic name built parses back to its parts */
+    KEY_IS(metric_stat(&k, "alpha_mean", 1, 0, METRIC_NONE), "alpha_mean", "{\"layer\":1,\"head\":0}",
+           "alpha_mean.L1.H0");
+    KEY_IS(metric_stat(&k, "alpha_mean", 2, METRIC_NONE, CAT_SEMANTIC), "alpha_mean",
+           "{\"layer\":2,\"category\":\"semantic\"}", "alpha_mean.L2.semantic");
+    KEY_IS(metric_stat(&k, "tokens", METRIC_NONE, METRIC_NONE, CAT_FUNCTIONAL), "tokens",
+           "{\"category\":\"functional\"}", "tokens.functional");
+    KEY_IS(metric_stat(&k, "expected_depth", METRIC_NONE, METRIC_NONE, METRIC_NONE), "expected_depth", "{}",
+           "expected_depth");
+    KEY_IS(metric_plain(&k, "loss"), "loss", "{}", "loss");
+    assert_int_equal(metric_stat(&k, "a.b", 1, METRIC_NONE, METRIC_NONE), -1);
+    assert_string_equal(k.name, ""); /* a refusal leaves nothing to store */
+    assert_int_equal(metric_stat(&k, "alpha_mean", METRIC_NONE, 0, METRIC_NONE), -1);
+    assert_int_equal(metric_stat(&k, "alpha_mean", 1, METRIC_NONE, CAT_COUNT), -1);
+    char longname[METRIC_NAME_MAX + 8];
+    memset(longname, 'a', sizeof longname - 1);
+    longname[sizeof longname - 1] = 0;
+    assert_int_equal(metric_stat(&k, longname, 1, 0, METRIC_NONE), -1); /* never truncated */
+    assert_string_equal(k.name, "");
+    r = key_of("alpha_mean", "{\"layer\":12,\"head\":3}");
+    assert_true(metric_stat_parse(&r, "alpha_mean", &l, &h, &c) && l == 12 && h == 3 && c == METRIC_NONE);
+    r = key_of("p_mean", "{\"layer\":2,\"category\":\"structural\"}");
+    assert_true(metric_stat_parse(&r, "p_mean", &l, &h, &c) && l == 2 && h == METRIC_NONE && c == CAT_STRUCTURAL);
+    r = key_of("alpha_mean", "{}");
+    assert_true(metric_stat_parse(&r, "alpha_mean", &l, &h, &c) && l == METRIC_NONE);
+    r = key_of("alpha_mean_x", "{\"layer\":1}");
+    assert_false(metric_stat_parse(&r, "alpha_mean", &l, &h, &c));
+    r = key_of("alpha_mean", "{\"layer\":1,\"category\":\"bogus\"}");
+    assert_false(metric_stat_parse(&r, "alpha_mean", &l, &h, &c));
+    r = key_of("alpha_mean", "{\"layer\":-1}");
+    assert_false(metric_stat_parse(&r, "alpha_mean", &l, &h, &c));
+    r = key_of("alpha_mean", "{\"head\":1}"); /* a head needs its layer */
+    assert_false(metric_stat_parse(&r, "alpha_mean", &l, &h, &c));
+    r = key_of("alpha_mean", "{\"head\":0,\"layer\":1}"); /* keys out of the canonical order */
+    assert_false(metric_stat_parse(&r, "alpha_mean", &l, &h, &c));
+    r = key_of("alpha_mean", "{\"gates\":\"all\"}"); /* an intervention's parameter */
+    assert_false(metric_stat_parse(&r, "alpha_mean", &l, &h, &c));
+    /* every statistic key built parses back to its parts */
     for (int layer = METRIC_NONE; layer < 3; layer++)
         for (int head = METRIC_NONE; head < 2; head++)
             for (int cat = METRIC_NONE; cat < CAT_COUNT; cat++) {
                 if (head != METRIC_NONE && layer == METRIC_NONE) continue;
-                assert_int_equal(metric_stat(name, sizeof name, "alpha_gini", layer, head, cat), 0);
-                assert_true(metric_stat_parse(name, "alpha_gini", &l, &h, &c));
+                assert_int_equal(metric_stat(&k, "alpha_gini", layer, head, cat), 0);
+                assert_true(metric_stat_parse(&k, "alpha_gini", &l, &h, &c));
                 assert_true(l == layer && h == head && c == cat);
             }
 
     /* interventions and early exit */
-    metric_ablation_key k;
-    NAME_IS(metric_ablation(name, sizeof name, "zero", "L1H0+L2", "delta_loss", CAT_SEMANTIC),
-            "zero.L1H0+L2.delta_loss.semantic");
-    assert_true(metric_ablation_parse(name, &k));
-    assert_string_equal(k.mode, "zero");
-    assert_string_equal(k.label, "L1H0+L2");
-    assert_string_equal(k.quantity, "delta_loss");
-    assert_true(k.cat == CAT_SEMANTIC && isnan(k.tau));
-    NAME_IS(metric_exit(name, sizeof name, 0.5, "tlops_saved", METRIC_NONE), "exit.tau0.500.tlops_saved");
-    assert_true(metric_ablation_parse(name, &k));
-    assert_true(!strcmp(k.mode, "exit") && !strcmp(k.label, "tau0.500") && k.tau == 0.5 && k.cat == METRIC_NONE);
-    NAME_IS(metric_ablation_sibling(name, sizeof name, &k, "delta_loss", CAT_FUNCTIONAL),
-            "exit.tau0.500.delta_loss.functional");
-    NAME_IS(metric_exit(name, sizeof name, NAN, "loss", METRIC_NONE), "exit.full.loss");
-    assert_true(metric_ablation_parse(name, &k) && !strcmp(k.label, "full") && isnan(k.tau));
-    assert_int_equal(metric_ablation(name, sizeof name, "zero", "tau0.5", "loss", METRIC_NONE), -1);
-    assert_int_equal(metric_exit(name, sizeof name, INFINITY, "loss", METRIC_NONE), -1);
-    assert_false(metric_ablation_parse("zero.all", &k));
-    assert_false(metric_ablation_parse("zero.all.delta_loss.nope", &k));
-    assert_false(metric_ablation_parse("exit.taux.loss", &k));
+    metric_ablation_key a;
+    KEY_IS(metric_ablation(&k, "zero", "L1H0+L2", "delta_loss", CAT_SEMANTIC), "zero.delta_loss",
+           "{\"gates\":\"L1H0+L2\",\"category\":\"semantic\"}", "zero.L1H0+L2.delta_loss.semantic");
+    assert_true(metric_ablation_parse(&k, &a));
+    assert_string_equal(a.mode, "zero");
+    assert_string_equal(a.label, "L1H0+L2");
+    assert_string_equal(a.quantity, "delta_loss");
+    assert_true(a.cat == CAT_SEMANTIC && isnan(a.tau));
+    KEY_IS(metric_exit(&k, 0.5, "tlops_saved", METRIC_NONE), "exit.tlops_saved", "{\"tau\":0.500}",
+           "exit.tau0.500.tlops_saved");
+    assert_true(metric_ablation_parse(&k, &a));
+    assert_true(!strcmp(a.mode, "exit") && !strcmp(a.label, "tau0.500") && a.tau == 0.5 && a.cat == METRIC_NONE);
+    KEY_IS(metric_ablation_sibling(&k, &a, "delta_loss", CAT_FUNCTIONAL), "exit.delta_loss",
+           "{\"tau\":0.500,\"category\":\"functional\"}", "exit.tau0.500.delta_loss.functional");
+    KEY_IS(metric_exit(&k, NAN, "loss", METRIC_NONE), "exit.loss", "{\"tau\":null}", "exit.full.loss");
+    assert_true(metric_ablation_parse(&k, &a) && !strcmp(a.label, "full") && isnan(a.tau));
+    KEY_IS(metric_ablation_sibling(&k, &a, "tlops_saved", METRIC_NONE), "exit.tlops_saved", "{\"tau\":null}",
+           "exit.full.tlops_saved");
+    KEY_IS(metric_exit_mode(&k, METRIC_POSTHOC_MODE, 0.3, "loss", METRIC_NONE), "posthoc.loss", "{\"tau\":0.300}",
+           "posthoc.tau0.300.loss");
+    assert_int_equal(metric_ablation(&k, "zero", "tau0.5", "loss", METRIC_NONE), -1);
+    assert_int_equal(metric_ablation(&k, "zero", "a\"b", "loss", METRIC_NONE), -1); /* no JSON escapes */
+    assert_int_equal(metric_exit(&k, INFINITY, "loss", METRIC_NONE), -1);
+    assert_int_equal(metric_exit_mode(&k, "zero", 0.5, "loss", METRIC_NONE), -1);
+    r = key_of("zero.all", "{}");
+    assert_false(metric_ablation_parse(&r, &a));
+    r = key_of("zero.delta_loss", "{}"); /* no gates: not an intervention */
+    assert_false(metric_ablation_parse(&r, &a));
+    r = key_of("zero.delta_loss", "{\"gates\":\"all\",\"category\":\"nope\"}");
+    assert_false(metric_ablation_parse(&r, &a));
+    r = key_of("exit.loss", "{\"tau\":x}");
+    assert_false(metric_ablation_parse(&r, &a));
+    r = key_of("zero.loss", "{\"tau\":0.500}"); /* a threshold only for exit and posthoc */
+    assert_false(metric_ablation_parse(&r, &a));
+
+    /* headline and paired analyses */
+    KEY_IS(metric_headline(&k, METRIC_HARD, "active_frac"), "hard.active_frac", "{}", "hard.active_frac");
+    assert_true(metric_headline_parse(&k, METRIC_HARD, label, sizeof label) && !strcmp(label, "active_frac"));
+    assert_false(metric_headline_parse(&k, METRIC_FINAL, label, sizeof label));
+    assert_int_equal(metric_headline(&k, "soft", "loss"), -1);
+    KEY_IS(metric_partner(&k, METRIC_DIFFICULTY, "paper-x-003", 22, "rho"), "difficulty.rho",
+           "{\"partner\":\"paper-x-003\",\"seed\":22}", "difficulty.paper-x-003.seed22.rho");
+    assert_int_equal(metric_partner(&k, METRIC_DIFFICULTY, "a.b", 1, "rho"), -1);
+
+    /* labels of rows this module did not write: shown as stored, and said so */
+    assert_int_equal(metric_label("alpha_mean", "{\"k\": ", label, sizeof label), -1);
+    assert_string_equal(label, "alpha_mean {\"k\": ");
+    assert_int_equal(metric_label("odd.L01", "{}", label, sizeof label), 0);
+    assert_string_equal(label, "odd.L01");
 
     /* gate labels */
-    NAME_IS(metric_label_gate(name, sizeof name, 3, METRIC_NONE), "L3");
-    NAME_IS(metric_label_gate(name, sizeof name, 3, 7), "L3H7");
+    assert_int_equal(metric_label_gate(label, sizeof label, 3, METRIC_NONE), 0);
+    assert_string_equal(label, "L3");
+    assert_int_equal(metric_label_gate(label, sizeof label, 3, 7), 0);
+    assert_string_equal(label, "L3H7");
     assert_true(metric_label_gate_parse("L3H7", &l, &h) && l == 3 && h == 7);
     assert_true(metric_label_gate_parse("L3", &l, &h) && l == 3 && h == METRIC_NONE);
     assert_false(metric_label_gate_parse("L3H7+L2", &l, &h));
     assert_false(metric_label_gate_parse("all", &l, &h));
     assert_false(metric_label_gate_parse("L3H", &l, &h));
-    printf("metric names: statistics, interventions, early exit and gate labels round-trip; bad tokens refused\n");
+    printf("metric keys: statistics, interventions, early exit, headline and paired rows built as (name, params), "
+           "read back to their parts, labelled; bad tokens refused\n");
 }
 
 static void test_params_flattened(void **state) {
@@ -539,11 +605,7 @@ static int writer_main(const char *path, int w, int go_fd) {
     gl_metric rows[ROWS_PER_TX];
     for (int i = 0; i < ROWS_PER_WRITER; i += ROWS_PER_TX) {
         for (int k = 0; k < ROWS_PER_TX; k++) {
-            rows[k].step = i + k;
-            rows[k].split = "train";
-            rows[k].name = "loss";
-            rows[k].value = w * 1e6 + i + k;
-            rows[k].wall_time = 0;
+            rows[k] = (gl_metric){.step = i + k, .split = "train", .name = "loss", .value = w * 1e6 + i + k};
         }
         if (db_metrics_log(db, run, rows, ROWS_PER_TX, err, sizeof err)) {
             fprintf(stderr, "writer %d: %s\n", w, err);
@@ -1044,7 +1106,7 @@ static const char v2_schema[] =
     "  ('r2', 40, 'analysis', 'alpha_mean.L1.H0', 0.125, 1), ('r2', 40, 'analysis', 'tokens.functional', 90, 1),"
     "  ('r2', 40, 'analysis', 'expected_depth', 4.5, 1), ('r2', 40, 'analysis', 'odd.L01', 7, 1);";
 
-/* The names as written, with their stored (base, params) in schema 3. */
+/* Rows as stored (split, name, params) with the label each reads as. */
 static const char *const v2_names[][4] = {
     {"train", "loss", "loss", "{}"},
     {"val", "final.loss", "final.loss", "{}"},
@@ -1055,24 +1117,32 @@ static const char *const v2_names[][4] = {
     {"analysis", "alpha_mean.L1.H0", "alpha_mean", "{\"layer\":1,\"head\":0}"},
     {"analysis", "tokens.functional", "tokens", "{\"category\":\"functional\"}"},
     {"analysis", "expected_depth", "expected_depth", "{}"},
-    {"analysis", "odd.L01", "odd.L01", "{}"}, /* would come back as odd.L1: kept whole */
+    {"analysis", "odd.L01", "odd.L01", "{}"}, /* a name another tool wrote: its own label */
 };
 
-/* Every v2 name reads back under its old name, through any reader. */
+/* Every row reads back by its (name, params), through any reader, and is
+ * labelled as written. */
 static void check_v2_names(gl_db *db) {
-    char err[512];
+    char err[512], label[256];
     for (size_t i = 0; i < sizeof v2_names / sizeof v2_names[0]; i++) {
         double v = NAN;
-        assert_int_equal(db_metric_last(db, "r2", v2_names[i][0], v2_names[i][1], &v, NULL, err, sizeof err), 1);
+        assert_int_equal(
+            db_metric_last(db, "r2", v2_names[i][0], v2_names[i][2], v2_names[i][3], &v, NULL, err, sizeof err), 1);
         assert_false(isnan(v));
+        assert_int_equal(metric_label(v2_names[i][2], v2_names[i][3], label, sizeof label), 0);
+        assert_string_equal(label, v2_names[i][1]);
     }
     gl_metric_latest *rows = NULL;
     int n = 0;
     OK(db_metrics_latest(db, "r2", "ablation", &rows, &n, err, sizeof err));
     assert_int_equal(n, 4);
-    assert_true(db_metrics_latest_find(rows, n, "exit.tau0.500.loss") == 3.5);
-    assert_true(db_metrics_latest_find(rows, n, "exit.full.loss") == 2.75);
-    assert_true(db_metrics_latest_find(rows, n, "zero.L1H0+L2.delta_loss.semantic") == 0.5);
+    metric_key k;
+    metric_exit(&k, 0.5, "loss", METRIC_NONE);
+    assert_true(db_metrics_latest_find(rows, n, &k) == 3.5);
+    metric_exit(&k, NAN, "loss", METRIC_NONE);
+    assert_true(db_metrics_latest_find(rows, n, &k) == 2.75);
+    metric_ablation(&k, "zero", "L1H0+L2", "delta_loss", CAT_SEMANTIC);
+    assert_true(db_metrics_latest_find(rows, n, &k) == 0.5);
     free(rows);
 }
 
@@ -1083,19 +1153,24 @@ static void test_stored_names(void **state) {
     snprintf(path, sizeof path, "%s/gatelab.db", dir);
     sql_exec(path, v2_schema);
     check_old_refused(path, 2);
-    /* the same names logged into version 3: stored as (base, params), read back whole */
+    /* the rows logged as (name, params) are stored as they are, and read back */
     tmp_dir(dir, sizeof dir, "stored_names");
     snprintf(path, sizeof path, "%s/gatelab.db", dir);
     gl_db *db = open_ok(path);
     make_run(db, "old", "r2", "FINISHED");
     const size_t n = sizeof v2_names / sizeof v2_names[0];
     for (size_t i = 0; i < n; i++) {
-        gl_metric m = {.step = 40, .split = v2_names[i][0], .name = v2_names[i][1], .value = 1.0 + (double)i};
+        gl_metric m = {.step = 40, .split = v2_names[i][0], .name = v2_names[i][2], .params = v2_names[i][3],
+                       .value = 1.0 + (double)i};
         OK(db_metrics_log(db, "r2", &m, 1, err, sizeof err));
     }
-    const gl_metric fix[] = {{.step = 40, .split = "ablation", .name = "exit.tau0.500.loss", .value = 3.5},
-                             {.step = 40, .split = "ablation", .name = "exit.full.loss", .value = 2.75},
-                             {.step = 40, .split = "ablation", .name = "zero.L1H0+L2.delta_loss.semantic", .value = 0.5}};
+    metric_key fk[3];
+    metric_exit(&fk[0], 0.5, "loss", METRIC_NONE);
+    metric_exit(&fk[1], NAN, "loss", METRIC_NONE);
+    metric_ablation(&fk[2], "zero", "L1H0+L2", "delta_loss", CAT_SEMANTIC);
+    const gl_metric fix[] = {{.step = 40, .split = "ablation", .name = fk[0].name, .params = fk[0].params, .value = 3.5},
+                             {.step = 40, .split = "ablation", .name = fk[1].name, .params = fk[1].params, .value = 2.75},
+                             {.step = 40, .split = "ablation", .name = fk[2].name, .params = fk[2].params, .value = 0.5}};
     OK(db_metrics_log(db, "r2", fix, 3, err, sizeof err));
     check_v2_names(db);
     db_close(db);
@@ -1108,8 +1183,8 @@ static void test_stored_names(void **state) {
         assert_string_equal(text, want);
     }
     assert_int_equal(sql_int(path, "SELECT count(*) FROM metrics WHERE json_valid(params)"), (long long)n);
-    printf("stored names: %zu names as (name, params JSON), every one reads back as written; a name that would "
-           "not come back whole (odd.L01) is kept whole\n", n);
+    printf("stored names: %zu rows as (name, params JSON), every one read back by its key and labelled as "
+           "written\n", n);
 }
 
 /* ---- the statement helpers (registry_sql.h) ---- */
@@ -1190,7 +1265,8 @@ static void test_provenance_keyed(void **state) {
     OK(db_experiment_ensure(db, "e", NULL, &exp_id, err, sizeof err));
     OK(db_run_create(db, exp_id, "r", "r", NULL, NULL, 1, "FINISHED", err, sizeof err));
     /* `heads` at 64 windows, then `ablate --heads 2:0 --windows 128`: same name, same step */
-    gl_metric heads = {.step = 40, .split = "ablation", .name = "zero.L2H0.delta_loss", .value = 0.125,
+    gl_metric heads = {.step = 40, .split = "ablation", .name = "zero.delta_loss", .params = "{\"gates\":\"L2H0\"}",
+                       .value = 0.125,
                        .prov = db_prov("val", 0, 64, 4096)};
     gl_metric ablate = heads;
     ablate.value = 0.25;
@@ -1199,22 +1275,23 @@ static void test_provenance_keyed(void **state) {
     OK(db_metrics_log(db, "r", &ablate, 1, err, sizeof err));
     assert_int_equal(db_count_rows(db, "metrics", "r", err, sizeof err), 2);
     gl_metric_val v;
-    assert_int_equal(db_metric_at(db, "r", "ablation", "zero.L2H0.delta_loss", &heads.prov, &v, err, sizeof err), 1);
+    assert_int_equal(db_metric_at(db, "r", "ablation", heads.name, heads.params, &heads.prov, &v, err, sizeof err), 1);
     assert_true(v.value == 0.125);
-    assert_int_equal(db_metric_at(db, "r", "ablation", "zero.L2H0.delta_loss", NULL, &v, err, sizeof err), 1);
+    assert_int_equal(db_metric_at(db, "r", "ablation", heads.name, heads.params, NULL, &v, err, sizeof err), 1);
     assert_true(v.value == 0.25); /* no provenance asked: the most windows */
     gl_metric_latest *rows = NULL;
     int n = 0;
     OK(db_metrics_latest(db, "r", "ablation", &rows, &n, err, sizeof err));
     assert_int_equal(n, 2);
     assert_true(rows[0].prov.count == 128 && rows[1].prov.count == 64);
-    assert_true(db_metrics_latest_find_like(rows, n, "zero.L2H0.delta_loss", &rows[1]) == 0.125);
+    metric_key hk = key_of(heads.name, heads.params);
+    assert_true(db_metrics_latest_find_like(rows, n, &hk, &rows[1]) == 0.125);
     free(rows);
     /* the same measurement again replaces only itself */
     heads.value = 0.0625;
     OK(db_metrics_log(db, "r", &heads, 1, err, sizeof err));
     assert_int_equal(db_count_rows(db, "metrics", "r", err, sizeof err), 2);
-    assert_int_equal(db_metric_at(db, "r", "ablation", "zero.L2H0.delta_loss", &heads.prov, &v, err, sizeof err), 1);
+    assert_int_equal(db_metric_at(db, "r", "ablation", heads.name, heads.params, &heads.prov, &v, err, sizeof err), 1);
     assert_true(v.value == 0.0625);
     /* run events and the config a resume changed */
     OK(db_run_event(db, "r", "config_change", "train.steps: 250 -> 300", err, sizeof err));

@@ -109,7 +109,9 @@ int main(void) {
     add_run(db, e, "tsa-s2", CFGS("s", "none", "tsa", "0.05", "0.001", "2", ""), 1.75);
 
     /* a row whose name carries its partner (meas22's difficulty rows), read back through a '*' key */
-    gl_metric dm = {.step = 10, .split = "analysis", .name = "difficulty.base1.seed22.rho", .value = 0.375};
+    metric_key dk;
+    metric_partner(&dk, METRIC_DIFFICULTY, "base1", 22, "rho");
+    gl_metric dm = {.step = 10, .split = "analysis", .name = dk.name, .params = dk.params, .value = 0.375};
     if (db_metrics_log(db, "tsa1", &dm, 1, err, sizeof err)) printf("FAIL log difficulty: %s\n", err), fails++;
     runset rs = {0};
     ok("runset_load", runset_load(db, "paper-", &rs, err, sizeof err) == 0 && rs.n == 9);

@@ -97,11 +97,11 @@ static int cmp_headline(gl_db *db, cmp_set *s, int j, const char *split, char *e
     if (db_metrics_latest(db, s->runs[j].run_id, split, &m, &n, err, errlen)) return -1;
     for (int i = 0; i < n; i++) {
         char q[64], key[192];
-        if (!metric_headline_parse(m[i].name, METRIC_FINAL, q, sizeof q) &&
-            !metric_headline_parse(m[i].name, METRIC_MATCHED, q, sizeof q))
+        if (!metric_headline_parse(&m[i].key, METRIC_FINAL, q, sizeof q) &&
+            !metric_headline_parse(&m[i].key, METRIC_MATCHED, q, sizeof q))
             continue;
-        if (db_metrics_latest_get(m, n, m[i].name, NULL) != &m[i]) continue; /* the most windows only */
-        snprintf(key, sizeof key, "%s/%s", split, m[i].name);
+        if (db_metrics_latest_get(m, n, &m[i].key, NULL) != &m[i]) continue; /* the most windows only */
+        snprintf(key, sizeof key, "%s/%s", split, m[i].key.name); /* a headline: no parameters */
         if (cmp_put_num(s, key, j, m[i].value)) {
             free(m);
             snprintf(err, errlen, "out of memory");
@@ -133,7 +133,7 @@ static int cmp_collect(gl_db *db, cmp_set *s, char *err, size_t errlen) {
             snprintf(err, errlen, "out of memory");
             return -1;
         }
-        int k = db_metric_last(db, s->runs[j].run_id, "train", "loss", &v, NULL, err, errlen);
+        int k = db_metric_last(db, s->runs[j].run_id, "train", "loss", NULL, &v, NULL, err, errlen);
         if (k < 0 || (k && cmp_put_num(s, "train/loss", j, v))) return -1;
         if (cmp_headline(db, s, j, "val", err, errlen) || cmp_headline(db, s, j, "test", err, errlen)) return -1;
     }

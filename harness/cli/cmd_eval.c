@@ -99,12 +99,12 @@ static int partner_headline(const resolve_run *rr, const char *partner_arg, cons
     gl_metric_val a, l;
     int rc = db_open_readonly(&db, db_path, err, errlen), ka = 0, kl = 0;
     /* the hard headline (the skipping done) when recorded, else the soft one: TSA's α as it runs */
-    if (!rc) ka = db_metric_at(db, partner, split_name, "hard.active_frac", NULL, &a, err, errlen);
-    if (!rc && ka == 1) kl = db_metric_at(db, partner, split_name, "hard.loss", &a.prov, &l, err, errlen);
+    if (!rc) ka = db_metric_at(db, partner, split_name, "hard.active_frac", NULL, NULL, &a, err, errlen);
+    if (!rc && ka == 1) kl = db_metric_at(db, partner, split_name, "hard.loss", NULL, &a.prov, &l, err, errlen);
     if (!rc && ka >= 0 && kl >= 0 && (ka == 0 || kl == 0 || isnan(a.value))) {
-        ka = db_metric_at(db, partner, split_name, "final.active_frac", NULL, &a, err, errlen);
+        ka = db_metric_at(db, partner, split_name, "final.active_frac", NULL, NULL, &a, err, errlen);
         kl = 0;
-        if (ka == 1) kl = db_metric_at(db, partner, split_name, "final.loss", &a.prov, &l, err, errlen);
+        if (ka == 1) kl = db_metric_at(db, partner, split_name, "final.loss", NULL, &a.prov, &l, err, errlen);
     }
     db_close(db);
     if (rc || ka < 0 || kl < 0) return -1;

@@ -64,10 +64,11 @@ static int pp_call(subcommand fn, const char *first, ...) {
     return rc;
 }
 
-static int pp_has(gl_db *db, const char *run, const char *split, const char *name) {
+/* 1 when run has a row of the metric (name, params; NULL: none) in split. */
+static int pp_has(gl_db *db, const char *run, const char *split, const char *name, const char *params) {
     char err[256];
     double v;
-    return db_metric_last(db, run, split, name, &v, NULL, err, sizeof err) == 1;
+    return db_metric_last(db, run, split, name, params, &v, NULL, err, sizeof err) == 1;
 }
 
 static int pp_open(gl_db **db, const char *results, char *err, size_t errlen) {
@@ -100,24 +101,24 @@ static void pp_gates(const paper_run *r, int *value_gate, int *traced_gate) {
 static int pp_measure(gl_db *db, const paper_run *r, const char *results) {
     const char *id = r->t.run_id;
     int bad = 0;
-    char zero[METRIC_NAME_MAX], mean[METRIC_NAME_MAX];
-    metric_ablation(zero, sizeof zero, "zero", METRIC_LABEL_ALL, "delta_loss", METRIC_NONE);
-    metric_ablation(mean, sizeof mean, "mean", METRIC_LABEL_ALL, "delta_loss", METRIC_NONE);
+    metric_key zero, mean;
+    metric_ablation(&zero, "zero", METRIC_LABEL_ALL, "delta_loss", METRIC_NONE);
+    metric_ablation(&mean, "mean", METRIC_LABEL_ALL, "delta_loss", METRIC_NONE);
     /* a routed run's headline has hard.* beside final.* (runs recorded before hard.* existed are measured again) */
     const int routed = strcmp(r->depth, "none") != 0;
-    if (!pp_has(db, id, "val", "final.loss") || (routed && !pp_has(db, id, "val", "hard.loss"))) {
+    if (!pp_has(db, id, "val", "final.loss", NULL) || (routed && !pp_has(db, id, "val", "hard.loss", NULL))) {
         fprintf(stderr, "[paper post] %s: whole-split evaluation%s\n", id, routed ? ", soft and with the skipping done" : "");
         bad += pp_call(cmd_eval, "eval", id, "--record", "--results", results, NULL) != 0;
     }
     int vg, tg;
     pp_gates(r, &vg, &tg);
-    if (vg >= 0 && !pp_has(db, id, "ablation", zero)) {
+    if (vg >= 0 && !pp_has(db, id, "ablation", zero.name, zero.params)) {
         fprintf(stderr, "[paper post] %s: gates zeroed\n", id);
         bad += pp_call(cmd_ablate, "ablate", id, "--mode", "zero", "--windows", "128", "--results", results, NULL) != 0;
     }
     /* a gate without a value per token (ResFormer's λ1, one constant per block) is its own mean:
      * its mean ablation is the identity (ablate refuses it) */
-    if (vg >= 0 && gatekind_per_token((gl_gate)vg) && !pp_has(db, id, "ablation", mean)) {
+    if (vg >= 0 && gatekind_per_token((gl_gate)vg) && !pp_has(db, id, "ablation", mean.name, mean.params)) {
         fprintf(stderr, "[paper post] %s: gates at their mean\n", id);
         bad += pp_call(cmd_ablate, "ablate", id, "--mode", "mean", "--windows", "128", "--results", results, NULL) != 0;
     }
@@ -125,7 +126,7 @@ static int pp_measure(gl_db *db, const paper_run *r, const char *results) {
     char traced[METRIC_NAME_MAX];
     if (tg >= 0 && gatekind_info[tg].ablate == GABL_ROUTE) snprintf(traced, sizeof traced, "active_frac");
     else if (tg >= 0) snprintf(traced, sizeof traced, "%s_mean", gatekind_info[tg].key);
-    if (tg >= 0 && !pp_has(db, id, "analysis", traced)) {
+    if (tg >= 0 && !pp_has(db, id, "analysis", traced, NULL)) {
         fprintf(stderr, "[paper post] %s: trace analysis\n", id);
         bad += pp_call(cmd_analyze, "analyze", id, "--results", results, NULL) != 0;
     }
@@ -144,7 +145,7 @@ static int pp_match(const paper_run *runs, int n, gl_db *db, const char *results
     int bad = 0;
     for (int i = 0; i < n; i++) {
         const paper_run *e = &runs[i];
-        if (strcmp(e->depth, "early_exit") || pp_has(db, e->t.run_id, "val", "matched.loss")) continue;
+        if (strcmp(e->depth, "early_exit") || pp_has(db, e->t.run_id, "val", "matched.loss", NULL)) continue;
         const double target = claims_operating_alpha(cf, e->t.data);
         if (isnan(target)) {
             fprintf(stderr, "[paper post] %s: the claims file has no TSA operating point (lambda=@alpha) for data %s; "
@@ -189,32 +190,32 @@ static int pp_match(const paper_run *runs, int n, gl_db *db, const char *results
  * The partner: paper_depth_partner (the same run but for depth_routing). */
 static int pp_depth(const paper_run *runs, int n, gl_db *db, const char *results) {
     int bad = 0;
-    char name[METRIC_NAME_MAX], last_tau[METRIC_NAME_MAX], post_tau[METRIC_NAME_MAX];
-    metric_exit_mode(last_tau, sizeof last_tau, METRIC_EXIT_MODE, 0.95, "loss", METRIC_NONE);
-    metric_exit_mode(post_tau, sizeof post_tau, METRIC_POSTHOC_MODE, 0.95, "loss", METRIC_NONE);
+    metric_key name, last_tau, post_tau;
+    metric_exit_mode(&last_tau, METRIC_EXIT_MODE, 0.95, "loss", METRIC_NONE);
+    metric_exit_mode(&post_tau, METRIC_POSTHOC_MODE, 0.95, "loss", METRIC_NONE);
     for (int i = 0; i < n; i++) {
         const paper_run *r = &runs[i];
         const char *id = r->t.run_id;
         if (!strcmp(r->depth, "tsa")) {
-            metric_ablation(name, sizeof name, "random", METRIC_LABEL_ALL, "delta_loss", METRIC_NONE);
-            if (!pp_has(db, id, "ablation", name)) {
+            metric_ablation(&name, "random", METRIC_LABEL_ALL, "delta_loss", METRIC_NONE);
+            if (!pp_has(db, id, "ablation", name.name, name.params)) {
                 fprintf(stderr, "[paper post] %s: learned vs random routing at the same α\n", id);
                 bad += pp_call(cmd_ablate, "ablate", id, "--mode", "random", "--windows", "128", "--results", results,
                                NULL) != 0;
             }
             const paper_run *d = paper_depth_partner(runs, n, r, "none");
-            if (d && !metric_partner(name, sizeof name, METRIC_DIFFICULTY, d->t.run_id, DIFF_SEED, "rho") &&
-                !pp_has(db, id, "analysis", name)) {
+            if (d && !metric_partner(&name, METRIC_DIFFICULTY, d->t.run_id, DIFF_SEED, "rho") &&
+                !pp_has(db, id, "analysis", name.name, name.params)) {
                 fprintf(stderr, "[paper post] %s: per-token depth against the loss of dense %s\n", id, d->t.run_id);
                 bad += pp_call(cmd_analyze, "analyze", id, "--difficulty", d->t.run_id, "--results", results, NULL) != 0;
             }
-        } else if (!strcmp(r->depth, "early_exit") && !pp_has(db, id, "ablation", last_tau)) {
+        } else if (!strcmp(r->depth, "early_exit") && !pp_has(db, id, "ablation", last_tau.name, last_tau.params)) {
             fprintf(stderr, "[paper post] %s: the early-exit τ frontier\n", id);
             bad += pp_call(cmd_ablate, "ablate", id, "--mode", "exit", "--windows", "128", "--results", results, NULL) !=
                    0;
         } else if (!strcmp(r->depth, "none") &&
                    (paper_depth_partner(runs, n, r, "tsa") || paper_depth_partner(runs, n, r, "early_exit")) &&
-                   !pp_has(db, id, "ablation", post_tau)) {
+                   !pp_has(db, id, "ablation", post_tau.name, post_tau.params)) {
             fprintf(stderr, "[paper post] %s: post-hoc early exit of the dense model\n", id);
             bad += pp_call(cmd_ablate, "ablate", id, "--mode", "posthoc-exit", "--windows", "128", "--results", results,
                            NULL) != 0;

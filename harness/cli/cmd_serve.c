@@ -526,10 +526,11 @@ static json_t *serve_latest(gl_db *db, const char *id, char *err, size_t errlen)
             return NULL;
         }
         for (int i = 0; i < n; i++) {
-            char on[96];
+            char on[96], label[METRIC_NAME_MAX + METRIC_PARAMS_MAX];
             json_t *o = json_object();
+            metric_label(m[i].key.name, m[i].key.params, label, sizeof label);
             jsonl_set(o, "split", jsonl_str(splits[k]));
-            jsonl_set(o, "name", jsonl_str(m[i].name));
+            jsonl_set(o, "name", jsonl_str(label));
             jsonl_set(o, "value", jsonl_num(m[i].value));
             jsonl_set(o, "se", jsonl_num(m[i].se));
             jsonl_set(o, "step", jsonl_int(m[i].step));

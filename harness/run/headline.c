@@ -17,7 +17,7 @@
 
 typedef struct {
     gl_metric rows[HL_MAX_ROWS];
-    char names[HL_MAX_ROWS][METRIC_NAME_MAX];
+    metric_key keys[HL_MAX_ROWS];
     int n, bad;
     long step;
     const char *split, *kind;
@@ -25,14 +25,15 @@ typedef struct {
 } hl_rows;
 
 static void hl_add(hl_rows *h, const char *quantity, double v, double se) {
-    if (h->n >= HL_MAX_ROWS || metric_headline(h->names[h->n], METRIC_NAME_MAX, h->kind, quantity)) {
+    if (h->n >= HL_MAX_ROWS || metric_headline(&h->keys[h->n], h->kind, quantity)) {
         h->bad = 1;
         return;
     }
     gl_metric *g = &h->rows[h->n];
     g->step = h->step;
     g->split = h->split;
-    g->name = h->names[h->n];
+    g->name = h->keys[h->n].name;
+    g->params = h->keys[h->n].params;
     g->value = v;
     g->wall_time = 0;
     g->prov = h->prov;

@@ -1019,7 +1019,7 @@ static int has_headline(run_ctx *c) {
     if (c->rank != 0 || !c->db) return 1; /* rank 0 alone records it */
     gl_metric_val v;
     char e2[256];
-    return db_metric_at(c->db, c->run_id, "val", "final.loss", NULL, &v, e2, sizeof e2) == 1 && v.step == c->st.step;
+    return db_metric_at(c->db, c->run_id, "val", "final.loss", NULL, NULL, &v, e2, sizeof e2) == 1 && v.step == c->st.step;
 }
 
 /* The outcome after the loop (failed: train_loop_run's code), its closing

@@ -1,20 +1,18 @@
 /*
- * metric.c — build and parse the structured metric names of metric.h.
+ * metric.c — build and read the metric keys of metric.h.
  *
- * The analyses (analyze, ablate, heads) write these names into the registry
- * and the readers (tables, figures) take them apart again; both sides call
- * this file, so a name cannot be written in one shape and read in another.
- *
- * It also gives a name's stored form (metric_split / metric_unsplit): the
- * registry keeps the parameters of a name (layer, head, gates, τ, category)
- * as a canonical JSON text beside the bare quantity, and puts the name back
- * together for every reader; a name is only taken apart when it comes back
- * whole, so a name this file did not write is stored as it is.
+ * The analyses (analyze, ablate, heads) write keys into the registry and the
+ * readers (tables, figures, paper) read their parts back; both sides call
+ * this file, so a key cannot be written in one shape and read in another.
+ * A key is built as (name, canonical JSON params) and stored as it is built:
+ * nothing joins the parameters into the name to take them out again.
+ * metric_label writes the one-string label people and claim plans read.
  *
  * What it does not do: talk to the registry (registry.c stores the rows), or
  * know which statistics or interventions exist (the analyses choose their
- * tokens; this file only joins and splits them).  Parsing is strict: digits
- * without sign or space, no trailing text, categories by their exact names.
+ * tokens; this file only checks and places them).  Reading params is strict:
+ * the canonical key order, digits without sign or space, no trailing text,
+ * categories by their exact names.
  */
 #include "metric.h"
 
@@ -81,154 +79,104 @@ static const char *metric_take(const char *s, char *out, size_t n) {
     return s + k;
 }
 
-/* ---- statistics ---- */
-
-int metric_stat(char *out, size_t n, const char *stat, int layer, int head, int cat) {
-    char lh[32] = "", cs[48];
-    const char *csuf = metric_cat_suffix(cat, cs, sizeof cs);
-    if (!metric_token_ok(stat) || !csuf || layer < METRIC_NONE || head < METRIC_NONE ||
-        (head != METRIC_NONE && layer == METRIC_NONE)) {
-        if (n) out[0] = 0;
-        return -1;
-    }
-    if (layer != METRIC_NONE && head != METRIC_NONE) snprintf(lh, sizeof lh, ".L%d.H%d", layer, head);
-    else if (layer != METRIC_NONE) snprintf(lh, sizeof lh, ".L%d", layer);
-    return metric_print(out, n, "%s%s%s", stat, lh, csuf);
+/* A text that sits inside a JSON string without escapes: no '"', '\\' or
+ * control character (UTF-8 passes as it is). */
+static int metric_json_plain(const char *s) {
+    for (; *s; s++)
+        if (*s == '"' || *s == '\\' || (unsigned char)*s < 0x20) return 0;
+    return 1;
 }
 
-int metric_stat_parse(const char *name, const char *stat, int *layer, int *head, int *cat) {
-    size_t sl = strlen(stat);
-    *layer = *head = *cat = METRIC_NONE;
-    if (!sl || strncmp(name, stat, sl)) return 0;
-    const char *p = name + sl;
-    if (!strncmp(p, ".L", 2) && p[2] >= '0' && p[2] <= '9') {
-        p += 2;
-        if ((*layer = metric_uint(&p)) < 0) return 0;
-        if (!strncmp(p, ".H", 2) && p[2] >= '0' && p[2] <= '9') {
-            p += 2;
-            if ((*head = metric_uint(&p)) < 0) return 0;
-        }
-    }
-    if (*p == 0) return 1;
-    if (*p != '.') return 0;
-    *cat = metric_cat_code(p + 1);
-    return *cat != METRIC_NONE;
+/* A run id token: letters, digits, '_', '-', '+'. */
+static int metric_json_safe(const char *s) {
+    for (; *s; s++)
+        if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') || *s == '_' ||
+              *s == '-' || *s == '+'))
+            return 0;
+    return 1;
+}
+
+/* An empty key, and -1 (every builder's refusal). */
+static int metric_refuse(metric_key *k) {
+    k->name[0] = k->params[0] = 0;
+    return -1;
+}
+
+/* Append ,"category":"<name>" (or the first key) and the closing brace to
+ * the params being written in k; cat METRIC_NONE adds only the brace. */
+static int metric_close(metric_key *k, int cat) {
+    size_t len = strlen(k->params);
+    const char *sep = len > 1 ? "," : "";
+    int rc = cat == METRIC_NONE ? metric_print(k->params + len, sizeof k->params - len, "}")
+                                : metric_print(k->params + len, sizeof k->params - len, "%s\"category\":\"%s\"}",
+                                               sep, cat_name(cat));
+    return rc ? metric_refuse(k) : 0;
+}
+
+int metric_plain(metric_key *k, const char *name) {
+    if (!name || !*name || metric_print(k->name, sizeof k->name, "%s", name)) return metric_refuse(k);
+    snprintf(k->params, sizeof k->params, "{}");
+    return 0;
+}
+
+/* k->name = "<a>.<b>" of two tokens, params opened with "{". */
+static int metric_pair(metric_key *k, const char *a, const char *b) {
+    if (!metric_token_ok(a) || !metric_token_ok(b) || metric_print(k->name, sizeof k->name, "%s.%s", a, b))
+        return metric_refuse(k);
+    snprintf(k->params, sizeof k->params, "{");
+    return 0;
+}
+
+/* ---- statistics ---- */
+
+int metric_stat(metric_key *k, const char *stat, int layer, int head, int cat) {
+    if (!metric_token_ok(stat) || layer < METRIC_NONE || head < METRIC_NONE || cat < METRIC_NONE ||
+        cat >= CAT_COUNT || (head != METRIC_NONE && layer == METRIC_NONE) ||
+        metric_print(k->name, sizeof k->name, "%s", stat))
+        return metric_refuse(k);
+    if (layer != METRIC_NONE && head != METRIC_NONE)
+        snprintf(k->params, sizeof k->params, "{\"layer\":%d,\"head\":%d", layer, head);
+    else if (layer != METRIC_NONE) snprintf(k->params, sizeof k->params, "{\"layer\":%d", layer);
+    else snprintf(k->params, sizeof k->params, "{");
+    return metric_close(k, cat);
 }
 
 /* ---- interventions and early exit ---- */
 
-/* mode.label.quantity[.cat] with the label checked by the caller. */
-static int metric_join(char *out, size_t n, const char *mode, const char *label, const char *quantity, int cat) {
-    char cs[48];
-    const char *csuf = metric_cat_suffix(cat, cs, sizeof cs);
-    if (!metric_token_ok(mode) || !label || !*label || !metric_token_ok(quantity) || !csuf) {
-        if (n) out[0] = 0;
-        return -1;
-    }
-    return metric_print(out, n, "%s.%s.%s%s", mode, label, quantity, csuf);
-}
-
-int metric_ablation(char *out, size_t n, const char *mode, const char *label, const char *quantity, int cat) {
-    if (!metric_token_ok(label)) {
-        if (n) out[0] = 0;
-        return -1;
-    }
-    return metric_join(out, n, mode, label, quantity, cat);
+int metric_ablation(metric_key *k, const char *mode, const char *label, const char *quantity, int cat) {
+    if (!metric_token_ok(label) || !metric_json_plain(label) || cat < METRIC_NONE || cat >= CAT_COUNT ||
+        metric_pair(k, mode, quantity) ||
+        metric_print(k->params, sizeof k->params, "{\"gates\":\"%s\"", label))
+        return metric_refuse(k);
+    return metric_close(k, cat);
 }
 
 int metric_tau_mode(const char *mode) {
     return mode && (!strcmp(mode, METRIC_EXIT_MODE) || !strcmp(mode, METRIC_POSTHOC_MODE));
 }
 
-int metric_exit_mode(char *out, size_t n, const char *mode, double tau, const char *quantity, int cat) {
-    char label[40];
-    if (!metric_tau_mode(mode)) {
-        if (n) out[0] = 0;
-        return -1;
-    }
-    if (isnan(tau)) snprintf(label, sizeof label, "full");
-    else if (!isfinite(tau) || fabs(tau) >= 1e6) {
-        if (n) out[0] = 0;
-        return -1;
-    } else snprintf(label, sizeof label, "tau%.3f", tau);
-    return metric_join(out, n, mode, label, quantity, cat);
+int metric_exit_mode(metric_key *k, const char *mode, double tau, const char *quantity, int cat) {
+    if (!metric_tau_mode(mode) || (!isnan(tau) && (!isfinite(tau) || fabs(tau) >= 1e6)) || cat < METRIC_NONE ||
+        cat >= CAT_COUNT || metric_pair(k, mode, quantity))
+        return metric_refuse(k);
+    if (isnan(tau)) snprintf(k->params, sizeof k->params, "{\"tau\":null");
+    else snprintf(k->params, sizeof k->params, "{\"tau\":%.3f", tau);
+    return metric_close(k, cat);
 }
 
-int metric_exit(char *out, size_t n, double tau, const char *quantity, int cat) {
-    return metric_exit_mode(out, n, METRIC_EXIT_MODE, tau, quantity, cat);
-}
-
-/* The early-exit label at p ("tau<number>" or a plain token) into k; returns
- * the position after it, or NULL. */
-static const char *metric_exit_label(const char *p, metric_ablation_key *k) {
-    if (strncmp(p, "tau", 3)) return metric_take(p, k->label, sizeof k->label);
-    char *end = NULL;
-    double tau = strtod(p + 3, &end);
-    if (end == p + 3 || (*end != '.' && *end != 0) || !isfinite(tau)) return NULL;
-    size_t len = (size_t)(end - p);
-    if (len >= sizeof k->label) return NULL;
-    memcpy(k->label, p, len);
-    k->label[len] = 0;
-    k->tau = tau;
-    return end;
-}
-
-int metric_ablation_parse(const char *name, metric_ablation_key *k) {
-    memset(k, 0, sizeof *k);
-    k->cat = METRIC_NONE;
-    k->tau = NAN;
-    const char *p = metric_take(name, k->mode, sizeof k->mode);
-    if (!p || *p != '.') return 0;
-    p++;
-    p = metric_tau_mode(k->mode) ? metric_exit_label(p, k) : metric_take(p, k->label, sizeof k->label);
-    if (!p || *p != '.') return 0;
-    p = metric_take(p + 1, k->quantity, sizeof k->quantity);
-    if (!p) return 0;
-    if (*p == 0) return 1;
-    k->cat = metric_cat_code(p + 1);
-    return k->cat != METRIC_NONE;
-}
-
-int metric_ablation_sibling(char *out, size_t n, const metric_ablation_key *k, const char *quantity, int cat) {
-    int exit_tau = metric_tau_mode(k->mode) && !isnan(k->tau);
-    if (!exit_tau && !metric_token_ok(k->label)) {
-        if (n) out[0] = 0;
-        return -1;
-    }
-    return metric_join(out, n, k->mode, k->label, quantity, cat);
+int metric_exit(metric_key *k, double tau, const char *quantity, int cat) {
+    return metric_exit_mode(k, METRIC_EXIT_MODE, tau, quantity, cat);
 }
 
 /* ---- paired analyses ---- */
 
-/* A token safe inside a JSON string without escapes: letters, digits, '_', '-', '+'. */
-static int metric_json_safe(const char *s);
-
-int metric_partner(char *out, size_t n, const char *family, const char *partner, unsigned long seed,
+int metric_partner(metric_key *k, const char *family, const char *partner, unsigned long seed,
                    const char *quantity) {
-    if (!metric_token_ok(family) || !metric_token_ok(partner) || !metric_json_safe(partner) ||
-        !metric_token_ok(quantity) || seed > 4294967295UL) {
-        if (n) out[0] = 0;
-        return -1;
-    }
-    return metric_print(out, n, "%s.%s.seed%lu.%s", family, partner, seed, quantity);
-}
-
-/* Parse family.partner.seed<N>.quantity (family METRIC_DIFFICULTY): 1, or 0. */
-static int metric_partner_parse(const char *name, char *family, size_t fn, char *partner, size_t pn, long *seed,
-                                char *quantity, size_t qn) {
-    const char *p = metric_take(name, family, fn);
-    if (!p || *p != '.' || strcmp(family, METRIC_DIFFICULTY)) return 0;
-    if (!(p = metric_take(p + 1, partner, pn)) || *p != '.' || !metric_json_safe(partner)) return 0;
-    p++;
-    if (strncmp(p, "seed", 4)) return 0;
-    p += 4;
-    long v = 0;
-    int k = 0;
-    while (*p >= '0' && *p <= '9' && k < 10) v = v * 10 + (*p++ - '0'), k++;
-    if (!k || *p != '.' || v > 4294967295L) return 0;
-    if (!(p = metric_take(p + 1, quantity, qn)) || *p) return 0;
-    *seed = v;
-    return 1;
+    if (!metric_token_ok(partner) || !metric_json_safe(partner) || seed > 4294967295UL ||
+        metric_pair(k, family, quantity) ||
+        metric_print(k->params, sizeof k->params, "{\"partner\":\"%s\",\"seed\":%lu}", partner, seed))
+        return metric_refuse(k);
+    return 0;
 }
 
 /* ---- gate labels ---- */
@@ -256,98 +204,28 @@ int metric_label_gate_parse(const char *label, int *layer, int *head) {
 
 /* ---- headline ---- */
 
-int metric_headline(char *out, size_t n, const char *kind, const char *quantity) {
-    if (n) out[0] = 0;
+int metric_headline(metric_key *k, const char *kind, const char *quantity) {
     if (!kind || (strcmp(kind, METRIC_FINAL) && strcmp(kind, METRIC_HARD) && strcmp(kind, METRIC_MATCHED)) ||
-        !metric_token_ok(quantity))
-        return -1;
-    return metric_print(out, n, "%s.%s", kind, quantity);
-}
-
-int metric_headline_parse(const char *name, const char *kind, char *quantity, size_t qn) {
-    size_t k = strlen(kind);
-    if (strncmp(name, kind, k) || name[k] != '.' || !metric_token_ok(name + k + 1) || strlen(name + k + 1) >= qn)
-        return 0;
-    snprintf(quantity, qn, "%s", name + k + 1);
-    return 1;
-}
-
-/* ---- stored form: a base name and its parameters as data ----
- *
- * The registry stores a structured name as (base, params): the base names
- * the quantity, the params are canonical JSON with a fixed key order, so
- * equal parameters are equal text and a reader can match them with "=".
- * metric_split only takes a name apart when metric_unsplit gives the same
- * name back; anything else is kept whole with "{}", so no name is lost. */
-
-/* Append the JSON form of key:value (ival used when sval is NULL) to out. */
-static int metric_json_add(char *out, size_t n, const char *key, const char *sval, int ival) {
-    size_t len = strlen(out);
-    const char *sep = len > 1 ? "," : "";
-    if (sval) return metric_print(out + len, n - len, "%s\"%s\":\"%s\"", sep, key, sval);
-    return metric_print(out + len, n - len, "%s\"%s\":%d", sep, key, ival);
-}
-
-/* A token safe inside a JSON string without escapes: letters, digits, '_', '-', '+'. */
-static int metric_json_safe(const char *s) {
-    for (; *s; s++)
-        if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') || *s == '_' ||
-              *s == '-' || *s == '+'))
-            return 0;
-    return 1;
-}
-
-/* The params of a statistic name, or -1 when name is not one. */
-static int metric_split_stat(const char *name, char *base, size_t bn, char *params, size_t pn) {
-    char stat[METRIC_NAME_MAX];
-    int layer, head, cat;
-    if (!metric_take(name, stat, sizeof stat) || !metric_stat_parse(name, stat, &layer, &head, &cat)) return -1;
-    if (metric_print(base, bn, "%s", stat) || metric_print(params, pn, "{")) return -1;
-    if (layer != METRIC_NONE && metric_json_add(params, pn, "layer", NULL, layer)) return -1;
-    if (head != METRIC_NONE && metric_json_add(params, pn, "head", NULL, head)) return -1;
-    if (cat != METRIC_NONE && metric_json_add(params, pn, "category", cat_name(cat), 0)) return -1;
-    size_t len = strlen(params);
-    return metric_print(params + len, pn - len, "}");
-}
-
-/* The params of an intervention or early-exit name, or -1 when name is not one. */
-static int metric_split_ablation(const char *name, char *base, size_t bn, char *params, size_t pn) {
-    metric_ablation_key k;
-    if (!metric_ablation_parse(name, &k)) return -1;
-    if (metric_print(base, bn, "%s.%s", k.mode, k.quantity)) return -1;
-    int rc;
-    if (metric_tau_mode(k.mode) && !isnan(k.tau)) rc = metric_print(params, pn, "{\"tau\":%.3f", k.tau);
-    else if (metric_tau_mode(k.mode) && !strcmp(k.label, "full")) rc = metric_print(params, pn, "{\"tau\":null");
-    else if (metric_json_safe(k.label)) rc = metric_print(params, pn, "{\"gates\":\"%s\"", k.label);
-    else return -1;
-    if (rc || (k.cat != METRIC_NONE && metric_json_add(params, pn, "category", cat_name(k.cat), 0))) return -1;
-    size_t len = strlen(params);
-    return metric_print(params + len, pn - len, "}");
-}
-
-/* The params of a paired-analysis name, or -1 when name is not one. */
-static int metric_split_partner(const char *name, char *base, size_t bn, char *params, size_t pn) {
-    char family[32], partner[METRIC_NAME_MAX], quantity[32];
-    long seed;
-    if (!metric_partner_parse(name, family, sizeof family, partner, sizeof partner, &seed, quantity, sizeof quantity))
-        return -1;
-    if (metric_print(base, bn, "%s.%s", family, quantity)) return -1;
-    return metric_print(params, pn, "{\"partner\":\"%s\",\"seed\":%ld}", partner, seed);
-}
-
-int metric_split(const char *split, const char *name, char *base, size_t bn, char *params, size_t pn) {
-    char back[METRIC_NAME_MAX];
-    int rc = -1;
-    if (split && !strcmp(split, "analysis")) {
-        rc = metric_split_partner(name, base, bn, params, pn);
-        if (rc) rc = metric_split_stat(name, base, bn, params, pn);
-    }
-    else if (split && !strcmp(split, "ablation")) rc = metric_split_ablation(name, base, bn, params, pn);
-    if (!rc && (metric_unsplit(base, params, back, sizeof back) || strcmp(back, name))) rc = -1;
-    if (!rc) return 0;
-    if (metric_print(base, bn, "%s", name) || metric_print(params, pn, "{}")) return -1;
+        metric_pair(k, kind, quantity))
+        return metric_refuse(k);
+    snprintf(k->params, sizeof k->params, "{}");
     return 0;
 }
+
+int metric_headline_parse(const metric_key *k, const char *kind, char *quantity, size_t qn) {
+    size_t n = strlen(kind);
+    const char *q = k->name + n + 1;
+    if (strcmp(k->params, "{}") || strncmp(k->name, kind, n) || k->name[n] != '.' || !metric_token_ok(q) ||
+        strlen(q) >= qn)
+        return 0;
+    snprintf(quantity, qn, "%s", q);
+    return 1;
+}
+
+/* ---- reading params ----
+ *
+ * The params this file writes, read back in their canonical key order (each
+ * key optional); anything else does not parse. */
 
 /* Read "key": at *p (after '{' or ','); advances past the ':'. */
 static int metric_json_key(const char **p, const char *key) {
@@ -385,7 +263,7 @@ static int metric_params_parse(const char *s, metric_params *mp) {
     mp->gates[0] = 0;
     mp->partner[0] = 0;
     mp->seed = -1;
-    if (*s++ != '{') return 0;
+    if (!s || *s++ != '{') return 0;
     const char *p = s;
     if (metric_json_key(&p, "layer") && (mp->layer = metric_uint(&p)) >= 0 && *p == ',') p++;
     if (metric_json_key(&p, "head") && (mp->head = metric_uint(&p)) >= 0 && *p == ',') p++;
@@ -396,7 +274,7 @@ static int metric_params_parse(const char *s, metric_params *mp) {
         else {
             char *end = NULL;
             mp->tau = strtod(p, &end);
-            if (end == p) return 0;
+            if (end == p || !isfinite(mp->tau)) return 0;
             p = end;
         }
         if (*p == ',') p++;
@@ -414,24 +292,73 @@ static int metric_params_parse(const char *s, metric_params *mp) {
         if (end == p || mp->seed < 0) return 0;
         p = end;
     }
-    return p[0] == '}' && p[1] == 0;
+    return p[0] == '}' && p[1] == 0 && (mp->head == METRIC_NONE || mp->layer != METRIC_NONE);
 }
 
-int metric_unsplit(const char *base, const char *params, char *out, size_t n) {
+/* Split a two-token name <a>.<b> into a and b: 1, or 0. */
+static int metric_name_pair(const char *name, char *a, size_t an, char *b, size_t bn) {
+    const char *p = metric_take(name, a, an);
+    if (!p || *p != '.' || !(p = metric_take(p + 1, b, bn)) || *p) return 0;
+    return 1;
+}
+
+int metric_stat_parse(const metric_key *k, const char *stat, int *layer, int *head, int *cat) {
     metric_params mp;
-    char mode[32], quantity[32];
-    if (!params || !*params || !strcmp(params, "{}")) return metric_print(out, n, "%s", base);
-    if (!metric_params_parse(params, &mp)) {
-        if (n) out[0] = 0;
-        return -1;
+    *layer = *head = *cat = METRIC_NONE;
+    if (strcmp(k->name, stat) || !metric_params_parse(k->params, &mp) || mp.gates[0] || mp.has_tau ||
+        mp.partner[0])
+        return 0;
+    *layer = mp.layer, *head = mp.head, *cat = mp.cat;
+    return 1;
+}
+
+int metric_ablation_parse(const metric_key *k, metric_ablation_key *a) {
+    metric_params mp;
+    memset(a, 0, sizeof *a);
+    a->cat = METRIC_NONE;
+    a->tau = NAN;
+    if (!metric_name_pair(k->name, a->mode, sizeof a->mode, a->quantity, sizeof a->quantity) ||
+        !metric_params_parse(k->params, &mp) || mp.layer != METRIC_NONE || mp.partner[0])
+        return 0;
+    if (mp.has_tau && metric_tau_mode(a->mode) && !mp.gates[0]) {
+        a->tau = mp.tau;
+        if (isnan(mp.tau)) snprintf(a->label, sizeof a->label, "full");
+        else snprintf(a->label, sizeof a->label, "tau%.3f", mp.tau);
+    } else if (mp.gates[0] && !mp.has_tau) snprintf(a->label, sizeof a->label, "%s", mp.gates);
+    else return 0;
+    a->cat = mp.cat;
+    return 1;
+}
+
+int metric_ablation_sibling(metric_key *k, const metric_ablation_key *a, const char *quantity, int cat) {
+    if (metric_tau_mode(a->mode) && (!isnan(a->tau) || !strcmp(a->label, "full")))
+        return metric_exit_mode(k, a->mode, a->tau, quantity, cat);
+    return metric_ablation(k, a->mode, a->label, quantity, cat);
+}
+
+/* ---- labels ---- */
+
+/* The label of (name, params), or -1 (out untouched) when params is not ours. */
+static int metric_label_of(const char *name, const char *params, char *out, size_t n) {
+    metric_params mp;
+    char mode[32], quantity[32], lh[32] = "", cs[48];
+    if (!params || !*params || !strcmp(params, "{}")) return metric_print(out, n, "%s", name);
+    if (!metric_params_parse(params, &mp)) return -1;
+    const char *csuf = metric_cat_suffix(mp.cat, cs, sizeof cs);
+    if (!mp.gates[0] && !mp.has_tau && !mp.partner[0]) {
+        if (mp.layer != METRIC_NONE && mp.head != METRIC_NONE) snprintf(lh, sizeof lh, ".L%d.H%d", mp.layer, mp.head);
+        else if (mp.layer != METRIC_NONE) snprintf(lh, sizeof lh, ".L%d", mp.layer);
+        return metric_print(out, n, "%s%s%s", name, lh, csuf);
     }
-    if (!mp.gates[0] && !mp.has_tau && !mp.partner[0]) return metric_stat(out, n, base, mp.layer, mp.head, mp.cat);
-    const char *p = metric_take(base, mode, sizeof mode);
-    if (!p || *p != '.' || !(p = metric_take(p + 1, quantity, sizeof quantity)) || *p) {
-        if (n) out[0] = 0;
-        return -1;
-    }
-    if (mp.partner[0]) return metric_partner(out, n, mode, mp.partner, (unsigned long)mp.seed, quantity);
-    if (mp.has_tau) return metric_exit_mode(out, n, mode, mp.tau, quantity, mp.cat);
-    return metric_ablation(out, n, mode, mp.gates, quantity, mp.cat);
+    if (!metric_name_pair(name, mode, sizeof mode, quantity, sizeof quantity)) return -1;
+    if (mp.partner[0]) return metric_print(out, n, "%s.%s.seed%ld.%s", mode, mp.partner, mp.seed, quantity);
+    if (mp.has_tau && isnan(mp.tau)) return metric_print(out, n, "%s.full.%s%s", mode, quantity, csuf);
+    if (mp.has_tau) return metric_print(out, n, "%s.tau%.3f.%s%s", mode, mp.tau, quantity, csuf);
+    return metric_print(out, n, "%s.%s.%s%s", mode, mp.gates, quantity, csuf);
+}
+
+int metric_label(const char *name, const char *params, char *out, size_t n) {
+    if (!metric_label_of(name, params, out, n)) return 0;
+    if (n) snprintf(out, n, "%s %s", name, params ? params : "");
+    return -1;
 }

@@ -1,34 +1,47 @@
 /*
- * metric.h — the names of registry metrics, built and parsed in one place.
+ * metric.h — the names of registry metrics, built and read in one place.
  *
- * A metric row is (run, step, split, name, value).  Training and evaluation
- * log bare names ("loss", "bpc", "active_frac", "tokens_per_s", …).  The
- * analyses log structured names, and every writer and reader of those goes
- * through this module, so the grammar below is the only place it is written:
+ * A metric row is (run, step, split, name, params, value).  A metric has one
+ * form, the one the registry stores and every reader sees (SQL, the Python
+ * package, `gatelab metrics`): a name, the quantity without its parameters,
+ * and params, the parameters as canonical JSON ("{}" when none).  Training and
+ * evaluation log bare names ("loss", "bpc", "final.loss", …; params "{}").
+ * The analyses log names with parameters, and every writer and reader of
+ * those goes through this module (metric_key), so the grammar below is the
+ * only place it is written:
  *
- *   statistic (split "analysis"):  <stat>[.L<layer>[.H<head>]][.<category>]
- *       alpha_mean.L1.H0   alpha_mean.L1   alpha_mean.L1.semantic   tokens.functional   expected_depth
- *   intervention (split "ablation"):  <mode>.<label>.<quantity>[.<category>]
- *       zero.all.delta_loss   zero.L1H0.delta_loss   mean.L2.delta_loss.semantic   random.all.base_loss
- *   early exit (split "ablation"):  exit.tau<τ, 3 decimals>.<quantity>[.<category>],  exit.full.loss
- *       and the same for post-hoc early exit of a dense model:  posthoc.tau0.500.loss,  posthoc.full.loss
- *   headline (split = the evaluated data split, "val" or "test"):  final.<quantity>,  hard.<quantity>,
- *   matched.<quantity>
- *       final.loss   final.bpc   final.active_frac   final.p_mid_share   hard.loss   hard.active_frac
- *       matched.tau   matched.loss   matched.partner_loss
+ *   statistic (split "analysis"):  <stat>  {"layer":L,"head":H,"category":C}, each key optional
+ *       alpha_mean {"layer":1,"head":0}   alpha_mean {"layer":1,"category":"semantic"}   expected_depth {}
+ *   intervention (split "ablation"):  <mode>.<quantity>  {"gates":"<label>","category":C}
+ *       zero.delta_loss {"gates":"all"}   zero.delta_loss {"gates":"L1H0"}   random.base_loss {"gates":"all"}
+ *   early exit (split "ablation"):  exit.<quantity>  {"tau":<τ, 3 decimals>,"category":C},
+ *       exit.loss {"tau":null} (the full model); the same for post-hoc early
+ *       exit of a dense model: posthoc.loss {"tau":0.500}
+ *   paired analysis (split "analysis"):  <family>.<quantity>  {"partner":"<run>","seed":N}
+ *       difficulty.rho {"partner":"dense-run","seed":22}
+ *   headline (split = the evaluated data split, "val" or "test"):  final.<quantity>,
+ *       hard.<quantity>, matched.<quantity>, params {}
+ *
+ * Keys always come in the order layer, head, gates, tau, category, partner,
+ * seed, so equal parameters are equal text and SQL matches them with "=".
+ *
+ * A metric also has a label, for people and for the claim plans that name
+ * metrics (analysis/claims.h: "ablation/zero.all.delta_loss"): metric_label
+ * writes it (alpha_mean.L1.H0, zero.L1H0.delta_loss, exit.tau0.500.loss,
+ * exit.full.loss, difficulty.RUN.seed22.rho; a name without parameters is its
+ * own label).  Labels are only written, never taken apart.
  *
  * Every row also carries what it was measured on (store/registry.h gl_prov:
- * split, windows, tokens) and the checkpoint step; the name never does.
+ * split, windows, tokens) and the checkpoint step; the key never does.
  *
- * Tokens (stat, mode, label, quantity) are non-empty and hold no '.', except
- * an early-exit label "tau0.500", whose dot belongs to the number.  A gate
+ * Tokens (stat, mode, label, quantity) are non-empty and hold no '.'.  A gate
  * label is "all", "L<layer>" (every gate of a block), "L<layer>H<head>" (one
  * KV head) or several joined by '+'.  Layers and heads count from 0;
  * categories are the codes of store/categories.h (cat_name).
  *
- * Builders return 0, or -1 when a token is empty or holds a '.', or the name
- * does not fit in n bytes (out then holds ""); they never truncate.  Parsers
- * return 1 when the name has the form asked for, 0 when not.
+ * Builders return 0, or -1 when a token is empty or holds a '.', or the key
+ * does not fit (the key then holds ""); they never truncate.  Parsers read a
+ * key's parts: 1 when it has the form asked for, 0 when not.
  */
 #ifndef GATELAB_STORE_METRIC_H
 #define GATELAB_STORE_METRIC_H
@@ -41,42 +54,53 @@
 #define METRIC_POSTHOC_MODE "posthoc" /* post-hoc early exit of a dense model: the same grammar as exit */
 #define METRIC_LABEL_ALL "all"   /* the label of every gate of the model */
 
-/* ---- statistics: <stat>[.L<layer>[.H<head>]][.<category>] ---- */
+/* A metric as stored: the name (the quantity without its parameters) and
+ * the parameters as canonical JSON. */
+#define METRIC_PARAMS_MAX 160  /* bytes of a params text, with its terminating 0 */
+typedef struct {
+    char name[METRIC_NAME_MAX];      /* alpha_mean, zero.delta_loss, exit.loss, final.loss, loss */
+    char params[METRIC_PARAMS_MAX];  /* {"layer":1,"head":0}, {"gates":"all"}, {"tau":0.500}, {} */
+} metric_key;
 
-/* layer, head and cat may each be METRIC_NONE; a head needs a layer. */
-int metric_stat(char *out, size_t n, const char *stat, int layer, int head, int cat);
+/* A name without parameters (params "{}"): loss, final.loss, expected_depth. */
+int metric_plain(metric_key *k, const char *name);
 
-/* 1 when name is exactly stat followed by the optional parts above; each of
- * *layer, *head, *cat is set, METRIC_NONE where the part is absent. */
-int metric_stat_parse(const char *name, const char *stat, int *layer, int *head, int *cat);
+/* ---- statistics: <stat> {"layer":L,"head":H,"category":C} ---- */
 
-/* ---- interventions: <mode>.<label>.<quantity>[.<category>] ---- */
+/* layer, head and cat may each be METRIC_NONE (the key left out); a head needs a layer. */
+int metric_stat(metric_key *k, const char *stat, int layer, int head, int cat);
 
-int metric_ablation(char *out, size_t n, const char *mode, const char *label, const char *quantity, int cat);
+/* 1 when k is statistic stat with only the parameters above; each of
+ * *layer, *head, *cat is set, METRIC_NONE where the key is absent. */
+int metric_stat_parse(const metric_key *k, const char *stat, int *layer, int *head, int *cat);
 
-/* Early exit at threshold tau (NaN: the full model, label "full"). */
-int metric_exit(char *out, size_t n, double tau, const char *quantity, int cat);
+/* ---- interventions: <mode>.<quantity> {"gates":"<label>","category":C} ---- */
+
+/* label: a gate label (letters, digits, '+'; no '.'). */
+int metric_ablation(metric_key *k, const char *mode, const char *label, const char *quantity, int cat);
+
+/* Early exit at threshold tau (NaN: the full model, {"tau":null}). */
+int metric_exit(metric_key *k, double tau, const char *quantity, int cat);
 /* The same under another threshold mode: METRIC_EXIT_MODE or METRIC_POSTHOC_MODE
- * (posthoc.tau0.500.loss, posthoc.full.loss). */
-int metric_exit_mode(char *out, size_t n, const char *mode, double tau, const char *quantity, int cat);
-/* 1 when mode's labels are thresholds (exit, posthoc). */
+ * (posthoc.loss {"tau":0.500}, posthoc.loss {"tau":null}). */
+int metric_exit_mode(metric_key *k, const char *mode, double tau, const char *quantity, int cat);
+/* 1 when mode's parameter is a threshold (exit, posthoc). */
 int metric_tau_mode(const char *mode);
 
 typedef struct {
     char mode[32];      /* zero, mean, full-depth, random, file, exit */
-    char label[64];     /* all, L1, L1H0, L1H0+L2 …; for exit: full or tau0.500 */
+    char label[64];     /* all, L1, L1H0, L1H0+L2 …; for a threshold: full or tau0.500 (as metric_label writes it) */
     char quantity[32];  /* loss, base_loss, delta_loss, ppl_ratio, active_frac, tlops_saved … */
     int cat;            /* category code, METRIC_NONE for all tokens */
-    double tau;         /* exit rows with a threshold: τ; NaN otherwise */
+    double tau;         /* threshold rows with a τ: τ; NaN otherwise */
 } metric_ablation_key;
 
-/* Split an intervention or early-exit name into its parts: 1, or 0 when name
- * has neither form. */
-int metric_ablation_parse(const char *name, metric_ablation_key *k);
+/* The parts of an intervention or early-exit key: 1, or 0 when k has neither form. */
+int metric_ablation_parse(const metric_key *k, metric_ablation_key *a);
 
-/* The name of another quantity or category of the intervention k was parsed
- * from (k's mode and label kept as written). */
-int metric_ablation_sibling(char *out, size_t n, const metric_ablation_key *k, const char *quantity, int cat);
+/* The key of another quantity or category of the intervention a was parsed
+ * from (a's mode and gates or τ kept). */
+int metric_ablation_sibling(metric_key *k, const metric_ablation_key *a, const char *quantity, int cat);
 
 /* ---- headline: final.<quantity> (the whole split at the end of training)
  *      and matched.<quantity> (early exit at the τ matched to a TSA run's α) ---- */
@@ -86,21 +110,19 @@ int metric_ablation_sibling(char *out, size_t n, const metric_ablation_key *k, c
 #define METRIC_MATCHED "matched"
 
 /* kind is METRIC_FINAL, METRIC_HARD or METRIC_MATCHED; quantity a token. */
-int metric_headline(char *out, size_t n, const char *kind, const char *quantity);
+int metric_headline(metric_key *k, const char *kind, const char *quantity);
 
-/* 1 when name is kind.<quantity> (quantity copied to out, qn bytes). */
-int metric_headline_parse(const char *name, const char *kind, char *quantity, size_t qn);
+/* 1 when k is kind.<quantity> without parameters (quantity copied to out, qn bytes). */
+int metric_headline_parse(const metric_key *k, const char *kind, char *quantity, size_t qn);
 
-/* ---- paired analyses (split "analysis"): <family>.<partner run>.seed<N>.<quantity> ----
- *
- *   difficulty.<dense run>.seed<N>.rho  ->  stored as difficulty.rho  {"partner":"<dense run>","seed":N}
+/* ---- paired analyses (split "analysis"): <family>.<quantity> {"partner":"<run>","seed":N} ----
  *
  * A statistic of this run measured against a partner run, with the seed of
  * its resampling (bootstrap).  The partner is a token of letters, digits,
  * '_', '-' and '+' (a run id). */
 #define METRIC_DIFFICULTY "difficulty"
 
-int metric_partner(char *out, size_t n, const char *family, const char *partner, unsigned long seed,
+int metric_partner(metric_key *k, const char *family, const char *partner, unsigned long seed,
                    const char *quantity);
 
 /* ---- gate labels ---- */
@@ -112,28 +134,17 @@ int metric_label_gate(char *out, size_t n, int layer, int head);
  * KV head ("L<l>H<h>"). */
 int metric_label_gate_parse(const char *label, int *layer, int *head);
 
-/* ---- stored form: base name + parameters as data ----
+/* ---- labels: the readable one-string form, for display and claim plans ----
  *
- * The registry (schema 3) keeps the parameters out of the name: a row is
- * (name = base, params = canonical JSON).  By split:
- *   analysis   alpha_mean.L1.H0.semantic  -> alpha_mean  {"layer":1,"head":0,"category":"semantic"}
- *   ablation   zero.L1H0.delta_loss       -> zero.delta_loss  {"gates":"L1H0"}
- *              exit.tau0.500.loss         -> exit.loss  {"tau":0.500}
- *              exit.full.loss             -> exit.loss  {"tau":null}
- *              posthoc.tau0.500.loss      -> posthoc.loss  {"tau":0.500}
- *   analysis   difficulty.RUN.seed7.rho   -> difficulty.rho  {"partner":"RUN","seed":7}
- *   any other name, or one that would not come back whole:  name  {}
- * Keys always appear in the order layer, head, gates, tau, category, partner, seed, so equal
- * parameters are equal text. */
-#define METRIC_PARAMS_MAX 160  /* bytes of a params text, with its terminating 0 */
-
-/* Take the structured name (logged under split) apart into base and params.
- * Returns 0 (a name without parameters gives base = name, params "{}"), or
- * -1 when name does not fit in bn bytes. */
-int metric_split(const char *split, const char *name, char *base, size_t bn, char *params, size_t pn);
-
-/* The structured name of (base, params); params "" or "{}" gives base.
- * 0, or -1 when params is not a text metric_split writes. */
-int metric_unsplit(const char *base, const char *params, char *out, size_t n);
+ *   alpha_mean {"layer":1,"head":0,"category":"semantic"}  ->  alpha_mean.L1.H0.semantic
+ *   zero.delta_loss {"gates":"L1H0+L2"}                     ->  zero.L1H0+L2.delta_loss
+ *   exit.loss {"tau":0.500}  ->  exit.tau0.500.loss          exit.loss {"tau":null}  ->  exit.full.loss
+ *   difficulty.rho {"partner":"RUN","seed":22}              ->  difficulty.RUN.seed22.rho
+ *   any name with params "{}" (or NULL)                     ->  the name
+ *
+ * 0, or -1 when params is not a text this module writes or the label does
+ * not fit in n bytes; out then holds "<name> <params>", cut to n bytes, so a
+ * display can still show the row as stored. */
+int metric_label(const char *name, const char *params, char *out, size_t n);
 
 #endif

@@ -92,19 +92,8 @@ const char *db_prov_str(const gl_prov *p, char *out, size_t n) {
     return out;
 }
 
-/* A structured metric name as its base and its params, as metric_split
- * stores them; a name too long to have been stored matches nothing. */
-typedef struct {
-    char base[METRIC_NAME_MAX * 2], params[METRIC_PARAMS_MAX];
-} db_name;
-static db_name db_name_of(const char *split, const char *name) {
-    db_name n;
-    if (metric_split(split, name, n.base, sizeof n.base, n.params, sizeof n.params)) {
-        n.base[0] = 0;
-        snprintf(n.params, sizeof n.params, "-");
-    }
-    return n;
-}
+/* The params of a lookup: NULL means a name without parameters. */
+static const char *db_params_or_none(const char *params) { return params ? params : "{}"; }
 
 /* mkdir -p of the folder that will hold path.  Returns 0 or -1 with a message. */
 static int db_make_parent(const char *path, char *err, size_t errlen) {
@@ -648,22 +637,23 @@ int db_params_put(gl_db *db, const char *run_id, const gl_manifest *mf, char *er
 
 /* One metric row of run_id (m->wall_time, else now), inside the caller's transaction. */
 static int db_metric_put(gl_db *db, const char *run_id, const gl_metric *m, double now, char *err, size_t errlen) {
-    const char *split = m->split ? m->split : "train";
-    char base[METRIC_NAME_MAX * 2], params[METRIC_PARAMS_MAX], what[192];
-    if (metric_split(split, m->name ? m->name : "", base, sizeof base, params, sizeof params)) {
-        snprintf(err, errlen, "%s: cannot log metric %s/%s of run %s: the name is too long (at most %d bytes)",
-                 db->path, split, m->name, run_id, METRIC_NAME_MAX * 2 - 1);
+    const char *split = m->split ? m->split : "train", *name = m->name ? m->name : "";
+    const char *params = db_params_or_none(m->params);
+    char what[192];
+    if (strlen(name) >= METRIC_NAME_MAX || strlen(params) >= METRIC_PARAMS_MAX) {
+        snprintf(err, errlen, "%s: cannot log metric %s/%s %s of run %s: the name is too long (at most %d bytes, "
+                 "params %d)", db->path, split, name, params, run_id, METRIC_NAME_MAX - 1, METRIC_PARAMS_MAX - 1);
         return -1;
     }
     const gl_prov *p = &m->prov;
     const int known = p->split[0] && p->count > 0;
-    snprintf(what, sizeof what, "cannot log metric %s/%s at step %ld of run %s", split, m->name ? m->name : "",
+    snprintf(what, sizeof what, "cannot log metric %s/%s at step %ld of run %s", split, name,
              m->step, run_id);
     return db_query_one(db, what,
                         "INSERT OR REPLACE INTO metrics (run_id, step, split, name, params, value, wall_time, "
                         "data_split, win_first, win_count, tokens, se) "
                         "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
-                        NULL, NULL, err, errlen, "tItttrdtIIrr", run_id, (long long)m->step, split, base, params,
+                        NULL, NULL, err, errlen, "tItttrdtIIrr", run_id, (long long)m->step, split, name, params,
                         m->value, m->wall_time > 0 ? m->wall_time : now, known ? p->split : "",
                         (long long)(known ? p->first : 0), (long long)(known ? p->count : 0),
                         known && p->tokens > 0 ? p->tokens : NAN, m->se > 0 ? m->se : NAN) < 0 ? -1 : 0;
@@ -874,13 +864,13 @@ cleanup:
 /* ---- small queries (tests, collect, sweeps) ---- */
 
 int db_metric_get(gl_db *db, const char *run_id, long step, const char *split, const char *name,
-                  double *value, char *err, size_t errlen) {
-    db_name nm = db_name_of(split, name);
+                  const char *params, double *value, char *err, size_t errlen) {
     double v[1] = {NAN};
     int rc = db_query_one(db, "cannot read a metric",
                           "SELECT value FROM metrics WHERE run_id=?1 AND step=?2 AND split=?3 AND name=?4 AND "
                           "params=?5 ORDER BY win_count DESC",
-                          db_row_reals, v, err, errlen, "tIttt", run_id, (long long)step, split, nm.base, nm.params);
+                          db_row_reals, v, err, errlen, "tIttt", run_id, (long long)step, split, name,
+                          db_params_or_none(params));
     if (rc == 1) *value = v[0];
     return rc;
 }
@@ -938,23 +928,22 @@ static int db_row_metric_val(sqlite3_stmt *st, void *ctx, char *err, size_t errl
     return 0;
 }
 
-int db_metric_at(gl_db *db, const char *run_id, const char *split, const char *name, const gl_prov *match,
-                 gl_metric_val *out, char *err, size_t errlen) {
-    db_name nm = db_name_of(split, name);
+int db_metric_at(gl_db *db, const char *run_id, const char *split, const char *name, const char *params,
+                 const gl_prov *match, gl_metric_val *out, char *err, size_t errlen) {
     return db_query_one(db, "cannot read a metric",
                         "SELECT value, step, data_split, win_first, win_count, tokens, se FROM metrics "
                         "WHERE run_id = ?1 AND split = ?2 AND name = ?3 AND params = ?7 AND (?4 IS NULL OR "
                         "(data_split = ?4 AND win_first = ?5 AND win_count = ?6)) "
                         "ORDER BY step DESC, win_count DESC LIMIT 1",
-                        db_row_metric_val, out, err, errlen, "ttttIIt", run_id, split, nm.base,
+                        db_row_metric_val, out, err, errlen, "ttttIIt", run_id, split, name,
                         match ? match->split : NULL, match ? (long long)match->first : 0LL,
-                        match ? (long long)match->count : 0LL, nm.params);
+                        match ? (long long)match->count : 0LL, db_params_or_none(params));
 }
 
-int db_metric_last(gl_db *db, const char *run_id, const char *split, const char *name, double *value, long *step,
-                   char *err, size_t errlen) {
+int db_metric_last(gl_db *db, const char *run_id, const char *split, const char *name, const char *params,
+                   double *value, long *step, char *err, size_t errlen) {
     gl_metric_val v;
-    int rc = db_metric_at(db, run_id, split, name, NULL, &v, err, errlen);
+    int rc = db_metric_at(db, run_id, split, name, params, NULL, &v, err, errlen);
     if (rc == 1) {
         *value = v.value;
         if (step) *step = v.step;
@@ -972,28 +961,31 @@ static int db_fill_point(const db_rows *r, sqlite3_stmt *st, void *elem, char *e
     return 0;
 }
 
-int db_metric_series(gl_db *db, const char *run_id, const char *split, const char *name, gl_metric_point **pts,
-                     int *n, char *err, size_t errlen) {
-    db_name nm = db_name_of(split, name);
+int db_metric_series(gl_db *db, const char *run_id, const char *split, const char *name, const char *params,
+                     gl_metric_point **pts, int *n, char *err, size_t errlen) {
     db_rows r = {.db = db, .size = sizeof **pts, .fill = db_fill_point, .run_id = run_id, .split = split};
     int rc = db_query_each(db, "cannot read a metric series",
                            "SELECT step, value, wall_time, data_split, win_first, win_count, tokens FROM metrics "
                            "WHERE run_id = ?1 AND split = ?2 AND name = ?3 AND params = ?4 "
                            "ORDER BY step, win_count DESC",
-                           db_rows_add, &r, err, errlen, "tttt", run_id, split, nm.base, nm.params);
+                           db_rows_add, &r, err, errlen, "tttt", run_id, split, name,
+                           db_params_or_none(params));
     return db_rows_take(&r, rc, (void **)pts, n);
 }
 
-/* The structured name of the (base, params) in columns 0 and 8. */
+/* The key (name, params) in columns 0 and 8, as stored. */
 static int db_fill_latest(const db_rows *r, sqlite3_stmt *st, void *elem, char *err, size_t errlen) {
     gl_metric_latest *v = elem;
-    const char *base = (const char *)sqlite3_column_text(st, 0);
+    const char *name = (const char *)sqlite3_column_text(st, 0);
     const char *params = (const char *)sqlite3_column_text(st, 8);
-    if (metric_unsplit(base ? base : "", params, v->name, sizeof v->name)) {
-        snprintf(err, errlen, "%s: run %s: metric %s/%s has parameters this gatelab cannot read (%s)", r->db->path,
-                 r->run_id, r->split, base, params);
+    if (!name || !params || strlen(name) >= sizeof v->key.name || strlen(params) >= sizeof v->key.params) {
+        snprintf(err, errlen, "%s: run %s: metric %s/%s %s is longer than this gatelab reads (%d bytes, params %d)",
+                 r->db->path, r->run_id, r->split, name ? name : "NULL", params ? params : "NULL",
+                 (int)sizeof v->key.name - 1, (int)sizeof v->key.params - 1);
         return -1;
     }
+    strcpy(v->key.name, name);
+    strcpy(v->key.params, params);
     v->value = db_col_real(st, 1);
     v->step = (long)sqlite3_column_int64(st, 2);
     v->prov = db_col_prov(st, 3);
@@ -1016,23 +1008,23 @@ int db_metrics_latest(gl_db *db, const char *run_id, const char *split, gl_metri
     return db_rows_take(&r, rc, (void **)rows, n);
 }
 
-const gl_metric_latest *db_metrics_latest_get(const gl_metric_latest *rows, int n, const char *name,
+const gl_metric_latest *db_metrics_latest_get(const gl_metric_latest *rows, int n, const metric_key *key,
                                               const gl_metric_latest *like) {
     for (int i = 0; i < n; i++)
-        if (!strcmp(rows[i].name, name) &&
+        if (!strcmp(rows[i].key.name, key->name) && !strcmp(rows[i].key.params, key->params) &&
             (!like || (rows[i].step == like->step && db_prov_same(&rows[i].prov, &like->prov))))
             return &rows[i];
     return NULL;
 }
 
-double db_metrics_latest_find(const gl_metric_latest *rows, int n, const char *name) {
-    const gl_metric_latest *r = db_metrics_latest_get(rows, n, name, NULL);
+double db_metrics_latest_find(const gl_metric_latest *rows, int n, const metric_key *key) {
+    const gl_metric_latest *r = db_metrics_latest_get(rows, n, key, NULL);
     return r ? r->value : NAN;
 }
 
-double db_metrics_latest_find_like(const gl_metric_latest *rows, int n, const char *name,
+double db_metrics_latest_find_like(const gl_metric_latest *rows, int n, const metric_key *key,
                                    const gl_metric_latest *like) {
-    const gl_metric_latest *r = db_metrics_latest_get(rows, n, name, like);
+    const gl_metric_latest *r = db_metrics_latest_get(rows, n, key, like);
     return r ? r->value : NAN;
 }
 

@@ -24,6 +24,7 @@
 #include <stddef.h>
 
 #include "manifest.h"
+#include "metric.h"
 
 #define DB_SCHEMA_VERSION 3
 #define DB_DEFAULT_PATH "results/gatelab.db"
@@ -145,7 +146,8 @@ const char *db_prov_str(const gl_prov *p, char *out, size_t n);
 typedef struct {
     long step;
     const char *split;  /* "train", "val", "test", "ablation", "analysis", ... (the row's namespace) */
-    const char *name;   /* "loss", "active_frac", "tlops_saved", "tokens_per_s", ... */
+    const char *name;   /* "loss", "active_frac", "tlops_saved", "zero.delta_loss", ... (store/metric.h) */
+    const char *params; /* its parameters, canonical JSON (store/metric.h metric_key); NULL: "{}" */
     double value;       /* NaN / inf are stored as NULL */
     double wall_time;   /* unix seconds; <= 0 means "now" */
     gl_prov prov;       /* what value was measured on (zero: none) */
@@ -169,10 +171,13 @@ int db_artifact_put(gl_db *db, const char *run_id, const char *kind, const char 
 int db_artifact_get(gl_db *db, const char *run_id, const char *kind, char *path_out, size_t pathlen,
                     char sha256_out[65], long long *bytes, char *err, size_t errlen);
 
-/* One metric value: 1 found (*value NaN when stored as NULL), 0 none, -1 error.
+/* Every lookup names a metric as it is stored (store/metric.h): name and
+ * params, NULL params meaning "{}" (a name without parameters: "loss").
+ *
+ * One metric value: 1 found (*value NaN when stored as NULL), 0 none, -1 error.
  * Of several measurements at that step, the one on the most windows. */
 int db_metric_get(gl_db *db, const char *run_id, long step, const char *split, const char *name,
-                  double *value, char *err, size_t errlen);
+                  const char *params, double *value, char *err, size_t errlen);
 
 /* Rows of table ("experiments", "runs", "params", "metrics", "artifacts"), only
  * those of run_id when it is non-NULL (not for "experiments").  -1 on error. */
@@ -252,8 +257,8 @@ int db_param_get(gl_db *db, const char *run_id, const char *key, char *value, si
 /* The value at the largest step of (split, name): 1 found (*value NaN when
  * stored as NULL; *step the step, if step is not NULL), 0 none, -1 error.
  * Of several measurements at that step, the one on the most windows. */
-int db_metric_last(gl_db *db, const char *run_id, const char *split, const char *name, double *value, long *step,
-                   char *err, size_t errlen);
+int db_metric_last(gl_db *db, const char *run_id, const char *split, const char *name, const char *params,
+                   double *value, long *step, char *err, size_t errlen);
 
 /* A value with what it was measured on. */
 typedef struct {
@@ -265,8 +270,8 @@ typedef struct {
 
 /* Like db_metric_last with the provenance and standard error: when match is
  * not NULL only rows on the same token set count.  1 found, 0 none, -1 error. */
-int db_metric_at(gl_db *db, const char *run_id, const char *split, const char *name, const gl_prov *match,
-                 gl_metric_val *out, char *err, size_t errlen);
+int db_metric_at(gl_db *db, const char *run_id, const char *split, const char *name, const char *params,
+                 const gl_prov *match, gl_metric_val *out, char *err, size_t errlen);
 
 typedef struct {
     long step;
@@ -277,11 +282,11 @@ typedef struct {
 
 /* Every row of (split, name) by step (at one step, the most windows first).
  * *pts is malloc'd (the caller frees it). */
-int db_metric_series(gl_db *db, const char *run_id, const char *split, const char *name, gl_metric_point **pts,
-                     int *n, char *err, size_t errlen);
+int db_metric_series(gl_db *db, const char *run_id, const char *split, const char *name, const char *params,
+                     gl_metric_point **pts, int *n, char *err, size_t errlen);
 
 typedef struct {
-    char name[128];
+    metric_key key;   /* name and params as stored */
     double value;     /* at the largest step logged for that name and provenance; NaN when NULL */
     long step;
     gl_prov prov;
@@ -296,15 +301,15 @@ int db_metrics_latest(gl_db *db, const char *run_id, const char *split, gl_metri
 
 /* The row of name among rows[0..n) measured like `like` (same step and token
  * set; like NULL: the first row of that name, i.e. the most windows), or NULL. */
-const gl_metric_latest *db_metrics_latest_get(const gl_metric_latest *rows, int n, const char *name,
+const gl_metric_latest *db_metrics_latest_get(const gl_metric_latest *rows, int n, const metric_key *key,
                                               const gl_metric_latest *like);
 
 /* The value of name among rows[0..n) (NaN when absent); of several
  * measurements, the one on the most windows. */
-double db_metrics_latest_find(const gl_metric_latest *rows, int n, const char *name);
+double db_metrics_latest_find(const gl_metric_latest *rows, int n, const metric_key *key);
 
 /* The same, measured like `like` (NaN when there is no such row). */
-double db_metrics_latest_find_like(const gl_metric_latest *rows, int n, const char *name,
+double db_metrics_latest_find_like(const gl_metric_latest *rows, int n, const metric_key *key,
                                    const gl_metric_latest *like);
 
 /* Earliest wall time of any train or val metric of run_id (the run's time
@@ -356,7 +361,7 @@ typedef struct {
 int db_params_all(gl_db *db, const char *run_id, gl_param **out, int *n, char *err, size_t errlen);
 
 /* One stored metric row in long form: the name without its parameters and
- * the parameters as canonical JSON (store/metric.h metric_split). */
+ * the parameters as canonical JSON (store/metric.h metric_key). */
 typedef struct {
     const char *run_id, *experiment, *variant, *split, *name, *params;
     long step;

@@ -28,10 +28,10 @@
  * measured on. */
 static int db_runs_val(gl_db *db, gl_run_row *r, char *err, size_t errlen) {
     gl_metric_val v;
-    int h = db_metric_at(db, r->run_id, "val", "final.loss", NULL, &v, err, errlen);
+    int h = db_metric_at(db, r->run_id, "val", "final.loss", NULL, NULL, &v, err, errlen);
     if (h < 0) return -1;
     r->val_headline = h == 1;
-    if (!h && (h = db_metric_at(db, r->run_id, "val", "loss", NULL, &v, err, errlen)) < 0) return -1;
+    if (!h && (h = db_metric_at(db, r->run_id, "val", "loss", NULL, NULL, &v, err, errlen)) < 0) return -1;
     r->val_loss = h ? v.value : NAN;
     r->val_se = h ? v.se : NAN;
     r->val_step = h ? v.step : -1;
@@ -39,10 +39,10 @@ static int db_runs_val(gl_db *db, gl_run_row *r, char *err, size_t errlen) {
     if (h) r->val_prov = v.prov;
     if (!r->val_headline) return 0;
     gl_metric_val a;
-    int k = db_metric_at(db, r->run_id, "val", "final.active_frac", &v.prov, &a, err, errlen);
+    int k = db_metric_at(db, r->run_id, "val", "final.active_frac", NULL, &v.prov, &a, err, errlen);
     if (k < 0) return -1;
     if (k) r->active_frac = a.value;
-    if ((k = db_metric_at(db, r->run_id, "val", "final.tlops_saved", &v.prov, &a, err, errlen)) < 0) return -1;
+    if ((k = db_metric_at(db, r->run_id, "val", "final.tlops_saved", NULL, &v.prov, &a, err, errlen)) < 0) return -1;
     if (k) r->tlops_saved = a.value;
     return 0;
 }
