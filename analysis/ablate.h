@@ -158,9 +158,10 @@ int ablate_posthoc_sweep(ablate_ctx *c, const double *taus, int n, ablate_eval *
 
 /* Registry rows of a sweep under mode METRIC_EXIT_MODE or METRIC_POSTHOC_MODE
  * (measured on rm->prov; loss and delta_loss with their standard errors):
- * <mode>.tau<τ as %.3f>.{loss, delta_loss, ppl_ratio, active_frac,
- * tlops_saved, acc (tasks), delta_loss.<category>} and <mode>.full.{loss,
- * acc}, split "ablation" at step. */
+ * <mode>.{loss, delta_loss, ppl_ratio, active_frac, tlops_saved, acc
+ * (tasks)} with params {"tau":<τ as %.3f>} (delta_loss also per category),
+ * and <mode>.{loss, acc} with {"tau":null} (the full model), split
+ * "ablation" at step (store/metric.h metric_exit_mode). */
 int ablate_exit_metrics(const char *mode, const ablate_eval *full, const ablate_exit_point *pts, int n, long step,
                         report_metrics *rm, char *err, size_t errlen);
 
@@ -192,10 +193,11 @@ long ablate_resample_source(uint64_t seed, long pos, long n_ref);
 /* 1 when block n of m has a gate the mode can override (SATFormer α or ResFormer λ1). */
 int ablate_block_gated(const gl_model *m, int n);
 
-/* Registry rows of res under "<mode>.<label>." (measured on rm->prov; the
- * losses and delta_loss with their standard errors): base_loss, loss, delta_loss,
- * ppl_ratio, delta_loss.<category>, active_frac (routed models), route_skip
- * (random); split "ablation" at step.  Returns 0 or -1 with a message. */
+/* Registry rows of res as <mode>.<quantity> with params {"gates":"<label>"}
+ * (measured on rm->prov; the losses and delta_loss with their standard
+ * errors): base_loss, loss, delta_loss, ppl_ratio, delta_loss per category,
+ * active_frac (routed models), route_skip (random); split "ablation" at
+ * step (store/metric.h metric_ablation).  Returns 0 or -1 with a message. */
 int ablate_metrics(const ablate_result *res, const char *label, long step, report_metrics *rm, char *err,
                    size_t errlen);
 

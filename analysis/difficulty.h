@@ -16,9 +16,9 @@
  * interpolation between order statistics, R's type 7) of the resampled ρ.
  *
  * Registry rows (split "analysis", on the TSA run, store/metric.h
- * metric_partner): difficulty.<dense run>.seed<S>.{rho, rho_lo, rho_hi,
- * windows, tokens, depth_mean}, stored as difficulty.<q> with params
- * {"partner": "<dense run>", "seed": S}.
+ * metric_partner): difficulty.<q> for q in {rho, rho_lo, rho_hi, windows,
+ * tokens, depth_mean} with params {"partner":"<dense run>","seed":S},
+ * labelled difficulty.<dense run>.seed<S>.<q>.
  */
 #ifndef GATELAB_ANALYSIS_DIFFICULTY_H
 #define GATELAB_ANALYSIS_DIFFICULTY_H
