@@ -1054,6 +1054,27 @@ int manifest_set(gl_manifest *mf, const char *assignment, const char *origin, in
     return rc;
 }
 
+int manifest_parse_key(const char *key, const char *value, const char *origin, gl_key_value *out, char *err,
+                       size_t errlen) {
+    gl_manifest *mf = malloc(sizeof *mf);
+    size_t n = strlen(key) + strlen(value) + 2;
+    char *assignment = malloc(n);
+    int rc = -1;
+    if (!mf || !assignment) {
+        msgf(err, errlen, "out of memory reading %s", key);
+        goto cleanup;
+    }
+    manifest_defaults(mf);
+    snprintf(assignment, n, "%s=%s", key, value);
+    if (manifest_set(mf, assignment, origin, 0, err, errlen)) goto cleanup;
+    rc = manifest_key_get(mf, key, out);
+    if (rc) msgf(err, errlen, "%s: %s is not a key of the manifest (docs/manifest.md)", origin, key);
+cleanup:
+    free(assignment);
+    free(mf);
+    return rc;
+}
+
 static void write_section(strbuf *sb, const gl_manifest *mf, const char *section) {
     char val[GL_PATH_MAX + 64];
     sb_printf(sb, "[%s]\n", section);

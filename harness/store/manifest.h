@@ -123,4 +123,21 @@ typedef struct {
  * text, resume's comparison) goes through manifest_load_text and this walk, never its own parser. */
 int manifest_each_key(const gl_manifest *mf, int (*fn)(const gl_key *key, void *ctx), void *ctx);
 
+/* One key's typed value, copied out of the walk (it outlives it). */
+typedef struct {
+    gl_key_type type;
+    double num;                   /* as gl_key.num, but a FLOAT is the double of its canonical text */
+    uint64_t u64;                 /* as gl_key.u64 */
+    char text[GL_PATH_MAX + 32];  /* the canonical text */
+} gl_key_value;
+
+/* The value of key ("section.name") in mf, from the walk: 0, or -1 when no key has that name. */
+int manifest_key_get(const gl_manifest *mf, const char *key, gl_key_value *out);
+
+/* Parse value as key ("section.name") would be in a manifest (the same parser, types and ranges,
+ * applied to the defaults) and return its typed value: 0, or -1 with a message naming origin and
+ * the key.  How a stored parameter (the registry's params) is read back as a number. */
+int manifest_parse_key(const char *key, const char *value, const char *origin, gl_key_value *out, char *err,
+                       size_t errlen);
+
 #endif
