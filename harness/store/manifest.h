@@ -95,11 +95,13 @@ char *manifest_to_ini(const gl_manifest *mf);
 /* FNV-1a 64-bit hash of the model section's canonical text (checkpoints must match it). */
 uint64_t manifest_model_hash(const gl_manifest *mf);
 
-/* A run's identity: its canonical config text less every *late* key (one added after runs were
- * first registered, whose default is the behaviour before it existed) that has its default
- * value, so a run, a sweep's run id and the "same run but for the seed" rule read the same for a
- * config written before the key existed and one written after.  Malloc'd; NULL when out of
- * memory.  Lines that are not "key = value" are kept as they are. */
+/* A run's identity: config_ini read by manifest_load_text and written back by the typed walk
+ * (manifest_each_key) less every *late* key (one added after runs were first registered, whose
+ * default is the behaviour before it existed) that has its default value, so a run, a sweep's run
+ * id and the "same run but for the seed" rule read the same for a config written before the key
+ * existed and one written after.  For a canonical text (manifest_to_ini's) that is its text less
+ * those lines.  A text manifest_load_text refuses (not a config this gatelab reads) is returned
+ * whole.  Malloc'd; NULL when out of memory. */
 char *manifest_identity_text(const char *config_ini);
 
 /* One key of a resolved configuration, as the typed walk gives it (manifest_each_key). */
