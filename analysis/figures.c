@@ -305,9 +305,9 @@ int fg_draw(figures_summary *s, const char *script, const char *data, const char
 }
 
 int fg_param_int(gl_db *db, const char *run, const char *key, int dflt, char *err, size_t errlen) {
-    char v[64];
-    int rc = db_param_get(db, run, key, v, sizeof v, err, errlen);
-    return rc == 1 ? atoi(v) : dflt;
+    gl_key_value v;
+    int rc = db_param_typed(db, run, key, &v, err, errlen);
+    return rc == 1 ? (int)v.num : dflt;
 }
 
 /* ---- figure data ---- */

@@ -607,6 +607,17 @@ static void write_figures(FILE *f, const char *out_dir, const paper_figs *pf, co
     if (n) fprintf(f, ".\n");
 }
 
+/* Whether a stored param (key, value) holds the plan's want: the same typed value (manifest_parse_key's
+ * canonical text, so 0.10 = 0.1 and 1e-2 = 0.01), or the same text where either does not read as key. */
+static int pp_same_value(const char *key, const char *value, const char *want) {
+    gl_key_value a, b;
+    char e[256];
+    if (manifest_parse_key(key, value, "the registry", &a, e, sizeof e) ||
+        manifest_parse_key(key, want, "the plan", &b, e, sizeof e))
+        return !strcmp(value, want);
+    return !strcmp(a.text, b.text);
+}
+
 /* Whether the registry holds this preset's runs: none of the plan's groups
  * registered, or a run of a group whose params disagree with a fixed
  * override of its plan line (steps=60 in the plan, train.steps = 30 in the
@@ -643,9 +654,7 @@ static int plan_mismatch(gl_db *db, const paper_plan *plan, char *why, size_t n,
                     size_t kl = strlen(key), pl = strlen(ps[i].key);
                     if (strcmp(ps[i].key, key) && !(pl > kl && ps[i].key[pl - kl - 1] == '.' && !strcmp(ps[i].key + pl - kl, key)))
                         continue;
-                    char *e1, *e2;
-                    double a = strtod(ps[i].value, &e1), b = strtod(want, &e2);
-                    int same = *ps[i].value && !*e1 && *want && !*e2 ? a == b : !strcmp(ps[i].value, want);
+                    int same = pp_same_value(ps[i].key, ps[i].value, want);
                     if (!same) {
                         snprintf(why, n, "run %s of group %s has %s = %s where the plan's line %d says %s=%s",
                                  rows[r].run_id, l->group, ps[i].key, ps[i].value, l->line, key, want);

@@ -97,6 +97,15 @@ static unsigned long long tb_group(gl_db *db, tables_run *t, int *fail, char *er
     return h;
 }
 
+/* A numeric param of run id, typed (db_param_typed); NaN when the run has none ("auto" is NaN too),
+ * *fail = 1 on an error. */
+static double tb_param_num(gl_db *db, const char *id, const char *key, int *fail, char *err, size_t errlen) {
+    gl_key_value v;
+    int got = db_param_typed(db, id, key, &v, err, errlen);
+    if (got < 0) *fail = 1;
+    return got > 0 ? v.num : NAN;
+}
+
 int tables_collect(gl_db *db, const char *experiment, tables_run **runs_out, int *n_out, char *err, size_t errlen) {
     gl_run_row *rr = NULL;
     int nr = 0, fail = 0;
@@ -115,7 +124,7 @@ int tables_collect(gl_db *db, const char *experiment, tables_run **runs_out, int
         snprintf(t->run_id, sizeof t->run_id, "%s", id);
         snprintf(t->experiment, sizeof t->experiment, "%s", rr[i].experiment);
         char vr[64] = "none", dr[64] = "none", scale[64] = "", dm[32] = "?", nl[32] = "?", task[32] = "text", file[1024] = "",
-             lam[64] = "", cl[64] = "none", sg[32] = "relu", sgb[8] = "0", wdp[16] = "matrices";
+             cl[64] = "none", sg[32] = "relu", sgb[8] = "0", wdp[16] = "matrices";
         const struct {
             const char *key;
             char *dst;
@@ -124,7 +133,7 @@ int tables_collect(gl_db *db, const char *experiment, tables_run **runs_out, int
                     {"model.scale", scale, sizeof scale},   {"model.d_model", dm, sizeof dm},
                     {"model.n_layer", nl, sizeof nl},       {"data.task", task, sizeof task},
                     {"data.file", file, sizeof file},       {"train.seed", t->seed, sizeof t->seed},
-                    {"model.tsa_lambda", lam, sizeof lam},  {"model.cross_layer", cl, sizeof cl},
+                    {"model.cross_layer", cl, sizeof cl},
                     {"model.sat_gate", sg, sizeof sg},      {"model.sat_gate_bias", sgb, sizeof sgb},
                     {"train.weight_decay_policy", wdp, sizeof wdp}};
         for (size_t k = 0; k < sizeof want / sizeof want[0]; k++)
@@ -144,17 +153,11 @@ int tables_collect(gl_db *db, const char *experiment, tables_run **runs_out, int
                  strcmp(cl, "none") ? cl : "");
         if (scale[0]) snprintf(t->scale, sizeof t->scale, "%s", scale);
         else snprintf(t->scale, sizeof t->scale, "d%sL%s", dm, nl);
-        t->lambda = !strcmp(dr, "tsa") && lam[0] ? atof(lam) : NAN;
+        t->lambda = !strcmp(dr, "tsa") ? tb_param_num(db, id, "model.tsa_lambda", &fail, err, errlen) : NAN;
         /* the routing's compute knob, by its row of the routing kinds table */
         gl_depth_routing drk = DR_NONE;
         const char *kkey = config_parse_depth_routing(dr, &drk) ? NULL : config_routing_knob(drk, &t->knob_sym, &t->routing);
-        char kv[64] = "";
-        t->knob = NAN;
-        if (kkey) {
-            int got = db_param_get(db, id, kkey, kv, sizeof kv, err, errlen);
-            if (got < 0) fail = 1;
-            t->knob = got > 0 && kv[0] ? atof(kv) : NAN;
-        }
+        t->knob = kkey ? tb_param_num(db, id, kkey, &fail, err, errlen) : NAN;
         if (isnan(t->knob)) t->knob_sym = t->routing = NULL;
         tb_val(db, t, &fail, err, errlen);
         t->group = tb_group(db, t, &fail, err, errlen);

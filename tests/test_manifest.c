@@ -526,6 +526,38 @@ static void test_round_trip_and_hash(void **state) {
 /* A run's identity text leaves out the late keys (added once runs existed) while they hold their
  * default, and nothing else: a config written before data.tokenizer existed and one written after
  * have one identity, so a sweep started then keeps its run ids. */
+/* manifest_parse_key: one stored value read back typed by the manifest's own parser and key table. */
+static void test_parse_key(void **state) {
+    (void)state;
+    gl_key_value v;
+    char err[512];
+    assert_int_equal(manifest_parse_key("model.n_layer", "6", "t", &v, err, sizeof err), 0);
+    assert_int_equal(v.type, MF_INT);
+    assert_true(v.num == 6.0);
+    assert_int_equal(manifest_parse_key("model.tsa_lambda", "0.10", "t", &v, err, sizeof err), 0);
+    assert_int_equal(v.type, MF_FLOAT);
+    assert_string_equal(v.text, "0.1"); /* canonical */
+    assert_true(v.num == 0.1);          /* the decimal, not (double)0.1f */
+    assert_int_equal(manifest_parse_key("train.seed", "18446744073709551615", "t", &v, err, sizeof err), 0);
+    assert_int_equal(v.type, MF_U64);
+    assert_true(v.u64 == UINT64_MAX);
+    assert_int_equal(manifest_parse_key("model.value_residual", "satformer", "t", &v, err, sizeof err), 0);
+    assert_int_equal(v.type, MF_ENUM);
+    assert_string_equal(v.text, "satformer");
+    assert_int_equal(manifest_parse_key("model.n_layer", "six", "origin-x", &v, err, sizeof err), -1);
+    assert_non_null(strstr(err, "origin-x"));
+    assert_non_null(strstr(err, "n_layer"));
+    assert_int_equal(manifest_parse_key("model.n_layers", "6", "origin-x", &v, err, sizeof err), -1);
+    assert_non_null(strstr(err, "n_layers"));
+    gl_manifest mf;
+    manifest_defaults(&mf);
+    mf.train.steps = 77;
+    assert_int_equal(manifest_key_get(&mf, "train.steps", &v), 0);
+    assert_string_equal(v.text, "77");
+    assert_int_equal(manifest_key_get(&mf, "train.step", &v), -1);
+    assert_int_equal(manifest_key_get(&mf, "steps", &v), -1);
+}
+
 static void test_identity_text(void **state) {
     (void)state;
     gl_manifest a;
@@ -557,6 +589,16 @@ static void test_identity_text(void **state) {
     char *text_bpe = manifest_to_ini(&a), *id_bpe = manifest_identity_text(text_bpe);
     assert_non_null(strstr(id_bpe, "tokenizer = bpe\n"));
     assert_non_null(strstr(id_bpe, "vocab_size = 512\n"));
+    /* the identity is the walk's: a text missing non-late keys reads as the defaults written out, and
+     * a text the manifest refuses is its own identity, whole */
+    char *id_part = manifest_identity_text("[train]\nseed = 1\n");
+    manifest_defaults(&a);
+    a.train.seed = 1;
+    char *text_def = manifest_to_ini(&a), *id_def = manifest_identity_text(text_def);
+    assert_string_equal(id_part, id_def);
+    char *id_bad = manifest_identity_text("[model]\nno_such_key = 3\n");
+    assert_string_equal(id_bad, "[model]\nno_such_key = 3\n");
+    free(id_part), free(text_def), free(id_def), free(id_bad);
     printf("  identity drops %zu bytes of late keys at their default; an older text reads the same\n",
            strlen(text) - strlen(id));
     free(text), free(id), free(id_old), free(text_bpe), free(id_bpe);
@@ -687,6 +729,7 @@ int main(void) {
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_round_trip_and_hash),
         cmocka_unit_test(test_identity_text),
+        cmocka_unit_test(test_parse_key),
         cmocka_unit_test(test_each_key),
     };
     return cmocka_run_group_tests(tests, setup_dir, teardown_dir);

@@ -531,6 +531,21 @@ static void test_metric_names(void **state) {
            "read back to their parts, labelled; bad tokens refused\n");
 }
 
+static int count_one(const gl_key *key, void *ctx) {
+    (void)key;
+    ++*(long long *)ctx;
+    return 0;
+}
+
+/* The number of keys the typed walk visits (one params row each). */
+static long long count_keys(void) {
+    gl_manifest mf;
+    long long n = 0;
+    manifest_defaults(&mf);
+    manifest_each_key(&mf, count_one, &n);
+    return n;
+}
+
 static void test_params_flattened(void **state) {
     (void)state;
     char dir[600], path[700], err[512], val[64];
@@ -549,8 +564,40 @@ static void test_params_flattened(void **state) {
     assert_int_equal(sql_int(path, "SELECT count(*) FROM params WHERE key NOT LIKE '%.%'"), 0);
     OK(db_params_put(db, "r", &mf, err, sizeof err)); /* replaces, no duplicates */
     assert_int_equal(sql_int(path, "SELECT count(*) FROM params WHERE run_id='r'"), n1);
+    assert_int_equal(n1, count_keys());
+    /* typed read-back: the manifest's parser and types, a float as the decimal of its canonical text */
+    gl_key_value v;
+    assert_int_equal(db_param_typed(db, "r", "train.steps", &v, err, sizeof err), 1);
+    assert_int_equal(v.type, MF_INT);
+    assert_true(v.num == 1234.0);
+    mf.model.tsa_lambda = 0.1f;
+    OK(db_params_put(db, "r", &mf, err, sizeof err));
+    assert_int_equal(db_param_typed(db, "r", "model.tsa_lambda", &v, err, sizeof err), 1);
+    assert_int_equal(v.type, MF_FLOAT);
+    assert_true(v.num == 0.1); /* not (double)0.1f, which a claim's 0.1 would miss by 1.5e-9 */
+    assert_string_equal(v.text, "0.1");
+    assert_int_equal(db_param_typed(db, "r", "model.no_such_key", &v, err, sizeof err), 0);
+    /* a stored text the manifest does not accept: an error naming the run and the key */
+    sql_exec(path, "UPDATE params SET value='many' WHERE run_id='r' AND key='model.n_layer'");
+    assert_int_equal(db_param_typed(db, "r", "model.n_layer", &v, err, sizeof err), -1);
+    assert_non_null(strstr(err, "run r"));
+    assert_non_null(strstr(err, "n_layer"));
+    /* from INI text: through manifest_load_text, so missing keys store their defaults and a bad key is refused */
+    OK(db_params_put_ini(db, "r", "[model]\nn_layer = 4\n", err, sizeof err));
+    assert_int_equal(sql_int(path, "SELECT count(*) FROM params WHERE run_id='r'"), n1);
+    sql_text(path, "SELECT value FROM params WHERE run_id='r' AND key='model.n_layer'", val, sizeof val);
+    assert_string_equal(val, "4");
+    sql_text(path, "SELECT value FROM params WHERE run_id='r' AND key='train.steps'", val, sizeof val);
+    manifest_defaults(&mf);
+    char want[32];
+    snprintf(want, sizeof want, "%d", mf.train.steps);
+    assert_string_equal(val, want);
+    assert_int_equal(db_params_put_ini(db, "r", "[model]\nn_layers = 4\n", err, sizeof err), -1);
+    assert_non_null(strstr(err, "run r"));
+    assert_non_null(strstr(err, "n_layers"));
+    assert_int_equal(sql_int(path, "SELECT count(*) FROM params WHERE run_id='r'"), n1); /* left as it was */
     db_close(db);
-    printf("params: %lld flattened section.key rows, replaced on rewrite\n", n1);
+    printf("params: %lld section.key rows (one per key of the walk), replaced on rewrite, read back typed\n", n1);
 }
 
 static void test_artifact_sha256(void **state) {
@@ -814,7 +861,8 @@ static void test_collect_merge(void **state) {
     assert_int_equal(sql_int(main_db, "SELECT count(*) FROM metrics WHERE run_id='r2'"), 20);
     assert_int_equal(sql_int(main_db, "SELECT count(*) FROM metrics WHERE run_id='r3' AND value >= 400"), 30);
     assert_int_equal(sql_int(main_db, "SELECT count(*) FROM metrics WHERE run_id='r3'"), 30);
-    assert_int_equal(sql_int(main_db, "SELECT count(*) FROM params WHERE run_id='r1'"), 1);
+    assert_int_equal(sql_int(main_db, "SELECT count(*) FROM params WHERE run_id='r1'"), count_keys()); /* every key */
+    assert_int_equal(sql_int(main_db, "SELECT count(*) FROM params WHERE run_id='r1' AND key='train.steps' AND value='10'"), 1);
     assert_int_equal(sql_int(main_db, "SELECT count(*) FROM runs r JOIN experiments e ON e.id=r.experiment_id "
                                       "WHERE e.name='exp'"),
                      3);

@@ -217,7 +217,7 @@ int main(void) {
     add_run_series(db, h, "h1", HCFG("none", "", "", "100", "1", ""), 2.0);
     add_run_series(db, h, "h2", HCFG("none", "", "tokenizer = char\n", "100", "2", "threads = 4\n[log]\nname = x\n"), 2.25);
     add_run_series(db, h, "h3", HCFG("none", "", "", "200", "1", ""), 1.5);
-    add_run_series(db, h, "h4", HCFG("none", "", "tokenizer = bpe\n", "100", "1", ""), 3.0);
+    add_run_series(db, h, "h4", HCFG("none", "", "tokenizer = bpe\nvocab_size = 300\n", "100", "1", ""), 3.0);
     add_run_series(db, h, "h5", HCFG("satformer", "sat_gate = relu\n", "tokenizer = char\n", "100", "1", ""), 1.75);
     add_run_series(db, h, "h6", HCFG("satformer", "sat_gate = relu\n", "", "100", "2", ""), 1.875);
     add_run_series(db, h, "h7", HCFG("satformer", "sat_gate = softmax\n", "", "100", "1", ""), 2.5);

@@ -1054,6 +1054,27 @@ int manifest_set(gl_manifest *mf, const char *assignment, const char *origin, in
     return rc;
 }
 
+int manifest_parse_key(const char *key, const char *value, const char *origin, gl_key_value *out, char *err,
+                       size_t errlen) {
+    gl_manifest *mf = malloc(sizeof *mf);
+    size_t n = strlen(key) + strlen(value) + 2;
+    char *assignment = malloc(n);
+    int rc = -1;
+    if (!mf || !assignment) {
+        msgf(err, errlen, "out of memory reading %s", key);
+        goto cleanup;
+    }
+    manifest_defaults(mf);
+    snprintf(assignment, n, "%s=%s", key, value);
+    if (manifest_set(mf, assignment, origin, 0, err, errlen)) goto cleanup;
+    rc = manifest_key_get(mf, key, out);
+    if (rc) msgf(err, errlen, "%s: %s is not a key of the manifest (docs/manifest.md)", origin, key);
+cleanup:
+    free(assignment);
+    free(mf);
+    return rc;
+}
+
 static void write_section(strbuf *sb, const gl_manifest *mf, const char *section) {
     char val[GL_PATH_MAX + 64];
     sb_printf(sb, "[%s]\n", section);
@@ -1064,22 +1085,29 @@ static void write_section(strbuf *sb, const gl_manifest *mf, const char *section
     }
 }
 
-/* write_section less the late keys that hold their default (manifest_identity_text's rule):
- * what the model hash covers, so a checkpoint written before a late key existed still loads. */
-static void write_section_identity(strbuf *sb, const gl_manifest *mf, const char *section) {
-    gl_manifest dm;
-    manifest_defaults(&dm);
-    char val[GL_PATH_MAX + 64], dv[GL_PATH_MAX + 64];
-    sb_printf(sb, "[%s]\n", section);
-    for (int i = 0; i < N_KEYS; i++) {
-        if (strcmp(mf_keys[i].section, section)) continue;
-        mf_format_value(val, sizeof val, mf, &mf_keys[i]);
-        if (mf_keys[i].late) {
-            mf_format_value(dv, sizeof dv, &dm, &mf_keys[i]);
-            if (!strcmp(val, dv)) continue;
-        }
-        sb_printf(sb, "%s =%s%s\n", mf_keys[i].name, val[0] ? " " : "", val);
+/* The identity lines of one section (or of every section, section NULL), from the typed walk: the
+ * canonical text less the late keys that hold their default (manifest_identity_text's rule).  The
+ * model section's is what the model hash covers, so a checkpoint written before a late key existed
+ * still loads. */
+typedef struct {
+    strbuf *sb;
+    const char *only, *at; /* the section wanted (NULL: all); the one written last */
+} identity_ctx;
+
+static int identity_line(const gl_key *key, void *ctx) {
+    identity_ctx *c = ctx;
+    if (c->only && strcmp(c->only, key->section)) return 0;
+    if (!c->at || strcmp(c->at, key->section)) {
+        sb_printf(c->sb, "%s[%s]\n", c->at ? "\n" : "", key->section);
+        c->at = key->section;
     }
+    if (!(key->late && key->at_default)) sb_printf(c->sb, "%s =%s%s\n", key->name, key->text[0] ? " " : "", key->text);
+    return 0;
+}
+
+static void write_identity(strbuf *sb, const gl_manifest *mf, const char *section) {
+    identity_ctx c = {sb, section, NULL};
+    manifest_each_key(mf, identity_line, &c);
 }
 
 char *manifest_to_ini(const gl_manifest *mf) {
@@ -1095,49 +1123,27 @@ char *manifest_to_ini(const gl_manifest *mf) {
     return sb.p;
 }
 
-/* The value text of a late key at its default, or NULL when key ("section.name") is not late. */
-static const char *late_default(const char *section, const char *name, const gl_manifest *dm, char *val, size_t n) {
-    for (int i = 0; i < N_KEYS; i++)
-        if (mf_keys[i].late && !strcmp(mf_keys[i].section, section) && !strcmp(mf_keys[i].name, name)) {
-            mf_format_value(val, n, dm, &mf_keys[i]);
-            return val;
-        }
-    return NULL;
-}
-
 char *manifest_identity_text(const char *config_ini) {
-    gl_manifest dm;
-    manifest_defaults(&dm);
-    size_t n = strlen(config_ini);
-    char *out = malloc(n + 1), section[64] = "", val[GL_PATH_MAX + 64];
-    if (!out) return NULL;
-    size_t k = 0;
-    for (const char *p = config_ini; *p;) {
-        size_t len = strcspn(p, "\n"), full = len + (p[len] == '\n');
-        const char *eq = memchr(p, '=', len);
-        if (p[0] == '[') {
-            snprintf(section, sizeof section, "%.*s", (int)strcspn(p + 1, "]\n"), p + 1);
-        } else if (eq && eq > p && eq[-1] == ' ' && p[0] != ';' && p[0] != '#') {
-            char name[128];
-            snprintf(name, sizeof name, "%.*s", (int)(eq - 1 - p), p);
-            const char *v = eq + 1 + (eq + 1 < p + len && eq[1] == ' ');
-            const char *d = late_default(section, name, &dm, val, sizeof val);
-            if (d && strlen(d) == (size_t)(p + len - v) && !memcmp(d, v, strlen(d))) { /* late, at its default */
-                p += full;
-                continue;
-            }
-        }
-        memcpy(out + k, p, full);
-        k += full;
-        p += full;
+    gl_manifest *mf = malloc(sizeof *mf);
+    char err[512];
+    if (!mf) return NULL;
+    strbuf sb = {0};
+    if (manifest_load_text(mf, config_ini, "a stored config", err, sizeof err)) {
+        sb_printf(&sb, "%s", config_ini); /* not a config this gatelab reads: the text itself */
+    } else {
+        write_identity(&sb, mf, NULL);
     }
-    out[k] = 0;
-    return out;
+    free(mf);
+    if (sb.oom) {
+        free(sb.p);
+        return NULL;
+    }
+    return sb.p ? sb.p : strdup("");
 }
 
 uint64_t manifest_model_hash(const gl_manifest *mf) {
     strbuf sb = {0};
-    write_section_identity(&sb, mf, "model"); /* late keys at their default left out, as in the identity */
+    write_identity(&sb, mf, "model"); /* late keys at their default left out, as in the identity */
     uint64_t h = 0xcbf29ce484222325ULL; /* FNV-1a 64 offset basis */
     if (!sb.oom)
         for (size_t i = 0; i < sb.len; i++) {

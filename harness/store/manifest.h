@@ -95,11 +95,13 @@ char *manifest_to_ini(const gl_manifest *mf);
 /* FNV-1a 64-bit hash of the model section's canonical text (checkpoints must match it). */
 uint64_t manifest_model_hash(const gl_manifest *mf);
 
-/* A run's identity: its canonical config text less every *late* key (one added after runs were
- * first registered, whose default is the behaviour before it existed) that has its default
- * value, so a run, a sweep's run id and the "same run but for the seed" rule read the same for a
- * config written before the key existed and one written after.  Malloc'd; NULL when out of
- * memory.  Lines that are not "key = value" are kept as they are. */
+/* A run's identity: config_ini read by manifest_load_text and written back by the typed walk
+ * (manifest_each_key) less every *late* key (one added after runs were first registered, whose
+ * default is the behaviour before it existed) that has its default value, so a run, a sweep's run
+ * id and the "same run but for the seed" rule read the same for a config written before the key
+ * existed and one written after.  For a canonical text (manifest_to_ini's) that is its text less
+ * those lines.  A text manifest_load_text refuses (not a config this gatelab reads) is returned
+ * whole.  Malloc'd; NULL when out of memory. */
 char *manifest_identity_text(const char *config_ini);
 
 /* One key of a resolved configuration, as the typed walk gives it (manifest_each_key). */
@@ -122,5 +124,22 @@ typedef struct {
  * fn returns.  Every reader of a config (a run's config.ini, the registry's params, the identity
  * text, resume's comparison) goes through manifest_load_text and this walk, never its own parser. */
 int manifest_each_key(const gl_manifest *mf, int (*fn)(const gl_key *key, void *ctx), void *ctx);
+
+/* One key's typed value, copied out of the walk (it outlives it). */
+typedef struct {
+    gl_key_type type;
+    double num;                   /* as gl_key.num, but a FLOAT is the double of its canonical text */
+    uint64_t u64;                 /* as gl_key.u64 */
+    char text[GL_PATH_MAX + 32];  /* the canonical text */
+} gl_key_value;
+
+/* The value of key ("section.name") in mf, from the walk: 0, or -1 when no key has that name. */
+int manifest_key_get(const gl_manifest *mf, const char *key, gl_key_value *out);
+
+/* Parse value as key ("section.name") would be in a manifest (the same parser, types and ranges,
+ * applied to the defaults) and return its typed value: 0, or -1 with a message naming origin and
+ * the key.  How a stored parameter (the registry's params) is read back as a number. */
+int manifest_parse_key(const char *key, const char *value, const char *origin, gl_key_value *out, char *err,
+                       size_t errlen);
 
 #endif

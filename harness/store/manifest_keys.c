@@ -244,3 +244,26 @@ int manifest_each_key(const gl_manifest *mf, int (*fn)(const gl_key *key, void *
     free(dm);
     return rc;
 }
+
+typedef struct {
+    const char *key;
+    gl_key_value *out;
+} key_get_ctx;
+
+static int key_get_one(const gl_key *key, void *ctx) {
+    key_get_ctx *g = ctx;
+    size_t sl = strlen(key->section);
+    if (strncmp(g->key, key->section, sl) || g->key[sl] != '.' || strcmp(g->key + sl + 1, key->name)) return 0;
+    g->out->type = key->type;
+    /* a float as the decimal its canonical text stands for (0.1, not (double)0.1f = 0.100000001...),
+     * the number a claim or a plan that writes 0.1 compares with */
+    g->out->num = key->type == MF_FLOAT && !isnan(key->num) ? strtod(key->text, NULL) : key->num;
+    g->out->u64 = key->u64;
+    snprintf(g->out->text, sizeof g->out->text, "%s", key->text);
+    return 1;
+}
+
+int manifest_key_get(const gl_manifest *mf, const char *key, gl_key_value *out) {
+    key_get_ctx g = {key, out};
+    return manifest_each_key(mf, key_get_one, &g) == 1 ? 0 : -1;
+}

@@ -572,49 +572,39 @@ int db_run_config_set(gl_db *db, const char *run_id, const char *config_ini, con
 
 /* ---- params, metrics, artifacts ---- */
 
-/* Trim spaces at both ends in place; returns the start. */
-static char *db_trim(char *s) {
-    while (*s == ' ' || *s == '\t') s++;
-    char *e = s + strlen(s);
-    while (e > s && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\r')) *--e = '\0';
-    return s;
+/* One param row per key of the walk, its canonical text in params.value. */
+typedef struct {
+    gl_db *db;
+    sqlite3_stmt *ins;
+    const char *run_id;
+    char *err;
+    size_t errlen;
+} db_param_ctx;
+
+static int db_param_row(const gl_key *key, void *ctx) {
+    db_param_ctx *c = ctx;
+    char name[160];
+    snprintf(name, sizeof name, "%s.%s", key->section, key->name);
+    sqlite3_reset(c->ins);
+    sqlite3_bind_text(c->ins, 1, c->run_id, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(c->ins, 2, name, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(c->ins, 3, key->text, -1, SQLITE_TRANSIENT);
+    if (sqlite3_step(c->ins) == SQLITE_DONE) return 0;
+    db_fail(c->db, "cannot store a param", c->err, c->errlen);
+    return -1;
 }
 
-int db_params_put_ini(gl_db *db, const char *run_id, const char *ini, char *err, size_t errlen) {
+int db_params_put(gl_db *db, const char *run_id, const gl_manifest *mf, char *err, size_t errlen) {
     int rc = -1;
-    sqlite3_stmt *del = NULL, *ins = NULL;
-    char *text = strdup(ini ? ini : "");
-    if (!text) { snprintf(err, errlen, "%s: out of memory storing params", db->path); return -1; }
-    if (db_begin(db, err, errlen)) { free(text); return -1; }
-    del = db_prepare(db, "DELETE FROM params WHERE run_id=?1", err, errlen);
-    ins = db_prepare(db, "INSERT OR REPLACE INTO params (run_id, key, value) VALUES (?1, ?2, ?3)", err, errlen);
+    if (db_begin(db, err, errlen)) return -1;
+    sqlite3_stmt *del = db_prepare(db, "DELETE FROM params WHERE run_id=?1", err, errlen);
+    sqlite3_stmt *ins = db_prepare(db, "INSERT OR REPLACE INTO params (run_id, key, value) VALUES (?1, ?2, ?3)", err,
+                                   errlen);
     if (!del || !ins) goto cleanup;
     sqlite3_bind_text(del, 1, run_id, -1, SQLITE_TRANSIENT);
     if (sqlite3_step(del) != SQLITE_DONE) { db_fail(db, "cannot replace params", err, errlen); goto cleanup; }
-    char section[64] = "";
-    char *save = NULL;
-    for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-        char *s = db_trim(line);
-        if (!*s || *s == ';' || *s == '#') continue;
-        if (*s == '[') {
-            char *close = strchr(s, ']');
-            if (close) *close = '\0';
-            snprintf(section, sizeof section, "%s", db_trim(s + 1));
-            continue;
-        }
-        char *eq = strchr(s, '=');
-        if (!eq) continue;
-        *eq = '\0';
-        char key[160];
-        const char *k = db_trim(s);
-        if (section[0]) snprintf(key, sizeof key, "%s.%s", section, k);
-        else snprintf(key, sizeof key, "%s", k);
-        sqlite3_reset(ins);
-        sqlite3_bind_text(ins, 1, run_id, -1, SQLITE_TRANSIENT);
-        sqlite3_bind_text(ins, 2, key, -1, SQLITE_TRANSIENT);
-        sqlite3_bind_text(ins, 3, db_trim(eq + 1), -1, SQLITE_TRANSIENT);
-        if (sqlite3_step(ins) != SQLITE_DONE) { db_fail(db, "cannot store a param", err, errlen); goto cleanup; }
-    }
+    db_param_ctx c = {db, ins, run_id, err, errlen};
+    if (manifest_each_key(mf, db_param_row, &c)) goto cleanup;
     sqlite3_finalize(del);
     sqlite3_finalize(ins);
     del = ins = NULL;
@@ -623,15 +613,16 @@ cleanup:
     sqlite3_finalize(del);
     sqlite3_finalize(ins);
     if (rc) db_rollback(db);
-    free(text);
     return rc;
 }
 
-int db_params_put(gl_db *db, const char *run_id, const gl_manifest *mf, char *err, size_t errlen) {
-    char *ini = manifest_to_ini(mf);
-    if (!ini) { snprintf(err, errlen, "%s: run %s: cannot render the config (out of memory)", db->path, run_id); return -1; }
-    int rc = db_params_put_ini(db, run_id, ini, err, errlen);
-    free(ini);
+int db_params_put_ini(gl_db *db, const char *run_id, const char *ini, char *err, size_t errlen) {
+    gl_manifest *mf = malloc(sizeof *mf);
+    char origin[192];
+    if (!mf) { snprintf(err, errlen, "%s: out of memory storing params", db->path); return -1; }
+    snprintf(origin, sizeof origin, "the config of run %s", run_id);
+    int rc = manifest_load_text(mf, ini ? ini : "", origin, err, errlen) ? -1 : db_params_put(db, run_id, mf, err, errlen);
+    free(mf);
     return rc;
 }
 
@@ -916,6 +907,14 @@ int db_param_get(gl_db *db, const char *run_id, const char *key, char *value, si
     }
     sqlite3_finalize(st);
     return rc;
+}
+
+int db_param_typed(gl_db *db, const char *run_id, const char *key, gl_key_value *value, char *err, size_t errlen) {
+    char text[sizeof value->text], origin[256];
+    int rc = db_param_get(db, run_id, key, text, sizeof text, err, errlen);
+    if (rc != 1) return rc;
+    snprintf(origin, sizeof origin, "%s: run %s's param", db->path, run_id);
+    return manifest_parse_key(key, text, origin, value, err, errlen) ? -1 : 1;
 }
 
 static int db_row_metric_val(sqlite3_stmt *st, void *ctx, char *err, size_t errlen) {

@@ -115,10 +115,13 @@ int db_run_config(gl_db *db, const char *run_id, char **config, char hash[65], c
 int db_run_config_set(gl_db *db, const char *run_id, const char *config_ini, const char *config_hash, char *err,
                       size_t errlen);
 
-/* Replace run_id's params with the flattened "section.key" = value pairs of
- * manifest_to_ini(mf). */
+/* Replace run_id's params with one "section.key" = value row per key of the typed walk
+ * (manifest_each_key), value the key's canonical text as manifest_to_ini writes it.  The column
+ * stays TEXT (schema 3: docs/registry.md, "Typed parameters"); db_param_typed reads a value back
+ * typed. */
 int db_params_put(gl_db *db, const char *run_id, const gl_manifest *mf, char *err, size_t errlen);
-/* The same from canonical INI text ("[section]" lines then "key = value" lines). */
+/* The same from config INI text, read by manifest_load_text (so a text missing keys stores their
+ * defaults, and an unknown key or bad value is an error naming run_id). */
 int db_params_put_ini(gl_db *db, const char *run_id, const char *ini, char *err, size_t errlen);
 
 /* What a value was measured on (its provenance): the data split, the
@@ -253,6 +256,9 @@ int db_runs_list(gl_db *db, const char *experiment, const char *status, gl_run_r
 /* A run's parameter "section.key": 1 found (copied to value), 0 none, -1 error. */
 int db_param_get(gl_db *db, const char *run_id, const char *key, char *value, size_t valuelen, char *err,
                  size_t errlen);
+/* The same as its typed value (manifest_parse_key: the manifest's parser and key table, never atof):
+ * 1 found, 0 none, -1 error (a stored text the manifest does not accept names the run and key). */
+int db_param_typed(gl_db *db, const char *run_id, const char *key, gl_key_value *value, char *err, size_t errlen);
 
 /* The value at the largest step of (split, name): 1 found (*value NaN when
  * stored as NULL; *step the step, if step is not NULL), 0 none, -1 error.
