@@ -3,7 +3,8 @@
  * (store/sweepval.c: lists, choice(...), range(start, stop[, step])): any
  * text either expands or fails with a reason.  An expansion is a non-empty
  * NUL-terminated comma list that fits the buffer, holds no parenthesis,
- * repeats no item, and has at most max items when it came from range(); it
+ * repeats no item, and has at most max items when it came from range() (the
+ * text starts with the call: "choice(a range, b)" is a list); it
  * is a fixed point (expanding it again gives it back).
  */
 #include <stdint.h>
@@ -30,7 +31,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         return 0;
     }
     if (!memchr(out, '\0', sizeof out) || strpbrk(out, "()")) abort();
-    int from_range = strstr(in, "range") != NULL && strchr(in, '(') != NULL;
+    const char *call = in + strspn(in, " \t");
+    int from_range = !strncmp(call, "range", 5) && call[5 + strspn(call + 5, " ")] == '(';
     if (from_range && items(out) > max) abort();
     why[0] = '\0';
     if (sweepval_expand(out, 1 << 20, again, sizeof again, why, sizeof why) != 0 || strcmp(out, again)) abort();
