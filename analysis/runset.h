@@ -19,10 +19,12 @@
  *                                           run name, experiment, trace and
  *                                           probe settings.
  * Everything else (budget, schedule, eval_every, data, model) is part of the
- * experiment.  The lines compared are those of the config's identity text
- * (store/manifest.h manifest_identity_text): a *late* key (one added after
+ * experiment.  The fields compared are the manifest's typed walk of the
+ * stored config (runset_resolve, runset_group_each: manifest_each_key, the
+ * canonical text of each value, never a line parser) less, as in its identity
+ * text (store/manifest.h manifest_identity_text), a *late* key (one added after
  * runs existed: data.tokenizer, model.sat_gate, model.mod_capacity,
- * train.weight_decay_policy, …) at its default is left out, so a run
+ * train.weight_decay_policy, …) at its default, so a run
  * registered before the key existed, whose config lacks it, groups with a new
  * run at the default — the sweep's run identity and this rule are one rule.
  * A run without a stored config is a group of its own.
