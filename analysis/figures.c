@@ -316,7 +316,7 @@ int fg_param_int(gl_db *db, const char *run, const char *key, int dflt, char *er
 
 
 void fg_groups_free(fg_groups *G) {
-    for (int k = 0; k < G->n; k++) free(G->g[k].fp);
+    for (int k = 0; k < G->n; k++) free(G->g[k].fp), free(G->g[k].mf);
     G->n = 0;
 }
 
@@ -325,19 +325,6 @@ void fg_groups_free(fg_groups *G) {
  * cadence, log.* and the late keys at their default), so a figure's groups
  * are the tables' and the paper report's.  malloc'd, NULL when out of memory. */
 static char *fg_fingerprint(const char *ini) { return runset_group_key(ini); }
-
-/* The value of key ("model.lr") in a fingerprint into v; 0 when absent. */
-static int fg_fp_get(const char *fp, const char *key, char *v, size_t n) {
-    size_t kl = strlen(key);
-    for (const char *p = fp; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
-        if (!strncmp(p, key, kl) && p[kl] == '=') {
-            const char *e = strchr(p + kl + 1, '\n');
-            snprintf(v, n, "%.*s", (int)(e ? e - (p + kl + 1) : (long)strlen(p + kl + 1)), p + kl + 1);
-            return 1;
-        }
-    v[0] = 0;
-    return 0;
-}
 
 static void fg_cat(char *out, size_t n, const char *s) {
     size_t k = strlen(out);
@@ -363,34 +350,42 @@ static void fg_name(const tables_run *r, int mask, char *out, size_t n) {
 }
 
 /* Two groups with the same readable name: name them by the config keys that
- * differ between them too ("lr=0.001"), at most three. */
+ * differ between them too ("lr=0.001"), at most three: the fields of group a's
+ * group key in canonical order (runset_group_each), each compared with the same
+ * key of every clashing group's config ("" for a group without one). */
+typedef struct {
+    const fg_groups *G;
+    int a, added;
+    char extra[200];
+} fg_clash;
+
+static int fg_clash_key(const char *key, const char *va, void *ctx) {
+    fg_clash *c = ctx;
+    if (c->added >= 3) return 1;
+    int differs = 0;
+    for (int b = 0; b < c->G->n; b++)
+        if (b != c->a && !strcmp(c->G->g[c->a].label, c->G->g[b].label)) {
+            gl_key_value v;
+            const gl_manifest *mb = c->G->g[b].mf;
+            differs |= strcmp(va, mb && !manifest_key_get(mb, key, &v) ? v.text : "") != 0;
+        }
+    if (!differs) return 0;
+    char kv[200];
+    const char *dot = strchr(key, '.');
+    snprintf(kv, sizeof kv, "%s=%.95s", dot ? dot + 1 : key, va);
+    fg_cat(c->extra, sizeof c->extra, kv);
+    c->added++;
+    return 0;
+}
+
 static void fg_groups_disambiguate(fg_groups *G) {
     for (int a = 0; a < G->n; a++) {
         int clash = 0;
         for (int b = 0; b < G->n; b++) clash |= b != a && !strcmp(G->g[a].label, G->g[b].label);
-        if (!clash) continue;
-        char extra[200] = "";
-        int added = 0;
-        for (const char *p = G->g[a].fp; p && *p && added < 3; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
-            const char *eq = strchr(p, '=');
-            if (!eq) break;
-            char key[96], va[96], vb[96];
-            snprintf(key, sizeof key, "%.*s", (int)(eq - p), p);
-            fg_fp_get(G->g[a].fp, key, va, sizeof va);
-            int differs = 0;
-            for (int b = 0; b < G->n; b++)
-                if (b != a && !strcmp(G->g[a].label, G->g[b].label)) {
-                    fg_fp_get(G->g[b].fp, key, vb, sizeof vb);
-                    differs |= strcmp(va, vb) != 0;
-                }
-            if (!differs) continue;
-            char kv[200];
-            const char *dot = strchr(key, '.');
-            snprintf(kv, sizeof kv, "%s=%s", dot ? dot + 1 : key, va);
-            fg_cat(extra, sizeof extra, kv);
-            added++;
-        }
-        fg_cat(G->g[a].label, sizeof G->g[a].label, extra);
+        if (!clash || !G->g[a].mf) continue;
+        fg_clash c = {G, a, 0, ""};
+        runset_group_each(G->g[a].mf, fg_clash_key, &c);
+        fg_cat(G->g[a].label, sizeof G->g[a].label, c.extra);
     }
     for (int a = 0; a < G->n; a++) fg_unquote(G->g[a].label);
 }
@@ -407,8 +402,8 @@ int fg_groups_build(gl_db *db, const tables_run *runs, int n, const unsigned cha
         int rc = db_run_config(db, runs[i].run_id, &ini, NULL, err, errlen);
         if (rc < 0) goto fail;
         char *fp = rc == 1 && ini ? fg_fingerprint(ini) : strdup(runs[i].run_id); /* no config: a group of its own */
-        free(ini);
         if (!fp) {
+            free(ini);
             snprintf(err, errlen, "out of memory");
             goto fail;
         }
@@ -419,12 +414,14 @@ int fg_groups_build(gl_db *db, const tables_run *runs, int n, const unsigned cha
             G->g[k].idx[G->g[k].n++] = i;
         } else if (k == G->n && G->n < FG_GROUPS_MAX) {
             G->g[k].fp = fp;
+            G->g[k].mf = rc == 1 && ini ? runset_resolve(ini) : NULL;
             G->g[k].idx[0] = i;
             G->g[k].n = 1;
             G->n++;
         } else {
             free(fp); /* past the figure's capacity: left out */
         }
+        free(ini);
     }
     /* which readable fields differ between groups */
     int differ = 0;

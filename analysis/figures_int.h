@@ -16,6 +16,7 @@
 #include <stddef.h>
 
 #include "figures.h"
+#include "store/manifest.h"
 #include "tables.h"
 
 /* The range of the values a figure shows, passed to gnuplot so a single
@@ -40,7 +41,9 @@ enum { FG_FREE = 0, FG_ZERO = 1, FG_NONNEG = 2 };
 typedef struct {
     int n;                 /* runs (seeds) in the group */
     int idx[FG_SEEDS_MAX]; /* into the runs array */
-    char *fp;              /* "section.key=value\n" lines of the config, seed and bookkeeping left out (owned) */
+    char *fp;              /* its group key (runset_group_key: "section.key=value\n" lines, seed and
+                            * bookkeeping left out; owned) */
+    gl_manifest *mf;       /* its first run's config resolved (runset_resolve; owned), NULL none */
     char label[200];       /* what tells it from the other groups of the figure */
 } fg_group;
 

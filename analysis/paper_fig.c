@@ -211,6 +211,16 @@ static int fig_pareto(gl_db *db, const paper_run *r, int n, const char *scale, c
                    "title='Tiny Shakespeare: TLOps saved vs whole-split loss, mean ± sd over seeds'", err, errlen);
 }
 
+/* An integer param of run into *v (db_param_typed: the manifest's parser and key table, never atoi),
+ * 0 when the run has none.  Returns 0, or -1 with a message (registry; a stored text the manifest
+ * refuses names the run and key). */
+static int pf_param_int(gl_db *db, const char *run, const char *key, int *v, char *err, size_t errlen) {
+    gl_key_value kv;
+    int rc = db_param_typed(db, run, key, &kv, err, errlen);
+    *v = rc == 1 ? (int)kv.num : 0;
+    return rc < 0 ? -1 : 0;
+}
+
 static int pf_cmp_dbl(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
     return isnan(x) - isnan(y) ? isnan(x) - isnan(y) : (x > y) - (x < y);
@@ -228,11 +238,10 @@ static int fig_heatmap(gl_db *db, const paper_run *r, int n, const char *scale, 
     int L = 0, H = 0, ns = 0;
     for (int i = 0; i < n && ns < MAXS; i++) {
         if (!pf_is(&r[i], "tinyshakespeare", scale, "satformer", "none", "none")) continue;
-        char v[32] = "";
-        if (db_param_get(db, r[i].t.run_id, "model.n_layer", v, sizeof v, err, errlen) < 0) return -1;
-        int l = atoi(v);
-        if (db_param_get(db, r[i].t.run_id, "model.n_kv_head", v, sizeof v, err, errlen) < 0) return -1;
-        int h = atoi(v);
+        int l, h;
+        if (pf_param_int(db, r[i].t.run_id, "model.n_layer", &l, err, errlen) ||
+            pf_param_int(db, r[i].t.run_id, "model.n_kv_head", &h, err, errlen))
+            return -1;
         if (l > MAXL || h > MAXH || l < 2 || (ns && (l != L || h != H))) continue;
         L = l, H = h;
         int have = 0;
@@ -293,9 +302,8 @@ static int fig_category(gl_db *db, const paper_run *r, int n, const char *scale,
     int L = 0;
     for (int i = 0; i < n; i++) {
         if (!pf_is(&r[i], "tinyshakespeare", scale, "satformer", "none", "none")) continue;
-        char v[32] = "";
-        if (db_param_get(db, r[i].t.run_id, "model.n_layer", v, sizeof v, err, errlen) < 0) return -1;
-        L = atoi(v) < MAXL ? atoi(v) : MAXL;
+        if (pf_param_int(db, r[i].t.run_id, "model.n_layer", &L, err, errlen)) return -1;
+        L = L < MAXL ? L : MAXL;
         for (int b = 1; b < L; b++)
             for (int c = 0; c < 3; c++) {
                 metric_key name;

@@ -64,61 +64,82 @@ static int rs_axis_frees(int ax, const char *sec, const char *key) {
     return 0;
 }
 
-/* The "section.key=value\n" lines of ini, less the ignored keys (keep_seed:
- * but train.seed kept), less the keys axis ax frees (ax < 0: none). */
-static char *rs_fingerprint(const char *ini, int keep_seed, int ax) {
-    size_t cap = strlen(ini) + 64, k = 0;
-    char *out = malloc(cap), sec[64] = "";
-    if (!out) return NULL;
-    out[0] = 0;
-    for (const char *p = ini; *p;) {
-        const char *e = strchr(p, '\n');
-        size_t len = e ? (size_t)(e - p) : strlen(p);
-        char line[512];
-        snprintf(line, sizeof line, "%.*s", (int)(len < sizeof line - 1 ? len : sizeof line - 1), p);
-        p += len + (e ? 1 : 0);
-        char *c = strpbrk(line, ";#");
-        if (c) *c = 0;
-        char *s = line;
-        while (*s == ' ' || *s == '\t') s++;
-        if (*s == '[') {
-            char *r = strchr(s, ']');
-            if (r) *r = 0;
-            snprintf(sec, sizeof sec, "%s", s + 1);
-            continue;
-        }
-        char *eq = strchr(s, '=');
-        if (!eq) continue;
-        char *ke = eq;
-        while (ke > s && (ke[-1] == ' ' || ke[-1] == '\t')) ke--;
-        *ke = 0;
-        char *v = eq + 1;
-        while (*v == ' ' || *v == '\t') v++;
-        size_t vl = strlen(v);
-        while (vl && (v[vl - 1] == ' ' || v[vl - 1] == '\t' || v[vl - 1] == '\r')) v[--vl] = 0;
-        if (!*s) continue;
-        int seed = !strcmp(sec, "train") && !strcmp(s, "seed");
-        if (runset_key_ignored(sec, s) && !(keep_seed && seed)) continue;
-        if (rs_axis_frees(ax, sec, s)) continue;
-        k += (size_t)snprintf(out + k, cap - k, "%s.%s=%s\n", sec, s, v);
-        if (k >= cap) { /* cannot happen: a line never grows by more than its section */
-            out[cap - 1] = 0;
-            break;
-        }
+gl_manifest *runset_resolve(const char *ini) {
+    gl_manifest *mf = malloc(sizeof *mf);
+    char err[512];
+    if (mf && manifest_load_text(mf, ini ? ini : "", "a stored config", err, sizeof err)) {
+        free(mf);
+        return NULL;
     }
-    return out;
+    return mf;
 }
 
-/* rs_fingerprint of the config's identity text (manifest_identity_text: the
- * late keys at their default left out), so a run registered before a late key
- * existed reads the same as one written after with the key at its default:
- * the sweep's run identity and the group and partner rules are one rule. */
+/* The fields of a resolved config the group rule compares: the typed walk (manifest_each_key) less
+ * the late keys at their default (manifest_identity_text's rule: a run registered before a late key
+ * existed reads the same as one written after with the key at its default, so the sweep's run
+ * identity and the group and partner rules are one rule), less the ignored keys (keep_seed: but
+ * train.seed kept), less the keys axis ax frees (ax < 0: none). */
+typedef struct {
+    int keep_seed, ax;
+    int (*fn)(const char *key, const char *text, void *ctx);
+    void *ctx;
+} rs_walk;
+
+static int rs_field(const gl_key *k, void *ctx) {
+    const rs_walk *w = ctx;
+    int seed = !strcmp(k->section, "train") && !strcmp(k->name, "seed");
+    if ((k->late && k->at_default) || (runset_key_ignored(k->section, k->name) && !(w->keep_seed && seed)) ||
+        rs_axis_frees(w->ax, k->section, k->name))
+        return 0;
+    char full[160];
+    snprintf(full, sizeof full, "%s.%s", k->section, k->name);
+    return w->fn(full, k->text, w->ctx);
+}
+
+static int rs_fields(const gl_manifest *mf, int keep_seed, int ax,
+                     int (*fn)(const char *key, const char *text, void *ctx), void *ctx) {
+    rs_walk w = {keep_seed, ax, fn, ctx};
+    return manifest_each_key(mf, rs_field, &w);
+}
+
+int runset_group_each(const gl_manifest *mf, int (*fn)(const char *key, const char *text, void *ctx), void *ctx) {
+    return rs_fields(mf, 0, -1, fn, ctx);
+}
+
+/* The fields as "section.key=text\n" lines, appended to a growing buffer. */
+typedef struct {
+    char *p;
+    size_t len, cap;
+    int oom;
+} rs_text;
+
+static int rs_line(const char *key, const char *text, void *ctx) {
+    rs_text *t = ctx;
+    size_t need = strlen(key) + strlen(text) + 3;
+    if (t->len + need > t->cap) {
+        size_t cap = 2 * (t->len + need) + 256;
+        char *p = realloc(t->p, cap);
+        if (!p) return t->oom = 1;
+        t->p = p, t->cap = cap;
+    }
+    t->len += (size_t)snprintf(t->p + t->len, t->cap - t->len, "%s=%s\n", key, text);
+    return 0;
+}
+
+/* The group key (ax < 0) or partner key (keep_seed, ax >= 0) of a stored config: its fields as
+ * lines.  A config this gatelab cannot read is keyed by its text itself: a group only with the very
+ * same text, and no partners.  malloc'd; NULL when out of memory. */
 static char *rs_identity_fingerprint(const char *ini, int keep_seed, int ax) {
-    char *id = manifest_identity_text(ini ? ini : "");
-    if (!id) return NULL;
-    char *fp = rs_fingerprint(id, keep_seed, ax);
-    free(id);
-    return fp;
+    gl_manifest *mf = runset_resolve(ini);
+    if (!mf) return strdup(ini ? ini : "");
+    rs_text t = {0};
+    rs_fields(mf, keep_seed, ax, rs_line, &t);
+    free(mf);
+    if (t.oom) {
+        free(t.p);
+        return NULL;
+    }
+    return t.p ? t.p : strdup("");
 }
 
 char *runset_group_key(const char *ini) { return rs_identity_fingerprint(ini, 0, -1); }
@@ -127,43 +148,36 @@ int runset_same_group(const runset_run *a, const runset_run *b) {
     return a->group && b->group && !strcmp(a->group, b->group);
 }
 
+/* key ("section.key") of a resolved config as the typed walk gives it, unless the group rule ignores it
+ * (log.* and the cadence are run bookkeeping, not parameters; train.seed is one): 0 found, -1 not. */
+static int rs_get(const gl_manifest *mf, const char *key, gl_key_value *v) {
+    const char *dot = strchr(key, '.');
+    if (!mf || !dot) return -1;
+    char sec[64];
+    snprintf(sec, sizeof sec, "%.*s", (int)(dot - key), key);
+    if (runset_key_ignored(sec, dot + 1) && strcmp(key, "train.seed")) return -1;
+    return manifest_key_get(mf, key, v);
+}
+
 int runset_param(const runset_run *r, const char *key, char *out, size_t n) {
     out[0] = 0;
-    if (!r->config) return 0;
-    const char *dot = strchr(key, '.');
-    if (!dot) return 0;
-    char want_sec[64], want_key[96];
-    snprintf(want_sec, sizeof want_sec, "%.*s", (int)(dot - key), key);
-    snprintf(want_key, sizeof want_key, "%s", dot + 1);
-    char *fp = rs_fingerprint(r->config, 1, -1); /* normalised lines; log.* and cadence are not typed params */
-    if (!fp) return 0;
-    char pat[200];
-    snprintf(pat, sizeof pat, "%s.%s=", want_sec, want_key);
-    size_t pl = strlen(pat);
-    int found = 0;
-    for (const char *p = fp; *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : p + strlen(p))
-        if (!strncmp(p, pat, pl)) {
-            const char *e = strchr(p + pl, '\n');
-            snprintf(out, n, "%.*s", (int)(e ? e - (p + pl) : (long)strlen(p + pl)), p + pl);
-            found = 1;
-            break;
-        }
-    free(fp);
+    gl_manifest *mf = r->config ? runset_resolve(r->config) : NULL;
+    gl_key_value v;
+    int found = mf && !rs_get(mf, key, &v);
+    if (found) snprintf(out, n, "%s", v.text);
+    free(mf);
     return found;
 }
 
 int runset_param_or_default(const runset_run *r, const char *key, char *out, size_t n) {
     if (runset_param(r, key, out, n)) return 1;
-    static char *dflt; /* the defaults' canonical text, made once */
-    if (!dflt) {
-        gl_manifest mf;
-        manifest_defaults(&mf);
-        dflt = manifest_to_ini(&mf);
-        if (!dflt) return 0;
-    }
-    runset_run d = {0};
-    d.config = dflt;
-    return runset_param(&d, key, out, n);
+    static gl_manifest dflt; /* a config this gatelab cannot read, or none: the defaults */
+    static int made;
+    if (!made) manifest_defaults(&dflt), made = 1;
+    gl_key_value v;
+    if (rs_get(&dflt, key, &v)) return 0;
+    snprintf(out, n, "%s", v.text);
+    return 1;
 }
 
 void runset_axis_value(const runset_run *r, const char *axis, char *out, size_t n) {
@@ -239,11 +253,6 @@ double runset_num(const runset_run *r, const char *key) {
     return v ? v->value : NAN;
 }
 
-static long rs_long(const runset_run *r, const char *key) {
-    char v[64];
-    return runset_param(r, key, v, sizeof v) ? atol(v) : 0;
-}
-
 /* The latest rows of every split; of several provenances of one name, the
  * one on the most windows (db_metrics_latest lists it first). */
 static int rs_metrics(gl_db *db, runset_run *r, char *err, size_t errlen) {
@@ -281,6 +290,35 @@ static int rs_metrics(gl_db *db, runset_run *r, char *err, size_t errlen) {
     return 0;
 }
 
+/* The typed fields of r read once from its resolved config: the variant names ("none" when the
+ * config is absent or not one this gatelab reads) and the budget's sizes (0 then). */
+static void rs_typed(runset_run *r) {
+    gl_manifest *mf = r->config ? runset_resolve(r->config) : NULL;
+    const struct {
+        const char *key;
+        char *dst;
+    } names[] = {{"model.value_residual", r->value_residual},
+                 {"model.depth_routing", r->depth_routing},
+                 {"model.cross_layer", r->cross_layer}};
+    for (size_t k = 0; k < sizeof names / sizeof names[0]; k++) {
+        gl_key_value v;
+        snprintf(names[k].dst, sizeof r->value_residual, "%s", mf && !rs_get(mf, names[k].key, &v) ? v.text : "none");
+    }
+    const struct {
+        const char *key;
+        long *dst;
+    } sizes[] = {{"train.steps", &r->steps},
+                 {"train.batch_size", &r->batch},
+                 {"model.seq_len", &r->seq_len},
+                 {"model.n_layer", &r->n_layer},
+                 {"model.n_kv_head", &r->n_kv_head}};
+    for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+        gl_key_value v;
+        *sizes[k].dst = mf && !rs_get(mf, sizes[k].key, &v) ? (long)v.num : 0;
+    }
+    free(mf);
+}
+
 void runset_free(runset *rs) {
     for (int i = 0; rs->r && i < rs->n; i++) {
         free(rs->r[i].config);
@@ -316,20 +354,7 @@ int runset_load(gl_db *db, const char *prefix, runset *rs, char *err, size_t err
             goto fail;
         }
         if (db_run_commit(db, r->t.run_id, r->commit, &r->dirty, err, errlen) < 0) goto fail;
-        const struct {
-            const char *key, *dflt;
-            char *dst;
-        } want[] = {{"model.value_residual", "none", r->value_residual},
-                    {"model.depth_routing", "none", r->depth_routing},
-                    {"model.cross_layer", "none", r->cross_layer}};
-        for (size_t k = 0; k < sizeof want / sizeof want[0]; k++)
-            if (!runset_param(r, want[k].key, want[k].dst, sizeof r->value_residual))
-                snprintf(want[k].dst, sizeof r->value_residual, "%s", want[k].dflt);
-        r->steps = rs_long(r, "train.steps");
-        r->batch = rs_long(r, "train.batch_size");
-        r->seq_len = rs_long(r, "model.seq_len");
-        r->n_layer = rs_long(r, "model.n_layer");
-        r->n_kv_head = rs_long(r, "model.n_kv_head");
+        rs_typed(r);
         if (rs_metrics(db, r, err, errlen)) goto fail;
     }
     free(t);

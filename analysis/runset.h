@@ -19,10 +19,12 @@
  *                                           run name, experiment, trace and
  *                                           probe settings.
  * Everything else (budget, schedule, eval_every, data, model) is part of the
- * experiment.  The lines compared are those of the config's identity text
- * (store/manifest.h manifest_identity_text): a *late* key (one added after
+ * experiment.  The fields compared are the manifest's typed walk of the
+ * stored config (runset_resolve, runset_group_each: manifest_each_key, the
+ * canonical text of each value, never a line parser) less, as in its identity
+ * text (store/manifest.h manifest_identity_text), a *late* key (one added after
  * runs existed: data.tokenizer, model.sat_gate, model.mod_capacity,
- * train.weight_decay_policy, …) at its default is left out, so a run
+ * train.weight_decay_policy, …) at its default, so a run
  * registered before the key existed, whose config lacks it, groups with a new
  * run at the default — the sweep's run identity and this rule are one rule.
  * A run without a stored config is a group of its own.
@@ -40,6 +42,7 @@
 
 #include <stddef.h>
 
+#include "store/manifest.h"
 #include "store/registry.h"
 #include "tables.h"
 
@@ -79,9 +82,20 @@ void runset_free(runset *rs);
 /* 1 when "section.key" is left out of the group key (the list above). */
 int runset_key_ignored(const char *section, const char *key);
 
-/* The group key of a stored config: its "section.key=value" lines less the
- * ignored keys, in the config's order.  malloc'd; NULL when out of memory. */
+/* A stored config resolved by the manifest's own parser (manifest_load_text), so every value read
+ * from it is the typed walk's canonical text; malloc'd (the caller frees it), NULL when it is not a
+ * config this gatelab reads (or out of memory). */
+gl_manifest *runset_resolve(const char *ini);
+
+/* The group key of a stored config: a "section.key=value" line per field the group rule compares
+ * (runset_group_each), in canonical order.  A config this gatelab cannot read is keyed by its text
+ * itself (a group only with the very same text, and no partners).  malloc'd; NULL when out of memory. */
 char *runset_group_key(const char *ini);
+
+/* The fields the group rule compares of a resolved config: the typed walk (manifest_each_key) less
+ * the ignored keys above and the late keys at their default.  fn("section.key", canonical text, ctx)
+ * for each, in canonical order; stops at fn's first non-zero return and returns it (else 0). */
+int runset_group_each(const gl_manifest *mf, int (*fn)(const char *key, const char *text, void *ctx), void *ctx);
 
 /* 1 when a and b are the same run but for the seed. */
 int runset_same_group(const runset_run *a, const runset_run *b);
@@ -122,12 +136,15 @@ const runset_value *runset_get(const runset_run *r, const char *key);
 /* Its value (NaN when absent). */
 double runset_num(const runset_run *r, const char *key);
 
-/* A config parameter ("model.n_layer") into out; 0 when absent ("" then). */
+/* A config parameter ("model.n_layer") into out as the typed walk writes it (the stored config
+ * resolved by runset_resolve, so a late key it lacks reads as its default); 0 ("" then) for a run
+ * without a config or with one this gatelab cannot read, a key the manifest does not know, and the
+ * keys the group rule ignores (log.*, the cadence: bookkeeping, not parameters; train.seed is one). */
 int runset_param(const runset_run *r, const char *key, char *out, size_t n);
 
-/* The same, but a key the stored config lacks (a run registered before the
- * key existed) reads as the key's default (manifest_defaults): returns 1 with
- * the value, 0 only for a key the manifest does not know. */
+/* The same, but a run whose config is absent or unreadable reads the key's default
+ * (manifest_defaults): returns 1 with the value, 0 only for a key the manifest does not know (or
+ * one the group rule ignores). */
 int runset_param_or_default(const runset_run *r, const char *key, char *out, size_t n);
 
 #endif

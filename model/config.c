@@ -5,8 +5,8 @@
  * What it does not do: read manifests (harness/store/manifest.c does, and checks
  * each key's range with a line number before this file sees the struct) or
  * allocate anything.  config_validate is the last word on whether a config
- * can be built; it is also run on configs read back from checkpoints, so the
- * upper bounds here are the ones manifest.c documents (docs/manifest.md).
+ * can be built; it is also run on configs read back from checkpoints, and its
+ * ranges are the rows the manifest's key table reads too (config.h, CFG_RANGE).
  *
  * Error messages name the manifest key ("model.n_kv_head"), because that is
  * what a user edits to fix them.
@@ -18,27 +18,28 @@
 #include <stdio.h>
 #include <string.h>
 
-/* Upper bounds: generous for a CPU harness, small enough that products such
- * as V*d and L*d*d_ff stay far from int overflow. Kept equal to the ranges in
- * harness/store/manifest.c's key table. */
-#define CFG_MAX_VOCAB 1048576
-#define CFG_MAX_D 16384
-#define CFG_MAX_LAYER 64
-#define CFG_MAX_HEAD 256
-#define CFG_MAX_DFF 65536
-#define CFG_MAX_SEQ 65536
-#define CFG_MAX_ROUTER 65536
-
-#define CFG_FLOAT_ROW(f) {#f, offsetof(gl_model_config, f), CFG_RANGE_ROW_(CFG_RANGE(f))}
-#define CFG_RANGE_ROW_(...) __VA_ARGS__
-const config_range config_float_ranges[] = {
+/* The ranged keys (config.h's CFG_RANGE rows), in the order config_validate reports them. */
+#define CFG_INT_ROW(f, routing, cross) {#f, offsetof(gl_model_config, f), 0, CFG_RANGE(f), 0, 0, routing, cross}
+#define CFG_FLOAT_ROW(f) {#f, offsetof(gl_model_config, f), 1, CFG_RANGE(f), -1, -1}
+const config_range config_ranges[] = {
+    CFG_INT_ROW(vocab_size, -1, -1),
+    CFG_INT_ROW(d_model, -1, -1),
+    CFG_INT_ROW(n_layer, -1, -1),
+    CFG_INT_ROW(n_head, -1, -1),
+    CFG_INT_ROW(n_kv_head, -1, -1),
+    CFG_INT_ROW(d_ff, -1, -1),
+    CFG_INT_ROW(seq_len, -1, -1),
+    CFG_INT_ROW(router_hidden, -1, -1),
     CFG_FLOAT_ROW(norm_eps),
     CFG_FLOAT_ROW(rope_base),
     CFG_FLOAT_ROW(router_init_bias),
     CFG_FLOAT_ROW(tsa_lambda),
+    CFG_INT_ROW(mod_every, DR_MOD, -1),
+    CFG_INT_ROW(hc_expansion, -1, CL_HYPER),
 };
-const int config_n_float_ranges = (int)(sizeof config_float_ranges / sizeof config_float_ranges[0]);
-#define CFG_MAX_HC 16 /* hyper-connection streams */
+const int config_n_ranges = (int)(sizeof config_ranges / sizeof config_ranges[0]);
+#undef CFG_INT_ROW
+#undef CFG_FLOAT_ROW
 
 /* The one table of variant names (rows of variants.h), indexed by the enum. */
 #define GL_ENUM_NAME(id, name) [id] = name,
@@ -99,10 +100,28 @@ void config_defaults(gl_model_config *c) {
     c->hc_expansion = 4; /* Zhu et al. 2024's default expansion rate */
 }
 
-static int range_int(char *err, size_t errlen, const char *key, int v, int lo, int hi) {
-    if (v >= lo && v <= hi) return 0;
-    snprintf(err, errlen, "%s (%d) must be between %d and %d", key, v, lo, hi);
-    return -1;
+/* Check the rows of config_ranges that are (is_float, routing, cross): the caller has already
+ * established that they apply.  Returns 0, or -1 with the row's message. */
+static int cv_ranges(const gl_model_config *c, char *err, size_t errlen, int is_float, int routing, int cross) {
+    for (int i = 0; i < config_n_ranges; i++) {
+        const config_range *r = &config_ranges[i];
+        if (r->is_float != is_float || r->routing != routing || r->cross != cross) continue;
+        const char *field = (const char *)c + r->off;
+        if (!is_float) {
+            int v = *(const int *)field;
+            if (v >= r->lo && v <= r->hi) continue;
+            snprintf(err, errlen, "model.%s (%d) must be between %d and %d", r->name, v, (int)r->lo, (int)r->hi);
+            return -1;
+        }
+        double v = *(const float *)field;
+        int below = r->lo_open ? !(v > r->lo) : !(v >= r->lo), above = r->hi_open ? !(v < r->hi) : !(v <= r->hi);
+        if (!isfinite(v) || below || above) {
+            snprintf(err, errlen, "model.%s (%g) must be in %c%g, %g%c", r->name, v, r->lo_open ? '(' : '[', r->lo,
+                     r->hi, r->hi_open ? ')' : ']');
+            return -1;
+        }
+    }
+    return 0;
 }
 
 static int check_bool(char *err, size_t errlen, const char *key, int v) {
@@ -115,14 +134,7 @@ static int check_bool(char *err, size_t errlen, const char *key, int v) {
  * start); heads, numerics, enums and depth routing; the cross-layer variants and their combinations.
  * Each returns 0, or -1 with a message naming the key. */
 static int cv_sizes_and_value_path(const gl_model_config *c, char *err, size_t errlen) {
-    if (range_int(err, errlen, "model.vocab_size", c->vocab_size, 1, CFG_MAX_VOCAB) ||
-        range_int(err, errlen, "model.d_model", c->d_model, 1, CFG_MAX_D) ||
-        range_int(err, errlen, "model.n_layer", c->n_layer, 1, CFG_MAX_LAYER) ||
-        range_int(err, errlen, "model.n_head", c->n_head, 1, CFG_MAX_HEAD) ||
-        range_int(err, errlen, "model.n_kv_head", c->n_kv_head, 1, CFG_MAX_HEAD) ||
-        range_int(err, errlen, "model.d_ff", c->d_ff, 1, CFG_MAX_DFF) ||
-        range_int(err, errlen, "model.seq_len", c->seq_len, 1, CFG_MAX_SEQ) ||
-        range_int(err, errlen, "model.router_hidden", c->router_hidden, 0, CFG_MAX_ROUTER) ||
+    if (cv_ranges(c, err, errlen, 0, -1, -1) ||
         check_bool(err, errlen, "model.qk_norm", c->qk_norm) ||
         check_bool(err, errlen, "model.tied", c->tied) ||
         check_bool(err, errlen, "model.decay_gates", c->decay_gates) ||
@@ -179,16 +191,7 @@ static int cv_heads_and_routing(const gl_model_config *c, char *err, size_t errl
                  c->n_head);
         return -1;
     }
-    for (int i = 0; i < config_n_float_ranges; i++) {
-        const config_range *r = &config_float_ranges[i];
-        double v = *(const float *)((const char *)c + r->off);
-        int below = r->lo_open ? !(v > r->lo) : !(v >= r->lo), above = r->hi_open ? !(v < r->hi) : !(v <= r->hi);
-        if (!isfinite(v) || below || above) {
-            snprintf(err, errlen, "model.%s (%g) must be in %c%g, %g%c", r->name, v, r->lo_open ? '(' : '[', r->lo,
-                     r->hi, r->hi_open ? ')' : ']');
-            return -1;
-        }
-    }
+    if (cv_ranges(c, err, errlen, 1, -1, -1)) return -1;
     if ((int)c->value_residual < 0 || (int)c->value_residual >= NELEM(vr_names)) {
         snprintf(err, errlen, "model.value_residual (%d) is not a known variant",
                  (int)c->value_residual);
@@ -240,7 +243,7 @@ static int cv_heads_and_routing(const gl_model_config *c, char *err, size_t errl
                      "routed block processes)", (double)c->mod_capacity);
             return -1;
         }
-        if (range_int(err, errlen, "model.mod_every", c->mod_every, 1, CFG_MAX_LAYER)) return -1;
+        if (cv_ranges(c, err, errlen, 0, DR_MOD, -1)) return -1;
     }
     if (c->depth_routing == DR_RANDOM &&
         !(isfinite(c->random_alpha) && c->random_alpha > 0.0f && c->random_alpha <= 1.0f)) {
@@ -257,9 +260,7 @@ static int cv_cross_layer(const gl_model_config *c, char *err, size_t errlen) {
         return -1;
     }
     /* hc_expansion only matters to hyper (a zeroed struct elsewhere stays valid) */
-    if (c->cross_layer == CL_HYPER &&
-        range_int(err, errlen, "model.hc_expansion", c->hc_expansion, 1, CFG_MAX_HC))
-        return -1;
+    if (c->cross_layer == CL_HYPER && cv_ranges(c, err, errlen, 0, -1, CL_HYPER)) return -1;
     /* Cross-layer combinations (docs/crosslayer.md, "Combinations").  Value
      * residuals live inside a block's value path and combine with all three.
      * early_exit freezes an exited token's single residual state and reads the

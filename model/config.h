@@ -87,26 +87,47 @@ void config_defaults(gl_model_config *c);
 
 /* Check internal consistency (divisibility, ranges, variant combinations).
  * Returns 0, or -1 with a message in err that names the offending key. */
-/* The ranges of the model's real-valued keys, one row each, read by both config_validate and the
- * manifest's key table (harness/store/manifest_keys.c takes a row's four numbers through
- * CFG_RANGE(name)), so the two can no longer disagree.  lo..hi, *_open = 1 excludes that end.
+/* The ranges of the model's keys with fixed bounds, one row each, read by both config_validate and the
+ * manifest's key table (harness/store/manifest_keys.c takes a row's numbers through CFG_RANGE(name)),
+ * so the two can no longer disagree.  An integer row is lo, hi (both ends included); a real row is
+ * lo, hi, lo_open, hi_open (*_open = 1 excludes that end).
+ *
+ * The integer bounds are generous for a CPU harness and small enough that products such as V*d and
+ * L*d*d_ff stay far from int overflow.  vocab_size starts at 1 here; the manifest also takes 0
+ * ("from the data set or task", resolved before the model is built).  mod_every (a routed block every
+ * n) is bounded by the depth bound; hc_expansion counts hyper-connection streams.
  * tsa_lambda ends at 1000, the bound the manifest always had: no stored config can exceed it, so
  * every existing checkpoint and manifest still loads, and a weight 1000 times the loss is already
  * beyond any setting the TSA paper uses.  rope_base and router_init_bias take the manifest's ends
  * (1e9, +-30) for the same reason. */
+#define CFG_RANGE_vocab_size 1, 1048576
+#define CFG_RANGE_d_model 1, 16384
+#define CFG_RANGE_n_layer 1, 64
+#define CFG_RANGE_n_head 1, 256
+#define CFG_RANGE_n_kv_head 1, 256
+#define CFG_RANGE_d_ff 1, 65536
+#define CFG_RANGE_seq_len 1, 65536
+#define CFG_RANGE_router_hidden 0, 65536 /* 0: max(d/4, 16) */
+#define CFG_RANGE_mod_every CFG_RANGE_n_layer
+#define CFG_RANGE_hc_expansion 1, 16
 #define CFG_RANGE_norm_eps 0, 1, 1, 0
 #define CFG_RANGE_rope_base 1, 1e9, 1, 0
 #define CFG_RANGE_router_init_bias -30, 30, 0, 0
 #define CFG_RANGE_tsa_lambda 0, 1000, 0, 0
 #define CFG_RANGE(name) CFG_RANGE_##name
+/* A row as config_validate reads it.  A row applies to every config, or only to one depth routing
+ * (mod_every: mod) or cross-layer variant (hc_expansion: hyper), -1 meaning any: a zeroed knob of a
+ * variant not in use stays valid. */
 typedef struct {
     const char *name; /* the [model] key */
-    size_t off;       /* offset of its float in gl_model_config */
+    size_t off;       /* offset of its int (is_float 0) or float (1) in gl_model_config */
+    int is_float;
     double lo, hi;
     int lo_open, hi_open;
+    int routing, cross; /* the gl_depth_routing / gl_cross_layer it applies to, -1 any */
 } config_range;
-extern const config_range config_float_ranges[];
-extern const int config_n_float_ranges;
+extern const config_range config_ranges[];
+extern const int config_n_ranges;
 
 int config_validate(const gl_model_config *c, char *err, size_t errlen);
 

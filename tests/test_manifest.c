@@ -716,6 +716,133 @@ static void test_each_key(void **state) {
     printf("  manifest_each_key: %d keys, text = to_ini byte for byte, tsa_lambda range ends at %g\n", w.n, w.tsa_hi);
 }
 
+/* The ranges written once: every ranged [model] key of the key table is either a row of config.h's
+ * CFG_RANGE table (config_ranges: the same bounds; vocab_size also takes 0 in a manifest, "from the
+ * data") or one of the few keys config_validate checks with a message of its own (listed below), and
+ * for every one config_validate refuses the value just outside each end (lo-1 / hi+1, and for a real
+ * the next float outward, or an open end itself) with that key's range message, and does not refuse
+ * lo or hi (or the next float inward of an open end) for its range.  An end may still fail another
+ * check (d_model 1 has an odd head size), so "not refused" means no range message for the key. */
+typedef struct {
+    char name[64];
+    int is_float;
+    double lo, hi;
+    int lo_open, hi_open;
+} ranged_key;
+
+typedef struct {
+    ranged_key k[64];
+    int n;
+} ranged_keys;
+
+static int collect_ranged(const gl_key *k, void *ctx) {
+    ranged_keys *r = ctx;
+    if (strcmp(k->section, "model") || !k->has_range) return 0;
+    assert_true(r->n < 64);
+    ranged_key *o = &r->k[r->n++];
+    snprintf(o->name, sizeof o->name, "%s", k->name);
+    o->is_float = k->type == MF_FLOAT;
+    o->lo = k->lo, o->hi = k->hi, o->lo_open = k->lo_open, o->hi_open = k->hi_open;
+    return 0;
+}
+
+/* 1 when config_validate refuses c with key's range message. */
+static int range_refused(const gl_model_config *c, const char *key) {
+    char err[512] = "", want[96];
+    if (config_validate(c, err, sizeof err) == 0) return 0;
+    snprintf(want, sizeof want, "model.%s (", key);
+    return !strncmp(err, want, strlen(want)) && strstr(err, " must be ") != NULL;
+}
+
+static void check_ends(const config_range *r, int *accepted) {
+    gl_model_config c;
+    config_defaults(&c);
+    if (r->routing >= 0) c.depth_routing = (gl_depth_routing)r->routing;
+    if (r->cross >= 0) c.cross_layer = (gl_cross_layer)r->cross;
+    if (!strcmp(r->name, "value_residual_last_k")) c.n_layer = 64; /* its end is n_layer - 1 at the deepest */
+    char *field = (char *)&c + r->off;
+    double out_lo[2] = {r->lo - 1, r->lo}, out_hi[2] = {r->hi + 1, r->hi}, in_lo = r->lo, in_hi = r->hi;
+    if (r->is_float) {
+        out_lo[1] = r->lo_open ? r->lo : nextafterf((float)r->lo, -INFINITY);
+        out_hi[1] = r->hi_open ? r->hi : nextafterf((float)r->hi, INFINITY);
+        if (r->lo_open) in_lo = nextafterf((float)r->lo, INFINITY);
+        if (r->hi_open) in_hi = nextafterf((float)r->hi, -INFINITY);
+        /* hi + 1 that rounds back to hi as a float (rope_base's 1e9) is the next float outward */
+        if ((float)out_lo[0] >= (float)r->lo) out_lo[0] = out_lo[1];
+        if ((float)out_hi[0] <= (float)r->hi) out_hi[0] = out_hi[1];
+    }
+    double outside[4] = {out_lo[0], out_hi[0], out_lo[1], out_hi[1]}, inside[2] = {in_lo, in_hi};
+    for (int i = 0; i < (r->is_float ? 4 : 2); i++) {
+        if (r->is_float) *(float *)field = (float)outside[i];
+        else *(int *)field = (int)outside[i];
+        if (!range_refused(&c, r->name)) {
+            printf("  model.%s = %.9g is not refused\n", r->name, outside[i]);
+            fail();
+        }
+    }
+    for (int i = 0; i < 2; i++) {
+        char err[512];
+        if (r->is_float) *(float *)field = (float)inside[i];
+        else *(int *)field = (int)inside[i];
+        if (range_refused(&c, r->name)) {
+            printf("  model.%s = %.9g is refused for its range\n", r->name, inside[i]);
+            fail();
+        }
+        *accepted += config_validate(&c, err, sizeof err) == 0;
+    }
+}
+
+static void test_ranges_shared(void **state) {
+    (void)state;
+    /* the keys config_validate checks with their own message, and where their field is */
+    static const struct {
+        const char *name;
+        size_t off;
+        int routing;
+    } own[] = {
+        {"value_residual_last_k", offsetof(gl_model_config, vr_last_k), -1},
+        {"sat_gate_bias_init", offsetof(gl_model_config, sat_gate_bias_init), -1},
+        {"resformer_lambda1_init", offsetof(gl_model_config, rf_lambda1_init), -1},
+        {"mod_capacity", offsetof(gl_model_config, mod_capacity), DR_MOD},
+        {"random_alpha", offsetof(gl_model_config, random_alpha), DR_RANDOM},
+    };
+    static gl_manifest mf;
+    manifest_defaults(&mf);
+    static ranged_keys rk;
+    memset(&rk, 0, sizeof rk);
+    assert_int_equal(manifest_each_key(&mf, collect_ranged, &rk), 0);
+    int n_rows = 0, n_own = 0, accepted = 0;
+    for (int i = 0; i < rk.n; i++) {
+        const ranged_key *k = &rk.k[i];
+        const config_range *row = NULL;
+        for (int j = 0; j < config_n_ranges; j++)
+            if (!strcmp(config_ranges[j].name, k->name)) row = &config_ranges[j];
+        config_range mine;
+        if (row) {
+            assert_int_equal(row->is_float, k->is_float);
+            assert_true(row->lo == (strcmp(k->name, "vocab_size") ? k->lo : 1) && row->hi == k->hi);
+            assert_true(row->lo_open == k->lo_open && row->hi_open == k->hi_open);
+            n_rows++;
+        } else {
+            int o = -1;
+            for (int j = 0; j < (int)(sizeof own / sizeof own[0]); j++)
+                if (!strcmp(own[j].name, k->name)) o = j;
+            if (o < 0) printf("  model.%s has a range in the key table but no config.h row\n", k->name);
+            assert_true(o >= 0);
+            mine = (config_range){k->name, own[o].off, k->is_float, k->lo, k->hi, k->lo_open, k->hi_open,
+                                  own[o].routing, -1};
+            row = &mine;
+            n_own++;
+        }
+        check_ends(row, &accepted);
+    }
+    /* every row is a ranged key of the table */
+    assert_int_equal(n_rows, config_n_ranges);
+    assert_int_equal(n_own, (int)(sizeof own / sizeof own[0]));
+    printf("  %d ranged [model] keys (%d config.h rows, %d own checks): both ends kept, just outside refused; "
+           "%d of %d ends valid configs as they stand\n", rk.n, n_rows, n_own, accepted, 2 * rk.n);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sat_knobs),
@@ -731,6 +858,7 @@ int main(void) {
         cmocka_unit_test(test_identity_text),
         cmocka_unit_test(test_parse_key),
         cmocka_unit_test(test_each_key),
+        cmocka_unit_test(test_ranges_shared),
     };
     return cmocka_run_group_tests(tests, setup_dir, teardown_dir);
 }

@@ -41,6 +41,26 @@ static void ok(const char *what, int cond) {
     checks++;
 }
 
+/* runset_group_each callbacks: collect "key=text\n" lines (flagging late-at-default and bookkeeping
+ * keys, which must never come), and stop at the second call. */
+static int group_line(const char *key, const char *text, void *ctx) {
+    struct {
+        char *buf;
+        int *n, *late, *bookkeeping;
+    } *a = ctx;
+    size_t l = strlen(a->buf);
+    snprintf(a->buf + l, 8192 - l, "%s=%s\n", key, text);
+    ++*a->n;
+    *a->late += !strcmp(key, "model.sat_gate") || !strcmp(key, "data.tokenizer");
+    *a->bookkeeping += !strncmp(key, "log.", 4) || !strcmp(key, "train.seed") || !strcmp(key, "train.threads");
+    return 0;
+}
+
+static int group_stop(const char *key, const char *text, void *ctx) {
+    (void)key, (void)text;
+    return ++*(int *)ctx == 2 ? 9 : 0;
+}
+
 static void add_run(gl_db *db, long long exp, const char *id, const char *ini, double loss) {
     char err[1024];
     gl_metric m = {.step = 10, .split = "val", .name = "final.loss", .value = loss, .prov = {"val", 0, 100, 6400}};
@@ -359,6 +379,39 @@ int main(void) {
         char *fa = figures_seedless_config("[data]\nfile = x\n"), *fb = figures_seedless_config("[data]\nfile = x\ntokenizer = char\n");
         ok("figures_seedless_config is the run set's rule (late key at its default)", fa && fb && !strcmp(fa, fb));
         free(a), free(b), free(c), free(fa), free(fb);
+    }
+    { /* the typed walk behind the group key: runset_resolve + runset_group_each, and runset_param from it */
+        const char *ini = "[model]\ntsa_lambda = 0.050\n[train]\nseed = 7\nthreads = 3\n[log]\nname = a\n";
+        gl_manifest *mf = runset_resolve(ini);
+        ok("runset_resolve reads a stored config", mf && mf->model.tsa_lambda == 0.05f);
+        char *key = runset_group_key(ini), lines[8192] = "", v[64];
+        int n = 0, late = 0, bookkeeping = 0, calls = 0;
+        struct {
+            char *buf;
+            int *n, *late, *bookkeeping;
+        } acc = {lines, &n, &late, &bookkeeping};
+        int each = mf ? runset_group_each(mf, group_line, &acc) : -1;
+        ok("runset_group_each: the group key's lines, in order, tsa_lambda as canonical text (0.05), no "
+           "late key at its default, no seed, threads or log.*",
+           each == 0 && key && !strcmp(key, lines) && n > 40 && strstr(lines, "model.tsa_lambda=0.05\n") && !late &&
+               !bookkeeping);
+        ok("runset_group_each stops at fn's first non-zero return",
+           mf && runset_group_each(mf, group_stop, &calls) == 9 && calls == 2);
+        runset_run r = {.config = (char *)ini};
+        ok("runset_param: the typed walk's text (0.050 reads 0.05), a late key absent reads its default",
+           runset_param(&r, "model.tsa_lambda", v, sizeof v) && !strcmp(v, "0.05") &&
+               runset_param(&r, "model.sat_gate", v, sizeof v) && !strcmp(v, "relu"));
+        ok("runset_param: train.seed is a parameter, train.threads and log.* are bookkeeping",
+           runset_param(&r, "train.seed", v, sizeof v) && !strcmp(v, "7") && !runset_param(&r, "train.threads", v, sizeof v) &&
+               !runset_param(&r, "log.name", v, sizeof v) && !v[0]);
+        const char *bad = "[model]\nno_such_key = 1\n[train]\nseed = 1\n";
+        char *kb = runset_group_key(bad);
+        runset_run rb = {.config = (char *)bad};
+        ok("a config this gatelab cannot read: runset_resolve NULL, keyed by its own text, no params",
+           !runset_resolve(bad) && kb && !strcmp(kb, bad) && !runset_param(&rb, "model.d_model", v, sizeof v) &&
+               runset_param_or_default(&rb, "model.d_model", v, sizeof v) && !strcmp(v, "128") &&
+               runset_partner_key_ini(bad, "depth_routing") != runset_partner_key_ini(ini, "depth_routing"));
+        free(kb), free(key), free(mf);
     }
     { /* fg_group_title (figures_int.h): what, then what the groups share, then the spread over seeds */
         static fg_groups G;

@@ -508,11 +508,12 @@ static json_t *serve_probe_text(const serve_ctx *s, const char *id, const gl_tra
 
 /* The tokens one optimiser step consumes (batch_size × seq_len), or null when the params lack either. */
 static json_t *serve_tokens_per_step(gl_db *db, const char *id) {
-    char b[64], t[64], err[256];
-    if (db_param_get(db, id, "train.batch_size", b, sizeof b, err, sizeof err) != 1 ||
-        db_param_get(db, id, "model.seq_len", t, sizeof t, err, sizeof err) != 1)
+    gl_key_value b, t; /* typed (db_param_typed), never atoll */
+    char err[256];
+    if (db_param_typed(db, id, "train.batch_size", &b, err, sizeof err) != 1 ||
+        db_param_typed(db, id, "model.seq_len", &t, err, sizeof err) != 1)
         return json_null();
-    return jsonl_int(atoll(b) * atoll(t));
+    return jsonl_int((long long)b.num * (long long)t.num);
 }
 
 static json_t *serve_latest(gl_db *db, const char *id, char *err, size_t errlen) {

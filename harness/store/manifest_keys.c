@@ -23,8 +23,16 @@
 #define OFF(f) offsetof(gl_manifest, f)
 #define KINT(s, n, f, lo, hi) {s, n, K_INT, OFF(f), 0, lo, hi, 0, 0, 0, 1, 0}
 #define KFLT(s, n, f, lo, hi, lo_open, hi_open) {s, n, K_FLOAT, OFF(f), 0, lo, hi, lo_open, hi_open, 0, 1, 0}
-/* A [model] float whose range is model/config.h's row (config_validate checks the same four numbers). */
-#define KFLT_CFG(s, n, f, r) KFLT_CFG_(s, n, model.f, r)
+/* A [model] int or float whose range is model/config.h's row (config_validate checks the same
+ * numbers); KINT_CFG0 also takes 0 below the row (vocab_size: 0 = from the data set or task). */
+#define KINT_CFG(s, n, f) KINT_CFG_(s, n, model.f, CFG_RANGE(f))
+#define KINT_CFG_(s, n, f, ...) KINT(s, n, f, __VA_ARGS__)
+#define KINT_CFG0(s, n, f) KINT_CFG0_(s, n, model.f, CFG_RANGE(f))
+#define KINT_CFG0_(s, n, f, ...) KINT_CFG0__(s, n, f, __VA_ARGS__)
+#define KINT_CFG0__(s, n, f, lo, hi) KINT(s, n, f, 0, hi)
+#define LINT_CFG(s, n, f) LINT_CFG_(s, n, model.f, CFG_RANGE(f))
+#define LINT_CFG_(s, n, f, ...) LINT(s, n, f, __VA_ARGS__)
+#define KFLT_CFG(s, n, f) KFLT_CFG_(s, n, model.f, CFG_RANGE(f))
 #define KFLT_CFG_(s, n, f, ...) KFLT(s, n, f, __VA_ARGS__)
 #define KFLT_AUTO(s, n, f, lo, hi) {s, n, K_FLOAT, OFF(f), 0, lo, hi, 0, 0, F_AUTO, 1, 0}
 #define KBOOL(s, n, f) {s, n, K_BOOL, OFF(f), 0, 0, 1, 0, 0, 0, 1, 0}
@@ -38,19 +46,20 @@
 #define LENUM(s, n, f, e) {s, n, K_ENUM, OFF(f), 0, 0, 0, 0, 0, e, 1, 1}
 #define LFLT_AUTO(s, n, f, lo, hi) {s, n, K_FLOAT, OFF(f), 0, lo, hi, 0, 0, F_AUTO, 1, 1}
 
-/* The [model] floats' ranges are model/config.h's CFG_RANGE rows (config_validate checks configs
- * from checkpoints against the same rows); the integer bounds equal config.c's CFG_MAX_*.  Canonical order = table order. */
+/* The [model] ranges are model/config.h's CFG_RANGE rows wherever config_validate checks a fixed
+ * range (it checks configs from checkpoints against the same rows; tests/test_manifest.c walks
+ * both).  Canonical order = table order. */
 const key_def mf_keys[MF_N_KEYS] = {
     {"model", "scale", K_SCALE, OFF(scale), sizeof(((gl_manifest *)0)->scale), 0, 0, 0, 0, 0, 1, 0},
-    KINT("model", "vocab_size", model.vocab_size, 0, 1048576),
-    KINT("model", "d_model", model.d_model, 1, 16384),
-    KINT("model", "n_layer", model.n_layer, 1, 64),
-    KINT("model", "n_head", model.n_head, 1, 256),
-    KINT("model", "n_kv_head", model.n_kv_head, 1, 256),
-    KINT("model", "d_ff", model.d_ff, 1, 65536),
-    KINT("model", "seq_len", model.seq_len, 1, 65536),
-    KFLT_CFG("model", "norm_eps", norm_eps, CFG_RANGE(norm_eps)),
-    KFLT_CFG("model", "rope_base", rope_base, CFG_RANGE(rope_base)),
+    KINT_CFG0("model", "vocab_size", vocab_size),
+    KINT_CFG("model", "d_model", d_model),
+    KINT_CFG("model", "n_layer", n_layer),
+    KINT_CFG("model", "n_head", n_head),
+    KINT_CFG("model", "n_kv_head", n_kv_head),
+    KINT_CFG("model", "d_ff", d_ff),
+    KINT_CFG("model", "seq_len", seq_len),
+    KFLT_CFG("model", "norm_eps", norm_eps),
+    KFLT_CFG("model", "rope_base", rope_base),
     KBOOL("model", "qk_norm", model.qk_norm),
     KBOOL("model", "tied", model.tied),
     KENUM("model", "value_residual", model.value_residual, EN_VR),
@@ -62,15 +71,15 @@ const key_def mf_keys[MF_N_KEYS] = {
     LFLT("model", "sat_gate_bias_init", model.sat_gate_bias_init, -30, 30, 0, 0),
     LFLT_AUTO("model", "resformer_lambda1_init", model.rf_lambda1_init, -100, 100),
     KENUM("model", "depth_routing", model.depth_routing, EN_DR),
-    KINT("model", "router_hidden", model.router_hidden, 0, 65536),
-    KFLT_CFG("model", "router_init_bias", router_init_bias, CFG_RANGE(router_init_bias)),
-    KFLT_CFG("model", "tsa_lambda", tsa_lambda, CFG_RANGE(tsa_lambda)),
+    KINT_CFG("model", "router_hidden", router_hidden),
+    KFLT_CFG("model", "router_init_bias", router_init_bias),
+    KFLT_CFG("model", "tsa_lambda", tsa_lambda),
     KENUM("model", "exit_weighting", model.exit_weighting, EN_EE),
     LFLT("model", "mod_capacity", model.mod_capacity, 0, 1, 1, 0),
-    LINT("model", "mod_every", model.mod_every, 1, 64),
+    LINT_CFG("model", "mod_every", mod_every),
     LFLT("model", "random_alpha", model.random_alpha, 0, 1, 1, 0),
     KENUM("model", "cross_layer", model.cross_layer, EN_CL),
-    KINT("model", "hc_expansion", model.hc_expansion, 1, 16),
+    KINT_CFG("model", "hc_expansion", hc_expansion),
 
     KENUM("data", "task", data.task, EN_TASK),
     KSTR("data", "file", data.file, S_NONEMPTY, 1),
