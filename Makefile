@@ -27,8 +27,13 @@ PKGS     := hdf5 sqlite3 inih jansson libmicrohttpd
 BLASDIR  ?= /usr/lib/x86_64-linux-gnu/openblas-openmp
 
 # The commit `gatelab --version` prints: `git describe` of this checkout, "unknown"
-# outside one (a tarball, a bare clone's export).  main.o alone is rebuilt when it changes.
+# outside one (a tarball, a bare clone's export); GATELAB_HEAD / GATELAB_DIRTY, the
+# full commit and whether tracked files differed from it, are what the registry
+# records for every run this binary trains (empty / -1 outside a checkout).  main.o
+# alone is rebuilt when any of them changes.
 GATELAB_COMMIT := $(shell git describe --always --dirty 2>/dev/null || echo unknown)
+GATELAB_HEAD   := $(shell git rev-parse HEAD 2>/dev/null)
+GATELAB_DIRTY  := $(if $(GATELAB_HEAD),$(shell git diff --quiet HEAD -- 2>/dev/null && echo 0 || echo 1),-1)
 
 CFLAGS   := -std=c11 $(OPT) -g -fopenmp -Wall -Wextra -Werror -Wno-unused-parameter -Wno-format-truncation \
             -D_GNU_SOURCE -MMD -MP -I. -Iharness $(SAN) \
@@ -101,11 +106,12 @@ $(BUILD)/libgatelab.a: $(LIB_OBJ)
 # build without changes does not relink.
 $(BUILD)/commit.stamp: FORCE
 	@mkdir -p $(dir $@)
-	@echo '$(GATELAB_COMMIT)' | cmp -s - $@ || echo '$(GATELAB_COMMIT)' > $@
+	@echo '$(GATELAB_COMMIT) $(GATELAB_HEAD) $(GATELAB_DIRTY)' | cmp -s - $@ || echo '$(GATELAB_COMMIT) $(GATELAB_HEAD) $(GATELAB_DIRTY)' > $@
 
 $(BUILD)/harness/cli/main.o: harness/cli/main.c $(BUILD)/commit.stamp
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -DGATELAB_COMMIT='"$(GATELAB_COMMIT)"' -c $< -o $@
+	$(CC) $(CFLAGS) -DGATELAB_COMMIT='"$(GATELAB_COMMIT)"' -DGATELAB_HEAD='"$(GATELAB_HEAD)"' \
+	    -DGATELAB_DIRTY=$(GATELAB_DIRTY) -c $< -o $@
 
 FORCE:
 

@@ -6,7 +6,9 @@
  * Every subcommand lives in its own file and is listed once in the table
  * below, with its args_spec: nothing here repeats a flag.
  * The commit comes from the Makefile (-DGATELAB_COMMIT, `git describe
- * --always --dirty`, "unknown" outside a git checkout).
+ * --always --dirty`, "unknown" outside a git checkout); the full commit and
+ * dirty flag (-DGATELAB_HEAD, -DGATELAB_DIRTY) go to the registry, which
+ * records them for every run this binary starts (db_set_build).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +25,10 @@
 #define GATELAB_VERSION "0.1.0" /* raised by hand at a release; the commit says exactly what was built */
 #ifndef GATELAB_COMMIT
 #define GATELAB_COMMIT "unknown"
+#endif
+#ifndef GATELAB_HEAD
+#define GATELAB_HEAD ""
+#define GATELAB_DIRTY -1
 #endif
 
 /* One row per command: what runs it and its flag table (args.h), from which
@@ -88,6 +94,7 @@ static void choose_wait_policy(char **argv) {
 
 int main(int argc, char **argv) {
     choose_wait_policy(argv);
+    db_set_build(GATELAB_HEAD, GATELAB_DIRTY);
     if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
         usage(argc < 2 ? stderr : stdout);
         return argc < 2 ? 2 : 0;

@@ -444,15 +444,13 @@ int db_run_commit(gl_db *db, const char *run_id, char commit[48], int *dirty, ch
                         db_row_commit, &c, err, errlen, "t", run_id);
 }
 
-/* Run a short command and keep the first line of its output in out ("" on failure). */
-static void db_command_line(const char *cmd, char *out, size_t outlen) {
-    out[0] = '\0';
-    FILE *p = popen(cmd, "r");
-    if (!p) return;
-    if (!fgets(out, (int)outlen, p)) out[0] = '\0';
-    while (fgetc(p) != EOF) {} /* drain so the child does not get SIGPIPE */
-    if (pclose(p) != 0) out[0] = '\0';
-    out[strcspn(out, "\r\n")] = '\0';
+/* The build's commit (db_set_build): process-wide, written once by main before any registry call. */
+static char db_build_commit[48];
+static int db_build_dirty = -1;
+
+void db_set_build(const char *commit, int dirty) {
+    snprintf(db_build_commit, sizeof db_build_commit, "%s", commit ? commit : "");
+    db_build_dirty = db_build_commit[0] ? dirty : -1;
 }
 
 /* Run a single-row UPDATE on run_id (bound as ?1) inside its own transaction;
@@ -473,20 +471,14 @@ static int db_update_run(gl_db *db, const char *run_id, const char *what, const 
 }
 
 int db_run_start(gl_db *db, const char *run_id, char *err, size_t errlen) {
-    char commit[128], dirty[8] = "0";
-    /* git before the transaction: never hold the write lock across a subprocess. */
-    db_command_line("git rev-parse HEAD 2>/dev/null", commit, sizeof commit);
-    if (commit[0])
-        db_command_line("if [ -n \"$(git status --porcelain --untracked-files=no 2>/dev/null)\" ]; "
-                        "then echo 1; else echo 0; fi",
-                        dirty, sizeof dirty);
-    /* outside a git checkout git_commit and git_dirty stay NULL */
+    /* an unknown build leaves git_commit and git_dirty NULL */
+    const int known = db_build_commit[0] != '\0', dirty_known = known && db_build_dirty >= 0;
     return db_update_run(db, run_id, "cannot mark the run RUNNING",
                          "UPDATE runs SET status='RUNNING', start_time=coalesce(start_time, ?2), "
                          "end_time=NULL, exit_code=NULL, error=NULL, host=?3, pid=?4, git_commit=?5, "
                          "git_dirty=?6, heartbeat=?2, attempts=attempts+1 WHERE run_id=?1",
-                         err, errlen, commit[0] ? "tdtIti" : "tdtI", run_id, db_now(), db->host,
-                         (long long)getpid(), commit, atoi(dirty));
+                         err, errlen, dirty_known ? "tdtIti" : known ? "tdtIt" : "tdtI", run_id, db_now(), db->host,
+                         (long long)getpid(), db_build_commit, db_build_dirty);
 }
 
 int db_run_finish(gl_db *db, const char *run_id, const char *status, int exit_code, const char *error,

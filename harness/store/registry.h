@@ -83,8 +83,15 @@ int db_run_times(gl_db *db, const char *run_id, double *start, double *end, char
  * dirty (1, 0; -1 unknown): 1 found, 0 no such run, -1 error. */
 int db_run_commit(gl_db *db, const char *run_id, char commit[48], int *dirty, char *err, size_t errlen);
 
-/* Mark run_id RUNNING: start time (kept if already set), host, pid, git commit
- * and dirty flag (from `git` in the working directory, "" if unavailable), heartbeat. */
+/* The commit the running binary was built from (40 hex digits; "" unknown)
+ * and whether tracked files differed from it then (1, 0; -1 unknown): set
+ * once by the binary's main (from the Makefile), recorded by db_run_start.
+ * Never read from the working directory: a sweep started in one checkout
+ * may run a binary built from another. */
+void db_set_build(const char *commit, int dirty);
+
+/* Mark run_id RUNNING: start time (kept if already set), host, pid, the build's
+ * git commit and dirty flag (db_set_build; NULL when unknown), heartbeat. */
 int db_run_start(gl_db *db, const char *run_id, char *err, size_t errlen);
 
 /* Mark run_id ended: status FINISHED | FAILED | KILLED, end time, exit code, error text (or NULL). */

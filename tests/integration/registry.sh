@@ -33,6 +33,18 @@ check "a 4-run sweep with two --axis lists finishes" [ "$rc" -eq 0 ]
 ids=($(q "$DB" "SELECT run_id FROM runs ORDER BY run_id"))
 A=${ids[0]}; B=${ids[1]}; C=${ids[2]}
 check "the registry is at schema 3" [ "$(q "$DB" "SELECT version FROM schema_version")" = 3 ]
+# Provenance is the binary's build (gatelab --version), not the working directory's: the
+# sweep ran in $W, outside any git checkout, yet each run records the commit gatelab was built from.
+ver=$("$BIN" --version | sed -n 's/.*(commit \([^)]*\)).*/\1/p')
+short=${ver%-dirty}; vdirty=0; [ "$short" != "$ver" ] && vdirty=1
+short=${short##*-g}  # a tag's describe form (v1.0-3-gabc1234) ends with the hash
+if ! [[ "$short" =~ ^[0-9a-f]{7,40}$ ]]; then
+    echo "note: gatelab --version says '$ver' (a tag or unknown), not a hash: the commit check is skipped"
+    [ "$short" != unknown ] || check "a binary built outside git records no commit" [ "$(q "$DB" "SELECT count(*) FROM runs WHERE git_commit IS NOT NULL")" = 0 ]
+else
+    check "every run records the binary's commit ($ver), though trained outside a git checkout" \
+        [ "$(q "$DB" "SELECT count(*) FROM runs WHERE substr(git_commit, 1, ${#short}) = '$short' AND length(git_commit) = 40 AND git_dirty = $vdirty")" = 4 ]
+fi
 
 # 2. runs: variant and chosen params as columns.
 "$BIN" runs --db "$DB" > runs.txt
