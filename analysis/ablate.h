@@ -85,7 +85,7 @@ typedef struct {
     const float *rs_ref;          /* (L, rs_pos, Hkv) the gate on every reference position */
     long rs_pos;                  /* reference positions (ref_windows·T) */
     const unsigned char *rs_sel;  /* (L·Hkv) the resampled pairs */
-    float *rs_tab;                /* (L, max_B·T, Hkv) the current batch's values (model_set_gate_token_table) */
+    float *rs_tab;                /* (L, max_B*T, Hkv) the current batch's values (model_set_gate_token_table) */
 } ablate_ctx;
 
 /* Read gate values for --mode file: lines "block kv_head value" (whitespace
