@@ -13,7 +13,7 @@
  * It is the sandwich variance of a weighted least-squares fit of the
  * per-token loss on a constant, clustered by batch, with the small-sample
  * factor G/(G−1) (CR1: Cameron & Miller 2015, "A Practitioner's Guide to
- * Cluster-Robust Inference", J. Human Resources 50(2), §II–III), which is
+ * Cluster-Robust Inference", J. Human Resources 50(2)), which is
  * also the linearised variance of a ratio estimate (Cochran 1977, Sampling
  * Techniques, ch. 6); for a paired difference of two evaluations of the same
  * windows y_b is the difference of their batch sums.
