@@ -13,7 +13,10 @@
  * returning.  Losses are summed in double precision in token order from
  * m->tok_loss, so the same model and windows give the same numbers.
  * The window / batch / forward loop is evaluate.c's eval_each_batch (resample
- * fills its gate table before each forward; the sums are taken after).
+ * fills its gate table before each forward; the sums are taken after), and
+ * the standard errors its cluster kernel (eval_cluster_add, eval_cluster_se:
+ * batch b into cluster b mod ABLATE_CLUSTERS, so that two evaluations of the
+ * same windows pair cluster by cluster).
  * The interventions follow the SATFormer paper's analysis (zero and mean
  * ablation of the gates), TransformerLens's resample ablation (a token's
  * gates taken from another token of other windows of the same split, as
@@ -33,7 +36,7 @@
 #include "store/metric.h"
 #include "store/rundir.h"
 #include "catsens.h"
-#include "run/evaluate.h" /* eval_each_batch: the window / batch / forward loop */
+#include "run/evaluate.h" /* eval_each_batch, eval_cluster_*: the window / batch / forward loop and its SEs */
 
 static const char *const ablate_names[] = {"zero", "mean", "full-depth", "random", "file", "resample"};
 
@@ -207,9 +210,7 @@ static int ablate_pass_sums(void *ctx, long off, int got, char *err, size_t errl
         data_accuracy(m->logits, c->tg, c->mask, got, T, mc->vocab_size, &tacc, &sacc);
         p->right += tacc * m->mask_sum;
     }
-    const int k = (int)((off / m->max_B) % ABLATE_CLUSTERS);
-    p->r->clu_loss[k] += bl;
-    p->r->clu_w[k] += bw;
+    eval_cluster_add(p->r->clu_loss, p->r->clu_w, ABLATE_CLUSTERS, off / m->max_B, bl, bw);
     if (c->have_cats) {
         for (int b = 0; b < got; b++) /* each window on its own, as the trace's probe batch */
             if (data_categories(c->ds, c->tok + (size_t)b * T, T, &c->fw, c->cat + (size_t)b * T)) {
@@ -298,23 +299,7 @@ int ablate_reference_alpha(ablate_ctx *c, float *mean, char *err, size_t errlen)
 }
 
 double ablate_paired_se(const ablate_eval *a, const ablate_eval *b) {
-    double W = 0.0, D = 0.0;
-    int g = 0;
-    for (int k = 0; k < ABLATE_CLUSTERS; k++) {
-        if (a->clu_w[k] <= 0) continue;
-        W += a->clu_w[k];
-        D += a->clu_loss[k] - (b ? b->clu_loss[k] : 0.0);
-        g++;
-    }
-    if (g < 2 || W <= 0) return NAN;
-    const double delta = D / W;
-    double ss = 0.0;
-    for (int k = 0; k < ABLATE_CLUSTERS; k++) {
-        if (a->clu_w[k] <= 0) continue;
-        const double d = a->clu_loss[k] - (b ? b->clu_loss[k] : 0.0) - delta * a->clu_w[k];
-        ss += d * d;
-    }
-    return sqrt((double)g / (g - 1.0) * ss) / W;
+    return eval_cluster_se(a->clu_loss, b ? b->clu_loss : NULL, a->clu_w, ABLATE_CLUSTERS);
 }
 
 static void ablate_finish(ablate_result *res) {

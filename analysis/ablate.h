@@ -85,7 +85,7 @@ typedef struct {
     const float *rs_ref;          /* (L, rs_pos, Hkv) the gate on every reference position */
     long rs_pos;                  /* reference positions (ref_windows·T) */
     const unsigned char *rs_sel;  /* (L·Hkv) the resampled pairs */
-    float *rs_tab;                /* (L, max_B·T, Hkv) the current batch's values (model_set_gate_token_table) */
+    float *rs_tab;                /* (L, max_B*T, Hkv) the current batch's values (model_set_gate_token_table) */
 } ablate_ctx;
 
 /* Read gate values for --mode file: lines "block kv_head value" (whitespace
@@ -115,7 +115,8 @@ int ablate_evaluate(ablate_ctx *c, gl_split split, long first, long n, ablate_ev
 
 /* Standard error of a->loss − b->loss, two evaluations of the same windows:
  * paired cluster by cluster, SE² = G/(G−1) Σ_c (d_c − Δ·w_c)² / W², with d_c
- * the difference of the clusters' loss sums, w_c their tokens, W = Σ w_c.
+ * the difference of the clusters' loss sums, w_c their tokens, W = Σ w_c
+ * (run/evaluate.h eval_cluster_se on the clusters' sums).
  * b NULL: the SE of a->loss alone.  NaN with fewer than two clusters. */
 double ablate_paired_se(const ablate_eval *a, const ablate_eval *b);
 

@@ -6,8 +6,11 @@
  * overrides ablate uses.  Which sites a model has is read from the gate
  * table (GABL_HEAD and GABL_ROUTE rows); no variant is named here.
  *
- * Sums are in double, in window and position order, so a rerun gives the
- * same numbers.  Not here: printing and files (cmd_attrib.c).
+ * The batches are those of evaluate.c's eval_each_batch, the one evaluation
+ * loop (ablate's windows, its missing-window rule: strict); the backward runs
+ * in its after-forward hook.  Sums are in double, in window and position
+ * order, so a rerun gives the same numbers.  Not here: printing and files
+ * (cmd_attrib.c).
  */
 #include "attrib.h"
 
@@ -17,6 +20,7 @@
 #include <string.h>
 
 #include "model/gatekind.h"
+#include "run/evaluate.h" /* eval_each_batch: the window / batch / forward loop */
 
 void attrib_free(attrib_result *r) {
     if (!r) return;
@@ -162,41 +166,50 @@ static void attrib_accumulate(const gl_model *m, const attrib_result *r, int hg,
     }
 }
 
-/* One forward and backward per batch of the evaluation windows, the task loss only
- * (tsa_lambda 0 for the pass, restored after), capturing the gates' gradients into
- * cdg, cdp and accumulating into acc, tacc; *total: the scored tokens. */
+/* One gradient pass: what attrib_batch reads and adds to. */
+typedef struct {
+    ablate_ctx *c;
+    attrib_result *r;
+    int hg, rg;
+    const float *cdg, *cdp;
+    double *acc, *tacc, total;
+} attrib_pass;
+
+/* After a batch's forward (eval_each_batch): the backward of its task loss and
+ * the batch's gradient × gate products; off is its first window from eval_first. */
+static int attrib_batch(void *ctx, long off, int got, char *err, size_t errlen) {
+    attrib_pass *p = ctx;
+    gl_model *m = p->c->m;
+    const int T = m->T, N = got * T;
+    const double scored = m->mask_sum; /* the batch mean's denominator */
+    p->total += scored;
+    if (scored <= 0) return 0;
+    model_zero_grad(m);
+    model_backward(m);
+    const long p0 = off * T;
+    for (int t = 0; t < N; t++) p->r->tok_id[p0 + t] = p->c->tok[t];
+    attrib_accumulate(m, p->r, p->hg, p->rg, N, scored, p0, p->cdg, p->cdp, p->acc, p->tacc);
+    return 0;
+}
+
+/* One forward and backward per batch of the evaluation windows (eval_each_batch,
+ * strict: every window must be there), the task loss only (tsa_lambda 0 for the
+ * pass, restored after), capturing the gates' gradients into cdg, cdp and
+ * accumulating into acc, tacc; *total: the scored tokens. */
 static int attrib_gradient_pass(ablate_ctx *c, attrib_result *r, int hg, int rg, float *cdg, float *cdp,
                                 double *acc, double *tacc, double *total, char *err, size_t errlen) {
     gl_model *m = c->m;
     gl_model_config *mc = &m->cfg;
-    const int T = m->T;
     const float lambda = mc->tsa_lambda;
     mc->tsa_lambda = 0.0f;
     model_clear_overrides(m);
     m->cap_dgate = cdg;
     m->cap_dp = cdp;
-    *total = 0.0;
-    int rc = 0;
-    for (long w = c->eval_first; w < c->eval_first + c->eval_windows && !rc; w += m->max_B) {
-        const int want = (int)(c->eval_first + c->eval_windows - w < m->max_B ? c->eval_first + c->eval_windows - w
-                                                                               : m->max_B);
-        const int got = data_eval_batch(c->ds, c->eval_split, w, want, c->tok, c->tg, c->mask);
-        if (got < want) {
-            snprintf(err, errlen, "the %s split has no window %ld", data_split_name(c->eval_split), w + got);
-            rc = -1;
-            break;
-        }
-        const int N = got * T;
-        model_forward(m, c->tok, c->tg, c->mask, got, T);
-        const double scored = m->mask_sum; /* the batch mean's denominator */
-        *total += scored;
-        if (scored <= 0) continue;
-        model_zero_grad(m);
-        model_backward(m);
-        const long p0 = (w - c->eval_first) * T;
-        for (int t = 0; t < N; t++) r->tok_id[p0 + t] = c->tok[t];
-        attrib_accumulate(m, r, hg, rg, N, scored, p0, cdg, cdp, acc, tacc);
-    }
+    attrib_pass p = {.c = c, .r = r, .hg = hg, .rg = rg, .cdg = cdg, .cdp = cdp, .acc = acc, .tacc = tacc};
+    const eval_buffers buf = {c->tok, c->tg, c->mask};
+    const int rc = eval_each_batch(m, c->ds, c->eval_split, c->eval_first, c->eval_windows, 1, &buf, NULL,
+                                   attrib_batch, &p, err, errlen);
+    *total = p.total;
     m->cap_dgate = NULL;
     m->cap_dp = NULL;
     mc->tsa_lambda = lambda;

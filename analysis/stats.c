@@ -9,13 +9,17 @@
  * error far below the printed digits).  The bootstrap generator is
  * SplitMix64 (its finaliser is rng_mix64, model/rng.h), so an interval
  * repeats bit for bit for a given seed.  The one Gini of gatelab is st_gini;
- * gates_gini (gates_stats.c) adapts strided float gates to it.
+ * gates_gini (gates_stats.c) adapts strided float gates to it.  The one
+ * cluster-robust standard error is harness/run/evaluate.h's eval_cluster_se
+ * (the evaluations' batches are its clusters, and harness/run/ may not call
+ * analysis/); st_cluster_se hands it per-cluster sums.
  *
  * Not here: choosing which runs are a sample (runset.c) or what a verdict
  * is (claims.c).
  */
 #include "stats.h"
 #include "model/rng.h"
+#include "run/evaluate.h" /* eval_cluster_se: the one cluster-robust standard error */
 
 #include <math.h>
 #include <stdlib.h>
@@ -133,26 +137,25 @@ double st_mde(int n, double sd) {
 }
 
 double st_cluster_se(const double *x, const int *cluster, int n) {
-    double sum = 0;
-    int N = 0;
-    for (int i = 0; i < n; i++)
-        if (!isnan(x[i])) sum += x[i], N++;
-    if (N < 2) return NAN;
-    double mean = sum / N, s2 = 0;
-    int G = 0;
-    unsigned char *done = calloc((size_t)n, 1);
-    if (!done) return NAN;
+    /* each cluster's Σ x and count, in order of first appearance, then the evaluations' kernel:
+     * Σ_{i∈g} (x_i − mean) = y_g − mean·n_g, so the ratio mean's SE is this one */
+    double *y = calloc((size_t)(n > 0 ? n : 1), 2 * sizeof(double));
+    unsigned char *done = calloc((size_t)(n > 0 ? n : 1), 1);
+    double se = NAN;
+    if (!y || !done) goto cleanup;
+    double *w = y + (n > 0 ? n : 1);
+    int G = 0, N = 0;
     for (int i = 0; i < n; i++) { /* O(n²) over clusters: n is seeds × windows, small */
         if (done[i] || isnan(x[i])) continue;
-        double e = 0;
         for (int j = i; j < n; j++)
-            if (!done[j] && !isnan(x[j]) && cluster[j] == cluster[i]) e += x[j] - mean, done[j] = 1;
-        s2 += e * e;
-        G++;
+            if (!done[j] && !isnan(x[j]) && cluster[j] == cluster[i]) y[G] += x[j], w[G] += 1, done[j] = 1;
+        N += (int)w[G++];
     }
+    if (N >= 2) se = eval_cluster_se(y, NULL, w, G);
+cleanup:
+    free(y);
     free(done);
-    if (G < 2) return NAN;
-    return sqrt((double)G / (G - 1) * s2) / N;
+    return se;
 }
 
 static int st_cmp(const void *a, const void *b) {

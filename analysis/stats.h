@@ -54,7 +54,8 @@ double st_mde(int n, double sd);
 
 /* Cluster-robust standard error of the mean of x[0..n) whose observations
  * fall in clusters cluster[0..n) (any integer labels): with G clusters and
- * residuals e = x − mean, se = √(G / (G − 1) · Σ_g (Σ_{i∈g} e_i)²) / N.
+ * residuals e = x − mean, se = √(G / (G − 1) · Σ_g (Σ_{i∈g} e_i)²) / N
+ * (run/evaluate.h eval_cluster_se on each cluster's Σ x and count).
  * NaN when fewer than two clusters. */
 double st_cluster_se(const double *x, const int *cluster, int n);
 

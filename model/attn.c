@@ -16,11 +16,18 @@
  * task zeroes its own dk, dv slices first, so no zeroing pass runs before it).
  * The row reductions (max, Σ exp, Σ P·dP) go through vred.h, so they run as
  * vector code instead of one scalar exp and add per score.
+ *
+ * attn_forward_ref and attn_backward_ref are the same maths in plain loops
+ * summed in double, the tests' reference for the sgemm paths (tests/
+ * test_grad.c "attention"); attn_forward_ref with a keep mask is also the
+ * reference of routing.c's masked attention, and without one of infer.c's
+ * packed-row attention.
  */
 #include <assert.h>
 #include <cblas.h>
 #include <math.h>
 #include <stddef.h>
+#include <stdlib.h>
 #include <omp.h>
 
 #include "ops.h"
@@ -74,22 +81,29 @@ void attn_forward(float *y, float *att, const float *q, const float *k, const fl
     }
 }
 
+/* Sizes positive, query heads a multiple of kv heads; the three gradients are
+ * written while everything else (scratch: ns floats, 0 for none) is read. */
+static void attn_check_backward(const float *dq, const float *dk, const float *dv, const float *dy, const float *att,
+                                const float *q, const float *k, const float *v, const float *scratch, size_t ns,
+                                int B, int T, int H, int Hkv, int hd) {
+    assert(B > 0 && T > 0 && H > 0 && Hkv > 0 && hd > 0 && H % Hkv == 0);
+    assert(dq && dk && dv && dy && att && q && k && v);
+    const size_t nq = (size_t)B * T * H * hd, nk = (size_t)B * T * Hkv * hd, na = (size_t)B * H * T * T;
+    const float *in[] = {dy, att, q, k, v, scratch};
+    const size_t nin[] = {nq, na, nq, nk, nk, ns};
+    for (int i = 0; i < 6; i++)
+        assert(ops_disjoint(dq, nq, in[i], nin[i]) && ops_disjoint(dk, nk, in[i], nin[i]) &&
+               ops_disjoint(dv, nk, in[i], nin[i]));
+    assert(ops_disjoint(dq, nq, dk, nk) && ops_disjoint(dq, nq, dv, nk) && ops_disjoint(dk, nk, dv, nk));
+    (void)dq, (void)dk, (void)dv, (void)in, (void)nin, (void)nq, (void)nk, (void)na;
+}
+
 void attn_backward(float *dq, float *dk, float *dv, const float *dy, const float *att,
                    const float *q, const float *k, const float *v, float *scratch,
                    int B, int T, int H, int Hkv, int hd) {
-    assert(B > 0 && T > 0 && H > 0 && Hkv > 0 && hd > 0 && H % Hkv == 0);
-    assert(dq && dk && dv && dy && att && q && k && v && scratch);
-    {   /* the three gradients are written while everything else is read */
-        const size_t nq = (size_t)B * T * H * hd, nk = (size_t)B * T * Hkv * hd, na = (size_t)B * H * T * T;
-        const size_t ns = (size_t)omp_get_max_threads() * T * T;
-        const float *in[] = {dy, att, q, k, v, scratch};
-        const size_t nin[] = {nq, na, nq, nk, nk, ns};
-        for (int i = 0; i < 6; i++)
-            assert(ops_disjoint(dq, nq, in[i], nin[i]) && ops_disjoint(dk, nk, in[i], nin[i]) &&
-                   ops_disjoint(dv, nk, in[i], nin[i]));
-        assert(ops_disjoint(dq, nq, dk, nk) && ops_disjoint(dq, nq, dv, nk) && ops_disjoint(dk, nk, dv, nk));
-        (void)in, (void)nin;
-    }
+    assert(scratch);
+    attn_check_backward(dq, dk, dv, dy, att, q, k, v, scratch, (size_t)omp_get_max_threads() * T * T, B, T, H, Hkv,
+                        hd);
     const int qs = H * hd, ks = Hkv * hd, rep = H / Hkv;
     const float scale = 1.0f / sqrtf((float)hd);
 #pragma omp parallel for schedule(static)
@@ -135,7 +149,7 @@ void attn_backward(float *dq, float *dk, float *dv, const float *dy, const float
     }
 }
 
-void attn_forward_ref(float *y, float *att, const float *q, const float *k, const float *v,
+void attn_forward_ref(float *y, float *att, const float *q, const float *k, const float *v, const float *keep,
                       int B, int T, int H, int Hkv, int hd) {
     attn_check_forward(y, att, q, k, v, B, T, H, Hkv, hd);
     assert(T <= 4096); /* the score row s[] below */
@@ -145,6 +159,7 @@ void attn_forward_ref(float *y, float *att, const float *q, const float *k, cons
         for (int h = 0; h < H; h++) {
             int g = h / rep;
             float *P = att + ((size_t)b * H + h) * T * T;
+            const float *kp = keep ? keep + (size_t)b * T : NULL;
             for (int i = 0; i < T; i++) {
                 const float *qi = q + ((size_t)b * T + i) * qs + (size_t)h * hd;
                 double mx = -INFINITY, sum = 0.0, s[4096];
@@ -153,9 +168,10 @@ void attn_forward_ref(float *y, float *att, const float *q, const float *k, cons
                     double d = 0.0;
                     for (int c = 0; c < hd; c++) d += (double)qi[c] * kj[c];
                     s[j] = d * scale;
-                    mx = s[j] > mx ? s[j] : mx;
+                    if (!kp || kp[j] != 0.0f) mx = s[j] > mx ? s[j] : mx;
                 }
-                for (int j = 0; j <= i; j++) sum += (s[j] = exp(s[j] - mx));
+                for (int j = 0; j <= i; j++) /* a dropped query attends to itself only; a dropped key gets 0 */
+                    sum += (s[j] = kp && kp[i] == 0.0f ? j == i : !kp || kp[j] != 0.0f ? exp(s[j] - mx) : 0.0);
                 for (int j = 0; j < T; j++) P[(size_t)i * T + j] = j <= i ? (float)(s[j] / sum) : 0.0f;
                 float *yi = y + ((size_t)b * T + i) * qs + (size_t)h * hd;
                 for (int c = 0; c < hd; c++) {
@@ -166,4 +182,52 @@ void attn_forward_ref(float *y, float *att, const float *q, const float *k, cons
                 }
             }
         }
+}
+
+/* dP_ij = dy_i·v_j of query head h of sequence b, in double. */
+static double attn_ref_dp(const float *dy, const float *v, int b, int h, int i, int j, int T, int H, int Hkv, int hd) {
+    const int g = h / (H / Hkv);
+    const float *dyi = dy + ((size_t)b * T + i) * H * hd + (size_t)h * hd;
+    const float *vj = v + ((size_t)b * T + j) * Hkv * hd + (size_t)g * hd;
+    double dp = 0.0;
+    for (int c = 0; c < hd; c++) dp += (double)dyi[c] * vj[c];
+    return dp;
+}
+
+void attn_backward_ref(float *dq, float *dk, float *dv, const float *dy, const float *att,
+                       const float *q, const float *k, const float *v, int B, int T, int H, int Hkv, int hd) {
+    attn_check_backward(dq, dk, dv, dy, att, q, k, v, NULL, 0, B, T, H, Hkv, hd);
+    assert(T <= 4096); /* the rows dS[] below */
+    const int qs = H * hd, ks = Hkv * hd, rep = H / Hkv;
+    const double scale = 1.0 / sqrt((double)hd);
+    const size_t nk = (size_t)B * T * ks;
+    double *dk2 = calloc(2 * nk, sizeof *dk2), *dv2 = dk2 + nk; /* dk, dv summed in double, rounded once */
+    assert(dk2);
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < H; h++) {
+            const int g = h / rep;
+            const float *P = att + ((size_t)b * H + h) * T * T;
+            for (int i = 0; i < T; i++) {
+                /* dS_ij = P_ij (dP_ij − Σ_l P_il dP_il), j ≤ i */
+                double dS[4096], D = 0.0;
+                for (int j = 0; j <= i; j++) D += P[(size_t)i * T + j] * (dS[j] = attn_ref_dp(dy, v, b, h, i, j, T, H, Hkv, hd));
+                for (int j = 0; j <= i; j++) dS[j] = P[(size_t)i * T + j] * (dS[j] - D);
+                const float *qi = q + ((size_t)b * T + i) * qs + (size_t)h * hd;
+                const float *dyi = dy + ((size_t)b * T + i) * qs + (size_t)h * hd;
+                float *dqi = dq + ((size_t)b * T + i) * qs + (size_t)h * hd;
+                for (int c = 0; c < hd; c++) { /* dq_i = Σ_j dS_ij k_j / √hd */
+                    double acc = 0.0;
+                    for (int j = 0; j <= i; j++) acc += dS[j] * k[((size_t)b * T + j) * ks + (size_t)g * hd + c];
+                    dqi[c] = (float)(acc * scale);
+                }
+                for (int j = 0; j <= i; j++) /* dk_j += dS_ij q_i / √hd, dv_j += P_ij dy_i */
+                    for (int c = 0; c < hd; c++) {
+                        const size_t o = ((size_t)b * T + j) * ks + (size_t)g * hd + c;
+                        dk2[o] += dS[j] * scale * qi[c];
+                        dv2[o] += (double)P[(size_t)i * T + j] * dyi[c];
+                    }
+            }
+        }
+    for (size_t o = 0; o < nk; o++) dk[o] = (float)dk2[o], dv[o] = (float)dv2[o];
+    free(dk2);
 }

@@ -23,6 +23,13 @@
  * A one-row projection goes through sgemv (dec_linear): OpenBLAS's sgemm
  * takes a slow small-matrix kernel for one row.
  *
+ * No plain-loop version: a step is the whole model for one row, so its
+ * reference is model_forward at the window's last position
+ * (tests/test_decode.c: logits to rounding, tokens at temperature 0
+ * exactly), whose ops test_grad.c checks against their plain loops
+ * (mm_forward_ref, attn_forward_ref).  A loop copy of the step would be a
+ * second model to keep in step with the first.
+ *
  * The step works in the model's activation buffers (rows 0..B-1), so it
  * overwrites what the last model_forward left there; the cache owns only the
  * keys, values and a few scratch rows.

@@ -15,6 +15,12 @@
  * per-thread scratch, never to the (B, H, T, T) att buffer: inference keeps
  * no attention matrix for backward.
  *
+ * No plain-loop version of its own: the packed rows' reference is the dense
+ * op's.  tests/test_grad.c checks infer_attn_rows with every row packed
+ * against attn_forward bit for bit, and on a subset of rows against
+ * attn_forward_ref's plain loops; test_routing.c the model's packed paths
+ * against the dense ones.
+ *
  * Deliberately not here: choosing the rows (model.c), backward (inference
  * only), the dense kernels (attn.c, rope.c).
  */

@@ -12,7 +12,8 @@
  *     dW += dYᵀ·X        sgemm(Trans, NoTrans, beta 1)
  * The _ref versions are plain loops in double, used only by the tests
  * (tests/test_grad.c, "matmul") to check the sgemm calls and their
- * transposes against them.
+ * transposes against them.  The direct cblas callers check against these or
+ * attn.c's loops (ops.h says which).
  * OpenBLAS is linked in its OpenMP build: called from outside a parallel
  * region it uses the OpenMP pool; called inside one (attn.c) it runs serially.
  */

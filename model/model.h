@@ -92,77 +92,77 @@ typedef struct {
 
 /* Per-block activations kept for backward; all (B*T, width) token-major. */
 typedef struct {
-    float *h_in;   /* (BT, d)   residual stream entering the block */
-    float *xn1;    /* (BT, d)   attention-norm output */
-    float *rstd1;  /* (BT) */
-    float *q;      /* (BT, H*hd)   x Wq */
-    float *k;      /* (BT, Hkv*hd) x Wk */
-    float *v;      /* (BT, Hkv*hd) x Wv (block 0: this is V1) */
-    float *qr;     /* (BT, H*hd)   after qk-norm and rotary */
-    float *kr;     /* (BT, Hkv*hd) after qk-norm and rotary */
-    float *qrstd;  /* (BT*H) */
-    float *krstd;  /* (BT*Hkv) */
-    float *vmix;   /* (BT, Hkv*hd) v' after the value residual (== v when none) */
-    float *gate;   /* (BT, Hkv) value-residual gate per token and KV head, after overrides:
+    float *h_in;   /* (B*T, d) residual stream entering the block */
+    float *xn1;    /* (B*T, d) attention-norm output */
+    float *rstd1;  /* (B*T) */
+    float *q;      /* (B*T, H*hd) x Wq */
+    float *k;      /* (B*T, Hkv*hd) x Wk */
+    float *v;      /* (B*T, Hkv*hd) x Wv (block 0: this is V1) */
+    float *qr;     /* (B*T, H*hd) after qk-norm and rotary */
+    float *kr;     /* (B*T, Hkv*hd) after qk-norm and rotary */
+    float *qrstd;  /* (B*T*H) */
+    float *krstd;  /* (B*T*Hkv) */
+    float *vmix;   /* (B*T, Hkv*hd) v' after the value residual (== v when none) */
+    float *gate;   /* (B*T, Hkv) value-residual gate per token and KV head, after overrides:
                       v' = v + gate·V1 (SATFormer α; see valueres.c) */
-    float *gate_pre;/* (BT, Hkv) SATFormer z = x Wα (+ b) before the gate function */
+    float *gate_pre;/* (B*T, Hkv) SATFormer z = x Wα (+ b) before the gate function */
     float *att;    /* (B, H, T, T) softmax probabilities */
-    float *atty;   /* (BT, H*hd) attention output before Wo */
-    float *ao;     /* (BT, d)   attention update o Wo */
-    float *h_mid;  /* (BT, d)   h_in + ao */
-    float *xn2;    /* (BT, d) */
-    float *rstd2;  /* (BT) */
-    float *f1;     /* (BT, d_ff) x W1ᵀ */
-    float *f3;     /* (BT, d_ff) x W3ᵀ */
-    float *fg;     /* (BT, d_ff) silu(f1) ⊙ f3 */
-    float *fo;     /* (BT, d)   FFN update */
+    float *atty;   /* (B*T, H*hd) attention output before Wo */
+    float *ao;     /* (B*T, d) attention update o Wo */
+    float *h_mid;  /* (B*T, d) h_in + ao */
+    float *xn2;    /* (B*T, d) */
+    float *rstd2;  /* (B*T) */
+    float *f1;     /* (B*T, d_ff) x W1ᵀ */
+    float *f3;     /* (B*T, d_ff) x W3ᵀ */
+    float *fg;     /* (B*T, d_ff) silu(f1) ⊙ f3 */
+    float *fo;     /* (B*T, d) FFN update */
     /* TSA: router l = n-1 feeding this block (n >= 1) */
-    float *r_pre;  /* (BT, R) W1 x + b1 */
-    float *r_hid;  /* (BT, R) GELU */
-    float *p;      /* (BT) halting probability of router n-1 */
+    float *r_pre;  /* (B*T, R) W1 x + b1 */
+    float *r_hid;  /* (B*T, R) GELU */
+    float *p;      /* (B*T) halting probability of router n-1 */
     /* MoD / random (config_routing_hard): NULL otherwise */
-    float *keep;   /* (BT) 1 when token t runs this block, 0 when it skips (all 1 in an unrouted block) */
-    float *rs;     /* (BT) scale of a routed block's update: keep·σ(r) (MoD), keep (random) */
-    float *mod_r;  /* (BT) MoD router logit r = h_in·w of a routed block */
-    float *mod_g;  /* (BT) σ(r) */
+    float *keep;   /* (B*T) 1 when token t runs this block, 0 when it skips (all 1 in an unrouted block) */
+    float *rs;     /* (B*T) scale of a routed block's update: keep·σ(r) (MoD), keep (random) */
+    float *mod_r;  /* (B*T) MoD router logit r = h_in·w of a routed block */
+    float *mod_g;  /* (B*T) σ(r) */
     /* early exit: this block's output through the final norm and head */
-    float *xnf;    /* (BT, d) */
-    float *rstdf;  /* (BT) */
-    float *logits; /* (BT, V) */
+    float *xnf;    /* (B*T, d) */
+    float *rstdf;  /* (B*T) */
+    float *logits; /* (B*T, V) */
 } gl_block_acts;
 
-/* Cross-layer activations (BT = max_B·T rows each; S = hc_expansion) and the
+/* Cross-layer activations (B*T rows each, B = max_B; S = hc_expansion) and the
  * gradient buffers of their backward (in dacts_mem).  NULL where unused. */
 typedef struct {
     /* DenseFormer, MUDD: s_{n+1}, the output of block n (s_0 is A[0].h_in) */
-    float *state[GL_MAX_LAYERS];  /* (BT, d) */
+    float *state[GL_MAX_LAYERS];  /* (B*T, d) */
     /* MUDD: block n >= 1 reads query/key/value streams (its residual stream is A[n].h_in) */
-    float *in_q[GL_MAX_LAYERS], *in_k[GL_MAX_LAYERS], *in_v[GL_MAX_LAYERS]; /* (BT, d) */
-    float *xnk[GL_MAX_LAYERS], *xnv[GL_MAX_LAYERS];       /* (BT, d)  normed key/value streams */
-    float *rstdk[GL_MAX_LAYERS], *rstdv[GL_MAX_LAYERS];   /* (BT) */
+    float *in_q[GL_MAX_LAYERS], *in_k[GL_MAX_LAYERS], *in_v[GL_MAX_LAYERS]; /* (B*T, d) */
+    float *xnk[GL_MAX_LAYERS], *xnv[GL_MAX_LAYERS];       /* (B*T, d)  normed key/value streams */
+    float *rstdk[GL_MAX_LAYERS], *rstdv[GL_MAX_LAYERS];   /* (B*T) */
     /* MUDD: dense-weight MLP after block n */
-    float *mrstd[GL_MAX_LAYERS];  /* (BT)  1/rms of s_{n+1} */
-    float *mz[GL_MAX_LAYERS];     /* (BT, K)  w1 · norm(s_{n+1}) */
-    float *mg[GL_MAX_LAYERS];     /* (BT, K)  GELU(mz) */
-    float *mdw[GL_MAX_LAYERS];    /* (BT, K)  dense weights (w2 · mg + bias), index c·(n+2)+j */
-    float *mu;                    /* (BT, d)  scratch: norm(s_{n+1}) */
+    float *mrstd[GL_MAX_LAYERS];  /* (B*T)  1/rms of s_{n+1} */
+    float *mz[GL_MAX_LAYERS];     /* (B*T, K)  w1 · norm(s_{n+1}) */
+    float *mg[GL_MAX_LAYERS];     /* (B*T, K)  GELU(mz) */
+    float *mdw[GL_MAX_LAYERS];    /* (B*T, K)  dense weights (w2 · mg + bias), index c·(n+2)+j */
+    float *mu;                    /* (B*T, d)  scratch: norm(s_{n+1}) */
     /* hyper: streams H^(k) entering module k (k = 2n attention, 2n+1 FFN; H^(2L) final) */
-    float *hs[2 * GL_MAX_LAYERS + 1];  /* (BT, S, d) */
-    float *hrstd[2 * GL_MAX_LAYERS];   /* (BT, S)  1/rms of each stream */
-    float *hta[2 * GL_MAX_LAYERS];     /* (BT, S, S+1)  tanh of the dynamic α projection */
-    float *htb[2 * GL_MAX_LAYERS];     /* (BT, S)  tanh of the dynamic β projection */
-    float *hbar;                       /* (BT, S, d)  scratch: normed streams */
+    float *hs[2 * GL_MAX_LAYERS + 1];  /* (B*T, S, d) */
+    float *hrstd[2 * GL_MAX_LAYERS];   /* (B*T, S)  1/rms of each stream */
+    float *hta[2 * GL_MAX_LAYERS];     /* (B*T, S, S+1)  tanh of the dynamic α projection */
+    float *htb[2 * GL_MAX_LAYERS];     /* (B*T, S)  tanh of the dynamic β projection */
+    float *hbar;                       /* (B*T, S, d)  scratch: normed streams */
     /* gradient buffers */
-    float *ds[GL_MAX_LAYERS + 1];      /* (BT, d)  dL/ds_j accumulators */
-    float *dots;                       /* (BT, Kmax)  per-token weight gradients */
-    float *dq, *dk, *dv;               /* (BT, d)  MUDD: dL/d stream inputs of the block below */
-    float *dxnk, *dxnv;                /* (BT, d) */
-    float *dg, *dz, *du;               /* (BT, Kmax), (BT, Kmax), (BT, d) */
-    float *dH[2];                      /* (BT, S, d)  hyper: stream gradients, ping-pong */
+    float *ds[GL_MAX_LAYERS + 1];      /* (B*T, d)  dL/ds_j accumulators */
+    float *dots;                       /* (B*T, Kmax)  per-token weight gradients */
+    float *dq, *dk, *dv;               /* (B*T, d)  MUDD: dL/d stream inputs of the block below */
+    float *dxnk, *dxnv;                /* (B*T, d) */
+    float *dg, *dz, *du;               /* (B*T, Kmax), (B*T, Kmax), (B*T, d) */
+    float *dH[2];                      /* (B*T, S, d)  hyper: stream gradients, ping-pong */
     int cur;                           /* index of dH holding the current stream gradient */
-    float *dhbar;                      /* (BT, S, d) */
-    float *dalpha;                     /* (BT, S, S+1) */
-    float *dbeta;                      /* (BT, S) */
+    float *dhbar;                      /* (B*T, S, d) */
+    float *dalpha;                     /* (B*T, S, S+1) */
+    float *dbeta;                      /* (B*T, S) */
 } gl_xl_acts;
 
 /* Gate overrides for ablations and interventions, applied in forward. */
@@ -175,14 +175,14 @@ typedef enum { ROUTE_FREE = 0, ROUTE_CONST, ROUTE_RANDOM, ROUTE_TOKEN } gl_route
 typedef struct {
     gl_gate_mode *gate_mode;  /* (L, Hkv) the value-residual gate (A[n].gate) */
     float *gate_value;        /* (L, Hkv) value used when mode is GATE_CONST */
-    const float *gate_token;  /* (L, max_B·T, Hkv) borrowed: value by batch position when mode is GATE_TOKEN */
+    const float *gate_token;  /* (L, max_B*T, Hkv) borrowed: value by batch position when mode is GATE_TOKEN */
     gl_gate_mode *lambda1_mode; /* (L) ResFormer λ1 */
     float *lambda1_value;       /* (L) */
     gl_route_mode route_mode;   /* TSA: ROUTE_CONST forces p = route_value for every router */
     float route_value;
     float route_skip_prob;      /* ROUTE_RANDOM: each (token, router) skips with this probability */
     uint64_t route_seed;
-    const float *route_token;   /* (L-1, max_B·T) borrowed: ROUTE_TOKEN's p of router l at each batch position */
+    const float *route_token;   /* (L-1, max_B*T) borrowed: ROUTE_TOKEN's p of router l at each batch position */
 } gl_overrides;
 
 typedef struct gl_model {
@@ -201,29 +201,27 @@ typedef struct gl_model {
     float *adam_v;        /* (n_params) */
     gl_param_ptrs P, G;   /* typed views into params and grads */
 
-    /* activations (one block) and their gradients */
-    float *acts_mem;
-    float *dacts_mem;
+    /* activations and their gradients: one allocation each, carved (carve.h) into the views below */
+    float *acts_mem;      /* every activation: A[0..L), xl, h_out … tok_loss, sized for max_B */
+    float *dacts_mem;     /* (scratch_floats) the activation gradients of backward, carved per step */
     gl_block_acts *A;     /* [L] */
-    float *h_out;         /* (BT, d) final residual stream */
-    float *xnf, *rstdf;   /* (BT, d), (BT)  final norm */
-    float *logits;        /* (BT, V) */
+    float *h_out;         /* (B*T, d) final residual stream */
+    float *xnf, *rstdf;   /* (B*T, d), (B*T)  final norm */
+    float *logits;        /* (B*T, V) */
     gl_xl_acts xl;        /* cross-layer activations and gradient buffers */
-    float *probs;         /* (BT, V) softmax of logits (kept for backward) */
-    float *exit_probs;    /* (L, BT, V) early exit: softmax per block (block L-1 aliases probs) */
-    float *exit_conf;     /* (L, BT) early exit: max softmax probability per block */
+    float *probs;         /* (B*T, V) softmax of logits (kept for backward) */
+    float *exit_probs;    /* (L, B*T, V) early exit: softmax per block (block L-1 aliases probs) */
+    float *exit_conf;     /* (L, B*T) early exit: max softmax probability per block */
     float *vr_lambda;     /* (L, 2) ResFormer (λ1, λ2) of each block in the last forward, (0, 1) where
                              a block does not mix V1 */
-    float *tok_loss;      /* (BT) per-token cross-entropy of the final head (nats) */
+    float *tok_loss;      /* (B*T) per-token cross-entropy of the final head (nats) */
     float *rope_cos, *rope_sin; /* (T, hd/2) */
-    /* scratch for backward, (BT, widths) */
-    float *scratch;
-    size_t scratch_floats;
+    size_t scratch_floats; /* floats of dacts_mem: backward's gradient buffers and scratch, (B*T, widths) */
 
     /* inputs of the last forward (kept for backward) */
-    int *tokens;          /* (BT) */
-    int *targets;         /* (BT) */
-    float *mask;          /* (BT) weight of each target; 0 = not scored */
+    int *tokens;          /* (B*T) */
+    int *targets;         /* (B*T) */
+    float *mask;          /* (B*T) weight of each target; 0 = not scored */
     float mask_sum;
     /* Data-parallel shards (set by the training loop, 0 otherwise): when > 0,
      * the loss is normalised by the whole global batch's Σ mask and the TSA
@@ -240,7 +238,7 @@ typedef struct gl_model {
     float penalty;        /* TSA depth penalty term λ·(1/(L-1))Σ mean(1-p) */
     float active_frac;    /* TSA / exit / MoD / random: share of (token, layer>=1) pairs that run */
     long active_count;    /* inference modes: (token, layer>=1) pairs that ran */
-    unsigned char *frozen;/* (BT) early exit at inference: 1 once a token has exited */
+    unsigned char *frozen;/* (B*T) early exit at inference: 1 once a token has exited */
 
     int sparse;           /* 1: TSA hard routing at inference (p > 0.5 skips the block: only its k, v run);
                              random: a skipped pair likewise; MoD: only the selected tokens enter a routed block */
@@ -265,10 +263,10 @@ typedef struct gl_model {
     uint64_t route_draw;
     long route_row0;
     /* Gradients of the gates, for attribution (analysis/attrib.c); NULL (the default) keeps none.
-     * model_backward copies into them, rows of the last forward's N = B·T tokens: */
-    float *cap_dgate;     /* (L, N, Hkv) dL/d A[n].gate per block, the gate itself (v' = v + gate·V1), not
+     * model_backward copies into them, rows of the last forward's B*T tokens: */
+    float *cap_dgate;     /* (L, B*T, Hkv) dL/d A[n].gate per block, the gate itself (v' = v + gate·V1), not
                              what makes it; rows of blocks without a per-head gate are not meaningful */
-    float *cap_dp;        /* (L, N) dL/dp of the router feeding block n >= 1 (TSA), the depth penalty
+    float *cap_dp;        /* (L, B*T) dL/dp of the router feeding block n >= 1 (TSA), the depth penalty
                              included (zero model.tsa_lambda for the task loss's alone); row 0 unused */
 } gl_model;
 
@@ -310,14 +308,14 @@ void model_backward(gl_model *m);
  * (A[n].gate: SATFormer α, ...); lambda1 ResFormer's λ1 of a block; route the
  * TSA routers. */
 void model_set_gate_override(gl_model *m, int layer, int kv_head, gl_gate_mode mode, float value);
-/* The table GATE_TOKEN reads, (L, max_B·T, Hkv), borrowed until cleared
+/* The table GATE_TOKEN reads, (L, max_B*T, Hkv), borrowed until cleared
  * (model_clear_overrides) or replaced; the caller refills it per batch. */
 void model_set_gate_token_table(gl_model *m, const float *table);
 void model_set_lambda1_override(gl_model *m, int layer, gl_gate_mode mode, float value);
 void model_set_route_override(gl_model *m, gl_route_mode mode, float value, uint64_t seed);
 /* ROUTE_TOKEN (activation patching): router l's p at batch position t is
  * table[l·max_B·T + t] where that is not NaN, its own p where it is.  The
- * table (L-1, max_B·T) is borrowed until cleared or replaced. */
+ * table (L-1, max_B*T) is borrowed until cleared or replaced. */
 void model_set_route_token_table(gl_model *m, const float *table);
 void model_clear_overrides(gl_model *m);
 

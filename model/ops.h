@@ -8,8 +8,13 @@
  *   Y = X·Wᵀ,  dX += dY·W,  dW += dYᵀ·X.
  * Files: matmul.c (mm_), norm.c (rmsnorm_), rope.c (rope_), attn.c (attn_),
  * ffn.c (swiglu_), xent.c (xent_), router.c (router_, gelu_).
- * matmul and attention have plain-loop references (suffix _ref) used by the
- * tests; the other ops are checked against finite differences directly.
+ * The ops that call sgemm, matmul and attention, have plain-loop references
+ * in double (suffix _ref, forward and backward) that tests/test_grad.c
+ * compares them with; the other ops (plain loops already) are checked
+ * against finite differences directly.  The files that call cblas on their
+ * own take their references from these: routing.c's masked attention and
+ * infer.c's packed rows attn_forward_ref; decode.c's one-row step the whole
+ * model_forward (decode.c says why).
  * Invariants: each op asserts at entry its sizes (positive), its buffers
  * (non-NULL unless the contract says it may be NULL) and, where the op reads
  * an input after writing an output, that the two do not overlap (ops_disjoint).
@@ -71,8 +76,13 @@ void attn_forward(float *y, float *att, const float *q, const float *k, const fl
 void attn_backward(float *dq, float *dk, float *dv, const float *dy, const float *att,
                    const float *q, const float *k, const float *v, float *scratch,
                    int B, int T, int H, int Hkv, int hd);
-void attn_forward_ref(float *y, float *att, const float *q, const float *k, const float *v,
+/* Plain loops in double, for the tests: attn_forward's y and att (keep (B*T) not NULL: those of
+ * routing_attn_forward, routing.h, with that mask); attn_backward's dq, dk, dv (overwritten) from
+ * the same att, without scratch. */
+void attn_forward_ref(float *y, float *att, const float *q, const float *k, const float *v, const float *keep,
                       int B, int T, int H, int Hkv, int hd);
+void attn_backward_ref(float *dq, float *dk, float *dv, const float *dy, const float *att,
+                       const float *q, const float *k, const float *v, int B, int T, int H, int Hkv, int hd);
 
 /* ---- ffn.c: SwiGLU gate g = silu(a) ⊙ b ---- */
 void swiglu_forward(float *g, const float *a, const float *b, long n);

@@ -20,6 +20,10 @@
  * uninterrupted one drew; in evaluation of (the window's tokens, position,
  * block), so the same tokens get the same routing in every evaluation.
  *
+ * routing_attn_forward calls sgemm itself (the scores of a row block, then
+ * P·v); its plain-loop reference is attn_forward_ref with the keep mask
+ * (attn.c; tests/test_grad.c "masked attention").
+ *
  * Deliberately not here: the block maths (model.c), the packed inference
  * kernels (infer.c), TSA's router (router.c).
  */

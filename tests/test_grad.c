@@ -1,8 +1,9 @@
 /*
  * test_grad.c — every backward against central finite differences.
  *
- * Per op (matmul — also sgemm against plain loops —, RMSNorm, rotary,
- * attention, SwiGLU, cross-entropy, router)
+ * Per op (matmul and attention — also sgemm against their plain loops, forward
+ * and backward, and inference's packed-row attention (infer.c) against the
+ * dense one and the loops —, RMSNorm, rotary, SwiGLU, cross-entropy, router)
  * and for the whole model in every variant (baseline with and without
  * qk-norm, untied head, GQA, ResFormer plus/learnable/identity, SATFormer,
  * SATFormer last-k, every SATFormer gate function (model.sat_gate) with and
@@ -42,7 +43,10 @@
 
 #include <cmocka.h>
 
+#include <omp.h>
+
 #include "model/adamw.h"
+#include "model/infer.h"
 #include "model/model.h"
 #include "model/ops.h"
 #include "model/rng.h"
@@ -174,6 +178,40 @@ static double attn_obj(void *p) {
     return dot(c->y, c->w, (size_t)c->B * c->T * c->H * c->hd);
 }
 
+/* infer_attn_rows (model/infer.c), attention for packed query rows: with every
+ * row packed it is attn_forward bit for bit (the same 64-row blocks, sgemm
+ * calls and softmax, infer.h); on a subset (every third row and the rows past
+ * the 64 boundary) against attn_forward_ref's plain loops yr, the bound of the
+ * dense check (1e-5): another row count may take another OpenBLAS kernel. */
+static void test_infer_rows(const attn_ctx *c, const float *yr) {
+    const int B = c->B, T = c->T, H = c->H, Hkv = c->Hkv, hd = c->hd, qd = H * hd;
+    int *idx = malloc((size_t)B * T * sizeof(int)), seq[8];
+    float *qp = malloc((size_t)B * T * qd * 4), *yp = malloc((size_t)B * T * qd * 4);
+    float *scr = malloc((size_t)omp_get_max_threads() * INFER_ATT_BLOCK * T * 4);
+    assert_true(B < 8);
+    double exact = 0, sub = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        int K = 0;
+        for (int r = 0; r < B * T; r++)
+            if (pass == 0 || r % 3 == 0 || r % T >= 60) idx[K++] = r;
+        infer_gather(qp, c->q, idx, K, qd);
+        infer_seq_bounds(seq, idx, K, B, T);
+        infer_attn_rows(yp, qp, c->k, c->v, idx, seq, B, T, H, Hkv, hd, scr);
+        for (int r = 0; r < K; r++)
+            for (int i = 0; i < qd; i++) {
+                const double d = pass == 0 ? fabs((double)yp[(size_t)r * qd + i] - c->y[(size_t)idx[r] * qd + i])
+                                           : fabs((double)yp[(size_t)r * qd + i] - yr[(size_t)idx[r] * qd + i]);
+                if (pass == 0) exact = fmax(exact, d);
+                else sub = fmax(sub, d);
+            }
+    }
+    printf("  packed-row attention: all rows vs attn_forward max abs diff %.2e (must be 0), subset vs loops %.2e\n",
+           exact, sub);
+    assert_true(exact == 0.0);
+    assert_true(sub < 1e-5);
+    free(idx); free(qp); free(yp); free(scr);
+}
+
 static void test_attention(void **state) {
     (void)state;
     /* T = 70 crosses the 64-row causal block boundary */
@@ -183,14 +221,25 @@ static void test_attention(void **state) {
     /* sgemm path equals the plain-loop reference */
     float *yr = malloc(qn * 4), *ar = malloc((size_t)B * H * T * T * 4);
     attn_obj(&c);
-    attn_forward_ref(yr, ar, c.q, c.k, c.v, B, T, H, Hkv, hd);
+    attn_forward_ref(yr, ar, c.q, c.k, c.v, NULL, B, T, H, Hkv, hd);
     double worst = 0;
     for (size_t i = 0; i < qn; i++) worst = fmax(worst, fabs(yr[i] - c.y[i]));
     printf("  attention sgemm vs loops: max abs diff %.2e\n", worst);
     assert_true(worst < 1e-5);
+    test_infer_rows(&c, yr);
     float *dq = calloc(qn, 4), *dk = malloc(kn * 4), *dv = malloc(kn * 4), *scr = malloc((size_t)64 * T * T * 4);
     for (size_t i = 0; i < kn; i++) dk[i] = dv[i] = 7.0f; /* attn_backward overwrites dk, dv: stale values must go */
     attn_backward(dq, dk, dv, c.w, c.att, c.q, c.k, c.v, scr, B, T, H, Hkv, hd);
+    /* the sgemm backward against its plain loops in double on the same att: dq, dk, dv are sums of at most
+     * rep·T = 140 products of O(1) values (|g| up to ~4 here), float against double, measured ~1e-6; 1e-4 */
+    float *dqr = malloc(qn * 4), *dkr = malloc(kn * 4), *dvr = malloc(kn * 4);
+    attn_backward_ref(dqr, dkr, dvr, c.w, c.att, c.q, c.k, c.v, B, T, H, Hkv, hd);
+    double eq = 0, ek = 0, ev = 0;
+    for (size_t i = 0; i < qn; i++) eq = fmax(eq, fabs((double)dq[i] - dqr[i]));
+    for (size_t i = 0; i < kn; i++) ek = fmax(ek, fabs((double)dk[i] - dkr[i])), ev = fmax(ev, fabs((double)dv[i] - dvr[i]));
+    printf("  attention backward sgemm vs loops: dq %.2e, dk %.2e, dv %.2e\n", eq, ek, ev);
+    assert_true(eq < 1e-4 && ek < 1e-4 && ev < 1e-4);
+    free(dqr); free(dkr); free(dvr);
     assert_true(fd_check("attention dq", c.q, dq, qn, attn_obj, &c, 1e-2f, 300, 1e-12) < 5e-3);
     assert_true(fd_check("attention dk", c.k, dk, kn, attn_obj, &c, 1e-2f, 300, 1e-12) < 5e-3);
     assert_true(fd_check("attention dv", c.v, dv, kn, attn_obj, &c, 1e-2f, 300, 1e-12) < 5e-3);
@@ -593,7 +642,8 @@ MODEL_TEST(test_model_mod_every2_satformer, v_mod2_sat)
 MODEL_TEST(test_model_random, v_random)
 
 /* MoD's masked attention: with every token kept it is attn_forward (the
- * softmax sums in another order: 1e-6); with a mask, dq, dk, dv from
+ * softmax sums in another order: 1e-6); with a mask, y and att against the
+ * plain loops (attn_forward_ref with the mask, 1e-5), and dq, dk, dv from
  * attn_backward against finite differences (a dropped query's row is its own
  * value, y_i = v_i, which attn_backward's P = e_i row differentiates too). */
 typedef struct { float *q, *k, *v, *y, *att, *w, *keep; int B, T, H, Hkv, hd; } mattn_ctx;
@@ -619,6 +669,17 @@ static void test_masked_attention(void **state) {
     assert_true(worst < 1e-6);
     for (int t = 0; t < B * T; t++) c.keep[t] = (t % 7 == 0 || t % 3 == 1) ? 1.0f : 0.0f;
     mattn_obj(&c);
+    attn_forward_ref(y0, a0, c.q, c.k, c.v, c.keep, B, T, H, Hkv, hd); /* the plain loops with the mask */
+    double wy = 0, wa = 0;
+    for (size_t i = 0; i < qn; i++) wy = fmax(wy, fabs(y0[i] - c.y[i]));
+    for (int bh = 0; bh < B * H; bh++) /* att is defined for j <= i only (attn.c) */
+        for (int i = 0; i < T; i++)
+            for (int j = 0; j <= i; j++) {
+                const size_t o = ((size_t)bh * T + i) * T + j;
+                wa = fmax(wa, fabs(a0[o] - c.att[o]));
+            }
+    printf("  masked attention vs plain loops with the mask: y %.2e, att %.2e\n", wy, wa);
+    assert_true(wy < 1e-5 && wa < 1e-5); /* the dense check's bound */
     float *dq = calloc(qn, 4), *dk = malloc(kn * 4), *dv = malloc(kn * 4), *scr = malloc((size_t)64 * T * T * 4);
     attn_backward(dq, dk, dv, c.w, c.att, c.q, c.k, c.v, scr, B, T, H, Hkv, hd);
     /* a masked key gets no gradient from any query but its own (dropped) row */

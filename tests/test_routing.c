@@ -14,7 +14,9 @@
  *    τ = 0 is block 0's logit lens (computed here in double), the skipping
  *    path equals the bookkeeping reference;
  *  - the headline's hard evaluation (TSA p > 0.5 skips): the sparse pass, its
- *    α equals the share of rows really computed, and the p_mid_share.
+ *    α equals the share of rows really computed, and the p_mid_share;
+ *    eval_each_batch, the one evaluation loop, and eval_split's loss_se
+ *    against the textbook cluster-robust formula.
  *  - Mixture-of-Depths and random routing: each routed block runs exactly
  *    k = round(capacity·T) tokens per window (MoD) and α is the count's share;
  *    real skipping (m->sparse: only the selected tokens, packed, enter the
@@ -447,11 +449,44 @@ static void test_hard_eval(void **s) {
     data_close(&ds);
 }
 
+/* eval_split's loss_se is eval_cluster_se over its batches: against the
+ * textbook form from each batch's own forward (x_b = task_loss, w_b =
+ * mask_sum), SE² = G/(G−1)·Σ w_b²(x_b − x̄)²/(Σ w_b)², summed here in another
+ * order (squares of each batch's weighted residual, not two passes of
+ * y − R·w), so the two agree to rounding, not bit for bit: both are sums of
+ * G = 6 double terms of size ~1e-2 whose rounding is ~1e-17, so 1e-12
+ * relative leaves room and would still catch a wrong factor or weight.  The
+ * loss itself is the same sum in the same order: exact. */
+static void check_eval_loss_se(gl_model *m, const gl_dataset *ds, int *tok, int *tg, float *mask) {
+    assert_int_equal(m->max_B, 3);
+    char err[256] = "";
+    gl_eval_result r;
+    assert_int_equal(eval_split(m, ds, SPLIT_VAL, 17, &r, err, sizeof err), 0); /* 5 full batches and 2 windows */
+    double x[6], w[6], sum = 0, W = 0;
+    for (int b = 0; b < 6; b++) {
+        const int got = b < 5 ? 3 : 2;
+        assert_int_equal(data_eval_batch(ds, SPLIT_VAL, 3L * b, got, tok, tg, mask), got);
+        model_forward(m, tok, tg, mask, got, m->T);
+        x[b] = m->task_loss, w[b] = m->mask_sum;
+        sum += x[b] * w[b], W += w[b];
+    }
+    const double xbar = sum / W;
+    double ss = 0;
+    for (int b = 0; b < 6; b++) ss += w[b] * w[b] * (x[b] - xbar) * (x[b] - xbar);
+    const double want = sqrt(6.0 / 5.0 * ss) / W, rel = fabs(r.loss_se - want) / want;
+    printf("  loss %.9f, loss_se %.6e vs textbook %.6e: relative diff %.2e (tol 1e-12)\n", r.loss, r.loss_se, want, rel);
+    assert_true(r.loss == xbar);
+    assert_true(want > 0 && rel < 1e-12);
+    assert_int_equal(eval_split(m, ds, SPLIT_VAL, 3, &r, err, sizeof err), 0); /* one batch: no spread to see */
+    assert_true(r.loss_se == 0.0);
+}
+
 /* eval_each_batch, the one evaluation loop: batches of max_B from window
  * first with their offsets, before → forward → after in that order (after sees
  * the loss of a by-hand forward of the same windows, bit for bit: the same
  * call), a callback's failure ends the pass, and the missing-window rule:
- * strict names the missing window, otherwise the pass stops at the split's end. */
+ * strict names the missing window, otherwise the pass stops at the split's end;
+ * then eval_split's loss_se (check_eval_loss_se). */
 typedef struct {
     gl_model *m;
     const gl_dataset *ds;
@@ -518,6 +553,7 @@ static void test_each_batch(void **s) {
     snprintf(want, sizeof want, "the val split has no window %ld (it has %ld)", avail, avail);
     printf("  %d batches at offsets 0, 3, 6; strict past the end: %s\n", l.n, err);
     assert_string_equal(err, want);
+    check_eval_loss_se(&m, &ds, tok2, tg2, mask2);
     free(tok); free(tg); free(mask); free(tok2); free(tg2); free(mask2);
     model_free(&m);
     data_close(&ds);

@@ -3,7 +3,9 @@
  * computed by hand or printed in standard tables: Student t quantiles
  * (t_{0.975} for df 1, 2, 10, 30, 100; t_{0.8} for df 2, 10), the incomplete
  * beta of integer arguments (a binomial tail), mean/sd/se/interval, paired
- * differences, the MDE formula, cluster se, Gini, quantiles and the seeded
+ * differences, the MDE formula, cluster se (st_cluster_se and the kernel
+ * under it and every evaluation's standard error, harness/run/evaluate.h
+ * eval_cluster_se / eval_cluster_add), Gini, quantiles and the seeded
  * bootstrap.  One line per check with its worst difference; exits non-zero
  * on any failure.  Tolerances: table values are printed to 4 decimals, so
  * 5e-4; closed forms computed here in double, 1e-12.
@@ -12,6 +14,7 @@
 #include <stdio.h>
 
 #include "analysis/stats.h"
+#include "run/evaluate.h"
 
 static int fails, checks; /* tests/run.sh counts the cmocka-style summary lines printed at the end */
 
@@ -78,6 +81,26 @@ int main(void) {
     near("cluster se: sqrt(2 * 8) / 4 = 1", st_cluster_se(cx, cl, 4), 1, 1e-12);
     const int one_cl[4] = {1, 1, 1, 1};
     near("cluster se: one cluster is NaN", st_cluster_se(cx, one_cl, 4), NAN, 0);
+    /* the same against its definition Σ_g (Σ_{i∈g} (x_i − mean))², labels interleaved and a NaN skipped */
+    const double dx[7] = {0.3, 2.5, NAN, 1.1, -0.7, 4.0, 0.9};
+    const int dl[7] = {2, 5, 5, 2, 8, 5, 8};
+    const double dm = (0.3 + 2.5 + 1.1 - 0.7 + 4.0 + 0.9) / 6, e2 = 0.3 + 1.1 - 2 * dm, e5 = 2.5 + 4.0 - 2 * dm,
+                 e8 = -0.7 + 0.9 - 2 * dm;
+    near("cluster se: 3 interleaved clusters, a NaN", st_cluster_se(dx, dl, 7),
+         sqrt(1.5 * (e2 * e2 + e5 * e5 + e8 * e8)) / 6, 1e-12);
+
+    /* eval_cluster_se: y = (3, 5, 10), w = (1, 2, 3): R = 3, residuals y − R·w = (0, −1, 1),
+     * SE = sqrt(3/2 · 2) / 6; a weightless cluster is not a cluster; paired: y − yb the same sums */
+    const double ey[4] = {3, 0, 5, 10}, ew[4] = {1, 0, 2, 3}, ea[4] = {4, 0, 6, 12}, eb[4] = {1, 0, 1, 2};
+    near("eval_cluster_se: sqrt(3) / 6", eval_cluster_se(ey, NULL, ew, 4), sqrt(3.0) / 6, 1e-15);
+    near("eval_cluster_se: paired (y − yb) the same", eval_cluster_se(ea, eb, ew, 4), sqrt(3.0) / 6, 1e-15);
+    near("eval_cluster_se: a ratio mean with equal residuals is 0", eval_cluster_se(ew, NULL, ew, 4), 0, 0);
+    near("eval_cluster_se: one cluster with weight is NaN", eval_cluster_se(ey, NULL, ew, 2), NAN, 0);
+    /* eval_cluster_add folds batch b into cluster b mod n: batches 0..4 into 2 clusters */
+    double fy[2] = {0, 0}, fw[2] = {0, 0};
+    for (long b = 0; b < 5; b++) eval_cluster_add(fy, fw, 2, b, (double)(b + 1), 10.0);
+    near("eval_cluster_add: cluster 0 = batches 0, 2, 4", fy[0] + fw[0], 1 + 3 + 5 + 30.0, 0);
+    near("eval_cluster_add: cluster 1 = batches 1, 3", fy[1] + fw[1], 2 + 4 + 20.0, 0);
 
     double g1[4] = {0, 1, 0, 0}, g2[4] = {1, 1, 1, 1};
     near("Gini {0,0,0,1} = 3/4", st_gini(g1, 4), 0.75, 1e-12);

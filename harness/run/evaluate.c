@@ -5,21 +5,35 @@
  * mode the model is set to (m->sparse, m->exit_tau, overrides) applies.
  *
  * The standard error of the loss treats each batch of windows as a cluster
- * (tokens inside a window are not independent; windows far apart nearly are):
- * with batch means x_b over w_b scored tokens and x̄ their weighted mean,
- * SE² = n/(n−1) · Σ w_b²(x_b − x̄)² / (Σ w_b)², the cluster-robust estimate.
+ * (tokens inside a window are not independent; windows far apart nearly are).
+ * A batch b gives y_b, the sum of its scored tokens' losses, and w_b, their
+ * weight; the loss is the ratio mean R = Σ y_b / Σ w_b, and its standard
+ * error the cluster-robust one (eval_cluster_se, evaluate.h):
+ *     SE² = G/(G−1) · Σ_b (y_b − R·w_b)² / (Σ_b w_b)².
+ * It is the sandwich variance of a weighted least-squares fit of the
+ * per-token loss on a constant, clustered by batch, with the small-sample
+ * factor G/(G−1) (CR1: Cameron & Miller 2015, "A Practitioner's Guide to
+ * Cluster-Robust Inference", J. Human Resources 50(2)), which is
+ * also the linearised variance of a ratio estimate (Cochran 1977, Sampling
+ * Techniques, ch. 6); for a paired difference of two evaluations of the same
+ * windows y_b is the difference of their batch sums.
  *
  * eval_each_batch is the one loop over evaluation windows (read a batch, a
- * hook before the forward, the forward, a hook after): eval_split and
- * analysis/ablate.c's ablate_evaluate both run on it.  The two keep their own
- * standard errors: the same estimator, but here from running sums (Σ w²x²,
- * Σ w²x, Σ w², nothing stored per batch), there from batch sums folded into
- * ABLATE_CLUSTERS clusters so that two evaluations can be paired; one formula
- * for both would move either's last bits, which the registry already holds.
+ * hook before the forward, the forward, a hook after): eval_split,
+ * analysis/ablate.c's ablate_evaluate and analysis/attrib.c's gradient pass
+ * run on it.  eval_cluster_add / eval_cluster_se are the one cluster
+ * arithmetic: eval_split and eval_ids keep one cluster per batch, ablate
+ * folds batches into ABLATE_CLUSTERS clusters so that two evaluations pair
+ * cluster by cluster (ablate_paired_se).  They live here, next to the loop
+ * whose batches are the clusters, and not in analysis/stats.c (the analyses'
+ * statistics kernel) because harness/run/ never calls analysis/ and the
+ * training loop's validation passes need them; stats.c's st_cluster_se is
+ * this kernel on observations labelled by cluster.
  */
 #include "evaluate.h"
 #include "timing.h"
 
+#include <assert.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,7 +43,8 @@
 typedef struct {
     double loss_sum, scored, tok_right, seq_right, active_sum, active_w;
     double run_pairs, all_pairs, p_mid, p_all; /* rows really run / (token, block >= 1) pairs; p in (0.3, 0.7) / p's */
-    double w2x2, w2x, w2; /* Σ w²x², Σ w²x, Σ w² over batches (x = batch mean loss, w = its tokens) */
+    double *clu_y, *clu_w; /* (n_clu) per batch: its loss sum x·w (x the batch mean, w its tokens) and w */
+    int n_clu;
     long windows, batches;
 } accum;
 
@@ -41,9 +56,7 @@ static void add_batch(const gl_model *m, const int *tok, const int *tg, const fl
     const double x = m->task_loss, w = m->mask_sum;
     a->loss_sum += x * w;
     a->scored += w;
-    a->w2x2 += w * w * x * x;
-    a->w2x += w * w * x;
-    a->w2 += w * w;
+    eval_cluster_add(a->clu_y, a->clu_w, a->n_clu, a->batches, x * w, w);
     a->batches++;
     a->tok_right += tacc * m->mask_sum;
     a->seq_right += sacc * B;
@@ -65,6 +78,43 @@ static void add_batch(const gl_model *m, const int *tok, const int *tg, const fl
 double eval_bpc(const gl_eval_result *r) { return r->loss / log(2.0) / r->bytes_per_token; }
 double eval_bpc_se(const gl_eval_result *r) { return r->loss_se / log(2.0) / r->bytes_per_token; }
 
+void eval_cluster_add(double *y, double *w, int n, long batch, double loss_sum, double scored) {
+    assert(y && w && n > 0 && batch >= 0);
+    const int k = (int)(batch % n);
+    y[k] += loss_sum;
+    w[k] += scored;
+}
+
+double eval_cluster_se(const double *y, const double *yb, const double *w, int n) {
+    assert(y && w && n >= 0);
+    double W = 0.0, D = 0.0; /* Σ w, Σ (y − yb) over the clusters holding tokens, in cluster order */
+    int g = 0;
+    for (int k = 0; k < n; k++) {
+        if (w[k] <= 0) continue;
+        W += w[k];
+        D += y[k] - (yb ? yb[k] : 0.0);
+        g++;
+    }
+    if (g < 2 || W <= 0) return NAN;
+    const double R = D / W;
+    double ss = 0.0; /* Σ (y − yb − R·w)²: two passes, no cancellation of large sums */
+    for (int k = 0; k < n; k++) {
+        if (w[k] <= 0) continue;
+        const double d = y[k] - (yb ? yb[k] : 0.0) - R * w[k];
+        ss += d * d;
+    }
+    return sqrt((double)g / (g - 1.0) * ss) / W;
+}
+
+/* Room for one cluster per batch of a pass over n windows in batches of max_B; 0 or -1 (out of memory). */
+static int accum_init(accum *a, long n, int max_B) {
+    memset(a, 0, sizeof *a);
+    a->n_clu = (int)((n + max_B - 1) / max_B);
+    a->clu_y = calloc((size_t)2 * a->n_clu, sizeof(double));
+    a->clu_w = a->clu_y ? a->clu_y + a->n_clu : NULL;
+    return a->clu_y ? 0 : -1;
+}
+
 /* 1 when the model's current mode skips rows for real (and counts them in m->active_count). */
 static int infer_mode(const gl_model *m) {
     const gl_model_config *c = &m->cfg;
@@ -74,13 +124,9 @@ static int infer_mode(const gl_model *m) {
 
 static void finish(const accum *a, gl_eval_result *r, double t0, int infer) {
     r->loss = a->scored > 0 ? a->loss_sum / a->scored : 0.0;
-    r->loss_se = 0.0;
-    if (a->batches > 1 && a->scored > 0) {
-        const double n = (double)a->batches, xbar = r->loss;
-        double ss = a->w2x2 - 2.0 * xbar * a->w2x + xbar * xbar * a->w2;
-        if (ss < 0) ss = 0; /* rounding */
-        r->loss_se = sqrt(n / (n - 1.0) * ss) / a->scored;
-    }
+    int scoring = 0; /* batches with scored tokens: the clusters */
+    for (int b = 0; b < a->n_clu; b++) scoring += a->clu_w[b] > 0;
+    r->loss_se = scoring > 1 ? eval_cluster_se(a->clu_y, NULL, a->clu_w, a->n_clu) : 0.0;
     r->tokens = a->scored;
     r->tok_acc = a->scored > 0 ? a->tok_right / a->scored : 0.0;
     r->seq_acc = a->windows > 0 ? a->seq_right / a->windows : 0.0;
@@ -144,17 +190,17 @@ int eval_split(gl_model *m, const gl_dataset *ds, gl_split split, long n_windows
     const size_t cap = (size_t)m->max_B * m->T;
     int *tok = malloc(cap * sizeof *tok), *tg = malloc(cap * sizeof *tg);
     float *mask = malloc(cap * sizeof *mask);
-    if (!tok || !tg || !mask) {
-        free(tok); free(tg); free(mask);
+    split_ctx sc = {.m = m, .ds = ds, .buf = {tok, tg, mask}};
+    if (accum_init(&sc.a, n_windows, m->max_B) || !tok || !tg || !mask) {
+        free(tok); free(tg); free(mask); free(sc.a.clu_y);
         snprintf(err, errlen, "evaluation: out of memory");
         return -1;
     }
-    split_ctx sc = {.m = m, .ds = ds, .buf = {tok, tg, mask}};
     double t0 = timing_now_s();
     eval_each_batch(m, ds, split, 0, n_windows, 0, &sc.buf, NULL, split_after, &sc, err, errlen); /* cannot fail */
     finish(&sc.a, r, t0, infer_mode(m));
     if (ds->tok && sc.scored > 0) r->bytes_per_token = sc.bytes / sc.scored;
-    free(tok); free(tg); free(mask);
+    free(tok); free(tg); free(mask); free(sc.a.clu_y);
     return 0;
 }
 
@@ -171,13 +217,13 @@ int eval_ids(gl_model *m, const int *ids, size_t n_ids, long n_windows, gl_eval_
     const size_t cap = (size_t)m->max_B * T;
     int *tg = malloc(cap * sizeof *tg);
     float *mask = malloc(cap * sizeof *mask);
-    if (!tg || !mask) {
-        free(tg); free(mask);
+    accum a;
+    if (accum_init(&a, n_windows, m->max_B) || !tg || !mask) {
+        free(tg); free(mask); free(a.clu_y);
         snprintf(err, errlen, "evaluation: out of memory");
         return -1;
     }
     for (size_t i = 0; i < cap; i++) mask[i] = 1.0f;
-    accum a = {0};
     double t0 = timing_now_s();
     for (long w = 0; w < n_windows; w += m->max_B) {
         int B = (int)(n_windows - w < m->max_B ? n_windows - w : m->max_B);
@@ -187,7 +233,7 @@ int eval_ids(gl_model *m, const int *ids, size_t n_ids, long n_windows, gl_eval_
         add_batch(m, tok, tg, mask, B, &a);
     }
     finish(&a, r, t0, infer_mode(m));
-    free(tg); free(mask);
+    free(tg); free(mask); free(a.clu_y);
     return 0;
 }
 

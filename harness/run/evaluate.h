@@ -10,7 +10,8 @@
 
 typedef struct {
     double loss;        /* mean cross-entropy over scored tokens (nats/token) */
-    double loss_se;     /* standard error of loss: batches of windows as clusters (see evaluate.c); 0 for one batch */
+    double loss_se;     /* standard error of loss: batches of windows as clusters (eval_cluster_se); 0 when
+                           fewer than two batches score tokens */
     double tokens;      /* scored tokens */
     double tok_acc;     /* argmax accuracy on scored tokens */
     double seq_acc;     /* share of windows with every scored token right */
@@ -49,6 +50,20 @@ typedef int (*eval_batch_fn)(void *ctx, long off, int got, char *err, size_t err
 int eval_each_batch(gl_model *m, const gl_dataset *ds, gl_split split, long first, long n, int strict,
                     const eval_buffers *buf, eval_batch_fn before, eval_batch_fn after, void *ctx, char *err,
                     size_t errlen);
+
+/* The standard errors of every evaluation (eval_split, eval_ids, analysis/ablate.c):
+ * batches of windows are the clusters.  Cluster g holds y[g], the sum of the
+ * per-token losses of its scored tokens, and w[g], their weight (Σ mask).
+ * eval_cluster_se is the cluster-robust (CR1) standard error of the ratio
+ * mean R = Σ y / Σ w over the G clusters with w[g] > 0:
+ *     SE² = G/(G−1) · Σ_g (y[g] − R·w[g])² / (Σ_g w[g])²
+ * (yb not NULL: of the paired difference (Σ y − Σ yb) / Σ w of two
+ * evaluations of the same windows, y[g] − yb[g] in place of y[g]; yb's
+ * clusters take w's weights).  NaN with fewer than two such clusters.
+ * eval_cluster_add adds one batch's sums to cluster batch mod n (n at least
+ * the number of batches: one cluster per batch). */
+double eval_cluster_se(const double *y, const double *yb, const double *w, int n);
+void eval_cluster_add(double *y, double *w, int n, long batch, double loss_sum, double scored);
 
 /* The model's hard routing: TSA with p > 0.5 really skipping (m->sparse),
  * early exit at its trained rule τ = EVAL_HARD_TAU (m->exit_tau); 0 when m
