@@ -22,7 +22,9 @@
  * heads.md, heads.tsv and heads_grid.tsv into <run>/analysis/ (or --out) and
  * draws the block × KV-head ΔL map into <results>/figures/heads_<run>.{png,pdf}.
  * Definitions of the modes and of the evaluation / reference tokens:
- * analysis/ablate.h and docs/analysis.md.
+ * analysis/ablate.h and docs/analysis.md.  Opening the run, the measurement
+ * and its rows are analysis/measure.h (measure_ablate, measure_ablation_record);
+ * this file parses, prints, and is what `paper post` calls (cmd_ablate_run).
  */
 #include <limits.h>
 #include <math.h>

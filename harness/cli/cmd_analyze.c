@@ -15,6 +15,8 @@
  * it), and a readable summary of the last evaluation on stdout.  The
  * checkpoint, when there is one, only supplies the vocabulary so the
  * per-token files show characters.  Files and names: docs/analysis.md.
+ * Both measurements are analysis/measure.h (measure_trace, measure_difficulty);
+ * this file parses, prints, and is what `paper post` calls (cmd_measure.h).
  */
 #include <limits.h>
 #include <math.h>

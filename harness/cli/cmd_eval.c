@@ -19,6 +19,10 @@
  * and records the pair: matched.alpha_target is α_TSA, matched.partner_loss
  * the TSA run's headline loss (the TSA run needs `eval TSA_RUN --record`
  * first; training records it at the end of every run).
+ *
+ * This file parses the flags and prints; the measuring and the recording are
+ * run/eval_run.h (evalrun_measure, evalrun_record), which `paper post` calls
+ * through cmd_eval_run (cmd_measure.h) with the same options.
  */
 #include <limits.h>
 #include <math.h>
