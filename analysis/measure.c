@@ -6,6 +6,7 @@
  * difficulty.c, and writes their rows to the run's registry.  It does not
  * resolve RUN arguments or print: the command line does both.
  */
+#include <assert.h>
 #include <math.h>
 #include <omp.h>
 #include <stdarg.h>
@@ -90,10 +91,7 @@ int measure_ablate(measure_ablation *a, const evalrun_target *t, const measure_a
     static const double frontier[] = MEASURE_DEFAULT_TAUS;
     const double *taus = o->n_taus ? o->taus : frontier;
     a->n_pts = o->n_taus ? o->n_taus : (int)(sizeof frontier / sizeof frontier[0]);
-    if (a->n_pts > MEASURE_MAX_TAUS) {
-        snprintf(err, errlen, "%d thresholds τ: at most %d", a->n_pts, MEASURE_MAX_TAUS);
-        return -1;
-    }
+    assert(a->n_pts > 0 && a->n_pts <= MEASURE_MAX_TAUS);
     return (o->kind == MEASURE_POSTHOC ? ablate_posthoc_sweep : ablate_exit_sweep)(&a->ctx, taus, a->n_pts, &a->full,
                                                                                   a->pts, err, errlen);
 }
@@ -132,16 +130,15 @@ int measure_ablation_record(const measure_ablation *a, int *n_rows, char *err, s
 
 /* ---- the trace analysis ---- */
 
+/* Append one line (fmt, no newline) to r->notes; a line that does not fit is cut short. */
 static void measure_note(measure_trace_result *r, const char *fmt, ...) {
-    size_t used = strlen(r->notes);
-    if (used + 1 >= sizeof r->notes) return;
+    size_t used = strlen(r->notes), room = sizeof r->notes - used;
+    if (room < 2) return;
     va_list ap;
     va_start(ap, fmt);
-    int n = vsnprintf(r->notes + used, sizeof r->notes - used, fmt, ap);
+    vsnprintf(r->notes + used, room - 1, fmt, ap); /* room for the newline */
     va_end(ap);
-    used = n < 0 ? used : used + (size_t)n < sizeof r->notes - 1 ? used + (size_t)n : sizeof r->notes - 2;
-    r->notes[used] = '\n';
-    r->notes[used + 1] = '\0';
+    strcat(r->notes, "\n");
 }
 
 /* Each per-token gate over training: quantile bands per block (analysis/gate_bands.h, gate_bands.gp), a

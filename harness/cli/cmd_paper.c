@@ -66,20 +66,17 @@ static int pp_eval(const char *run, const char *partner, const char *results) {
     evalrun_defaults(&o);
     o.record = 1;
     o.partner_arg = partner;
-    fflush(stdout);
     return pp_done(cmd_eval_run(run, results, &o));
 }
 
 /* `ablate RUN --mode zero|mean|random --windows 128` (kind MEASURE_GATES), `--mode exit`, `--mode posthoc-exit`. */
 static int pp_ablate(const char *run, measure_kind kind, ablate_mode mode, const char *results) {
     measure_ablate_opts o = {.kind = kind, .mode = mode, .windows = 128, .batch = 16};
-    fflush(stdout);
     return pp_done(cmd_ablate_run(run, NULL, results, &o, 0));
 }
 
 /* `analyze RUN` (dense NULL) or `analyze RUN --difficulty DENSE`. */
 static int pp_analyze(const char *run, const char *dense, const char *results) {
-    fflush(stdout);
     if (dense) {
         measure_difficulty_opts o = {.seed = DIFF_SEED, .batch = 16};
         return pp_done(cmd_analyze_difficulty(run, dense, NULL, results, &o, 0));
