@@ -22,22 +22,25 @@
  * heads.md, heads.tsv and heads_grid.tsv into <run>/analysis/ (or --out) and
  * draws the block × KV-head ΔL map into <results>/figures/heads_<run>.{png,pdf}.
  * Definitions of the modes and of the evaluation / reference tokens:
- * analysis/ablate.h and docs/analysis.md.
+ * analysis/ablate.h and docs/analysis.md.  Opening the run, the measurement
+ * and its rows are analysis/measure.h (measure_ablate, measure_ablation_record);
+ * this file parses, prints, and is what `paper post` calls (cmd_ablate_run).
  */
 #include <limits.h>
 #include <math.h>
-#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "analysis/ablate.h"
+#include "analysis/measure.h"
 #include "store/fileio.h"
 #include "analysis/figures.h"
 #include "analysis/heads.h"
 #include "cmd_attrib.h"
 #include "args.h"
 #include "cli.h"
+#include "cmd_measure.h"
 #include "jsonl.h"
 #include "resolve.h"
 #include "store/parse.h"
@@ -45,8 +48,6 @@
 #include "store/metric.h"
 #include "store/registry.h"
 #include "store/rundir.h"
-
-#define AB_MAX_TAUS 32
 
 typedef struct {
     const char *arg, *results, *db, *out, *layers, *heads, *taus, *mode;
@@ -152,63 +153,24 @@ static int ab_parse(int argc, char **argv, ab_args *a, int heads) {
     return -1;
 }
 
-/* Shared set-up: the run, its data, the ablation context, the registry path. */
-typedef struct {
-    gl_run run;
-    gl_dataset ds;
-    ablate_ctx ctx;
-    char run_id[256], db_path[GL_PATH_MAX + 16], results[GL_PATH_MAX];
-    int have_run, have_ctx;
-} ab_env;
-
-static int ab_open(ab_env *e, const ab_args *a, char *err, size_t errlen) {
-    resolve_run rr;
-    if (resolve_run_arg(a->arg, a->db, a->results, RESOLVE_DIR, &rr, err, errlen) ||
-        run_open(&e->run, rr.dir, NULL, a->batch, err, errlen))
-        return -1;
-    e->have_run = 1;
-    int threads = a->threads ? a->threads : e->run.mf.train.threads;
-    if (threads > 0) omp_set_num_threads(threads);
-    snprintf(e->run_id, sizeof e->run_id, "%s", rr.id);
-    snprintf(e->results, sizeof e->results, "%s", rr.results);
-    snprintf(e->db_path, sizeof e->db_path, "%s", rr.db);
-    const gl_model_config *mc = &e->run.model.cfg;
-    if (data_open_tok(&e->ds, &e->run.mf.data, mc->seq_len, e->run.mf.train.seed,
-                      e->run.st.tokenizer == TOK_BPE ? &e->run.st.bpe : NULL, err, errlen))
-        return -1;
-    char warn[1024];
-    if (ablate_init(&e->ctx, &e->run.model, &e->ds, a->windows, e->run.mf.train.seed ^ 0xab1a7eULL, NULL, warn,
-                    sizeof warn, err, errlen))
-        return -1;
-    e->have_ctx = 1;
-    if (warn[0]) fprintf(stderr, "gatelab: warning: %s\n", warn);
+/* Resolve a->arg (with --db and --results) into t, backed by rr. */
+static int ab_target(const ab_args *a, resolve_run *rr, evalrun_target *t, char *err, size_t errlen) {
+    if (resolve_run_arg(a->arg, a->db, a->results, RESOLVE_DIR, rr, err, errlen)) return -1;
+    *t = (evalrun_target){rr->id, rr->dir, rr->results, rr->db};
     return 0;
 }
 
-static void ab_close(ab_env *e) {
-    if (e->have_ctx) ablate_free(&e->ctx);
-    data_close(&e->ds);
-    if (e->have_run) run_close(&e->run);
+/* ablate_init's warning (fewer windows than asked), as the commands print it. */
+static void ab_warn(const measure_ablation *e) {
+    if (e->have_ctx && e->warn[0]) fprintf(stderr, "gatelab: warning: %s\n", e->warn);
 }
 
-/* Stamp the rows added next to rm with the evaluation windows (tokens scored). */
-static void ab_prov(const ab_env *e, report_metrics *rm, double tokens) {
-    const ablate_ctx *c = &e->ctx;
-    rm->prov = db_prov(data_split_name(c->eval_split), c->eval_first, c->eval_windows, tokens);
-}
-
-static int ab_log(const ab_env *e, report_metrics *rm, int no_db, char *err, size_t errlen) {
-    if (no_db || !rm->n) return 0;
-    gl_db *db = NULL;
-    int n = rm->n;
-    int rc = db_open(&db, e->db_path, err, errlen) || report_metrics_flush(rm, db, e->run_id, err, errlen) ? -1 : 0;
-    db_close(db);
-    if (rc == 0) printf("registry: %d rows (split \"%s\") for run %s in %s\n", n, ABLATE_SPLIT, e->run_id, e->db_path);
-    return rc;
+static void ab_print_rows(const measure_ablation *e, int n) {
+    if (n) printf("registry: %d rows (split \"%s\") for run %s in %s\n", n, ABLATE_SPLIT, e->run_id, e->db_path);
 }
 
 /* The line's head: the run (jsonl_run), its step and the mode. */
-static json_t *ab_json_head(const ab_env *e, const char *mode) {
+static json_t *ab_json_head(const measure_ablation *e, const char *mode) {
     json_t *o = jsonl_run(e->run_id, e->run.dir);
     jsonl_set(o, "step", jsonl_int(e->run.st.step));
     jsonl_set(o, "mode", jsonl_str(mode));
@@ -216,8 +178,10 @@ static json_t *ab_json_head(const ab_env *e, const char *mode) {
 }
 
 /* The table and the JSON line of one ablation.  Returns 0, or -1 when the line could not be written. */
-static int ab_print_result(const ab_env *e, const ablate_result *r, const char *label) {
+static int ab_print_result(const measure_ablation *e) {
     const ablate_ctx *c = &e->ctx;
+    const ablate_result *r = &e->res;
+    const char *label = e->label;
     printf("gatelab ablate: run %s | mode %s | gates %s | evaluation %s (%.0f scored tokens)%s%s\n", e->run_id,
            ablate_mode_name(r->mode), label, c->eval_desc, r->base.tokens, ablate_mode_uses_reference(r->mode) ? " | reference " : "",
            ablate_mode_uses_reference(r->mode) ? c->ref_desc : "");
@@ -251,41 +215,23 @@ static int ab_print_result(const ab_env *e, const ablate_result *r, const char *
     return jsonl_print(stdout, o);
 }
 
-/* exit (posthoc 0) and posthoc-exit (1): the τ sweep, its table, its JSON line and its rows. */
-static int ab_exit(ab_env *e, const ab_args *a, int posthoc, report_metrics *rm, char *err, size_t errlen) {
-    double taus[AB_MAX_TAUS] = {0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95}; /* the τ frontier of docs/analysis.md */
-    int n = 8;
-    const char *mode = posthoc ? "posthoc-exit" : "exit";
-    if (a->taus) {
-        n = 0;
-        const char *s = a->taus;
-        while (*s && n < AB_MAX_TAUS) {
-            char item[64], why[160];
-            size_t len = strcspn(s, ",");
-            snprintf(item, sizeof item, "%.*s", (int)(len < sizeof item ? len : sizeof item - 1), s);
-            if (len >= sizeof item || parse_double(item, 0, posthoc ? 1e6 : 1, &taus[n++], why, sizeof why)) {
-                snprintf(err, errlen, "--taus '%s': item '%s': %s; expected a comma list of thresholds in [0, %s], "
-                         "e.g. 0.5,0.9", a->taus, item, len >= sizeof item ? "too long" : why, posthoc ? "1e6" : "1");
-                return -1;
-            }
-            s += len + (s[len] == ',');
-        }
-    }
-    ablate_eval full;
-    ablate_exit_point pts[AB_MAX_TAUS];
-    if ((posthoc ? ablate_posthoc_sweep : ablate_exit_sweep)(&e->ctx, taus, n, &full, pts, err, errlen)) return -1;
-    const int L = e->run.model.cfg.n_layer;
+/* The τ sweep's table and JSON line.  Returns 0, or -1 when the line could not be written. */
+static int ab_print_exit(const measure_ablation *e) {
+    const char *mode = e->kind == MEASURE_POSTHOC ? "posthoc-exit" : "exit";
+    const ablate_eval *full = &e->full;
+    const ablate_exit_point *pts = e->pts;
+    const int n = e->n_pts, L = e->run.model.cfg.n_layer;
     printf("gatelab ablate: run %s | mode %s | evaluation %s (%.0f scored tokens) | full depth %.5f nats/token\n",
-           e->run_id, mode, e->ctx.eval_desc, full.tokens, full.loss);
+           e->run_id, mode, e->ctx.eval_desc, full->tokens, full->loss);
     printf("  %8s %10s %10s %12s %10s\n", "τ", "α", "TLOps %", "loss", "ΔL");
     for (int i = 0; i < n; i++)
         printf("  %8.3f %10.4f %10.2f %12.5f %+10.5f\n", pts[i].tau, pts[i].r.active_frac, 100 * pts[i].tlops_saved,
-               pts[i].r.loss, pts[i].r.loss - full.loss);
+               pts[i].r.loss, pts[i].r.loss - full->loss);
     json_t *o = ab_json_head(e, mode), *points = json_array();
     jsonl_set(o, "eval", jsonl_str(e->ctx.eval_desc));
     jsonl_set(o, "layers", jsonl_int(L));
-    jsonl_set(o, "tokens", jsonl_count(full.tokens));
-    jsonl_set(o, "full_loss", jsonl_num(full.loss));
+    jsonl_set(o, "tokens", jsonl_count(full->tokens));
+    jsonl_set(o, "full_loss", jsonl_num(full->loss));
     for (int i = 0; i < n; i++) {
         json_t *pt = json_object();
         jsonl_set(pt, "tau", jsonl_num(pts[i].tau));
@@ -296,83 +242,78 @@ static int ab_exit(ab_env *e, const ab_args *a, int posthoc, report_metrics *rm,
         json_array_append_new(points, pt);
     }
     jsonl_set(o, "points", points);
-    if (jsonl_print(stdout, o)) {
-        snprintf(err, errlen, "cannot write the JSON line to stdout");
-        return -1;
+    return jsonl_print(stdout, o);
+}
+
+/* --taus for exit (posthoc 0) and posthoc-exit (1): a comma list of thresholds into o.  Returns 0, or -1. */
+static int ab_taus(const char *list, int posthoc, measure_ablate_opts *o, char *err, size_t errlen) {
+    int n = 0;
+    for (const char *s = list; *s && n < MEASURE_MAX_TAUS;) {
+        char item[64], why[160];
+        size_t len = strcspn(s, ",");
+        snprintf(item, sizeof item, "%.*s", (int)(len < sizeof item ? len : sizeof item - 1), s);
+        if (len >= sizeof item || parse_double(item, 0, posthoc ? 1e6 : 1, &o->taus[n++], why, sizeof why)) {
+            snprintf(err, errlen, "--taus '%s': item '%s': %s; expected a comma list of thresholds in [0, %s], "
+                     "e.g. 0.5,0.9", list, item, len >= sizeof item ? "too long" : why, posthoc ? "1e6" : "1");
+            return -1;
+        }
+        s += len + (s[len] == ',');
     }
-    ab_prov(e, rm, full.tokens);
-    return ablate_exit_metrics(posthoc ? METRIC_POSTHOC_MODE : METRIC_EXIT_MODE, &full, pts, n, e->run.st.step, rm,
-                               err, errlen);
+    o->n_taus = n;
+    return 0;
+}
+
+int cmd_ablate_run(const char *run_arg, const char *db, const char *results, measure_ablate_opts *o, int no_db) {
+    static measure_ablation e;
+    memset(&e, 0, sizeof e);
+    char err[2048] = "";
+    int rc = 1, n_rows = 0;
+    resolve_run rr;
+    evalrun_target t;
+    const ab_args a = {.arg = run_arg, .db = db, .results = results};
+    if (ab_target(&a, &rr, &t, err, sizeof err)) goto fail;
+    int mrc = measure_ablate(&e, &t, o, err, sizeof err);
+    ab_warn(&e);
+    if (mrc) goto fail;
+    if (o->kind == MEASURE_GATES ? ab_print_result(&e) : ab_print_exit(&e)) {
+        snprintf(err, sizeof err, "cannot write the JSON line to stdout");
+        goto fail;
+    }
+    if (!no_db && measure_ablation_record(&e, &n_rows, err, sizeof err)) goto fail;
+    ab_print_rows(&e, n_rows);
+    rc = 0;
+    goto done;
+fail:
+    fprintf(stderr, "gatelab ablate: %s\n", err);
+done:
+    measure_ablation_close(&e);
+    return rc;
 }
 
 int cmd_ablate(int argc, char **argv) {
     static ab_args a;
     int pr = ab_parse(argc, argv, &a, 0);
     if (pr >= 0) return pr;
-    ablate_mode mode = ABLATE_ZERO;
-    int exit_mode = !strcmp(a.mode, "exit"), posthoc = !strcmp(a.mode, "posthoc-exit");
-    if (!exit_mode && !posthoc && ablate_parse_mode(a.mode, &mode)) {
+    measure_ablate_opts o = {.windows = a.windows, .batch = a.batch, .threads = a.threads, .layers = a.layers,
+                             .heads = a.heads, .values = a.values};
+    char err[1024];
+    if (!strcmp(a.mode, "exit") || !strcmp(a.mode, "posthoc-exit")) {
+        o.kind = !strcmp(a.mode, "exit") ? MEASURE_EXIT : MEASURE_POSTHOC;
+        if (a.taus && ab_taus(a.taus, o.kind == MEASURE_POSTHOC, &o, err, sizeof err)) {
+            fprintf(stderr, "gatelab ablate: %s\n", err);
+            return 1;
+        }
+    } else if (ablate_parse_mode(a.mode, &o.mode)) {
         fprintf(stderr, "gatelab ablate: --mode '%s': expected zero, mean, resample, file, full-depth, random, exit or "
                         "posthoc-exit\n", a.mode);
         return 2;
     }
-    static ab_env e;
-    memset(&e, 0, sizeof e);
-    report_metrics rm = {0};
-    unsigned char *sel = NULL;
-    char err[2048] = "";
-    int rc = 1;
-    if (ab_open(&e, &a, err, sizeof err)) goto fail;
-    if (exit_mode || posthoc) {
-        if (ab_exit(&e, &a, posthoc, &rm, err, sizeof err)) goto fail;
-    } else {
-        const gl_model *m = &e.run.model;
-        sel = calloc((size_t)m->cfg.n_layer * m->cfg.n_kv_head, 1);
-        if (!sel) {
-            snprintf(err, sizeof err, "out of memory");
-            goto fail;
-        }
-        char label[REPORT_NAME_MAX / 2] = "all";
-        if (mode == ABLATE_FILE) {
-            if (!a.values || a.layers || a.heads) {
-                snprintf(err, sizeof err, "--mode file takes the gates and their values from --values FILE "
-                                          "(and no --layers / --heads)");
-                goto fail;
-            }
-            if (ablate_read_values(&e.ctx, a.values, sel, err, sizeof err)) goto fail;
-            snprintf(label, sizeof label, "file");
-        } else if (ablate_mode_selects_gates(mode)) {
-            if (ablate_parse_selection(m, a.layers, a.heads, sel, err, sizeof err)) goto fail;
-            ablate_selection_label(m, sel, label, sizeof label);
-        } else if (a.layers || a.heads) {
-            snprintf(err, sizeof err, "--layers / --heads select gates for zero, mean and resample; --mode %s acts on every router",
-                     a.mode);
-            goto fail;
-        }
-        ablate_result res;
-        if (ablate_run(&e.ctx, mode, sel, NULL, &res, err, sizeof err)) goto fail;
-        if (ab_print_result(&e, &res, label)) {
-            snprintf(err, sizeof err, "cannot write the JSON line to stdout");
-            goto fail;
-        }
-        ab_prov(&e, &rm, res.base.tokens);
-        if (ablate_metrics(&res, label, e.run.st.step, &rm, err, sizeof err)) goto fail;
-    }
-    if (ab_log(&e, &rm, a.no_db, err, sizeof err)) goto fail;
-    rc = 0;
-    goto done;
-fail:
-    fprintf(stderr, "gatelab ablate: %s\n", err);
-done:
-    free(sel);
-    report_metrics_free(&rm);
-    ab_close(&e);
-    return rc;
+    return cmd_ablate_run(a.arg, a.db, a.results, &o, a.no_db);
 }
 
 /* heads --json: the ranking as one line, gates largest ΔL first, each named
  * both ways ("block"/"kv_head" and TransformerLens's "L2H0"). */
-static int ab_heads_json(const ab_env *e, const heads_row *rows, int n, const ablate_eval *base) {
+static int ab_heads_json(const measure_ablation *e, const heads_row *rows, int n, const ablate_eval *base) {
     json_t *o = ab_json_head(e, "heads"), *gates = json_array();
     jsonl_set(o, "eval", jsonl_str(e->ctx.eval_desc));
     jsonl_set(o, "tokens", jsonl_count(base->tokens));
@@ -402,15 +343,20 @@ int cmd_heads(int argc, char **argv) {
     static ab_args a;
     int pr = ab_parse(argc, argv, &a, 1);
     if (pr >= 0) return pr;
-    static ab_env e;
+    static measure_ablation e;
     memset(&e, 0, sizeof e);
     report_metrics rm = {0};
     heads_row *rows = NULL;
+    resolve_run rr;
+    evalrun_target t;
     int n = 0, rc = 1;
     char err[2048] = "", out_dir[GL_PATH_MAX + 16], path[GL_PATH_MAX + 64], grid[GL_PATH_MAX + 64];
     FILE *f = NULL, *g = NULL;
     ablate_eval base;
-    if (ab_open(&e, &a, err, sizeof err)) goto fail;
+    if (ab_target(&a, &rr, &t, err, sizeof err)) goto fail;
+    int orc = measure_ablation_open(&e, &t, a.windows, a.batch, a.threads, err, sizeof err);
+    ab_warn(&e);
+    if (orc) goto fail;
     if (a.attribution) { /* cmd_attrib.c: the estimate beside the exact ΔL, routers included */
         if (a.out) snprintf(out_dir, sizeof out_dir, "%s", a.out);
         else snprintf(out_dir, sizeof out_dir, "%s/analysis", e.run.dir);
@@ -459,7 +405,7 @@ int cmd_heads(int argc, char **argv) {
         if (figures_gnuplot("heatmap.gp", grid, base_name, vars, err, sizeof err)) goto fail;
         printf("figure: %s.png, %s.pdf\n", base_name, base_name);
     }
-    ab_prov(&e, &rm, base.tokens);
+    measure_ablation_prov(&e, &rm, base.tokens);
     for (int i = 0; i < n; i++) {
         ablate_result r;
         memset(&r, 0, sizeof r);
@@ -475,7 +421,9 @@ int cmd_heads(int argc, char **argv) {
         metric_label_gate(label, sizeof label, rows[i].layer, rows[i].kv_head);
         if (ablate_metrics(&r, label, e.run.st.step, &rm, err, sizeof err)) goto fail;
     }
-    if (ab_log(&e, &rm, a.no_db, err, sizeof err)) goto fail;
+    const int n_rows = a.no_db ? 0 : rm.n;
+    if (n_rows && measure_ablation_flush(&e, &rm, err, sizeof err)) goto fail;
+    ab_print_rows(&e, n_rows);
     rc = 0;
     goto done;
 io:
@@ -487,6 +435,6 @@ done:
     if (g) fclose(g);
     free(rows);
     report_metrics_free(&rm);
-    ab_close(&e);
+    measure_ablation_close(&e);
     return rc;
 }

@@ -15,6 +15,8 @@
  * it), and a readable summary of the last evaluation on stdout.  The
  * checkpoint, when there is one, only supplies the vocabulary so the
  * per-token files show characters.  Files and names: docs/analysis.md.
+ * Both measurements are analysis/measure.h (measure_trace, measure_difficulty);
+ * this file parses, prints, and is what `paper post` calls (cmd_measure.h).
  */
 #include <limits.h>
 #include <math.h>
@@ -22,24 +24,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "analysis/analyze.h"
 #include "analysis/difficulty.h"
-#include "analysis/settle.h"
-#include "analysis/gate_bands.h"
-#include "analysis/figures.h"
-#include "analysis/report.h"
+#include "analysis/measure.h"
 #include "model/gatekind.h"
+#include "cmd_measure.h"
 #include "cmd_seeds.h"
 #include "args.h"
 #include "cli.h"
 #include "resolve.h"
-#include "store/fileio.h"
-#include "store/data.h"
-#include "store/registry.h"
-#include "store/rundir.h"
-#include "store/trace.h"
 
 static const args_opt an_opts[] = {
     {"results", ARGS_KEY(0), "DIR", "results folder that holds runs/<RUN> (default $GATELAB_RESULTS or results)"},
@@ -159,159 +153,91 @@ static void an_print_summary(const char *run_id, const analyze_summary *s, const
     printf("\n");
 }
 
-/* --difficulty: both checkpoints, one measurement, rows on the TSA run.  Returns the exit code. */
-static int an_difficulty(const an_args *a) {
-    static gl_run tsa, dense;
-    gl_dataset ds, dt;
-    memset(&ds, 0, sizeof ds);
-    memset(&dt, 0, sizeof dt);
-    char err[2048] = "";
+/* Resolve arg (with --db and --results) into t, backed by rr. */
+static int an_target(const char *arg, const char *db, const char *results, resolve_run *rr, evalrun_target *t,
+                     char *err, size_t errlen) {
+    if (resolve_run_arg(arg, db, results, RESOLVE_DIR, rr, err, errlen)) return -1;
+    *t = (evalrun_target){rr->id, rr->dir, rr->results, rr->db};
+    return 0;
+}
+
+int cmd_analyze_difficulty(const char *run_arg, const char *dense_arg, const char *db, const char *results,
+                           measure_difficulty_opts *o, int no_db) {
     static resolve_run rt, rp;
-    report_metrics rm = {0};
-    gl_db *db = NULL;
-    diff_result r;
-    int rc = 1;
-    if (resolve_run_arg(a->run, a->db, a->results, RESOLVE_DIR, &rt, err, sizeof err) ||
-        resolve_run_arg(a->partner, a->db, a->results, RESOLVE_DIR, &rp, err, sizeof err) ||
-        run_open(&tsa, rt.dir, rt.results, a->batch, err, sizeof err) ||
-        run_open(&dense, rp.dir, rp.results, a->batch, err, sizeof err))
+    static measure_difficulty_result r;
+    evalrun_target tsa, dense;
+    char err[2048] = "";
+    if (an_target(run_arg, db, results, &rt, &tsa, err, sizeof err) ||
+        an_target(dense_arg, db, results, &rp, &dense, err, sizeof err) ||
+        measure_difficulty(&tsa, &dense, o, &r, err, sizeof err))
         goto fail;
-    const char *run_id = rt.id, *partner_id = rp.id, *db_path = rt.db;
-    if (data_open(&ds, &tsa.mf.data, tsa.model.cfg.seq_len, tsa.mf.train.seed, err, sizeof err) ||
-        data_open(&dt, &dense.mf.data, dense.model.cfg.seq_len, dense.mf.train.seed, err, sizeof err))
-        goto fail;
-    if (diff_measure(&tsa.model, &ds, &dense.model, &dt, SPLIT_VAL, a->windows, DIFF_RESAMPLES, (uint64_t)a->seed,
-                     &r, err, sizeof err))
-        goto fail;
+    const diff_result *d = &r.r;
     printf("gatelab analyze: run %s against dense %s | val[0,%ld) %.0f tokens | mean depth %.3f of %d blocks\n"
            "  Spearman ρ(depth, dense loss) = %.4f, 95 %% bootstrap interval over windows [%.4f, %.4f] "
            "(%d of %d resamples, seed %ld)\n",
-           run_id, partner_id, r.windows, r.tokens, r.depth_mean, tsa.model.cfg.n_layer, r.rho, r.rho_lo, r.rho_hi,
-           r.resamples_used, DIFF_RESAMPLES, a->seed);
-    if (!a->no_db) {
-        rm.prov = db_prov("val", 0, r.windows, r.tokens);
-        if (diff_metrics(&r, partner_id, (uint64_t)a->seed, tsa.st.step, &rm, err, sizeof err) ||
-            db_open(&db, db_path, err, sizeof err) || report_metrics_flush(&rm, db, run_id, err, sizeof err))
-            goto fail;
-        printf("registry: difficulty.* rows (split \"analysis\", partner %s) for run %s in %s\n", partner_id, run_id,
-               db_path);
+           tsa.id, dense.id, d->windows, d->tokens, d->depth_mean, r.n_layer, d->rho, d->rho_lo, d->rho_hi,
+           d->resamples_used, DIFF_RESAMPLES, (long)o->seed);
+    if (!no_db) {
+        if (measure_difficulty_record(&tsa, &dense, o, &r, err, sizeof err)) goto fail;
+        printf("registry: difficulty.* rows (split \"analysis\", partner %s) for run %s in %s\n", dense.id, tsa.id,
+               tsa.db);
     }
-    rc = 0;
-    goto done;
+    return 0;
 fail:
     fprintf(stderr, "gatelab analyze: %s\n", err);
-done:
-    db_close(db);
-    report_metrics_free(&rm);
-    data_close(&ds);
-    data_close(&dt);
-    run_close(&tsa);
-    run_close(&dense);
-    return rc;
+    return 1;
+}
+
+/* r's notes on stderr, one "gatelab analyze: note: ..." line each. */
+static void an_print_notes(const measure_trace_result *r) {
+    for (const char *s = r->notes; *s;) {
+        size_t len = strcspn(s, "\n");
+        fprintf(stderr, "gatelab analyze: %.*s\n", (int)len, s);
+        s += len + (s[len] == '\n');
+    }
+}
+
+int cmd_analyze_trace(const char *run_arg, const char *db, const char *results, measure_trace_opts *o) {
+    static measure_trace_result r;
+    memset(&r, 0, sizeof r);
+    resolve_run rr;
+    evalrun_target t;
+    char err[2048] = "";
+    if (an_target(run_arg, db, results, &rr, &t, err, sizeof err)) goto fail;
+    int mrc = measure_trace(&t, o, &r, err, sizeof err);
+    an_print_notes(&r);
+    if (mrc) goto fail;
+    an_print_summary(t.id, &r.s, r.out_dir);
+    for (int i = 0; i < r.n_bands; i++)
+        printf("%s%s/figures/gate_bands_%s_%s.{png,pdf,svg}", i ? ", " : "figures: ", t.results, t.id, r.bands[i]);
+    if (r.n_bands) printf(" (each gate's quantile bands over training)\n");
+    const settle_result *st = &r.st;
+    if (r.routed)
+        printf("\nHalting and the logit lens (val[0,%ld), %.0f tokens, checkpoint step %ld): %.1f %% of tokens halt "
+               "before the last block, at block %.2f on average; %.1f %% of them had their final top-1 prediction "
+               "settled there\n", st->windows, st->tokens, r.step, 100.0 * (st->tokens > 0 ? st->halted / st->tokens : 0),
+               st->halted > 0 ? st->block_sum / st->halted : 0.0, 100.0 * (st->halted > 0 ? st->settled / st->halted : 0));
+    if (!o->no_db) printf("registry: %d rows (split \"%s\") for run %s in %s\n", r.n_rows, ANALYZE_SPLIT, t.id, t.db);
+    return 0;
+fail:
+    fprintf(stderr, "gatelab analyze: %s\n", err);
+    return 1;
 }
 
 int cmd_analyze(int argc, char **argv) {
     an_args a;
     int pr = an_parse(argc, argv, &a);
     if (pr >= 0) return pr;
-    if (a.partner) return an_difficulty(&a);
+    if (a.partner) {
+        measure_difficulty_opts o = {.windows = a.windows, .seed = (uint64_t)a.seed, .batch = a.batch};
+        return cmd_analyze_difficulty(a.run, a.partner, a.db, a.results, &o, a.no_db);
+    }
     if (a.seeds) {
         char e[2048];
         if (analyze_seeds(a.seeds, a.results, a.windows, a.out, e, sizeof e) == 0) return 0;
         fprintf(stderr, "gatelab analyze: %s\n", e);
         return 1;
     }
-    const char *arg = a.run, *results = a.results, *out_arg = a.out;
-    const int no_db = a.no_db;
-    char err[2048] = "", dir[GL_PATH_MAX], trace_path[GL_PATH_MAX + 16], out_dir[GL_PATH_MAX + 16],
-         db_path[GL_PATH_MAX + 16], run_id[256];
-    gl_trace_data td;
-    memset(&td, 0, sizeof td);
-    report_metrics rm = {0};
-    gl_db *db = NULL;
-    static gl_run run;
-    static analyze_summary s;
-    int rc = 1, have_run = 0;
-    const char *rdir = run_results_dir(results);
-    resolve_run rr;
-    if (resolve_run_arg(arg, a.db, results, RESOLVE_DIR, &rr, err, sizeof err)) goto fail;
-    snprintf(dir, sizeof dir, "%s", rr.dir);
-    snprintf(run_id, sizeof run_id, "%s", rr.id);
-    snprintf(trace_path, sizeof trace_path, "%s/%s", dir, RUN_TRACE);
-    if (access(trace_path, R_OK) != 0) {
-        snprintf(err, sizeof err, "%s: no trace (train with log.trace = 1)", trace_path);
-        goto fail;
-    }
-    if (trace_read(trace_path, &td, err, sizeof err)) goto fail;
-    char e2[1024];
-    if (run_open(&run, dir, rdir, 1, e2, sizeof e2) == 0) have_run = 1;
-    else fprintf(stderr, "gatelab analyze: note: %s; probe tokens are shown as ids\n", e2);
-    if (out_arg) snprintf(out_dir, sizeof out_dir, "%s", out_arg);
-    else snprintf(out_dir, sizeof out_dir, "%s/analysis", dir);
-    if (analyze_trace(&td, have_run ? run.st.vocab : NULL, have_run ? ckpt_vocab_bytes(&run.st) : 0, out_dir, &rm, &s, err,
-                      sizeof err))
-        goto fail;
-    /* each per-token gate over training: quantile bands per block (analysis/gate_bands.h, gate_bands.gp) */
-    char bands[GATE_COUNT][64];
-    int n_bands = 0;
-    for (int g = 0; g < GATE_COUNT; g++) {
-        if (!td.gate[g] || !gatekind_per_token((gl_gate)g)) continue;
-        char tsv[GL_PATH_MAX + 96], fig_dir[GL_PATH_MAX + 16], base[GL_PATH_MAX + 400], vars[600];
-        int rows;
-        snprintf(tsv, sizeof tsv, "%s/gate_bands_%s.tsv", out_dir, gatekind_info[g].key);
-        if (gate_bands_write(&td, (gl_gate)g, tsv, &rows, err, sizeof err)) goto fail;
-        snprintf(fig_dir, sizeof fig_dir, "%s/figures", rr.results);
-        snprintf(base, sizeof base, "%s/gate_bands_%s_%s", fig_dir, run_id, gatekind_info[g].key);
-        snprintf(vars, sizeof vars, "title='%s: %s over training (probe tokens)'; ylabel='%s'", run_id,
-                 gatekind_info[g].title, gatekind_info[g].symbol);
-        if (rows && (fileio_mkdir_p(fig_dir, e2, sizeof e2) || figures_gnuplot("gate_bands.gp", tsv, base, vars, e2, sizeof e2)))
-            fprintf(stderr, "gatelab analyze: note: no gate-band figure for %s: %s\n", gatekind_info[g].key, e2);
-        else if (rows) snprintf(bands[n_bands++], sizeof bands[0], "%s", gatekind_info[g].key);
-    }
-    /* TSA / early exit: the logit lens where tokens halt (analysis/settle.h), from the checkpoint */
-    settle_result st = {0};
-    int routed = have_run && (run.model.cfg.depth_routing == DR_TSA || run.model.cfg.depth_routing == DR_EARLY_EXIT);
-    if (routed) {
-        gl_dataset ds;
-        if (data_open_tok(&ds, &run.mf.data, run.model.cfg.seq_len, run.mf.train.seed,
-                          run.st.tokenizer == TOK_BPE ? &run.st.bpe : NULL, e2, sizeof e2) ||
-            settle_measure(&run.model, &ds, 0, &st, e2, sizeof e2)) {
-            fprintf(stderr, "gatelab analyze: note: no halting statistics (settled_at_halt): %s\n", e2);
-            routed = 0;
-        } else if (settle_metrics(&st, run.st.step, &rm, err, sizeof err)) {
-            data_close(&ds);
-            goto fail;
-        }
-        data_close(&ds);
-    }
-    int n_rows = rm.n;
-    if (!no_db) {
-        snprintf(db_path, sizeof db_path, "%s", rr.db);
-        if (db_open(&db, db_path, err, sizeof err) || report_metrics_flush(&rm, db, run_id, err, sizeof err)) {
-            fprintf(stderr, "gatelab analyze: the files are written, but the registry was not updated: %s\n", err);
-            goto fail_quiet;
-        }
-    }
-    an_print_summary(run_id, &s, out_dir);
-    for (int i = 0; i < n_bands; i++)
-        printf("%s%s/figures/gate_bands_%s_%s.{png,pdf,svg}", i ? ", " : "figures: ", rr.results, run_id, bands[i]);
-    if (n_bands) printf(" (each gate's quantile bands over training)\n");
-    if (routed)
-        printf("\nHalting and the logit lens (val[0,%ld), %.0f tokens, checkpoint step %ld): %.1f %% of tokens halt "
-               "before the last block, at block %.2f on average; %.1f %% of them had their final top-1 prediction "
-               "settled there\n", st.windows, st.tokens, run.st.step, 100.0 * (st.tokens > 0 ? st.halted / st.tokens : 0),
-               st.halted > 0 ? st.block_sum / st.halted : 0.0, 100.0 * (st.halted > 0 ? st.settled / st.halted : 0));
-    if (!no_db) printf("registry: %d rows (split \"%s\") for run %s in %s\n", n_rows, ANALYZE_SPLIT, run_id, db_path);
-    rc = 0;
-    goto done;
-fail:
-    fprintf(stderr, "gatelab analyze: %s\n", err);
-fail_quiet:
-    rc = 1;
-done:
-    db_close(db);
-    report_metrics_free(&rm);
-    trace_data_free(&td);
-    if (have_run) run_close(&run);
-    return rc;
+    measure_trace_opts o = {.out = a.out, .no_db = a.no_db};
+    return cmd_analyze_trace(a.run, a.db, a.results, &o);
 }

@@ -27,11 +27,14 @@
  *   gatelab paper report PRESET [--results DIR] [--out DIR]
  *       Writes OUT/REPORT.md (default DIR) from the registry: analysis/paper.c.
  *
- * The stages call the subcommands in-process with the arguments a user would
- * type, so what the report reads is exactly what those commands record.
+ * Each measurement is a typed call (cmd_measure.h), the one the command it
+ * names makes after parsing its flags: the library entry point
+ * (run/eval_run.h for the headline and the matched pair, analysis/measure.h
+ * for ablations, the trace analysis and difficulty routing) and the command's
+ * printing, so what the report reads is exactly what those commands record.
+ * No argv: the options are the commands' defaults plus what the stage names.
  */
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,24 +47,42 @@
 #include "store/registry.h"
 #include "args.h"
 #include "cli.h"
+#include "cmd_measure.h"
 #include "store/metric.h"
 #include "store/rundir.h"
 
-typedef int (*subcommand)(int argc, char **argv);
+/* The measurements, each as its command would make it (cmd_measure.h: the
+ * same library call, the same lines printed, the same rows); stdout flushed
+ * after each so its lines stay beside the stage's messages in one log.
+ * Each returns 1 when the measurement failed (its message printed), else 0. */
+static int pp_done(int rc) {
+    fflush(stdout);
+    return rc != 0;
+}
 
-/* Run a subcommand with a NULL-terminated argument list; returns its exit code. */
-static int pp_call(subcommand fn, const char *first, ...) {
-    char *argv[24];
-    int argc = 0;
-    va_list ap;
-    va_start(ap, first);
-    for (const char *a = first; a && argc < 23; a = va_arg(ap, const char *)) argv[argc++] = (char *)a;
-    va_end(ap);
-    argv[argc] = NULL;
-    fflush(stdout);
-    int rc = fn(argc, argv);
-    fflush(stdout);
-    return rc;
+/* `eval RUN --record` (partner NULL) or `eval RUN --match-run PARTNER --record`. */
+static int pp_eval(const char *run, const char *partner, const char *results) {
+    evalrun_opts o;
+    evalrun_defaults(&o);
+    o.record = 1;
+    o.partner_arg = partner;
+    return pp_done(cmd_eval_run(run, results, &o));
+}
+
+/* `ablate RUN --mode zero|mean|random --windows 128` (kind MEASURE_GATES), `--mode exit`, `--mode posthoc-exit`. */
+static int pp_ablate(const char *run, measure_kind kind, ablate_mode mode, const char *results) {
+    measure_ablate_opts o = {.kind = kind, .mode = mode, .windows = 128, .batch = 16};
+    return pp_done(cmd_ablate_run(run, NULL, results, &o, 0));
+}
+
+/* `analyze RUN` (dense NULL) or `analyze RUN --difficulty DENSE`. */
+static int pp_analyze(const char *run, const char *dense, const char *results) {
+    if (dense) {
+        measure_difficulty_opts o = {.seed = DIFF_SEED, .batch = 16};
+        return pp_done(cmd_analyze_difficulty(run, dense, NULL, results, &o, 0));
+    }
+    measure_trace_opts o = {0};
+    return pp_done(cmd_analyze_trace(run, NULL, results, &o));
 }
 
 /* 1 when run has a row of the metric (name, params; NULL: none) in split. */
@@ -108,19 +129,19 @@ static int pp_measure(gl_db *db, const paper_run *r, const char *results) {
     const int routed = strcmp(r->depth, "none") != 0;
     if (!pp_has(db, id, "val", "final.loss", NULL) || (routed && !pp_has(db, id, "val", "hard.loss", NULL))) {
         fprintf(stderr, "[paper post] %s: whole-split evaluation%s\n", id, routed ? ", soft and with the skipping done" : "");
-        bad += pp_call(cmd_eval, "eval", id, "--record", "--results", results, NULL) != 0;
+        bad += pp_eval(id, NULL, results);
     }
     int vg, tg;
     pp_gates(r, &vg, &tg);
     if (vg >= 0 && !pp_has(db, id, "ablation", zero.name, zero.params)) {
         fprintf(stderr, "[paper post] %s: gates zeroed\n", id);
-        bad += pp_call(cmd_ablate, "ablate", id, "--mode", "zero", "--windows", "128", "--results", results, NULL) != 0;
+        bad += pp_ablate(id, MEASURE_GATES, ABLATE_ZERO, results);
     }
     /* a gate without a value per token (ResFormer's λ1, one constant per block) is its own mean:
      * its mean ablation is the identity (ablate refuses it) */
     if (vg >= 0 && gatekind_per_token((gl_gate)vg) && !pp_has(db, id, "ablation", mean.name, mean.params)) {
         fprintf(stderr, "[paper post] %s: gates at their mean\n", id);
-        bad += pp_call(cmd_ablate, "ablate", id, "--mode", "mean", "--windows", "128", "--results", results, NULL) != 0;
+        bad += pp_ablate(id, MEASURE_GATES, ABLATE_MEAN, results);
     }
     /* analyze records "<key>_mean" of a value gate (alpha_mean), and a router's active fraction */
     char traced[METRIC_NAME_MAX];
@@ -128,7 +149,7 @@ static int pp_measure(gl_db *db, const paper_run *r, const char *results) {
     else if (tg >= 0) snprintf(traced, sizeof traced, "%s_mean", gatekind_info[tg].key);
     if (tg >= 0 && !pp_has(db, id, "analysis", traced, NULL)) {
         fprintf(stderr, "[paper post] %s: trace analysis\n", id);
-        bad += pp_call(cmd_analyze, "analyze", id, "--results", results, NULL) != 0;
+        bad += pp_analyze(id, NULL, results);
     }
     return bad;
 }
@@ -172,8 +193,7 @@ static int pp_match(const paper_run *runs, int n, gl_db *db, const char *results
         fprintf(stderr, "[paper post] %s: early exit matched to the %s α %.6f of %s (λ* = %g, the paper's α %.3f)\n",
                 e->t.run_id, hard ? "hard" : "soft", hard ? t->hard_alpha : t->alpha, t->t.run_id, lstar, target);
         /* --match-run: the target is the TSA run's recorded headline α (hard when recorded) on the same split */
-        bad += pp_call(cmd_eval, "eval", e->t.run_id, "--match-run", t->t.run_id, "--record", "--results", results,
-                       NULL) != 0;
+        bad += pp_eval(e->t.run_id, t->t.run_id, results);
     }
     return bad;
 }
@@ -200,25 +220,22 @@ static int pp_depth(const paper_run *runs, int n, gl_db *db, const char *results
             metric_ablation(&name, "random", METRIC_LABEL_ALL, "delta_loss", METRIC_NONE);
             if (!pp_has(db, id, "ablation", name.name, name.params)) {
                 fprintf(stderr, "[paper post] %s: learned vs random routing at the same α\n", id);
-                bad += pp_call(cmd_ablate, "ablate", id, "--mode", "random", "--windows", "128", "--results", results,
-                               NULL) != 0;
+                bad += pp_ablate(id, MEASURE_GATES, ABLATE_RANDOM, results);
             }
             const paper_run *d = paper_depth_partner(runs, n, r, "none");
             if (d && !metric_partner(&name, METRIC_DIFFICULTY, d->t.run_id, DIFF_SEED, "rho") &&
                 !pp_has(db, id, "analysis", name.name, name.params)) {
                 fprintf(stderr, "[paper post] %s: per-token depth against the loss of dense %s\n", id, d->t.run_id);
-                bad += pp_call(cmd_analyze, "analyze", id, "--difficulty", d->t.run_id, "--results", results, NULL) != 0;
+                bad += pp_analyze(id, d->t.run_id, results);
             }
         } else if (!strcmp(r->depth, "early_exit") && !pp_has(db, id, "ablation", last_tau.name, last_tau.params)) {
             fprintf(stderr, "[paper post] %s: the early-exit τ frontier\n", id);
-            bad += pp_call(cmd_ablate, "ablate", id, "--mode", "exit", "--windows", "128", "--results", results, NULL) !=
-                   0;
+            bad += pp_ablate(id, MEASURE_EXIT, ABLATE_ZERO, results);
         } else if (!strcmp(r->depth, "none") &&
                    (paper_depth_partner(runs, n, r, "tsa") || paper_depth_partner(runs, n, r, "early_exit")) &&
                    !pp_has(db, id, "ablation", post_tau.name, post_tau.params)) {
             fprintf(stderr, "[paper post] %s: post-hoc early exit of the dense model\n", id);
-            bad += pp_call(cmd_ablate, "ablate", id, "--mode", "posthoc-exit", "--windows", "128", "--results", results,
-                           NULL) != 0;
+            bad += pp_ablate(id, MEASURE_POSTHOC, ABLATE_ZERO, results);
         }
     }
     return bad;

@@ -1,0 +1,244 @@
+/*
+ * eval_run.c — `gatelab eval`'s measurement as a library call (eval_run.h):
+ * open the run, check the options, evaluate soft / sparse / hard / early
+ * exit, and record the headline.  The loops are run/evaluate.c's, the rows
+ * run/headline.c's; the JSON line and the messages about it are the command
+ * line's (harness/cli/cmd_eval.c).  Not here: resolving a RUN argument.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model/config.h"
+#include "run/eval_run.h"
+#include "run/headline.h"
+#include "store/fileio.h"
+#include "store/rundir.h"
+
+void evalrun_defaults(evalrun_opts *o) {
+    memset(o, 0, sizeof *o);
+    o->split = SPLIT_VAL;
+    o->split_name = "val";
+    o->batch = 16;
+    o->tau = -1;
+    o->match_alpha = -1;
+}
+
+/* Bytes per scored target of text windows [0, windows) (targets ids[1 ..
+ * windows*T]): what bits per character divides by (1 for a char run). */
+static double evalrun_text_bytes(const gl_run *run, const int *ids, long windows, int T) {
+    if (run->bpe.V == 0 || windows <= 0) return 1.0;
+    double bytes = 0;
+    size_t n = (size_t)windows * (size_t)T;
+    for (size_t i = 1; i <= n; i++) {
+        size_t len;
+        run_token(run, ids[i], &len);
+        bytes += (double)len;
+    }
+    return bytes / (double)n;
+}
+
+/* Evaluate either the text file's ids or the dataset split. */
+static int evalrun_once(gl_run *run, const int *ids, size_t n_ids, const gl_dataset *ds, const evalrun_opts *o,
+                        gl_eval_result *r, char *err, size_t errlen) {
+    if (ids) {
+        if (eval_ids(&run->model, ids, n_ids, o->windows, r, err, errlen)) return -1;
+        r->bytes_per_token = evalrun_text_bytes(run, ids, r->windows, run->model.T);
+        return 0;
+    }
+    return eval_split(&run->model, ds, o->split, o->windows, r, err, errlen);
+}
+
+/* The bytes of the file at path as the run's token ids (through the run's
+ * stored tokenizer): *ids malloc'd (the caller frees it, also on failure),
+ * *n_ids of them.  Returns 0, or -1 with a message naming a byte missing
+ * from a char run's vocabulary. */
+static int evalrun_text_ids(const gl_run *run, const char *text, int **ids_out, size_t *n_ids, char *err,
+                            size_t errlen) {
+    size_t got;
+    unsigned char *bytes = (unsigned char *)fileio_slurp(text, "--text file", 0, &got, err, errlen);
+    if (!bytes) return -1; /* no hang on a FIFO: fileio_slurp refuses one */
+    int *ids = malloc((got ? got : 1) * sizeof(int));
+    *ids_out = ids;
+    if (!ids) {
+        free(bytes);
+        snprintf(err, errlen, "--text %s: out of memory for %zu tokens", text, got);
+        return -1;
+    }
+    char why[512];
+    long k = run_encode(run, bytes, got, ids, why, sizeof why);
+    free(bytes);
+    if (k < 0) {
+        snprintf(err, errlen, "%s: %s", text, why);
+        return -1;
+    }
+    *n_ids = (size_t)k;
+    return 0;
+}
+
+/* The headline α and loss of the partner (a TSA run) on split, from its
+ * registry: the target of --match-run, with the provenance of that α.  The
+ * hard headline (the skipping done) when recorded, else the soft one: TSA's
+ * α as it runs.  Returns 0, or -1 with a message. */
+static int evalrun_partner(const evalrun_opts *o, double *alpha, double *loss, gl_prov *prov, char *err,
+                           size_t errlen) {
+    const char *partner = o->partner.id, *db_path = o->partner.db, *split_name = o->split_name;
+    gl_db *db = NULL;
+    gl_metric_val a, l;
+    int rc = db_open_readonly(&db, db_path, err, errlen), ka = 0, kl = 0;
+    if (!rc) ka = db_metric_at(db, partner, split_name, "hard.active_frac", NULL, NULL, &a, err, errlen);
+    if (!rc && ka == 1) kl = db_metric_at(db, partner, split_name, "hard.loss", NULL, &a.prov, &l, err, errlen);
+    if (!rc && ka >= 0 && kl >= 0 && (ka == 0 || kl == 0 || isnan(a.value))) {
+        ka = db_metric_at(db, partner, split_name, "final.active_frac", NULL, NULL, &a, err, errlen);
+        kl = 0;
+        if (ka == 1) kl = db_metric_at(db, partner, split_name, "final.loss", NULL, &a.prov, &l, err, errlen);
+    }
+    db_close(db);
+    if (rc || ka < 0 || kl < 0) return -1;
+    if (ka == 0 || kl == 0 || isnan(a.value)) {
+        const char *dir = o->partner.dir && o->partner.dir[0] ? o->partner.dir : partner;
+        snprintf(err, errlen, "--match-run %s: that run has no headline α on the %s split in %s; record it with "
+                              "`gatelab eval %s --split %s --record` (a TSA run)", partner, split_name, db_path,
+                 dir, split_name);
+        return -1;
+    }
+    *alpha = a.value;
+    *loss = l.value;
+    *prov = a.prov;
+    return 0;
+}
+
+/* Check the options against the model (sparse needs TSA, τ early exit) and
+ * find the --match-run target: *match (o->match_alpha, or the partner's α),
+ * *partner_loss and its provenance.  Returns 0, or -1 with a message. */
+static int evalrun_check(const gl_run *run, const evalrun_opts *o, double *match, double *partner_loss,
+                         gl_prov *partner_prov, char *err, size_t errlen) {
+    const gl_model_config *mc = &run->model.cfg;
+    *match = o->match_alpha;
+    if (o->sparse && !config_routing_sparse(mc)) {
+        snprintf(err, errlen, "--sparse needs a TSA model (or mod, random); run %s has depth_routing = %s",
+                 o->run.id, config_depth_routing_name(mc->depth_routing));
+        return -1;
+    }
+    if (o->partner_arg && (o->match_alpha >= 0 || o->text || o->windows > 0)) {
+        snprintf(err, errlen, "--match-run takes α from the run %s on the whole split: drop --match-alpha, "
+                              "--text and --windows", o->partner_arg);
+        return -1;
+    }
+    if (o->partner_arg && evalrun_partner(o, match, partner_loss, partner_prov, err, errlen)) return -1;
+    if ((o->tau >= 0 || *match >= 0) && mc->depth_routing != DR_EARLY_EXIT) {
+        snprintf(err, errlen, "--tau and --match-alpha need an early-exit model; run %s has depth_routing = %s",
+                 o->run.id, config_depth_routing_name(mc->depth_routing));
+        return -1;
+    }
+    if (*match >= 0 && o->text) {
+        snprintf(err, errlen, "--match-alpha searches τ on the run's validation split; drop --text");
+        return -1;
+    }
+    return 0;
+}
+
+/* τ matched to r->alpha_target, or o->tau: the early-exit evaluation into
+ * r->exit.  Nothing asked is 0 too; -1 with a message. */
+static int evalrun_exit(gl_run *run, const evalrun_opts *o, const int *ids, size_t n_ids, const gl_dataset *ds,
+                        const gl_prov *partner_prov, evalrun_result *r, char *err, size_t errlen) {
+    gl_model *m = &run->model;
+    if (r->alpha_target >= 0) {
+        int mrc = eval_match_alpha(m, ds, o->split, o->windows, r->alpha_target, 0.005, &r->tau, &r->exit, err,
+                                   errlen);
+        if (mrc < 0) return -1;
+        if (o->partner_arg &&
+            (r->exit.windows != partner_prov->count || strcmp(partner_prov->split, o->split_name))) {
+            char pa[64];
+            snprintf(err, errlen, "--match-run %s: its headline was measured on %s, this run's %s split has %ld "
+                                  "windows: not one token set, so no matched pair is recorded",
+                     o->partner_arg, db_prov_str(partner_prov, pa, sizeof pa), o->split_name, r->exit.windows);
+            return -1;
+        }
+        r->have_exit = 2;
+        r->closest_only = mrc > 0;
+    } else if (r->tau >= 0) {
+        m->exit_tau = (float)r->tau;
+        if (evalrun_once(run, ids, n_ids, ds, o, &r->exit, err, errlen)) return -1;
+        m->exit_tau = 0;
+        r->have_exit = 1;
+    }
+    return 0;
+}
+
+/* The passes on an opened run: soft, then sparse or hard, then early exit. */
+static int evalrun_passes(gl_run *run, const evalrun_opts *o, const int *ids, size_t n_ids, const gl_dataset *ds,
+                          const gl_prov *partner_prov, evalrun_result *r, char *err, size_t errlen) {
+    gl_model *m = &run->model;
+    const gl_model_config *mc = &m->cfg;
+    if (evalrun_once(run, ids, n_ids, ds, o, &r->soft, err, errlen)) return -1;
+    r->counts = config_routing_counts(mc);
+    if (r->counts) r->equal_tlops_layers = config_equal_tlops_layers(mc->n_layer, r->soft.active_frac);
+    const int want_hard = o->record && eval_has_hard(m);
+    if (o->sparse) {
+        m->sparse = 1;
+        if (evalrun_once(run, ids, n_ids, ds, o, &r->hard, err, errlen)) return -1;
+        m->sparse = 0;
+        r->have_sparse = 1;
+    } else if (want_hard) {
+        /* the headline's hard.* rows: the whole split with the skipping done (evaluate.h eval_split_hard) */
+        if (eval_split_hard(m, ds, o->split, 0, &r->hard, err, errlen)) return -1;
+    }
+    r->have_hard = want_hard;
+    return evalrun_exit(run, o, ids, n_ids, ds, partner_prov, r, err, errlen);
+}
+
+int evalrun_measure(const evalrun_opts *o, evalrun_result *r, char *err, size_t errlen) {
+    memset(r, 0, sizeof *r);
+    r->tau = o->tau;
+    r->partner_loss = NAN;
+    gl_run *run = calloc(1, sizeof *run); /* large: the model and its buffers' pointers */
+    gl_dataset ds;
+    memset(&ds, 0, sizeof ds);
+    gl_prov partner_prov;
+    memset(&partner_prov, 0, sizeof partner_prov);
+    int rc = -1, *ids = NULL;
+    size_t n_ids = 0;
+    if (!run) {
+        snprintf(err, errlen, "out of memory opening run %s", o->run.id);
+        return -1;
+    }
+    if (run_open(run, o->run.dir, NULL, o->batch, err, errlen) ||
+        evalrun_check(run, o, &r->alpha_target, &r->partner_loss, &partner_prov, err, errlen))
+        goto cleanup;
+    const gl_model_config *mc = &run->model.cfg;
+    if (o->text) {
+        if (evalrun_text_ids(run, o->text, &ids, &n_ids, err, errlen)) goto cleanup;
+    } else if (data_open_tok(&ds, &run->mf.data, mc->seq_len, run->mf.train.seed,
+                             run->st.tokenizer == TOK_BPE ? &run->st.bpe : NULL, err, errlen)) {
+        goto cleanup;
+    }
+    snprintf(r->id, sizeof r->id, "%s", o->run.id);
+    snprintf(r->dir, sizeof r->dir, "%s", run->dir);
+    r->step = run->st.step;
+    r->is_text = run->mf.data.task == TASK_TEXT;
+    r->n_layer = mc->n_layer;
+    r->seq_len = mc->seq_len;
+    r->routed = mc->depth_routing != DR_NONE;
+    rc = evalrun_passes(run, o, ids, n_ids, &ds, &partner_prov, r, err, errlen);
+cleanup:
+    free(ids);
+    data_close(&ds);
+    run_close(run);
+    free(run);
+    return rc;
+}
+
+int evalrun_record(const evalrun_opts *o, const evalrun_result *r, char *err, size_t errlen) {
+    gl_db *db = NULL;
+    int rc = db_open(&db, o->run.db, err, errlen);
+    if (!rc)
+        rc = headline_record(db, o->run.id, r->step, o->split_name, &r->soft, r->have_hard ? &r->hard : NULL,
+                             r->is_text, r->routed, r->n_layer, err, errlen);
+    if (!rc && r->alpha_target >= 0)
+        rc = headline_record_matched(db, o->run.id, r->step, o->split_name, r->tau, r->alpha_target,
+                                     r->partner_loss, &r->exit, r->n_layer, err, errlen);
+    db_close(db);
+    return rc;
+}
