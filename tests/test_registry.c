@@ -1,8 +1,8 @@
 /*
  * test_registry.c — the SQLite registry (harness/store/registry.c), metric
- * names (harness/store/metric.c), SHA-256
- * (harness/store/sha256.c), sweep expansion (harness/run/sweep.c) and the refusal of bad
- * sweeps by `gatelab sweep` (harness/cli/cmd_sweep.c).
+ * names as the registry stores them, and SHA-256 (harness/store/sha256.c).
+ * Metric-name builders and labels: test_metric.c; sweep expansion and the
+ * refusal of bad sweeps: test_sweep.c.
  *
  * The registry is read back with SQLite itself (this file includes sqlite3.h
  * for that), not only through registry.c's own readers.  Concurrency checks
@@ -34,13 +34,11 @@
 #include "store/metric.h"
 #include "store/registry.h"
 #include "store/sha256.h"
-#include "run/sweep.h"
 
 /* ---- helpers ---- */
 
 static char tmp_root[512];
 
-/* A fresh folder for one test: <tmp_root>/<name>. */
 /* A key by hand (as a registry row holds it). */
 static metric_key key_of(const char *name, const char *params) {
     metric_key k;
@@ -49,6 +47,7 @@ static metric_key key_of(const char *name, const char *params) {
     return k;
 }
 
+/* A fresh folder for one test: <tmp_root>/<name>. */
 static void tmp_dir(char *out, size_t len, const char *name) {
     snprintf(out, len, "%s/%s", tmp_root, name);
     char cmd[1200];
@@ -401,134 +400,6 @@ static void test_readers(void **state) {
     assert_int_equal(db_metrics_log(ro, "r", m, 1, err, sizeof err), -1);
     db_close(ro);
     printf("readers: read-only open refuses a missing file and a non-registry; params, last, series, latest, t0\n");
-}
-
-/* k == (name, params), from a builder that returned 0, and its label. */
-#define KEY_IS(call, want_name, want_params, want_label)                                 \
-    do {                                                                                 \
-        char label_[METRIC_NAME_MAX + METRIC_PARAMS_MAX];                                \
-        assert_int_equal((call), 0);                                                     \
-        assert_string_equal(k.name, (want_name));                                        \
-        assert_string_equal(k.params, (want_params));                                    \
-        assert_int_equal(metric_label(k.name, k.params, label_, sizeof label_), 0);      \
-        assert_string_equal(label_, (want_label));                                       \
-    } while (0)
-
-static void test_metric_names(void **state) {
-    (void)state;
-    metric_key k, r;
-    char label[64];
-    int l, h, c;
-    /* statistics */
-    KEY_IS(metric_stat(&k, "alpha_mean", 1, 0, METRIC_NONE), "alpha_mean", "{\"layer\":1,\"head\":0}",
-           "alpha_mean.L1.H0");
-    KEY_IS(metric_stat(&k, "alpha_mean", 2, METRIC_NONE, CAT_SEMANTIC), "alpha_mean",
-           "{\"layer\":2,\"category\":\"semantic\"}", "alpha_mean.L2.semantic");
-    KEY_IS(metric_stat(&k, "tokens", METRIC_NONE, METRIC_NONE, CAT_FUNCTIONAL), "tokens",
-           "{\"category\":\"functional\"}", "tokens.functional");
-    KEY_IS(metric_stat(&k, "expected_depth", METRIC_NONE, METRIC_NONE, METRIC_NONE), "expected_depth", "{}",
-           "expected_depth");
-    KEY_IS(metric_plain(&k, "loss"), "loss", "{}", "loss");
-    assert_int_equal(metric_stat(&k, "a.b", 1, METRIC_NONE, METRIC_NONE), -1);
-    assert_string_equal(k.name, ""); /* a refusal leaves nothing to store */
-    assert_int_equal(metric_stat(&k, "alpha_mean", METRIC_NONE, 0, METRIC_NONE), -1);
-    assert_int_equal(metric_stat(&k, "alpha_mean", 1, METRIC_NONE, CAT_COUNT), -1);
-    char longname[METRIC_NAME_MAX + 8];
-    memset(longname, 'a', sizeof longname - 1);
-    longname[sizeof longname - 1] = 0;
-    assert_int_equal(metric_stat(&k, longname, 1, 0, METRIC_NONE), -1); /* never truncated */
-    assert_string_equal(k.name, "");
-    r = key_of("alpha_mean", "{\"layer\":12,\"head\":3}");
-    assert_true(metric_stat_parse(&r, "alpha_mean", &l, &h, &c) && l == 12 && h == 3 && c == METRIC_NONE);
-    r = key_of("p_mean", "{\"layer\":2,\"category\":\"structural\"}");
-    assert_true(metric_stat_parse(&r, "p_mean", &l, &h, &c) && l == 2 && h == METRIC_NONE && c == CAT_STRUCTURAL);
-    r = key_of("alpha_mean", "{}");
-    assert_true(metric_stat_parse(&r, "alpha_mean", &l, &h, &c) && l == METRIC_NONE);
-    r = key_of("alpha_mean_x", "{\"layer\":1}");
-    assert_false(metric_stat_parse(&r, "alpha_mean", &l, &h, &c));
-    r = key_of("alpha_mean", "{\"layer\":1,\"category\":\"bogus\"}");
-    assert_false(metric_stat_parse(&r, "alpha_mean", &l, &h, &c));
-    r = key_of("alpha_mean", "{\"layer\":-1}");
-    assert_false(metric_stat_parse(&r, "alpha_mean", &l, &h, &c));
-    r = key_of("alpha_mean", "{\"head\":1}"); /* a head needs its layer */
-    assert_false(metric_stat_parse(&r, "alpha_mean", &l, &h, &c));
-    r = key_of("alpha_mean", "{\"head\":0,\"layer\":1}"); /* keys out of the canonical order */
-    assert_false(metric_stat_parse(&r, "alpha_mean", &l, &h, &c));
-    r = key_of("alpha_mean", "{\"gates\":\"all\"}"); /* an intervention's parameter */
-    assert_false(metric_stat_parse(&r, "alpha_mean", &l, &h, &c));
-    /* every statistic key built parses back to its parts */
-    for (int layer = METRIC_NONE; layer < 3; layer++)
-        for (int head = METRIC_NONE; head < 2; head++)
-            for (int cat = METRIC_NONE; cat < CAT_COUNT; cat++) {
-                if (head != METRIC_NONE && layer == METRIC_NONE) continue;
-                assert_int_equal(metric_stat(&k, "alpha_gini", layer, head, cat), 0);
-                assert_true(metric_stat_parse(&k, "alpha_gini", &l, &h, &c));
-                assert_true(l == layer && h == head && c == cat);
-            }
-
-    /* interventions and early exit */
-    metric_ablation_key a;
-    KEY_IS(metric_ablation(&k, "zero", "L1H0+L2", "delta_loss", CAT_SEMANTIC), "zero.delta_loss",
-           "{\"gates\":\"L1H0+L2\",\"category\":\"semantic\"}", "zero.L1H0+L2.delta_loss.semantic");
-    assert_true(metric_ablation_parse(&k, &a));
-    assert_string_equal(a.mode, "zero");
-    assert_string_equal(a.label, "L1H0+L2");
-    assert_string_equal(a.quantity, "delta_loss");
-    assert_true(a.cat == CAT_SEMANTIC && isnan(a.tau));
-    KEY_IS(metric_exit(&k, 0.5, "tlops_saved", METRIC_NONE), "exit.tlops_saved", "{\"tau\":0.500}",
-           "exit.tau0.500.tlops_saved");
-    assert_true(metric_ablation_parse(&k, &a));
-    assert_true(!strcmp(a.mode, "exit") && !strcmp(a.label, "tau0.500") && a.tau == 0.5 && a.cat == METRIC_NONE);
-    KEY_IS(metric_ablation_sibling(&k, &a, "delta_loss", CAT_FUNCTIONAL), "exit.delta_loss",
-           "{\"tau\":0.500,\"category\":\"functional\"}", "exit.tau0.500.delta_loss.functional");
-    KEY_IS(metric_exit(&k, NAN, "loss", METRIC_NONE), "exit.loss", "{\"tau\":null}", "exit.full.loss");
-    assert_true(metric_ablation_parse(&k, &a) && !strcmp(a.label, "full") && isnan(a.tau));
-    KEY_IS(metric_ablation_sibling(&k, &a, "tlops_saved", METRIC_NONE), "exit.tlops_saved", "{\"tau\":null}",
-           "exit.full.tlops_saved");
-    KEY_IS(metric_exit_mode(&k, METRIC_POSTHOC_MODE, 0.3, "loss", METRIC_NONE), "posthoc.loss", "{\"tau\":0.300}",
-           "posthoc.tau0.300.loss");
-    assert_int_equal(metric_ablation(&k, "zero", "tau0.5", "loss", METRIC_NONE), -1);
-    assert_int_equal(metric_ablation(&k, "zero", "a\"b", "loss", METRIC_NONE), -1); /* no JSON escapes */
-    assert_int_equal(metric_exit(&k, INFINITY, "loss", METRIC_NONE), -1);
-    assert_int_equal(metric_exit_mode(&k, "zero", 0.5, "loss", METRIC_NONE), -1);
-    r = key_of("zero.all", "{}");
-    assert_false(metric_ablation_parse(&r, &a));
-    r = key_of("zero.delta_loss", "{}"); /* no gates: not an intervention */
-    assert_false(metric_ablation_parse(&r, &a));
-    r = key_of("zero.delta_loss", "{\"gates\":\"all\",\"category\":\"nope\"}");
-    assert_false(metric_ablation_parse(&r, &a));
-    r = key_of("exit.loss", "{\"tau\":x}");
-    assert_false(metric_ablation_parse(&r, &a));
-    r = key_of("zero.loss", "{\"tau\":0.500}"); /* a threshold only for exit and posthoc */
-    assert_false(metric_ablation_parse(&r, &a));
-
-    /* headline and paired analyses */
-    KEY_IS(metric_headline(&k, METRIC_HARD, "active_frac"), "hard.active_frac", "{}", "hard.active_frac");
-    assert_true(metric_headline_parse(&k, METRIC_HARD, label, sizeof label) && !strcmp(label, "active_frac"));
-    assert_false(metric_headline_parse(&k, METRIC_FINAL, label, sizeof label));
-    assert_int_equal(metric_headline(&k, "soft", "loss"), -1);
-    KEY_IS(metric_partner(&k, METRIC_DIFFICULTY, "paper-x-003", 22, "rho"), "difficulty.rho",
-           "{\"partner\":\"paper-x-003\",\"seed\":22}", "difficulty.paper-x-003.seed22.rho");
-    assert_int_equal(metric_partner(&k, METRIC_DIFFICULTY, "a.b", 1, "rho"), -1);
-
-    /* labels of rows this module did not write: shown as stored, and said so */
-    assert_int_equal(metric_label("alpha_mean", "{\"k\": ", label, sizeof label), -1);
-    assert_string_equal(label, "alpha_mean {\"k\": ");
-    assert_int_equal(metric_label("odd.L01", "{}", label, sizeof label), 0);
-    assert_string_equal(label, "odd.L01");
-
-    /* gate labels */
-    assert_int_equal(metric_label_gate(label, sizeof label, 3, METRIC_NONE), 0);
-    assert_string_equal(label, "L3");
-    assert_int_equal(metric_label_gate(label, sizeof label, 3, 7), 0);
-    assert_string_equal(label, "L3H7");
-    assert_true(metric_label_gate_parse("L3H7", &l, &h) && l == 3 && h == 7);
-    assert_true(metric_label_gate_parse("L3", &l, &h) && l == 3 && h == METRIC_NONE);
-    assert_false(metric_label_gate_parse("L3H7+L2", &l, &h));
-    assert_false(metric_label_gate_parse("all", &l, &h));
-    assert_false(metric_label_gate_parse("L3H", &l, &h));
-    printf("metric keys: statistics, interventions, early exit, headline and paired rows built as (name, params), "
-           "read back to their parts, labelled; bad tokens refused\n");
 }
 
 static int count_one(const gl_key *key, void *ctx) {
@@ -887,170 +758,6 @@ static void test_collect_merge(void **state) {
            "merging again adds nothing\n");
 }
 
-/* ---- sweeps ---- */
-
-static const char sweep_manifest[] =
-    "; test manifest\n"
-    "[model]\n"
-    "d_model = 32\n"
-    "n_layer = 2\n"
-    "n_head = 2\n"
-    "n_kv_head = 2\n"
-    "d_ff = 64\n"
-    "seq_len = 16\n"
-    "depth_routing = tsa\n"
-    "\n"
-    "[train]\n"
-    "steps = 5\n"
-    "\n"
-    "[log]\n"
-    "experiment = sw\n"
-    "\n"
-    "[sweep]\n"
-    "lambda = 0, 0.01\n"
-    "seed = 1, 2, 3\n";
-
-static void test_sweep_expansion(void **state) {
-    (void)state;
-    char dir[600], path[700], err[1024];
-    tmp_dir(dir, sizeof dir, "sweep");
-    snprintf(path, sizeof path, "%s/grid.ini", dir);
-    write_file(path, sweep_manifest);
-    gl_sweep sw, sw2;
-    OK(sweep_expand(&sw, path, 0, NULL, 0, NULL, err, sizeof err));
-    assert_int_equal(sw.n_runs, 6);
-    assert_string_equal(sw.experiment, "sw");
-    static const char *const want[6][2] = {{"0", "1"}, {"0", "2"}, {"0", "3"}, {"0.01", "1"}, {"0.01", "2"}, {"0.01", "3"}};
-    for (int i = 0; i < 6; i++) {
-        char a[64], b[64], prefix[32];
-        snprintf(a, sizeof a, "model.tsa_lambda=%s", want[i][0]);
-        snprintf(b, sizeof b, "train.seed=%s", want[i][1]);
-        assert_int_equal(sw.runs[i].n_over, 2);
-        assert_string_equal(sw.runs[i].over[0], a);
-        assert_string_equal(sw.runs[i].over[1], b);
-        snprintf(prefix, sizeof prefix, "sw-%03d-", i);
-        assert_int_equal(strncmp(sw.runs[i].run_id, prefix, strlen(prefix)), 0);
-        assert_int_equal(strlen(sw.runs[i].run_id), strlen(prefix) + 8);
-        assert_int_equal(strncmp(sw.runs[i].run_id + strlen(prefix), sw.runs[i].config_hash, 8), 0);
-        char hex[65], *ident = manifest_identity_text(sw.runs[i].config_ini); /* late keys at default left out */
-        assert_non_null(ident);
-        assert_true(strlen(ident) < strlen(sw.runs[i].config_ini));
-        sha256_hex(ident, strlen(ident), hex);
-        free(ident);
-        assert_string_equal(hex, sw.runs[i].config_hash);
-        assert_int_equal((int)sw.runs[i].seed, atoi(want[i][1]));
-        for (int j = 0; j < i; j++) assert_string_not_equal(sw.runs[i].config_hash, sw.runs[j].config_hash);
-        /* The run's config is what train would load from the same overrides. */
-        gl_manifest mf;
-        char *over[2] = {sw.runs[i].over[0], sw.runs[i].over[1]};
-        OK(manifest_load(&mf, path, 2, over, err, sizeof err));
-        char *ini = manifest_to_ini(&mf);
-        assert_string_equal(ini, sw.runs[i].config_ini);
-        free(ini);
-    }
-    /* Deterministic: the same ids a second time. */
-    OK(sweep_expand(&sw2, path, 0, NULL, 0, NULL, err, sizeof err));
-    for (int i = 0; i < 6; i++) assert_string_equal(sw.runs[i].run_id, sw2.runs[i].run_id);
-    sweep_free(&sw2);
-
-    /* The command line replaces a list (alias or canonical key), fixes a key; a list on a key that is
-     * not an axis is refused with how to declare it, and added as an axis with --axis. */
-    char *cli[] = {"seed=5,6", "train.steps=7", "train.lr=0.001,0.002"};
-    assert_int_equal(sweep_expand(&sw2, path, 3, cli, 0, NULL, err, sizeof err), -1);
-    assert_non_null(strstr(err, "train.lr is not a sweep axis"));
-    assert_non_null(strstr(err, "[sweep] section"));
-    assert_non_null(strstr(err, "--axis train.lr=0.001,0.002"));
-    char *axis[] = {"train.lr=0.001,0.002"};
-    OK(sweep_expand(&sw2, path, 2, cli, 1, axis, err, sizeof err));
-    assert_int_equal(sw2.n_runs, 2 * 2 * 2);
-    assert_int_equal(sw2.n_fixed, 1);
-    assert_string_equal(sw2.runs[0].over[1], "train.seed=5");
-    assert_string_equal(sw2.runs[1].over[2], "train.lr=0.002");
-    assert_non_null(strstr(sw2.runs[7].config_ini, "steps = 7"));
-    assert_string_equal(sw2.runs[7].label, "model.tsa_lambda=0.01 train.seed=6 train.lr=0.002");
-    sweep_free(&sw2);
-    char *cli2[] = {"model.tsa_lambda=0.5"};
-    OK(sweep_expand(&sw2, path, 1, cli2, 0, NULL, err, sizeof err));
-    assert_int_equal(sw2.n_runs, 3);
-    assert_string_equal(sw2.runs[2].over[0], "model.tsa_lambda=0.5");
-    sweep_free(&sw2);
-    /* range() (stop excluded, items start + i*step) and choice() */
-    char *cli3[] = {"lambda=range(0, 0.1, 0.025)", "seed=choice(7, 8)"};
-    OK(sweep_expand(&sw2, path, 2, cli3, 0, NULL, err, sizeof err));
-    assert_int_equal(sw2.n_runs, 4 * 2);
-    assert_string_equal(sw2.axes[0].values, "0, 0.025, 0.05, 0.075");
-    assert_string_equal(sw2.runs[7].label, "model.tsa_lambda=0.075 train.seed=8");
-    sweep_free(&sw2);
-    char *axis2[] = {"train.steps=range(10, 40, 10)"};
-    OK(sweep_expand(&sw2, path, 0, NULL, 1, axis2, err, sizeof err));
-    assert_string_equal(sw2.axes[2].values, "10, 20, 30");
-    sweep_free(&sw2);
-    char *bad[][1] = {{"lambda=range(0, 1, 0)"}, {"lambda=range(1, 0)"}, {"lambda=range(0)"}, {"seed=rnge(1, 3)"}};
-    for (int i = 0; i < 4; i++) {
-        assert_int_equal(sweep_expand(&sw2, path, 1, bad[i], 0, NULL, err, sizeof err), -1);
-        printf("  refused %s: %s\n", bad[i][0], err);
-    }
-    sweep_free(&sw);
-    printf("sweep: 2 x 3 grid in order (first axis slowest), ids <exp>-<i>-<hash8> stable and matching "
-           "train's config; command-line lists replace and add axes\n");
-}
-
-/* Expect `gatelab sweep` and sweep_expand to refuse text with a message
- * holding each of the needles, and nothing to be written. */
-static void expect_refused(const char *dir, const char *name, const char *text, const char *n1, const char *n2) {
-    char path[700], db[700], err[1024];
-    snprintf(path, sizeof path, "%s/%s.ini", dir, name);
-    snprintf(db, sizeof db, "%s/%s-registry/gatelab.db", dir, name);
-    write_file(path, text);
-    gl_sweep sw;
-    assert_int_equal(sweep_expand(&sw, path, 0, NULL, 0, NULL, err, sizeof err), -1);
-    assert_int_equal(sw.n_runs, 0);
-    if (!strstr(err, n1) || !strstr(err, n2)) {
-        print_error("%s: message '%s' lacks '%s' or '%s'\n", name, err, n1, n2);
-        fail();
-    }
-    char *argv[] = {"sweep", path, "--db", db, NULL};
-    assert_int_equal(cmd_sweep(4, argv), 2);
-    assert_false(file_exists(db));
-    printf("  refused %s: %s\n", name, err);
-}
-
-static void test_sweep_errors_write_nothing(void **state) {
-    (void)state;
-    char dir[600], scales[700], err[1024];
-    tmp_dir(dir, sizeof dir, "sweep_errors");
-    snprintf(scales, sizeof scales, "%s/scales.ini", dir);
-    write_file(scales, "[xs]\nd_model = 32\nn_layer = 2\nn_head = 2\nn_kv_head = 2\nd_ff = 64\n");
-    expect_refused(dir, "malformed", "[train]\nsteps = 5\n\n[sweep]\nlambda 0, 0.1\n", "malformed.ini:5", "");
-    expect_refused(dir, "unknown_scale", "[train]\nsteps = 5\n[sweep]\nscale = xs, huge\n", "unknown_scale.ini:4",
-                   "huge");
-    expect_refused(dir, "empty_list", "[train]\nsteps = 5\n[sweep]\nlambda =\n", "empty_list.ini:4", "lambda");
-    expect_refused(dir, "empty_item", "[train]\nsteps = 5\n[sweep]\nseed = 1,,2\n", "empty_item.ini:4", "seed");
-    expect_refused(dir, "bad_value", "[sweep]\n\nlambda = 0, zero\n", "bad_value.ini:3", "tsa_lambda");
-    /* Bad lists on the command line. */
-    char path[700], db[700];
-    snprintf(path, sizeof path, "%s/ok.ini", dir);
-    snprintf(db, sizeof db, "%s/ok-registry/gatelab.db", dir);
-    write_file(path, sweep_manifest);
-    gl_sweep sw;
-    char *cli[] = {"seed=1,,2"};
-    assert_int_equal(sweep_expand(&sw, path, 1, cli, 0, NULL, err, sizeof err), -1);
-    assert_non_null(strstr(err, "command line"));
-    assert_non_null(strstr(err, "seed"));
-    char *cli2[] = {"model.scale=xs,nosuch"};
-    assert_int_equal(sweep_expand(&sw, path, 1, cli2, 0, NULL, err, sizeof err), -1);
-    assert_non_null(strstr(err, "nosuch"));
-    char *argv[] = {"sweep", path, "lambda=", "--db", db, NULL};
-    assert_int_equal(cmd_sweep(5, argv), 2);
-    assert_false(file_exists(db));
-    /* --dry-run writes nothing either. */
-    char *argv2[] = {"sweep", path, "--dry-run", "--db", db, NULL};
-    assert_int_equal(cmd_sweep(5, argv2), 0);
-    assert_false(file_exists(db));
-    printf("sweep errors: malformed line, unknown scale, empty list and item, bad value -> file:line and key, "
-           "exit 2, no registry written\n");
-}
-
 static int setup_all(void **state) {
     (void)state;
     const char *t = getenv("TMPDIR");
@@ -1368,14 +1075,11 @@ int main(void) {
         cmocka_unit_test(test_nan_stored_as_null),
         cmocka_unit_test(test_heartbeat),
         cmocka_unit_test(test_readers),
-        cmocka_unit_test(test_metric_names),
         cmocka_unit_test(test_params_flattened),
         cmocka_unit_test(test_artifact_sha256),
         cmocka_unit_test(test_concurrent_writers),
         cmocka_unit_test(test_claim_exactly_once),
         cmocka_unit_test(test_collect_merge),
-        cmocka_unit_test(test_sweep_expansion),
-        cmocka_unit_test(test_sweep_errors_write_nothing),
     };
     return cmocka_run_group_tests(tests, setup_all, teardown_all);
 }
