@@ -34,6 +34,7 @@
 #include "store/metric.h"
 #include "store/registry.h"
 #include "store/sha256.h"
+#include "files.h"
 
 /* ---- helpers ---- */
 
@@ -53,18 +54,6 @@ static void tmp_dir(char *out, size_t len, const char *name) {
     char cmd[1200];
     snprintf(cmd, sizeof cmd, "rm -rf '%s' && mkdir -p '%s'", out, out);
     assert_int_equal(system(cmd), 0);
-}
-
-static void write_file(const char *path, const char *text) {
-    FILE *f = fopen(path, "w");
-    assert_non_null(f);
-    fputs(text, f);
-    assert_int_equal(fclose(f), 0);
-}
-
-static int file_exists(const char *path) {
-    struct stat st;
-    return stat(path, &st) == 0;
 }
 
 /* One integer from SQL run on the file at path with SQLite directly. */

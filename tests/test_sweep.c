@@ -21,6 +21,7 @@
 #include "store/sha256.h"
 #include "run/sweep.h"
 #include "tmpdir.h"
+#include "files.h"
 
 #define OK(call)                                                     \
     do {                                                             \
@@ -34,18 +35,6 @@
 static void sweep_dir(char *out, size_t len, const char *name) {
     snprintf(out, len, "%s/%s", g_dir, name);
     assert_int_equal(mkdir(out, 0777), 0);
-}
-
-static void write_file(const char *path, const char *text) {
-    FILE *f = fopen(path, "w");
-    assert_non_null(f);
-    fputs(text, f);
-    assert_int_equal(fclose(f), 0);
-}
-
-static int file_exists(const char *path) {
-    struct stat st;
-    return stat(path, &st) == 0;
 }
 
 
