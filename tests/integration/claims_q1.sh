@@ -13,15 +13,8 @@
 set -u
 command -v sqlite3 > /dev/null || { echo "SKIP claims_q1: needs the sqlite3 command-line tool (apt-get install sqlite3)"; exit 0; }
 . "$(dirname "$0")/lib.sh"
-ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
-W=$(mktemp -d); trap 'rm -rf "$W"' EXIT
-export GATELAB_DATA="$W/data" OMP_NUM_THREADS=1
-make_corpus "$GATELAB_DATA/corpus.txt"
-R="$W/results"
-T="$W/root"; P0="$T/experiments/paper"; mkdir -p "$P0"
-ln -s "$ROOT/scripts" "$T/scripts"
-for f in "$ROOT"/experiments/*; do [ "$(basename "$f")" = paper ] || ln -s "$f" "$T/experiments/"; done
-export GATELAB_ROOT="$T"
+scratch
+stand_in_root
 common="eval_every=5 ckpt_every=5 --results $R"
 "$BIN" sweep "$TINY" --axis value_residual=resformer,satformer --axis seed=1,2,3 --axis steps=5,10 \
     log.experiment=paper-q1b $common > "$W/s1.log" 2>&1; rc=$?

@@ -13,15 +13,9 @@
 set -u
 . "$(dirname "$0")/lib.sh"
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
-W=$(mktemp -d); trap 'rm -rf "$W"' EXIT
-export GATELAB_DATA="$W/data" OMP_NUM_THREADS=1
-make_corpus "$GATELAB_DATA/corpus.txt"
-R="$W/results"
-T="$W/root"; P0="$T/experiments/paper"; mkdir -p "$P0"
-ln -s "$ROOT/scripts" "$T/scripts"
-for f in "$ROOT"/experiments/*; do [ "$(basename "$f")" = paper ] || ln -s "$f" "$T/experiments/"; done
+scratch
+stand_in_root
 ln -s "$ROOT/experiments/paper/claims.ini" "$P0/claims.ini" 2> /dev/null || true  # the report's claims, beside the plans
-export GATELAB_ROOT="$T"
 "$BIN" train "$TINY" log.experiment=paper-g1 --run-id g1run --results "$R" --quiet > /dev/null 2>&1
 check "train a run of experiment paper-g1 (steps 40; exit $?)" test -f "$R/gatelab.db"
 P="$T/experiments/paper"

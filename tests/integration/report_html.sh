@@ -10,10 +10,7 @@
 set -u
 . "$(dirname "$0")/lib.sh"
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
-W=$(mktemp -d); trap 'rm -rf "$W"' EXIT
-export GATELAB_DATA="$W/data" OMP_NUM_THREADS=1
-make_corpus "$GATELAB_DATA/corpus.txt"
-R="$W/results"
+scratch
 T=(data.file=corpus.txt model.d_model=32 model.n_layer=3 model.n_head=2 model.n_kv_head=2 model.d_ff=64 model.seq_len=32
    train.steps=30 train.batch_size=4 train.threads=1 train.eval_every=10 train.eval_windows=4 train.warmup=5
    log.probe_windows=4 log.experiment=rep log.trace=1)
