@@ -192,9 +192,15 @@ int main(void) {
                        "metric = ablation/random.all.delta_loss\nexpect = above 0\n"
                        "[C]\nclaim = 3\npaper = grows with depth\nquantity = diff\nruns = depth_routing=tsa\n"
                        "each = scale\nacross = scale\nmetric = val/final.loss\nversus = depth_routing=none\n"
-                       "expect = above 0\n";
+                       "expect = above 0\n"
+                       "[D]\nclaim = 4\npaper = no cost, reference at the ceiling\nquantity = diff\n"
+                       "runs = data=tinyshakespeare scale=xs depth_routing=tsa\nmetric = val/final.loss\n"
+                       "metric_b = val/final.loss\nversus = depth_routing=none\nexpect = above -1\nceiling = 0\n"
+                       "[E]\nclaim = 5\npaper = a cost below the threshold, reference at the ceiling\nquantity = diff\n"
+                       "runs = data=tinyshakespeare scale=xs depth_routing=tsa\nmetric = val/final.loss\n"
+                       "metric_b = val/final.loss\nversus = depth_routing=none\nexpect = above 1\nceiling = 0\n";
     claims_file cf;
-    ok("claims_parse", claims_parse(text, "t.ini", &cf, err, sizeof err) == 0 && cf.n == 3 && cf.n_disclosures == 1);
+    ok("claims_parse", claims_parse(text, "t.ini", &cf, err, sizeof err) == 0 && cf.n == 5 && cf.n_disclosures == 1);
     claims_result r;
     claims_eval(&cf.rows[0], &rs, &r);
     /* differences: tsa1 − base1 = 0.125, tsa2 − base2 = 0.25: mean 0.1875 */
@@ -207,6 +213,12 @@ int main(void) {
     claims_eval(&cf.rows[1], &rs, &r);
     ok("absent metric: not measured with its reason",
        r.v == CV_NOT_MEASURED && strstr(r.why, "ablation/random.all.delta_loss") != NULL);
+    /* the same pairs, t(1) interval [−0.61, +0.98], with the reference (base final.loss) above a ceiling of 0:
+     * a pass (threshold −1) is uninformative, a failure (threshold +1: the interval lies below it) stays one */
+    claims_eval(&cf.rows[3], &rs, &r);
+    ok("ceiling: a pass is uninformative", r.v == CV_UNINFORMATIVE && strstr(r.why, "cannot show") != NULL);
+    claims_eval(&cf.rows[4], &rs, &r);
+    ok("ceiling: a result below the threshold is not reproduced", r.v == CV_NO && strstr(r.why, "ceiling") != NULL);
     claims_eval(&cf.rows[2], &rs, &r);
     /* across: (s: mean 0.625, sd 0.1768) − (xs: mean 0.1875, sd 0.0884) = 0.4375 */
     ok("across = scale: three elements, the last the deepest − the shallowest",
