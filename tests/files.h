@@ -1,7 +1,8 @@
 /*
  * files.h — two file helpers for cmocka programs that write their own inputs:
- * write_file (a whole file from a string; a failure fails the test) and
- * file_exists.  static inline, so a program that uses one of them only
+ * write_file (a whole file from a string; a failure fails the test),
+ * file_exists, and OK(call): a call that must return 0, else the test fails
+ * printing the call and the caller's err buffer.  static inline, so a program that uses one of them only
  * compiles cleanly.
  */
 #ifndef GATELAB_TESTS_FILES_H
@@ -21,5 +22,13 @@ static inline int file_exists(const char *path) {
     struct stat st;
     return stat(path, &st) == 0;
 }
+
+#define OK(call)                                                     \
+    do {                                                             \
+        if ((call) != 0) {                                           \
+            print_error("%s failed: %s\n", #call, err);              \
+            fail();                                                  \
+        }                                                            \
+    } while (0)
 
 #endif

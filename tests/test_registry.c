@@ -107,14 +107,6 @@ static gl_db *open_ok(const char *path) {
     return db;
 }
 
-#define OK(call)                                                     \
-    do {                                                             \
-        if ((call) != 0) {                                           \
-            print_error("%s failed: %s\n", #call, err);              \
-            fail();                                                  \
-        }                                                            \
-    } while (0)
-
 /* An experiment and one run in status. */
 static void make_run(gl_db *db, const char *exp, const char *run_id, const char *status) {
     char err[512];

@@ -23,14 +23,6 @@
 #include "tmpdir.h"
 #include "files.h"
 
-#define OK(call)                                                     \
-    do {                                                             \
-        if ((call) != 0) {                                           \
-            print_error("%s failed: %s\n", #call, err);              \
-            fail();                                                  \
-        }                                                            \
-    } while (0)
-
 /* <g_dir>/<name>, made fresh. */
 static void sweep_dir(char *out, size_t len, const char *name) {
     snprintf(out, len, "%s/%s", g_dir, name);
