@@ -447,11 +447,29 @@ static int cl_sample_values(cl_ctx *c, const runset_run *const *g, int n, cl_sam
 
 /* The paper's effect (its distance from the threshold; for a direction-only
  * row in nats, PREREGISTRATION.md's 0.01 nats) lies below the MDE. */
+static double cl_effect(const claims_row *row) {
+    if (!strcmp(row->expect, "none")) return NAN;
+    return !isnan(row->paper_value) ? fabs(row->paper_value - row->threshold) : !strcmp(row->unit, "nats") ? 0.01 : NAN;
+}
+
 static int cl_underpowered(const claims_row *row, double mde) {
-    if (isnan(mde) || !strcmp(row->expect, "none")) return 0;
-    double eff = !isnan(row->paper_value) ? fabs(row->paper_value - row->threshold)
-                                          : !strcmp(row->unit, "nats") ? 0.01 : NAN;
-    return !isnan(eff) && eff < mde;
+    double eff = cl_effect(row);
+    return !isnan(mde) && !isnan(eff) && eff < mde;
+}
+
+/* An underpowered element says what budget would decide it: the seeds whose MDE (at the measured sd
+ * sd_a; for a Welch contrast sd_b is the second group's, else NaN) reaches the row's effect. */
+static void cl_budget_note(const claims_row *row, claims_elem *e, double sd_a, double sd_b) {
+    if (!e->underpowered) return;
+    const double eff = cl_effect(row);
+    const int max = 1000, ns = st_seeds_for(sd_a, sd_b, eff, max);
+    if (ns < 0) return;
+    char ef[64];
+    cl_fmt(ef, sizeof ef, row, eff);
+    if (ef[0] == '+') memmove(ef, ef + 1, strlen(ef)); /* a size, not a signed difference */
+    if (ns > max) cl_app(e->ours, sizeof e->ours, " (more than %d seeds%s would be needed to detect %s)", max,
+                         isnan(sd_b) ? "" : " per group", ef);
+    else cl_app(e->ours, sizeof e->ours, " (%d seeds%s would detect %s at this sd)", ns, isnan(sd_b) ? "" : " per group", ef);
 }
 
 /* One element over the runs g[0..n) of one group: its summary, interval,
@@ -520,6 +538,7 @@ static int cl_elem(cl_ctx *c, const runset_run *const *g, int n, claims_elem *e)
         char md[64];
         snprintf(md, sizeof md, "%.*f%s%s", row->digits, e->mde * row->scale, row->unit[0] ? " " : "", row->unit);
         cl_app(e->ours, sizeof e->ours, "; MDE %s%s", md, e->underpowered ? " — **underpowered**" : "");
+        cl_budget_note(row, e, e->s.sd, NAN);
     }
     return 0;
 }
@@ -756,6 +775,7 @@ static void cl_across(const claims_row *row, claims_result *res, int ok) {
     if (!isnan(e->mde)) {
         cl_app(e->ours, sizeof e->ours, "; MDE %.*f%s%s%s", row->digits, e->mde * row->scale, row->unit[0] ? " " : "",
                row->unit, e->underpowered ? " — **underpowered**" : "");
+        cl_budget_note(row, e, res->e[hi].s.sd, res->e[lo].s.sd);
     }
     res->v = e->v;
     if (!strcmp(row->reading, "trend")) {

@@ -136,6 +136,17 @@ double st_mde(int n, double sd) {
     return (st_t_quantile(0.975, n - 1) + st_t_quantile(0.8, n - 1)) * sd / sqrt((double)n);
 }
 
+int st_seeds_for(double sd, double sd_b, double eff, int max) {
+    const int welch = !isnan(sd_b);
+    if (!isfinite(sd) || sd < 0 || (welch && (!isfinite(sd_b) || sd_b < 0)) || !isfinite(eff) || eff <= 0) return -1;
+    const double var = sd * sd + (welch ? sd_b * sd_b : 0);
+    for (int n = 2; n <= max; n++) {
+        const double df = welch ? 2.0 * n - 2 : n - 1.0;
+        if ((st_t_quantile(0.975, df) + st_t_quantile(0.8, df)) * sqrt(var / n) <= eff) return n;
+    }
+    return max + 1;
+}
+
 double st_cluster_se(const double *x, const int *cluster, int n) {
     /* each cluster's Σ x and count, in order of first appearance, then the evaluations' kernel:
      * Σ_{i∈g} (x_i − mean) = y_g − mean·n_g, so the ratio mean's SE is this one */

@@ -52,6 +52,12 @@ st_summary st_welch(st_summary a, st_summary b, double level, double *df);
  * 5 % and 80 % power: (t_{0.975, n−1} + t_{0.8, n−1}) · sd / √n.  NaN for n < 2. */
 double st_mde(int n, double sd);
 
+/* The budget that would detect eff (> 0): the smallest n ≥ 2 with st_mde(n, sd) ≤ eff, searched up to
+ * max; max + 1 when even max seeds would not; -1 when sd or eff is not a usable number.  For a Welch
+ * contrast of two groups of n seeds each (sd_b ≥ 0; pass NaN for a one-sample or paired row) the
+ * standard error is √((sd² + sd_b²)/n) and df 2n − 2, the equal-n Welch bound. */
+int st_seeds_for(double sd, double sd_b, double eff, int max);
+
 /* Cluster-robust standard error of the mean of x[0..n) whose observations
  * fall in clusters cluster[0..n) (any integer labels): with G clusters and
  * residuals e = x − mean, se = √(G / (G − 1) · Σ_g (Σ_{i∈g} e_i)²) / N

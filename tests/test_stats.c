@@ -75,6 +75,21 @@ int main(void) {
                                                          st_t_quantile(0.975, 32.0 / 19) > 4.3027, 1, 0);
     near("MDE n 3, sd 1 = (t.975,2 + t.8,2)/sqrt 3", st_mde(3, 1), (4.3027 + 1.0607) / sqrt(3.0), 5e-4);
     near("MDE n 1 is NaN", st_mde(1, 1), NAN, 0);
+    /* seeds that would detect an effect: the smallest n whose MDE is at most it, by the definition */
+    for (int n = 3; n <= 40; n += 7) {
+        const double eff = st_mde(n, 0.01) * (1 + 1e-9);
+        near("seeds for the MDE of n seeds is n", st_seeds_for(0.01, NAN, eff, 1000), n, 0);
+        near("one seed fewer does not reach it", st_mde(n - 1, 0.01) > eff, 1, 0);
+    }
+    near("seeds for sd 0.0047, effect 0.01 (paired): 4 (MDE 0.0098; 3 give 0.0146)", st_seeds_for(0.0047, NAN, 0.01, 1000), 4, 0);
+    near("seeds beyond the cap: max + 1", st_seeds_for(1, NAN, 1e-4, 50), 51, 0);
+    near("seeds for a zero effect: -1", st_seeds_for(1, NAN, 0, 50), -1, 0);
+    near("seeds for a NaN sd: -1", st_seeds_for(NAN, NAN, 0.01, 50), -1, 0);
+    /* Welch, equal n: se = sqrt((sa^2 + sb^2)/n), df 2n - 2 */
+    const int wn = st_seeds_for(0.01, 0.02, 0.03, 1000);
+    const double wmde = (st_t_quantile(0.975, 2.0 * wn - 2) + st_t_quantile(0.8, 2.0 * wn - 2)) * sqrt(5e-4 / wn),
+                 wprev = (st_t_quantile(0.975, 2.0 * wn - 4) + st_t_quantile(0.8, 2.0 * wn - 4)) * sqrt(5e-4 / (wn - 1));
+    near("Welch seeds: its MDE reaches the effect, one fewer does not", wmde <= 0.03 && wprev > 0.03, 1, 0);
 
     const double cx[4] = {1, 2, 3, 4};
     const int cl[4] = {7, 7, 9, 9};

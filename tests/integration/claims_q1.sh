@@ -172,6 +172,25 @@ for st, d in ((5, d5), (10, d10)):
     want = [d[0], d[1], d[2], d[3]]
     ok = len(got) >= 4 and all(abs(g - w) < 1.5e-6 for g, w in zip(got, want))
     check("row b, %d steps: mean, interval, sd %s = hand %s" % (st, got[:4], ["%.6f" % w for w in want]), ok)
+# the budget that would decide an underpowered element: the smallest n with MDE(n, sd) ≤ 0.01 nats
+# (a direction-only row in nats), MDE = (t.975,n−1 + t.8,n−1)·sd/√n, or "more than 1000"
+def seeds_for(sd, eff=0.01, cap=1000):
+    for n in range(2, cap + 1):
+        if (tq(0.975, n - 1) + tq(0.8, n - 1)) * sd / math.sqrt(n) <= eff: return n
+    return cap + 1
+for st, d in ((5, d5), (10, d10)):
+    mt = re.search(r"%d steps: ([^;|]*); MDE ([0-9.]+) nats( — \*\*underpowered\*\* \((more than )?(\d+) seeds)?" % st, rb)
+    mde = (tq(0.975, d[4] - 1) + tq(0.8, d[4] - 1)) * d[3] / math.sqrt(d[4])
+    if not mt:
+        check("row b, %d steps: MDE printed" % st, False)
+        continue
+    if mde > 0.01:
+        want = seeds_for(d[3])
+        got = (int(mt.group(5)) + 1 if mt.group(4) else int(mt.group(5))) if mt.group(5) else None
+        check("row b, %d steps: underpowered (MDE %.4f), %s seeds would detect 0.01 nats = hand %d" % (st, mde, got, want),
+              got == want)
+    else:
+        check("row b, %d steps: MDE %.4f ≤ 0.01, not underpowered, no budget note" % (st, mde), mt.group(3) is None)
 # Welch: d(10) − d(5) over the two budgets' seeds
 v10, v5 = d10[3] ** 2 / d10[4], d5[3] ** 2 / d5[4]
 df = (v10 + v5) ** 2 / (v10 ** 2 / (d10[4] - 1) + v5 ** 2 / (d5[4] - 1))
