@@ -30,6 +30,7 @@
 #include "plan.h"
 #include "claims.h"
 #include "runset.h"
+#include "run/sweep.h" /* sweep_expand: the runs a plan line would train */
 #include "model/gatekind.h"
 #include "store/categories.h"
 #include "store/fileio.h"
@@ -163,6 +164,9 @@ static void pc_one(gl_db *db, const runset_run *r, paper_run *p, int *fail, char
     p->mean_dl = pc_key(r, "ablation", &name);
     p->train_tps = p->t.tokens_per_s;
     p->depth_key = runset_partner_key(r, "depth_routing");
+    char dm[32];
+    p->d_model = runset_param(r, "model.d_model", dm, sizeof dm) ? atoi(dm) : 0;
+    p->n_layer = (int)r->n_layer;
     pc_wall(db, p, fail, err, errlen);
     pc_gates(r, GATE_ALPHA, p); /* the claims' α: SATFormer's gate, chosen by its row of the gate table */
 }
@@ -302,9 +306,81 @@ static double busy_seconds(const paper_run *runs, int n) {
     return busy;
 }
 
-static int write_progress(FILE *f, gl_db *db, const paper_plan *plan, const char *preset, char *err, size_t errlen) {
-    fprintf(f, "## Plan progress\n\n| group | claims | runs finished / registered |\n| --- | --- | ---: |\n");
-    int partial = 0, rc = 0;
+/* Seconds per step of a run of this shape: the median over the finished runs of the same d_model,
+ * n_layer, seq_len and batch (wall_s / steps, measured as they ran here); NaN when none has run. */
+static double pp_step_seconds(const paper_run *runs, int n, int d_model, int n_layer, long seq_len, long batch) {
+    double *x = malloc((size_t)(n > 0 ? n : 1) * sizeof *x);
+    int c = 0;
+    for (int i = 0; x && i < n; i++)
+        if (runs[i].d_model == d_model && runs[i].n_layer == n_layer && runs[i].seq_len == seq_len &&
+            runs[i].batch == batch && runs[i].steps > 0 && !isnan(runs[i].wall_s))
+            x[c++] = runs[i].wall_s / (double)runs[i].steps;
+    const double med = c ? st_quantile(x, c, 0.5) : NAN;
+    free(x);
+    return med;
+}
+
+/* What a plan line has left to train: its sweep expanded as `gatelab sweep` expands it (the same
+ * manifest, "--axis k=v" pairs and fixed "k=v" words, log.experiment=paper-GROUP), less its runs
+ * FINISHED in the registry; *secs sums each left run's steps × the step time of its shape, *untimed
+ * counts the runs whose shape no finished run has.  Returns the runs left, or -1 with why. */
+static int pp_left(const plan_line *l, const char *plan_dir, gl_db *db, const paper_run *runs, int n, double *secs,
+                   int *untimed, char *why, size_t whylen) {
+    *secs = 0, *untimed = 0;
+    char args[2048], path[4200], exp[96];
+    snprintf(args, sizeof args, "%s", l->args);
+    snprintf(path, sizeof path, "%s%s", plan_dir, l->manifest);
+    snprintf(exp, sizeof exp, "log.experiment=paper-%s", l->group);
+    char *cli[GL_SWEEP_MAX_KEYS * 4 + 1], *axis[GL_SWEEP_MAX_KEYS];
+    int ncli = 0, nax = 0, next_axis = 0;
+    for (char *w = strtok(args, " \t"); w; w = strtok(NULL, " \t")) {
+        if (!strcmp(w, "--axis")) next_axis = 1;
+        else if (next_axis && nax < GL_SWEEP_MAX_KEYS) axis[nax++] = w, next_axis = 0;
+        else if (!next_axis && ncli < GL_SWEEP_MAX_KEYS * 4) cli[ncli++] = w;
+    }
+    cli[ncli++] = exp;
+    gl_sweep sw = {0};
+    if (sweep_expand(&sw, path, ncli, cli, nax, axis, why, whylen)) return -1;
+    gl_run_row *rows = NULL;
+    int nr = 0, left = 0, finished = 0;
+    char err[512];
+    if (db_runs_list(db, exp + strlen("log.experiment="), NULL, &rows, &nr, err, sizeof err)) nr = 0;
+    for (int i = 0; i < nr; i++) finished += !strcmp(rows[i].status, "FINISHED");
+    /* a group's finished runs count against its grid even under other ids (`train --run-id`) */
+    const int budget = sw.n_runs > finished ? sw.n_runs - finished : 0;
+    for (int k = 0; k < sw.n_runs && left < budget; k++) {
+        int done = 0;
+        for (int i = 0; i < nr && !done; i++) done = !strcmp(rows[i].run_id, sw.runs[k].run_id) && !strcmp(rows[i].status, "FINISHED");
+        if (done) continue;
+        left++;
+        gl_manifest *mf = runset_resolve(sw.runs[k].config_ini);
+        const double s = mf ? pp_step_seconds(runs, n, mf->model.d_model, mf->model.n_layer, mf->model.seq_len,
+                                              mf->train.batch_size)
+                            : NAN;
+        if (isnan(s)) (*untimed)++;
+        else *secs += s * mf->train.steps;
+        free(mf);
+    }
+    free(rows);
+    sweep_free(&sw);
+    return left;
+}
+
+/* A duration for the progress table: seconds under two minutes, minutes under two hours, else hours. */
+static void pp_hours(char *out, size_t n, double secs) {
+    if (secs < 120) snprintf(out, n, "%.1f s", secs);
+    else if (secs < 7200) snprintf(out, n, "%.0f min", secs / 60);
+    else snprintf(out, n, "%.1f h", secs / 3600);
+}
+
+static int write_progress(FILE *f, gl_db *db, const paper_plan *plan, const char *plan_dir, const char *preset,
+                          const paper_run *runs, int nruns, char *err, size_t errlen) {
+    fprintf(f, "## Plan progress\n\nLeft to run: each group's runs not finished, at the median seconds per step "
+               "of the finished runs of the same shape (d_model, blocks, context, batch), one thread, as measured "
+               "here — runs that shared the machine ran slower, so this is the budget at this machine's pace.\n\n"
+               "| group | claims | runs finished / registered | left to run |\n| --- | --- | ---: | --- |\n");
+    int partial = 0, rc = 0, all_left = 0, all_untimed = 0;
+    double all_secs = 0;
     for (int k = 0; k < plan->n && !rc; k++) {
         const plan_line *l = &plan->lines[k];
         char exp[80];
@@ -318,9 +394,28 @@ static int write_progress(FILE *f, gl_db *db, const paper_plan *plan, const char
         for (int i = 0; i < n; i++) done += !strcmp(rows[i].status, "FINISHED");
         free(rows);
         if (!n || done < n) partial = 1;
-        if (n) fprintf(f, "| %s | %s | %d / %d |\n", l->group, l->claims, done, n);
-        else fprintf(f, "| %s | %s | not started |\n", l->group, l->claims);
+        char why[512], cell[640];
+        double secs;
+        int untimed;
+        const int left = pp_left(l, plan_dir, db, runs, nruns, &secs, &untimed, why, sizeof why);
+        if (left < 0) snprintf(cell, sizeof cell, "not known here: %s", why);
+        else if (!left) snprintf(cell, sizeof cell, "—");
+        else {
+            int m = snprintf(cell, sizeof cell, "%d run%s", left, left == 1 ? "" : "s");
+            char t[32];
+            pp_hours(t, sizeof t, secs);
+            if (left > untimed) m += snprintf(cell + m, sizeof cell - (size_t)m, ", ≈ %s", t);
+            if (untimed) snprintf(cell + m, sizeof cell - (size_t)m, " (%d of a shape no finished run has timed)", untimed);
+            all_left += left, all_untimed += untimed, all_secs += secs, partial = 1;
+        }
+        if (n) fprintf(f, "| %s | %s | %d / %d | %s |\n", l->group, l->claims, done, n, cell);
+        else fprintf(f, "| %s | %s | not started | %s |\n", l->group, l->claims, cell);
     }
+    char t[32];
+    pp_hours(t, sizeof t, all_secs);
+    if (!rc && all_left)
+        fprintf(f, "\nLeft in all: %d runs, ≈ %s of one thread%s.\n", all_left, t,
+                all_untimed ? " for those of a timed shape" : "");
     if (!rc && partial)
         fprintf(f, "\n**This report is partial**: some groups of the plan have not finished. Their claims read \"not "
                    "run\" or rest on fewer runs. `make paper PRESET=%s` continues where the runs stopped.\n",
@@ -773,7 +868,9 @@ int paper_report(gl_db *db, const char *preset, const char *plan_path, const cha
                    "wall-clock time with at least one run training (runs in parallel, sharing the machine; %.1f h "
                    "from the first training step to the last, pauses between sessions included).\n\n",
                 n, tokens / 1e6, train_s, busy_seconds(runs, n) / 3600.0, (t1 - t0) / 3600.0);
-    if (write_progress(f, db, &plan, preset, err, errlen)) goto done;
+    char plan_dir[4200];
+    snprintf(plan_dir, sizeof plan_dir, "%.*s", slash ? (int)(slash - plan_path + 1) : 0, plan_path);
+    if (write_progress(f, db, &plan, plan_dir, preset, runs, n, err, errlen)) goto done;
     if (pr_rows(f, &cf, res, n_rows)) goto write_fail;
     pr_provenance(f, &cf, res, &plan, results);
     write_runs(f, runs, n);

@@ -38,6 +38,7 @@ typedef struct {
     double late_sem, late_other;        /* mean α of later-half blocks on semantic / other tokens */
     double head_gini;        /* Gini of per-(block, head) mean α: 0 even, 1 all on one head */
     unsigned long long depth_key; /* runset_partner_key(run, "depth_routing"): equal = partners along depth_routing */
+    int d_model, n_layer;    /* its shape, with seq_len and batch: what a step costs (the plan's cost to finish) */
 } paper_run;
 
 /* The FINISHED runs of the plan (experiments paper-GROUP) with the fields above.

@@ -54,3 +54,33 @@ report none; rc=$?
 check "a registry with none of the plan's groups: the title says so" \
     bash -c "test $rc -eq 0 && head -1 '$W/out/REPORT.md' | grep -q 'is not preset \`none\`' &&
              grep -q 'no run of the plan.s groups' '$W/out/REPORT.md'"
+# the budget left (issue 26): each line's grid expanded as `gatelab sweep` expands it, less its
+# finished runs, at the median seconds per step of the finished runs of the same shape
+ln -s "$TINY" "$P/tiny.ini"
+printf '%s\n' 'g1 tiny.ini 1 train.steps=40 log.probe_windows=2' 'g2 tiny.ini 1 --axis seed=1,2 train.steps=80' \
+    'g3 tiny.ini 1 model.d_model=64 train.steps=40' 'g4 tiny.ini 1 model.no_such_key=1' > "$P/cost.plan"
+report cost; rc=$?
+check "a plan with groups left: exit $rc" test $rc -eq 0
+# g1run's training seconds by the report's rule (gaps between its train/loss rows, none over 20x the median)
+want=$(python3 - "$R/gatelab.db" <<'PY'
+import sqlite3, sys
+t = [r[0] for r in sqlite3.connect(sys.argv[1]).execute(
+    "select wall_time from metrics where run_id='g1run' and split='train' and name='loss' order by step")]
+g = [b - a for a, b in zip(t, t[1:])]; med = sorted(g)[(len(g) - 1) // 2]
+w = 0.0
+for x in g:
+    if x <= 20 * med: w += x
+s = w / 40; secs = 0.0
+for _ in range(2): secs += s * 80  # the report's own order of operations (pp_left), so the rounding is its
+print("%.1f" % secs)
+PY
+)
+got=$(sed -n 's/^| g2 | 1 | not started | 2 runs, ≈ \([0-9.]*\) s |$/\1/p' "$W/out/REPORT.md")
+check "g2 (two seeds of 80 steps, g1's shape): '2 runs, ≈ $got s' = 2 × 80 × g1's seconds per step ($want s)" \
+    test -n "$got" -a "$got" = "$want"
+check "g1 (finished under another id, train --run-id): nothing left" grep -q '^| g1 | 1 | 1 / 1 | — |$' "$W/out/REPORT.md"
+check "g3 (d_model 64, a shape no run has): untimed, said so" \
+    grep -q '^| g3 | 1 | not started | 1 run (1 of a shape no finished run has timed) |$' "$W/out/REPORT.md"
+check "g4 (a key gatelab does not know): 'not known here', naming the key" \
+    grep -q '^| g4 | 1 | not started | not known here: .*no_such_key' "$W/out/REPORT.md"
+check "the total: 3 runs left, the untimed ones said" grep -q '^Left in all: 3 runs, ≈ [0-9.]* s of one thread for those of a timed shape\.$' "$W/out/REPORT.md"
