@@ -52,3 +52,13 @@ for ini in "$ROOT"/experiments/*.ini; do
     done < <(sed -n 's/^;[[:space:]]*\(gatelab sweep .*\)$/\1/p' "$ini")
 done
 check "the sweep commands in experiments/*.ini headers run (--dry-run) (${bad:-all do})" test -z "$bad"
+
+# the README's summary of the verdicts is regenerated from the committed report, and --check
+# notices a summary that is not (a copy with one verdict changed)
+if [ -f "$ROOT/docs/report/REPORT.md" ]; then
+    check "the README's verdict summary is docs/report/REPORT.md's (scripts/readme_verdicts.sh --check)" \
+        bash "$ROOT/scripts/readme_verdicts.sh" --check
+    sed '/^<!-- verdicts: begin/{n;s/: /: 99, /}' "$ROOT/README.md" > "$W/README.md"
+    check "a README whose summary differs from the report fails --check" \
+        bash -c "! bash '$ROOT/scripts/readme_verdicts.sh' --check '$ROOT/docs/report/REPORT.md' '$W/README.md' 2> /dev/null"
+fi
