@@ -152,6 +152,20 @@ static int db_uri(const char *path, int immutable, char *out, size_t n) {
     return (size_t)snprintf(out + k, n - k, "?mode=ro%s", immutable ? "&immutable=1" : "") >= n - k ? -1 : 0;
 }
 
+/* The read-only URI of the registry at path (db_uri), read as immutable when
+ * its folder is not writable: a WAL registry there cannot get its -shm index
+ * (no locks; a writer elsewhere is not seen).  Sets *immutable. */
+static int db_ro_uri(const char *path, char *uri, size_t n, int *immutable) {
+    char dir[GL_PATH_MAX];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (!slash) snprintf(dir, sizeof dir, ".");
+    else if (slash == dir) dir[1] = 0;
+    else *slash = 0;
+    *immutable = access(dir, W_OK) != 0;
+    return db_uri(path, *immutable, uri, n);
+}
+
 static int db_open_rw(gl_db **out, const char *path, int create, char *err, size_t errlen) {
     gl_db *db = NULL;
     *out = NULL;
@@ -178,7 +192,12 @@ static int db_open_rw(gl_db **out, const char *path, int create, char *err, size
     if (!db) { snprintf(err, errlen, "%s: out of memory opening the registry", path); return -1; }
     strcpy(db->path, path);
     if (gethostname(db->host, sizeof db->host - 1) != 0) strcpy(db->host, "unknown");
-    if (sqlite3_open_v2(path, &db->h, SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0) | SQLITE_OPEN_NOMUTEX,
+    /* SQLITE_OPEN_URI lets db_merge ATTACH a task registry read-only; a
+     * plain path that happens to start with "file:" stays a path. */
+    char local[GL_PATH_MAX + 2];
+    snprintf(local, sizeof local, "%s%s", strncmp(path, "file:", 5) ? "" : "./", path);
+    if (sqlite3_open_v2(local, &db->h,
+                        SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0) | SQLITE_OPEN_URI | SQLITE_OPEN_NOMUTEX,
                         NULL) != SQLITE_OK) {
         db_fail(db, "cannot open the registry", err, errlen);
         goto fail;
@@ -258,17 +277,11 @@ int db_open_readonly(gl_db **out, const char *path, char *err, size_t errlen) {
     if (!db) { snprintf(err, errlen, "%s: out of memory opening the registry", path); return -1; }
     strcpy(db->path, path);
     if (gethostname(db->host, sizeof db->host - 1) != 0) strcpy(db->host, "unknown"); /* db_run_stale compares it */
-    /* mode=ro: nothing is created or written.  A WAL registry in a folder
-     * this process cannot write cannot get its -shm index: it is then read
-     * as immutable (no locks; a writer elsewhere is not seen), said once. */
-    char dir[GL_PATH_MAX], uri[3 * GL_PATH_MAX + 32];
-    snprintf(dir, sizeof dir, "%s", path);
-    char *slash = strrchr(dir, '/');
-    if (!slash) snprintf(dir, sizeof dir, ".");
-    else if (slash == dir) dir[1] = 0;
-    else *slash = 0;
-    int immutable = access(dir, W_OK) != 0;
-    if (db_uri(path, immutable, uri, sizeof uri)) {
+    /* mode=ro: nothing is created or written (db_ro_uri; an immutable read
+     * is said once). */
+    char uri[3 * GL_PATH_MAX + 32];
+    int immutable = 0;
+    if (db_ro_uri(path, uri, sizeof uri, &immutable)) {
         snprintf(err, errlen, "%s: registry path too long", path);
         goto fail;
     }
@@ -787,12 +800,20 @@ int db_merge(gl_db *dst, const char *src_path, int *merged, int *skipped, char *
         snprintf(err, errlen, "%s: cannot read the task registry to merge: %s", src_path, strerror(errno));
         return -1;
     }
-    /* Opening it checks it is a registry and brings its schema up to date. */
-    if (db_open(&src, src_path, err, errlen)) return -1;
+    /* Opening it read-only checks it is a registry of this schema; it is
+     * then attached read-only: a merged file (a rank's registry, a committed
+     * snapshot) is never written, not even its journal mode. */
+    if (db_open_readonly(&src, src_path, err, errlen)) return -1;
     db_close(src);
     src = NULL;
+    char uri[3 * GL_PATH_MAX + 32];
+    int immutable = 0;
+    if (db_ro_uri(src_path, uri, sizeof uri, &immutable)) {
+        snprintf(err, errlen, "%s: registry path too long", src_path);
+        return -1;
+    }
     if (db_query_one(dst, "cannot attach the task registry", "ATTACH DATABASE ?1 AS src", NULL, NULL, err, errlen, "t",
-                     src_path) < 0)
+                     uri) < 0)
         goto cleanup;
     attached = 1;
     if (db_begin(dst, err, errlen)) goto cleanup;

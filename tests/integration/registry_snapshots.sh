@@ -43,7 +43,9 @@ for src in "$SNAP"/*.db; do
     check "$b: metrics prints its $want rows" [ "$(($(wc -l < "$W/$b.metrics") - 1))" = "$want" ]
     two=$(tail -n +2 "$W/$b.runs" | cut -d, -f1 | head -2)
     check "$b: compare reads two runs" "$BIN" compare $two --db "$DB" --format json > /dev/null
+    before=$(sha256sum < "$DB")
     "$BIN" collect "$W/$b.fresh.db" "$DB" > /dev/null 2> "$W/$b.err"
+    check "$b: collect leaves the file it merges byte for byte as it was" [ "$before" = "$(sha256sum < "$DB")" ]
     check "$b: a registry this gatelab creates has the snapshot's shape" \
         diff <(shape "$DB") <(shape "$W/$b.fresh.db")
     "$BIN" metrics --db "$W/$b.fresh.db" > "$W/$b.fresh.metrics" 2> "$W/$b.err"
@@ -51,4 +53,33 @@ for src in "$SNAP"/*.db; do
         cmp "$W/$b.metrics" "$W/$b.fresh.metrics"
 done > "$W/out" 2>&1
 cat "$W/out"
+# scripts/snapshot_registry.sh: a snapshot of some runs keeps exactly those
+# runs, each with all its metric rows, and collect brings them back whole.
+SNAPSH="$ROOT/scripts/snapshot_registry.sh"
+not() { ! "$@" > /dev/null 2>&1; }
+src="$SNAP/decisive.db"
+if [ -f "$src" ]; then
+    cp "$src" "$W/live.db"
+    first=$(sqlite3 "$W/live.db" "SELECT run_id FROM runs WHERE deleted_time IS NULL ORDER BY run_id LIMIT 1")
+    pat="${first%-*-*}-%"
+    "$SNAPSH" "$W/live.db" "$W/part.db" "$pat" > /dev/null 2> "$W/snap.err"
+    check "snapshot_registry: keeps only the runs matching $pat" \
+        [ "$(sqlite3 "$W/part.db" 'SELECT group_concat(run_id) FROM (SELECT run_id FROM runs ORDER BY run_id)')" = \
+          "$(sqlite3 "$W/live.db" "SELECT group_concat(run_id) FROM (SELECT run_id FROM runs WHERE run_id LIKE '$pat' ORDER BY run_id)")" ]
+    check "snapshot_registry: every metric row of those runs, no other" \
+        [ "$(sqlite3 "$W/part.db" 'SELECT count(*) FROM metrics')" = \
+          "$(sqlite3 "$W/live.db" "SELECT count(*) FROM metrics WHERE run_id LIKE '$pat'")" ]
+    check "snapshot_registry: the live registry is unchanged" cmp "$src" "$W/live.db"
+    check "snapshot_registry: refuses to overwrite a snapshot" not "$SNAPSH" "$W/live.db" "$W/part.db" "$pat"
+    check "snapshot_registry: no run matches: refused, nothing written" not "$SNAPSH" "$W/live.db" "$W/none.db" 'no-such-run%'
+    check "snapshot_registry: ... and no file" [ ! -e "$W/none.db" ]
+    "$BIN" collect "$W/back.db" "$W/part.db" > /dev/null 2>&1
+    check "snapshot_registry: collect reads it back" \
+        [ "$(sqlite3 "$W/back.db" 'SELECT count(*) FROM metrics')" = "$(sqlite3 "$W/part.db" 'SELECT count(*) FROM metrics')" ]
+    # the registry connection takes URIs (for the read-only ATTACH); a path
+    # that starts with "file:" is still a path
+    (cd "$W" && "$BIN" collect 'file:odd?.db' part.db > /dev/null 2>&1)
+    check "a registry path that starts with file: is a plain file name" \
+        [ "$(sqlite3 "$W/file:odd?.db" 'SELECT count(*) FROM runs')" = "$(sqlite3 "$W/part.db" 'SELECT count(*) FROM runs')" ]
+fi
 check "the snapshots themselves are unchanged" [ "$sums_before" = "$(cd "$SNAP" && sha256sum ./*.db ./*.db-wal 2> /dev/null)" ]
