@@ -598,17 +598,33 @@ static int cl_bench(cl_ctx *c, claims_elem *e) {
         snprintf(res->measured, sizeof res->measured, "peak RSS %s ÷ %s (MiB; one process each: no interval)",
                  a->t.run_id, b->t.run_id);
     } else { /* bench_sparse: the speed-up beside its FLOP ideal, never above it unexplained */
-        double sp = runset_num(a, "bench/sparse_speedup_a073"), ideal = runset_num(a, "bench/sparse_ideal_a073"),
-               q1 = runset_num(a, "bench/sparse_speedup_a073_q1"), q3 = runset_num(a, "bench/sparse_speedup_a073_q3");
+        /* metric = bench/sparse_speedup_X (default _a073: the forced-α run); its
+         * quartiles X_q1, X_q3, its ideal sparse_ideal_X and the α reached sparse_alpha_X */
+        const char *mname = row->metric[0] ? row->metric : "bench/sparse_speedup_a073";
+        const char *tail = strstr(mname, "sparse_speedup_");
+        if (!tail) {
+            snprintf(res->why, sizeof res->why, "not measured: metric = %s is not a bench/sparse_speedup_* figure", mname);
+            return -1;
+        }
+        tail += strlen("sparse_speedup_");
+        char mq1[160], mq3[160], mid[160], mal[160];
+        snprintf(mq1, sizeof mq1, "%s_q1", mname);
+        snprintf(mq3, sizeof mq3, "%s_q3", mname);
+        snprintf(mid, sizeof mid, "bench/sparse_ideal_%s", tail);
+        snprintf(mal, sizeof mal, "bench/sparse_alpha_%s", tail);
+        double sp = runset_num(a, mname), ideal = runset_num(a, mid), q1 = runset_num(a, mq1), q3 = runset_num(a, mq3),
+               al = runset_num(a, mal);
         if (isnan(sp)) {
-            snprintf(res->why, sizeof res->why, "not measured: %s has no bench/sparse_speedup_a073", a->t.run_id);
+            snprintf(res->why, sizeof res->why, "not measured: %s has no %s", a->t.run_id, mname);
             return -1;
         }
         e->s.mean = sp, e->s.lo = q1, e->s.hi = q3;
         e->interval = isnan(q1) ? 3 : 1;
-        snprintf(res->measured, sizeof res->measured, "bench/sparse_speedup_a073 of %s (tokens/s sparse ÷ dense; "
-                 "bracket: interquartile range over rounds, a dispersion) beside bench/sparse_ideal_a073 = %.3f×",
-                 a->t.run_id, ideal);
+        char at[64] = "";
+        if (!isnan(al)) snprintf(at, sizeof at, " at the α it reached, %.3f", al);
+        snprintf(res->measured, sizeof res->measured, "%s of %s (tokens/s sparse ÷ dense; "
+                 "bracket: interquartile range over rounds, a dispersion) beside %s = %.3f×%s",
+                 mname, a->t.run_id, mid, ideal, at);
         if (!isnan(ideal) && sp > ideal)
             cl_app(res->why, sizeof res->why, "%sthe measured speed-up %.3f× lies ABOVE its FLOP ideal %.3f×: skipping "
                    "cannot save more time than the FLOPs it removes, so the excess is timing noise or a memory/cache "

@@ -65,27 +65,74 @@ stage_post() {
 }
 
 # The costs claims 8 and 14 are about, measured side by side rather than read
-# off sweep runs that shared the machine: one bench_gatelab process times
-# every variant in interleaved rounds (experiment cost-paper), one process per
-# variant measures its peak RSS (cost-paper-mem), and TSA's sparse inference
-# at α 0.73 (cost-paper-s-sparse).  Skipped when cost-paper is already there.
+# off sweep runs that shared the machine, in parts, each recorded in the same
+# registry and skipped when its experiment is already there:
+#   cost-paper        one bench_gatelab process times every variant in
+#                     interleaved rounds (scale s, 6 blocks), and TSA's sparse
+#                     inference with routers forced to α 0.73 (scale m);
+#   cost-paper-mem    one process per variant: its peak RSS;
+#   cost-paper-L12, cost-paper-L24, cost-paper-mem-L24   the same for plain,
+#                     SATFormer, Hyper-Connections and MUDDFormer at 12 and 24
+#                     blocks (the dense methods' costs grow with depth);
+#   cost-paper-ckpt   sparse inference of a TRAINED TSA checkpoint on its own
+#                     validation windows, batch 1 ... 64: $PAPER_SPARSE_RUN (a
+#                     run folder), else the finished run of the plan's claim-8
+#                     TSA line whose α is nearest the paper's 0.726 (skipped,
+#                     said, when its folder has no checkpoint).
 stage_bench() {
     local bench="${GATELAB_BENCH:-$(dirname "$BIN")/bench_gatelab}" db="$RES/gatelab.db"
     [ -x "$bench" ] || { say "bench: $bench not built (make bench builds it); claims 8 and 14 stay \"not run\""; return 0; }
-    if "$BIN" runs --db "$db" --experiment cost-paper --format csv 2>/dev/null | grep -q "^cost-paper-"; then
-        say "bench: already measured (experiment cost-paper)"; return 0
-    fi
+    export OMP_NUM_THREADS="${OMP_NUM_THREADS:-2}"
+    has_exp() { "$BIN" runs --db "$db" --experiment "$1" --format csv 2>/dev/null | cut -d, -f2 | grep -qx "$1"; }
     # --quick: no break-even sweep (make bench has it); the rounds are set here
-    local size=(--quick --steps 20 --warmup 2 --infer-batch 64) mem=(--quick --steps 2 --warmup 1)
-    [ "$preset" = smoke ] && size=(--quick --steps 2 --warmup 1 --batch 2 --infer-batch 4) mem+=(--batch 2)
-    say "bench: training step of every variant, interleaved (${size[*]})"
-    OMP_NUM_THREADS="${OMP_NUM_THREADS:-2}" "$bench" --scale s "${size[@]}" --no-sgemm \
-        --variants base,resformer,satformer,tsa,hyper,mudd,sparse --db "$db" --tag paper > "$RES/bench.jsonl"
-    local v
-    for v in base satformer hyper mudd; do
-        OMP_NUM_THREADS="${OMP_NUM_THREADS:-2}" "$bench" --scale s "${mem[@]}" --no-sgemm \
-            --variants "$v" --db "$db" --tag paper-mem >> "$RES/bench.jsonl"
+    local size=(--quick --steps 20 --warmup 2 --infer-batch 64) mem=(--quick --steps 2 --warmup 1) v L
+    local infer=(--quick --steps 20 --infer-batch 64)
+    [ "$preset" = smoke ] && size=(--quick --steps 2 --warmup 1 --batch 2 --infer-batch 4) mem+=(--batch 2) \
+        infer=(--quick --steps 2 --infer-batch 4)
+    if has_exp cost-paper; then say "bench: already measured (experiment cost-paper)"; else
+        say "bench: training step of every variant, interleaved (${size[*]})"
+        "$bench" --scale s "${size[@]}" --no-sgemm \
+            --variants base,resformer,satformer,tsa,hyper,mudd,sparse --db "$db" --tag paper > "$RES/bench.jsonl"
+    fi
+    if has_exp cost-paper-mem; then say "bench: already measured (experiment cost-paper-mem)"; else
+        for v in base satformer hyper mudd; do
+            "$bench" --scale s "${mem[@]}" --no-sgemm --variants "$v" --db "$db" --tag paper-mem >> "$RES/bench.jsonl"
+        done
+    fi
+    for L in 12 24; do
+        if has_exp "cost-paper-L$L"; then say "bench: already measured (experiment cost-paper-L$L)"; continue; fi
+        say "bench: plain, SATFormer, Hyper-Connections, MUDDFormer at $L blocks"
+        "$bench" --scale s --n-layer "$L" "${size[@]}" --no-sgemm --variants base,satformer,hyper,mudd \
+            --db "$db" --tag "paper-L$L" >> "$RES/bench.jsonl"
     done
+    if has_exp cost-paper-mem-L24; then say "bench: already measured (experiment cost-paper-mem-L24)"; else
+        for v in satformer hyper mudd; do
+            "$bench" --scale s --n-layer 24 "${mem[@]}" --no-sgemm --variants "$v" --db "$db" --tag paper-mem-L24 \
+                >> "$RES/bench.jsonl"
+        done
+    fi
+    if has_exp cost-paper-ckpt; then say "bench: already measured (experiment cost-paper-ckpt)"; return 0; fi
+    local run="${PAPER_SPARSE_RUN:-}" group
+    if [ -z "$run" ]; then
+        # the plan line that trains TSA for claim 8; its finished run nearest α 0.726
+        group=$(plan_lines | awk '$3 ~ /(^|,)8(,|$)/ && /depth_routing=tsa/ {print $1; exit}')
+        if [ -n "$group" ]; then
+            run=$("$BIN" runs --db "$db" --experiment "paper-$group" --format csv 2>/dev/null | awk -F, '
+                NR == 1 { for (i = 1; i <= NF; i++) { if ($i == "active_frac") a = i; if ($i == "status") s = i }; next }
+                $s == "FINISHED" && $a != "" { d = $a - 0.726; if (d < 0) d = -d; if (best == "" || d < bd) { best = $1; bd = d } }
+                END { print best }')
+            [ -n "$run" ] && run="$RES/runs/$run"
+        fi
+    fi
+    if [ -z "$run" ]; then
+        say "bench: no finished TSA run of a claim-8 plan line (or PAPER_SPARSE_RUN): trained sparse inference not measured"
+    elif [ ! -e "$run/ckpt" ]; then
+        say "bench: $run has no checkpoint (its folder was lost or never written): trained sparse inference not measured; set PAPER_SPARSE_RUN to a run folder of the same settings"
+    else
+        say "bench: sparse inference of the trained $run (its validation windows)"
+        "$bench" "${infer[@]}" --no-sgemm --variants '' --checkpoint "$run" \
+            --db "$db" --tag paper-ckpt >> "$RES/bench.jsonl"
+    fi
 }
 
 stage_report() {

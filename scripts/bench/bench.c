@@ -62,8 +62,10 @@
 #include "model/adamw.h"
 #include "model/model.h"
 #include "model/rng.h"
+#include "store/data.h"
 #include "store/parse.h"
 #include "store/registry.h"
+#include "store/rundir.h"
 
 char *openblas_get_corename(void);
 
@@ -156,8 +158,12 @@ static void shuffle(int *order, int n, gl_rng *r) {
 }
 
 /* Record one variant's figures as a FINISHED run of experiment cost-<tag>. */
+#define RECORD_MAX_METRICS 48
+
+/* checkpoint: the run folder measured (tag "checkpoint" of the cost run), or NULL. */
 static int record(const char *db_path, const char *tag, const char *scale, const char *variant,
-                  const gl_model_config *c, int decay_all, int B, const double *vals, const char *const *names, int nv) {
+                  const gl_model_config *c, int decay_all, int B, const double *vals, const char *const *names, int nv,
+                  const char *checkpoint) {
     gl_db *db = NULL;
     char err[512], exp[160], id[256], ini[1280];
     snprintf(exp, sizeof exp, "cost-%s", tag);
@@ -171,12 +177,13 @@ static int record(const char *db_path, const char *tag, const char *scale, const
              config_depth_routing_name(c->depth_routing), config_cross_layer_name(c->cross_layer), B,
              omp_get_max_threads(), decay_all ? "all" : "matrices");
     long long exp_id;
-    gl_metric rows[12];
-    if (nv > 12) nv = 12;
+    gl_metric rows[RECORD_MAX_METRICS];
+    if (nv > RECORD_MAX_METRICS) nv = RECORD_MAX_METRICS;
     for (int i = 0; i < nv; i++) rows[i] = (gl_metric){.step = 0, .split = "bench", .name = names[i], .value = vals[i], .wall_time = 0};
     int rc = db_open(&db, db_path, err, sizeof err) || db_experiment_ensure(db, exp, ini, &exp_id, err, sizeof err) ||
              db_run_create(db, exp_id, id, variant, ini, "", 0, "RUNNING", err, sizeof err) ||
              db_params_put_ini(db, id, ini, err, sizeof err) || db_metrics_log(db, id, rows, nv, err, sizeof err) ||
+             (checkpoint && db_tag_set(db, id, "checkpoint", checkpoint, err, sizeof err)) ||
              db_run_finish(db, id, "FINISHED", 0, NULL, err, sizeof err);
     if (rc) fprintf(stderr, "bench: registry %s: %s\n", db_path, err);
     db_close(db);
@@ -435,6 +442,96 @@ static void run_sparse(int B, int rounds, const double *alphas, int na, int brea
     model_free(&m);
 }
 
+/* The command line (parse_options). */
+typedef struct {
+    int rounds, warmup, B, infer_B, do_sgemm, memory, quick, n_layer;
+    uint64_t seed;
+    const char *variants, *scale, *db_path, *tag, *checkpoint;
+} options;
+
+/* Sparse inference of a trained routed run (--checkpoint): the model as
+ * trained, its own routers, on the first windows of its validation split, at
+ * batch 1, 2, 4 ... infer_B; dense (every block) and skipping forwards
+ * alternate (ABBA, paired_forwards).  Each batch: the speed-up's median and
+ * quartiles, the α the routers reached on those windows and the FLOP ideal at
+ * that α.  Recorded (--db) as run cost-TAG-trained-sparse, metrics
+ * sparse_speedup_bB (its quartiles sparse_speedup_bB_q1, _q3), sparse_ideal_bB
+ * and sparse_alpha_bB, with tag checkpoint = the run folder.  Returns 0, or 1
+ * with a message naming the run. */
+static int run_sparse_trained(const options *o, int rounds) {
+    char err[512];
+    int rc = 1, *tok = NULL, *tg = NULL;
+    float *mask = NULL;
+    double *ta = xmalloc((size_t)rounds * sizeof *ta), *tb = xmalloc((size_t)rounds * sizeof *tb);
+    gl_run *run = calloc(1, sizeof *run);
+    gl_dataset ds;
+    memset(&ds, 0, sizeof ds);
+    if (!run) { fprintf(stderr, "bench: out of memory opening %s\n", o->checkpoint); goto done; }
+    if (run_open(run, o->checkpoint, NULL, o->infer_B, err, sizeof err)) {
+        fprintf(stderr, "bench: --checkpoint %s: %s\n", o->checkpoint, err);
+        goto done;
+    }
+    gl_model *m = &run->model;
+    const gl_model_config *cfg = &m->cfg;
+    if (cfg->depth_routing != DR_TSA && cfg->depth_routing != DR_MOD && cfg->depth_routing != DR_RANDOM) {
+        fprintf(stderr, "bench: --checkpoint %s: depth_routing = %s has no sparse inference (tsa, mod or random)\n",
+                o->checkpoint, config_depth_routing_name(cfg->depth_routing));
+        goto done;
+    }
+    if (data_open_tok(&ds, &run->mf.data, cfg->seq_len, run->mf.train.seed,
+                      run->st.tokenizer == TOK_BPE ? &run->st.bpe : NULL, err, sizeof err)) {
+        fprintf(stderr, "bench: --checkpoint %s: %s\n", o->checkpoint, err);
+        goto done;
+    }
+    const int T = cfg->seq_len;
+    if (data_eval_windows(&ds, SPLIT_VAL) < o->infer_B) {
+        fprintf(stderr, "bench: --checkpoint %s: %ld validation windows, fewer than --infer-batch %d\n", o->checkpoint,
+                data_eval_windows(&ds, SPLIT_VAL), o->infer_B);
+        goto done;
+    }
+    tok = xmalloc((size_t)o->infer_B * T * sizeof *tok);
+    tg = xmalloc((size_t)o->infer_B * T * sizeof *tg);
+    mask = xmalloc((size_t)o->infer_B * T * sizeof *mask);
+    if (data_eval_batch(&ds, SPLIT_VAL, 0, o->infer_B, tok, tg, mask) != o->infer_B) {
+        fprintf(stderr, "bench: --checkpoint %s: cannot read its validation windows\n", o->checkpoint);
+        goto done;
+    }
+    static char names_buf[RECORD_MAX_METRICS][48];
+    const char *names[RECORD_MAX_METRICS];
+    double vals[RECORD_MAX_METRICS];
+    int nv = 0;
+    for (int b = 1; b <= o->infer_B; b *= 2) {
+        if (nv + 5 > RECORD_MAX_METRICS - 2) break;
+        paired_forwards(m, tok, b, rounds, set_sparse, ta, tb); /* ends on a skipping forward: m->active_frac */
+        m->sparse = 1;
+        model_forward(m, tok, NULL, NULL, b, T);
+        const double alpha = m->active_frac, N = (double)b * T, skipped = (1 - alpha) * (cfg->n_layer - 1) * N;
+        m->sparse = 0;
+        pair_result p = pair_stats(ta, tb, rounds, b * T);
+        const double ideal = ideal_speedup(cfg, skipped, 0, N, 0);
+        print_pair("trained_sparse_inference", b, alpha, &p, ideal, ideal_speedup(cfg, skipped, 0, N, 1), "");
+        const char *what[][2] = {{"speedup", ""}, {"speedup", "_q1"}, {"speedup", "_q3"}, {"ideal", ""}, {"alpha", ""}};
+        const double v[] = {p.speedup.med, p.speedup.q1, p.speedup.q3, ideal, alpha};
+        for (int k = 0; k < 5; k++, nv++) {
+            snprintf(names_buf[nv], sizeof names_buf[nv], "sparse_%s_b%d%s", what[k][0], b, what[k][1]);
+            names[nv] = names_buf[nv];
+            vals[nv] = v[k];
+        }
+    }
+    names[nv] = "rounds", vals[nv++] = rounds;
+    names[nv] = "ckpt_step", vals[nv++] = (double)run->st.step;
+    rc = 0;
+    if (o->db_path) {
+        rc = record(o->db_path, o->tag, "trained", "sparse", cfg, 0, o->infer_B, vals, names, nv, run->dir) ? 1 : 0;
+    }
+done:
+    free(ta); free(tb); free(tok); free(tg); free(mask);
+    data_close(&ds);
+    run_close(run);
+    free(run);
+    return rc;
+}
+
 /* τ giving active fraction ≈ alpha on the first sequences (bisection: α grows with τ). */
 static double exit_tau_for(gl_model *m, const int *tok, int B, double alpha) {
     double lo = 0.0, hi = 1.0;
@@ -483,12 +580,6 @@ static void run_exit(int B, int rounds, const double *alphas, int na) {
 /* --------------------------------------------------------------------------
  * command line                                                              */
 
-typedef struct {
-    int rounds, warmup, B, infer_B, do_sgemm, memory, quick;
-    uint64_t seed;
-    const char *variants, *scale, *db_path, *tag;
-} options;
-
 static void usage(FILE *f) {
     fprintf(f,
             "usage: bench_gatelab [options]\n"
@@ -497,6 +588,11 @@ static void usage(FILE *f) {
             "  --batch B      training batch (default 32)\n"
             "  --infer-batch B  batch of the inference figures (default 64)\n"
             "  --scale s|m    model scale (default m)\n"
+            "  --n-layer N    blocks of the training variants (default 6: the scale's)\n"
+            "  --checkpoint RUN  sparse inference of a trained TSA / MoD / random-routing run (its folder):\n"
+            "                 its own routers on its validation windows, batch 1, 2, 4 ... --infer-batch,\n"
+            "                 dense vs skipping (ABBA) beside the FLOP ideal at the α it reached\n"
+            "                 (recorded as run cost-TAG-trained-sparse)\n"
             "  --variants L   comma list: base, a value_residual, depth_routing or cross_layer name\n"
             "                 (resformer satformer tsa early_exit mod random denseformer hyper mudd ...),\n"
             "                 SATFormer's knobs satformer_softmax (sat_gate softmax), satformer_bias\n"
@@ -527,7 +623,8 @@ static int parse_options(int argc, char **argv, options *o) {
         {"variants", required_argument, 0, 'v'}, {"db", required_argument, 0, 'd'},
         {"tag", required_argument, 0, 't'}, {"seed", required_argument, 0, 'e'},
         {"no-sgemm", no_argument, 0, 'n'}, {"memory", no_argument, 0, 'm'},
-        {"infer-batch", required_argument, 0, 'i'}, {"quick", no_argument, 0, 'q'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+        {"infer-batch", required_argument, 0, 'i'}, {"quick", no_argument, 0, 'q'}, {"help", no_argument, 0, 'h'},
+        {"n-layer", required_argument, 0, 'L'}, {"checkpoint", required_argument, 0, 'k'}, {0, 0, 0, 0}};
     *o = (options){.rounds = -1, .warmup = -1, .B = 32, .infer_B = 64, .do_sgemm = 1, .seed = 1,
                    .variants = "base,resformer,satformer,tsa,mod,random,sparse,exit", .scale = "m"};
     int ch, seed;
@@ -545,6 +642,8 @@ static int parse_options(int argc, char **argv, options *o) {
         case 'n': o->do_sgemm = 0; break;
         case 'm': o->memory = 1; break;
         case 'q': o->quick = 1; break;
+        case 'L': if (int_flag("n-layer", optarg, 2, 64, &o->n_layer)) return 2; break;
+        case 'k': o->checkpoint = optarg; break;
         case 'h': usage(stdout); exit(0);
         default: usage(stderr); return 2;
         }
@@ -641,7 +740,7 @@ static int run_training(variant *v, int nv, const train_setup *ts, const options
             const double vals[] = {N / st, N / fw, st * 1e3, peak_rss_mib(),
                                    model_train_flops_per_token(&v[i].m) * N / st / 1e9, ts->rounds, ra.med, ra.q1, ra.q3};
             rc = record(o->db_path, o->tag, o->scale, v[i].name, &v[i].cfg, v[i].decay_all, ts->B, vals, names,
-                        base ? 9 : 6);
+                        base ? 9 : 6, NULL);
         }
     }
     if (nv == 1 && !o->do_sgemm) printf("{\"variant\":\"%s\",\"peak_rss_mib\":%.0f}\n", v[0].name, peak_rss_mib());
@@ -658,6 +757,7 @@ int main(int argc, char **argv) {
     int rc = parse_options(argc, argv, &o);
     if (rc) return rc;
     gl_model_config base = ref_config(o.scale);
+    if (o.n_layer) base.n_layer = o.n_layer;
     variant v[MAX_VARIANTS];
     int nv = 0, sparse = 0, ee = 0;
     char list[512];
@@ -707,10 +807,11 @@ int main(int argc, char **argv) {
             const char *names[] = {"sparse_speedup_a073", "sparse_speedup_a073_q1", "sparse_speedup_a073_q3",
                                    "sparse_ideal_a073", "sparse_alpha", "rounds", "batch"};
             const double vals[] = {sp[0], sp[1], sp[2], sp[3], sp[4], inf_rounds, o.infer_B};
-            rc = record(o.db_path, o.tag, o.scale, "sparse", &c, 0, o.infer_B, vals, names, 7);
+            rc = record(o.db_path, o.tag, o.scale, "sparse", &c, 0, o.infer_B, vals, names, 7, NULL);
         }
     }
     if (ee) run_exit(o.infer_B, inf_rounds, alphas, 2);
+    if (o.checkpoint && !rc) rc = run_sparse_trained(&o, o.rounds);
     free(ts.tok);
     free(ts.tg);
     return rc ? 1 : 0;

@@ -49,10 +49,22 @@ check "the bench stage measured the costs (experiment cost-paper: $(grep -c . "$
     bash -c "sqlite3 '$PAPER_RESULTS/gatelab.db' \"select count(*) from runs where run_id like 'cost-paper-s-%'\" | grep -qx 7"
 check "claims 8 and 14 are answered from the bench, not from sweep timings" \
     bash -c "grep -E '^\| (8a|14a) \|' '$R' | grep -c 'interleaved rounds' | grep -qx 2"
+cnt() { sqlite3 "$PAPER_RESULTS/gatelab.db" "select count(*) from runs where run_id like '$1'"; }
+check "the bench stage timed plain, SATFormer, Hyper-Connections and MUDDFormer at 12 and 24 blocks" \
+    [ "$(cnt 'cost-paper-L12-s-%')/$(cnt 'cost-paper-L24-s-%')/$(cnt 'cost-paper-mem-L24-s-%')" = 4/4/3 ]
+check "... with 12 and 24 blocks in their recorded configs" \
+    [ "$(sqlite3 "$PAPER_RESULTS/gatelab.db" "select group_concat(distinct value) from params where key = 'model.n_layer' and run_id like 'cost-paper-L24-%'")" = 24 ]
+ck=$(sqlite3 "$PAPER_RESULTS/gatelab.db" "select value from tags where run_id = 'cost-paper-ckpt-trained-sparse' and key = 'checkpoint'")
+check "trained sparse inference measured a TSA run of the claim-8 line ($ck)" \
+    bash -c "case '$ck' in '$PAPER_RESULTS/runs/paper-tsa-'*) exit 0;; *) exit 1;; esac"
+check "... with the α its routers reached at each batch, a share of blocks in (0, 1]" \
+    [ "$(sqlite3 "$PAPER_RESULTS/gatelab.db" "select count(*) from metrics where run_id = 'cost-paper-ckpt-trained-sparse' and name like 'sparse_alpha_b%' and value > 0 and value <= 1")" = 3 ]
+check "row 8d reads the trained run beside its ideal at the α reached" \
+    bash -c "grep -E '^\| 8d \|' '$R' | grep -q 'sparse_ideal_b1 = .* at the α it reached'"
 
 scripts/paper.sh smoke > "$W/second.log" 2>&1; rc=$?
 check "rerun exits 0" [ "$rc" -eq 0 ]
 trained=$(grep -c 'started paper-' "$W/second.log")
 measured=$(grep -c '^\[paper post\] [a-z].*: ' "$W/second.log")
 check "rerun trains nothing ($trained started) and measures nothing ($measured)" [ "$trained" -eq 0 -a "$measured" -eq 0 ]
-check "rerun does not bench again" grep -q 'bench: already measured' "$W/second.log"
+check "rerun does not bench again (6 parts already measured)" [ "$(grep -c 'bench: already measured' "$W/second.log")" = 6 ]
