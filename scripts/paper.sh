@@ -76,9 +76,10 @@ stage_post() {
 #                     blocks (the dense methods' costs grow with depth);
 #   cost-paper-ckpt   sparse inference of a TRAINED TSA checkpoint on its own
 #                     validation windows, batch 1 ... 64: $PAPER_SPARSE_RUN (a
-#                     run folder), else the finished run of the plan's claim-8
-#                     TSA line whose α is nearest the paper's 0.726 (skipped,
-#                     said, when its folder has no checkpoint).
+#                     run folder), else the run of the plan's claim-8 TSA line
+#                     whose α (skipping done where measured) is nearest the
+#                     paper's 0.726 (skipped, said, when its folder has no
+#                     checkpoint).
 stage_bench() {
     local bench="${GATELAB_BENCH:-$(dirname "$BIN")/bench_gatelab}" db="$RES/gatelab.db"
     [ -x "$bench" ] || { say "bench: $bench not built (make bench builds it); claims 8 and 14 stay \"not run\""; return 0; }
@@ -117,10 +118,13 @@ stage_bench() {
         # the plan line that trains TSA for claim 8; its finished run nearest α 0.726
         group=$(plan_lines | awk '$3 ~ /(^|,)8(,|$)/ && /depth_routing=tsa/ {print $1; exit}')
         if [ -n "$group" ]; then
-            run=$("$BIN" runs --db "$db" --experiment "paper-$group" --format csv 2>/dev/null | awk -F, '
-                NR == 1 { for (i = 1; i <= NF; i++) { if ($i == "active_frac") a = i; if ($i == "status") s = i }; next }
-                $s == "FINISHED" && $a != "" { d = $a - 0.726; if (d < 0) d = -d; if (best == "" || d < bd) { best = $1; bd = d } }
-                END { print best }')
+            # α with the skipping done (val hard.active_frac) where measured, else the headline's
+            run=$("$BIN" metrics --db "$db" --experiment "paper-$group" --split val --name '*.active_frac' 2>/dev/null | awk -F, '
+                NR == 1 { next }
+                $5 == "hard.active_frac" { hard[$1] = $8 } $5 == "final.active_frac" { soft[$1] = $8 }
+                END { for (r in soft) { a = (r in hard) ? hard[r] : soft[r]; d = a - 0.726; if (d < 0) d = -d
+                                        if (best == "" || d < bd || (d == bd && r < best)) { best = r; bd = d } }
+                      print best }')
             [ -n "$run" ] && run="$RES/runs/$run"
         fi
     fi
