@@ -124,7 +124,7 @@ stage_bench() {
                 $5 == "hard.active_frac" { hard[$1] = $8 } $5 == "final.active_frac" { soft[$1] = $8 }
                 END { for (r in soft) { a = (r in hard) ? hard[r] : soft[r]; d = a - 0.726; if (d < 0) d = -d
                                         if (best == "" || d < bd || (d == bd && r < best)) { best = r; bd = d } }
-                      print best }')
+                      print best }' || true)  # no runs yet: no rows, not an error
             [ -n "$run" ] && run="$RES/runs/$run"
         fi
     fi
