@@ -501,9 +501,13 @@ static int run_sparse_trained(const options *o, int rounds) {
     double vals[RECORD_MAX_METRICS];
     int nv = 0;
     for (int b = 1; b <= o->infer_B; b *= 2) {
-        if (nv + 5 > RECORD_MAX_METRICS - 2) break;
-        paired_forwards(m, tok, b, rounds, set_sparse, ta, tb); /* ends on a skipping forward: m->active_frac */
-        m->sparse = 1;
+        if (nv + 5 > RECORD_MAX_METRICS - 2) {
+            fprintf(stderr, "bench: --checkpoint: batches above %d not measured (at most %d figures per run)\n", b / 2,
+                    RECORD_MAX_METRICS);
+            break;
+        }
+        paired_forwards(m, tok, b, rounds, set_sparse, ta, tb);
+        m->sparse = 1; /* one more skipping forward: the α its routers reach on these b windows */
         model_forward(m, tok, NULL, NULL, b, T);
         const double alpha = m->active_frac, N = (double)b * T, skipped = (1 - alpha) * (cfg->n_layer - 1) * N;
         m->sparse = 0;

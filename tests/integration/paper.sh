@@ -63,6 +63,9 @@ else
         bash -c "case '$ck' in '$PAPER_RESULTS/runs/paper-tsa-'*) exit 0;; *) exit 1;; esac"
     check "... with the α its routers reached at each batch, a share of blocks in (0, 1]" \
         [ "$(sqlite3 "$PAPER_RESULTS/gatelab.db" "select count(*) from metrics where run_id = 'cost-paper-ckpt-trained-sparse' and name like 'sparse_alpha_b%' and value > 0 and value <= 1")" = 3 ]
+    dense_run=$(ls -d "$PAPER_RESULTS"/runs/paper-sat-000-* | head -1)
+    check "bench --checkpoint of a dense run: refused, naming its depth_routing" \
+        bash -c "! '$(dirname "$BIN")/bench_gatelab' --quick --no-sgemm --variants '' --checkpoint '$dense_run' 2>&1 | grep -q 'depth_routing = none has no sparse inference' && exit 1; ! '$(dirname "$BIN")/bench_gatelab' --quick --no-sgemm --variants '' --checkpoint '$dense_run' > /dev/null 2>&1"
     check "row 8d reads the trained run beside its ideal at the α reached" \
         bash -c "grep -E '^\| 8d \|' '$R' | grep -q 'sparse_ideal_b1 = .* at the α it reached'"
 fi
