@@ -128,5 +128,11 @@ check "the registry records the change (run_events, params, config text)" \
     test "$(q "select count(*) from run_events where run_id='b' and kind='config_change' and detail like '%train.steps: 40 -> 50%'")" = 1 \
     -a "$(q "select value from params where run_id='b' and key='train.steps'")" = 50 \
     -a "$(q "select config_text like '%steps = 50%' from runs where run_id='b'")" = 1
+# the registry says which BLAS kernels, variables and threads made each attempt's numbers
+env_b=$(q "select detail from run_events where run_id='b' and kind='environment' order by time, rowid limit 1")
+check "each attempt records its environment (OpenBLAS config and kernel, OPENBLAS_CORETYPE, threads, cpu)" \
+    test "$(q "select count(*) from run_events where run_id='b' and kind='environment'")" = 2
+check "the environment names the kernel and says whether OPENBLAS_CORETYPE was set, as it was" \
+    bash -c "case '$env_b' in *'| kernel '?*' | OPENBLAS_CORETYPE ${OPENBLAS_CORETYPE:-unset}, OPENBLAS_L2_SIZE ${OPENBLAS_L2_SIZE:-unset} | '[0-9]*' OpenMP threads | cpu '?*) exit 0;; *) exit 1;; esac"
 check "config.ini holds the new values and a line saying what changed" \
     bash -c "grep -q '^; resumed at step 40 with --allow-config-change: train.steps: 40 -> 50' '$R/runs/b/config.ini' && grep -q '^steps = 50' '$R/runs/b/config.ini'"
