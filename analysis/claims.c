@@ -283,13 +283,29 @@ static const runset_run *cl_partner(const cl_ctx *c, const runset_run *a, int *a
     return k == 1 ? hit : NULL;
 }
 
-/* Record the runs (and their commits) a result rests on. */
+/* Record the runs a result rests on, with their commits and kernels (each run once). */
 static void cl_note_run(claims_result *res, const runset_run *r) {
-    if (!r) return;
-    if (!strstr(res->runs, r->t.run_id)) cl_app(res->runs, sizeof res->runs, "%s%s", res->runs[0] ? ", " : "", r->t.run_id);
+    if (!r || strstr(res->runs, r->t.run_id)) return;
+    cl_app(res->runs, sizeof res->runs, "%s%s", res->runs[0] ? ", " : "", r->t.run_id);
     char c[16];
     snprintf(c, sizeof c, "%.7s%s", r->commit[0] ? r->commit : "unknown", r->dirty == 1 ? "+dirty" : "");
     if (!strstr(res->commits, c)) cl_app(res->commits, sizeof res->commits, "%s%s", res->commits[0] ? ", " : "", c);
+    if (!r->kernels[0]) {
+        res->unrecorded++;
+        return;
+    }
+    char one[64];
+    const char *p = r->kernels;
+    while (*p) { /* each of the run's kernels, once in the row's list */
+        size_t len = strcspn(p, ",");
+        snprintf(one, sizeof one, "%.*s", (int)len, p);
+        char padded[72], list[sizeof res->kernels + 8];
+        snprintf(padded, sizeof padded, ", %s, ", one);
+        snprintf(list, sizeof list, ", %s, ", res->kernels);
+        if (!strstr(list, padded)) cl_app(res->kernels, sizeof res->kernels, "%s%s", res->kernels[0] ? ", " : "", one);
+        p += len;
+        while (*p == ',' || *p == ' ') p++;
+    }
 }
 
 /* What one element reads and its per-seed values. */

@@ -111,6 +111,8 @@ typedef struct {
     char measured[CLAIMS_TEXT];  /* what was read: metric chosen, soft/hard, operating point */
     char runs[1024];             /* run ids used */
     char commits[160];           /* commits that trained them */
+    char kernels[96];            /* the OpenBLAS kernels they recorded, distinct */
+    int unrecorded;              /* how many of them recorded no kernel (trained before it was recorded) */
     char basis[256];             /* data, scale, budget, seeds */
 } claims_result;
 

@@ -566,7 +566,13 @@ static void pr_provenance(FILE *f, const claims_file *cf, const claims_result *r
         plan_command(plan, atoi(r->row->claim), results, cmd, sizeof cmd);
         fprintf(f, "- **%s** (claim %s) — %s. Verdict: %s.", r->row->id, r->row->claim, rule, pr_verdict_md(r->v));
         if (r->row->note[0]) fprintf(f, " Note: %s", r->row->note);
-        if (r->runs[0]) fprintf(f, " Runs: %s (trained at commit %s).", r->runs, r->commits);
+        if (r->runs[0]) {
+            fprintf(f, " Runs: %s (trained at commit %s", r->runs, r->commits);
+            if (r->kernels[0]) fprintf(f, "; OpenBLAS kernel %s", r->kernels);
+            if (r->kernels[0] && r->unrecorded) fprintf(f, ", not recorded for %d of them", r->unrecorded);
+            if (!r->kernels[0]) fprintf(f, "; OpenBLAS kernel not recorded");
+            fprintf(f, ").");
+        }
         if (strcmp(cmd, "—")) fprintf(f, " Made by: %s", cmd);
         fprintf(f, "\n");
     }

@@ -354,6 +354,7 @@ int runset_load(gl_db *db, const char *prefix, runset *rs, char *err, size_t err
             goto fail;
         }
         if (db_run_commit(db, r->t.run_id, r->commit, &r->dirty, err, errlen) < 0) goto fail;
+        if (db_run_kernels(db, r->t.run_id, r->kernels, sizeof r->kernels, err, errlen) < 0) goto fail;
         rs_typed(r);
         if (rs_metrics(db, r, err, errlen)) goto fail;
     }

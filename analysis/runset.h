@@ -62,6 +62,7 @@ typedef struct {
     long steps, batch, seq_len, n_layer, n_kv_head;
     char commit[48];        /* git commit that trained it ("" unknown) */
     int dirty;              /* 1 trained from a dirty tree, 0 clean, -1 unknown */
+    char kernels[64];       /* OpenBLAS kernels its attempts ran on ("" not recorded) */
     char *config;           /* stored config text (owned; NULL: none) */
     char *group;            /* the group key (owned) */
     runset_value *m;        /* sorted by key (owned) */

@@ -1044,8 +1044,42 @@ static void test_provenance_keyed(void **state) {
     printf("provenance keyed: 64 and 128 windows both kept, re-logging 64 replaces only it; run event and config kept\n");
 }
 
+/* The kernels of a run's environment events: none recorded, then each
+ * attempt's, distinct and in the order first seen ("Haswell" once although
+ * recorded twice; "Zen" not mistaken for a part of another name). */
+static void test_run_kernels(void **state) {
+    (void)state;
+    char dir[600], path[700], err[512], k[64];
+    tmp_dir(dir, sizeof dir, "kernels");
+    snprintf(path, sizeof path, "%s/gatelab.db", dir);
+    gl_db *db = open_ok(path);
+    long long exp_id;
+    OK(db_experiment_ensure(db, "e", NULL, &exp_id, err, sizeof err));
+    OK(db_run_create(db, exp_id, "r", "r", NULL, NULL, 1, "RUNNING", err, sizeof err));
+    assert_int_equal(db_run_kernels(db, "r", k, sizeof k, err, sizeof err), 0);
+    assert_string_equal(k, "");
+    OK(db_run_event(db, "r", "environment", "OpenBLAS 0.3 | kernel Haswell | OPENBLAS_CORETYPE Haswell", err, sizeof err));
+    OK(db_run_event(db, "r", "config_change", "| kernel Bogus |", err, sizeof err)); /* not an environment */
+    OK(db_run_event(db, "r", "environment", "OpenBLAS 0.3 | kernel Zen2 | OPENBLAS_CORETYPE unset", err, sizeof err));
+    OK(db_run_event(db, "r", "environment", "OpenBLAS 0.3 | kernel Haswell | OPENBLAS_CORETYPE Haswell", err, sizeof err));
+    OK(db_run_event(db, "r", "environment", "OpenBLAS 0.3 | kernel Zen | OPENBLAS_CORETYPE unset", err, sizeof err));
+    assert_int_equal(db_run_kernels(db, "r", k, sizeof k, err, sizeof err), 4);
+    assert_string_equal(k, "Haswell, Zen2, Zen");
+    /* this process's own: a kernel name and the variable as it is set or not */
+    OK(db_run_environment(db, "r", err, sizeof err));
+    char last[1024];
+    assert_int_equal(db_run_events(db, "r", "environment", last, sizeof last, err, sizeof err), 5);
+    assert_non_null(strstr(last, "| kernel "));
+    char want[128];
+    snprintf(want, sizeof want, "| OPENBLAS_CORETYPE %s, ", getenv("OPENBLAS_CORETYPE") ? getenv("OPENBLAS_CORETYPE") : "unset");
+    assert_non_null(strstr(last, want));
+    db_close(db);
+    printf("run kernels: none, then %s (distinct, in order); this process's environment: %s\n", k, last);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_run_kernels),
         cmocka_unit_test(test_sha256_vectors),
         cmocka_unit_test(test_schema_created_and_versioned),
         cmocka_unit_test(test_old_schema_refused),

@@ -49,8 +49,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <cblas.h>
-
 #include "model/adamw.h"
 #include "model/model.h"
 #include "agree.h"
@@ -622,28 +620,6 @@ static int setup_run(run_ctx *c, const gl_train_opts *o, char *err, size_t errle
     return fileio_write_all(path, "resolved config", c->config_ini, strlen(c->config_ini), err, errlen);
 }
 
-/* What made this attempt's numbers besides the code and the config: the
- * BLAS kernels, the variables that choose them, the threads and the CPU.
- * Recorded per attempt, since a run resumed on another machine can change
- * every one of them. */
-static void run_environment(char *out, size_t n) {
-    const char *core = getenv("OPENBLAS_CORETYPE"), *l2 = getenv("OPENBLAS_L2_SIZE");
-    char cpu[256] = "unknown", line[512];
-    FILE *f = fopen("/proc/cpuinfo", "r");
-    while (f && fgets(line, sizeof line, f)) {
-        const char *colon = strchr(line, ':');
-        if (!strncmp(line, "model name", 10) && colon) {
-            snprintf(cpu, sizeof cpu, "%s", colon + 1 + (colon[1] == ' '));
-            cpu[strcspn(cpu, "\n")] = '\0';
-            break;
-        }
-    }
-    if (f) fclose(f);
-    snprintf(out, n, "%s | kernel %s | OPENBLAS_CORETYPE %s, OPENBLAS_L2_SIZE %s | %d OpenMP threads | cpu %s",
-             openblas_get_config(), openblas_get_corename(), core ? core : "unset", l2 ? l2 : "unset",
-             omp_get_max_threads(), cpu);
-}
-
 /* Open the registry and register the run (or take over the one a sweep
  * scheduled), then mark it RUNNING.  *registered = 1 once it is. */
 static int setup_registry(run_ctx *c, const gl_train_opts *o, int *registered, char *err, size_t errlen) {
@@ -678,9 +654,7 @@ static int setup_registry(run_ctx *c, const gl_train_opts *o, int *registered, c
             return -1;
     }
     if (db_run_start(c->db, c->run_id, err, errlen)) return -1;
-    char env[1024];
-    run_environment(env, sizeof env);
-    if (db_run_event(c->db, c->run_id, "environment", env, err, errlen)) return -1;
+    if (db_run_environment(c->db, c->run_id, err, errlen)) return -1;
     *registered = 1;
     return 0;
 }

@@ -35,6 +35,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <cblas.h>
+#include <omp.h>
 
 #include "fileio.h"
 #include "metric.h"
@@ -531,6 +533,64 @@ static int db_row_events(sqlite3_stmt *st, void *ctx, char *err, size_t errlen) 
     e->count = sqlite3_column_int(st, 0);
     if (e->last) db_col_text(st, 1, e->last, e->lastlen);
     return 0;
+}
+
+/* This process's BLAS kernels, the variables that choose them, its threads and the CPU. */
+static void db_environment(char *out, size_t n) {
+    const char *core = getenv("OPENBLAS_CORETYPE"), *l2 = getenv("OPENBLAS_L2_SIZE");
+    char cpu[256] = "unknown", line[512];
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    while (f && fgets(line, sizeof line, f)) {
+        const char *colon = strchr(line, ':');
+        if (!strncmp(line, "model name", 10) && colon) {
+            snprintf(cpu, sizeof cpu, "%s", colon + 1 + (colon[1] == ' '));
+            cpu[strcspn(cpu, "\n")] = '\0';
+            break;
+        }
+    }
+    if (f) fclose(f);
+    snprintf(out, n, "%s | kernel %s | OPENBLAS_CORETYPE %s, OPENBLAS_L2_SIZE %s | %d OpenMP threads | cpu %s",
+             openblas_get_config(), openblas_get_corename(), core ? core : "unset", l2 ? l2 : "unset",
+             omp_get_max_threads(), cpu);
+}
+
+int db_run_environment(gl_db *db, const char *run_id, char *err, size_t errlen) {
+    char env[1024];
+    db_environment(env, sizeof env);
+    return db_run_event(db, run_id, "environment", env, err, errlen);
+}
+
+typedef struct {
+    char *out;
+    size_t n;
+} db_kernels_out;
+
+static int db_row_kernel(sqlite3_stmt *st, void *ctx, char *err, size_t errlen) {
+    db_kernels_out *k = ctx;
+    const char *d = (const char *)sqlite3_column_text(st, 0), *at = d ? strstr(d, "| kernel ") : NULL;
+    if (!at) return 0;
+    char name[48];
+    at += strlen("| kernel ");
+    size_t len = strcspn(at, " |");
+    snprintf(name, sizeof name, "%.*s", (int)(len < sizeof name ? len : sizeof name - 1), at);
+    if (!name[0]) return 0;
+    /* distinct: a name already listed, whole between separators, is not added again */
+    char padded[sizeof name + 4], list[512];
+    snprintf(padded, sizeof padded, ", %s, ", name);
+    snprintf(list, sizeof list, ", %s, ", k->out);
+    if (strstr(list, padded)) return 0;
+    size_t used = strlen(k->out);
+    snprintf(k->out + used, k->n - used, "%s%s", used ? ", " : "", name);
+    return 0;
+}
+
+int db_run_kernels(gl_db *db, const char *run_id, char *out, size_t n, char *err, size_t errlen) {
+    db_kernels_out k = {out, n};
+    out[0] = 0;
+    return db_query_each(db, "cannot read a run's environment events",
+                         "SELECT detail FROM run_events WHERE run_id = ?1 AND kind = 'environment' "
+                         "ORDER BY time, rowid",
+                         db_row_kernel, &k, err, errlen, "t", run_id);
 }
 
 int db_run_events(gl_db *db, const char *run_id, const char *kind, char *last, size_t lastlen, char *err,

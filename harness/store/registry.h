@@ -110,6 +110,17 @@ int db_run_event(gl_db *db, const char *run_id, const char *kind, const char *de
 
 /* The number of run_id's events of kind (NULL: any); the detail of the
  * latest copied to last (lastlen bytes) when last is not NULL.  -1 on error. */
+/* Record what made this attempt's numbers besides the code and the config
+ * as an `environment` event of run_id: OpenBLAS's config and kernel,
+ * OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE (or "unset"), the OpenMP threads and
+ * the CPU.  Called at every attempt's start, since a run resumed on another
+ * machine can change every one of them. */
+int db_run_environment(gl_db *db, const char *run_id, char *err, size_t errlen);
+/* The OpenBLAS kernels run_id's attempts recorded in their environment
+ * events, distinct, in the order first seen, ", "-separated into out ("" when
+ * none was recorded: runs trained before gatelab recorded them).  Returns the
+ * number of attempts that recorded one, or -1 with a message. */
+int db_run_kernels(gl_db *db, const char *run_id, char *out, size_t n, char *err, size_t errlen);
 int db_run_events(gl_db *db, const char *run_id, const char *kind, char *last, size_t lastlen, char *err,
                   size_t errlen);
 

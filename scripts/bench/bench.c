@@ -184,6 +184,7 @@ static int record(const char *db_path, const char *tag, const char *scale, const
              db_run_create(db, exp_id, id, variant, ini, "", 0, "RUNNING", err, sizeof err) ||
              db_params_put_ini(db, id, ini, err, sizeof err) || db_metrics_log(db, id, rows, nv, err, sizeof err) ||
              (checkpoint && db_tag_set(db, id, "checkpoint", checkpoint, err, sizeof err)) ||
+             db_run_environment(db, id, err, sizeof err) ||
              db_run_finish(db, id, "FINISHED", 0, NULL, err, sizeof err);
     if (rc) fprintf(stderr, "bench: registry %s: %s\n", db_path, err);
     db_close(db);

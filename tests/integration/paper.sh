@@ -44,6 +44,8 @@ else
     check "paper post matched early exit to the α read from claims.ini, saying hard or soft" \
         grep -qE 'early exit matched to the (hard|soft) α .*the paper.s α [0-9.]+' "$W/first.log"
 fi
+check "the provenance of every row with runs names the OpenBLAS kernel they recorded (trained and benched alike)" \
+    bash -c "grep -E '^- \*\*.* Runs: ' '$R' > '$W/prov.txt' && [ -s '$W/prov.txt' ] && ! grep -v 'OpenBLAS kernel [A-Za-z0-9]' '$W/prov.txt' && ! grep 'not recorded' '$W/prov.txt'"
 check "the report states the whole-split loss of every run" grep -q '^## Every run' "$R"
 check "the bench stage measured the costs (experiment cost-paper: $(grep -c . "$PAPER_RESULTS/bench.jsonl" 2>/dev/null) lines)" \
     bash -c "sqlite3 '$PAPER_RESULTS/gatelab.db' \"select count(*) from runs where run_id like 'cost-paper-s-%'\" | grep -qx 7"
