@@ -299,10 +299,7 @@ static void cl_note_run(claims_result *res, const runset_run *r) {
     while (*p) { /* each of the run's kernels, once in the row's list */
         size_t len = strcspn(p, ",");
         snprintf(one, sizeof one, "%.*s", (int)len, p);
-        char padded[72], list[sizeof res->kernels + 8];
-        snprintf(padded, sizeof padded, ", %s, ", one);
-        snprintf(list, sizeof list, ", %s, ", res->kernels);
-        if (!strstr(list, padded)) cl_app(res->kernels, sizeof res->kernels, "%s%s", res->kernels[0] ? ", " : "", one);
+        db_kernel_list_add(res->kernels, sizeof res->kernels, one);
         p += len;
         while (*p == ',' || *p == ' ') p++;
     }

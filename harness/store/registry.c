@@ -573,15 +573,19 @@ static int db_row_kernel(sqlite3_stmt *st, void *ctx, char *err, size_t errlen) 
     at += strlen("| kernel ");
     size_t len = strcspn(at, " |");
     snprintf(name, sizeof name, "%.*s", (int)(len < sizeof name ? len : sizeof name - 1), at);
-    if (!name[0]) return 0;
-    /* distinct: a name already listed, whole between separators, is not added again */
-    char padded[sizeof name + 4], list[512];
-    snprintf(padded, sizeof padded, ", %s, ", name);
-    snprintf(list, sizeof list, ", %s, ", k->out);
-    if (strstr(list, padded)) return 0;
-    size_t used = strlen(k->out);
-    snprintf(k->out + used, k->n - used, "%s%s", used ? ", " : "", name);
+    db_kernel_list_add(k->out, k->n, name);
     return 0;
+}
+
+void db_kernel_list_add(char *list, size_t n, const char *name) {
+    if (!name[0]) return;
+    /* distinct: a name already listed, whole between separators, is not added again */
+    char padded[72], framed[512];
+    snprintf(padded, sizeof padded, ", %s, ", name);
+    snprintf(framed, sizeof framed, ", %s, ", list);
+    if (strstr(framed, padded)) return;
+    size_t used = strlen(list);
+    if (used < n) snprintf(list + used, n - used, "%s%s", used ? ", " : "", name);
 }
 
 int db_run_kernels(gl_db *db, const char *run_id, char *out, size_t n, char *err, size_t errlen) {

@@ -121,6 +121,8 @@ int db_run_environment(gl_db *db, const char *run_id, char *err, size_t errlen);
  * none was recorded: runs trained before gatelab recorded them).  Returns the
  * number of attempts that recorded one, or -1 with a message. */
 int db_run_kernels(gl_db *db, const char *run_id, char *out, size_t n, char *err, size_t errlen);
+/* Add name to such a list (of size n) unless it is listed already. */
+void db_kernel_list_add(char *list, size_t n, const char *name);
 int db_run_events(gl_db *db, const char *run_id, const char *kind, char *last, size_t lastlen, char *err,
                   size_t errlen);
 
