@@ -721,6 +721,11 @@ static int cl_operating_point(const claims_row *row, claims_result *res, const r
         snprintf(res->why, sizeof res->why, "not measured: no group has %s", am);
         return -1;
     }
+    if (!isnan(row->alpha_within) && bd > row->alpha_within) {
+        snprintf(res->why, sizeof res->why, "not measured: no group's mean α (%s) is within %g of the paper's %.3f "
+                 "(nearest: λ = %g, α %.3f)", am, row->alpha_within, row->alpha, cl_lambda_of(pk[gs[best]]), bm);
+        return -1;
+    }
     cl_app(res->measured, sizeof res->measured, "operating point λ* = %g: the λ whose mean α (%s) over seeds, "
            "%.3f, is nearest the paper's %.3f", cl_lambda_of(pk[gs[best]]), am, bm, row->alpha);
     int from = gs[best], to = gs[best + 1];

@@ -60,6 +60,7 @@ typedef struct {
     char curve[128];              /* vs_curve: "split/prefix" of the partner's τ rows (…tau<τ>.loss, .active_frac) */
     char alpha_metric[CLAIMS_TEXT]; /* the operating point's α (lambda=@alpha, vs_curve) */
     double alpha;                 /* the paper's α for lambda=@alpha (NaN: none) */
+    double alpha_within;          /* lambda=@alpha: the largest |mean α − alpha| accepted (NaN: any) */
     char expect[16];              /* above, below, none */
     double threshold;
     char each[48];                /* "": one group; words of lambda, scale, steps, n_layer: one element per group,

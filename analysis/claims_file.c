@@ -17,7 +17,7 @@
 
 static void cl_row_defaults(claims_row *r) {
     memset(r, 0, sizeof *r);
-    r->paper_value = r->alpha = r->threshold = r->floor = r->ceiling = NAN;
+    r->paper_value = r->alpha = r->alpha_within = r->threshold = r->floor = r->ceiling = NAN;
     r->scale = 1;
     r->digits = 4;
     snprintf(r->expect, sizeof r->expect, "none");
@@ -78,7 +78,7 @@ static int cl_set(claims_row *r, const char *key, const char *v, char *msg, size
     const struct {
         const char *key;
         double *dst;
-    } num[] = {{"paper_value", &r->paper_value}, {"alpha", &r->alpha},     {"floor", &r->floor},
+    } num[] = {{"paper_value", &r->paper_value}, {"alpha", &r->alpha},     {"alpha_within", &r->alpha_within}, {"floor", &r->floor},
                {"ceiling", &r->ceiling},         {"scale", &r->scale}};
     for (size_t k = 0; k < sizeof num / sizeof num[0]; k++)
         if (!strcmp(key, num[k].key)) {
@@ -194,6 +194,8 @@ static int cl_check(const claims_row *r, char *msg, size_t ml) {
         return snprintf(msg, ml, "row [%s]: vs_curve needs curve = split/prefix (e.g. ablation/exit.tau)", r->id), -1;
     if (strstr(r->runs, "@alpha") && isnan(r->alpha))
         return snprintf(msg, ml, "row [%s]: lambda=@alpha needs alpha = the paper's α", r->id), -1;
+    if (!isnan(r->alpha_within) && (!strstr(r->runs, "@alpha") || !(r->alpha_within > 0)))
+        return snprintf(msg, ml, "row [%s]: alpha_within needs lambda=@alpha in runs and a value > 0", r->id), -1;
     if (r->across[0] && !cl_has_word(r->each, r->across))
         return snprintf(msg, ml, "row [%s]: across = %s needs %s among each's words", r->id, r->across, r->across), -1;
     if (!strcmp(r->reading, "trend") && !r->across[0])

@@ -534,6 +534,28 @@ int main(void) {
        r.v == CV_NOT_MEASURED && strstr(r.why, "matches 5 configurations") != NULL);
     claims_free(&cf);
 
+    /* alpha_within: the operating point refuses a group whose mean α is too far from the paper's (h9: α 0.75) */
+    const char *wtext = "[W]\nclaim = 5\npaper = p\nquantity = value\n"
+                        "runs = data=hostile depth_routing=tsa train.steps=100 lambda=@alpha\nalpha = 0.5\n"
+                        "alpha_within = 0.1\nmetric = val/final.tlops_saved\nexpect = above 0\n"
+                        "[X]\nclaim = 5\npaper = p\nquantity = value\n"
+                        "runs = data=hostile depth_routing=tsa train.steps=100 lambda=@alpha\nalpha = 0.5\n"
+                        "alpha_within = 0.3\nmetric = val/final.tlops_saved\nexpect = above 0\n";
+    ok("alpha_within rows parse", claims_parse(wtext, "w.ini", &cf, err, sizeof err) == 0 && cf.n == 2);
+    claims_eval(&cf.rows[0], &hs, &r);
+    printf("     W row: %s\n", r.why);
+    ok("alpha_within 0.1: α 0.75 is 0.25 from 0.5, not measured, naming the nearest λ and α",
+       r.v == CV_NOT_MEASURED && strstr(r.why, "within 0.1 of the paper's 0.500") && strstr(r.why, "α 0.750"));
+    claims_eval(&cf.rows[1], &hs, &r);
+    ok("alpha_within 0.3: the same group is taken (tlops_saved 0.125, n 1)",
+       r.v != CV_NOT_MEASURED && r.ne == 1 && r.e[0].s.n == 1 && r.e[0].s.mean == 0.125);
+    claims_free(&cf);
+    ok("alpha_within without lambda=@alpha is refused",
+       claims_parse("[V]\nclaim = 5\npaper = p\nquantity = value\nruns = data=hostile lambda=0.05\n"
+                    "alpha_within = 0.1\nmetric = val/final.loss\n", "v.ini", &cf, err, sizeof err) != 0 &&
+           strstr(err, "alpha_within needs lambda=@alpha"));
+    claims_free(&cf);
+
     /* paper post's operating point: the paper's α from the claims file, λ* by the hard α when every run has it */
     if (claims_load("experiments/paper/claims.ini", &cf, err, sizeof err) == 0) {
         ok("claims.ini: tinyshakespeare's operating α is 0.726", claims_operating_alpha(&cf, "tinyshakespeare") == 0.726);
