@@ -368,8 +368,10 @@ static int cl_sample_choose(cl_ctx *c, const runset_run *const *g, int n, cl_sam
                          c->axis_val, row->metric_b[0] ? row->metric_b : row->metric);
                 return -1;
             }
-            cl_app(res->measured, sizeof res->measured, "; partner (%s=%s%s%s): %s", c->axis, c->axis_val,
-                   c->vextra[0] ? " " : "", c->vextra, mb);
+            char frag[2 * CLAIMS_TEXT]; /* once per row, not once per element of `each` */
+            snprintf(frag, sizeof frag, "; partner (%s=%s%s%s): %s", c->axis, c->axis_val, c->vextra[0] ? " " : "",
+                     c->vextra, mb);
+            if (!strstr(res->measured, frag)) cl_app(res->measured, sizeof res->measured, "%s", frag);
         }
     } else if (!strcmp(q, "within")) {
         if (cl_choose(row->metric_b, g, n, row->agg, mb, ml) < 0) {
@@ -780,9 +782,20 @@ static void cl_across(const claims_row *row, claims_result *res, int ok) {
     }
     for (int k = 0; k < res->ne; k++) res->e[k].v = CV_DESCRIBED;
     if (res->ne < 2 || lo == hi || res->e[lo].at == res->e[hi].at || res->ne >= CLAIMS_ELEMS) {
+        int nv = 0; /* distinct values of the axis among the elements */
+        for (int k = 0; k < res->ne; k++) {
+            int seen = 0;
+            for (int j = 0; j < k && !seen; j++) seen = res->e[j].at == res->e[k].at;
+            nv += !seen;
+        }
+        if (res->ne >= 2 && nv == 1)
+            snprintf(res->why, sizeof res->why, "not measured: needs pairs at two or more values of %s; the registry "
+                     "has %d groups with pairs, all at one value (the first: %s): another value, or narrow the row's runs",
+                     row->across, ok, res->e[0].label);
+        else
+            snprintf(res->why, sizeof res->why, "not measured: needs pairs at two or more values of %s; the registry "
+                     "has them at %d", row->across, nv);
         res->ne = 0;
-        snprintf(res->why, sizeof res->why, "not measured: needs pairs at two or more values of %s; the registry "
-                 "has them at %d", row->across, ok);
         return;
     }
     char lab_hi[64], lab_lo[64];

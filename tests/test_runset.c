@@ -550,6 +550,18 @@ int main(void) {
     ok("alpha_within 0.3: the same group is taken (tlops_saved 0.125, n 1)",
        r.v != CV_NOT_MEASURED && r.ne == 1 && r.e[0].s.n == 1 && r.e[0].s.mean == 0.125);
     claims_free(&cf);
+    /* across over elements all at one value of the axis (h9, h10: scale xs at 100 and 200 steps) */
+    ok("one-value across row parses",
+       claims_parse("[U]\nclaim = 9\npaper = p\nquantity = diff\nruns = data=hostile depth_routing=tsa\n"
+                    "each = scale steps\nacross = scale\nmetric = val/final.loss\nversus = depth_routing=none\n"
+                    "expect = below 0\n", "u.ini", &cf, err, sizeof err) == 0 && cf.n == 1);
+    claims_eval(&cf.rows[0], &hs, &r);
+    printf("     U row: %s | %s\n", r.why, r.measured);
+    const char *pm = strstr(r.measured, "; partner (");
+    ok("across at one value: not measured, saying the groups are all at one value of scale",
+       r.v == CV_NOT_MEASURED && strstr(r.why, "2 groups with pairs, all at one value (the first: scale xs"));
+    ok("the partner's metric is named once, not once per element", pm && !strstr(pm + 1, "; partner ("));
+    claims_free(&cf);
     ok("alpha_within without lambda=@alpha is refused",
        claims_parse("[V]\nclaim = 5\npaper = p\nquantity = value\nruns = data=hostile lambda=0.05\n"
                     "alpha_within = 0.1\nmetric = val/final.loss\n", "v.ini", &cf, err, sizeof err) != 0 &&
