@@ -613,6 +613,15 @@ static int pr_forest(const char *dir, const claims_result *res, int n, char *pat
     return 0;
 }
 
+/* A file of the source tree as a reader of the report finds it in a clone
+ * ("experiments/paper/claims.ini"), not as this machine's absolute path. */
+static const char *pr_tree_path(const char *path) {
+    const char *best = NULL;
+    for (const char *p = strstr(path, "experiments/"); p; p = strstr(p + 1, "experiments/"))
+        if (p == path || p[-1] == '/') best = p;
+    return best ? best : path;
+}
+
 /* "# preregistered: <commit>" in the plan, into out ("" none). */
 static void pr_prereg(const char *plan_path, char *out, size_t n) {
     out[0] = 0;
@@ -853,7 +862,7 @@ int paper_report(gl_db *db, const char *preset, const char *plan_path, const cha
                "λ whose mean α over seeds (hard, skipping done, where measured) is nearest the paper's α for that claim; "
                "each such row states λ* and the α it had. TSA quality is read with the skipping done (`hard.*`) where "
                "it was measured; a row that fell back to the soft model says \"soft (hard not measured)\".\n\n",
-            preset, results, n, claims_path);
+            preset, results, n, pr_tree_path(claims_path));
     pr_prereg(plan_path, prereg, sizeof prereg);
     if (prereg[0]) fprintf(f, "Pre-registration: the rules of this plan were committed at `%s` before its runs.\n\n", prereg);
     else fprintf(f, "Pre-registration: none recorded (the plan has no `# preregistered: <commit>` line).\n\n");
