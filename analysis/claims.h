@@ -83,11 +83,19 @@ typedef struct {
     int context;                  /* 1: shown, not part of the claim's verdict */
 } claims_row;
 
+/* A question of the plan (`[question N]`: text, and the ids of the rows that answer it). */
+typedef struct {
+    char text[CLAIMS_TEXT];
+    char rows[CLAIMS_TEXT]; /* row ids separated by spaces, each a row of the file */
+} claims_question;
+
 typedef struct {
     claims_row *rows;
     int n;
     char disclosures[16][CLAIMS_TEXT];
     int n_disclosures;
+    claims_question questions[16];
+    int n_questions;
     char title[CLAIMS_TEXT];
 } claims_file;
 

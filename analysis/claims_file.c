@@ -172,6 +172,23 @@ static int cl_each_check(const char *each) {
     return 0;
 }
 
+/* Every question has its text and rows, and each of its row ids is a row of the file. */
+static int cl_check_questions(const claims_file *cf, char *msg, size_t ml) {
+    for (int q = 0; q < cf->n_questions; q++) {
+        const claims_question *qu = &cf->questions[q];
+        if (!qu->text[0] || !qu->rows[0])
+            return snprintf(msg, ml, "question %d needs text = and rows =", q + 1), -1;
+        char ids[CLAIMS_TEXT];
+        snprintf(ids, sizeof ids, "%s", qu->rows);
+        for (char *save = NULL, *w = strtok_r(ids, " \t,", &save); w; w = strtok_r(NULL, " \t,", &save)) {
+            int found = 0;
+            for (int k = 0; k < cf->n && !found; k++) found = !strcmp(cf->rows[k].id, w);
+            if (!found) return snprintf(msg, ml, "question %d names row [%s], which the file has not", q + 1, w), -1;
+        }
+    }
+    return 0;
+}
+
 /* Check a finished row; -1 with a message. */
 static int cl_check(const claims_row *r, char *msg, size_t ml) {
     if (!r->claim[0]) return snprintf(msg, ml, "row [%s] has no claim = (the claim it belongs to)", r->id), -1;
@@ -216,7 +233,7 @@ static int cl_check(const claims_row *r, char *msg, size_t ml) {
 int claims_parse(const char *text, const char *name, claims_file *cf, char *err, size_t errlen) {
     memset(cf, 0, sizeof *cf);
     int cap = 0, line_no = 0, rc = -1;
-    enum { NONE, ROW, DISCLOSURE, HEAD } in = NONE;
+    enum { NONE, ROW, DISCLOSURE, HEAD, QUESTION } in = NONE;
     char msg[400] = "";
     for (const char *p = text; *p;) {
         const char *e = strchr(p, '\n');
@@ -249,6 +266,13 @@ int claims_parse(const char *text, const char *name, claims_file *cf, char *err,
                 }
                 cf->n_disclosures++;
                 in = DISCLOSURE;
+            } else if (!strncmp(sec, "question", 8) && (!sec[8] || sec[8] == ' ')) {
+                if (cf->n_questions == 16) {
+                    snprintf(msg, sizeof msg, "more than 16 questions");
+                    goto bad;
+                }
+                cf->n_questions++;
+                in = QUESTION;
             } else {
                 if (!*sec || strlen(sec) >= sizeof cf->rows[0].id) {
                     snprintf(msg, sizeof msg, "a row id is 1..31 bytes");
@@ -287,6 +311,20 @@ int claims_parse(const char *text, const char *name, claims_file *cf, char *err,
             snprintf(msg, sizeof msg, "key '%s' before any [section]", key);
             goto bad;
         }
+        if (in == QUESTION) {
+            claims_question *q = &cf->questions[cf->n_questions - 1];
+            char *dst = !strcmp(key, "text") ? q->text : !strcmp(key, "rows") ? q->rows : NULL;
+            if (!dst) {
+                snprintf(msg, sizeof msg, "unknown key '%s' (a [question] section takes text = and rows =)", key);
+                goto bad;
+            }
+            if (strlen(val) >= CLAIMS_TEXT) {
+                snprintf(msg, sizeof msg, "%s is longer than %d bytes", key, CLAIMS_TEXT - 1);
+                goto bad;
+            }
+            snprintf(dst, CLAIMS_TEXT, "%s", val);
+            continue;
+        }
         if (in == HEAD || in == DISCLOSURE) {
             if (strcmp(key, in == HEAD ? "title" : "text")) {
                 snprintf(msg, sizeof msg, "unknown key '%s' (a [%s] section takes %s =)", key,
@@ -309,6 +347,10 @@ int claims_parse(const char *text, const char *name, claims_file *cf, char *err,
     }
     if (!cf->n) {
         snprintf(msg, sizeof msg, "no rows");
+        line_no = -1;
+        goto bad;
+    }
+    if (cl_check_questions(cf, msg, sizeof msg)) {
         line_no = -1;
         goto bad;
     }

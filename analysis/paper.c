@@ -516,7 +516,43 @@ static void pr_ours(const claims_result *res, char *out, size_t n) {
     if (res->why[0] && l < n) snprintf(out + l, n - l, " — %s", res->why); /* guards, unlike tokens, above-ideal */
 }
 
+/* The plan's questions (`[question N]` of the claims file): each with the rows
+ * that answer it, their verdicts, and whether it is answered — every row that
+ * is not context measured (a verdict other than *not measured*). */
+static void pr_questions(FILE *f, const claims_file *cf, const claims_result *res) {
+    if (!cf->n_questions) return;
+    fprintf(f, "## Questions\n\nThe plan's questions and the rows that answer them (their verdicts; context rows "
+               "in parentheses, described, not judged). A question is *answered* when each of its other rows is "
+               "measured, *partly* when some are, *not yet* when none is; the rows' own lines below give the "
+               "interval, n and MDE.\n\n| question | answered | rows |\n| --- | --- | --- |\n");
+    for (int q = 0; q < cf->n_questions; q++) {
+        const claims_question *qu = &cf->questions[q];
+        char ids[CLAIMS_TEXT], cell[8192] = "";
+        int judged = 0, measured = 0;
+        snprintf(ids, sizeof ids, "%s", qu->rows);
+        for (char *save = NULL, *w = strtok_r(ids, " \t,", &save); w; w = strtok_r(NULL, " \t,", &save))
+            for (int k = 0; k < cf->n; k++) {
+                if (strcmp(cf->rows[k].id, w)) continue;
+                const int ctx = cf->rows[k].context;
+                size_t l = strlen(cell);
+                snprintf(cell + l, sizeof cell - l, "%s%s%s %s%s", l ? "; " : "", ctx ? "(" : "", w,
+                         res[k].v == CV_NOT_MEASURED ? "not measured" : pr_verdict_md(res[k].v), ctx ? ")" : "");
+                if (!ctx) judged++, measured += res[k].v != CV_NOT_MEASURED;
+                break;
+            }
+        const char *state = !judged ? (strstr(cell, "not measured") ? "partly" : "answered")
+                          : measured == judged ? "answered" : measured ? "partly" : "not yet";
+        fprintf(f, "|");
+        pr_cell(f, qu->text);
+        fprintf(f, " %s%s |", state, judged ? "" : " (context rows only)");
+        pr_cell(f, cell);
+        fprintf(f, "\n");
+    }
+    fprintf(f, "\n");
+}
+
 static int pr_rows(FILE *f, const claims_file *cf, const claims_result *res, int *n_rows) {
+    pr_questions(f, cf, res);
     fprintf(f, "## Claims\n\nEach claim's verdict combines its rows (context rows are shown, not counted): not "
                "reproduced if any row is; otherwise not measured, uninformative or inconclusive if any row is; "
                "otherwise direction reproduced, magnitude differs if any row is; otherwise reproduced.\n\n"

@@ -534,6 +534,28 @@ int main(void) {
        r.v == CV_NOT_MEASURED && strstr(r.why, "matches 5 configurations") != NULL);
     claims_free(&cf);
 
+    /* [question N]: text and rows, each row id a row of the file */
+    ok("a question naming its rows parses",
+       claims_parse("[question 1]\ntext = Q1. does it?\nrows = A B\n[A]\nclaim = 1\npaper = p\nquantity = value\n"
+                    "runs = data=d\nmetric = val/final.loss\n[B]\nclaim = 1\npaper = p\nquantity = value\n"
+                    "runs = data=d\nmetric = val/final.loss\n", "q.ini", &cf, err, sizeof err) == 0 &&
+           cf.n_questions == 1 && !strcmp(cf.questions[0].rows, "A B") && cf.n == 2);
+    claims_free(&cf);
+    ok("a question naming a row the file has not is refused, naming it",
+       claims_parse("[question 1]\ntext = Q1\nrows = A Z\n[A]\nclaim = 1\npaper = p\nquantity = value\n"
+                    "runs = data=d\nmetric = val/final.loss\n", "q.ini", &cf, err, sizeof err) != 0 &&
+           strstr(err, "question 1 names row [Z]"));
+    claims_free(&cf);
+    ok("a question without rows is refused",
+       claims_parse("[question 1]\ntext = Q1\n[A]\nclaim = 1\npaper = p\nquantity = value\nruns = data=d\n"
+                    "metric = val/final.loss\n", "q.ini", &cf, err, sizeof err) != 0 &&
+           strstr(err, "question 1 needs text = and rows ="));
+    claims_free(&cf);
+    ok("a question's unknown key is refused",
+       claims_parse("[question 1]\ntext = Q1\nrow = A\n[A]\nclaim = 1\npaper = p\nquantity = value\nruns = data=d\n"
+                    "metric = val/final.loss\n", "q.ini", &cf, err, sizeof err) != 0 && strstr(err, "unknown key 'row'"));
+    claims_free(&cf);
+
     /* alpha_within: the operating point refuses a group whose mean α is too far from the paper's (h9: α 0.75) */
     const char *wtext = "[W]\nclaim = 5\npaper = p\nquantity = value\n"
                         "runs = data=hostile depth_routing=tsa train.steps=100 lambda=@alpha\nalpha = 0.5\n"

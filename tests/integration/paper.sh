@@ -16,8 +16,8 @@ check "make paper PRESET=smoke exits 0 (log $W/first.log)" [ "$rc" -eq 0 ]
 R="$PAPER_RESULTS/REPORT.md"
 check "REPORT.md written" [ -s "$R" ]
 C=experiments/paper/claims.ini
-want=$(grep -E '^\[' "$C" | grep -vcE '^\[(report|disclosure)')
-ids=$(grep -E '^\[' "$C" | grep -vE '^\[(report|disclosure)' | tr -d '[]')
+want=$(grep -E '^\[' "$C" | grep -vcE '^\[(report|disclosure|question)')
+ids=$(grep -E '^\[' "$C" | grep -vE '^\[(report|disclosure|question)' | tr -d '[]')
 rows=$(sed -n '/^## Rows/,/^## Verdict rules/p' "$R" | grep -cE '^\| [^-| ][^|]* \| ')
 check "one report row per row of claims.ini: $want (got $((rows - 1)) plus the header)" [ "$rows" -eq $((want + 1)) ]
 missing=0
@@ -31,6 +31,9 @@ check "claims 1 and 2 (copy, sort: no data set needed) are computed" \
 check "TSA rows say which quality they read (hard, or soft because hard was not measured)" \
     bash -c "grep -E '^\| 1a \|' '$R' | grep -qE 'val/hard.tlops_saved|not measured\)'"
 check "the report lists the disclosed changes of method" grep -q '^## Disclosed changes' "$R"
+nq=$(grep -cE '^\[question ' "$C")
+check "the Questions table has one line per [question] of claims.ini ($nq), each with its state and rows" \
+    bash -c "[ \$(sed -n '/^## Questions/,/^## Claims/p' '$R' | grep -cE '^\| Q[0-9]+\. .*\| (answered|partly|not yet)[^|]* \| [0-9A-Za-z-]+ ') -eq $nq ]"
 check "the report states its pre-registration" grep -q '^Pre-registration:' "$R"
 check "the forest plot's numbers are written" [ -s "$PAPER_RESULTS/figures/paper_forest.tsv" ]
 check "no published number as a C literal of the report or post code (0.726, 0.549, 0.71)" \
