@@ -83,10 +83,13 @@ typedef struct {
     int context;                  /* 1: shown, not part of the claim's verdict */
 } claims_row;
 
-/* A question of the plan (`[question N]`: text, and the ids of the rows that answer it). */
+/* A question of the plan (`[question N]`: text, the ids of the rows that answer it, and the
+ * plan groups whose runs they read). */
 typedef struct {
     char text[CLAIMS_TEXT];
-    char rows[CLAIMS_TEXT]; /* row ids separated by spaces, each a row of the file */
+    char rows[CLAIMS_TEXT];   /* row ids separated by spaces, each a row of the file */
+    char groups[CLAIMS_TEXT]; /* plan groups separated by spaces ("" none): the report checks each against
+                               * the plan, and a question with runs left there is not answered */
 } claims_question;
 
 typedef struct {

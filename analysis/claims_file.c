@@ -313,9 +313,13 @@ int claims_parse(const char *text, const char *name, claims_file *cf, char *err,
         }
         if (in == QUESTION) {
             claims_question *q = &cf->questions[cf->n_questions - 1];
-            char *dst = !strcmp(key, "text") ? q->text : !strcmp(key, "rows") ? q->rows : NULL;
+            char *dst = !strcmp(key, "text")     ? q->text
+                        : !strcmp(key, "rows")   ? q->rows
+                        : !strcmp(key, "groups") ? q->groups
+                                                 : NULL;
             if (!dst) {
-                snprintf(msg, sizeof msg, "unknown key '%s' (a [question] section takes text = and rows =)", key);
+                snprintf(msg, sizeof msg, "unknown key '%s' (a [question] section takes text =, rows = and groups =)",
+                         key);
                 goto bad;
             }
             if (strlen(val) >= CLAIMS_TEXT) {

@@ -373,8 +373,9 @@ static void pp_hours(char *out, size_t n, double secs) {
     else snprintf(out, n, "%.1f h", secs / 3600);
 }
 
+/* The plan-progress table; left[k] gets plan line k's runs left to train (-1: not known here). */
 static int write_progress(FILE *f, gl_db *db, const paper_plan *plan, const char *plan_dir, const char *preset,
-                          const paper_run *runs, int nruns, char *err, size_t errlen) {
+                          const paper_run *runs, int nruns, int *left_by_line, char *err, size_t errlen) {
     fprintf(f, "## Plan progress\n\nLeft to run: each group's runs not finished, at the median seconds per step "
                "of the finished runs of the same shape (d_model, blocks, context, batch), one thread, as measured "
                "here — runs that shared the machine ran slower, so this is the budget at this machine's pace.\n\n"
@@ -398,6 +399,7 @@ static int write_progress(FILE *f, gl_db *db, const paper_plan *plan, const char
         double secs;
         int untimed;
         const int left = pp_left(l, plan_dir, db, runs, nruns, &secs, &untimed, why, sizeof why);
+        left_by_line[k] = left;
         if (left < 0) snprintf(cell, sizeof cell, "not known here: %s", why);
         else if (!left) snprintf(cell, sizeof cell, "—");
         else {
@@ -516,43 +518,70 @@ static void pr_ours(const claims_result *res, char *out, size_t n) {
     if (res->why[0] && l < n) snprintf(out + l, n - l, " — %s", res->why); /* guards, unlike tokens, above-ideal */
 }
 
-/* The plan's questions (`[question N]` of the claims file): each with the rows
- * that answer it, their verdicts, and whether it is answered — every row that
- * is not context measured (a verdict other than *not measured*). */
-static void pr_questions(FILE *f, const claims_file *cf, const claims_result *res) {
+/* Plan line of GROUP, or -1. */
+static int pr_plan_line(const paper_plan *plan, const char *group) {
+    for (int k = 0; k < plan->n; k++)
+        if (!strcmp(plan->lines[k].group, group)) return k;
+    return -1;
+}
+
+/* The plan's questions (`[question N]` of the claims file): each with the rows that answer it, their
+ * verdicts, and whether it is answered — every judged row measured (a verdict other than *not
+ * measured*) and no run left in the plan groups it names.  A group this plan has not (the claims file
+ * serves every preset; tests/integration/plans.sh checks the decisive plan has them all) is said, and
+ * keeps the question from being answered.  Rows that are described, not judged (context rows, and
+ * rows without a threshold), are shown in parentheses and not counted. */
+static void pr_questions(FILE *f, const claims_file *cf, const claims_result *res, const paper_plan *plan,
+                         const int *left) {
     if (!cf->n_questions) return;
-    fprintf(f, "## Questions\n\nThe plan's questions and the rows that answer them (their verdicts; context rows "
-               "in parentheses, described, not judged). A question is *answered* when each of its other rows is "
-               "measured, *partly* when some are, *not yet* when none is; the rows' own lines below give the "
-               "interval, n and MDE.\n\n| question | answered | rows |\n| --- | --- | --- |\n");
+    fprintf(f, "## Questions\n\nThe plan's questions and the rows that answer them, with their verdicts (rows that "
+               "are described, not judged, in parentheses). A question is *answered* when each of its judged rows is "
+               "measured and the plan groups it names have no runs left, *partly* when some rows are measured, *not "
+               "yet* when none is; the rows' own lines below give the interval, n and MDE.\n\n"
+               "| question | answered | rows | runs left in its groups |\n| --- | --- | --- | --- |\n");
     for (int q = 0; q < cf->n_questions; q++) {
         const claims_question *qu = &cf->questions[q];
-        char ids[CLAIMS_TEXT], cell[8192] = "";
-        int judged = 0, measured = 0;
+        char ids[CLAIMS_TEXT], cell[8192] = "", groups[CLAIMS_TEXT], runs_left[2048] = "";
+        int judged = 0, measured = 0, pending = 0;
         snprintf(ids, sizeof ids, "%s", qu->rows);
         for (char *save = NULL, *w = strtok_r(ids, " \t,", &save); w; w = strtok_r(NULL, " \t,", &save))
             for (int k = 0; k < cf->n; k++) {
                 if (strcmp(cf->rows[k].id, w)) continue;
-                const int ctx = cf->rows[k].context;
+                const int shown = cf->rows[k].context || !strcmp(cf->rows[k].expect, "none");
                 size_t l = strlen(cell);
-                snprintf(cell + l, sizeof cell - l, "%s%s%s %s%s", l ? "; " : "", ctx ? "(" : "", w,
-                         res[k].v == CV_NOT_MEASURED ? "not measured" : pr_verdict_md(res[k].v), ctx ? ")" : "");
-                if (!ctx) judged++, measured += res[k].v != CV_NOT_MEASURED;
+                snprintf(cell + l, sizeof cell - l, "%s%s%s %s%s", l ? "; " : "", shown ? "(" : "", w,
+                         res[k].v == CV_NOT_MEASURED ? "not measured" : pr_verdict_md(res[k].v), shown ? ")" : "");
+                if (!shown) judged++, measured += res[k].v != CV_NOT_MEASURED;
                 break;
             }
-        const char *state = !judged ? (strstr(cell, "not measured") ? "partly" : "answered")
-                          : measured == judged ? "answered" : measured ? "partly" : "not yet";
+        snprintf(groups, sizeof groups, "%s", qu->groups);
+        for (char *save = NULL, *w = strtok_r(groups, " \t,", &save); w; w = strtok_r(NULL, " \t,", &save)) {
+            const int k = pr_plan_line(plan, w);
+            if (k >= 0 && !left[k]) continue;
+            size_t l = strlen(runs_left);
+            if (k < 0) snprintf(runs_left + l, sizeof runs_left - l, "%s%s: not in this plan", l ? "; " : "", w);
+            else if (left[k] < 0) snprintf(runs_left + l, sizeof runs_left - l, "%s%s: not known here", l ? "; " : "", w);
+            else snprintf(runs_left + l, sizeof runs_left - l, "%s%s: %d", l ? "; " : "", w, left[k]);
+            pending = 1;
+        }
+        const char *state = !judged     ? (strstr(cell, "not measured") || pending ? "partly" : "answered")
+                          : !measured   ? "not yet"
+                          : measured == judged && !pending ? "answered"
+                                                           : "partly";
         fprintf(f, "|");
         pr_cell(f, qu->text);
-        fprintf(f, " %s%s |", state, judged ? "" : " (context rows only)");
+        fprintf(f, " %s%s |", state, judged ? "" : " (described rows only)");
         pr_cell(f, cell);
+        if (runs_left[0]) pr_cell(f, runs_left);
+        else fprintf(f, " %s |", qu->groups[0] ? "none" : "— (names no groups)");
         fprintf(f, "\n");
     }
     fprintf(f, "\n");
 }
 
-static int pr_rows(FILE *f, const claims_file *cf, const claims_result *res, int *n_rows) {
-    pr_questions(f, cf, res);
+static int pr_rows(FILE *f, const claims_file *cf, const claims_result *res, const paper_plan *plan, const int *left,
+                   int *n_rows) {
+    pr_questions(f, cf, res, plan, left);
     fprintf(f, "## Claims\n\nEach claim's verdict combines its rows (context rows are shown, not counted): not "
                "reproduced if any row is; otherwise not measured, uninformative or inconclusive if any row is; "
                "otherwise direction reproduced, magnitude differs if any row is; otherwise reproduced.\n\n"
@@ -827,6 +856,7 @@ int paper_report(gl_db *db, const char *preset, const char *plan_path, const cha
     runset rs = {0};
     claims_file cf = {0};
     claims_result *res = NULL;
+    int *left = NULL;
     FILE *f = NULL;
     *n_rows = 0;
     paper_plan plan;
@@ -921,8 +951,13 @@ int paper_report(gl_db *db, const char *preset, const char *plan_path, const cha
                 n, tokens / 1e6, train_s, busy_seconds(runs, n) / 3600.0, (t1 - t0) / 3600.0);
     char plan_dir[4200];
     snprintf(plan_dir, sizeof plan_dir, "%.*s", slash ? (int)(slash - plan_path + 1) : 0, plan_path);
-    if (write_progress(f, db, &plan, plan_dir, preset, runs, n, err, errlen)) goto done;
-    if (pr_rows(f, &cf, res, n_rows)) goto write_fail;
+    left = calloc((size_t)plan.n, sizeof *left);
+    if (!left) {
+        snprintf(err, errlen, "out of memory for a plan of %d lines", plan.n);
+        goto done;
+    }
+    if (write_progress(f, db, &plan, plan_dir, preset, runs, n, left, err, errlen)) goto done;
+    if (pr_rows(f, &cf, res, &plan, left, n_rows)) goto write_fail;
     pr_provenance(f, &cf, res, &plan, results);
     write_runs(f, runs, n);
     write_figures(f, out_dir, &figs, fig_err);
@@ -935,6 +970,7 @@ write_fail:
 done:
     fileio_abort(&out); /* nothing when committed */
     plan_free(&plan);
+    free(left);
     free(res);
     claims_free(&cf);
     runset_free(&rs);

@@ -560,6 +560,10 @@ int main(void) {
                                                            "question 1 needs text = and rows ="));
     ok("a question's unknown key is refused",
        parse_refused("[question 1]\ntext = Q1\nrow = A\n" ROW_A, "unknown key 'row'"));
+    ok("a question's plan groups parse (the report checks them against the plan)",
+       claims_parse("[question 1]\ntext = Q1\nrows = A\ngroups = g1 g2\n" ROW_A, "q.ini", &cf, err, sizeof err) == 0 &&
+           !strcmp(cf.questions[0].groups, "g1 g2"));
+    claims_free(&cf);
 
     /* alpha_within: the operating point refuses a group whose mean α is too far from the paper's (h9: α 0.75) */
     const char *wtext = "[W]\nclaim = 5\npaper = p\nquantity = value\n"

@@ -228,4 +228,31 @@ sys.exit(1 if bad else 0)
 PY
 rc=$?
 check "the hand computation ran and agrees with every row (python exit $rc)" test $rc -eq 0
+
+# [question N] with groups =: answered only when its rows are measured and its plan groups have no
+# runs left; a group the plan has not is said (the claims file serves every preset's plan).
+cat >> "$P0/claims.ini" <<'INI'
+[question 1]
+text = Q1. the finished group
+rows = b lam
+groups = q1b
+[question 2]
+text = Q2. the same rows, and a group not run yet
+rows = b lam
+groups = q1b q1later
+INI
+printf 'q1later tiny.ini 9 --axis seed=1,2 steps=7\n' >> "$P0/q1.plan"
+cp "$TINY" "$P0/tiny.ini" # the plan's manifest, which the runs left are expanded from
+"$BIN" paper report q1 --results "$R" --out "$W/out2" > "$W/report2.log" 2>&1; rc=$?
+check "paper report q1 with questions (exit $rc)" test $rc -eq 0 -a -f "$W/out2/REPORT.md"
+Q=$(sed -n '/^## Questions/,/^## Claims/p' "$W/out2/REPORT.md")
+check "a question whose rows are measured and whose group has no runs left is answered, with none left" \
+    bash -c "grep -qE '^\| Q1\. the finished group \| answered \| b [^|]*\| none \|\$' <<< \"\$0\"" "$Q"
+check "a question with a group that has runs left is partly answered and names the runs left (q1later: 2)" \
+    bash -c "grep -qE '^\| Q2\. [^|]* \| partly \| b [^|]*\| q1later: 2 \|\$' <<< \"\$0\"" "$Q"
+sed -i 's/^groups = q1b q1later$/groups = q1b q1never/' "$P0/claims.ini"
+"$BIN" paper report q1 --results "$R" --out "$W/out3" > "$W/report3.log" 2>&1; rc=$?
+Q=$(sed -n '/^## Questions/,/^## Claims/p' "$W/out3/REPORT.md")
+check "a question naming a group this plan has not (another preset's): exit $rc, partly, the group said" \
+    bash -c "[ $rc -eq 0 ] && grep -qE '^\| Q2\. [^|]* \| partly \| b [^|]*\| q1never: not in this plan \|\$' <<< \"\$0\"" "$Q"
 if [ -n "${KEEP:-}" ]; then cp -r "$W/out" "$KEEP"; fi # the report, kept for a look (KEEP=DIR)

@@ -8,6 +8,8 @@
 #   - a registry whose runs were trained with other settings than the plan's
 #     (another preset's registry), or holding none of its groups: the title says
 #     so; the preset's own registry keeps the plain title
+#   - every plan group a [question] of claims.ini names (groups =) is a line of
+#     the decisive plan (the report says "not in this plan" of any other)
 # The presets are plans in a stand-in source tree ($GATELAB_ROOT) whose
 # scripts/ and experiments/ are the real ones.
 set -u
@@ -84,3 +86,9 @@ check "g3 (d_model 64, a shape no run has): untimed, said so" \
 check "g4 (a key gatelab does not know): 'not known here', naming the key" \
     grep -q '^| g4 | 1 | not started | not known here: .*no_such_key' "$W/out/REPORT.md"
 check "the total: 3 runs left, the untimed ones said" grep -q '^Left in all: 3 runs, ≈ [0-9.]* s of one thread for those of a timed shape\.$' "$W/out/REPORT.md"
+missing=$(awk '/^\[question/ {q = $0} /^groups *=/ {sub(/^groups *= */, ""); n = split($0, g, /[ ,\t]+/);
+                for (i = 1; i <= n; i++) if (g[i] != "") print q "|" g[i]}' "$ROOT/experiments/paper/claims.ini" |
+          while IFS='|' read -r sec grp; do grep -qE "^$grp[[:space:]]" "$ROOT/experiments/paper/decisive.plan" || echo "$sec $grp"; done)
+nq=$(grep -c '^groups *=' "$ROOT/experiments/paper/claims.ini")
+check "claims.ini's questions name groups ($nq lines), each a line of decisive.plan${missing:+ (not: $missing)}" \
+    test "$nq" -gt 0 -a -z "$missing"
