@@ -1073,6 +1073,16 @@ static void test_run_kernels(void **state) {
     char want[128];
     snprintf(want, sizeof want, "| OPENBLAS_CORETYPE %s, ", getenv("OPENBLAS_CORETYPE") ? getenv("OPENBLAS_CORETYPE") : "unset");
     assert_non_null(strstr(last, want));
+    /* a data-parallel attempt: one event per rank, each named, in rank order; their kernels listed too */
+    char all[3 * 64] = {0};
+    snprintf(all, 64, "OpenBLAS 0.3 | kernel Haswell | r0");
+    snprintf(all + 64, 64, "OpenBLAS 0.3 | kernel SkylakeX | r1");
+    snprintf(all + 128, 64, "OpenBLAS 0.3 | kernel Haswell | r2");
+    OK(db_run_environment_ranks(db, "r", all, 3, 64, err, sizeof err));
+    assert_int_equal(db_run_events(db, "r", "environment", last, sizeof last, err, sizeof err), 8);
+    assert_string_equal(last, "rank 2 of 3: OpenBLAS 0.3 | kernel Haswell | r2");
+    assert_int_equal(db_run_kernels(db, "r", k, sizeof k, err, sizeof err), 8);
+    assert_non_null(strstr(k, "SkylakeX"));
     db_close(db);
     printf("run kernels: none, then %s (distinct, in order); this process's environment: %s\n", k, last);
 }

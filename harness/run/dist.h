@@ -55,6 +55,9 @@ void dist_max_ints(int *x, int n);
 
 /* Copy bytes bytes at buf from rank 0 to every rank. */
 void dist_bcast(void *buf, size_t bytes);
+/* all[r·each .. (r+1)·each) := rank r's string mine, cut to each − 1 bytes and NUL-padded, on every
+ * rank (all holds dist_size() · each bytes): what each rank is running on, for the registry. */
+void dist_gather_text(const char *mine, char *all, size_t each);
 
 void dist_stats(gl_dist_stats *s);
 

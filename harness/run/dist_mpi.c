@@ -159,6 +159,20 @@ void dist_bcast(void *buf, size_t bytes) {
     account(t0, (double)bytes);
 }
 
+void dist_gather_text(const char *mine, char *all, size_t each) {
+    if (!each) return;
+    char *own = calloc(1, each);
+    if (!own) {
+        fprintf(stderr, "gatelab: rank %d: out of memory for %zu bytes\n", g_rank, each);
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    snprintf(own, each, "%s", mine);
+    double t0 = MPI_Wtime();
+    MPI_Allgather(own, (int)each, MPI_BYTE, all, (int)each, MPI_BYTE, MPI_COMM_WORLD);
+    account(t0, (double)each);
+    free(own);
+}
+
 void dist_stats(gl_dist_stats *s) { *s = g_stats; }
 
 typedef struct {

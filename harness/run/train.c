@@ -108,6 +108,7 @@ typedef struct {
     gl_metric pending[64];
     char names[64][32];
     int n_pending;
+    char *rank_env; /* ranks > 1: each rank's environment, DB_ENV_MAX bytes each (dist_gather_text) */
 } run_ctx;
 
 /* Progress and log lines: stderr (in place on a TTY) and train.log. */
@@ -256,6 +257,7 @@ static int save_ckpt(run_ctx *c, char *err, size_t errlen) {
 
 static void ctx_free(run_ctx *c) {
     trace_close(c->trace);
+    free(c->rank_env);
     if (c->log) fclose(c->log);
     db_close(c->db);
     model_free(&c->m);
@@ -654,7 +656,9 @@ static int setup_registry(run_ctx *c, const gl_train_opts *o, int *registered, c
             return -1;
     }
     if (db_run_start(c->db, c->run_id, err, errlen)) return -1;
-    if (db_run_environment(c->db, c->run_id, err, errlen)) return -1;
+    if (c->rank_env ? db_run_environment_ranks(c->db, c->run_id, c->rank_env, c->ranks, DB_ENV_MAX, err, errlen)
+                    : db_run_environment(c->db, c->run_id, err, errlen))
+        return -1;
     *registered = 1;
     return 0;
 }
@@ -1097,6 +1101,18 @@ gl_train_outcome train_run(const gl_manifest *mf, const gl_train_opts *o, char *
             own = c.rank == 0;
             goto cleanup;
         }
+        /* each rank's kernels, threads and CPU (they can differ across machines), for the registry */
+        char env[DB_ENV_MAX];
+        db_environment_text(env, sizeof env);
+        c.rank_env = malloc((size_t)c.ranks * DB_ENV_MAX);
+        int no_mem = !c.rank_env;
+        dist_max_ints(&no_mem, 1);
+        if (no_mem) {
+            snprintf(err, errlen, "out of memory for %d ranks' environments", c.ranks);
+            own = !c.rank_env;
+            goto cleanup;
+        }
+        dist_gather_text(env, c.rank_env, DB_ENV_MAX);
     }
     own = own || (c.rank == 0 && (setup_run(&c, o, err, errlen) || setup_registry(&c, o, &registered, err, errlen)));
     /* a finished run: nothing to train, nothing appended to its log, metrics or trace; the

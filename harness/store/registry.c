@@ -536,7 +536,7 @@ static int db_row_events(sqlite3_stmt *st, void *ctx, char *err, size_t errlen) 
 }
 
 /* This process's BLAS kernels, the variables that choose them, its threads and the CPU. */
-static void db_environment(char *out, size_t n) {
+void db_environment_text(char *out, size_t n) {
     const char *core = getenv("OPENBLAS_CORETYPE"), *l2 = getenv("OPENBLAS_L2_SIZE");
     char cpu[256] = "unknown", line[512];
     FILE *f = fopen("/proc/cpuinfo", "r");
@@ -555,9 +555,19 @@ static void db_environment(char *out, size_t n) {
 }
 
 int db_run_environment(gl_db *db, const char *run_id, char *err, size_t errlen) {
-    char env[1024];
-    db_environment(env, sizeof env);
+    char env[DB_ENV_MAX];
+    db_environment_text(env, sizeof env);
     return db_run_event(db, run_id, "environment", env, err, errlen);
+}
+
+int db_run_environment_ranks(gl_db *db, const char *run_id, const char *all, int ranks, size_t each, char *err,
+                             size_t errlen) {
+    for (int r = 0; r < ranks; r++) {
+        char env[DB_ENV_MAX + 32];
+        snprintf(env, sizeof env, "rank %d of %d: %.*s", r, ranks, (int)each, all + (size_t)r * each);
+        if (db_run_event(db, run_id, "environment", env, err, errlen)) return -1;
+    }
+    return 0;
 }
 
 typedef struct {

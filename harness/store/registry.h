@@ -116,10 +116,19 @@ int db_run_event(gl_db *db, const char *run_id, const char *kind, const char *de
  * the CPU.  Called at every attempt's start, since a run resumed on another
  * machine can change every one of them. */
 int db_run_environment(gl_db *db, const char *run_id, char *err, size_t errlen);
+/* This process's environment as db_run_environment records it (at most DB_ENV_MAX bytes with the NUL). */
+#define DB_ENV_MAX 1024
+void db_environment_text(char *out, size_t n);
+/* A data-parallel attempt's environments, one `environment` event per rank ("rank R of N: …"):
+ * all holds ranks strings of each bytes, rank 0's first (dist_gather_text).  Ranks on other
+ * machines can differ in every item, and each rank's kernel sums its own part of the batch. */
+int db_run_environment_ranks(gl_db *db, const char *run_id, const char *all, int ranks, size_t each, char *err,
+                             size_t errlen);
 /* The OpenBLAS kernels run_id's attempts recorded in their environment
  * events, distinct, in the order first seen, ", "-separated into out ("" when
  * none was recorded: runs trained before gatelab recorded them).  Returns the
- * number of attempts that recorded one, or -1 with a message. */
+ * number of environment events read (one per attempt; one per rank of a
+ * data-parallel attempt), or -1 with a message. */
 int db_run_kernels(gl_db *db, const char *run_id, char *out, size_t n, char *err, size_t errlen);
 /* Add name to such a list (of size n) unless it is listed already. */
 void db_kernel_list_add(char *list, size_t n, const char *name);

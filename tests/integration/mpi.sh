@@ -54,6 +54,13 @@ check "2 ranks repeat bit for bit ($h2 = $h2b)" test -n "$h2" -a "$h2" = "$h2b"
 check "loss after 50 steps: 2 ranks vs 1 within 1e-5 relative ($(hexf "$h2") vs $(hexf "$h1"))" relclose "$h1" "$h2" 1e-5
 check "loss after 50 steps: 4 ranks vs 1 within 1e-5 relative ($(hexf "$h4") vs $(hexf "$h1"))" relclose "$h1" "$h4" 1e-5
 check "train.log says 2 ranks" grep -q "^data parallel: 2 ranks" "$R/runs/m2a/train.log"
+# each rank's environment (kernels, threads, CPU), not rank 0's alone: ranks on other machines differ
+envs=$(sqlite3 "$R/gatelab.db" "select detail from run_events where run_id='m4' and kind='environment' order by rowid")
+check "the registry records each of the 4 ranks' environment, naming its kernel (rank 0 of 4 … rank 3 of 4)" \
+    bash -c '[ "$(grep -c "^rank [0-3] of 4: .*| kernel [A-Za-z0-9_]* |" <<< "$0")" -eq 4 ] &&
+             [ "$(cut -d: -f1 <<< "$0" | tr "\n" " ")" = "rank 0 of 4 rank 1 of 4 rank 2 of 4 rank 3 of 4 " ]' "$envs"
+check "a one-process run records one environment, without a rank" \
+    test "$(sqlite3 "$R/gatelab.db" "select count(*) from run_events where run_id='s1' and kind='environment' and detail not like 'rank %'")" = 1
 
 # one writer: rank 0's folder, registry rows and console lines, once
 check "results/runs holds only the runs started (no folder per rank)" \
