@@ -34,14 +34,14 @@ rm -f "$log_dir"/*.log
 count() { # pattern file: sum of the numbers after pattern
     grep -oE "$1 [0-9]+" "$2" | awk '{s+=$NF} END{print s+0}'
 }
-report() { # name p f s log
-    local name=$1 p=$2 f=$3 s=$4 log=$5
+report() { # name p f s log seconds
+    local name=$1 p=$2 f=$3 s=$4 log=$5 secs=$6
     pass=$((pass + p)); fail=$((fail + f)); skipped=$((skipped + s))
     local extra=""; [ "$s" -gt 0 ] && extra=", $s skipped"
     if [ "$f" -ne 0 ]; then
-        failed_names+=("$name"); echo "FAIL $name (log: $log)"; grep -E '^FAIL ' "$log"; tail -30 "$log"
+        failed_names+=("$name"); echo "FAIL $name (log: $log; ${secs} s)"; grep -E '^FAIL ' "$log"; tail -30 "$log"
     else
-        echo "ok   $name ($p$extra)"
+        echo "ok   $name ($p$extra; ${secs} s)"
     fi
 }
 
@@ -49,24 +49,26 @@ for t in "$BUILD"/tests/test_*; do
     [ -x "$t" ] || continue
     case "$t" in *.o|*.d) continue;; esac
     name=$(basename "$t")
+    t0=$SECONDS
     "$t" > "$log_dir/$name.log" 2>&1; rc=$?
     p=$(count '^\[  PASSED  \]' "$log_dir/$name.log")
     f=$(count '^\[  FAILED  \]' "$log_dir/$name.log")
     s=$(count '^\[  SKIPPED \]' "$log_dir/$name.log")
     if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then f=1; fi
-    report "$name" "$p" "$f" "$s" "$log_dir/$name.log"
+    report "$name" "$p" "$f" "$s" "$log_dir/$name.log" $((SECONDS - t0))
 done
 
 for script in tests/integration/*.sh; do
     [ -f "$script" ] || continue
     name=$(basename "$script" .sh)
     [ "$name" = lib ] && continue
+    t0=$SECONDS
     bash "$script" > "$log_dir/$name.log" 2>&1; rc=$?
     p=$(grep -c '^PASS ' "$log_dir/$name.log")
     f=$(grep -c '^FAIL ' "$log_dir/$name.log")
     s=$(grep -c '^SKIP ' "$log_dir/$name.log")
     if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then f=1; fi
-    report "$name" "$p" "$f" "$s" "$log_dir/$name.log"
+    report "$name" "$p" "$f" "$s" "$log_dir/$name.log" $((SECONDS - t0))
 done
 
 if [ "$skipped" -gt 0 ]; then
@@ -76,5 +78,6 @@ if [ "$skipped" -gt 0 ]; then
     done
 fi
 [ ${#failed_names[@]} -gt 0 ] && echo "failed: ${failed_names[*]}"
+echo "time: ${SECONDS} s in all (each test's own in its ok / FAIL line)"
 echo "$pass passed, $fail failed, $skipped skipped"
 [ "$fail" -eq 0 ]
