@@ -147,16 +147,23 @@ typedef struct {
     pid_t pid;
     int run;
     double started;
+    int fresh; /* started from step 0 (no checkpoint): its time is a whole run's */
 } sweep_child;
 
+#define SWEEP_TIMED_MAX 512
 typedef struct {
     int total, finished, failed, running, killed, scheduled;
-    int timed;         /* FINISHED runs with a start and end time */
-    double timed_s;    /* their summed durations (first start to end), seconds */
+    int timed;                     /* FINISHED runs with a start and end time (the first SWEEP_TIMED_MAX) */
+    double timed_s[SWEEP_TIMED_MAX]; /* their durations, first start to end, seconds */
 } sweep_counts;
 
 /* Trainings at once (-j), for the ETA of the progress line. */
 static int sweep_eta_jobs = 1;
+/* Whole runs this invocation trained from step 0 to FINISHED, and their seconds: measured here and
+ * now, so the ETA prefers them to the registry's first-start-to-end times, which span the pauses of
+ * a run resumed in a later session (or on another machine). */
+static double sweep_own_s[SWEEP_TIMED_MAX];
+static int sweep_own_n;
 
 static int sweep_count(gl_db *db, const gl_sweep *sw, int lo, int hi, sweep_counts *c) {
     char err[512], status[16];
@@ -169,8 +176,8 @@ static int sweep_count(gl_db *db, const gl_sweep *sw, int lo, int hi, sweep_coun
         c->total++;
         double t0, t1;
         if (!strcmp(status, "FINISHED") && db_run_times(db, sw->runs[i].run_id, &t0, &t1, err, sizeof err) == 1 &&
-            isfinite(t0) && isfinite(t1) && t1 >= t0)
-            c->timed++, c->timed_s += t1 - t0;
+            isfinite(t0) && isfinite(t1) && t1 >= t0 && c->timed < SWEEP_TIMED_MAX)
+            c->timed_s[c->timed++] = t1 - t0;
         if (!strcmp(status, "FINISHED")) c->finished++;
         else if (!strcmp(status, "FAILED")) c->failed++;
         else if (!strcmp(status, "RUNNING")) c->running++;
@@ -180,15 +187,29 @@ static int sweep_count(gl_db *db, const gl_sweep *sw, int lo, int hi, sweep_coun
     return 0;
 }
 
-/* "ETA 1h05m" from the mean duration of the grid's finished runs: the runs
- * not yet finished (failed ones excluded; a running one counted as half
- * done) times that mean, over -j trainings at once.  "" before any run has
+/* The median of x[0..n) (n > 0; x is reordered). */
+static double sweep_median(double *x, int n) {
+    for (int i = 1; i < n; i++) /* insertion sort: n is a grid's size */
+        for (int j = i; j > 0 && x[j - 1] > x[j]; j--) {
+            const double t = x[j];
+            x[j] = x[j - 1], x[j - 1] = t;
+        }
+    return n % 2 ? x[n / 2] : 0.5 * (x[n / 2 - 1] + x[n / 2]);
+}
+
+/* "ETA 1h05m": the runs not yet finished (failed ones excluded; a running one counted as half
+ * done) times a run's duration, over -j trainings at once.  A run's duration is the median of
+ * the whole runs this invocation trained, else the median of the grid's finished runs in the
+ * registry (a median: one run resumed days later must not make it days).  "" before any run has
  * finished, or when nothing is left. */
 static void sweep_eta(const sweep_counts *c, char *out, size_t n) {
     out[0] = '\0';
     double left = c->scheduled + c->killed + 0.5 * c->running;
-    if (!c->timed || left <= 0) return;
-    double s = c->timed_s / c->timed * left / (sweep_eta_jobs < c->total ? sweep_eta_jobs : c->total);
+    if ((!c->timed && !sweep_own_n) || left <= 0) return;
+    double x[SWEEP_TIMED_MAX];
+    const int k = sweep_own_n ? sweep_own_n : c->timed;
+    memcpy(x, sweep_own_n ? sweep_own_s : c->timed_s, (size_t)k * sizeof *x);
+    double s = sweep_median(x, k) * left / (sweep_eta_jobs < c->total ? sweep_eta_jobs : c->total);
     long m = (long)(s / 60 + 0.5);
     if (s < 60) snprintf(out, n, ", ETA %.0fs", s);
     else if (m < 60) snprintf(out, n, ", ETA %ldm", m);
@@ -374,7 +395,9 @@ static int sweep_reap(sweep_pool *p) {
             const gl_sweep_run *r = &p->sw->runs[p->children[k].run];
             char status[16];
             double took = db_now() - p->children[k].started;
+            const int fresh = p->children[k].fresh;
             sweep_settle(p->db, r, p->results, ws, status);
+            if (fresh && !strcmp(status, "FINISHED") && sweep_own_n < SWEEP_TIMED_MAX) sweep_own_s[sweep_own_n++] = took;
             p->children[k] = p->children[--p->n_children];
             if (sweep_count(p->db, p->sw, 0, p->sw->n_runs, &p->c)) return -1;
             if (!strcmp(status, "FINISHED"))
@@ -433,6 +456,7 @@ static int sweep_start_more(sweep_pool *p) {
         p->children[p->n_children].pid = child;
         p->children[p->n_children].run = i;
         p->children[p->n_children].started = db_now();
+        p->children[p->n_children].fresh = !resume;
         p->n_children++;
         if (sweep_count(p->db, p->sw, 0, n, &p->c)) return -1;
         snprintf(p->what, sizeof p->what, "started %s (%s)%s", r->run_id, r->label[0] ? r->label : "no overrides",

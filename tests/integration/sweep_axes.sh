@@ -74,6 +74,14 @@ check "a 3-run sweep finishes" [ "$rc" -eq 0 ]
 check "the progress line carries an ETA once a run has finished" bash -c "
     grep -q '^\[sweep tiny: 1/3 done, 1 running, 0 failed, ETA [0-9hms]*\] started' eta.err &&
     ! grep -q '^\[sweep tiny: 0/3 done.*ETA' eta.err"
+# ... and one finished run whose first attempt started a day before it ended (resumed in a later
+# session) does not make the estimate a day: the grid's median is used, then this invocation's runs.
+sqlite3 eta/gatelab.db "update runs set start_time = start_time - 86400 where rowid = (select min(rowid) from runs)"
+"$BIN" sweep tiny.ini seed=1,2,3,4,5 train.threads=1 train.steps=10 -j 1 --results eta > eta2.out 2> eta2.err; rc=$?
+check "the grid extended to 5 runs finishes the 2 new ones (exit $rc)" [ "$rc" -eq 0 ]
+check "a run resumed a day later does not make the ETA hours (the first line: $(grep -m1 '^\[sweep tiny: 3/5' eta2.err | cut -c1-60))" \
+    bash -c "grep -q '^\[sweep tiny: 3/5 done, 0 running, 0 failed, ETA [0-9]*[ms]*\]' eta2.err &&
+             ! grep -q 'ETA [0-9]*h' eta2.err"
 
 # 5. The Slurm script: resources, requeue on USR1, --axis replayed.
 "$BIN" sweep tiny.ini --axis lambda=0,0.1 train.steps=10 --emit-slurm job.sh --time 4:00:00 --mem 8G \
