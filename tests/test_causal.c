@@ -27,6 +27,7 @@
 #include <cmocka.h>
 #include "model/model.h"
 #include "model/rng.h"
+#include "model_fixture.h"
 
 enum { B = 2, T = 16, V = 11, T0 = 9 };
 #define TAU 0.3f /* exit threshold at inference: about half the (token, block) pairs run */
@@ -52,16 +53,7 @@ static void setup(causal_ctx *c, void (*tweak)(gl_model_config *)) {
     model_init_weights(&c->m, 11);
     gl_rng rng;
     rng_seed(&rng, 5);
-    /* weights far from their start, so gates are open and routers decide (as in test_grad.c) */
-    for (int i = 0; i < c->m.n_tensors; i++) {
-        const gl_tensor *t = &c->m.tensors[i];
-        float *p = c->m.params + t->offset;
-        const int xl = !strncmp(t->name, "dwa.", 4) || !strncmp(t->name, "hyper.", 6) || !strncmp(t->name, "mudd.", 5);
-        for (size_t j = 0; j < t->size; j++) {
-            if (t->ndim == 2 && !xl) p[j] *= strstr(t->name, "alpha") ? 20.0f : 8.0f;
-            else p[j] += 0.2f * rng_normal(&rng);
-        }
-    }
+    fixture_spread_weights(&c->m, &rng); /* gates open, routers deciding */
     for (int i = 0; i < B * T; i++) c->tok[i] = (int)rng_below(&rng, V), c->tg[i] = (int)rng_below(&rng, V);
 }
 

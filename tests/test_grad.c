@@ -52,6 +52,7 @@
 #include "model/rng.h"
 #include "model/routing.h"
 #include "model/vexp.h"
+#include "model_fixture.h"
 
 static gl_rng rng;
 
@@ -420,17 +421,7 @@ static void check_model(const char *label, void (*tweak)(gl_model_config *)) {
     char err[256];
     assert_int_equal(model_init(&c.m, &cfg, c.B, err, sizeof err), 0);
     model_init_weights(&c.m, 7);
-    /* make the model non-trivial: bigger weights, norms away from 1, open gates */
-    for (int i = 0; i < c.m.n_tensors; i++) {
-        const gl_tensor *t = &c.m.tensors[i];
-        float *p = c.m.params + t->offset;
-        /* cross-layer weights start at structured or zero values: perturb, do not scale */
-        int xl = !strncmp(t->name, "dwa.", 4) || !strncmp(t->name, "hyper.", 6) || !strncmp(t->name, "mudd.", 5);
-        for (size_t j = 0; j < t->size; j++) {
-            if (t->ndim == 2 && !xl) p[j] *= strstr(t->name, "alpha") ? 20.0f : 8.0f;
-            else p[j] += 0.2f * rng_normal(&rng);
-        }
-    }
+    fixture_spread_weights(&c.m, &rng); /* non-trivial: bigger weights, norms away from 1, open gates */
     if (g_after_init) g_after_init(&c.m);
     int n = c.B * c.T;
     c.tok = malloc(n * sizeof(int));
