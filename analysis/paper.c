@@ -258,16 +258,39 @@ int paper_lambda_star(const paper_run *runs, int n, const char *data, const char
     return found;
 }
 
-/* The sweep command of the plan line that lists claim id. */
-static void plan_command(const paper_plan *plan, int id, const char *results, char *out, size_t len) {
-    snprintf(out, len, "—");
+/* Whether run id belongs to plan group g: its id is paper-G-NNN-HASH (a sweep's
+ * run ids; G may hold '-', so the rest after "paper-G-" must be exactly NNN-HASH). */
+static int plan_run_of(const char *id, const char *g) {
+    size_t gl = strlen(g);
+    if (strncmp(id, "paper-", 6) || strncmp(id + 6, g, gl) || id[6 + gl] != '-') return 0;
+    const char *p = id + 7 + gl;
+    size_t nd = strspn(p, "0123456789");
+    return nd > 0 && p[nd] == '-' && p[nd + 1] && strspn(p + nd + 1, "0123456789abcdef") == strlen(p + nd + 1);
+}
+
+/* The sweep commands of the plan lines whose groups trained the row's runs
+ * (runs: ", "-separated ids, as claims_result.runs), in plan order: the
+ * command a reader reruns to make those runs.  "—" when none is a plan run
+ * (a row not measured, or one that reads only the bench's cost runs). */
+static void plan_command(const paper_plan *plan, const char *runs, const char *results, char *out, size_t len) {
+    size_t used = 0;
+    out[0] = 0;
     for (int i = 0; i < plan->n; i++) {
         const plan_line *l = &plan->lines[i];
-        if (id < 1 || id > PLAN_CLAIM_MAX || !l->claim[id]) continue;
-        snprintf(out, len, "`gatelab sweep experiments/paper/%s %s log.experiment=paper-%s --results %s`", l->manifest,
-                 l->args, l->group, results);
-        break;
+        int hit = 0;
+        for (const char *p = runs; *p && !hit; p += strspn(p, ", ")) {
+            char id[160];
+            size_t k = strcspn(p, ", ");
+            snprintf(id, sizeof id, "%.*s", (int)(k < sizeof id ? k : sizeof id - 1), p);
+            hit = plan_run_of(id, l->group);
+            p += k;
+        }
+        if (!hit || used >= len) continue;
+        int w = snprintf(out + used, len - used, "%s`gatelab sweep experiments/paper/%s %s log.experiment=paper-%s --results %s`",
+                         used ? "; " : "", l->manifest, l->args, l->group, results);
+        used += w > 0 ? (size_t)w : 0;
     }
+    if (!out[0]) snprintf(out, len, "—");
 }
 
 /* Per plan line: runs registered in the registry for experiment paper-GROUP
@@ -626,9 +649,9 @@ static void pr_provenance(FILE *f, const claims_file *cf, const claims_result *r
     fprintf(f, "\n## Verdict rules, notes and provenance of each row\n\n");
     for (int i = 0; i < cf->n; i++) {
         const claims_result *r = &res[i];
-        char rule[1024], cmd[1400];
+        char rule[1024], cmd[4096];
         pr_rule(r->row, rule, sizeof rule);
-        plan_command(plan, atoi(r->row->claim), results, cmd, sizeof cmd);
+        plan_command(plan, r->runs, results, cmd, sizeof cmd);
         fprintf(f, "- **%s** (claim %s) — %s. Verdict: %s.", r->row->id, r->row->claim, rule, pr_verdict_md(r->v));
         if (r->row->note[0]) fprintf(f, " Note: %s", r->row->note);
         if (r->runs[0]) {

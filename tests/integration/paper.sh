@@ -49,6 +49,21 @@ else
 fi
 check "the provenance of every row with runs names the OpenBLAS kernel they recorded (trained and benched alike)" \
     bash -c "grep -E '^- \*\*.* Runs: ' '$R' > '$W/prov.txt' && [ -s '$W/prov.txt' ] && ! grep -v 'OpenBLAS kernel [A-Za-z0-9]' '$W/prov.txt' && ! grep 'not recorded' '$W/prov.txt'"
+# "Made by" reruns what the row read: the plan lines of its runs' groups, no other (it named the
+# first plan line listing the claim, e.g. the dense partners' sweep for TSA's own rows).
+made_by_groups() {  # a provenance line -> "runs-groups|made-by-groups", each sorted and distinct
+    local runs made
+    runs=$(sed -n 's/.* Runs: \([^(]*\) (trained.*/\1/p' <<<"$1" | tr ',' '\n' | sed -n 's/^ *paper-\(.*\)-[0-9]*-[0-9a-f]*$/\1/p' | sort -u | tr '\n' ' ')
+    made=$(grep -o 'log\.experiment=paper-[A-Za-z0-9_-]*' <<<"$1" | sed 's/.*=paper-//' | sort -u | tr '\n' ' ')
+    echo "$runs|$made"
+}
+bad_made=0; n_made=0
+while IFS= read -r line; do
+    n_made=$((n_made + 1)); g=$(made_by_groups "$line")
+    [ "${g%%|*}" = "${g#*|}" ] || { echo "  ${line:0:12}…: runs of ${g%%|*}, made by ${g#*|}"; bad_made=$((bad_made + 1)); }
+done < <(grep -E '^- \*\*.* Runs: paper-.* Made by: ' "$R")
+check "each row's 'Made by' is the sweep of the groups whose runs it read ($n_made rows, $bad_made wrong)" \
+    [ "$n_made" -gt 0 -a "$bad_made" -eq 0 ]
 check "the report states the whole-split loss of every run" grep -q '^## Every run' "$R"
 check "the bench stage measured the costs (experiment cost-paper: $(grep -c . "$PAPER_RESULTS/bench.jsonl" 2>/dev/null) lines)" \
     bash -c "sqlite3 '$PAPER_RESULTS/gatelab.db' \"select count(*) from runs where run_id like 'cost-paper-s-%'\" | grep -qx 7"
