@@ -564,7 +564,7 @@ static void pr_questions(FILE *f, const claims_file *cf, const claims_result *re
                "| question | answered | rows | runs left in its groups |\n| --- | --- | --- | --- |\n");
     for (int q = 0; q < cf->n_questions; q++) {
         const claims_question *qu = &cf->questions[q];
-        char ids[CLAIMS_TEXT], cell[8192] = "", groups[CLAIMS_TEXT], runs_left[2048] = "";
+        char ids[CLAIMS_TEXT], cell[8192] = "", groups[CLAIMS_TEXT], runs_left[2048] = "", unmeasured[512] = "";
         int judged = 0, measured = 0, pending = 0;
         snprintf(ids, sizeof ids, "%s", qu->rows);
         for (char *save = NULL, *w = strtok_r(ids, " \t,", &save); w; w = strtok_r(NULL, " \t,", &save))
@@ -575,6 +575,10 @@ static void pr_questions(FILE *f, const claims_file *cf, const claims_result *re
                 snprintf(cell + l, sizeof cell - l, "%s%s%s %s%s", l ? "; " : "", shown ? "(" : "", w,
                          res[k].v == CV_NOT_MEASURED ? "not measured" : pr_verdict_md(res[k].v), shown ? ")" : "");
                 if (!shown) judged++, measured += res[k].v != CV_NOT_MEASURED;
+                if (!shown && res[k].v == CV_NOT_MEASURED) {
+                    size_t u = strlen(unmeasured);
+                    snprintf(unmeasured + u, sizeof unmeasured - u, "%s%s", u ? ", " : "", w);
+                }
                 break;
             }
         snprintf(groups, sizeof groups, "%s", qu->groups);
@@ -595,7 +599,11 @@ static void pr_questions(FILE *f, const claims_file *cf, const claims_result *re
         pr_cell(f, qu->text);
         fprintf(f, " %s%s |", state, judged ? "" : " (described rows only)");
         pr_cell(f, cell);
+        /* nothing left to run, yet a judged row unmeasured: the plan as written cannot answer it */
         if (runs_left[0]) pr_cell(f, runs_left);
+        else if (unmeasured[0])
+            fprintf(f, " %s; %s: no group of this plan measures %s |", qu->groups[0] ? "none" : "— (names no groups)",
+                    unmeasured, strchr(unmeasured, ',') ? "them" : "it");
         else fprintf(f, " %s |", qu->groups[0] ? "none" : "— (names no groups)");
         fprintf(f, "\n");
     }

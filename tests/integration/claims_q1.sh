@@ -240,6 +240,10 @@ groups = q1b
 text = Q2. the same rows, and a group not run yet
 rows = b lam
 groups = q1b q1later
+[question 3]
+text = Q3. a row that no group of the plan will measure
+rows = b gate
+groups = q1b
 INI
 printf 'q1later tiny.ini 9 --axis seed=1,2 steps=7\n' >> "$P0/q1.plan"
 cp "$TINY" "$P0/tiny.ini" # the plan's manifest, which the runs left are expanded from
@@ -250,6 +254,8 @@ check "a question whose rows are measured and whose group has no runs left is an
     bash -c "grep -qE '^\| Q1\. the finished group \| answered \| b [^|]*\| none \|\$' <<< \"\$0\"" "$Q"
 check "a question with a group that has runs left is partly answered and names the runs left (q1later: 2)" \
     bash -c "grep -qE '^\| Q2\. [^|]* \| partly \| b [^|]*\| q1later: 2 \|\$' <<< \"\$0\"" "$Q"
+check "a question with nothing left to run but a judged row unmeasured is partly answered and names that row" \
+    bash -c "grep -qE '^\| Q3\. [^|]* \| partly \| b [^|]*; gate not measured \| none; gate: no group of this plan measures it \|\$' <<< \"\$0\"" "$Q"
 sed -i 's/^groups = q1b q1later$/groups = q1b q1never/' "$P0/claims.ini"
 "$BIN" paper report q1 --results "$R" --out "$W/out3" > "$W/report3.log" 2>&1; rc=$?
 Q=$(sed -n '/^## Questions/,/^## Claims/p' "$W/out3/REPORT.md")
