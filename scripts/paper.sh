@@ -79,7 +79,10 @@ stage_post() {
 #                     run folder), else the run of the plan's claim-8 TSA line
 #                     whose α (skipping done where measured) is nearest the
 #                     paper's 0.726 (skipped, said, when its folder has no
-#                     checkpoint).
+#                     checkpoint);
+#   cost-paper-enwik8 the same for claim 4 (enwik8: sparse inference breaks
+#                     even): $PAPER_SPARSE_RUN_ENWIK8, else the run of the
+#                     plan's claim-4 TSA line nearest the paper's α 0.833.
 stage_bench() {
     local bench="${GATELAB_BENCH:-$(dirname "$BIN")/bench_gatelab}" db="$RES/gatelab.db"
     [ -x "$bench" ] || { say "bench: $bench not built (make bench builds it); claims 8 and 14 stay \"not run\""; return 0; }
@@ -112,30 +115,39 @@ stage_bench() {
                 >> "$RES/bench.jsonl"
         done
     fi
-    if has_exp cost-paper-ckpt; then say "bench: already measured (experiment cost-paper-ckpt)"; return 0; fi
-    local run="${PAPER_SPARSE_RUN:-}" group
+    bench_trained paper-ckpt 8 0.726 "${PAPER_SPARSE_RUN:-}" "PAPER_SPARSE_RUN"
+    bench_trained paper-enwik8 4 0.833 "${PAPER_SPARSE_RUN_ENWIK8:-}" "PAPER_SPARSE_RUN_ENWIK8"
+}
+
+# bench_trained TAG CLAIM ALPHA RUN ENVNAME: sparse inference of a trained TSA checkpoint on its own
+# validation windows, recorded as run cost-TAG-trained-sparse: RUN (a run folder, from ENVNAME),
+# else the finished run of the plan line that trains TSA for CLAIM whose α (skipping done where
+# measured) is nearest the paper's ALPHA for that claim.
+bench_trained() {
+    local tag=$1 claim=$2 alpha=$3 run=$4 envname=$5 group
+    if has_exp "cost-$tag"; then say "bench: already measured (experiment cost-$tag)"; return 0; fi
     if [ -z "$run" ]; then
-        # the plan line that trains TSA for claim 8; its finished run nearest α 0.726
-        group=$(plan_lines | awk '$3 ~ /(^|,)8(,|$)/ && /depth_routing=tsa/ {print $1; exit}')
+        group=$(plan_lines | awk -v c="$claim" '/depth_routing=tsa/ { n = split($3, a, ",")
+            for (i = 1; i <= n; i++) { m = split(a[i], r, "-"); if ((m == 1 && a[i] == c) || (m == 2 && c >= r[1] && c <= r[2])) { print $1; exit } } }')
         if [ -n "$group" ]; then
             # α with the skipping done (val hard.active_frac) where measured, else the headline's
-            run=$("$BIN" metrics --db "$db" --experiment "paper-$group" --split val --name '*.active_frac' 2>/dev/null | awk -F, '
+            run=$("$BIN" metrics --db "$db" --experiment "paper-$group" --split val --name '*.active_frac' 2>/dev/null | awk -F, -v t="$alpha" '
                 NR == 1 { next }
                 $5 == "hard.active_frac" { hard[$1] = $8 } $5 == "final.active_frac" { soft[$1] = $8 }
-                END { for (r in soft) { a = (r in hard) ? hard[r] : soft[r]; d = a - 0.726; if (d < 0) d = -d
+                END { for (r in soft) { a = (r in hard) ? hard[r] : soft[r]; d = a - t; if (d < 0) d = -d
                                         if (best == "" || d < bd || (d == bd && r < best)) { best = r; bd = d } }
                       print best }' || true)  # no runs yet: no rows, not an error
             [ -n "$run" ] && run="$RES/runs/$run"
         fi
     fi
     if [ -z "$run" ]; then
-        say "bench: no finished TSA run of a claim-8 plan line (or PAPER_SPARSE_RUN): trained sparse inference not measured"
+        say "bench: no finished TSA run of a claim-$claim plan line (or $envname): trained sparse inference (claim $claim) not measured"
     elif [ ! -e "$run/ckpt" ]; then
-        say "bench: $run has no checkpoint (its folder was lost or never written): trained sparse inference not measured; set PAPER_SPARSE_RUN to a run folder of the same settings"
+        say "bench: $run has no checkpoint (its folder was lost or never written): trained sparse inference (claim $claim) not measured; set $envname to a run folder of the same settings"
     else
-        say "bench: sparse inference of the trained $run (its validation windows)"
+        say "bench: sparse inference of the trained $run (its validation windows; claim $claim)"
         "$bench" "${infer[@]}" --no-sgemm --variants '' --checkpoint "$run" \
-            --db "$db" --tag paper-ckpt >> "$RES/bench.jsonl"
+            --db "$db" --tag "$tag" >> "$RES/bench.jsonl"
     fi
 }
 

@@ -76,7 +76,7 @@ check "... with 12 and 24 blocks in their recorded configs" \
     [ "$(sqlite3 "$PAPER_RESULTS/gatelab.db" "select group_concat(distinct value) from params where key = 'model.n_layer' and run_id like 'cost-paper-L24-%'")" = 24 ]
 if grep -q 'SKIPPED' "$W/first.log"; then
     check "without Tiny Shakespeare there is no TSA checkpoint: the bench stage says trained sparse inference was not measured" \
-        grep -q 'trained sparse inference not measured' "$W/first.log"
+        grep -q 'trained sparse inference (claim 8) not measured' "$W/first.log"
 else
     ck=$(sqlite3 "$PAPER_RESULTS/gatelab.db" "select value from tags where run_id = 'cost-paper-ckpt-trained-sparse' and key = 'checkpoint'")
     check "trained sparse inference measured a TSA run of the claim-8 line ($ck)" \
@@ -89,6 +89,8 @@ else
     check "row 8d reads the trained run beside its ideal at the α reached" \
         bash -c "grep -E '^\| 8d \|' '$R' | grep -q 'sparse_ideal_b1 = .* at the α it reached'"
 fi
+check "no claim-4 (enwik8) TSA line in the smoke plan: the bench stage says the enwik8 break-even was not measured" \
+    grep -q 'no finished TSA run of a claim-4 plan line (or PAPER_SPARSE_RUN_ENWIK8): trained sparse inference (claim 4) not measured' "$W/first.log"
 
 scripts/paper.sh smoke > "$W/second.log" 2>&1; rc=$?
 check "rerun exits 0" [ "$rc" -eq 0 ]
