@@ -26,6 +26,7 @@
 #define ANALYZE_MAX_HEADS 64
 #define ANALYZE_MAX_FILES 24
 #define ANALYZE_SPLIT "analysis"
+#define ANALYZE_P_BINS 10 /* halting-probability histogram: bins of [0, 1] (p_hist.tsv, p_hist_b<i>) */
 
 /* The statistics of a per-(block, KV head) gate (SATFormer α, …) at the
  * last trace step. */

@@ -425,6 +425,26 @@ static int an_router_hists(an_ctx *a, const float *p, const float *soft) {
         fputc('\n', o.f);
     }
     free(sh);
+    if (an_close(&o, a->err, a->errlen)) return -1;
+    /* the halting probabilities themselves, every (router, probe token), in ANALYZE_P_BINS bins of
+     * [0, 1] (0.5, where a token skips, is a bin edge): bimodal when the routers have decided */
+    long ph[ANALYZE_P_BINS];
+    const long np = gates_histogram(p, (long)R * P, 1, 0.0, 1.0, ANALYZE_P_BINS, ph);
+    if (an_open_a(a, &o, "p_hist.tsv", "bin_lo\tbin_hi\tn\tfrac")) return -1;
+    const long step = a->td->step[a->S - 1];
+    for (int i = 0; i < ANALYZE_P_BINS; i++) {
+        const double frac = np ? (double)ph[i] / np : NAN;
+        char stat[32];
+        fprintf(o.f, "%s\t%s\t%ld", report_num(b1, 32, (double)i / ANALYZE_P_BINS),
+                report_num(b2, 32, (double)(i + 1) / ANALYZE_P_BINS), ph[i]);
+        an_nums(o.f, 1, &frac);
+        fputc('\n', o.f);
+        snprintf(stat, sizeof stat, "p_hist_b%d", i);
+        if (an_stat(a, step, frac, stat, METRIC_NONE, METRIC_NONE, METRIC_NONE)) {
+            fclose(o.f);
+            return -1;
+        }
+    }
     return an_close(&o, a->err, a->errlen);
 }
 

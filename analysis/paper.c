@@ -778,6 +778,10 @@ static const struct {
     {"paper_loss_time", "Claim 14: validation loss on the training-time evaluation windows (not the whole split: it is "
                         "not recorded at every checkpoint) against training tokens and against time = step × the "
                         "variant's step time from the bench stage (scale s, idle machine), mean ± sd over seeds."},
+    {"paper_p_hist", "Claims 1–2: TSA's halting probabilities p on copy and sort at the last traced step, every router "
+                     "× probe token, as the share per bin of 0.1, mean ± sd over seeds (dotted: p = 0.5, above which a "
+                     "token skips the next block). Mass near 0.5 is where real skipping departs from the soft model "
+                     "the router was trained in."},
 };
 
 /* The seed-aggregated figures with captions, then links to the per-run figures

@@ -2,7 +2,8 @@
  * paper_fig.c — the report's figures, each over seeds (paper.h): the λ
  * Pareto curve with early exit at matched α, the layer × KV-head map of
  * SATFormer's mean gate, its gate per token category and block, the gate
- * ablations, and training loss against wall-clock time.
+ * ablations, training loss against wall-clock time, and TSA's halting
+ * probabilities on copy and sort.
  *
  * Each figure is a TSV written next to its PNG/PDF (so a reader can replot
  * it) and drawn by scripts/plots/paper_*.gp or heatmap.gp through
@@ -20,6 +21,7 @@
 #include <string.h>
 
 #include "model/gatekind.h"
+#include "analyze.h"
 #include "store/fileio.h"
 #include "figures.h"
 #include "store/categories.h"
@@ -365,6 +367,67 @@ static int fig_ablation(const paper_run *r, int n, const char *scale, const char
                    "title='Gate ablations: loss increase, mean ± sd over seeds'; ylab='ΔL (nats/token)'", err, errlen);
 }
 
+/* Claims 1–2 (Q4): TSA's halting probabilities on copy and sort — every (router, probe token) of
+ * the last traced step in ANALYZE_P_BINS bins of [0, 1] (analyze: analysis/p_hist_b<i>), the share
+ * per bin, mean ± sd over seeds, one series per (task, λ).  Decided routers put their mass near 0
+ * and 1; a share near 0.5 is a token that real skipping treats unlike the soft model. */
+static int fig_p_hist(gl_db *db, const paper_run *r, int n, const char *dir, paper_figs *s, char *err,
+                      size_t errlen) {
+    enum { MAXS = 6 };
+    static const char *const tasks[] = {"copy", "sort"};
+    struct {
+        const char *task;
+        double lambda;
+        acc bin[ANALYZE_P_BINS];
+    } ser[MAXS];
+    int ns = 0;
+    for (size_t t = 0; t < sizeof tasks / sizeof *tasks; t++)
+        for (int i = 0; i < n; i++) {
+            if (strcmp(r[i].t.data, tasks[t]) || strcmp(r[i].depth, "tsa")) continue;
+            double v[ANALYZE_P_BINS];
+            int have = 1;
+            for (int b = 0; b < ANALYZE_P_BINS && have; b++) {
+                char stat[32];
+                metric_key name;
+                snprintf(stat, sizeof stat, "p_hist_b%d", b);
+                v[b] = NAN;
+                metric_stat(&name, stat, METRIC_NONE, METRIC_NONE, METRIC_NONE);
+                int rc = db_metric_last(db, r[i].t.run_id, ANALYZE_SPLIT, name.name, name.params, &v[b], NULL, err, errlen);
+                if (rc < 0) return -1;
+                have = rc > 0 && !isnan(v[b]);
+            }
+            if (!have) continue;
+            int k = 0;
+            while (k < ns && !(ser[k].task == tasks[t] && fabs(ser[k].lambda - r[i].t.lambda) < 1e-12)) k++;
+            if (k == ns) {
+                if (ns == MAXS) continue;
+                memset(&ser[ns], 0, sizeof ser[ns]);
+                ser[ns].task = tasks[t], ser[ns].lambda = r[i].t.lambda, ns++;
+            }
+            for (int b = 0; b < ANALYZE_P_BINS; b++) acc_add(&ser[k].bin[b], v[b]);
+        }
+    if (!ns) {
+        pf_skip(s, "paper_p_hist", "no analysed TSA runs on copy or sort (analyze records p_hist from their traces)");
+        return 0;
+    }
+    char path[4200];
+    FILE *f = pf_open(dir, "paper_p_hist", path, sizeof path, err, errlen);
+    if (!f) return -1;
+    fprintf(f, "p");
+    for (int k = 0; k < ns; k++) fprintf(f, "\t%s λ=%g (n=%d)\tsd", ser[k].task, ser[k].lambda, ser[k].bin[0].n);
+    fprintf(f, "\n");
+    for (int b = 0; b < ANALYZE_P_BINS; b++) {
+        fprintf(f, "%.3g", (b + 0.5) / ANALYZE_P_BINS);
+        for (int k = 0; k < ns; k++) pf_num(f, acc_mean(&ser[k].bin[b])), pf_num(f, acc_sd(&ser[k].bin[b]));
+        fprintf(f, "\n");
+    }
+    if (pf_close(f, path, err, errlen)) return -1;
+    char vars[256];
+    snprintf(vars, sizeof vars, "nser=%d; binw=%.6g; title='TSA halting probabilities p (every router × probe token, "
+             "last step): share per bin, mean ± sd over seeds'", ns, 1.0 / ANALYZE_P_BINS);
+    return pf_draw(s, "paper_p_hist.gp", path, dir, "paper_p_hist", vars, err, errlen);
+}
+
 typedef struct {
     long step;
     double t, loss, tokens; /* t: seconds at the bench's step time (NaN: not benched) */
@@ -484,7 +547,7 @@ int paper_figures(gl_db *db, const paper_run *runs, int n, const char *scale, co
     memset(s, 0, sizeof *s);
     if (fig_pareto(db, runs, n, scale, pp, dir, s, err, errlen) || fig_heatmap(db, runs, n, scale, dir, s, err, errlen) ||
         fig_category(db, runs, n, scale, dir, s, err, errlen) || fig_ablation(runs, n, scale, dir, s, err, errlen) ||
-        fig_loss_time(db, runs, n, scale, dir, s, err, errlen))
+        fig_loss_time(db, runs, n, scale, dir, s, err, errlen) || fig_p_hist(db, runs, n, dir, s, err, errlen))
         return -1;
     return 0;
 }

@@ -1,7 +1,7 @@
 /*
  * paper_fig.h — the figures of the paper report, each over seeds
  * (paper_fig.c): paper_pareto, paper_alpha_heatmap, paper_category,
- * paper_ablation, paper_loss_time (.tsv, .png, .pdf).
+ * paper_ablation, paper_loss_time, paper_p_hist (.tsv, .png, .pdf).
  */
 #ifndef GATELAB_ANALYSIS_PAPER_FIG_H
 #define GATELAB_ANALYSIS_PAPER_FIG_H
@@ -10,7 +10,7 @@
 
 #include "paper.h"
 
-#define PAPER_FIGS_MAX 8
+#define PAPER_FIGS_MAX 12
 
 typedef struct {
     int n_made;

@@ -226,6 +226,17 @@ static void test_analyze_trace(void **state) {
     assert_true(report_metric_find(&rm, ANALYZE_SPLIT, &k, &v));
     /* last step, router 1 = p[12..15] = 0.9, 0.1, 0.1, 0.9 */
     NEAR(v, (0.9 + 0.1 + 0.1 + 0.9) / 4, 1e-7, "p_mean.L2 (router 1)");
+    /* the halting-probability histogram of the last step: p[8..15] = 0.1f ×5 (bin [0.1, 0.2)) and
+     * 0.9f ×3 (0.89999998: bin [0.8, 0.9)) */
+    metric_plain(&k, "p_hist_b1");
+    assert_true(report_metric_find(&rm, ANALYZE_SPLIT, &k, &v));
+    NEAR(v, 5.0 / 8, 0, "p_hist_b1");
+    metric_plain(&k, "p_hist_b8");
+    assert_true(report_metric_find(&rm, ANALYZE_SPLIT, &k, &v));
+    NEAR(v, 3.0 / 8, 0, "p_hist_b8");
+    metric_plain(&k, "p_hist_b5");
+    assert_true(report_metric_find(&rm, ANALYZE_SPLIT, &k, &v));
+    NEAR(v, 0.0, 0, "p_hist_b5");
     /* files: header + rows */
     char path[1024];
     snprintf(path, sizeof path, "%s/alpha_heads.tsv", dir);
@@ -236,6 +247,8 @@ static void test_analyze_trace(void **state) {
     assert_int_equal(count_lines(path), 1 + P);
     snprintf(path, sizeof path, "%s/depth_hist.tsv", dir);
     assert_int_equal(count_lines(path), 1 + L);
+    snprintf(path, sizeof path, "%s/p_hist.tsv", dir);
+    assert_int_equal(count_lines(path), 1 + ANALYZE_P_BINS);
     print_message("analyze on a constructed trace: %d files, %d metric rows; worst diff %.3g\n", s.n_files, rm.n, g_worst);
     report_metrics_free(&rm);
     char cmd[600];
