@@ -177,6 +177,9 @@ check "a title wrapped by figures_title_var (lines joined with \"\\n\") draws bo
     eval 'gp category_bars.gp "$W/cat1.tsv" "$tv" && lit "first line:" && lit "second line"'
 check "paper_bars.gp alone: exit 0, plain labels" eval 'gp paper_bars.gp "$W/bars.tsv" "" && lit "early_exit" && lit "x_1 a^2 {b} c@d e&amp;f"'
 check "paper_loss_time.gp alone: exit 0, plain labels, bands" eval 'gp paper_loss_time.gp "$W/lt.tsv" "" && lit "early_exit"'
+printf 'p\tcopy λ=0.05 (n=3)\tsd\t%s\tsd\n0.05\t0.6\t0.1\t0.2\tnan\n0.55\t0.1\t0.02\t0.3\tnan\n0.95\t0.3\t0.1\t0.5\tnan\n' "$HZ" > "$W/ph.tsv"
+check "paper_p_hist.gp alone, two series (one with one seed): exit 0, plain labels" \
+    eval 'gp paper_p_hist.gp "$W/ph.tsv" "nser=2; binw=0.1" && lit "copy λ=0.05 (n=3)" && lit "x_1 a^2"'
 check "paper_pareto.gp alone: exit 0, plain labels" eval 'gp paper_pareto.gp "$W/pp.tsv" "" && lit "early_exit" && lit "x_1 a^2"'
 check "heatmap.gp alone, diverging: exit 0, a title as written" \
     eval 'gp heatmap.gp "$W/hm.tsv" "diverging=1; cbmin=-0.3; cbmax=0.3; title='"'"'heads_sat1 ΔL'"'"'" && lit "heads_sat1 ΔL"'

@@ -36,6 +36,8 @@ check "the Questions table has one line per [question] of claims.ini ($nq), each
     bash -c "[ \$(sed -n '/^## Questions/,/^## Claims/p' '$R' | grep -cE '^\| Q[0-9]+\. .*\| (answered|partly|not yet)[^|]* \| [0-9A-Za-z-]+ ') -eq $nq ]"
 check "the report states its pre-registration" grep -q '^Pre-registration:' "$R"
 check "the forest plot's numbers are written" [ -s "$PAPER_RESULTS/figures/paper_forest.tsv" ]
+check "the p histogram of TSA on copy and sort is drawn, its shares summing to 1 per series" \
+    bash -c "grep -q '^!\[paper_p_hist\](figures/paper_p_hist.png)' '$R' && awk -F'\t' 'NR > 1 { for (k = 2; k <= NF; k += 2) s[k] += \$k; nc = NF } END { if (nc < 3) exit 1; for (k = 2; k <= nc; k += 2) if (s[k] < 0.999 || s[k] > 1.001) exit 1 }' '$PAPER_RESULTS/figures/paper_p_hist.tsv'"
 check "no published number as a C literal of the report or post code (0.726, 0.549, 0.71)" \
     bash -c "! grep -nE '0\.726|0\.833|0\.549|0\.341|0\.0071|1\.75|1\.82' analysis/paper.c analysis/claims.c harness/cli/cmd_paper.c"
 if grep -q 'SKIPPED' "$W/first.log"; then
