@@ -129,6 +129,11 @@ $(BUILD)/gatelab-mpi: $(BUILD)/harness/cli/main.o $(BUILD)/mpi/dist_mpi.o $(BUIL
 $(BUILD)/tests/%: $(BUILD)/tests/%.o $(BUILD)/libgatelab.a
 	$(CC) $(LDFLAGS) $^ -o $@ $(LDLIBS) -lcmocka
 
+# bench.o carries the commit too: its cost runs record the binary that measured them.
+$(BUILD)/scripts/bench/bench.o: scripts/bench/bench.c $(BUILD)/commit.stamp
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -DGATELAB_HEAD='"$(GATELAB_HEAD)"' -DGATELAB_DIRTY=$(GATELAB_DIRTY) -c $< -o $@
+
 $(BENCH_BIN): $(BUILD)/scripts/bench/bench.o $(BUILD)/libgatelab.a
 	$(CC) $(LDFLAGS) $^ -o $@ $(LDLIBS)
 

@@ -182,6 +182,7 @@ static int record(const char *db_path, const char *tag, const char *scale, const
     for (int i = 0; i < nv; i++) rows[i] = (gl_metric){.step = 0, .split = "bench", .name = names[i], .value = vals[i], .wall_time = 0};
     int rc = db_open(&db, db_path, err, sizeof err) || db_experiment_ensure(db, exp, ini, &exp_id, err, sizeof err) ||
              db_run_create(db, exp_id, id, variant, ini, "", 0, "RUNNING", err, sizeof err) ||
+             db_run_start(db, id, err, sizeof err) || /* host, pid and this binary's build commit */
              db_params_put_ini(db, id, ini, err, sizeof err) || db_metrics_log(db, id, rows, nv, err, sizeof err) ||
              (checkpoint && db_tag_set(db, id, "checkpoint", checkpoint, err, sizeof err)) ||
              db_run_environment(db, id, err, sizeof err) ||
@@ -761,6 +762,9 @@ int main(int argc, char **argv) {
     options o;
     int rc = parse_options(argc, argv, &o);
     if (rc) return rc;
+#ifdef GATELAB_HEAD
+    db_set_build(GATELAB_HEAD, GATELAB_DIRTY); /* the Makefile's: each cost run records what measured it */
+#endif
     gl_model_config base = ref_config(o.scale);
     if (o.n_layer) base.n_layer = o.n_layer;
     variant v[MAX_VARIANTS];

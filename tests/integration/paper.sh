@@ -72,6 +72,8 @@ check "the bench stage measured the costs (experiment cost-paper: $(grep -c . "$
 check "claims 8 and 14 are answered from the bench, not from sweep timings" \
     bash -c "grep -E '^\| (8a|14a) \|' '$R' | grep -c 'interleaved rounds' | grep -qx 2"
 cnt() { sqlite3 "$PAPER_RESULTS/gatelab.db" "select count(*) from runs where run_id like '$1'"; }
+check "every cost run records the commit of the bench binary that measured it (the report's provenance)" \
+    [ "$(sqlite3 "$PAPER_RESULTS/gatelab.db" "select count(*) from runs where run_id like 'cost-paper%' and (git_commit is null or length(git_commit) != 40)")" = 0 ]
 check "the bench stage timed plain, SATFormer, Hyper-Connections and MUDDFormer at 12 and 24 blocks" \
     [ "$(cnt 'cost-paper-L12-s-%')/$(cnt 'cost-paper-L24-s-%')/$(cnt 'cost-paper-mem-L24-s-%')" = 4/4/3 ]
 check "... with 12 and 24 blocks in their recorded configs" \
