@@ -921,18 +921,6 @@ static void cl_reading(const claims_row *row, const runset *rs, claims_result *r
            say ? say : "the pre-registered sentence does not apply");
 }
 
-/* Replace every "@pilot" of src by val into out. */
-static void cl_subst_pilot(const char *src, const char *val, char *out, size_t n) {
-    out[0] = 0;
-    for (const char *p = src; *p;) {
-        const char *q = strstr(p, "@pilot");
-        cl_app(out, n, "%.*s", (int)(q ? (size_t)(q - p) : strlen(p)), p);
-        if (!q) break;
-        cl_app(out, n, "%s", val);
-        p = q + 6;
-    }
-}
-
 /* A row with "@pilot" in runs or versus: not measured until the row's
  * pilot = names the pilot's choice, then judged with it in place. */
 static void cl_eval_pilot(const claims_row *row, const runset *rs, claims_result *res) {
@@ -946,8 +934,17 @@ static void cl_eval_pilot(const claims_row *row, const runset *rs, claims_result
         return;
     }
     one = *row;
-    cl_subst_pilot(row->runs, row->pilot, one.runs, sizeof one.runs);
-    cl_subst_pilot(row->versus, row->pilot, one.versus, sizeof one.versus);
+    /* claims_parse refuses a pilot that leaves an @pilot; a row built otherwise is not measured, never judged
+     * with its runs emptied (one is static: a second round would overwrite its own source) */
+    if (claims_pilot_subst(row->runs, row->pilot, one.runs, sizeof one.runs) ||
+        claims_pilot_subst(row->versus, row->pilot, one.versus, sizeof one.versus)) {
+        memset(res, 0, sizeof *res);
+        res->row = row;
+        res->v = CV_NOT_MEASURED;
+        snprintf(res->why, sizeof res->why, "not measured: pilot = '%s' in place of @pilot leaves an @pilot in row "
+                 "[%s] (or too long a text): write the pilot's choice itself", row->pilot, row->id);
+        return;
+    }
     claims_eval(&one, rs, res);
     res->row = row;
     cl_app(res->measured, sizeof res->measured, "%sthe pilot's choice: %s", res->measured[0] ? "; " : "", row->pilot);

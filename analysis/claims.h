@@ -153,6 +153,10 @@ const char *claims_verdict_name(claims_verdict v);
  * not one entirely) and a string trimmed of spaces, tabs and '\r' in place. */
 int claims_num(const char *v, double *out);
 char *claims_trim(char *s);
+/* Replace every "@pilot" of src by val into out (n bytes).  0, or -1 when
+ * the result does not fit or still holds "@pilot" (val and the text around
+ * it make a new one: the row could never be judged as written). */
+int claims_pilot_subst(const char *src, const char *val, char *out, size_t n);
 
 /* The base scale of the Shakespeare comparisons (that of the SATFormer runs,
  * else of any Tiny Shakespeare run; "" none). */

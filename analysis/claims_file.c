@@ -156,6 +156,22 @@ static int cl_has_word(const char *list, const char *word) {
     return 0;
 }
 
+int claims_pilot_subst(const char *src, const char *val, char *out, size_t n) {
+    size_t k = 0, lv = strlen(val);
+    out[0] = 0;
+    for (const char *p = src; *p;) {
+        const char *q = strstr(p, "@pilot");
+        size_t l = q ? (size_t)(q - p) : strlen(p);
+        if (k + l + (q ? lv : 0) >= n) return -1;
+        memcpy(out + k, p, l), k += l;
+        if (!q) break;
+        memcpy(out + k, val, lv), k += lv;
+        p = q + 6;
+    }
+    out[k] = 0;
+    return strstr(out, "@pilot") ? -1 : 0;
+}
+
 /* The axes `each` may split by (block apart: it splits one group by block). */
 static const char *const cl_each_axes[] = {"lambda", "scale", "steps", "n_layer"};
 
@@ -225,6 +241,20 @@ static int cl_check(const claims_row *r, char *msg, size_t ml) {
                         r->each), -1;
     if (!strcmp(r->each, "block") && !strstr(r->metric, "{b}"))
         return snprintf(msg, ml, "row [%s]: each = block needs {b} (the block) in metric", r->id), -1;
+    if (r->pilot[0] && !strstr(r->pilot, "@pilot") && (strstr(r->runs, "@pilot") || strstr(r->versus, "@pilot"))) {
+        char out[CLAIMS_TEXT];
+        if (claims_pilot_subst(r->runs, r->pilot, out, sizeof out) ||
+            claims_pilot_subst(r->versus, r->pilot, out, sizeof out))
+            return snprintf(msg, ml, "row [%s]: pilot = '%s' put in place of @pilot in runs and versus leaves an "
+                            "@pilot (or a text longer than %d bytes): write the pilot's choice itself", r->id,
+                            r->pilot, CLAIMS_TEXT - 1), -1;
+    }
+    /* the forest figure draws (paper_value − threshold) × scale: a finite number, or the row cannot be drawn */
+    if (!isnan(r->paper_value) &&
+        (!isfinite(r->paper_value * r->scale) ||
+         (!isnan(r->threshold) && !isfinite((r->paper_value - r->threshold) * r->scale))))
+        return snprintf(msg, ml, "row [%s]: paper_value × scale (%g × %g) is not a finite number: give them in "
+                        "another unit", r->id, r->paper_value, r->scale), -1;
     if (r->agg[0] && strcmp(r->agg, "mean") && strcmp(r->agg, "gini") && strncmp(r->agg, "share_below ", 12))
         return snprintf(msg, ml, "row [%s]: agg = '%s': mean, gini or share_below X", r->id, r->agg), -1;
     return 0;
@@ -235,6 +265,10 @@ int claims_parse(const char *text, const char *name, claims_file *cf, char *err,
     int cap = 0, line_no = 0, rc = -1;
     enum { NONE, ROW, DISCLOSURE, HEAD, QUESTION } in = NONE;
     char msg[400] = "";
+    /* the keys of the section being read, with their lines: a key given twice is refused, never the last
+     * value taken silently (every key of a row is shorter than 16 bytes; there are fewer than 48) */
+    char seen[48][16];
+    int seen_line[48], n_seen = 0;
     for (const char *p = text; *p;) {
         const char *e = strchr(p, '\n');
         size_t len = e ? (size_t)(e - p) : strlen(p);
@@ -250,6 +284,7 @@ int claims_parse(const char *text, const char *name, claims_file *cf, char *err,
         char *s = claims_trim(line);
         if (!*s || *s == '#' || *s == ';') continue;
         if (*s == '[') {
+            n_seen = 0;
             char *r = strchr(s, ']');
             if (!r || r[1]) {
                 snprintf(msg, sizeof msg, "a section line is [name] with nothing after it");
@@ -310,6 +345,16 @@ int claims_parse(const char *text, const char *name, claims_file *cf, char *err,
         if (in == NONE) {
             snprintf(msg, sizeof msg, "key '%s' before any [section]", key);
             goto bad;
+        }
+        for (int k = 0; k < n_seen; k++)
+            if (!strcmp(seen[k], key)) {
+                snprintf(msg, sizeof msg, "key '%s' given twice in this section (first on line %d): keep one",
+                         key, seen_line[k]);
+                goto bad;
+            }
+        if (strlen(key) < sizeof seen[0] && n_seen < 48) { /* a longer or 49th key is unknown: refused below */
+            snprintf(seen[n_seen], sizeof seen[0], "%s", key);
+            seen_line[n_seen++] = line_no;
         }
         if (in == QUESTION) {
             claims_question *q = &cf->questions[cf->n_questions - 1];

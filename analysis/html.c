@@ -522,7 +522,7 @@ int html_report(gl_db *db, const html_target *t, const html_opts *o, const char 
         *slash = 0;
         if (fileio_mkdir_p(dir, err, errlen)) goto cleanup;
     }
-    if (fileio_begin(&out, out_path, "HTML report", err, errlen)) goto cleanup;
+    if (fileio_begin_own(&out, out_path, "HTML report", fileio_is_html, err, errlen)) goto cleanup;
     f = out.f;
     hr_head(f, t);
     fputs("<h2>Figures</h2>\n", f);

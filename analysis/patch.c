@@ -127,13 +127,17 @@ static int pp_task(patch_pairs *pp, int i, const gl_data_config *dc, const float
             return -1;
         }
         const int j = i % n;
-        int x[256];
-        assert(n <= 256);
+        int *x = malloc((size_t)n * sizeof(int)); /* the answer's items: data.seq_items, up to the manifest's 4096 */
+        if (!x) {
+            snprintf(err, errlen, "--pair %s: out of memory for %d items", task_name(dc->task), n);
+            return -1;
+        }
         tok[j] = (tok[j] + 1 + (int)(h % (unsigned)(S - 1))) % S;
         pp_put(T, tok, tg, j, tok[j]);
         memcpy(x, tok, (size_t)n * sizeof(int));
         if (dc->task == TASK_SORT) qsort(x, (size_t)n, sizeof(int), pp_cmp_int);
         for (int k = 0; k < n; k++) pp_put(T, tok, tg, n + 1 + k, x[k]); /* y_k = s[n+1+k] */
+        free(x);
     }
     int last;
     pp_diff(pp, i, &last);

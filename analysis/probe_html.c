@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "html.h"
+#include "store/fileio.h"
 #include "probe.h"
 
 /* One token's bytes, escaped; newline as ↵ and a break, other control bytes as hex. */
@@ -81,11 +82,9 @@ static int ph_view(FILE *f, const gl_probecache *pc, const pc_array *a, size_t b
 
 int probe_html(const gl_probecache *pc, const char *out_path, const char *only, int max_chars, char *err,
                size_t errlen) {
-    FILE *f = fopen(out_path, "w");
-    if (!f) {
-        snprintf(err, errlen, "cannot write the page %s (does its folder exist?)", out_path);
-        return -1;
-    }
+    fileio_out out;
+    if (fileio_begin_own(&out, out_path, "HTML page", fileio_is_html, err, errlen)) return -1;
+    FILE *f = out.f;
     const long max_tok = max_chars > 0 ? max_chars : 4096;
     fputs("<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>probe ", f);
     html_escape(f, pc->run_id);
@@ -136,9 +135,6 @@ int probe_html(const gl_probecache *pc, const char *out_path, const char *only, 
         }
     }
     fputs("</body></html>\n", f);
-    if (fclose(f)) {
-        snprintf(err, errlen, "cannot finish writing the page %s (disk full?)", out_path);
-        return -1;
-    }
+    if (fileio_commit(&out, "HTML page", err, errlen)) return -1;
     return views;
 }

@@ -247,6 +247,32 @@ int main(void) {
     ok("bad expect rejected", claims_parse("[A]\nexpect = sideways 3\n", "b.ini", &cf, err, sizeof err) == -1);
     ok("missing metric rejected",
        claims_parse("[A]\nclaim = 1\npaper = p\nquantity = value\n", "c.ini", &cf, err, sizeof err) == -1);
+    /* issue 45 item 8: a key twice, a pilot that re-creates @pilot, paper_value × scale past a double */
+    ok("a key given twice in a row is refused, naming both lines",
+       parse_refused(ROW_A "metric = val/loss\n", "r.ini:7: key 'metric' given twice in this section (first on line 6)"));
+    ok("a key given twice in a question is refused",
+       parse_refused(ROW_A "[question 1]\ntext = t\nrows = A\ntext = u\n", "key 'text' given twice"));
+    ok("a pilot whose substitution re-creates @pilot is refused, naming the row",
+       parse_refused("[A]\nclaim = 1\npaper = p\nquantity = value\nruns = data=@pi@pilot\npilot = lot\n"
+                     "metric = val/final.loss\n", "row [A]: pilot = 'lot' put in place of @pilot"));
+    ok("paper_value × scale overflowing a double is refused, naming the row",
+       parse_refused(ROW_A "paper_value = 1e300\nscale = 1e300\n", "row [A]: paper_value × scale"));
+    ok("paper_value × scale overflowing only after the threshold is refused too",
+       parse_refused(ROW_A "paper_value = 1e308\nexpect = below -1.7e308\n", "row [A]: paper_value × scale"));
+    {
+        claims_file pf;
+        claims_result pr;
+        int parsed = claims_parse("[A]\nclaim = 1\npaper = p\nquantity = value\nruns = data=@pilot\npilot = x\n"
+                                  "metric = val/final.loss\n", "p.ini", &pf, err, sizeof err) == 0;
+        if (parsed) { /* a row built past the parser: @pi + @pilot with pilot "lot" */
+            snprintf(pf.rows[0].runs, sizeof pf.rows[0].runs, "data=@pi@pilot");
+            snprintf(pf.rows[0].pilot, sizeof pf.rows[0].pilot, "lot");
+            claims_eval(&pf.rows[0], &rs, &pr);
+            claims_free(&pf);
+        }
+        ok("a pilot re-creating @pilot past the parser: not measured, never judged over every run",
+           parsed && pr.v == CV_NOT_MEASURED && strstr(pr.why, "leaves an @pilot") != NULL);
+    }
     runset_free(&rs);
 
     /* ---- the hostile registry: every view against the run set's groups and partners ---- */

@@ -19,6 +19,13 @@
 #include "store/fileio.h"
 
 /* Order of sites by exact ΔL, largest first (ties: gate-table order). */
+/* The two tables' first lines: the output rule replaces only a file that
+ * starts with its own (never a file a planted link or a typo points at). */
+#define CA_SITES_HEADER "site\tgate\trow\tcol\texact_delta_loss\texact_se\tattribution\n"
+#define CA_TOKENS_HEADER "window\tposition\ttoken\tattribution\n"
+static int ca_is_sites(const char *path) { return fileio_starts_with(path, CA_SITES_HEADER); }
+static int ca_is_tokens(const char *path) { return fileio_starts_with(path, CA_TOKENS_HEADER); }
+
 static const attrib_result *ca_sort_r;
 static int ca_cmp(const void *a, const void *b) {
     const attrib_site *x = &ca_sort_r->sites[*(const int *)a], *y = &ca_sort_r->sites[*(const int *)b];
@@ -31,6 +38,7 @@ int cmd_heads_attribution(ablate_ctx *c, const char *run_id, const char *run_dir
     attrib_result r;
     int rc = -1, *order = NULL;
     FILE *f = NULL;
+    fileio_out out = {.f = NULL}; /* every table through the output rule (fileio.h) */
     char path[4200];
     if (attrib_run(c, &r, err, errlen)) return -1;
     if (!(order = malloc((size_t)r.n * sizeof(int)))) {
@@ -73,8 +81,9 @@ int cmd_heads_attribution(ablate_ctx *c, const char *run_id, const char *run_dir
 
     if (fileio_mkdir_p(out_dir, err, errlen)) goto done;
     snprintf(path, sizeof path, "%s/attribution.tsv", out_dir);
-    if (!(f = fopen(path, "w"))) goto io;
-    fprintf(f, "site\tgate\trow\tcol\texact_delta_loss\texact_se\tattribution\n");
+    if (fileio_begin_own(&out, path, "attribution table", ca_is_sites, err, errlen)) goto done;
+    f = out.f;
+    fprintf(f, "%s", CA_SITES_HEADER);
     for (int i = 0; i < r.n; i++) {
         const attrib_site *s = &r.sites[i];
         char label[32];
@@ -82,19 +91,16 @@ int cmd_heads_attribution(ablate_ctx *c, const char *run_id, const char *run_dir
         fprintf(f, "%s\t%s\t%d\t%d\t%.9g\t%.6g\t%.9g\n", label, gatekind_info[s->gate].key, s->row, s->col, s->exact,
                 s->exact_se, s->attrib);
     }
-    if (report_tsv_close(f, path, err, errlen)) {
-        f = NULL;
-        goto done;
-    }
+    f = NULL;
+    if (fileio_commit(&out, "attribution table", err, errlen)) goto done;
     snprintf(path, sizeof path, "%s/attribution_tokens.tsv", out_dir);
-    if (!(f = fopen(path, "w"))) goto io;
-    fprintf(f, "window\tposition\ttoken\tattribution\n");
+    if (fileio_begin_own(&out, path, "attribution table", ca_is_tokens, err, errlen)) goto done;
+    f = out.f;
+    fprintf(f, "%s", CA_TOKENS_HEADER);
     for (long i = 0; i < r.positions; i++)
         fprintf(f, "%ld\t%ld\t%d\t%.6g\n", c->eval_first + i / c->m->T, i % c->m->T, r.tok_id[i], r.tok[i]);
-    if (report_tsv_close(f, path, err, errlen)) {
-        f = NULL;
-        goto done;
-    }
+    f = NULL;
+    if (fileio_commit(&out, "attribution table", err, errlen)) goto done;
     f = NULL;
     printf("files: %s/attribution.tsv, attribution_tokens.tsv\n", out_dir);
     if (json) {
@@ -121,10 +127,8 @@ int cmd_heads_attribution(ablate_ctx *c, const char *run_id, const char *run_dir
     }
     rc = 0;
     goto done;
-io:
-    snprintf(err, errlen, "cannot write %s", path);
 done:
-    if (f) fclose(f);
+    fileio_abort(&out);
     free(order);
     attrib_free(&r);
     return rc;

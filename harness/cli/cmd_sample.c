@@ -115,7 +115,7 @@ static int sample_print_json(const gl_run *run, const sample_args *a, const int 
     json_t *o = jsonl_run(id, run->dir);
     jsonl_set(o, "step", jsonl_int(run->st.step));
     jsonl_set(o, "prompt", jsonl_str(a->prompt));
-    jsonl_set(o, "text", jsonl_strn(text, len - plen)); /* whole: a NUL byte is a byte like any other */
+    jsonl_set(o, "text", jsonl_strn(text, nb)); /* whole (nb bytes: a BPE token is several): a NUL byte is a byte like any other */
     jsonl_set(o, "tokens", jsonl_int((long long)(len - plen)));
     jsonl_set(o, "temperature", jsonl_num(a->temperature));
     /* jansson's integers are signed 64-bit: a seed above 2^63 - 1 goes out as its decimal text */

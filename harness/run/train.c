@@ -387,49 +387,66 @@ static int cfg_diff(const char *old, const char *path, const gl_manifest *now, c
     return d.count;
 }
 
-/* On resume: compare the run's config.ini with the configuration resolved
- * now.  Equal: 0.  Different: -1 with a message naming the keys, unless
- * allowed — then config.ini is rewritten (its earlier comment lines kept, a
- * new one saying what changed) and c->config_change holds the change for the
- * registry.  A run folder without config.ini (made before it existed) is
- * taken as it is. */
+/* On resume: compare the configuration the run trained under — the one its
+ * checkpoint stores (ckpt_save keeps it in every checkpoint), else, for a
+ * checkpoint without one, its config.ini — with the configuration resolved
+ * now.  Never config.ini with itself: `--resume RUN` resolves from
+ * config.ini, so a hand edit there (lr, steps) is a change like any other.
+ * Equal: 0.  Different: -1 with a message naming the keys, unless allowed —
+ * then config.ini is rewritten (its earlier comment lines kept, a new one
+ * saying what changed) and c->config_change holds the change for the
+ * registry.  A run with neither is taken as it is. */
 static int check_resume_config(run_ctx *c, int allowed, char *err, size_t errlen) {
-    char path[GL_PATH_MAX + 16];
+    char path[GL_PATH_MAX + 16], why[512];
     snprintf(path, sizeof path, "%s/config.ini", c->dir);
-    FILE *f = fopen(path, "r");
-    if (!f) return 0;
-    static char old[65536];
-    size_t n = fread(old, 1, sizeof old - 1, f);
-    old[n] = 0;
-    fclose(f);
+    char *trained = NULL, *ini = NULL;
+    size_t n = 0;
+    int rc = -1;
+    const char *from = c->ckpt_path;
+    if (ckpt_read_config(c->ckpt_path, &trained, why, sizeof why) != 0 || !trained || !trained[0]) {
+        free(trained); /* no config in the checkpoint (or it is damaged: ckpt_load says so) */
+        trained = NULL;
+        from = path;
+    }
+    ini = fileio_slurp(path, "resolved config", 0, &n, why, sizeof why);
+    if (!trained && !ini) return 0;
+    const char *old = trained ? trained : ini;
     char diff[sizeof c->config_change];
-    int k = cfg_diff(old, path, &c->resolved, diff, sizeof diff, err, errlen);
-    if (k <= 0) return k;
+    int k = cfg_diff(old, from, &c->resolved, diff, sizeof diff, err, errlen);
+    if (k <= 0) {
+        rc = k;
+        goto done;
+    }
     if (!allowed) {
-        snprintf(err, errlen, "--resume %s: the configuration differs from the run's %s in %d key%s: %s. Resume with "
-                              "the same manifest and overrides, or pass --allow-config-change to continue with the "
-                              "new values (the change is recorded in the registry and in config.ini)",
-                 c->run_id, path, k, k == 1 ? "" : "s", diff);
-        return -1;
+        snprintf(err, errlen, "--resume %s: the configuration differs from the one the run trained under (%s) in %d "
+                              "key%s: %s. Resume with the same manifest and overrides (and config.ini as it was), or "
+                              "pass --allow-config-change to continue with the new values (the change is recorded in "
+                              "the registry and in config.ini)",
+                 c->run_id, from, k, k == 1 ? "" : "s", diff);
+        goto done;
     }
     snprintf(c->config_change, sizeof c->config_change, "resumed at step %ld with --allow-config-change: %s",
              c->st.step, diff);
     /* the earlier comment lines (the history of changes), then this one, then the new configuration */
-    size_t cap = strlen(old) + strlen(c->config_ini) + strlen(c->config_change) + 8, len = 0;
+    const char *hist = ini ? ini : "";
+    size_t cap = strlen(hist) + strlen(c->config_ini) + strlen(c->config_change) + 8, len = 0;
     char *text = malloc(cap);
     if (!text) {
         snprintf(err, errlen, "out of memory rewriting %s", path);
-        return -1;
+        goto done;
     }
-    for (const char *p = old; *p;) {
+    for (const char *p = hist; *p;) {
         size_t l = strcspn(p, "\n");
         if (*p == ';') len += (size_t)snprintf(text + len, cap - len, "%.*s\n", (int)l, p);
         p += l + (p[l] == '\n');
     }
     snprintf(text + len, cap - len, "; %s\n%s", c->config_change, c->config_ini);
-    int rc = fileio_write_all(path, "resolved config", text, strlen(text), err, errlen);
+    rc = fileio_write_all(path, "resolved config", text, strlen(text), err, errlen);
     free(text);
     say(c, 0, "warning: %s", c->config_change);
+done:
+    free(trained);
+    free(ini);
     return rc;
 }
 

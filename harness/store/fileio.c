@@ -103,6 +103,64 @@ int fileio_clear_tmp(const char *tmp, const char *what, char *err, size_t errlen
     return 0;
 }
 
+int fileio_check_dest(const char *path, const char *what, fileio_own_fn own, char *err, size_t errlen) {
+    struct stat sb;
+    if (lstat(path, &sb) != 0) {
+        if (errno == ENOENT) return 0;
+        int e = errno;
+        snprintf(err, errlen, "cannot check the %s %s: %s", what, path, strerror(e));
+        errno = e;
+        return -1;
+    }
+    if (!S_ISREG(sb.st_mode)) {
+        snprintf(err, errlen, "%s exists and is %s, not a %s; gatelab neither writes through links nor replaces "
+                 "other files: choose another path, or remove it", path, fio_kind(sb.st_mode), what);
+        errno = S_ISLNK(sb.st_mode) ? ELOOP : EEXIST;
+        return -1;
+    }
+    if (own && sb.st_size > 0 && !own(path)) {
+        snprintf(err, errlen, "%s exists and is not a %s; gatelab replaces only its own %s files (never the "
+                 "registry, a checkpoint or a trace): choose another path, or remove it", path, what, what);
+        errno = EEXIST;
+        return -1;
+    }
+    return 0;
+}
+
+int fileio_starts_with(const char *path, const char *prefix) {
+    FILE *f;
+    char err[64];
+    if (fileio_open_regular(path, "file", &f, err, sizeof err) != 0) return 0;
+    size_t n = strlen(prefix);
+    char buf[256];
+    int ok = n <= sizeof buf && fread(buf, 1, n, f) == n && memcmp(buf, prefix, n) == 0;
+    fclose(f);
+    return ok;
+}
+
+int fileio_is_html(const char *path) { return fileio_starts_with(path, "<!DOCTYPE html"); }
+
+int fileio_begin_own(fileio_out *o, const char *path, const char *what, fileio_own_fn own, char *err, size_t errlen) {
+    o->f = NULL;
+    o->tmp[0] = '\0';
+    if (fileio_check_dest(path, what, own, err, errlen) != 0) return -1;
+    return fileio_begin(o, path, what, err, errlen);
+}
+
+int fileio_sync_file(const char *path, const char *what, char *err, size_t errlen) {
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0 || fsync(fd) != 0) {
+        int e = errno;
+        snprintf(err, errlen, "%s: syncing the %s failed: %s (free disk space or check the device)", path, what,
+                 strerror(e));
+        if (fd >= 0) close(fd);
+        errno = e;
+        return -1;
+    }
+    close(fd);
+    return 0;
+}
+
 int fileio_begin(fileio_out *o, const char *path, const char *what, char *err, size_t errlen) {
     o->f = NULL;
     o->tmp[0] = '\0';

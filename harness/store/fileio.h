@@ -36,6 +36,35 @@ int fileio_clear_tmp(const char *tmp, const char *what, char *err, size_t errlen
 /* Refuse path when it is a symbolic link (0 when absent or not a link). */
 int fileio_refuse_link(const char *path, const char *what, char *err, size_t errlen);
 
+/* Whether the regular file at path is of a writer's own kind (an HDF5 probe
+ * cache, an HTML page, a TSV table with its header): 1 yes, 0 no. */
+typedef int (*fileio_own_fn)(const char *path);
+
+/* The output rule's check of a destination before anything is written: 0 when
+ * path is absent, or a regular file that own accepts (own NULL: any regular
+ * file); -1 + message otherwise — a symbolic link (never written through or
+ * replaced), a folder or special file, or a file of another kind ("PATH
+ * exists and is not a WHAT; gatelab replaces only its own WHAT files (never
+ * the registry, a checkpoint or a trace): choose another path").  errno EEXIST
+ * (ELOOP for a link). */
+int fileio_check_dest(const char *path, const char *what, fileio_own_fn own, char *err, size_t errlen);
+
+/* 1 when the regular file at path starts with the bytes of prefix (a file's
+ * own header: "<!DOCTYPE html", a TSV's first line), 0 otherwise. */
+int fileio_starts_with(const char *path, const char *prefix);
+
+/* 1 when path starts as the HTML pages gatelab writes ("<!DOCTYPE html"). */
+int fileio_is_html(const char *path);
+
+/* fileio_check_dest(path, what, own) and then fileio_begin: the one output
+ * rule for a file a command writes at a path the user names. */
+int fileio_begin_own(fileio_out *o, const char *path, const char *what, fileio_own_fn own, char *err, size_t errlen);
+
+/* fsync the file at path (a file a library wrote and closed, e.g. HDF5's),
+ * so a rename of it is durable.  0 or -1 + message naming the file and the
+ * error (errno set). */
+int fileio_sync_file(const char *path, const char *what, char *err, size_t errlen);
+
 /* Start writing path: PATH.tmp is created with O_CREAT|O_EXCL|O_NOFOLLOW
  * (mode 0644 less the umask) after fileio_clear_tmp.  0 with o->f open, or -1
  * + message (o->f NULL, nothing left behind). */

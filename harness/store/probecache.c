@@ -14,11 +14,16 @@
  */
 #include "probecache.h"
 
+#include "fileio.h"
+#include "trace_h5.h"
+
+#include <errno.h>
 #include <hdf5.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 pc_array *probecache_add(gl_probecache *pc, const char *path, const char *axes, const char *title, int rank,
                          const long *dims) {
@@ -105,14 +110,42 @@ cleanup:
     return rc;
 }
 
-int probecache_write(const char *path, const gl_probecache *pc, char *err, size_t errlen) {
-    const char *what = "create the file";
+static int pc_read_attr_str(hid_t obj, const char *name, char *out, size_t n);
+
+/* The output rule's "own kind" for a probe cache: an HDF5 file whose root
+ * attribute kind is "probe cache" (so --out never replaces the registry, a
+ * checkpoint, a trace or a model export). */
+static int pc_is_cache(const char *path) {
     hid_t file = H5I_INVALID_HID;
-    int rc = -1;
-    H5E_BEGIN_TRY { file = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT); }
+    char kind[64];
+    int own = 0;
+    H5E_BEGIN_TRY {
+        if (H5Fis_hdf5(path) > 0) file = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    }
     H5E_END_TRY;
+    if (file < 0) return 0;
+    own = pc_read_attr_str(file, "kind", kind, sizeof kind) == 0 && !strcmp(kind, "probe cache");
+    H5Fclose(file);
+    return own;
+}
+
+int probecache_write(const char *path, const gl_probecache *pc, char *err, size_t errlen) {
+    const char *what = "H5Fcreate";
+    char tmp[4096 + 8];
+    hid_t file = H5I_INVALID_HID;
+    int rc = -1, made = 0, msg = 1;
+    tr_quiet(); /* failures kept for the message (the system's reason: "No space left on device") */
+    if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp", path) >= sizeof tmp) {
+        snprintf(err, errlen, "probe cache %s: path too long", path);
+        return -1;
+    }
+    if (fileio_check_dest(path, "probe cache", pc_is_cache, err, errlen) ||
+        fileio_clear_tmp(tmp, "probe cache", err, errlen))
+        return -1;
+    made = 1; /* from here a failure removes the temporary, however far HDF5 got */
+    file = H5Fcreate(tmp, H5F_ACC_EXCL, H5P_DEFAULT, H5P_DEFAULT); /* O_EXCL: never through a link */
     if (file < 0) goto cleanup;
-    what = "write the root attributes";
+    what = "writing the root attributes";
     const int schema = PC_SCHEMA_VERSION;
     const long long scored = pc->scored;
     if (pc_attr_str(file, "kind", "probe cache") || pc_attr_num(file, "schema", H5T_STD_I32LE, H5T_NATIVE_INT, &schema) ||
@@ -126,11 +159,11 @@ int probecache_write(const char *path, const gl_probecache *pc, char *err, size_
         pc_attr_num(file, "loss", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, &pc->loss) ||
         pc_attr_num(file, "scored", H5T_STD_I64LE, H5T_NATIVE_LLONG, &scored))
         goto cleanup;
-    what = "write /probe/tokens and /probe/targets";
+    what = "writing /probe/tokens and /probe/targets";
     if (pc_dataset(file, "probe/tokens", H5T_STD_I32LE, H5T_NATIVE_INT, 1, &pc->n_tok, pc->tokens, "token", NULL) ||
         pc_dataset(file, "probe/targets", H5T_STD_I32LE, H5T_NATIVE_INT, 1, &pc->n_tok, pc->targets, "token", NULL))
         goto cleanup;
-    what = "write /vocab";
+    what = "writing /vocab";
     long nv1 = pc->n_vocab + 1, nb = pc->vocab_offset[pc->n_vocab];
     if (pc_dataset(file, "vocab/offset", H5T_STD_I32LE, H5T_NATIVE_INT32, 1, &nv1, pc->vocab_offset,
                    "token id (V + 1 bounds)", NULL) ||
@@ -142,14 +175,28 @@ int probecache_write(const char *path, const gl_probecache *pc, char *err, size_
         if (pc_dataset(file, a->path, H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, a->rank, a->dims, a->data, a->axes, a->title))
             goto cleanup;
     }
-    what = "close the file";
+    what = "H5Fclose";
     hid_t f = file;
-    file = H5I_INVALID_HID;
+    file = H5I_INVALID_HID; /* never closed twice: a failed close leaves nothing to close (tr_quiet) */
     if (H5Fclose(f) < 0) goto cleanup;
+    msg = 0;
+    if (fileio_sync_file(tmp, "probe cache", err, errlen)) goto cleanup;
+    if (rename(tmp, path) != 0) {
+        snprintf(err, errlen, "probe cache %s: cannot rename %s over it: %s", path, tmp, strerror(errno));
+        goto cleanup;
+    }
+    made = 0;
+    fileio_sync_dir(path); /* best effort: the cache is complete either way */
     rc = 0;
 cleanup:
     if (file >= 0) H5Fclose(file);
-    if (rc) snprintf(err, errlen, "probe cache %s: cannot %s (HDF5; is the folder writable?)", path, what);
+    if (rc && msg) {
+        char inner[1024];
+        tr_fail(inner, sizeof inner, tmp, what, NULL);
+        snprintf(err, errlen, "probe cache %s: %s (free disk space, or check the folder exists and is writable); "
+                 "%s is as it was", path, inner, path);
+    }
+    if (made) unlink(tmp);
     return rc;
 }
 

@@ -298,24 +298,32 @@ int db_open_readonly(gl_db **out, const char *path, char *err, size_t errlen) {
     sqlite3_extended_result_codes(db->h, 1);
     /* a file that is not a registry, or one locked, fails here with a clear message */
     int prc = sqlite3_prepare_v2(db->h, "SELECT count(*) FROM runs", -1, &st, NULL);
-    if (prc == SQLITE_OK) prc = sqlite3_step(st) == SQLITE_ROW ? SQLITE_OK : sqlite3_errcode(db->h);
+    if (prc != SQLITE_OK) {
+        db_why(db, prc, err, errlen);
+        goto fail;
+    }
+    /* another schema version: refuse, as db_open does, rather than read
+     * columns whose meaning may differ (registry_schema.c) */
+    int version = 0;
+    if (db_schema_version(db, &version, err, errlen) ||
+        db_schema_check(db, version, "use the gatelab that wrote it", err, errlen)) {
+        if ((db->step_rc & 0xff) == SQLITE_BUSY || (db->step_rc & 0xff) == SQLITE_LOCKED) db_why(db, db->step_rc, err, errlen);
+        goto fail;
+    }
+    if (version == 0) {
+        snprintf(err, errlen, "%s: a runs table but no schema_version: not a gatelab registry; pass another --db",
+                 path);
+        goto fail;
+    }
+    /* its tables are tables (a recursive view named runs would never return) with their columns */
+    if (db_schema_tables_check(db, NULL, path, err, errlen)) goto fail;
+    prc = sqlite3_step(st) == SQLITE_ROW ? SQLITE_OK : sqlite3_errcode(db->h);
     if (prc != SQLITE_OK) {
         db_why(db, prc, err, errlen);
         goto fail;
     }
     sqlite3_finalize(st);
     st = NULL;
-    /* another schema version: refuse, as db_open does, rather than read
-     * columns whose meaning may differ (registry_schema.c) */
-    int version = 0;
-    if (db_schema_version(db, &version, err, errlen) ||
-        db_schema_check(db, version, "use the gatelab that wrote it", err, errlen))
-        goto fail;
-    if (version == 0) {
-        snprintf(err, errlen, "%s: a runs table but no schema_version: not a gatelab registry; pass another --db",
-                 path);
-        goto fail;
-    }
     *out = db;
     return 0;
 fail:
@@ -866,6 +874,40 @@ int db_run_release(gl_db *db, const char *run_id, char *err, size_t errlen) {
     "(CASE " col " WHEN 'SCHEDULED' THEN 1 WHEN 'RUNNING' THEN 2 WHEN 'KILLED' THEN 3 WHEN 'FAILED' " \
     "THEN 4 WHEN 'FINISHED' THEN 5 ELSE 0 END)"
 
+/* One run of a task registry, checked before a merge changes anything: the
+ * run-id grammar `train` enforces (db_run_id_check; a text value without a NUL
+ * byte), an experiment the task registry holds, a status gatelab writes.
+ * ctx: the task registry's path, for the message. */
+static int db_merge_row_check(sqlite3_stmt *st, void *ctx, char *err, size_t errlen) {
+    const char *src = ctx, *id = (const char *)sqlite3_column_text(st, 0);
+    char why[256], shown[96];
+    snprintf(shown, sizeof shown, "%.80s", id ? id : "(NULL)");
+    for (char *p = shown; *p; p++)
+        if ((unsigned char)*p < 0x20 || *p == 0x7f) *p = '?';
+    if (sqlite3_column_type(st, 0) != SQLITE_TEXT || sqlite3_column_int64(st, 1) != (long long)strlen(id)) {
+        snprintf(err, errlen, "%s: run id '%s' is not text of its own length (a NUL byte or another type): not a "
+                 "run gatelab writes; nothing was merged", src, shown);
+        return -1;
+    }
+    if (db_run_id_check(id, why, sizeof why)) {
+        snprintf(err, errlen, "%s: %s (a run `train` refuses; tag, delete and restore could not address it): nothing "
+                 "was merged", src, why);
+        return -1;
+    }
+    if (sqlite3_column_type(st, 2) == SQLITE_NULL) {
+        snprintf(err, errlen, "%s: run '%s' names experiment id %lld, which this task registry does not hold "
+                 "(damaged or hand-edited): nothing was merged", src, shown, (long long)sqlite3_column_int64(st, 3));
+        return -1;
+    }
+    const char *status = (const char *)sqlite3_column_text(st, 4);
+    if (!status || !db_status_rank(status)) {
+        snprintf(err, errlen, "%s: run '%s' has status '%.40s', not one gatelab writes: nothing was merged", src,
+                 shown, status ? status : "(NULL)");
+        return -1;
+    }
+    return 0;
+}
+
 int db_merge(gl_db *dst, const char *src_path, int *merged, int *skipped, char *err, size_t errlen) {
     int rc = -1, attached = 0;
     double counts[2] = {0, 0}; /* runs in the task file, runs taken from it */
@@ -877,20 +919,41 @@ int db_merge(gl_db *dst, const char *src_path, int *merged, int *skipped, char *
     /* Opening it read-only checks it is a registry of this schema; it is
      * then attached read-only: a merged file (a rank's registry, a committed
      * snapshot) is never written, not even its journal mode. */
-    if (db_open_readonly(&src, src_path, err, errlen)) return -1;
-    db_close(src);
-    src = NULL;
-    char uri[3 * GL_PATH_MAX + 32];
+    char uri[3 * GL_PATH_MAX + 32], wal[GL_PATH_MAX + 8];
     int immutable = 0;
-    if (db_ro_uri(src_path, uri, sizeof uri, &immutable)) {
+    struct stat wsb;
+    if (db_ro_uri(src_path, uri, sizeof uri, &immutable) ||
+        (size_t)snprintf(wal, sizeof wal, "%s-wal", src_path) >= sizeof wal) {
         snprintf(err, errlen, "%s: registry path too long", src_path);
         return -1;
     }
+    /* a folder this user cannot write: SQLite can read the file only as immutable, which does not see the
+     * commits still in its -wal — merging it would drop them without a word */
+    if (immutable && stat(wal, &wsb) == 0 && wsb.st_size > 0) {
+        snprintf(err, errlen, "%s: the task registry is in a folder this user cannot write and %s holds %lld bytes "
+                 "of commits not yet in the file, which a read-only open cannot see: nothing was merged; copy both "
+                 "files to a writable folder (cp %s %s DIR/) and collect the copy, or let its owner fold the -wal in "
+                 "(sqlite3 %s 'PRAGMA wal_checkpoint(TRUNCATE)')", src_path, wal, (long long)wsb.st_size, src_path,
+                 wal, src_path);
+        return -1;
+    }
+    if (db_open_readonly(&src, src_path, err, errlen)) return -1;
+    db_close(src);
+    src = NULL;
     if (db_query_one(dst, "cannot attach the task registry", "ATTACH DATABASE ?1 AS src", NULL, NULL, err, errlen, "t",
                      uri) < 0)
         goto cleanup;
     attached = 1;
+    /* before anything is deleted: the task registry's tables are its own (by name: a file whose columns stand
+     * in another order merges right), and every run in it is one `train` could have made */
+    if (db_schema_tables_check(dst, "src", src_path, err, errlen)) goto cleanup;
     if (db_begin(dst, err, errlen)) goto cleanup;
+    if (db_query_each(dst, "cannot read the task registry's runs",
+                      "SELECT s.run_id, length(CAST(s.run_id AS BLOB)), se.name, s.experiment_id, s.status "
+                      "FROM src.runs s LEFT JOIN src.experiments se ON se.id = s.experiment_id",
+                      db_merge_row_check, (void *)src_path, err, errlen, "") < 0)
+        goto cleanup;
+    /* columns named, never SELECT *: rows are copied by name */
     static const char sql[] =
         "CREATE TEMP TABLE merge_take AS SELECT s.run_id AS run_id FROM src.runs s "
         "LEFT JOIN main.runs d ON d.run_id = s.run_id "
@@ -911,11 +974,18 @@ int db_merge(gl_db *dst, const char *src_path, int *merged, int *skipped, char *
         "  s.host, s.pid, s.status, s.created_time, s.start_time, s.end_time, s.heartbeat, s.attempts, "
         "  s.exit_code, s.error, s.deleted_time FROM src.runs s JOIN src.experiments se ON se.id = s.experiment_id "
         "  JOIN main.experiments de ON de.name = se.name WHERE s.run_id IN (SELECT run_id FROM merge_take);"
-        "INSERT INTO main.params SELECT * FROM src.params WHERE run_id IN (SELECT run_id FROM merge_take);"
-        "INSERT INTO main.metrics SELECT * FROM src.metrics WHERE run_id IN (SELECT run_id FROM merge_take);"
-        "INSERT INTO main.artifacts SELECT * FROM src.artifacts WHERE run_id IN (SELECT run_id FROM merge_take);"
-        "INSERT INTO main.run_events SELECT * FROM src.run_events WHERE run_id IN (SELECT run_id FROM merge_take);"
-        "INSERT INTO main.tags SELECT * FROM src.tags WHERE run_id IN (SELECT run_id FROM merge_take);";
+        "INSERT INTO main.params (run_id, key, value) SELECT run_id, key, value FROM src.params "
+        "  WHERE run_id IN (SELECT run_id FROM merge_take);"
+        "INSERT INTO main.metrics (run_id, step, split, name, params, value, wall_time, data_split, win_first, "
+        "  win_count, tokens, se) SELECT run_id, step, split, name, params, value, wall_time, data_split, win_first, "
+        "  win_count, tokens, se FROM src.metrics WHERE run_id IN (SELECT run_id FROM merge_take);"
+        "INSERT INTO main.artifacts (run_id, kind, path, sha256, bytes, created_time) "
+        "  SELECT run_id, kind, path, sha256, bytes, created_time FROM src.artifacts "
+        "  WHERE run_id IN (SELECT run_id FROM merge_take);"
+        "INSERT INTO main.run_events (run_id, time, kind, detail) SELECT run_id, time, kind, detail "
+        "  FROM src.run_events WHERE run_id IN (SELECT run_id FROM merge_take);"
+        "INSERT INTO main.tags (run_id, key, value) SELECT run_id, key, value FROM src.tags "
+        "  WHERE run_id IN (SELECT run_id FROM merge_take);";
     if (db_exec(dst, sql, "cannot merge the task registry", err, errlen)) goto cleanup;
     if (db_query_one(dst, "cannot count merged runs",
                      "SELECT (SELECT count(*) FROM src.runs), (SELECT count(*) FROM merge_take)", db_row_reals, counts,

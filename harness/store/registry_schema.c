@@ -25,14 +25,16 @@
  * What it does not do: open or close connections (registry.c), or read
  * rows.  Contracts as in registry_sql.h.
  */
+#include <assert.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "registry_sql.h"
 
-/* Version 3, whole.  Column order matters: db_merge copies rows with
- * SELECT *, and files made before this script (by the old upgrade chain)
- * have the columns in this order too (runs.deleted_time last). */
+/* Version 3, whole.  Files made before this script (by the old upgrade
+ * chain) have the columns in this order too (runs.deleted_time last);
+ * db_merge copies rows by column name, after db_schema_tables_check, so a
+ * file with another order merges right. */
 static const char db_schema_sql[] =
     "CREATE TABLE schema_version (version INTEGER NOT NULL);"
     "CREATE TABLE experiments ("
@@ -168,6 +170,92 @@ int db_schema_check(gl_db *db, int version, const char *newer_hint, char *err, s
     return 0;
 }
 
+/* The names of db_schema_sql's tables and columns, read once from the
+ * script itself run in a private in-memory database (so the list cannot drift
+ * from the schema).  NULL-terminated "table\0col\0col\0\0table\0…\0\0"; NULL
+ * when SQLite cannot make it (out of memory). */
+static const char *db_schema_names(void) {
+    static char names[2048];
+    static int made;
+    if (made) return made > 0 ? names : NULL;
+    sqlite3 *m = NULL;
+    sqlite3_stmt *st = NULL, *col = NULL;
+    size_t k = 0;
+    made = -1;
+    if (sqlite3_open_v2(":memory:", &m, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK ||
+        sqlite3_exec(m, db_schema_sql, NULL, NULL, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(m, "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY rowid", -1, &st, NULL) ||
+        sqlite3_prepare_v2(m, "SELECT name FROM pragma_table_info(?1) ORDER BY cid", -1, &col, NULL))
+        goto done;
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        const char *t = (const char *)sqlite3_column_text(st, 0);
+        size_t n = strlen(t) + 1;
+        assert(k + n + 1 < sizeof names);
+        memcpy(names + k, t, n), k += n;
+        sqlite3_reset(col);
+        sqlite3_bind_text(col, 1, t, -1, SQLITE_TRANSIENT);
+        while (sqlite3_step(col) == SQLITE_ROW) {
+            const char *c = (const char *)sqlite3_column_text(col, 0);
+            n = strlen(c) + 1;
+            assert(k + n + 2 < sizeof names);
+            memcpy(names + k, c, n), k += n;
+        }
+        names[k++] = 0;
+    }
+    names[k] = 0;
+    made = 1;
+done:
+    sqlite3_finalize(st);
+    sqlite3_finalize(col);
+    sqlite3_close(m);
+    return made > 0 ? names : NULL;
+}
+
+static int db_row_type(sqlite3_stmt *st, void *ctx, char *err, size_t errlen) {
+    (void)err, (void)errlen;
+    db_col_text(st, 0, ctx, 16);
+    return 0;
+}
+
+int db_schema_tables_check(gl_db *db, const char *schema, const char *path, char *err, size_t errlen) {
+    const char *names = db_schema_names();
+    char sql[256];
+    if (!schema) schema = "main";
+    if (!names) {
+        snprintf(err, errlen, "%s: out of memory checking the registry's tables", path);
+        return -1;
+    }
+    for (const char *t = names; *t; ) {
+        char type[16] = "";
+        snprintf(sql, sizeof sql, "SELECT type FROM \"%s\".sqlite_master WHERE name = ?1 COLLATE NOCASE", schema);
+        if (db_query_one(db, "cannot read the registry's schema", sql, db_row_type, type, err, errlen, "t", t) < 0)
+            return -1;
+        if (strcmp(type, "table")) {
+            if (type[0])
+                snprintf(err, errlen, "%s: %s is a %s, not a table: not a gatelab registry (damaged or hand-made; "
+                         "gatelab reads only its own tables); pass another --db", path, t, type);
+            else
+                snprintf(err, errlen, "%s: no table %s: not a gatelab registry; pass another --db", path, t);
+            return -1;
+        }
+        const char *c = t + strlen(t) + 1;
+        for (; *c; c += strlen(c) + 1) {
+            int has = 0;
+            snprintf(sql, sizeof sql, "SELECT count(*) FROM pragma_table_info(?1, ?2) WHERE name = ?3");
+            if (db_query_one(db, "cannot read the registry's schema", sql, db_row_flag, &has, err, errlen, "ttt", t,
+                             schema, c) < 0)
+                return -1;
+            if (!has) {
+                snprintf(err, errlen, "%s: table %s has no column %s: not a registry of schema version %d (damaged "
+                         "or hand-made); pass another --db", path, t, c, DB_SCHEMA_VERSION);
+                return -1;
+            }
+        }
+        t = c + 1;
+    }
+    return 0;
+}
+
 int db_schema_ensure(gl_db *db, char *err, size_t errlen) {
     int version = 0;
     char sql[sizeof db_schema_sql + 96];
@@ -178,6 +266,8 @@ int db_schema_ensure(gl_db *db, char *err, size_t errlen) {
         snprintf(sql, sizeof sql, "%sINSERT INTO schema_version (version) VALUES (%d);", db_schema_sql,
                  DB_SCHEMA_VERSION);
         if (db_exec(db, sql, "cannot create the registry schema", err, errlen)) goto fail;
+    } else if (db_schema_tables_check(db, NULL, db->path, err, errlen)) {
+        goto fail;
     }
     return db_commit(db, err, errlen);
 fail:

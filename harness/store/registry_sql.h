@@ -115,5 +115,12 @@ int db_schema_check(gl_db *db, int version, const char *newer_hint, char *err, s
 /* In one write transaction: create the schema in a file without one, or
  * check an existing file's version (db_schema_check).  0, or -1 with err. */
 int db_schema_ensure(gl_db *db, char *err, size_t errlen);
+/* The tables of schema (NULL: "main"; "src": an attached task registry) are
+ * what db_schema_sql makes: every one of its tables present, a table (not a
+ * view: a recursive view would make the first query never return), with
+ * each of its columns by name (order free; db_merge copies by name).  path
+ * names the file in the message.  0, or -1 with err ("… is a view, not a
+ * table: not a gatelab registry (damaged or hand-made); pass another --db"). */
+int db_schema_tables_check(gl_db *db, const char *schema, const char *path, char *err, size_t errlen);
 
 #endif

@@ -3,9 +3,13 @@
  * (analysis/claims.c claims_parse).  Beyond "no crash, no UB, no leak", it
  * checks the contract: a success holds at least one row, every row with an
  * id, a claim, a paper text and a known quantity, and a side of expect;
- * a failure says why, naming the file.  Seed corpus: tests/fuzz/claims/
- * (the real experiments/paper/claims.ini and a small file).
+ * a failure says why, naming the file; no key twice in a section is
+ * accepted; a filled-in pilot leaves no @pilot in runs or versus; a paper
+ * value times its scale is finite (issue 45 item 8).  Seed corpus:
+ * tests/fuzz/claims/ (the real experiments/paper/claims.ini, a small file,
+ * and one file per refusal of item 8).
  */
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +31,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             const claims_row *r = &cf.rows[i];
             if (!r->id[0] || !r->claim[0] || !r->paper[0] || !r->quantity[0]) abort();
             if (strcmp(r->expect, "none") && strcmp(r->expect, "above") && strcmp(r->expect, "below")) abort();
+            char out[CLAIMS_TEXT];
+            if (r->pilot[0] && !strstr(r->pilot, "@pilot") &&
+                (claims_pilot_subst(r->runs, r->pilot, out, sizeof out) ||
+                 claims_pilot_subst(r->versus, r->pilot, out, sizeof out)))
+                abort();
+            if (!isnan(r->paper_value) && !isfinite(r->paper_value * r->scale)) abort();
         }
         claims_free(&cf);
     } else if (rc != -1 || strncmp(err, "fuzz.ini", 8) || cf.rows) {

@@ -50,6 +50,13 @@ j=json.load(open('$W/s.json')); b=open('$W/s.txt','rb').read()
 try: same = b.decode() == 'ROMEO:'+j['text']+'\n'
 except UnicodeDecodeError: same = len(j['text']) > 0
 sys.exit(0 if same and j['tokens']==40 else 1)"
+# issue 45 item 7: the JSON text holds every byte of the 40 tokens, not the first 40 (jsonl.c writes a byte
+# that is not UTF-8 as one U+FFFD, so count those as one byte each)
+check "sample --json on a BPE run: the text is whole ($(python3 -c "import json; print(len(json.load(open('$W/s.json'))['text']))" 2>&1) characters, $(( $(wc -c < "$W/s.txt") - 7 )) bytes printed)" python3 -c "
+import json,sys
+t=json.load(open('$W/s.json'))['text']; b=open('$W/s.txt','rb').read()
+n=len(t.encode()) - 2*t.count('\ufffd')
+sys.exit(0 if n == len(b) - 7 and n > 40 else 1)"
 
 # eval --text through the run's tokenizer; bits per byte, not per token
 head -c 20000 "$GATELAB_DATA/corpus.txt" > "$W/t.txt"

@@ -165,6 +165,11 @@ PT cp --pair copy --pairs 8; r1=$?; a1=$(js "$W/pt" answers)
 PT so --pair sort --pairs 8; r2=$?; a2=$(js "$W/pt" answers)
 check "patch --pair copy: one answer a pair (the changed item's copy: $a1); sort: at least one ($a2)" \
     eval '[ $r1 = 0 ] && [ $r2 = 0 ] && [ "$a1" = 8 ] && [ "$a2" -ge 8 ]'
+# issue 45 item 14: more items than the old fixed buffer (256) held; the manifest allows 4096
+T model.value_residual=satformer data.task=copy data.seq_items=300 model.seq_len=608 train.steps=2 train.ckpt_every=2 \
+    train.eval_every=2 --run-id cp300 || fail "train a copy SATFormer over 300 items"
+PT cp300 --pair copy --pairs 2; r1=$?; a1=$(js "$W/pt" answers)
+check "patch --pair copy with data.seq_items = 300: no abort (exit $r1), one answer a pair ($a1)" eval '[ $r1 = 0 ] && [ "$a1" = 2 ]'
 PT sat --pair text --pairs 4; rc=$?
 check "patch --pair text: 4 pairs scored on the continuation with the loss" \
     eval '[ $rc = 0 ] && grep -q "\"pair\":\"text\",\"metric\":\"loss\",\"pairs\":4," "$W/pt"'

@@ -100,3 +100,71 @@ check "metrics with a damaged params cell: exit $rc, the cell named" \
     bash -c "test $rc -ne 0 && grep -q 'the params cell .* is not a JSON object' '$W/m.err'"
 "$BIN" metrics --db "$DB" > /dev/null 2>&1; rc=$?
 check "... in CSV too (exit $rc)" test $rc -ne 0
+
+# 7. collect validates a task registry whole before it deletes anything (issue 45 items 3, 5, 6, 12)
+runs_of() { sqlite3 "$1" "select run_id || ':' || status from runs order by run_id" | tr '\n' ' '; }
+#    a task run that names an experiment its registry does not hold: refused, the main run kept
+cp "$DB" "$W/m3.db"; sqlite3 "$W/m3.db" "UPDATE runs SET status = 'RUNNING' WHERE run_id = 'a'"
+cp "$DB" "$W/t3.db"; sqlite3 "$W/t3.db" "UPDATE runs SET experiment_id = 999 WHERE run_id = 'a'"
+before=$(sqlite3 "$W/m3.db" "select count(*) from params where run_id = 'a'")
+"$BIN" collect "$W/m3.db" "$W/t3.db" > "$W/c3.out" 2>&1; rc=$?
+check "collect: a task run naming a missing experiment is refused (exit $rc: $(head -c 200 "$W/c3.out"))" \
+    bash -c "test $rc -ne 0 && grep -q \"run 'a' names experiment id 999\" '$W/c3.out' && ! grep -q '1 run merged' '$W/c3.out'"
+check "... and the main registry keeps run a and its params ($(runs_of "$W/m3.db"))" \
+    test "$(runs_of "$W/m3.db")" = "a:RUNNING " -a "$(sqlite3 "$W/m3.db" "select count(*) from params where run_id = 'a'")" = "$before"
+#    params with their columns in another order: merged by name, not crosswise
+cp "$DB" "$W/t3b.db"
+sqlite3 "$W/t3b.db" "CREATE TABLE p2 (key TEXT NOT NULL, value TEXT, run_id TEXT NOT NULL REFERENCES runs(run_id),
+    PRIMARY KEY (run_id, key)); INSERT INTO p2 SELECT key, value, run_id FROM params; DROP TABLE params;
+    ALTER TABLE p2 RENAME TO params"
+"$BIN" collect "$W/m3b.db" "$W/t3b.db" > "$W/c3b.out" 2>&1; rc=$?
+check "collect: params columns in another order merge by name (exit $rc; data.file of a = $(sqlite3 "$W/m3b.db" "select value from params where run_id = 'a' and key = 'data.file'" 2>&1))" \
+    bash -c "test $rc -eq 0 && test \"\$(sqlite3 '$W/m3b.db' \"select value from params where run_id = 'a' and key = 'data.file'\")\" = corpus.txt &&
+             test \"\$(sqlite3 '$W/m3b.db' \"select count(*) from params where run_id <> 'a'\")\" = 0"
+#    a task registry missing a column: refused, named
+cp "$DB" "$W/t3c.db"; sqlite3 "$W/t3c.db" "ALTER TABLE tags RENAME COLUMN value TO val"
+"$BIN" collect "$W/m3c.db" "$W/t3c.db" > "$W/c3c.out" 2>&1; rc=$?
+check "collect: a task registry whose tags table lacks a column is refused, named (exit $rc)" \
+    bash -c "test $rc -ne 0 && grep -q 'table tags has no column value' '$W/c3c.out'"
+#    run ids train refuses
+for bad in '../../evil' '-x' 'a/b'; do
+    cp "$DB" "$W/t5.db"
+    sqlite3 "$W/t5.db" "UPDATE runs SET run_id = '$bad'; UPDATE params SET run_id = '$bad'; UPDATE metrics SET run_id = '$bad'"
+    rm -f "$W/m5.db"
+    "$BIN" collect "$W/m5.db" "$W/t5.db" > "$W/c5.out" 2>&1; rc=$?
+    check "collect: run id '$bad' (which train refuses) is refused (exit $rc: $(head -c 160 "$W/c5.out"))" \
+        bash -c "test $rc -ne 0 && grep -q 'nothing was merged' '$W/c5.out' && test -z \"\$(sqlite3 '$W/m5.db' 'select run_id from runs' 2>/dev/null)\""
+done
+#    a recursive view named runs: refused at once, by runs and by collect
+cp "$DB" "$W/v.db"
+sqlite3 "$W/v.db" "ALTER TABLE runs RENAME TO runs_t; CREATE VIEW runs AS WITH RECURSIVE c(n) AS (SELECT 1 UNION ALL
+    SELECT n + 1 FROM c) SELECT r.* FROM runs_t r, c"
+timeout 60 "$BIN" runs --db "$W/v.db" > "$W/v.out" 2>&1; rc=$?
+check "runs on a registry whose runs is a recursive view: returns (exit $rc), says it is a view" \
+    bash -c "test $rc -ne 0 -a $rc -ne 124 && grep -q 'runs is a view, not a table' '$W/v.out'"
+timeout 60 "$BIN" collect "$W/mv.db" "$W/v.db" > "$W/v.out" 2>&1; rc=$?
+check "collect of it: returns (exit $rc), says it is a view" \
+    bash -c "test $rc -ne 0 -a $rc -ne 124 && grep -q 'runs is a view, not a table' '$W/v.out'"
+cp "$DB" "$W/mv2.db"; sqlite3 "$W/mv2.db" "ALTER TABLE tags RENAME TO tags_t; CREATE VIEW tags AS SELECT * FROM tags_t"
+timeout 60 "$BIN" collect "$W/mv2.db" "$DB" > "$W/v.out" 2>&1; rc=$?
+check "collect into a main registry whose tags is a view: refused (exit $rc)" \
+    bash -c "test $rc -ne 0 -a $rc -ne 124 && grep -q 'tags is a view, not a table' '$W/v.out'"
+#    a task registry in a read-only folder with commits still in its -wal: refused, not silently skipped
+if id nobody > /dev/null 2>&1 && command -v setpriv > /dev/null; then
+    mkdir -p "$W/ro6" "$W/nb6"; cp "$DB" "$W/ro6/task.db"
+    python3 - "$W/ro6/task.db" <<'EOF'
+import os, sqlite3, sys
+c = sqlite3.connect(sys.argv[1], isolation_level=None)
+c.execute("PRAGMA wal_autocheckpoint=0")
+c.execute("UPDATE runs SET name = 'from-the-wal'")
+os._exit(0)  # no close: the commit stays in task.db-wal
+EOF
+    chmod -R a+rX "$W"; chmod a-w "$W/ro6"; chmod 777 "$W/nb6"
+    check "the task registry's -wal holds a commit" test -s "$W/ro6/task.db-wal"
+    setpriv --reuid=nobody --regid=nogroup --clear-groups "$BIN" collect "$W/nb6/main.db" "$W/ro6/task.db" > "$W/c6.out" 2>&1; rc=$?
+    check "collect of a read-only task registry with commits in its -wal: refused, naming the -wal (exit $rc: $(head -c 200 "$W/c6.out"))" \
+        bash -c "test $rc -ne 0 && grep -q 'task.db-wal holds' '$W/c6.out'"
+    chmod u+w "$W/ro6"
+else
+    skip "collect from a read-only folder (needs the user nobody and setpriv)"
+fi

@@ -8,7 +8,7 @@
 #     from sqlite3 itself);
 #   - a registry created by this gatelab (`collect` into a new file) has the
 #     same tables, columns (name, type, NOT NULL, default, key position, in
-#     order: collect copies rows with SELECT *) and indexes as the snapshot,
+#     order) and indexes as the snapshot,
 #     which the old upgrade chain made, and reads back the same rows;
 #   - the snapshot files themselves are unchanged (checksums before and after).
 # Needs sqlite3.  Nothing here opens a snapshot in place.

@@ -136,3 +136,23 @@ check "the environment names the kernel and says whether OPENBLAS_CORETYPE was s
     bash -c "case '$env_b' in *'| kernel '?*' | OPENBLAS_CORETYPE ${OPENBLAS_CORETYPE:-unset}, OPENBLAS_L2_SIZE ${OPENBLAS_L2_SIZE:-unset} | '[0-9]*' OpenMP threads | cpu '?*) exit 0;; *) exit 1;; esac"
 check "config.ini holds the new values and a line saying what changed" \
     bash -c "grep -q '^; resumed at step 40 with --allow-config-change: train.steps: 40 -> 50' '$R/runs/b/config.ini' && grep -q '^steps = 50' '$R/runs/b/config.ini'"
+
+# issue 45 item 4: a hand edit of config.ini is a change too (compared with the config the checkpoint
+# stores, never config.ini with itself), and a config.ini past 64 KiB is read whole
+sed -i 's/^steps = 50$/steps = 60/; s/^lr = .*/lr = 0.002/' "$R/runs/b/config.ini"
+sum_b=$(sha256sum "$R/runs/b/ckpt" | cut -d' ' -f1)
+expect_fail "resume after hand-editing config.ini (steps, lr) is refused, naming both keys" "train.steps: 50 -> 60" \
+    "$BIN" train --resume b --results "$R"
+"$BIN" train --resume b --results "$R" > "$W/b3.out" 2>&1
+check "... the message names train.lr too, and the checkpoint is unchanged" \
+    bash -c "grep -q 'train.lr: 0.003 -> 0.002' '$W/b3.out' && test \"\$(sha256sum '$R/runs/b/ckpt' | cut -d' ' -f1)\" = '$sum_b'"
+{ for i in $(seq 1200); do echo "; padding line $i of a config.ini longer than 64 KiB ......................."; done
+  cat "$R/runs/b/config.ini"; } > "$W/b.ini" && cp "$W/b.ini" "$R/runs/b/config.ini"
+"$BIN" train --resume b --allow-config-change --results "$R" --quiet > "$W/b4.out" 2>&1; rc=$?
+check "--allow-config-change after the hand edit trains on to step 60 (exit $rc: $(tail -c 200 "$W/b4.out"))" \
+    test $rc -eq 0 -a "$(q "select max(step) from metrics where run_id='b' and split='train'")" = 60
+check "the hand edit is a config_change event, and the registry's config text has the new values" \
+    test "$(q "select count(*) from run_events where run_id='b' and kind='config_change' and detail like '%train.steps: 50 -> 60%' and detail like '%train.lr: 0.003 -> 0.002%'")" = 1 \
+    -a "$(q "select config_text like '%steps = 60%' and config_text like '%lr = 0.002%' from runs where run_id='b'")" = 1
+check "config.ini past 64 KiB: every earlier comment line kept ($(grep -c '^; padding line' "$R/runs/b/config.ini") of 1200)" \
+    test "$(grep -c '^; padding line' "$R/runs/b/config.ini")" = 1200
