@@ -463,7 +463,9 @@ static void test_artifact_sha256(void **state) {
     write_file(file, "abc");
     OK(db_artifact_put(db, "r", "ckpt", file, err, sizeof err));
     long long bytes = 0;
-    assert_int_equal(db_artifact_get(db, "r", "ckpt", NULL, 0, hex, &bytes, err, sizeof err), 1);
+    char stored[64];
+    assert_int_equal(db_artifact_get(db, "r", "ckpt", stored, sizeof stored, hex, &bytes, err, sizeof err), 1);
+    assert_string_equal(stored, "ckpt"); /* relative to the run folder, not to where it ran */
     assert_string_equal(hex, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
     assert_int_equal(bytes, 3);
     write_file(file, "");
@@ -477,7 +479,7 @@ static void test_artifact_sha256(void **state) {
     assert_int_equal(db_artifact_put(db, "r", "trace", missing, err, sizeof err), -1);
     assert_non_null(strstr(err, "no-such-file"));
     db_close(db);
-    printf("artifact: sha256 and size of the file recorded, replaced per (run, kind); a missing file is an error\n");
+    printf("artifact: sha256 and size of the file recorded, its path relative to the run folder, replaced per (run, kind); a missing file is an error\n");
 }
 
 /* ---- concurrency ---- */

@@ -37,6 +37,7 @@
 #include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <math.h>
 #include <microhttpd.h>
@@ -47,6 +48,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "analysis/figures.h"
@@ -56,6 +58,7 @@
 #include "model/gatekind.h"
 #include "resolve.h"
 #include "serve.h"
+#include "store/bpe.h"
 #include "store/ckpt.h"
 #include "store/registry.h"
 #include "store/rundir.h"
@@ -211,17 +214,40 @@ static int serve_find_run(gl_db *db, const char *id, gl_run_row *out, char *err,
     return n >= 1;
 }
 
-/* <results>/runs/<id>/<name> into out when it exists inside the results
- * folder: 0; 1 when it does not exist; -1 when its realpath leaves the
- * results folder (a symlink out). */
-static int serve_run_file(const serve_ctx *s, const char *id, const char *name, char *out, size_t n) {
+/* A run file opened for reading: *fd open on a regular file (the caller closes it) and out naming
+ * it as /proc/self/fd/N, the path the HDF5 and checkpoint readers are given, so what they read is the
+ * file that was checked (a file swapped for a FIFO after the check cannot block them).
+ * <results>/runs/<id>/<name>: 0 when it exists inside the results folder and is a regular file;
+ * 1 when it does not exist; -1 when its realpath leaves the results folder (a symlink out); -2 when
+ * it is not a regular file (a FIFO, a socket, a device, a folder).  The open is non-blocking (a FIFO
+ * with no writer would block it), and the server's single thread never waits on a file. */
+static int serve_run_file(const serve_ctx *s, const char *id, const char *name, char *out, size_t n, int *fd) {
     char p[PATH_MAX + 256], real[PATH_MAX];
+    *fd = -1;
     snprintf(p, sizeof p, "%s/runs/%s/%s", s->results, id, name);
     if (!realpath(p, real)) return 1;
     size_t k = strlen(s->results);
     if (strncmp(real, s->results, k) || real[k] != '/') return -1;
-    snprintf(out, n, "%s", real);
+    struct stat st;
+    if (stat(real, &st) || !S_ISREG(st.st_mode)) return errno == ENOENT ? 1 : -2;
+    int f = open(real, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    if (f < 0) return 1;
+    if (fstat(f, &st) || !S_ISREG(st.st_mode)) { /* swapped between stat and open */
+        close(f);
+        return -2;
+    }
+    *fd = f;
+    snprintf(out, n, "/proc/self/fd/%d", f);
     return 0;
+}
+
+/* msg with every "/proc/self/fd/N" of fd replaced by the file's name in its run folder. */
+static void serve_name_file(char *msg, size_t n, int fd, const char *id, const char *name) {
+    char proc[40], *at, rest[1024];
+    snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd);
+    if (!(at = strstr(msg, proc))) return;
+    snprintf(rest, sizeof rest, "%s", at + strlen(proc));
+    snprintf(at, n - (size_t)(at - msg), "runs/%s/%s%s", id, name, rest);
 }
 
 /* A RUNNING row whose process is gone or silent shows as STALE (as `runs` shows it; nothing is marked). */
@@ -347,16 +373,23 @@ static json_t *serve_gate_json(const gl_trace_data *t, int g) {
 }
 
 /* Read the trace of run id: 0 with *t, 1 when the run has none (or it cannot be
- * read yet: msg says why), -1 when its path leaves the results folder. */
+ * read yet: msg says why), -1 when its path leaves the results folder or is not
+ * a regular file. */
 static int serve_trace(const serve_ctx *s, const char *id, gl_trace_data *t, char *msg, size_t n) {
     char path[PATH_MAX];
+    int fd;
     memset(t, 0, sizeof *t);
-    int r = serve_run_file(s, id, RUN_TRACE, path, sizeof path);
+    int r = serve_run_file(s, id, RUN_TRACE, path, sizeof path, &fd);
     if (r) {
-        snprintf(msg, n, r < 0 ? "the run's trace.h5 lies outside the results folder" : "the run has no trace.h5 yet");
-        return r;
+        snprintf(msg, n, r == -1   ? "the run's trace.h5 lies outside the results folder"
+                         : r == -2 ? "the run's trace.h5 is not a regular file (a FIFO, device or folder): not read"
+                                   : "the run has no trace.h5 yet");
+        return r < 0 ? -1 : 1;
     }
-    if (trace_read(path, t, msg, n)) {
+    r = trace_read(path, t, msg, n);
+    close(fd);
+    if (r) {
+        serve_name_file(msg, n, fd, id, RUN_TRACE);
         trace_data_free(t);
         return 1;
     }
@@ -490,20 +523,74 @@ done:
     return q;
 }
 
-/* The probe text: one string per token (the vocabulary's byte, from the
- * checkpoint's training state), or null when the run has no checkpoint yet. */
+/* p[0..n) into b as UTF-8: every byte that does not start a whole, valid sequence becomes U+FFFD
+ * (a BPE token may hold half a character; jansson takes valid UTF-8 only). */
+static void serve_utf8(serve_buf *b, const uint8_t *p, size_t n) {
+    for (size_t i = 0; i < n;) {
+        uint8_t c = p[i];
+        size_t len = c < 0x80 ? 1 : (c & 0xE0) == 0xC0 && c >= 0xC2 ? 2 : (c & 0xF0) == 0xE0 ? 3
+                                                       : (c & 0xF8) == 0xF0 && c <= 0xF4 ? 4 : 0;
+        int ok = len > 0 && i + len <= n && c != 0;
+        for (size_t k = 1; ok && k < len; k++) ok = (p[i + k] & 0xC0) == 0x80;
+        if (ok && len == 3) ok = !(c == 0xE0 && p[i + 1] < 0xA0) && !(c == 0xED && p[i + 1] >= 0xA0);
+        if (ok && len == 4) ok = !(c == 0xF0 && p[i + 1] < 0x90) && !(c == 0xF4 && p[i + 1] >= 0x90);
+        if (ok) {
+            sb_put(b, (const char *)p + i, len);
+            i += len;
+        } else {
+            sb_puts(b, "\xef\xbf\xbd");
+            i++;
+        }
+    }
+}
+
+/* Token id's bytes: from the trace's own /vocab when it carries one, else from the checkpoint's
+ * state (a char run's byte table, a BPE run's merges through tok); NULL for an id outside the
+ * vocabulary (every table index is bounded: a damaged trace names ids of any size). */
+static const uint8_t *serve_token(const gl_trace_data *t, const gl_train_state *st, const bpe_tok *tok, int id,
+                                  size_t *len) {
+    if (t->n_vocab > 0) {
+        if (id < 0 || id >= t->n_vocab) return NULL;
+        *len = (size_t)(t->vocab_offset[id + 1] - t->vocab_offset[id]);
+        return t->vocab_bytes + t->vocab_offset[id];
+    }
+    if (!st || id < 0) return NULL;
+    if (tok && tok->V > 0) return id < tok->V ? bpe_token(tok, id, len) : NULL;
+    if (id >= ckpt_vocab_bytes(st)) return NULL;
+    *len = 1;
+    return &st->vocab[id];
+}
+
+/* The probe text: one string per token (its bytes as UTF-8, U+FFFD for what is not), from the
+ * trace's /vocab, else the checkpoint's tokenizer; null when neither is there. */
 static json_t *serve_probe_text(const serve_ctx *s, const char *id, const gl_trace_data *t) {
     char path[PATH_MAX], err[512];
-    ckpt_info info;
-    if (serve_run_file(s, id, RUN_CKPT, path, sizeof path) || ckpt_read_info(path, NULL, &info, err, sizeof err))
-        return json_null();
-    json_t *a = json_array();
-    for (int i = 0; i < t->n_probe; i++) {
-        int tok = t->probe_tokens[i];
-        char ch[2] = {tok >= 0 && tok < info.vocab_size ? (char)info.vocab[tok] : '?', 0};
-        json_array_append_new(a, jsonl_str(ch[0] ? ch : "\xef\xbf\xbd"));
+    gl_train_state *st = NULL;
+    bpe_tok tok;
+    memset(&tok, 0, sizeof tok);
+    json_t *a = NULL;
+    if (t->n_vocab <= 0) {
+        int fd;
+        if (serve_run_file(s, id, RUN_CKPT, path, sizeof path, &fd)) return json_null();
+        st = calloc(1, sizeof *st);
+        int bad = !st || ckpt_read_state(path, st, err, sizeof err);
+        close(fd);
+        if (bad || (st->tokenizer == TOK_BPE && bpe_build(&tok, &st->bpe, err, sizeof err))) goto done;
     }
-    return a;
+    a = json_array();
+    for (int i = 0; a && i < t->n_probe; i++) {
+        size_t len = 0;
+        const uint8_t *p = serve_token(t, st, &tok, t->probe_tokens[i], &len);
+        serve_buf b = {0};
+        if (p && len) serve_utf8(&b, p, len);
+        else sb_puts(&b, "\xef\xbf\xbd");
+        json_array_append_new(a, b.oom ? json_null() : jsonl_str(b.p));
+        free(b.p);
+    }
+done:
+    bpe_free(&tok);
+    free(st);
+    return a ? a : json_null();
 }
 
 /* The tokens one optimiser step consumes (batch_size × seq_len), or null when the params lack either. */
@@ -754,6 +841,9 @@ int cmd_serve(int argc, char **argv) {
     fflush(stdout);
     int got = 0;
     sigwait(&sig, &got);
+    /* stopping joins the server's thread: should a request ever be stuck (nothing it reads may
+     * block, but a stuck one must not make the server unkillable), the alarm ends the process */
+    alarm(10);
     MHD_stop_daemon(d);
     printf("gatelab serve: stopped (signal %d)\n", got);
     return 0;

@@ -755,10 +755,15 @@ int db_artifact_put(gl_db *db, const char *run_id, const char *kind, const char 
     long long bytes = 0;
     /* Hash before the transaction: never hold the write lock while reading a large file. */
     if (sha256_file(path, hex, &bytes, err, errlen)) return -1;
+    /* Stored relative to the run folder (its name there): the one rule every reader follows is
+     * <results>/runs/<run_id>/<path>, wherever the training ran and wherever the results folder
+     * is copied to; the path as given would be relative to the trainer's working folder. */
+    const char *name = strrchr(path, '/');
+    name = name ? name + 1 : path;
     return db_write(db, "cannot record the artifact",
                     "INSERT OR REPLACE INTO artifacts (run_id, kind, path, sha256, bytes, created_time) "
                     "VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-                    err, errlen, "ttttId", run_id, kind, path, hex, bytes, db_now());
+                    err, errlen, "ttttId", run_id, kind, name, hex, bytes, db_now());
 }
 
 typedef struct {

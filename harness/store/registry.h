@@ -193,8 +193,9 @@ typedef struct {
 int db_metrics_log(gl_db *db, const char *run_id, const gl_metric *rows, int n, char *err,
                    size_t errlen);
 
-/* Record the file at path as run_id's artifact of the given kind ("ckpt", "trace", ...),
- * with its sha256 and size; replaces the same (run, kind). */
+/* Record the file at path (in run_id's folder) as its artifact of the given kind ("ckpt",
+ * "trace", ...), with its sha256 and size; replaces the same (run, kind).  The path stored is
+ * the file's name in the run folder: readers find it at <results>/runs/<run_id>/<path>. */
 int db_artifact_put(gl_db *db, const char *run_id, const char *kind, const char *path, char *err,
                     size_t errlen);
 

@@ -5,6 +5,10 @@
 # unique prefix, run folder; ambiguous and unknown are errors naming the candidates), the trace
 # reads with named axes and the same values h5dump prints, and the probe text decodes through the
 # run's vocabulary into text that stands in the corpus.
+# The layout `make demo` makes (runs trained with a relative --results from the clone's root) reads
+# from any working folder and from a copy, every snippet of docs/python.md runs as written, and
+# docs/python_example.py runs from another folder; the registry is never written, whatever its
+# folder is called (exp#2), and errors name the file.
 # Needs Debian's python3-numpy, python3-h5py, python3-pandas (scripts/setup.sh installs them).
 set -u
 . "$(dirname "$0")/lib.sh"
@@ -78,6 +82,98 @@ PY
 )
 echo "$out"
 echo "$out" | grep -qE '^(PASS|FAIL) ' || fail "the Python checks did not run: $(echo "$out" | tail -3)"
+
+# `make demo`'s layout: the runs trained from the clone's root with the relative --results results,
+# so the registry's paths were given relative to the clone's root, not to the registry's folder
+stand_in_root
+DOC="$(cd "$(dirname "$0")/../.." && pwd)/docs/python.md"
+EX="$(cd "$(dirname "$0")/../.." && pwd)/docs/python_example.py"
+ok=1
+for v in base:none satformer:satformer; do
+    (cd "$T" && "$BIN" train "$TINY" model.value_residual="${v#*:}" log.experiment=demo-copy train.steps=20 \
+        --run-id "demo-copy-${v%%:*}-1" --results results --quiet) > "$W/train.log" 2>&1 || ok=0
+done
+check "train two runs as make demo does (relative --results, from the clone's root)" test $ok = 1
+[ $ok = 1 ] || { tail -20 "$W/train.log"; exit 1; }
+HAVE_TORCH=0; "$PY" -c 'import torch' 2> /dev/null && HAVE_TORCH=1
+# every ```python block of docs/python.md, in order, in one namespace, in the clone's root
+out=$(cd "$T" && "$PY" - "$DOC" "$HAVE_TORCH" <<'PY' 2>&1
+import re, sys, traceback
+doc, torch_ok = open(sys.argv[1], encoding="utf-8").read(), sys.argv[2] == "1"
+ns = {}
+for i, block in enumerate(re.findall(r"```python\n(.*?)```", doc, re.S), 1):
+    head = block.strip().splitlines()[0]
+    if "torch" in block and not torch_ok:
+        print(f"SKIP docs/python.md snippet {i} ({head}: no PyTorch for this interpreter)")
+        continue
+    try:
+        exec(compile(block, f"docs/python.md snippet {i}", "exec"), ns)
+        print(f"PASS docs/python.md snippet {i} runs as written ({head})")
+    except Exception:
+        print(f"FAIL docs/python.md snippet {i} ({head}): " + traceback.format_exc().strip().splitlines()[-1])
+PY
+)
+echo "$out"
+echo "$out" | grep -qE '^(PASS|FAIL) ' || fail "the docs/python.md snippets did not run: $(echo "$out" | tail -3)"
+mkdir -p "$W/elsewhere"
+if [ $HAVE_TORCH = 1 ]; then
+    (cd "$W/elsewhere" && "$PY" "$EX" ../root/results/runs/demo-copy-satformer-1 --gatelab "$BIN") > "$W/ex.demo" 2>&1
+    check "docs/python_example.py from another folder on a run folder of make demo's layout ($(grep -o 'relative difference [^ ]*' "$W/ex.demo"))" \
+        grep -q 'every α set to 0' "$W/ex.demo"
+    (cd "$W/elsewhere" && "$PY" "$EX" demo-copy-sat --results ../root/results --gatelab "$BIN") > "$W/ex.demo2" 2>&1
+    check "docs/python_example.py from another folder on a run id with --results" grep -q 'every α set to 0' "$W/ex.demo2"
+fi
+# a copy of the results folder, in a folder whose name SQLite's URI syntax would cut (#), read
+# while the original is gone; the registry is never written and nothing is created beside it
+cp -r "$T/results" "$W/exp#2"
+mv "$T/results" "$T/results.gone"
+sum=$(sha256sum "$W/exp#2/gatelab.db" | cut -d' ' -f1)
+mkfifo "$W/exp#2/runs/demo-copy-base-1/trace.h5.fifo"
+out=$(cd "$W/elsewhere" && PYTHONPATH="$PKG" timeout 60 "$PY" - "$W/exp#2" <<'PY' 2>&1
+import os, shutil, sys, gatelab
+R = sys.argv[1]
+def ok(what, cond):
+    print(("PASS " if cond else "FAIL ") + what)
+run = gatelab.load_run("demo-copy-sat", results=R)
+ok(f"a copied results folder is read where it is ({run.folder})", run.folder == os.path.join(os.path.abspath(R), "runs", run.id))
+ok("…its trace, checkpoint and run folder path read from the copy",
+   run.trace["sat/alpha"].ndim == 4 and run.checkpoint.step == 20 and gatelab.load_run(R + "/runs/demo-copy-base-1").id == "demo-copy-base-1")
+ok("runs() on a folder named exp#2", len(gatelab.runs(results=R)) == 2)
+base = os.path.join(R, "runs", "demo-copy-base-1")
+os.rename(os.path.join(base, "trace.h5"), os.path.join(base, "trace.h5.real"))
+os.rename(os.path.join(base, "trace.h5.fifo"), os.path.join(base, "trace.h5"))
+try:
+    gatelab.load_run("demo-copy-base", results=R).trace; ok("a FIFO as trace.h5 raises", False)
+except OSError as e:
+    ok(f"a FIFO as trace.h5 raises at once, naming it ({e})", "trace.h5" in str(e) and "regular" in str(e))
+os.remove(os.path.join(base, "trace.h5"))
+with open(os.path.join(base, "trace.h5"), "wb") as f:
+    f.write(b"not hdf5" * 100)
+try:
+    gatelab.load_run("demo-copy-base", results=R).trace; ok("a damaged trace.h5 raises", False)
+except OSError as e:
+    ok(f"a damaged trace.h5 raises naming the file ({e})", base + "/trace.h5" in str(e))
+shutil.rmtree(os.path.join(R, "runs", "demo-copy-satformer-1"))
+try:
+    gatelab.load_run("demo-copy-sat", results=R).checkpoint; ok("a missing run folder raises", False)
+except FileNotFoundError as e:
+    ok(f"a missing run folder says so, naming it ({e})", "no run folder" in str(e) and "demo-copy-satformer-1" in str(e))
+os.makedirs("bad#1", exist_ok=True)
+open("bad#1/gatelab.db", "w").write("this is not a database " * 100)
+try:
+    gatelab.runs(results="bad#1"); ok("a file that is not a registry raises", False)
+except gatelab.RegistryError as e:
+    ok(f"a file that is not a registry raises naming it ({e})", "bad#1/gatelab.db" in str(e))
+PY
+)
+echo "$out"
+echo "$out" | grep -qE '^(PASS|FAIL) ' || fail "the copy checks did not run: $(echo "$out" | tail -3)"
+check "the registry in exp#2 is unchanged (read only)" test "$(sha256sum "$W/exp#2/gatelab.db" | cut -d' ' -f1)" = "$sum"
+# (SQLite's WAL readers keep their shared index gatelab.db-shm beside a WAL registry, as the
+# sqlite3 shell does; the database itself is what must not change)
+check "no file exp or bad was created by a cut URI, no rollback journal" \
+    test ! -e "$W/exp" -a ! -e "$W/exp#2/gatelab.db-journal" -a ! -e "$W/elsewhere/bad"
+mv "$T/results.gone" "$T/results"
 
 # The model part (python3-torch): the PyTorch module rebuilt from a checkpoint computes the C loss
 # on the same text (docs/python_example.py, which also caches α through a hook), hooks that return

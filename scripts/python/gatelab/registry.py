@@ -12,6 +12,7 @@ way to upgrade it).
 import json
 import os
 import sqlite3
+import urllib.parse
 
 SCHEMA_VERSIONS = (3,)
 
@@ -46,19 +47,43 @@ def db_path(db=None, results=None):
     return os.path.join(results or default_results(), "gatelab.db")
 
 
+def _uri(path, mode):
+    """The SQLite URI of path opened with mode: the path percent-escaped, so a folder named
+    `exp#2` or `a?b` is that folder (unescaped, `#` would end the path and drop `mode=ro`, and
+    SQLite would create a file `exp` for writing)."""
+    return "file:" + urllib.parse.quote(os.path.abspath(path)) + "?mode=" + mode
+
+
+class _Connection(sqlite3.Connection):
+    """A connection whose errors name the registry file (sqlite3's own name no file)."""
+
+    def execute(self, sql, params=()):
+        try:
+            return super().execute(sql, params)
+        except sqlite3.Error as e:
+            raise RegistryError(f"{self.gl_path}: {e} (while reading the registry)") from None
+
+    def __exit__(self, *exc):
+        self.close()          # sqlite3's own __exit__ only ends a transaction
+        return False
+
+
 def connect(path):
     """A read-only connection to the registry at path (immutable when its folder cannot be
-    written, so a colleague's read-only results open too).  RegistryError when it is not one."""
+    written, so a colleague's read-only results open too): never creates or writes a file.
+    RegistryError naming path when it is not one."""
     if not os.path.isfile(path):
         raise RegistryError(f"{path}: no registry there (train a run, or give db=/results=)")
     folder = os.path.dirname(os.path.abspath(path))
     mode = "ro" if os.access(folder, os.W_OK) else "ro&immutable=1"
     try:
-        con = sqlite3.connect(f"file:{path}?mode={mode}", uri=True)
+        con = sqlite3.connect(_uri(path, mode), uri=True, factory=_Connection)
+        con.gl_path = path
         con.row_factory = sqlite3.Row
         version = con.execute("select version from schema_version").fetchone()
-    except sqlite3.DatabaseError as e:
-        raise RegistryError(f"{path}: not a gatelab registry ({e})") from None
+    except (sqlite3.Error, RegistryError) as e:
+        msg = str(e).split(": ", 1)[-1] if isinstance(e, RegistryError) else str(e)
+        raise RegistryError(f"{path}: not a gatelab registry ({msg})") from None
     if version is None or version[0] not in SCHEMA_VERSIONS:
         v = None if version is None else version[0]
         con.close()
@@ -190,7 +215,10 @@ def metrics(db=None, results=None, run=None, experiment=None, split=None, name=N
                "m.data_split, m.win_first, m.win_count, m.tokens, m.se from metrics m "
                "join runs r on r.run_id = m.run_id left join experiments e on e.id = r.experiment_id where "
                + " and ".join(where) + " order by m.run_id, m.split, m.name, m.step")
-        df = pd.read_sql_query(sql, con, params=args)
+        try:
+            df = pd.read_sql_query(sql, con, params=args)
+        except Exception as e:   # pandas wraps sqlite3's errors in its own DatabaseError
+            raise RegistryError(f"{path}: {e} (while reading the metrics)") from None
         if experiment is not None and df.empty:
             _check_experiment(con, path, experiment)
         par = {}

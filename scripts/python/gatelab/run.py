@@ -49,11 +49,11 @@ class Run:
         self._metrics = self._trace = self._ckpt = None
 
     def _folder(self):
-        with registry.connect(self.db) as con:
-            r = con.execute("select path from artifacts where run_id = ? and kind = 'ckpt'", (self.id,)).fetchone()
-        if r and r[0]:
-            path = r[0] if os.path.isabs(r[0]) else os.path.join(os.path.dirname(self.db), r[0])
-            return os.path.dirname(path)
+        """<results>/runs/<id>, where <results> is the folder holding the registry: the one rule
+        gatelab's C side follows too (rundir.h).  The registry's `artifacts.path` column records
+        the path as training gave it (relative to where it ran, or absolute on the machine that
+        trained), so it is never used to find a file: a results folder read from another working
+        directory, or copied elsewhere, is read where it is."""
         return os.path.join(os.path.dirname(os.path.abspath(self.db)), "runs", self.id)
 
     def __repr__(self):
@@ -71,7 +71,7 @@ class Run:
         if self._ckpt is None:
             path = os.path.join(self.folder, "ckpt")
             if not os.path.isfile(path):
-                raise FileNotFoundError(f"run {self.id}: no checkpoint at {path}")
+                raise FileNotFoundError(f"run {self.id}: no checkpoint at {path} ({self._why_missing()})")
             self._ckpt = Checkpoint(path)
         return self._ckpt
 
@@ -84,11 +84,25 @@ class Run:
     def trace(self):
         if self._trace is None:
             path = os.path.join(self.folder, "trace.h5")
+            if os.path.exists(path) and not os.path.isfile(path):
+                raise OSError(f"run {self.id}: {path} is not a regular file (a FIFO, folder or device); "
+                              f"not opened, so nothing blocks on it")
             if not os.path.isfile(path):
-                raise FileNotFoundError(f"run {self.id}: no trace at {path} (trained with log.trace = 0?)")
+                why = ("the run was trained with log.trace = 0"
+                       if self.config.get_key("log.trace") == 0 and os.path.isdir(self.folder) else self._why_missing())
+                raise FileNotFoundError(f"run {self.id}: no trace at {path} ({why})")
             ckpt = os.path.join(self.folder, "ckpt")
             self._trace = Trace(path, vocab=self.vocab if os.path.isfile(ckpt) else None)
         return self._trace
+
+    def _why_missing(self):
+        """Why a file of this run's folder is absent, as far as can be told from here."""
+        if not os.path.isdir(self.folder):
+            return (f"no run folder {self.folder}: the registry {self.db} names run {self.id}, but its "
+                    f"folder is not beside it (copy the whole results folder, runs/ included)")
+        if str(self.status).upper() in ("SCHEDULED", "RUNNING"):
+            return f"the run is {self.status}: nothing written yet"
+        return "the file was removed, or the run failed before writing it"
 
     def decode(self, ids):
         return self.checkpoint.decode(ids)

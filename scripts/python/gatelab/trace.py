@@ -7,6 +7,7 @@ vocabulary, and the probe's token categories by name.
 
 What it does not: write or repair a trace (gatelab does), or recompute a gate.
 """
+import os
 import time
 
 import numpy as np
@@ -55,6 +56,14 @@ class Trace:
 
     def __init__(self, path, vocab=None):
         self.path = path
+        try:
+            self._read(path, vocab)
+        except (OSError, KeyError, ValueError) as e:   # h5py's messages name no file
+            raise OSError(f"{path}: not a readable gatelab trace ({e}); docs/files.md \"trace.h5\"") from None
+
+    def _read(self, path, vocab):
+        if not os.path.isfile(path):   # a FIFO or a folder would block or mislead h5py
+            raise OSError("not a regular file")
         with open_h5(path) as f:
             self.attrs = {k: (_text(v) if isinstance(v, (bytes, str)) else v.item() if hasattr(v, "item") else v)
                           for k, v in f.attrs.items()}
