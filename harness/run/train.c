@@ -852,7 +852,7 @@ static float shard_forward(run_ctx *c, train_loop *lp) {
 static int train_step(run_ctx *c, train_loop *lp, float *lr, float *gnorm, char *err, size_t errlen) {
     const gl_train_config *tc = &c->mf->train;
     const size_t NT = (size_t)lp->B * lp->T;
-    data_train_batch(&c->ds, &c->st.data_rng, lp->B, lp->tok, lp->tg, lp->mask);
+    data_train_batch_step(&c->ds, &c->st.data_rng, c->st.step, lp->B, lp->tok, lp->tg, lp->mask);
     /* random routing draws per step from (train.seed, step, global row): a resumed run draws the same */
     c->m.route_draw = routing_train_key(tc->seed, c->st.step);
     c->m.route_row0 = (long)c->b0 * lp->T;
@@ -1019,6 +1019,58 @@ static int final_evaluation(run_ctx *c, char *err, size_t errlen) {
     return 0;
 }
 
+/* train.record_best: of the periodic evaluations at the official schedule (steps k·eval_every,
+ * k >= 1; gatelab's step-0 evaluation and a last step off the schedule are not among them), the
+ * one with the lowest validation loss, its values recorded beside the headline as val/best.*
+ * (the TSA paper's toy tasks report accuracy there: core/trainer.py keeps the best val loss).
+ * Read back from the registry, so a resumed run counts the evaluations of every session.  The
+ * loss is the periodic one (val/loss on the first train.eval_windows windows, or val/random.loss
+ * with train.eval_mode = random).  Returns 0, or -1 with a message. */
+static int record_best(run_ctx *c, char *err, size_t errlen) {
+    const gl_train_config *tc = &c->mf->train;
+    if (!tc->record_best || c->rank != 0 || !c->db) return 0;
+    const char *lname = "loss";
+    gl_metric_point *pts = NULL;
+    int n = 0;
+    if (db_metric_series(c->db, c->run_id, "val", lname, NULL, &pts, &n, err, errlen)) return -1;
+    int best = -1;
+    for (int i = 0; i < n; i++) {
+        if (pts[i].step <= 0 || pts[i].step % tc->eval_every != 0 || isnan(pts[i].value)) continue;
+        if (i > 0 && pts[i - 1].step == pts[i].step) continue; /* of one step, the row on the most windows */
+        if (best < 0 || pts[i].value < pts[best].value) best = i; /* strict: the earliest of equal losses */
+    }
+    if (best < 0) {
+        free(pts);
+        say(c, 0, "warning: train.record_best: no evaluation at a multiple of train.eval_every = %d before step %ld; "
+                  "no val/best.* recorded", tc->eval_every, c->st.step);
+        return 0;
+    }
+    const long at = pts[best].step;
+    const gl_prov pv = pts[best].prov;
+    const int text = c->mf->data.task == TASK_TEXT;
+    metric_on(c, c->st.step, "val", "best.loss", pts[best].value, &pv, 0);
+    metric_on(c, c->st.step, "val", "best.step", (double)at, &pv, 0);
+    const char *more[2] = {text ? "bpc" : "token_acc", text ? NULL : "seq_acc"};
+    char line[160];
+    int k = snprintf(line, sizeof line, "best periodic evaluation: step %ld | val loss %.4f", at, pts[best].value);
+    for (int j = 0; j < 2 && more[j]; j++) {
+        double v;
+        int got = db_metric_get(c->db, c->run_id, at, "val", more[j], NULL, &v, err, errlen);
+        if (got < 0) {
+            free(pts);
+            return -1;
+        }
+        if (got == 0) continue;
+        char nm[32];
+        snprintf(nm, sizeof nm, "best.%s", more[j]);
+        metric_on(c, c->st.step, "val", nm, v, &pv, 0);
+        if (k > 0 && (size_t)k < sizeof line) k += snprintf(line + k, sizeof line - (size_t)k, " | %s %.4f", more[j], v);
+    }
+    free(pts);
+    say(c, 0, "%s (val/best.*)", line);
+    return flush_metrics(c, err, errlen);
+}
+
 /* 1 when the run has a headline at its checkpoint's step (0 also when the registry cannot say). */
 static int has_headline(run_ctx *c) {
     if (c->rank != 0 || !c->db) return 1; /* rank 0 alone records it */
@@ -1061,6 +1113,7 @@ static gl_train_outcome train_finish(run_ctx *c, const train_loop *lp, int faile
             metric(c, c->st.step, "train", "trace_share", c->trace_s / span);
         }
         err[0] = 0;
+        if (record_best(c, e2, sizeof e2)) say(c, 0, "warning: no val/best.* recorded (%s)", e2);
         if (final_evaluation(c, e2, sizeof e2))
             say(c, 0, "warning: no headline recorded (%s); record it with `gatelab eval %s --record`", e2, c->run_id);
     }

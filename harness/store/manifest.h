@@ -45,6 +45,8 @@ typedef struct {
     int eval_windows;       /* validation windows per pass */
     int ckpt_every;         /* steps between checkpoints (and at the end) */
     int log_every;          /* steps between train-loss log rows */
+    int record_best;        /* 1: at the end, record val/best.* — the periodic evaluation (at a multiple of
+                               eval_every) with the lowest validation loss, as the TSA paper's toy tasks report */
 } gl_train_config;
 
 typedef struct {

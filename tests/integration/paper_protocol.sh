@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# paper_protocol.sh — the TSA paper's protocol keys, driven through build/gatelab on
+# real files and a real registry (docs/tasks.md "The paper's format", docs/registry.md):
+#   copy/sort in the official layout (data.task_format = paper) with a fixed
+#   training set read in epochs (data.train_size) and fixed val/test sets
+#   (data.eval_size); val/best.* (train.record_best); a kill -9 + resume of a
+#   fixed-set run ends bit for bit like an uninterrupted one.
+set -u
+. "$(dirname "$0")/lib.sh"
+scratch
+q() { sqlite3 "$R/gatelab.db" "$1"; }
+SMALL="model.d_model=32 model.n_layer=3 model.n_head=2 model.n_kv_head=2 model.d_ff=64 train.threads=2
+       train.lr=1e-2 train.warmup=5 train.log_every=5"
+PAPER="data.task=copy data.task_format=paper data.seq_items=6 data.n_symbols=10 model.seq_len=14
+       data.train_size=96 data.eval_size=40 train.batch_size=32 train.eval_every=10 train.eval_windows=40
+       train.ckpt_every=10 train.record_best=1 log.probe_windows=2"
+
+# ---- 1. the official toy format, a fixed training set, val/best.* ----
+"$BIN" train "$TINY" $SMALL $PAPER train.steps=35 --run-id p --results "$R" --quiet > "$W/p.out" 2>&1
+check "a paper-format copy run with a fixed training set trains (exit 0)" test $? -eq 0
+check "its vocabulary is the official one: 10 items + PAD, BOS, EOS, SEP = 14 ids" \
+    test "$(q "select value from params where run_id='p' and key='model.vocab_size'")" = 14
+check "the periodic evaluations read the 40 sequences of data.eval_size" \
+    test "$(q "select win_count from metrics where run_id='p' and split='val' and name='loss' and step=10")" = 40
+# official: scored = the 6 outputs and EOS of each sequence
+check "each evaluation scores the 6 outputs and EOS of each of the 40 sequences (280 tokens)" \
+    test "$(q "select cast(tokens as int) from metrics where run_id='p' and split='val' and name='loss' and step=10")" = 280
+best=$(q "select step from metrics where run_id='p' and split='val' and name='loss' and step>0 and step%10=0
+          order by value, step limit 1")
+check "val/best.step is the periodic evaluation with the lowest loss at a multiple of eval_every ($best)" \
+    test -n "$best" -a "$(q "select cast(value as int) from metrics where run_id='p' and name='best.step'")" = "$best"
+check "val/best.loss and val/best.token_acc are that evaluation's values" \
+    test "$(q "select count(*) from metrics a join metrics b on a.run_id=b.run_id where a.run_id='p'
+              and a.name='best.loss' and b.name='loss' and b.split='val' and b.step=$best and a.value=b.value")" = 1 \
+      -a "$(q "select count(*) from metrics a join metrics b on a.run_id=b.run_id where a.run_id='p'
+              and a.name='best.token_acc' and b.name='token_acc' and b.split='val' and b.step=$best and a.value=b.value")" = 1
+check "the step-35 evaluation (off the eval_every schedule) is not a candidate" \
+    test "$(q "select count(*) from metrics where run_id='p' and name='best.step' and value=35")" = 0
+check "train.log names the best evaluation" grep -q "best periodic evaluation: step $best" "$R/runs/p/train.log"
+"$BIN" train "$TINY" $SMALL ${PAPER/train.record_best=1/} train.steps=10 --run-id nb --results "$R" --quiet > /dev/null 2>&1
+check "without train.record_best no val/best.* row is written" \
+    test "$(q "select count(*) from metrics where run_id='nb'")" -gt 0 -a \
+         "$(q "select count(*) from metrics where run_id='nb' and name like 'best.%'")" = 0
+
+# resume of a fixed-set run: the batch is a function of (seed, step)
+"$BIN" train "$TINY" $SMALL $PAPER train.steps=35 --run-id p2 --results "$R" --quiet > /dev/null 2>&1
+GATELAB_KILL_AFTER_CKPT=20 "$BIN" train "$TINY" $SMALL $PAPER train.steps=35 --run-id k --results "$R" --quiet > /dev/null 2>&1
+check "the fixed-set run died of SIGKILL after its step-20 checkpoint" test -s "$R/runs/k/ckpt"
+"$BIN" train "$TINY" $SMALL $PAPER train.steps=35 --resume k --results "$R" --quiet > /dev/null 2>&1
+hp=$(last_hex p); hp2=$(last_hex p2); hk=$(last_hex k)
+check "two identical fixed-set runs agree bit for bit ($hp = $hp2)" test -n "$hp" -a "$hp" = "$hp2"
+check "kill -9 + resume of a fixed-set run (3 batches an epoch, 11 epochs) ends bit for bit ($hk = $hp)" \
+    test -n "$hk" -a "$hk" = "$hp"
+"$BIN" train "$TINY" $SMALL $PAPER train.steps=35 data.train_size=960 --run-id big --results "$R" --quiet > /dev/null 2>&1
+check "another data.train_size is another training stream" test "$(last_hex big)" != "$hp"
+
+# refusals that name the key
+out=$("$BIN" train "$TINY" $SMALL $PAPER data.train_size=16 --run-id bad --results "$R" --quiet 2>&1)
+check "data.train_size below train.batch_size is refused naming both keys" \
+    bash -c "echo \"\$1\" | grep -q 'data.train_size (16) is smaller than train.batch_size (32)'" _ "$out"
+out=$("$BIN" train "$TINY" $SMALL $PAPER model.seq_len=13 --run-id bad --results "$R" --quiet 2>&1)
+check "model.seq_len below 2n+2 is refused for the paper format" \
+    bash -c "echo \"\$1\" | grep -q 'model.seq_len (13) is too short.*data.task_format = paper'" _ "$out"
+out=$("$BIN" train "$TINY" $SMALL data.task_format=paper --run-id bad --results "$R" --quiet 2>&1)
+check "data.task_format = paper on a text run is refused" \
+    bash -c "echo \"\$1\" | grep -q 'data.task_format = paper applies to data.task = copy or sort, not text'" _ "$out"
