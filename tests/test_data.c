@@ -332,6 +332,17 @@ static void test_tinyshakespeare_split(void **state) {
            "%ld val windows of 128\n",
            data_eval_windows(&ds, SPLIT_VAL));
     data_close(&ds);
+    /* the TSA paper's 80/10/10 (benchmarks/shakespeare.py: int(n*0.8), int(n*0.1), the rest) */
+    text_config(&dc, path, 0.8f, 0.1f);
+    assert_int_equal(data_open(&ds, &dc, 128, 1, err, sizeof err), 0);
+    assert_int_equal(ds.split_len[SPLIT_TRAIN], 892315);
+    assert_int_equal(ds.split_start[SPLIT_VAL], 892315);
+    assert_int_equal(ds.split_len[SPLIT_VAL], 111539);
+    assert_int_equal(ds.split_start[SPLIT_TEST], 1003854);
+    assert_int_equal(ds.split_len[SPLIT_TEST], 111540);
+    assert_int_equal(data_eval_windows(&ds, SPLIT_TEST), (111540 - 1) / 128);
+    printf("  tinyshakespeare 0.8 / 0.1: train 892,315, val 111,539, test 111,540 (the TSA paper's split)\n");
+    data_close(&ds);
 }
 
 static void test_enwik8_split(void **state) {

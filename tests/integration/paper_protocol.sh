@@ -5,6 +5,8 @@
 #   training set read in epochs (data.train_size) and fixed val/test sets
 #   (data.eval_size); val/best.* (train.record_best); a kill -9 + resume of a
 #   fixed-set run ends bit for bit like an uninterrupted one.
+#   An 80/10/10 text split with its test split end to end (train's test/final.*,
+#   `eval RUN --split test`).
 set -u
 . "$(dirname "$0")/lib.sh"
 scratch
@@ -64,3 +66,20 @@ check "model.seq_len below 2n+2 is refused for the paper format" \
 out=$("$BIN" train "$TINY" $SMALL data.task_format=paper --run-id bad --results "$R" --quiet 2>&1)
 check "data.task_format = paper on a text run is refused" \
     bash -c "echo \"\$1\" | grep -q 'data.task_format = paper applies to data.task = copy or sort, not text'" _ "$out"
+
+# ---- 2. an 80/10/10 text split: the test split end to end ----
+# corpus.txt has 262,144 bytes: train [0, 209715), val [209715, 235929), test [235929, 262144)
+"$BIN" train "$TINY" data.train_frac=0.8 data.val_frac=0.1 --run-id s --results "$R" --quiet > /dev/null 2>&1
+check "an 80/10/10 text run trains (exit 0)" test $? -eq 0
+check "training records the test split's headline (test/final.loss on its 819 windows of 32)" \
+    test "$(q "select win_count from metrics where run_id='s' and split='test' and name='final.loss'")" = 819
+check "... and the val split's, another number" \
+    test "$(q "select count(*) from metrics a join metrics b on a.run_id=b.run_id where a.run_id='s'
+              and a.split='val' and b.split='test' and a.name='final.loss' and b.name='final.loss' and a.value<>b.value")" = 1
+out=$("$BIN" eval s --results "$R" --split test)
+ev=$(echo "$out" | sed -n 's/.*"source":"test","soft":{"loss":\([0-9.e-]*\).*/\1/p')
+rec=$(q "select value from metrics where run_id='s' and split='test' and name='final.loss'")
+check "eval --split test gives the test headline training recorded ($ev ~ $rec)" \
+    awk -v a="$ev" -v b="$rec" 'BEGIN{d=a-b; if(d<0)d=-d; exit !(a != "" && d < 1e-6)}'
+"$BIN" eval s --results "$R" --split test --record > /dev/null 2>&1
+check "eval --split test --record writes the test headline (exit 0)" test $? -eq 0
