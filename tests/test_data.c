@@ -686,6 +686,79 @@ static void test_fixed_train_set(void **state) {
     data_close(&ds2);
 }
 
+
+/* data_random_batch: the TSA paper's random evaluation windows — starts uniform in
+ * [0, len - T - 1) of the split (torch.randint's exclusive upper end), deterministic given the
+ * rng; a synthetic task draws from its fixed set. */
+static void test_random_windows(void **state) {
+    (void)state;
+    char buf[400];
+    uint32_t x = 2463534242u; /* xorshift32 letters: every window of 8 distinct in practice */
+    for (int i = 0; i < 400; i++) {
+        x ^= x << 13, x ^= x >> 17, x ^= x << 5;
+        buf[i] = (char)('a' + x % 26);
+    }
+    const char *path = write_file("random.txt", buf, sizeof buf);
+    gl_data_config dc;
+    text_config(&dc, path, 0.5f, 0.25f); /* train [0, 200), val [200, 300), test [300, 400) */
+    enum { T = 8, B = 64 };
+    gl_dataset ds;
+    char err[1024];
+    assert_int_equal(data_open(&ds, &dc, T, 1, err, sizeof err), 0);
+    assert_int_equal(data_random_starts(&ds, SPLIT_VAL), 100 - T - 1);
+    int tok[B * T], tg[B * T], tok2[B * T], tg2[B * T];
+    float mk[B * T], mk2[B * T];
+    int hit[100] = {0};
+    gl_rng r, r2;
+    rng_seed(&r, 11);
+    for (int rep = 0; rep < 40; rep++) {
+        data_random_batch(&ds, SPLIT_VAL, &r, B, tok, tg, mk);
+        for (int b = 0; b < B; b++) {
+            int start = -1; /* find the window in the val split by its bytes */
+            for (int s = 0; s + T < 100 && start < 0; s++) {
+                int same = 1;
+                for (int t = 0; t < T && same; t++) same = tok[b * T + t] == ds.ids[200 + s + t] && tg[b * T + t] == ds.ids[200 + s + t + 1];
+                if (same) start = s;
+            }
+            assert_true(start >= 0 && start < 100 - T - 1);
+            hit[start]++;
+            for (int t = 0; t < T; t++) assert_true(mk[b * T + t] == 1.0f);
+        }
+    }
+    int covered = 0;
+    for (int s = 0; s < 100 - T - 1; s++) covered += hit[s] > 0;
+    assert_int_equal(covered, 100 - T - 1);           /* every start is drawn ... */
+    assert_int_equal(hit[100 - T - 1], 0);             /* ... but the last, as in the paper's code */
+    rng_seed(&r, 5);
+    rng_seed(&r2, 5);
+    data_random_batch(&ds, SPLIT_VAL, &r, B, tok, tg, mk);
+    data_random_batch(&ds, SPLIT_VAL, &r2, B / 2, tok2, tg2, mk2); /* window i is the i-th draw, in halves */
+    data_random_batch(&ds, SPLIT_VAL, &r2, B / 2, tok2 + B / 2 * T, tg2 + B / 2 * T, mk2 + B / 2 * T);
+    assert_memory_equal(tok, tok2, sizeof tok);
+    assert_memory_equal(tg, tg2, sizeof tg);
+    printf("  random val windows: all %d starts of [0, len - T - 1) drawn in 2560 windows, never the last; the "
+           "same draws whatever the batch size\n", 100 - T - 1);
+    data_close(&ds);
+    gl_data_config tc;
+    task_config(&tc, TASK_SORT);
+    tc.eval_size = 5;
+    assert_int_equal(data_open(&ds, &tc, 24, 3, err, sizeof err), 0);
+    assert_int_equal(data_random_starts(&ds, SPLIT_VAL), 5);
+    assert_int_equal(data_random_starts(&ds, SPLIT_TRAIN), 0);
+    int vt[5][24], vg[5 * 24];
+    float vm[5 * 24];
+    data_eval_batch(&ds, SPLIT_VAL, 0, 5, &vt[0][0], vg, vm);
+    rng_seed(&r, 9);
+    data_random_batch(&ds, SPLIT_VAL, &r, 8, tok, tg, mk);
+    for (int b = 0; b < 8; b++) {
+        int found = 0;
+        for (int i = 0; i < 5; i++) found |= !memcmp(vt[i], tok + b * 24, sizeof vt[i]);
+        assert_true(found);
+    }
+    printf("  a synthetic task's random windows are members of its fixed val set\n");
+    data_close(&ds);
+}
+
 /* ------------------------------------------------------------ accuracy --- */
 
 static void test_accuracy(void **state) {
@@ -727,6 +800,7 @@ int main(void) {
         cmocka_unit_test(test_synthetic_eval_sets),
         cmocka_unit_test(test_paper_format),
         cmocka_unit_test(test_fixed_train_set),
+        cmocka_unit_test(test_random_windows),
         cmocka_unit_test(test_accuracy),
     };
     return cmocka_run_group_tests(tests, setup_dir, teardown_dir);

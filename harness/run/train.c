@@ -12,7 +12,9 @@
  *
  * Numbers and what they rest on: the periodic validation pass reads the
  * first train.eval_windows windows (a small, cheap estimate, logged as
- * val/loss with that provenance); a run that finishes is then evaluated on
+ * val/loss with that provenance), or with train.eval_mode = random the TSA
+ * paper's estimate, train.eval_batches batches of random windows drawn anew
+ * at every pass (val/random.loss); a run that finishes is then evaluated on
  * the whole validation split, and the test split when the data has one, and
  * that is its headline (val/final.*, headline.h).  The headline comes after
  * the last step and the last checkpoint, so it changes nothing in training.
@@ -281,27 +283,48 @@ static void fmt_eta(char *out, size_t n, double s) {
     else snprintf(out, n, "%dh%02dm", (int)s / 3600, ((int)s / 60) % 60);
 }
 
-/* Validation pass + probe pass + trace row + metrics at the current step. */
+/* The generator of the random validation windows of the pass at step (train.eval_mode =
+ * random): a function of (train.seed, step) alone, apart from the training stream and the
+ * synthetic tasks' fixed sets, so a resumed run draws what an uninterrupted one draws. */
+static uint64_t random_eval_key(uint64_t seed, long step) {
+    return rng_mix64(rng_mix64(seed ^ 0xbb67ae8584caa73bULL) + (uint64_t)step);
+}
+
+/* Validation pass + probe pass + trace row + metrics at the current step.  train.eval_mode =
+ * first: the first eval_windows windows (val/loss, ...); random: eval_batches batches of
+ * batch_size random windows (val/random.loss, ...), the TSA paper's estimate — named apart so
+ * neither is read as the other or as the whole split's headline (val/final.*). */
 static int evaluate_now(run_ctx *c, double train_loss, char *err, size_t errlen) {
     gl_model *m = &c->m;
     const gl_manifest *mf = c->mf;
+    const gl_train_config *tc = &mf->train;
+    const int rnd = tc->eval_mode == EM_RANDOM;
     gl_eval_result r;
-    if (eval_split(m, &c->ds, SPLIT_VAL, mf->train.eval_windows, &r, err, errlen)) return -1;
     long step = c->st.step;
-    const gl_prov pv = db_prov("val", 0, r.windows, r.tokens); /* the periodic windows, not the whole split */
-    metric_on(c, step, "val", "loss", r.loss, &pv, r.loss_se);
+    if (rnd ? eval_random(m, &c->ds, SPLIT_VAL, (long)tc->eval_batches * tc->batch_size,
+                          random_eval_key(tc->seed, step), &r, err, errlen)
+            : eval_split(m, &c->ds, SPLIT_VAL, tc->eval_windows, &r, err, errlen))
+        return -1;
+    /* the periodic windows, not the whole split; for val/random.* the count is of the windows drawn at
+     * random (docs/registry.md), not the range [0, count) */
+    const gl_prov pv = db_prov("val", 0, r.windows, r.tokens);
+    const char *pre = rnd ? "random." : "";
+    char nm[32];
+#define VAL_METRIC(q, v, se) (snprintf(nm, sizeof nm, "%s%s", pre, q), metric_on(c, step, "val", nm, v, &pv, se))
+    VAL_METRIC("loss", r.loss, r.loss_se);
     int text = mf->data.task == TASK_TEXT;
-    if (text) metric_on(c, step, "val", "bpc", eval_bpc(&r), &pv, eval_bpc_se(&r));
+    if (text) VAL_METRIC("bpc", eval_bpc(&r), eval_bpc_se(&r));
     else {
-        metric_on(c, step, "val", "token_acc", r.tok_acc, &pv, 0);
-        metric_on(c, step, "val", "seq_acc", r.seq_acc, &pv, 0);
+        VAL_METRIC("token_acc", r.tok_acc, 0);
+        VAL_METRIC("seq_acc", r.seq_acc, 0);
     }
     char extra[160] = "";
     if (config_routing_counts(&m->cfg)) {
-        metric_on(c, step, "val", "active_frac", r.active_frac, &pv, 0);
-        metric_on(c, step, "val", "tlops_saved", eval_tlops_saved(r.active_frac, m->cfg.n_layer), &pv, 0);
+        VAL_METRIC("active_frac", r.active_frac, 0);
+        VAL_METRIC("tlops_saved", eval_tlops_saved(r.active_frac, m->cfg.n_layer), 0);
         snprintf(extra, sizeof extra, " | α %.3f", r.active_frac);
     }
+#undef VAL_METRIC
     if (c->trace) {
         double t0 = timing_now_s();
         probe_pass(c);
@@ -310,12 +333,14 @@ static int evaluate_now(run_ctx *c, double train_loss, char *err, size_t errlen)
             return -1;
         c->trace_s += timing_now_s() - t0;
     }
-    /* the periodic evaluation reads the first eval_windows windows of the split (a probe); "val
-     * loss" alone is the headline's, over the whole split, at the end */
-    if (text) say(c, 0, "step %ld | val loss (%.0f-token probe) %.4f | %.3f bpc%s", step, r.tokens, r.loss, eval_bpc(&r),
-                  extra);
-    else say(c, 0, "step %ld | val loss (%.0f-token probe) %.4f | token acc %.4f | seq acc %.4f%s", step, r.tokens, r.loss,
-             r.tok_acc, r.seq_acc, extra);
+    /* the periodic evaluation reads the first eval_windows windows of the split (a probe), or random
+     * windows; "val loss" alone is the headline's, over the whole split, at the end */
+    char what[80];
+    if (rnd) snprintf(what, sizeof what, "%ld random windows, %.0f tokens", r.windows, r.tokens);
+    else snprintf(what, sizeof what, "%.0f-token probe", r.tokens);
+    if (text) say(c, 0, "step %ld | val loss (%s) %.4f | %.3f bpc%s", step, what, r.loss, eval_bpc(&r), extra);
+    else say(c, 0, "step %ld | val loss (%s) %.4f | token acc %.4f | seq acc %.4f%s", step, what, r.loss, r.tok_acc,
+             r.seq_acc, extra);
     return flush_metrics(c, err, errlen);
 }
 
@@ -1029,7 +1054,7 @@ static int final_evaluation(run_ctx *c, char *err, size_t errlen) {
 static int record_best(run_ctx *c, char *err, size_t errlen) {
     const gl_train_config *tc = &c->mf->train;
     if (!tc->record_best || c->rank != 0 || !c->db) return 0;
-    const char *lname = "loss";
+    const char *lname = tc->eval_mode == EM_RANDOM ? "random.loss" : "loss";
     gl_metric_point *pts = NULL;
     int n = 0;
     if (db_metric_series(c->db, c->run_id, "val", lname, NULL, &pts, &n, err, errlen)) return -1;
@@ -1050,12 +1075,15 @@ static int record_best(run_ctx *c, char *err, size_t errlen) {
     const int text = c->mf->data.task == TASK_TEXT;
     metric_on(c, c->st.step, "val", "best.loss", pts[best].value, &pv, 0);
     metric_on(c, c->st.step, "val", "best.step", (double)at, &pv, 0);
+    const char *pre = tc->eval_mode == EM_RANDOM ? "random." : "";
     const char *more[2] = {text ? "bpc" : "token_acc", text ? NULL : "seq_acc"};
     char line[160];
     int k = snprintf(line, sizeof line, "best periodic evaluation: step %ld | val loss %.4f", at, pts[best].value);
     for (int j = 0; j < 2 && more[j]; j++) {
         double v;
-        int got = db_metric_get(c->db, c->run_id, at, "val", more[j], NULL, &v, err, errlen);
+        char src[32];
+        snprintf(src, sizeof src, "%s%s", pre, more[j]);
+        int got = db_metric_get(c->db, c->run_id, at, "val", src, NULL, &v, err, errlen);
         if (got < 0) {
             free(pts);
             return -1;

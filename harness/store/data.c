@@ -454,6 +454,32 @@ void data_train_batch_step(gl_dataset *ds, gl_rng *rng, long step, int B, int *t
     }
 }
 
+long data_random_starts(const gl_dataset *ds, gl_split split) {
+    assert(split >= SPLIT_TRAIN && split <= SPLIT_TEST);
+    if (ds->task != TASK_TEXT) return data_eval_windows(ds, split);
+    size_t len = ds->split_len[split];
+    return len < (size_t)ds->T + 2 ? 0 : (long)(len - (size_t)ds->T - 1);
+}
+
+void data_random_batch(const gl_dataset *ds, gl_split split, gl_rng *rng, int B, int *tokens, int *targets,
+                       float *mask) {
+    const int T = ds->T;
+    const long n = data_random_starts(ds, split);
+    assert(n > 0);
+    for (int b = 0; b < B; b++) {
+        int *tk = tokens + (size_t)b * T, *tg = targets + (size_t)b * T;
+        float *mk = mask + (size_t)b * T;
+        long w = (long)rng_below(rng, (uint64_t)n);
+        if (ds->task == TASK_TEXT) {
+            text_window(ds, ds->split_start[split] + (size_t)w, tk, tg, mk);
+        } else {
+            gl_rng r;
+            task_eval_rng(&r, ds->seed, (int)split, w);
+            task_sequence(&ds->dc, &r, T, tk, tg, mk);
+        }
+    }
+}
+
 long data_eval_windows(const gl_dataset *ds, gl_split split) {
     assert(split >= SPLIT_TRAIN && split <= SPLIT_TEST);
     if (ds->task != TASK_TEXT) return split == SPLIT_TRAIN ? 0 : task_eval_size(&ds->dc);

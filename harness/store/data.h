@@ -154,6 +154,18 @@ long data_eval_windows(const gl_dataset *ds, gl_split split);
 int data_eval_batch(const gl_dataset *ds, gl_split split, long first, int B, int *tokens,
                     int *targets, float *mask);
 
+/* Random evaluation windows, as the TSA paper's evaluate() draws them
+ * (scripts/phase6_language.py, mlx/evaluate.py: torch.randint(0, len - T - 1)
+ * starts): text: B windows starting uniformly at one of the split's first
+ * len - T - 1 tokens (the last possible start is never drawn, as there);
+ * synthetic: B windows drawn uniformly, with replacement, from the split's
+ * fixed set.  Deterministic given the rng state; no allocation.
+ * data_random_starts is the number of starts (0: the split is too short, or
+ * the train split of a synthetic task). */
+long data_random_starts(const gl_dataset *ds, gl_split split);
+void data_random_batch(const gl_dataset *ds, gl_split split, gl_rng *rng, int B, int *tokens, int *targets,
+                       float *mask);
+
 /* Map bytes to ids one for one (synthetic tasks: display symbols to the
  * first id that shows them; a BPE data set: the byte ids 0..255, not its
  * merges — text goes through bpe_encode with ds->bpe, or run_encode).  Returns 0, or -1 with a message naming the first byte not in

@@ -974,6 +974,8 @@ void manifest_defaults(gl_manifest *mf) {
     t->eval_windows = 16;
     t->ckpt_every = 100;
     t->log_every = 10;
+    t->eval_mode = EM_FIRST;
+    t->eval_batches = 20;
 
     msgf(mf->log.results, sizeof mf->log.results, "results");
     mf->log.trace = 1;

@@ -114,6 +114,8 @@ const key_def mf_keys[MF_N_KEYS] = {
     KINT("train", "eval_windows", train.eval_windows, 1, 10000000),
     KINT("train", "ckpt_every", train.ckpt_every, 1, 1000000000),
     KINT("train", "log_every", train.log_every, 1, 1000000000),
+    LENUM("train", "eval_mode", train.eval_mode, EN_EM),
+    LINT("train", "eval_batches", train.eval_batches, 1, 1000000),
     LBOOL("train", "record_best", train.record_best),
 
     KSTR("log", "results", log.results, S_NONEMPTY, 0),
@@ -129,6 +131,9 @@ _Static_assert(sizeof mf_keys / sizeof mf_keys[0] == MF_N_KEYS, "MF_N_KEYS must 
 /* train.weight_decay_policy names, indexed by gl_wd_policy */
 static const char *const wd_policy_names[] = {[WD_MATRICES] = "matrices", [WD_ALL] = "all"};
 _Static_assert(sizeof wd_policy_names / sizeof wd_policy_names[0] == WD_COUNT, "one name per weight-decay policy");
+/* train.eval_mode names, indexed by gl_eval_mode */
+static const char *const eval_mode_names[] = {[EM_FIRST] = "first", [EM_RANDOM] = "random"};
+_Static_assert(sizeof eval_mode_names / sizeof eval_mode_names[0] == EM_COUNT, "one name per evaluation mode");
 
 const char *mf_enum_name(int en, int v) {
     switch (en) {
@@ -142,6 +147,7 @@ const char *mf_enum_name(int en, int v) {
     case EN_TASK: return task_name((gl_task)v);
     case EN_TOK: return task_tokenizer_name((gl_tokenizer)v);
     case EN_TF: return task_format_name((gl_task_format)v);
+    case EN_EM: return v >= 0 && v < EM_COUNT ? eval_mode_names[v] : "unknown";
     }
     return "unknown";
 }
@@ -158,6 +164,7 @@ int mf_enum_count(int en) {
     case EN_TASK: return TASK_COUNT;
     case EN_TOK: return TOK_COUNT;
     case EN_TF: return TF_COUNT;
+    case EN_EM: return EM_COUNT;
     }
     return 0;
 }
@@ -175,6 +182,7 @@ void mf_enum_store(gl_manifest *mf, int en, int v) {
     case EN_TASK: mf->data.task = (gl_task)v; break;
     case EN_TOK: mf->data.tokenizer = (gl_tokenizer)v; break;
     case EN_TF: mf->data.task_format = (gl_task_format)v; break;
+    case EN_EM: mf->train.eval_mode = (gl_eval_mode)v; break;
     }
 }
 
@@ -190,6 +198,7 @@ int mf_enum_load(const gl_manifest *mf, int en) {
     case EN_TASK: return (int)mf->data.task;
     case EN_TOK: return (int)mf->data.tokenizer;
     case EN_TF: return (int)mf->data.task_format;
+    case EN_EM: return (int)mf->train.eval_mode;
     }
     return 0;
 }

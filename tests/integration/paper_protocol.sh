@@ -83,3 +83,39 @@ check "eval --split test gives the test headline training recorded ($ev ~ $rec)"
     awk -v a="$ev" -v b="$rec" 'BEGIN{d=a-b; if(d<0)d=-d; exit !(a != "" && d < 1e-6)}'
 "$BIN" eval s --results "$R" --split test --record > /dev/null 2>&1
 check "eval --split test --record writes the test headline (exit 0)" test $? -eq 0
+
+# ---- 3. the paper's validation estimate: random windows (train.eval_mode = random) ----
+RND="data.train_frac=0.8 data.val_frac=0.1 train.eval_mode=random train.eval_batches=3 train.record_best=1"
+"$BIN" train "$TINY" $RND --run-id rw --results "$R" --quiet > /dev/null 2>&1
+check "a run with random validation windows trains (exit 0)" test $? -eq 0
+check "each pass is logged as val/random.loss on 3 batches x 4 windows x 32 tokens (384), at steps 0, 20, 40" \
+    test "$(q "select group_concat(step || ':' || cast(tokens as int)) from (select step, tokens from metrics
+              where run_id='rw' and split='val' and name='random.loss' order by step)")" = "0:384,20:384,40:384"
+check "... with val/random.bpc beside it, and no periodic val/loss (which would read as the first windows)" \
+    test "$(q "select count(*) from metrics where run_id='rw' and split='val' and name='random.bpc'")" = 3 \
+      -a "$(q "select count(*) from metrics where run_id='rw' and split='val' and name='loss'")" = 0
+check "the whole split is still the headline (val/final.loss on all 819 windows)" \
+    test "$(q "select win_count from metrics where run_id='rw' and split='val' and name='final.loss'")" = 819
+check "train.log says the pass read random windows" grep -q "^step 20 | val loss (12 random windows, 384 tokens)" "$R/runs/rw/train.log"
+check "val/best.* is taken from val/random.loss" \
+    test "$(q "select count(*) from metrics a join metrics b on a.run_id=b.run_id where a.run_id='rw'
+              and a.name='best.loss' and b.name='random.loss' and b.step=(select value from metrics
+              where run_id='rw' and name='best.step') and a.value=b.value")" = 1
+"$BIN" train "$TINY" $RND --run-id rw2 --results "$R" --quiet > /dev/null 2>&1
+check "the random windows are a function of the seed: a second run logs the same val/random.loss" \
+    test "$(q "select group_concat(value) from metrics where run_id='rw' and name='random.loss'")" = \
+         "$(q "select group_concat(value) from metrics where run_id='rw2' and name='random.loss'")"
+"$BIN" train "$TINY" $RND train.seed=2 --run-id rw3 --results "$R" --quiet > /dev/null 2>&1
+"$BIN" train "$TINY" $RND train.eval_batches=6 --run-id rw6 --results "$R" --quiet > /dev/null 2>&1
+check "... and another seed draws other windows at step 0 (another init too)" \
+    test "$(q "select value from metrics where run_id='rw' and name='random.loss' and step=0")" != \
+         "$(q "select value from metrics where run_id='rw3' and name='random.loss' and step=0")"
+check "training is untouched by the evaluation: eval_batches 3 and 6 end on the same objective" \
+    test "$(last_hex rw)" = "$(last_hex rw6)" -a -n "$(last_hex rw)"
+check "train.eval_batches = 6 reads 6 batches (768 tokens at step 0)" \
+    test "$(q "select cast(tokens as int) from metrics where run_id='rw6' and name='random.loss' and step=0")" = 768
+GATELAB_KILL_AFTER_CKPT=20 "$BIN" train "$TINY" $RND --run-id rwk --results "$R" --quiet > /dev/null 2>&1
+"$BIN" train "$TINY" $RND --resume rwk --results "$R" --quiet > /dev/null 2>&1
+check "kill -9 + resume draws the same random windows after the resume (step-40 val/random.loss as uninterrupted)" \
+    test "$(q "select value from metrics where run_id='rwk' and name='random.loss' and step=40")" = \
+         "$(q "select value from metrics where run_id='rw' and name='random.loss' and step=40")"
