@@ -97,6 +97,8 @@ typedef struct {
     int from_ckpt; /* resumed from a checkpoint (a --resume of a run that has none starts again) */
     int bpe_reused;       /* BPE: the merges came from the checkpoint (1) or were trained now (0) */
     double bpe_train_s;   /* BPE: seconds data_open took to train and encode (0 when reused) */
+    double alpha_paper;   /* TSA: the paper's soft α of the last training batch, mean over routed blocks
+                             n >= 1 and all its tokens of 1 - p (NaN before the first step) */
     double trace_s; /* wall-clock seconds in probe passes and trace writes (this process) */
     /* probe batch */
     int P, probe_B;
@@ -861,12 +863,20 @@ static float shard_forward(run_ctx *c, train_loop *lp) {
         m->norm_tokens = (long)NT;
     }
     float loss = model_forward(m, lp->tok + off, lp->tg + off, lp->mask + off, c->B_local, lp->T);
-    double sums[4] = {loss, m->task_loss, m->penalty, m->active_frac};
-    dist_sum_doubles(sums, 4);
+    /* the TSA paper's α (variable_depth.py: 1 - mean(halt_prob) per routed block, averaged over the
+     * blocks) from the halting probabilities this training forward left, dropout as it ran */
+    const int L = m->cfg.n_layer, tsa = m->cfg.depth_routing == DR_TSA && L > 1;
+    double soft = 0.0;
+    const size_t N = (size_t)c->B_local * lp->T;
+    for (int n = 1; tsa && n < L; n++)
+        for (size_t t = 0; t < N; t++) soft += 1.0 - (double)m->A[n].p[t];
+    double sums[5] = {loss, m->task_loss, m->penalty, m->active_frac, soft};
+    dist_sum_doubles(sums, 5);
     m->loss = (float)sums[0];
     m->task_loss = (float)sums[1];
     m->penalty = (float)sums[2];
     m->active_frac = (float)sums[3];
+    c->alpha_paper = tsa ? sums[4] / ((double)(L - 1) * (double)NT) : NAN;
     return m->loss;
 }
 
@@ -979,6 +989,11 @@ static int train_loop_run(run_ctx *c, train_loop *lp, char *err, size_t errlen) 
         if (writer && (step % tc->log_every == 0 || step == tc->steps)) fail = log_interval(c, lp, lr, gnorm, t, err, errlen);
         int eval_due = (tc->eval_every > 0 && step % tc->eval_every == 0) || step == tc->steps;
         if (eval_due) {
+            /* the paper's α is read at each evaluation from the training batch just taken (phase6_language.py) */
+            if (writer && !isnan(c->alpha_paper)) {
+                metric(c, step, "train", "alpha_paper", c->alpha_paper);
+                metric(c, step, "train", "tlops_saved_paper", eval_tlops_saved(c->alpha_paper, c->m.cfg.n_layer));
+            }
             if (writer && !fail) fail = evaluate_now(c, c->st.eval_n ? c->st.eval_loss_sum / c->st.eval_n : NAN, err, errlen);
             c->st.eval_loss_sum = 0;
             c->st.eval_n = 0;
@@ -1099,6 +1114,51 @@ static int record_best(run_ctx *c, char *err, size_t errlen) {
     return flush_metrics(c, err, errlen);
 }
 
+/* TSA: the paper's α in the paper's three conventions, from the train/alpha_paper rows of every
+ * session (the registry), recorded at the last step beside the hard α of the headline:
+ *   alpha_paper.mean_evals  mean over the evaluations at steps k·eval_every, k >= 1
+ *                           (Shakespeare and enwik8: the mean of the 20 evaluation points)
+ *   alpha_paper.last_eval   at the last of those evaluations (the λ sweep)
+ *   alpha_paper.last_batch  of the last training batch, step train.steps (the toy tasks)
+ *   alpha_paper.n_evals     how many evaluations mean_evals averages
+ * and tlops_saved_paper.* = (1 − α)(L − 1)/L of each (linear in α, so the mean's is the mean's).
+ * Returns 0, or -1 with a message. */
+static int record_alpha_paper(run_ctx *c, char *err, size_t errlen) {
+    const gl_train_config *tc = &c->mf->train;
+    const int L = c->m.cfg.n_layer;
+    if (c->m.cfg.depth_routing != DR_TSA || L < 2 || c->rank != 0 || !c->db) return 0;
+    gl_metric_point *pts = NULL;
+    int n = 0;
+    if (db_metric_series(c->db, c->run_id, "train", "alpha_paper", NULL, &pts, &n, err, errlen)) return -1;
+    double sum = 0.0, last_eval = NAN, last_batch = NAN;
+    long k = 0, last_eval_step = -1;
+    for (int i = 0; i < n; i++) {
+        if (i > 0 && pts[i - 1].step == pts[i].step) continue;
+        if (pts[i].step == c->st.step) last_batch = pts[i].value;
+        if (pts[i].step <= 0 || pts[i].step % tc->eval_every != 0 || isnan(pts[i].value)) continue;
+        sum += pts[i].value;
+        k++;
+        last_eval = pts[i].value;
+        last_eval_step = pts[i].step;
+    }
+    free(pts);
+    const double mean = k > 0 ? sum / (double)k : NAN;
+    const struct { const char *conv; double a; } rows[3] = {
+        {"mean_evals", mean}, {"last_eval", last_eval}, {"last_batch", last_batch}};
+    char nm[48];
+    for (int j = 0; j < 3; j++) {
+        if (isnan(rows[j].a)) continue;
+        snprintf(nm, sizeof nm, "alpha_paper.%s", rows[j].conv);
+        metric(c, c->st.step, "train", nm, rows[j].a);
+        snprintf(nm, sizeof nm, "tlops_saved_paper.%s", rows[j].conv);
+        metric(c, c->st.step, "train", nm, eval_tlops_saved(rows[j].a, L));
+    }
+    metric(c, c->st.step, "train", "alpha_paper.n_evals", (double)k);
+    say(c, 0, "the paper's α (soft, training batches): mean of %ld evaluations %.4f | last evaluation (step %ld) %.4f | "
+              "last batch %.4f (train/alpha_paper.*)", k, mean, last_eval_step, last_eval, last_batch);
+    return flush_metrics(c, err, errlen);
+}
+
 /* 1 when the run has a headline at its checkpoint's step (0 also when the registry cannot say). */
 static int has_headline(run_ctx *c) {
     if (c->rank != 0 || !c->db) return 1; /* rank 0 alone records it */
@@ -1142,6 +1202,7 @@ static gl_train_outcome train_finish(run_ctx *c, const train_loop *lp, int faile
         }
         err[0] = 0;
         if (record_best(c, e2, sizeof e2)) say(c, 0, "warning: no val/best.* recorded (%s)", e2);
+        if (record_alpha_paper(c, e2, sizeof e2)) say(c, 0, "warning: no train/alpha_paper.* recorded (%s)", e2);
         if (final_evaluation(c, e2, sizeof e2))
             say(c, 0, "warning: no headline recorded (%s); record it with `gatelab eval %s --record`", e2, c->run_id);
     }
@@ -1164,6 +1225,7 @@ gl_train_outcome train_run(const gl_manifest *mf, const gl_train_opts *o, char *
     c.rank = dist_rank();
     c.ranks = dist_size();
     c.quiet = o->quiet || c.rank != 0; /* one progress line: rank 0's */
+    c.alpha_paper = NAN;
     c.tty = isatty(2);
     gl_train_outcome outcome = TRAIN_FAILED;
     int registered = 0, own = 0; /* own: this rank's set-up failed (its message is its own) */
@@ -1208,9 +1270,14 @@ gl_train_outcome train_run(const gl_manifest *mf, const gl_train_opts *o, char *
                     "nothing to do\n", c.run_id, c.st.step, tc->steps);
         err[0] = 0;
         outcome = TRAIN_FINISHED;
-        /* a kill during the headline evaluation left the run without one: record it now */
-        if (!has_headline(&c) && final_evaluation(&c, e2, sizeof e2))
-            say(&c, 0, "warning: no headline recorded (%s); record it with `gatelab eval %s --record`", e2, c.run_id);
+        /* a kill during the headline evaluation left the run without one: record it now (and the
+         * summaries recorded just before it) */
+        if (!has_headline(&c)) {
+            if (record_best(&c, e2, sizeof e2)) say(&c, 0, "warning: no val/best.* recorded (%s)", e2);
+            if (record_alpha_paper(&c, e2, sizeof e2)) say(&c, 0, "warning: no train/alpha_paper.* recorded (%s)", e2);
+            if (final_evaluation(&c, e2, sizeof e2))
+                say(&c, 0, "warning: no headline recorded (%s); record it with `gatelab eval %s --record`", e2, c.run_id);
+        }
         goto cleanup;
     }
     own = share_state(&c, err, errlen) || loop_init(&lp, &c, err, errlen);

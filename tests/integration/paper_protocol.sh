@@ -119,3 +119,39 @@ GATELAB_KILL_AFTER_CKPT=20 "$BIN" train "$TINY" $RND --run-id rwk --results "$R"
 check "kill -9 + resume draws the same random windows after the resume (step-40 val/random.loss as uninterrupted)" \
     test "$(q "select value from metrics where run_id='rwk' and name='random.loss' and step=40")" = \
          "$(q "select value from metrics where run_id='rw' and name='random.loss' and step=40")"
+
+# ---- 4. the paper's α: soft, on training batches, in its three conventions ----
+TSA="model.depth_routing=tsa model.tsa_lambda=0.05"
+"$BIN" train "$TINY" $SMALL $PAPER $TSA train.steps=35 --run-id a --results "$R" --quiet > /dev/null 2>&1
+check "a TSA run in the paper's toy protocol trains (exit 0)" test $? -eq 0
+check "train/alpha_paper is logged at each evaluation after step 0 (10, 20, 30 and the last step 35)" \
+    test "$(q "select group_concat(step) from (select step from metrics where run_id='a' and split='train'
+              and name='alpha_paper' order by step)")" = "10,20,30,35"
+# penalty = λ·Σ(1 − p)/((L − 1)·tokens) on the same batch: α_paper is exactly the penalty's mean of 1 − p
+check "train/alpha_paper is the mean of 1 − p the λ penalty charges (penalty = λ·α_paper at every logged step)" \
+    test "$(q "select count(*) from metrics a join metrics p on a.run_id=p.run_id and a.step=p.step
+              where a.run_id='a' and a.name='alpha_paper' and p.name='penalty' and p.split='train'
+              and abs(p.value - 0.05*a.value) <= 1e-6*p.value")" = 4
+check "... and not gatelab's hard α (train/active_frac counts p <= 0.5)" \
+    test "$(q "select count(*) from metrics a join metrics h on a.run_id=h.run_id and a.step=h.step
+              where a.run_id='a' and a.name='alpha_paper' and h.name='active_frac' and h.split='train'
+              and a.value <> h.value")" -ge 1
+mean=$(q "select avg(value) from metrics where run_id='a' and name='alpha_paper' and step in (10,20,30)")
+check "alpha_paper.mean_evals is the mean over the evaluations at k·eval_every (10, 20, 30; not 35)" \
+    test "$(q "select abs(value - $mean) < 1e-12 from metrics where run_id='a' and name='alpha_paper.mean_evals'")" = 1 \
+      -a "$(q "select cast(value as int) from metrics where run_id='a' and name='alpha_paper.n_evals'")" = 3
+check "alpha_paper.last_eval is step 30's, alpha_paper.last_batch step 35's" \
+    test "$(q "select value from metrics where run_id='a' and name='alpha_paper.last_eval'")" = \
+         "$(q "select value from metrics where run_id='a' and name='alpha_paper' and step=30")" \
+      -a "$(q "select value from metrics where run_id='a' and name='alpha_paper.last_batch'")" = \
+         "$(q "select value from metrics where run_id='a' and name='alpha_paper' and step=35")"
+check "tlops_saved_paper.* = (1 − α)(L − 1)/L of each (L = 3)" \
+    test "$(q "select count(*) from metrics a join metrics t on a.run_id=t.run_id
+              and t.name = replace(a.name, 'alpha_paper.', 'tlops_saved_paper.')
+              where a.run_id='a' and a.name like 'alpha_paper.%' and a.name <> 'alpha_paper.n_evals'
+              and abs(t.value - (1 - a.value)*2.0/3.0) < 1e-12")" = 3
+check "the hard α on the whole validation split is still the headline's (val/hard.active_frac)" \
+    test "$(q "select count(*) from metrics where run_id='a' and split='val' and name='hard.active_frac'")" = 1
+check "train.log gives the three conventions" grep -q "the paper's α (soft, training batches): mean of 3 evaluations" "$R/runs/a/train.log"
+check "a dense run logs no train/alpha_paper" \
+    test "$(q "select count(*) from metrics where run_id='p' and name like 'alpha_paper%'")" = 0
