@@ -332,6 +332,17 @@ static void test_tinyshakespeare_split(void **state) {
            "%ld val windows of 128\n",
            data_eval_windows(&ds, SPLIT_VAL));
     data_close(&ds);
+    /* the TSA paper's 80/10/10 (benchmarks/shakespeare.py: int(n*0.8), int(n*0.1), the rest) */
+    text_config(&dc, path, 0.8f, 0.1f);
+    assert_int_equal(data_open(&ds, &dc, 128, 1, err, sizeof err), 0);
+    assert_int_equal(ds.split_len[SPLIT_TRAIN], 892315);
+    assert_int_equal(ds.split_start[SPLIT_VAL], 892315);
+    assert_int_equal(ds.split_len[SPLIT_VAL], 111539);
+    assert_int_equal(ds.split_start[SPLIT_TEST], 1003854);
+    assert_int_equal(ds.split_len[SPLIT_TEST], 111540);
+    assert_int_equal(data_eval_windows(&ds, SPLIT_TEST), (111540 - 1) / 128);
+    printf("  tinyshakespeare 0.8 / 0.1: train 892,315, val 111,539, test 111,540 (the TSA paper's split)\n");
+    data_close(&ds);
 }
 
 static void test_enwik8_split(void **state) {
@@ -532,6 +543,222 @@ static void test_synthetic_eval_sets(void **state) {
     data_close(&ds2);
 }
 
+
+/* data.task_format = paper: the TSA paper's official toy layout (toy_tasks.py):
+ * BOS x1..xn SEP y1..yn EOS, PAD 0 BOS 1 EOS 2 SEP 3, items at 4..S+3, the
+ * targets of positions n+1..2n+1 (the n outputs and EOS) scored. */
+static void test_paper_format(void **state) {
+    (void)state;
+    for (int which = 0; which < 2; which++) {
+        gl_data_config dc;
+        task_config(&dc, which ? TASK_SORT : TASK_COPY);
+        dc.task_format = TF_PAPER;
+        dc.seq_items = 20;
+        dc.n_symbols = 28;
+        const int n = 20, S = 28, T = 45, B = 32; /* T > 2n+2: three PAD positions after EOS */
+        gl_dataset ds;
+        char err[1024];
+        assert_int_equal(data_open(&ds, &dc, T, 42, err, sizeof err), 0);
+        assert_int_equal(data_vocab_size(&ds), 32);
+        assert_true(task_pad_id(&dc) == 0 && task_bos_id(&dc) == 1 && task_eos_id(&dc) == 2 && task_sep_id(&dc) == 3);
+        const uint8_t *v = data_vocab(&ds);
+        assert_true(v[0] == '.' && v[1] == '^' && v[2] == '$' && v[3] == '|' && v[4] == '0');
+        static int tok[32 * 45], tgt[32 * 45];
+        static float mask[32 * 45];
+        gl_rng r;
+        rng_seed(&r, 5);
+        long repeats = 0, unsorted = 0;
+        for (int rep = 0; rep < 10; rep++) {
+            data_train_batch(&ds, &r, B, tok, tgt, mask);
+            for (int b = 0; b < B; b++) {
+                int *x = tok + b * T, *y = tgt + b * T;
+                float *m = mask + b * T;
+                for (int t = 0; t + 1 < T; t++) assert_int_equal(y[t], x[t + 1]);
+                assert_int_equal(x[0], 1);
+                int cnt_in[32] = {0}, cnt_out[32] = {0};
+                for (int j = 1; j <= n; j++) {
+                    assert_true(x[j] >= 4 && x[j] < S + 4);
+                    cnt_in[x[j]]++;
+                }
+                for (int j = 2; j <= n; j++) unsorted += x[j - 1] > x[j];
+                for (int i = 4; i < 32; i++) repeats += cnt_in[i] > 1;
+                assert_int_equal(x[n + 1], 3);
+                for (int k = 0; k < n; k++) {
+                    int yk = y[n + 1 + k];
+                    cnt_out[yk]++;
+                    if (which == 0) assert_int_equal(yk, x[1 + k]);
+                    if (which == 1 && k > 0) assert_true(y[n + k] <= yk);
+                }
+                assert_memory_equal(cnt_in, cnt_out, sizeof cnt_in);
+                assert_int_equal(y[2 * n + 1], 2); /* EOS is the last scored target */
+                for (int t = 0; t < T; t++)
+                    assert_true(m[t] == ((t >= n + 1 && t <= 2 * n + 1) ? 1.0f : 0.0f));
+                for (int t = 2 * n + 2; t < T; t++) assert_int_equal(y[t], 0);
+                for (int t = 2 * n + 3; t < T; t++) assert_int_equal(x[t], 0);
+            }
+        }
+        assert_true(unsorted > 0 && repeats > 0); /* sort inputs repeat, as torch.randint's do */
+        printf("  paper %s: BOS x SEP y EOS, V = 32, mask on targets [%d, %d] (outputs and EOS), items with "
+               "repeats\n", which ? "sort" : "copy", n + 1, 2 * n + 1);
+        data_close(&ds);
+        /* T = 2n+2 is the official length (x = full[:-1]); 2n+1 is refused */
+        assert_int_equal(data_open(&ds, &dc, 2 * n + 2, 1, err, sizeof err), 0);
+        data_close(&ds);
+        expect_open_error(&dc, 2 * n + 1, "model.seq_len (41) is too short", "data.task_format = paper", "42", NULL);
+    }
+    gl_data_config dc;
+    task_config(&dc, TASK_MQAR);
+    dc.task_format = TF_PAPER;
+    expect_open_error(&dc, 64, "data.task_format = paper applies to data.task = copy or sort, not mqar", NULL);
+    task_config(&dc, TASK_TEXT);
+    dc.train_size = 100;
+    expect_open_error(&dc, 64, "data.train_size applies to the synthetic tasks", NULL);
+}
+
+/* data.train_size: a fixed training set read in shuffled epochs with the
+ * last partial batch dropped; each batch a function of (seed, step). */
+static void test_fixed_train_set(void **state) {
+    (void)state;
+    gl_data_config dc;
+    task_config(&dc, TASK_COPY);
+    dc.task_format = TF_PAPER;
+    dc.seq_items = 4;
+    dc.n_symbols = 28;
+    dc.train_size = 10;
+    dc.eval_size = 7;
+    enum { T = 10, B = 4, E = 2 }; /* 10 sequences, batches of 4: 2 batches an epoch, 2 left out */
+    gl_dataset ds, ds2;
+    char err[1024];
+    assert_int_equal(data_open(&ds, &dc, T, 42, err, sizeof err), 0);
+    assert_int_equal(data_open(&ds2, &dc, T, 42, err, sizeof err), 0);
+    assert_int_equal(data_train_steps_per_epoch(&ds, B), E);
+    assert_int_equal(data_eval_windows(&ds, SPLIT_VAL), 7);
+    assert_int_equal(data_eval_windows(&ds, SPLIT_TEST), 7);
+    /* the set itself */
+    int set[10][T], st[T];
+    float sm[T];
+    for (int i = 0; i < 10; i++) {
+        gl_rng r;
+        task_eval_rng(&r, 42, 0, i);
+        task_sequence(&dc, &r, T, set[i], st, sm);
+    }
+    int tok[B * T], tg[B * T], tok2[B * T], tg2[B * T];
+    float mk[B * T], mk2[B * T];
+    gl_rng unused;
+    rng_seed(&unused, 1);
+    int order[3][E * B];
+    for (int e = 0; e < 3; e++) {
+        int seen[10] = {0};
+        for (int j = 0; j < E; j++) {
+            data_train_batch_step(&ds, &unused, (long)e * E + j, B, tok, tg, mk);
+            for (int b = 0; b < B; b++) {
+                int hit = -1;
+                for (int i = 0; i < 10 && hit < 0; i++)
+                    if (!memcmp(set[i], tok + b * T, sizeof set[i])) hit = i;
+                assert_true(hit >= 0);
+                seen[hit]++;
+                order[e][j * B + b] = hit;
+            }
+        }
+        int distinct = 0;
+        for (int i = 0; i < 10; i++) {
+            assert_true(seen[i] <= 1); /* no sequence twice in an epoch */
+            distinct += seen[i];
+        }
+        assert_int_equal(distinct, E * B);
+    }
+    assert_true(memcmp(order[0], order[1], sizeof order[0]) != 0); /* each epoch its own shuffle */
+    /* a batch depends on (seed, step) alone: step 5 read first on a fresh data set, and after others */
+    data_train_batch_step(&ds2, &unused, 5, B, tok2, tg2, mk2);
+    data_train_batch_step(&ds, &unused, 5, B, tok, tg, mk);
+    assert_memory_equal(tok, tok2, sizeof tok);
+    assert_memory_equal(tg, tg2, sizeof tg);
+    assert_memory_equal(mk, mk2, sizeof mk);
+    /* the training set is not the validation set */
+    int vt[B * T], vg[B * T];
+    float vm[B * T];
+    data_eval_batch(&ds, SPLIT_VAL, 0, B, vt, vg, vm);
+    for (int i = 0; i < 10; i++) assert_true(memcmp(set[i], vt, sizeof set[i]) != 0);
+    printf("  fixed set of 10, batches of 4: %d batches an epoch, each sequence at most once per epoch, "
+           "epochs shuffled apart (epoch 0 starts %d %d %d %d), batch 5 the same read cold; 7 val, 7 test\n",
+           E, order[0][0], order[0][1], order[0][2], order[0][3]);
+    data_close(&ds);
+    data_close(&ds2);
+}
+
+
+/* data_random_batch: the TSA paper's random evaluation windows — starts uniform in
+ * [0, len - T - 1) of the split (torch.randint's exclusive upper end), deterministic given the
+ * rng; a synthetic task draws from its fixed set. */
+static void test_random_windows(void **state) {
+    (void)state;
+    char buf[400];
+    uint32_t x = 2463534242u; /* xorshift32 letters: every window of 8 distinct in practice */
+    for (int i = 0; i < 400; i++) {
+        x ^= x << 13, x ^= x >> 17, x ^= x << 5;
+        buf[i] = (char)('a' + x % 26);
+    }
+    const char *path = write_file("random.txt", buf, sizeof buf);
+    gl_data_config dc;
+    text_config(&dc, path, 0.5f, 0.25f); /* train [0, 200), val [200, 300), test [300, 400) */
+    enum { T = 8, B = 64 };
+    gl_dataset ds;
+    char err[1024];
+    assert_int_equal(data_open(&ds, &dc, T, 1, err, sizeof err), 0);
+    assert_int_equal(data_random_starts(&ds, SPLIT_VAL), 100 - T - 1);
+    int tok[B * T], tg[B * T], tok2[B * T], tg2[B * T];
+    float mk[B * T], mk2[B * T];
+    int hit[100] = {0};
+    gl_rng r, r2;
+    rng_seed(&r, 11);
+    for (int rep = 0; rep < 40; rep++) {
+        data_random_batch(&ds, SPLIT_VAL, &r, B, tok, tg, mk);
+        for (int b = 0; b < B; b++) {
+            int start = -1; /* find the window in the val split by its bytes */
+            for (int s = 0; s + T < 100 && start < 0; s++) {
+                int same = 1;
+                for (int t = 0; t < T && same; t++) same = tok[b * T + t] == ds.ids[200 + s + t] && tg[b * T + t] == ds.ids[200 + s + t + 1];
+                if (same) start = s;
+            }
+            assert_true(start >= 0 && start < 100 - T - 1);
+            hit[start]++;
+            for (int t = 0; t < T; t++) assert_true(mk[b * T + t] == 1.0f);
+        }
+    }
+    int covered = 0;
+    for (int s = 0; s < 100 - T - 1; s++) covered += hit[s] > 0;
+    assert_int_equal(covered, 100 - T - 1);           /* every start is drawn ... */
+    assert_int_equal(hit[100 - T - 1], 0);             /* ... but the last, as in the paper's code */
+    rng_seed(&r, 5);
+    rng_seed(&r2, 5);
+    data_random_batch(&ds, SPLIT_VAL, &r, B, tok, tg, mk);
+    data_random_batch(&ds, SPLIT_VAL, &r2, B / 2, tok2, tg2, mk2); /* window i is the i-th draw, in halves */
+    data_random_batch(&ds, SPLIT_VAL, &r2, B / 2, tok2 + B / 2 * T, tg2 + B / 2 * T, mk2 + B / 2 * T);
+    assert_memory_equal(tok, tok2, sizeof tok);
+    assert_memory_equal(tg, tg2, sizeof tg);
+    printf("  random val windows: all %d starts of [0, len - T - 1) drawn in 2560 windows, never the last; the "
+           "same draws whatever the batch size\n", 100 - T - 1);
+    data_close(&ds);
+    gl_data_config tc;
+    task_config(&tc, TASK_SORT);
+    tc.eval_size = 5;
+    assert_int_equal(data_open(&ds, &tc, 24, 3, err, sizeof err), 0);
+    assert_int_equal(data_random_starts(&ds, SPLIT_VAL), 5);
+    assert_int_equal(data_random_starts(&ds, SPLIT_TRAIN), 0);
+    int vt[5][24], vg[5 * 24];
+    float vm[5 * 24];
+    data_eval_batch(&ds, SPLIT_VAL, 0, 5, &vt[0][0], vg, vm);
+    rng_seed(&r, 9);
+    data_random_batch(&ds, SPLIT_VAL, &r, 8, tok, tg, mk);
+    for (int b = 0; b < 8; b++) {
+        int found = 0;
+        for (int i = 0; i < 5; i++) found |= !memcmp(vt[i], tok + b * 24, sizeof vt[i]);
+        assert_true(found);
+    }
+    printf("  a synthetic task's random windows are members of its fixed val set\n");
+    data_close(&ds);
+}
+
 /* ------------------------------------------------------------ accuracy --- */
 
 static void test_accuracy(void **state) {
@@ -571,6 +798,9 @@ int main(void) {
         cmocka_unit_test(test_copy_sort),
         cmocka_unit_test(test_mqar),
         cmocka_unit_test(test_synthetic_eval_sets),
+        cmocka_unit_test(test_paper_format),
+        cmocka_unit_test(test_fixed_train_set),
+        cmocka_unit_test(test_random_windows),
         cmocka_unit_test(test_accuracy),
     };
     return cmocka_run_group_tests(tests, setup_dir, teardown_dir);

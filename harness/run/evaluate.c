@@ -204,6 +204,39 @@ int eval_split(gl_model *m, const gl_dataset *ds, gl_split split, long n_windows
     return 0;
 }
 
+int eval_random(gl_model *m, const gl_dataset *ds, gl_split split, long n_windows, uint64_t key, gl_eval_result *r,
+                char *err, size_t errlen) {
+    memset(r, 0, sizeof *r);
+    if (data_random_starts(ds, split) <= 0) {
+        snprintf(err, errlen, "the %s split has no window of %d + 1 tokens to draw at random", data_split_name(split),
+                 m->T);
+        return -1;
+    }
+    if (n_windows < 1) n_windows = 1;
+    const size_t cap = (size_t)m->max_B * m->T;
+    int *tok = malloc(cap * sizeof *tok), *tg = malloc(cap * sizeof *tg);
+    float *mask = malloc(cap * sizeof *mask);
+    split_ctx sc = {.m = m, .ds = ds, .buf = {tok, tg, mask}};
+    if (accum_init(&sc.a, n_windows, m->max_B) || !tok || !tg || !mask) {
+        free(tok); free(tg); free(mask); free(sc.a.clu_y);
+        snprintf(err, errlen, "evaluation: out of memory");
+        return -1;
+    }
+    gl_rng rng;
+    rng_seed(&rng, key);
+    double t0 = timing_now_s();
+    for (long w = 0; w < n_windows; w += m->max_B) {
+        const int got = (int)(n_windows - w < m->max_B ? n_windows - w : m->max_B);
+        data_random_batch(ds, split, &rng, got, tok, tg, mask); /* window i: the i-th draw, whatever max_B */
+        model_forward(m, tok, tg, mask, got, m->T);
+        split_after(&sc, w, got, err, errlen);
+    }
+    finish(&sc.a, r, t0, infer_mode(m));
+    if (ds->tok && sc.scored > 0) r->bytes_per_token = sc.bytes / sc.scored;
+    free(tok); free(tg); free(mask); free(sc.a.clu_y);
+    return 0;
+}
+
 int eval_ids(gl_model *m, const int *ids, size_t n_ids, long n_windows, gl_eval_result *r,
              char *err, size_t errlen) {
     memset(r, 0, sizeof *r);

@@ -75,6 +75,16 @@ int eval_has_hard(const gl_model *m);
 int eval_split_hard(gl_model *m, const gl_dataset *ds, gl_split split, long n_windows, gl_eval_result *r, char *err,
                     size_t errlen);
 
+/* The TSA paper's validation estimate: n_windows random windows of split
+ * (data_random_batch) drawn from a generator seeded by key, run in batches of
+ * m->max_B; the loss is the mean over their scored tokens (for full text
+ * windows the mean of the paper's per-batch means, since every batch scores
+ * the same number of tokens).  r->windows counts the windows drawn (a window
+ * drawn twice counts twice).  Returns 0, or -1 with a message (a split too
+ * short for one window of T + 1 tokens, out of memory). */
+int eval_random(gl_model *m, const gl_dataset *ds, gl_split split, long n_windows, uint64_t key, gl_eval_result *r,
+                char *err, size_t errlen);
+
 /* Evaluate the first n_windows non-overlapping windows of an id sequence
  * (window i: inputs ids[iT, iT+T), targets shifted by one).  n_windows <= 0: all. */
 int eval_ids(gl_model *m, const int *ids, size_t n_ids, long n_windows, gl_eval_result *r,

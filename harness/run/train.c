@@ -12,7 +12,9 @@
  *
  * Numbers and what they rest on: the periodic validation pass reads the
  * first train.eval_windows windows (a small, cheap estimate, logged as
- * val/loss with that provenance); a run that finishes is then evaluated on
+ * val/loss with that provenance), or with train.eval_mode = random the TSA
+ * paper's estimate, train.eval_batches batches of random windows drawn anew
+ * at every pass (val/random.loss); a run that finishes is then evaluated on
  * the whole validation split, and the test split when the data has one, and
  * that is its headline (val/final.*, headline.h).  The headline comes after
  * the last step and the last checkpoint, so it changes nothing in training.
@@ -95,6 +97,8 @@ typedef struct {
     int from_ckpt; /* resumed from a checkpoint (a --resume of a run that has none starts again) */
     int bpe_reused;       /* BPE: the merges came from the checkpoint (1) or were trained now (0) */
     double bpe_train_s;   /* BPE: seconds data_open took to train and encode (0 when reused) */
+    double alpha_paper;   /* TSA: the paper's soft α of the last training batch, mean over routed blocks
+                             n >= 1 and all its tokens of 1 - p (NaN before the first step) */
     double trace_s; /* wall-clock seconds in probe passes and trace writes (this process) */
     /* probe batch */
     int P, probe_B;
@@ -281,27 +285,48 @@ static void fmt_eta(char *out, size_t n, double s) {
     else snprintf(out, n, "%dh%02dm", (int)s / 3600, ((int)s / 60) % 60);
 }
 
-/* Validation pass + probe pass + trace row + metrics at the current step. */
+/* The generator of the random validation windows of the pass at step (train.eval_mode =
+ * random): a function of (train.seed, step) alone, apart from the training stream and the
+ * synthetic tasks' fixed sets, so a resumed run draws what an uninterrupted one draws. */
+static uint64_t random_eval_key(uint64_t seed, long step) {
+    return rng_mix64(rng_mix64(seed ^ 0xbb67ae8584caa73bULL) + (uint64_t)step);
+}
+
+/* Validation pass + probe pass + trace row + metrics at the current step.  train.eval_mode =
+ * first: the first eval_windows windows (val/loss, ...); random: eval_batches batches of
+ * batch_size random windows (val/random.loss, ...), the TSA paper's estimate — named apart so
+ * neither is read as the other or as the whole split's headline (val/final.*). */
 static int evaluate_now(run_ctx *c, double train_loss, char *err, size_t errlen) {
     gl_model *m = &c->m;
     const gl_manifest *mf = c->mf;
+    const gl_train_config *tc = &mf->train;
+    const int rnd = tc->eval_mode == EM_RANDOM;
     gl_eval_result r;
-    if (eval_split(m, &c->ds, SPLIT_VAL, mf->train.eval_windows, &r, err, errlen)) return -1;
     long step = c->st.step;
-    const gl_prov pv = db_prov("val", 0, r.windows, r.tokens); /* the periodic windows, not the whole split */
-    metric_on(c, step, "val", "loss", r.loss, &pv, r.loss_se);
+    if (rnd ? eval_random(m, &c->ds, SPLIT_VAL, (long)tc->eval_batches * tc->batch_size,
+                          random_eval_key(tc->seed, step), &r, err, errlen)
+            : eval_split(m, &c->ds, SPLIT_VAL, tc->eval_windows, &r, err, errlen))
+        return -1;
+    /* the periodic windows, not the whole split; for val/random.* the count is of the windows drawn at
+     * random (docs/registry.md), not the range [0, count) */
+    const gl_prov pv = db_prov("val", 0, r.windows, r.tokens);
+    const char *pre = rnd ? "random." : "";
+    char nm[32];
+#define VAL_METRIC(q, v, se) (snprintf(nm, sizeof nm, "%s%s", pre, q), metric_on(c, step, "val", nm, v, &pv, se))
+    VAL_METRIC("loss", r.loss, r.loss_se);
     int text = mf->data.task == TASK_TEXT;
-    if (text) metric_on(c, step, "val", "bpc", eval_bpc(&r), &pv, eval_bpc_se(&r));
+    if (text) VAL_METRIC("bpc", eval_bpc(&r), eval_bpc_se(&r));
     else {
-        metric_on(c, step, "val", "token_acc", r.tok_acc, &pv, 0);
-        metric_on(c, step, "val", "seq_acc", r.seq_acc, &pv, 0);
+        VAL_METRIC("token_acc", r.tok_acc, 0);
+        VAL_METRIC("seq_acc", r.seq_acc, 0);
     }
     char extra[160] = "";
     if (config_routing_counts(&m->cfg)) {
-        metric_on(c, step, "val", "active_frac", r.active_frac, &pv, 0);
-        metric_on(c, step, "val", "tlops_saved", eval_tlops_saved(r.active_frac, m->cfg.n_layer), &pv, 0);
+        VAL_METRIC("active_frac", r.active_frac, 0);
+        VAL_METRIC("tlops_saved", eval_tlops_saved(r.active_frac, m->cfg.n_layer), 0);
         snprintf(extra, sizeof extra, " | α %.3f", r.active_frac);
     }
+#undef VAL_METRIC
     if (c->trace) {
         double t0 = timing_now_s();
         probe_pass(c);
@@ -310,12 +335,14 @@ static int evaluate_now(run_ctx *c, double train_loss, char *err, size_t errlen)
             return -1;
         c->trace_s += timing_now_s() - t0;
     }
-    /* the periodic evaluation reads the first eval_windows windows of the split (a probe); "val
-     * loss" alone is the headline's, over the whole split, at the end */
-    if (text) say(c, 0, "step %ld | val loss (%.0f-token probe) %.4f | %.3f bpc%s", step, r.tokens, r.loss, eval_bpc(&r),
-                  extra);
-    else say(c, 0, "step %ld | val loss (%.0f-token probe) %.4f | token acc %.4f | seq acc %.4f%s", step, r.tokens, r.loss,
-             r.tok_acc, r.seq_acc, extra);
+    /* the periodic evaluation reads the first eval_windows windows of the split (a probe), or random
+     * windows; "val loss" alone is the headline's, over the whole split, at the end */
+    char what[80];
+    if (rnd) snprintf(what, sizeof what, "%ld random windows, %.0f tokens", r.windows, r.tokens);
+    else snprintf(what, sizeof what, "%.0f-token probe", r.tokens);
+    if (text) say(c, 0, "step %ld | val loss (%s) %.4f | %.3f bpc%s", step, what, r.loss, eval_bpc(&r), extra);
+    else say(c, 0, "step %ld | val loss (%s) %.4f | token acc %.4f | seq acc %.4f%s", step, what, r.loss, r.tok_acc,
+             r.seq_acc, extra);
     return flush_metrics(c, err, errlen);
 }
 
@@ -853,12 +880,20 @@ static float shard_forward(run_ctx *c, train_loop *lp) {
         m->norm_tokens = (long)NT;
     }
     float loss = model_forward(m, lp->tok + off, lp->tg + off, lp->mask + off, c->B_local, lp->T);
-    double sums[4] = {loss, m->task_loss, m->penalty, m->active_frac};
-    dist_sum_doubles(sums, 4);
+    /* the TSA paper's α (variable_depth.py: 1 - mean(halt_prob) per routed block, averaged over the
+     * blocks) from the halting probabilities this training forward left, dropout as it ran */
+    const int L = m->cfg.n_layer, tsa = m->cfg.depth_routing == DR_TSA && L > 1;
+    double soft = 0.0;
+    const size_t N = (size_t)c->B_local * lp->T;
+    for (int n = 1; tsa && n < L; n++)
+        for (size_t t = 0; t < N; t++) soft += 1.0 - (double)m->A[n].p[t];
+    double sums[5] = {loss, m->task_loss, m->penalty, m->active_frac, soft};
+    dist_sum_doubles(sums, 5);
     m->loss = (float)sums[0];
     m->task_loss = (float)sums[1];
     m->penalty = (float)sums[2];
     m->active_frac = (float)sums[3];
+    c->alpha_paper = tsa ? sums[4] / ((double)(L - 1) * (double)NT) : NAN;
     return m->loss;
 }
 
@@ -869,7 +904,7 @@ static float shard_forward(run_ctx *c, train_loop *lp) {
 static int train_step(run_ctx *c, train_loop *lp, float *lr, float *gnorm, char *err, size_t errlen) {
     const gl_train_config *tc = &c->mf->train;
     const size_t NT = (size_t)lp->B * lp->T;
-    data_train_batch(&c->ds, &c->st.data_rng, lp->B, lp->tok, lp->tg, lp->mask);
+    data_train_batch_step(&c->ds, &c->st.data_rng, c->st.step, lp->B, lp->tok, lp->tg, lp->mask);
     /* random routing draws per step from (train.seed, step, global row): a resumed run draws the same */
     c->m.route_draw = routing_train_key(tc->seed, c->st.step);
     c->m.route_row0 = (long)c->b0 * lp->T;
@@ -971,6 +1006,11 @@ static int train_loop_run(run_ctx *c, train_loop *lp, char *err, size_t errlen) 
         if (writer && (step % tc->log_every == 0 || step == tc->steps)) fail = log_interval(c, lp, lr, gnorm, t, err, errlen);
         int eval_due = (tc->eval_every > 0 && step % tc->eval_every == 0) || step == tc->steps;
         if (eval_due) {
+            /* the paper's α is read at each evaluation from the training batch just taken (phase6_language.py) */
+            if (writer && !isnan(c->alpha_paper)) {
+                metric(c, step, "train", "alpha_paper", c->alpha_paper);
+                metric(c, step, "train", "tlops_saved_paper", eval_tlops_saved(c->alpha_paper, c->m.cfg.n_layer));
+            }
             if (writer && !fail) fail = evaluate_now(c, c->st.eval_n ? c->st.eval_loss_sum / c->st.eval_n : NAN, err, errlen);
             c->st.eval_loss_sum = 0;
             c->st.eval_n = 0;
@@ -1036,6 +1076,106 @@ static int final_evaluation(run_ctx *c, char *err, size_t errlen) {
     return 0;
 }
 
+/* train.record_best: of the periodic evaluations at the official schedule (steps k·eval_every,
+ * k >= 1; gatelab's step-0 evaluation and a last step off the schedule are not among them), the
+ * one with the lowest validation loss, its values recorded beside the headline as val/best.*
+ * (the TSA paper's toy tasks report accuracy there: core/trainer.py keeps the best val loss).
+ * Read back from the registry, so a resumed run counts the evaluations of every session.  The
+ * loss is the periodic one (val/loss on the first train.eval_windows windows, or val/random.loss
+ * with train.eval_mode = random).  Returns 0, or -1 with a message. */
+static int record_best(run_ctx *c, char *err, size_t errlen) {
+    const gl_train_config *tc = &c->mf->train;
+    if (!tc->record_best || c->rank != 0 || !c->db) return 0;
+    const char *lname = tc->eval_mode == EM_RANDOM ? "random.loss" : "loss";
+    gl_metric_point *pts = NULL;
+    int n = 0;
+    if (db_metric_series(c->db, c->run_id, "val", lname, NULL, &pts, &n, err, errlen)) return -1;
+    int best = -1;
+    for (int i = 0; i < n; i++) {
+        if (pts[i].step <= 0 || pts[i].step % tc->eval_every != 0 || isnan(pts[i].value)) continue;
+        if (i > 0 && pts[i - 1].step == pts[i].step) continue; /* of one step, the row on the most windows */
+        if (best < 0 || pts[i].value < pts[best].value) best = i; /* strict: the earliest of equal losses */
+    }
+    if (best < 0) {
+        free(pts);
+        say(c, 0, "warning: train.record_best: no evaluation at a multiple of train.eval_every = %d before step %ld; "
+                  "no val/best.* recorded", tc->eval_every, c->st.step);
+        return 0;
+    }
+    const long at = pts[best].step;
+    const gl_prov pv = pts[best].prov;
+    const int text = c->mf->data.task == TASK_TEXT;
+    metric_on(c, c->st.step, "val", "best.loss", pts[best].value, &pv, 0);
+    metric_on(c, c->st.step, "val", "best.step", (double)at, &pv, 0);
+    const char *pre = tc->eval_mode == EM_RANDOM ? "random." : "";
+    const char *more[2] = {text ? "bpc" : "token_acc", text ? NULL : "seq_acc"};
+    char line[160];
+    int k = snprintf(line, sizeof line, "best periodic evaluation: step %ld | val loss %.4f", at, pts[best].value);
+    for (int j = 0; j < 2 && more[j]; j++) {
+        double v;
+        char src[32];
+        snprintf(src, sizeof src, "%s%s", pre, more[j]);
+        int got = db_metric_get(c->db, c->run_id, at, "val", src, NULL, &v, err, errlen);
+        if (got < 0) {
+            free(pts);
+            return -1;
+        }
+        if (got == 0) continue;
+        char nm[32];
+        snprintf(nm, sizeof nm, "best.%s", more[j]);
+        metric_on(c, c->st.step, "val", nm, v, &pv, 0);
+        if (k > 0 && (size_t)k < sizeof line) k += snprintf(line + k, sizeof line - (size_t)k, " | %s %.4f", more[j], v);
+    }
+    free(pts);
+    say(c, 0, "%s (val/best.*)", line);
+    return flush_metrics(c, err, errlen);
+}
+
+/* TSA: the paper's α in the paper's three conventions, from the train/alpha_paper rows of every
+ * session (the registry), recorded at the last step beside the hard α of the headline:
+ *   alpha_paper.mean_evals  mean over the evaluations at steps k·eval_every, k >= 1
+ *                           (Shakespeare and enwik8: the mean of the 20 evaluation points)
+ *   alpha_paper.last_eval   at the last of those evaluations (the λ sweep)
+ *   alpha_paper.last_batch  of the last training batch, step train.steps (the toy tasks)
+ *   alpha_paper.n_evals     how many evaluations mean_evals averages
+ * and tlops_saved_paper.* = (1 − α)(L − 1)/L of each (linear in α, so the mean's is the mean's).
+ * Returns 0, or -1 with a message. */
+static int record_alpha_paper(run_ctx *c, char *err, size_t errlen) {
+    const gl_train_config *tc = &c->mf->train;
+    const int L = c->m.cfg.n_layer;
+    if (c->m.cfg.depth_routing != DR_TSA || L < 2 || c->rank != 0 || !c->db) return 0;
+    gl_metric_point *pts = NULL;
+    int n = 0;
+    if (db_metric_series(c->db, c->run_id, "train", "alpha_paper", NULL, &pts, &n, err, errlen)) return -1;
+    double sum = 0.0, last_eval = NAN, last_batch = NAN;
+    long k = 0, last_eval_step = -1;
+    for (int i = 0; i < n; i++) {
+        if (i > 0 && pts[i - 1].step == pts[i].step) continue;
+        if (pts[i].step == c->st.step) last_batch = pts[i].value;
+        if (pts[i].step <= 0 || pts[i].step % tc->eval_every != 0 || isnan(pts[i].value)) continue;
+        sum += pts[i].value;
+        k++;
+        last_eval = pts[i].value;
+        last_eval_step = pts[i].step;
+    }
+    free(pts);
+    const double mean = k > 0 ? sum / (double)k : NAN;
+    const struct { const char *conv; double a; } rows[3] = {
+        {"mean_evals", mean}, {"last_eval", last_eval}, {"last_batch", last_batch}};
+    char nm[48];
+    for (int j = 0; j < 3; j++) {
+        if (isnan(rows[j].a)) continue;
+        snprintf(nm, sizeof nm, "alpha_paper.%s", rows[j].conv);
+        metric(c, c->st.step, "train", nm, rows[j].a);
+        snprintf(nm, sizeof nm, "tlops_saved_paper.%s", rows[j].conv);
+        metric(c, c->st.step, "train", nm, eval_tlops_saved(rows[j].a, L));
+    }
+    metric(c, c->st.step, "train", "alpha_paper.n_evals", (double)k);
+    say(c, 0, "the paper's α (soft, training batches): mean of %ld evaluations %.4f | last evaluation (step %ld) %.4f | "
+              "last batch %.4f (train/alpha_paper.*)", k, mean, last_eval_step, last_eval, last_batch);
+    return flush_metrics(c, err, errlen);
+}
+
 /* 1 when the run has a headline at its checkpoint's step (0 also when the registry cannot say). */
 static int has_headline(run_ctx *c) {
     if (c->rank != 0 || !c->db) return 1; /* rank 0 alone records it */
@@ -1078,6 +1218,8 @@ static gl_train_outcome train_finish(run_ctx *c, const train_loop *lp, int faile
             metric(c, c->st.step, "train", "trace_share", c->trace_s / span);
         }
         err[0] = 0;
+        if (record_best(c, e2, sizeof e2)) say(c, 0, "warning: no val/best.* recorded (%s)", e2);
+        if (record_alpha_paper(c, e2, sizeof e2)) say(c, 0, "warning: no train/alpha_paper.* recorded (%s)", e2);
         if (final_evaluation(c, e2, sizeof e2))
             say(c, 0, "warning: no headline recorded (%s); record it with `gatelab eval %s --record`", e2, c->run_id);
     }
@@ -1100,6 +1242,7 @@ gl_train_outcome train_run(const gl_manifest *mf, const gl_train_opts *o, char *
     c.rank = dist_rank();
     c.ranks = dist_size();
     c.quiet = o->quiet || c.rank != 0; /* one progress line: rank 0's */
+    c.alpha_paper = NAN;
     c.tty = isatty(2);
     gl_train_outcome outcome = TRAIN_FAILED;
     int registered = 0, own = 0; /* own: this rank's set-up failed (its message is its own) */
@@ -1144,9 +1287,14 @@ gl_train_outcome train_run(const gl_manifest *mf, const gl_train_opts *o, char *
                     "nothing to do\n", c.run_id, c.st.step, tc->steps);
         err[0] = 0;
         outcome = TRAIN_FINISHED;
-        /* a kill during the headline evaluation left the run without one: record it now */
-        if (!has_headline(&c) && final_evaluation(&c, e2, sizeof e2))
-            say(&c, 0, "warning: no headline recorded (%s); record it with `gatelab eval %s --record`", e2, c.run_id);
+        /* a kill during the headline evaluation left the run without one: record it now (and the
+         * summaries recorded just before it) */
+        if (!has_headline(&c)) {
+            if (record_best(&c, e2, sizeof e2)) say(&c, 0, "warning: no val/best.* recorded (%s)", e2);
+            if (record_alpha_paper(&c, e2, sizeof e2)) say(&c, 0, "warning: no train/alpha_paper.* recorded (%s)", e2);
+            if (final_evaluation(&c, e2, sizeof e2))
+                say(&c, 0, "warning: no headline recorded (%s); record it with `gatelab eval %s --record`", e2, c.run_id);
+        }
         goto cleanup;
     }
     own = share_state(&c, err, errlen) || loop_init(&lp, &c, err, errlen);

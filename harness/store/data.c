@@ -181,6 +181,7 @@ cleanup:
 static int open_bpe(gl_dataset *ds, const bpe_merges *given, char *err, size_t errlen);
 
 static int open_text(gl_dataset *ds, const bpe_merges *given, char *err, size_t errlen) {
+    if (task_check(&ds->dc, ds->T, err, errlen)) return -1; /* the synthetic-only keys */
     if (data_find(ds->dc.file, ds->path, sizeof ds->path, err, errlen)) return -1;
     if (read_file(ds, err, errlen)) return -1;
     if (ds->n < 2) {
@@ -284,6 +285,15 @@ static int open_task(gl_dataset *ds, char *err, size_t errlen) {
     task_display(&ds->dc, ds->vocab);
     for (int b = 0; b < 256; b++) ds->byte_id[b] = -1;
     for (int i = V - 1; i >= 0; i--) ds->byte_id[ds->vocab[i]] = i; /* first id wins */
+    if (ds->dc.train_size > 0) {
+        ds->perm = malloc((size_t)ds->dc.train_size * sizeof *ds->perm);
+        if (!ds->perm) {
+            snprintf(err, errlen, "data.train_size = %d: out of memory for the order of the training set",
+                     ds->dc.train_size);
+            return -1;
+        }
+        ds->perm_epoch = -1;
+    }
     return 0;
 }
 
@@ -314,7 +324,9 @@ void data_close(gl_dataset *ds) {
     free(ds->ids);
     free(ds->merges);
     free(ds->tok);
+    free(ds->perm);
     bpe_free(&ds->bpe);
+    ds->perm = NULL;
     ds->vocab = NULL;
     ds->ids = NULL;
     ds->merges = NULL;
@@ -403,9 +415,74 @@ void data_train_batch(const gl_dataset *ds, gl_rng *rng, int B, int *tokens, int
     }
 }
 
+/* The order of epoch e of the fixed training set: the identity shuffled
+ * (Fisher–Yates) by a generator seeded from (seed, e) alone, so a batch is a
+ * function of (seed, step) and a resumed run reads the batches an
+ * uninterrupted one reads. */
+static void epoch_order(gl_dataset *ds, long e) {
+    const int N = ds->dc.train_size;
+    for (int i = 0; i < N; i++) ds->perm[i] = (uint32_t)i;
+    gl_rng r;
+    rng_seed(&r, rng_mix64(rng_mix64(ds->seed ^ 0x3c6ef372fe94f82bULL) + (uint64_t)e));
+    for (int i = N - 1; i > 0; i--) {
+        int j = (int)rng_below(&r, (uint64_t)i + 1);
+        uint32_t t = ds->perm[i];
+        ds->perm[i] = ds->perm[j];
+        ds->perm[j] = t;
+    }
+    ds->perm_epoch = e;
+}
+
+long data_train_steps_per_epoch(const gl_dataset *ds, int B) {
+    return ds->task != TASK_TEXT && ds->dc.train_size > 0 && B > 0 ? ds->dc.train_size / B : 0;
+}
+
+void data_train_batch_step(gl_dataset *ds, gl_rng *rng, long step, int B, int *tokens, int *targets, float *mask) {
+    const long E = data_train_steps_per_epoch(ds, B);
+    if (E <= 0) {
+        data_train_batch(ds, rng, B, tokens, targets, mask);
+        return;
+    }
+    assert(step >= 0);
+    const long e = step / E, j = step % E;
+    if (ds->perm_epoch != e) epoch_order(ds, e);
+    const int T = ds->T;
+    for (int b = 0; b < B; b++) {
+        gl_rng r;
+        task_eval_rng(&r, ds->seed, SPLIT_TRAIN, (long)ds->perm[j * B + b]);
+        task_sequence(&ds->dc, &r, T, tokens + (size_t)b * T, targets + (size_t)b * T, mask + (size_t)b * T);
+    }
+}
+
+long data_random_starts(const gl_dataset *ds, gl_split split) {
+    assert(split >= SPLIT_TRAIN && split <= SPLIT_TEST);
+    if (ds->task != TASK_TEXT) return data_eval_windows(ds, split);
+    size_t len = ds->split_len[split];
+    return len < (size_t)ds->T + 2 ? 0 : (long)(len - (size_t)ds->T - 1);
+}
+
+void data_random_batch(const gl_dataset *ds, gl_split split, gl_rng *rng, int B, int *tokens, int *targets,
+                       float *mask) {
+    const int T = ds->T;
+    const long n = data_random_starts(ds, split);
+    assert(n > 0);
+    for (int b = 0; b < B; b++) {
+        int *tk = tokens + (size_t)b * T, *tg = targets + (size_t)b * T;
+        float *mk = mask + (size_t)b * T;
+        long w = (long)rng_below(rng, (uint64_t)n);
+        if (ds->task == TASK_TEXT) {
+            text_window(ds, ds->split_start[split] + (size_t)w, tk, tg, mk);
+        } else {
+            gl_rng r;
+            task_eval_rng(&r, ds->seed, (int)split, w);
+            task_sequence(&ds->dc, &r, T, tk, tg, mk);
+        }
+    }
+}
+
 long data_eval_windows(const gl_dataset *ds, gl_split split) {
     assert(split >= SPLIT_TRAIN && split <= SPLIT_TEST);
-    if (ds->task != TASK_TEXT) return split == SPLIT_TRAIN ? 0 : TASK_EVAL_WINDOWS;
+    if (ds->task != TASK_TEXT) return split == SPLIT_TRAIN ? 0 : task_eval_size(&ds->dc);
     size_t len = ds->split_len[split];
     return len < (size_t)ds->T + 1 ? 0 : (long)((len - 1) / (size_t)ds->T);
 }

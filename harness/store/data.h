@@ -59,6 +59,9 @@ typedef struct {
     uint16_t *tok;            /* (n_tok) token ids of train, val and test, each split encoded alone */
     size_t n_tok;
     size_t split_bytes[3];    /* bytes in train, val, test */
+    /* data.train_size > 0 (synthetic tasks) only */
+    uint32_t *perm;           /* (train_size) the order of the training set in epoch perm_epoch */
+    long perm_epoch;          /* -1: none yet */
 } gl_dataset;
 
 /* The folders a data set named by a bare file name is looked for in, in
@@ -127,9 +130,22 @@ int data_categories(const gl_dataset *ds, const int *tokens, int n, const cat_wo
 void data_train_batch(const gl_dataset *ds, gl_rng *rng, int B, int *tokens, int *targets,
                       float *mask);
 
+/* The training batch of optimiser step `step` (0-based).  With a fixed
+ * training set (synthetic task, data.train_size = N > 0): epochs of
+ * E = floor(N / B) batches, each epoch a fresh shuffle of the N sequences, the
+ * last N mod B of each shuffle left out (PyTorch's DataLoader with shuffle
+ * and drop_last, as the TSA paper's toy tasks are read); sequence i of the set
+ * is generated from task_eval_rng(seed, 0, i), the shuffle of epoch e from
+ * (seed, e), so the batch is a function of (seed, step) and rng is not used.
+ * Otherwise data_train_batch with rng.  May update ds's cached order. */
+void data_train_batch_step(gl_dataset *ds, gl_rng *rng, long step, int B, int *tokens, int *targets, float *mask);
+
+/* E, the batches of B in one epoch of the fixed training set (0 when there is none). */
+long data_train_steps_per_epoch(const gl_dataset *ds, int B);
+
 /* Number of non-overlapping evaluation windows of the split (text:
  * (len - 1) / T, 0 when the split is shorter than T + 1; synthetic:
- * TASK_EVAL_WINDOWS for val and test, 0 for train). */
+ * data.eval_size (TASK_EVAL_WINDOWS when 0) for val and test, 0 for train). */
 long data_eval_windows(const gl_dataset *ds, gl_split split);
 
 /* Windows [first, first+B) of the split (deterministic); returns how many were
@@ -137,6 +153,18 @@ long data_eval_windows(const gl_dataset *ds, gl_split split);
  * and mask 0 so a caller may always run a full batch. */
 int data_eval_batch(const gl_dataset *ds, gl_split split, long first, int B, int *tokens,
                     int *targets, float *mask);
+
+/* Random evaluation windows, as the TSA paper's evaluate() draws them
+ * (scripts/phase6_language.py, mlx/evaluate.py: torch.randint(0, len - T - 1)
+ * starts): text: B windows starting uniformly at one of the split's first
+ * len - T - 1 tokens (the last possible start is never drawn, as there);
+ * synthetic: B windows drawn uniformly, with replacement, from the split's
+ * fixed set.  Deterministic given the rng state; no allocation.
+ * data_random_starts is the number of starts (0: the split is too short, or
+ * the train split of a synthetic task). */
+long data_random_starts(const gl_dataset *ds, gl_split split);
+void data_random_batch(const gl_dataset *ds, gl_split split, gl_rng *rng, int B, int *tokens, int *targets,
+                       float *mask);
 
 /* Map bytes to ids one for one (synthetic tasks: display symbols to the
  * first id that shows them; a BPE data set: the byte ids 0..255, not its

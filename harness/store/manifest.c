@@ -914,6 +914,13 @@ static int ctx_finish(load_ctx *c) {
              origin, mf->data.vocab_size);
         return -1;
     }
+    if (mf->data.train_size > 0 && mf->data.train_size < mf->train.batch_size) {
+        msgf(c->err, c->errlen,
+             "%s: data.train_size (%d) is smaller than train.batch_size (%d): an epoch of the fixed training set "
+             "must hold at least one batch; raise data.train_size or lower train.batch_size",
+             origin, mf->data.train_size, mf->train.batch_size);
+        return -1;
+    }
     if (task_check(&mf->data, mf->model.seq_len, msg, sizeof msg)) {
         msgf(c->err, c->errlen, "%s: %s", origin, msg);
         return -1;
@@ -967,6 +974,8 @@ void manifest_defaults(gl_manifest *mf) {
     t->eval_windows = 16;
     t->ckpt_every = 100;
     t->log_every = 10;
+    t->eval_mode = EM_FIRST;
+    t->eval_batches = 20;
 
     msgf(mf->log.results, sizeof mf->log.results, "results");
     mf->log.trace = 1;

@@ -29,6 +29,14 @@ typedef enum {
     WD_COUNT
 } gl_wd_policy;
 
+/* train.eval_mode: what a periodic validation pass reads. */
+typedef enum {
+    EM_FIRST = 0, /* the first train.eval_windows non-overlapping windows (val/loss, ...) */
+    EM_RANDOM,    /* train.eval_batches x train.batch_size random windows, fresh at every pass (val/random.*),
+                   * the TSA paper's evaluate() */
+    EM_COUNT
+} gl_eval_mode;
+
 typedef struct {
     int steps;              /* optimiser steps */
     int batch_size;         /* B sequences per step */
@@ -45,6 +53,10 @@ typedef struct {
     int eval_windows;       /* validation windows per pass */
     int ckpt_every;         /* steps between checkpoints (and at the end) */
     int log_every;          /* steps between train-loss log rows */
+    gl_eval_mode eval_mode; /* periodic validation: first (the first eval_windows windows) or random */
+    int eval_batches;       /* eval_mode = random: batches of batch_size random windows per pass (20) */
+    int record_best;        /* 1: at the end, record val/best.* — the periodic evaluation (at a multiple of
+                               eval_every) with the lowest validation loss, as the TSA paper's toy tasks report */
 } gl_train_config;
 
 typedef struct {

@@ -93,6 +93,9 @@ const key_def mf_keys[MF_N_KEYS] = {
     KINT("data", "mqar_queries", data.mqar_queries, 1, 1024),
     KINT("data", "mqar_keys", data.mqar_keys, 1, 65536),
     KINT("data", "mqar_values", data.mqar_values, 1, 65536),
+    LENUM("data", "task_format", data.task_format, EN_TF),
+    LINT("data", "train_size", data.train_size, 0, 100000000), /* 0 = a fresh sequence per row */
+    LINT("data", "eval_size", data.eval_size, 0, 100000000),   /* 0 = TASK_EVAL_WINDOWS */
 
     KINT("train", "steps", train.steps, 1, 1000000000),
     KINT("train", "batch_size", train.batch_size, 1, 65536),
@@ -111,6 +114,9 @@ const key_def mf_keys[MF_N_KEYS] = {
     KINT("train", "eval_windows", train.eval_windows, 1, 10000000),
     KINT("train", "ckpt_every", train.ckpt_every, 1, 1000000000),
     KINT("train", "log_every", train.log_every, 1, 1000000000),
+    LENUM("train", "eval_mode", train.eval_mode, EN_EM),
+    LINT("train", "eval_batches", train.eval_batches, 1, 1000000),
+    LBOOL("train", "record_best", train.record_best),
 
     KSTR("log", "results", log.results, S_NONEMPTY, 0),
     KSTR("log", "name", log.name, S_NAME, 0),
@@ -125,6 +131,9 @@ _Static_assert(sizeof mf_keys / sizeof mf_keys[0] == MF_N_KEYS, "MF_N_KEYS must 
 /* train.weight_decay_policy names, indexed by gl_wd_policy */
 static const char *const wd_policy_names[] = {[WD_MATRICES] = "matrices", [WD_ALL] = "all"};
 _Static_assert(sizeof wd_policy_names / sizeof wd_policy_names[0] == WD_COUNT, "one name per weight-decay policy");
+/* train.eval_mode names, indexed by gl_eval_mode */
+static const char *const eval_mode_names[] = {[EM_FIRST] = "first", [EM_RANDOM] = "random"};
+_Static_assert(sizeof eval_mode_names / sizeof eval_mode_names[0] == EM_COUNT, "one name per evaluation mode");
 
 const char *mf_enum_name(int en, int v) {
     switch (en) {
@@ -137,6 +146,8 @@ const char *mf_enum_name(int en, int v) {
     case EN_WD: return v >= 0 && v < WD_COUNT ? wd_policy_names[v] : "unknown";
     case EN_TASK: return task_name((gl_task)v);
     case EN_TOK: return task_tokenizer_name((gl_tokenizer)v);
+    case EN_TF: return task_format_name((gl_task_format)v);
+    case EN_EM: return v >= 0 && v < EM_COUNT ? eval_mode_names[v] : "unknown";
     }
     return "unknown";
 }
@@ -152,6 +163,8 @@ int mf_enum_count(int en) {
     case EN_WD: return WD_COUNT;
     case EN_TASK: return TASK_COUNT;
     case EN_TOK: return TOK_COUNT;
+    case EN_TF: return TF_COUNT;
+    case EN_EM: return EM_COUNT;
     }
     return 0;
 }
@@ -168,6 +181,8 @@ void mf_enum_store(gl_manifest *mf, int en, int v) {
     case EN_WD: mf->train.weight_decay_policy = (gl_wd_policy)v; break;
     case EN_TASK: mf->data.task = (gl_task)v; break;
     case EN_TOK: mf->data.tokenizer = (gl_tokenizer)v; break;
+    case EN_TF: mf->data.task_format = (gl_task_format)v; break;
+    case EN_EM: mf->train.eval_mode = (gl_eval_mode)v; break;
     }
 }
 
@@ -182,6 +197,8 @@ int mf_enum_load(const gl_manifest *mf, int en) {
     case EN_WD: return (int)mf->train.weight_decay_policy;
     case EN_TASK: return (int)mf->data.task;
     case EN_TOK: return (int)mf->data.tokenizer;
+    case EN_TF: return (int)mf->data.task_format;
+    case EN_EM: return (int)mf->train.eval_mode;
     }
     return 0;
 }

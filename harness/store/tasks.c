@@ -10,6 +10,10 @@
  *          improving recall in efficient language models", 2023, MQAR task;
  *          here keys and values have disjoint id ranges and the queries follow
  *          the pairs directly, without Zoology's filler tokens).
+ * data.task_format = paper lays copy/sort out as the TSA paper's official code
+ * does (src/tsa/benchmarks/toy_tasks.py of github.com/AhmedHamadto/TSA):
+ *   BOS x1..xn SEP y1..yn EOS           scored on the n outputs and EOS
+ * with PAD = 0, BOS = 1, EOS = 2, SEP = 3 and the items at ids 4 and up.
  * Items of copy/sort are uniform with replacement; MQAR keys are distinct
  * within a sequence, values uniform with replacement, the Q queries are
  * distinct keys of the sequence in random order.
@@ -41,12 +45,38 @@ const char *task_tokenizer_name(gl_tokenizer t) {
     return (int)t >= 0 && (int)t < TOK_COUNT ? tokenizer_names[t] : "unknown";
 }
 
+#define GL_TF_NAME(id, name) [id] = name,
+static const char *const format_names[] = {GL_TASK_FORMATS(GL_TF_NAME)};
+#undef GL_TF_NAME
+_Static_assert(sizeof format_names / sizeof format_names[0] == TF_COUNT, "one name per task format");
+
+const char *task_format_name(gl_task_format f) {
+    return (int)f >= 0 && (int)f < TF_COUNT ? format_names[f] : "unknown";
+}
+
+long task_eval_size(const gl_data_config *dc) { return dc->eval_size > 0 ? dc->eval_size : TASK_EVAL_WINDOWS; }
+
+static int paper(const gl_data_config *dc) {
+    return dc->task_format == TF_PAPER && (dc->task == TASK_COPY || dc->task == TASK_SORT);
+}
+
 static const char alnum[] = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
 static const char letters[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
 static const char valsyms[] = "0123456789!#$%&*+-/<=>?@^~";
 
 int task_check(const gl_data_config *dc, int T, char *err, size_t errlen) {
     const char *name = task_name(dc->task);
+    if (dc->task_format != TF_GATELAB && dc->task != TASK_COPY && dc->task != TASK_SORT) {
+        snprintf(err, errlen, "data.task_format = %s applies to data.task = copy or sort, not %s; remove the key",
+                 task_format_name(dc->task_format), name);
+        return -1;
+    }
+    if (dc->task == TASK_TEXT && (dc->train_size != 0 || dc->eval_size != 0)) {
+        snprintf(err, errlen, "data.%s applies to the synthetic tasks (copy, sort, mqar), not data.task = text; "
+                 "remove the key (a text's splits are set by data.train_frac and data.val_frac)",
+                 dc->train_size != 0 ? "train_size" : "eval_size");
+        return -1;
+    }
     switch (dc->task) {
     case TASK_TEXT:
         return 0;
@@ -55,6 +85,14 @@ int task_check(const gl_data_config *dc, int T, char *err, size_t errlen) {
         if (dc->seq_items < 1 || dc->n_symbols < 1) {
             snprintf(err, errlen, "data.seq_items (%d) and data.n_symbols (%d) must be at least 1",
                      dc->seq_items, dc->n_symbols);
+            return -1;
+        }
+        if (paper(dc) && (long)T < 2L * dc->seq_items + 2) {
+            snprintf(err, errlen,
+                     "model.seq_len (%d) is too short for data.task = %s with data.task_format = paper and "
+                     "data.seq_items = %d: the sequence BOS x1..xn SEP y1..yn EOS is read as model.seq_len >= "
+                     "2 * data.seq_items + 2 = %ld inputs; raise model.seq_len or lower data.seq_items",
+                     T, name, dc->seq_items, 2L * dc->seq_items + 2);
             return -1;
         }
         if ((long)T < 2L * dc->seq_items) {
@@ -106,7 +144,7 @@ int task_vocab_size(const gl_data_config *dc) {
     switch (dc->task) {
     case TASK_COPY:
     case TASK_SORT:
-        return dc->n_symbols + 2;
+        return dc->n_symbols + (paper(dc) ? TF_PAPER_SPECIAL : 2);
     case TASK_MQAR:
         return dc->mqar_keys + dc->mqar_values + 1;
     default:
@@ -115,10 +153,20 @@ int task_vocab_size(const gl_data_config *dc) {
 }
 
 int task_sep_id(const gl_data_config *dc) {
+    if (paper(dc)) return TF_PAPER_SEP;
     return (dc->task == TASK_COPY || dc->task == TASK_SORT) ? dc->n_symbols : -1;
 }
 
-int task_pad_id(const gl_data_config *dc) { return task_vocab_size(dc) - 1; }
+int task_pad_id(const gl_data_config *dc) { return paper(dc) ? TF_PAPER_PAD : task_vocab_size(dc) - 1; }
+
+int task_bos_id(const gl_data_config *dc) { return paper(dc) ? TF_PAPER_BOS : -1; }
+
+int task_eos_id(const gl_data_config *dc) { return paper(dc) ? TF_PAPER_EOS : -1; }
+
+int task_symbol_id(const gl_data_config *dc, int i) {
+    assert((dc->task == TASK_COPY || dc->task == TASK_SORT) && i >= 0 && i < dc->n_symbols);
+    return paper(dc) ? TF_PAPER_SPECIAL + i : i;
+}
 
 int task_value_id(const gl_data_config *dc, int v) {
     assert(dc->task == TASK_MQAR && v >= 0 && v < dc->mqar_values);
@@ -131,6 +179,13 @@ void task_display(const gl_data_config *dc, uint8_t *sym) {
         for (int k = 0; k < dc->mqar_keys; k++) sym[k] = (uint8_t)letters[k % (sizeof letters - 1)];
         for (int v = 0; v < dc->mqar_values; v++)
             sym[dc->mqar_keys + v] = (uint8_t)valsyms[v % (sizeof valsyms - 1)];
+    } else if (paper(dc)) {
+        for (int i = 0; i < dc->n_symbols; i++) sym[task_symbol_id(dc, i)] = (uint8_t)alnum[i % (sizeof alnum - 1)];
+        sym[TF_PAPER_PAD] = '.';
+        sym[TF_PAPER_BOS] = '^';
+        sym[TF_PAPER_EOS] = '$';
+        sym[TF_PAPER_SEP] = '|';
+        return;
     } else {
         for (int i = 0; i < dc->n_symbols; i++) sym[i] = (uint8_t)alnum[i % (sizeof alnum - 1)];
         sym[dc->n_symbols] = '|';
@@ -161,6 +216,24 @@ static void copy_sort_sequence(const gl_data_config *dc, gl_rng *rng, int T, int
     if (dc->task == TASK_SORT) qsort(targets + n, (size_t)n, sizeof(int), cmp_int);
     for (int k = 1; k <= n && n + k < T; k++) tokens[n + k] = targets[n + k - 1]; /* s[n+k] */
     for (int t = 0; t < T; t++) mask[t] = (t >= n && t < 2 * n) ? 1.0f : 0.0f;
+}
+
+/* The paper format, s = BOS x1..xn SEP y1..yn EOS (s[0] = BOS, x_j = s[j], SEP = s[n+1],
+ * y_k = s[n+1+k], EOS = s[2n+2]); T >= 2n+2, so everything but EOS is an input.  Scored: the
+ * targets of positions n+1 .. 2n+1, i.e. y1..yn and EOS (toy_tasks.py masks the first n+1). */
+static void paper_sequence(const gl_data_config *dc, gl_rng *rng, int T, int *tokens, int *targets,
+                           float *mask) {
+    const int n = dc->seq_items;
+    put(T, tokens, targets, 0, TF_PAPER_BOS);
+    for (int j = 1; j <= n; j++)
+        put(T, tokens, targets, j, task_symbol_id(dc, (int)rng_below(rng, (uint64_t)dc->n_symbols)));
+    put(T, tokens, targets, n + 1, TF_PAPER_SEP);
+    int *y = targets + n + 1; /* y_k = s[n+1+k] is targets[n+k]: y points at y_1 */
+    for (int k = 0; k < n; k++) y[k] = tokens[1 + k];
+    if (dc->task == TASK_SORT) qsort(y, (size_t)n, sizeof(int), cmp_int);
+    for (int k = 0; k < n; k++) put(T, tokens, targets, n + 2 + k, y[k]);
+    put(T, tokens, targets, 2 * n + 2, TF_PAPER_EOS);
+    for (int t = 0; t < T; t++) mask[t] = (t >= n + 1 && t <= 2 * n + 1) ? 1.0f : 0.0f;
 }
 
 static void mqar_sequence(const gl_data_config *dc, gl_rng *rng, int T, int *tokens, int *targets,
@@ -217,10 +290,13 @@ void task_sequence(const gl_data_config *dc, gl_rng *rng, int T, int *tokens, in
                    float *mask) {
     assert(dc->task == TASK_COPY || dc->task == TASK_SORT || dc->task == TASK_MQAR);
     int len = dc->task == TASK_MQAR ? 2 * dc->mqar_pairs + 2 * dc->mqar_queries
+              : paper(dc)           ? 2 * dc->seq_items + 3
                                     : 2 * dc->seq_items + 1;
     int pad = task_pad_id(dc);
     if (dc->task == TASK_MQAR)
         mqar_sequence(dc, rng, T, tokens, targets, mask);
+    else if (paper(dc))
+        paper_sequence(dc, rng, T, tokens, targets, mask);
     else
         copy_sort_sequence(dc, rng, T, tokens, targets, mask);
     for (int j = len; j <= T; j++) put(T, tokens, targets, j, pad);

@@ -12,6 +12,9 @@
  * Vocabulary layout (ids):
  *   copy, sort: symbols 0..S-1, SEP = S, PAD = S+1                   V = S + 2
  *   mqar:       keys 0..K-1, values K..K+Vv-1, PAD = K+Vv             V = K + Vv + 1
+ *   copy, sort with data.task_format = paper (the TSA paper's official
+ *   toy_tasks.py layout): PAD = 0, BOS = 1, EOS = 2, SEP = 3,
+ *   symbols 4..S+3                                                    V = S + 4
  */
 #ifndef GATELAB_HARNESS_TASKS_H
 #define GATELAB_HARNESS_TASKS_H
@@ -43,6 +46,19 @@ enum { TOK_COUNT = 0 GL_TOKENIZERS(GL_TOK_ONE) };
 #undef GL_TOK_ID
 #undef GL_TOK_ONE
 
+/* Layouts of the copy and sort sequences: X(IDENTIFIER, "manifest name"), in enum order
+ * (gatelab: x SEP y, scored on y; paper: BOS x SEP y EOS, scored on y and EOS; docs/tasks.md). */
+#define GL_TASK_FORMATS(X) X(TF_GATELAB, "gatelab") X(TF_PAPER, "paper")
+#define GL_TF_ID(id, name) id,
+#define GL_TF_ONE(id, name) +1
+typedef enum { GL_TASK_FORMATS(GL_TF_ID) } gl_task_format;
+enum { TF_COUNT = 0 GL_TASK_FORMATS(GL_TF_ONE) };
+#undef GL_TF_ID
+#undef GL_TF_ONE
+
+/* The paper format's special ids (data.task_format = paper). */
+enum { TF_PAPER_PAD = 0, TF_PAPER_BOS = 1, TF_PAPER_EOS = 2, TF_PAPER_SEP = 3, TF_PAPER_SPECIAL = 4 };
+
 typedef struct {
     gl_task task;
     char file[GL_PATH_MAX]; /* text task: file name, resolved against $GATELAB_DATA (default "data/")
@@ -58,6 +74,10 @@ typedef struct {
     int mqar_queries;       /* mqar: queries per sequence (4) */
     int mqar_keys;          /* mqar: key vocabulary size (32) */
     int mqar_values;        /* mqar: value vocabulary size (32) */
+    gl_task_format task_format; /* copy/sort: gatelab (default) or paper */
+    int train_size;         /* synthetic: 0 = a fresh sequence every row (default); N = a fixed set of N
+                               training sequences, read in epochs of shuffled batches */
+    int eval_size;          /* synthetic: sequences in the val and the test set (0 = TASK_EVAL_WINDOWS) */
 } gl_data_config;
 
 /* "text", "copy", "sort", "mqar"; "unknown" out of range. */
@@ -65,6 +85,13 @@ const char *task_name(gl_task t);
 
 /* "char", "bpe"; "unknown" out of range. */
 const char *task_tokenizer_name(gl_tokenizer t);
+
+/* "gatelab", "paper"; "unknown" out of range. */
+const char *task_format_name(gl_task_format f);
+
+/* Sequences in the val and the test set of a synthetic task: data.eval_size, or
+ * TASK_EVAL_WINDOWS when it is 0. */
+long task_eval_size(const gl_data_config *dc);
 
 /* Evaluation windows per split of a synthetic task (val and test). */
 #define TASK_EVAL_WINDOWS 256
@@ -75,10 +102,15 @@ const char *task_tokenizer_name(gl_tokenizer t);
  * with a message naming the manifest keys to change. */
 int task_check(const gl_data_config *dc, int T, char *err, size_t errlen);
 
-/* Layout of the vocabulary (see above).  task_sep_id is -1 for mqar. */
+/* Layout of the vocabulary (see above).  task_sep_id is -1 for mqar;
+ * task_bos_id and task_eos_id are -1 except in the paper format. */
 int task_vocab_size(const gl_data_config *dc);
 int task_sep_id(const gl_data_config *dc);
 int task_pad_id(const gl_data_config *dc);
+int task_bos_id(const gl_data_config *dc);
+int task_eos_id(const gl_data_config *dc);
+/* The id of item symbol i (0 <= i < n_symbols) of copy/sort. */
+int task_symbol_id(const gl_data_config *dc, int i);
 /* mqar: id of value number v (0 <= v < mqar_values). */
 int task_value_id(const gl_data_config *dc, int v);
 
@@ -93,7 +125,8 @@ void task_sequence(const gl_data_config *dc, gl_rng *rng, int T, int *tokens, in
                    float *mask);
 
 /* The generator of evaluation window i of split (1 = val, 2 = test): a fixed
- * function of (seed, split, i), so every evaluation sees the same sequences. */
+ * function of (seed, split, i), so every evaluation sees the same sequences.
+ * Split 0 (train) gives sequence i of the fixed training set (data.train_size). */
 void task_eval_rng(gl_rng *r, uint64_t seed, int split, long i);
 
 #endif
