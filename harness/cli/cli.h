@@ -12,6 +12,7 @@ int cmd_train(int argc, char **argv);  /* harness/cli/cmd_train.c */
 int cmd_eval(int argc, char **argv);   /* harness/cli/cmd_eval.c */
 int cmd_sample(int argc, char **argv); /* harness/cli/cmd_sample.c */
 int cmd_export(int argc, char **argv); /* harness/cli/cmd_export.c */
+int cmd_import(int argc, char **argv); /* harness/cli/cmd_import.c */
 int cmd_sweep(int argc, char **argv);  /* harness/cli/cmd_sweep.c */
 int cmd_collect(int argc, char **argv);/* harness/cli/cmd_sweep.c */
 int cmd_runs(int argc, char **argv);   /* harness/cli/cmd_runs.c */
@@ -37,7 +38,7 @@ int cmd_serve(int argc, char **argv);   /* harness/cli/cmd_serve.c: the web dash
 
 /* Each command's flag table (args.h), in the file of the command: it drives
  * the command's parsing, its --help and its line of `gatelab --help`. */
-extern const args_spec train_spec, eval_spec, sample_spec, export_spec, sweep_spec, collect_spec, runs_spec, an_spec,
+extern const args_spec train_spec, eval_spec, sample_spec, export_spec, import_spec, sweep_spec, collect_spec, runs_spec, an_spec,
     ablate_spec, heads_spec, pb_spec, pt_spec, tables_spec, figures_spec, rp_spec, paper_spec, tag_spec, delete_spec,
     restore_spec, cmp_spec, met_spec, serve_spec, data_spec;
 

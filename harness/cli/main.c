@@ -43,6 +43,7 @@ static const command commands[] = {
     {cmd_eval, &eval_spec},
     {cmd_sample, &sample_spec},
     {cmd_export, &export_spec},
+    {cmd_import, &import_spec},
     {cmd_sweep, &sweep_spec},
     {cmd_collect, &collect_spec},
     {cmd_runs, &runs_spec},
