@@ -895,9 +895,9 @@ static int ctx_finish(load_ctx *c) {
             return -1;
         }
     }
-    if (mf->data.tokenizer == TOK_BPE && mf->data.task != TASK_TEXT) {
-        msgf(c->err, c->errlen, "%s: data.tokenizer = bpe applies to data.task = text, not %s; remove the key",
-             origin, task_name(mf->data.task));
+    if (mf->data.tokenizer != TOK_CHAR && mf->data.task != TASK_TEXT) {
+        msgf(c->err, c->errlen, "%s: data.tokenizer = %s applies to data.task = text, not %s; remove the key",
+             origin, task_tokenizer_name(mf->data.tokenizer), task_name(mf->data.task));
         return -1;
     }
     if (mf->data.tokenizer == TOK_BPE && mf->data.vocab_size < BPE_VOCAB_MIN) {
@@ -907,11 +907,11 @@ static int ctx_finish(load_ctx *c) {
              origin, mf->data.vocab_size, BPE_VOCAB_MIN, BPE_VOCAB_MAX);
         return -1;
     }
-    if (mf->data.tokenizer == TOK_CHAR && mf->data.vocab_size != 0) {
+    if (mf->data.tokenizer != TOK_BPE && mf->data.vocab_size != 0) {
         msgf(c->err, c->errlen,
-             "%s: data.vocab_size = %d applies to data.tokenizer = bpe; the char tokenizer takes its vocabulary "
+             "%s: data.vocab_size = %d applies to data.tokenizer = bpe; the %s tokenizer takes its vocabulary "
              "from the file: remove data.vocab_size or set data.tokenizer = bpe",
-             origin, mf->data.vocab_size);
+             origin, mf->data.vocab_size, task_tokenizer_name(mf->data.tokenizer));
         return -1;
     }
     if (mf->data.train_size > 0 && mf->data.train_size < mf->train.batch_size) {
