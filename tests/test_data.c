@@ -855,6 +855,24 @@ static void test_utf8(void **state) {
     printf("  utf8 corpus: %zu bytes -> %d characters, %d ids in code-point order (U+FFFD last), splits 80/10/10 "
            "over characters, ids decode back to the text\n", n, chars, V);
     data_close(&ds);
+    /* data.train_len / val_len: the splits in tokens (enwik8's 90M / 5M characters), before the fractions */
+    dc.train_len = 500;
+    dc.val_len = 60;
+    assert_int_equal(data_open(&ds, &dc, 8, 1, err, sizeof err), 0);
+    assert_true(ds.split_len[SPLIT_TRAIN] == 500 && ds.split_start[SPLIT_VAL] == 500 && ds.split_len[SPLIT_VAL] == 60 &&
+                ds.split_start[SPLIT_TEST] == 560 && ds.split_len[SPLIT_TEST] == 40);
+    data_close(&ds);
+    dc.val_len = 101;
+    expect_open_error(&dc, 8, "data.train_len (500) + data.val_len (101) is more than the 600 characters", NULL);
+    dc.val_len = 5;
+    expect_open_error(&dc, 8, "the val split", "has 5 characters (data.val_len)", "raise data.val_len", NULL);
+    dc.tokenizer = TOK_CHAR;
+    dc.val_len = 60;
+    assert_int_equal(data_open(&ds, &dc, 8, 1, err, sizeof err), 0);
+    assert_true(ds.split_len[SPLIT_TRAIN] == 500 && ds.split_len[SPLIT_VAL] == 60 && ds.split_len[SPLIT_TEST] == n - 560);
+    data_close(&ds);
+    printf("  data.train_len = 500, data.val_len = 60: splits of 500, 60 and the rest (characters for utf8, bytes for "
+           "char); too long or too short refused, naming the keys\n");
 }
 
 /* ------------------------------------------------------------ accuracy --- */

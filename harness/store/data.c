@@ -277,6 +277,16 @@ static int open_text(gl_dataset *ds, const bpe_merges *given, char *err, size_t 
     double tf = frac_decimal(ds->dc.train_frac), vf = frac_decimal(ds->dc.val_frac);
     size_t train_end = (size_t)floor((double)n * tf);
     size_t val_end = (tf + vf >= 1.0 - 1e-9) ? n : train_end + (size_t)floor((double)n * vf);
+    if (ds->dc.train_len > 0) { /* absolute lengths, in tokens (the manifest pairs them, char/utf8 only) */
+        if ((size_t)ds->dc.train_len + (size_t)ds->dc.val_len > n) {
+            snprintf(err, errlen, "data.train_len (%d) + data.val_len (%d) is more than the %zu %s of %s; lower them "
+                     "or use the whole file", ds->dc.train_len, ds->dc.val_len, n,
+                     ds->dc.tokenizer == TOK_UTF8 ? "characters" : "bytes", ds->path);
+            return -1;
+        }
+        train_end = (size_t)ds->dc.train_len;
+        val_end = train_end + (size_t)ds->dc.val_len;
+    }
     if (train_end > n) train_end = n;
     if (val_end > n) val_end = n;
     ds->split_start[SPLIT_TRAIN] = 0;
@@ -292,14 +302,16 @@ static int open_text(gl_dataset *ds, const bpe_merges *given, char *err, size_t 
     const char *unit = ds->dc.tokenizer == TOK_BPE ? "BPE tokens" : ds->dc.tokenizer == TOK_UTF8 ? "characters" : "bytes";
     for (int s = SPLIT_TRAIN; s <= SPLIT_VAL; s++) {
         if (ds->split_len[s] < (size_t)ds->T + 1) {
+            const char *which = s == SPLIT_TRAIN ? "train" : "val";
+            char given[96];
+            if (ds->dc.train_len > 0) snprintf(given, sizeof given, "data.%s_len", which);
+            else snprintf(given, sizeof given, "data.%s_frac = %g of %zu %s", which, s == SPLIT_TRAIN ? tf : vf, n,
+                          ds->dc.tokenizer == TOK_UTF8 ? "characters" : "bytes");
             snprintf(err, errlen,
-                     "data: the %s split of %s has %zu %s (data.%s_frac = %g of %zu %s), fewer "
-                     "than one window of model.seq_len + 1 = %d; lower model.seq_len, raise "
-                     "data.%s_frac or use a longer file",
-                     data_split_name((gl_split)s), ds->path, ds->split_len[s], unit,
-                     s == SPLIT_TRAIN ? "train" : "val", s == SPLIT_TRAIN ? tf : vf, n,
-                     ds->dc.tokenizer == TOK_UTF8 ? "characters" : "bytes", ds->T + 1,
-                     s == SPLIT_TRAIN ? "train" : "val");
+                     "data: the %s split of %s has %zu %s (%s), fewer than one window of model.seq_len + 1 = %d; "
+                     "lower model.seq_len, raise data.%s_%s or use a longer file",
+                     which, ds->path, ds->split_len[s], unit, given, ds->T + 1, which,
+                     ds->dc.train_len > 0 ? "len" : "frac");
             return -1;
         }
     }

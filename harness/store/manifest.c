@@ -914,6 +914,16 @@ static int ctx_finish(load_ctx *c) {
              origin, mf->data.vocab_size, task_tokenizer_name(mf->data.tokenizer));
         return -1;
     }
+    if ((mf->data.train_len > 0) != (mf->data.val_len > 0)) {
+        msgf(c->err, c->errlen, "%s: data.train_len (%d) and data.val_len (%d) go together: set both (the splits in "
+             "tokens) or neither (the fractions)", origin, mf->data.train_len, mf->data.val_len);
+        return -1;
+    }
+    if (mf->data.train_len > 0 && (mf->data.task != TASK_TEXT || mf->data.tokenizer == TOK_BPE)) {
+        msgf(c->err, c->errlen, "%s: data.train_len and data.val_len apply to data.task = text with data.tokenizer = "
+             "char or utf8 (a BPE split is cut in bytes before encoding: use the fractions)", origin);
+        return -1;
+    }
     if (mf->data.train_size > 0 && mf->data.train_size < mf->train.batch_size) {
         msgf(c->err, c->errlen,
              "%s: data.train_size (%d) is smaller than train.batch_size (%d): an epoch of the fixed training set "

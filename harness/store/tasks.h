@@ -79,6 +79,8 @@ typedef struct {
     int train_size;         /* synthetic: 0 = a fresh sequence every row (default); N = a fixed set of N
                                training sequences, read in epochs of shuffled batches */
     int eval_size;          /* synthetic: sequences in the val and the test set (0 = TASK_EVAL_WINDOWS) */
+    int train_len, val_len; /* text (char, utf8): the train and val splits in tokens, taking precedence over
+                               the fractions when train_len > 0 (enwik8's 90M / 5M characters); 0: the fractions */
 } gl_data_config;
 
 /* "text", "copy", "sort", "mqar"; "unknown" out of range. */

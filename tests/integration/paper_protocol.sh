@@ -197,3 +197,9 @@ if command -v h5dump > /dev/null; then
 else
     skip "export's code_points (h5dump is not installed)"
 fi
+out=$("$BIN" train "$TINY" $U8 data.train_len=100 --run-id bad --results "$R" --quiet 2>&1)
+check "data.train_len without data.val_len is refused" \
+    bash -c "echo \"\$1\" | grep -q 'data.train_len (100) and data.val_len (0) go together'" _ "$out"
+out=$("$BIN" train "$TINY" data.tokenizer=bpe data.vocab_size=300 data.train_len=100 data.val_len=100 --run-id bad --results "$R" --quiet 2>&1)
+check "data.train_len with the BPE tokenizer is refused" \
+    bash -c "echo \"\$1\" | grep -q 'data.train_len and data.val_len apply to data.task = text with data.tokenizer = char or utf8'" _ "$out"
