@@ -175,8 +175,12 @@ check "eval --split test of the utf8 run gives the test headline" \
         'BEGIN{d=a-b; if(d<0)d=-d; exit !(a != "" && d < 1e-6)}'
 "$BIN" sample u --results "$R" --prompt "$(printf 'caf\xc3\xa9 ')" --tokens 40 --temperature 1 --seed 7 > "$W/us.txt" 2> "$W/us.err"
 check "sample with a multi-byte prompt exits 0" test $? -eq 0
-check "the sample is valid UTF-8 and starts with the prompt" \
-    bash -c "iconv -f UTF-8 -t UTF-8 '$W/us.txt' > /dev/null && head -c 6 '$W/us.txt' | cmp -s - <(printf 'caf\xc3\xa9 ')"
+check "the sample starts with the prompt" bash -c "head -c 6 '$W/us.txt' | cmp -s - <(printf 'caf\xc3\xa9 ')"
+if command -v iconv > /dev/null; then
+    check "the sample is valid UTF-8 (whole characters only)" iconv -f UTF-8 -t UTF-8 "$W/us.txt" -o /dev/null
+else
+    skip "the sample's UTF-8 validity (iconv is not installed)"
+fi
 "$BIN" sample u --results "$R" --prompt "$(printf '\xce\xa9')" --tokens 4 > /dev/null 2> "$W/us2.err"
 check "a prompt character the run never saw is refused, named (U+03A9)" grep -q "U+03A9" "$W/us2.err"
 GATELAB_KILL_AFTER_CKPT=20 "$BIN" train "$TINY" $U8 --run-id uk --results "$R" --quiet > /dev/null 2>&1
