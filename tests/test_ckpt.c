@@ -143,6 +143,7 @@ static void test_round_trip(void **state) {
     model_free(&b);
 }
 
+
 /* Save a reference checkpoint; return the model (caller frees) */
 static void save_reference(const char *path, gl_model *a, gl_model_config *c) {
     char err[512] = "";
@@ -198,6 +199,62 @@ static void *read_bytes(const char *path, size_t *n) {
     return p;
 }
 
+/* data.tokenizer = utf8: a version-4 checkpoint carries the code points; a
+ * section that is not a valid vocabulary is refused even under a good checksum. */
+static void test_utf8_vocab(void **state) {
+    (void)state;
+    char path[512], err[512] = "";
+    path_in(path, sizeof path, "ckpt_utf8");
+    gl_model_config c;
+    tiny_config(&c, VR_NONE, DR_NONE); /* V = 16 */
+    gl_model a, b;
+    make_model(&a, &c, 5);
+    static gl_train_state st, st2;
+    make_state(&st, 8);
+    st.tokenizer = TOK_UTF8;
+    const uint32_t cps[16] = {0x0A, 0x20, 0x41, 0x61, 0xE9, 0xEF, 0x3A9, 0x65E5, 0x672C,
+                              0x8A9E, 0xFFFD, 0x1F600, 0x1F601, 0x1F602, 0x10FFFD, 0x10FFFF};
+    st.utf8.V = 16;
+    memcpy(st.utf8.cp, cps, sizeof cps);
+    assert_int_equal(ckpt_save(path, &a, &st, "[model]\n", 9, err, sizeof err), 0);
+    size_t n;
+    uint8_t *bytes = read_bytes(path, &n);
+    uint32_t version;
+    memcpy(&version, bytes + 8, 4);
+    assert_int_equal(version, CKPT_VERSION_UTF8);
+    assert_int_equal(model_init(&b, &c, 1, err, sizeof err), 0);
+    memset(&st2, 0, sizeof st2);
+    int rc = ckpt_load(path, &b, &st2, 9, err, sizeof err);
+    if (rc) print_message("load: %s\n", err);
+    assert_int_equal(rc, 0);
+    assert_int_equal(st2.tokenizer, TOK_UTF8);
+    assert_int_equal(st2.utf8.V, 16);
+    assert_memory_equal(st2.utf8.cp, cps, sizeof cps);
+    assert_int_equal(ckpt_vocab_bytes(&st2), 0);
+    /* the code points follow the state record; swap two and put the checksum right */
+    uint32_t first;
+    size_t at = 0;
+    for (size_t i = 56; i + 4 <= n; i++)
+        if (memcpy(&first, bytes + i, 4), first == 0x0A && !memcmp(bytes + i + 4, &cps[1], 4)) {
+            at = i;
+            break;
+        }
+    assert_true(at > 0);
+    memcpy(bytes + at, &cps[1], 4);
+    memcpy(bytes + at + 4, &cps[0], 4);
+    uint64_t h = 0xcbf29ce484222325ULL;
+    for (size_t i = 0; i + 8 < n; i++) h = (h ^ bytes[i]) * 0x100000001b3ULL;
+    memcpy(bytes + n - 8, &h, 8);
+    write_bytes(path, bytes, n);
+    expect_refused(path, &c, 9, "not strictly ascending");
+    free(bytes);
+    print_message("a utf8 run's 16 code points (up to U+10FFFF) round-trip in a version-4 checkpoint; a "
+                  "reordered section is refused under a good checksum\n");
+    model_free(&a);
+    model_free(&b);
+}
+
+
 static void test_refusals(void **state) {
     (void)state;
     char path[512], bad[512];
@@ -237,8 +294,8 @@ static void test_refusals(void **state) {
     write_bytes(bad, longer, n + 1);
     expect_refused(bad, &c, 42, "corrupted");
     free(longer);
-    /* another format version (the checksum is not reached): 2 + 2, past the BPE version 3 */
-    bytes[8] += 2;
+    /* another format version (the checksum is not reached): 2 + 3, past the BPE version 3 and the UTF-8 version 4 */
+    bytes[8] += 3;
     write_bytes(bad, bytes, n);
     expect_refused(bad, &c, 42, "format version");
     bytes[8] -= 1;
@@ -409,6 +466,7 @@ static void test_run_folders(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_round_trip),
+        cmocka_unit_test(test_utf8_vocab),
         cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_failed_write_keeps_old),
         cmocka_unit_test(test_run_folders),

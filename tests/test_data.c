@@ -363,6 +363,19 @@ static void test_enwik8_split(void **state) {
            data_vocab_size(&ds));
     assert_int_equal(data_vocab_size(&ds), 200);
     data_close(&ds);
+    /* as UTF-8 characters, the TSA paper's reading (numbers from CPython: bytes.decode("utf-8",
+     * errors="replace"), sorted(set(text)), int(n * 0.9), int(n * 0.05)) */
+    dc.tokenizer = TOK_UTF8;
+    assert_int_equal(data_open(&ds, &dc, 256, 1, err, sizeof err), 0);
+    assert_int_equal(ds.n_tok, 3981024);
+    assert_int_equal(data_vocab_size(&ds), 1506);
+    assert_true(ds.u8v->cp[0] == 0x09 && ds.u8v->cp[1505] == 0xFDF2);
+    assert_int_equal(ds.split_len[SPLIT_TRAIN], 3582921);
+    assert_int_equal(ds.split_len[SPLIT_VAL], 199051);
+    assert_int_equal(ds.split_len[SPLIT_TEST], 3981024 - 3582921 - 199051);
+    printf("  enwik8 prefix as UTF-8: 3,981,024 characters, 1,506 ids (U+0009..U+FDF2), 90/5/5 over characters, "
+           "as CPython gives\n");
+    data_close(&ds);
 }
 
 /* ----------------------------------------------------------- synthetic --- */
@@ -759,6 +772,109 @@ static void test_random_windows(void **state) {
     data_close(&ds);
 }
 
+
+/* data.tokenizer = utf8: decoding as Python's bytes.decode("utf-8", errors="replace")
+ * (the expected code points below are what CPython 3 gives for each input), the vocabulary
+ * of distinct characters in code-point order, splits over characters. */
+static void test_utf8(void **state) {
+    (void)state;
+    static const struct { const char *in; size_t n; int k; uint32_t cp[6]; } cases[] = {
+        {"a\xc3\xa9\xe6\x97\xa5\xf0\x9f\x98\x80", 10, 4, {0x61, 0xE9, 0x65E5, 0x1F600}},
+        {"\x80", 1, 1, {0xFFFD}},                                  /* a lone continuation byte */
+        {"\xc0\xaf", 2, 2, {0xFFFD, 0xFFFD}},                      /* an overlong lead: two */
+        {"\xe6\x97" "A", 3, 2, {0xFFFD, 0x41}},                    /* broken off: one for both, A kept */
+        {"\xe0\x80\x80", 3, 3, {0xFFFD, 0xFFFD, 0xFFFD}},          /* overlong 3-byte form */
+        {"\xed\xa0\x80", 3, 3, {0xFFFD, 0xFFFD, 0xFFFD}},          /* a surrogate */
+        {"\xf4\x90\x80\x80", 4, 4, {0xFFFD, 0xFFFD, 0xFFFD, 0xFFFD}}, /* above U+10FFFF */
+        {"\xf0\x9f\x98", 3, 1, {0xFFFD}},                          /* cut at the end: one */
+        {"\xff" "b\xc3", 3, 3, {0xFFFD, 0x62, 0xFFFD}},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        const uint8_t *b = (const uint8_t *)cases[c].in;
+        int k = 0;
+        for (size_t i = 0; i < cases[c].n; k++) {
+            uint32_t cp;
+            i += utf8_next(b + i, cases[c].n - i, &cp);
+            assert_true(k < cases[c].k);
+            assert_int_equal(cp, cases[c].cp[k]);
+        }
+        assert_int_equal(k, cases[c].k);
+    }
+    uint8_t enc[4];
+    assert_int_equal(utf8_put(0x1F600, enc), 4);
+    assert_memory_equal(enc, "\xf0\x9f\x98\x80", 4);
+    assert_int_equal(utf8_put(0xE9, enc), 2);
+    printf("  UTF-8 decoding: %zu cases as CPython's errors=\"replace\" (maximal subparts to U+FFFD)\n",
+           sizeof cases / sizeof cases[0]);
+
+    /* a corpus: "héllo wörld 日本\n" x 40 with one broken byte: 12 distinct characters + U+FFFD */
+    char text[2048];
+    size_t n = 0;
+    for (int r = 0; r < 40; r++) n += (size_t)snprintf(text + n, sizeof text - n, "h\xc3\xa9llo w\xc3\xb6rld \xe6\x97\xa5\xe6\x9c\xac\n");
+    text[87] = (char)0xff; /* one byte that starts nothing (it was the 'l' at line 5's byte 3) */
+    const char *path = write_file("utf8.txt", text, n);
+    gl_data_config dc;
+    text_config(&dc, path, 0.8f, 0.1f);
+    dc.tokenizer = TOK_UTF8;
+    gl_dataset ds;
+    char err[1024];
+    assert_int_equal(data_open(&ds, &dc, 8, 1, err, sizeof err), 0);
+    const int chars = 40 * 15; /* 21 bytes, 15 characters a line */
+    assert_int_equal(ds.n, n);
+    assert_int_equal(ds.n_tok, chars);
+    assert_non_null(ds.u8v);
+    static const uint32_t want[] = {0x0A, 0x20, 0x64, 0x68, 0x6C, 0x6F, 0x72, 0x77, 0xE9, 0xF6, 0x65E5, 0x672C, 0xFFFD};
+    const int V = (int)(sizeof want / sizeof want[0]);
+    assert_int_equal(data_vocab_size(&ds), V);
+    assert_memory_equal(ds.u8v->cp, want, sizeof want);
+    assert_int_equal(ds.split_len[SPLIT_TRAIN], chars * 8 / 10);
+    assert_int_equal(ds.split_len[SPLIT_VAL], chars / 10);
+    assert_int_equal(ds.split_start[SPLIT_TEST], chars * 9 / 10);
+    assert_int_equal(ds.split_len[SPLIT_TEST], chars - chars * 9 / 10);
+    /* the ids' bytes give the text back, the broken byte as U+FFFD's three */
+    uint8_t back[2100];
+    size_t m = 0;
+    for (size_t i = 0; i < ds.n_tok; i++) {
+        size_t len;
+        const uint8_t *p = data_token(&ds, ds.tok[i], &len);
+        memcpy(back + m, p, len);
+        m += len;
+    }
+    assert_int_equal(m, n + 2);
+    assert_memory_equal(back, text, 87);
+    assert_memory_equal(back + 87, "\xef\xbf\xbd", 3);
+    assert_memory_equal(back + 90, text + 88, n - 88);
+    /* windows: T characters and the next ones */
+    int tok[8], tg[8];
+    float mk[8];
+    assert_int_equal(data_eval_batch(&ds, SPLIT_VAL, 1, 1, tok, tg, mk), 1);
+    for (int t = 0; t < 8; t++) {
+        assert_int_equal(tok[t], ds.tok[ds.split_start[SPLIT_VAL] + 8 + t]);
+        assert_int_equal(tg[t], ds.tok[ds.split_start[SPLIT_VAL] + 9 + t]);
+    }
+    printf("  utf8 corpus: %zu bytes -> %d characters, %d ids in code-point order (U+FFFD last), splits 80/10/10 "
+           "over characters, ids decode back to the text\n", n, chars, V);
+    data_close(&ds);
+    /* data.train_len / val_len: the splits in tokens (enwik8's 90M / 5M characters), before the fractions */
+    dc.train_len = 500;
+    dc.val_len = 60;
+    assert_int_equal(data_open(&ds, &dc, 8, 1, err, sizeof err), 0);
+    assert_true(ds.split_len[SPLIT_TRAIN] == 500 && ds.split_start[SPLIT_VAL] == 500 && ds.split_len[SPLIT_VAL] == 60 &&
+                ds.split_start[SPLIT_TEST] == 560 && ds.split_len[SPLIT_TEST] == 40);
+    data_close(&ds);
+    dc.val_len = 101;
+    expect_open_error(&dc, 8, "data.train_len (500) + data.val_len (101) is more than the 600 characters", NULL);
+    dc.val_len = 5;
+    expect_open_error(&dc, 8, "the val split", "has 5 characters (data.val_len)", "raise data.val_len", NULL);
+    dc.tokenizer = TOK_CHAR;
+    dc.val_len = 60;
+    assert_int_equal(data_open(&ds, &dc, 8, 1, err, sizeof err), 0);
+    assert_true(ds.split_len[SPLIT_TRAIN] == 500 && ds.split_len[SPLIT_VAL] == 60 && ds.split_len[SPLIT_TEST] == n - 560);
+    data_close(&ds);
+    printf("  data.train_len = 500, data.val_len = 60: splits of 500, 60 and the rest (characters for utf8, bytes for "
+           "char); too long or too short refused, naming the keys\n");
+}
+
 /* ------------------------------------------------------------ accuracy --- */
 
 static void test_accuracy(void **state) {
@@ -801,6 +917,7 @@ int main(void) {
         cmocka_unit_test(test_paper_format),
         cmocka_unit_test(test_fixed_train_set),
         cmocka_unit_test(test_random_windows),
+        cmocka_unit_test(test_utf8),
         cmocka_unit_test(test_accuracy),
     };
     return cmocka_run_group_tests(tests, setup_dir, teardown_dir);

@@ -213,6 +213,14 @@ int evalrun_measure(const evalrun_opts *o, evalrun_result *r, char *err, size_t 
     } else if (data_open_tok(&ds, &run->mf.data, mc->seq_len, run->mf.train.seed,
                              run->st.tokenizer == TOK_BPE ? &run->st.bpe : NULL, err, errlen)) {
         goto cleanup;
+    } else if (run->st.tokenizer == TOK_UTF8 &&
+               (!ds.u8v || ds.u8v->V != run->st.utf8.V ||
+                memcmp(ds.u8v->cp, run->st.utf8.cp, (size_t)run->st.utf8.V * sizeof *run->st.utf8.cp))) {
+        /* the characters are the file's: another file (or an edited one) gives other ids */
+        snprintf(err, errlen, "run %s was trained on the %d characters of data.file %s; the file there now has %d: "
+                 "evaluate on the file the run was trained on", o->run.id, run->st.utf8.V, run->mf.data.file,
+                 ds.u8v ? ds.u8v->V : 0);
+        goto cleanup;
     }
     snprintf(r->id, sizeof r->id, "%s", o->run.id);
     snprintf(r->dir, sizeof r->dir, "%s", run->dir);

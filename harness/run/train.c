@@ -555,11 +555,14 @@ static int setup_model(run_ctx *c, const gl_train_opts *o, char *err, size_t err
 }
 
 /* The checkpoint's vocabulary (c->st) is the data set's: the same byte
- * table (char), or the same merges (bpe). */
+ * table (char), the same merges (bpe), or the same characters (utf8). */
 static int same_vocab(const run_ctx *c) {
     const int V = data_vocab_size(&c->ds);
     if (c->st.vocab_size != V) return 0;
     if (c->ds.merges) return c->st.tokenizer == TOK_BPE && bpe_merges_equal(&c->st.bpe, c->ds.merges);
+    if (c->ds.u8v)
+        return c->st.tokenizer == TOK_UTF8 && c->st.utf8.V == V &&
+               !memcmp(c->st.utf8.cp, c->ds.u8v->cp, (size_t)V * sizeof *c->st.utf8.cp);
     return c->st.tokenizer == TOK_CHAR && !memcmp(c->st.vocab, data_vocab(&c->ds), (size_t)V);
 }
 
@@ -633,6 +636,10 @@ static int setup_run(run_ctx *c, const gl_train_opts *o, char *err, size_t errle
         say(c, 0, "data.tokenizer = bpe: %d merges (vocabulary %d) %s; %zu train, %zu val, %zu test tokens", c->ds.merges->n, V,
             c->bpe_reused ? "from the checkpoint (not retrained)" : "trained on the train split", c->ds.split_len[0],
             c->ds.split_len[1], c->ds.split_len[2]);
+    if (c->ds.u8v)
+        say(c, 0, "data.tokenizer = utf8: %d characters (U+%04X..U+%04X) in %zu bytes; %zu train, %zu val, %zu test "
+            "characters", V, (unsigned)c->ds.u8v->cp[0], (unsigned)c->ds.u8v->cp[V - 1], c->ds.n, c->ds.split_len[0],
+            c->ds.split_len[1], c->ds.split_len[2]);
     if (c->ds.merges && !c->bpe_reused)
         say(c, 0, "data.tokenizer = bpe: trained on %zu bytes and encoded %zu in %.2f s", c->ds.split_bytes[0], c->ds.n,
             c->bpe_train_s);
@@ -660,8 +667,9 @@ static int setup_run(run_ctx *c, const gl_train_opts *o, char *err, size_t errle
     rng_seed(&c->st.aux_rng, tc->seed ^ 0xa0c5eedULL);
     c->st.vocab_size = V;
     memcpy(c->st.vocab, data_vocab(&c->ds), (size_t)(V < 256 ? V : 256));
-    c->st.tokenizer = c->ds.merges ? TOK_BPE : TOK_CHAR;
+    c->st.tokenizer = c->ds.merges ? TOK_BPE : c->ds.u8v ? TOK_UTF8 : TOK_CHAR;
     if (c->ds.merges) c->st.bpe = *c->ds.merges;
+    if (c->ds.u8v) c->st.utf8 = *c->ds.u8v;
     snprintf(path, sizeof path, "%s/config.ini", c->dir);
     return fileio_write_all(path, "resolved config", c->config_ini, strlen(c->config_ini), err, errlen);
 }

@@ -32,6 +32,7 @@ static const char ckpt_magic[8] = {'G', 'L', 'A', 'B', 'C', 'K', 'P', 'T'};
 #define CKPT_HEADER_BYTES 48u
 #define CKPT_HEADER_BPE_BYTES 56u /* version 3: + u32 tokenizer, u32 merges */
 #define CKPT_MERGE_BYTES 4u       /* version 3: u16 left, u16 right per merge */
+#define CKPT_CP_BYTES 4u          /* version 4: u32 code point per character of the vocabulary */
 #define CKPT_TENSOR_BYTES (GL_NAME_MAX + 32u)
 #define CKPT_STATE_BYTES 380u
 #define CKPT_SUM_BYTES 8u
@@ -80,13 +81,16 @@ static uint64_t ckpt_expected_bytes(uint32_t version, uint64_t n_merges, uint64_
     if (n_tensors > (1ull << 32) || config_len > (1ull << 32) || n_params > (UINT64_MAX / 16) ||
         n_merges > (1ull << 32))
         return UINT64_MAX;
-    uint64_t extra = version == CKPT_VERSION_BPE ? (CKPT_HEADER_BPE_BYTES - CKPT_HEADER_BYTES) + n_merges * CKPT_MERGE_BYTES : 0;
+    uint64_t extra = version == CKPT_VERSION_BPE    ? (CKPT_HEADER_BPE_BYTES - CKPT_HEADER_BYTES) + n_merges * CKPT_MERGE_BYTES
+                     : version == CKPT_VERSION_UTF8 ? (CKPT_HEADER_BPE_BYTES - CKPT_HEADER_BYTES) + n_merges * CKPT_CP_BYTES
+                                                    : 0;
     return CKPT_HEADER_BYTES + extra + n_tensors * CKPT_TENSOR_BYTES + CKPT_STATE_BYTES + config_len +
            3 * n_params * sizeof(float) + CKPT_SUM_BYTES;
 }
 
 int ckpt_vocab_bytes(const gl_train_state *st) {
     if (st->tokenizer == TOK_BPE) return BPE_BASE;
+    if (st->tokenizer == TOK_UTF8) return 0;
     return st->vocab_size < 0 ? 0 : st->vocab_size > 256 ? 256 : st->vocab_size;
 }
 
@@ -110,10 +114,13 @@ int ckpt_save(const char *path, const gl_model *m, const gl_train_state *st, con
 
     uint64_t config_len = config_ini ? strlen(config_ini) : 0;
     uint64_t n_params = m->n_params;
-    const int bpe = st->tokenizer == TOK_BPE;
+    const int bpe = st->tokenizer == TOK_BPE, u8 = st->tokenizer == TOK_UTF8;
     assert(!bpe || (st->bpe.n >= 0 && st->bpe.n <= BPE_MERGES_MAX && st->vocab_size == BPE_BASE + st->bpe.n));
-    const uint32_t version = bpe ? CKPT_VERSION_BPE : CKPT_VERSION;
-    uint64_t total = ckpt_expected_bytes(version, bpe ? (uint64_t)st->bpe.n : 0, (uint64_t)m->n_tensors, config_len, n_params);
+    assert(!u8 || (st->utf8.V >= 1 && st->utf8.V <= UTF8_VOCAB_MAX && st->vocab_size == st->utf8.V));
+    const uint32_t version = bpe ? CKPT_VERSION_BPE : u8 ? CKPT_VERSION_UTF8 : CKPT_VERSION;
+    /* the tokenizer section's entries: merges (version 3) or code points (version 4) */
+    const uint32_t n_tok = bpe ? (uint32_t)st->bpe.n : u8 ? (uint32_t)st->utf8.V : 0;
+    uint64_t total = ckpt_expected_bytes(version, n_tok, (uint64_t)m->n_tensors, config_len, n_params);
 
     /* header */
     ckpt_put(&w, ckpt_magic, sizeof ckpt_magic);
@@ -124,11 +131,11 @@ int ckpt_save(const char *path, const gl_model *m, const gl_train_state *st, con
     ckpt_put_u64(&w, n_params);
     ckpt_put_u32(&w, (uint32_t)m->n_tensors);
     ckpt_put_u32(&w, (uint32_t)config_len);
-    if (bpe) {
+    if (bpe || u8) {
         ckpt_put_u32(&w, (uint32_t)st->tokenizer);
-        ckpt_put_u32(&w, (uint32_t)st->bpe.n);
+        ckpt_put_u32(&w, n_tok);
     }
-    assert(w.err_no || w.bytes == (bpe ? CKPT_HEADER_BPE_BYTES : CKPT_HEADER_BYTES));
+    assert(w.err_no || w.bytes == (bpe || u8 ? CKPT_HEADER_BPE_BYTES : CKPT_HEADER_BYTES));
 
     /* tensor table */
     for (int i = 0; i < m->n_tensors; i++) {
@@ -163,6 +170,8 @@ int ckpt_save(const char *path, const gl_model *m, const gl_train_state *st, con
         ckpt_put(&w, &st->bpe.pair[k][0], sizeof(uint16_t));
         ckpt_put(&w, &st->bpe.pair[k][1], sizeof(uint16_t));
     }
+    /* tokenizer section (version 4) */
+    for (int k = 0; u8 && k < st->utf8.V; k++) ckpt_put_u32(&w, st->utf8.cp[k]);
 
     ckpt_put(&w, config_ini, config_len);
     ckpt_put(&w, m->params, n_params * sizeof(float));
@@ -193,7 +202,7 @@ typedef struct {
     FILE *f;
     uint64_t total, model_hash, n_params;
     uint32_t version, n_tensors, config_len;
-    uint32_t tokenizer, n_merges; /* version 3; 0 (char) and 0 in version 2 */
+    uint32_t tokenizer, n_merges; /* versions 3 and 4 (n_merges: the code points in 4); 0 and 0 in version 2 */
     uint32_t header_bytes;
     gl_tensor *tensors;   /* [n_tensors] as stored (name, offset, size, ndim, shape, decay) */
     gl_train_state st;
@@ -236,11 +245,23 @@ static int ckpt_check_fields(const ckpt_file *cf, const char *path, char *err, s
         bpe_free(&t);
         if (bad) goto done;
     }
+    if (st->tokenizer == TOK_UTF8) {
+        char why[256];
+        if (utf8_vocab_check(&st->utf8, why, sizeof why)) {
+            snprintf(what, sizeof what, "its tokenizer section is invalid (%s)", why);
+            bad = what;
+        } else if (st->vocab_size != st->utf8.V) {
+            snprintf(what, sizeof what, "the vocabulary size is %d, its UTF-8 section holds %d characters",
+                     st->vocab_size, st->utf8.V);
+            bad = what;
+        }
+        if (bad) goto done;
+    }
     if (st->step < 0) bad = "the step is negative";
     else if (st->tokens_seen < 0 || st->log_n < 0 || st->eval_n < 0) bad = "a token or step count is negative";
     else if (!isfinite(st->elapsed_s) || st->elapsed_s < 0) bad = "the elapsed time is negative or not finite";
     else if (!isfinite(st->log_loss_sum) || !isfinite(st->eval_loss_sum)) bad = "a running loss sum is not finite";
-    else if (st->tokenizer != TOK_BPE && (st->vocab_size < 1 || st->vocab_size > 256)) {
+    else if (st->tokenizer == TOK_CHAR && (st->vocab_size < 1 || st->vocab_size > 256)) {
         snprintf(what, sizeof what, "the vocabulary size is %d (a byte vocabulary has 1 to 256)", st->vocab_size);
         bad = what;
     } else if (memchr(cf->config, '\0', cf->config_len)) bad = "the config text holds a NUL byte";
@@ -317,9 +338,10 @@ static int ckpt_read_header(ckpt_file *cf, const char *path, uint8_t *hdr, uint6
         snprintf(err, errlen, "%s: not a gatelab checkpoint (bad magic); pass a run folder's ckpt file", path);
         return -1;
     }
-    if (got == CKPT_HEADER_BYTES && ckpt_u32(hdr + 8) == CKPT_VERSION_BPE)
-        got += fread(hdr + CKPT_HEADER_BYTES, 1, CKPT_HEADER_BPE_BYTES - CKPT_HEADER_BYTES, cf->f);
-    cf->header_bytes = ckpt_u32(hdr + 8) == CKPT_VERSION_BPE ? CKPT_HEADER_BPE_BYTES : CKPT_HEADER_BYTES;
+    const int wide = got == CKPT_HEADER_BYTES &&
+                     (ckpt_u32(hdr + 8) == CKPT_VERSION_BPE || ckpt_u32(hdr + 8) == CKPT_VERSION_UTF8);
+    if (wide) got += fread(hdr + CKPT_HEADER_BYTES, 1, CKPT_HEADER_BPE_BYTES - CKPT_HEADER_BYTES, cf->f);
+    cf->header_bytes = wide ? CKPT_HEADER_BPE_BYTES : CKPT_HEADER_BYTES;
     if (got < cf->header_bytes) {
         snprintf(err, errlen, "%s: truncated: %" PRIu64 " bytes, shorter than the %u-byte header; "
                  "the file was cut short — restore it or restart the run", path, *size, CKPT_HEADER_BYTES);
@@ -347,9 +369,16 @@ static int ckpt_read_header(ckpt_file *cf, const char *path, uint8_t *hdr, uint6
 /* The decoded header against what this gatelab reads and against the file's
  * length (size bytes).  0, or -1 with a message in err. */
 static int ckpt_check_header(const ckpt_file *cf, const char *path, uint64_t size, char *err, size_t errlen) {
-    if (cf->version != CKPT_VERSION && cf->version != CKPT_VERSION_BPE) {
-        snprintf(err, errlen, "%s: checkpoint format version %u, this gatelab reads versions %d and %d; "
-                 "use the gatelab that wrote it", path, cf->version, CKPT_VERSION, CKPT_VERSION_BPE);
+    if (cf->version != CKPT_VERSION && cf->version != CKPT_VERSION_BPE && cf->version != CKPT_VERSION_UTF8) {
+        snprintf(err, errlen, "%s: checkpoint format version %u, this gatelab reads versions %d to %d; "
+                 "use the gatelab that wrote it", path, cf->version, CKPT_VERSION, CKPT_VERSION_UTF8);
+        return -1;
+    }
+    if (cf->version == CKPT_VERSION_UTF8 &&
+        (cf->tokenizer != TOK_UTF8 || cf->n_merges < 1 || cf->n_merges > UTF8_VOCAB_MAX)) {
+        snprintf(err, errlen, "%s: corrupted or hand-made: tokenizer %u with %u characters (a version-4 checkpoint "
+                 "holds a UTF-8 vocabulary of 1 to %d characters); restore the file or restart the run", path,
+                 cf->tokenizer, cf->n_merges, UTF8_VOCAB_MAX);
         return -1;
     }
     if (cf->version == CKPT_VERSION_BPE && (cf->tokenizer != TOK_BPE || cf->n_merges > BPE_MERGES_MAX)) {
@@ -389,7 +418,7 @@ static void ckpt_decode_state(ckpt_file *cf, const uint8_t *sb2) {
     cf->st.log_n = (long)ckpt_i64(sb2 + 356);
     memcpy(&cf->st.eval_loss_sum, sb2 + 364, sizeof(double));
     cf->st.eval_n = (long)ckpt_i64(sb2 + 372);
-    cf->st.tokenizer = cf->version == CKPT_VERSION_BPE ? TOK_BPE : TOK_CHAR;
+    cf->st.tokenizer = cf->version == CKPT_VERSION_BPE ? TOK_BPE : cf->version == CKPT_VERSION_UTF8 ? TOK_UTF8 : TOK_CHAR;
 }
 
 /* After the checksum passed: the tensor table, the state, the BPE merges and the
@@ -421,8 +450,15 @@ static int ckpt_read_tables(ckpt_file *cf, const char *path, char *err, size_t e
     uint8_t sb2[CKPT_STATE_BYTES];
     if (ckpt_get(cf->f, sb2, sizeof sb2) != 0) goto read_error;
     ckpt_decode_state(cf, sb2);
-    cf->st.bpe.n = (int)cf->n_merges;
-    for (uint32_t k = 0; k < cf->n_merges; k++) {
+    const int u8 = cf->version == CKPT_VERSION_UTF8;
+    cf->st.bpe.n = u8 ? 0 : (int)cf->n_merges;
+    cf->st.utf8.V = u8 ? (int)cf->n_merges : 0;
+    for (uint32_t k = 0; u8 && k < cf->n_merges; k++) {
+        uint8_t cb[CKPT_CP_BYTES];
+        if (ckpt_get(cf->f, cb, sizeof cb) != 0) goto read_error;
+        cf->st.utf8.cp[k] = ckpt_u32(cb);
+    }
+    for (uint32_t k = 0; !u8 && k < cf->n_merges; k++) {
         uint8_t mb[CKPT_MERGE_BYTES];
         if (ckpt_get(cf->f, mb, sizeof mb) != 0) goto read_error;
         memcpy(&cf->st.bpe.pair[k][0], mb, sizeof(uint16_t));

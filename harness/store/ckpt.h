@@ -15,12 +15,16 @@
 #include "model/rng.h"
 #include "bpe.h"
 #include "tasks.h"
+#include "utf8.h"
 
 /* Version 2: a char (byte-vocabulary) run.  Version 3: the same plus a
  * tokenizer section (the BPE merges), written only for data.tokenizer = bpe,
- * so char runs write the same bytes as before and both versions load. */
+ * so char runs write the same bytes as before and both versions load.
+ * Version 4: the version-3 layout with a UTF-8 tokenizer section (the
+ * vocabulary's code points), written only for data.tokenizer = utf8. */
 #define CKPT_VERSION 2
 #define CKPT_VERSION_BPE 3
+#define CKPT_VERSION_UTF8 4
 
 typedef struct {
     long step;          /* completed optimiser steps */
@@ -34,13 +38,15 @@ typedef struct {
     long eval_n;
     int vocab_size;
     uint8_t vocab[256]; /* id -> byte (BPE: the 256 byte ids, identity) */
-    int tokenizer;      /* gl_tokenizer: TOK_CHAR (version 2 files) or TOK_BPE */
+    int tokenizer;      /* gl_tokenizer: TOK_CHAR (version 2 files), TOK_BPE (3) or TOK_UTF8 (4) */
     bpe_merges bpe;     /* TOK_BPE: the merges, vocab_size = 256 + bpe.n; TOK_CHAR: bpe.n = 0 */
+    utf8_vocab utf8;    /* TOK_UTF8: the code points, vocab_size = utf8.V (vocab holds no byte of them) */
 } gl_train_state;
 
 /* How many entries of st->vocab are bytes a display may show: vocab_size
  * for char runs, the 256 byte ids of a BPE run (its merged ids have no
- * single byte: decode them with the merges). */
+ * single byte: decode them with the merges), none of a utf8 run (decode its
+ * ids with st->utf8). */
 int ckpt_vocab_bytes(const gl_train_state *st);
 
 /* Write m's parameters and AdamW moments, st and config_ini (may be NULL) to

@@ -180,6 +180,65 @@ cleanup:
 
 static int open_bpe(gl_dataset *ds, const bpe_merges *given, char *err, size_t errlen);
 
+/* data.tokenizer = utf8: the file's bytes (ds->ids, kept as they are) decoded
+ * twice — once to find the characters present, once to write one id per
+ * character into ds->tok — so no code-point copy of the file is made (the full
+ * enwik8: 100 MB of bytes + 200 MB of ids).  ds->vocab becomes the 256 bytes
+ * (as for BPE: data_token gives a character's bytes).  0, or -1 with err. */
+static int open_utf8(gl_dataset *ds, char *err, size_t errlen) {
+    enum { CP_COUNT = 0x110000 };
+    int rc = -1;
+    uint8_t *seen = calloc(CP_COUNT / 8, 1);
+    uint16_t *id_of = NULL;
+    ds->u8v = malloc(sizeof *ds->u8v);
+    if (!seen || !ds->u8v) goto oom;
+    size_t chars = 0;
+    for (size_t i = 0; i < ds->n; chars++) {
+        uint32_t cp;
+        i += utf8_next(ds->ids + i, ds->n - i, &cp);
+        seen[cp >> 3] |= (uint8_t)(1u << (cp & 7));
+    }
+    int V = 0;
+    for (uint32_t cp = 0; cp < CP_COUNT; cp++) {
+        if (!(seen[cp >> 3] >> (cp & 7) & 1)) continue;
+        if (V == UTF8_VOCAB_MAX) {
+            snprintf(err, errlen, "data.tokenizer = utf8: %s has more than %d distinct characters (the most a utf8 "
+                     "vocabulary holds); use data.tokenizer = char or bpe for it", ds->path, UTF8_VOCAB_MAX);
+            goto cleanup;
+        }
+        ds->u8v->cp[V++] = cp;
+    }
+    ds->u8v->V = V;
+    id_of = malloc(CP_COUNT * sizeof *id_of);
+    ds->tok = malloc((chars ? chars : 1) * sizeof *ds->tok);
+    ds->u8b = malloc((size_t)4 * (size_t)V);
+    ds->vocab = malloc(V > 256 ? (size_t)V : 256); /* the 256 bytes, zero beyond: V bytes are readable */
+    if (!id_of || !ds->tok || !ds->u8b || !ds->vocab) goto oom;
+    for (int v = 0; v < V; v++) {
+        id_of[ds->u8v->cp[v]] = (uint16_t)v;
+        utf8_put(ds->u8v->cp[v], ds->u8b + 4 * (size_t)v);
+    }
+    size_t k = 0;
+    for (size_t i = 0; i < ds->n; k++) {
+        uint32_t cp;
+        i += utf8_next(ds->ids + i, ds->n - i, &cp);
+        ds->tok[k] = id_of[cp];
+    }
+    assert(k == chars);
+    ds->n_tok = chars;
+    memset(ds->vocab, 0, V > 256 ? (size_t)V : 256);
+    for (int b = 0; b < 256; b++) ds->vocab[b] = (uint8_t)b, ds->byte_id[b] = -1;
+    ds->vocab_size = V;
+    rc = 0;
+    goto cleanup;
+oom:
+    snprintf(err, errlen, "data.tokenizer = utf8: out of memory for the characters of %s (%zu bytes)", ds->path, ds->n);
+cleanup:
+    free(seen);
+    free(id_of);
+    return rc;
+}
+
 static int open_text(gl_dataset *ds, const bpe_merges *given, char *err, size_t errlen) {
     if (task_check(&ds->dc, ds->T, err, errlen)) return -1; /* the synthetic-only keys */
     if (data_find(ds->dc.file, ds->path, sizeof ds->path, err, errlen)) return -1;
@@ -192,27 +251,42 @@ static int open_text(gl_dataset *ds, const bpe_merges *given, char *err, size_t 
         return -1;
     }
 
-    /* vocabulary: sorted distinct bytes; then bytes -> ids in place */
-    int present[256] = {0};
-    for (size_t i = 0; i < ds->n; i++) present[ds->ids[i]] = 1;
-    ds->vocab = malloc(256);
-    if (!ds->vocab) {
-        snprintf(err, errlen, "data.file: out of memory for the vocabulary of %s", ds->path);
-        return -1;
+    size_t n = ds->n; /* the units the fractions split: bytes, or characters (utf8) */
+    if (ds->dc.tokenizer == TOK_UTF8) {
+        if (open_utf8(ds, err, errlen)) return -1;
+        n = ds->n_tok;
+    } else {
+        /* vocabulary: sorted distinct bytes; then bytes -> ids in place */
+        int present[256] = {0};
+        for (size_t i = 0; i < ds->n; i++) present[ds->ids[i]] = 1;
+        ds->vocab = malloc(256);
+        if (!ds->vocab) {
+            snprintf(err, errlen, "data.file: out of memory for the vocabulary of %s", ds->path);
+            return -1;
+        }
+        int V = 0;
+        for (int b = 0; b < 256; b++) {
+            ds->byte_id[b] = present[b] ? V : -1;
+            if (present[b]) ds->vocab[V++] = (uint8_t)b;
+        }
+        ds->vocab_size = V;
+        for (size_t i = 0; i < ds->n; i++) ds->ids[i] = (uint8_t)ds->byte_id[ds->ids[i]];
     }
-    int V = 0;
-    for (int b = 0; b < 256; b++) {
-        ds->byte_id[b] = present[b] ? V : -1;
-        if (present[b]) ds->vocab[V++] = (uint8_t)b;
-    }
-    ds->vocab_size = V;
-    for (size_t i = 0; i < ds->n; i++) ds->ids[i] = (uint8_t)ds->byte_id[ds->ids[i]];
 
     /* splits: consecutive; val takes the rest when the fractions sum to 1 */
     double tf = frac_decimal(ds->dc.train_frac), vf = frac_decimal(ds->dc.val_frac);
-    size_t n = ds->n;
     size_t train_end = (size_t)floor((double)n * tf);
     size_t val_end = (tf + vf >= 1.0 - 1e-9) ? n : train_end + (size_t)floor((double)n * vf);
+    if (ds->dc.train_len > 0) { /* absolute lengths, in tokens (the manifest pairs them, char/utf8 only) */
+        if ((size_t)ds->dc.train_len + (size_t)ds->dc.val_len > n) {
+            snprintf(err, errlen, "data.train_len (%d) + data.val_len (%d) is more than the %zu %s of %s; lower them "
+                     "or use the whole file", ds->dc.train_len, ds->dc.val_len, n,
+                     ds->dc.tokenizer == TOK_UTF8 ? "characters" : "bytes", ds->path);
+            return -1;
+        }
+        train_end = (size_t)ds->dc.train_len;
+        val_end = train_end + (size_t)ds->dc.val_len;
+    }
     if (train_end > n) train_end = n;
     if (val_end > n) val_end = n;
     ds->split_start[SPLIT_TRAIN] = 0;
@@ -221,19 +295,23 @@ static int open_text(gl_dataset *ds, const bpe_merges *given, char *err, size_t 
     ds->split_len[SPLIT_VAL] = val_end - train_end;
     ds->split_start[SPLIT_TEST] = val_end;
     ds->split_len[SPLIT_TEST] = n - val_end;
-    for (int s = 0; s < 3; s++) ds->split_bytes[s] = ds->split_len[s];
+    if (ds->dc.tokenizer != TOK_UTF8)
+        for (int s = 0; s < 3; s++) ds->split_bytes[s] = ds->split_len[s];
     if (ds->dc.tokenizer == TOK_BPE && open_bpe(ds, given, err, errlen)) return -1;
 
-    const char *unit = ds->dc.tokenizer == TOK_BPE ? "BPE tokens" : "bytes";
+    const char *unit = ds->dc.tokenizer == TOK_BPE ? "BPE tokens" : ds->dc.tokenizer == TOK_UTF8 ? "characters" : "bytes";
     for (int s = SPLIT_TRAIN; s <= SPLIT_VAL; s++) {
         if (ds->split_len[s] < (size_t)ds->T + 1) {
+            const char *which = s == SPLIT_TRAIN ? "train" : "val";
+            char given[96];
+            if (ds->dc.train_len > 0) snprintf(given, sizeof given, "data.%s_len", which);
+            else snprintf(given, sizeof given, "data.%s_frac = %g of %zu %s", which, s == SPLIT_TRAIN ? tf : vf, n,
+                          ds->dc.tokenizer == TOK_UTF8 ? "characters" : "bytes");
             snprintf(err, errlen,
-                     "data: the %s split of %s has %zu %s (data.%s_frac = %g of %zu bytes), fewer "
-                     "than one window of model.seq_len + 1 = %d; lower model.seq_len, raise "
-                     "data.%s_frac or use a longer file",
-                     data_split_name((gl_split)s), ds->path, ds->split_len[s], unit,
-                     s == SPLIT_TRAIN ? "train" : "val", s == SPLIT_TRAIN ? tf : vf, n, ds->T + 1,
-                     s == SPLIT_TRAIN ? "train" : "val");
+                     "data: the %s split of %s has %zu %s (%s), fewer than one window of model.seq_len + 1 = %d; "
+                     "lower model.seq_len, raise data.%s_%s or use a longer file",
+                     which, ds->path, ds->split_len[s], unit, given, ds->T + 1, which,
+                     ds->dc.train_len > 0 ? "len" : "frac");
             return -1;
         }
     }
@@ -260,6 +338,14 @@ static int open_bpe(gl_dataset *ds, const bpe_merges *given, char *err, size_t e
     }
     if (bpe_build(&ds->bpe, ds->merges, err, errlen)) return -1;
     ds->vocab_size = ds->bpe.V;
+    /* data_vocab promises V readable bytes (agree.c hashes them): the 256 bytes, zero beyond */
+    uint8_t *wide = realloc(ds->vocab, ds->bpe.V > 256 ? (size_t)ds->bpe.V : 256);
+    if (!wide) {
+        snprintf(err, errlen, "data.tokenizer = bpe: out of memory for the vocabulary of %s", ds->path);
+        return -1;
+    }
+    ds->vocab = wide;
+    if (ds->bpe.V > 256) memset(ds->vocab + 256, 0, (size_t)ds->bpe.V - 256);
     size_t at = 0, byte0 = 0;
     for (int s = 0; s < 3; s++) {
         size_t k = bpe_encode(&ds->bpe, ds->ids + byte0, ds->split_bytes[s], ds->tok + at);
@@ -325,8 +411,12 @@ void data_close(gl_dataset *ds) {
     free(ds->merges);
     free(ds->tok);
     free(ds->perm);
+    free(ds->u8v);
+    free(ds->u8b);
     bpe_free(&ds->bpe);
     ds->perm = NULL;
+    ds->u8v = NULL;
+    ds->u8b = NULL;
     ds->vocab = NULL;
     ds->ids = NULL;
     ds->merges = NULL;
@@ -342,6 +432,11 @@ const uint8_t *data_vocab(const gl_dataset *ds) { return ds->vocab; }
 
 const uint8_t *data_token(const gl_dataset *ds, int id, size_t *len) {
     assert(id >= 0 && id < ds->vocab_size);
+    if (ds->u8v) {
+        uint8_t tmp[4];
+        *len = (size_t)utf8_put(ds->u8v->cp[id], tmp);
+        return ds->u8b + 4 * (size_t)id;
+    }
     if (ds->tok) return bpe_token(&ds->bpe, id, len);
     *len = 1;
     return ds->vocab + id;

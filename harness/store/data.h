@@ -12,6 +12,11 @@
  * (bpe.h) trained on the bytes of the training split alone (or given, when a
  * run resumes), and each split encoded on its own, so that no token straddles
  * two splits; split_start/split_len then count tokens, not bytes.
+ * data.tokenizer = utf8: the file decoded as UTF-8 (utf8.h: ill-formed bytes
+ * become U+FFFD, as Python's errors="replace"), one id per distinct
+ * character, ids in ascending code-point order (the TSA paper's
+ * CharTokenizer); the fractions split the characters, and split_start /
+ * split_len count characters.
  *
  * Windows: a window is T input tokens and the T targets shifted by one, so it
  * reads T+1 consecutive tokens.  Training windows start uniformly at random in
@@ -36,6 +41,7 @@
 #include "model/rng.h"
 #include "bpe.h"
 #include "categories.h"
+#include "utf8.h"
 #include "manifest.h"
 
 typedef enum { SPLIT_TRAIN = 0, SPLIT_VAL, SPLIT_TEST } gl_split;
@@ -59,6 +65,9 @@ typedef struct {
     uint16_t *tok;            /* (n_tok) token ids of train, val and test, each split encoded alone */
     size_t n_tok;
     size_t split_bytes[3];    /* bytes in train, val, test */
+    /* data.tokenizer = utf8 only (NULL otherwise); tok then holds one id per character */
+    utf8_vocab *u8v;          /* the code points of the file, ascending: id -> code point */
+    uint8_t *u8b;             /* (4 V) the UTF-8 bytes of each id, 4 bytes apart */
     /* data.train_size > 0 (synthetic tasks) only */
     uint32_t *perm;           /* (train_size) the order of the training set in epoch perm_epoch */
     long perm_epoch;          /* -1: none yet */
@@ -111,11 +120,13 @@ int data_vocab_size(const gl_dataset *ds);
 /* id -> byte for text (the sorted distinct bytes of the whole file, nanoGPT's
  * convention); for synthetic tasks a printable symbol per id for display
  * (symbols may repeat when the task has more ids than the alphabet).  For a
- * BPE data set the 256 bytes (ids 0..255 only): use data_token for any id. */
+ * BPE or utf8 data set the 256 bytes, zero beyond (V bytes are readable; they
+ * are the tokens' bytes only for BPE ids 0..255): use data_token for any id. */
 const uint8_t *data_vocab(const gl_dataset *ds);
 
 /* The bytes of token id (0 <= id < V): *len bytes at the returned pointer
- * (one byte for char and the synthetic tasks). */
+ * (one byte for char and the synthetic tasks; a character's 1 to 4 UTF-8
+ * bytes for utf8). */
 const uint8_t *data_token(const gl_dataset *ds, int id, size_t *len);
 
 /* The category (categories.h) of each of the n tokens at tokens, read as one
@@ -168,7 +179,8 @@ void data_random_batch(const gl_dataset *ds, gl_split split, gl_rng *rng, int B,
 
 /* Map bytes to ids one for one (synthetic tasks: display symbols to the
  * first id that shows them; a BPE data set: the byte ids 0..255, not its
- * merges — text goes through bpe_encode with ds->bpe, or run_encode).  Returns 0, or -1 with a message naming the first byte not in
+ * merges — text goes through bpe_encode with ds->bpe, or run_encode; a utf8
+ * data set maps no byte: its text goes through run_encode).  Returns 0, or -1 with a message naming the first byte not in
  * the vocabulary (as a character and in hex) and its offset. */
 int data_encode(const gl_dataset *ds, const uint8_t *bytes, size_t n, int *ids, char *err,
                 size_t errlen);

@@ -178,6 +178,13 @@ int export_model(const char *path, const gl_model *m, const gl_train_state *st, 
         export_fail(err, errlen, tmp, "H5Dcreate2/H5Dwrite", "merges");
         goto cleanup;
     }
+    /* a utf8 run: id i is the character cp[i] (its vocab bytes are not the tokens') */
+    hsize_t cd[1] = {(hsize_t)st->utf8.V};
+    if (st->tokenizer == TOK_UTF8 &&
+        export_dataset(f, "code_points", H5T_STD_U32LE, H5T_NATIVE_UINT32, 1, cd, st->utf8.cp) != 0) {
+        export_fail(err, errlen, tmp, "H5Dcreate2/H5Dwrite", "code_points");
+        goto cleanup;
+    }
     herr_t cl = H5Fclose(f);
     f = H5I_INVALID_HID;
     if (cl < 0) {

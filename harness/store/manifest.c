@@ -895,9 +895,9 @@ static int ctx_finish(load_ctx *c) {
             return -1;
         }
     }
-    if (mf->data.tokenizer == TOK_BPE && mf->data.task != TASK_TEXT) {
-        msgf(c->err, c->errlen, "%s: data.tokenizer = bpe applies to data.task = text, not %s; remove the key",
-             origin, task_name(mf->data.task));
+    if (mf->data.tokenizer != TOK_CHAR && mf->data.task != TASK_TEXT) {
+        msgf(c->err, c->errlen, "%s: data.tokenizer = %s applies to data.task = text, not %s; remove the key",
+             origin, task_tokenizer_name(mf->data.tokenizer), task_name(mf->data.task));
         return -1;
     }
     if (mf->data.tokenizer == TOK_BPE && mf->data.vocab_size < BPE_VOCAB_MIN) {
@@ -907,11 +907,21 @@ static int ctx_finish(load_ctx *c) {
              origin, mf->data.vocab_size, BPE_VOCAB_MIN, BPE_VOCAB_MAX);
         return -1;
     }
-    if (mf->data.tokenizer == TOK_CHAR && mf->data.vocab_size != 0) {
+    if (mf->data.tokenizer != TOK_BPE && mf->data.vocab_size != 0) {
         msgf(c->err, c->errlen,
-             "%s: data.vocab_size = %d applies to data.tokenizer = bpe; the char tokenizer takes its vocabulary "
+             "%s: data.vocab_size = %d applies to data.tokenizer = bpe; the %s tokenizer takes its vocabulary "
              "from the file: remove data.vocab_size or set data.tokenizer = bpe",
-             origin, mf->data.vocab_size);
+             origin, mf->data.vocab_size, task_tokenizer_name(mf->data.tokenizer));
+        return -1;
+    }
+    if ((mf->data.train_len > 0) != (mf->data.val_len > 0)) {
+        msgf(c->err, c->errlen, "%s: data.train_len (%d) and data.val_len (%d) go together: set both (the splits in "
+             "tokens) or neither (the fractions)", origin, mf->data.train_len, mf->data.val_len);
+        return -1;
+    }
+    if (mf->data.train_len > 0 && (mf->data.task != TASK_TEXT || mf->data.tokenizer == TOK_BPE)) {
+        msgf(c->err, c->errlen, "%s: data.train_len and data.val_len apply to data.task = text with data.tokenizer = "
+             "char or utf8 (a BPE split is cut in bytes before encoding: use the fractions)", origin);
         return -1;
     }
     if (mf->data.train_size > 0 && mf->data.train_size < mf->train.batch_size) {

@@ -96,6 +96,8 @@ const key_def mf_keys[MF_N_KEYS] = {
     LENUM("data", "task_format", data.task_format, EN_TF),
     LINT("data", "train_size", data.train_size, 0, 100000000), /* 0 = a fresh sequence per row */
     LINT("data", "eval_size", data.eval_size, 0, 100000000),   /* 0 = TASK_EVAL_WINDOWS */
+    LINT("data", "train_len", data.train_len, 0, 2000000000),  /* 0 = data.train_frac */
+    LINT("data", "val_len", data.val_len, 0, 2000000000),
 
     KINT("train", "steps", train.steps, 1, 1000000000),
     KINT("train", "batch_size", train.batch_size, 1, 65536),

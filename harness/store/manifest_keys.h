@@ -36,7 +36,7 @@ typedef struct {
 } key_def;
 
 /* The table, in canonical order (manifest_keys.c); MF_N_KEYS rows, checked there at compile time. */
-#define MF_N_KEYS 70
+#define MF_N_KEYS 72
 extern const key_def mf_keys[MF_N_KEYS];
 
 /* An enum key's values (aux = enum_id): the name of value v, how many there are, and its field in

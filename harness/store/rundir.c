@@ -123,6 +123,7 @@ void run_close(gl_run *r) {
     if (!r) return;
     model_free(&r->model);
     free(r->config_ini);
+    free(r->u8b);
     bpe_free(&r->bpe);
     memset(r, 0, sizeof *r);
 }
@@ -165,6 +166,14 @@ int run_open(gl_run *r, const char *arg, const char *results, int max_B, char *e
     if (model_init(&r->model, &r->mf.model, max_B, err, errlen) != 0) goto cleanup;
     if (ckpt_load(ckpt, &r->model, &r->st, hash, err, errlen) != 0) goto cleanup;
     if (r->st.tokenizer == TOK_BPE && bpe_build(&r->bpe, &r->st.bpe, err, errlen) != 0) goto cleanup;
+    if (r->st.tokenizer == TOK_UTF8) {
+        r->u8b = malloc((size_t)4 * (size_t)r->st.utf8.V);
+        if (!r->u8b) {
+            snprintf(err, errlen, "%s: out of memory for the run's %d characters", ckpt, r->st.utf8.V);
+            goto cleanup;
+        }
+        for (int v = 0; v < r->st.utf8.V; v++) utf8_put(r->st.utf8.cp[v], r->u8b + 4 * (size_t)v);
+    }
     rc = 0;
 cleanup:
     if (rc != 0) {
@@ -173,6 +182,8 @@ cleanup:
         bpe_free(&r->bpe);
         free(r->config_ini);
         r->config_ini = NULL;
+        free(r->u8b);
+        r->u8b = NULL;
     }
     return rc;
 }
@@ -188,6 +199,22 @@ long run_encode(const gl_run *r, const uint8_t *bytes, size_t n, int *ids, char 
         for (size_t i = 0; i < k; i++) ids[i] = tmp[i];
         free(tmp);
         return (long)k;
+    }
+    if (r->st.tokenizer == TOK_UTF8) {
+        long k = 0;
+        for (size_t i = 0; i < n; k++) {
+            uint32_t cp;
+            size_t used = utf8_next(bytes + i, n - i, &cp);
+            int id = utf8_vocab_id(&r->st.utf8, cp);
+            if (id < 0) {
+                snprintf(err, errlen, "the character U+%04X at byte offset %zu is not in the run's vocabulary of %d "
+                         "characters", (unsigned)cp, i, r->st.utf8.V);
+                return -1;
+            }
+            ids[k] = id;
+            i += used;
+        }
+        return k;
     }
     int id_of[256];
     for (int b = 0; b < 256; b++) id_of[b] = -1;
@@ -206,6 +233,11 @@ long run_encode(const gl_run *r, const uint8_t *bytes, size_t n, int *ids, char 
 const uint8_t *run_token(const gl_run *r, int id, size_t *len) {
     if (r->bpe.V > 0) return bpe_token(&r->bpe, id, len);
     assert(id >= 0 && id < r->st.vocab_size);
+    if (r->u8b) {
+        uint8_t tmp[4];
+        *len = (size_t)utf8_put(r->st.utf8.cp[id], tmp);
+        return r->u8b + 4 * (size_t)id;
+    }
     *len = 1;
     return r->st.vocab + id;
 }

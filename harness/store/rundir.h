@@ -46,6 +46,7 @@ typedef struct {
     gl_train_state st;
     char *config_ini; /* the config text stored in the checkpoint (malloc'd) */
     bpe_tok bpe;      /* a BPE run's tokenizer, built from st.bpe (V = 0 for a char run) */
+    uint8_t *u8b;     /* a utf8 run's (4 V) UTF-8 bytes of each id, 4 apart, from st.utf8 (NULL otherwise) */
 } gl_run;
 
 /* Open a finished or interrupted run: resolve arg, read the config stored in
@@ -56,9 +57,10 @@ int run_open(gl_run *r, const char *arg, const char *results, int max_B, char *e
 void run_close(gl_run *r); /* accepts a zeroed or closed gl_run */
 
 /* Text through the run's stored tokenizer (char: its byte table; bpe: its
- * merges).  run_encode writes at most n ids (never more ids than bytes) and
- * returns how many, or -1 with a message naming the first byte the run's
- * vocabulary lacks (char runs only: a BPE run encodes any byte).
+ * merges; utf8: its characters, the text decoded as UTF-8 the way the data
+ * was).  run_encode writes at most n ids (never more ids than bytes) and
+ * returns how many, or -1 with a message naming the first byte (char) or
+ * character (utf8) the run's vocabulary lacks (a BPE run encodes any byte).
  * run_token gives the bytes of id (0 <= id < vocab_size). */
 long run_encode(const gl_run *r, const uint8_t *bytes, size_t n, int *ids, char *err, size_t errlen);
 const uint8_t *run_token(const gl_run *r, int id, size_t *len);

@@ -37,8 +37,9 @@ enum { TASK_COUNT = 0 GL_TASKS(GL_TASK_ONE) };
 #undef GL_TASK_ONE
 
 /* Tokenizers of the text task: X(IDENTIFIER, "manifest name"), in enum order
- * (char: one id per distinct byte of the file; bpe: byte-level BPE, bpe.h). */
-#define GL_TOKENIZERS(X) X(TOK_CHAR, "char") X(TOK_BPE, "bpe")
+ * (char: one id per distinct byte of the file; bpe: byte-level BPE, bpe.h;
+ * utf8: one id per distinct UTF-8 character of the file, utf8.h). */
+#define GL_TOKENIZERS(X) X(TOK_CHAR, "char") X(TOK_BPE, "bpe") X(TOK_UTF8, "utf8")
 #define GL_TOK_ID(id, name) id,
 #define GL_TOK_ONE(id, name) +1
 typedef enum { GL_TOKENIZERS(GL_TOK_ID) } gl_tokenizer;
@@ -65,7 +66,7 @@ typedef struct {
                                unless absolute or starting with "./" */
     float train_frac;       /* 0.9 */
     float val_frac;         /* 0.1 (enwik8: 0.05; the rest is test) */
-    gl_tokenizer tokenizer; /* text task: char (default) or bpe */
+    gl_tokenizer tokenizer; /* text task: char (default), bpe or utf8 */
     int vocab_size;         /* tokenizer = bpe: 256 bytes + merges (257..8192); char: 0 */
     /* synthetic tasks */
     int seq_items;          /* copy/sort: items per sequence (10) */
@@ -78,12 +79,14 @@ typedef struct {
     int train_size;         /* synthetic: 0 = a fresh sequence every row (default); N = a fixed set of N
                                training sequences, read in epochs of shuffled batches */
     int eval_size;          /* synthetic: sequences in the val and the test set (0 = TASK_EVAL_WINDOWS) */
+    int train_len, val_len; /* text (char, utf8): the train and val splits in tokens, taking precedence over
+                               the fractions when train_len > 0 (enwik8's 90M / 5M characters); 0: the fractions */
 } gl_data_config;
 
 /* "text", "copy", "sort", "mqar"; "unknown" out of range. */
 const char *task_name(gl_task t);
 
-/* "char", "bpe"; "unknown" out of range. */
+/* "char", "bpe", "utf8"; "unknown" out of range. */
 const char *task_tokenizer_name(gl_tokenizer t);
 
 /* "gatelab", "paper"; "unknown" out of range. */

@@ -155,3 +155,55 @@ check "the hard α on the whole validation split is still the headline's (val/ha
 check "train.log gives the three conventions" grep -q "the paper's α (soft, training batches): mean of 3 evaluations" "$R/runs/a/train.log"
 check "a dense run logs no train/alpha_paper" \
     test "$(q "select count(*) from metrics where run_id='p' and name like 'alpha_paper%'")" = 0
+
+# ---- 5. UTF-8 characters as tokens (data.tokenizer = utf8) on a small corpus written here ----
+for i in $(seq 1 400); do printf 'caf\xc3\xa9 na\xc3\xafve \xe6\x97\xa5\xe6\x9c\xac %d \xf0\x9f\x98\x80\n' "$i"; done > "$GATELAB_DATA/u.txt"
+printf 'broken \xe6\x97 and \xff here\n' >> "$GATELAB_DATA/u.txt"
+want_v=$(python3 -c "import sys; print(len(set(open(sys.argv[1],'rb').read().decode('utf-8','replace'))))" "$GATELAB_DATA/u.txt" 2>/dev/null)
+U8="data.file=u.txt data.tokenizer=utf8 data.train_frac=0.8 data.val_frac=0.1"
+"$BIN" train "$TINY" $U8 --run-id u --results "$R" --quiet > /dev/null 2>&1
+check "a utf8 run trains (exit 0)" test $? -eq 0
+V=$(q "select value from params where run_id='u' and key='model.vocab_size'")
+check "its vocabulary is the file's distinct characters (V = $V; CPython's decode with errors=replace: ${want_v:-not run})" \
+    test -n "$V" -a "$V" -lt 40 -a "${want_v:-$V}" = "$V"
+check "train.log gives the characters and the split in characters" grep -q "data.tokenizer = utf8: $V characters" "$R/runs/u/train.log"
+check "the checkpoint is format version 4 (with the code points)" test "$(od -An -tu4 -j8 -N4 "$R/runs/u/ckpt" | tr -d ' ')" = 4
+out=$("$BIN" eval u --results "$R" --split test)
+check "eval --split test of the utf8 run gives the test headline" \
+    awk -v a="$(echo "$out" | sed -n 's/.*"soft":{"loss":\([0-9.e-]*\).*/\1/p')" \
+        -v b="$(q "select value from metrics where run_id='u' and split='test' and name='final.loss'")" \
+        'BEGIN{d=a-b; if(d<0)d=-d; exit !(a != "" && d < 1e-6)}'
+"$BIN" sample u --results "$R" --prompt "$(printf 'caf\xc3\xa9 ')" --tokens 40 --temperature 1 --seed 7 > "$W/us.txt" 2> "$W/us.err"
+check "sample with a multi-byte prompt exits 0" test $? -eq 0
+check "the sample starts with the prompt" bash -c "head -c 6 '$W/us.txt' | cmp -s - <(printf 'caf\xc3\xa9 ')"
+if command -v iconv > /dev/null; then
+    check "the sample is valid UTF-8 (whole characters only)" iconv -f UTF-8 -t UTF-8 "$W/us.txt" -o /dev/null
+else
+    skip "the sample's UTF-8 validity (iconv is not installed)"
+fi
+"$BIN" sample u --results "$R" --prompt "$(printf '\xce\xa9')" --tokens 4 > /dev/null 2> "$W/us2.err"
+check "a prompt character the run never saw is refused, named (U+03A9)" grep -q "U+03A9" "$W/us2.err"
+GATELAB_KILL_AFTER_CKPT=20 "$BIN" train "$TINY" $U8 --run-id uk --results "$R" --quiet > /dev/null 2>&1
+"$BIN" train "$TINY" $U8 --resume uk --results "$R" --quiet > /dev/null 2>&1
+check "kill -9 + resume of a utf8 run ends bit for bit ($(last_hex uk) = $(last_hex u))" test -n "$(last_hex u)" -a "$(last_hex uk)" = "$(last_hex u)"
+cp "$GATELAB_DATA/u.txt" "$W/u.keep"; printf '\xce\xa9\n' >> "$GATELAB_DATA/u.txt"
+out=$("$BIN" eval u --results "$R" 2>&1)
+check "eval refuses a utf8 run whose file now has other characters" \
+    bash -c "echo \"\$1\" | grep -q 'was trained on the $V characters'" _ "$out"
+cp "$W/u.keep" "$GATELAB_DATA/u.txt"
+out=$("$BIN" train "$TINY" data.task=copy data.tokenizer=utf8 model.seq_len=20 --run-id bad --results "$R" --quiet 2>&1)
+check "data.tokenizer = utf8 on a synthetic task is refused" \
+    bash -c "echo \"\$1\" | grep -q 'data.tokenizer = utf8 applies to data.task = text, not copy'" _ "$out"
+"$BIN" export u --results "$R" --out "$W/u.h5" > /dev/null 2>&1
+if command -v h5dump > /dev/null; then
+    check "export writes the utf8 run's code points (code_points, $V uint32)" \
+        bash -c "h5dump -H -d code_points '$W/u.h5' | grep -q 'SIMPLE { ( $V ) / ( $V ) }'"
+else
+    skip "export's code_points (h5dump is not installed)"
+fi
+out=$("$BIN" train "$TINY" $U8 data.train_len=100 --run-id bad --results "$R" --quiet 2>&1)
+check "data.train_len without data.val_len is refused" \
+    bash -c "echo \"\$1\" | grep -q 'data.train_len (100) and data.val_len (0) go together'" _ "$out"
+out=$("$BIN" train "$TINY" data.tokenizer=bpe data.vocab_size=300 data.train_len=100 data.val_len=100 --run-id bad --results "$R" --quiet 2>&1)
+check "data.train_len with the BPE tokenizer is refused" \
+    bash -c "echo \"\$1\" | grep -q 'data.train_len and data.val_len apply to data.task = text with data.tokenizer = char or utf8'" _ "$out"
