@@ -49,7 +49,10 @@ for dest in "$R/gatelab.db" "$D/ckpt" "$W/notes.txt" "$W/link-to-db"; do
     "$BIN" report --probe "$W/p.h5" --html --out "$dest" > "$W/r.out" 2>&1; rc=$?
     check "report --probe --out $(basename "$dest"): refused (rc $rc: $(head -c 200 "$W/r.out"))" test $rc -ne 0
 done
-check "after report --probe: registry, checkpoint and trace are as they were" intact
+"$BIN" report sat --html --out "$D/ckpt" --results "$R" > "$W/r.out" 2>&1; rc=$?
+check "report RUN --html --out at the checkpoint: refused (rc $rc: $(tail -c 200 "$W/r.out"))" \
+    bash -c "[ $rc -ne 0 ] && grep -q 'not a gatelab HTML report' '$W/r.out'"
+check "after report --probe and report --html: registry, checkpoint and trace are as they were" intact
 check "after report --probe: the text file is as it was" test "$(cat "$W/notes.txt")" = notes
 
 # item 2: heads --attribution through a planted link
@@ -69,7 +72,7 @@ check "heads --attribution writes and then replaces its own tables (rc $rc1, $rc
 printf 'precious\n' > "$W/precious"
 "$BIN" sweep "$TINY" --axis seed=1,2 --emit-slurm "$R/gatelab.db" --results "$R" > "$W/sl.out" 2>&1; rc=$?
 check "sweep --emit-slurm at the registry: refused (exit $rc: $(head -c 200 "$W/sl.out")), the registry as it was" \
-    bash -c "[ $rc -ne 0 ] && grep -q 'not a Slurm script' '$W/sl.out'"
+    bash -c "[ $rc -ne 0 ] && grep -q 'not a gatelab Slurm script' '$W/sl.out'"
 check "... registry, checkpoint and trace byte for byte as they were" intact
 "$BIN" sweep "$TINY" --axis seed=1,2 --emit-slurm "$W/job.sh" --results "$R" > /dev/null 2>&1; rc1=$?
 "$BIN" sweep "$TINY" --axis seed=1,2 --emit-slurm "$W/job.sh" --results "$R" > /dev/null 2>&1; rc2=$?
