@@ -4,6 +4,7 @@
  * Quantiles are type 7 (linear between order statistics, as R's default and
  * difficulty.c's), on a sorted copy; the mean in double.
  */
+#include "store/fileio.h"
 #include "gate_bands.h"
 
 #include <stdio.h>
@@ -35,13 +36,16 @@ int gate_bands_write(const gl_trace_data *td, gl_gate g, const char *path, int *
     const int rows = (int)dims[0];
     const size_t per_row = (size_t)td->n_probe * gatekind_width(g, td->n_kv_head), per_step = (size_t)rows * per_row;
     float *buf = malloc((per_row ? per_row : 1) * sizeof(float));
-    FILE *f = fopen(path, "w");
-    if (!buf || !f) {
-        free(buf);
-        if (f) fclose(f);
-        snprintf(err, errlen, "gate bands: cannot write %s", path);
+    fileio_out out; /* the output rule (fileio.h): a link or a special file at path is refused */
+    if (!buf) {
+        snprintf(err, errlen, "gate bands: out of memory for %s", path);
         return -1;
     }
+    if (fileio_begin_own(&out, path, "gate-band table", NULL, err, errlen)) {
+        free(buf);
+        return -1;
+    }
+    FILE *f = out.f;
     const char *rname = gatekind_info[g].axis[0] == GAX_ROUTER ? "router" : "block";
     int written = 0;
     for (int r = 0; r < rows; r++) {
@@ -62,10 +66,7 @@ int gate_bands_write(const gl_trace_data *td, gl_gate g, const char *path, int *
         written++;
     }
     free(buf);
-    if (fclose(f)) {
-        snprintf(err, errlen, "gate bands: cannot finish writing %s", path);
-        return -1;
-    }
+    if (fileio_commit(&out, "gate-band table", err, errlen)) return -1;
     *rows_out = written;
     return 0;
 }

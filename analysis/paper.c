@@ -674,17 +674,18 @@ static void pr_provenance(FILE *f, const claims_file *cf, const claims_result *r
     }
 }
 
+#define PR_FOREST_HEADER "index\trow\tmean\tlo\thi\tpaper\tverdict\n"
+static int pr_forest_is_own(const char *path) { return fileio_starts_with(path, PR_FOREST_HEADER); }
+
 /* figures/paper_forest.tsv: one line per row element with a mean, in the row's
  * display units, shifted so that the row's threshold is at 0. */
 static int pr_forest(const char *dir, const claims_result *res, int n, char *path, size_t plen, int *lines,
                      char *err, size_t errlen) {
     snprintf(path, plen, "%s/paper_forest.tsv", dir);
-    FILE *f = fopen(path, "w");
-    if (!f) {
-        snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
-        return -1;
-    }
-    fprintf(f, "index\trow\tmean\tlo\thi\tpaper\tverdict\n");
+    fileio_out out;
+    if (fileio_begin_own(&out, path, "forest table", pr_forest_is_own, err, errlen)) return -1;
+    FILE *f = out.f;
+    fprintf(f, PR_FOREST_HEADER);
     *lines = 0;
     for (int i = 0; i < n; i++)
         for (int k = 0; k < res[i].ne; k++) {
@@ -701,12 +702,7 @@ static int pr_forest(const char *dir, const claims_result *res, int n, char *pat
             fprintf(f, "%s\n", claims_verdict_name(e->v));
             (*lines)++;
         }
-    int bad = ferror(f);
-    if (fclose(f) || bad) {
-        snprintf(err, errlen, "writing %s failed", path);
-        return -1;
-    }
-    return 0;
+    return fileio_commit(&out, "forest table", err, errlen);
 }
 
 /* A file of the source tree as a reader of the report finds it in a clone

@@ -23,6 +23,10 @@
 
 #define SD_MAX_RUNS 32
 
+/* seeds.tsv's first line: the output rule replaces only a file that starts with it. */
+#define SEEDS_HEADER "run_a\trun_b\tseed_a\tseed_b\tprofile_rho\thalted_jaccard\n"
+static int seeds_is_own(const char *path) { return fileio_starts_with(path, SEEDS_HEADER); }
+
 int analyze_seeds(const char *list, const char *results, long windows, const char *out_dir, char *err, size_t errlen) {
     static gl_run run;
     static seeds_run sr[SD_MAX_RUNS];
@@ -31,6 +35,7 @@ int analyze_seeds(const char *list, const char *results, long windows, const cha
     gl_model_config cfg0 = {0};
     int n = 0, rc = -1;
     FILE *f = NULL;
+    fileio_out out = {.f = NULL}; /* seeds.tsv through the output rule (fileio.h) */
     char buf[4096], path[GL_PATH_MAX + 64];
     snprintf(buf, sizeof buf, "%s", list);
     for (char *s = strtok(buf, ","); s; s = strtok(NULL, ",")) {
@@ -79,11 +84,9 @@ int analyze_seeds(const char *list, const char *results, long windows, const cha
     else snprintf(dir, sizeof dir, "%s/analysis", dirs[0]);
     if (fileio_mkdir_p(dir, err, errlen)) goto done;
     snprintf(path, sizeof path, "%s/seeds.tsv", dir);
-    if (!(f = fopen(path, "w"))) {
-        snprintf(err, errlen, "cannot write %s", path);
-        goto done;
-    }
-    fprintf(f, "run_a\trun_b\tseed_a\tseed_b\tprofile_rho\thalted_jaccard\n");
+    if (fileio_begin_own(&out, path, "seed table", seeds_is_own, err, errlen)) goto done;
+    f = out.f;
+    fprintf(f, SEEDS_HEADER);
     printf("gatelab analyze --seeds: %d runs on val[0,%ld) (%ld positions each)\n", n, sr[0].windows, sr[0].n_pos);
     printf("  %-24s %-24s %12s %15s\n", "run a", "run b", "profile ρ", "halted Jaccard");
     double sr_sum = 0, sj_sum = 0;
@@ -100,10 +103,10 @@ int analyze_seeds(const char *list, const char *results, long windows, const cha
         }
     printf("  mean over %d pairs: profile ρ %.4f, halted Jaccard %.4f\n  %s\n", n * (n - 1) / 2,
            kr ? sr_sum / kr : NAN, kj ? sj_sum / kj : NAN, path);
-    rc = report_tsv_close(f, path, err, errlen);
     f = NULL;
+    rc = fileio_commit(&out, "seed table", err, errlen);
 done:
-    if (f) fclose(f);
+    fileio_abort(&out);
     for (int i = 0; i < n; i++) seeds_run_free(&sr[i]);
     return rc;
 }

@@ -40,6 +40,9 @@ static void slurm_abspath(const char *path, char *out, size_t outlen) {
 }
 
 /* The #SBATCH lines and the comments that open the Slurm script. */
+/* What --emit-slurm may replace: a script it wrote before. */
+static int slurm_is_own(const char *path) { return fileio_starts_with(path, "#!/bin/bash\n#SBATCH --job-name=gatelab-"); }
+
 static void slurm_header(FILE *f, const gl_sweep *sw, const gl_sweep_opts *a, const char *exe,
                                const char *abs_results, int k) {
     const size_t n = strlen(exe);
@@ -99,8 +102,13 @@ int slurm_emit(const gl_sweep *sw, const gl_sweep_opts *a, const char *results) 
     slurm_abspath(results, abs_results, sizeof abs_results);
     slurm_abspath(a->manifest, abs_manifest, sizeof abs_manifest);
     int k = a->jobs > 0 ? a->jobs : sw->n_runs;
-    FILE *f = fileio_fopen_w(a->slurm);
-    if (!f) { fprintf(stderr, "gatelab sweep: cannot write %s: %s\n", a->slurm, strerror(errno)); return 1; }
+    fileio_out out; /* the output rule (fileio.h): never over a file that is not a gatelab Slurm script */
+    char ferr[GL_PATH_MAX + 512];
+    if (fileio_begin_own(&out, a->slurm, "Slurm script", slurm_is_own, ferr, sizeof ferr)) {
+        fprintf(stderr, "gatelab sweep: --emit-slurm: %s\n", ferr);
+        return 1;
+    }
+    FILE *f = out.f;
     slurm_header(f, sw, a, exe, abs_results, k);
     const int ranks = a->nodes || a->ntasks_per_node; /* data-parallel array tasks (docs/mpi.md) */
     fprintf(f, "set -u\n");
@@ -156,7 +164,10 @@ int slurm_emit(const gl_sweep *sw, const gl_sweep_opts *a, const char *results) 
                "    echo \"gatelab: scontrol requeue failed; resubmit this task to resume the run\" >&2\n"
                "fi\n");
     fprintf(f, "exit $rc\n");
-    if (fclose(f)) { fprintf(stderr, "gatelab sweep: cannot write %s: %s\n", a->slurm, strerror(errno)); return 1; }
+    if (fileio_commit(&out, "Slurm script", ferr, sizeof ferr)) {
+        fprintf(stderr, "gatelab sweep: --emit-slurm: %s\n", ferr);
+        return 1;
+    }
     chmod(a->slurm, 0755);
     printf("wrote %s: %d array tasks (at most %d at once)\n", a->slurm, sw->n_runs, k);
     printf("submit:  mkdir -p %s/slurm/%s && sbatch %s\n", abs_results, sw->experiment, a->slurm);

@@ -512,6 +512,15 @@ static int resume_tokenizer(run_ctx *c, const gl_train_opts *o, gl_train_state *
     }
     if (ckpt_read_state(ck, *held, err, errlen)) return -1;
     if ((*held)->tokenizer == TOK_BPE) *given = &(*held)->bpe;
+    /* the merges are the run's vocabulary: another size would leave the old merges under a config.ini that
+     * names the new one (--allow-config-change or not) */
+    if (*given && (*held)->vocab_size != c->mf->data.vocab_size) {
+        snprintf(err, errlen, "--resume %s: data.vocab_size = %d, but the run's BPE tokenizer (its %d merges, kept in "
+                 "%s) has %d ids: a run's vocabulary cannot change on resume, not even with --allow-config-change; "
+                 "resume with data.vocab_size = %d, or start a new run", o->resume, c->mf->data.vocab_size,
+                 (*held)->bpe.n, ck, (*held)->vocab_size, (*held)->vocab_size);
+        return -1;
+    }
     return 0;
 }
 

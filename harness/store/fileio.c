@@ -119,7 +119,7 @@ int fileio_check_dest(const char *path, const char *what, fileio_own_fn own, cha
         return -1;
     }
     if (own && sb.st_size > 0 && !own(path)) {
-        snprintf(err, errlen, "%s exists and is not a %s; gatelab replaces only its own %s files (never the "
+        snprintf(err, errlen, "%s exists and is not a gatelab %s; gatelab replaces only its own %s files (never the "
                  "registry, a checkpoint or a trace): choose another path, or remove it", path, what, what);
         errno = EEXIST;
         return -1;

@@ -947,6 +947,88 @@ static int ctx_finish(load_ctx *c) {
     return 0;
 }
 
+/* ------------------------------------------------------ inert knobs --- */
+
+/* A knob that acts only under one variant (docs/model.md; the tensors and
+ * paths of model/variants.h): set under another it changes no weight and no
+ * step, only the run's identity, so a sweep over it trains one model under
+ * several ids.  active says whether c's variant reads the knob. */
+typedef struct {
+    const char *name;                         /* the [model] key */
+    int (*active)(const gl_model_config *c);
+    const char *needs;                        /* the variant, for the message */
+} mf_inert_rule;
+
+static int mf_on_sat(const gl_model_config *c) { return c->value_residual == VR_SATFORMER; }
+static int mf_on_sat_bias(const gl_model_config *c) { return c->value_residual == VR_SATFORMER && c->sat_gate_bias; }
+static int mf_on_rf(const gl_model_config *c) { return c->value_residual == VR_RESFORMER; }
+static int mf_on_vr(const gl_model_config *c) { return c->value_residual != VR_NONE; }
+static int mf_on_tsa(const gl_model_config *c) { return c->depth_routing == DR_TSA; }
+static int mf_on_exit(const gl_model_config *c) { return c->depth_routing == DR_EARLY_EXIT; }
+static int mf_on_mod(const gl_model_config *c) { return c->depth_routing == DR_MOD; }
+static int mf_on_random(const gl_model_config *c) { return c->depth_routing == DR_RANDOM; }
+static int mf_on_hyper(const gl_model_config *c) { return c->cross_layer == CL_HYPER; }
+
+static const mf_inert_rule mf_inert_rules[] = {
+    {"sat_gate", mf_on_sat, "model.value_residual = satformer"},
+    {"sat_gate_bias", mf_on_sat, "model.value_residual = satformer"},
+    {"sat_gate_bias_init", mf_on_sat_bias, "model.value_residual = satformer with model.sat_gate_bias = 1"},
+    {"resformer_variant", mf_on_rf, "model.value_residual = resformer"},
+    {"resformer_lambda1_init", mf_on_rf, "model.value_residual = resformer"},
+    {"value_residual_last_k", mf_on_vr, "a model.value_residual other than none"},
+    {"decay_gates", mf_on_vr, "a model.value_residual other than none (the gates it decays)"},
+    {"router_hidden", mf_on_tsa, "model.depth_routing = tsa"},
+    {"router_init_bias", mf_on_tsa, "model.depth_routing = tsa"},
+    {"tsa_lambda", mf_on_tsa, "model.depth_routing = tsa"},
+    {"exit_weighting", mf_on_exit, "model.depth_routing = early_exit"},
+    {"mod_capacity", mf_on_mod, "model.depth_routing = mod"},
+    {"mod_every", mf_on_mod, "model.depth_routing = mod"},
+    {"random_alpha", mf_on_random, "model.depth_routing = random"},
+    {"hc_expansion", mf_on_hyper, "model.cross_layer = hyper"},
+};
+#define MF_N_INERT (int)(sizeof mf_inert_rules / sizeof mf_inert_rules[0])
+
+typedef struct {
+    char text[MF_N_INERT][64];
+    int at_default[MF_N_INERT];
+} mf_knob_texts;
+
+static int mf_knob_collect(const gl_key *k, void *ctx) {
+    mf_knob_texts *t = ctx;
+    if (strcmp(k->section, "model")) return 0;
+    for (int i = 0; i < MF_N_INERT; i++)
+        if (!strcmp(k->name, mf_inert_rules[i].name)) {
+            snprintf(t->text[i], sizeof t->text[i], "%s", k->text);
+            t->at_default[i] = k->at_default;
+        }
+    return 0;
+}
+
+/* The overrides (command line, plan arguments, sweep axes) may not set a
+ * knob the run's variant does not read: refused when mf's value of such a
+ * knob is not its default and not what the manifest file itself (base: mf
+ * before the overrides) says.  A value the file sets stays accepted as it
+ * always was (the paper's base manifests set tsa_lambda for every run they
+ * make; refusing it would change no model and every run id of the plans). */
+static int mf_inert_check(const gl_manifest *mf, const gl_manifest *base, const char *origin, char *err,
+                          size_t errlen) {
+    static mf_knob_texts now, was; /* one load at a time (manifest_load is not re-entered) */
+    memset(&now, 0, sizeof now);
+    memset(&was, 0, sizeof was);
+    manifest_each_key(mf, mf_knob_collect, &now);
+    manifest_each_key(base, mf_knob_collect, &was);
+    for (int i = 0; i < MF_N_INERT; i++) {
+        const mf_inert_rule *r = &mf_inert_rules[i];
+        if (r->active(&mf->model) || now.at_default[i] || !strcmp(now.text[i], was.text[i])) continue;
+        msgf(err, errlen, "%s: model.%s = %s has no effect without %s (this run has value_residual %s, "
+             "depth_routing %s, cross_layer %s): it would change only the run's id; drop it or set the variant",
+             origin, r->name, now.text[i], r->needs, config_value_residual_name(mf->model.value_residual),
+             config_depth_routing_name(mf->model.depth_routing), config_cross_layer_name(mf->model.cross_layer));
+        return -1;
+    }
+    return 0;
+}
+
 /* --------------------------------------------------------------- API --- */
 
 void manifest_defaults(gl_manifest *mf) {
@@ -1005,6 +1087,7 @@ static void ctx_init(load_ctx *c, gl_manifest *mf, const char *origin, char *err
 int manifest_load(gl_manifest *mf, const char *path, int n_over, char *const *over, char *err,
                   size_t errlen) {
     load_ctx *c = malloc(sizeof *c);
+    gl_manifest *base = NULL;
     char *text = NULL;
     int rc = -1;
     if (!c) {
@@ -1023,6 +1106,11 @@ int manifest_load(gl_manifest *mf, const char *path, int n_over, char *const *ov
         if (!text) goto cleanup;
         if (ctx_parse_text(c, text)) goto cleanup;
     }
+    if (n_over && !(base = malloc(sizeof *base))) {
+        msgf(err, errlen, "out of memory loading manifest %s", path ? path : "(none)");
+        goto cleanup;
+    }
+    if (base) *base = *mf; /* what the file says, before the overrides (mf_inert_check) */
     c->origin = "command line";
     for (int i = 0; i < n_over; i++) {
         c->line = 0;
@@ -1030,11 +1118,13 @@ int manifest_load(gl_manifest *mf, const char *path, int n_over, char *const *ov
     }
     c->origin = mf->path[0] ? mf->path : "command line";
     if (ctx_finish(c)) goto cleanup;
+    if (base && mf_inert_check(mf, base, "command line", err, errlen)) goto cleanup;
     rc = 0;
 cleanup:
     if (c) free(c->scales);
     free(c);
     free(text);
+    free(base);
     return rc;
 }
 

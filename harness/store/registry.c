@@ -287,9 +287,16 @@ int db_open_readonly(gl_db **out, const char *path, char *err, size_t errlen) {
         snprintf(err, errlen, "%s: registry path too long", path);
         goto fail;
     }
-    if (immutable)
+    if (immutable) {
+        char wal[GL_PATH_MAX + 8];
+        struct stat wsb;
+        snprintf(wal, sizeof wal, "%s-wal", path);
+        int pending = stat(wal, &wsb) == 0 && wsb.st_size > 0;
         fprintf(stderr, "gatelab: note: %s is in a folder this user cannot write; reading it as immutable (a run "
-                "writing it meanwhile is not seen)\n", path);
+                "writing it meanwhile is not seen)%s%s%s\n", path, pending ? "; " : "", pending ? wal : "",
+                pending ? " holds commits this read does not see (copy both files to a writable folder to read them)"
+                        : "");
+    }
     if (sqlite3_open_v2(uri, &db->h, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
         db_fail(db, "cannot open the registry", err, errlen);
         goto fail;

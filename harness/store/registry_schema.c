@@ -26,6 +26,7 @@
  * rows.  Contracts as in registry_sql.h.
  */
 #include <assert.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -172,16 +173,16 @@ int db_schema_check(gl_db *db, int version, const char *newer_hint, char *err, s
 
 /* The names of db_schema_sql's tables and columns, read once from the
  * script itself run in a private in-memory database (so the list cannot drift
- * from the schema).  NULL-terminated "table\0col\0col\0\0table\0…\0\0"; NULL
- * when SQLite cannot make it (out of memory). */
-static const char *db_schema_names(void) {
-    static char names[2048];
-    static int made;
-    if (made) return made > 0 ? names : NULL;
+ * from the schema): "table\0col\0col\0\0table\0…\0\0".  Built under
+ * pthread_once (serve opens registries from several threads). */
+static char db_sch_names[2048];
+static int db_sch_names_ok;
+static pthread_once_t db_sch_names_once = PTHREAD_ONCE_INIT;
+
+static void db_sch_names_build(void) {
     sqlite3 *m = NULL;
     sqlite3_stmt *st = NULL, *col = NULL;
     size_t k = 0;
-    made = -1;
     if (sqlite3_open_v2(":memory:", &m, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK ||
         sqlite3_exec(m, db_schema_sql, NULL, NULL, NULL) != SQLITE_OK ||
         sqlite3_prepare_v2(m, "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY rowid", -1, &st, NULL) ||
@@ -190,25 +191,30 @@ static const char *db_schema_names(void) {
     while (sqlite3_step(st) == SQLITE_ROW) {
         const char *t = (const char *)sqlite3_column_text(st, 0);
         size_t n = strlen(t) + 1;
-        assert(k + n + 1 < sizeof names);
-        memcpy(names + k, t, n), k += n;
+        assert(k + n + 1 < sizeof db_sch_names);
+        memcpy(db_sch_names + k, t, n), k += n;
         sqlite3_reset(col);
         sqlite3_bind_text(col, 1, t, -1, SQLITE_TRANSIENT);
         while (sqlite3_step(col) == SQLITE_ROW) {
             const char *c = (const char *)sqlite3_column_text(col, 0);
             n = strlen(c) + 1;
-            assert(k + n + 2 < sizeof names);
-            memcpy(names + k, c, n), k += n;
+            assert(k + n + 2 < sizeof db_sch_names);
+            memcpy(db_sch_names + k, c, n), k += n;
         }
-        names[k++] = 0;
+        db_sch_names[k++] = 0;
     }
-    names[k] = 0;
-    made = 1;
+    db_sch_names[k] = 0;
+    db_sch_names_ok = k > 0;
 done:
     sqlite3_finalize(st);
     sqlite3_finalize(col);
     sqlite3_close(m);
-    return made > 0 ? names : NULL;
+}
+
+/* NULL when SQLite could not make the list (out of memory). */
+static const char *db_schema_names(void) {
+    pthread_once(&db_sch_names_once, db_sch_names_build);
+    return db_sch_names_ok ? db_sch_names : NULL;
 }
 
 static int db_row_type(sqlite3_stmt *st, void *ctx, char *err, size_t errlen) {

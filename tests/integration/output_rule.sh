@@ -4,7 +4,8 @@
 # (O_EXCL|O_NOFOLLOW), fsync, rename; a destination that exists and is not of
 # the command's own kind (the registry, a checkpoint, a trace, a link to one)
 # is refused, named, and left as it was.  Checked on `probe --out`,
-# `sample --trace`, `report --probe … --out` and `heads --attribution`, and a
+# `sample --trace`, `report --probe … --out`, `heads --attribution`,
+# `sweep --emit-slurm` and `analyze --seeds --out`, and a
 # full disk under the probe cache (tests/fault/enospc.c): a message that says
 # "No space left", no crash in HDF5 at exit, no partial file.
 set -u
@@ -48,7 +49,10 @@ for dest in "$R/gatelab.db" "$D/ckpt" "$W/notes.txt" "$W/link-to-db"; do
     "$BIN" report --probe "$W/p.h5" --html --out "$dest" > "$W/r.out" 2>&1; rc=$?
     check "report --probe --out $(basename "$dest"): refused (rc $rc: $(head -c 200 "$W/r.out"))" test $rc -ne 0
 done
-check "after report --probe: registry, checkpoint and trace are as they were" intact
+"$BIN" report sat --html --out "$D/ckpt" --results "$R" > "$W/r.out" 2>&1; rc=$?
+check "report RUN --html --out at the checkpoint: refused (rc $rc: $(tail -c 200 "$W/r.out"))" \
+    bash -c "[ $rc -ne 0 ] && grep -q 'not a gatelab HTML report' '$W/r.out'"
+check "after report --probe and report --html: registry, checkpoint and trace are as they were" intact
 check "after report --probe: the text file is as it was" test "$(cat "$W/notes.txt")" = notes
 
 # item 2: heads --attribution through a planted link
@@ -63,6 +67,25 @@ rm -f "$D/analysis/attribution.tsv"
 "$BIN" heads sat --attribution --windows 2 --batch 2 --results "$R" > "$W/a.out" 2>&1; rc2=$?
 check "heads --attribution writes and then replaces its own tables (rc $rc1, $rc2)" \
     bash -c "[ $rc1 -eq 0 ] && [ $rc2 -eq 0 ] && head -1 '$D/analysis/attribution.tsv' | grep -q '^site'"
+
+# the same rule for the other files a command writes where the user says: --emit-slurm, analyze --seeds
+printf 'precious\n' > "$W/precious"
+"$BIN" sweep "$TINY" --axis seed=1,2 --emit-slurm "$R/gatelab.db" --results "$R" > "$W/sl.out" 2>&1; rc=$?
+check "sweep --emit-slurm at the registry: refused (exit $rc: $(head -c 200 "$W/sl.out")), the registry as it was" \
+    bash -c "[ $rc -ne 0 ] && grep -q 'not a gatelab Slurm script' '$W/sl.out'"
+check "... registry, checkpoint and trace byte for byte as they were" intact
+"$BIN" sweep "$TINY" --axis seed=1,2 --emit-slurm "$W/job.sh" --results "$R" > /dev/null 2>&1; rc1=$?
+"$BIN" sweep "$TINY" --axis seed=1,2 --emit-slurm "$W/job.sh" --results "$R" > /dev/null 2>&1; rc2=$?
+check "sweep --emit-slurm writes, then replaces, its own script (exit $rc1, $rc2)" \
+    bash -c "[ $rc1 -eq 0 ] && [ $rc2 -eq 0 ] && head -1 '$W/job.sh' | grep -q '^#!/bin/bash'"
+"$BIN" train "$TINY" model.value_residual=satformer train.threads=1 train.seed=2 --run-id sat2 --results "$R" --quiet > /dev/null 2>&1
+mkdir -p "$W/seeds"; ln -sf "$W/precious" "$W/seeds/seeds.tsv"
+"$BIN" analyze --seeds sat,sat2 --out "$W/seeds" --results "$R" > "$W/se.out" 2>&1; rc=$?
+check "analyze --seeds: a link at seeds.tsv is refused (exit $rc: $(tail -c 200 "$W/se.out")), its target kept" \
+    bash -c "[ $rc -ne 0 ] && grep -q 'seeds.tsv' '$W/se.out' && [ \"\$(cat '$W/precious')\" = precious ]"
+rm -f "$W/seeds/seeds.tsv"
+"$BIN" analyze --seeds sat,sat2 --out "$W/seeds" --results "$R" > "$W/se.out" 2>&1; rc=$?
+check "analyze --seeds writes its table otherwise (exit $rc)" bash -c "[ $rc -eq 0 ] && head -1 '$W/seeds/seeds.tsv' | grep -q '^run_a'"
 
 # item 13: the probe cache's disk fills: "No space left" named, no crash in HDF5 at exit, no partial file
 if [ ! -f "$SHIM" ]; then fail "fault shim $SHIM not built (make builds it with the tests)"; exit 1; fi

@@ -164,6 +164,9 @@ EOF
     setpriv --reuid=nobody --regid=nogroup --clear-groups "$BIN" collect "$W/nb6/main.db" "$W/ro6/task.db" > "$W/c6.out" 2>&1; rc=$?
     check "collect of a read-only task registry with commits in its -wal: refused, naming the -wal (exit $rc: $(head -c 200 "$W/c6.out"))" \
         bash -c "test $rc -ne 0 && grep -q 'task.db-wal holds' '$W/c6.out'"
+    setpriv --reuid=nobody --regid=nogroup --clear-groups "$BIN" runs --db "$W/ro6/task.db" > /dev/null 2> "$W/r6.err"; rc=$?
+    check "runs on it says the -wal holds commits it does not see (exit $rc)" \
+        bash -c "test $rc -eq 0 && grep -q 'task.db-wal holds commits this read does not see' '$W/r6.err'"
     chmod u+w "$W/ro6"
 else
     skip "collect from a read-only folder (needs the user nobody and setpriv)"

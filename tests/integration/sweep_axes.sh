@@ -22,7 +22,8 @@ export GATELAB_DATA="$W/data"
 make_corpus "$GATELAB_DATA/corpus.txt"
 cd "$W" || exit 1
 export GATELAB_ROOT="$ROOT" # experiments/scales.ini for the paper manifests
-cp "$TINY" tiny.ini
+# a TSA model: the λ axes below act on it (an override of a knob the variant does not read is refused)
+sed 's/^\[model\]$/[model]\ndepth_routing = tsa/' "$TINY" > tiny.ini
 printf '\n[sweep]\nseed = 1, 2\n' >> tiny.ini
 
 # 1. The rule: a list needs a declared axis.
