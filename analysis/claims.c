@@ -1043,9 +1043,12 @@ static void cl_decide(const claims_row *row, claims_result *res) {
 /* A row whose premise failed (res->premise) is measured and shown, never judged: every element and
  * the row read *operating point not reached*. */
 static void cl_premise(claims_result *res) {
-    if (!res->premise[0] || !res->ne) return;
-    for (int k = 0; k < res->ne; k++) res->e[k].v = CV_NOT_REACHED, res->e[k].p = NAN;
-    res->v = CV_NOT_REACHED;
+    const claims_verdict v = res->premise[0] ? CV_NOT_REACHED : CV_PREMISE;
+    if (!res->ne || (!res->premise[0] && !res->row->premise[0])) return;
+    if (!res->premise[0]) snprintf(res->premise, sizeof res->premise, "premise failed: %s; shown, not judged",
+                                   res->row->premise);
+    for (int k = 0; k < res->ne; k++) res->e[k].v = v, res->e[k].p = NAN;
+    res->v = v;
 }
 
 void claims_eval(const claims_row *row, const runset *rs, claims_result *res) {
@@ -1165,14 +1168,20 @@ static claims_verdict cl_combine(const claims_result *res, int n, const char *cl
         case CV_INCONCLUSIVE: inc = 1; break;
         case CV_MAGNITUDE: mag = 1; break;
         case CV_DESCRIBED: desc = 1; break;
-        case CV_NOT_REACHED: unreached = 1; break;
+        case CV_NOT_REACHED:
+        case CV_PREMISE: unreached = 1; break;
         case CV_YES: break;
         }
     }
     if (!any) return context_seen ? CV_DESCRIBED : CV_NOT_MEASURED;
     if (no) return CV_NO;
     if (unmeasured) return CV_NOT_MEASURED;
-    if (unreached) return CV_NOT_REACHED;
+    if (unreached) { /* the first such row's kind names the claim's */
+        for (int i = 0; i < n; i++)
+            if (cl_claim_of(res[i].row->claim, claim, by_number) && !res[i].row->context &&
+                (res[i].v == CV_NOT_REACHED || res[i].v == CV_PREMISE))
+                return res[i].v;
+    }
     if (unin) return CV_UNINFORMATIVE;
     if (inc) return CV_INCONCLUSIVE;
     if (mag) return CV_MAGNITUDE;
@@ -1198,7 +1207,8 @@ void claims_holm(claims_result *res, int n, int *m, double *adj) {
     for (int i = 0; i < n && k < 256; i++) {
         if (!res[i].row->primary) continue;
         /* a primary row whose premise failed (not measured, operating point not reached, a guard) leaves the family */
-        if (res[i].v == CV_NOT_MEASURED || res[i].v == CV_NOT_REACHED || res[i].v == CV_UNINFORMATIVE ||
+        if (res[i].v == CV_NOT_MEASURED || res[i].v == CV_NOT_REACHED || res[i].v == CV_PREMISE ||
+            res[i].v == CV_UNINFORMATIVE ||
             res[i].v == CV_DESCRIBED)
             continue;
         double pc = NAN, po = NAN; /* claimed side, other side */

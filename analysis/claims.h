@@ -45,6 +45,7 @@ typedef enum {
     CV_DESCRIBED,
     CV_NOT_REACHED, /* the row's premise failed: its operating point (α) is further from the paper's than
                      * alpha_within; measured, shown, not judged */
+    CV_PREMISE,     /* a premise the claims file states failed (premise =): measured, shown, not judged */
 } claims_verdict;
 
 /* One row of a claims file, as written (values are the file's text). */
@@ -72,6 +73,8 @@ typedef struct {
     double range_lo, range_hi;    /* the quantity's range in the row's units before `scale` (NaN: unbounded): a t
                                    * interval that leaves it is not given; the seeds are shown instead */
     int primary;                  /* 1: a primary endpoint named before the runs (Holm across them) */
+    char premise[CLAIMS_TEXT];    /* "": none; else a premise of the claim that the data show failed (e.g. "matched
+                                   * accuracy" where one side collapsed), said in the row: measured, not judged */
     char decide[64];              /* each: the label of the one element that decides the row ("scale s, 2000 steps");
                                    * the others are shown with their own verdicts, secondary.  "": every element must
                                    * hold */

@@ -59,7 +59,8 @@ static int cl_set(claims_row *r, const char *key, const char *v, char *msg, size
                 {"pareto", r->pareto, sizeof r->pareto},       {"pilot", r->pilot, sizeof r->pilot},
                 {"given", r->given, sizeof r->given},          {"effect_source", r->effect_source, sizeof r->effect_source},
                 {"form", r->form, sizeof r->form},             {"alpha_def", r->alpha_def, sizeof r->alpha_def},
-                {"sparse", r->sparse, sizeof r->sparse},       {"decide", r->decide, sizeof r->decide}};
+                {"sparse", r->sparse, sizeof r->sparse},       {"decide", r->decide, sizeof r->decide},
+                {"premise", r->premise, sizeof r->premise}};
     for (size_t k = 0; k < sizeof text / sizeof text[0]; k++)
         if (!strcmp(key, text[k].key)) {
             if (strlen(v) >= text[k].n) {
@@ -490,6 +491,7 @@ const char *claims_verdict_name(claims_verdict v) {
     case CV_UNINFORMATIVE: return "uninformative";
     case CV_DESCRIBED: return "described (no threshold)";
     case CV_NOT_REACHED: return "operating point not reached";
+    case CV_PREMISE: return "not judged (premise failed)";
     case CV_NOT_MEASURED: break;
     }
     return "not measured";

@@ -585,6 +585,7 @@ static const char *pr_verdict_md(claims_verdict v) {
     case CV_UNINFORMATIVE: return "*uninformative*";
     case CV_DESCRIBED: return "described";
     case CV_NOT_REACHED: return "operating point not reached";
+    case CV_PREMISE: return "not judged (premise failed)";
     case CV_NOT_MEASURED: break;
     }
     return "not measured";
@@ -788,7 +789,8 @@ static int pr_rank(claims_verdict v) {
     switch (v) {
     case CV_NO: return 0;
     case CV_NOT_MEASURED: return 1;
-    case CV_NOT_REACHED: return 2;
+    case CV_NOT_REACHED:
+    case CV_PREMISE: return 2;
     case CV_UNINFORMATIVE: return 3;
     case CV_INCONCLUSIVE: return 4;
     case CV_MAGNITUDE: return 5;
@@ -853,7 +855,9 @@ static void pr_summary(FILE *f, const claims_file *cf, const claims_result *res)
                 char b[400];
                 claims_elem_brief(r->row, &r->e[k], b, sizeof b);
                 snprintf(number, sizeof number, "row %s%s%s: %s%s", r->row->id, r->e[k].label[0] ? ", " : "",
-                         r->e[k].label, b, r->v == CV_NOT_REACHED ? " — not judged: operating point not reached" : "");
+                         r->e[k].label, b, r->v == CV_NOT_REACHED ? " — not judged: operating point not reached"
+                         : r->v == CV_PREMISE     ? " — not judged: premise failed"
+                                                  : "");
             } else {
                 snprintf(number, sizeof number, "row %s: %s", r->row->id, pr_verdict_md(r->v));
             }
@@ -1021,7 +1025,7 @@ static int pr_forest(const char *dir, const claims_result *res, int n, char *pat
                 const claims_row *r = res[i].row;
                 const claims_elem *el = &res[i].e[e];
                 if (strcmp(pr_panel(r), units[k]) || isnan(el->s.mean) || !strcmp(r->expect, "none") ||
-                    el->v == CV_NOT_REACHED)
+                    el->v == CV_NOT_REACHED || el->v == CV_PREMISE)
                     continue;
                 double t = r->threshold, m = !strncmp(r->quantity, "bench_", 6) ? 1 : r->scale;
                 fprintf(f, "%d\t%s%s%s (%s%s)\t%.6g\t", *lines, r->id, el->label[0] ? " " : "", el->label,
@@ -1333,7 +1337,7 @@ int paper_report(gl_db *db, const char *preset, const char *plan_path, const cha
                "coverage) and its seeds shown beside it, uncut bounds too: with n = 3 and a bimodal outcome the seeds, "
                "not the interval, say what happened. Each row prints its minimum detectable effect (MDE = (t_{0.975,n−1} + "
                "t_{0.8,n−1})·sd/√n) and says **underpowered** when the claim's own distance from the threshold — the "
-               "paper's number, or a distance the pre-registration set (Q1: 0.01 nats), named in the row — is below it, "
+               "paper's number, or a distance the claims file names with its source (`effect`) — is below it, "
                "with the seeds that would detect that distance at the measured sd; a row whose claim gives no distance "
                "says so and is never called underpowered. Bench rows are one measurement each: their brackets are "
                "interquartile ranges over interleaved rounds (dispersion, never confidence intervals), said in words and "

@@ -261,10 +261,16 @@ int main(void) {
                      "[Dm]\nclaim = 5\npaper = decided at a scale not trained\nquantity = diff\nruns = depth_routing=tsa\n"
                      "each = scale\ndecide = scale m\nmetric = val/final.loss\nversus = depth_routing=none\n"
                      "expect = above 0\n"
+                     "[P]\nclaim = 6\npaper = at matched accuracy\n" PAIR "expect = above 0\n"
+                     "premise = the accuracies are not matched\n"
                      "[summary 1]\nclaims = 1 2\ntext = costs\nrow = R\n";
-    ok("report v3 keys parse (range, within, decide, summary)",
-       claims_parse(v3, "v3.ini", &cf, err, sizeof err) == 0 && cf.n == 5 && cf.n_summary == 1);
-    if (cf.n == 5) {
+    ok("report v3 keys parse (range, within, decide, premise, summary)",
+       claims_parse(v3, "v3.ini", &cf, err, sizeof err) == 0 && cf.n == 6 && cf.n_summary == 1);
+    if (cf.n == 6) {
+        claims_eval(&cf.rows[5], &rs, &r);
+        ok("premise = …: measured and shown, not judged, the premise said",
+           r.v == CV_PREMISE && r.ne == 1 && r.e[0].s.n == 2 && strstr(r.premise, "the accuracies are not matched") &&
+               claims_combine(&r, 1, "6") == CV_PREMISE);
         claims_eval(&cf.rows[0], &rs, &r); /* t(1) interval [−0.61, +0.98] leaves [−0.2, 0.2] */
         printf("     range: %s\n", r.ne ? r.e[0].ours : r.why);
         ok("range: the t interval is cut to [−0.2, 0.2], the seeds shown",
