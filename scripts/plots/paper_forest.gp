@@ -2,7 +2,7 @@
 # row (analysis/paper.c writes figures/paper_forest.tsv), its deciding
 # quantity shifted by the row's threshold (0 = the threshold) with its
 # interval as a horizontal bar, and the paper's value on the same shift as a
-# cross; one panel per unit (%, pp, nats, ratio, unitless), each with its own
+# cross (a row without an interval, one measurement, is its point alone); one panel per unit (%, pp, nats, ratio, unitless), each with its own
 # axis, so a row in nats is never a dot on an axis scaled for per cent.
 #
 #   gnuplot -e "data='paper_forest.tsv'; out='x.png'; npanels=2; units='% nats'; counts='3 4'; papers='1 0'; nrows=7" \
@@ -41,9 +41,11 @@ do for [k=1:npanels] {
     if (k > 1) { unset key }  # one key, at the top of the figure
     if (exists("papers") && word(papers, k) eq '1') {
         plot data skip 1 every ::_s::_e using 3:9:4:5:ytic(2) with xerrorbars lt 1 pt 7 title 'ours (interval)', \
+             data skip 1 every ::_s::_e using 3:9 with points lt 1 pt 7 notitle, \
              data skip 1 every ::_s::_e using 6:9 with points lt 2 pt 2 ps 1.2 title 'paper'
     } else {
-        plot data skip 1 every ::_s::_e using 3:9:4:5:ytic(2) with xerrorbars lt 1 pt 7 title 'ours (interval)'
+        plot data skip 1 every ::_s::_e using 3:9:4:5:ytic(2) with xerrorbars lt 1 pt 7 title 'ours (interval)', \
+             data skip 1 every ::_s::_e using 3:9 with points lt 1 pt 7 notitle
     }
     _s = _e + 1
 }
