@@ -18,13 +18,13 @@ check "REPORT.md written" [ -s "$R" ]
 C=experiments/paper/claims.ini
 want=$(grep -E '^\[' "$C" | grep -vcE '^\[(report|disclosure|question|summary)')
 ids=$(grep -E '^\[' "$C" | grep -vE '^\[(report|disclosure|question|summary)' | tr -d '[]')
-rows=$(sed -n '/^## Rows/,/^## Verdict rules/p' "$R" | grep -cE '^\| [^-| ][^|]* \| ')
+rows=$(sed -n '/^## Rows/,/^## Primary endpoints/p' "$R" | grep -cE '^\| [^-| ][^|]* \| ')
 check "one report row per row of claims.ini: $want (got $((rows - 1)) plus the header)" [ "$rows" -eq $((want + 1)) ]
 missing=0
 for id in $ids; do grep -qE "^\| $id \|" "$R" || { echo "row $id missing"; missing=$((missing + 1)); }; done
 check "every claims.ini row is in the report ($missing missing)" [ "$missing" -eq 0 ]
-bad=$(sed -n '/^## Rows/,/^## Verdict rules/p' "$R" | grep -E '^\| [0-9A-Z]' | \
-      grep -vcE '\*\*reproduced\*\*|\*\*not reproduced\*\*|\*\*direction reproduced, magnitude differs\*\*|\*inconclusive\*|\*uninformative\*|\| described \(|operating point not reached \(|not measured: ')
+bad=$(sed -n '/^## Rows/,/^## Primary endpoints/p' "$R" | grep -E '^\| [0-9A-Z]' | \
+      grep -vcE '\*\*reproduced\*\*|\*\*not reproduced\*\*|\*\*direction reproduced, magnitude differs\*\*|\*inconclusive\*|\*uninformative\*|\| described \(|operating point not reached \(|not judged \(premise failed\) \(|not measured: ')
 check "every row has a verdict or says 'not measured: <reason>' ($bad without)" [ "$bad" -eq 0 ]
 check "claims 1 and 2 (copy, sort: no data set needed) are computed" \
     bash -c "! grep -E '^\| (1a|1b|2a|2b) \|' '$R' | grep -qE '\| not measured( \||: )'"
