@@ -253,9 +253,9 @@ static void cl_fmt(char *out, size_t n, const claims_row *row, double v) {
 static claims_verdict cl_judge(const claims_row *row, double lo, double hi, int have_interval) {
     if (!strcmp(row->expect, "none")) return CV_DESCRIBED;
     if (!have_interval || isnan(lo) || isnan(hi)) return CV_INCONCLUSIVE;
-    int above = !strcmp(row->expect, "above");
-    int yes = above ? lo > row->threshold : hi < row->threshold;
-    int no = above ? hi < row->threshold : lo > row->threshold;
+    int above = !strcmp(row->expect, "above"), within = !strcmp(row->expect, "within");
+    int yes = within ? lo > row->threshold && hi < row->threshold_hi : above ? lo > row->threshold : hi < row->threshold;
+    int no = within ? hi < row->threshold || lo > row->threshold_hi : above ? hi < row->threshold : lo > row->threshold;
     if (yes) return !isnan(row->paper_value) && (row->paper_value < lo || row->paper_value > hi) ? CV_MAGNITUDE : CV_YES;
     return no ? CV_NO : CV_INCONCLUSIVE;
 }
@@ -460,11 +460,12 @@ static int cl_sample_values(cl_ctx *c, const runset_run *const *g, int n, cl_sam
     return 0;
 }
 
-/* The paper's effect (its distance from the threshold; for a direction-only
- * row in nats, PREREGISTRATION.md's 0.01 nats) lies below the MDE. */
+/* The distance a power statement uses: the paper's number's distance from the threshold, else the
+ * row's own `effect` (with its source, e.g. the pre-registration's 0.01 nats for Q1's direction-only
+ * rows); NaN when neither is given — then no row is called underpowered, the MDE alone is printed. */
 static double cl_effect(const claims_row *row) {
-    if (!strcmp(row->expect, "none")) return NAN;
-    return !isnan(row->paper_value) ? fabs(row->paper_value - row->threshold) : !strcmp(row->unit, "nats") ? 0.01 : NAN;
+    if (!strcmp(row->expect, "none") || !strcmp(row->expect, "within")) return NAN;
+    return !isnan(row->paper_value) ? fabs(row->paper_value - row->threshold) : row->effect;
 }
 
 static int cl_underpowered(const claims_row *row, double mde) {
@@ -485,6 +486,22 @@ static void cl_budget_note(const claims_row *row, claims_elem *e, double sd_a, d
     if (ns > max) cl_app(e->ours, sizeof e->ours, " (more than %d seeds%s would be needed to detect %s)", max,
                          isnan(sd_b) ? "" : " per group", ef);
     else cl_app(e->ours, sizeof e->ours, " (%d seeds%s would detect %s at this sd)", ns, isnan(sd_b) ? "" : " per group", ef);
+}
+
+/* A judged row without a distance (no paper number, no effect =) is never called underpowered: say so. */
+static void cl_no_distance_note(const claims_row *row, claims_elem *e) {
+    if ((!strcmp(row->expect, "above") || !strcmp(row->expect, "below")) && isnan(cl_effect(row)))
+        cl_app(e->ours, sizeof e->ours, " (the claim gives no distance from the threshold: power not judged)");
+}
+
+/* The one-sided p of the t test that the element's mean lies on the row's claimed side of the
+ * threshold (H0: on the threshold or the other side); NaN without a t interval or a side. */
+static double cl_p_claimed(const claims_row *row, const claims_elem *e) {
+    if (e->interval != 0 || e->s.n < 2 || !(e->s.sd > 0)) return NAN;
+    const int above = !strcmp(row->expect, "above");
+    if (!above && strcmp(row->expect, "below")) return NAN;
+    const double t = (e->s.mean - row->threshold) / (e->s.sd / sqrt(e->s.n)), F = st_t_cdf(t, e->s.n - 1);
+    return above ? 1 - F : F;
 }
 
 /* One element over the runs g[0..n) of one group: its summary, interval,
@@ -521,6 +538,25 @@ static int cl_elem(cl_ctx *c, const runset_run *const *g, int n, claims_elem *e)
     }
     e->mde = st_mde(e->s.n, e->s.sd);
     e->underpowered = cl_underpowered(row, e->mde);
+    e->p = cl_p_claimed(row, e);
+    /* the per-seed values, for a row whose t interval leaves the quantity's range */
+    double d[CL_MAXRUNS];
+    int nd = 0;
+    for (int i = 0; i < n; i++) {
+        double v = !strcmp(q, "value") || !strcmp(q, "rho") ? x[i]
+                   : !strcmp(q, "rel") || !strcmp(q, "vs_curve") ? x[i] / y[i] - 1
+                                                                  : x[i] - y[i];
+        if (!isnan(v)) d[nd++] = v;
+    }
+    /* A t interval that leaves the quantity's range is cut to it (the true mean lies in the range, so the cut
+     * interval keeps the t interval's coverage), and the seeds are shown beside it: with n this small the
+     * t interval's symmetric shape is the assumption that failed. */
+    double t_lo = e->s.lo, t_hi = e->s.hi;
+    if (e->interval == 0 && !isnan(row->range_lo) && (e->s.lo < row->range_lo || e->s.hi > row->range_hi)) {
+        e->interval = 4;
+        if (e->s.lo < row->range_lo) e->s.lo = row->range_lo;
+        if (e->s.hi > row->range_hi) e->s.hi = row->range_hi;
+    }
     /* guards: the reference at the ceiling, or everything at a trivial level */
     double ma_mean = st_describe(x, n, 0.95).mean, mb_mean = st_describe(y, n, 0.95).mean;
     e->v = cl_judge(row, e->s.lo, e->s.hi, e->interval != 3);
@@ -546,6 +582,20 @@ static int cl_elem(cl_ctx *c, const runset_run *const *g, int n, claims_elem *e)
         snprintf(e->ours, sizeof e->ours, "%s [%s, %s] (95 %% t interval, n = %d, sd %s)", m, lo, hi, e->s.n, sd);
     } else if (e->interval == 2) {
         snprintf(e->ours, sizeof e->ours, "%s [%s, %s] (one run: 95 %% bootstrap interval over windows)", m, lo, hi);
+    } else if (e->interval == 4) { /* the t interval cut to the quantity's range, the seeds beside it */
+        char rl[64], rh[64], tl[64], th[64];
+        cl_fmt(rl, sizeof rl, row, row->range_lo);
+        cl_fmt(rh, sizeof rh, row, row->range_hi);
+        cl_fmt(tl, sizeof tl, row, t_lo);
+        cl_fmt(th, sizeof th, row, t_hi);
+        snprintf(e->ours, sizeof e->ours, "%s [%s, %s] (95 %% t interval cut to the quantity's range [%s, %s]: uncut "
+                 "[%s, %s]; n = %d, seeds", m, lo, hi, rl, rh, tl, th, e->s.n);
+        for (int i = 0; i < nd; i++) {
+            char v[64];
+            cl_fmt(v, sizeof v, row, d[i]);
+            cl_app(e->ours, sizeof e->ours, "%s %s", i ? "," : "", v);
+        }
+        cl_app(e->ours, sizeof e->ours, ")");
     } else {
         snprintf(e->ours, sizeof e->ours, "%s (n = 1: no interval)", m);
     }
@@ -554,6 +604,7 @@ static int cl_elem(cl_ctx *c, const runset_run *const *g, int n, claims_elem *e)
         snprintf(md, sizeof md, "%.*f%s%s", row->digits, e->mde * row->scale, row->unit[0] ? " " : "", row->unit);
         cl_app(e->ours, sizeof e->ours, "; MDE %s%s", md, e->underpowered ? " — **underpowered**" : "");
         cl_budget_note(row, e, e->s.sd, NAN);
+        cl_no_distance_note(row, e);
     }
     return 0;
 }
@@ -640,6 +691,10 @@ static int cl_bench(cl_ctx *c, claims_elem *e) {
         snprintf(res->measured, sizeof res->measured, "%s of %s (tokens/s sparse ÷ dense; "
                  "bracket: interquartile range over rounds, a dispersion) beside %s = %.3f×%s",
                  mname, a->t.run_id, mid, ideal, at);
+        if (!isnan(row->alpha_within) && (isnan(al) || fabs(al - row->alpha) > row->alpha_within))
+            snprintf(res->premise, sizeof res->premise, "operating point not reached: the one α measured, %.3f, is not "
+                     "within %g of the paper's %.3f, and one α gives nothing to interpolate along; shown, not judged", al,
+                     row->alpha_within, row->alpha);
         if (!isnan(ideal) && sp > ideal)
             cl_app(res->why, sizeof res->why, "%sthe measured speed-up %.3f× lies ABOVE its FLOP ideal %.3f×: skipping "
                    "cannot save more time than the FLOPs it removes, so the excess is timing noise or a memory/cache "
@@ -647,6 +702,15 @@ static int cl_bench(cl_ctx *c, claims_elem *e) {
                    res->why[0] ? "; " : "", sp, ideal, ideal);
     }
     e->v = cl_judge(row, e->s.lo, e->s.hi, e->interval != 3);
+    e->p = NAN;
+    /* The quartiles of one measurement's rounds are its dispersion, not a confidence interval: where they lie
+     * is said in words, and the row stays inconclusive until repeated measurements give an interval. */
+    if (e->interval == 1 && (e->v == CV_YES || e->v == CV_MAGNITUDE || e->v == CV_NO)) {
+        cl_app(res->why, sizeof res->why, "%sthe rounds' interquartile range lies wholly %s the threshold — the "
+               "dispersion of one measurement (one process, one machine), not a confidence interval, so not judged "
+               "from it alone", res->why[0] ? "; " : "", (e->v == CV_NO) == !strcmp(row->expect, "above") ? "below" : "above");
+        e->v = CV_INCONCLUSIVE;
+    }
     char m[64], lo[64], hi[64];
     snprintf(m, sizeof m, "%.*f", row->digits, e->s.mean);
     snprintf(lo, sizeof lo, "%.*f", row->digits, e->s.lo);
@@ -723,11 +787,10 @@ static int cl_operating_point(const claims_row *row, claims_result *res, const r
         snprintf(res->why, sizeof res->why, "not measured: no group has %s", am);
         return -1;
     }
-    if (!isnan(row->alpha_within) && bd > row->alpha_within) {
-        snprintf(res->why, sizeof res->why, "not measured: no group's mean α (%s) is within %g of the paper's %.3f "
-                 "(nearest: λ = %g, α %.3f)", am, row->alpha_within, row->alpha, cl_lambda_of(pk[gs[best]]), bm);
-        return -1;
-    }
+    if (!isnan(row->alpha_within) && bd > row->alpha_within) /* measured and shown, not judged */
+        snprintf(res->premise, sizeof res->premise, "operating point not reached: no group's mean α (%s) is within %g "
+                 "of the paper's %.3f; the nearest, λ = %g, had α %.3f (%.3f away), and is shown below, not judged",
+                 am, row->alpha_within, row->alpha, cl_lambda_of(pk[gs[best]]), bm, bd);
     cl_app(res->measured, sizeof res->measured, "operating point λ* = %g: the λ whose mean α (%s) over seeds, "
            "%.3f, is nearest the paper's %.3f", cl_lambda_of(pk[gs[best]]), am, bm, row->alpha);
     int from = gs[best], to = gs[best + 1];
@@ -813,6 +876,11 @@ static void cl_across(const claims_row *row, claims_result *res, int ok) {
     e->mde = isnan(df) || isnan(se) ? NAN : (st_t_quantile(0.975, df) + st_t_quantile(0.80, df)) * se;
     e->underpowered = cl_underpowered(row, e->mde);
     e->v = cl_judge(row, e->s.lo, e->s.hi, e->interval != 3);
+    e->p = NAN;
+    if (e->interval == 0 && se > 0 && (!strcmp(row->expect, "above") || !strcmp(row->expect, "below"))) {
+        const double F = st_t_cdf((e->s.mean - row->threshold) / se, df);
+        e->p = !strcmp(row->expect, "above") ? 1 - F : F;
+    }
     char m[64], l[64], h[64];
     cl_fmt(m, sizeof m, row, e->s.mean);
     cl_fmt(l, sizeof l, row, e->s.lo);
@@ -950,6 +1018,36 @@ static void cl_eval_pilot(const claims_row *row, const runset *rs, claims_result
     cl_app(res->measured, sizeof res->measured, "%sthe pilot's choice: %s", res->measured[0] ? "; " : "", row->pilot);
 }
 
+/* decide = LABEL: the element so labelled decides the row; the others keep their own verdicts, shown
+ * beside them (secondary).  Without it (its runs not yet trained) the row is not measured. */
+static int cl_decider(const claims_row *row, const claims_result *res) {
+    for (int k = 0; k < res->ne; k++)
+        if (!strcmp(res->e[k].label, row->decide)) return k;
+    return -1;
+}
+
+static void cl_decide(const claims_row *row, claims_result *res) {
+    const int k = cl_decider(row, res);
+    if (k >= 0) {
+        res->v = res->e[k].v;
+        return;
+    }
+    res->v = CV_NOT_MEASURED;
+    cl_app(res->why, sizeof res->why, "%snot measured: the element that decides the row (%s) has no runs yet; the "
+           "others are shown with their own verdicts and do not decide it", res->why[0] ? "; " : "", row->decide);
+}
+
+/* A row whose premise failed (res->premise) is measured and shown, never judged: every element and
+ * the row read *operating point not reached*. */
+static void cl_premise(claims_result *res) {
+    const claims_verdict v = res->premise[0] ? CV_NOT_REACHED : CV_PREMISE;
+    if (!res->ne || (!res->premise[0] && !res->row->premise[0])) return;
+    if (!res->premise[0]) snprintf(res->premise, sizeof res->premise, "premise failed: %s; shown, not judged",
+                                   res->row->premise);
+    for (int k = 0; k < res->ne; k++) res->e[k].v = v, res->e[k].p = NAN;
+    res->v = v;
+}
+
 void claims_eval(const claims_row *row, const runset *rs, claims_result *res) {
     memset(res, 0, sizeof *res);
     res->row = row;
@@ -969,6 +1067,7 @@ void claims_eval(const claims_row *row, const runset *rs, claims_result *res) {
         if (cl_bench(&c, &res->e[0])) return;
         res->ne = 1;
         res->v = res->e[0].v;
+        cl_premise(res);
         snprintf(res->basis, sizeof res->basis, "bench stage of make paper (scale s, one process, interleaved rounds)");
         return;
     }
@@ -1033,17 +1132,27 @@ void claims_eval(const claims_row *row, const runset *rs, claims_result *res) {
     if (!ok) return; /* res->why says why */
     if (row->across[0]) {
         cl_across(row, res, ok);
+        cl_premise(res);
         return;
     }
     cl_combine_elems(res);
+    if (row->decide[0]) cl_decide(row, res);
     if (row->given[0]) cl_reading(row, rs, res);
+    cl_premise(res);
 }
 
-claims_verdict claims_combine(const claims_result *res, int n, const char *claim) {
-    int any = 0, no = 0, unmeasured = 0, unin = 0, inc = 0, mag = 0, desc = 0;
+/* Whether row claim c belongs to the claim asked for: exactly claim, or (by number) c is num or "num (…)". */
+static int cl_claim_of(const char *c, const char *claim, int by_number) {
+    if (!by_number) return !strcmp(c, claim);
+    size_t l = strlen(claim);
+    return !strncmp(c, claim, l) && (!c[l] || !strncmp(c + l, " (", 2));
+}
+
+static claims_verdict cl_combine(const claims_result *res, int n, const char *claim, int by_number) {
+    int any = 0, no = 0, unmeasured = 0, unreached = 0, unin = 0, inc = 0, mag = 0, desc = 0;
     int context_seen = 0; /* a claim of context rows only: described once one of them was measured */
     for (int i = 0; i < n; i++) {
-        if (strcmp(res[i].row->claim, claim)) continue;
+        if (!cl_claim_of(res[i].row->claim, claim, by_number)) continue;
         if (res[i].row->context) {
             context_seen |= res[i].v != CV_NOT_MEASURED;
             continue;
@@ -1056,14 +1165,106 @@ claims_verdict claims_combine(const claims_result *res, int n, const char *claim
         case CV_INCONCLUSIVE: inc = 1; break;
         case CV_MAGNITUDE: mag = 1; break;
         case CV_DESCRIBED: desc = 1; break;
+        case CV_NOT_REACHED:
+        case CV_PREMISE: unreached = 1; break;
         case CV_YES: break;
         }
     }
     if (!any) return context_seen ? CV_DESCRIBED : CV_NOT_MEASURED;
     if (no) return CV_NO;
     if (unmeasured) return CV_NOT_MEASURED;
+    if (unreached) { /* the first such row's kind names the claim's */
+        for (int i = 0; i < n; i++)
+            if (cl_claim_of(res[i].row->claim, claim, by_number) && !res[i].row->context &&
+                (res[i].v == CV_NOT_REACHED || res[i].v == CV_PREMISE))
+                return res[i].v;
+    }
     if (unin) return CV_UNINFORMATIVE;
     if (inc) return CV_INCONCLUSIVE;
     if (mag) return CV_MAGNITUDE;
     return desc ? CV_DESCRIBED : CV_YES;
+}
+
+claims_verdict claims_combine(const claims_result *res, int n, const char *claim) { return cl_combine(res, n, claim, 0); }
+
+claims_verdict claims_combine_number(const claims_result *res, int n, const char *num) {
+    return cl_combine(res, n, num, 1);
+}
+
+/* Holm (1979): sort the m primary rows' p ascending; the k-th (from 0) is rejected at level
+ * 0.025 / (m − k) while every earlier one was; its adjusted p is max over j ≤ k of (m − j)·p_(j),
+ * capped at 1.  A primary row is judged on that: reproduced (or magnitude differs, as before) only when
+ * its adjusted p for the claimed side is below 0.025, not reproduced only when that for the other side
+ * is, inconclusive otherwise.  A row's p is that of its deciding element (the across element, or the
+ * only one); a primary row with several elements and no across takes its largest p (each must hold). */
+void claims_holm(claims_result *res, int n, int *m, double *adj) {
+    int idx[256], k = 0;
+    double p[256], q[256];
+    for (int i = 0; i < n; i++) adj[i] = NAN;
+    for (int i = 0; i < n && k < 256; i++) {
+        if (!res[i].row->primary) continue;
+        /* a primary row whose premise failed (not measured, operating point not reached, a guard) leaves the family */
+        if (res[i].v == CV_NOT_MEASURED || res[i].v == CV_NOT_REACHED || res[i].v == CV_PREMISE ||
+            res[i].v == CV_UNINFORMATIVE ||
+            res[i].v == CV_DESCRIBED)
+            continue;
+        double pc = NAN, po = NAN; /* claimed side, other side */
+        const int dk = res[i].row->decide[0] ? cl_decider(res[i].row, &res[i]) : -1;
+        for (int e = 0; e < res[i].ne; e++) {
+            const claims_elem *el = &res[i].e[e];
+            if (res[i].row->across[0] && e != res[i].ne - 1) continue; /* the across element decides */
+            if (dk >= 0 && e != dk) continue;                            /* so does decide's */
+            if (isnan(el->p)) { pc = po = NAN; break; }
+            if (isnan(pc) || el->p > pc) pc = el->p;
+            if (isnan(po) || 1 - el->p < po) po = 1 - el->p;
+        }
+        if (!res[i].ne) pc = po = NAN;
+        idx[k] = i, p[k] = isnan(pc) ? 1 : pc, q[k] = isnan(po) ? 1 : po, k++;
+    }
+    *m = k;
+    for (int side = 0; side < 2; side++) { /* adjusted p for the claimed side, then the other */
+        double *v = side ? q : p, a[256];
+        int ord[256];
+        for (int i = 0; i < k; i++) ord[i] = i;
+        for (int i = 1; i < k; i++) /* insertion sort by p, ascending */
+            for (int j = i; j > 0 && v[ord[j]] < v[ord[j - 1]]; j--) {
+                int t = ord[j];
+                ord[j] = ord[j - 1], ord[j - 1] = t;
+            }
+        double run = 0;
+        for (int r = 0; r < k; r++) {
+            double x = (k - r) * v[ord[r]];
+            if (x > run) run = x;
+            a[ord[r]] = run > 1 ? 1 : run;
+        }
+        for (int i = 0; i < k; i++) {
+            claims_result *rr = &res[idx[i]];
+            rr->primary_m = k;
+            if (!side) adj[idx[i]] = rr->p_holm = a[i];
+            if (!side && (rr->v == CV_YES || rr->v == CV_MAGNITUDE) && !(a[i] < 0.025)) rr->v = CV_INCONCLUSIVE;
+            if (side && rr->v == CV_NO && !(a[i] < 0.025)) rr->v = CV_INCONCLUSIVE;
+        }
+    }
+}
+
+void claims_elem_brief(const claims_row *row, const claims_elem *e, char *out, size_t n) {
+    char m[64], lo[64], hi[64];
+    const int bench = !strncmp(row->quantity, "bench_", 6);
+    if (bench) {
+        snprintf(m, sizeof m, "%.*f", row->digits, e->s.mean);
+        snprintf(lo, sizeof lo, "%.*f", row->digits, e->s.lo);
+        snprintf(hi, sizeof hi, "%.*f", row->digits, e->s.hi);
+    } else {
+        cl_fmt(m, sizeof m, row, e->s.mean);
+        cl_fmt(lo, sizeof lo, row, e->s.lo);
+        cl_fmt(hi, sizeof hi, row, e->s.hi);
+    }
+    switch (e->interval) {
+    case 0: snprintf(out, n, "%s [%s, %s] (95 %% interval, n = %d)", m, lo, hi, e->s.n); break;
+    case 1: snprintf(out, n, "%s [%s, %s] (median [quartiles of one measurement's rounds: dispersion])", m, lo, hi); break;
+    case 2: snprintf(out, n, "%s [%s, %s] (one run's bootstrap interval)", m, lo, hi); break;
+    case 4: snprintf(out, n, "%s [%s, %s] (95 %% t interval cut to the quantity's range, n = %d; seeds in its row)", m,
+                     lo, hi, e->s.n); break;
+    default: snprintf(out, n, "%s (no interval)", m); break;
+    }
 }

@@ -43,6 +43,9 @@ typedef enum {
     CV_INCONCLUSIVE,
     CV_UNINFORMATIVE,
     CV_DESCRIBED,
+    CV_NOT_REACHED, /* the row's premise failed: its operating point (α) is further from the paper's than
+                     * alpha_within; measured, shown, not judged */
+    CV_PREMISE,     /* a premise the claims file states failed (premise =): measured, shown, not judged */
 } claims_verdict;
 
 /* One row of a claims file, as written (values are the file's text). */
@@ -61,8 +64,25 @@ typedef struct {
     char alpha_metric[CLAIMS_TEXT]; /* the operating point's α (lambda=@alpha, vs_curve) */
     double alpha;                 /* the paper's α for lambda=@alpha (NaN: none) */
     double alpha_within;          /* lambda=@alpha: the largest |mean α − alpha| accepted (NaN: any) */
-    char expect[16];              /* above, below, none */
+    char expect[16];              /* above, below, within, none */
     double threshold;
+    double threshold_hi;          /* expect = within LO HI: the upper end (threshold the lower) */
+    double effect;                /* the distance from the threshold a power statement uses when the paper gives no
+                                   * number (paper_value): NaN none — no underpowered verdict, the MDE alone */
+    char effect_source[128];      /* where effect comes from ("PREREGISTRATION.md, Common rules") */
+    double range_lo, range_hi;    /* the quantity's range in the row's units before `scale` (NaN: unbounded): a t
+                                   * interval that leaves it is not given; the seeds are shown instead */
+    int primary;                  /* 1: a primary endpoint named before the runs (Holm across them) */
+    char premise[CLAIMS_TEXT];    /* "": none; else a premise of the claim that the data show failed (e.g. "matched
+                                   * accuracy" where one side collapsed), said in the row: measured, not judged */
+    char decide[64];              /* each: the label of the one element that decides the row ("scale s, 2000 steps");
+                                   * the others are shown with their own verdicts, secondary.  "": every element must
+                                   * hold */
+    char form[16];                /* TSA rows: the model form read, gatelab or paper ("" not a TSA row) */
+    char alpha_def[16];           /* TSA rows: α's definition, hard (on validation, skipping done) or soft (the
+                                   * paper's mean p over tokens and blocks) */
+    char sparse[16];              /* TSA rows: the sparse form, gatelab (the whole block skipped) or paper (the FFN's
+                                   * compute only) */
     char each[48];                /* "": one group; words of lambda, scale, steps, n_layer: one element per group,
                                    * labelled by them; "block": one element per gated block */
     char across[16];              /* "": none; scale, steps or n_layer (one of each's words): judge the element
@@ -83,6 +103,17 @@ typedef struct {
     int context;                  /* 1: shown, not part of the claim's verdict */
 } claims_row;
 
+/* A line of the report's first screen (`[summary N]`): the claims it covers, in plain words, and the
+ * row (and optionally the element of it) whose number it shows. */
+typedef struct {
+    char claims[64];          /* claim numbers separated by spaces: "1 2"; a claim N covers the rows whose claim
+                               * is N or begins "N (" */
+    char text[CLAIMS_TEXT];   /* the claims in plain words */
+    char row[32];             /* the row whose number is shown */
+    char element[64];         /* its element's label ("1000 steps"); "" the first */
+    char scale[CLAIMS_TEXT];  /* the scale tested at, against the paper's */
+} claims_summary;
+
 /* A question of the plan (`[question N]`: text, the ids of the rows that answer it, and the
  * plan groups whose runs they read). */
 typedef struct {
@@ -95,10 +126,12 @@ typedef struct {
 typedef struct {
     claims_row *rows;
     int n;
-    char disclosures[16][CLAIMS_TEXT];
+    char disclosures[32][CLAIMS_TEXT];
     int n_disclosures;
     claims_question questions[16];
     int n_questions;
+    claims_summary summary[12];
+    int n_summary;
     char title[CLAIMS_TEXT];
 } claims_file;
 
@@ -107,7 +140,9 @@ typedef struct {
     char label[64];
     double at;             /* the across axis's value of the element's runs (scale rank, steps, n_layer) */
     st_summary s;          /* the deciding quantity; lo/hi its interval */
-    int interval;          /* 0 t over seeds, 1 interquartile range (dispersion), 2 bootstrap of one run, 3 none */
+    int interval;          /* 0 t over seeds, 1 interquartile range (dispersion), 2 bootstrap of one run, 3 none,
+                            * 4 t over seeds cut to the quantity's range (it left it; the seeds are shown) */
+    double p;              /* one-sided p of the t test that the mean is on the claimed side (NaN: none) */
     double mde;            /* minimum detectable effect at its n (NaN: n < 2) */
     int underpowered;      /* the paper's distance from the threshold is below the MDE */
     claims_verdict v;
@@ -120,6 +155,9 @@ typedef struct {
     claims_elem e[CLAIMS_ELEMS];
     int ne;
     char why[CLAIMS_TEXT];       /* not measured: the reason; otherwise notes */
+    char premise[512];           /* "" or why the row is not judged though measured (operating point not reached) */
+    int primary_m;               /* a primary row: how many rows Holm corrected across (0: not primary) */
+    double p_holm;               /* a primary row: its Holm-adjusted one-sided p (NaN otherwise) */
     char measured[CLAIMS_TEXT];  /* what was read: metric chosen, soft/hard, operating point */
     char runs[1024];             /* run ids used */
     char commits[160];           /* commits that trained them */
@@ -147,7 +185,20 @@ void claims_eval(const claims_row *row, const runset *rs, claims_result *res);
 /* The combined verdict of the rows of one claim (context rows left out). */
 claims_verdict claims_combine(const claims_result *res, int n, const char *claim);
 
+/* The same over every row of claim number num: claim "num" and every "num (…)". */
+claims_verdict claims_combine_number(const claims_result *res, int n, const char *num);
+
+/* Holm's step-down correction across the rows marked primary = 1: each primary row's verdict is
+ * re-judged at its Holm-adjusted level (reproduced / not reproduced only where the adjusted one-sided
+ * p is below 0.025); *m gets how many rows are primary, adj[i] (n slots, NaN elsewhere) each primary
+ * row's adjusted p. */
+void claims_holm(claims_result *res, int n, int *m, double *adj);
+
 const char *claims_verdict_name(claims_verdict v);
+
+/* An element's number in a few words for the report's first screen: "+0.0042 nats [−0.0076 nats,
+ * +0.0160 nats] (95 % interval, n = 3)", or what stands in for an interval. */
+void claims_elem_brief(const claims_row *row, const claims_elem *e, char *out, size_t n);
 
 /* Helpers of claims_file.c that claims.c shares: a number (0, or -1 when v is
  * not one entirely) and a string trimmed of spaces, tabs and '\r' in place. */

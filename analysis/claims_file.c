@@ -17,7 +17,8 @@
 
 static void cl_row_defaults(claims_row *r) {
     memset(r, 0, sizeof *r);
-    r->paper_value = r->alpha = r->alpha_within = r->threshold = r->floor = r->ceiling = NAN;
+    r->paper_value = r->alpha = r->alpha_within = r->threshold = r->threshold_hi = r->floor = r->ceiling = NAN;
+    r->effect = r->range_lo = r->range_hi = NAN;
     r->scale = 1;
     r->digits = 4;
     snprintf(r->expect, sizeof r->expect, "none");
@@ -56,7 +57,10 @@ static int cl_set(claims_row *r, const char *key, const char *v, char *msg, size
                 {"bench_a", r->bench_a, sizeof r->bench_a},    {"bench_b", r->bench_b, sizeof r->bench_b},
                 {"unit", r->unit, sizeof r->unit},             {"note", r->note, sizeof r->note},
                 {"pareto", r->pareto, sizeof r->pareto},       {"pilot", r->pilot, sizeof r->pilot},
-                {"given", r->given, sizeof r->given}};
+                {"given", r->given, sizeof r->given},          {"effect_source", r->effect_source, sizeof r->effect_source},
+                {"form", r->form, sizeof r->form},             {"alpha_def", r->alpha_def, sizeof r->alpha_def},
+                {"sparse", r->sparse, sizeof r->sparse},       {"decide", r->decide, sizeof r->decide},
+                {"premise", r->premise, sizeof r->premise}};
     for (size_t k = 0; k < sizeof text / sizeof text[0]; k++)
         if (!strcmp(key, text[k].key)) {
             if (strlen(v) >= text[k].n) {
@@ -66,6 +70,14 @@ static int cl_set(claims_row *r, const char *key, const char *v, char *msg, size
             snprintf(text[k].dst, text[k].n, "%s", v);
             if (!strcmp(key, "pareto") && strncmp(v, "saved ", 6) && strncmp(v, "cost ", 5)) {
                 snprintf(msg, ml, "pareto = '%s': write 'saved LABEL' or 'cost LABEL'", v);
+                return -1;
+            }
+            if ((!strcmp(key, "form") || !strcmp(key, "sparse")) && strcmp(v, "gatelab") && strcmp(v, "paper")) {
+                snprintf(msg, ml, "%s = '%s': gatelab or paper", key, v);
+                return -1;
+            }
+            if (!strcmp(key, "alpha_def") && strcmp(v, "hard") && strcmp(v, "soft")) {
+                snprintf(msg, ml, "alpha_def = '%s': hard (on validation, skipping done) or soft (the paper's mean p)", v);
                 return -1;
             }
             if (!strcmp(key, "quantity") && !cl_quantity_known(v)) {
@@ -79,7 +91,7 @@ static int cl_set(claims_row *r, const char *key, const char *v, char *msg, size
         const char *key;
         double *dst;
     } num[] = {{"paper_value", &r->paper_value}, {"alpha", &r->alpha},     {"alpha_within", &r->alpha_within}, {"floor", &r->floor},
-               {"ceiling", &r->ceiling},         {"scale", &r->scale}};
+               {"ceiling", &r->ceiling},         {"scale", &r->scale},     {"effect", &r->effect}};
     for (size_t k = 0; k < sizeof num / sizeof num[0]; k++)
         if (!strcmp(key, num[k].key)) {
             if (claims_num(v, num[k].dst)) {
@@ -95,6 +107,23 @@ static int cl_set(claims_row *r, const char *key, const char *v, char *msg, size
             return -1;
         }
         r->digits = (int)d;
+        return 0;
+    }
+    if (!strcmp(key, "primary")) {
+        if (strcmp(v, "0") && strcmp(v, "1")) {
+            snprintf(msg, ml, "primary = '%s': 1 (a primary endpoint named before the runs) or 0", v);
+            return -1;
+        }
+        r->primary = !strcmp(v, "1");
+        return 0;
+    }
+    if (!strcmp(key, "range")) { /* "LO HI": the quantity's range before scale */
+        char a[64] = "", b[64] = "";
+        if (sscanf(v, "%63s %63s", a, b) != 2 || claims_num(a, &r->range_lo) || claims_num(b, &r->range_hi) ||
+            !(r->range_lo < r->range_hi)) {
+            snprintf(msg, ml, "range = '%s': write 'LO HI' with LO < HI (the quantity's range, before scale)", v);
+            return -1;
+        }
         return 0;
     }
     if (!strcmp(key, "across")) {
@@ -123,15 +152,25 @@ static int cl_set(claims_row *r, const char *key, const char *v, char *msg, size
         r->context = !strcmp(v, "yes");
         return 0;
     }
-    if (!strcmp(key, "expect")) { /* "above X", "below X" or "none" */
-        char side[16] = "", rest[64] = "";
+    if (!strcmp(key, "expect")) { /* "above X", "below X", "within LO HI" or "none" */
+        char side[16] = "", rest[64] = "", hi[64] = "";
         if (!strcmp(v, "none")) {
             snprintf(r->expect, sizeof r->expect, "none");
             return 0;
         }
+        if (!strncmp(v, "within", 6)) {
+            if (sscanf(v, "%15s %63s %63s", side, rest, hi) != 3 || strcmp(side, "within") ||
+                claims_num(rest, &r->threshold) || claims_num(hi, &r->threshold_hi) || !(r->threshold < r->threshold_hi)) {
+                snprintf(msg, ml, "expect = '%s': write 'within LO HI' with LO < HI (an equivalence: the interval "
+                         "wholly inside)", v);
+                return -1;
+            }
+            snprintf(r->expect, sizeof r->expect, "within");
+            return 0;
+        }
         if (sscanf(v, "%15s %63s", side, rest) != 2 || (strcmp(side, "above") && strcmp(side, "below")) ||
             claims_num(rest, &r->threshold)) {
-            snprintf(msg, ml, "expect = '%s': write 'above X', 'below X' or 'none'", v);
+            snprintf(msg, ml, "expect = '%s': write 'above X', 'below X', 'within LO HI' or 'none'", v);
             return -1;
         }
         snprintf(r->expect, sizeof r->expect, "%s", side);
@@ -205,6 +244,27 @@ static int cl_check_questions(const claims_file *cf, char *msg, size_t ml) {
     return 0;
 }
 
+/* Every summary line has its claims, text and row, the row is a row of the file, and no claim number
+ * is on two lines (the first screen gives each claim one verdict). */
+static int cl_check_summary(const claims_file *cf, char *msg, size_t ml) {
+    for (int q = 0; q < cf->n_summary; q++) {
+        const claims_summary *sm = &cf->summary[q];
+        if (!sm->claims[0] || !sm->text[0] || !sm->row[0])
+            return snprintf(msg, ml, "summary %d needs claims =, text = and row =", q + 1), -1;
+        int found = 0;
+        for (int k = 0; k < cf->n && !found; k++) found = !strcmp(cf->rows[k].id, sm->row);
+        if (!found) return snprintf(msg, ml, "summary %d names row [%s], which the file has not", q + 1, sm->row), -1;
+        char ids[64];
+        snprintf(ids, sizeof ids, "%s", sm->claims);
+        for (char *save = NULL, *w = strtok_r(ids, " \t,", &save); w; w = strtok_r(NULL, " \t,", &save))
+            for (int p = 0; p < q; p++)
+                if (cl_has_word(cf->summary[p].claims, w))
+                    return snprintf(msg, ml, "claim %s is on summary lines %d and %d: give each claim one line", w,
+                                    p + 1, q + 1), -1;
+    }
+    return 0;
+}
+
 /* Check a finished row; -1 with a message. */
 static int cl_check(const claims_row *r, char *msg, size_t ml) {
     if (!r->claim[0]) return snprintf(msg, ml, "row [%s] has no claim = (the claim it belongs to)", r->id), -1;
@@ -227,8 +287,10 @@ static int cl_check(const claims_row *r, char *msg, size_t ml) {
         return snprintf(msg, ml, "row [%s]: vs_curve needs curve = split/prefix (e.g. ablation/exit.tau)", r->id), -1;
     if (strstr(r->runs, "@alpha") && isnan(r->alpha))
         return snprintf(msg, ml, "row [%s]: lambda=@alpha needs alpha = the paper's α", r->id), -1;
-    if (!isnan(r->alpha_within) && (!strstr(r->runs, "@alpha") || !(r->alpha_within > 0)))
-        return snprintf(msg, ml, "row [%s]: alpha_within needs lambda=@alpha in runs and a value > 0", r->id), -1;
+    if (!isnan(r->alpha_within) && ((!strstr(r->runs, "@alpha") && strcmp(r->quantity, "bench_sparse")) ||
+                                    !(r->alpha_within > 0) || isnan(r->alpha)))
+        return snprintf(msg, ml, "row [%s]: alpha_within needs alpha =, lambda=@alpha in runs (or quantity = "
+                        "bench_sparse) and a value > 0", r->id), -1;
     if (r->across[0] && !cl_has_word(r->each, r->across))
         return snprintf(msg, ml, "row [%s]: across = %s needs %s among each's words", r->id, r->across, r->across), -1;
     if (!strcmp(r->reading, "trend") && !r->across[0])
@@ -236,6 +298,9 @@ static int cl_check(const claims_row *r, char *msg, size_t ml) {
     if (r->reading[0] && strcmp(r->reading, "trend") && (!strchr(r->given, ';') || r->across[0] || r->each[0]))
         return snprintf(msg, ml, "row [%s]: reading = %s needs given = RUNS ; VERSUS (the reference pair) and "
                         "no each/across", r->id, r->reading), -1;
+    if (r->decide[0] && (!r->each[0] || !strcmp(r->each, "block") || r->across[0]))
+        return snprintf(msg, ml, "row [%s]: decide = LABEL needs each = (words of lambda, scale, steps, n_layer) and no "
+                        "across", r->id), -1;
     if (cl_each_check(r->each))
         return snprintf(msg, ml, "row [%s]: each = '%s': block alone, or words of lambda, scale, steps, n_layer", r->id,
                         r->each), -1;
@@ -263,7 +328,7 @@ static int cl_check(const claims_row *r, char *msg, size_t ml) {
 int claims_parse(const char *text, const char *name, claims_file *cf, char *err, size_t errlen) {
     memset(cf, 0, sizeof *cf);
     int cap = 0, line_no = 0, rc = -1;
-    enum { NONE, ROW, DISCLOSURE, HEAD, QUESTION } in = NONE;
+    enum { NONE, ROW, DISCLOSURE, HEAD, QUESTION, SUMMARY } in = NONE;
     char msg[400] = "";
     /* the keys of the section being read, with their lines: a key given twice is refused, never the last
      * value taken silently (every key of a row is shorter than 16 bytes; there are fewer than 48) */
@@ -295,12 +360,19 @@ int claims_parse(const char *text, const char *name, claims_file *cf, char *err,
             if (!strcmp(sec, "report")) {
                 in = HEAD;
             } else if (!strncmp(sec, "disclosure", 10)) {
-                if (cf->n_disclosures == 16) {
-                    snprintf(msg, sizeof msg, "more than 16 disclosures");
+                if (cf->n_disclosures == 32) {
+                    snprintf(msg, sizeof msg, "more than 32 disclosures");
                     goto bad;
                 }
                 cf->n_disclosures++;
                 in = DISCLOSURE;
+            } else if (!strncmp(sec, "summary", 7) && (!sec[7] || sec[7] == ' ')) {
+                if (cf->n_summary == 12) {
+                    snprintf(msg, sizeof msg, "more than 12 summary lines (the first screen holds at most 12)");
+                    goto bad;
+                }
+                cf->n_summary++;
+                in = SUMMARY;
             } else if (!strncmp(sec, "question", 8) && (!sec[8] || sec[8] == ' ')) {
                 if (cf->n_questions == 16) {
                     snprintf(msg, sizeof msg, "more than 16 questions");
@@ -356,6 +428,29 @@ int claims_parse(const char *text, const char *name, claims_file *cf, char *err,
             snprintf(seen[n_seen], sizeof seen[0], "%s", key);
             seen_line[n_seen++] = line_no;
         }
+        if (in == SUMMARY) {
+            claims_summary *sm = &cf->summary[cf->n_summary - 1];
+            struct {
+                const char *k;
+                char *dst;
+                size_t n;
+            } f[] = {{"claims", sm->claims, sizeof sm->claims}, {"text", sm->text, sizeof sm->text},
+                     {"row", sm->row, sizeof sm->row},          {"element", sm->element, sizeof sm->element},
+                     {"scale", sm->scale, sizeof sm->scale}};
+            size_t k = 0;
+            while (k < sizeof f / sizeof f[0] && strcmp(key, f[k].k)) k++;
+            if (k == sizeof f / sizeof f[0]) {
+                snprintf(msg, sizeof msg, "unknown key '%s' (a [summary] section takes claims =, text =, row =, "
+                         "element = and scale =)", key);
+                goto bad;
+            }
+            if (strlen(val) >= f[k].n) {
+                snprintf(msg, sizeof msg, "%s is longer than %zu bytes", key, f[k].n - 1);
+                goto bad;
+            }
+            snprintf(f[k].dst, f[k].n, "%s", val);
+            continue;
+        }
         if (in == QUESTION) {
             claims_question *q = &cf->questions[cf->n_questions - 1];
             char *dst = !strcmp(key, "text")     ? q->text
@@ -399,7 +494,7 @@ int claims_parse(const char *text, const char *name, claims_file *cf, char *err,
         line_no = -1;
         goto bad;
     }
-    if (cl_check_questions(cf, msg, sizeof msg)) {
+    if (cl_check_questions(cf, msg, sizeof msg) || cl_check_summary(cf, msg, sizeof msg)) {
         line_no = -1;
         goto bad;
     }
@@ -440,6 +535,8 @@ const char *claims_verdict_name(claims_verdict v) {
     case CV_INCONCLUSIVE: return "inconclusive";
     case CV_UNINFORMATIVE: return "uninformative";
     case CV_DESCRIBED: return "described (no threshold)";
+    case CV_NOT_REACHED: return "operating point not reached";
+    case CV_PREMISE: return "not judged (premise failed)";
     case CV_NOT_MEASURED: break;
     }
     return "not measured";

@@ -450,6 +450,128 @@ static int write_progress(FILE *f, gl_db *db, const paper_plan *plan, const char
 }
 
 
+/* ---- what was spent: every run of the registry, finished or not ---- */
+
+/* Threads a run computed with: its environment event's "N OpenMP threads", else its train.threads
+ * param; 0 when neither is recorded. */
+static int sp_threads(gl_db *db, const char *run_id, char *err, size_t errlen) {
+    char last[1024] = "", v[64] = "";
+    if (db_run_events(db, run_id, "environment", last, sizeof last, err, errlen) > 0) {
+        const char *t = strstr(last, " OpenMP threads");
+        if (t) {
+            const char *b = t;
+            while (b > last && b[-1] >= '0' && b[-1] <= '9') b--;
+            if (b < t) return atoi(b);
+        }
+    }
+    if (db_param_get(db, run_id, "train.threads", v, sizeof v, err, errlen) == 1 && atoi(v) > 0) return atoi(v);
+    return 0;
+}
+
+typedef struct {
+    char group[96];
+    int runs, finished, failed, unfinished, restarted, unthreaded, timed;
+    double core_s, train_core_s;
+    char hosts[128], kernels[96];
+} sp_group;
+
+/* "What was spent": per plan group (and the bench's cost experiments) and in total, the core-hours
+ * from each run's start → end times × its threads (an upper bound: a run resumed in a later session
+ * counts the pause between) and from its training seconds (pauses left out, paper_run.wall_s), the
+ * machines (the registry's host) and OpenBLAS kernels, and the runs that failed, were never finished
+ * (lost with a machine or abandoned) or were started more than once (resumed or trained again). */
+static int pr_spent(FILE *f, gl_db *db, const paper_run *runs, int nruns, char *err, size_t errlen) {
+    gl_run_row *rows = NULL;
+    int n = 0, ng = 0;
+    const gl_run_filter every = {NULL, NULL, NULL, NULL, 0, 1}; /* deleted runs too: they were spent */
+    if (db_runs_find(db, &every, &rows, &n, err, errlen)) return -1;
+    sp_group *g = calloc((size_t)n + 1, sizeof *g);
+    if (!g) {
+        free(rows);
+        snprintf(err, errlen, "out of memory for %d runs", n);
+        return -1;
+    }
+    sp_group *all = &g[n];
+    snprintf(all->group, sizeof all->group, "all");
+    char notes[4096] = "";
+    for (int i = 0; i < n; i++) {
+        const gl_run_row *r = &rows[i];
+        const char *grp = !strncmp(r->experiment, "paper-", 6) ? r->experiment + 6 : r->experiment;
+        int k = 0;
+        while (k < ng && strcmp(g[k].group, grp)) k++;
+        if (k == ng) snprintf(g[ng++].group, sizeof g[0].group, "%s", grp);
+        const int th = sp_threads(db, r->run_id, err, errlen);
+        char kern[96] = "";
+        if (db_run_kernels(db, r->run_id, kern, sizeof kern, err, errlen) < 0) {
+            free(rows), free(g);
+            return -1;
+        }
+        double train_s = NAN;
+        for (int j = 0; j < nruns; j++)
+            if (!strcmp(runs[j].t.run_id, r->run_id)) train_s = runs[j].wall_s;
+        sp_group *t[2] = {&g[k], all};
+        for (int j = 0; j < 2; j++) {
+            sp_group *x = t[j];
+            x->runs++;
+            x->finished += !strcmp(r->status, "FINISHED");
+            x->failed += !strcmp(r->status, "FAILED");
+            x->unfinished += strcmp(r->status, "FINISHED") && strcmp(r->status, "FAILED");
+            x->restarted += r->attempts > 1;
+            x->unthreaded += !th;
+            if (!isnan(r->start_time) && !isnan(r->end_time) && r->end_time > r->start_time)
+                x->core_s += (r->end_time - r->start_time) * (th ? th : 1), x->timed++;
+            if (!isnan(train_s)) x->train_core_s += train_s * (th ? th : 1);
+            if (r->host[0]) db_kernel_list_add(x->hosts, sizeof x->hosts, r->host);
+            for (const char *p = kern; *p;) {
+                char one[64];
+                size_t len = strcspn(p, ",");
+                snprintf(one, sizeof one, "%.*s", (int)len, p);
+                db_kernel_list_add(x->kernels, sizeof x->kernels, one);
+                p += len;
+                while (*p == ',' || *p == ' ') p++;
+            }
+        }
+        if (strcmp(r->status, "FINISHED") || r->attempts > 1) {
+            size_t l = strlen(notes);
+            if (l + 200 < sizeof notes)
+                snprintf(notes + l, sizeof notes - l, "%s%s (%s, %d attempt%s%s)", l ? ", " : "", r->run_id, r->status,
+                         r->attempts, r->attempts == 1 ? "" : "s", isnan(r->deleted_time) ? "" : ", deleted from the "
+                         "registry's listings");
+        }
+    }
+    fprintf(f, "## What was spent\n\nFrom the registry (every run it holds, finished or not): core-hours as each run's "
+               "start → end time × its threads (an upper bound: a run resumed in a later session counts the pause) "
+               "and as its training seconds × threads (pauses left out; trained runs only), the machines it names "
+               "and the OpenBLAS kernels the runs recorded. *Not finished*: runs left SCHEDULED, RUNNING or KILLED "
+               "(lost with a machine or abandoned); *started again*: more than one attempt (resumed, or trained again "
+               "after a machine was replaced). Runs lost with a machine before any snapshot are in no registry and "
+               "not counted (PREREGISTRATION.md's pilot log names them).\n\n"
+               "| group | runs | finished | failed | not finished | started again | core-h (start → end) | "
+               "core-h (training) | machines | OpenBLAS kernels |\n"
+               "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- |\n");
+    for (int k = 0; k <= ng; k++) {
+        const sp_group *x = k < ng ? &g[k] : all;
+        char span[32] = "not recorded", train[32] = "—";
+        if (x->timed) snprintf(span, sizeof span, "%.2f%s", x->core_s / 3600, x->timed < x->runs ? "*" : "");
+        if (x->train_core_s > 0) snprintf(train, sizeof train, "%.2f", x->train_core_s / 3600);
+        fprintf(f, "| %s%s%s | %d | %d | %d | %d | %d | %s | %s | %s | %s |\n", k < ng ? "" : "**", x->group,
+                k < ng ? "" : "**", x->runs, x->finished, x->failed, x->unfinished, x->restarted, span, train,
+                x->hosts[0] ? x->hosts : "not recorded", x->kernels[0] ? x->kernels : "not recorded");
+    }
+    if (all->timed < all->runs)
+        fprintf(f, "\n\\* %d run%s recorded no start time (the bench's cost runs record their rounds, not a span; "
+                   "runs never started): left out of that column.\n", all->runs - all->timed,
+                all->runs - all->timed == 1 ? "" : "s");
+    if (all->unthreaded)
+        fprintf(f, "\n%d run%s recorded neither an environment event nor train.threads; counted as one thread.\n",
+                all->unthreaded, all->unthreaded == 1 ? "" : "s");
+    if (notes[0]) fprintf(f, "\nNot finished or started again: %s.\n", notes);
+    fprintf(f, "\n");
+    free(rows);
+    free(g);
+    return 0;
+}
+
 /* ---- the report: claims as data (claims.h) over the run set (runset.h) ---- */
 
 static long run_tokens(const paper_run *r) { return r->steps * r->batch * r->seq_len; }
@@ -462,6 +584,8 @@ static const char *pr_verdict_md(claims_verdict v) {
     case CV_INCONCLUSIVE: return "*inconclusive*";
     case CV_UNINFORMATIVE: return "*uninformative*";
     case CV_DESCRIBED: return "described";
+    case CV_NOT_REACHED: return "operating point not reached";
+    case CV_PREMISE: return "not judged (premise failed)";
     case CV_NOT_MEASURED: break;
     }
     return "not measured";
@@ -478,11 +602,13 @@ static const struct {
     {"vs_curve", "the paired relative difference against the partner's τ curve interpolated at the run's α (95 % t "
                  "interval over seeds)"},
     {"rho", "Spearman ρ, mean over seeds (95 % t interval; one seed: its bootstrap interval over windows)"},
-    {"bench_ratio", "the median per-round step ratio to plain (bracket: interquartile range over rounds — a "
-                    "dispersion, not a confidence interval)"},
-    {"bench_gap", "A's median step ratio − B's (bracket: A's quartiles against B's — a dispersion)"},
+    {"bench_ratio", "the median per-round step ratio to plain of one measurement (bracket: interquartile range over "
+                    "rounds — a dispersion, not a confidence interval)"},
+    {"bench_gap", "A's median step ratio − B's, one measurement each (bracket: A's quartiles against B's — a "
+                  "dispersion)"},
     {"bench_rss", "the ratio of peak RSS (one process each: no interval)"},
-    {"bench_sparse", "the sparse-inference speed-up over dense (bracket: interquartile range over rounds)"},
+    {"bench_sparse", "the sparse-inference speed-up over dense of one measurement (bracket: interquartile range over "
+                     "rounds — a dispersion)"},
 };
 
 static void pr_rule(const claims_row *r, char *out, size_t n) {
@@ -494,13 +620,25 @@ static void pr_rule(const claims_row *r, char *out, size_t n) {
         return;
     }
     int above = !strcmp(r->expect, "above");
-    char thr[48];
+    char thr[48], thr_hi[48];
     snprintf(thr, sizeof thr, "%+.*f%s%s", r->digits, r->threshold * r->scale, r->unit[0] ? " " : "", r->unit);
-    snprintf(out, n, "%s: reproduced if its interval lies wholly %s %s%s; not reproduced if wholly %s; otherwise "
-             "inconclusive", what, above ? "above" : "below", thr,
-             isnan(r->paper_value) ? "" : " and holds the paper's value (outside it: direction reproduced, magnitude "
-                                          "differs)",
-             above ? "below" : "above");
+    snprintf(thr_hi, sizeof thr_hi, "%+.*f%s%s", r->digits, r->threshold_hi * r->scale, r->unit[0] ? " " : "", r->unit);
+    char band[128];
+    if (!strcmp(r->expect, "within")) snprintf(band, sizeof band, "the band [%s, %s]", thr, thr_hi);
+    else snprintf(band, sizeof band, "%s (%s is the claimed side)", thr, above ? "above" : "below");
+    if (!strncmp(r->quantity, "bench_", 6)) /* one measurement: a dispersion rule, never a verdict from it alone */
+        snprintf(out, n, "%s: a dispersion rule — where the bracket lies against %s is said in words; one "
+                 "measurement's rounds are not independent repeats, so the row is never called reproduced or not "
+                 "reproduced from them alone: inconclusive until repeated measurements give an interval", what, band);
+    else if (!strcmp(r->expect, "within"))
+        snprintf(out, n, "%s: reproduced if its interval lies wholly inside [%s, %s]; not reproduced if wholly outside; "
+                 "otherwise inconclusive", what, thr, thr_hi);
+    else
+        snprintf(out, n, "%s: reproduced if its interval lies wholly %s %s%s; not reproduced if wholly %s; otherwise "
+                 "inconclusive", what, above ? "above" : "below", thr,
+                 isnan(r->paper_value) ? "" : " and holds the paper's value (outside it: direction reproduced, magnitude "
+                                              "differs)",
+                 above ? "below" : "above");
     size_t l = strlen(out);
     if (!isnan(r->ceiling) && l < n)
         snprintf(out + l, n - l, "; uninformative if the reference's mean is at or above %g (the ceiling)", r->ceiling);
@@ -508,6 +646,19 @@ static void pr_rule(const claims_row *r, char *out, size_t n) {
     if (!isnan(r->floor) && l < n)
         snprintf(out + l, n - l, "; uninformative if every variant's mean is below %g (a trivial heuristic's level)",
                  r->floor);
+    l = strlen(out);
+    if (!isnan(r->alpha_within) && l < n)
+        snprintf(out + l, n - l, "; not judged (operating point not reached) when the α it reads is more than %g from "
+                 "the paper's %.3f", r->alpha_within, r->alpha);
+    l = strlen(out);
+    if (!isnan(r->range_lo) && l < n)
+        snprintf(out + l, n - l, "; a t interval that leaves the quantity's range [%g, %g] is cut to it (it keeps its "
+                 "coverage, the true value lying in the range) and the seeds are shown beside it",
+                 r->range_lo * r->scale, r->range_hi * r->scale);
+    l = strlen(out);
+    if (!isnan(r->effect) && isnan(r->paper_value) && l < n && strcmp(r->expect, "none"))
+        snprintf(out + l, n - l, "; underpowered when the MDE exceeds %g%s%s (%s)", r->effect * r->scale,
+                 r->unit[0] ? " " : "", r->unit, r->effect_source[0] ? r->effect_source : "the row's effect =");
 }
 
 static void pr_paper_cell(const claims_row *r, char *out, size_t n) {
@@ -532,10 +683,16 @@ static void pr_ours(const claims_result *res, char *out, size_t n) {
         snprintf(out, n, "%s", res->why[0] ? res->why : "not measured");
         return;
     }
+    if (res->premise[0]) snprintf(out, n, "**%s** — ", res->premise);
     for (int k = 0; k < res->ne; k++) {
         size_t l = strlen(out);
         snprintf(out + l, n - l, "%s%s%s%s", k ? "; " : "", res->e[k].label, res->e[k].label[0] ? ": " : "",
                  res->e[k].ours);
+        if (res->row->decide[0]) { /* each element's own verdict; the deciding one says so */
+            l = strlen(out);
+            snprintf(out + l, n - l, " → %s (%s)", pr_verdict_md(res->e[k].v),
+                     strcmp(res->e[k].label, res->row->decide) ? "secondary: does not decide the row" : "decides the row");
+        }
     }
     size_t l = strlen(out);
     if (res->why[0] && l < n) snprintf(out + l, n - l, " — %s", res->why); /* guards, unlike tokens, above-ideal */
@@ -610,11 +767,156 @@ static void pr_questions(FILE *f, const claims_file *cf, const claims_result *re
     fprintf(f, "\n");
 }
 
+/* Whether row r is a TSA row: it reads TSA runs, or TSA's sparse inference. */
+static int pr_tsa_row(const claims_row *r) {
+    return strstr(r->runs, "depth_routing=tsa") || r->form[0] || r->alpha_def[0] || r->sparse[0] ||
+           !strcmp(r->quantity, "bench_sparse") || !strcmp(r->bench_a, "cost-paper-s-tsa");
+}
+
+/* The form a TSA row read: the claims file's form / alpha_def / sparse, defaults gatelab / hard / gatelab
+ * (the form every round-one row read); "—" for other rows. */
+static void pr_form(const claims_row *r, char *out, size_t n) {
+    if (!pr_tsa_row(r)) {
+        snprintf(out, n, "—");
+        return;
+    }
+    snprintf(out, n, "model %s; α %s; sparse %s", r->form[0] ? r->form : "gatelab",
+             r->alpha_def[0] ? r->alpha_def : "hard", r->sparse[0] ? r->sparse : "gatelab");
+}
+
+/* The order of verdicts when several claims share a summary line: the weakest decides, as in claims_combine. */
+static int pr_rank(claims_verdict v) {
+    switch (v) {
+    case CV_NO: return 0;
+    case CV_NOT_MEASURED: return 1;
+    case CV_NOT_REACHED:
+    case CV_PREMISE: return 2;
+    case CV_UNINFORMATIVE: return 3;
+    case CV_INCONCLUSIVE: return 4;
+    case CV_MAGNITUDE: return 5;
+    case CV_YES: return 6;
+    case CV_DESCRIBED: break;
+    }
+    return 7;
+}
+
+/* The first screen: one line per `[summary N]` of the claims file — the claims in plain words, their
+ * verdict (the claims' combined verdict over every row of each claim number; where the numbers of one
+ * line differ, each is named), the one number of the row it names, and the scale it was tested at. */
+static void pr_summary(FILE *f, const claims_file *cf, const claims_result *res) {
+    if (!cf->n_summary) return;
+    fprintf(f, "## What to believe\n\n| claims | in plain words | verdict | the number [interval] | tested at |\n"
+               "| --- | --- | --- | --- | --- |\n");
+    for (int q = 0; q < cf->n_summary; q++) {
+        const claims_summary *sm = &cf->summary[q];
+        char ids[64], verdict[512] = "", each[512] = "";
+        claims_verdict worst = CV_DESCRIBED;
+        int nnum = 0, differ = 0;
+        claims_verdict first = CV_DESCRIBED;
+        snprintf(ids, sizeof ids, "%s", sm->claims);
+        for (char *save = NULL, *w = strtok_r(ids, " \t,", &save); w; w = strtok_r(NULL, " \t,", &save)) {
+            claims_verdict v = claims_combine_number(res, cf->n, w);
+            if (!nnum) first = v;
+            else differ |= v != first;
+            if (pr_rank(v) < pr_rank(worst)) worst = v;
+            /* the parts of claim w ("9", "9 (depth, Q1)" …) that are judged: named when their verdicts differ */
+            char parts[400] = "";
+            int nparts = 0, pdiffer = 0;
+            claims_verdict pv0 = CV_DESCRIBED;
+            size_t wl = strlen(w);
+            for (int i = 0; i < cf->n; i++) {
+                const char *c = cf->rows[i].claim;
+                if (strncmp(c, w, wl) || (c[wl] && strncmp(c + wl, " (", 2))) continue;
+                int seen = 0;
+                for (int j = 0; j < i; j++) seen |= !strcmp(cf->rows[j].claim, c);
+                claims_verdict pv = claims_combine(res, cf->n, c);
+                if (seen || pv == CV_DESCRIBED) continue;
+                if (!nparts) pv0 = pv;
+                else pdiffer |= pv != pv0;
+                size_t l = strlen(parts);
+                snprintf(parts + l, sizeof parts - l, "%s%s: %s", l ? ", " : "", c, pr_verdict_md(pv));
+                nparts++;
+            }
+            size_t l = strlen(each);
+            snprintf(each + l, sizeof each - l, "%sclaim %s %s%s%s%s", l ? "; " : "", w, pr_verdict_md(v),
+                     pdiffer ? " — its parts: " : "", pdiffer ? parts : "", "");
+            differ |= pdiffer;
+            nnum++;
+        }
+        if (differ) snprintf(verdict, sizeof verdict, "%s (%s)", pr_verdict_md(worst), each);
+        else snprintf(verdict, sizeof verdict, "%s", pr_verdict_md(worst));
+        char number[CLAIMS_TEXT] = "—", basis[300] = "";
+        for (int i = 0; i < cf->n; i++) {
+            if (strcmp(cf->rows[i].id, sm->row)) continue;
+            const claims_result *r = &res[i];
+            int k = 0;
+            while (sm->element[0] && k < r->ne && strcmp(r->e[k].label, sm->element)) k++;
+            if (k < r->ne) {
+                char b[400];
+                claims_elem_brief(r->row, &r->e[k], b, sizeof b);
+                snprintf(number, sizeof number, "row %s%s%s: %s%s", r->row->id, r->e[k].label[0] ? ", " : "",
+                         r->e[k].label, b, r->v == CV_NOT_REACHED ? " — not judged: operating point not reached"
+                         : r->v == CV_PREMISE     ? " — not judged: premise failed"
+                                                  : "");
+            } else {
+                snprintf(number, sizeof number, "row %s: %s", r->row->id, pr_verdict_md(r->v));
+            }
+            snprintf(basis, sizeof basis, "%s", r->basis);
+        }
+        char at[CLAIMS_TEXT + 320];
+        snprintf(at, sizeof at, "%s%s%s", sm->scale, sm->scale[0] && basis[0] ? "; " : "", basis);
+        fprintf(f, "|");
+        pr_cell(f, sm->claims);
+        pr_cell(f, sm->text);
+        pr_cell(f, verdict);
+        pr_cell(f, number);
+        pr_cell(f, at[0] ? at : "—");
+        fprintf(f, "\n");
+    }
+    fprintf(f, "\nEach line's verdict combines every row of its claims (a claim N covers the rows of claim N and of "
+               "\"N (…)\"; context rows are shown, not counted): not reproduced if any row is; otherwise not measured, "
+               "operating point not reached, uninformative or inconclusive if any row is; otherwise direction "
+               "reproduced, magnitude differs if any row is; otherwise reproduced. The questions, the claims and "
+               "every row follow; methods, spending and disclosures after them.\n\n");
+}
+
+/* Primary endpoints: Holm's correction across the rows the claims file marks primary = 1. */
+static void pr_primary(FILE *f, const claims_file *cf, const claims_result *res, int m, const double *adj) {
+    int np = 0;
+    for (int i = 0; i < cf->n; i++) np += cf->rows[i].primary;
+    fprintf(f, "## Primary endpoints\n\n");
+    if (!np) {
+        fprintf(f, "No row of the claims file is marked `primary = 1`: the pre-registration of these runs "
+                   "(PREREGISTRATION.md) named no primary rows, so none is named after the results. Every judged row "
+                   "is **secondary** — judged at its own 95 %% interval, with no correction for the %d rows judged "
+                   "— and every context or threshold-free row is descriptive. Read a single *reproduced* among many "
+                   "secondary rows as a lead, not a finding.\n\n", cf->n);
+        return;
+    }
+    fprintf(f, "Holm's step-down correction across the rows marked `primary = 1` (named in the pre-registration "
+               "before their runs; round one named none, so every round-one row is secondary): each row's one-sided "
+               "t test of its deciding element against its threshold, the p values sorted, the k-th smallest compared "
+               "with 0.025 / (m − k + 1) (the two-sided 5 %% of the rows' 95 %% intervals); a primary row is "
+               "reproduced or not reproduced only where its adjusted p is below 0.025, inconclusive otherwise. A "
+               "primary row whose premise fails (not measured, operating point not reached, a guard) leaves the family: "
+               "the family shrinks, the rule does not change. Family now: m = %d of %d.\n\n"
+               "| row | claim | adjusted p (claimed side) | verdict after Holm |\n| --- | --- | ---: | --- |\n", m, np);
+    for (int i = 0; i < cf->n; i++) {
+        if (!cf->rows[i].primary) continue;
+        char p[64];
+        if (isnan(adj[i])) snprintf(p, sizeof p, "— (left the family)");
+        else snprintf(p, sizeof p, "%.4g", adj[i]);
+        fprintf(f, "| %s | %s | %s | %s |\n", cf->rows[i].id, cf->rows[i].claim, p, pr_verdict_md(res[i].v));
+    }
+    fprintf(f, "\n");
+}
+
 static int pr_rows(FILE *f, const claims_file *cf, const claims_result *res, const paper_plan *plan, const int *left,
                    int *n_rows) {
     pr_questions(f, cf, res, plan, left);
     fprintf(f, "## Claims\n\nEach claim's verdict combines its rows (context rows are shown, not counted): not "
-               "reproduced if any row is; otherwise not measured, uninformative or inconclusive if any row is; "
+               "reproduced if any row is; otherwise not measured, operating point not reached, uninformative or "
+               "inconclusive if any row is; "
                "otherwise direction reproduced, magnitude differs if any row is; otherwise reproduced.\n\n"
                "| claim | verdict | rows |\n| --- | --- | --- |\n");
     for (int i = 0; i < cf->n; i++) {
@@ -631,8 +933,13 @@ static int pr_rows(FILE *f, const claims_file *cf, const claims_result *res, con
         fprintf(f, "| %s | %s | %s |\n", cf->rows[i].claim, pr_verdict_md(claims_combine(res, cf->n, cf->rows[i].claim)),
                 ids);
     }
-    fprintf(f, "\n## Rows\n\n| row | claim | the paper says | ours [interval] | verdict | measured | scale and "
-               "budget |\n| --- | --- | --- | --- | --- | --- | --- |\n");
+    fprintf(f, "\n## Rows\n\nEvery row is *secondary* (judged at its own 95 %% interval, uncorrected) unless marked "
+               "**primary** (Holm-corrected, section \"Primary endpoints\") or described, not judged. *Form* (TSA rows): "
+               "the model form read (gatelab's or the paper's code), α's definition (hard: the share of (token, block) "
+               "pairs computed on the validation split with the skipping done; soft: the paper's mean p) and the "
+               "sparse form (gatelab: the whole block skipped; paper: the FFN's compute only).\n\n"
+               "| row | claim | the paper says | ours [interval] | verdict | measured | form | scale and budget |\n"
+               "| --- | --- | --- | --- | --- | --- | --- | --- |\n");
     for (int i = 0; i < cf->n; i++) {
         const claims_result *r = &res[i];
         char paper[CLAIMS_TEXT + 64], ours[CLAIMS_ELEMS * CLAIMS_TEXT + 64];
@@ -643,8 +950,15 @@ static int pr_rows(FILE *f, const claims_file *cf, const claims_result *res, con
         pr_cell(f, r->row->claim);
         pr_cell(f, paper);
         pr_cell(f, ours);
-        pr_cell(f, pr_verdict_md(r->v));
+        char verdict[160];
+        snprintf(verdict, sizeof verdict, "%s%s", pr_verdict_md(r->v),
+                 r->row->primary ? " (primary)" : r->row->context || !strcmp(r->row->expect, "none") ? " (descriptive)"
+                                                                                                  : " (secondary)");
+        pr_cell(f, verdict);
         pr_cell(f, r->measured[0] ? r->measured : "—");
+        char form[96];
+        pr_form(r->row, form, sizeof form);
+        pr_cell(f, form);
         pr_cell(f, r->basis[0] ? r->basis : "—");
         fprintf(f, "\n");
         (*n_rows)++;
@@ -674,34 +988,68 @@ static void pr_provenance(FILE *f, const claims_file *cf, const claims_result *r
     }
 }
 
-#define PR_FOREST_HEADER "index\trow\tmean\tlo\thi\tpaper\tverdict\n"
-static int pr_forest_is_own(const char *path) { return fileio_starts_with(path, PR_FOREST_HEADER); }
+/* Every forest table gatelab wrote starts with these columns (the panel columns came later): a file that
+ * does not is not ours and is never replaced. */
+#define PR_FOREST_PREFIX "index\trow\tmean\tlo\thi\tpaper\tverdict"
+static int pr_forest_is_own(const char *path) { return fileio_starts_with(path, PR_FOREST_PREFIX); }
 
-/* figures/paper_forest.tsv: one line per row element with a mean, in the row's
- * display units, shifted so that the row's threshold is at 0. */
+/* The forest plot's panel of a row: its unit ("%", "pp", "nats"), "ratio" for the bench's ratios, else
+ * "unitless" — rows of one unit share an axis, never rows of different units. */
+static const char *pr_panel(const claims_row *r) {
+    return r->unit[0] ? r->unit : !strncmp(r->quantity, "bench_", 6) ? "ratio" : "unitless";
+}
+
+/* figures/paper_forest.tsv: one line per judged row element with a mean (a row whose operating point was
+ * not reached is not judged and left out), in the row's display units, shifted so that the row's threshold
+ * is at 0; grouped by panel (one per unit: column panel, 1 …; pindex its line within the panel), so that %,
+ * pp, nats and ratios never share an axis.  *panels gets "unit:count:paper" words (paper: 1 when a line of
+ * the panel has the paper's value), space-separated. */
 static int pr_forest(const char *dir, const claims_result *res, int n, char *path, size_t plen, int *lines,
-                     char *err, size_t errlen) {
+                     char *panels, size_t panlen, char *err, size_t errlen) {
     snprintf(path, plen, "%s/paper_forest.tsv", dir);
     fileio_out out;
     if (fileio_begin_own(&out, path, "forest table", pr_forest_is_own, err, errlen)) return -1;
     FILE *f = out.f;
-    fprintf(f, PR_FOREST_HEADER);
+    fprintf(f, PR_FOREST_PREFIX "\tpanel\tpindex\tunit\n");
     *lines = 0;
-    for (int i = 0; i < n; i++)
-        for (int k = 0; k < res[i].ne; k++) {
-            const claims_row *r = res[i].row;
-            const claims_elem *e = &res[i].e[k];
-            if (isnan(e->s.mean) || !strcmp(r->expect, "none")) continue;
-            double t = r->threshold, m = r->scale;
-            fprintf(f, "%d\t%s%s%s (%s%s)\t%.6g\t", *lines, r->id, e->label[0] ? " " : "", e->label,
-                    r->unit[0] ? r->unit : "units", e->interval == 1 ? "; bar: IQR" : "", (e->s.mean - t) * m);
-            if (isnan(e->s.lo)) fprintf(f, "nan\tnan\t");
-            else fprintf(f, "%.6g\t%.6g\t", (e->s.lo - t) * m, (e->s.hi - t) * m);
-            if (isnan(r->paper_value)) fprintf(f, "nan\t");
-            else fprintf(f, "%.6g\t", (r->paper_value - t) * m);
-            fprintf(f, "%s\n", claims_verdict_name(e->v));
-            (*lines)++;
+    panels[0] = 0;
+    const char *units[16];
+    int nu = 0;
+    for (int i = 0; i < n; i++) { /* the panels, in the order the rows first name them */
+        const char *u = pr_panel(res[i].row);
+        int seen = 0;
+        for (int k = 0; k < nu; k++) seen |= !strcmp(units[k], u);
+        if (!seen && nu < 16) units[nu++] = u;
+    }
+    for (int k = 0; k < nu; k++) {
+        int in_panel = 0, with_paper = 0;
+        for (int i = 0; i < n; i++)
+            for (int e = 0; e < res[i].ne; e++) {
+                const claims_row *r = res[i].row;
+                const claims_elem *el = &res[i].e[e];
+                if (strcmp(pr_panel(r), units[k]) || isnan(el->s.mean) || !strcmp(r->expect, "none") ||
+                    el->v == CV_NOT_REACHED || el->v == CV_PREMISE)
+                    continue;
+                double t = r->threshold, m = !strncmp(r->quantity, "bench_", 6) ? 1 : r->scale;
+                fprintf(f, "%d\t%s%s%s (%s%s)\t%.6g\t", *lines, r->id, el->label[0] ? " " : "", el->label,
+                        r->unit[0] ? r->unit : units[k],
+                        el->interval == 1 ? "; bar: IQR" : el->interval == 4 ? "; bar cut to range" : "",
+                        (el->s.mean - t) * m);
+                if (isnan(el->s.lo)) fprintf(f, "nan\tnan\t");
+                else fprintf(f, "%.6g\t%.6g\t", (el->s.lo - t) * m, (el->s.hi - t) * m);
+                if (isnan(r->paper_value)) fprintf(f, "nan\t");
+                else fprintf(f, "%.6g\t", (r->paper_value - t) * m), with_paper = 1;
+                fprintf(f, "%s\t%d\t%d\t%s\n", claims_verdict_name(el->v), k + 1, in_panel, units[k]);
+                (*lines)++, in_panel++;
+            }
+        if (in_panel) {
+            size_t l = strlen(panels);
+            snprintf(panels + l, panlen - l, "%s%s:%d:%d", l ? " " : "", units[k], in_panel, with_paper);
+        } else { /* keep the panel numbers contiguous for the plot: a unit with no judged line has no panel */
+            for (int j = k; j + 1 < nu; j++) units[j] = units[j + 1];
+            nu--, k--;
         }
+    }
     return fileio_commit(&out, "forest table", err, errlen);
 }
 
@@ -759,9 +1107,11 @@ static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *
 static const struct {
     const char *name, *caption;
 } fig_captions[] = {
-    {"paper_forest", "Every judged row: its deciding quantity minus the row's threshold (0: the threshold; each row in "
-                     "its own units, named in the label), with its interval, and the paper's value (cross) on the same "
-                     "shift."},
+    {"paper_forest", "Every judged row: its deciding quantity minus the row's threshold (0: the threshold), with its "
+                     "interval (the quartiles of one measurement for the bench's ratios: dispersion), and the paper's "
+                     "value (cross) on the same shift; one panel per unit (%, pp, nats, ratio, unitless), so rows of "
+                     "different units never share an axis. Rows whose operating point was not reached are not judged "
+                     "and not drawn."},
     {"paper_pareto", "Claims 3, 5–7: TLOps saved against whole-split validation loss over λ (mean ± sd over seeds), "
                      "the dense model at 0 %, and early exit at the τ matched to TSA's α at λ*."},
     {"paper_alpha_heatmap", "Claim 10: SATFormer's mean gate α per block and KV head (block 0 has no gate), one panel per "
@@ -887,7 +1237,10 @@ int paper_report(gl_db *db, const char *preset, const char *plan_path, const cha
     runset rs = {0};
     claims_file cf = {0};
     claims_result *res = NULL;
-    int *left = NULL;
+    int *left = NULL, holm_m = 0;
+    double *holm_adj = NULL;
+    char *progress = NULL;
+    size_t progress_n = 0;
     FILE *f = NULL;
     *n_rows = 0;
     paper_plan plan;
@@ -908,6 +1261,12 @@ int paper_report(gl_db *db, const char *preset, const char *plan_path, const cha
         goto done;
     }
     for (int i = 0; i < cf.n; i++) claims_eval(&cf.rows[i], &rs, &res[i]);
+    holm_adj = calloc((size_t)cf.n, sizeof *holm_adj);
+    if (!holm_adj) {
+        snprintf(err, errlen, "out of memory for %d claim rows", cf.n);
+        goto done;
+    }
+    claims_holm(res, cf.n, &holm_m, holm_adj); /* before the figures and the text: a primary row's verdict is Holm's */
     char scale[32];
     claims_base_scale(&rs, scale, sizeof scale);
     if (!scale[0]) snprintf(scale, sizeof scale, "s");
@@ -930,11 +1289,11 @@ int paper_report(gl_db *db, const char *preset, const char *plan_path, const cha
     }
     if (paper_figures(db, runs, n, scale, &pp, path, &figs, fig_err, sizeof fig_err))
         fprintf(stderr, "gatelab paper report: %s (the report goes on without it)\n", fig_err);
-    char forest[4300];
+    char forest[4300], panels[512];
     int flines = 0;
-    if (pr_forest(path, res, cf.n, forest, sizeof forest, &flines, err, errlen)) goto done;
+    if (pr_forest(path, res, cf.n, forest, sizeof forest, &flines, panels, sizeof panels, err, errlen)) goto done;
     if (!flines) paper_fig_skip(&figs, "paper_forest", "no row has a deciding value yet");
-    else if (paper_fig_forest(forest, path, flines, &figs, fig_err, sizeof fig_err))
+    else if (paper_fig_forest(forest, path, flines, panels, &figs, fig_err, sizeof fig_err))
         fprintf(stderr, "gatelab paper report: %s (the report goes on without it)\n", fig_err);
     snprintf(path, sizeof path, "%s/REPORT.md", out_dir);
     if (fileio_begin(&out, path, "report", err, errlen)) goto done;
@@ -947,19 +1306,48 @@ int paper_report(gl_db *db, const char *preset, const char *plan_path, const cha
     else
         fprintf(f, "# %s (preset `%s`)\n\n", cf.title[0] ? cf.title : "gatelab reproduction report", preset);
     fprintf(f, "Generated by `gatelab paper report %s --results %s` from the registry and traces of %d finished runs "
-               "and the claims file `%s`; nothing in it is typed by hand. Loss is the mean cross-entropy over the "
-               "**whole validation split** (nats/token). Paired rows set a run against the run of the same data, "
-               "scale, budget and seed that differs only in the named axis; intervals are 95 %% Student t intervals "
-               "over seeds; every threshold is judged on the interval, never the mean; each row prints its minimum "
-               "detectable effect (MDE = (t_{0.975,n−1} + t_{0.8,n−1})·sd/√n) and says **underpowered** when the "
-               "paper's distance from the threshold is below it, with the seeds that would detect that distance at the measured sd (the "
-               "budget that would decide the row). Brackets from the bench are interquartile ranges "
-               "(dispersion), never confidence intervals. A claim tested at a scale far below the paper's tests its "
-               "*direction* only. Operating point: one policy for every TSA row whose claim names no λ (`lambda=@alpha`) — the "
-               "λ whose mean α over seeds (hard, skipping done, where measured) is nearest the paper's α for that claim; "
-               "each such row states λ* and the α it had. TSA quality is read with the skipping done (`hard.*`) where "
-               "it was measured; a row that fell back to the soft model says \"soft (hard not measured)\".\n\n",
+               "and the claims file `%s`; nothing in it is typed by hand. What to believe comes first; the questions, "
+               "claims and rows follow; methods, spending, the plan and disclosures after them.\n\n",
             preset, results, n, pr_tree_path(claims_path));
+    pr_summary(f, &cf, res);
+    char plan_dir[4200];
+    snprintf(plan_dir, sizeof plan_dir, "%.*s", slash ? (int)(slash - plan_path + 1) : 0, plan_path);
+    left = calloc((size_t)plan.n, sizeof *left);
+    if (!left) {
+        snprintf(err, errlen, "out of memory for a plan of %d lines", plan.n);
+        goto done;
+    }
+    /* the plan's progress is printed after the rows, but the questions need what it counts first */
+    FILE *pf = open_memstream(&progress, &progress_n);
+    if (!pf) {
+        snprintf(err, errlen, "out of memory for the plan's progress");
+        goto done;
+    }
+    const int prc = write_progress(pf, db, &plan, plan_dir, preset, runs, n, left, err, errlen);
+    if (fclose(pf) || prc) goto done;
+    if (pr_rows(f, &cf, res, &plan, left, n_rows)) goto write_fail;
+    pr_primary(f, &cf, res, holm_m, holm_adj);
+    fprintf(f, "## Methods\n\nLoss is the mean cross-entropy over the **whole validation split** (nats/token). Paired "
+               "rows set a run against the run of the same data, scale, budget and seed that differs only in the named "
+               "axis; intervals are 95 %% Student t intervals over seeds; every threshold is judged on the interval, "
+               "never the mean. A quantity with a range (a share, an accuracy difference) whose t interval leaves that "
+               "range has the interval cut to the range (the true value lies in it, so the cut interval keeps its "
+               "coverage) and its seeds shown beside it, uncut bounds too: with n = 3 and a bimodal outcome the seeds, "
+               "not the interval, say what happened. Each row prints its minimum detectable effect (MDE = (t_{0.975,n−1} + "
+               "t_{0.8,n−1})·sd/√n) and says **underpowered** when the claim's own distance from the threshold — the "
+               "paper's number, or a distance the claims file names with its source (`effect`) — is below it, "
+               "with the seeds that would detect that distance at the measured sd; a row whose claim gives no distance "
+               "says so and is never called underpowered. Bench rows are one measurement each: their brackets are "
+               "interquartile ranges over interleaved rounds (dispersion, never confidence intervals), said in words and "
+               "never the ground of a reproduced or not-reproduced verdict. A claim tested at a scale far below the "
+               "paper's tests its *direction* only. Operating point: one policy for every TSA row whose claim names "
+               "no λ (`lambda=@alpha`) — the λ whose mean α over seeds (hard, skipping done, where measured) is nearest "
+               "the paper's α for that claim, the paper's α read in the paper's own convention (TLOps saved = (1 − α)"
+               "(L − 1)/L); each such row states λ* and the α it had, and a row whose nearest α is further than its "
+               "`alpha_within` from the paper's is *operating point not reached*: shown, not judged. TSA quality is read "
+               "with the skipping done (`hard.*`) where it was measured; a row that fell back to the soft model says "
+               "\"soft (hard not measured)\"; each TSA row's *form* column says which model form, α definition and "
+               "sparse form it read.\n\n");
     pr_prereg(plan_path, prereg, sizeof prereg);
     if (prereg[0]) fprintf(f, "Pre-registration: the rules of this plan were committed at `%s` before its runs.\n\n", prereg);
     else fprintf(f, "Pre-registration: none recorded (the plan has no `# preregistered: <commit>` line).\n\n");
@@ -968,6 +1356,7 @@ int paper_report(gl_db *db, const char *preset, const char *plan_path, const cha
         for (int i = 0; i < cf.n_disclosures; i++) fprintf(f, "%d. %s\n", i + 1, cf.disclosures[i]);
         fprintf(f, "\n");
     }
+    if (pr_spent(f, db, runs, n, err, errlen)) goto done;
     double t0 = INFINITY, t1 = -INFINITY, train_s = 0, tokens = 0;
     for (int i = 0; i < n; i++) {
         if (runs[i].t0 < t0) t0 = runs[i].t0;
@@ -980,15 +1369,7 @@ int paper_report(gl_db *db, const char *preset, const char *plan_path, const cha
                    "wall-clock time with at least one run training (runs in parallel, sharing the machine; %.1f h "
                    "from the first training step to the last, pauses between sessions included).\n\n",
                 n, tokens / 1e6, train_s, busy_seconds(runs, n) / 3600.0, (t1 - t0) / 3600.0);
-    char plan_dir[4200];
-    snprintf(plan_dir, sizeof plan_dir, "%.*s", slash ? (int)(slash - plan_path + 1) : 0, plan_path);
-    left = calloc((size_t)plan.n, sizeof *left);
-    if (!left) {
-        snprintf(err, errlen, "out of memory for a plan of %d lines", plan.n);
-        goto done;
-    }
-    if (write_progress(f, db, &plan, plan_dir, preset, runs, n, left, err, errlen)) goto done;
-    if (pr_rows(f, &cf, res, &plan, left, n_rows)) goto write_fail;
+    fputs(progress, f);
     pr_provenance(f, &cf, res, &plan, results);
     write_runs(f, runs, n);
     write_figures(f, out_dir, &figs, fig_err);
@@ -1002,6 +1383,8 @@ done:
     fileio_abort(&out); /* nothing when committed */
     plan_free(&plan);
     free(left);
+    free(holm_adj);
+    free(progress);
     free(res);
     claims_free(&cf);
     runset_free(&rs);

@@ -554,9 +554,26 @@ int paper_figures(gl_db *db, const paper_run *runs, int n, const char *scale, co
 
 void paper_fig_skip(paper_figs *s, const char *name, const char *why) { pf_skip(s, name, why); }
 
-int paper_fig_forest(const char *tsv, const char *dir, int rows, paper_figs *s, char *err, size_t errlen) {
-    char vars[256];
-    snprintf(vars, sizeof vars, "fig_w=7.5; fig_h=%g; title='Every judged row: deciding quantity − its threshold, "
-             "95 %% interval, paper (x)'", 1.2 + 0.22 * rows);
+int paper_fig_forest(const char *tsv, const char *dir, int rows, const char *panels, paper_figs *s, char *err,
+                     size_t errlen) {
+    char vars[1024], units[512] = "", counts[256] = "", papers[128] = "", buf[512];
+    int np = 0;
+    snprintf(buf, sizeof buf, "%s", panels);
+    for (char *save = NULL, *w = strtok_r(buf, " ", &save); w; w = strtok_r(NULL, " ", &save)) {
+        char *c2 = strrchr(w, ':');
+        if (!c2) continue;
+        *c2 = 0;
+        char *c1 = strrchr(w, ':');
+        if (!c1) continue;
+        *c1 = 0;
+        size_t lu = strlen(units), lc = strlen(counts), lp = strlen(papers);
+        snprintf(units + lu, sizeof units - lu, "%s%s", lu ? " " : "", w);
+        snprintf(counts + lc, sizeof counts - lc, "%s%s", lc ? " " : "", c1 + 1);
+        snprintf(papers + lp, sizeof papers - lp, "%s%s", lp ? " " : "", c2 + 1);
+        np++;
+    }
+    snprintf(vars, sizeof vars, "fig_w=7.5; fig_h=%g; npanels=%d; units='%s'; counts='%s'; papers='%s'; nrows=%d; "
+             "title='Every judged row: deciding quantity − its threshold, 95 %% interval, paper (x); one panel per unit'",
+             1.0 + 0.22 * rows + 0.55 * np, np, units, counts, papers, rows);
     return pf_draw(s, "paper_forest.gp", tsv, dir, "paper_forest", vars, err, errlen);
 }

@@ -37,7 +37,8 @@ int paper_figures(gl_db *db, const paper_run *runs, int n, const char *scale, co
 
 /* Draw dir/paper_forest from the TSV tsv (paper.c writes it: index, row, mean,
  * lo, hi, paper, verdict; rows lines), sized to its rows.  Returns 0 or -1. */
-int paper_fig_forest(const char *tsv, const char *dir, int rows, paper_figs *s, char *err, size_t errlen);
+int paper_fig_forest(const char *tsv, const char *dir, int rows, const char *panels, paper_figs *s, char *err,
+                     size_t errlen);
 
 /* Record that figure name was not drawn, and why. */
 void paper_fig_skip(paper_figs *s, const char *name, const char *why);

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # readme_verdicts.sh [REPORT] [README] — regenerate the README's summary of the verdicts from a
-# generated reproduction report: the claims of REPORT's "## Claims" table (claim | verdict | rows),
-# one line per verdict, written between the README's markers
+# generated reproduction report: its first screen, the "## What to believe" table (claims | in plain
+# words | verdict | the number | tested at), one line per table line — each claim number on exactly
+# one line, with one verdict (where the claims of a line, or the parts of one claim, differ, the
+# report's verdict cell names each, and so does the README) — written between the README's markers
 #   <!-- verdicts: begin (scripts/readme_verdicts.sh) -->  and  <!-- verdicts: end -->
 # (default REPORT docs/report/REPORT.md, README README.md).  --check: exit 1, saying so, when the
 # README's block is not what REPORT gives (tests/integration/docs.sh), and write nothing.
@@ -14,23 +16,18 @@ begin='<!-- verdicts: begin (scripts/readme_verdicts.sh) -->'; end='<!-- verdict
 [ -f "$report" ] || { echo "readme_verdicts: no report $report (gatelab paper report writes it)" >&2; exit 2; }
 grep -qxF "$begin" "$readme" && grep -qxF "$end" "$readme" ||
     { echo "readme_verdicts: $readme lacks the markers '$begin' and '$end'" >&2; exit 2; }
-# "| claim | verdict | rows |" lines of the Claims section, header and rule left out; a verdict's
-# markdown emphasis kept, claims joined in the report's order under each verdict in a fixed order
+# "| claims | words | verdict | number | tested at |" lines of the What-to-believe section, header and
+# rule left out: "- **Claims 1, 2** — words: verdict (row 2b: number)"
 block=$(awk -F' \\| ' '
-    /^## Claims/ { on = 1; next }
+    /^## What to believe/ { on = 1; next }
     on && /^## / { on = 0 }
-    on && /^\| / && !/^\| claim \|/ && !/^\| ---/ {
-        c = $1; sub(/^\| /, "", c); v = $2
-        key = v; gsub(/\*/, "", key)
-        if (!(key in list)) { vis[key] = v; list[key] = c } else list[key] = list[key] ", " c
-    }
-    END {
-        n = split("reproduced|direction reproduced, magnitude differs|not reproduced|inconclusive|uninformative|described|not measured", order, "|")
-        for (i = 1; i <= n; i++) if (order[i] in list) printf "- %s: %s\n", vis[order[i]], list[order[i]]
-        for (k in list) { known = 0; for (i = 1; i <= n; i++) if (order[i] == k) known = 1
-                          if (!known) printf "- %s: %s\n", vis[k], list[k] }
+    on && /^\| / && !/^\| claims \|/ && !/^\| ---/ {
+        c = $1; sub(/^\| /, "", c); n = split(c, w, " ")
+        label = (n > 1 ? "Claims " : "Claim ") w[1]
+        for (i = 2; i <= n; i++) label = label (i == n ? " and " : ", ") w[i]
+        printf "- **%s** — %s: %s (%s)\n", label, $2, $3, $4
     }' "$report")
-[ -n "$block" ] || { echo "readme_verdicts: $report has no '## Claims' table" >&2; exit 2; }
+[ -n "$block" ] || { echo "readme_verdicts: $report has no '## What to believe' table" >&2; exit 2; }
 new=$(awk -v b="$begin" -v e="$end" -v blk="$block" '
     $0 == b { print; print blk; skip = 1; next }
     $0 == e { skip = 0 }

@@ -273,6 +273,92 @@ int main(void) {
         ok("a pilot re-creating @pilot past the parser: not measured, never judged over every run",
            parsed && pr.v == CV_NOT_MEASURED && strstr(pr.why, "leaves an @pilot") != NULL);
     }
+
+    /* ---- report v3 (issue 41): ranges, distances, equivalence, the deciding element, Holm, the summary ---- */
+#define PAIR "quantity = diff\nruns = data=tinyshakespeare scale=xs depth_routing=tsa\nmetric = val/final.loss\n" \
+             "versus = depth_routing=none\n"
+    const char *v3 = "[R]\nclaim = 1\npaper = a cost inside a range\n" PAIR "expect = above 0\nrange = -0.2 0.2\n"
+                     "digits = 4\n"
+                     "[N]\nclaim = 2\npaper = a direction without a distance\n" PAIR "expect = above 0\ndigits = 4\n"
+                     "[W]\nclaim = 3\npaper = break-even\n" PAIR "expect = within 0 1\n"
+                     "[Ds]\nclaim = 4\npaper = decided at scale s\nquantity = diff\nruns = depth_routing=tsa\n"
+                     "each = scale\ndecide = scale s\nmetric = val/final.loss\nversus = depth_routing=none\n"
+                     "expect = above 0\n"
+                     "[Dm]\nclaim = 5\npaper = decided at a scale not trained\nquantity = diff\nruns = depth_routing=tsa\n"
+                     "each = scale\ndecide = scale m\nmetric = val/final.loss\nversus = depth_routing=none\n"
+                     "expect = above 0\n"
+                     "[P]\nclaim = 6\npaper = at matched accuracy\n" PAIR "expect = above 0\n"
+                     "premise = the accuracies are not matched\n"
+                     "[summary 1]\nclaims = 1 2\ntext = costs\nrow = R\n";
+    ok("report v3 keys parse (range, within, decide, premise, summary)",
+       claims_parse(v3, "v3.ini", &cf, err, sizeof err) == 0 && cf.n == 6 && cf.n_summary == 1);
+    if (cf.n == 6) {
+        claims_eval(&cf.rows[5], &rs, &r);
+        ok("premise = …: measured and shown, not judged, the premise said",
+           r.v == CV_PREMISE && r.ne == 1 && r.e[0].s.n == 2 && strstr(r.premise, "the accuracies are not matched") &&
+               claims_combine(&r, 1, "6") == CV_PREMISE);
+        claims_eval(&cf.rows[0], &rs, &r); /* t(1) interval [−0.61, +0.98] leaves [−0.2, 0.2] */
+        printf("     range: %s\n", r.ne ? r.e[0].ours : r.why);
+        ok("range: the t interval is cut to [−0.2, 0.2], the seeds shown",
+           r.ne == 1 && r.e[0].interval == 4 && r.e[0].s.lo == -0.2 && r.e[0].s.hi == 0.2 &&
+               strstr(r.e[0].ours, "seeds +0.1250, +0.2500") && strstr(r.e[0].ours, "uncut"));
+        claims_eval(&cf.rows[1], &rs, &r);
+        ok("no distance given: never underpowered, and it says so",
+           r.ne == 1 && !r.e[0].underpowered && strstr(r.e[0].ours, "gives no distance"));
+        ok("one-sided p of the paired t (mean 0.1875, sd 0.0884, n 2): t = 3, p = 0.1024",
+           r.ne == 1 && fabs(r.e[0].p - 0.10241638) < 1e-6);
+        claims_eval(&cf.rows[2], &rs, &r);
+        ok("expect = within 0 1: an interval not wholly inside is inconclusive", r.v == CV_INCONCLUSIVE);
+        claims_eval(&cf.rows[3], &rs, &r);
+        ok("decide = scale s: the s element decides, the xs one is kept with its own verdict",
+           r.ne == 2 && (r.v == r.e[!strcmp(r.e[0].label, "scale s") ? 0 : 1].v));
+        claims_eval(&cf.rows[4], &rs, &r);
+        ok("decide = scale m (no runs): not measured, the other elements shown",
+           r.v == CV_NOT_MEASURED && r.ne == 2 && strstr(r.why, "(scale m) has no runs yet"));
+    }
+    claims_free(&cf);
+    ok("a claim on two summary lines is refused",
+       parse_refused(ROW_A "[summary 1]\nclaims = 1\ntext = a\nrow = A\n[summary 2]\nclaims = 2 1\ntext = b\nrow = A\n",
+                     "claim 1 is on summary lines 1 and 2"));
+    ok("a summary naming no row of the file is refused",
+       parse_refused(ROW_A "[summary 1]\nclaims = 1\ntext = a\nrow = Z\n", "names row [Z]"));
+    ok("expect = within needs LO < HI", parse_refused(ROW_A "expect = within 1 0\n", "within LO HI"));
+    ok("range needs LO < HI", parse_refused(ROW_A "range = 1 1\n", "range"));
+    { /* Holm across three primary rows: p (claimed side) 0.005, 0.01, 0.02 → adjusted 0.015, 0.02, 0.02, every
+       * one below 0.025 (kept); then 0.01, 0.012, 0.5 → 0.03, 0.03, 0.5: none kept (inconclusive) */
+        static claims_row hr[4];
+        static claims_result hres[4];
+        double adj[4];
+        const double ps[2][3] = {{0.02, 0.005, 0.01}, {0.012, 0.01, 0.5}};
+        for (int t = 0; t < 2; t++) {
+            memset(hr, 0, sizeof hr);
+            memset(hres, 0, sizeof hres);
+            for (int i = 0; i < 4; i++) {
+                hr[i].primary = i < 3; /* the fourth is secondary: left alone */
+                snprintf(hr[i].expect, sizeof hr[i].expect, "above");
+                hres[i].row = &hr[i];
+                hres[i].ne = 1;
+                hres[i].v = hres[i].e[0].v = CV_YES;
+                hres[i].e[0].p = i < 3 ? ps[t][i] : 0.04;
+            }
+            int m = 0;
+            claims_holm(hres, 4, &m, adj);
+            printf("     Holm %d: adjusted %g %g %g\n", t, adj[0], adj[1], adj[2]);
+            if (t == 0)
+                ok("Holm: 0.005, 0.01, 0.02 → 0.015, 0.02, 0.02, all reproduced; the secondary row untouched",
+                   m == 3 && fabs(adj[1] - 0.015) < 1e-12 && fabs(adj[2] - 0.02) < 1e-12 && fabs(adj[0] - 0.02) < 1e-12 &&
+                       hres[0].v == CV_YES && hres[1].v == CV_YES && hres[2].v == CV_YES && isnan(adj[3]) &&
+                       hres[3].v == CV_YES);
+            else
+                ok("Holm: 0.01, 0.012, 0.5 → 0.03, 0.03, 0.5: none kept, each inconclusive",
+                   m == 3 && fabs(adj[1] - 0.03) < 1e-12 && fabs(adj[0] - 0.03) < 1e-12 && fabs(adj[2] - 0.5) < 1e-12 &&
+                       hres[0].v == CV_INCONCLUSIVE && hres[1].v == CV_INCONCLUSIVE && hres[2].v == CV_INCONCLUSIVE);
+        }
+        hres[0].v = CV_NOT_REACHED; /* a primary row whose premise failed leaves the family */
+        int m = 0;
+        claims_holm(hres, 4, &m, adj);
+        ok("Holm: a primary row not reached leaves the family (m = 2)", m == 2 && isnan(adj[0]));
+    }
     runset_free(&rs);
 
     /* ---- the hostile registry: every view against the run set's groups and partners ---- */
@@ -601,8 +687,12 @@ int main(void) {
     ok("alpha_within rows parse", claims_parse(wtext, "w.ini", &cf, err, sizeof err) == 0 && cf.n == 2);
     claims_eval(&cf.rows[0], &hs, &r);
     printf("     W row: %s\n", r.why);
-    ok("alpha_within 0.1: α 0.75 is 0.25 from 0.5, not measured, naming the nearest λ and α",
-       r.v == CV_NOT_MEASURED && strstr(r.why, "within 0.1 of the paper's 0.500") && strstr(r.why, "α 0.750"));
+    printf("     W row premise: %s\n", r.premise);
+    ok("alpha_within 0.1: α 0.75 is 0.25 from 0.5: operating point not reached, shown (n 1) and not judged, naming "
+       "the nearest λ and α",
+       r.v == CV_NOT_REACHED && r.ne == 1 && r.e[0].v == CV_NOT_REACHED && r.e[0].s.mean == 0.125 &&
+           strstr(r.premise, "operating point not reached") && strstr(r.premise, "within 0.1 of the paper's 0.500") &&
+           strstr(r.premise, "α 0.750"));
     claims_eval(&cf.rows[1], &hs, &r);
     ok("alpha_within 0.3: the same group is taken (tlops_saved 0.125, n 1)",
        r.v != CV_NOT_MEASURED && r.ne == 1 && r.e[0].s.n == 1 && r.e[0].s.mean == 0.125);
@@ -621,7 +711,7 @@ int main(void) {
     claims_free(&cf);
     ok("alpha_within without lambda=@alpha is refused",
        parse_refused("[V]\nclaim = 5\npaper = p\nquantity = value\nruns = data=hostile lambda=0.05\n"
-                     "alpha_within = 0.1\nmetric = val/final.loss\n", "alpha_within needs lambda=@alpha"));
+                     "alpha_within = 0.1\nmetric = val/final.loss\n", "alpha_within needs alpha =, lambda=@alpha"));
 
     /* paper post's operating point: the paper's α from the claims file, λ* by the hard α when every run has it */
     if (claims_load("experiments/paper/claims.ini", &cf, err, sizeof err) == 0) {

@@ -259,6 +259,8 @@ typedef struct {
                               * appended: the label tables use, from the run's params */
     char tags[DB_TAGS_TEXT_MAX]; /* "key=value" lines by key, joined by '\n' ("" none; a value holds no newline) */
     double deleted_time;     /* unix seconds of `gatelab delete`; NaN while visible */
+    char host[64];           /* the machine that ran it last ("" not recorded) */
+    int attempts;            /* how many times it was started (a resume or a retrain after a lost machine: > 1) */
 } gl_run_row;
 
 /* Which runs db_runs_find lists. */

@@ -63,7 +63,7 @@ static int db_runs_val(gl_db *db, gl_run_row *r, char *err, size_t errlen) {
     ", " DB_LAST("split='val' AND name='loss'") ", " DB_LAST("name='active_frac'") ", " DB_LAST("name='tlops_saved'") \
     ", " DB_LAST("name='tokens_per_s'") ", r.start_time, r.end_time, r.heartbeat, r.exit_code, r.error, "          \
     DB_VARIANT ", (SELECT group_concat(kv, char(10)) FROM (SELECT t.key || '=' || t.value AS kv FROM tags t "           \
-    "WHERE t.run_id = r.run_id ORDER BY t.key)), r.deleted_time "                                                  \
+    "WHERE t.run_id = r.run_id ORDER BY t.key)), r.deleted_time, r.host, r.attempts "                              \
     "FROM runs r JOIN experiments e ON e.id = r.experiment_id "
 /* "last" metric: the largest step; at equal steps a val row before a train row.  Bare names only. */
 #define DB_LAST(where)                                                                                             \
@@ -91,6 +91,8 @@ static void db_runs_row(sqlite3_stmt *st, gl_run_row *r) {
     db_col_text(st, 15, r->variant, sizeof r->variant);
     db_col_text(st, 16, r->tags, sizeof r->tags);
     r->deleted_time = db_col_real(st, 17);
+    db_col_text(st, 18, r->host, sizeof r->host);
+    r->attempts = sqlite3_column_int(st, 19);
 }
 
 #define DB_MAX_TAG_FILTERS 16

@@ -40,6 +40,8 @@ each = steps
 metric = val/final.loss
 versus = value_residual=resformer model.resformer_lambda1_init=auto
 expect = below 0
+effect = 0.01
+effect_source = the test's distance (a row without a paper number is underpowered only against one it names)
 digits = 6
 unit = nats
 [trend]
@@ -172,7 +174,7 @@ for st, d in ((5, d5), (10, d10)):
     want = [d[0], d[1], d[2], d[3]]
     ok = len(got) >= 4 and all(abs(g - w) < 1.5e-6 for g, w in zip(got, want))
     check("row b, %d steps: mean, interval, sd %s = hand %s" % (st, got[:4], ["%.6f" % w for w in want]), ok)
-# the budget that would decide an underpowered element: the smallest n with MDE(n, sd) ≤ 0.01 nats
+# the budget that would decide an underpowered element: the smallest n with MDE(n, sd) ≤ 0.01 nats (row b's effect =)
 # (a direction-only row in nats), MDE = (t.975,n−1 + t.8,n−1)·sd/√n, or "more than 1000"
 def seeds_for(sd, eff=0.01, cap=1000):
     for n in range(2, cap + 1):
