@@ -887,10 +887,11 @@ static int fg_pareto(gl_db *db, const tables_run *runs, int n, const char *data_
     char vars[4600] = "", p[64], what[160], title[400];
     snprintf(what, sizeof what, "%s %s", tok[0].data, tok[0].scale);
     if (ntok == 1)
-        snprintf(title, sizeof title, "TLOps saved vs validation loss, %s (mean ± sd over seeds), on %s", what,
-                 db_prov_str(&tok[0].prov, p, sizeof p));
+        snprintf(title, sizeof title, "TLOps saved vs validation loss with the skipping done, %s (mean ± sd over "
+                 "seeds), on %s", what, db_prov_str(&tok[0].prov, p, sizeof p));
     else snprintf(title, sizeof title,
-                  "TLOps saved vs validation loss (mean ± sd over seeds), each on the whole validation split of its data");
+                  "TLOps saved vs validation loss with the skipping done (mean ± sd over seeds), each on the whole "
+                  "validation split of its data");
     figures_title_var(vars, sizeof vars, title, 7.5, 0.85); /* pareto.gp's width; the key sits outside */
     if (eblocks) snprintf(vars + strlen(vars), sizeof vars - strlen(vars), "; exitdata='%s'", epath);
     fg_rng_vars(rx, "x", FG_NONNEG, vars, sizeof vars);

@@ -141,17 +141,32 @@ static void measure_note(measure_trace_result *r, const char *fmt, ...) {
     strcat(r->notes, "\n");
 }
 
+void measure_figure_dir(const evalrun_target *t, char *out, size_t n) {
+    gl_db *db = NULL;
+    gl_run_row *rows = NULL;
+    gl_run_filter f = {.run_id = t->id};
+    int k = 0;
+    char why[512];
+    const char *exp = NULL;
+    if (t->db && !db_open_readonly(&db, t->db, why, sizeof why) && !db_runs_find(db, &f, &rows, &k, why, sizeof why) &&
+        k > 0)
+        exp = rows[0].experiment;
+    figures_dir(t->results, exp, out, n);
+    free(rows);
+    db_close(db);
+}
+
 /* Each per-token gate over training: quantile bands per block (analysis/gate_bands.h, gate_bands.gp), a
- * figure each under t->results/figures when gnuplot draws it (else a note). */
+ * figure each in its experiment's figures folder when gnuplot draws it (else a note). */
 static int measure_bands(const evalrun_target *t, const gl_trace_data *td, measure_trace_result *r, char *err,
                          size_t errlen) {
     for (int g = 0; g < GATE_COUNT; g++) {
         if (!td->gate[g] || !gatekind_per_token((gl_gate)g)) continue;
-        char tsv[GL_PATH_MAX + 96], fig_dir[GL_PATH_MAX + 16], base[GL_PATH_MAX + 400], vars[600], why[1024];
+        char tsv[GL_PATH_MAX + 96], fig_dir[GL_PATH_MAX + 160], base[GL_PATH_MAX + 600], vars[600], why[1024];
         int rows;
         snprintf(tsv, sizeof tsv, "%s/gate_bands_%s.tsv", r->out_dir, gatekind_info[g].key);
         if (gate_bands_write(td, (gl_gate)g, tsv, &rows, err, errlen)) return -1;
-        snprintf(fig_dir, sizeof fig_dir, "%s/figures", t->results);
+        measure_figure_dir(t, fig_dir, sizeof fig_dir);
         snprintf(base, sizeof base, "%s/gate_bands_%s_%s", fig_dir, t->id, gatekind_info[g].key);
         snprintf(vars, sizeof vars, "title='%s: %s over training (probe tokens)'; ylabel='%s'", t->id,
                  gatekind_info[g].title, gatekind_info[g].symbol);

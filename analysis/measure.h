@@ -116,6 +116,10 @@ typedef struct {
     char notes[2048];                   /* "note: ..." lines, each ending in '\n': what was left out and why */
 } measure_trace_result;
 
+/* Where a run's own figures go (gate bands, heads): <results>/figures/<its experiment>/, the folder
+ * `gatelab figures EXPERIMENT` writes (figures_dir); "all" when the registry cannot say. */
+void measure_figure_dir(const evalrun_target *t, char *out, size_t n);
+
 /* Read t's trace.h5 (t: id, dir, results, db), write what its gates did
  * (analyze_trace, the gate bands and their figures under t->results/figures,
  * settle statistics from the checkpoint of a routed run) and, unless

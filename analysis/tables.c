@@ -53,16 +53,21 @@ static double tb_on(gl_db *db, const char *run, const char *name, const gl_metri
     return rc == 1 && v.step == like->step ? v.value : NAN;
 }
 
-/* t's validation numbers: the headline (val/final.*) when the run has one,
- * else its last periodic evaluation; all of one measurement. */
+/* t's validation numbers: the headline (db_run_headline: val/hard.* for a model that routes depth,
+ * the skipping done, else val/final.*) when the run has one, else its last periodic evaluation; all of
+ * one measurement.  A routed model's soft loss goes to t->soft_loss. */
 static void tb_val(gl_db *db, tables_run *t, int *fail, char *err, size_t errlen) {
     static const char *const q[6] = {"loss", "bpc", "token_acc", "seq_acc", "active_frac", "tlops_saved"};
     double *dst[6] = {&t->val_loss, &t->val_bpc, &t->tok_acc, &t->seq_acc, &t->active_frac, &t->tlops_saved};
     metric_key names[6];
     gl_metric_val v;
-    for (int k = 0; k < 6; k++) metric_headline(&names[k], METRIC_FINAL, q[k]);
-    int rc = db_metric_at(db, t->run_id, "val", names[0].name, NULL, NULL, &v, err, errlen);
-    if (rc < 0) *fail = 1;
+    gl_headline hl;
+    if (db_run_headline(db, t->run_id, "val", &hl, err, errlen)) *fail = 1;
+    for (int k = 0; k < 6; k++) metric_headline(&names[k], hl.prefix, q[k]);
+    int rc = hl.kind != HEADLINE_NONE;
+    v = hl.loss;
+    t->soft_loss = hl.soft_loss;
+    t->hard_missing = hl.kind == HEADLINE_HARD_MISSING;
     t->headline = rc == 1;
     if (!t->headline && (rc = db_metric_at(db, t->run_id, "val", "loss", NULL, NULL, &v, err, errlen)) < 0) *fail = 1;
     for (int k = 0; k < 6; k++) *dst[k] = NAN;
@@ -74,6 +79,7 @@ static void tb_val(gl_db *db, tables_run *t, int *fail, char *err, size_t errlen
     t->val_step = v.step;
     t->val_prov = v.prov;
     for (int k = 0; k < 6; k++) *dst[k] = tb_on(db, t->run_id, t->headline ? names[k].name : q[k], &v, fail, err, errlen);
+    if (t->hard_missing) t->val_loss = t->val_bpc = NAN; /* no headline: its soft loss is not one (tb_grouped says so) */
 }
 
 /* FNV-1a 64 of the run's group key (runset.h's one rule); a run without a
@@ -223,7 +229,13 @@ typedef struct {
     tb_cell *cells;    /* [nrows * ncol] */
     int nrows, cap;
     int periodic;      /* a cell fell back to a periodic evaluation ("†"): the note says so */
+    char missing[400]; /* routed runs left out: their hard loss is not recorded ("" none) */
+    char soft[600];    /* the routed rows' soft losses, named in a note under the table ("" none) */
 } tb_table;
+
+#define TB_SOFT_NOTE                                                                                           \
+    "Not shown: TSA and early-exit runs whose loss with the skipping done is not recorded (their soft loss, "  \
+    "every block run, is not their headline); `gatelab eval RUN --record` records it: "
 
 #define TB_DAGGER_NOTE                                                                                         \
     "† the run's last periodic evaluation (a few validation windows), not the whole split: it has no headline; " \
@@ -336,6 +348,11 @@ static int tb_write(const tb_table *t, const char *out_dir, const char *source, 
         fprintf(f, "\n");
     }
     if (t->periodic) fprintf(f, "\n%s\n", TB_DAGGER_NOTE);
+    if (t->missing[0]) fprintf(f, "\n%s%s.\n", TB_SOFT_NOTE, t->missing);
+    if (t->soft[0])
+        fprintf(f, "\nTSA and early exit are shown with the skipping done (tokens with p > 0.5, or past their exit, "
+                   "skip the block; α and TLOps of that evaluation); their soft loss, every block run with its update "
+                   "scaled by 1 − p (what training optimised), nats/token: %s.\n", t->soft);
     if (ferror(f) | fclose(f)) {
         f = NULL;
         goto io;
@@ -360,6 +377,19 @@ static int tb_write(const tb_table *t, const char *out_dir, const char *source, 
         char note[512];
         tb_tex_escape(TB_DAGGER_NOTE, note, sizeof note);
         fprintf(f, "\\par\\footnotesize %s\n", note);
+    }
+    if (t->missing[0]) {
+        char note[1400];
+        tb_tex_escape(TB_SOFT_NOTE, note, sizeof note);
+        size_t k = strlen(note);
+        tb_tex_escape(t->missing, note + k, sizeof note - k);
+        fprintf(f, "\\par\\footnotesize %s.\n", note);
+    }
+    if (t->soft[0]) {
+        char note[1400];
+        tb_tex_escape(t->soft, note, sizeof note);
+        fprintf(f, "\\par\\footnotesize TSA and early exit with the skipping done; their soft loss (every block "
+                   "run, nats/token): %s\n", note);
     }
     fprintf(f, "\\end{table}\n");
     if (ferror(f) | fclose(f)) {
@@ -426,7 +456,7 @@ typedef enum { TB_LOSS, TB_LAMBDA, TB_ACC, TB_TPS } tb_kind;
 static int tb_wanted(const tables_run *r, tb_kind k) {
     switch (k) {
     case TB_LOSS: return !isnan(r->val_loss);
-    case TB_LAMBDA: return !isnan(r->lambda);
+    case TB_LAMBDA: return !isnan(r->lambda) && !r->hard_missing;
     case TB_ACC: return !r->text && (!isnan(r->tok_acc) || !isnan(r->seq_acc));
     case TB_TPS: return !isnan(r->tokens_per_s);
     }
@@ -534,6 +564,11 @@ static int tb_grouped(tb_table *t, const tables_run *runs, int n, tb_kind kind, 
             snprintf(err, errlen, "out of memory");
             goto cleanup;
         }
+    for (int i = 0; i < n && (kind == TB_LOSS || kind == TB_LAMBDA); i++) { /* say who is left out, and why */
+        size_t used = strlen(t->missing);
+        if (runs[i].hard_missing && used + strlen(runs[i].run_id) + 8 < sizeof t->missing)
+            snprintf(t->missing + used, sizeof t->missing - used, "%s%s", used ? ", " : "", runs[i].run_id);
+    }
     for (int i = 0; i < n;) {
         if (!tb_wanted(&runs[i], kind)) {
             i++;
@@ -555,6 +590,19 @@ static int tb_grouped(tb_table *t, const tables_run *runs, int n, tb_kind kind, 
         }
         t->periodic |= dagger;
         const tables_run *g0 = &runs[i];
+        if (kind == TB_LOSS || kind == TB_LAMBDA) {
+            double sl[64];
+            int ks = 0;
+            for (int q = 0; q < k && ks < 64; q++)
+                if (!isnan(g[q]->soft_loss) && !g[q]->hard_missing) sl[ks++] = g[q]->soft_loss;
+            size_t used = strlen(t->soft);
+            if (ks && used + 80 < sizeof t->soft) {
+                tb_cell sc;
+                tb_stat(&sc, sl, ks, 4, NAN, 0);
+                snprintf(t->soft + used, sizeof t->soft - used, "%s%s %s %s", used ? "; " : "", g0->data,
+                         g0->variant, sc.md);
+            }
+        }
         const double se = k == 1 ? g[0]->val_se : NAN;
         tb_cell *c = tb_row(t, err, errlen);
         if (!c) goto cleanup;
@@ -726,7 +774,8 @@ static int tb_tsa_vs_exit(tb_table *t, gl_db *db, const tables_run *runs, int n,
         tb_num(&c[col++], tsa ? tsa->lambda : NAN, "%g");
         tb_num(&c[col++], rc == 1 ? mt.alpha_target : NAN, "%.3f");
         const double l_tsa = tsa ? (tsa_hard ? tsa->hard_loss : tsa->val_loss) : rc == 1 ? mt.partner_loss : NAN;
-        tb_stat(&c[col++], &l_tsa, 1, 4, tsa && !tsa_hard ? tsa->val_se : NAN, 0);
+        /* val_se is the SE of the headline, the hard loss for a TSA run that has one (db_run_headline) */
+        tb_stat(&c[col++], &l_tsa, 1, 4, tsa && (!tsa_hard || tsa->hard_loss == tsa->val_loss) ? tsa->val_se : NAN, 0);
         tb_text(&c[col++], runs[j].run_id);
         tb_num(&c[col++], rc == 1 ? mt.tau : NAN, "%.3f");
         tb_num(&c[col++], rc == 1 ? mt.alpha : NAN, "%.3f");
@@ -796,7 +845,7 @@ int tables_write_all(gl_db *db, const char *experiment, const char *out_dir, tab
           "Measured on"},
          {"Data", "Scale", "Variant", "Seeds", "Val loss (nats/token)", "Val bpc", "$\\Delta$ vs baseline (paired)",
           "Measured on"},
-         "lllrrrrl", NULL, 0, 0, 0},
+         "lllrrrrl", NULL, 0, 0, 0, "", ""},
         {"tsa_lambda", "Token-selective depth: active fraction, TLOps saved and loss by λ (whole validation split); "
          "settled: share of halting tokens whose logit lens at the first skipped block has the final top-1 "
          "(`gatelab analyze`, its own windows)", 10,
@@ -804,14 +853,14 @@ int tables_write_all(gl_db *db, const char *experiment, const char *out_dir, tab
           "Settled at halt (%)", "Measured on"},
          {"Data", "Scale", "Variant", "$\\lambda$", "Seeds", "Active fraction $\\alpha$", "TLOps saved (\\%)",
           "Val loss (nats/token)", "Settled at halt (\\%)", "Measured on"},
-         "lllrrrrrrl", NULL, 0, 0, 0},
+         "lllrrrrrrl", NULL, 0, 0, 0, "", ""},
         {"task_accuracy", "Synthetic tasks: accuracy on the scored positions (%)", 7,
          {"Task", "Scale", "Variant", "Seeds", "Token acc (%)", "Sequence acc (%)", "Measured on"},
          {"Task", "Scale", "Variant", "Seeds", "Token acc (\\%)", "Sequence acc (\\%)", "Measured on"}, "lllrrrl",
-         NULL, 0, 0, 0},
+         NULL, 0, 0, 0, "", ""},
         {"throughput", "Training throughput (tokens/s, mean over log intervals)", 5,
          {"Data", "Scale", "Variant", "Seeds", "Tokens/s"}, {"Data", "Scale", "Variant", "Seeds", "Tokens/s"}, "lllrr",
-         NULL, 0, 0, 0},
+         NULL, 0, 0, 0, "", ""},
         {"ablations",
          "Gate interventions: loss change ΔL (nats/token, ± paired standard error over tokens) on the validation "
          "windows each was measured on",
@@ -820,7 +869,7 @@ int tables_write_all(gl_db *db, const char *experiment, const char *out_dir, tab
           "ΔL semantic", "Measured on"},
          {"Run", "Variant", "Scale", "Intervention", "Gates", "$\\Delta L$", "$\\exp(\\Delta L)$", "$\\Delta L$ structural",
           "$\\Delta L$ functional", "$\\Delta L$ semantic", "Measured on"},
-         "lllllrrrrrl", NULL, 0, 0, 0},
+         "lllllrrrrrl", NULL, 0, 0, 0, "", ""},
         {"tsa_vs_exit",
          "Token-selective depth against early exit at a matched active fraction α: τ found by bisection for the TSA "
          "run's α, both on the whole validation split (loss in nats/token)",
@@ -829,12 +878,12 @@ int tables_write_all(gl_db *db, const char *experiment, const char *out_dir, tab
           "Exit − TSA", "Measured on"},
          {"Data", "Scale", "TSA run", "$\\lambda$", "$\\alpha$ (TSA)", "TSA loss", "Early-exit run", "$\\tau$",
           "$\\alpha$ (exit)", "Exit loss", "Exit $-$ TSA", "Measured on"},
-         "lllrrrlrrrll", NULL, 0, 0, 0},
+         "lllrrrlrrrll", NULL, 0, 0, 0, "", ""},
         {"cost", "Training cost by variant (`make bench`, one process per variant): throughput and peak memory relative to the baseline of the same scale", 7,
          {"Scale", "Variant", "Train tokens/s", "× baseline", "Baseline speed-up over it", "Peak RSS (MiB)", "Memory × baseline"},
          {"Scale", "Variant", "Train tokens/s", "$\\times$ baseline", "Baseline speed-up over it", "Peak RSS (MiB)",
           "Memory $\\times$ baseline"},
-         "llrrrrr", NULL, 0, 0, 0},
+         "llrrrrr", NULL, 0, 0, 0, "", ""},
     };
     const tb_kind kinds[4] = {TB_LOSS, TB_LAMBDA, TB_ACC, TB_TPS};
     const char *why[7] = {"no finished run has val/loss", "no finished TSA run", "no finished copy/sort/mqar run",

@@ -49,6 +49,9 @@ typedef struct {
     double bench_tps, bench_rss; /* `make bench` cost runs: bench/train_tokens_per_s, bench/peak_rss_mib */
     unsigned long long group;    /* hash of runset_group_key (analysis/runset.h): equal = same run but for the seed */
     double hard_alpha, hard_loss; /* val/hard.active_frac, val/hard.loss: TSA with the skipping done (NaN: absent) */
+    double soft_loss;   /* a routed model (TSA, early exit): val/final.loss, every block run (NaN otherwise);
+                           its val_loss, α, TLOps, accuracy are then the hard.* ones (db_run_headline) */
+    int hard_missing;   /* a routed model whose hard.* rows are not recorded: the val numbers are its soft ones */
     char axis[3][32];            /* model.value_residual, depth_routing, cross_layer ("none" when absent) */
     unsigned long long partner[3]; /* runset_partner_key_ini along each of those axes (0: no config) */
 } tables_run;

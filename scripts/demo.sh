@@ -12,6 +12,11 @@
 # sort and MQAR, each as the baseline, ResFormer and SATFormer, and TSA vs
 # early exit on copy.  Nothing is downloaded.
 #
+# One experiment per task (demo-text; or demo-copy, demo-sort, demo-mqar), so a
+# figure or table never puts two tasks' losses on one axis; each has its tables
+# (results/tables/EXPERIMENT/), figures (results/figures/EXPERIMENT/) and report
+# page (results/report/EXPERIMENT.html).
+#
 #   scripts/demo.sh [--quick] [--builtin]
 #     --quick     a few steps per run (the test suite's end-to-end check)
 #     --builtin   the built-in tasks even when Tiny Shakespeare is there
@@ -51,7 +56,7 @@ train() { # task manifest "variant:overrides" extra-overrides...
     local id="demo-$task-$name-$stamp"
     echo "== training $task / $name ($over)"
     # shellcheck disable=SC2086
-    G train "$manifest" "$@" $over --run-id "$id" --quiet
+    G train "$manifest" "$@" $over log.experiment="demo-$task" --run-id "$id" --quiet
     # the last periodic evaluation (a probe: the first eval_windows windows) and the headline
     # (the whole validation split): the "val loss" every table and figure shows
     echo "   $(grep -E '^step [0-9]+ \| val loss \(' "$RESULTS/runs/$id/train.log" | tail -1)"
@@ -62,6 +67,7 @@ train() { # task manifest "variant:overrides" extra-overrides...
 if [ -n "$ts" ]; then
     echo "demo: Tiny Shakespeare found at $ts"
     task=text
+    tasks=(text)
     extra=(data.file="$ts")
     [ $quick = 1 ] && extra+=(train.steps=20 train.eval_every=10 train.eval_windows=4 train.warmup=5)
     for v in "${variants[@]}"; do train text experiments/demo.ini "$v" "${extra[@]}"; done
@@ -69,10 +75,11 @@ else
     echo "demo: no Tiny Shakespeare (\`gatelab data\` lists where it looks; \`make data\` fetches it);"
     echo "demo: the loop runs on the built-in tasks copy, sort and MQAR instead."
     task=copy
+    tasks=(copy sort mqar)
     steps=300; [ $quick = 1 ] && steps=40
     small=(model.d_model=32 model.n_layer=3 model.n_head=2 model.n_kv_head=2 model.d_ff=64 train.lr=1e-2
            train.warmup=20 train.eval_every=$((steps / 2)) train.eval_windows=64 train.steps=$steps
-           train.ckpt_every=$steps log.experiment=demo log.trace=1 log.probe_windows=4)
+           train.ckpt_every=$steps log.trace=1 log.probe_windows=4)
     for v in "${variants[@]}"; do train copy experiments/copy_tsa.ini "$v" "${small[@]}" model.seq_len=21; done
     for v in "${variants[@]:0:3}"; do train sort experiments/copy_tsa.ini "$v" "${small[@]}" model.seq_len=21 data.task=sort; done
     for v in "${variants[@]:0:3}"; do
@@ -142,22 +149,31 @@ echo "== the gates on your own text, and the logit lens per block (gatelab probe
 G probe "$sat" --prompt "$prompt"
 echo "   (every gate, the V1 share and the lens per token are in that HDF5 cache: gatelab report --probe CACHE --html colours the text by any of them)"
 echo
-echo "== tables, figures and the report page from the registry"
-G tables demo
-G figures demo
-G report demo --html --out "$RESULTS/report/demo.html"
+echo "== tables, figures and the report page from the registry, one experiment per task"
+for t in "${tasks[@]}"; do
+    G tables "demo-$t" --out "$RESULTS/tables/demo-$t"
+    G figures "demo-$t"
+    G report "demo-$t" --html --out "$RESULTS/report/demo-$t.html"
+done
 echo
-echo "== TSA against early exit at the same α ($RESULTS/tables/tsa_vs_exit.md)"
-grep '^|' "$RESULTS/tables/tsa_vs_exit.md"
+echo "== TSA against early exit at the same α ($RESULTS/tables/demo-$task/tsa_vs_exit.md)"
+grep '^|' "$RESULTS/tables/demo-$task/tsa_vs_exit.md"
 echo
-echo "== the registry (gatelab runs --experiment demo: this demo's runs; train = train loss, val = val loss)"
-"$BIN" runs --experiment demo --db "$RESULTS/gatelab.db" | awk -v s="-$stamp" 'NR == 1 || index($1, s)' 
+for t in "${tasks[@]}"; do
+    echo "== the registry (gatelab runs --experiment demo-$t: this demo's $t runs; train = train loss, val = val loss)"
+    "$BIN" runs --experiment "demo-$t" --db "$RESULTS/gatelab.db" | awk -v s="-$stamp" 'NR == 1 || index($1, s)'
+    echo
+done
 echo
 echo "Files:"
 echo "  registry          $RESULTS/gatelab.db   (sqlite3 $RESULTS/gatelab.db 'select * from runs')"
 for id in "${ids[@]}"; do echo "  run folder        $RESULTS/runs/$id/  (config.ini ckpt trace.h5 train.log)"; done
 echo "  gate trace        h5dump -H $RESULTS/runs/$sat/trace.h5"
 echo "  analysis          $RESULTS/runs/<id>/analysis/*.tsv"
-echo "  tables            $(ls "$RESULTS"/tables/*.md | wc -l) tables: $RESULTS/tables/*.md *.tex"
-echo "  figures           $(ls "$RESULTS"/figures/demo/*.png | wc -l) figures: $RESULTS/figures/demo/*.png *.pdf *.svg"
-echo "  report            $RESULTS/report/demo.html   (open it in a browser; one file, no network)"
+echo "  tables            $(ls "$RESULTS"/tables/demo-*/*.md | wc -l) tables: $RESULTS/tables/demo-*/*.md *.tex"
+for t in "${tasks[@]}"; do
+    echo "  figures           $(ls "$RESULTS"/figures/demo-$t/*.png | wc -l) figures: $RESULTS/figures/demo-$t/*.png *.pdf *.svg"
+done
+for t in "${tasks[@]}"; do
+    echo "  report            $RESULTS/report/demo-$t.html   (open it in a browser; one file, no network)"
+done

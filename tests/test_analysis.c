@@ -536,23 +536,26 @@ static void test_tables(void **state) {
     gl_metric b2[] = {PER(10, "loss", 1.75)};
     snprintf(ini, sizeof ini, base, 2);
     add_run(db, e, "base2", ini, "FINISHED", b2, 1);
-    gl_metric m4[] = {HL("final.loss", 2.0, 0.02), HL("final.active_frac", 0.726, 0), HL("final.tlops_saved", 0.228, 0),
+    /* TSA: its headline is the hard.* evaluation, the skipping done; final.* is its soft loss (docs/registry.md,
+     * "The headline") */
+    gl_metric m4[] = {HL("final.loss", 2.1, 0.02), HL("final.active_frac", 0.9, 0), HL("final.tlops_saved", 0.05, 0),
+                      HL("hard.loss", 2.0, 0.02), HL("hard.active_frac", 0.726, 0), HL("hard.tlops_saved", 0.228, 0),
                       PER(10, "loss", 2.5), PER(10, "active_frac", 0.5),
                       {.step = 10, .split = "analysis", .name = "settled_at_halt", .value = 0.8125,
                        .prov = {"val", 0, 64, 4096}}};
     add_run(db, e, "tsa1",
             "[model]\nscale = s\nvalue_residual = none\ndepth_routing = tsa\ntsa_lambda = 0.01\n[data]\ntask = text\n"
             "file = tinyshakespeare.txt\n[train]\nseed = 1\n",
-            "FINISHED", m4, 6);
+            "FINISHED", m4, 9);
     /* the early-exit run holds the matched pair: τ for α 0.726 by bisection, on the same whole split */
-    gl_metric m6[] = {HL("final.loss", 2.4, 0.02), HL("matched.tau", 0.8125, 0), HL("matched.alpha_target", 0.726, 0),
+    gl_metric m6[] = {HL("final.loss", 2.4, 0.02), HL("hard.loss", 2.3, 0.02), HL("matched.tau", 0.8125, 0), HL("matched.alpha_target", 0.726, 0),
                       HL("matched.active_frac", 0.7275, 0), HL("matched.loss", 2.2, 0.02),
                       HL("matched.partner_loss", 2.0, 0)};
     add_run(db, e, "ee1",
             "[model]\nscale = s\ndepth_routing = early_exit\n[data]\ntask = text\nfile = tinyshakespeare.txt\n[train]\n"
             "seed = 1\n",
-            "FINISHED", m6, 6);
-    /* an early-exit run whose bisection did not reach the TSA α */
+            "FINISHED", m6, 7);
+    /* an early-exit run whose bisection did not reach the TSA α, and whose hard loss is not recorded */
     gl_metric m7[] = {HL("final.loss", 2.45, 0.02), HL("matched.tau", 0.5, 0), HL("matched.alpha_target", 0.726, 0),
                       HL("matched.active_frac", 0.52, 0), HL("matched.loss", 2.6, 0.02)};
     add_run(db, e, "ee2",
@@ -598,6 +601,13 @@ static void test_tables(void **state) {
     assert_non_null(strstr(t, "1.6875 ± 0.0884 †"));
     assert_non_null(strstr(t, "mixed"));
     assert_non_null(strstr(t, "† the run's last periodic evaluation"));
+    /* routed runs by their loss with the skipping done, the soft loss named in a note; ee2 without hard rows
+     * has no headline, and the note says so */
+    assert_non_null(strstr(t, "| tinyshakespeare | s | baseline+early_exit | 1 | 2.3000 ± 0.0200 |"));
+    assert_non_null(strstr(t, "their soft loss"));
+    assert_non_null(strstr(t, "tinyshakespeare baseline+tsa 2.1000"));
+    assert_non_null(strstr(t, "Not shown: TSA and early-exit runs whose loss with the skipping done is not recorded"));
+    assert_non_null(strstr(t, "records it: ee2."));
     snprintf(path, sizeof path, "%s/loss_by_variant.tex", out);
     t = slurp(path);
     assert_non_null(t);

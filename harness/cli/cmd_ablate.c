@@ -20,7 +20,7 @@
  * what it was measured on (the evaluation windows and their tokens), so a
  * rerun on other windows is kept beside the first, never over it.  heads also writes
  * heads.md, heads.tsv and heads_grid.tsv into <run>/analysis/ (or --out) and
- * draws the block × KV-head ΔL map into <results>/figures/heads_<run>.{png,pdf}.
+ * draws the block × KV-head ΔL map into <results>/figures/<experiment>/heads_<run>.{png,pdf}.
  * Definitions of the modes and of the evaluation / reference tokens:
  * analysis/ablate.h and docs/analysis.md.  Opening the run, the measurement
  * and its rows are analysis/measure.h (measure_ablate, measure_ablation_record);
@@ -89,7 +89,7 @@ const args_spec ablate_spec = {
 static const args_opt heads_opts[] = {
     AB_COMMON,
     {"out", ARGS_KEY(20), "DIR", "heads.md, heads.tsv and heads_grid.tsv (default <run folder>/analysis)"},
-    {"no-figure", ARGS_KEY(21), NULL, "do not draw <results>/figures/heads_<run>.{png,pdf}"},
+    {"no-figure", ARGS_KEY(21), NULL, "do not draw <results>/figures/<experiment>/heads_<run>.{png,pdf}"},
     {"json", ARGS_KEY(22), NULL, "also print the ranking as one JSON line"},
     {"attribution", ARGS_KEY(23), NULL, "first-order estimate of zeroing each gate and router (one backward) beside the exact ΔL"},
     {0}};
@@ -394,8 +394,8 @@ int cmd_heads(int argc, char **argv) {
         goto fail;
     }
     if (!a.no_figure) {
-        char fig_dir[GL_PATH_MAX + 16], base_name[GL_PATH_MAX + 300], vars[1024], title[512];
-        snprintf(fig_dir, sizeof fig_dir, "%s/figures", e.results);
+        char fig_dir[GL_PATH_MAX + 160], base_name[GL_PATH_MAX + 500], vars[1024], title[512];
+        measure_figure_dir(&t, fig_dir, sizeof fig_dir);
         if (fileio_mkdir_p(fig_dir, err, sizeof err)) goto fail;
         snprintf(base_name, sizeof base_name, "%s/heads_%s", fig_dir, e.run_id);
         snprintf(title, sizeof title, "%s: ΔL when one gate is zeroed, on %s (%.0f tokens) at step %ld", e.run_id,

@@ -208,8 +208,10 @@ int cmd_analyze_trace(const char *run_arg, const char *db, const char *results, 
     an_print_notes(&r);
     if (mrc) goto fail;
     an_print_summary(t.id, &r.s, r.out_dir);
+    char fig_dir[GL_PATH_MAX + 160];
+    measure_figure_dir(&t, fig_dir, sizeof fig_dir);
     for (int i = 0; i < r.n_bands; i++)
-        printf("%s%s/figures/gate_bands_%s_%s.{png,pdf,svg}", i ? ", " : "figures: ", t.results, t.id, r.bands[i]);
+        printf("%s%s/gate_bands_%s_%s.{png,pdf,svg}", i ? ", " : "figures: ", fig_dir, t.id, r.bands[i]);
     if (r.n_bands) printf(" (each gate's quantile bands over training)\n");
     const settle_result *st = &r.st;
     if (r.routed)

@@ -90,7 +90,8 @@ static int cmp_put_num(cmp_set *s, const char *key, int j, double v) {
     return cmp_put(s, "metric", key, j, t);
 }
 
-/* Headline rows of one split for run j: final.* and matched.* names. */
+/* Headline rows of one split for run j: final.*, hard.* (a routed model with the skipping done) and
+ * matched.* names. */
 static int cmp_headline(gl_db *db, cmp_set *s, int j, const char *split, char *err, size_t errlen) {
     gl_metric_latest *m = NULL;
     int n = 0;
@@ -98,6 +99,7 @@ static int cmp_headline(gl_db *db, cmp_set *s, int j, const char *split, char *e
     for (int i = 0; i < n; i++) {
         char q[64], key[192];
         if (!metric_headline_parse(&m[i].key, METRIC_FINAL, q, sizeof q) &&
+            !metric_headline_parse(&m[i].key, METRIC_HARD, q, sizeof q) &&
             !metric_headline_parse(&m[i].key, METRIC_MATCHED, q, sizeof q))
             continue;
         if (db_metrics_latest_get(m, n, &m[i].key, NULL) != &m[i]) continue; /* the most windows only */
@@ -135,6 +137,18 @@ static int cmp_collect(gl_db *db, cmp_set *s, char *err, size_t errlen) {
         }
         int k = db_metric_last(db, s->runs[j].run_id, "train", "loss", NULL, &v, NULL, err, errlen);
         if (k < 0 || (k && cmp_put_num(s, "train/loss", j, v))) return -1;
+        /* the headline by the one rule (db_run_headline): a routed model's with the skipping done, its
+         * soft loss beside it and named, so two runs are compared like with like */
+        gl_headline hl;
+        if (db_run_headline(db, s->runs[j].run_id, "val", &hl, err, errlen)) return -1;
+        static const char *const kind[] = {"-", "final.loss", "hard (skipping done)",
+                                           "not recorded: soft only (eval RUN --record)"};
+        if (cmp_put(s, "metric", "val headline is", j, kind[hl.kind]) ||
+            (hl.kind != HEADLINE_HARD_MISSING && cmp_put_num(s, "val headline loss", j, hl.loss.value)) ||
+            cmp_put_num(s, "val soft loss (every block run)", j, hl.soft_loss)) {
+            snprintf(err, errlen, "out of memory");
+            return -1;
+        }
         if (cmp_headline(db, s, j, "val", err, errlen) || cmp_headline(db, s, j, "test", err, errlen)) return -1;
     }
     return 0;

@@ -58,7 +58,8 @@ static const args_opt met_opts[] = {
     {"experiment", ARGS_KEY(0), "E", "only the runs of experiment E"},
     {"run", ARGS_KEY(1), "RUN", "only run RUN (a run id, a unique prefix of one, or its folder)"},
     {"split", ARGS_KEY(2), "S", "only split S (train, val, test, ablation, ...)"},
-    {"name", ARGS_KEY(3), "GLOB", "only names matching GLOB (e.g. 'exit.*', 'final.*')"},
+    {"name", ARGS_KEY(3), "GLOB", "only names matching GLOB (e.g. 'exit.*', 'final.*'); SPLIT/GLOB, the form `compare`\n"
+                                  "and `runs` print ('val/final.loss', 'val/*', '*/loss'), also picks the split"},
     {"format", ARGS_KEY(4), "F", "csv (default) or json"},
     {"db", ARGS_KEY(5), "PATH", "registry to read (default <results>/gatelab.db)"},
     {"results", ARGS_KEY(6), "DIR", "results folder whose gatelab.db is read (default $GATELAB_RESULTS or results)"},
@@ -140,7 +141,7 @@ static int met_row(const gl_metric_long *r, void *vctx) {
 
 int cmd_metrics(int argc, char **argv) {
     const char *db_arg = NULL, *results = NULL, *run = NULL;
-    char err[1024], path[GL_PATH_MAX + 16], split[32];
+    char err[1024], path[GL_PATH_MAX + 16], split[32], name_split[32];
     gl_metric_filter f = {0};
     met_ctx ctx = {MET_CSV, 0, 0, ""};
     gl_db *db = NULL;
@@ -165,6 +166,25 @@ int cmd_metrics(int argc, char **argv) {
         }
     }
     if (bad) return 2;
+    const char *slash = f.name_glob ? strchr(f.name_glob, '/') : NULL;
+    if (slash) { /* SPLIT/GLOB: the split/name form compare prints; '*' as the split is any split */
+        size_t k = (size_t)(slash - f.name_glob);
+        if (k >= sizeof name_split)
+            return args_usage_error(&met_spec, "--name '%s': the split before '/' is too long", f.name_glob);
+        memcpy(name_split, f.name_glob, k);
+        name_split[k] = 0;
+        for (char *c = name_split; *c; c++) *c = (char)tolower((unsigned char)*c);
+        if (strpbrk(name_split, "?[") || (strchr(name_split, '*') && strcmp(name_split, "*")))
+            return args_usage_error(&met_spec, "--name '%s': the split before '/' is a name (val, test, train, "
+                                    "ablation, ...) or '*'", f.name_glob);
+        if (strcmp(name_split, "*")) {
+            if (f.split && strcmp(f.split, name_split))
+                return args_usage_error(&met_spec, "--name '%s' names split %s, --split says %s", f.name_glob,
+                                        name_split, f.split);
+            f.split = name_split;
+        }
+        f.name_glob = slash + 1;
+    }
     ctx.fmt = (met_format)fmt;
     resolve_run r;
     args_db_path(db_arg, results, path, sizeof path);

@@ -27,6 +27,7 @@
 #include "store/fileio.h"
 #include "store/probecache.h"
 #include "store/rundir.h"
+#include "store/sha256.h"
 #include "analysis/report.h"
 
 typedef struct {
@@ -38,7 +39,7 @@ typedef struct {
 static const args_opt pb_opts[] = {
     {"text", ARGS_KEY(0), "FILE", "the bytes of FILE (encoded with the run's tokenizer)"},
     {"prompt", ARGS_KEY(1), "STR", "the bytes of STR instead of a file"},
-    {"out", ARGS_KEY(2), "CACHE.h5", "the activation cache (default <run>/analysis/probe.h5)"},
+    {"out", ARGS_KEY(2), "CACHE.h5", "the activation cache (default <run>/analysis/probe_<8 hex of the text's sha256>.h5)"},
     {"attention", ARGS_KEY(3), NULL, "also keep the attention probabilities (/attn/probs)"},
     {"zero", ARGS_KEY(4), "L1H0,...", "fix these per-head gates (BLOCK:KV_HEAD or L<block>H<head>) to 0"},
     {"threads", ARGS_KEY(5), "N", "OpenMP threads (default: the run's train.threads; 0 = every core)"},
@@ -105,6 +106,47 @@ int probe_vocab(const gl_run *run, gl_probecache *pc) {
     return 0;
 }
 
+/* The display text of ids[0..n) through the run's vocabulary into out (cut to fit). */
+static void pb_show(const gl_run *run, const int *ids, int n, char *out, size_t cap) {
+    size_t k = 0;
+    for (int i = 0; i < n && k + 1 < cap; i++) {
+        size_t len = 0;
+        const uint8_t *p = run_token(run, ids[i], &len);
+        for (size_t j = 0; j < len && k + 1 < cap; j++) out[k++] = (char)p[j];
+    }
+    out[k] = 0;
+}
+
+/* A synthetic task's format (docs/tasks.md): 1 when ids[0..n) could be (a prefix of) one of its
+ * sequences; the format and an example into fmt either way.  Text runs take any text (1, fmt ""). */
+static int pb_task_format(const gl_run *run, const int *ids, long n, char *fmt, size_t cap) {
+    const gl_data_config *d = &run->mf.data;
+    int ex[512], m = 0, ok = 1;
+    char show[600];
+    fmt[0] = 0;
+    if (d->task == TASK_COPY || d->task == TASK_SORT) {
+        const int N = d->seq_items, S = d->n_symbols;
+        for (int i = 0; i < N && m < 255; i++) ex[m++] = i % S;
+        ex[m++] = S; /* SEP */
+        for (int i = 0; i < N && m < 511; i++) ex[m++] = i % S;
+        ok = n <= 2L * N + 1;
+        for (long i = 0; ok && i < n; i++) ok = i == N ? ids[i] == S : ids[i] >= 0 && ids[i] < S;
+        pb_show(run, ex, m, show, sizeof show);
+        snprintf(fmt, cap, "the %s task's sequences are %d symbols, the separator, then the %d symbols %s, e.g. '%s'",
+                 task_name(d->task), N, N, d->task == TASK_COPY ? "again" : "sorted", show);
+    } else if (d->task == TASK_MQAR) {
+        const int P = d->mqar_pairs, Q = d->mqar_queries, K = d->mqar_keys;
+        for (int i = 0; i < P && m < 500; i++) ex[m++] = i % K, ex[m++] = K + i % d->mqar_values;
+        for (int i = 0; i < Q && m < 510; i++) ex[m++] = i % K, ex[m++] = K + i % d->mqar_values;
+        ok = n <= 2L * (P + Q);
+        for (long i = 0; ok && i < n; i++) ok = i % 2 == 0 ? ids[i] >= 0 && ids[i] < K : ids[i] >= K && ids[i] < K + d->mqar_values;
+        pb_show(run, ex, m, show, sizeof show);
+        snprintf(fmt, cap, "the mqar task's sequences are %d key-value pairs, then %d queries each followed by its "
+                 "value, e.g. '%s'", P, Q, show);
+    }
+    return ok;
+}
+
 int cmd_probe(int argc, char **argv) {
     pb_args a;
     int pr = pb_parse(argc, argv, &a);
@@ -166,10 +208,12 @@ int cmd_probe(int argc, char **argv) {
     snprintf(pc.source, sizeof pc.source, "%s", a.text ? a.text : "--prompt");
     pc.config_ini = strdup(run.config_ini ? run.config_ini : "");
     if (a.out) snprintf(out, sizeof out, "%s", a.out);
-    else {
+    else { /* one cache per text: a second probe on other text does not overwrite the first */
+        char hex[65];
+        sha256_hex(bytes, nb, hex);
         snprintf(out, sizeof out, "%s/analysis", rr.dir);
         if (fileio_mkdir_p(out, err, sizeof err)) goto done;
-        snprintf(out, sizeof out, "%s/analysis/probe.h5", rr.dir);
+        snprintf(out, sizeof out, "%s/analysis/probe_%.8s.h5", rr.dir, hex);
     }
     if (probecache_write(out, &pc, err, sizeof err)) goto done;
     const pc_array *kl = probecache_find(&pc, "lens/kl"), *t1 = probecache_find(&pc, "lens/top1"),
@@ -187,6 +231,15 @@ int cmd_probe(int argc, char **argv) {
         }
         printf("  %5d  %14.6f  %11.4f  %16.6f  %7.3f\n", l, sk / pc.n_tok, st / pc.n_tok, nl ? sl / nl : 0.0,
                sr / pc.n_tok);
+    }
+    if (run.mf.data.task != TASK_TEXT) {
+        char fmt[1024];
+        if (!pb_task_format(&run, ids, n, fmt, sizeof fmt))
+            printf("note: this text is not in the format run %s was trained on: %s (docs/tasks.md). The model never "
+                   "saw such a sequence, so the loss above says little about it.\n", rr.id, fmt);
+        else
+            printf("note: %s. The task scores only the answers; the loss above counts every next token, the "
+                   "randomly drawn inputs too, which no model can predict.\n", fmt);
     }
     rc = 0;
 done:

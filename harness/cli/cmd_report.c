@@ -1,10 +1,10 @@
 /*
- * cmd_report.c — `gatelab report RUN|EXPERIMENT --html`: one self-contained
+ * cmd_report.c — `gatelab report RUN|EXPERIMENT [--html]`: one self-contained
  * HTML page (analysis/html.h) for a run or for every finished run of an
  * experiment, with the figures, the tables and the probe text coloured by a
  * gate α or by TSA's effective depth.
  *
- *   gatelab report TARGET --html [--out FILE] [--block N --kv-head H | --gate L2H0] [--chars N]
+ *   gatelab report TARGET [--html] [--out FILE] [--block N --kv-head H | --gate L2H0] [--chars N]
  *                  [--results DIR] [--db PATH]
  *
  * TARGET is a run (an id, a unique prefix of one, or its folder: resolve.h)
@@ -37,7 +37,7 @@ typedef struct {
 } rp_args;
 
 static const args_opt rp_opts[] = {
-    {"html", ARGS_KEY(0), NULL, "write the HTML page (the one format; required)"},
+    {"html", ARGS_KEY(0), NULL, "write the HTML page (the one format, and the default: may be left out)"},
     {"out", ARGS_KEY(1), "FILE", "the page (default <results>/report/<RUN|EXPERIMENT>.html)"},
     {"block", ARGS_KEY(2), "N", "colour the probe text by the α of block N (with --kv-head)"},
     {"kv-head", ARGS_KEY(3), "H", "… and KV head H (default: the gate with the largest mean α)"},
@@ -49,7 +49,7 @@ static const args_opt rp_opts[] = {
     {"only", ARGS_KEY(9), "PATH", "--probe: only the arrays whose path starts with PATH (e.g. lens/ or sat/alpha)"},
     {0}};
 const args_spec rp_spec = {
-    "report", "RUN|EXPERIMENT --html [options]",
+    "report", "RUN|EXPERIMENT [--html] [options]",
     "One self-contained HTML page: figures (SVG), tables, and the probe text coloured by a gate's α (the\n"
     "others one click away) or by TSA's effective depth; hover a character for its value.  No script, no network.",
     rp_opts};
@@ -90,10 +90,8 @@ static int rp_parse(int argc, char **argv, rp_args *a) {
     if (bad) return 2;
     if (a->probe && a->target)
         return args_usage_error(&rp_spec, "--probe reports one cache: drop '%s' (the cache names its run)", a->target);
-    if (a->probe && !a->html) return args_usage_error(&rp_spec, "say --html (the one format)");
     if (a->probe) return -1;
-    if (!a->target || !a->html)
-        return args_usage_error(&rp_spec, "%s", !a->target ? "name a run or an experiment" : "say --html (the one format)");
+    if (!a->target && !a->probe) return args_usage_error(&rp_spec, "name a run or an experiment");
     if ((a->o.block < 0) != (a->o.kv_head < 0)) return args_usage_error(&rp_spec, "give --block and --kv-head together");
     return -1;
 }

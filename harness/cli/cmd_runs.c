@@ -5,8 +5,10 @@
  * per chosen parameter (the keys the sweep varied, read from the run's name
  * "key=value ..."), status, step reached (largest step with any
  * metric), last train loss, the validation loss (nats per token) with what
- * it was measured on — the run's headline (the whole validation split,
- * val/final.loss) or, for a run without one, the last periodic evaluation,
+ * it was measured on — the run's headline (the whole validation split:
+ * val/final.loss, or for a model that routes depth val/hard.loss, the
+ * skipping done, with its soft loss in the column "soft"; db_run_headline)
+ * or, for a run without one, the last periodic evaluation,
  * marked "*" and labelled "periodic" — the active fraction α and TLOps saved
  * (the headline's, else the last logged), throughput (tokens_per_s,
  * tokens/s), start time and duration.
@@ -179,7 +181,7 @@ static const char *runs_tags_line(const char *tags, char *out, size_t n) {
 }
 
 static void runs_print_table(const gl_run_row *rows, int n, char (*why)[256]) {
-    int periodic = 0;
+    int periodic = 0, routed = 0, missing = 0;
     runs_axes ax;
     runs_axes_find(rows, n, &ax);
     printf("%-36s %-16s %-20s", "run_id", "experiment", "variant");
@@ -193,8 +195,8 @@ static void runs_print_table(const gl_run_row *rows, int n, char (*why)[256]) {
         }
         printf(" %-*s", w[j], runs_axis_short(ax.key[j]));
     }
-    printf(" %-9s %7s %8s %9s %6s %6s %9s %-19s %8s  %s\n", "status", "step", "train", "val", "alpha", "tlops",
-           "tok/s", "started", "took_s", "val measured on");
+    printf(" %-9s %7s %8s %9s %8s %6s %6s %9s %-19s %8s  %s\n", "status", "step", "train", "val", "soft", "alpha",
+           "tlops", "tok/s", "started", "took_s", "val measured on");
     for (int i = 0; i < n; i++) {
         const gl_run_row *r = &rows[i];
         printf("%-36s %-16s %-20s", r->run_id, r->experiment, r->variant);
@@ -208,7 +210,12 @@ static void runs_print_table(const gl_run_row *rows, int n, char (*why)[256]) {
         else snprintf(step, sizeof step, "-");
         runs_num(r->train_loss, "%.4f", tr, sizeof tr);
         runs_num(r->val_loss, r->val_headline ? "%.4f " : "%.4f*", va, sizeof va);
+        if (r->val_kind == HEADLINE_HARD_MISSING) snprintf(va, sizeof va, "n/r+");
         periodic |= !r->val_headline && isfinite(r->val_loss);
+        routed |= isfinite(r->val_soft);
+        missing |= r->val_kind == HEADLINE_HARD_MISSING;
+        char so[24];
+        runs_num(r->val_soft, "%.4f", so, sizeof so);
         char on[128];
         runs_val_on(r, on, sizeof on);
         runs_num(r->active_frac, "%.3f", al, sizeof al);
@@ -216,7 +223,7 @@ static void runs_print_table(const gl_run_row *rows, int n, char (*why)[256]) {
         runs_num(r->tokens_per_s, "%.0f", tps, sizeof tps);
         runs_time(r->start_time, st, sizeof st);
         runs_num(runs_duration(r), "%.1f", took, sizeof took);
-        printf(" %-9s %7s %8s %9s %6s %6s %9s %-19s %8s  %s\n", r->status, step, tr, va, al, tl, tps,
+        printf(" %-9s %7s %8s %9s %8s %6s %6s %9s %-19s %8s  %s\n", r->status, step, tr, va, so, al, tl, tps,
                st[0] ? st : "-", took, on);
         if (r->tags[0]) {
             char t[sizeof r->tags * 2];
@@ -231,6 +238,13 @@ static void runs_print_table(const gl_run_row *rows, int n, char (*why)[256]) {
     if (periodic)
         printf("* a periodic evaluation on a few windows, not the whole validation split: record the headline with "
                "`gatelab eval RUN --record`\n");
+    if (routed)
+        printf("TSA and early exit: val is the loss with the skipping done (tokens with p > 0.5, or past their exit, "
+               "skip the block); soft is the loss with every block run, each update scaled by 1 - p (what training "
+               "optimised), alpha and tlops those of val\n");
+    if (missing)
+        printf("+ n/r: the loss with the skipping done is not recorded for this routed run (only its soft loss is); "
+               "`gatelab eval RUN --record` records it\n");
 }
 
 static void runs_csv_num(double v) {
@@ -338,6 +352,10 @@ json_t *runs_json_row(const gl_run_row *r) {
     jsonl_set(o, "val_loss", jsonl_num(r->val_loss));
     jsonl_set(o, "val_se", jsonl_num(r->val_se));
     jsonl_set(o, "val_headline", json_boolean(r->val_headline));
+    /* which headline (db_run_headline): "final", "hard" (a routed model, the skipping done), "hard_missing" */
+    static const char *const kinds[] = {NULL, "final", "hard", "hard_missing"};
+    jsonl_set(o, "val_kind", r->val_kind ? jsonl_str(kinds[r->val_kind]) : json_null());
+    jsonl_set(o, "val_soft_loss", jsonl_num(r->val_soft));
     if (r->val_step >= 0 && r->val_prov.count > 0) {
         on = json_object();
         jsonl_set(on, "step", jsonl_int(r->val_step));

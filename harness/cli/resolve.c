@@ -159,6 +159,24 @@ static void rs_near(const rs_names *c, const char *arg, char *out, size_t n) {
     for (int i = 0; i < c->n; i++) names[i] = c->v[i].name;
     const char *near = args_suggest(arg, names, c->n);
     if (near) snprintf(out, n, " (did you mean %s?)", near);
+    /* a mistyped prefix ("demo-cpy"): the same comparison against the start of each id */
+    char (*pre)[80] = near ? NULL : malloc((size_t)(c->n > 0 ? c->n : 1) * sizeof *pre);
+    const size_t la = strlen(arg);
+    if (pre && la >= 3 && la < sizeof pre[0]) {
+        const char **pn = (const char **)names;
+        for (int i = 0; i < c->n; i++) {
+            snprintf(pre[i], sizeof pre[i], "%.*s", (int)la, c->v[i].name);
+            pn[i] = pre[i];
+        }
+        const char *p = args_suggest(arg, pn, c->n);
+        int k = 0;
+        for (int i = 0; p && i < c->n; i++) k += !strncmp(c->v[i].name, p, strlen(p));
+        if (p && k == 1) {
+            for (int i = 0; i < c->n; i++)
+                if (!strncmp(c->v[i].name, p, strlen(p))) snprintf(out, n, " (did you mean %s?)", c->v[i].name);
+        } else if (p) snprintf(out, n, " (did you mean %s…, the start of %d runs?)", p, k);
+    }
+    free(pre);
     free(names);
 }
 

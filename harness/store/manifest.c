@@ -24,6 +24,7 @@
 #include "manifest.h"
 
 #include <ctype.h>
+#include <dirent.h>
 #include <limits.h>
 #include <errno.h>
 #include <inttypes.h>
@@ -33,6 +34,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "fileio.h"
 #include "parse.h"
@@ -231,9 +233,14 @@ static int parse_value(gl_manifest *mf, const key_def *k, const char *value, cha
         for (int i = 0; i < n; i++)
             if (!strcmp(value, mf_enum_name(k->aux, i))) return mf_enum_store(mf, k->aux, i), 0;
         size_t used = (size_t)msgf(why, whylen, "must be one of");
+        const char *names[64];
         for (int i = 0; i < n && used < whylen; i++)
             used += (size_t)msgf(why + used, whylen - used, "%s %s", i ? "," : "",
                                      mf_enum_name(k->aux, i));
+        for (int i = 0; i < n && i < 64; i++) names[i] = mf_enum_name(k->aux, i);
+        char hint[160];
+        suggest(hint, sizeof hint, value, names, n < 64 ? n : 64);
+        if (used < whylen) msgf(why + used, whylen - used, "%s", hint);
         return -1;
     }
     case K_STR:
@@ -350,10 +357,50 @@ static int stream_handler(void *user, const char *section, const char *name, con
     return ts->handler(ts->user, section, name, value);
 }
 
+/* " (did you mean DIR/X.ini?)" into out for a manifest path that does not exist: the nearest *.ini
+ * of its folder, or of experiments/ when it names none ("copy_tsa" finds experiments/copy_tsa.ini);
+ * "" when none is near. */
+static void near_manifest(const char *path, char *out, size_t n) {
+    char dir[GL_PATH_MAX], want[256], names[64][256];
+    const char *cands[64];
+    int k = 0;
+    out[0] = 0;
+    const char *slash = strrchr(path, '/');
+    if (slash) snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
+    else snprintf(dir, sizeof dir, "experiments");
+    if (!dir[0]) snprintf(dir, sizeof dir, "/");
+    snprintf(want, sizeof want, "%s", slash ? slash + 1 : path);
+    size_t wl = strlen(want);
+    if (wl > 4 && !strcmp(want + wl - 4, ".ini")) want[wl - 4] = 0;
+    DIR *d = opendir(dir);
+    if (!d) return;
+    for (struct dirent *e; k < 64 && (e = readdir(d));) {
+        size_t l = strlen(e->d_name);
+        if (l <= 4 || l >= sizeof names[0] || strcmp(e->d_name + l - 4, ".ini")) continue;
+        snprintf(names[k], sizeof names[k], "%.*s", (int)(l - 4), e->d_name);
+        cands[k] = names[k];
+        k++;
+    }
+    closedir(d);
+    char hint[300];
+    suggest(hint, sizeof hint, want, cands, k);
+    if (!hint[0]) return;
+    /* hint is " (did you mean NAME?)": give the path to type instead */
+    char name[256];
+    snprintf(name, sizeof name, "%s", hint + strlen(" (did you mean "));
+    name[strlen(name) - 2] = 0;
+    msgf(out, n, " (did you mean %s/%s.ini?)", dir, name);
+}
+
 static char *read_text_file(const char *path, char *err, size_t errlen, const char *what) {
     FILE *f;
     char *buf = NULL;
-    if (fileio_open_regular(path, what, &f, err, errlen)) return NULL; /* no hang on a FIFO */
+    if (fileio_open_regular(path, what, &f, err, errlen)) { /* no hang on a FIFO */
+        size_t used = strlen(err);
+        if (!strcmp(what, "manifest") && access(path, F_OK) != 0 && used < errlen)
+            near_manifest(path, err + used, errlen - used);
+        return NULL;
+    }
     size_t cap = 4096, len = 0;
     buf = malloc(cap);
     while (buf) {

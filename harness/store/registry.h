@@ -244,8 +244,12 @@ typedef struct {
     char status[16];
     long step;               /* largest step with any metric (-1: none) */
     double train_loss;       /* last train/loss */
-    double val_loss;         /* the headline val/final.loss (whole split), else the last periodic val/loss */
+    double val_loss;         /* the headline loss (db_run_headline: hard.loss for a routed model, else
+                              * final.loss; the whole split), else the last periodic val/loss; NaN for a
+                              * routed model whose hard loss is not recorded */
     int val_headline;        /* 1: val_loss is the headline; 0: a periodic evaluation (or none) */
+    int val_kind;            /* gl_headline_kind of the headline (HEADLINE_NONE with a periodic val_loss) */
+    double val_soft;         /* a routed model's soft headline, final.loss (NaN otherwise) */
     long val_step;           /* the checkpoint step val_loss was measured at (-1: none) */
     double val_se;           /* its standard error (NaN: unknown) */
     gl_prov val_prov;        /* what val_loss was measured on */
@@ -310,6 +314,30 @@ typedef struct {
  * not NULL only rows on the same token set count.  1 found, 0 none, -1 error. */
 int db_metric_at(gl_db *db, const char *run_id, const char *split, const char *name, const char *params,
                  const gl_prov *match, gl_metric_val *out, char *err, size_t errlen);
+
+/* A run's headline on a split, by the one rule every view follows (runs, compare, tables, figures,
+ * reports, the dashboard; scripts/python/gatelab/registry.py mirrors it): a model that routes depth
+ * (model.depth_routing = tsa or early_exit) is judged with the skipping done, its hard.* rows (the
+ * whole split, tokens with p > 0.5 or past their exit really skip); every other model by its
+ * final.* rows.  The soft loss of a routed model (final.loss: every block runs, each update scaled
+ * by 1 − p) is kept beside it, named, never as the headline. */
+typedef enum {
+    HEADLINE_NONE = 0,     /* no final.* row on the split */
+    HEADLINE_FINAL,        /* final.*: the model has nothing to skip */
+    HEADLINE_HARD,         /* hard.*: a routed model, the skipping done */
+    HEADLINE_HARD_MISSING, /* a routed model with only its soft final.* recorded (`gatelab eval RUN --record`) */
+} gl_headline_kind;
+
+typedef struct {
+    gl_headline_kind kind;
+    const char *prefix; /* "final" or "hard": the metric names the headline reads (prefix.loss, ...) */
+    gl_metric_val loss; /* the headline loss (kind FINAL or HARD; the soft one for HARD_MISSING) */
+    double soft_loss;   /* a routed model's final.loss on the same tokens (NaN otherwise) */
+} gl_headline;
+
+/* The headline of run_id on split (as above).  0, or -1 with err. */
+int db_run_headline(gl_db *db, const char *run_id, const char *split, gl_headline *h, char *err, size_t errlen);
+
 
 typedef struct {
     long step;

@@ -23,26 +23,58 @@
 
 /* ---- listing ---- */
 
-/* r's validation numbers: the headline (val/final.*, the whole split) when
+int db_run_headline(gl_db *db, const char *run_id, const char *split, gl_headline *h, char *err, size_t errlen) {
+    memset(h, 0, sizeof *h);
+    h->prefix = "final";
+    h->soft_loss = NAN;
+    int k = db_metric_at(db, run_id, split, "final.loss", NULL, NULL, &h->loss, err, errlen);
+    if (k <= 0) return k;
+    h->kind = HEADLINE_FINAL;
+    char dr[32] = "";
+    if (db_param_get(db, run_id, "model.depth_routing", dr, sizeof dr, err, errlen) < 0) return -1;
+    if (strcmp(dr, "tsa") && strcmp(dr, "early_exit")) return 0;
+    /* routed: the hard loss on the tokens of the soft one, at its step */
+    gl_metric_val hv;
+    h->soft_loss = h->loss.value;
+    k = db_metric_at(db, run_id, split, "hard.loss", NULL, &h->loss.prov, &hv, err, errlen);
+    if (k < 0) return -1;
+    if (k == 1 && hv.step == h->loss.step) {
+        h->kind = HEADLINE_HARD;
+        h->prefix = "hard";
+        h->loss = hv;
+    } else {
+        h->kind = HEADLINE_HARD_MISSING;
+    }
+    return 0;
+}
+
+/* r's validation numbers: the headline (db_run_headline, the whole split) when
  * the run has one, else the last periodic val/loss, with what each was
  * measured on. */
 static int db_runs_val(gl_db *db, gl_run_row *r, char *err, size_t errlen) {
     gl_metric_val v;
-    int h = db_metric_at(db, r->run_id, "val", "final.loss", NULL, NULL, &v, err, errlen);
-    if (h < 0) return -1;
-    r->val_headline = h == 1;
+    gl_headline hl;
+    if (db_run_headline(db, r->run_id, "val", &hl, err, errlen)) return -1;
+    int h = hl.kind != HEADLINE_NONE;
+    r->val_headline = h;
+    r->val_kind = hl.kind;
+    r->val_soft = hl.soft_loss;
+    v = hl.loss;
     if (!h && (h = db_metric_at(db, r->run_id, "val", "loss", NULL, NULL, &v, err, errlen)) < 0) return -1;
-    r->val_loss = h ? v.value : NAN;
-    r->val_se = h ? v.se : NAN;
+    r->val_loss = h && hl.kind != HEADLINE_HARD_MISSING ? v.value : NAN;
+    r->val_se = h && hl.kind != HEADLINE_HARD_MISSING ? v.se : NAN;
     r->val_step = h ? v.step : -1;
     memset(&r->val_prov, 0, sizeof r->val_prov);
     if (h) r->val_prov = v.prov;
     if (!r->val_headline) return 0;
     gl_metric_val a;
-    int k = db_metric_at(db, r->run_id, "val", "final.active_frac", NULL, &v.prov, &a, err, errlen);
+    char name[32];
+    snprintf(name, sizeof name, "%s.active_frac", hl.prefix);
+    int k = db_metric_at(db, r->run_id, "val", name, NULL, &v.prov, &a, err, errlen);
     if (k < 0) return -1;
     if (k) r->active_frac = a.value;
-    if ((k = db_metric_at(db, r->run_id, "val", "final.tlops_saved", NULL, &v.prov, &a, err, errlen)) < 0) return -1;
+    snprintf(name, sizeof name, "%s.tlops_saved", hl.prefix);
+    if ((k = db_metric_at(db, r->run_id, "val", name, NULL, &v.prov, &a, err, errlen)) < 0) return -1;
     if (k) r->tlops_saved = a.value;
     return 0;
 }

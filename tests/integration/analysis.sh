@@ -119,7 +119,7 @@ check "--values with a pair listed twice is refused naming file and line" test $
 "$BIN" heads sat --results "$R" --windows 16 > "$W/hd" 2>&1
 check "heads exits 0" test $? -eq 0
 check "heads.md ranks the 4 gates" test "$(grep -cE '^\| [0-9]+ \| [12] \| [01] \|' "$R/runs/sat/analysis/heads.md")" -eq 4
-check "heads draws its map" test -s "$R/figures/heads_sat.png" -a -s "$R/figures/heads_sat.pdf"
+check "heads draws its map" test -s "$R/figures/tiny/heads_sat.png" -a -s "$R/figures/tiny/heads_sat.pdf"
 # one gate again on other windows: a different measurement, kept beside the one heads made
 h16=$(q "select value from metrics where run_id='sat' and split='ablation' and name='zero.delta_loss' and params='{\"gates\":\"L2H0\"}' and win_count=16")
 "$BIN" ablate sat --results "$R" --mode zero --heads 2:0 --windows 8 --batch 2 > "$W/ab10" 2>&1

@@ -289,7 +289,7 @@ check "… its mean of block 2 at the last step = alpha_mean.L2 ($bm vs $am; 1e-
     awk -v a="$bm" -v b="$am" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(a != "" && b != "" && d <= 1e-5 * (b < 0 ? -b : b) + 1e-9) }'
 if command -v gnuplot > /dev/null; then
     check "… and the figure gate_bands_sat4_alpha.png is a PNG" \
-        eval '[ "$(head -c 8 "$R/figures/gate_bands_sat4_alpha.png" | od -An -tx1 | tr -d " ")" = 89504e470d0a1a0a ]'
+        eval '[ "$(head -c 8 "$R/figures/tiny/gate_bands_sat4_alpha.png" | od -An -tx1 | tr -d " ")" = 89504e470d0a1a0a ]'
 else
     skip "gate-band figure (gnuplot is not installed)"
 fi

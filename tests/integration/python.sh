@@ -219,3 +219,78 @@ PY
 )
 echo "$out"
 echo "$out" | grep -qE '^(PASS|FAIL) ' || fail "the hook checks did not run: $(echo "$out" | tail -3)"
+
+# The cache object (gatelab.cache): the residual stream decomposed adds up to the final residual, the
+# heads to their block's attention update, the logit attributions to the logits; the V1 share equals
+# what `gatelab probe` (the C model) writes; to_str_tokens; hooks as a context manager.
+for run in st bpe; do
+    head -c 2000 "$GATELAB_DATA/corpus.txt" | tail -c 30 | tr -d '\n' > "$W/prompt.$run"   # under seq_len: one window
+    "$BIN" probe "$run" --results "$R" --text "$W/prompt.$run" --out "$W/probe.$run.h5" > /dev/null 2>&1 ||
+        fail "gatelab probe $run for the V1 share reference"
+done
+out=$(PYTHONPATH="$PKG" "$PY" - "$R" "$W" <<'PY' 2>&1
+import sys, h5py, numpy as np, torch, gatelab
+R, W = sys.argv[1], sys.argv[2]
+def ok(what, cond):
+    print(("PASS " if cond else "FAIL ") + what)
+for rid in ("st", "bpe"):
+    run = gatelab.load_run(rid, results=R)
+    m = run.model()
+    text = open(f"{W}/prompt.{rid}", encoding="utf-8").read()
+    out, cache = m.run_with_cache(text)
+    L, H = m.cfg.n_layer, m.cfg.n_head
+    final = cache[f"blocks.{L - 1}.hook_resid_post"]
+    parts, labels = cache.decompose_resid(return_labels=True)
+    d = float((parts.sum(0) - final).abs().max())
+    ok(f"{rid}: decompose_resid ({', '.join(labels)}) adds up to the final residual (max diff {d:.1e})", d < 1e-9)
+    acc, al = cache.accumulated_resid(return_labels=True)
+    ok(f"{rid}: accumulated_resid is {L}+1 states ({al}), the last the final residual",
+       acc.shape[0] == L + 1 and torch.equal(acc[-1], final) and torch.equal(acc[0], cache["blocks.0.hook_resid_pre"]))
+    heads, hl = cache.stack_head_results(return_labels=True)
+    worst = max(float((heads[n * H:(n + 1) * H].sum(0) - cache.block_scale(n) * cache[f"blocks.{n}.hook_attn_out"]).abs().max())
+                for n in range(L))
+    ok(f"{rid}: stack_head_results ({len(hl)} heads) add up to each block's scaled attention update (max diff {worst:.1e})",
+       worst < 1e-9 and hl[0] == "L0H0")
+    tok = m.tokens(text)
+    tgt = torch.roll(tok, -1, dims=1)                     # the next token at each position (the last wraps)
+    attrs = cache.logit_attrs(parts, tgt)
+    want = out["logits"].gather(-1, tgt[..., None])[..., 0]
+    d = float((attrs.sum(0) - want).abs().max())
+    ok(f"{rid}: logit_attrs of the parts add up to the logits of the next tokens (max diff {d:.1e})", d < 1e-8)
+    v1, vl = cache.stack_v1_results(return_labels=True)
+    # attention is linear in the values: the heads on v + α·V1 = the heads on v + the V1 parts
+    n = 1
+    plain = cache._head_out(n, cache[f"blocks.{n}.attn.hook_v"])
+    d = float((plain + v1[:H] - heads[n * H:(n + 1) * H]).abs().max())
+    ok(f"{rid}: stack_v1_results ({vl[:2]}…) is the V1 part of each head's output (heads on v + V1 parts = heads; {d:.1e})",
+       d < 1e-9)
+    with h5py.File(f"{W}/probe.{rid}.h5", "r") as f:
+        c_share = f["v1/share"][:]                       # (L, P, Hkv), float32, the C model
+    py = np.stack([cache.v1_share(k)[0].numpy() for k in range(1, L)])
+    d = float(np.nanmax(np.abs(py - c_share[1:L, :py.shape[1]])))
+    ok(f"{rid}: v1_share equals gatelab probe's /v1/share (C, float32) to 1e-4 (max diff {d:.1e})",
+       c_share.shape[1] == py.shape[1] and d < 1e-4)
+    st = m.to_str_tokens(text)
+    joined = b"".join(run.checkpoint.vocab[i] for i in tok[0].tolist()).decode("utf-8")
+    ok(f"{rid}: to_str_tokens gives one string per token ({st[:4]}…), joined the text",
+       len(st) == tok.shape[1] and ("".join(st) == text if rid == "st" else joined == text))
+m = gatelab.load_run("st", results=R).model()
+ids = m.tokens(open(f"{W}/prompt.st", encoding="utf-8").read())
+base = float(m(ids)["task_loss"])
+ones = [("blocks.1.hook_halt_p", lambda t, name: torch.ones_like(t))]
+with m.hooks(fwd_hooks=ones):
+    inside = float(m(ids)["task_loss"])
+after = float(m(ids)["task_loss"])
+ok(f"hooks as a context manager: inside, the hook applies ({inside:.6f} = run_with_hooks "
+   f"{float(m.run_with_hooks(ids, fwd_hooks=ones)['task_loss']):.6f}); after, it is gone ({after:.6f} = {base:.6f})",
+   inside == float(m.run_with_hooks(ids, fwd_hooks=ones)["task_loss"]) and after == base and inside != base)
+try:
+    with m.hooks(fwd_hooks=[("blocks.1.hook_halt_pp", lambda t, name: t)]):
+        m(ids)
+    ok("a misspelt hook name in a with block is an error", False)
+except KeyError as e:
+    ok(f"a misspelt hook name in a with block is an error on leaving it ({e})", "hook_halt_pp" in str(e) and not m._ctx)
+PY
+)
+echo "$out"
+echo "$out" | grep -qE '^(PASS|FAIL) ' || fail "the cache checks did not run: $(echo "$out" | tail -3)"

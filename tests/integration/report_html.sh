@@ -46,8 +46,11 @@ check "report EXPERIMENT --html: both runs' sections" bash -c "test $? -eq 0 && 
 "$BIN" report nosuch --html --results "$R" > "$W/r4" 2>&1
 check "an unknown target: exit 1 saying it is neither a run nor an experiment" \
     bash -c "test $? -eq 1 && grep -q 'neither a run nor an experiment' '$W/r4'"
-"$BIN" report sat --results "$R" > "$W/r5" 2>&1
-check "without --html: usage error (exit 2)" test $? -eq 2
+"$BIN" report sat --results "$R" --out "$W/plain.html" > "$W/r5" 2>&1
+check "without --html: HTML, the one format, is the default (exit 0, the page written)" \
+    bash -c "test $? -eq 0 && grep -q 'id=\"run-sat\"' '$W/plain.html'"
+"$BIN" report --results "$R" > "$W/r5b" 2>&1
+check "no target: usage error (exit 2)" test $? -eq 2
 "$BIN" report sat --html --block 7 --kv-head 0 --results "$R" --out "$W/bad.html" > "$W/r6" 2>&1
 check "a block the run does not have: exit 1 naming the gates it has, no page (issue 21: not an empty view)" \
     bash -c "test $? -eq 1 && grep -q -- '--gate L7H0: run sat has gates L' '$W/r6' && test ! -e '$W/bad.html'"

@@ -361,7 +361,48 @@ try:
            page.js("window.gatelab.curves + ' curves, ' + (window.gatelab.chart ? window.gatelab.chart.series.length - 1 : 0) + ' series'"))
     ok = page.click('input.select[data-run="sat2"]') and page.wait(
         "window.gatelab.curves === 2 && window.gatelab.chart.series.length === 5", 90)
-    report(ok, "browser: a second seed of sat1 joins its curve as a mean with a ± sd band (2 curves, 4 series)")
+    report(ok, "browser: a second seed of sat1 joins its curve as a mean with its 95 % band (2 curves, 4 series)")
+
+    def choose(sel_id, value, event="change"):
+        page.js("(function(){var s=document.getElementById(%s); s.value=%s; s.dispatchEvent(new Event(%s));})()"
+                % (json.dumps(sel_id), json.dumps(value), json.dumps(event)))
+
+    # any metric: the grad norm of the three runs, train split
+    choose("c-split", "both")
+    ok = page.wait("Array.from(document.getElementById('c-metric').options).some(o => o.value === 'grad_norm')", 60)
+    choose("c-metric", "grad_norm")
+    ok = ok and page.wait("window.gatelab.curves === 2 && window.gatelab.chart && "
+                          "window.gatelab.chart.series.some(s => /sat1.*train/.test(s.label || ''))", 60)
+    report(ok, "browser: any metric as curves: grad_norm of the selected runs (%s curves)" % page.js("window.gatelab.curves"))
+    # smoothing: the raw curve stays, faint, beneath each smoothed one
+    choose("c-smooth", "0.6", "input")
+    ok = page.wait("window.gatelab.chart.series.filter(s => / \\(raw\\)$/.test(s.label || '')).length === 2", 30)
+    report(ok, "browser: smoothing draws each curve smoothed with its raw curve faint beneath (2 raw series)")
+    # group by a config key: value_residual → satformer (sat1, sat2) and none (tsa1)
+    ok = page.wait("document.querySelector('#c-by input[data-key=\"model.value_residual\"]') !== null", 30)
+    page.js("document.getElementById('c-by-box').open = true; "
+            "document.querySelector('#c-by input[data-key=\"model.value_residual\"]').click()")
+    ok = ok and page.wait("window.gatelab.curves === 2 && window.gatelab.chart.series.some(s => "
+                          "/^satformer \\(n=2\\)/.test(s.label || ''))", 30)
+    report(ok, "browser: grouping by model.value_residual gives 2 curves, the SATFormer seeds as one (n=2)")
+    # α across runs
+    choose("g-gate", "/sat/alpha")
+    ok = page.wait("window.gatelab.gateCurves === 1 && document.querySelectorAll('#gates canvas').length > 0", 60)
+    report(ok, "browser: the SATFormer gate α overlaid across the selected runs (%s curve)" % page.js("window.gatelab.gateCurves"))
+    # the view is in the address, and a fresh load of it brings it back
+    view = page.js("location.href")
+    q = urllib.parse.parse_qs(urllib.parse.urlparse(view).query)
+    report(q.get("runs") == ["sat1,sat2,tsa1"] and q.get("metric") == ["grad_norm"] and q.get("smooth") == ["0.6"]
+           and q.get("by") == ["model.value_residual"] and q.get("gate") == ["/sat/alpha"],
+           "browser: selection and settings are kept in the address (%s)" % urllib.parse.urlparse(view).query)
+    ok = page.goto(view) and page.wait(
+        "window.gatelab.curves === 2 && document.getElementById('c-metric').value === 'grad_norm' && "
+        "document.querySelectorAll('input.select:checked').length === 3 && window.gatelab.gateCurves === 1 && "
+        "document.getElementById('c-smooth').value === '0.6'", 90)
+    report(ok, "browser: opening that address restores the view (3 runs, grad_norm, smoothing 0.6, grouping, α)")
+    # the runs table fits a 1280 px window
+    w = page.js("[document.querySelector('.tablewrap').scrollWidth, document.documentElement.clientWidth]")
+    report(w and w[0] <= w[1] <= 1280, "browser: the runs table fits the 1280 px window (%s px wide in %s)" % (w[0], w[1]))
     probs = page.problems()
     report(not probs, "browser: no console error, exception or dialog on the runs page %s" % probs[:3])
     if SHOT:
@@ -379,11 +420,11 @@ try:
                                   "document.querySelectorAll('#dist canvas').length > 0", 90)
             extra = ", gate distributions"
         if rid == "sat1":
-            ok = ok and page.js("document.querySelectorAll('#heatmap td').length === 2 && "
-                                "document.querySelectorAll('#probe span').length === 64")
+            ok = ok and page.wait("document.querySelectorAll('#heatmap td').length === 2 && "
+                                "document.querySelectorAll('#probe span').length === 64", 60)
             extra += ", α heatmap 2×1, 64 probe characters"
         if rid == "tsa1":
-            ok = ok and page.js("!document.getElementById('sec-depth').hidden")
+            ok = ok and page.wait("!document.getElementById('sec-depth').hidden", 60)
             extra += ", depth profile"
         ok = ok and page.js("document.getElementById('run-id').textContent === %s" % json.dumps(rid))
         if SHOT and rid == "sat1":
@@ -402,10 +443,12 @@ try:
     n0 = n1 = 0
     if ok:
         page.click('input.select[data-run="live"]')
-        ok = page.wait("window.gatelab.metrics.live && window.gatelab.metrics.live.train.length > 0", 60)
-        n0 = page.js("window.gatelab.metrics.live ? window.gatelab.metrics.live.train.length : 0")
-        ok = ok and page.wait("window.gatelab.metrics.live.train.length > %d" % n0, 90)
-        n1 = page.js("window.gatelab.metrics.live.train.length")
+        TL = "(window.gatelab.metrics.live && window.gatelab.metrics.live['train/loss'] ? " \
+             "window.gatelab.metrics.live['train/loss'].pts.length : 0)"
+        ok = page.wait(TL + " > 0", 60)
+        n0 = page.js(TL)
+        ok = ok and page.wait(TL + " > %d" % n0, 90)
+        n1 = page.js(TL)
     report(ok, "browser: its curve grows while it trains (%s -> %s points)" % (n0, n1))
     ok = page.goto(U + "/run/live") and page.wait("window.gatelab.lossPoints > 0", 90)
     p0 = page.js("window.gatelab.lossPoints")

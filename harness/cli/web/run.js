@@ -24,9 +24,12 @@
     var r = info.run, on = r.val_measured_on;
     var rows = [["experiment", r.experiment], ["variant", r.variant], ["status", r.status + (r.error ? ": " + r.error : "")],
                 ["step", r.step], ["train loss (nats/token)", fmt(r.train_loss)],
-                ["val loss (nats/token)", fmt(r.val_loss) + (r.val_se !== null ? " ± " + fmt(r.val_se, 2) : "") +
+                ["val loss (nats/token)" + (r.val_kind === "hard" || r.val_kind === "hard_missing" ? ", skipping done" : ""),
+                 (r.val_kind === "hard_missing" ? "not recorded (gatelab eval RUN --record)"
+                                                : fmt(r.val_loss) + (r.val_se !== null ? " ± " + fmt(r.val_se, 2) : "")) +
                   (on ? "  (" + (r.val_headline ? "" : "periodic, ") + on.split + " windows [" + on.first + "," +
                         (on.first + on.windows) + ") at step " + on.step + ")" : "")],
+                ["soft val loss (every block run)", r.val_soft_loss === null ? null : fmt(r.val_soft_loss)],
                 ["α active fraction", fmt(r.active_frac)], ["TLOps saved", fmt(r.tlops_saved)],
                 ["throughput (tokens/s)", fmt(r.tokens_per_s)], ["started", r.start_iso], ["took (s)", fmt(r.duration_s)]];
     Object.keys(r.params || {}).forEach(function (k) { rows.push(["param " + k, r.params[k]]); });

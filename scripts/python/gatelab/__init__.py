@@ -2,10 +2,11 @@
 
     import sys; sys.path.insert(0, "GATELAB/scripts/python")   # or PYTHONPATH=GATELAB/scripts/python
     import gatelab
-    df = gatelab.runs(results="results", experiment="demo")     # one row per run, params as columns
-    run = gatelab.load_run("demo-sat")                          # id, unique prefix or run folder
+    df = gatelab.runs(results="results", experiment="demo-copy")  # one row per run, params as columns
+    run = gatelab.load_run("demo-copy-satformer")               # id, unique prefix or run folder
     alpha = run.trace["sat/alpha"]                              # numpy, alpha.axes = (step, layer, token, kv_head)
     model = run.model()                                         # torch.nn.Module (python3-torch)
+    out, cache = model.run_with_cache(text)                     # gatelab.cache.ActivationCache: decompose_resid, …
 
 Needs Debian's python3-numpy, python3-h5py, python3-pandas; the model part python3-torch.
 Reads only: nothing here writes to a registry, trace or checkpoint.  docs/python.md has the

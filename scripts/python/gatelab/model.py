@@ -6,9 +6,13 @@ equals the C model's to float rounding; `run_with_cache` returns every named act
 `run_with_hooks` lets a function read or replace one, TransformerLens style:
 
     model = gatelab.load_run("demo-sat").model()
-    logits, cache = model.run_with_cache("To be, or not to be")
+    out, cache = model.run_with_cache("To be, or not to be")   # cache: gatelab.cache.ActivationCache
     alpha = cache["blocks.2.attn.hook_alpha"]                # (B, T, Hkv)
+    parts, labels = cache.decompose_resid(return_labels=True)
     model.run_with_hooks(tokens, fwd_hooks=[("blocks.3.hook_halt_p", lambda p, name: p * 0)])
+    with model.hooks(fwd_hooks=[("blocks.3.hook_halt_p", lambda p, name: p * 0)]):
+        out = model(tokens)                                  # every forward inside the block is hooked
+    model.to_str_tokens("To be")                             # ["T", "o", " ", "b", "e"]
 
 Hook names (`model.hook_names()` lists those this model has): hook_embed;
 blocks.N.hook_resid_pre, blocks.N.attn.hook_q / hook_k / hook_v (before the value residual),
@@ -94,6 +98,7 @@ def _module_class(torch):
             self.weights = torch.nn.ParameterList(
                 [torch.nn.Parameter(torch.from_numpy(np.asarray(params[n], dtype=np.float32)).to(dtype)) for n in self.names])
             self._probe = None
+            self._ctx = []          # hook tables of the open `with model.hooks(...)` blocks
 
         def P(self):
             return {n: p for n, p in zip(self.names, self.weights)}
@@ -104,6 +109,59 @@ def _module_class(torch):
                 x = self.ckpt.encode(x)
             t = torch.as_tensor(x, dtype=torch.long)
             return t[None, :] if t.ndim == 1 else t
+
+        to_tokens = tokens  # TransformerLens's name
+
+        def to_str_tokens(self, x):
+            """Each token of x (text, ids, or a (1, T) tensor) as the text it stands for: a list of str
+            (a BPE token's bytes decoded on their own, a partial UTF-8 character as U+FFFD)."""
+            t = self.tokens(x)
+            if t.shape[0] != 1:
+                raise ValueError(f"to_str_tokens takes one sequence; this is {t.shape[0]} (index it first)")
+            return [self.ckpt.vocab[i].decode("utf-8", errors="replace") for i in t[0].tolist()]
+
+        def hooks(self, fwd_hooks=()):
+            """A context manager: every forward inside `with model.hooks(fwd_hooks=[(name, fn), ...]):`
+            applies the hooks as run_with_hooks does.  On leaving, a name that no forward inside called is
+            an error (KeyError), so a typo cannot silently do nothing; the hooks are removed either way."""
+            model = self
+
+            class _Hooks:
+                def __enter__(self):
+                    self.table = {}
+                    for name, fn in fwd_hooks:
+                        self.table.setdefault(name, []).append(fn)
+                    self.called = set()
+                    model._ctx.append(self)
+                    return model
+
+                def __exit__(self, kind, value, tb):
+                    model._ctx.remove(self)
+                    missing = set(self.table) - self.called
+                    if kind is None and missing:
+                        raise KeyError(f"no hook point {', '.join(sorted(missing))} was called inside the with block "
+                                       f"(model.hook_names() lists them)")
+                    return False
+            return _Hooks()
+
+        def _with_ctx(self, hook):
+            """hook combined with the open `with model.hooks(...)` blocks' (theirs first, outer to inner)."""
+            if not self._ctx:
+                return hook
+
+            def both(t, name):
+                for h in self._ctx:
+                    for fn in h.table.get(name, ()):
+                        h.called.add(name)
+                        r = fn(t, name)
+                        if r is not None:
+                            t = r
+                if hook is not None:
+                    r = hook(t, name)
+                    if r is not None:
+                        t = r
+                return t
+            return both
 
         def forward(self, x, targets=None, mask=None, hook=None):
             """The reference's output dict (logits, loss, task_loss and the gates) on x.
@@ -121,6 +179,7 @@ def _module_class(torch):
             if self.cfg.depth_routing == "random":  # the C model's evaluation draw (model/routing.c)
                 from make_fixtures import random_keep
                 keep = random_keep(self.cfg, tok).to(self.weights[0].dtype)
+            hook = self._with_ctx(hook)
             ref_hook = (lambda name, t: hook(t, name)) if hook is not None else None
             return rm.forward(self.cfg, self.P(), tok, targets, mask, route_keep=keep, hook=ref_hook)
 
@@ -131,7 +190,10 @@ def _module_class(torch):
             return seen
 
         def run_with_cache(self, x, names_filter=None, targets=None, mask=None):
-            """(output dict, {hook name: detached tensor}) for x."""
+            """(output dict, ActivationCache) for x: {hook name: detached tensor} with TransformerLens's
+            helpers (accumulated_resid, decompose_resid, stack_head_results, logit_attrs, …:
+            gatelab.cache)."""
+            from .cache import ActivationCache
             cache = {}
 
             def keep(t, name):
@@ -139,7 +201,7 @@ def _module_class(torch):
                         (not callable(names_filter) and name in names_filter):
                     cache[name] = t.detach()
             out = self.forward(x, targets, mask, hook=keep)
-            return out, cache
+            return out, ActivationCache(cache, self)
 
         def run_with_hooks(self, x, fwd_hooks=(), targets=None, mask=None):
             """The output dict with each (name, fn) hook applied: fn(tensor, name) returns None or a

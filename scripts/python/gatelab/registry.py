@@ -131,8 +131,10 @@ def resolve(arg, db=None, results=None):
 
 def runs(db=None, results=None, experiment=None, tags=None, status=None, deleted=False):
     """One row per run: run_id, experiment, status, variant columns and every parameter as a
-    typed column (`model.d_model`, …), the headline metrics (`val.final.loss`, …) and their
-    provenance (`val.final.loss.measured_on`), and tags as `tag.<key>`.
+    typed column (`model.d_model`, …), the headline metrics (`val.final.loss`, `val.hard.loss`, …)
+    and their provenance (`val.final.loss.measured_on`), the headline by gatelab's one rule
+    (`val.headline.loss`, `val.headline.kind`, `val.soft.loss`: a TSA or early-exit run with the
+    skipping done, see _headline), and tags as `tag.<key>`.
 
     experiment, status: exact names (a name that matches no run raises RegistryError, naming
     the known ones); tags: a dict {key: value} every returned run carries."""
@@ -173,12 +175,40 @@ def runs(db=None, results=None, experiment=None, tags=None, status=None, deleted
             key = f"{r[1]}.{r[2]}"
             by_id[r[0]][key] = r[3]   # the measurement on the most windows wins (order by win_count)
             by_id[r[0]][key + ".measured_on"] = _prov(r[4], r[5], r[6], r[7])
+    for r in by_id.values():
+        _headline(r)
     df = pd.DataFrame([by_id[i] for i in ids])
     if tags:
         for k, v in tags.items():
             col = "tag." + k
             df = df[df[col] == str(v)] if col in df else df.iloc[0:0]
     return df.reset_index(drop=True)
+
+
+ROUTED = ("tsa", "early_exit")
+
+
+def _headline(r):
+    """The run's headline, by the rule of the C side (registry.h, db_run_headline): a model that routes
+    depth (model.depth_routing tsa or early_exit) is judged with the skipping done, its val.hard.* rows
+    on the tokens of its val.final.* ones; every other model by val.final.*.  Sets val.headline.loss,
+    val.headline.kind ("final", "hard", or "hard_missing": routed but only the soft loss recorded, the
+    headline then NaN, `gatelab eval RUN --record` records it) and val.soft.loss (a routed model's
+    final.loss, every block run; NaN otherwise)."""
+    nan = float("nan")
+    final = r.get("val.final.loss")
+    r["val.headline.loss"], r["val.headline.kind"], r["val.soft.loss"] = nan, None, nan
+    if final is None:
+        return
+    if r.get("model.depth_routing") not in ROUTED:
+        r["val.headline.loss"], r["val.headline.kind"] = final, "final"
+        return
+    r["val.soft.loss"] = final
+    hard = r.get("val.hard.loss")
+    if hard is not None and r.get("val.hard.loss.measured_on") == r.get("val.final.loss.measured_on"):
+        r["val.headline.loss"], r["val.headline.kind"] = hard, "hard"
+    else:
+        r["val.headline.kind"] = "hard_missing"
 
 
 def _prov(split, first, count, tokens):
