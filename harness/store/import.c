@@ -314,6 +314,18 @@ static int im_resolve_vocab(gl_import *im, const char *path, int n_vocab, const 
                 return -1;
             }
     }
+    if (!bpe) { /* a char run's ids and bytes are one to one (encode and decode go both ways) */
+        int id_of[256];
+        for (int b = 0; b < 256; b++) id_of[b] = -1;
+        for (int v = 0; v < n_vocab; v++) {
+            if (id_of[vocab[v]] >= 0) {
+                snprintf(err, errlen, "%s: dataset vocab gives ids %d and %d the same byte 0x%02x; a char run's ids "
+                         "are distinct bytes", path, id_of[vocab[v]], v, vocab[v]);
+                return -1;
+            }
+            id_of[vocab[v]] = v;
+        }
+    }
     if (im->mf.model.vocab_size == 0) im->mf.model.vocab_size = V;
     if (im->mf.model.vocab_size != V) {
         snprintf(err, errlen, "%s: model.vocab_size = %d in the config but the file's vocabulary gives %d ids", path,

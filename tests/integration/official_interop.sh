@@ -3,7 +3,8 @@
 #  (1) export → import of a trained run gives an equal model: the same evaluation loss bit for bit, and a
 #      second export equal to the first (h5diff); the run is registered FINISHED under experiment import;
 #      an existing folder, a folder outside runs/, an id the registry holds, a file that is not HDF5, and
-#      (with h5py) an extra, missing, mis-shaped or non-finite tensor are refused, named, with nothing left;
+#      (with h5py) an extra, missing, mis-shaped or non-finite tensor, or two ids of one byte, are refused,
+#      named, with nothing left;
 # The refusals of hand-made files need Debian's python3-h5py (SKIP, saying so, without it).
 set -u
 . "$(dirname "$0")/lib.sh"
@@ -89,10 +90,13 @@ variant("shape", reshape)
 def nan(f):
     f["final_norm"][3] = np.nan
 variant("nan", nan)
+def twice(f):
+    f["vocab"][1] = f["vocab"][0]
+variant("twice", twice)
 PY
     for v in "extra:layers.9.attn.wq is not a tensor" "missing:layers.1.ffn.w3 is missing" \
-        "shape:layers.0.attn.wo is (32, 31) in the file, (32, 32)" "nan:final_norm holds a value that is not finite"; do
-        refused "${v%%:*} tensor" "${v#*:}" "$W/${v%%:*}.h5" "$R/runs/${v%%:*}"
+        "shape:layers.0.attn.wo is (32, 31) in the file, (32, 32)" "nan:final_norm holds a value that is not finite" "twice:ids 0 and 1 the same byte"; do
+        refused "the hand-made file ${v%%:*}.h5" "${v#*:}" "$W/${v%%:*}.h5" "$R/runs/${v%%:*}"
     done
 else
     skip "import refusing an extra, missing, mis-shaped or non-finite tensor (no h5py for $PY: apt-get install python3-h5py)"
