@@ -435,17 +435,21 @@ int import_claim_dir(const char *dir, char *err, size_t errlen) {
     }
     snprintf(up, sizeof up, "%s", typed);
     const char *parent = dirname(up);
-    if (fileio_mkdir_p(parent, why, sizeof why)) {
+    char pb[GL_PATH_MAX];
+    snprintf(pb, sizeof pb, "%s", parent);
+    const char *pname = basename(pb); /* ".", ".." or "/": only the real path says (checked below) */
+    int named = !strcmp(pname, ".") || !strcmp(pname, "..") || !strcmp(pname, "/") || !strcmp(pname, "runs");
+    if (named && fileio_mkdir_p(parent, why, sizeof why)) {
         snprintf(err, errlen, "--out %s: %s", typed, why);
         return -1;
     }
-    if (!realpath(parent, real)) {
+    if (named && !realpath(parent, real)) {
         snprintf(err, errlen, "--out %s: cannot resolve its folder %s: %s", typed, parent, strerror(errno));
         return -1;
     }
-    if (strcmp(basename(real), "runs") != 0) {
+    if (!named || strcmp(basename(real), "runs") != 0) {
         snprintf(err, errlen, "--out %s: a run folder is <results>/runs/<id>, and %s is not a folder named runs "
-                 "(the registry is found two folders up)", typed, real);
+                 "(the registry is found two folders up)", typed, named ? real : parent);
         return -1;
     }
     if (mkdir(typed, 0755) != 0) {

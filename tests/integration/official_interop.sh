@@ -46,6 +46,12 @@ check "a BPE run (its merges) goes through export → import → export unchange
 "$BIN" import "$W/a.h5" --out "$R/runs/c" --experiment interop > /dev/null 2>&1
 check "import --experiment puts the run in that experiment" \
     test "$(sqlite3 "$R/gatelab.db" "select e.name from runs r join experiments e on e.id = r.experiment_id where r.run_id = 'c'")" = interop
+"$BIN" import "$W/a.h5" --out "$W/fresh/runs/f" > /dev/null 2>&1
+check "import into a results folder not made yet: runs/ and its registry are created" \
+    test -f "$W/fresh/runs/f/ckpt" -a "$(sqlite3 "$W/fresh/gatelab.db" "select status from runs where run_id = 'f'" 2>&1)" = FINISHED
+(cd "$R/runs" && "$BIN" import "$W/a.h5" --out g > /dev/null 2>&1)
+check "import --out ID inside <results>/runs: the run registers in <results>/gatelab.db" \
+    test -f "$R/runs/g/ckpt" -a "$(sqlite3 "$R/gatelab.db" "select status from runs where run_id = 'g'")" = FINISHED
 
 # refusals: exit 1, one line naming what, nothing written
 refused() { # WHAT WORD FILE OUT: import must exit 1 with WORD in its message and leave OUT absent
@@ -60,6 +66,8 @@ check "refused (an existing run folder): $msg" test $rc = 1 -a "${msg#*exists al
 check "the existing run's files are untouched" test "$(cat "$R/runs/b/ckpt" "$R/runs/b/config.ini" | sha256sum)" = "$sum_before"
 mkdir -p "$W/elsewhere"
 refused "a folder whose parent is not runs/" "runs/<id>" "$W/a.h5" "$W/elsewhere/x"
+refused "a folder under a missing folder not named runs" "runs/<id>" "$W/a.h5" "$W/nowhere/x"
+check "… which import did not create" test ! -e "$W/nowhere"
 mv "$R/runs/c" "$W/c.moved"
 refused "an id the registry holds, its folder gone" "already in the registry" "$W/a.h5" "$R/runs/c"
 printf 'not hdf5\n' > "$W/text.h5"
