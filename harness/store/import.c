@@ -314,6 +314,18 @@ static int im_resolve_vocab(gl_import *im, const char *path, int n_vocab, const 
                 return -1;
             }
     }
+    if (!bpe) { /* a char run's ids and bytes are one to one (encode and decode go both ways) */
+        int id_of[256];
+        for (int b = 0; b < 256; b++) id_of[b] = -1;
+        for (int v = 0; v < n_vocab; v++) {
+            if (id_of[vocab[v]] >= 0) {
+                snprintf(err, errlen, "%s: dataset vocab gives ids %d and %d the same byte 0x%02x; a char run's ids "
+                         "are distinct bytes", path, id_of[vocab[v]], v, vocab[v]);
+                return -1;
+            }
+            id_of[vocab[v]] = v;
+        }
+    }
     if (im->mf.model.vocab_size == 0) im->mf.model.vocab_size = V;
     if (im->mf.model.vocab_size != V) {
         snprintf(err, errlen, "%s: model.vocab_size = %d in the config but the file's vocabulary gives %d ids", path,
@@ -423,17 +435,21 @@ int import_claim_dir(const char *dir, char *err, size_t errlen) {
     }
     snprintf(up, sizeof up, "%s", typed);
     const char *parent = dirname(up);
-    if (fileio_mkdir_p(parent, why, sizeof why)) {
+    char pb[GL_PATH_MAX];
+    snprintf(pb, sizeof pb, "%s", parent);
+    const char *pname = basename(pb); /* ".", ".." or "/": only the real path says (checked below) */
+    int named = !strcmp(pname, ".") || !strcmp(pname, "..") || !strcmp(pname, "/") || !strcmp(pname, "runs");
+    if (named && fileio_mkdir_p(parent, why, sizeof why)) {
         snprintf(err, errlen, "--out %s: %s", typed, why);
         return -1;
     }
-    if (!realpath(parent, real)) {
+    if (named && !realpath(parent, real)) {
         snprintf(err, errlen, "--out %s: cannot resolve its folder %s: %s", typed, parent, strerror(errno));
         return -1;
     }
-    if (strcmp(basename(real), "runs") != 0) {
+    if (!named || strcmp(basename(real), "runs") != 0) {
         snprintf(err, errlen, "--out %s: a run folder is <results>/runs/<id>, and %s is not a folder named runs "
-                 "(the registry is found two folders up)", typed, real);
+                 "(the registry is found two folders up)", typed, named ? real : parent);
         return -1;
     }
     if (mkdir(typed, 0755) != 0) {

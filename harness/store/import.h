@@ -39,10 +39,11 @@ typedef struct {
 int import_read(gl_import *im, const char *path, char *err, size_t errlen);
 void import_free(gl_import *im); /* accepts a zeroed or freed gl_import */
 
-/* Make dir, a new run folder: its parent (created if missing) must be a
- * folder named `runs` (<results>/runs/<id>), dir itself must not exist
- * (mkdir, never into an existing folder), and its name must be a valid run
- * id.  Returns 0, or -1 with a message (nothing created but missing parents). */
+/* Make dir, a new run folder: its parent must be a folder named `runs`
+ * (<results>/runs/<id>; created with the folders above it when missing),
+ * dir itself must not exist (mkdir, never into an existing folder), and its
+ * name must be a valid run id.  Returns 0, or -1 with a message (nothing
+ * created, unless a missing <results>/runs). */
 int import_claim_dir(const char *dir, char *err, size_t errlen);
 
 /* Where and as what the imported run is written. */

@@ -3,7 +3,8 @@
 #  (1) export → import of a trained run gives an equal model: the same evaluation loss bit for bit, and a
 #      second export equal to the first (h5diff); the run is registered FINISHED under experiment import;
 #      an existing folder, a folder outside runs/, an id the registry holds, a file that is not HDF5, and
-#      (with h5py) an extra, missing, mis-shaped or non-finite tensor are refused, named, with nothing left;
+#      (with h5py) an extra, missing, mis-shaped or non-finite tensor, or two ids of one byte, are refused,
+#      named, with nothing left;
 # The refusals of hand-made files need Debian's python3-h5py (SKIP, saying so, without it).
 set -u
 . "$(dirname "$0")/lib.sh"
@@ -45,6 +46,12 @@ check "a BPE run (its merges) goes through export → import → export unchange
 "$BIN" import "$W/a.h5" --out "$R/runs/c" --experiment interop > /dev/null 2>&1
 check "import --experiment puts the run in that experiment" \
     test "$(sqlite3 "$R/gatelab.db" "select e.name from runs r join experiments e on e.id = r.experiment_id where r.run_id = 'c'")" = interop
+"$BIN" import "$W/a.h5" --out "$W/fresh/runs/f" > /dev/null 2>&1
+check "import into a results folder not made yet: runs/ and its registry are created" \
+    test -f "$W/fresh/runs/f/ckpt" -a "$(sqlite3 "$W/fresh/gatelab.db" "select status from runs where run_id = 'f'" 2>&1)" = FINISHED
+(cd "$R/runs" && "$BIN" import "$W/a.h5" --out g > /dev/null 2>&1)
+check "import --out ID inside <results>/runs: the run registers in <results>/gatelab.db" \
+    test -f "$R/runs/g/ckpt" -a "$(sqlite3 "$R/gatelab.db" "select status from runs where run_id = 'g'")" = FINISHED
 
 # refusals: exit 1, one line naming what, nothing written
 refused() { # WHAT WORD FILE OUT: import must exit 1 with WORD in its message and leave OUT absent
@@ -59,6 +66,8 @@ check "refused (an existing run folder): $msg" test $rc = 1 -a "${msg#*exists al
 check "the existing run's files are untouched" test "$(cat "$R/runs/b/ckpt" "$R/runs/b/config.ini" | sha256sum)" = "$sum_before"
 mkdir -p "$W/elsewhere"
 refused "a folder whose parent is not runs/" "runs/<id>" "$W/a.h5" "$W/elsewhere/x"
+refused "a folder under a missing folder not named runs" "runs/<id>" "$W/a.h5" "$W/nowhere/x"
+check "… which import did not create" test ! -e "$W/nowhere"
 mv "$R/runs/c" "$W/c.moved"
 refused "an id the registry holds, its folder gone" "already in the registry" "$W/a.h5" "$R/runs/c"
 printf 'not hdf5\n' > "$W/text.h5"
@@ -89,10 +98,13 @@ variant("shape", reshape)
 def nan(f):
     f["final_norm"][3] = np.nan
 variant("nan", nan)
+def twice(f):
+    f["vocab"][1] = f["vocab"][0]
+variant("twice", twice)
 PY
     for v in "extra:layers.9.attn.wq is not a tensor" "missing:layers.1.ffn.w3 is missing" \
-        "shape:layers.0.attn.wo is (32, 31) in the file, (32, 32)" "nan:final_norm holds a value that is not finite"; do
-        refused "${v%%:*} tensor" "${v#*:}" "$W/${v%%:*}.h5" "$R/runs/${v%%:*}"
+        "shape:layers.0.attn.wo is (32, 31) in the file, (32, 32)" "nan:final_norm holds a value that is not finite" "twice:ids 0 and 1 the same byte"; do
+        refused "the hand-made file ${v%%:*}.h5" "${v#*:}" "$W/${v%%:*}.h5" "$R/runs/${v%%:*}"
     done
 else
     skip "import refusing an extra, missing, mis-shaped or non-finite tensor (no h5py for $PY: apt-get install python3-h5py)"
