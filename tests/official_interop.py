@@ -7,7 +7,8 @@
     ReLU router on the residual stream before each block n >= 1, h += (1-p)·attn, then h += (1-p)·ffn;
     tied head), not copied from its code — loads to_official_tsa(run) with strict=True, and its loss
     on a text equals `gatelab eval RUN --text` to 1e-5; the same for the dense baseline's layout.
-Also: a run not of the paper's form and a state_dict missing a tensor are refused in one line.
+Also: a run not of the paper's form, and a state_dict missing a tensor, with a mis-shaped one or an
+untied head, or a non-ASCII character vocabulary, are refused in one line naming what, nothing made.
 
 argv: RESULTS SCRATCH — runs `paper` (TSA, tsa_form paper) and `dense` (gpt2, no routing) in
 RESULTS, SCRATCH/batch.txt and SCRATCH/<run>.eval.json (gatelab eval --text of it).
@@ -173,4 +174,18 @@ try:
 except ValueError as e:
     ok(f"from_official_tsa refuses a state_dict missing a tensor, naming it: {e}",
        "routers.0.mlp.2.bias" in str(e) and not os.path.exists(f"{R}/runs/never"))
+vocab = b"".join(gatelab.load_run(f"{R}/runs/paper").checkpoint.vocab)
+refusals = (("a mis-shaped tensor", "blocks.1.attn.qkv.weight", lambda sd: sd.update(
+                 {"blocks.1.attn.qkv.weight": sd["blocks.1.attn.qkv.weight"][:-1]}), vocab),
+            ("a head not tied to the embedding", "head.weight", lambda sd: sd.update(
+                 {"head.weight": sd["head.weight"] + 1}), vocab),
+            ("a vocabulary of non-ASCII characters", "beyond ASCII", lambda sd: None, "é" * len(vocab)))
+for what, word, edit, voc in refusals:
+    sd = gatelab.to_official_tsa(gatelab.load_run(f"{R}/runs/paper"))
+    edit(sd)
+    try:
+        gatelab.from_official_tsa(sd, f"{R}/runs/never", vocab=voc, seq_len=32, tsa_lambda=0.01, dropout=0.1, n_head=2)
+        ok(f"from_official_tsa refuses {what}", False)
+    except ValueError as e:
+        ok(f"from_official_tsa refuses {what}: {e}", word in str(e) and not os.path.exists(f"{R}/runs/never"))
 sys.exit(1 if failed else 0)
