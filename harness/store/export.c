@@ -9,8 +9,9 @@
  * any HDF5 1.8+ reader opens it, to "FILE.h5.tmp" and renamed when complete.
  *
  * Not here: the command line (cli/cmd_export.c), traces (trace.c),
- * checkpoints (ckpt.c).  This file, trace.c, trace_read.c and probecache.c
- * are the only ones that include hdf5.h.
+ * checkpoints (ckpt.c), reading an export back (import.c).  This file,
+ * import.c, trace.c, trace_read.c and probecache.c are the only ones that
+ * include hdf5.h.
  */
 #include "export.h"
 #include "fileio.h"

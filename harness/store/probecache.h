@@ -9,8 +9,8 @@
  * The file is a list of named float arrays, each with an "axes" attribute
  * (e.g. "layer,token,kv_head") and a "title"; the reader returns them all,
  * so a renderer (report --probe) colours text by any array with a token axis
- * without knowing its name.  Only probecache.c, trace.c / trace_read.c and
- * export.c include hdf5.h.
+ * without knowing its name.  Only probecache.c, trace.c / trace_read.c,
+ * export.c and import.c include hdf5.h.
  * Where things live: the file format here (probecache.c); filling it from a
  * forward pass in analysis/probe.c; `gatelab probe` in cli/cmd_probe.c; the
  * coloured text of `report --probe` in analysis/probe_html.c.

@@ -35,8 +35,8 @@
  *
  * Not here: choosing the probe batch or computing gates (the training loop
  * gathers them from the model's activations), analyses, the checkpoint.
- * This file, trace_read.c, probecache.c and export.c are the only ones that
- * include hdf5.h.
+ * This file, trace_read.c, probecache.c, export.c and import.c are the only
+ * ones that include hdf5.h.
  */
 #include "trace.h"
 

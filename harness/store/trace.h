@@ -9,7 +9,7 @@
  * (h5py swmr=True, trace_read) may also hold it open while training appends;
  * and a run killed at any moment leaves a file holding every completed append.
  * What a kill inside an append leaves, and file locking: docs/files.md.  Only
- * trace.c, trace_read.c, probecache.c and export.c include hdf5.h.
+ * trace.c, trace_read.c, probecache.c, export.c and import.c include hdf5.h.
  * Where things live: creating, appending and resuming in trace.c; reading
  * back (trace_read*, trace_data_free, trace_probe_sha256) in trace_read.c;
  * what the two share (the dataset table, HDF5 error capture) in trace_h5.h.

@@ -5,10 +5,15 @@
 #      an existing folder, a folder outside runs/, an id the registry holds, a file that is not HDF5, and
 #      (with h5py) an extra, missing, mis-shaped or non-finite tensor, or two ids of one byte, are refused,
 #      named, with nothing left;
-# The refusals of hand-made files need Debian's python3-h5py (SKIP, saying so, without it).
+#  (2) gatelab → official state_dict → gatelab gives every tensor back to 1e-6;
+#  (3) a torch module of the official layout (written in tests/official_interop.py) loads
+#      to_official_tsa(run) with strict=True and its loss on a text equals `gatelab eval --text` to 1e-5.
+# (2) and (3) need Debian's python3-torch and python3-h5py (SKIP, saying which, without them).
 set -u
 . "$(dirname "$0")/lib.sh"
 PY="${GATELAB_PYTHON:-/usr/bin/python3}"
+PKG="$(cd "$(dirname "$0")/../../scripts/python" && pwd)"
+PYTEST="$(cd "$(dirname "$0")/.." && pwd)/official_interop.py"
 scratch
 
 # ---- (1) the C round trip
@@ -112,3 +117,22 @@ fi
 check "no refused import left a registry row ($rows_before rows before)" \
     test "$(sqlite3 "$R/gatelab.db" "select count(*) from runs")" = "$rows_before"
 
+# ---- (2) and (3): the official layout, from Python
+if ! "$PY" -c 'import torch, h5py, numpy, pandas' 2> /dev/null; then
+    skip "the official TSA layout from Python (no torch, h5py, numpy and pandas for $PY: apt-get install python3-torch python3-h5py python3-pandas)"
+    exit 0
+fi
+gpt2="model.backbone=gpt2 model.n_kv_head=2 model.qk_norm=0 model.norm_eps=1e-5 model.dropout=0.1"
+ok=1
+"$BIN" train "$TINY" $gpt2 model.depth_routing=tsa model.tsa_form=paper model.tsa_lambda=0.01 train.steps=20 \
+    --run-id paper --results "$R" --quiet > "$W/train.log" 2>&1 || ok=0
+"$BIN" train "$TINY" $gpt2 train.steps=20 --run-id dense --results "$R" --quiet >> "$W/train.log" 2>&1 || ok=0
+check "train a tiny TSA run of the paper's form and a dense gpt2 run" test $ok = 1
+[ $ok = 1 ] || { tail -5 "$W/train.log"; exit 1; }
+head -c 4000 "$GATELAB_DATA/corpus.txt" > "$W/batch.txt"
+for run in paper dense; do
+    "$BIN" eval "$R/runs/$run" --text "$W/batch.txt" 2> /dev/null | head -1 > "$W/$run.eval.json"
+done
+out=$(GATELAB_BIN="$BIN" PYTHONPATH="$PKG" "$PY" "$PYTEST" "$R" "$W" 2>&1)
+echo "$out"
+echo "$out" | grep -qE '^(PASS|FAIL) ' || fail "the Python checks did not run: $(echo "$out" | tail -3)"

@@ -12,6 +12,7 @@ Needs Debian's python3-numpy, python3-h5py, python3-pandas; the model part pytho
 Reads only: nothing here writes to a registry, trace or checkpoint.  docs/python.md has the
 details and a worked example.
 """
+from .official import from_official_tsa, to_official_tsa
 from .registry import RegistryError, metrics, runs
 from .run import Config, Run, load_run
 from .trace import Named, Trace
