@@ -118,6 +118,8 @@ check "/api/runs?experiment=nope: 404 JSON" bash -c "[ \"\$(curl -s -o '$W/e' -w
     python3 -c 'import json; json.load(open(\"$W/e\"))[\"error\"]'"
 check "/api/metrics?run=sat1&split=val&name=loss: the eval rows" json "/api/metrics?run=sat1&split=val&name=loss" \
     "len(j) >= 2 and all(r['split'] == 'val' and r['name'] == 'loss' for r in j)"
+check "/api/metrics?run=sat1&name=val/*: the val rows (the split/name form compare prints)" \
+    json "/api/metrics?run=sat1&name=$(enc 'val/*')" "len(j) >= 2 and all(r['split'] == 'val' for r in j)"
 check "/api/metrics is what metrics --format json prints" bash -c "
     '$BIN' metrics --run sat1 --results '$R' --format json > '$W/cli.json' && curl -s '$U/api/metrics?run=sat1' > '$W/api.json' &&
     python3 -c 'import json,sys; sys.exit(json.load(open(\"$W/cli.json\")) != json.load(open(\"$W/api.json\")))'"
