@@ -429,16 +429,16 @@ try:
             ok = ok and page.wait("!document.getElementById('sec-depth').hidden", 60)
             extra += ", depth profile"
         ok = ok and page.js("document.getElementById('run-id').textContent === %s" % json.dumps(rid))
+        if SHOT and rid == "sat1":
+            with open(SHOT.replace(".png", "_run.png"), "wb") as f:
+                f.write(base64.b64decode(page.call("Page.captureScreenshot", format="png",
+                                                   captureBeyondViewport=True)["data"]))
         if rid == "sat1":  # any metric on the run page too
             page.js("(function(){var s=document.getElementById('c-metric'); s.value='grad_norm';"
                     "s.dispatchEvent(new Event('change'));})()")
             ok = ok and page.wait("window.gatelab.curves === 1 && document.getElementById('c-metric').value === "
                                   "'grad_norm' && document.querySelectorAll('#loss canvas').length > 0", 30)
             extra += ", grad_norm as a curve"
-        if SHOT and rid == "sat1":
-            with open(SHOT.replace(".png", "_run.png"), "wb") as f:
-                f.write(base64.b64decode(page.call("Page.captureScreenshot", format="png",
-                                                   captureBeyondViewport=True)["data"]))
         probs = page.problems()
         report(ok and not probs, "browser: run page %s loads with its gates%s, no console error %s"
                % (json.dumps(rid), extra, probs[:3]))
