@@ -472,13 +472,16 @@ static int hr_run_section(FILE *f, gl_db *db, const char *results, const char *r
     return hr_probe(f, results, run_id, o);
 }
 
-/* Does figure name belong on run_id's page?  Its own figures, and those of the whole experiment. */
-static int hr_figure_of_run(const char *name, const char *run_id) {
-    static const char *const common[] = {"loss_step", "loss_time", "pareto"};
+/* Does figure name belong on run_id's page?  Its own figures, and those of the whole experiment that
+ * concern it: the loss curves; the Pareto figure when it routes depth; a gate's depth_<key> when it
+ * has that gate (mc, its model config; NULL when unknown: every experiment figure). */
+static int hr_figure_of_run(const char *name, const char *run_id, const gl_model_config *mc) {
+    static const char *const common[] = {"loss_step", "loss_time"};
     for (size_t i = 0; i < sizeof common / sizeof common[0]; i++)
         if (!strcmp(name, common[i])) return 1;
+    if (!strcmp(name, "pareto")) return !mc || mc->depth_routing != DR_NONE;
     for (int g = 0; g < GATE_COUNT; g++) /* depth_<key>: a gate's mean by block per group of seeds (figures.c) */
-        if (!strncmp(name, "depth_", 6) && !strcmp(name + 6, gatekind_info[g].key)) return 1;
+        if (!strncmp(name, "depth_", 6) && !strcmp(name + 6, gatekind_info[g].key)) return !mc || gatekind_has(mc, (gl_gate)g);
     size_t n = strlen(name), r = strlen(run_id);
     return n > r + 1 && name[n - r - 1] == '_' && !strcmp(name + n - r, run_id);
 }
@@ -526,8 +529,18 @@ int html_report(gl_db *db, const html_target *t, const html_opts *o, const char 
     f = out.f;
     hr_head(f, t);
     fputs("<h2>Figures</h2>\n", f);
+    /* a run's page: its model config decides which experiment figures concern it */
+    static gl_manifest mf;
+    const gl_model_config *mc = NULL;
+    if (t->run_id) {
+        char *ini = NULL, why[512];
+        if (db_run_config(db, t->run_id, &ini, NULL, why, sizeof why) == 1 && ini &&
+            !manifest_load_text(&mf, ini, t->run_id, why, sizeof why))
+            mc = &mf.model;
+        free(ini);
+    }
     for (int i = 0; i < fs.n_made; i++) {
-        if (t->run_id && !hr_figure_of_run(fs.made[i], t->run_id)) continue;
+        if (t->run_id && !hr_figure_of_run(fs.made[i], t->run_id, mc)) continue;
         char p[GL_PATH_MAX + 160];
         snprintf(p, sizeof p, "%s/%s.svg", fig_dir, fs.made[i]);
         nfig += hr_figure(f, p, fs.made[i]);

@@ -35,9 +35,11 @@ a = ap.parse_args()
 run = gatelab.load_run(a.run, results=a.results)
 print(run)
 print("model:", {k: run.config["model"][k] for k in ("d_model", "n_layer", "value_residual", "depth_routing")})
-headline = run.metrics.query("split == 'val' and name == 'final.loss'")
-if len(headline):
-    print(f"headline val loss {headline.value.iloc[-1]:.4f} (on {headline.win_count.iloc[-1]} windows)")
+h = run.headline          # TSA and early exit: the loss with the skipping done, the soft one beside it
+if h["kind"] is not None:
+    kind = {"final": "", "hard": ", skipping done", "hard_missing": " (with the skipping done: not recorded)"}[h["kind"]]
+    soft = f", soft {h['soft_loss']:.4f}" if h["soft_loss"] == h["soft_loss"] else ""
+    print(f"headline val loss {h['loss']:.4f}{kind}{soft} (on {h['measured_on']})")
 
 # %% 2. the probe text, decoded from the trace alone, with each token's category
 probe = run.trace.decode()

@@ -384,15 +384,19 @@ int main(void) {
                     "task = text\nfile = hostile.txt\n[train]\nsteps = " steps "\nseed = 1\n"
     add_run_series(db, h, "h9", TCFG("100"), 2.125);
     add_run_series(db, h, "h10", TCFG("200"), 1.625);
-    /* their soft rows and, as every view judges a routed run with the skipping done (docs/registry.md "The
-     * headline"), their hard rows: the same numbers, so that the counts below are the soft-era counts */
     for (int q = 0; q < 2; q++) {
-        double loss = q ? 1.625 : 2.125, af = q ? 0.5 : 0.75, saved = q ? 0.25 : 0.125;
-        gl_metric tm[5] = {{.step = 10, .split = "val", .name = "final.active_frac", .value = af, .prov = {"val", 0, 100, 6400}},
-                           {.step = 10, .split = "val", .name = "final.tlops_saved", .value = saved, .prov = {"val", 0, 100, 6400}},
-                           {.step = 10, .split = "val", .name = "hard.loss", .value = loss, .prov = {"val", 0, 100, 6400}},
-                           {.step = 10, .split = "val", .name = "hard.active_frac", .value = af, .prov = {"val", 0, 100, 6400}},
-                           {.step = 10, .split = "val", .name = "hard.tlops_saved", .value = saved, .prov = {"val", 0, 100, 6400}}};
+        /* a TSA run's headline is its hard.* evaluation, the skipping done (docs/registry.md "The headline"):
+         * trained runs record it with the soft final.* rows, on the same tokens */
+        gl_metric tm[5] = {{.step = 10, .split = "val", .name = "final.active_frac", .value = q ? 0.5 : 0.75,
+                            .prov = {"val", 0, 100, 6400}},
+                           {.step = 10, .split = "val", .name = "final.tlops_saved", .value = q ? 0.25 : 0.125,
+                            .prov = {"val", 0, 100, 6400}},
+                           {.step = 10, .split = "val", .name = "hard.loss", .value = q ? 1.625 : 2.125,
+                            .prov = {"val", 0, 100, 6400}},
+                           {.step = 10, .split = "val", .name = "hard.active_frac", .value = q ? 0.5 : 0.75,
+                            .prov = {"val", 0, 100, 6400}},
+                           {.step = 10, .split = "val", .name = "hard.tlops_saved", .value = q ? 0.25 : 0.125,
+                            .prov = {"val", 0, 100, 6400}}};
         if (db_metrics_log(db, q ? "h10" : "h9", tm, 5, err, sizeof err)) printf("FAIL tsa rows: %s\n", err), fails++;
     }
     runset hs = {0};

@@ -311,11 +311,29 @@ static enum MHD_Result serve_api_metrics(struct MHD_Connection *c, gl_db *db) {
     char err[1024], split[32];
     gl_metric_filter f = {.experiment = serve_arg(c, "experiment"), .run_id = serve_arg(c, "run"),
                           .name_glob = serve_arg(c, "name")};
-    const char *sp = serve_arg(c, "split");
+    const char *sp = serve_arg(c, "split"), *slash = f.name_glob ? strchr(f.name_glob, '/') : NULL;
     if (sp) { /* the registry's splits are lower case, as `metrics --split` takes them */
         snprintf(split, sizeof split, "%s", sp);
         for (char *q = split; *q; q++) *q = (char)tolower((unsigned char)*q);
         f.split = split;
+    }
+    if (slash) { /* name=SPLIT/GLOB, the form compare prints, as `metrics --name` takes it ('*': any split) */
+        char ns[32];
+        size_t k = (size_t)(slash - f.name_glob);
+        const char *wild = strpbrk(f.name_glob, "?[");
+        if (k >= sizeof ns || (wild && wild < slash))
+            return serve_json_error(c, 400, "name: SPLIT/GLOB with a split name (val, test, ...) or '*' before '/'");
+        memcpy(ns, f.name_glob, k);
+        ns[k] = 0;
+        for (char *q = ns; *q; q++) *q = (char)tolower((unsigned char)*q);
+        if (strchr(ns, '*') && strcmp(ns, "*"))
+            return serve_json_error(c, 400, "name: SPLIT/GLOB with a split name (val, test, ...) or '*' before '/'");
+        if (strcmp(ns, "*")) {
+            if (f.split && strcmp(f.split, ns)) return serve_json_error(c, 400, "name: its split and split= differ");
+            snprintf(split, sizeof split, "%s", ns);
+            f.split = split;
+        }
+        f.name_glob = slash + 1;
     }
     if (f.run_id) {
         if (!serve_id_safe(f.run_id)) return serve_json_error(c, 403, "run: not a run id");

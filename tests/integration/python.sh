@@ -197,6 +197,9 @@ for run in st bpe; do
         test $rc -eq 0
 done
 check "…and it caches α through a hook and reports the loss with α switched off" grep -q "every α set to 0: loss" "$W/ex.st"
+hl=$(sqlite3 "$R/gatelab.db" "select printf('%.4f', value) from metrics where run_id='st' and split='val' and name='hard.loss' order by win_count desc limit 1")
+check "…and it prints the TSA run's headline with the skipping done ($hl), its soft loss beside it" \
+    grep -qE "^headline val loss $hl, skipping done, soft [0-9.]+ \(on val\[" "$W/ex.st"
 out=$(PYTHONPATH="$PKG" "$PY" - "$R" <<'PY' 2>&1
 import sys, torch, gatelab
 run = gatelab.load_run("st", results=sys.argv[1])

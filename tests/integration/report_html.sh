@@ -36,6 +36,9 @@ check "every gate's view is on the page (2 blocks x 2 KV heads)" test "$(grep -c
 "$BIN" report tsa --html --results "$R" > /dev/null 2>&1
 n=$(grep -o 'title="effective depth [0-9.]*' "$R/report/tsa.html" | wc -l)
 check "TSA: one span per character coloured by effective depth ($n = $P)" test "$n" -eq "$P"
+check "a SATFormer run's page shows no TSA figure (no pareto, no depth_p, no depth map); the TSA run's page has them" \
+    bash -c "! grep -qE 'alt=\"(pareto|depth_p|depth_map_tsa)\"' '$H' && grep -q 'alt=\"loss_step\"' '$H' &&
+             grep -q 'alt=\"pareto\"' '$R/report/tsa.html' && grep -q 'alt=\"depth_map_tsa\"' '$R/report/tsa.html'"
 "$BIN" train "$TINY" "${T[@]}" model.value_residual=headgate log.experiment=hg --run-id hg --results "$R" --quiet > "$W/t3" 2>&1 &&
 "$BIN" analyze hg --results "$R" > /dev/null 2>&1 && "$BIN" report hg --html --results "$R" > /dev/null 2>&1
 check "headgate (a gate with no token axis): its per-head and per-category tables from the gate table, no probe view" \

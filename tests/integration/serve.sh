@@ -118,6 +118,8 @@ check "/api/runs?experiment=nope: 404 JSON" bash -c "[ \"\$(curl -s -o '$W/e' -w
     python3 -c 'import json; json.load(open(\"$W/e\"))[\"error\"]'"
 check "/api/metrics?run=sat1&split=val&name=loss: the eval rows" json "/api/metrics?run=sat1&split=val&name=loss" \
     "len(j) >= 2 and all(r['split'] == 'val' and r['name'] == 'loss' for r in j)"
+check "/api/metrics?run=sat1&name=val/*: the val rows (the split/name form compare prints)" \
+    json "/api/metrics?run=sat1&name=$(enc 'val/*')" "len(j) >= 2 and all(r['split'] == 'val' for r in j)"
 check "/api/metrics is what metrics --format json prints" bash -c "
     '$BIN' metrics --run sat1 --results '$R' --format json > '$W/cli.json' && curl -s '$U/api/metrics?run=sat1' > '$W/api.json' &&
     python3 -c 'import json,sys; sys.exit(json.load(open(\"$W/cli.json\")) != json.load(open(\"$W/api.json\")))'"
@@ -431,6 +433,12 @@ try:
             with open(SHOT.replace(".png", "_run.png"), "wb") as f:
                 f.write(base64.b64decode(page.call("Page.captureScreenshot", format="png",
                                                    captureBeyondViewport=True)["data"]))
+        if rid == "sat1":  # any metric on the run page too
+            page.js("(function(){var s=document.getElementById('c-metric'); s.value='grad_norm';"
+                    "s.dispatchEvent(new Event('change'));})()")
+            ok = ok and page.wait("window.gatelab.curves === 1 && document.getElementById('c-metric').value === "
+                                  "'grad_norm' && document.querySelectorAll('#loss canvas').length > 0", 30)
+            extra += ", grad_norm as a curve"
         probs = page.problems()
         report(ok and not probs, "browser: run page %s loads with its gates%s, no console error %s"
                % (json.dumps(rid), extra, probs[:3]))

@@ -77,3 +77,5 @@ for _ in $(seq 50); do kill -0 "$SERVER_PID" 2> /dev/null || break; sleep 0.1; d
 check "SIGTERM stops the server within 5 s" bash -c "! kill -0 $SERVER_PID 2> /dev/null"
 wait "$SERVER_PID" 2> /dev/null
 SERVER_PID=""
+check "the server's log has no sanitizer or runtime error (make asan: UBSan read past the byte table here)" \
+    bash -c "! grep -qE 'runtime error|AddressSanitizer|UndefinedBehaviorSanitizer' '$W/serve.log'"

@@ -1,4 +1,4 @@
-// run.js — a run's page: headline (its /api/runs row), loss curves, the α heatmap (blocks × KV heads,
+// run.js — a run's page: headline (its /api/runs row), the curves of any metric it records, the α heatmap (blocks × KV heads,
 // mean over the probe tokens at the last evaluation), the TSA depth profile (mean halting p per
 // router), every gate's distribution over training (quantiles per block per step, computed by the
 // server from the trace), the probe text coloured by a chosen gate with values on hover, the latest
@@ -47,15 +47,29 @@
     document.getElementById("trace-note").textContent = info.trace ? "" : (info.trace_note || "");
   }
 
+  // Any metric the run records, one curve per split (train, val, …), smoothed with the raw curve faint beneath.
   function drawLoss() {
-    if (!st.loss) return;
-    var xkind = document.getElementById("c-x").value, curves = [];
-    ["train", "val"].forEach(function (s, i) {
-      if (st.loss[s].length) curves.push({label: s, color: G.PALETTE[i], members: [st.loss[s]],
-                                          tokensPerStep: st.info.tokens_per_step});
+    if (!st.series) return;
+    var sel = document.getElementById("c-metric"), names = {loss: 1};
+    Object.keys(st.series).forEach(function (k) { names[st.series[k].name] = 1; });
+    var list = Object.keys(names).sort(function (a, b) { return a === "loss" ? -1 : b === "loss" ? 1 : a < b ? -1 : 1; });
+    if (list.join("\n") !== [].map.call(sel.options, function (o) { return o.value; }).join("\n")) {
+      var cur = sel.value;
+      G.clear(sel);
+      list.forEach(function (n) { sel.appendChild(el("option", {value: n}, n)); });
+      sel.value = names[cur] ? cur : "loss";
+    }
+    var metric = sel.value, xkind = document.getElementById("c-x").value, curves = [];
+    Object.keys(st.series).filter(function (k) { return st.series[k].name === metric; }).sort().forEach(function (k, i) {
+      var m = st.series[k];
+      curves.push({label: m.split, color: G.PALETTE[i % G.PALETTE.length], members: [m.pts],
+                   dash: m.split === "val" ? [6, 4] : undefined, tokensPerStep: st.info.tokens_per_step});
     });
     st.lossPoints = st.loss.train.length + st.loss.val.length;
-    st.chart = G.lossChart(document.getElementById("loss"), st.chart, curves, xkind, "");
+    st.curves = curves.length;
+    st.chart = G.lossChart(document.getElementById("loss"), st.chart, curves, xkind, "",
+                           {smooth: Number(document.getElementById("c-smooth").value) || 0,
+                            ylabel: metric === "loss" ? "loss (nats/token)" : metric});
   }
 
   function gate(key) {
@@ -214,9 +228,10 @@
   }
 
   function refresh() {
-    return Promise.all([G.getJSON("/api/run", {run: id}), G.getJSON("/api/metrics", {run: id, name: "loss"})])
+    return Promise.all([G.getJSON("/api/run", {run: id}), G.getJSON("/api/metrics", {run: id})])
       .then(function (a) {
         st.info = a[0];
+        st.series = G.metricSeries(a[1]);
         st.loss = G.lossSeries(a[1]);
         st.polls++;
         headline(st.info);
@@ -230,6 +245,8 @@
   }
 
   document.getElementById("c-x").addEventListener("change", drawLoss);
+  document.getElementById("c-metric").addEventListener("change", drawLoss);
+  document.getElementById("c-smooth").addEventListener("input", drawLoss);
   document.getElementById("d-gate").addEventListener("change", dist);
   ["p-gate", "p-row", "p-col"].forEach(function (x) {
     document.getElementById(x).addEventListener("change", function () {
