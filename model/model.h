@@ -312,6 +312,11 @@ const gl_tensor *model_find_tensor(const gl_model *m, const char *name);
  * without targets).  Fills logits, gates, halting probabilities, confidences. */
 float model_forward(gl_model *m, const int *tokens, const int *targets, const float *mask, int B, int T);
 
+/* The final norm the head reads, on rows h (rows, d) → out (rows, d), rstd (rows): RMSNorm, or
+ * LayerNorm with its bias on the gpt2 backbone; the same op model_forward applies (analyses' logit
+ * lens). */
+void model_final_norm(const gl_model *m, float *out, float *rstd, const float *h, int rows);
+
 /* Zero the gradient block. */
 void model_zero_grad(gl_model *m);
 
