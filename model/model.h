@@ -22,7 +22,8 @@
  * the layer ops in ops.h (matmul.c, attn.c, norm.c, rope.c, ffn.c, xent.c,
  * router.c); the config and its checks in config.h; the tensor and gate tables
  * in variants.h (tensors.c, gatekind.h); value residuals in valueres.h, depth
- * routing in routing.h, cross-layer connections in crosslayer.h, the
+ * routing in routing.h, cross-layer connections in crosslayer.h, dropout's
+ * masks in dropout.h, the
  * row-selective inference kernels in infer.h, KV-cache decoding in decode.h,
  * AdamW in adamw.h, the seeded generators in rng.h.
  */
