@@ -7,7 +7,8 @@
  * and for the whole model in every variant (baseline with and without
  * qk-norm, untied head, GQA, ResFormer plus/learnable/identity, SATFormer,
  * SATFormer last-k, every SATFormer gate function (model.sat_gate) with and
- * without the gate bias, one with a gate overridden, the static head gate, TSA, TSA+SATFormer, early exit linear/uniform, and the
+ * without the gate bias, one with a gate overridden, the static head gate, TSA, TSA+SATFormer, early exit linear/uniform and in the TSA paper's form
+ * (exit_form paper: an exit norm per block), and the
  * cross-layer variants DenseFormer, hyper-connections, MUDD and their
  * combinations with value residuals / TSA; Mixture-of-Depths every block and
  * every other block with SATFormer, random routing), and MoD's masked
@@ -490,6 +491,9 @@ static void v_tsa(gl_model_config *c) { c->depth_routing = DR_TSA; c->tsa_lambda
 static void v_tsa_sat(gl_model_config *c) { v_tsa(c); c->value_residual = VR_SATFORMER; }
 static void v_ee(gl_model_config *c) { c->depth_routing = DR_EARLY_EXIT; }
 static void v_ee_uni(gl_model_config *c) { c->depth_routing = DR_EARLY_EXIT; c->exit_weighting = EE_WEIGHT_UNIFORM; }
+/* the TSA paper's official early exit: an exit norm per block (layers.{n}.exit_norm), uniform weights; 4 blocks
+ * so that two blocks have exit norms of their own besides block 0's */
+static void v_ee_paper(gl_model_config *c) { v_ee_uni(c); c->exit_form = XF_PAPER; c->n_layer = 4; }
 static void v_dense(gl_model_config *c) { c->cross_layer = CL_DENSEFORMER; }
 static void v_dense_tsa_sat(gl_model_config *c) { v_tsa(c); c->value_residual = VR_SATFORMER; c->cross_layer = CL_DENSEFORMER; }
 static void v_hyper(gl_model_config *c) { c->cross_layer = CL_HYPER; }
@@ -622,6 +626,7 @@ MODEL_TEST(test_model_tsa, v_tsa)
 MODEL_TEST(test_model_tsa_satformer, v_tsa_sat)
 MODEL_TEST(test_model_early_exit, v_ee)
 MODEL_TEST(test_model_early_exit_uniform, v_ee_uni)
+MODEL_TEST(test_model_early_exit_paper, v_ee_paper)
 MODEL_TEST(test_model_denseformer, v_dense)
 MODEL_TEST(test_model_denseformer_tsa_satformer, v_dense_tsa_sat)
 MODEL_TEST(test_model_hyper, v_hyper)
@@ -699,7 +704,7 @@ int main(void) {
         cmocka_unit_test(test_model_resformer_identity), cmocka_unit_test(test_model_satformer),
         cmocka_unit_test(test_model_satformer_lastk), cmocka_unit_test(test_model_tsa),
         cmocka_unit_test(test_model_tsa_satformer), cmocka_unit_test(test_model_early_exit),
-        cmocka_unit_test(test_model_early_exit_uniform),
+        cmocka_unit_test(test_model_early_exit_uniform), cmocka_unit_test(test_model_early_exit_paper),
         cmocka_unit_test(test_model_denseformer), cmocka_unit_test(test_model_denseformer_tsa_satformer),
         cmocka_unit_test(test_model_hyper), cmocka_unit_test(test_model_hyper3_resformer),
         cmocka_unit_test(test_model_mudd), cmocka_unit_test(test_model_mudd_satformer),
