@@ -452,6 +452,48 @@ static void test_exit_alpha_conventions(void **s) {
     data_close(&ds);
 }
 
+/* The TSA paper's τ protocol (eval_match_paper) on the paper-form model: 13 thresholds in the official
+ * order, each on 30 fresh random batches (another draw per threshold), α_paper non-increasing as τ falls
+ * (up to the draw), the chosen threshold the nearest to the target (the first of a tie), m->exit_tau back
+ * at 0. */
+static void test_paper_tau_protocol(void **s) {
+    (void)s;
+    gl_model m;
+    gl_dataset ds;
+    ee_paper_setup(&m, &ds, 8);
+    char err[256];
+    static gl_eval_result rows[EVAL_PAPER_N_TAUS];
+    const double targets[] = {0.9, 0.75, 0.6, 1.0}; /* 1.0: a tie of the highest thresholds, the first wins */
+    for (size_t k = 0; k < sizeof targets / sizeof targets[0]; k++) {
+        int best = -1;
+        int rc = eval_match_paper(&m, &ds, SPLIT_VAL, 2, targets[k], 77, rows, &best, err, sizeof err);
+        if (rc) printf("  %s\n", err);
+        assert_int_equal(rc, 0);
+        assert_true(m.exit_tau == 0.0f && best >= 0);
+        double gap = INFINITY;
+        int want = -1;
+        for (int i = 0; i < EVAL_PAPER_N_TAUS; i++) {
+            if (k == 0) printf("  τ %.2f: α_paper %.4f, α %.4f, loss %.4f on %ld windows\n", eval_paper_taus[i],
+                               rows[i].active_frac_paper, rows[i].active_frac, rows[i].loss, rows[i].windows);
+            assert_int_equal(rows[i].windows, EVAL_PAPER_BATCHES * 2);
+            if (fabs(rows[i].active_frac_paper - targets[k]) < gap) gap = fabs(rows[i].active_frac_paper - targets[k]), want = i;
+        }
+        printf("  target %.2f: τ %.2f (α_paper %.4f)\n", targets[k], eval_paper_taus[best], rows[best].active_frac_paper);
+        assert_int_equal(best, want);
+        if (targets[k] == 1.0) assert_int_equal(best, 0);
+    }
+    /* the sweep reaches both ends of its range and the draws differ between thresholds */
+    assert_true(rows[0].active_frac_paper > rows[EVAL_PAPER_N_TAUS - 1].active_frac_paper + 0.1);
+    assert_true(eval_paper_taus[0] == 0.99 && eval_paper_taus[EVAL_PAPER_N_TAUS - 1] == 0.30);
+    gl_eval_result a, b;
+    m.exit_tau = 0.5f;
+    assert_int_equal(eval_random(&m, &ds, SPLIT_VAL, 60, 5, &a, err, sizeof err), 0);
+    assert_int_equal(eval_random(&m, &ds, SPLIT_VAL, 60, 6, &b, err, sizeof err), 0);
+    assert_true(a.loss != b.loss);
+    model_free(&m);
+    data_close(&ds);
+}
+
 static void test_tau_search(void **s) {
     (void)s;
     gl_model m;
@@ -882,7 +924,7 @@ int main(void) {
         cmocka_unit_test(test_sparse_equals_hard_soft), cmocka_unit_test(test_sparse_all_kept),
         cmocka_unit_test(test_exit_tau_one_is_plain), cmocka_unit_test(test_exit_skip_equals_bookkeeping),
         cmocka_unit_test(test_exit_paper_slow_reference), cmocka_unit_test(test_exit_paper_state_updated),
-        cmocka_unit_test(test_exit_alpha_conventions),
+        cmocka_unit_test(test_exit_alpha_conventions), cmocka_unit_test(test_paper_tau_protocol),
         cmocka_unit_test(test_tau_search), cmocka_unit_test(test_posthoc_never_exits),
         cmocka_unit_test(test_posthoc_tau0_is_block0_lens), cmocka_unit_test(test_posthoc_skip_equals_bookkeeping),
         cmocka_unit_test(test_posthoc_refuses_routed), cmocka_unit_test(test_hard_eval), cmocka_unit_test(test_each_batch),
