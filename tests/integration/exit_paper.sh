@@ -25,6 +25,11 @@ check "exit_form = paper without early exit is refused, naming depth_routing" \
 "$BIN" train "$TINY" $SMALL $EE model.exit_form=paper model.exit_weighting=uniform --run-id ep --results "$R" \
     --quiet > "$W/ep.out" 2>&1
 check "a paper-form early-exit run trains (exit 0)" test $? -eq 0
+check "its headline's hard.* (τ 0.5) holds both α, hard.active_frac_paper = (1 + 3·hard.active_frac)/4, and run_frac 1" \
+    test "$(q "select count(*) from metrics a join metrics b on a.run_id=b.run_id and a.split=b.split
+              where a.run_id='ep' and a.split='val' and a.name='hard.active_frac_paper' and b.name='hard.active_frac'
+              and abs(a.value - (1 + 3*b.value)/4) < 1e-6")" = 1 \
+      -a "$(q "select value from metrics where run_id='ep' and split='val' and name='hard.run_frac'")" = 1.0
 "$BIN" export ep --results "$R" --out "$W/ep.h5" > /dev/null 2>&1
 names=$(h5ls "$W/ep.h5" 2> /dev/null | awk '{print $1}')
 check "its export has layers.{0,1,2}.exit_norm and no layers.3.exit_norm (the final norm is the last block's)" \
