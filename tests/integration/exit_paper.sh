@@ -56,8 +56,10 @@ check "matched_paper.tau is one of them and matched_paper.alpha_target is 0.8" \
       -a "$(q "select value from metrics where run_id='ep' and name='matched_paper.alpha_target'")" = 0.8
 check "the protocol's rows are apart from gatelab's (no matched.*)" \
     test "$(q "select count(*) from metrics where run_id='ep' and name like 'matched.%'")" = 0
-
 "$BIN" train "$TINY" $SMALL $EE --run-id eg --results "$R" --quiet > /dev/null 2>&1
+check "compare shows val/matched_paper.tau beside the other run" \
+    grep -q "val/matched_paper.tau" <("$BIN" compare ep eg --results "$R" --format csv 2> /dev/null)
+
 "$BIN" export eg --results "$R" --out "$W/eg.h5" > /dev/null 2>&1
 check "a gatelab-form run (the default) has no exit norm" \
     test -s "$W/eg.h5" -a "$(h5ls "$W/eg.h5" 2> /dev/null | grep -c exit_norm)" = 0
