@@ -17,6 +17,11 @@
  * The row reductions (max, Σ exp, Σ P·dP) go through vred.h, so they run as
  * vector code instead of one scalar exp and add per score.
  *
+ * Dropout on the probabilities (model.dropout, dropout.c): y = P̃ v with P̃ = P ⊙ mask/(1 − r), made
+ * by attn_values from dropout_att's P̃; backward takes P̃ beside P.  With dP = dy vᵀ the chain rule
+ * through P̃ = P·m gives dS = P ⊙ (m·dP − Σ_j P·m·dP) = P̃ ⊙ dP − P·Σ_j P̃·dP, and dv = Σ P̃ᵀ dy; no
+ * mask is needed, only P̃ (without dropout P̃ = P and the kernel keeps its own arithmetic).
+ *
  * attn_forward_ref and attn_backward_ref are the same maths in plain loops
  * summed in double, the tests' reference for the sgemm paths (tests/
  * test_grad.c "attention"); attn_forward_ref with a keep mask is also the
@@ -81,6 +86,19 @@ void attn_forward(float *y, float *att, const float *q, const float *k, const fl
     }
 }
 
+void attn_values(float *y, const float *attd, const float *v, int B, int T, int H, int Hkv, int hd) {
+    assert(B > 0 && T > 0 && H > 0 && Hkv > 0 && hd > 0 && H % Hkv == 0 && y && attd && v);
+    assert(ops_disjoint(y, (size_t)B * T * H * hd, attd, (size_t)B * H * T * T) &&
+           ops_disjoint(y, (size_t)B * T * H * hd, v, (size_t)B * T * Hkv * hd));
+    const int qs = H * hd, ks = Hkv * hd, rep = H / Hkv;
+#pragma omp parallel for schedule(static)
+    for (int bh = 0; bh < B * H; bh++) {
+        const int b = bh / H, h = bh % H, g = h / rep;
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, hd, T, 1.0f, attd + (size_t)bh * T * T, T,
+                    v + (size_t)b * T * ks + (size_t)g * hd, ks, 0.0f, y + (size_t)b * T * qs + (size_t)h * hd, qs);
+    }
+}
+
 /* Sizes positive, query heads a multiple of kv heads; the three gradients are
  * written while everything else (scratch: ns floats, 0 for none) is read. */
 static void attn_check_backward(const float *dq, const float *dk, const float *dv, const float *dy, const float *att,
@@ -98,7 +116,7 @@ static void attn_check_backward(const float *dq, const float *dk, const float *d
     (void)dq, (void)dk, (void)dv, (void)in, (void)nin, (void)nq, (void)nk, (void)na;
 }
 
-void attn_backward(float *dq, float *dk, float *dv, const float *dy, const float *att,
+void attn_backward(float *dq, float *dk, float *dv, const float *dy, const float *att, const float *attd,
                    const float *q, const float *k, const float *v, float *scratch,
                    int B, int T, int H, int Hkv, int hd) {
     assert(scratch);
@@ -118,25 +136,29 @@ void attn_backward(float *dq, float *dk, float *dv, const float *dy, const float
             for (int c = 0; c < hd; c++) dkb[(size_t)t * ks + c] = dvb[(size_t)t * ks + c] = 0.0f;
         for (int h = g * rep; h < (g + 1) * rep; h++) {
             const float *P = att + ((size_t)b * H + h) * T * T;
+            const float *Pd = attd ? attd + ((size_t)b * H + h) * T * T : P; /* what y was made from */
             const float *qb = q + (size_t)b * T * qs + (size_t)h * hd;
             const float *dyb = dy + (size_t)b * T * qs + (size_t)h * hd;
             float *dqb = dq + (size_t)b * T * qs + (size_t)h * hd;
             for (int i0 = 0; i0 < T; i0 += ATT_BLOCK) {
                 int i1 = i0 + ATT_BLOCK < T ? i0 + ATT_BLOCK : T, m = i1 - i0;
-                const float *Pb = P + (size_t)i0 * T;
+                const float *Pdb = Pd + (size_t)i0 * T;
                 float *dPb = dP + (size_t)i0 * T;
                 /* dP = dy vᵀ on the block */
                 cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, i1, hd, 1.0f,
                             dyb + (size_t)i0 * qs, qs, vb, ks, 0.0f, dPb, T);
                 /* dv += Pᵀ dy */
-                cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, i1, hd, m, 1.0f, Pb, T,
+                cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, i1, hd, m, 1.0f, Pdb, T,
                             dyb + (size_t)i0 * qs, qs, 1.0f, dvb, ks);
                 /* softmax backward, in place in dP, zero above the diagonal */
                 for (int i = i0; i < i1; i++) {
-                    const float *pr = P + (size_t)i * T;
+                    const float *pr = P + (size_t)i * T, *pdr = Pd + (size_t)i * T;
                     float *dr = dP + (size_t)i * T;
-                    const float dot = gl_dot(pr, dr, i + 1);
-                    for (int j = 0; j <= i; j++) dr[j] = pr[j] * (dr[j] - dot);
+                    const float dot = gl_dot(pdr, dr, i + 1);
+                    if (attd)
+                        for (int j = 0; j <= i; j++) dr[j] = pdr[j] * dr[j] - pr[j] * dot;
+                    else
+                        for (int j = 0; j <= i; j++) dr[j] = pr[j] * (dr[j] - dot);
                     for (int j = i + 1; j < i1; j++) dr[j] = 0.0f;
                 }
                 /* dq = dS k / √hd (one writer per row) ; dk += dSᵀ q / √hd */
@@ -194,7 +216,7 @@ static double attn_ref_dp(const float *dy, const float *v, int b, int h, int i, 
     return dp;
 }
 
-void attn_backward_ref(float *dq, float *dk, float *dv, const float *dy, const float *att,
+void attn_backward_ref(float *dq, float *dk, float *dv, const float *dy, const float *att, const float *attd,
                        const float *q, const float *k, const float *v, int B, int T, int H, int Hkv, int hd) {
     attn_check_backward(dq, dk, dv, dy, att, q, k, v, NULL, 0, B, T, H, Hkv, hd);
     assert(T <= 4096); /* the rows dS[] below */
@@ -207,11 +229,13 @@ void attn_backward_ref(float *dq, float *dk, float *dv, const float *dy, const f
         for (int h = 0; h < H; h++) {
             const int g = h / rep;
             const float *P = att + ((size_t)b * H + h) * T * T;
+            const float *Pd = attd ? attd + ((size_t)b * H + h) * T * T : P;
             for (int i = 0; i < T; i++) {
-                /* dS_ij = P_ij (dP_ij − Σ_l P_il dP_il), j ≤ i */
+                /* dS_ij = P̃_ij dP_ij − P_ij Σ_l P̃_il dP_il, j ≤ i (P̃ = P without dropout) */
                 double dS[4096], D = 0.0;
-                for (int j = 0; j <= i; j++) D += P[(size_t)i * T + j] * (dS[j] = attn_ref_dp(dy, v, b, h, i, j, T, H, Hkv, hd));
-                for (int j = 0; j <= i; j++) dS[j] = P[(size_t)i * T + j] * (dS[j] - D);
+                for (int j = 0; j <= i; j++) D += Pd[(size_t)i * T + j] * (dS[j] = attn_ref_dp(dy, v, b, h, i, j, T, H, Hkv, hd));
+                for (int j = 0; j <= i; j++)
+                    dS[j] = (double)Pd[(size_t)i * T + j] * dS[j] - (double)P[(size_t)i * T + j] * D;
                 const float *qi = q + ((size_t)b * T + i) * qs + (size_t)h * hd;
                 const float *dyi = dy + ((size_t)b * T + i) * qs + (size_t)h * hd;
                 float *dqi = dq + ((size_t)b * T + i) * qs + (size_t)h * hd;
@@ -224,7 +248,7 @@ void attn_backward_ref(float *dq, float *dk, float *dv, const float *dy, const f
                     for (int c = 0; c < hd; c++) {
                         const size_t o = ((size_t)b * T + j) * ks + (size_t)g * hd + c;
                         dk2[o] += dS[j] * scale * qi[c];
-                        dv2[o] += (double)P[(size_t)i * T + j] * dyi[c];
+                        dv2[o] += (double)Pd[(size_t)i * T + j] * dyi[c];
                     }
             }
         }

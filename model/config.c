@@ -34,6 +34,7 @@ const config_range config_ranges[] = {
     CFG_FLOAT_ROW(rope_base),
     CFG_FLOAT_ROW(router_init_bias),
     CFG_FLOAT_ROW(tsa_lambda),
+    CFG_FLOAT_ROW(dropout),
     CFG_INT_ROW(mod_every, DR_MOD, -1),
     CFG_INT_ROW(hc_expansion, -1, CL_HYPER),
 };
@@ -50,6 +51,8 @@ static const char *const dr_names[] = {GL_DEPTH_ROUTINGS(GL_ENUM_NAME)};
 static const char *const ee_names[] = {GL_EXIT_WEIGHTINGS(GL_ENUM_NAME)};
 static const char *const xf_names[] = {GL_EXIT_FORMS(GL_ENUM_NAME)};
 static const char *const cl_names[] = {GL_CROSS_LAYERS(GL_ENUM_NAME)};
+static const char *const bb_names[] = {GL_BACKBONES(GL_ENUM_NAME)};
+static const char *const tf_names[] = {GL_TSA_FORMS(GL_ENUM_NAME)};
 #undef GL_ENUM_NAME
 
 #define NELEM(a) ((int)(sizeof(a) / sizeof((a)[0])))
@@ -60,6 +63,8 @@ _Static_assert(NELEM(dr_names) == DR_COUNT, "one name per depth routing");
 _Static_assert(NELEM(ee_names) == EE_COUNT, "one name per exit weighting");
 _Static_assert(NELEM(xf_names) == XF_COUNT, "one name per exit form");
 _Static_assert(NELEM(cl_names) == CL_COUNT, "one name per cross-layer variant");
+_Static_assert(NELEM(bb_names) == BB_COUNT, "one name per backbone");
+_Static_assert(NELEM(tf_names) == TSF_COUNT, "one name per TSA form");
 
 void config_defaults(gl_model_config *c) {
     memset(c, 0, sizeof *c);
@@ -74,6 +79,8 @@ void config_defaults(gl_model_config *c) {
     c->rope_base = 10000.0f;
     c->qk_norm = 1;
     c->tied = 1;
+    c->backbone = BB_LLAMA;
+    c->dropout = 0.0f;
     c->value_residual = VR_NONE;
     c->resformer_variant = RF_PLUS;
     c->vr_last_k = 0;
@@ -94,6 +101,7 @@ void config_defaults(gl_model_config *c) {
      * hardly moves. */
     c->router_init_bias = -2.0f;
     c->tsa_lambda = 0.0f;
+    c->tsa_form = TSF_GATELAB;
     c->exit_weighting = EE_WEIGHT_LINEAR;
     c->exit_form = XF_GATELAB;
     c->mod_capacity = 0.125f; /* Raposo et al. 2024's best setting: 12.5 % of tokens, every other block */
@@ -182,7 +190,7 @@ static int cv_heads_and_routing(const gl_model_config *c, char *err, size_t errl
         return -1;
     }
     int hd = c->d_model / c->n_head;
-    if (hd % 2 != 0) {
+    if (hd % 2 != 0 && !bb_gpt2(c)) {
         snprintf(err, errlen,
                  "head size model.d_model / model.n_head = %d / %d = %d must be even "
                  "(rotary embedding rotates pairs)",
@@ -329,8 +337,41 @@ static int cv_cross_layer(const gl_model_config *c, char *err, size_t errlen) {
     return 0;
 }
 
+/* The backbone, dropout and the TSA form (docs/model.md "The TSA paper's own configuration").  gpt2 has
+ * no rotary (head size may be odd) and no qk-norm; the cross-layer variants read RMSNorm'd streams of
+ * their own (crosslayer.c) and are written for the llama block only. */
+static int cv_backbone(const gl_model_config *c, char *err, size_t errlen) {
+    if ((int)c->backbone < 0 || (int)c->backbone >= NELEM(bb_names)) {
+        snprintf(err, errlen, "model.backbone (%d) is not a known backbone", (int)c->backbone);
+        return -1;
+    }
+    if ((int)c->tsa_form < 0 || (int)c->tsa_form >= NELEM(tf_names)) {
+        snprintf(err, errlen, "model.tsa_form (%d) is not a known TSA form", (int)c->tsa_form);
+        return -1;
+    }
+    if (c->dropout > 0.0f && c->depth_routing == DR_MOD) {
+        snprintf(err, errlen, "model.dropout = %g cannot be used with model.depth_routing = mod (its masked "
+                              "attention has no dropout); set model.dropout = 0", (double)c->dropout);
+        return -1;
+    }
+    if (!bb_gpt2(c)) return 0;
+    if (c->qk_norm) {
+        snprintf(err, errlen, "model.qk_norm = 1 cannot be used with model.backbone = gpt2 (the GPT-2 block has "
+                              "no qk-norm); set model.qk_norm = 0");
+        return -1;
+    }
+    if (c->cross_layer != CL_NONE) {
+        snprintf(err, errlen, "model.cross_layer = %s cannot be used with model.backbone = gpt2 (the cross-layer "
+                              "variants are written for the llama block); use cross_layer = none or backbone = llama",
+                 cl_names[c->cross_layer]);
+        return -1;
+    }
+    return 0;
+}
+
 int config_validate(const gl_model_config *c, char *err, size_t errlen) {
-    if (cv_sizes_and_value_path(c, err, errlen) || cv_heads_and_routing(c, err, errlen) || cv_cross_layer(c, err, errlen))
+    if (cv_sizes_and_value_path(c, err, errlen) || cv_heads_and_routing(c, err, errlen) ||
+        cv_cross_layer(c, err, errlen) || cv_backbone(c, err, errlen))
         return -1;
     return 0;
 }
@@ -423,6 +464,8 @@ const char *config_exit_form_name(gl_exit_form v) {
 const char *config_cross_layer_name(gl_cross_layer v) {
     return name_of(cl_names, NELEM(cl_names), (int)v);
 }
+const char *config_backbone_name(gl_backbone v) { return name_of(bb_names, NELEM(bb_names), (int)v); }
+const char *config_tsa_form_name(gl_tsa_form v) { return name_of(tf_names, NELEM(tf_names), (int)v); }
 
 int config_parse_value_residual(const char *s, gl_value_residual *out) {
     int i;
@@ -464,5 +507,17 @@ int config_parse_cross_layer(const char *s, gl_cross_layer *out) {
     int i;
     if (parse_name(cl_names, NELEM(cl_names), s, &i)) return -1;
     *out = (gl_cross_layer)i;
+    return 0;
+}
+int config_parse_backbone(const char *s, gl_backbone *out) {
+    int i;
+    if (parse_name(bb_names, NELEM(bb_names), s, &i)) return -1;
+    *out = (gl_backbone)i;
+    return 0;
+}
+int config_parse_tsa_form(const char *s, gl_tsa_form *out) {
+    int i;
+    if (parse_name(tf_names, NELEM(tf_names), s, &i)) return -1;
+    *out = (gl_tsa_form)i;
     return 0;
 }

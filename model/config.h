@@ -10,6 +10,9 @@
  *   depth_routing    none | tsa | early_exit | mod | random  (TSA paper; Raposo et al. 2024;
  *                                                            a random hard-routing control)
  *   cross_layer      none | denseformer | hyper | mudd      (dense baselines, docs/crosslayer.md)
+ *   backbone         llama | gpt2   (gpt2: the TSA paper's own GPT-2 style block)
+ *   tsa_form         gatelab | paper (the TSA paper's router and sequential gates)
+ *   dropout          a rate, training only (docs/model.md "The TSA paper's own configuration")
  *
  * Every name is a row of model/variants.h.  Parameter names and shapes
  * derived from a config are the tensor table (model.h: m->tensors,
@@ -34,6 +37,8 @@ typedef enum { GL_DEPTH_ROUTINGS(GL_ENUM_ID) } gl_depth_routing;
 typedef enum { GL_EXIT_WEIGHTINGS(GL_ENUM_ID) } gl_exit_weighting;
 typedef enum { GL_EXIT_FORMS(GL_ENUM_ID) } gl_exit_form;
 typedef enum { GL_CROSS_LAYERS(GL_ENUM_ID) } gl_cross_layer;
+typedef enum { GL_BACKBONES(GL_ENUM_ID) } gl_backbone;
+typedef enum { GL_TSA_FORMS(GL_ENUM_ID) } gl_tsa_form;
 enum {
     VR_COUNT = 0 GL_VALUE_RESIDUALS(GL_ENUM_ONE),
     RF_COUNT = 0 GL_RESFORMER_VARIANTS(GL_ENUM_ONE),
@@ -42,6 +47,8 @@ enum {
     EE_COUNT = 0 GL_EXIT_WEIGHTINGS(GL_ENUM_ONE),
     XF_COUNT = 0 GL_EXIT_FORMS(GL_ENUM_ONE),
     CL_COUNT = 0 GL_CROSS_LAYERS(GL_ENUM_ONE),
+    BB_COUNT = 0 GL_BACKBONES(GL_ENUM_ONE),
+    TSF_COUNT = 0 GL_TSA_FORMS(GL_ENUM_ONE),
 };
 #undef GL_ENUM_ID
 #undef GL_ENUM_ONE
@@ -52,12 +59,15 @@ typedef struct {
     int n_layer;     /* L: blocks, numbered 0..L-1 */
     int n_head;      /* H query heads; head size hd = d / H */
     int n_kv_head;   /* Hkv key/value heads, H % Hkv == 0 */
-    int d_ff;        /* SwiGLU hidden width */
+    int d_ff;        /* FFN hidden width (SwiGLU's, or gpt2's GELU MLP's) */
     int seq_len;     /* T: context length the model is trained at */
-    float norm_eps;  /* RMSNorm epsilon, 1e-6 */
+    float norm_eps;  /* RMSNorm (LayerNorm for gpt2) epsilon, 1e-6 */
     float rope_base; /* rotary base, 10000 */
     int qk_norm;     /* 1: per-head RMSNorm on q and k (learned scale of size hd) */
     int tied;        /* 1: output head is the embedding (logits = x Eᵀ) */
+    gl_backbone backbone; /* llama (default) | gpt2: the TSA paper's GPT-2 style block (docs/model.md) */
+    float dropout;   /* dropout rate in training, [0, 1): embedding sum, attention probabilities, FFN hidden
+                        activation, FFN output; off at evaluation and inference (model.h drop_key) */
 
     gl_value_residual value_residual;
     gl_resformer_variant resformer_variant;
@@ -74,6 +84,7 @@ typedef struct {
     int router_hidden;      /* 0: max(d/4, 16) */
     float router_init_bias; /* initial fc2_b of every router; p0 = σ(bias) */
     float tsa_lambda;       /* depth penalty λ */
+    gl_tsa_form tsa_form;   /* TSA router and gating: gatelab (default) | paper */
     gl_exit_weighting exit_weighting;
     gl_exit_form exit_form; /* early exit: gatelab (default) | paper (the TSA paper's official protocol) */
     float mod_capacity;     /* mod: share of a window's tokens each routed block processes, (0, 1] */
@@ -117,6 +128,7 @@ void config_defaults(gl_model_config *c);
 #define CFG_RANGE_rope_base 1, 1e9, 1, 0
 #define CFG_RANGE_router_init_bias -30, 30, 0, 0
 #define CFG_RANGE_tsa_lambda 0, 1000, 0, 0
+#define CFG_RANGE_dropout 0, 1, 0, 1
 #define CFG_RANGE(name) CFG_RANGE_##name
 /* A row as config_validate reads it.  A row applies to every config, or only to one depth routing
  * (mod_every: mod) or cross-layer variant (hc_expansion: hyper), -1 meaning any: a zeroed knob of a
@@ -155,6 +167,13 @@ static inline float vr_plus_scale_init(const gl_model_config *c) {
     for (int n = 0; n < c->n_layer; n++) M += config_layer_mixes_v1(c, n);
     return isnan(c->rf_lambda1_init) ? (float)c->n_layer : c->rf_lambda1_init * (float)M;
 }
+/* 1 for the gpt2 backbone (LayerNorm, learned positions, GELU MLP with biases) */
+static inline int bb_gpt2(const gl_model_config *c) { return c->backbone == BB_GPT2; }
+/* 1 for TSA in the paper's form (router on raw h, ReLU, sequential gates) */
+static inline int tsa_paper(const gl_model_config *c) {
+    return c->depth_routing == DR_TSA && c->tsa_form == TSF_PAPER;
+}
+
 /* 1 when block n's tokens are routed: TSA and random every block n >= 1,
  * MoD blocks n >= 1 with (n - 1) % mod_every == 0; never block 0. */
 static inline int config_block_routed(const gl_model_config *c, int n) {
@@ -189,6 +208,8 @@ const char *config_depth_routing_name(gl_depth_routing v);
 const char *config_exit_weighting_name(gl_exit_weighting v);
 const char *config_exit_form_name(gl_exit_form v);
 const char *config_cross_layer_name(gl_cross_layer v);
+const char *config_backbone_name(gl_backbone v);
+const char *config_tsa_form_name(gl_tsa_form v);
 /* Parse a name; return 0 on success, -1 if unknown. */
 int config_parse_value_residual(const char *s, gl_value_residual *out);
 int config_parse_resformer_variant(const char *s, gl_resformer_variant *out);
@@ -197,5 +218,7 @@ int config_parse_depth_routing(const char *s, gl_depth_routing *out);
 int config_parse_exit_weighting(const char *s, gl_exit_weighting *out);
 int config_parse_exit_form(const char *s, gl_exit_form *out);
 int config_parse_cross_layer(const char *s, gl_cross_layer *out);
+int config_parse_backbone(const char *s, gl_backbone *out);
+int config_parse_tsa_form(const char *s, gl_tsa_form *out);
 
 #endif

@@ -70,6 +70,14 @@ static void dec_linear(float *out, const float *inp, const float *w, int K, int 
 }
 
 int decode_check(const gl_model *m, char *why, size_t whylen) {
+    if (bb_gpt2(&m->cfg) || tsa_paper(&m->cfg)) {
+        snprintf(why, whylen,
+                 "the KV-cache path is written for the llama backbone and gatelab's TSA form, not model.%s = %s; "
+                 "use the uncached path (gatelab sample --no-cache)",
+                 bb_gpt2(&m->cfg) ? "backbone" : "tsa_form",
+                 bb_gpt2(&m->cfg) ? config_backbone_name(m->cfg.backbone) : config_tsa_form_name(m->cfg.tsa_form));
+        return -1;
+    }
     if (config_routing_hard(&m->cfg)) {
         snprintf(why, whylen,
                  "the KV-cache path does not support depth_routing = %s (its selection is made over a whole "
@@ -165,7 +173,7 @@ void decode_prefill(gl_decode *dc, const int *tokens, int T0) {
 static void step_route(gl_model *m, int n, int B) {
     gl_block_acts *a = &m->A[n];
     const gl_router_params *r = &m->P.router[n - 1];
-    router_forward(a->p, a->r_pre, a->r_hid, a->xn1, r->fc1_w, r->fc1_b, r->fc2_w, r->fc2_b, B, m->cfg.d_model, m->R);
+    router_forward(a->p, a->r_pre, a->r_hid, a->xn1, r->fc1_w, r->fc1_b, r->fc2_w, r->fc2_b, B, m->cfg.d_model, m->R, 0);
     if (m->have_overrides && m->ov.route_mode == ROUTE_CONST)
         for (int t = 0; t < B; t++) a->p[t] = m->ov.route_value;
 }

@@ -3,9 +3,12 @@
  * improve transformer", 2020): g = silu(a) ⊙ b with a = x W1ᵀ, b = x W3ᵀ;
  * the block output is g W2ᵀ (the matmuls live in model.c via matmul.c).
  * silu(a) = a·σ(a);  silu'(a) = σ(a)·(1 + a·(1 − σ(a))).
+ * Also the gpt2 backbone's MLP pieces (GELU, bias add and its column-sum
+ * backward); the matmuls of both live in model.c via matmul.c.
  */
 #include <assert.h>
 #include <math.h>
+#include <omp.h>
 
 #include "ops.h"
 #include "vexp.h"
@@ -32,5 +35,40 @@ void swiglu_backward(float *da, float *db, const float *dg, const float *a, cons
         float s = 1.0f / (1.0f + gl_expf(-a[i]));
         da[i] = dg[i] * b[i] * s * (1.0f + a[i] * (1.0f - s));
         db[i] = dg[i] * a[i] * s;
+    }
+}
+
+/* ---- the gpt2 backbone's MLP: fc1 (+ bias) → GELU (exact, erf) → fc2 (+ bias), as the TSA paper's
+ * code (torch.nn.GELU's default); gelu_erf and its derivative live in router.c ---- */
+void gelu_forward(float *out, const float *inp, long n) {
+    assert(n > 0 && out && inp); /* elementwise: out may be inp */
+#pragma omp parallel for schedule(static)
+    for (long i = 0; i < n; i++) out[i] = gelu_erf(inp[i]);
+}
+
+void gelu_backward(float *dinp, const float *dout, const float *inp, long n) {
+    assert(n > 0 && dinp && dout && inp);
+    assert(ops_disjoint(dinp, (size_t)n, inp, (size_t)n)); /* dinp may be dout */
+#pragma omp parallel for schedule(static)
+    for (long i = 0; i < n; i++) dinp[i] = dout[i] * gelu_erf_grad(inp[i]);
+}
+
+void bias_forward(float *out, const float *b, int N, int C) {
+    assert(N > 0 && C > 0 && out && b);
+    assert(ops_disjoint(out, (size_t)N * C, b, (size_t)C));
+#pragma omp parallel for schedule(static)
+    for (int n = 0; n < N; n++)
+        for (int i = 0; i < C; i++) out[(size_t)n * C + i] += b[i];
+}
+
+void bias_backward(float *db, const float *dout, int N, int C) {
+    assert(N > 0 && C > 0 && db && dout);
+    assert(ops_disjoint(db, (size_t)C, dout, (size_t)N * C));
+#pragma omp parallel
+    {   /* each thread owns a slice of columns and sums it in row order: repeatable for any thread count */
+        const int nt = omp_get_num_threads(), th = omp_get_thread_num();
+        const int c0 = (int)((long)C * th / nt), c1 = (int)((long)C * (th + 1) / nt);
+        for (int n = 0; n < N; n++)
+            for (int i = c0; i < c1; i++) db[i] += dout[(size_t)n * C + i];
     }
 }

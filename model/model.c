@@ -7,10 +7,15 @@
  *   block n:  xn = RMSNorm(h);  q, k, v = xn Wq,k,vᵀ;  v' = value residual(v, V1)
  *             a = Attn(RoPE(qknorm(q)), RoPE(qknorm(k)), v') Woᵀ;  h_mid = h + a
  *             f = SwiGLU(RMSNorm(h_mid));  h_out = h + s·(a + f)
- *   with s = 1, or s = 1 − p (TSA, block n ≥ 1, p from router n−1 reading xn),
+ *   with s = 1, or s = 1 − p (TSA, block n ≥ 1, p from router n−1 reading xn;
+ *   tsa_form paper: the router reads h and the gates are sequential, h_mid = h + s·a,
+ *   h_out = h_mid + s·f),
  *   or s = keep·σ(r) (Mixture-of-Depths, routed blocks; the skipped tokens are
  *   masked out of the block's attention) or keep (random routing): the
  *   selection is routing.c's.
+ *   Backbone gpt2 (the TSA paper's): LayerNorm with bias for every norm, h0 = E[tok] + pos,
+ *   no rotary, FFN = GELU(x W1ᵀ + b1) W2ᵀ + b2.  Dropout (training, m->drop_key): the
+ *   embedding sum, attention probabilities, FFN hidden activation and FFN output (dropout.h).
  *   Cross-layer variants (DenseFormer, hyper-connections, MUDD) replace the
  *   block's inputs and residual sums through the xl_ hooks of crosslayer.h.
  *
@@ -41,6 +46,7 @@
 #include <string.h>
 
 #include "crosslayer.h"
+#include "dropout.h"
 #include "infer.h"
 #include "ops.h"
 #include "rng.h"
@@ -83,6 +89,7 @@ static void layout_acts(gl_model *m, gl_carver *cv) {
         a->gate = carve_take(cv, N * Hkv);
         a->gate_pre = carve_take(cv, N * Hkv);
         a->att = carve_take(cv, (size_t)m->max_B * H * m->T * m->T);
+        a->attd = c->dropout > 0.0f ? carve_take(cv, (size_t)m->max_B * H * m->T * m->T) : NULL;
         a->atty = carve_take(cv, N * qd);
         a->ao = carve_take(cv, N * d);
         a->h_mid = carve_take(cv, N * d);
@@ -207,7 +214,7 @@ int model_init(gl_model *m, const gl_model_config *cfg, int max_B, char *err, si
     m->frozen = calloc((size_t)max_B * m->T, 1);
     if (!m->dacts_mem || !m->tokens || !m->targets || !m->frozen) goto oom;
 
-    rope_tables(m->rope_cos, m->rope_sin, m->T, m->hd, cfg->rope_base);
+    if (!bb_gpt2(cfg)) rope_tables(m->rope_cos, m->rope_sin, m->T, m->hd, cfg->rope_base);
     return 0;
 oom:
     snprintf(err, errlen, "model: out of memory allocating a model of d_model %d, n_layer %d, batch %d x %d",
@@ -341,12 +348,38 @@ void model_clear_overrides(gl_model *m) {
 /* ------------------------------------------------------------------------ */
 /* forward                                                                  */
 
+/* The backbone's norm over rows of d: RMSNorm (llama; b unused) or LayerNorm with bias b (gpt2). */
+static void norm_forward(const gl_model *m, float *out, float *rstd, const float *inp, const float *g, const float *b,
+                         int N) {
+    const gl_model_config *c = &m->cfg;
+    if (bb_gpt2(c)) layernorm_forward(out, rstd, inp, g, b, N, c->d_model, c->norm_eps);
+    else rmsnorm_forward(out, rstd, inp, g, N, c->d_model, c->norm_eps);
+}
+static void norm_backward(const gl_model *m, float *dinp, float *dg, float *db, const float *dout, const float *inp,
+                          const float *g, const float *rstd, int N) {
+    if (bb_gpt2(&m->cfg)) layernorm_backward(dinp, dg, db, dout, inp, g, rstd, N, m->cfg.d_model);
+    else rmsnorm_backward(dinp, dg, dout, inp, g, rstd, N, m->cfg.d_model);
+}
+
+/* Dropout of this forward (training with model.dropout > 0 and a key), or NULL. */
+static const gl_dropout *drop_of(const gl_model *m, gl_dropout *dr) {
+    if (!(m->drop_key && m->cfg.dropout > 0.0f)) return NULL;
+    *dr = (gl_dropout){m->drop_key, m->cfg.dropout, m->route_row0};
+    return dr;
+}
+
+/* The state router n−1 reads: the raw residual stream entering block n (tsa_form paper) or its
+ * attention-norm output (gatelab). */
+static const float *route_input(const gl_model *m, int n) {
+    return tsa_paper(&m->cfg) ? m->A[n].h_in : m->A[n].xn1;
+}
+
 /* Halting probabilities of the router feeding block n (n >= 1). */
 static void route_forward(gl_model *m, int n, int N) {
     gl_block_acts *a = &m->A[n];
     const gl_router_params *r = &m->P.router[n - 1];
-    router_forward(a->p, a->r_pre, a->r_hid, a->xn1, r->fc1_w, r->fc1_b, r->fc2_w, r->fc2_b, N,
-                   m->cfg.d_model, m->R);
+    router_forward(a->p, a->r_pre, a->r_hid, route_input(m, n), r->fc1_w, r->fc1_b, r->fc2_w, r->fc2_b, N,
+                   m->cfg.d_model, m->R, tsa_paper(&m->cfg));
     if (!m->have_overrides || m->ov.route_mode == ROUTE_FREE) return;
     for (int t = 0; t < N; t++) {
         if (m->ov.route_mode == ROUTE_CONST) {
@@ -367,11 +400,21 @@ static void ffn_forward(gl_model *m, int n, const float *hm, int K) {
     const gl_model_config *c = &m->cfg;
     gl_block_acts *a = &m->A[n];
     const gl_block_params *b = &m->P.layer[n];
-    rmsnorm_forward(a->xn2, a->rstd2, hm, b->ffn_norm, K, c->d_model, c->norm_eps);
+    norm_forward(m, a->xn2, a->rstd2, hm, b->ffn_norm, b->ffn_norm_bias, K);
     mm_forward(a->f1, a->xn2, b->w1, K, c->d_model, c->d_ff);
-    mm_forward(a->f3, a->xn2, b->w3, K, c->d_model, c->d_ff);
-    swiglu_forward(a->fg, a->f1, a->f3, (long)K * c->d_ff);
+    if (bb_gpt2(c)) { /* fc1 + b1 → GELU → fc2 + b2 */
+        bias_forward(a->f1, b->b1, K, c->d_ff);
+        gelu_forward(a->fg, a->f1, (long)K * c->d_ff);
+    } else { /* SwiGLU */
+        mm_forward(a->f3, a->xn2, b->w3, K, c->d_model, c->d_ff);
+        swiglu_forward(a->fg, a->f1, a->f3, (long)K * c->d_ff);
+    }
+    gl_dropout drs;
+    const gl_dropout *dr = drop_of(m, &drs); /* training only: K is then every row */
+    if (dr) dropout_rows(a->fg, K, c->d_ff, dr, DROP_FFN_HIDDEN, n);
     mm_forward(a->fo, a->fg, b->w2, K, c->d_ff, c->d_model);
+    if (bb_gpt2(c)) bias_forward(a->fo, b->b2, K, c->d_model);
+    if (dr) dropout_rows(a->fo, K, c->d_model, dr, DROP_FFN_OUT, n);
 }
 
 /* The norm of exit head n (n = L−1: the final head) in P (the parameters or their gradients): the
@@ -380,13 +423,18 @@ static void ffn_forward(gl_model *m, int n, const float *hm, int K) {
 static float *exit_norm_of(const gl_model *m, const gl_param_ptrs *P, int n) {
     return ee_paper(&m->cfg) && n + 1 < m->cfg.n_layer ? P->layer[n].exit_norm : P->final_norm;
 }
+/* Its bias: the gpt2 backbone's LayerNorm has one (layers.{n}.exit_norm_bias, final_norm_bias); NULL on
+ * the llama backbone, whose RMSNorm has none. */
+static float *exit_norm_bias_of(const gl_model *m, const gl_param_ptrs *P, int n) {
+    return ee_paper(&m->cfg) && n + 1 < m->cfg.n_layer ? P->layer[n].exit_norm_bias : P->final_norm_bias;
+}
 
 /* Early-exit head of block n's output h (N, d): logits, probs, confidence. */
 static double exit_head_forward(gl_model *m, int n, const float *h, int N) {
     const gl_model_config *c = &m->cfg;
     gl_block_acts *a = &m->A[n];
     float *probs = m->exit_probs + (size_t)n * N * c->vocab_size;
-    rmsnorm_forward(a->xnf, a->rstdf, h, exit_norm_of(m, &m->P, n), N, c->d_model, c->norm_eps);
+    norm_forward(m, a->xnf, a->rstdf, h, exit_norm_of(m, &m->P, n), exit_norm_bias_of(m, &m->P, n), N);
     mm_forward(a->logits, a->xnf, m->P.head, N, c->d_model, c->vocab_size);
     double tot = xent_forward(probs, NULL, a->logits, m->targets, m->mask, N, c->vocab_size);
     xent_confidence(m->exit_conf + (size_t)n * N, probs, N, c->vocab_size);
@@ -403,7 +451,7 @@ static void block_kv_forward(gl_model *m, int n, int N, int T) {
     const gl_block_params *b = &m->P.layer[n];
 
     /* MUDD: q, k, v read separate streams (xl_*); otherwise all read xn1 = RMSNorm(h_in) */
-    rmsnorm_forward(a->xn1, a->rstd1, xl_query_input(m, n), b->attn_norm, N, d, c->norm_eps);
+    norm_forward(m, a->xn1, a->rstd1, xl_query_input(m, n), b->attn_norm, b->attn_norm_bias, N);
     xl_kv_norm_forward(m, n, N);
     mm_forward(a->k, xl_attn_input(m, n, 1), b->wk, N, d, Hkv * hd);
     mm_forward(a->v, xl_attn_input(m, n, 2), b->wv, N, d, Hkv * hd);
@@ -412,7 +460,34 @@ static void block_kv_forward(gl_model *m, int n, int N, int T) {
     vr_forward(m, n, N);
     if (c->qk_norm) rmsnorm_forward(a->kr, a->krstd, a->k, b->k_norm, N * Hkv, hd, c->norm_eps);
     else memcpy(a->kr, a->k, (size_t)N * Hkv * hd * sizeof(float));
-    rope_forward(a->kr, m->rope_cos, m->rope_sin, N, T, Hkv, hd);
+    if (!bb_gpt2(c)) rope_forward(a->kr, m->rope_cos, m->rope_sin, N, T, Hkv, hd);
+}
+
+/* Block n's attention for every token: block_kv_forward, then the queries, attention (dropout on its
+ * probabilities in training) and the update ao = o Woᵀ (N rows). */
+static void block_attn_forward(gl_model *m, int n, int B, int T) {
+    const gl_model_config *c = &m->cfg;
+    const int N = B * T, d = c->d_model, hd = m->hd, H = c->n_head, Hkv = c->n_kv_head;
+    gl_block_acts *a = &m->A[n];
+    const gl_block_params *b = &m->P.layer[n];
+    const int hard = config_routing_hard(c) && config_block_routed(c, n); /* MoD, random */
+
+    block_kv_forward(m, n, N, T);
+    mm_forward(a->q, a->xn1, b->wq, N, d, H * hd);
+    if (c->qk_norm) rmsnorm_forward(a->qr, a->qrstd, a->q, b->q_norm, N * H, hd, c->norm_eps);
+    else memcpy(a->qr, a->q, (size_t)N * H * hd * sizeof(float));
+    if (!bb_gpt2(c)) rope_forward(a->qr, m->rope_cos, m->rope_sin, N, T, H, hd);
+    if (hard && c->depth_routing == DR_MOD) /* MoD: the skipped tokens do not enter the block, as keys neither */
+        routing_attn_forward(a->atty, a->att, a->qr, a->kr, a->vmix, a->keep, B, T, H, Hkv, hd);
+    else
+        attn_forward(a->atty, a->att, a->qr, a->kr, a->vmix, B, T, H, Hkv, hd);
+    gl_dropout drs;
+    const gl_dropout *dr = drop_of(m, &drs);
+    if (dr) { /* y again, from the dropped probabilities (MoD is refused with dropout: config.c) */
+        dropout_att(a->attd, a->att, B, H, T, dr, n);
+        attn_values(a->atty, a->attd, a->vmix, B, T, H, Hkv, hd);
+    }
+    mm_forward(a->ao, a->atty, b->wo, N, H * hd, d);
 }
 
 /* Every token through block n (training, and inference where all run).
@@ -420,24 +495,23 @@ static void block_kv_forward(gl_model *m, int n, int N, int T) {
  * rows of h_next are restored to h_in, so they keep their state. */
 static void block_forward(gl_model *m, int n, int B, int T, float *h_next, unsigned char *frozen) {
     const gl_model_config *c = &m->cfg;
-    const int N = B * T, d = c->d_model, hd = m->hd, H = c->n_head, Hkv = c->n_kv_head;
+    const int N = B * T, d = c->d_model;
     gl_block_acts *a = &m->A[n];
-    const gl_block_params *b = &m->P.layer[n];
     const int tsa = c->depth_routing == DR_TSA && n >= 1;
     const int hard = config_routing_hard(c) && config_block_routed(c, n); /* MoD, random */
 
-    block_kv_forward(m, n, N, T);
-    mm_forward(a->q, a->xn1, b->wq, N, d, H * hd);
-    if (c->qk_norm) rmsnorm_forward(a->qr, a->qrstd, a->q, b->q_norm, N * H, hd, c->norm_eps);
-    else memcpy(a->qr, a->q, (size_t)N * H * hd * sizeof(float));
-    rope_forward(a->qr, m->rope_cos, m->rope_sin, N, T, H, hd);
-    if (hard && c->depth_routing == DR_MOD) /* MoD: the skipped tokens do not enter the block, as keys neither */
-        routing_attn_forward(a->atty, a->att, a->qr, a->kr, a->vmix, a->keep, B, T, H, Hkv, hd);
-    else
-        attn_forward(a->atty, a->att, a->qr, a->kr, a->vmix, B, T, H, Hkv, hd);
-    mm_forward(a->ao, a->atty, b->wo, N, H * hd, d);
+    block_attn_forward(m, n, B, T);
     if (c->cross_layer == CL_HYPER) {
         xl_hc_mid_forward(m, n, N); /* streams += attention; h_mid = the FFN's width connection */
+    } else if (tsa && tsa_paper(c)) { /* sequential gates: the FFN reads h + (1 − p)·a */
+#pragma omp parallel for schedule(static)
+        for (int t = 0; t < N; t++) {
+            const float s = 1.0f - a->p[t];
+            for (int i = 0; i < d; i++) {
+                size_t j = (size_t)t * d + i;
+                a->h_mid[j] = a->h_in[j] + s * a->ao[j];
+            }
+        }
     } else {
 #pragma omp parallel for schedule(static)
         for (size_t i = 0; i < (size_t)N * d; i++) a->h_mid[i] = a->h_in[i] + a->ao[i];
@@ -446,6 +520,15 @@ static void block_forward(gl_model *m, int n, int B, int T, float *h_next, unsig
     ffn_forward(m, n, a->h_mid, N);
     if (c->cross_layer == CL_HYPER) {
         xl_hc_out_forward(m, n, N); /* streams += FFN; the next input comes from xl_forward_after_block */
+    } else if (tsa && tsa_paper(c)) { /* h_next = h_mid + (1 − p)·f */
+#pragma omp parallel for schedule(static)
+        for (int t = 0; t < N; t++) {
+            float s = 1.0f - a->p[t];
+            for (int i = 0; i < d; i++) {
+                size_t j = (size_t)t * d + i;
+                h_next[j] = a->h_mid[j] + s * a->fo[j];
+            }
+        }
     } else if (tsa) {
 #pragma omp parallel for schedule(static)
         for (int t = 0; t < N; t++) {
@@ -501,6 +584,38 @@ static infer_scratch infer_scratch_of(gl_model *m, int N, int B) {
     return s;
 }
 
+/* TSA block n at inference in the paper's sparse form (m->sparse_form SPARSE_PAPER, model.h): every
+ * token gets its attention; a token with p >= 0.5 halts (its row of h_next is h_in); a kept token
+ * gets h + a, and only the K kept tokens, packed, run the FFN: h + a + f.  With hard gates the
+ * paper's sequential form and gatelab's joint form agree, so this serves both TSA forms.  Afterwards
+ * h_mid, xn2, f1, f3, fg and fo hold packed rows [0, K) (idx order). */
+static void block_forward_paper_sparse(gl_model *m, int n, int B, int T, float *h_next) {
+    const gl_model_config *c = &m->cfg;
+    const int N = B * T, d = c->d_model;
+    gl_block_acts *a = &m->A[n];
+    infer_scratch s = infer_scratch_of(m, N, B);
+    block_attn_forward(m, n, B, T);
+    int K = 0;
+    for (int t = 0; t < N; t++) {
+        s.slot[t] = a->p[t] < 0.5f ? K : -1;
+        if (a->p[t] < 0.5f) s.idx[K++] = t;
+    }
+#pragma omp parallel for schedule(static)
+    for (int r = 0; r < K; r++)
+        for (int i = 0; i < d; i++)
+            a->h_mid[(size_t)r * d + i] = a->h_in[(size_t)s.idx[r] * d + i] + a->ao[(size_t)s.idx[r] * d + i];
+    if (K) ffn_forward(m, n, a->h_mid, K);
+#pragma omp parallel for schedule(static)
+    for (int t = 0; t < N; t++) {
+        const int r = s.slot[t];
+        float *ho = h_next + (size_t)t * d;
+        if (r < 0) memcpy(ho, a->h_in + (size_t)t * d, (size_t)d * sizeof(float));
+        else
+            for (int i = 0; i < d; i++) ho[i] = a->h_mid[(size_t)r * d + i] + a->fo[(size_t)r * d + i];
+    }
+    m->active_count += K;
+}
+
 /* MoD block n at inference (m->sparse): the selected tokens alone, packed,
  * get the whole block: query, keys and values among themselves (the packed
  * windows of k tokens, rotary at each token's own position), attention, Wo
@@ -535,7 +650,7 @@ static void mod_block_forward_rows(gl_model *m, int n, int B, int T, float *h_ne
     mm_forward(a->q, s.rows, b->wq, K, d, H * hd);
     if (c->qk_norm) rmsnorm_forward(a->qr, a->qrstd, a->q, b->q_norm, K * H, hd, c->norm_eps);
     else memcpy(a->qr, a->q, (size_t)K * H * hd * sizeof(float));
-    infer_rope_rows(a->qr, m->rope_cos, m->rope_sin, s.idx, K, T, H, hd);
+    if (!bb_gpt2(c)) infer_rope_rows(a->qr, m->rope_cos, m->rope_sin, s.idx, K, T, H, hd);
     infer_gather(s.kp, a->kr, s.idx, K, kd);
     infer_gather(s.vp, a->vmix, s.idx, K, kd);
     attn_forward(a->atty, a->att, a->qr, s.kp, s.vp, B, k, H, Hkv, hd);
@@ -588,14 +703,17 @@ static void block_forward_rows(gl_model *m, int n, int B, int T, float *h_next, 
         mm_forward(a->q, s.rows, b->wq, K, d, H * hd);
         if (c->qk_norm) rmsnorm_forward(a->qr, a->qrstd, a->q, b->q_norm, K * H, hd, c->norm_eps);
         else memcpy(a->qr, a->q, (size_t)K * H * hd * sizeof(float));
-        infer_rope_rows(a->qr, m->rope_cos, m->rope_sin, s.idx, K, T, H, hd);
+        if (!bb_gpt2(c)) infer_rope_rows(a->qr, m->rope_cos, m->rope_sin, s.idx, K, T, H, hd);
         infer_seq_bounds(s.seq, s.idx, K, B, T);
         infer_attn_rows(a->atty, a->qr, a->kr, a->vmix, s.idx, s.seq, B, T, H, Hkv, hd, s.att);
         mm_forward(a->ao, a->atty, b->wo, K, H * hd, d);
+        const int seq = tsa && tsa_paper(c); /* sequential gates: the FFN reads h + (1 − p)·a */
 #pragma omp parallel for schedule(static)
-        for (int r = 0; r < K; r++)
+        for (int r = 0; r < K; r++) {
+            const float sc = seq ? 1.0f - a->p[s.idx[r]] : 1.0f;
             for (int i = 0; i < d; i++)
-                a->h_mid[(size_t)r * d + i] = a->h_in[(size_t)s.idx[r] * d + i] + a->ao[(size_t)r * d + i];
+                a->h_mid[(size_t)r * d + i] = a->h_in[(size_t)s.idx[r] * d + i] + sc * a->ao[(size_t)r * d + i];
+        }
         ffn_forward(m, n, a->h_mid, K);
     }
 #pragma omp parallel for schedule(static)
@@ -605,6 +723,9 @@ static void block_forward_rows(gl_model *m, int n, int B, int T, float *h_next, 
         float *ho = h_next + (size_t)t * d;
         if (r < 0) {
             memcpy(ho, hi, (size_t)d * sizeof(float));
+        } else if (tsa && tsa_paper(c)) {
+            const float sc = 1.0f - a->p[t];
+            for (int i = 0; i < d; i++) ho[i] = a->h_mid[(size_t)r * d + i] + sc * a->fo[(size_t)r * d + i];
         } else if (tsa || hard) {
             const float sc = tsa ? 1.0f - a->p[t] : a->rs[t];
             for (int i = 0; i < d; i++) ho[i] = hi[i] + sc * (a->ao[(size_t)r * d + i] + a->fo[(size_t)r * d + i]);
@@ -633,7 +754,7 @@ static void exit_head_rows(gl_model *m, int n, const float *h, const unsigned ch
         else s.idx[K++] = t;
     if (!K) return;
     infer_gather(s.rows, h, s.idx, K, d);
-    rmsnorm_forward(a->xnf, a->rstdf, s.rows, m->P.final_norm, K, d, c->norm_eps);
+    norm_forward(m, a->xnf, a->rstdf, s.rows, m->P.final_norm, m->P.final_norm_bias, K);
     mm_forward(a->logits, a->xnf, m->P.head, K, d, V);
     xent_forward(probs, NULL, a->logits, NULL, NULL, K, V);
     xent_confidence(s.rows, probs, K, V); /* s.rows is free again: K confidences */
@@ -696,7 +817,14 @@ float model_forward(gl_model *m, const int *tokens, const int *targets, const fl
     for (int t = 0; t < N; t++) {
         assert(tokens[t] >= 0 && tokens[t] < V);
         memcpy(h0 + (size_t)t * d, m->P.embed + (size_t)tokens[t] * d, (size_t)d * sizeof(float));
+        if (bb_gpt2(c)) { /* learned absolute position t mod T of the row's sequence */
+            const float *pe = m->P.pos_embed + (size_t)(t % T) * d;
+            for (int i = 0; i < d; i++) h0[(size_t)t * d + i] += pe[i];
+        }
     }
+    gl_dropout drs;
+    const gl_dropout *dr = drop_of(m, &drs);
+    if (dr) dropout_rows(h0, N, d, dr, DROP_EMBED, 0);
     xl_forward_begin(m, N);
 
     const int ee = c->depth_routing == DR_EARLY_EXIT;
@@ -708,6 +836,7 @@ float model_forward(gl_model *m, const int *tokens, const int *targets, const fl
     const int ee_official = ee && ee_paper(c) && m->exit_tau > 0.0f;
     const int ee_infer = (ee && !ee_official && m->exit_tau > 0.0f) || ph;
     const int sparse = config_routing_sparse(c) && m->sparse; /* TSA, MoD, random */
+    const int paper_sparse = c->depth_routing == DR_TSA && m->sparse_form == SPARSE_PAPER;
     unsigned char *frozen = ee_infer ? m->frozen : NULL;
     if (frozen || ee_official) memset(m->frozen, 0, (size_t)N);
     m->active_frac_paper = NAN;
@@ -717,7 +846,9 @@ float model_forward(gl_model *m, const int *tokens, const int *targets, const fl
     int n_frozen = 0;
     for (int n = 0; n < L; n++) {
         float *h_next = xl_block_output(m, n, n + 1 < L ? m->A[n + 1].h_in : m->h_out);
-        if ((sparse && config_block_routed(c, n)) || (ee_skip && n_frozen > 0))
+        if (sparse && paper_sparse && config_block_routed(c, n))
+            block_forward_paper_sparse(m, n, B, T, h_next);
+        else if ((sparse && config_block_routed(c, n)) || (ee_skip && n_frozen > 0))
             block_forward_rows(m, n, B, T, h_next, frozen);
         else {
             block_forward(m, n, B, T, h_next, ee_infer ? frozen : NULL);
@@ -738,7 +869,7 @@ float model_forward(gl_model *m, const int *tokens, const int *targets, const fl
     }
 
     /* final head */
-    rmsnorm_forward(m->xnf, m->rstdf, m->h_out, m->P.final_norm, N, d, c->norm_eps);
+    norm_forward(m, m->xnf, m->rstdf, m->h_out, m->P.final_norm, m->P.final_norm_bias, N);
     mm_forward(m->logits, m->xnf, m->P.head, N, d, V);
     if (ee_official) exit_paper_predict(m, N);
     double tot = xent_forward(m->probs, m->tok_loss, m->logits, m->targets, m->mask, N, V);
@@ -757,7 +888,7 @@ float model_forward(gl_model *m, const int *tokens, const int *targets, const fl
         for (int n = 1; n < L; n++)
             for (int t = 0; t < N; t++) {
                 pen += 1.0 - m->A[n].p[t];
-                active += m->A[n].p[t] <= 0.5f;
+                active += paper_sparse ? m->A[n].p[t] < 0.5f : m->A[n].p[t] <= 0.5f; /* the form's run rule */
             }
         m->penalty = (float)(c->tsa_lambda * pen / ((double)(L - 1) * ntok));
         m->active_frac = (float)((double)active / ((double)(L - 1) * ntok));
@@ -810,7 +941,8 @@ static void head_backward(gl_model *m, grad_bufs *g, int n, const float *probs, 
     xent_backward(g->dlogits, probs, m->targets, m->mask, scale, N, V);
     zero(g->dxnf, (size_t)N * d);
     mm_backward(g->dxnf, m->G.head, g->dlogits, xnf, m->P.head, N, d, V);
-    rmsnorm_backward(dh, exit_norm_of(m, &m->G, n), g->dxnf, h, exit_norm_of(m, &m->P, n), rstdf, N, d);
+    norm_backward(m, dh, exit_norm_of(m, &m->G, n), exit_norm_bias_of(m, &m->G, n), g->dxnf, h,
+                  exit_norm_of(m, &m->P, n), rstdf, N);
 }
 
 static void block_backward(gl_model *m, grad_bufs *g, int n) {
@@ -834,13 +966,24 @@ static void block_backward(gl_model *m, grad_bufs *g, int n) {
             for (int i = 0; i < d; i++) g->dfo[(size_t)t * d + i] = s * dres[(size_t)t * d + i];
         }
     }
-    /* FFN */
+    /* FFN (dropout: the forward's masks on the output's and the hidden activation's gradients) */
+    gl_dropout drs;
+    const gl_dropout *dr = drop_of(m, &drs);
+    if (dr) dropout_rows(g->dfo, N, d, dr, DROP_FFN_OUT, n);
+    if (bb_gpt2(c)) bias_backward(gb->b2, g->dfo, N, d);
     mm_backward_set(g->dfg, gb->w2, g->dfo, a->fg, b->w2, N, F, d);
-    swiglu_backward(g->df1, g->df3, g->dfg, a->f1, a->f3, (long)N * F);
-    mm_backward_set(g->dxn2, gb->w1, g->df1, a->xn2, b->w1, N, d, F);
-    mm_backward(g->dxn2, gb->w3, g->df3, a->xn2, b->w3, N, d, F);
+    if (dr) dropout_rows(g->dfg, N, F, dr, DROP_FFN_HIDDEN, n);
+    if (bb_gpt2(c)) {
+        gelu_backward(g->df1, g->dfg, a->f1, (long)N * F);
+        bias_backward(gb->b1, g->df1, N, F);
+        mm_backward_set(g->dxn2, gb->w1, g->df1, a->xn2, b->w1, N, d, F);
+    } else {
+        swiglu_backward(g->df1, g->df3, g->dfg, a->f1, a->f3, (long)N * F);
+        mm_backward_set(g->dxn2, gb->w1, g->df1, a->xn2, b->w1, N, d, F);
+        mm_backward(g->dxn2, gb->w3, g->df3, a->xn2, b->w3, N, d, F);
+    }
     zero(g->dhm, (size_t)N * d);
-    rmsnorm_backward(g->dhm, gb->ffn_norm, g->dxn2, a->h_mid, b->ffn_norm, a->rstd2, N, d);
+    norm_backward(m, g->dhm, gb->ffn_norm, gb->ffn_norm_bias, g->dxn2, a->h_mid, b->ffn_norm, a->rstd2, N);
     /* dao = s·dres + dhm;  dh = dres + dhm;  TSA: dp = −Σ dres·(a + f) − λ/((L−1)N) */
     const double ntok = m->norm_tokens > 0 ? (double)m->norm_tokens : (double)N; /* model.h: norm_tokens */
     const float dpen = tsa ? (float)(c->tsa_lambda / ((double)(c->n_layer - 1) * ntok)) : 0.0f;
@@ -848,6 +991,22 @@ static void block_backward(gl_model *m, grad_bufs *g, int n) {
         /* hyper: dao from the attention's depth connection; dh gets only the attention-norm path */
         xl_hc_mid_backward(m, n, N, g->dhm, g->dao);
         zero(g->dh, (size_t)N * d);
+    } else if (tsa && tsa_paper(c)) {
+        /* sequential gates: h_mid = h + s·a, h_out = h_mid + s·f (s = 1 − p), so with dh_mid = dres + dhm:
+         * dao = s·dh_mid, dh = dh_mid, dp = −(Σ dres·f + Σ dh_mid·a) − λ/((L−1)N) */
+#pragma omp parallel for schedule(static)
+        for (int t = 0; t < N; t++) {
+            const float s = 1.0f - a->p[t];
+            float dp = 0.0f;
+            for (int i = 0; i < d; i++) {
+                size_t j = (size_t)t * d + i;
+                const float dmid = dres[j] + g->dhm[j];
+                g->dao[j] = s * dmid;
+                g->dh[j] = dmid;
+                dp -= dres[j] * a->fo[j] + dmid * a->ao[j];
+            }
+            g->dp[t] = dp - dpen;
+        }
     } else {
 #pragma omp parallel for schedule(static)
         for (int t = 0; t < N; t++) {
@@ -865,10 +1024,12 @@ static void block_backward(gl_model *m, grad_bufs *g, int n) {
     }
     /* attention */
     mm_backward_set(g->datty, gb->wo, g->dao, a->atty, b->wo, N, qd, d);
-    attn_backward(g->dqr, g->dkr, g->dvmix, g->datty, a->att, a->qr, a->kr, a->vmix, g->attscratch,
+    attn_backward(g->dqr, g->dkr, g->dvmix, g->datty, a->att, dr ? a->attd : NULL, a->qr, a->kr, a->vmix, g->attscratch,
                   B, T, H, Hkv, hd);
-    rope_backward(g->dqr, m->rope_cos, m->rope_sin, N, T, H, hd);
-    rope_backward(g->dkr, m->rope_cos, m->rope_sin, N, T, Hkv, hd);
+    if (!bb_gpt2(c)) {
+        rope_backward(g->dqr, m->rope_cos, m->rope_sin, N, T, H, hd);
+        rope_backward(g->dkr, m->rope_cos, m->rope_sin, N, T, Hkv, hd);
+    }
     const float *dq = g->dqr, *dk = g->dkr;
     if (c->qk_norm) {
         zero(g->dq, (size_t)N * qd);
@@ -908,11 +1069,13 @@ static void block_backward(gl_model *m, grad_bufs *g, int n) {
         gl_router_params *gr = &m->G.router[n - 1];
         if (m->have_overrides && m->ov.route_mode != ROUTE_FREE) zero(g->dp, (size_t)N);
         if (m->cap_dp) memcpy(m->cap_dp + (size_t)n * N, g->dp, (size_t)N * sizeof(float));
-        router_backward(g->dxn, gr->fc1_w, gr->fc1_b, gr->fc2_w, gr->fc2_b, g->dp, a->p, a->r_pre,
-                        a->r_hid, a->xn1, r->fc1_w, r->fc2_w, g->rscratch, N, d, m->R);
+        /* the paper's router reads h_in itself: its gradient joins dh, not the attention norm's */
+        router_backward(tsa_paper(c) ? g->dh : g->dxn, gr->fc1_w, gr->fc1_b, gr->fc2_w, gr->fc2_b, g->dp, a->p,
+                        a->r_pre, a->r_hid, route_input(m, n), r->fc1_w, r->fc2_w, g->rscratch, N, d, m->R,
+                        tsa_paper(c));
     }
     if (!xl_attn_norm_backward(m, n, N, g->dxn))
-        rmsnorm_backward(g->dh, gb->attn_norm, g->dxn, a->h_in, b->attn_norm, a->rstd1, N, d);
+        norm_backward(m, g->dh, gb->attn_norm, gb->attn_norm_bias, g->dxn, a->h_in, b->attn_norm, a->rstd1, N);
 }
 
 void model_backward(gl_model *m) {
@@ -944,10 +1107,19 @@ void model_backward(gl_model *m) {
         g.dres = g.dh;
         g.dh = tmp;
     }
+    gl_dropout drs;
+    const gl_dropout *dr = drop_of(m, &drs);
+    if (dr) dropout_rows(g.dres, N, d, dr, DROP_EMBED, 0); /* the embedding sum's mask */
     /* embedding rows, in token order (serial: a token id can repeat) */
     for (int t = 0; t < N; t++) {
         float *ge = m->G.embed + (size_t)m->tokens[t] * d;
         const float *gr = g.dres + (size_t)t * d;
         for (int i = 0; i < d; i++) ge[i] += gr[i];
     }
+    if (bb_gpt2(c)) /* positions: row t is position t mod T */
+        for (int t = 0; t < N; t++) {
+            float *gp = m->G.pos_embed + (size_t)(t % m->cur_T) * d;
+            const float *gr = g.dres + (size_t)t * d;
+            for (int i = 0; i < d; i++) gp[i] += gr[i];
+        }
 }

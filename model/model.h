@@ -107,6 +107,7 @@ typedef struct {
                       v' = v + gate·V1 (SATFormer α; see valueres.c) */
     float *gate_pre;/* (B*T, Hkv) SATFormer z = x Wα (+ b) before the gate function */
     float *att;    /* (B, H, T, T) softmax probabilities */
+    float *attd;   /* (B, H, T, T) model.dropout > 0: the dropped probabilities y is made from (dropout.h) */
     float *atty;   /* (B*T, H*hd) attention output before Wo */
     float *ao;     /* (B*T, d) attention update o Wo */
     float *h_mid;  /* (B*T, d) h_in + ao */
@@ -185,6 +186,15 @@ typedef struct {
     const float *route_token;   /* (L-1, max_B*T) borrowed: ROUTE_TOKEN's p of router l at each batch position */
 } gl_overrides;
 
+/* How m->sparse skips a TSA (token, block) pair at inference (docs/model.md "The TSA paper's own
+ * configuration"):
+ *   SPARSE_GATELAB  p > 0.5 skips the pair's query, attention row, Wo and FFN; a kept pair keeps its
+ *                   (1 − p) scale (infer.c's packed rows)
+ *   SPARSE_PAPER    the TSA paper's sparse_infer.py: p >= 0.5 halts; attention runs for every token
+ *                   and a halted token's attention update is dropped (a hard 0/1 gate); the FFN runs
+ *                   on the kept tokens only (gather, scatter); a kept token gets the unscaled update */
+typedef enum { SPARSE_GATELAB = 0, SPARSE_PAPER } gl_sparse_form;
+
 typedef struct gl_model {
     gl_model_config cfg;
     int hd, R;            /* head size, router hidden width */
@@ -246,6 +256,7 @@ typedef struct gl_model {
 
     int sparse;           /* 1: TSA hard routing at inference (p > 0.5 skips the block: only its k, v run);
                              random: a skipped pair likewise; MoD: only the selected tokens enter a routed block */
+    gl_sparse_form sparse_form; /* TSA with m->sparse: which skipping (SPARSE_GATELAB, the default) */
     float exit_tau;       /* early exit at inference: > 0 enables exiting at confidence >= tau; an
                              exited token's later blocks compute only its k and v.  In the paper's form
                              (model.exit_form = paper): exiting at confidence > tau after a block n >= 1,
@@ -268,6 +279,10 @@ typedef struct gl_model {
      * global row of this shard's row 0 */
     uint64_t route_draw;
     long route_row0;
+    /* dropout's key for this forward (dropout.h): 0 (the default) runs without dropout, as evaluation and
+     * inference do; the training loop sets dropout_train_key(train.seed, step) for the step's forward and
+     * backward and clears it after.  Rows are numbered from route_row0, as random routing's. */
+    uint64_t drop_key;
     /* Gradients of the gates, for attribution (analysis/attrib.c); NULL (the default) keeps none.
      * model_backward copies into them, rows of the last forward's B*T tokens: */
     float *cap_dgate;     /* (L, B*T, Hkv) dL/d A[n].gate per block, the gate itself (v' = v + gate·V1), not

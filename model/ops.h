@@ -6,8 +6,9 @@
  *
  * Layout: row-major; token-major activations (N = B*T rows); weights (out, in):
  *   Y = X·Wᵀ,  dX += dY·W,  dW += dYᵀ·X.
- * Files: matmul.c (mm_), norm.c (rmsnorm_), rope.c (rope_), attn.c (attn_),
- * ffn.c (swiglu_), xent.c (xent_), router.c (router_, gelu_).
+ * Files: matmul.c (mm_), norm.c (rmsnorm_, layernorm_), rope.c (rope_), attn.c (attn_),
+ * ffn.c (swiglu_, gelu_, bias_), xent.c (xent_), router.c (router_, gelu_erf);
+ * dropout masks in dropout.c (dropout.h).
  * The ops that call sgemm, matmul and attention, have plain-loop references
  * in double (suffix _ref, forward and backward) that tests/test_grad.c
  * compares them with; the other ops (plain loops already) are checked
@@ -60,6 +61,13 @@ void rmsnorm_forward(float *out, float *rstd, const float *inp, const float *g, 
 void rmsnorm_backward(float *dinp, float *dg, const float *dout, const float *inp, const float *g,
                       const float *rstd, int N, int C);
 
+/* ---- norm.c: LayerNorm y = (x − mean)·rstd·g + b over rows of C (the gpt2 backbone) ---- */
+void layernorm_forward(float *out, float *rstd, const float *inp, const float *g, const float *b, int N, int C,
+                       float eps);
+/* dinp (N, C) += ..., dg, db (C) += ... (either may be NULL); the row mean is recomputed from inp */
+void layernorm_backward(float *dinp, float *dg, float *db, const float *dout, const float *inp, const float *g,
+                        const float *rstd, int N, int C);
+
 /* ---- rope.c: rotary embedding, rotate-half convention, in place ---- */
 /* x is (B*T, nh*hd); row r has position r % T.  cos/sin are (T, hd/2). */
 void rope_tables(float *cos_t, float *sin_t, int T, int hd, float base);
@@ -71,9 +79,13 @@ void rope_backward(float *dx, const float *cos_t, const float *sin_t, int N, int
 /* q (B*T, H*hd), k/v (B*T, Hkv*hd) → att (B, H, T, T) probabilities, y (B*T, H*hd). */
 void attn_forward(float *y, float *att, const float *q, const float *k, const float *v,
                   int B, int T, int H, int Hkv, int hd);
+/* y (B*T, H*hd) = attd·v: the values through dropped probabilities attd (B, H, T, T), zero above the
+ * diagonal (dropout.h dropout_att); overwrites y. */
+void attn_values(float *y, const float *attd, const float *v, int B, int T, int H, int Hkv, int hd);
 /* dq, dk, dv = ... (all overwritten: dq has one writer per row, dk/dv one per (sequence, kv head));
+ * attd: the dropped probabilities y was made from (attn_values), NULL when y came from att itself;
  * scratch holds n_threads × T × T floats. */
-void attn_backward(float *dq, float *dk, float *dv, const float *dy, const float *att,
+void attn_backward(float *dq, float *dk, float *dv, const float *dy, const float *att, const float *attd,
                    const float *q, const float *k, const float *v, float *scratch,
                    int B, int T, int H, int Hkv, int hd);
 /* Plain loops in double, for the tests: attn_forward's y and att (keep (B*T) not NULL: those of
@@ -81,13 +93,23 @@ void attn_backward(float *dq, float *dk, float *dv, const float *dy, const float
  * the same att, without scratch. */
 void attn_forward_ref(float *y, float *att, const float *q, const float *k, const float *v, const float *keep,
                       int B, int T, int H, int Hkv, int hd);
-void attn_backward_ref(float *dq, float *dk, float *dv, const float *dy, const float *att,
+void attn_backward_ref(float *dq, float *dk, float *dv, const float *dy, const float *att, const float *attd,
                        const float *q, const float *k, const float *v, int B, int T, int H, int Hkv, int hd);
 
 /* ---- ffn.c: SwiGLU gate g = silu(a) ⊙ b ---- */
 void swiglu_forward(float *g, const float *a, const float *b, long n);
 /* da = dg·b·silu'(a), db = dg·silu(a): OVERWRITTEN (the only writer of these buffers) */
 void swiglu_backward(float *da, float *db, const float *dg, const float *a, const float *b, long n);
+
+/* ---- ffn.c: the gpt2 MLP's pieces: exact GELU (erf) and the bias of a linear layer ---- */
+/* out = GELU(inp) elementwise (out may be inp) */
+void gelu_forward(float *out, const float *inp, long n);
+/* dinp = dout·GELU'(inp): OVERWRITTEN */
+void gelu_backward(float *dinp, const float *dout, const float *inp, long n);
+/* out (N, C) += b (C) per row */
+void bias_forward(float *out, const float *b, int N, int C);
+/* db (C) += Σ_rows dout (N, C), each column summed in row order */
+void bias_backward(float *db, const float *dout, int N, int C);
 
 /* ---- xent.c: softmax cross-entropy with per-position weights ---- */
 /* probs (N, V) = softmax(logits); tok_loss (N) = -log p[target] (0 where mask is 0).
@@ -100,15 +122,15 @@ void xent_backward(float *dlogits, const float *probs, const int *targets, const
 /* max over V of probs, per row */
 void xent_confidence(float *conf, const float *probs, int N, int V);
 
-/* ---- router.c: TSA halting router p = σ(w2·GELU(W1 x + b1) + b2) ---- */
+/* ---- router.c: TSA halting router p = σ(w2·φ(W1 x + b1) + b2), φ = GELU or (relu 1) ReLU ---- */
 float gelu_erf(float x);
 float gelu_erf_grad(float x);
 /* x (N, d) → pre (N, R), hid (N, R), p (N) */
 void router_forward(float *p, float *pre, float *hid, const float *x, const float *w1,
-                    const float *b1, const float *w2, const float *b2, int N, int d, int R);
+                    const float *b1, const float *w2, const float *b2, int N, int d, int R, int relu);
 /* dp (N) is dL/dp; dx (N, d) += ...; dw1, db1, dw2, db2 += ...; scratch (N, R) */
 void router_backward(float *dx, float *dw1, float *db1, float *dw2, float *db2, const float *dp,
                      const float *p, const float *pre, const float *hid, const float *x,
-                     const float *w1, const float *w2, float *scratch, int N, int d, int R);
+                     const float *w1, const float *w2, float *scratch, int N, int d, int R, int relu);
 
 #endif

@@ -1,7 +1,9 @@
 /*
- * router.c — the TSA halting router: p = σ(w2·GELU(W1 x + b1) + b2), with
- * GELU in its exact erf form, GELU(z) = z·Φ(z).  x is the attention-norm
- * output of the block the router gates (docs/model.md, "Depth routing").
+ * router.c — the TSA halting router: p = σ(w2·φ(W1 x + b1) + b2), with φ
+ * GELU in its exact erf form, GELU(z) = z·Φ(z) (tsa_form gatelab: x is the
+ * attention-norm output of the block the router gates), or ReLU (tsa_form
+ * paper: x is the raw residual stream entering it); docs/model.md, "Depth
+ * routing" and "The TSA paper's own configuration".
  * The matmul with W1 goes through matmul.c; the width-1 output layer is a dot
  * product per token.  GELU uses the vectorisable erf of vexp.h (libm's erff
  * is a call per element; at d 256 the routers spent ~6 % of a step in it).
@@ -25,7 +27,7 @@ float gelu_erf_grad(float x) {
 }
 
 void router_forward(float *p, float *pre, float *hid, const float *x, const float *w1,
-                    const float *b1, const float *w2, const float *b2, int N, int d, int R) {
+                    const float *b1, const float *w2, const float *b2, int N, int d, int R, int relu) {
     assert(N > 0 && d > 0 && R > 0);
     assert(p && pre && hid && x && w1 && b1 && w2 && b2);
     const size_t nr = (size_t)N * R;
@@ -38,7 +40,7 @@ void router_forward(float *p, float *pre, float *hid, const float *x, const floa
         float *pr = pre + (size_t)n * R, *hr = hid + (size_t)n * R;
         for (int r = 0; r < R; r++) { /* vectorised */
             pr[r] += b1[r];
-            hr[r] = gelu_erf(pr[r]);
+            hr[r] = relu ? (pr[r] > 0.0f ? pr[r] : 0.0f) : gelu_erf(pr[r]);
         }
         float z = b2[0] + gl_dot(w2, hr, R); /* vectorised (vred.h) */
         p[n] = 1.0f / (1.0f + expf(-z));
@@ -47,7 +49,7 @@ void router_forward(float *p, float *pre, float *hid, const float *x, const floa
 
 void router_backward(float *dx, float *dw1, float *db1, float *dw2, float *db2, const float *dp,
                      const float *p, const float *pre, const float *hid, const float *x,
-                     const float *w1, const float *w2, float *scratch, int N, int d, int R) {
+                     const float *w1, const float *w2, float *scratch, int N, int d, int R, int relu) {
     assert(N > 0 && d > 0 && R > 0);
     assert(dx && dw1 && db1 && dw2 && db2 && dp && p && pre && hid && x && w1 && w2 && scratch);
     {   /* scratch (dpre) is written while the cached activations are read */
@@ -64,7 +66,8 @@ void router_backward(float *dx, float *dw1, float *db1, float *dw2, float *db2, 
         float dz = dp[n] * p[n] * (1.0f - p[n]);
         const float *pr = pre + (size_t)n * R;
         float *dr = dpre + (size_t)n * R;
-        for (int r = 0; r < R; r++) dr[r] = dz * w2[r] * gelu_erf_grad(pr[r]);
+        for (int r = 0; r < R; r++)
+            dr[r] = dz * w2[r] * (relu ? (pr[r] > 0.0f ? 1.0f : 0.0f) : gelu_erf_grad(pr[r]));
     }
     /* reductions over tokens: each column summed in token order by the thread
      * that owns its slice (rows read as contiguous slices) */

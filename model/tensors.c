@@ -4,14 +4,15 @@
  * initial value and the typed pointer it binds to.
  *
  * The rows are the tensor lists of variants.h; this file expands each row
- * once into a tn_kind (presence, shape and fill as small functions, the
+ * once into a tn_kind (presence, shape and initial value as small functions, the
  * binding as an offset into the typed view of its scope) and walks the kinds
  * in list order, blocks and routers in number order inside their lists.  No
  * name is parsed: a tensor is bound through its kind, and model_find_tensor
  * is the only name lookup (for checkpoints, exports and tests).
  *
- * Initialisation follows docs/model.md: N(0, 0.02) from
- * one seeded stream in table order, or a constant from the row; the
+ * Initialisation follows docs/model.md: draws from one seeded stream in table
+ * order (N(0, 0.02) for the llama backbone; PyTorch's defaults and GPT-2's
+ * scaled residual projections for gpt2), or a constant from the row; the
  * cross-layer variants' structured starts come from crosslayer.c afterwards.
  *
  * Deliberately not here: allocation of the families (model.c), any maths of
@@ -50,8 +51,27 @@ static gl_sizes tn_sizes(const gl_model_config *c) {
     return s;
 }
 
-typedef enum { DECAY_NONE = 0, DECAY_ALL, DECAY_GATES } tn_decay;
+typedef enum { DECAY_NONE = 0, DECAY_ALL, DECAY_GATES, DECAY_LLAMA } tn_decay;
 typedef enum { SC_MODEL, SC_BLOCK, SC_XL, SC_ROUTER } tn_scope;
+
+/* The init column of a row (variants.h), evaluated for a config: how the entries start. */
+typedef enum {
+    TI_NORMAL,    /* a·N(0, 1) draws */
+    TI_UNIFORM,   /* U(−a, a) draws */
+    TI_FILL,      /* every entry a, no draw */
+    TI_DRAW_FILL, /* every entry a, after 0.02·N(0, 1) draws thrown away */
+    TI_XL,        /* 0.02·N(0, 1) draws, then crosslayer.c's structured start */
+} tn_init_kind;
+typedef struct {
+    tn_init_kind kind;
+    float a;
+} tn_init;
+#define INIT_NORMAL ((tn_init){TI_NORMAL, 0.02f})
+#define INIT_NORMAL_SD(sd) ((tn_init){TI_NORMAL, (sd)})
+#define INIT_UNIFORM(b) ((tn_init){TI_UNIFORM, (b)})
+#define INIT_FILL(v) ((tn_init){TI_FILL, (v)})
+#define INIT_DRAW_FILL(v) ((tn_init){TI_DRAW_FILL, (v)})
+#define INIT_XL ((tn_init){TI_XL, 0.0f})
 
 typedef struct {
     const char *name; /* printf format; %d is the block or router number */
@@ -59,26 +79,10 @@ typedef struct {
     size_t slot;      /* offset of the pointer in the scope's typed view */
     int ndim;
     tn_decay decay;
-    int draw;         /* 1: take N(0, 0.02) draws from the stream */
-    int xl_init;      /* 1: crosslayer.c writes the start (INIT_XL) */
     int (*has)(const gl_model_config *c, int n);
     void (*shape)(const gl_model_config *c, const gl_sizes *s, int n, int *rows, int *cols);
-    float (*fill)(const gl_model_config *c); /* NAN: keep the draw */
+    tn_init (*init)(const gl_model_config *c, const gl_sizes *s, int n);
 } tn_kind;
-
-/* The init column of a row, taken apart (see variants.h). */
-#define TN_DRAW_INIT_NORMAL 1
-#define TN_DRAW_INIT_FILL(v) 0
-#define TN_DRAW_INIT_DRAW_FILL(v) 1
-#define TN_DRAW_INIT_XL 1
-#define TN_FILL_INIT_NORMAL NAN
-#define TN_FILL_INIT_FILL(v) (v)
-#define TN_FILL_INIT_DRAW_FILL(v) (v)
-#define TN_FILL_INIT_XL NAN
-#define TN_XL_INIT_NORMAL 0
-#define TN_XL_INIT_FILL(v) 0
-#define TN_XL_INIT_DRAW_FILL(v) 0
-#define TN_XL_INIT_XL 1
 
 /* One row → its three small functions. */
 #define TN_FUNCS(id, name, rows, cols, ndim, has, decay, init)                                          \
@@ -89,7 +93,11 @@ typedef struct {
         *r = (rows);                                                                                     \
         *k = (cols);                                                                                     \
     }                                                                                                    \
-    static float tn_fill_##id(const gl_model_config *c) { return TN_FILL_##init; }
+    static tn_init tn_init_##id(const gl_model_config *c, const gl_sizes *s_, int n) {                  \
+        const gl_sizes s = *s_;                                                                          \
+        (void)s, (void)n, (void)c;                                                                       \
+        return init;                                                                                     \
+    }
 #define TN_XL_FUNCS(id, member, name, rows, cols, ndim, has, decay, init) \
     TN_FUNCS(id, name, rows, cols, ndim, has, decay, init)
 
@@ -102,7 +110,7 @@ GL_OUTPUT_TENSORS(TN_FUNCS)
 
 /* One row → its tn_kind. */
 #define TN_KIND(scope, type, id, member, name, rows, cols, ndim, has, decay, init) \
-    {name, scope, offsetof(type, member), ndim, decay, TN_DRAW_##init, TN_XL_##init, tn_has_##id, tn_shape_##id, tn_fill_##id},
+    {name, scope, offsetof(type, member), ndim, decay, tn_has_##id, tn_shape_##id, tn_init_##id},
 #define TN_MODEL(id, ...) TN_KIND(SC_MODEL, gl_param_ptrs, id, id, __VA_ARGS__)
 #define TN_BLOCK(id, ...) TN_KIND(SC_BLOCK, gl_block_params, id, id, __VA_ARGS__)
 #define TN_ROUTER(id, ...) TN_KIND(SC_ROUTER, gl_router_params, id, id, __VA_ARGS__)
@@ -161,7 +169,8 @@ static int tn_add(gl_tensor **t, int *n, int *cap, size_t *total, const gl_model
     e->ndim = k->ndim;
     e->shape[0] = rows;
     e->shape[1] = k->ndim == 2 ? cols : 1;
-    e->decay = k->decay == DECAY_ALL || (k->decay == DECAY_GATES && c->decay_gates);
+    e->decay = k->decay == DECAY_ALL || (k->decay == DECAY_GATES && c->decay_gates) ||
+               (k->decay == DECAY_LLAMA && !bb_gpt2(c));
     e->kind = kind;
     e->index = index;
     *total += e->size;
@@ -212,17 +221,31 @@ void tensors_bind(const gl_model *m, gl_param_ptrs *P, float *base) {
 }
 
 void model_init_weights(gl_model *m, uint64_t seed) {
+    const gl_sizes s = tn_sizes(&m->cfg);
     gl_rng r;
     rng_seed(&r, seed);
     for (int i = 0; i < m->n_tensors; i++) {
         const gl_tensor *t = &m->tensors[i];
-        const tn_kind *k = &tn_kinds[t->kind];
+        const tn_init in = tn_kinds[t->kind].init(&m->cfg, &s, t->index < 0 ? 0 : t->index);
         float *p = m->params + t->offset;
-        if (k->draw)
+        switch (in.kind) {
+        case TI_NORMAL:
+            for (size_t j = 0; j < t->size; j++) p[j] = in.a * rng_normal(&r);
+            break;
+        case TI_UNIFORM:
+            for (size_t j = 0; j < t->size; j++) p[j] = in.a * (2.0f * rng_uniform(&r) - 1.0f);
+            break;
+        case TI_XL: /* crosslayer.c writes the start below */
             for (size_t j = 0; j < t->size; j++) p[j] = 0.02f * rng_normal(&r);
-        float fill = k->fill(&m->cfg);
-        if (!isnan(fill))
-            for (size_t j = 0; j < t->size; j++) p[j] = fill;
+            break;
+        case TI_DRAW_FILL: /* the draw is thrown away */
+            for (size_t j = 0; j < t->size; j++) (void)rng_normal(&r);
+            for (size_t j = 0; j < t->size; j++) p[j] = in.a;
+            break;
+        case TI_FILL:
+            for (size_t j = 0; j < t->size; j++) p[j] = in.a;
+            break;
+        }
     }
     xl_init_weights(m);
     memset(m->adam_m, 0, m->n_params * sizeof(float));
@@ -244,7 +267,8 @@ double model_train_flops_per_token(const gl_model *m) {
      * embedding is a lookup; tied, it is counted once as the head. */
     double w = 0;
     for (int i = 0; i < m->n_tensors; i++)
-        if (m->tensors[i].ndim == 2 && m->tensors[i].kind != 0 /* embed, the first row */) w += m->tensors[i].size;
+        if (m->tensors[i].ndim == 2 && strcmp(m->tensors[i].name, "embed") && strcmp(m->tensors[i].name, "pos_embed"))
+            w += m->tensors[i].size; /* the embeddings are lookups */
     if (m->cfg.tied) w += (double)m->cfg.vocab_size * m->cfg.d_model;
     return 6.0 * w + 12.0 * m->cfg.n_layer * m->cfg.seq_len * m->cfg.d_model;
 }

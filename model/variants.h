@@ -62,6 +62,19 @@
     X(EE_WEIGHT_LINEAR, "linear")   \
     X(EE_WEIGHT_UNIFORM, "uniform")
 
+/* the block's backbone (docs/model.md "Backbones"): llama = RMSNorm, RoPE, qk-norm, SwiGLU, no biases;
+ * gpt2 = the TSA paper's own model: LayerNorm with bias, learned absolute positions, GELU MLP with biases */
+#define GL_BACKBONES(X) \
+    X(BB_LLAMA, "llama") \
+    X(BB_GPT2, "gpt2")
+
+/* TSA's router and gating (docs/model.md "The TSA paper's own configuration"): gatelab = router on the
+ * attention-norm output, GELU, joint gate h + (1-p)(a + f); paper = router on the raw residual stream,
+ * ReLU, sequential gates h += (1-p)a, then h += (1-p)f */
+#define GL_TSA_FORMS(X) \
+    X(TSF_GATELAB, "gatelab") \
+    X(TSF_PAPER, "paper")
+
 #define GL_CROSS_LAYERS(X)             \
     X(CL_NONE, "none")                 \
     X(CL_DENSEFORMER, "denseformer")   \
@@ -102,9 +115,13 @@
  *   rows, cols  the shape, (out, in) for matrices, (n, 1) for vectors
  *   ndim    1 or 2
  *   has     1 when the config has the tensor (for block n / router n)
- *   decay   DECAY_ALL (AdamW weight decay), DECAY_NONE, DECAY_GATES (when model.decay_gates);
+ *   decay   DECAY_ALL (AdamW weight decay), DECAY_NONE, DECAY_GATES (when model.decay_gates),
+ *           DECAY_LLAMA (decayed on the llama backbone only: the TSA paper's code decays no embedding);
  *           train.weight_decay_policy = all decays every tensor whatever its row says (adamw.c)
- *   init    INIT_NORMAL               N(0, 0.02) from the seeded stream
+ *   init    an expression of c, s and n giving one of (several rows choose by backbone or TSA form):
+ *           INIT_NORMAL               N(0, 0.02) from the seeded stream
+ *           INIT_NORMAL_SD(sd)        N(0, sd²) from the stream (gpt2's residual projections)
+ *           INIT_UNIFORM(b)           U(−b, b) from the stream (PyTorch's nn.Linear default, b = 1/√fan_in)
  *           INIT_FILL(v)              every entry v, no draw
  *           INIT_DRAW_FILL(v)         every entry v after a draw that is thrown away: the draw
  *                                     keeps the random stream of every later tensor where it
@@ -116,18 +133,26 @@
  * the cross-layer rows; per router l; the output rows.
  */
 
-#define GL_EMBED_TENSORS(X) X(embed, "embed", s.V, s.d, 2, 1, DECAY_ALL, INIT_NORMAL)
+#define GL_EMBED_TENSORS(X)                                                                                   \
+    X(embed, "embed", s.V, s.d, 2, 1, DECAY_LLAMA, INIT_NORMAL)                                               \
+    X(pos_embed, "pos_embed", c->seq_len, s.d, 2, bb_gpt2(c), DECAY_NONE, INIT_NORMAL)
+
+/* gpt2's init (the TSA paper's code): PyTorch's nn.Linear default U(±1/√fan_in) for weights and biases,
+ * N(0, 0.02/√(2L)) for the two residual projections (attention output, FFN output) */
+#define GL_INIT_LINEAR(fan_in) (bb_gpt2(c) ? INIT_UNIFORM(1.0f / sqrtf((float)(fan_in))) : INIT_NORMAL)
+#define GL_INIT_RESID (bb_gpt2(c) ? INIT_NORMAL_SD(0.02f / sqrtf(2.0f * (float)c->n_layer)) : INIT_NORMAL)
 
 #define GL_BLOCK_TENSORS(X)                                                                                   \
     X(attn_norm, "layers.%d.attn_norm", s.d, 1, 1, 1, DECAY_NONE, INIT_FILL(1.0f))                            \
+    X(attn_norm_bias, "layers.%d.attn_norm_bias", s.d, 1, 1, bb_gpt2(c), DECAY_NONE, INIT_FILL(0.0f))        \
     X(attn_norm_k, "layers.%d.attn_norm_k", s.d, 1, 1, xl_separate_kv_norms(c, n), DECAY_NONE,                \
       INIT_DRAW_FILL(1.0f))                                                                                   \
     X(attn_norm_v, "layers.%d.attn_norm_v", s.d, 1, 1, xl_separate_kv_norms(c, n), DECAY_NONE,                \
       INIT_DRAW_FILL(1.0f))                                                                                   \
-    X(wq, "layers.%d.attn.wq", s.qd, s.d, 2, 1, DECAY_ALL, INIT_NORMAL)                                       \
-    X(wk, "layers.%d.attn.wk", s.kd, s.d, 2, 1, DECAY_ALL, INIT_NORMAL)                                       \
-    X(wv, "layers.%d.attn.wv", s.kd, s.d, 2, 1, DECAY_ALL, INIT_NORMAL)                                       \
-    X(wo, "layers.%d.attn.wo", s.d, s.qd, 2, 1, DECAY_ALL, INIT_NORMAL)                                       \
+    X(wq, "layers.%d.attn.wq", s.qd, s.d, 2, 1, DECAY_ALL, GL_INIT_LINEAR(s.d))                               \
+    X(wk, "layers.%d.attn.wk", s.kd, s.d, 2, 1, DECAY_ALL, GL_INIT_LINEAR(s.d))                               \
+    X(wv, "layers.%d.attn.wv", s.kd, s.d, 2, 1, DECAY_ALL, GL_INIT_LINEAR(s.d))                               \
+    X(wo, "layers.%d.attn.wo", s.d, s.qd, 2, 1, DECAY_ALL, GL_INIT_RESID)                                     \
     X(q_norm, "layers.%d.attn.q_norm", s.hd, 1, 1, c->qk_norm, DECAY_NONE, INIT_FILL(1.0f))                   \
     X(k_norm, "layers.%d.attn.k_norm", s.hd, 1, 1, c->qk_norm, DECAY_NONE, INIT_FILL(1.0f))                   \
     X(alpha, "layers.%d.attn.alpha", s.Hkv, s.d, 2, vr_mixes(c, n, VR_SATFORMER), DECAY_GATES, INIT_NORMAL)   \
@@ -141,10 +166,15 @@
       INIT_FILL(0.02f * sqrtf((float)c->d_model) / sqrtf(6.2831853f)))                                        \
     X(exit_norm, "layers.%d.exit_norm", s.d, 1, 1, ee_paper(c) && n + 1 < c->n_layer, DECAY_NONE,              \
       INIT_FILL(1.0f))                                                                                        \
+    X(exit_norm_bias, "layers.%d.exit_norm_bias", s.d, 1, 1, ee_paper(c) && n + 1 < c->n_layer && bb_gpt2(c),   \
+      DECAY_NONE, INIT_FILL(0.0f))                                                                            \
     X(ffn_norm, "layers.%d.ffn_norm", s.d, 1, 1, 1, DECAY_NONE, INIT_FILL(1.0f))                              \
-    X(w1, "layers.%d.ffn.w1", s.F, s.d, 2, 1, DECAY_ALL, INIT_NORMAL)                                         \
-    X(w2, "layers.%d.ffn.w2", s.d, s.F, 2, 1, DECAY_ALL, INIT_NORMAL)                                         \
-    X(w3, "layers.%d.ffn.w3", s.F, s.d, 2, 1, DECAY_ALL, INIT_NORMAL)
+    X(ffn_norm_bias, "layers.%d.ffn_norm_bias", s.d, 1, 1, bb_gpt2(c), DECAY_NONE, INIT_FILL(0.0f))          \
+    X(w1, "layers.%d.ffn.w1", s.F, s.d, 2, 1, DECAY_ALL, GL_INIT_LINEAR(s.d))                                 \
+    X(b1, "layers.%d.ffn.b1", s.F, 1, 1, bb_gpt2(c), DECAY_NONE, INIT_UNIFORM(1.0f / sqrtf((float)s.d)))     \
+    X(w2, "layers.%d.ffn.w2", s.d, s.F, 2, 1, DECAY_ALL, GL_INIT_RESID)                                       \
+    X(b2, "layers.%d.ffn.b2", s.d, 1, 1, bb_gpt2(c), DECAY_NONE, INIT_UNIFORM(1.0f / sqrtf((float)s.F)))     \
+    X(w3, "layers.%d.ffn.w3", s.F, s.d, 2, !bb_gpt2(c), DECAY_ALL, INIT_NORMAL)
 
 #define GL_RESFORMER_TENSORS(X)                                                                               \
     X(rf_scale, "resformer.scale", 1, 1, 1, vr_plus(c), DECAY_GATES, INIT_FILL(vr_plus_scale_init(c)))            \
@@ -168,16 +198,21 @@
     X(mudd_w2, mudd_w2, "mudd.%d.w2", xl_mudd_k(c, n), xl_mudd_k(c, n), 2, c->cross_layer == CL_MUDD, DECAY_ALL, INIT_DRAW_FILL(0.0f)) \
     X(mudd_bias, mudd_bias, "mudd.%d.bias", xl_mudd_c(c, n), n + 2, 2, c->cross_layer == CL_MUDD, DECAY_NONE, INIT_XL)
 
+/* the paper's router keeps PyTorch's nn.Linear default U(±1/√fan_in) for its weights and first bias */
+#define GL_INIT_ROUTER(fan_in, otherwise) \
+    (tsa_paper(c) ? INIT_UNIFORM(1.0f / sqrtf((float)(fan_in))) : (otherwise))
 #define GL_ROUTER_TENSORS(X)                                                                                  \
-    X(fc1_w, "routers.%d.fc1_w", s.R, s.d, 2, c->depth_routing == DR_TSA, DECAY_ALL, INIT_NORMAL)             \
-    X(fc1_b, "routers.%d.fc1_b", s.R, 1, 1, c->depth_routing == DR_TSA, DECAY_NONE, INIT_FILL(0.0f))          \
-    X(fc2_w, "routers.%d.fc2_w", 1, s.R, 2, c->depth_routing == DR_TSA, DECAY_ALL, INIT_NORMAL)               \
+    X(fc1_w, "routers.%d.fc1_w", s.R, s.d, 2, c->depth_routing == DR_TSA, DECAY_ALL, GL_INIT_ROUTER(s.d, INIT_NORMAL)) \
+    X(fc1_b, "routers.%d.fc1_b", s.R, 1, 1, c->depth_routing == DR_TSA, DECAY_NONE,                           \
+      GL_INIT_ROUTER(s.d, INIT_FILL(0.0f)))                                                                   \
+    X(fc2_w, "routers.%d.fc2_w", 1, s.R, 2, c->depth_routing == DR_TSA, DECAY_ALL, GL_INIT_ROUTER(s.R, INIT_NORMAL)) \
     X(fc2_b, "routers.%d.fc2_b", 1, 1, 1, c->depth_routing == DR_TSA, DECAY_NONE, INIT_FILL(c->router_init_bias)) \
     X(mod_w, "routers.%d.mod_w", 1, s.d, 2, c->depth_routing == DR_MOD && config_block_routed(c, n + 1), DECAY_ALL, \
       INIT_NORMAL)
 
 #define GL_OUTPUT_TENSORS(X)                                                                                  \
     X(final_norm, "final_norm", s.d, 1, 1, 1, DECAY_NONE, INIT_FILL(1.0f))                                    \
+    X(final_norm_bias, "final_norm_bias", s.d, 1, 1, bb_gpt2(c), DECAY_NONE, INIT_FILL(0.0f))                \
     X(head, "head", s.V, s.d, 2, !c->tied, DECAY_ALL, INIT_NORMAL)
 
 /* ------------------------------------------------------------------------ */

@@ -121,7 +121,13 @@ static void v_mudd(gl_model_config *c) { c->cross_layer = CL_MUDD; }
 static void v_mudd_sat(gl_model_config *c) { c->cross_layer = CL_MUDD; c->value_residual = VR_SATFORMER; }
 static void v_mod(gl_model_config *c) { c->depth_routing = DR_MOD; c->mod_capacity = 0.5f; c->mod_every = 1; }
 
+/* the TSA paper's own model: the gpt2 backbone (learned positions, LayerNorm), its TSA form, its sparse form */
+static void v_gpt2_paper(gl_model_config *c) {
+    v_tsa(c);
+    c->backbone = BB_GPT2, c->qk_norm = 0, c->norm_eps = 1e-5f, c->tsa_form = TSF_PAPER;
+}
 static void m_sparse(gl_model *m) { m->sparse = 1; }
+static void m_sparse_paper(gl_model *m) { m->sparse = 1, m->sparse_form = SPARSE_PAPER; }
 static void m_exit(gl_model *m) { m->exit_tau = TAU; }
 static void m_posthoc(gl_model *m) {
     char err[256];
@@ -155,6 +161,9 @@ CAUSAL(test_denseformer, v_dense, NULL)
 CAUSAL(test_hyper, v_hyper, NULL)
 CAUSAL(test_mudd, v_mudd, NULL)
 CAUSAL(test_mudd_sat, v_mudd_sat, NULL)
+CAUSAL(test_gpt2_tsa_paper_soft, v_gpt2_paper, NULL)
+CAUSAL(test_gpt2_tsa_paper_hard, v_gpt2_paper, m_sparse)
+CAUSAL(test_gpt2_tsa_paper_sparse_form, v_gpt2_paper, m_sparse_paper)
 
 /* MoD's top-k sees the window: some change of a later token moves an earlier logit. */
 static void test_mod_sees_the_future(void **s) {
@@ -194,6 +203,8 @@ int main(void) {
         cmocka_unit_test(test_posthoc_exit),   cmocka_unit_test(test_denseformer),
         cmocka_unit_test(test_hyper),          cmocka_unit_test(test_mudd),
         cmocka_unit_test(test_mudd_sat),       cmocka_unit_test(test_mod_sees_the_future),
+        cmocka_unit_test(test_gpt2_tsa_paper_soft), cmocka_unit_test(test_gpt2_tsa_paper_hard),
+        cmocka_unit_test(test_gpt2_tsa_paper_sparse_form),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -13,6 +13,11 @@
  * combinations with value residuals / TSA; Mixture-of-Depths every block and
  * every other block with SATFormer, random routing), and MoD's masked
  * attention (routing_attn_forward, whose backward is attn_backward).
+ * The TSA paper's own model: LayerNorm, GELU with biases and the ReLU router
+ * (ops), attention with dropout on its probabilities (sgemm against loops and
+ * differences), the gpt2 backbone with and without TSA in either form and with
+ * every variant it takes, TSA's paper form on the llama block, and dropout on
+ * either backbone with a fixed key (so fixed masks across the differences).
  *
  * MoD's top-k selection is piecewise constant in the router logits: the
  * gradient exists only away from ties, where a small step does not change
@@ -47,6 +52,7 @@
 #include <omp.h>
 
 #include "model/adamw.h"
+#include "model/dropout.h"
 #include "model/infer.h"
 #include "model/model.h"
 #include "model/ops.h"
@@ -231,11 +237,11 @@ static void test_attention(void **state) {
     test_infer_rows(&c, yr);
     float *dq = calloc(qn, 4), *dk = malloc(kn * 4), *dv = malloc(kn * 4), *scr = malloc((size_t)64 * T * T * 4);
     for (size_t i = 0; i < kn; i++) dk[i] = dv[i] = 7.0f; /* attn_backward overwrites dk, dv: stale values must go */
-    attn_backward(dq, dk, dv, c.w, c.att, c.q, c.k, c.v, scr, B, T, H, Hkv, hd);
+    attn_backward(dq, dk, dv, c.w, c.att, NULL, c.q, c.k, c.v, scr, B, T, H, Hkv, hd);
     /* the sgemm backward against its plain loops in double on the same att: dq, dk, dv are sums of at most
      * rep·T = 140 products of O(1) values (|g| up to ~4 here), float against double, measured ~1e-6; 1e-4 */
     float *dqr = malloc(qn * 4), *dkr = malloc(kn * 4), *dvr = malloc(kn * 4);
-    attn_backward_ref(dqr, dkr, dvr, c.w, c.att, c.q, c.k, c.v, B, T, H, Hkv, hd);
+    attn_backward_ref(dqr, dkr, dvr, c.w, c.att, NULL, c.q, c.k, c.v, B, T, H, Hkv, hd);
     double eq = 0, ek = 0, ev = 0;
     for (size_t i = 0; i < qn; i++) eq = fmax(eq, fabs((double)dq[i] - dqr[i]));
     for (size_t i = 0; i < kn; i++) ek = fmax(ek, fabs((double)dk[i] - dkr[i])), ev = fmax(ev, fabs((double)dv[i] - dvr[i]));
@@ -313,6 +319,125 @@ static void test_matmul(void **state) {
     rng = keep;
 }
 
+/* LayerNorm (the gpt2 backbone's norm): dx, dg and db against differences. */
+typedef struct {
+    float *x, *g, *b, *out, *rstd, *w;
+    int n, c;
+} ln_ctx;
+static double ln_obj(void *p) {
+    ln_ctx *k = p;
+    layernorm_forward(k->out, k->rstd, k->x, k->g, k->b, k->n, k->c, 1e-5f);
+    return dot(k->out, k->w, (size_t)k->n * k->c);
+}
+
+static void test_layernorm(void **state) {
+    (void)state;
+    ln_ctx k = {randn(N * C, 1), randn(C, 0.3f), randn(C, 0.3f), malloc(N * C * 4), malloc(N * 4), randn(N * C, 1), N, C};
+    for (int i = 0; i < N * C; i++) k.x[i] += 0.5f; /* a row mean away from 0, so centring matters */
+    for (int i = 0; i < C; i++) k.g[i] += 1.0f;
+    float *dx = calloc(N * C, 4), *dg = calloc(C, 4), *db = calloc(C, 4);
+    ln_obj(&k);
+    layernorm_backward(dx, dg, db, k.w, k.x, k.g, k.rstd, N, C);
+    assert_true(fd_check("layernorm dx", k.x, dx, N * C, ln_obj, &k, 1e-2f, 400, 1e-12) < 5e-3);
+    assert_true(fd_check("layernorm dg", k.g, dg, C, ln_obj, &k, 1e-2f, 400, 1e-12) < 5e-3);
+    assert_true(fd_check("layernorm db", k.b, db, C, ln_obj, &k, 1e-2f, 400, 1e-12) < 5e-3);
+    ln_obj(&k); /* the outputs at the unperturbed inputs */
+    /* against plain loops in double: mean, biased variance, (x − μ)·rstd·g + b */
+    double worst = 0;
+    for (int r = 0; r < N; r++) {
+        const float *x = k.x + (size_t)r * C;
+        double mu = 0, var = 0;
+        for (int i = 0; i < C; i++) mu += x[i];
+        mu /= C;
+        for (int i = 0; i < C; i++) var += (x[i] - mu) * (x[i] - mu);
+        var /= C;
+        for (int i = 0; i < C; i++)
+            worst = fmax(worst, fabs((x[i] - mu) / sqrt(var + 1e-5) * k.g[i] + k.b[i] - k.out[(size_t)r * C + i]));
+    }
+    printf("  layernorm vs double loops: %.2e\n", worst);
+    assert_true(worst < 1e-5);
+    free(k.x); free(k.g); free(k.b); free(k.out); free(k.rstd); free(k.w); free(dx); free(dg); free(db);
+}
+
+/* The gpt2 MLP's GELU and bias ops. */
+typedef struct { float *x, *b, *y, *w; int n, c; } gelu_ctx;
+static double gelu_obj(void *p) {
+    gelu_ctx *k = p;
+    memcpy(k->y, k->x, (size_t)k->n * k->c * sizeof(float));
+    bias_forward(k->y, k->b, k->n, k->c);
+    gelu_forward(k->y, k->y, (long)k->n * k->c);
+    return dot(k->y, k->w, (size_t)k->n * k->c);
+}
+
+static void test_gelu_bias(void **state) {
+    (void)state;
+    const int n = 9, c = 20;
+    gelu_ctx k = {randn(n * c, 1.5f), randn(c, 0.5f), malloc(n * c * 4), randn(n * c, 1), n, c};
+    float *pre = malloc(n * c * 4), *dpre = malloc(n * c * 4), *dx = calloc(n * c, 4), *db = calloc(c, 4);
+    gelu_obj(&k);
+    memcpy(pre, k.x, (size_t)n * c * 4);
+    bias_forward(pre, k.b, n, c);
+    gelu_backward(dpre, k.w, pre, (long)n * c);
+    for (int i = 0; i < n * c; i++) dx[i] = dpre[i];
+    bias_backward(db, dpre, n, c);
+    double worst = 0; /* GELU against x·Φ(x) in double */
+    for (int i = 0; i < n * c; i++) worst = fmax(worst, fabs(0.5 * pre[i] * (1 + erf(pre[i] / sqrt(2.0))) - k.y[i]));
+    printf("  gelu vs x·Φ(x) in double: %.2e\n", worst);
+    assert_true(worst < 1e-6);
+    assert_true(fd_check("gelu+bias dx", k.x, dx, n * c, gelu_obj, &k, 1e-2f, 400, 1e-12) < 5e-3);
+    assert_true(fd_check("gelu+bias db", k.b, db, c, gelu_obj, &k, 1e-2f, 400, 1e-12) < 5e-3);
+    free(k.x); free(k.b); free(k.y); free(k.w); free(pre); free(dpre); free(dx); free(db);
+}
+
+/* Attention with dropout on its probabilities (model.dropout): y = (P ⊙ mask/(1 − r)) v with a fixed
+ * mask (a fixed key); attn_backward given P̃ against differences and against its plain loops. */
+typedef struct {
+    float *q, *k, *v, *att, *attd, *y, *w;
+    gl_dropout dr;
+    int B, T, H, Hkv, hd;
+} dattn_ctx;
+static double dattn_obj(void *p) {
+    dattn_ctx *c = p;
+    attn_forward(c->y, c->att, c->q, c->k, c->v, c->B, c->T, c->H, c->Hkv, c->hd);
+    dropout_att(c->attd, c->att, c->B, c->H, c->T, &c->dr, 1);
+    attn_values(c->y, c->attd, c->v, c->B, c->T, c->H, c->Hkv, c->hd);
+    return dot(c->y, c->w, (size_t)c->B * c->T * c->H * c->hd);
+}
+
+static void test_attention_dropout(void **state) {
+    (void)state;
+    const int B = 2, T = 7, H = 4, Hkv = 2, hd = 4;
+    const size_t qn = (size_t)B * T * H * hd, kn = (size_t)B * T * Hkv * hd, an = (size_t)B * H * T * T;
+    dattn_ctx c = {randn(qn, 1), randn(kn, 1), randn(kn, 1), calloc(an, 4), calloc(an, 4), malloc(qn * 4),
+                   randn(qn, 1), {0x1234567ULL, 0.3f, 5}, B, T, H, Hkv, hd};
+    dattn_obj(&c);
+    long dropped = 0, kept = 0;
+    for (int bh = 0; bh < B * H; bh++)
+        for (int i = 0; i < T; i++)
+            for (int j = 0; j <= i; j++) {
+                const size_t o = ((size_t)bh * T + i) * T + j;
+                if (c.attd[o] == 0.0f) dropped++;
+                else {
+                    kept++;
+                    assert_true(fabsf(c.attd[o] - c.att[o] / 0.7f) <= 1e-6f * c.att[o]);
+                }
+            }
+    printf("  attention dropout r 0.3: %ld of %ld probabilities dropped\n", dropped, dropped + kept);
+    assert_true(dropped > 0.15 * (dropped + kept) && dropped < 0.45 * (dropped + kept));
+    float *dq = calloc(qn, 4), *dk = calloc(kn, 4), *dv = calloc(kn, 4), *scr = malloc((size_t)omp_get_max_threads() * T * T * 4);
+    float *dqr = calloc(qn, 4), *dkr = calloc(kn, 4), *dvr = calloc(kn, 4);
+    attn_backward(dq, dk, dv, c.w, c.att, c.attd, c.q, c.k, c.v, scr, B, T, H, Hkv, hd);
+    attn_backward_ref(dqr, dkr, dvr, c.w, c.att, c.attd, c.q, c.k, c.v, B, T, H, Hkv, hd);
+    double e = fmax(max_abs_diff(dq, dqr, qn), fmax(max_abs_diff(dk, dkr, kn), max_abs_diff(dv, dvr, kn)));
+    printf("  attention dropout backward, sgemm vs loops: %.2e\n", e);
+    assert_true(e < 1e-4);
+    assert_true(fd_check("attention dropout dq", c.q, dq, qn, dattn_obj, &c, 1e-2f, 300, 1e-12) < 5e-3);
+    assert_true(fd_check("attention dropout dk", c.k, dk, kn, dattn_obj, &c, 1e-2f, 300, 1e-12) < 5e-3);
+    assert_true(fd_check("attention dropout dv", c.v, dv, kn, dattn_obj, &c, 1e-2f, 300, 1e-12) < 5e-3);
+    free(c.q); free(c.k); free(c.v); free(c.att); free(c.attd); free(c.y); free(c.w);
+    free(dq); free(dk); free(dv); free(scr); free(dqr); free(dkr); free(dvr);
+}
+
 typedef struct { float *a, *b, *g, *w; long n; } glu_ctx;
 static double glu_obj(void *p) {
     glu_ctx *c = p;
@@ -353,28 +478,45 @@ static void test_xent(void **state) {
 }
 
 typedef struct { float *x, *w1, *b1, *w2, *b2, *p, *pre, *hid, *wp; int n, d, r; } router_ctx;
+static int router_relu; /* 1: the paper's ReLU router */
 static double router_obj(void *p) {
     router_ctx *c = p;
-    router_forward(c->p, c->pre, c->hid, c->x, c->w1, c->b1, c->w2, c->b2, c->n, c->d, c->r);
+    router_forward(c->p, c->pre, c->hid, c->x, c->w1, c->b1, c->w2, c->b2, c->n, c->d, c->r, router_relu);
     return dot(c->p, c->wp, c->n);
 }
 
-static void test_router(void **state) {
-    (void)state;
+static void router_check(void) {
+    printf("  router hidden activation: %s\n", router_relu ? "ReLU (tsa_form paper)" : "GELU");
+    /* ReLU: a step of 1e-3 (rounding ≈ 6e-8·|f|/h ≈ 2e-4 of max|g|) keeps the 144 pre-activations' kinks
+     * out of reach; 1e-2 put one within a step in this draw */
+    const float h = router_relu ? 1e-3f : 1e-2f;
     int n = 9, d = 12, r = 16;
     router_ctx c = {randn(n * d, 1), randn(r * d, 0.4f), randn(r, 0.3f), randn(r, 0.5f), randn(1, 0.3f),
                     malloc(n * 4), malloc(n * r * 4), malloc(n * r * 4), randn(n, 1), n, d, r};
     float *dx = calloc(n * d, 4), *dw1 = calloc(r * d, 4), *db1 = calloc(r, 4), *dw2 = calloc(r, 4),
           *db2 = calloc(1, 4), *scr = malloc(n * r * 4);
     router_obj(&c);
-    router_backward(dx, dw1, db1, dw2, db2, c.wp, c.p, c.pre, c.hid, c.x, c.w1, c.w2, scr, n, d, r);
-    assert_true(fd_check("router dx", c.x, dx, n * d, router_obj, &c, 1e-2f, 400, 1e-12) < 5e-3);
-    assert_true(fd_check("router dW1", c.w1, dw1, r * d, router_obj, &c, 1e-2f, 400, 1e-12) < 5e-3);
-    assert_true(fd_check("router db1", c.b1, db1, r, router_obj, &c, 1e-2f, 400, 1e-12) < 5e-3);
-    assert_true(fd_check("router dw2", c.w2, dw2, r, router_obj, &c, 1e-2f, 400, 1e-12) < 5e-3);
-    assert_true(fd_check("router db2", c.b2, db2, 1, router_obj, &c, 1e-2f, 400, 1e-12) < 5e-3);
+    router_backward(dx, dw1, db1, dw2, db2, c.wp, c.p, c.pre, c.hid, c.x, c.w1, c.w2, scr, n, d, r, router_relu);
+    assert_true(fd_check("router dx", c.x, dx, n * d, router_obj, &c, h, 400, 1e-12) < 5e-3);
+    assert_true(fd_check("router dW1", c.w1, dw1, r * d, router_obj, &c, h, 400, 1e-12) < 5e-3);
+    assert_true(fd_check("router db1", c.b1, db1, r, router_obj, &c, h, 400, 1e-12) < 5e-3);
+    assert_true(fd_check("router dw2", c.w2, dw2, r, router_obj, &c, h, 400, 1e-12) < 5e-3);
+    assert_true(fd_check("router db2", c.b2, db2, 1, router_obj, &c, h, 400, 1e-12) < 5e-3);
     free(c.x); free(c.w1); free(c.b1); free(c.w2); free(c.b2); free(c.p); free(c.pre); free(c.hid);
     free(c.wp); free(dx); free(dw1); free(db1); free(dw2); free(db2); free(scr);
+}
+static void test_router(void **state) {
+    (void)state;
+    router_relu = 0;
+    router_check();
+}
+/* ReLU is piecewise linear: a difference is exact unless a pre-activation lies within a step of 0 (the
+ * check would show it as a large error) */
+static void test_router_relu(void **state) {
+    (void)state;
+    router_relu = 1;
+    router_check();
+    router_relu = 0;
 }
 
 /* ---------------- whole model ---------------- */
@@ -458,9 +600,9 @@ static void check_model(const char *label, void (*tweak)(gl_model_config *)) {
         if (e > worst) worst = e;
     }
     printf("model %s: worst rel err %.2e over %d tensors\n", label, worst, c.m.n_tensors);
+    if (hard) printf("model %s: %ld finite-difference evaluations changed the selection (must be 0)\n", label, sel_flips);
     assert_true(worst < 1e-2);
     if (hard) {
-        printf("model %s: %ld finite-difference evaluations changed the selection (must be 0)\n", label, sel_flips);
         assert_true(sel_flips == 0);
         free(sel_ref);
         sel_ref = NULL;
@@ -505,9 +647,103 @@ static void v_mod2_sat(gl_model_config *c) {
     c->depth_routing = DR_MOD; c->mod_capacity = 0.34f; c->mod_every = 2; c->n_layer = 4; c->value_residual = VR_SATFORMER;
 }
 static void v_random(gl_model_config *c) { c->depth_routing = DR_RANDOM; c->random_alpha = 0.5f; }
+/* the TSA paper's own model (docs/model.md "The TSA paper's own configuration") and its pieces on either side.
+ * gpt2 draws its Linear weights from PyTorch's U(±1/√fan_in) (std 0.14 at d 16, seven times the llama
+ * rows' 0.02): spread by 8 like every matrix, q·k reaches logits of ~20 without a qk-norm and the
+ * softmax's curvature puts a step of 2e-3 far from the tangent (the error falls as h shrinks: a
+ * curvature, not a gradient, error).  gpt2_unspread brings those rows back to their drawn size, where
+ * the logits are O(1) as in the llama instances. */
+static void gpt2_unspread(gl_model *m) {
+    static const char *const rows[] = {".attn.wq", ".attn.wk", ".attn.wv", ".ffn.w1", ".fc1_w", ".fc2_w"};
+    for (int i = 0; i < m->n_tensors; i++) {
+        const gl_tensor *t = &m->tensors[i];
+        for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++) {
+            const size_t nl = strlen(t->name), nr = strlen(rows[r]);
+            if (nl < nr || strcmp(t->name + nl - nr, rows[r])) continue;
+            for (size_t j = 0; j < t->size; j++) m->params[t->offset + j] /= 8.0f;
+        }
+    }
+}
+static void v_gpt2(gl_model_config *c) { c->backbone = BB_GPT2; c->qk_norm = 0; c->norm_eps = 1e-5f; }
+static void v_gpt2_mha_untied(gl_model_config *c) { v_gpt2(c); c->n_kv_head = 4; c->tied = 0; }
+static void v_gpt2_tsa_paper(gl_model_config *c) { v_gpt2(c); v_tsa(c); c->tsa_form = TSF_PAPER; c->router_init_bias = -1.0f; }
+static void v_gpt2_tsa(gl_model_config *c) { v_gpt2(c); v_tsa(c); }
+static void v_tsa_paper(gl_model_config *c) { v_tsa(c); c->tsa_form = TSF_PAPER; }
+static void v_gpt2_sat(gl_model_config *c) { v_gpt2(c); v_sat(c); }
+static void v_gpt2_rf(gl_model_config *c) { v_gpt2(c); v_rf_plus(c); }
+static void v_gpt2_ee(gl_model_config *c) { v_gpt2(c); v_ee(c); }
+/* the official early exit on the official backbone: LayerNorm exit norms with biases (layers.{n}.exit_norm_bias) */
+static void v_gpt2_ee_paper(gl_model_config *c) { v_gpt2(c); v_ee_paper(c); }
+static void v_gpt2_random(gl_model_config *c) { v_gpt2(c); v_random(c); }
+static void v_gpt2_mod(gl_model_config *c) { v_gpt2(c); v_mod(c); }
+/* dropout on (fixed masks: the key below stays for every difference), on both backbones and the paper's TSA */
+static void v_gpt2_drop(gl_model_config *c) { v_gpt2_tsa_paper(c); c->dropout = 0.25f; }
+static void v_drop(gl_model_config *c) { v_tsa(c); v_rf_plus(c); c->dropout = 0.1f; }
+static void set_drop_key(gl_model *m) { m->drop_key = 0x5eedULL; m->route_row0 = 3; }
+static void drop_gpt2_after(gl_model *m) { gpt2_unspread(m); set_drop_key(m); }
+static void test_model_gpt2_dropout(void **s) {
+    (void)s;
+    g_after_init = drop_gpt2_after;
+    check_model("v_gpt2_drop (tsa paper, dropout 0.25)", v_gpt2_drop);
+    g_after_init = NULL;
+}
+static void test_model_dropout(void **s) {
+    (void)s;
+    g_after_init = set_drop_key;
+    check_model("v_drop (tsa + resformer, dropout 0.1)", v_drop);
+    g_after_init = NULL;
+}
+
+/* Dropout is off without a key (evaluation): the same loss as model.dropout = 0, bit for bit; a key
+ * gives another loss, the same key the same loss, another key another; the masks keep about 1 − r. */
+static void test_dropout_keys(void **s) {
+    (void)s;
+    gl_model_config cfg;
+    config_defaults(&cfg);
+    cfg.vocab_size = 11, cfg.d_model = 16, cfg.n_layer = 2, cfg.n_head = 4, cfg.d_ff = 24, cfg.seq_len = 8;
+    v_gpt2(&cfg);
+    gl_model a, b;
+    char err[256];
+    assert_int_equal(model_init(&a, &cfg, 2, err, sizeof err), 0);
+    cfg.dropout = 0.1f;
+    assert_int_equal(model_init(&b, &cfg, 2, err, sizeof err), 0);
+    model_init_weights(&a, 3);
+    model_init_weights(&b, 3);
+    int tok[16], tg[16];
+    for (int i = 0; i < 16; i++) tok[i] = (i * 7) % 11, tg[i] = (i * 5 + 1) % 11;
+    const float la = model_forward(&a, tok, tg, NULL, 2, 8), l0 = model_forward(&b, tok, tg, NULL, 2, 8);
+    b.drop_key = dropout_train_key(1, 0);
+    const float l1 = model_forward(&b, tok, tg, NULL, 2, 8), l1b = model_forward(&b, tok, tg, NULL, 2, 8);
+    b.drop_key = dropout_train_key(1, 1);
+    const float l2 = model_forward(&b, tok, tg, NULL, 2, 8);
+    printf("  dropout 0.1: no key %.7f (dropout 0: %.7f), key(step 0) %.7f twice %.7f, key(step 1) %.7f\n", l0, la, l1,
+           l1b, l2);
+    assert_true(l0 == la && l1 == l1b && l1 != l0 && l2 != l1);
+    assert_true(dropout_train_key(1, 0) != dropout_train_key(2, 0) && dropout_train_key(1, 0) != 0);
+    float ones[4096];
+    for (int i = 0; i < 4096; i++) ones[i] = 1.0f;
+    gl_dropout dr = {b.drop_key, 0.1f, 0};
+    dropout_rows(ones, 64, 64, &dr, DROP_FFN_HIDDEN, 1);
+    int zeros = 0;
+    for (int i = 0; i < 4096; i++) {
+        zeros += ones[i] == 0.0f;
+        assert_true(ones[i] == 0.0f || ones[i] == 1.0f / 0.9f);
+    }
+    printf("  dropout_rows r 0.1: %d of 4096 dropped (expected 410 ± 3 sd = 57)\n", zeros);
+    assert_true(abs(zeros - 410) <= 57);
+    model_free(&a);
+    model_free(&b);
+}
 
 #define MODEL_TEST(fn, variant) \
     static void fn(void **s) { (void)s; check_model(#variant, variant); }
+#define GPT2_TEST(fn, variant)                                                                              \
+    static void fn(void **s) {                                                                              \
+        (void)s;                                                                                           \
+        g_after_init = gpt2_unspread;                                                                       \
+        check_model(#variant, variant);                                                                     \
+        g_after_init = NULL;                                                                                \
+    }
 MODEL_TEST(test_model_base, v_base)
 MODEL_TEST(test_model_noqk_untied, v_noqk_untied)
 MODEL_TEST(test_model_resformer_plus, v_rf_plus)
@@ -524,6 +760,17 @@ MODEL_TEST(test_model_sat_identity, v_sat_identity)
 MODEL_TEST(test_model_sat_relu_bias, v_sat_relu_bias)
 MODEL_TEST(test_model_sat_softmax_sigmoid_bias, v_sat_sm_sig_bias)
 MODEL_TEST(test_model_resformer_plus_lambda1_init, v_rf_plus_l1)
+GPT2_TEST(test_model_gpt2, v_gpt2)
+GPT2_TEST(test_model_gpt2_mha_untied, v_gpt2_mha_untied)
+GPT2_TEST(test_model_gpt2_tsa_paper, v_gpt2_tsa_paper)
+GPT2_TEST(test_model_gpt2_tsa, v_gpt2_tsa)
+MODEL_TEST(test_model_tsa_paper, v_tsa_paper)
+GPT2_TEST(test_model_gpt2_satformer, v_gpt2_sat)
+GPT2_TEST(test_model_gpt2_resformer, v_gpt2_rf)
+GPT2_TEST(test_model_gpt2_early_exit, v_gpt2_ee)
+GPT2_TEST(test_model_gpt2_early_exit_paper, v_gpt2_ee_paper)
+GPT2_TEST(test_model_gpt2_random, v_gpt2_random)
+GPT2_TEST(test_model_gpt2_mod, v_gpt2_mod)
 
 /* softmax with block 1's KV head 0 fixed at 0.7: the other head's gate still
  * depends on both logits, the fixed one passes no gradient. */
@@ -677,7 +924,7 @@ static void test_masked_attention(void **state) {
     printf("  masked attention vs plain loops with the mask: y %.2e, att %.2e\n", wy, wa);
     assert_true(wy < 1e-5 && wa < 1e-5); /* the dense check's bound */
     float *dq = calloc(qn, 4), *dk = malloc(kn * 4), *dv = malloc(kn * 4), *scr = malloc((size_t)64 * T * T * 4);
-    attn_backward(dq, dk, dv, c.w, c.att, c.q, c.k, c.v, scr, B, T, H, Hkv, hd);
+    attn_backward(dq, dk, dv, c.w, c.att, NULL, c.q, c.k, c.v, scr, B, T, H, Hkv, hd);
     /* a masked key gets no gradient from any query but its own (dropped) row */
     double leak = 0;
     for (int t = 0; t < B * T; t++)
@@ -704,7 +951,7 @@ int main(void) {
         cmocka_unit_test(test_model_resformer_identity), cmocka_unit_test(test_model_satformer),
         cmocka_unit_test(test_model_satformer_lastk), cmocka_unit_test(test_model_tsa),
         cmocka_unit_test(test_model_tsa_satformer), cmocka_unit_test(test_model_early_exit),
-        cmocka_unit_test(test_model_early_exit_uniform), cmocka_unit_test(test_model_early_exit_paper),
+        cmocka_unit_test(test_model_early_exit_uniform),
         cmocka_unit_test(test_model_denseformer), cmocka_unit_test(test_model_denseformer_tsa_satformer),
         cmocka_unit_test(test_model_hyper), cmocka_unit_test(test_model_hyper3_resformer),
         cmocka_unit_test(test_model_mudd), cmocka_unit_test(test_model_mudd_satformer),
@@ -721,6 +968,18 @@ int main(void) {
         cmocka_unit_test(test_model_sat_softmax_override),
         cmocka_unit_test(test_model_resformer_plus_lambda1_init),
         cmocka_unit_test(test_init_knobs), cmocka_unit_test(test_decay_all),
+        /* added with the gpt2 backbone, after every older check so their random instances are unchanged */
+        cmocka_unit_test(test_layernorm), cmocka_unit_test(test_gelu_bias), cmocka_unit_test(test_router_relu),
+        cmocka_unit_test(test_model_gpt2), cmocka_unit_test(test_model_gpt2_mha_untied),
+        cmocka_unit_test(test_model_gpt2_tsa_paper), cmocka_unit_test(test_model_gpt2_tsa),
+        cmocka_unit_test(test_model_tsa_paper), cmocka_unit_test(test_model_gpt2_satformer),
+        cmocka_unit_test(test_model_gpt2_resformer), cmocka_unit_test(test_model_gpt2_early_exit),
+        cmocka_unit_test(test_model_gpt2_random), cmocka_unit_test(test_model_gpt2_mod),
+        cmocka_unit_test(test_attention_dropout), cmocka_unit_test(test_model_gpt2_dropout),
+        cmocka_unit_test(test_model_dropout), cmocka_unit_test(test_dropout_keys),
+        /* last, so that the shared random stream every test before them draws from is what it was */
+        cmocka_unit_test(test_model_early_exit_paper), cmocka_unit_test(test_model_gpt2_early_exit_paper),
     };
+    if (getenv("GRAD_ONLY")) cmocka_set_test_filter(getenv("GRAD_ONLY")); /* e.g. GRAD_ONLY='*dropout*' */
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

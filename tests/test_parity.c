@@ -229,6 +229,7 @@ static float *dset_floats(parity_ctx *c, const char *path, long n) {
 /* The fixture's config, B and T.  Returns 0, or -1 after reporting. */
 /* train.weight_decay_policy of the fixture: "all" (decay every tensor) or, when absent, matrices. */
 static int g_decay_all;
+static uint64_t g_drop_key; /* dropout cases: the key the fixture's masks were made from (rows from 0) */
 
 static int read_config(parity_ctx *c, gl_model_config *cfg, int *B, int *T) {
     char s[64];
@@ -289,6 +290,27 @@ static int read_config(parity_ctx *c, gl_model_config *cfg, int *B, int *T) {
         bad |= attr_int(c, "hc_expansion", &cfg->hc_expansion);
         if (attr_str(c, "cross_layer", s, sizeof s) || config_parse_cross_layer(s, &cfg->cross_layer)) {
             parity_fail(c, "cross_layer '%s' not understood", s);
+            bad = -1;
+        }
+    }
+    /* the TSA paper's model (backbone, tsa_form, dropout with its key) is written only where it is not
+     * the default; absent means llama, gatelab, no dropout */
+    g_drop_key = 0;
+    if (H5Aexists(c->file, "backbone") > 0 &&
+        (attr_str(c, "backbone", s, sizeof s) || config_parse_backbone(s, &cfg->backbone))) {
+        parity_fail(c, "backbone '%s' not understood", s);
+        bad = -1;
+    }
+    if (H5Aexists(c->file, "tsa_form") > 0 &&
+        (attr_str(c, "tsa_form", s, sizeof s) || config_parse_tsa_form(s, &cfg->tsa_form))) {
+        parity_fail(c, "tsa_form '%s' not understood", s);
+        bad = -1;
+    }
+    if (H5Aexists(c->file, "dropout") > 0) {
+        bad |= attr_float(c, "dropout", &cfg->dropout);
+        char *end = NULL;
+        if (attr_str(c, "drop_key", s, sizeof s) || !(g_drop_key = strtoull(s, &end, 16)) || *end) {
+            parity_fail(c, "drop_key '%s' not understood", s);
             bad = -1;
         }
     }
@@ -557,6 +579,7 @@ static int parity_case(const fixture *fx) {
         goto cleanup;
     }
     model_ok = 1;
+    m.drop_key = g_drop_key; /* dropout cases: the fixture's masks, at every forward below */
     long BT = (long)B * T, V = cfg.vocab_size;
 
     int structural = load_params(&c, &m);

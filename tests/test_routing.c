@@ -54,6 +54,9 @@ static void test_tlops_arithmetic(void **s) {
     }
 }
 
+/* Applied to tsa_model's config before the model is built (NULL: the default llama, gatelab form). */
+static void (*g_tsa_tweak)(gl_model_config *c);
+
 static void tsa_model(gl_model *m, int B, float router_scale, float bias) {
     gl_model_config c;
     config_defaults(&c);
@@ -66,6 +69,7 @@ static void tsa_model(gl_model *m, int B, float router_scale, float bias) {
     c.seq_len = 16;
     c.depth_routing = DR_TSA;
     c.router_init_bias = bias;
+    if (g_tsa_tweak) g_tsa_tweak(&c);
     char err[256];
     assert_int_equal(model_init(m, &c, B, err, sizeof err), 0);
     model_init_weights(m, 5);
@@ -153,6 +157,76 @@ static void test_sparse_all_kept(void **s) {
     assert_int_equal(m.active_count, N * (m.cfg.n_layer - 1));
     assert_true(d < 1e-4);
     model_free(&m);
+}
+
+/* The same two checks on the TSA paper's own model (docs/model.md "The TSA paper's own configuration"):
+ * the gpt2 backbone with either TSA form, and the paper's form on the llama block.  The paper's
+ * sequential gates keep a skipped token's state through both halves of the block, as the joint gate does. */
+static void tw_gpt2(gl_model_config *c) { c->backbone = BB_GPT2; c->qk_norm = 0; c->norm_eps = 1e-5f; }
+static void tw_gpt2_paper(gl_model_config *c) { tw_gpt2(c); c->tsa_form = TSF_PAPER; }
+static void tw_paper(gl_model_config *c) { c->tsa_form = TSF_PAPER; }
+static void test_sparse_paper_forms(void **s) {
+    void (*tw[])(gl_model_config *) = {tw_gpt2, tw_gpt2_paper, tw_paper};
+    const char *names[] = {"gpt2, tsa_form gatelab", "gpt2, tsa_form paper", "llama, tsa_form paper"};
+    for (int i = 0; i < 3; i++) {
+        printf(" %s:\n", names[i]);
+        g_tsa_tweak = tw[i];
+        test_sparse_equals_hard_soft(s);
+        test_sparse_all_kept(s);
+    }
+    g_tsa_tweak = NULL;
+}
+
+/* The paper's sparse form (m->sparse_form = SPARSE_PAPER: p >= 0.5 halts, attention for every token,
+ * the FFN on kept tokens only, kept tokens unscaled) gives the loss of the dense model whose gates are
+ * the hard 0/1 version of the sparse run's p (a ROUTE_TOKEN table: 1 where p >= 0.5), on both backbones and
+ * TSA forms; gatelab's form (kept pairs keep 1 − p) gives another loss. */
+static void test_sparse_paper_form_is_hard_gate(void **s) {
+    (void)s;
+    void (*tw[])(gl_model_config *) = {NULL, tw_gpt2_paper, tw_paper};
+    const char *names[] = {"llama, tsa_form gatelab", "gpt2, tsa_form paper", "llama, tsa_form paper"};
+    for (int v = 0; v < 3; v++) {
+        g_tsa_tweak = tw[v];
+        gl_model m, ref;
+        tsa_model(&m, 3, 30.0f, 0.0f);
+        tsa_model(&ref, 3, 30.0f, 0.0f);
+        const int B = 3, T = 16, N = B * T, V = 13, L = m.cfg.n_layer;
+        int tok[48], tg[48];
+        tokens(tok, N, V);
+        for (int i = 0; i < N; i++) tg[i] = (tok[i] * 5 + 3) % V;
+        m.sparse = 1;
+        m.sparse_form = SPARSE_PAPER;
+        model_forward(&m, tok, tg, NULL, B, T); /* the hard model's own p (its states differ from the soft one's) */
+        float table[3 * 48];
+        long halted = 0;
+        for (int n = 1; n < L; n++)
+            for (int t = 0; t < N; t++) {
+                table[(size_t)(n - 1) * N + t] = m.A[n].p[t] >= 0.5f ? 1.0f : 0.0f;
+                halted += m.A[n].p[t] >= 0.5f;
+            }
+        model_set_route_token_table(&ref, table); /* ref.max_B = 3: rows (n − 1)·max_B·T + t */
+        model_forward(&ref, tok, tg, NULL, B, T);
+        const double dl = fabs((double)m.task_loss - ref.task_loss) / ref.task_loss;
+        const double dg = max_abs_diff(m.logits, ref.logits, (size_t)N * V);
+        const long pairs = (long)N * (L - 1);
+        printf("  %s: %ld of %ld pairs halt; paper form task loss %.7f vs hard-gated dense %.7f (rel %.1e), "
+               "max |Δlogit| %.2e, α %.4f, %ld pairs ran\n",
+               names[v], halted, pairs, m.task_loss, ref.task_loss, dl, dg, m.active_frac, m.active_count);
+        assert_true(halted > pairs / 5 && halted < pairs * 4 / 5);
+        assert_true(dl < 1e-5 && dg < 1e-4);
+        assert_int_equal(m.active_count, pairs - halted);
+        assert_true(fabs(m.active_frac - (double)(pairs - halted) / pairs) < 1e-6);
+        float paper_logits[48 * 13];
+        memcpy(paper_logits, m.logits, sizeof paper_logits);
+        m.sparse_form = SPARSE_GATELAB; /* kept pairs scaled by 1 − p: another model */
+        model_forward(&m, tok, tg, NULL, B, T);
+        const double dgl = max_abs_diff(m.logits, paper_logits, (size_t)N * V);
+        printf("    gatelab's form differs: max |Δlogit| %.2e\n", dgl);
+        assert_true(dgl > 1e-4); /* rounding is below 1e-6 */
+        model_free(&m);
+        model_free(&ref);
+    }
+    g_tsa_tweak = NULL;
 }
 
 static void routed_setup(gl_model *m, gl_dataset *ds, int B, gl_depth_routing dr) {
@@ -261,8 +335,9 @@ static void test_exit_skip_equals_bookkeeping(void **s) {
 }
 
 /* Early exit in the TSA paper's form (model.exit_form = paper): routed_setup's model with an exit norm per
- * block, each scaled apart from the final norm so that every exit head is its own. */
-static void ee_paper_setup(gl_model *m, gl_dataset *ds, int B) {
+ * block, each scaled apart from the final norm so that every exit head is its own; gpt2: on the gpt2
+ * backbone (LayerNorm exit norms with biases, left at 0). */
+static void ee_paper_setup_bb(gl_model *m, gl_dataset *ds, int B, int gpt2) {
     gl_model_config c;
     config_defaults(&c);
     c.d_model = 32;
@@ -274,6 +349,7 @@ static void ee_paper_setup(gl_model *m, gl_dataset *ds, int B) {
     c.depth_routing = DR_EARLY_EXIT;
     c.exit_form = XF_PAPER;
     c.exit_weighting = EE_WEIGHT_UNIFORM;
+    if (gpt2) c.backbone = BB_GPT2, c.qk_norm = 0;
     gl_data_config dc;
     memset(&dc, 0, sizeof dc);
     dc.task = TASK_COPY;
@@ -290,10 +366,11 @@ static void ee_paper_setup(gl_model *m, gl_dataset *ds, int B) {
     for (int i = 0; i < m->n_tensors; i++) {
         const gl_tensor *t = &m->tensors[i];
         const float v = strstr(t->name, "exit_norm") ? 0.6f + 0.3f * (float)t->index : 1.0f;
-        if (strstr(t->name, "norm"))
+        if (strstr(t->name, "norm") && !strstr(t->name, "bias"))
             for (size_t j = 0; j < t->size; j++) m->params[t->offset + j] = v;
     }
 }
+static void ee_paper_setup(gl_model *m, gl_dataset *ds, int B) { ee_paper_setup_bb(m, ds, B, 0); }
 
 /* Mean masked cross-entropy of rows (N, V) in double: Σ mask·(logsumexp − logit[target]) / Σ mask. */
 static double ce_double(const float *const *rows, const int *tg, int N, int V) {
@@ -313,12 +390,11 @@ static double ce_double(const float *const *rows, const int *tg, int N, int V) {
  * n >= 1 whose exit head's maximum softmax probability is above τ, else the last — and its prediction taken
  * at that exit.  Every block runs for every token in both passes with the same arithmetic, so the exits,
  * the logits and the states are equal exactly; the loss (summed in another order) to 1e-5. */
-static void test_exit_paper_slow_reference(void **s) {
-    (void)s;
+static void exit_paper_slow_reference(int gpt2) {
     gl_model m;
     gl_dataset ds;
     const int B = 6;
-    ee_paper_setup(&m, &ds, B);
+    ee_paper_setup_bb(&m, &ds, B, gpt2);
     const int T = m.cfg.seq_len, N = B * T, V = m.cfg.vocab_size, L = m.cfg.n_layer, d = m.cfg.d_model;
     int *tok = malloc((size_t)N * sizeof(int)), *tg = malloc((size_t)N * sizeof(int));
     tokens(tok, N, V);
@@ -376,6 +452,8 @@ static void test_exit_paper_slow_reference(void **s) {
     model_free(&m);
     data_close(&ds);
 }
+static void test_exit_paper_slow_reference(void **s) { (void)s; exit_paper_slow_reference(0); }
+static void test_exit_paper_slow_reference_gpt2(void **s) { (void)s; exit_paper_slow_reference(1); }
 
 /* The paper's exit freezes a token's prediction, not its state: a token s that exits after block 1 keeps
  * being updated by blocks 2 and 3 (its row of the residual stream changes after its exit), and a later token
@@ -923,13 +1001,15 @@ int main(void) {
         cmocka_unit_test(test_tlops_arithmetic),   cmocka_unit_test(test_active_fraction),
         cmocka_unit_test(test_sparse_equals_hard_soft), cmocka_unit_test(test_sparse_all_kept),
         cmocka_unit_test(test_exit_tau_one_is_plain), cmocka_unit_test(test_exit_skip_equals_bookkeeping),
-        cmocka_unit_test(test_exit_paper_slow_reference), cmocka_unit_test(test_exit_paper_state_updated),
+        cmocka_unit_test(test_exit_paper_slow_reference), cmocka_unit_test(test_exit_paper_slow_reference_gpt2),
+        cmocka_unit_test(test_exit_paper_state_updated),
         cmocka_unit_test(test_exit_alpha_conventions), cmocka_unit_test(test_paper_tau_protocol),
         cmocka_unit_test(test_tau_search), cmocka_unit_test(test_posthoc_never_exits),
         cmocka_unit_test(test_posthoc_tau0_is_block0_lens), cmocka_unit_test(test_posthoc_skip_equals_bookkeeping),
         cmocka_unit_test(test_posthoc_refuses_routed), cmocka_unit_test(test_hard_eval), cmocka_unit_test(test_each_batch),
         cmocka_unit_test(test_mod_capacity_and_sparse), cmocka_unit_test(test_random_draws),
-        cmocka_unit_test(test_equal_tlops_layers),
+        cmocka_unit_test(test_equal_tlops_layers), cmocka_unit_test(test_sparse_paper_forms),
+        cmocka_unit_test(test_sparse_paper_form_is_hard_gate),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -52,6 +52,7 @@
 #include <unistd.h>
 
 #include "model/adamw.h"
+#include "model/dropout.h"
 #include "model/model.h"
 #include "agree.h"
 #include "dist.h"
@@ -908,6 +909,7 @@ static int train_step(run_ctx *c, train_loop *lp, float *lr, float *gnorm, char 
     /* random routing draws per step from (train.seed, step, global row): a resumed run draws the same */
     c->m.route_draw = routing_train_key(tc->seed, c->st.step);
     c->m.route_row0 = (long)c->b0 * lp->T;
+    c->m.drop_key = dropout_train_key(tc->seed, c->st.step); /* model.dropout's masks, likewise */
     float loss = shard_forward(c, lp);
     *lr = adamw_schedule(c->st.step, tc->warmup, tc->steps, tc->lr, tc->min_lr);
     *gnorm = NAN;
@@ -921,6 +923,7 @@ static int train_step(run_ctx *c, train_loop *lp, float *lr, float *gnorm, char 
     c->m.norm_tokens = 0;
     c->m.route_draw = 0; /* and take the evaluation draw */
     c->m.route_row0 = 0;
+    c->m.drop_key = 0; /* evaluation runs without dropout */
     if (!isfinite(loss) || !isfinite(*gnorm)) {
         snprintf(err, errlen, "%s at step %ld (loss %g, gradient norm %g); the last good checkpoint is kept in %s — "
                  "lower train.lr or raise train.warmup and resume or restart",

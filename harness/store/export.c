@@ -100,6 +100,8 @@ static int export_config_attrs(hid_t f, const gl_model *m, const gl_train_state 
     bad |= export_attr_float(f, "rope_base", c->rope_base);
     bad |= export_attr_int(f, "qk_norm", c->qk_norm);
     bad |= export_attr_int(f, "tied", c->tied);
+    bad |= export_attr_str(f, "backbone", config_backbone_name(c->backbone));
+    bad |= export_attr_float(f, "dropout", c->dropout);
     bad |= export_attr_str(f, "value_residual", config_value_residual_name(c->value_residual));
     bad |= export_attr_str(f, "resformer_variant", config_resformer_variant_name(c->resformer_variant));
     bad |= export_attr_int(f, "value_residual_last_k", c->vr_last_k);
@@ -110,6 +112,7 @@ static int export_config_attrs(hid_t f, const gl_model *m, const gl_train_state 
     bad |= export_attr_int(f, "router_hidden", config_router_hidden(c));
     bad |= export_attr_float(f, "router_init_bias", c->router_init_bias);
     bad |= export_attr_float(f, "tsa_lambda", c->tsa_lambda);
+    bad |= export_attr_str(f, "tsa_form", config_tsa_form_name(c->tsa_form));
     bad |= export_attr_str(f, "exit_weighting", config_exit_weighting_name(c->exit_weighting));
     bad |= export_attr_str(f, "exit_form", config_exit_form_name(c->exit_form));
     bad |= export_attr_str(f, "cross_layer", config_cross_layer_name(c->cross_layer));

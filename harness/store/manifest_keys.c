@@ -34,6 +34,8 @@
 #define LINT_CFG_(s, n, f, ...) LINT(s, n, f, __VA_ARGS__)
 #define KFLT_CFG(s, n, f) KFLT_CFG_(s, n, model.f, CFG_RANGE(f))
 #define KFLT_CFG_(s, n, f, ...) KFLT(s, n, f, __VA_ARGS__)
+#define LFLT_CFG(s, n, f) LFLT_CFG_(s, n, model.f, CFG_RANGE(f))
+#define LFLT_CFG_(s, n, f, ...) LFLT(s, n, f, __VA_ARGS__)
 #define KFLT_AUTO(s, n, f, lo, hi) {s, n, K_FLOAT, OFF(f), 0, lo, hi, 0, 0, F_AUTO, 1, 0}
 #define KBOOL(s, n, f) {s, n, K_BOOL, OFF(f), 0, 0, 1, 0, 0, 0, 1, 0}
 #define KENUM(s, n, f, e) {s, n, K_ENUM, OFF(f), 0, 0, 0, 0, 0, e, 1, 0}
@@ -62,6 +64,8 @@ const key_def mf_keys[MF_N_KEYS] = {
     KFLT_CFG("model", "rope_base", rope_base),
     KBOOL("model", "qk_norm", model.qk_norm),
     KBOOL("model", "tied", model.tied),
+    LENUM("model", "backbone", model.backbone, EN_BB),
+    LFLT_CFG("model", "dropout", dropout),
     KENUM("model", "value_residual", model.value_residual, EN_VR),
     KENUM("model", "resformer_variant", model.resformer_variant, EN_RF),
     KINT("model", "value_residual_last_k", model.vr_last_k, 0, 63),
@@ -74,6 +78,7 @@ const key_def mf_keys[MF_N_KEYS] = {
     KINT_CFG("model", "router_hidden", router_hidden),
     KFLT_CFG("model", "router_init_bias", router_init_bias),
     KFLT_CFG("model", "tsa_lambda", tsa_lambda),
+    LENUM("model", "tsa_form", model.tsa_form, EN_TSF),
     KENUM("model", "exit_weighting", model.exit_weighting, EN_EE),
     LENUM("model", "exit_form", model.exit_form, EN_XF),
     LFLT("model", "mod_capacity", model.mod_capacity, 0, 1, 1, 0),
@@ -145,6 +150,8 @@ const char *mf_enum_name(int en, int v) {
     case EN_XF: return config_exit_form_name((gl_exit_form)v);
     case EN_CL: return config_cross_layer_name((gl_cross_layer)v);
     case EN_SG: return config_sat_gate_name((gl_sat_gate)v);
+    case EN_BB: return config_backbone_name((gl_backbone)v);
+    case EN_TSF: return config_tsa_form_name((gl_tsa_form)v);
     case EN_WD: return v >= 0 && v < WD_COUNT ? wd_policy_names[v] : "unknown";
     case EN_TASK: return task_name((gl_task)v);
     case EN_TOK: return task_tokenizer_name((gl_tokenizer)v);
@@ -163,6 +170,8 @@ int mf_enum_count(int en) {
     case EN_XF: return XF_COUNT;
     case EN_CL: return CL_COUNT;
     case EN_SG: return SG_COUNT;
+    case EN_BB: return BB_COUNT;
+    case EN_TSF: return TSF_COUNT;
     case EN_WD: return WD_COUNT;
     case EN_TASK: return TASK_COUNT;
     case EN_TOK: return TOK_COUNT;
@@ -182,6 +191,8 @@ void mf_enum_store(gl_manifest *mf, int en, int v) {
     case EN_XF: mf->model.exit_form = (gl_exit_form)v; break;
     case EN_CL: mf->model.cross_layer = (gl_cross_layer)v; break;
     case EN_SG: mf->model.sat_gate = (gl_sat_gate)v; break;
+    case EN_BB: mf->model.backbone = (gl_backbone)v; break;
+    case EN_TSF: mf->model.tsa_form = (gl_tsa_form)v; break;
     case EN_WD: mf->train.weight_decay_policy = (gl_wd_policy)v; break;
     case EN_TASK: mf->data.task = (gl_task)v; break;
     case EN_TOK: mf->data.tokenizer = (gl_tokenizer)v; break;
@@ -199,6 +210,8 @@ int mf_enum_load(const gl_manifest *mf, int en) {
     case EN_XF: return (int)mf->model.exit_form;
     case EN_CL: return (int)mf->model.cross_layer;
     case EN_SG: return (int)mf->model.sat_gate;
+    case EN_BB: return (int)mf->model.backbone;
+    case EN_TSF: return (int)mf->model.tsa_form;
     case EN_WD: return (int)mf->train.weight_decay_policy;
     case EN_TASK: return (int)mf->data.task;
     case EN_TOK: return (int)mf->data.tokenizer;

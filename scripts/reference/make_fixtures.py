@@ -88,7 +88,15 @@ CASES = {
     "mod_every2_satformer_gqa": dict(GQA, depth_routing="mod", mod_capacity=0.375, mod_every=2, n_layer=4,
                                      value_residual="satformer"),
     "random_gqa": dict(GQA, depth_routing="random", random_alpha=0.5),
+    # the TSA paper's own model (docs/model.md "The TSA paper's own configuration"): the gpt2 backbone,
+    # TSA in the paper's form, dropout with the C model's masks for a fixed key
+    "gpt2_mha": dict(backbone="gpt2", n_kv_head=4, qk_norm=0, norm_eps=1e-5),
+    "gpt2_tsa_paper_dropout": dict(backbone="gpt2", n_kv_head=4, qk_norm=0, norm_eps=1e-5, depth_routing="tsa",
+                                   tsa_form="paper", tsa_lambda=0.05, dropout=0.1),
+    "tsa_paper_gqa": dict(GQA, depth_routing="tsa", tsa_form="paper", tsa_lambda=0.05),
 }
+# the dropout cases' key (model.h drop_key; the rows are numbered from 0)
+DROP_KEY = 0x9E3779B97F4A7C15
 
 INT_ATTRS = ("vocab_size", "d_model", "n_layer", "n_head", "n_kv_head", "d_ff", "seq_len",
              "qk_norm", "tied", "value_residual_last_k", "decay_gates", "router_hidden")
@@ -99,6 +107,8 @@ XL_INT_ATTRS = ("hc_expansion",)
 XL_STR_ATTRS = ("cross_layer",)
 # written only when they differ from these defaults, so the files of the other cases keep their bytes
 OPTIONAL_ATTRS = (("sat_gate", "relu"), ("sat_gate_bias", 0), ("weight_decay_policy", "matrices"))
+# written only when they differ from these defaults (the gpt2 and paper cases), likewise
+PAPER_ATTRS = (("backbone", "llama"), ("tsa_form", "gatelab"))
 # written only by the mod and random cases, likewise
 ROUTE_INT_ATTRS = ("mod_every",)
 ROUTE_FLOAT_ATTRS = ("mod_capacity", "random_alpha")
@@ -130,6 +140,42 @@ def random_keep(cfg, tokens):
                 u = (_mix64(key ^ _mix64(((n << 40) + i + 1) & M64)) >> 40) / 16777216.0
                 keep[n, b, i] = 1.0 if u < alpha else 0.0
     return keep
+
+
+def dropout_masks(cfg, Bn, Tn):
+    """model/dropout.c's masks for key DROP_KEY, rows from 0: entry `index` of site (kind, block n),
+    site = kind·64 + n, is dropped when the 24-bit uniform of mix64(key ^ mix64(site·2^56 + index + 1))
+    is below the rate (float32), else scaled by float32 1/(1 − rate).  Indices: (b·T + i)·C + c for an
+    activation (B, T, C), ((b·T + i)·H + h)·T + j for attention probability (b, h, i, j).  Kinds: 0 the
+    embedding sum, 1 the attention probabilities, 2 the FFN hidden activation, 3 the FFN output."""
+    rate = np.float32(cfg.dropout)
+    inv = float(np.float32(1.0) / (np.float32(1.0) - rate))
+
+    def scale(site, index):
+        u = (_mix64(DROP_KEY ^ _mix64(((site << 56) + index + 1) & M64)) >> 40) / 16777216.0
+        return 0.0 if u < float(rate) else inv
+
+    def rows(kind, n, C):
+        m = torch.empty(Bn, Tn, C, dtype=torch.float64)
+        for b in range(Bn):
+            for i in range(Tn):
+                for c in range(C):
+                    m[b, i, c] = scale(kind * 64 + n, (b * Tn + i) * C + c)
+        return m
+
+    H = cfg.n_head
+    masks = {"embed": rows(0, 0, cfg.d_model)}
+    for n in range(cfg.n_layer):
+        att = torch.zeros(Bn, H, Tn, Tn, dtype=torch.float64)
+        for b in range(Bn):
+            for h in range(H):
+                for i in range(Tn):
+                    for j in range(i + 1):
+                        att[b, h, i, j] = scale(64 + n, ((b * Tn + i) * H + h) * Tn + j)
+        masks[("att", n)] = att
+        masks[("ffn_hidden", n)] = rows(2, n, cfg.d_ff)
+        masks[("ffn_out", n)] = rows(3, n, cfg.d_model)
+    return masks
 
 
 def batch(cfg, gen):
@@ -172,7 +218,10 @@ def run_reference(cfg, P, tokens, targets, mask):
     Returns (forward outputs, gradients in P's order, losses_adam, params after)."""
     P = {k: v.detach().clone().requires_grad_(True) for k, v in P.items()}
     keep = random_keep(cfg, tokens).to(P["embed"].dtype) if cfg.depth_routing == "random" else None
-    fwd = lambda Pp: rm.forward(cfg, Pp, tokens, targets, mask, route_keep=keep)
+    drop = None
+    if cfg.dropout > 0:
+        drop = {k: v.to(P["embed"].dtype) for k, v in dropout_masks(cfg, *tokens.shape).items()}
+    fwd = lambda Pp: rm.forward(cfg, Pp, tokens, targets, mask, route_keep=keep, drop=drop)
     out = fwd(P)
     grads = torch.autograd.grad(out["loss"], list(P.values()))
     for gname, g in zip(P, grads):
@@ -246,6 +295,12 @@ def make_case(name, over, out_dir):
                     put_str(f, k, v)
                 else:
                     f.attrs.create(k, np.int32(v))
+        for k, default in PAPER_ATTRS:
+            if getattr(cfg, k) != default:
+                put_str(f, k, getattr(cfg, k))
+        if cfg.dropout > 0:
+            f.attrs.create("dropout", np.float32(cfg.dropout))
+            put_str(f, "drop_key", "0x%016x" % DROP_KEY)
         if cfg.depth_routing in ("mod", "random"):
             for k in ROUTE_INT_ATTRS:
                 f.attrs.create(k, np.int32(getattr(cfg, k)))

@@ -8,7 +8,9 @@ softmax, softmax·sigmoid, tanh or identity, with or without a bias —,
 optionally on the last k blocks only), and depth routing (TSA soft routers with a depth penalty,
 early exit with weighted per-block losses), and cross-layer connectivity
 (DenseFormer depth-weighted averages, dynamic hyper-connections, MUDD
-connections; docs/crosslayer.md) — as a plain function of a
+connections; docs/crosslayer.md), and the TSA paper's own model (backbone
+gpt2: LayerNorm with bias, learned positions, GELU MLP with biases; TSA in
+the paper's form; dropout with masks given by the caller) — as a plain function of a
 dictionary of named parameters, so that autograd gives the gradients and
 torch.optim.AdamW the optimiser steps.
 
@@ -39,6 +41,17 @@ Conventions (the contract the C model is held to):
     or, with weight_decay_policy "all", one group that decays every tensor;
   * TSA router r = n-1 reads block n's attention-norm output; block n's update
     a + f is scaled by (1 − p); the FFN still sees h + a unscaled;
+  * backbone gpt2 (the TSA paper's code, docs/model.md "The TSA paper's own
+    configuration"): LayerNorm(x) = (x − mean)/sqrt(var + eps)·g + b (biased
+    variance) for every norm; h0 = E[token] + pos_embed[position]; no rotary,
+    no qk-norm; FFN = (GELU_erf(x W1ᵀ + b1)) W2ᵀ + b2; the embedding is not
+    decayed;
+  * tsa_form paper: router r = n-1 reads the raw residual stream h entering
+    block n, p = σ(w2·ReLU(W1 h + b1) + b2); h ← h + (1−p)·a, then the FFN
+    reads that h and h ← h + (1−p)·f;
+  * dropout: multiplicative masks (0 or 1/(1 − r)) handed in by the caller
+    on the embedding sum, the attention probabilities, the FFN hidden
+    activation and the FFN output (make_fixtures.py computes the C model's);
   * early exit: every block's output goes through the shared final norm and
     head; loss = Σ w_n CE_n, w ∝ n+1 (linear) or 1/L (uniform);
   * cross-layer (docs/crosslayer.md; states s_0 = embedding, s_{n+1} = output
@@ -97,6 +110,9 @@ class Config:
     mod_capacity: float = 0.125         # mod: share of a window's tokens a routed block processes
     mod_every: int = 2                  # mod: block n >= 1 routed when (n - 1) % mod_every == 0
     random_alpha: float = 0.5           # random: probability a (token, block >= 1) pair is computed
+    backbone: str = "llama"             # llama | gpt2
+    tsa_form: str = "gatelab"           # gatelab | paper
+    dropout: float = 0.0                # > 0: masks come from forward's drop argument
 
     @property
     def hd(self):
@@ -137,10 +153,15 @@ def param_shapes(cfg):
     V, d, H, Hkv, hd, ff = cfg.vocab_size, cfg.d_model, cfg.n_head, cfg.n_kv_head, cfg.hd, cfg.d_ff
     M = cfg.mixing_blocks()
     s = OrderedDict()
+    gpt2 = cfg.backbone == "gpt2"
     s["embed"] = (V, d)
+    if gpt2:
+        s["pos_embed"] = (cfg.seq_len, d)
     for n in range(cfg.n_layer):
         p = f"layers.{n}."
         s[p + "attn_norm"] = (d,)
+        if gpt2:
+            s[p + "attn_norm_bias"] = (d,)
         if cfg.cross_layer == "mudd" and n >= 1:
             s[p + "attn_norm_k"] = (d,)
             s[p + "attn_norm_v"] = (d,)
@@ -161,9 +182,16 @@ def param_shapes(cfg):
             if cfg.resformer_variant in ("plus", "learnable"):
                 s[p + "attn.lambda2"] = (1,)
         s[p + "ffn_norm"] = (d,)
+        if gpt2:
+            s[p + "ffn_norm_bias"] = (d,)
         s[p + "ffn.w1"] = (ff, d)
+        if gpt2:
+            s[p + "ffn.b1"] = (ff,)
         s[p + "ffn.w2"] = (d, ff)
-        s[p + "ffn.w3"] = (ff, d)
+        if gpt2:
+            s[p + "ffn.b2"] = (d,)
+        else:
+            s[p + "ffn.w3"] = (ff, d)
     if cfg.value_residual == "resformer" and cfg.resformer_variant == "plus":
         s["resformer.scale"] = (1,)
         s["resformer.logits"] = (len(M),)
@@ -196,6 +224,8 @@ def param_shapes(cfg):
             if cfg.routed(n):
                 s[f"routers.{n - 1}.mod_w"] = (1, d)
     s["final_norm"] = (d,)
+    if gpt2:
+        s["final_norm_bias"] = (d,)
     if not cfg.tied:
         s["head"] = (V, d)
     return s
@@ -214,6 +244,8 @@ def decays(cfg, name, shape):
     # cross-layer: the projections decay like matrices; static weights and scales do not
     if name.startswith(("dwa.", "hyper.", "mudd.")):
         return int(name.endswith(("_fn", ".w1", ".w2")))
+    if cfg.backbone == "gpt2" and name in ("embed", "pos_embed"):
+        return 0  # the TSA paper's code decays no embedding (the tied head included)
     return int(len(shape) == 2)
 
 
@@ -232,8 +264,10 @@ def random_params(cfg, gen, dtype=torch.float64):
             t = normal(0.2, 1.0)
         elif name.startswith(("dwa.", "hyper.", "mudd.")):
             t = xl_random(cfg, name, shape, normal)
-        elif name == "embed" or name == "head":
+        elif name in ("embed", "head", "pos_embed"):
             t = normal(0.3)
+        elif leaf in ("attn_norm_bias", "ffn_norm_bias", "final_norm_bias", "b1", "b2"):
+            t = normal(0.1)
         elif leaf == "alpha":
             t = normal(0.3)
         elif leaf == "alpha_bias":
@@ -297,6 +331,12 @@ def xl_random(cfg, name, shape, normal):
 
 def rmsnorm(x, g, eps):
     return x / torch.sqrt(x.pow(2).mean(dim=-1, keepdim=True) + eps) * g
+
+
+def layernorm(x, g, b, eps):
+    mu = x.mean(dim=-1, keepdim=True)
+    var = (x - mu).pow(2).mean(dim=-1, keepdim=True)
+    return (x - mu) / torch.sqrt(var + eps) * g + b
 
 
 def rope_tables(T, hd, base, dtype):
@@ -386,7 +426,7 @@ def mod_block(cfg, P, n, h, q, k, v, group, hd, eps, keep_out, weight_out):
     return h.scatter_add(1, idx[..., None].expand(B, kk, d), upd)
 
 
-def forward(cfg, P, tokens, targets, mask, route_keep=None, hook=None):
+def forward(cfg, P, tokens, targets, mask, route_keep=None, hook=None, drop=None):
     """The whole model on tokens (B, T) long.
 
     route_keep (L, B, T): random routing's draw (1 computes the pair), given
@@ -395,6 +435,9 @@ def forward(cfg, P, tokens, targets, mask, route_keep=None, hook=None):
     loss), task_loss (masked CE of the final head), and where the model has
     them sat_alpha (L,B,T,Hkv), resformer_lambda (L,2), tsa_p (L-1,B,T),
     exit_conf (L,B,T), route_keep (L,B,T) and mod_weight (L,B,T).
+
+    drop: None (no dropout), or a dict of multiplicative masks: "embed" (B,T,d),
+    ("att", n) (B,H,T,T), ("ffn_hidden", n) (B,T,d_ff), ("ffn_out", n) (B,T,d).
 
     hook: None, or fn(name, tensor) -> tensor or None, called at the named
     points of scripts/python/gatelab/model.py (TransformerLens style: a hook
@@ -426,7 +469,19 @@ def forward(cfg, P, tokens, targets, mask, route_keep=None, hook=None):
     if cfg.value_residual == "resformer" and cfg.resformer_variant == "plus":
         rf_soft = torch.softmax(P["resformer.logits"], dim=0)
 
-    h = hk("hook_embed", P["embed"][tokens])                 # (B, T, d)
+    gpt2 = cfg.backbone == "gpt2"
+    paper = cfg.depth_routing == "tsa" and cfg.tsa_form == "paper"
+    dm = (lambda key, x: x) if drop is None else (lambda key, x: x * drop[key])
+
+    def norm(x, name):
+        if gpt2:
+            return layernorm(x, P[name], P[name + "_bias"], eps)
+        return rmsnorm(x, P[name], eps)
+
+    h0 = P["embed"][tokens]
+    if gpt2:
+        h0 = h0 + P["pos_embed"][:T][None]
+    h = hk("hook_embed", dm("embed", h0))                 # (B, T, d)
     V1 = None
     xl = cfg.cross_layer
     states = [h]                 # denseformer, mudd: s_0 .. s_n
@@ -444,7 +499,7 @@ def forward(cfg, P, tokens, targets, mask, route_keep=None, hook=None):
             xk = rmsnorm(qkv_in[1], P[p + "attn_norm_k"], eps)
             xv = rmsnorm(qkv_in[2], P[p + "attn_norm_v"], eps)
         else:
-            xn = xk = xv = rmsnorm(h, P[p + "attn_norm"], eps)
+            xn = xk = xv = norm(h, p + "attn_norm")
         q = hk(f"blocks.{n}.attn.hook_q", (xn @ P[p + "attn.wq"].T).view(B, T, H, hd))
         k = hk(f"blocks.{n}.attn.hook_k", (xk @ P[p + "attn.wk"].T).view(B, T, Hkv, hd))
         v = hk(f"blocks.{n}.attn.hook_v", (xv @ P[p + "attn.wv"].T).view(B, T, Hkv, hd))
@@ -455,7 +510,8 @@ def forward(cfg, P, tokens, targets, mask, route_keep=None, hook=None):
         if cfg.qk_norm:
             q = rmsnorm(q, P[p + "attn.q_norm"], eps)
             k = rmsnorm(k, P[p + "attn.k_norm"], eps)
-        q, k = rope(q, cos, sin), rope(k, cos, sin)
+        if not gpt2:
+            q, k = rope(q, cos, sin), rope(k, cos, sin)
 
         # value residual
         if n in M and cfg.value_residual == "satformer":
@@ -491,20 +547,35 @@ def forward(cfg, P, tokens, targets, mask, route_keep=None, hook=None):
         vh = v.repeat_interleave(group, dim=2).transpose(1, 2)
         s = (qh @ kh.transpose(-1, -2)) / math.sqrt(hd)              # (B, H, T, T)
         s = s.masked_fill(~causal, float("-inf"))
-        o = (hk(f"blocks.{n}.attn.hook_pattern", torch.softmax(s, dim=-1)) @ vh).transpose(1, 2).reshape(B, T, H * hd)
+        o = (dm(("att", n), hk(f"blocks.{n}.attn.hook_pattern", torch.softmax(s, dim=-1))) @ vh).transpose(1, 2).reshape(B, T, H * hd)
         a = hk(f"blocks.{n}.hook_attn_out", o @ P[p + "attn.wo"].T)
 
+        if paper and n >= 1:  # the paper's router reads the raw h entering the block; gates in sequence
+            r = f"routers.{n - 1}."
+            hid = torch.relu(h @ P[r + "fc1_w"].T + P[r + "fc1_b"])
+            prob = hk(f"blocks.{n}.hook_halt_p", torch.sigmoid(hid @ P[r + "fc2_w"].T + P[r + "fc2_b"])[..., 0])
+            tsa_p.append(prob)
         if xl == "hyper":
             Hs = hc_depth(a, carried, beta)
             h_mid, carried, beta = hc_width(cfg, P, 2 * n + 1, Hs)
+        elif paper and n >= 1:
+            h_mid = h + (1.0 - prob)[..., None] * a
         else:
             h_mid = h + a
-        x2 = rmsnorm(h_mid, P[p + "ffn_norm"], eps)
-        f = hk(f"blocks.{n}.hook_mlp_out", (F.silu(x2 @ P[p + "ffn.w1"].T) * (x2 @ P[p + "ffn.w3"].T)) @ P[p + "ffn.w2"].T)
+        x2 = norm(h_mid, p + "ffn_norm")
+        if gpt2:
+            fh = F.gelu(x2 @ P[p + "ffn.w1"].T + P[p + "ffn.b1"])    # erf GELU
+            f = dm(("ffn_out", n), dm(("ffn_hidden", n), fh) @ P[p + "ffn.w2"].T + P[p + "ffn.b2"])
+        else:
+            fh = F.silu(x2 @ P[p + "ffn.w1"].T) * (x2 @ P[p + "ffn.w3"].T)
+            f = dm(("ffn_out", n), dm(("ffn_hidden", n), fh) @ P[p + "ffn.w2"].T)
+        f = hk(f"blocks.{n}.hook_mlp_out", f)
 
         if xl == "hyper":
             Hs = hc_depth(f, carried, beta)
             h = Hs.sum(dim=2) if n + 1 == L else None   # the next width connection gives the input
+        elif paper and n >= 1:
+            h = h_mid + (1.0 - prob)[..., None] * f
         elif cfg.depth_routing == "tsa" and n >= 1:
             r = f"routers.{n - 1}."
             hid = F.gelu(xn @ P[r + "fc1_w"].T + P[r + "fc1_b"])      # erf GELU
@@ -529,9 +600,9 @@ def forward(cfg, P, tokens, targets, mask, route_keep=None, hook=None):
         if h is not None:
             h = hk(f"blocks.{n}.hook_resid_post", h)
         if cfg.depth_routing == "early_exit":
-            exit_logits.append(hk(f"blocks.{n}.hook_exit_logits", rmsnorm(h, P["final_norm"], eps) @ head_w.T))
+            exit_logits.append(hk(f"blocks.{n}.hook_exit_logits", norm(h, "final_norm") @ head_w.T))
 
-    logits = hk("hook_logits", hk("ln_final.hook_normalized", rmsnorm(h, P["final_norm"], eps)) @ head_w.T)  # (B, T, V)
+    logits = hk("hook_logits", hk("ln_final.hook_normalized", norm(h, "final_norm")) @ head_w.T)  # (B, T, V)
     task_loss = masked_ce(logits, targets, mask)
     loss = task_loss
     if cfg.depth_routing == "tsa":

@@ -4,7 +4,8 @@
 # refusals name what to set; a paper-form run has an exit norm per block but the last (the
 # export's datasets); eval at τ reports α in both conventions, every pair really run;
 # `eval --tau-protocol paper` chooses one of the 13 official thresholds and records
-# matched_paper.*; a gatelab-form run (the default) has no exit norm.
+# matched_paper.*; the same on the gpt2 backbone (LayerNorm exit norms with biases); a
+# gatelab-form run (the default) has no exit norm.
 set -u
 . "$(dirname "$0")/lib.sh"
 scratch
@@ -60,6 +61,15 @@ check "the protocol's rows are apart from gatelab's (no matched.*)" \
 check "compare shows val/matched_paper.tau beside the other run" \
     grep -q "val/matched_paper.tau" <("$BIN" compare ep eg --results "$R" --format csv 2> /dev/null)
 
+"$BIN" train "$TINY" $SMALL $EE model.exit_form=paper model.exit_weighting=uniform model.backbone=gpt2 \
+    model.qk_norm=0 --run-id eg2 --results "$R" --quiet > /dev/null 2>&1
+check "on the gpt2 backbone it trains, with LayerNorm exit norms: layers.{0,1,2}.exit_norm_bias in the export" \
+    test "$("$BIN" export eg2 --results "$R" --out "$W/eg2.h5" > /dev/null 2>&1;
+            h5ls "$W/eg2.h5" 2> /dev/null | awk '{print $1}' | grep -c '^layers\.[0-2]\.exit_norm_bias$')" = 3
+j=$("$BIN" eval eg2 --results "$R" --tau 0.3 2> /dev/null)
+check "and eval --tau on it reports both α" \
+    python3 -c 'import json,sys; e=json.loads(sys.argv[1])["exit"]
+assert abs(e["active_frac_paper"] - (1 + 3 * e["active_frac"]) / 4) < 1e-6' "$j"
 "$BIN" export eg --results "$R" --out "$W/eg.h5" > /dev/null 2>&1
 check "a gatelab-form run (the default) has no exit norm" \
     test -s "$W/eg.h5" -a "$(h5ls "$W/eg.h5" 2> /dev/null | grep -c exit_norm)" = 0

@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# paper_model.sh — the real `gatelab` with the TSA paper's own model (docs/model.md "The TSA paper's
+# own configuration"): model.backbone = gpt2, model.dropout, model.tsa_form = paper on the test's own
+# corpus.  A tiny run trains and records the keys; the export carries the gpt2 tensors; a kill -9 +
+# --resume with dropout ends bit for bit like never stopping (the masks come from the seed and the
+# step); dropout changes the training losses but not what evaluation computes; eval --sparse runs;
+# sample generates on the uncached path and says why; a default run's config.ini holds none of the
+# new keys' lines in its identity; bad values are refused naming the key.
+set -u
+. "$(dirname "$0")/lib.sh"
+scratch
+P=(model.backbone=gpt2 model.qk_norm=0 model.norm_eps=1e-5 model.n_kv_head=2 model.depth_routing=tsa
+   model.tsa_form=paper model.router_init_bias=-1 model.tsa_lambda=0.01 model.dropout=0.1)
+
+"$BIN" train "$TINY" "${P[@]}" --run-id p --results "$R" --quiet > "$W/p.out" 2>&1
+check "gpt2 + tsa paper + dropout: a tiny run finishes (exit 0)" test $? -eq 0
+check "config.ini records backbone = gpt2, dropout = 0.1, tsa_form = paper" bash -c \
+    "grep -q '^backbone = gpt2\$' '$R/runs/p/config.ini' && grep -q '^dropout = 0.1\$' '$R/runs/p/config.ini' &&
+     grep -q '^tsa_form = paper\$' '$R/runs/p/config.ini'"
+"$BIN" export p --out "$W/p.h5" --results "$R" > /dev/null 2>&1
+check "export carries pos_embed, the norm biases, ffn.b1/b2 and no ffn.w3 (h5dump)" bash -c \
+    "h5dump -H '$W/p.h5' > '$W/p.txt' && grep -q 'DATASET \"pos_embed\"' '$W/p.txt' &&
+     grep -q 'layers.1.attn_norm_bias' '$W/p.txt' && grep -q 'layers.0.ffn.b2' '$W/p.txt' &&
+     grep -q 'final_norm_bias' '$W/p.txt' && ! grep -q 'ffn.w3' '$W/p.txt'"
+check "export's attributes name the backbone and the TSA form" bash -c \
+    "h5dump -a backbone '$W/p.h5' | grep -q '\"gpt2\"' && h5dump -a tsa_form '$W/p.h5' | grep -q '\"paper\"'"
+
+# kill -9 after a checkpoint + resume, with dropout on
+GATELAB_KILL_AFTER_CKPT=20 "$BIN" train "$TINY" "${P[@]}" --run-id pk --results "$R" --quiet > /dev/null 2>&1
+rc=$?
+check "SIGKILL after the step-20 checkpoint (exit $rc = 137)" test $rc -eq 137
+"$BIN" train "$TINY" "${P[@]}" --resume pk --results "$R" --quiet > /dev/null 2>&1
+ha=$(last_hex p); hb=$(last_hex pk)
+check "dropout: kill -9 + resume ends bit for bit like never stopping ($ha = $hb)" test -n "$ha" -a "$ha" = "$hb"
+
+# dropout 0 differs in training; evaluation of one checkpoint runs without dropout (eval twice: same)
+"$BIN" train "$TINY" "${P[@]}" model.dropout=0 --run-id p0 --results "$R" --quiet > /dev/null 2>&1
+h0=$(last_hex p0)
+check "dropout 0.1 trains another model than dropout 0 ($ha != $h0)" test -n "$h0" -a "$ha" != "$h0"
+"$BIN" eval p --sparse --results "$R" > "$W/e1.json" 2> "$W/e1.err"
+check "eval --sparse of the paper model exits 0" test $? -eq 0
+"$BIN" eval p --sparse --results "$R" > "$W/e2.json" 2> /dev/null
+T='s/"tokens_per_s":[0-9.e+-]*//g; s/"sparse_speedup":[0-9.e+-]*//g' # the timings
+check "evaluation has no dropout: two evals give the same JSON but for the timings" bash -c \
+    "test \"\$(sed '$T' '$W/e1.json')\" = \"\$(sed '$T' '$W/e2.json')\""
+"$BIN" sample p --tokens 5 --results "$R" > /dev/null 2> "$W/s.err"
+check "sample generates on the uncached path (exit 0) and says why" bash -c \
+    "test $? -eq 0 && grep -q 'backbone = gpt2' '$W/s.err'"
+
+# a default run: the new keys are late, at their defaults left out of its identity (hash unchanged)
+"$BIN" train "$TINY" train.steps=2 --run-id d --results "$R" --quiet > /dev/null 2>&1
+check "a default run records backbone = llama, dropout = 0, tsa_form = gatelab" bash -c \
+    "grep -q '^backbone = llama\$' '$R/runs/d/config.ini' && grep -q '^dropout = 0\$' '$R/runs/d/config.ini' &&
+     grep -q '^tsa_form = gatelab\$' '$R/runs/d/config.ini'"
+
+# refused values name the key
+for bad in "model.backbone=gpt2" "model.backbone=gpt2 model.qk_norm=0 model.cross_layer=hyper" \
+           "model.dropout=1" "model.dropout=0.1 model.depth_routing=mod" "model.tsa_form=bogus" "model.backbone=gpt3"; do
+    key=$(echo "$bad" | awk '{print $NF}' | sed 's/=.*//; s/^model\.//')
+    [ "$bad" = "model.backbone=gpt2" ] && key=qk_norm
+    [ "$bad" = "model.dropout=0.1 model.depth_routing=mod" ] && key=dropout
+    "$BIN" train "$TINY" $bad --run-id bad --results "$R" --quiet > "$W/bad.out" 2>&1
+    rc=$?
+    check "refused: $bad (exit $rc != 0, names $key)" bash -c "test $rc -ne 0 && grep -q '$key' '$W/bad.out'"
+done
