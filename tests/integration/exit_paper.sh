@@ -45,6 +45,9 @@ assert abs(p - (1 + 3 * a) / 4) < 1e-6 and a >= 1 / 3 - 1e-9, (a, p)' "$j"
 check "every (token, block >= 1) pair really ran (run_frac 1)" \
     python3 -c 'import json,sys; assert json.loads(sys.argv[1])["exit"]["run_frac"] == 1.0' "$j"
 
+"$BIN" sample ep --results "$R" --tau 0.3 --tokens 20 --prompt "the " > "$W/s.out" 2> "$W/s.err"
+check "sample --tau generates on the uncached path and says why (the KV cache freezes exited states)" \
+    test $? -eq 0 -a "$(wc -c < "$W/s.out")" -ge 20 -a -n "$(grep -l 'exit_form = paper' "$W/s.err")"
 j=$("$BIN" eval ep --results "$R" --match-alpha 0.8 --tau-protocol paper --record 2> "$W/pp.err")
 check "eval --tau-protocol paper --record succeeds" test $? -eq 0
 check "its JSON line lists the 13 thresholds of the official sweep, 30 batches of 4 windows each" \
