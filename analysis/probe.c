@@ -134,7 +134,7 @@ static void pr_record_lens(pr_ctx *x, int n, const float *h, long w0, int t0, in
         for (int i = 0; i < d; i++) s += (double)h[(size_t)t * d + i] * h[(size_t)t * d + i];
         x->rn->data[pr_at(x->P, 1, n, w0 + t, 0)] = (float)sqrt(s);
     }
-    rmsnorm_forward(x->xn, x->rstd, h, m->P.final_norm, len, d, x->c->norm_eps);
+    model_final_norm(m, x->xn, x->rstd, h, len);
     mm_forward(x->lg, x->xn, m->P.head, len, d, V);
     xent_forward(x->pr, x->tl, x->lg, x->tg, NULL, len, V);
     for (int t = t0; t < len; t++) {
@@ -196,7 +196,12 @@ static void pr_record_dla(pr_ctx *x, int n, long w0, int t0, int len) {
             if (g && x->tg[t] >= 0) {
                 const float *w = m->P.head + (size_t)x->tg[t] * d;
                 const double sc = (c->depth_routing == DR_TSA && n >= 1 ? 1.0 - m->A[n].p[t] : 1.0) * m->rstdf[t];
-                double tot = 0.0;
+                /* gpt2's LayerNorm sees a component c as (c − mean(c))·rstd·γ: with S1 = Σ w γ o,
+                 * S2 = Σ o and Gw = Σ w γ, the centred sum is S1 − (S2/d)·Gw */
+                const int ln = bb_gpt2(c);
+                double tot = 0.0, s2 = 0.0, gw = 0.0;
+                if (ln)
+                    for (int i = 0; i < d; i++) gw += (double)w[i] * fn[i];
                 for (int h = j * G; h < (j + 1) * G; h++) {
                     for (int k = 0; k < hd; k++) y[k] = 0.0;
                     for (int u = 0; u <= t; u++) {
@@ -210,8 +215,10 @@ static void pr_record_dla(pr_ctx *x, int n, long w0, int t0, int len) {
                         double o = 0.0;
                         for (int k = 0; k < hd; k++) o += (double)wo[k] * y[k];
                         tot += (double)w[i] * fn[i] * o;
+                        s2 += o;
                     }
                 }
+                if (ln) tot -= s2 / d * gw;
                 val = (float)(tot * sc);
             }
             x->dla->data[pr_at(x->P, Hkv, n, w0 + t, j)] = val;

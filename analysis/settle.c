@@ -65,7 +65,7 @@ int settle_measure(gl_model *m, const gl_dataset *ds, long windows, settle_resul
                 for (int n = 1; n < L && halt < 0; n++)
                     if (m->A[n].p[t] > 0.5f) halt = n;
                 if (halt > 0) {
-                    rmsnorm_forward(xn, &rstd, m->A[halt].h_in + (size_t)t * d, m->P.final_norm, 1, d, c->norm_eps);
+                    model_final_norm(m, xn, &rstd, m->A[halt].h_in + (size_t)t * d, 1);
                     mm_forward(lg, xn, m->P.head, 1, d, V);
                     lens = st_argmax(lg, V);
                 }

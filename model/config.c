@@ -349,6 +349,11 @@ static int cv_backbone(const gl_model_config *c, char *err, size_t errlen) {
         snprintf(err, errlen, "model.tsa_form (%d) is not a known TSA form", (int)c->tsa_form);
         return -1;
     }
+    if (c->tsa_form == TSF_PAPER && c->depth_routing != DR_TSA) {
+        snprintf(err, errlen, "model.tsa_form = paper needs model.depth_routing = tsa (it is the form of TSA's "
+                              "router and gates), got %s", dr_names[c->depth_routing]);
+        return -1;
+    }
     if (c->dropout > 0.0f && c->depth_routing == DR_MOD) {
         snprintf(err, errlen, "model.dropout = %g cannot be used with model.depth_routing = mod (its masked "
                               "attention has no dropout); set model.dropout = 0", (double)c->dropout);

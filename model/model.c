@@ -368,6 +368,10 @@ static const gl_dropout *drop_of(const gl_model *m, gl_dropout *dr) {
     return dr;
 }
 
+void model_final_norm(const gl_model *m, float *out, float *rstd, const float *h, int rows) {
+    norm_forward(m, out, rstd, h, m->P.final_norm, m->P.final_norm_bias, rows);
+}
+
 /* The state router n−1 reads: the raw residual stream entering block n (tsa_form paper) or its
  * attention-norm output (gatelab). */
 static const float *route_input(const gl_model *m, int n) {

@@ -22,7 +22,8 @@
  * the layer ops in ops.h (matmul.c, attn.c, norm.c, rope.c, ffn.c, xent.c,
  * router.c); the config and its checks in config.h; the tensor and gate tables
  * in variants.h (tensors.c, gatekind.h); value residuals in valueres.h, depth
- * routing in routing.h, cross-layer connections in crosslayer.h, the
+ * routing in routing.h, cross-layer connections in crosslayer.h, dropout's
+ * masks in dropout.h, the
  * row-selective inference kernels in infer.h, KV-cache decoding in decode.h,
  * AdamW in adamw.h, the seeded generators in rng.h.
  */
@@ -317,6 +318,11 @@ const gl_tensor *model_find_tensor(const gl_model *m, const char *name);
  * per-target weights or NULL for all ones.  Returns the optimised loss (or 0
  * without targets).  Fills logits, gates, halting probabilities, confidences. */
 float model_forward(gl_model *m, const int *tokens, const int *targets, const float *mask, int B, int T);
+
+/* The final norm the head reads, on rows h (rows, d) → out (rows, d), rstd (rows): RMSNorm, or
+ * LayerNorm with its bias on the gpt2 backbone; the same op model_forward applies (analyses' logit
+ * lens). */
+void model_final_norm(const gl_model *m, float *out, float *rstd, const float *h, int rows);
 
 /* Zero the gradient block. */
 void model_zero_grad(gl_model *m);

@@ -1,7 +1,8 @@
 /*
  * norm.c — RMSNorm (Zhang & Sennrich, 2019): y = x · rstd · g with
  * rstd = 1/sqrt(mean(x²) + eps).  Used for the block norms, the final norm and
- * (with C = head size, g shared across heads) the per-head qk-norm.
+ * (with C = head size, g shared across heads) the per-head qk-norm of the llama
+ * backbone; LayerNorm with bias (at the end of the file) for the gpt2 backbone's.
  *
  * Backward, per row with r = rstd:
  *   dx_i = r·g_i·dy_i − r³/C · x_i · Σ_j dy_j·g_j·x_j

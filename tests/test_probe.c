@@ -10,7 +10,9 @@
  *     probabilities do not depend on v'), pushed through the frozen final
  *     norm and the next token's head row: float32 sums of d·hd terms in
  *     another order, so within 1e-4 of the largest |DLA| (3e-7 seen);
- *   - the V1 share with the gate overridden to 0 is exactly 0.
+ *   - the V1 share with the gate overridden to 0 is exactly 0;
+ * on the llama block and on the gpt2 backbone (LayerNorm: the lens through
+ * model_final_norm, the DLA of a component centred as LayerNorm centres it).
  */
 #include <math.h>
 #include <setjmp.h>
@@ -28,8 +30,9 @@
 
 static gl_rng rng;
 
-static void test_probe_vs_model(void **state) {
-    (void)state;
+/* gpt2: the same checks through LayerNorm (the lens is model_final_norm; the DLA centres a component,
+ * as LayerNorm does) */
+static void probe_vs_model(int gpt2) {
     gl_model_config cfg;
     config_defaults(&cfg);
     cfg.vocab_size = 13;
@@ -40,6 +43,8 @@ static void test_probe_vs_model(void **state) {
     cfg.d_ff = 24;
     cfg.seq_len = 8;
     cfg.value_residual = VR_SATFORMER;
+    if (gpt2) cfg.backbone = BB_GPT2, cfg.qk_norm = 0, cfg.norm_eps = 1e-5f;
+    printf(" backbone %s:\n", gpt2 ? "gpt2" : "llama");
     gl_model m;
     char err[256];
     assert_int_equal(model_init(&m, &cfg, 1, err, sizeof err), 0);
@@ -82,10 +87,11 @@ static void test_probe_vs_model(void **state) {
         model_set_gate_override(&m, 1, j, GATE_CONST, 0.0f);
         model_forward(&m, ids, tg, NULL, 1, T);
         for (int t = 0; t < T; t++) {
-            double ref = 0;
+            double ref = 0, mean = 0;
+            for (int i = 0; i < d; i++) mean += gpt2 ? ((double)ao[(size_t)t * d + i] - m.A[1].ao[(size_t)t * d + i]) / d : 0;
             for (int i = 0; i < d; i++)
                 ref += (double)m.P.head[(size_t)tg[t] * d + i] * m.P.final_norm[i] * rstd[t] *
-                       ((double)ao[(size_t)t * d + i] - m.A[1].ao[(size_t)t * d + i]);
+                       ((double)ao[(size_t)t * d + i] - m.A[1].ao[(size_t)t * d + i] - mean);
             const double got = dla->data[((size_t)1 * 9 + t) * Hkv + j];
             worst = fmax(worst, fabs(got - ref));
             big = fmax(big, fabs(ref));
@@ -113,8 +119,17 @@ static void test_probe_vs_model(void **state) {
     model_free(&m);
 }
 
+static void test_probe_vs_model(void **state) {
+    (void)state;
+    probe_vs_model(0);
+}
+static void test_probe_vs_model_gpt2(void **state) {
+    (void)state;
+    probe_vs_model(1);
+}
+
 int main(void) {
     rng_seed(&rng, 77);
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_probe_vs_model)};
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_probe_vs_model), cmocka_unit_test(test_probe_vs_model_gpt2)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

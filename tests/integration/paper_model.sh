@@ -55,7 +55,8 @@ check "a default run records backbone = llama, dropout = 0, tsa_form = gatelab" 
 
 # refused values name the key
 for bad in "model.backbone=gpt2" "model.backbone=gpt2 model.qk_norm=0 model.cross_layer=hyper" \
-           "model.dropout=1" "model.dropout=0.1 model.depth_routing=mod" "model.tsa_form=bogus" "model.backbone=gpt3"; do
+           "model.dropout=1" "model.dropout=0.1 model.depth_routing=mod" "model.tsa_form=bogus" "model.backbone=gpt3" \
+           "model.tsa_form=paper"; do
     key=$(echo "$bad" | awk '{print $NF}' | sed 's/=.*//; s/^model\.//')
     [ "$bad" = "model.backbone=gpt2" ] && key=qk_norm
     [ "$bad" = "model.dropout=0.1 model.depth_routing=mod" ] && key=dropout
