@@ -694,6 +694,61 @@ static void test_model_dropout(void **s) {
     g_after_init = NULL;
 }
 
+/* gpt2's and the paper router's initialisation (variants.h): U(±1/√fan_in) for the Linears and their
+ * biases (max |w| under the bound and near it, sd bound/√3), N(0, 0.02/√(2L)) for the residual
+ * projections, N(0, 0.02) for the embeddings, LayerNorm 1 and 0, the router's output bias; a seed
+ * repeats its draw and another seed draws another. */
+static double sd_of(const float *p, size_t n, double *maxabs) {
+    double s = 0, m = 0;
+    for (size_t i = 0; i < n; i++) s += (double)p[i] * p[i], m = fmax(m, fabs(p[i]));
+    *maxabs = m;
+    return sqrt(s / n);
+}
+static void test_init_gpt2(void **s) {
+    (void)s;
+    gl_model_config cfg;
+    config_defaults(&cfg);
+    cfg.d_model = 64, cfg.n_layer = 4, cfg.n_head = 4, cfg.d_ff = 256, cfg.seq_len = 32;
+    v_gpt2(&cfg);
+    cfg.depth_routing = DR_TSA, cfg.tsa_form = TSF_PAPER, cfg.router_init_bias = -1.0f;
+    gl_model m, m2;
+    char err[256];
+    assert_int_equal(model_init(&m, &cfg, 1, err, sizeof err), 0);
+    assert_int_equal(model_init(&m2, &cfg, 1, err, sizeof err), 0);
+    model_init_weights(&m, 5);
+    const struct {
+        const char *name;
+        int uniform;
+        double scale; /* uniform: the bound; normal: the sd; < 0: constant -scale - 1 */
+    } rows[] = {
+        {"embed", 0, 0.02}, {"pos_embed", 0, 0.02}, {"layers.1.attn.wq", 1, 1 / 8.0}, {"layers.1.attn.wv", 1, 1 / 8.0},
+        {"layers.1.attn.wo", 0, 0.02 / sqrt(8.0)}, {"layers.2.ffn.w1", 1, 1 / 8.0}, {"layers.2.ffn.b1", 1, 1 / 8.0},
+        {"layers.2.ffn.w2", 0, 0.02 / sqrt(8.0)}, {"layers.2.ffn.b2", 1, 1 / 16.0}, {"routers.0.fc1_w", 1, 1 / 8.0},
+        {"routers.0.fc1_b", 1, 1 / 8.0}, {"routers.0.fc2_w", 1, 1 / 4.0},
+    };
+    for (size_t k = 0; k < sizeof rows / sizeof rows[0]; k++) {
+        const gl_tensor *t = model_find_tensor(&m, rows[k].name);
+        assert_non_null(t);
+        double mx, sd = sd_of(m.params + t->offset, t->size, &mx);
+        const double want = rows[k].uniform ? rows[k].scale / sqrt(3.0) : rows[k].scale;
+        /* sampling error of an sd over n draws ≈ want/√(2n): 5 of those, at least 2 % */
+        const double tol = fmax(5.0 / sqrt(2.0 * t->size), 0.02) * want;
+        printf("  %-18s n=%-5zu sd %.5f (want %.5f ± %.5f), max|w| %.4f%s\n", rows[k].name, t->size, sd, want, tol, mx,
+               rows[k].uniform ? " (bound)" : "");
+        assert_true(fabs(sd - want) <= tol);
+        if (rows[k].uniform) assert_true(mx <= rows[k].scale && mx > 0.8 * rows[k].scale);
+    }
+    const gl_tensor *b = model_find_tensor(&m, "routers.2.fc2_b"), *g = model_find_tensor(&m, "layers.3.ffn_norm"),
+                    *gb = model_find_tensor(&m, "final_norm_bias");
+    assert_true(m.params[b->offset] == -1.0f && m.params[g->offset] == 1.0f && m.params[gb->offset] == 0.0f);
+    model_init_weights(&m2, 5);
+    assert_memory_equal(m.params, m2.params, m.n_params * sizeof(float));
+    model_init_weights(&m2, 6);
+    assert_true(memcmp(m.params, m2.params, m.n_params * sizeof(float)) != 0);
+    model_free(&m);
+    model_free(&m2);
+}
+
 /* Dropout is off without a key (evaluation): the same loss as model.dropout = 0, bit for bit; a key
  * gives another loss, the same key the same loss, another key another; the masks keep about 1 − r. */
 static void test_dropout_keys(void **s) {
@@ -976,7 +1031,7 @@ int main(void) {
         cmocka_unit_test(test_model_gpt2_resformer), cmocka_unit_test(test_model_gpt2_early_exit),
         cmocka_unit_test(test_model_gpt2_random), cmocka_unit_test(test_model_gpt2_mod),
         cmocka_unit_test(test_attention_dropout), cmocka_unit_test(test_model_gpt2_dropout),
-        cmocka_unit_test(test_model_dropout), cmocka_unit_test(test_dropout_keys),
+        cmocka_unit_test(test_model_dropout), cmocka_unit_test(test_dropout_keys), cmocka_unit_test(test_init_gpt2),
         /* last, so that the shared random stream every test before them draws from is what it was */
         cmocka_unit_test(test_model_early_exit_paper), cmocka_unit_test(test_model_gpt2_early_exit_paper),
     };
