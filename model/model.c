@@ -27,7 +27,10 @@
  * only they get a query, an attention row, Wo and the FFN (gather → sgemm on
  * packed rows → scatter; infer.c).  m->exit_reference keeps the old
  * bookkeeping version of early exit (every block for every token, exited rows
- * restored) as the reference.  Post-hoc early exit (m->posthoc_exit, a dense
+ * restored) as the reference.  Early exit in the TSA paper's form
+ * (model.exit_form = paper; an exit norm per block) skips nothing: every block
+ * runs for every token, and a token exiting at confidence > τ after a block
+ * n >= 1 only has its prediction frozen there (exit_paper_*).  Post-hoc early exit (m->posthoc_exit, a dense
  * model after model_posthoc_init) is the same exiting with the model's own
  * final norm and head as every block's exit head, at any τ >= 0.  Sparse MoD
  * packs the selected tokens of every window and runs the whole block,
@@ -767,7 +770,7 @@ static void exit_head_rows(gl_model *m, int n, const float *h, const unsigned ch
 
 /* The paper's exit rule after block n >= 1 (model.exit_form = paper at inference): a token still
  * running exits when its exit head's maximum softmax probability is above τ (strictly, as the official
- * code decides); exit_block[t] keeps the block it exited after, 0 while it runs.  Its state is not
+ * code decides); m->frozen[t] keeps the block it exited after, 0 while it runs.  Its state is not
  * touched: later blocks keep updating it, and the other tokens attend to the updated state. */
 static void exit_paper_decide(gl_model *m, int n, int N) {
     const float *conf = m->exit_conf + (size_t)n * N;
