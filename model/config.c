@@ -64,7 +64,7 @@ _Static_assert(NELEM(ee_names) == EE_COUNT, "one name per exit weighting");
 _Static_assert(NELEM(xf_names) == XF_COUNT, "one name per exit form");
 _Static_assert(NELEM(cl_names) == CL_COUNT, "one name per cross-layer variant");
 _Static_assert(NELEM(bb_names) == BB_COUNT, "one name per backbone");
-_Static_assert(NELEM(tf_names) == TSF_COUNT, "one name per TSA form");
+_Static_assert(NELEM(tf_names) == TF_COUNT, "one name per TSA form");
 
 void config_defaults(gl_model_config *c) {
     memset(c, 0, sizeof *c);
@@ -101,7 +101,7 @@ void config_defaults(gl_model_config *c) {
      * hardly moves. */
     c->router_init_bias = -2.0f;
     c->tsa_lambda = 0.0f;
-    c->tsa_form = TSF_GATELAB;
+    c->tsa_form = TF_GATELAB;
     c->exit_weighting = EE_WEIGHT_LINEAR;
     c->exit_form = XF_GATELAB;
     c->mod_capacity = 0.125f; /* Raposo et al. 2024's best setting: 12.5 % of tokens, every other block */
@@ -349,7 +349,7 @@ static int cv_backbone(const gl_model_config *c, char *err, size_t errlen) {
         snprintf(err, errlen, "model.tsa_form (%d) is not a known TSA form", (int)c->tsa_form);
         return -1;
     }
-    if (c->tsa_form == TSF_PAPER && c->depth_routing != DR_TSA) {
+    if (c->tsa_form == TF_PAPER && c->depth_routing != DR_TSA) {
         snprintf(err, errlen, "model.tsa_form = paper needs model.depth_routing = tsa (it is the form of TSA's "
                               "router and gates), got %s", dr_names[c->depth_routing]);
         return -1;

@@ -48,7 +48,7 @@ enum {
     XF_COUNT = 0 GL_EXIT_FORMS(GL_ENUM_ONE),
     CL_COUNT = 0 GL_CROSS_LAYERS(GL_ENUM_ONE),
     BB_COUNT = 0 GL_BACKBONES(GL_ENUM_ONE),
-    TSF_COUNT = 0 GL_TSA_FORMS(GL_ENUM_ONE),
+    TF_COUNT = 0 GL_TSA_FORMS(GL_ENUM_ONE),
 };
 #undef GL_ENUM_ID
 #undef GL_ENUM_ONE
@@ -171,7 +171,7 @@ static inline float vr_plus_scale_init(const gl_model_config *c) {
 static inline int bb_gpt2(const gl_model_config *c) { return c->backbone == BB_GPT2; }
 /* 1 for TSA in the paper's form (router on raw h, ReLU, sequential gates) */
 static inline int tsa_paper(const gl_model_config *c) {
-    return c->depth_routing == DR_TSA && c->tsa_form == TSF_PAPER;
+    return c->depth_routing == DR_TSA && c->tsa_form == TF_PAPER;
 }
 
 /* 1 when block n's tokens are routed: TSA and random every block n >= 1,

@@ -72,8 +72,8 @@
  * attention-norm output, GELU, joint gate h + (1-p)(a + f); paper = router on the raw residual stream,
  * ReLU, sequential gates h += (1-p)a, then h += (1-p)f */
 #define GL_TSA_FORMS(X) \
-    X(TSF_GATELAB, "gatelab") \
-    X(TSF_PAPER, "paper")
+    X(TF_GATELAB, "gatelab") \
+    X(TF_PAPER, "paper")
 
 #define GL_CROSS_LAYERS(X)             \
     X(CL_NONE, "none")                 \

@@ -124,7 +124,7 @@ static void v_mod(gl_model_config *c) { c->depth_routing = DR_MOD; c->mod_capaci
 /* the TSA paper's own model: the gpt2 backbone (learned positions, LayerNorm), its TSA form, its sparse form */
 static void v_gpt2_paper(gl_model_config *c) {
     v_tsa(c);
-    c->backbone = BB_GPT2, c->qk_norm = 0, c->norm_eps = 1e-5f, c->tsa_form = TSF_PAPER;
+    c->backbone = BB_GPT2, c->qk_norm = 0, c->norm_eps = 1e-5f, c->tsa_form = TF_PAPER;
 }
 static void m_sparse(gl_model *m) { m->sparse = 1; }
 static void m_sparse_paper(gl_model *m) { m->sparse = 1, m->sparse_form = SPARSE_PAPER; }

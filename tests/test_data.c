@@ -552,7 +552,7 @@ static void test_paper_format(void **state) {
     for (int which = 0; which < 2; which++) {
         gl_data_config dc;
         task_config(&dc, which ? TASK_SORT : TASK_COPY);
-        dc.task_format = TF_PAPER;
+        dc.task_format = TASKF_PAPER;
         dc.seq_items = 20;
         dc.n_symbols = 28;
         const int n = 20, S = 28, T = 45, B = 32; /* T > 2n+2: three PAD positions after EOS */
@@ -608,7 +608,7 @@ static void test_paper_format(void **state) {
     }
     gl_data_config dc;
     task_config(&dc, TASK_MQAR);
-    dc.task_format = TF_PAPER;
+    dc.task_format = TASKF_PAPER;
     expect_open_error(&dc, 64, "data.task_format = paper applies to data.task = copy or sort, not mqar", NULL);
     task_config(&dc, TASK_TEXT);
     dc.train_size = 100;
@@ -621,7 +621,7 @@ static void test_fixed_train_set(void **state) {
     (void)state;
     gl_data_config dc;
     task_config(&dc, TASK_COPY);
-    dc.task_format = TF_PAPER;
+    dc.task_format = TASKF_PAPER;
     dc.seq_items = 4;
     dc.n_symbols = 28;
     dc.train_size = 10;

@@ -666,9 +666,9 @@ static void gpt2_unspread(gl_model *m) {
 }
 static void v_gpt2(gl_model_config *c) { c->backbone = BB_GPT2; c->qk_norm = 0; c->norm_eps = 1e-5f; }
 static void v_gpt2_mha_untied(gl_model_config *c) { v_gpt2(c); c->n_kv_head = 4; c->tied = 0; }
-static void v_gpt2_tsa_paper(gl_model_config *c) { v_gpt2(c); v_tsa(c); c->tsa_form = TSF_PAPER; c->router_init_bias = -1.0f; }
+static void v_gpt2_tsa_paper(gl_model_config *c) { v_gpt2(c); v_tsa(c); c->tsa_form = TF_PAPER; c->router_init_bias = -1.0f; }
 static void v_gpt2_tsa(gl_model_config *c) { v_gpt2(c); v_tsa(c); }
-static void v_tsa_paper(gl_model_config *c) { v_tsa(c); c->tsa_form = TSF_PAPER; }
+static void v_tsa_paper(gl_model_config *c) { v_tsa(c); c->tsa_form = TF_PAPER; }
 static void v_gpt2_sat(gl_model_config *c) { v_gpt2(c); v_sat(c); }
 static void v_gpt2_rf(gl_model_config *c) { v_gpt2(c); v_rf_plus(c); }
 static void v_gpt2_ee(gl_model_config *c) { v_gpt2(c); v_ee(c); }
@@ -710,7 +710,7 @@ static void test_init_gpt2(void **s) {
     config_defaults(&cfg);
     cfg.d_model = 64, cfg.n_layer = 4, cfg.n_head = 4, cfg.d_ff = 256, cfg.seq_len = 32;
     v_gpt2(&cfg);
-    cfg.depth_routing = DR_TSA, cfg.tsa_form = TSF_PAPER, cfg.router_init_bias = -1.0f;
+    cfg.depth_routing = DR_TSA, cfg.tsa_form = TF_PAPER, cfg.router_init_bias = -1.0f;
     gl_model m, m2;
     char err[256];
     assert_int_equal(model_init(&m, &cfg, 1, err, sizeof err), 0);

@@ -163,8 +163,8 @@ static void test_sparse_all_kept(void **s) {
  * the gpt2 backbone with either TSA form, and the paper's form on the llama block.  The paper's
  * sequential gates keep a skipped token's state through both halves of the block, as the joint gate does. */
 static void tw_gpt2(gl_model_config *c) { c->backbone = BB_GPT2; c->qk_norm = 0; c->norm_eps = 1e-5f; }
-static void tw_gpt2_paper(gl_model_config *c) { tw_gpt2(c); c->tsa_form = TSF_PAPER; }
-static void tw_paper(gl_model_config *c) { c->tsa_form = TSF_PAPER; }
+static void tw_gpt2_paper(gl_model_config *c) { tw_gpt2(c); c->tsa_form = TF_PAPER; }
+static void tw_paper(gl_model_config *c) { c->tsa_form = TF_PAPER; }
 static void test_sparse_paper_forms(void **s) {
     void (*tw[])(gl_model_config *) = {tw_gpt2, tw_gpt2_paper, tw_paper};
     const char *names[] = {"gpt2, tsa_form gatelab", "gpt2, tsa_form paper", "llama, tsa_form paper"};

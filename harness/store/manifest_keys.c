@@ -78,7 +78,7 @@ const key_def mf_keys[MF_N_KEYS] = {
     KINT_CFG("model", "router_hidden", router_hidden),
     KFLT_CFG("model", "router_init_bias", router_init_bias),
     KFLT_CFG("model", "tsa_lambda", tsa_lambda),
-    LENUM("model", "tsa_form", model.tsa_form, EN_TSF),
+    LENUM("model", "tsa_form", model.tsa_form, EN_TF),
     KENUM("model", "exit_weighting", model.exit_weighting, EN_EE),
     LENUM("model", "exit_form", model.exit_form, EN_XF),
     LFLT("model", "mod_capacity", model.mod_capacity, 0, 1, 1, 0),
@@ -99,7 +99,7 @@ const key_def mf_keys[MF_N_KEYS] = {
     KINT("data", "mqar_queries", data.mqar_queries, 1, 1024),
     KINT("data", "mqar_keys", data.mqar_keys, 1, 65536),
     KINT("data", "mqar_values", data.mqar_values, 1, 65536),
-    LENUM("data", "task_format", data.task_format, EN_TF),
+    LENUM("data", "task_format", data.task_format, EN_TASKF),
     LINT("data", "train_size", data.train_size, 0, 100000000), /* 0 = a fresh sequence per row */
     LINT("data", "eval_size", data.eval_size, 0, 100000000),   /* 0 = TASK_EVAL_WINDOWS */
 
@@ -151,11 +151,11 @@ const char *mf_enum_name(int en, int v) {
     case EN_CL: return config_cross_layer_name((gl_cross_layer)v);
     case EN_SG: return config_sat_gate_name((gl_sat_gate)v);
     case EN_BB: return config_backbone_name((gl_backbone)v);
-    case EN_TSF: return config_tsa_form_name((gl_tsa_form)v);
+    case EN_TF: return config_tsa_form_name((gl_tsa_form)v);
     case EN_WD: return v >= 0 && v < WD_COUNT ? wd_policy_names[v] : "unknown";
     case EN_TASK: return task_name((gl_task)v);
     case EN_TOK: return task_tokenizer_name((gl_tokenizer)v);
-    case EN_TF: return task_format_name((gl_task_format)v);
+    case EN_TASKF: return task_format_name((gl_task_format)v);
     case EN_EM: return v >= 0 && v < EM_COUNT ? eval_mode_names[v] : "unknown";
     }
     return "unknown";
@@ -171,11 +171,11 @@ int mf_enum_count(int en) {
     case EN_CL: return CL_COUNT;
     case EN_SG: return SG_COUNT;
     case EN_BB: return BB_COUNT;
-    case EN_TSF: return TSF_COUNT;
+    case EN_TF: return TF_COUNT;
     case EN_WD: return WD_COUNT;
     case EN_TASK: return TASK_COUNT;
     case EN_TOK: return TOK_COUNT;
-    case EN_TF: return TF_COUNT;
+    case EN_TASKF: return TASKF_COUNT;
     case EN_EM: return EM_COUNT;
     }
     return 0;
@@ -192,11 +192,11 @@ void mf_enum_store(gl_manifest *mf, int en, int v) {
     case EN_CL: mf->model.cross_layer = (gl_cross_layer)v; break;
     case EN_SG: mf->model.sat_gate = (gl_sat_gate)v; break;
     case EN_BB: mf->model.backbone = (gl_backbone)v; break;
-    case EN_TSF: mf->model.tsa_form = (gl_tsa_form)v; break;
+    case EN_TF: mf->model.tsa_form = (gl_tsa_form)v; break;
     case EN_WD: mf->train.weight_decay_policy = (gl_wd_policy)v; break;
     case EN_TASK: mf->data.task = (gl_task)v; break;
     case EN_TOK: mf->data.tokenizer = (gl_tokenizer)v; break;
-    case EN_TF: mf->data.task_format = (gl_task_format)v; break;
+    case EN_TASKF: mf->data.task_format = (gl_task_format)v; break;
     case EN_EM: mf->train.eval_mode = (gl_eval_mode)v; break;
     }
 }
@@ -211,11 +211,11 @@ int mf_enum_load(const gl_manifest *mf, int en) {
     case EN_CL: return (int)mf->model.cross_layer;
     case EN_SG: return (int)mf->model.sat_gate;
     case EN_BB: return (int)mf->model.backbone;
-    case EN_TSF: return (int)mf->model.tsa_form;
+    case EN_TF: return (int)mf->model.tsa_form;
     case EN_WD: return (int)mf->train.weight_decay_policy;
     case EN_TASK: return (int)mf->data.task;
     case EN_TOK: return (int)mf->data.tokenizer;
-    case EN_TF: return (int)mf->data.task_format;
+    case EN_TASKF: return (int)mf->data.task_format;
     case EN_EM: return (int)mf->train.eval_mode;
     }
     return 0;

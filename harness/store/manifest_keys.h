@@ -15,9 +15,7 @@
 #include "manifest.h"
 
 typedef enum { K_INT, K_U64, K_FLOAT, K_BOOL, K_STR, K_ENUM, K_SCALE } key_kind;
-typedef enum {
-    EN_NONE, EN_VR, EN_RF, EN_DR, EN_EE, EN_TASK, EN_CL, EN_TOK, EN_SG, EN_WD, EN_TF, EN_EM, EN_XF, EN_BB, EN_TSF
-} enum_id; /* EN_TF: data.task_format; EN_TSF: model.tsa_form */
+typedef enum { EN_NONE, EN_VR, EN_RF, EN_DR, EN_EE, EN_TASK, EN_CL, EN_TOK, EN_SG, EN_WD, EN_TASKF, EN_EM, EN_BB, EN_TF, EN_XF } enum_id;
 /* string constraints */
 enum { S_ANY = 0, S_NONEMPTY = 1, S_NAME = 2 };
 /* float constraint: F_AUTO also accepts "auto", stored as NaN (the key's documented automatic value) */

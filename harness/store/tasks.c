@@ -48,16 +48,16 @@ const char *task_tokenizer_name(gl_tokenizer t) {
 #define GL_TF_NAME(id, name) [id] = name,
 static const char *const format_names[] = {GL_TASK_FORMATS(GL_TF_NAME)};
 #undef GL_TF_NAME
-_Static_assert(sizeof format_names / sizeof format_names[0] == TF_COUNT, "one name per task format");
+_Static_assert(sizeof format_names / sizeof format_names[0] == TASKF_COUNT, "one name per task format");
 
 const char *task_format_name(gl_task_format f) {
-    return (int)f >= 0 && (int)f < TF_COUNT ? format_names[f] : "unknown";
+    return (int)f >= 0 && (int)f < TASKF_COUNT ? format_names[f] : "unknown";
 }
 
 long task_eval_size(const gl_data_config *dc) { return dc->eval_size > 0 ? dc->eval_size : TASK_EVAL_WINDOWS; }
 
 static int paper(const gl_data_config *dc) {
-    return dc->task_format == TF_PAPER && (dc->task == TASK_COPY || dc->task == TASK_SORT);
+    return dc->task_format == TASKF_PAPER && (dc->task == TASK_COPY || dc->task == TASK_SORT);
 }
 
 static const char alnum[] = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
@@ -66,7 +66,7 @@ static const char valsyms[] = "0123456789!#$%&*+-/<=>?@^~";
 
 int task_check(const gl_data_config *dc, int T, char *err, size_t errlen) {
     const char *name = task_name(dc->task);
-    if (dc->task_format != TF_GATELAB && dc->task != TASK_COPY && dc->task != TASK_SORT) {
+    if (dc->task_format != TASKF_GATELAB && dc->task != TASK_COPY && dc->task != TASK_SORT) {
         snprintf(err, errlen, "data.task_format = %s applies to data.task = copy or sort, not %s; remove the key",
                  task_format_name(dc->task_format), name);
         return -1;

@@ -48,11 +48,11 @@ enum { TOK_COUNT = 0 GL_TOKENIZERS(GL_TOK_ONE) };
 
 /* Layouts of the copy and sort sequences: X(IDENTIFIER, "manifest name"), in enum order
  * (gatelab: x SEP y, scored on y; paper: BOS x SEP y EOS, scored on y and EOS; docs/tasks.md). */
-#define GL_TASK_FORMATS(X) X(TF_GATELAB, "gatelab") X(TF_PAPER, "paper")
+#define GL_TASK_FORMATS(X) X(TASKF_GATELAB, "gatelab") X(TASKF_PAPER, "paper")
 #define GL_TF_ID(id, name) id,
 #define GL_TF_ONE(id, name) +1
 typedef enum { GL_TASK_FORMATS(GL_TF_ID) } gl_task_format;
-enum { TF_COUNT = 0 GL_TASK_FORMATS(GL_TF_ONE) };
+enum { TASKF_COUNT = 0 GL_TASK_FORMATS(GL_TF_ONE) };
 #undef GL_TF_ID
 #undef GL_TF_ONE
 
