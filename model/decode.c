@@ -69,13 +69,18 @@ static void dec_linear(float *out, const float *inp, const float *w, int K, int 
         mm_forward(out, inp, w, K, Din, Dout);
 }
 
+/* The backbone's norm over B rows of d (RMSNorm, or gpt2's LayerNorm with bias b), as model.c's. */
+static void dec_norm(const gl_model *m, float *out, float *rstd, const float *inp, const float *g, const float *b,
+                     int rows) {
+    const gl_model_config *c = &m->cfg;
+    if (bb_gpt2(c)) layernorm_forward(out, rstd, inp, g, b, rows, c->d_model, c->norm_eps);
+    else rmsnorm_forward(out, rstd, inp, g, rows, c->d_model, c->norm_eps);
+}
+
 int decode_check(const gl_model *m, char *why, size_t whylen) {
-    if (bb_gpt2(&m->cfg) || tsa_paper(&m->cfg)) {
-        snprintf(why, whylen,
-                 "the KV-cache path is written for the llama backbone and gatelab's TSA form, not model.%s = %s; "
-                 "use the uncached path (gatelab sample --no-cache)",
-                 bb_gpt2(&m->cfg) ? "backbone" : "tsa_form",
-                 bb_gpt2(&m->cfg) ? config_backbone_name(m->cfg.backbone) : config_tsa_form_name(m->cfg.tsa_form));
+    if (m->sparse && m->sparse_form == SPARSE_PAPER && m->cfg.depth_routing == DR_TSA) {
+        snprintf(why, whylen, "the KV-cache path runs gatelab's sparse form, not the paper's (m->sparse_form); use "
+                              "the uncached path (gatelab sample --no-cache)");
         return -1;
     }
     if (config_routing_hard(&m->cfg)) {
@@ -173,7 +178,9 @@ void decode_prefill(gl_decode *dc, const int *tokens, int T0) {
 static void step_route(gl_model *m, int n, int B) {
     gl_block_acts *a = &m->A[n];
     const gl_router_params *r = &m->P.router[n - 1];
-    router_forward(a->p, a->r_pre, a->r_hid, a->xn1, r->fc1_w, r->fc1_b, r->fc2_w, r->fc2_b, B, m->cfg.d_model, m->R, 0);
+    /* tsa_form paper: the raw stream entering the block, ReLU */
+    router_forward(a->p, a->r_pre, a->r_hid, tsa_paper(&m->cfg) ? a->h_in : a->xn1, r->fc1_w, r->fc1_b, r->fc2_w,
+                   r->fc2_b, B, m->cfg.d_model, m->R, tsa_paper(&m->cfg));
     if (m->have_overrides && m->ov.route_mode == ROUTE_CONST)
         for (int t = 0; t < B; t++) a->p[t] = m->ov.route_value;
 }
@@ -189,8 +196,8 @@ static void cache_kv(gl_decode *dc, int n, int pos) {
         rmsnorm_forward(a->kr, a->krstd, a->k, m->P.layer[n].k_norm, B * Hkv, hd, c->norm_eps);
     else
         memcpy(a->kr, a->k, (size_t)B * kd * sizeof(float));
-    /* one row per "window" of length 1 whose tables start at row pos */
-    rope_forward(a->kr, m->rope_cos + (size_t)pos * h2, m->rope_sin + (size_t)pos * h2, B, 1, Hkv, hd);
+    /* one row per "window" of length 1 whose tables start at row pos (gpt2: no rotary) */
+    if (!bb_gpt2(c)) rope_forward(a->kr, m->rope_cos + (size_t)pos * h2, m->rope_sin + (size_t)pos * h2, B, 1, Hkv, hd);
     for (int b = 0; b < B; b++) {
         memcpy(dc->kc + cache_at(dc, n, b, pos), a->kr + (size_t)b * kd, (size_t)kd * sizeof(float));
         memcpy(dc->vc + cache_at(dc, n, b, pos), a->vmix + (size_t)b * kd, (size_t)kd * sizeof(float));
@@ -247,16 +254,22 @@ static void step_attention(gl_decode *dc, int n, int K, int pos) {
     }
 }
 
-/* SwiGLU FFN of block n on K packed rows hm (K, d) → A[n].fo rows 0..K-1. */
+/* FFN of block n on K packed rows hm (K, d) → A[n].fo rows 0..K-1: SwiGLU, or gpt2's GELU MLP with biases. */
 static void step_ffn(gl_model *m, int n, const float *hm, int K) {
     const gl_model_config *c = &m->cfg;
     gl_block_acts *a = &m->A[n];
     const gl_block_params *b = &m->P.layer[n];
-    rmsnorm_forward(a->xn2, a->rstd2, hm, b->ffn_norm, K, c->d_model, c->norm_eps);
+    dec_norm(m, a->xn2, a->rstd2, hm, b->ffn_norm, b->ffn_norm_bias, K);
     dec_linear(a->f1, a->xn2, b->w1, K, c->d_model, c->d_ff);
-    dec_linear(a->f3, a->xn2, b->w3, K, c->d_model, c->d_ff);
-    swiglu_forward(a->fg, a->f1, a->f3, (long)K * c->d_ff);
+    if (bb_gpt2(c)) {
+        bias_forward(a->f1, b->b1, K, c->d_ff);
+        gelu_forward(a->fg, a->f1, (long)K * c->d_ff);
+    } else {
+        dec_linear(a->f3, a->xn2, b->w3, K, c->d_model, c->d_ff);
+        swiglu_forward(a->fg, a->f1, a->f3, (long)K * c->d_ff);
+    }
     dec_linear(a->fo, a->fg, b->w2, K, c->d_ff, c->d_model);
+    if (bb_gpt2(c)) bias_forward(a->fo, b->b2, K, c->d_model);
 }
 
 /* Query, attention, Wo and FFN of the K active rows, and block n's output
@@ -281,7 +294,7 @@ static void step_update(gl_decode *dc, int n, int K, int pos, float *h_next) {
         rmsnorm_forward(a->qr, a->qrstd, a->q, b->q_norm, K * H, hd, c->norm_eps);
     else
         memcpy(a->qr, a->q, (size_t)K * qd * sizeof(float));
-    rope_forward(a->qr, m->rope_cos + (size_t)pos * h2, m->rope_sin + (size_t)pos * h2, K, 1, H, hd);
+    if (!bb_gpt2(c)) rope_forward(a->qr, m->rope_cos + (size_t)pos * h2, m->rope_sin + (size_t)pos * h2, K, 1, H, hd);
     step_attention(dc, n, K, pos);
     dec_linear(a->ao, a->atty, b->wo, K, qd, d);
     if (hyper) {
@@ -291,14 +304,20 @@ static void step_update(gl_decode *dc, int n, int K, int pos, float *h_next) {
         xl_hc_out_forward(m, n, B);
         return;
     }
-    for (int k = 0; k < K; k++)
+    const int seq = tsa && tsa_paper(c); /* the paper's sequential gates: the FFN reads h + (1 − p)·a */
+    for (int k = 0; k < K; k++) {
+        const float sc = seq ? 1.0f - a->p[idx[k]] : 1.0f;
         for (int i = 0; i < d; i++)
-            a->h_mid[(size_t)k * d + i] = a->h_in[(size_t)idx[k] * d + i] + a->ao[(size_t)k * d + i];
+            a->h_mid[(size_t)k * d + i] = a->h_in[(size_t)idx[k] * d + i] + sc * a->ao[(size_t)k * d + i];
+    }
     step_ffn(m, n, a->h_mid, K);
     if (K < B) memcpy(h_next, a->h_in, (size_t)B * d * sizeof(float));
     for (int k = 0; k < K; k++) {
         const size_t t = (size_t)idx[k] * d, r = (size_t)k * d;
-        if (tsa) {
+        if (seq) {
+            const float s = 1.0f - a->p[idx[k]];
+            for (int i = 0; i < d; i++) h_next[t + i] = a->h_mid[r + i] + s * a->fo[r + i];
+        } else if (tsa) {
             const float s = 1.0f - a->p[idx[k]];
             for (int i = 0; i < d; i++) h_next[t + i] = a->h_in[t + i] + s * (a->ao[r + i] + a->fo[r + i]);
         } else {
@@ -316,7 +335,7 @@ static void step_block(gl_decode *dc, int n, int pos, float *h_next, const unsig
     gl_block_acts *a = &m->A[n];
     const gl_block_params *b = &m->P.layer[n];
     /* MUDD: q, k, v read separate streams; otherwise all read xn1 = RMSNorm(h_in) */
-    rmsnorm_forward(a->xn1, a->rstd1, xl_query_input(m, n), b->attn_norm, B, d, c->norm_eps);
+    dec_norm(m, a->xn1, a->rstd1, xl_query_input(m, n), b->attn_norm, b->attn_norm_bias, B);
     xl_kv_norm_forward(m, n, B);
     dec_linear(a->k, xl_attn_input(m, n, 1), b->wk, B, d, kd);
     dec_linear(a->v, xl_attn_input(m, n, 2), b->wv, B, d, kd);
@@ -349,7 +368,7 @@ static void step_exit(gl_decode *dc, int n, const float *h) {
             dc->idx[K++] = t;
         }
     if (!K) return;
-    rmsnorm_forward(a->xnf, a->rstdf, dc->xq, m->P.final_norm, K, d, c->norm_eps);
+    dec_norm(m, a->xnf, a->rstdf, dc->xq, m->P.final_norm, m->P.final_norm_bias, K);
     dec_linear(a->logits, a->xnf, m->P.head, K, d, V);
     xent_forward(dc->probs, NULL, a->logits, NULL, NULL, K, V);
     xent_confidence(dc->conf, dc->probs, K, V);
@@ -367,6 +386,8 @@ void decode_step(gl_decode *dc, const int *tokens) {
     for (int b = 0; b < B; b++) {
         assert(tokens[b] >= 0 && tokens[b] < V);
         memcpy(h0 + (size_t)b * d, m->P.embed + (size_t)tokens[b] * d, (size_t)d * sizeof(float));
+        if (bb_gpt2(c)) /* the learned position of this step */
+            for (int i = 0; i < d; i++) h0[(size_t)b * d + i] += m->P.pos_embed[(size_t)pos * d + i];
     }
     xl_forward_begin(m, B);
     const int ee_infer = c->depth_routing == DR_EARLY_EXIT && m->exit_tau > 0.0f;
@@ -377,7 +398,7 @@ void decode_step(gl_decode *dc, const int *tokens) {
         xl_forward_after_block(m, n, B);
         if (ee_infer && n + 1 < L) step_exit(dc, n, h_next);
     }
-    rmsnorm_forward(m->xnf, m->rstdf, m->h_out, m->P.final_norm, B, d, c->norm_eps);
+    dec_norm(m, m->xnf, m->rstdf, m->h_out, m->P.final_norm, m->P.final_norm_bias, B);
     dec_linear(dc->logits, m->xnf, m->P.head, B, d, V);
     dc->len = pos + 1;
 }

@@ -10,8 +10,10 @@
  * residuals, TSA (sparse inference with m->sparse: a halted token skips its
  * query, attention output and FFN), early exit (m->exit_tau > 0: an exited
  * token skips everything but the keys and values later tokens read) and the
- * cross-layer variants.  Only the random-routing override (ablations) is not
- * supported: decode_check says so and the caller uses model_forward.
+ * cross-layer variants, on either backbone (gpt2: the step's learned position)
+ * and either TSA form.  Only the random-routing override (ablations) and the
+ * paper's sparse form (m->sparse_form) are not supported: decode_check says
+ * so and the caller uses model_forward.
  *
  * The cache holds positions 0..len-1 of a window that starts at position 0.
  * Once a window holds seq_len positions, the next token needs a shifted

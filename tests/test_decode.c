@@ -250,6 +250,44 @@ static void test_sat_gates(void **s) {
     g_tweak = NULL;
 }
 
+/* The TSA paper's own model (docs/model.md "The TSA paper's own configuration") on rows of the table:
+ * the gpt2 backbone (learned positions at the step's position, LayerNorm, GELU MLP with biases), TSA in
+ * the paper's form (router on the raw stream, sequential gates) on gpt2 and on the llama block. */
+static void tw_gpt2(gl_model_config *c) { c->backbone = BB_GPT2, c->qk_norm = 0, c->norm_eps = 1e-5f; }
+static void tw_gpt2_paper(gl_model_config *c) { tw_gpt2(c), c->tsa_form = TF_PAPER; }
+static void tw_paper(gl_model_config *c) { c->tsa_form = TF_PAPER; }
+static void test_paper_model(void **s) {
+    (void)s;
+    const struct {
+        int row;
+        void (*tw)(gl_model_config *);
+        const char *label;
+    } k[] = {{1, tw_gpt2, "gpt2 mha untied"},        {5, tw_gpt2, "gpt2 satformer"},
+             {9, tw_gpt2_paper, "gpt2 tsa paper soft"}, {10, tw_gpt2_paper, "gpt2 tsa paper sparse"},
+             {14, tw_gpt2, "gpt2 early exit tau"},     {10, tw_paper, "llama tsa paper sparse"}};
+    for (size_t j = 0; j < sizeof k / sizeof k[0]; j++) {
+        g_tweak = k[j].tw;
+        decode_variant(&VARIANTS[k[j].row], k[j].row, k[j].label);
+    }
+    g_tweak = NULL;
+}
+
+/* The paper's sparse form (m->sparse_form) is the uncached path's: decode_check says so. */
+static void test_paper_sparse_form_refused(void **s) {
+    (void)s;
+    gl_model m;
+    g_tweak = tw_paper;
+    build(&m, &VARIANTS[10]);
+    g_tweak = NULL;
+    char why[512];
+    assert_int_equal(decode_check(&m, why, sizeof why), 0);
+    m.sparse_form = SPARSE_PAPER;
+    assert_int_equal(decode_check(&m, why, sizeof why), -1);
+    printf("  SPARSE_PAPER: %s\n", why);
+    assert_non_null(strstr(why, "sparse form"));
+    model_free(&m);
+}
+
 static void test_random_route_refused(void **s) {
     (void)s;
     gl_model m;
@@ -302,6 +340,8 @@ int main(void) {
         cmocka_unit_test(test_variants),
         cmocka_unit_test(test_sat_gates),
         cmocka_unit_test(test_random_route_refused),
+        cmocka_unit_test(test_paper_model),
+        cmocka_unit_test(test_paper_sparse_form_refused),
         cmocka_unit_test(test_temperature_sampling_same),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
