@@ -49,6 +49,7 @@ static const char *const rf_names[] = {GL_RESFORMER_VARIANTS(GL_ENUM_NAME)};
 static const char *const sg_names[] = {GL_SAT_GATES(GL_ENUM_NAME)};
 static const char *const dr_names[] = {GL_DEPTH_ROUTINGS(GL_ENUM_NAME)};
 static const char *const ee_names[] = {GL_EXIT_WEIGHTINGS(GL_ENUM_NAME)};
+static const char *const xf_names[] = {GL_EXIT_FORMS(GL_ENUM_NAME)};
 static const char *const cl_names[] = {GL_CROSS_LAYERS(GL_ENUM_NAME)};
 static const char *const bb_names[] = {GL_BACKBONES(GL_ENUM_NAME)};
 static const char *const tf_names[] = {GL_TSA_FORMS(GL_ENUM_NAME)};
@@ -60,6 +61,7 @@ _Static_assert(NELEM(rf_names) == RF_COUNT, "one name per ResFormer variant");
 _Static_assert(NELEM(sg_names) == SG_COUNT, "one name per SATFormer gate function");
 _Static_assert(NELEM(dr_names) == DR_COUNT, "one name per depth routing");
 _Static_assert(NELEM(ee_names) == EE_COUNT, "one name per exit weighting");
+_Static_assert(NELEM(xf_names) == XF_COUNT, "one name per exit form");
 _Static_assert(NELEM(cl_names) == CL_COUNT, "one name per cross-layer variant");
 _Static_assert(NELEM(bb_names) == BB_COUNT, "one name per backbone");
 _Static_assert(NELEM(tf_names) == TF_COUNT, "one name per TSA form");
@@ -101,6 +103,7 @@ void config_defaults(gl_model_config *c) {
     c->tsa_lambda = 0.0f;
     c->tsa_form = TF_GATELAB;
     c->exit_weighting = EE_WEIGHT_LINEAR;
+    c->exit_form = XF_GATELAB;
     c->mod_capacity = 0.125f; /* Raposo et al. 2024's best setting: 12.5 % of tokens, every other block */
     c->mod_every = 2;
     c->random_alpha = 0.5f;
@@ -218,6 +221,27 @@ static int cv_heads_and_routing(const gl_model_config *c, char *err, size_t errl
     if ((int)c->exit_weighting < 0 || (int)c->exit_weighting >= NELEM(ee_names)) {
         snprintf(err, errlen, "model.exit_weighting (%d) is not a known weighting",
                  (int)c->exit_weighting);
+        return -1;
+    }
+    if ((int)c->exit_form < 0 || (int)c->exit_form >= NELEM(xf_names)) {
+        snprintf(err, errlen, "model.exit_form (%d) is not a known form", (int)c->exit_form);
+        return -1;
+    }
+    /* the official early-exit protocol: its loss is the uniform mean over every exit, and its first exit
+     * at inference is after block 1, so it needs an early-exit model of two blocks at least */
+    if (c->exit_form == XF_PAPER && c->depth_routing != DR_EARLY_EXIT) {
+        snprintf(err, errlen, "model.exit_form = paper needs model.depth_routing = early_exit (got %s); drop "
+                 "exit_form or set depth_routing = early_exit", dr_names[c->depth_routing]);
+        return -1;
+    }
+    if (c->exit_form == XF_PAPER && c->exit_weighting != EE_WEIGHT_UNIFORM) {
+        snprintf(err, errlen, "model.exit_form = paper trains with the official uniform mean over the exits: "
+                 "set model.exit_weighting = uniform (got %s)", ee_names[c->exit_weighting]);
+        return -1;
+    }
+    if (c->exit_form == XF_PAPER && c->n_layer < 2) {
+        snprintf(err, errlen, "model.exit_form = paper needs model.n_layer >= 2 (no exit after block 0), got %d",
+                 c->n_layer);
         return -1;
     }
     if (c->vr_last_k < 0 || c->vr_last_k > c->n_layer - 1) {
@@ -439,6 +463,9 @@ const char *config_depth_routing_name(gl_depth_routing v) {
 const char *config_exit_weighting_name(gl_exit_weighting v) {
     return name_of(ee_names, NELEM(ee_names), (int)v);
 }
+const char *config_exit_form_name(gl_exit_form v) {
+    return name_of(xf_names, NELEM(xf_names), (int)v);
+}
 const char *config_cross_layer_name(gl_cross_layer v) {
     return name_of(cl_names, NELEM(cl_names), (int)v);
 }
@@ -473,6 +500,12 @@ int config_parse_exit_weighting(const char *s, gl_exit_weighting *out) {
     int i;
     if (parse_name(ee_names, NELEM(ee_names), s, &i)) return -1;
     *out = (gl_exit_weighting)i;
+    return 0;
+}
+int config_parse_exit_form(const char *s, gl_exit_form *out) {
+    int i;
+    if (parse_name(xf_names, NELEM(xf_names), s, &i)) return -1;
+    *out = (gl_exit_form)i;
     return 0;
 }
 int config_parse_cross_layer(const char *s, gl_cross_layer *out) {

@@ -35,6 +35,7 @@ typedef enum { GL_RESFORMER_VARIANTS(GL_ENUM_ID) } gl_resformer_variant;
 typedef enum { GL_SAT_GATES(GL_ENUM_ID) } gl_sat_gate;
 typedef enum { GL_DEPTH_ROUTINGS(GL_ENUM_ID) } gl_depth_routing;
 typedef enum { GL_EXIT_WEIGHTINGS(GL_ENUM_ID) } gl_exit_weighting;
+typedef enum { GL_EXIT_FORMS(GL_ENUM_ID) } gl_exit_form;
 typedef enum { GL_CROSS_LAYERS(GL_ENUM_ID) } gl_cross_layer;
 typedef enum { GL_BACKBONES(GL_ENUM_ID) } gl_backbone;
 typedef enum { GL_TSA_FORMS(GL_ENUM_ID) } gl_tsa_form;
@@ -44,6 +45,7 @@ enum {
     SG_COUNT = 0 GL_SAT_GATES(GL_ENUM_ONE),
     DR_COUNT = 0 GL_DEPTH_ROUTINGS(GL_ENUM_ONE),
     EE_COUNT = 0 GL_EXIT_WEIGHTINGS(GL_ENUM_ONE),
+    XF_COUNT = 0 GL_EXIT_FORMS(GL_ENUM_ONE),
     CL_COUNT = 0 GL_CROSS_LAYERS(GL_ENUM_ONE),
     BB_COUNT = 0 GL_BACKBONES(GL_ENUM_ONE),
     TF_COUNT = 0 GL_TSA_FORMS(GL_ENUM_ONE),
@@ -84,6 +86,7 @@ typedef struct {
     float tsa_lambda;       /* depth penalty λ */
     gl_tsa_form tsa_form;   /* TSA router and gating: gatelab (default) | paper */
     gl_exit_weighting exit_weighting;
+    gl_exit_form exit_form; /* early exit: gatelab (default) | paper (the TSA paper's official protocol) */
     float mod_capacity;     /* mod: share of a window's tokens each routed block processes, (0, 1] */
     int mod_every;          /* mod: block n >= 1 is routed when (n - 1) % mod_every == 0 */
     float random_alpha;     /* random: probability that a (token, block >= 1) pair is computed, (0, 1] */
@@ -178,6 +181,10 @@ static inline int config_block_routed(const gl_model_config *c, int n) {
     if (c->depth_routing == DR_TSA || c->depth_routing == DR_RANDOM) return 1;
     return c->depth_routing == DR_MOD && c->mod_every > 0 && (n - 1) % c->mod_every == 0;
 }
+/* 1 for early exit in the TSA paper's official form (model.exit_form = paper): an exit norm per block */
+static inline int ee_paper(const gl_model_config *c) {
+    return c->depth_routing == DR_EARLY_EXIT && c->exit_form == XF_PAPER;
+}
 /* The routing kinds table of variants.h (GL_ROUTING_KINDS) for c's depth routing. */
 int config_routing_counts(const gl_model_config *c); /* training logs α and TLOps saved */
 int config_routing_sparse(const gl_model_config *c); /* m->sparse skips for real */
@@ -199,6 +206,7 @@ const char *config_resformer_variant_name(gl_resformer_variant v);
 const char *config_sat_gate_name(gl_sat_gate v);
 const char *config_depth_routing_name(gl_depth_routing v);
 const char *config_exit_weighting_name(gl_exit_weighting v);
+const char *config_exit_form_name(gl_exit_form v);
 const char *config_cross_layer_name(gl_cross_layer v);
 const char *config_backbone_name(gl_backbone v);
 const char *config_tsa_form_name(gl_tsa_form v);
@@ -208,6 +216,7 @@ int config_parse_resformer_variant(const char *s, gl_resformer_variant *out);
 int config_parse_sat_gate(const char *s, gl_sat_gate *out);
 int config_parse_depth_routing(const char *s, gl_depth_routing *out);
 int config_parse_exit_weighting(const char *s, gl_exit_weighting *out);
+int config_parse_exit_form(const char *s, gl_exit_form *out);
 int config_parse_cross_layer(const char *s, gl_cross_layer *out);
 int config_parse_backbone(const char *s, gl_backbone *out);
 int config_parse_tsa_form(const char *s, gl_tsa_form *out);

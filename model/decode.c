@@ -96,6 +96,12 @@ int decode_check(const gl_model *m, char *why, size_t whylen) {
                  "token's row in a full forward pass); use the uncached path (gatelab sample --no-cache)");
         return -1;
     }
+    if (ee_paper(&m->cfg) && m->exit_tau > 0.0f) {
+        snprintf(why, whylen,
+                 "the KV-cache path freezes an exited token's state (exit_form gatelab); model.exit_form = paper "
+                 "keeps updating it, so it runs on the uncached path (gatelab sample --no-cache)");
+        return -1;
+    }
     return 0;
 }
 

@@ -27,7 +27,10 @@
  * only they get a query, an attention row, Wo and the FFN (gather → sgemm on
  * packed rows → scatter; infer.c).  m->exit_reference keeps the old
  * bookkeeping version of early exit (every block for every token, exited rows
- * restored) as the reference.  Post-hoc early exit (m->posthoc_exit, a dense
+ * restored) as the reference.  Early exit in the TSA paper's form
+ * (model.exit_form = paper; an exit norm per block) skips nothing: every block
+ * runs for every token, and a token exiting at confidence > τ after a block
+ * n >= 1 only has its prediction frozen there (exit_paper_*).  Post-hoc early exit (m->posthoc_exit, a dense
  * model after model_posthoc_init) is the same exiting with the model's own
  * final norm and head as every block's exit head, at any τ >= 0.  Sparse MoD
  * packs the selected tokens of every window and runs the whole block,
@@ -421,12 +424,24 @@ static void ffn_forward(gl_model *m, int n, const float *hm, int K) {
     if (dr) dropout_rows(a->fo, K, c->d_model, dr, DROP_FFN_OUT, n);
 }
 
+/* The norm of exit head n (n = L−1: the final head) in P (the parameters or their gradients): the
+ * shared final norm, or in the paper's form (model.exit_form = paper) block n's own exit norm, the
+ * final norm being the last block's. */
+static float *exit_norm_of(const gl_model *m, const gl_param_ptrs *P, int n) {
+    return ee_paper(&m->cfg) && n + 1 < m->cfg.n_layer ? P->layer[n].exit_norm : P->final_norm;
+}
+/* Its bias: the gpt2 backbone's LayerNorm has one (layers.{n}.exit_norm_bias, final_norm_bias); NULL on
+ * the llama backbone, whose RMSNorm has none. */
+static float *exit_norm_bias_of(const gl_model *m, const gl_param_ptrs *P, int n) {
+    return ee_paper(&m->cfg) && n + 1 < m->cfg.n_layer ? P->layer[n].exit_norm_bias : P->final_norm_bias;
+}
+
 /* Early-exit head of block n's output h (N, d): logits, probs, confidence. */
 static double exit_head_forward(gl_model *m, int n, const float *h, int N) {
     const gl_model_config *c = &m->cfg;
     gl_block_acts *a = &m->A[n];
     float *probs = m->exit_probs + (size_t)n * N * c->vocab_size;
-    norm_forward(m, a->xnf, a->rstdf, h, m->P.final_norm, m->P.final_norm_bias, N);
+    norm_forward(m, a->xnf, a->rstdf, h, exit_norm_of(m, &m->P, n), exit_norm_bias_of(m, &m->P, n), N);
     mm_forward(a->logits, a->xnf, m->P.head, N, c->d_model, c->vocab_size);
     double tot = xent_forward(probs, NULL, a->logits, m->targets, m->mask, N, c->vocab_size);
     xent_confidence(m->exit_conf + (size_t)n * N, probs, N, c->vocab_size);
@@ -753,6 +768,34 @@ static void exit_head_rows(gl_model *m, int n, const float *h, const unsigned ch
     for (int r = 0; r < K; r++) conf[s.idx[r]] = s.rows[r];
 }
 
+/* The paper's exit rule after block n >= 1 (model.exit_form = paper at inference): a token still
+ * running exits when its exit head's maximum softmax probability is above τ (strictly, as the official
+ * code decides); m->frozen[t] keeps the block it exited after, 0 while it runs.  Its state is not
+ * touched: later blocks keep updating it, and the other tokens attend to the updated state. */
+static void exit_paper_decide(gl_model *m, int n, int N) {
+    const float *conf = m->exit_conf + (size_t)n * N;
+    for (int t = 0; t < N; t++)
+        if (!m->frozen[t] && conf[t] > m->exit_tau) m->frozen[t] = (unsigned char)n;
+}
+
+/* The paper's predictions (model.exit_form = paper at inference): a token that exited after block e
+ * predicts with exit head e's logits, frozen there; the others with the final head's, already in
+ * m->logits.  Overwrites the exited rows of m->logits; afterwards the active fractions in both
+ * conventions (model.h: active_frac, active_frac_paper).  Every block ran for every token, so
+ * active_count is every (token, block >= 1) pair. */
+static void exit_paper_predict(gl_model *m, int N) {
+    const int L = m->cfg.n_layer, V = m->cfg.vocab_size;
+    long post_stem = 0; /* Σ over tokens of the post-stem blocks run up to the exit: the exit block */
+    for (int t = 0; t < N; t++) {
+        const int e = m->frozen[t] ? m->frozen[t] : L - 1;
+        if (e < L - 1) memcpy(m->logits + (size_t)t * V, m->A[e].logits + (size_t)t * V, (size_t)V * sizeof(float));
+        post_stem += e;
+    }
+    m->active_count = (long)(L - 1) * N;
+    m->active_frac = (float)((double)post_stem / ((double)(L - 1) * N));
+    m->active_frac_paper = (float)((1.0 + (double)post_stem / N) / L);
+}
+
 static float exit_weight(const gl_model *m, int n) {
     const int L = m->cfg.n_layer;
     if (m->cfg.exit_weighting == EE_WEIGHT_UNIFORM) return 1.0f / L;
@@ -796,11 +839,14 @@ float model_forward(gl_model *m, const int *tokens, const int *targets, const fl
     const int ph = m->posthoc_exit && c->depth_routing == DR_NONE;
     assert(!ph || m->posthoc_mem);
     const int heads = ee || ph;
-    const int ee_infer = (ee && m->exit_tau > 0.0f) || ph;
+    /* the paper's form at inference: every block for every token, exits from block 1 on (exit_paper_*) */
+    const int ee_official = ee && ee_paper(c) && m->exit_tau > 0.0f;
+    const int ee_infer = (ee && !ee_official && m->exit_tau > 0.0f) || ph;
     const int sparse = config_routing_sparse(c) && m->sparse; /* TSA, MoD, random */
     const int paper_sparse = c->depth_routing == DR_TSA && m->sparse_form == SPARSE_PAPER;
     unsigned char *frozen = ee_infer ? m->frozen : NULL;
-    if (frozen) memset(frozen, 0, (size_t)N);
+    if (frozen || ee_official) memset(m->frozen, 0, (size_t)N);
+    m->active_frac_paper = NAN;
     double exit_sum[GL_MAX_LAYERS] = {0};
     m->active_count = 0;
     const int ee_skip = ee_infer && !m->exit_reference;
@@ -825,12 +871,14 @@ float model_forward(gl_model *m, const int *tokens, const int *targets, const fl
                         frozen[t] = 1;
                         n_frozen++;
                     }
+            if (ee_official && n >= 1) exit_paper_decide(m, n, N);
         }
     }
 
     /* final head */
     norm_forward(m, m->xnf, m->rstdf, m->h_out, m->P.final_norm, m->P.final_norm_bias, N);
     mm_forward(m->logits, m->xnf, m->P.head, N, d, V);
+    if (ee_official) exit_paper_predict(m, N);
     double tot = xent_forward(m->probs, m->tok_loss, m->logits, m->targets, m->mask, N, V);
     if (heads) xent_confidence(m->exit_conf + (size_t)(L - 1) * N, m->probs, N, V);
 
@@ -840,7 +888,7 @@ float model_forward(gl_model *m, const int *tokens, const int *targets, const fl
     m->task_loss = norm > 0 ? (float)(tot / norm) : 0.0f;
     m->loss = m->task_loss;
     m->penalty = 0.0f;
-    m->active_frac = 1.0f;
+    if (!ee_official) m->active_frac = 1.0f;
     if (c->depth_routing == DR_TSA && L > 1) {
         double pen = 0.0;
         long active = 0;
@@ -861,6 +909,10 @@ float model_forward(gl_model *m, const int *tokens, const int *targets, const fl
     } else if (heads && L > 1) {
         if (ee_infer) {
             m->active_frac = (float)((double)m->active_count / ((double)(L - 1) * N));
+            /* a token that exits after block n ran n post-stem blocks: the official convention's count */
+            m->active_frac_paper = (float)((1.0 + (double)m->active_count / N) / L);
+        } else if (ee_official) {
+            /* exit_paper_predict set both conventions */
         } else if (norm > 0) {
             double total = exit_weight(m, L - 1) * tot / norm;
             for (int n = 0; n + 1 < L; n++) total += exit_weight(m, n) * exit_sum[n] / norm;
@@ -887,15 +939,17 @@ static void zero(float *p, size_t n) {
 
 void model_zero_grad(gl_model *m) { zero(m->grads, m->n_params); }
 
-/* Head backward: dlogits = scale·mask·(probs − onehot) → dxnf → final norm → dh (+=). */
-static void head_backward(gl_model *m, grad_bufs *g, const float *probs, const float *xnf,
+/* Head backward of exit head n (L−1: the final head): dlogits = scale·mask·(probs − onehot) → dxnf →
+ * its norm (exit_norm_of) → dh (+=). */
+static void head_backward(gl_model *m, grad_bufs *g, int n, const float *probs, const float *xnf,
                           const float *h, const float *rstdf, float scale, float *dh, int N) {
     const gl_model_config *c = &m->cfg;
     const int d = c->d_model, V = c->vocab_size;
     xent_backward(g->dlogits, probs, m->targets, m->mask, scale, N, V);
     zero(g->dxnf, (size_t)N * d);
     mm_backward(g->dxnf, m->G.head, g->dlogits, xnf, m->P.head, N, d, V);
-    norm_backward(m, dh, m->G.final_norm, m->G.final_norm_bias, g->dxnf, h, m->P.final_norm, rstdf, N);
+    norm_backward(m, dh, exit_norm_of(m, &m->G, n), exit_norm_bias_of(m, &m->G, n), g->dxnf, h,
+                  exit_norm_of(m, &m->P, n), rstdf, N);
 }
 
 static void block_backward(gl_model *m, grad_bufs *g, int n) {
@@ -1044,13 +1098,13 @@ void model_backward(gl_model *m) {
     const float inv = 1.0f / norm;
 
     zero(g.dres, (size_t)N * d);
-    head_backward(m, &g, m->probs, m->xnf, m->h_out, m->rstdf, (ee ? exit_weight(m, L - 1) : 1.0f) * inv,
+    head_backward(m, &g, L - 1, m->probs, m->xnf, m->h_out, m->rstdf, (ee ? exit_weight(m, L - 1) : 1.0f) * inv,
                   g.dres, N);
     if (c->value_residual != VR_NONE) zero(g.dV1, (size_t)N * c->n_kv_head * m->hd);
     for (int n = L - 1; n >= 0; n--) {
         if (ee && n + 1 < L) {
             /* the exit head of block n reads h_{n+1} = A[n+1].h_in */
-            head_backward(m, &g, m->exit_probs + (size_t)n * N * V, m->A[n].xnf, m->A[n + 1].h_in,
+            head_backward(m, &g, n, m->exit_probs + (size_t)n * N * V, m->A[n].xnf, m->A[n + 1].h_in,
                           m->A[n].rstdf, exit_weight(m, n) * inv, g.dres, N);
         }
         xl_backward_block_out(m, g.dres, n, N); /* dense averages / MUDD mixes read after block n */

@@ -248,14 +248,20 @@ typedef struct gl_model {
     float task_loss;      /* mean cross-entropy of the final head (nats/token) */
     float penalty;        /* TSA depth penalty term λ·(1/(L-1))Σ mean(1-p) */
     float active_frac;    /* TSA / exit / MoD / random: share of (token, layer>=1) pairs that run */
+    float active_frac_paper; /* early exit at inference (and post-hoc exit): α in the TSA paper's official
+                             convention, (1 + mean over tokens of the post-stem blocks run up to the exit)/L;
+                             NaN in every other mode (docs/model.md "Early exit") */
     long active_count;    /* inference modes: (token, layer>=1) pairs that ran */
-    unsigned char *frozen;/* (B*T) early exit at inference: 1 once a token has exited */
+    unsigned char *frozen;/* (B*T) early exit at inference: 1 once a token has exited; in the paper's form
+                             (model.exit_form = paper) the block it exited after, 0 while it runs */
 
     int sparse;           /* 1: TSA hard routing at inference (p > 0.5 skips the block: only its k, v run);
                              random: a skipped pair likewise; MoD: only the selected tokens enter a routed block */
     gl_sparse_form sparse_form; /* TSA with m->sparse: which skipping (SPARSE_GATELAB, the default) */
     float exit_tau;       /* early exit at inference: > 0 enables exiting at confidence >= tau; an
-                             exited token's later blocks compute only its k and v */
+                             exited token's later blocks compute only its k and v.  In the paper's form
+                             (model.exit_form = paper): exiting at confidence > tau after a block n >= 1,
+                             the prediction frozen at that exit, the state still updated by every block */
     int posthoc_exit;     /* dense model (depth_routing none) at inference, after model_posthoc_init: 1
                              exits a token at the first block whose residual, through the model's own
                              final norm and head, has max softmax probability >= exit_tau (any τ, 0

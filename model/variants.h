@@ -50,6 +50,14 @@
     X(DR_MOD, "mod")         \
     X(DR_RANDOM, "random")
 
+/* early exit's form (docs/model.md "Early exit"): gatelab = the shared final norm as every exit's norm,
+ * an exit after any block, an exited token's state frozen; paper = the TSA paper's official code: an exit
+ * norm of its own per block (the final norm is the last block's), uniform loss weights, no exit after
+ * block 0, the state of an exited token still updated (only its prediction is frozen) */
+#define GL_EXIT_FORMS(X)          \
+    X(XF_GATELAB, "gatelab")      \
+    X(XF_PAPER, "paper")
+
 #define GL_EXIT_WEIGHTINGS(X)       \
     X(EE_WEIGHT_LINEAR, "linear")   \
     X(EE_WEIGHT_UNIFORM, "uniform")
@@ -156,6 +164,10 @@
       DECAY_GATES, INIT_FILL(0.5f))                                                                           \
     X(headgate, "layers.%d.attn.headgate", s.Hkv, 1, 1, vr_mixes(c, n, VR_HEADGATE), DECAY_GATES,              \
       INIT_FILL(0.02f * sqrtf((float)c->d_model) / sqrtf(6.2831853f)))                                        \
+    X(exit_norm, "layers.%d.exit_norm", s.d, 1, 1, ee_paper(c) && n + 1 < c->n_layer, DECAY_NONE,              \
+      INIT_FILL(1.0f))                                                                                        \
+    X(exit_norm_bias, "layers.%d.exit_norm_bias", s.d, 1, 1, ee_paper(c) && n + 1 < c->n_layer && bb_gpt2(c),   \
+      DECAY_NONE, INIT_FILL(0.0f))                                                                            \
     X(ffn_norm, "layers.%d.ffn_norm", s.d, 1, 1, 1, DECAY_NONE, INIT_FILL(1.0f))                              \
     X(ffn_norm_bias, "layers.%d.ffn_norm_bias", s.d, 1, 1, bb_gpt2(c), DECAY_NONE, INIT_FILL(0.0f))          \
     X(w1, "layers.%d.ffn.w1", s.F, s.d, 2, 1, DECAY_ALL, GL_INIT_LINEAR(s.d))                                 \

@@ -3,7 +3,7 @@
  * do not change when the token at t does.  For every value-residual variant
  * (plain, ResFormer's three forms, SATFormer with each gate function, the
  * static head gate), TSA (soft in training, hard skipping at inference),
- * early exit (training, and exiting at inference), the dense cross-layer
+ * early exit in both forms (training, and exiting at inference), the dense cross-layer
  * methods and the post-hoc exit of a dense model.  A leak through V1, a gate,
  * a router or a cross-layer mix would let a model read the answer it is asked
  * to predict (MQAR's ResFormer at 100 % made this the first thing to rule out).
@@ -114,6 +114,7 @@ static void v_headgate(gl_model_config *c) { c->value_residual = VR_HEADGATE; }
 static void v_tsa(gl_model_config *c) { c->depth_routing = DR_TSA; c->tsa_lambda = 0.1f; c->router_init_bias = 0.0f; }
 static void v_tsa_sat(gl_model_config *c) { v_tsa(c); c->value_residual = VR_SATFORMER; }
 static void v_ee(gl_model_config *c) { c->depth_routing = DR_EARLY_EXIT; }
+static void v_ee_paper(gl_model_config *c) { v_ee(c); c->exit_form = XF_PAPER; c->exit_weighting = EE_WEIGHT_UNIFORM; }
 static void v_dense(gl_model_config *c) { c->cross_layer = CL_DENSEFORMER; }
 static void v_hyper(gl_model_config *c) { c->cross_layer = CL_HYPER; }
 static void v_mudd(gl_model_config *c) { c->cross_layer = CL_MUDD; }
@@ -153,6 +154,8 @@ CAUSAL(test_tsa_sat_soft, v_tsa_sat, NULL)
 CAUSAL(test_tsa_hard, v_tsa, m_sparse)
 CAUSAL(test_early_exit, v_ee, NULL)
 CAUSAL(test_early_exit_inference, v_ee, m_exit)
+CAUSAL(test_early_exit_paper, v_ee_paper, NULL)
+CAUSAL(test_early_exit_paper_inference, v_ee_paper, m_exit)
 CAUSAL(test_posthoc_exit, v_base, m_posthoc)
 CAUSAL(test_denseformer, v_dense, NULL)
 CAUSAL(test_hyper, v_hyper, NULL)
@@ -196,6 +199,7 @@ int main(void) {
         cmocka_unit_test(test_headgate),       cmocka_unit_test(test_tsa_soft),
         cmocka_unit_test(test_tsa_sat_soft),   cmocka_unit_test(test_tsa_hard),
         cmocka_unit_test(test_early_exit),     cmocka_unit_test(test_early_exit_inference),
+        cmocka_unit_test(test_early_exit_paper), cmocka_unit_test(test_early_exit_paper_inference),
         cmocka_unit_test(test_posthoc_exit),   cmocka_unit_test(test_denseformer),
         cmocka_unit_test(test_hyper),          cmocka_unit_test(test_mudd),
         cmocka_unit_test(test_mudd_sat),       cmocka_unit_test(test_mod_sees_the_future),

@@ -169,6 +169,8 @@ static void test_export_round_trip(void **state) {
     assert_string_equal(s, "tsa");
     read_str_attr(f, "resformer_variant", s, sizeof s);
     assert_string_equal(s, config_resformer_variant_name(c.resformer_variant));
+    read_str_attr(f, "exit_form", s, sizeof s);
+    assert_string_equal(s, "gatelab");
     read_str_attr(f, "config", s, sizeof s);
     assert_string_equal(s, ini);
     H5Fclose(f);

@@ -7,7 +7,8 @@
  * and for the whole model in every variant (baseline with and without
  * qk-norm, untied head, GQA, ResFormer plus/learnable/identity, SATFormer,
  * SATFormer last-k, every SATFormer gate function (model.sat_gate) with and
- * without the gate bias, one with a gate overridden, the static head gate, TSA, TSA+SATFormer, early exit linear/uniform, and the
+ * without the gate bias, one with a gate overridden, the static head gate, TSA, TSA+SATFormer, early exit linear/uniform and in the TSA paper's form
+ * (exit_form paper: an exit norm per block), and the
  * cross-layer variants DenseFormer, hyper-connections, MUDD and their
  * combinations with value residuals / TSA; Mixture-of-Depths every block and
  * every other block with SATFormer, random routing), and MoD's masked
@@ -632,6 +633,9 @@ static void v_tsa(gl_model_config *c) { c->depth_routing = DR_TSA; c->tsa_lambda
 static void v_tsa_sat(gl_model_config *c) { v_tsa(c); c->value_residual = VR_SATFORMER; }
 static void v_ee(gl_model_config *c) { c->depth_routing = DR_EARLY_EXIT; }
 static void v_ee_uni(gl_model_config *c) { c->depth_routing = DR_EARLY_EXIT; c->exit_weighting = EE_WEIGHT_UNIFORM; }
+/* the TSA paper's official early exit: an exit norm per block (layers.{n}.exit_norm), uniform weights; 4 blocks
+ * so that two blocks have exit norms of their own besides block 0's */
+static void v_ee_paper(gl_model_config *c) { v_ee_uni(c); c->exit_form = XF_PAPER; c->n_layer = 4; }
 static void v_dense(gl_model_config *c) { c->cross_layer = CL_DENSEFORMER; }
 static void v_dense_tsa_sat(gl_model_config *c) { v_tsa(c); c->value_residual = VR_SATFORMER; c->cross_layer = CL_DENSEFORMER; }
 static void v_hyper(gl_model_config *c) { c->cross_layer = CL_HYPER; }
@@ -668,6 +672,8 @@ static void v_tsa_paper(gl_model_config *c) { v_tsa(c); c->tsa_form = TF_PAPER; 
 static void v_gpt2_sat(gl_model_config *c) { v_gpt2(c); v_sat(c); }
 static void v_gpt2_rf(gl_model_config *c) { v_gpt2(c); v_rf_plus(c); }
 static void v_gpt2_ee(gl_model_config *c) { v_gpt2(c); v_ee(c); }
+/* the official early exit on the official backbone: LayerNorm exit norms with biases (layers.{n}.exit_norm_bias) */
+static void v_gpt2_ee_paper(gl_model_config *c) { v_gpt2(c); v_ee_paper(c); }
 static void v_gpt2_random(gl_model_config *c) { v_gpt2(c); v_random(c); }
 static void v_gpt2_mod(gl_model_config *c) { v_gpt2(c); v_mod(c); }
 /* dropout on (fixed masks: the key below stays for every difference), on both backbones and the paper's TSA */
@@ -817,6 +823,7 @@ MODEL_TEST(test_model_tsa_paper, v_tsa_paper)
 GPT2_TEST(test_model_gpt2_satformer, v_gpt2_sat)
 GPT2_TEST(test_model_gpt2_resformer, v_gpt2_rf)
 GPT2_TEST(test_model_gpt2_early_exit, v_gpt2_ee)
+GPT2_TEST(test_model_gpt2_early_exit_paper, v_gpt2_ee_paper)
 GPT2_TEST(test_model_gpt2_random, v_gpt2_random)
 GPT2_TEST(test_model_gpt2_mod, v_gpt2_mod)
 
@@ -921,6 +928,7 @@ MODEL_TEST(test_model_tsa, v_tsa)
 MODEL_TEST(test_model_tsa_satformer, v_tsa_sat)
 MODEL_TEST(test_model_early_exit, v_ee)
 MODEL_TEST(test_model_early_exit_uniform, v_ee_uni)
+MODEL_TEST(test_model_early_exit_paper, v_ee_paper)
 MODEL_TEST(test_model_denseformer, v_dense)
 MODEL_TEST(test_model_denseformer_tsa_satformer, v_dense_tsa_sat)
 MODEL_TEST(test_model_hyper, v_hyper)
@@ -1024,6 +1032,8 @@ int main(void) {
         cmocka_unit_test(test_model_gpt2_random), cmocka_unit_test(test_model_gpt2_mod),
         cmocka_unit_test(test_attention_dropout), cmocka_unit_test(test_model_gpt2_dropout),
         cmocka_unit_test(test_model_dropout), cmocka_unit_test(test_dropout_keys), cmocka_unit_test(test_init_gpt2),
+        /* last, so that the shared random stream every test before them draws from is what it was */
+        cmocka_unit_test(test_model_early_exit_paper), cmocka_unit_test(test_model_gpt2_early_exit_paper),
     };
     if (getenv("GRAD_ONLY")) cmocka_set_test_filter(getenv("GRAD_ONLY")); /* e.g. GRAD_ONLY='*dropout*' */
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -7,7 +7,10 @@
  * Checks: a whole-split evaluation reproduces the headline training
  * recorded (the same model on the same windows; tolerance below) and its
  * record round-trips bit for bit; early exit matched to a TSA partner takes
- * the partner's recorded hard α and loss exactly and stores the pair;
+ * the partner's recorded hard α and loss exactly and stores the pair; the
+ * TSA paper's τ protocol (13 thresholds on 30 random batches, a paper-form
+ * early-exit run) chooses the threshold nearest the partner's paper α and
+ * records matched_paper.*;
  * options a model cannot take are refused by name; an ablation's and a τ
  * sweep's rows are what the call returned; the trace analysis writes its
  * files and rows (none with no_db); difficulty routing records its ρ.  Run
@@ -35,9 +38,9 @@
 #include "store/registry.h"
 
 static char g_dir[64], g_results[128], g_db[160];
-static char g_run_dir[4][160];
-static const char *const g_ids[4] = {"sat", "tsa", "ee", "dense"};
-enum { SAT, TSA, EE, DENSE };
+static char g_run_dir[5][160];
+static const char *const g_ids[5] = {"sat", "tsa", "ee", "dense", "eep"};
+enum { SAT, TSA, EE, DENSE, EEP }; /* EEP: early exit in the TSA paper's form (model.exit_form = paper) */
 
 static evalrun_target target(int k) {
     return (evalrun_target){g_ids[k], g_run_dir[k], g_results, g_db};
@@ -72,7 +75,7 @@ static long count_rows(const char *run, const char *split) {
     return n;
 }
 
-static void train_one(int k, const char *corpus, const char *over1, const char *over2) {
+static void train_one(int k, const char *corpus, const char *over1, const char *over2, const char *over3) {
     static const char *ini = "[model]\nd_model = 32\nn_layer = 3\nn_head = 2\nn_kv_head = 2\nd_ff = 64\nseq_len = 32\n"
                              "[train]\nsteps = 30\nbatch_size = 4\nlr = 3e-3\nwarmup = 5\nthreads = 1\n"
                              "eval_every = 10\neval_windows = 4\nckpt_every = 30\nlog_every = 5\n"
@@ -81,8 +84,8 @@ static void train_one(int k, const char *corpus, const char *over1, const char *
     char err[1024], set[GL_PATH_MAX + 32];
     assert_int_equal(manifest_load_text(&mf, ini, "test_measure", err, sizeof err), 0);
     snprintf(set, sizeof set, "data.file=%s", corpus);
-    const char *over[] = {set, over1, over2};
-    for (int i = 0; i < 3; i++) {
+    const char *over[] = {set, over1, over2, over3};
+    for (int i = 0; i < 4; i++) {
         if (!over[i]) continue;
         int rc = manifest_set(&mf, over[i], "test_measure", 0, err, sizeof err);
         if (rc) print_message("%s: %s\n", over[i], err);
@@ -104,10 +107,11 @@ static int setup(void **state) {
     if (corpus_write(corpus, 131072, 1, "experiments/function_words.txt")) return -1;
     snprintf(g_results, sizeof g_results, "%s/results", g_dir);
     snprintf(g_db, sizeof g_db, "%s/gatelab.db", g_results);
-    train_one(SAT, corpus, "model.value_residual=satformer", NULL);
-    train_one(TSA, corpus, "model.depth_routing=tsa", "model.router_init_bias=0");
-    train_one(EE, corpus, "model.depth_routing=early_exit", "train.steps=10");
-    train_one(DENSE, corpus, NULL, NULL);
+    train_one(SAT, corpus, "model.value_residual=satformer", NULL, NULL);
+    train_one(TSA, corpus, "model.depth_routing=tsa", "model.router_init_bias=0", NULL);
+    train_one(EE, corpus, "model.depth_routing=early_exit", "train.steps=10", NULL);
+    train_one(DENSE, corpus, NULL, NULL, NULL);
+    train_one(EEP, corpus, "model.depth_routing=early_exit", "model.exit_form=paper", "model.exit_weighting=uniform");
     return 0;
 }
 
@@ -168,6 +172,61 @@ static void test_matched(void **state) {
     assert_true(row("ee", "val", "matched.alpha_target", NULL) == alpha);
     assert_true(row("ee", "val", "matched.partner_loss", NULL) == loss);
     assert_true(row("ee", "val", "matched.loss", NULL) == r.exit.loss);
+}
+
+/* The TSA paper's τ protocol (--tau-protocol paper) on the paper-form early-exit run: the target is the TSA
+ * run's train/alpha_paper.mean_evals, the 13 thresholds are each evaluated on 30 random batches of
+ * train.batch_size windows, the chosen one has the α_paper nearest the target (the first of a tie), α_paper
+ * is (1 + (L − 1)·α)/L on every row, and the record is matched_paper.* (nothing under matched.*). */
+static void test_matched_paper(void **state) {
+    (void)state;
+    evalrun_opts o;
+    evalrun_defaults(&o);
+    o.run = target(EEP);
+    o.partner_arg = "tsa";
+    o.partner = target(TSA);
+    o.tau_protocol = EVALRUN_TAU_PAPER;
+    o.record = 1;
+    static evalrun_result r;
+    char err[1024] = "";
+    const long matched_before = count_rows("eep", "val");
+    int rc = evalrun_measure(&o, &r, err, sizeof err);
+    if (rc) print_message("evalrun_measure: %s\n", err);
+    assert_int_equal(rc, 0);
+    const double alpha = row("tsa", "train", "alpha_paper.mean_evals", NULL);
+    assert_true(r.alpha_target == alpha && isnan(r.partner_loss));
+    assert_int_equal(r.have_exit, 3);
+    int best = -1;
+    for (int i = 0; i < EVAL_PAPER_N_TAUS; i++) {
+        const gl_eval_result *g = &r.grid[i];
+        print_message("τ %.2f: α_paper %.4f (α %.4f), loss %.4f, %ld windows\n", eval_paper_taus[i],
+                      g->active_frac_paper, g->active_frac, g->loss, g->windows);
+        assert_int_equal(g->windows, EVAL_PAPER_BATCHES * 4); /* train.batch_size = 4 */
+        assert_true(fabs(g->active_frac_paper - eval_alpha_paper(g->active_frac, r.n_layer)) < 1e-6);
+        if (best < 0 || fabs(g->active_frac_paper - alpha) < fabs(r.grid[best].active_frac_paper - alpha)) best = i;
+    }
+    print_message("target α_paper %.4f: τ %.2f chosen (α_paper %.4f)\n", alpha, r.tau, r.exit.active_frac_paper);
+    assert_true(r.tau == eval_paper_taus[best] && r.exit.loss == r.grid[best].loss);
+    assert_true(r.grid[0].windows == r.grid[1].windows && r.grid[0].loss != r.grid[1].loss); /* fresh batches */
+    assert_int_equal(evalrun_record(&o, &r, err, sizeof err), 0);
+    assert_true(row("eep", "val", "matched_paper.tau", NULL) == r.tau);
+    assert_true(row("eep", "val", "matched_paper.alpha_target", NULL) == alpha);
+    assert_true(row("eep", "val", "matched_paper.active_frac_paper", NULL) == r.exit.active_frac_paper);
+    assert_true(row("eep", "val", "matched_paper.loss", NULL) == r.exit.loss);
+    assert_true(row("eep", "val", "matched_paper.windows", NULL) == (double)r.exit.windows);
+    gl_db *db = NULL;
+    double v;
+    assert_int_equal(db_open_readonly(&db, g_db, err, sizeof err), 0);
+    assert_int_equal(db_metric_last(db, "eep", "val", "matched.loss", NULL, &v, NULL, err, sizeof err), 0);
+    db_close(db);
+    assert_true(count_rows("eep", "val") > matched_before);
+    /* the paper's protocol needs a target and the whole sweep: refused with --tau */
+    evalrun_defaults(&o);
+    o.run = target(EEP);
+    o.tau_protocol = EVALRUN_TAU_PAPER;
+    o.tau = 0.5;
+    assert_int_equal(evalrun_measure(&o, &r, err, sizeof err), -1);
+    assert_non_null(strstr(err, "--tau-protocol paper"));
 }
 
 /* Options the model cannot take, refused by name before anything is written. */
@@ -276,7 +335,8 @@ static void test_difficulty(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_headline), cmocka_unit_test(test_matched), cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_headline), cmocka_unit_test(test_matched), cmocka_unit_test(test_matched_paper),
+        cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_ablate),   cmocka_unit_test(test_trace),   cmocka_unit_test(test_difficulty),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

@@ -9,7 +9,10 @@
  *  - early exit: τ = 1 (nobody exits) equals the plain forward; the skipping
  *    path (an exited token computes only its k and v) gives the outputs of
  *    the bookkeeping reference; the τ bisection reaches a requested α within
- *    0.005;
+ *    0.005; in the TSA paper's form (exit_form paper) the exits, predictions and
+ *    loss equal a slow reference (every block for every token, each prediction
+ *    taken at its exit), an exited token's state keeps being updated, and α in
+ *    both conventions on cases checked by hand;
  *  - post-hoc early exit of a dense model: τ > 1 is the dense loss exactly,
  *    τ = 0 is block 0's logit lens (computed here in double), the skipping
  *    path equals the bookkeeping reference;
@@ -327,6 +330,244 @@ static void test_exit_skip_equals_bookkeeping(void **s) {
     assert_true(dl <= ulp16 * big && dt <= ulp16 * 8.0 && dc <= ulp16);
     assert_true(fabs(loss - ref_loss) <= ulp16 * fabs(ref_loss));
     free(tok); free(tg); free(c0); free(logits); free(tl); free(conf); free(fr);
+    model_free(&m);
+    data_close(&ds);
+}
+
+/* Early exit in the TSA paper's form (model.exit_form = paper): routed_setup's model with an exit norm per
+ * block, each scaled apart from the final norm so that every exit head is its own; gpt2: on the gpt2
+ * backbone (LayerNorm exit norms with biases, left at 0). */
+static void ee_paper_setup_bb(gl_model *m, gl_dataset *ds, int B, int gpt2) {
+    gl_model_config c;
+    config_defaults(&c);
+    c.d_model = 32;
+    c.n_layer = 4;
+    c.n_head = 4;
+    c.n_kv_head = 2;
+    c.d_ff = 48;
+    c.seq_len = 21;
+    c.depth_routing = DR_EARLY_EXIT;
+    c.exit_form = XF_PAPER;
+    c.exit_weighting = EE_WEIGHT_UNIFORM;
+    if (gpt2) c.backbone = BB_GPT2, c.qk_norm = 0;
+    gl_data_config dc;
+    memset(&dc, 0, sizeof dc);
+    dc.task = TASK_COPY;
+    dc.seq_items = 10;
+    dc.n_symbols = 16;
+    dc.train_frac = 0.9f;
+    dc.val_frac = 0.1f;
+    char err[256];
+    assert_int_equal(data_open(ds, &dc, c.seq_len, 1, err, sizeof err), 0);
+    c.vocab_size = data_vocab_size(ds);
+    assert_int_equal(model_init(m, &c, B, err, sizeof err), 0);
+    model_init_weights(m, 3);
+    for (size_t i = 0; i < m->n_params; i++) m->params[i] *= 10.0f; /* spread the confidences */
+    for (int i = 0; i < m->n_tensors; i++) {
+        const gl_tensor *t = &m->tensors[i];
+        const float v = strstr(t->name, "exit_norm") ? 0.6f + 0.3f * (float)t->index : 1.0f;
+        if (strstr(t->name, "norm") && !strstr(t->name, "bias"))
+            for (size_t j = 0; j < t->size; j++) m->params[t->offset + j] = v;
+    }
+}
+static void ee_paper_setup(gl_model *m, gl_dataset *ds, int B) { ee_paper_setup_bb(m, ds, B, 0); }
+
+/* Mean masked cross-entropy of rows (N, V) in double: Σ mask·(logsumexp − logit[target]) / Σ mask. */
+static double ce_double(const float *const *rows, const int *tg, int N, int V) {
+    double tot = 0;
+    for (int t = 0; t < N; t++) {
+        const float *r = rows[t];
+        double mx = r[0], se = 0;
+        for (int v = 1; v < V; v++) mx = fmax(mx, r[v]);
+        for (int v = 0; v < V; v++) se += exp((double)r[v] - mx);
+        tot += mx + log(se) - r[tg[t]];
+    }
+    return tot / N;
+}
+
+/* The paper's early exit against a reference computed the slow way: one pass with every block and every exit
+ * head for every token (τ = 0, the training forward), then per token its exit block — the first block
+ * n >= 1 whose exit head's maximum softmax probability is above τ, else the last — and its prediction taken
+ * at that exit.  Every block runs for every token in both passes with the same arithmetic, so the exits,
+ * the logits and the states are equal exactly; the loss (summed in another order) to 1e-5. */
+static void exit_paper_slow_reference(int gpt2) {
+    gl_model m;
+    gl_dataset ds;
+    const int B = 6;
+    ee_paper_setup_bb(&m, &ds, B, gpt2);
+    const int T = m.cfg.seq_len, N = B * T, V = m.cfg.vocab_size, L = m.cfg.n_layer, d = m.cfg.d_model;
+    int *tok = malloc((size_t)N * sizeof(int)), *tg = malloc((size_t)N * sizeof(int));
+    tokens(tok, N, V);
+    tokens(tg, N, V);
+    for (int i = 0; i < N; i++) tg[i] = tg[(i + 5) % N];
+    model_forward(&m, tok, tg, NULL, B, T); /* every block, every exit head */
+    const size_t nl = (size_t)N * V;
+    float *lg = malloc((size_t)L * nl * sizeof(float)), *conf = malloc((size_t)L * N * sizeof(float));
+    float *h = malloc((size_t)L * N * d * sizeof(float));
+    for (int n = 0; n + 1 < L; n++) memcpy(lg + n * nl, m.A[n].logits, nl * sizeof(float));
+    memcpy(lg + (size_t)(L - 1) * nl, m.logits, nl * sizeof(float));
+    memcpy(conf, m.exit_conf, (size_t)L * N * sizeof(float));
+    for (int n = 1; n < L; n++) memcpy(h + (size_t)n * N * d, m.A[n].h_in, (size_t)N * d * sizeof(float));
+    /* τ at the median confidence of blocks 1..L−2: some tokens exit at each, some run to the end */
+    float *cs = malloc((size_t)(L - 2) * N * sizeof(float));
+    memcpy(cs, conf + N, (size_t)(L - 2) * N * sizeof(float));
+    const int nc = (L - 2) * N;
+    for (int i = 0; i < nc; i++)
+        for (int j = i + 1; j < nc; j++)
+            if (cs[j] < cs[i]) { float t = cs[i]; cs[i] = cs[j]; cs[j] = t; }
+    const float tau = cs[nc / 2];
+    int *exit_at = malloc((size_t)N * sizeof(int)), count[GL_MAX_LAYERS] = {0}, block0_confident = 0;
+    const float **pred = malloc((size_t)N * sizeof(float *));
+    long post_stem = 0;
+    for (int t = 0; t < N; t++) {
+        int e = 1;
+        while (e < L - 1 && !(conf[(size_t)e * N + t] > tau)) e++;
+        exit_at[t] = e;
+        count[e]++;
+        post_stem += e;
+        block0_confident += conf[t] > tau;
+        pred[t] = lg + (size_t)e * nl + (size_t)t * V;
+    }
+    const double ref_loss = ce_double(pred, tg, N, V);
+    const double ref_gl = (double)post_stem / ((double)(L - 1) * N), ref_paper = (1.0 + (double)post_stem / N) / L;
+
+    m.exit_tau = tau;
+    const float loss = model_forward(&m, tok, tg, NULL, B, T);
+    int exits_equal = 1;
+    for (int t = 0; t < N; t++) exits_equal &= (m.frozen[t] ? m.frozen[t] : L - 1) == exit_at[t];
+    double dl = 0, dh = 0;
+    for (int t = 0; t < N; t++) dl = fmax(dl, max_abs_diff(m.logits + (size_t)t * V, pred[t], (size_t)V));
+    for (int n = 1; n < L; n++) dh = fmax(dh, max_abs_diff(m.A[n].h_in, h + (size_t)n * N * d, (size_t)N * d));
+    printf("  τ %.5f: exits after blocks 1..%d: %d %d, to the end %d (%d tokens confident at block 0, none exits "
+           "there); loss %.7f vs slow %.7f; α %.5f vs %.5f, α_paper %.5f vs %.5f; max |Δlogit| %.1e, |Δh| %.1e\n",
+           tau, L - 2, count[1], count[2], count[L - 1], block0_confident, loss, ref_loss, m.active_frac, ref_gl,
+           m.active_frac_paper, ref_paper, dl, dh);
+    assert_true(count[1] > 0 && count[2] > 0 && count[L - 1] > 0 && block0_confident > 0);
+    assert_true(exits_equal);
+    assert_true(dl == 0.0 && dh == 0.0);
+    assert_true(fabs(loss - ref_loss) <= 1e-5 * fabs(ref_loss));
+    assert_true(fabs(m.active_frac - ref_gl) < 1e-6 && fabs(m.active_frac_paper - ref_paper) < 1e-6);
+    assert_int_equal(m.active_count, (long)(L - 1) * N); /* every pair really ran */
+    free(tok); free(tg); free(lg); free(conf); free(h); free(cs); free(exit_at); free(pred);
+    model_free(&m);
+    data_close(&ds);
+}
+static void test_exit_paper_slow_reference(void **s) { (void)s; exit_paper_slow_reference(0); }
+static void test_exit_paper_slow_reference_gpt2(void **s) { (void)s; exit_paper_slow_reference(1); }
+
+/* The paper's exit freezes a token's prediction, not its state: a token s that exits after block 1 keeps
+ * being updated by blocks 2 and 3 (its row of the residual stream changes after its exit), and a later token
+ * t of its window that runs to the end gets the output of the pass in which nobody exits (it attends to s's
+ * updated keys and values) exactly.  Were s's state frozen at its exit (gatelab's form), s's row would not
+ * move, and t would attend to s's block-1 state in blocks 2 and 3 and differ from the pass without exits. */
+static void test_exit_paper_state_updated(void **s) {
+    (void)s;
+    gl_model m;
+    gl_dataset ds;
+    const int B = 6;
+    ee_paper_setup(&m, &ds, B);
+    const int T = m.cfg.seq_len, N = B * T, V = m.cfg.vocab_size, L = m.cfg.n_layer, d = m.cfg.d_model;
+    int *tok = malloc((size_t)N * sizeof(int));
+    tokens(tok, N, V);
+    model_forward(&m, tok, NULL, NULL, B, T);
+    float *dense = malloc((size_t)N * V * sizeof(float));
+    memcpy(dense, m.logits, (size_t)N * V * sizeof(float));
+    /* τ just below the highest block-1 confidence among the first half of the windows' positions */
+    float tau = 0;
+    for (int t = 0; t < N; t++)
+        if (t % T < T / 2) tau = fmaxf(tau, m.exit_conf[(size_t)N + t]);
+    m.exit_tau = tau * 0.999f;
+    model_forward(&m, tok, NULL, NULL, B, T);
+    int sx = -1, tx = -1;
+    for (int t = 0; t < N && tx < 0; t++)
+        if (m.frozen[t] == 1 && t % T < T / 2) {
+            sx = t;
+            for (int u = t + 1; u < (t / T + 1) * T && tx < 0; u++)
+                if (!m.frozen[u]) tx = u;
+        }
+    assert_true(sx >= 0 && tx >= 0);
+    const double moved = max_abs_diff(m.h_out + (size_t)sx * d, m.A[2].h_in + (size_t)sx * d, (size_t)d);
+    const double dt = max_abs_diff(m.logits + (size_t)tx * V, dense + (size_t)tx * V, (size_t)V);
+    printf("  token %d exits after block 1: its state moves by %.3g over blocks 2..%d; later token %d (runs to "
+           "the end): max |Δlogit| vs the pass without exits %.1e\n",
+           sx, moved, L - 1, tx, dt);
+    assert_true(moved > 1e-3);
+    assert_true(dt == 0.0);
+    free(tok); free(dense);
+    model_free(&m);
+    data_close(&ds);
+}
+
+/* α in both conventions on cases checked by hand, L = 4.  Paper form: τ above every confidence (nobody
+ * exits: each token runs the 3 post-stem blocks) gives α = 3/3 = 1 and α_paper = (1 + 3)/4 = 1; τ below
+ * every confidence (everyone exits after block 1, the first exit allowed) α = 1/3 and α_paper = (1 + 1)/4
+ * = 0.5.  gatelab's form at the same tiny τ exits everyone after block 0: α = 0/3 = 0, α_paper = 1/4. */
+static void test_exit_alpha_conventions(void **s) {
+    (void)s;
+    gl_model m;
+    gl_dataset ds;
+    const int B = 2;
+    ee_paper_setup(&m, &ds, B);
+    const int T = m.cfg.seq_len, N = B * T;
+    int *tok = malloc((size_t)N * sizeof(int));
+    tokens(tok, N, m.cfg.vocab_size);
+    const struct { int form; float tau; double gl, paper; } cases[] = {
+        {XF_PAPER, 1.5f, 1.0, 1.0}, {XF_PAPER, 1e-9f, 1.0 / 3.0, 0.5}, {XF_GATELAB, 1e-9f, 0.0, 0.25}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        m.cfg.exit_form = (gl_exit_form)cases[i].form;
+        m.exit_tau = cases[i].tau;
+        model_forward(&m, tok, NULL, NULL, B, T);
+        printf("  %s form, τ %g: α %.6f (want %.6f), α_paper %.6f (want %.6f)\n",
+               config_exit_form_name(m.cfg.exit_form), (double)cases[i].tau, m.active_frac, cases[i].gl,
+               m.active_frac_paper, cases[i].paper);
+        assert_true(fabs(m.active_frac - cases[i].gl) < 1e-6 && fabs(m.active_frac_paper - cases[i].paper) < 1e-6);
+    }
+    m.exit_tau = 0.0f; /* training mode: no exit, no α_paper */
+    model_forward(&m, tok, NULL, NULL, B, T);
+    assert_true(isnan(m.active_frac_paper));
+    free(tok);
+    model_free(&m);
+    data_close(&ds);
+}
+
+/* The TSA paper's τ protocol (eval_match_paper) on the paper-form model: 13 thresholds in the official
+ * order, each on 30 fresh random batches (another draw per threshold), α_paper non-increasing as τ falls
+ * (up to the draw), the chosen threshold the nearest to the target (the first of a tie), m->exit_tau back
+ * at 0. */
+static void test_paper_tau_protocol(void **s) {
+    (void)s;
+    gl_model m;
+    gl_dataset ds;
+    ee_paper_setup(&m, &ds, 8);
+    char err[256];
+    static gl_eval_result rows[EVAL_PAPER_N_TAUS];
+    const double targets[] = {0.9, 0.75, 0.6, 1.0}; /* 1.0: a tie of the highest thresholds, the first wins */
+    for (size_t k = 0; k < sizeof targets / sizeof targets[0]; k++) {
+        int best = -1;
+        int rc = eval_match_paper(&m, &ds, SPLIT_VAL, 2, targets[k], 77, rows, &best, err, sizeof err);
+        if (rc) printf("  %s\n", err);
+        assert_int_equal(rc, 0);
+        assert_true(m.exit_tau == 0.0f && best >= 0);
+        double gap = INFINITY;
+        int want = -1;
+        for (int i = 0; i < EVAL_PAPER_N_TAUS; i++) {
+            if (k == 0) printf("  τ %.2f: α_paper %.4f, α %.4f, loss %.4f on %ld windows\n", eval_paper_taus[i],
+                               rows[i].active_frac_paper, rows[i].active_frac, rows[i].loss, rows[i].windows);
+            assert_int_equal(rows[i].windows, EVAL_PAPER_BATCHES * 2);
+            if (fabs(rows[i].active_frac_paper - targets[k]) < gap) gap = fabs(rows[i].active_frac_paper - targets[k]), want = i;
+        }
+        printf("  target %.2f: τ %.2f (α_paper %.4f)\n", targets[k], eval_paper_taus[best], rows[best].active_frac_paper);
+        assert_int_equal(best, want);
+        if (targets[k] == 1.0) assert_int_equal(best, 0);
+    }
+    /* the sweep reaches both ends of its range and the draws differ between thresholds */
+    assert_true(rows[0].active_frac_paper > rows[EVAL_PAPER_N_TAUS - 1].active_frac_paper + 0.1);
+    assert_true(eval_paper_taus[0] == 0.99 && eval_paper_taus[EVAL_PAPER_N_TAUS - 1] == 0.30);
+    gl_eval_result a, b;
+    m.exit_tau = 0.5f;
+    assert_int_equal(eval_random(&m, &ds, SPLIT_VAL, 60, 5, &a, err, sizeof err), 0);
+    assert_int_equal(eval_random(&m, &ds, SPLIT_VAL, 60, 6, &b, err, sizeof err), 0);
+    assert_true(a.loss != b.loss);
     model_free(&m);
     data_close(&ds);
 }
@@ -760,6 +1001,9 @@ int main(void) {
         cmocka_unit_test(test_tlops_arithmetic),   cmocka_unit_test(test_active_fraction),
         cmocka_unit_test(test_sparse_equals_hard_soft), cmocka_unit_test(test_sparse_all_kept),
         cmocka_unit_test(test_exit_tau_one_is_plain), cmocka_unit_test(test_exit_skip_equals_bookkeeping),
+        cmocka_unit_test(test_exit_paper_slow_reference), cmocka_unit_test(test_exit_paper_slow_reference_gpt2),
+        cmocka_unit_test(test_exit_paper_state_updated),
+        cmocka_unit_test(test_exit_alpha_conventions), cmocka_unit_test(test_paper_tau_protocol),
         cmocka_unit_test(test_tau_search), cmocka_unit_test(test_posthoc_never_exits),
         cmocka_unit_test(test_posthoc_tau0_is_block0_lens), cmocka_unit_test(test_posthoc_skip_equals_bookkeeping),
         cmocka_unit_test(test_posthoc_refuses_routed), cmocka_unit_test(test_hard_eval), cmocka_unit_test(test_each_batch),

@@ -5,7 +5,7 @@
  * differ between the runs — a key a run lacks counts as different and shows
  * as "-" — then each run's variant and status and its headline metrics (the
  * whole-split evaluation at the end of training: val/final.*, test/final.*,
- * and val/matched.* when an early-exit run was matched to a TSA run), with the
+ * and val/matched.* or val/matched_paper.* when an early-exit run was matched to a TSA run), with the
  * last train/loss.  Where a metric was measured more than once, the
  * measurement on the most windows is shown (as `runs` and `tables` do).
  * Formats: a table (default), CSV (one row per parameter or metric: kind,
@@ -51,7 +51,7 @@ static const args_opt cmp_opts[] = {
 const args_spec cmp_spec = {
     "compare", "RUN RUN ... [options]",
     "The parameters that differ between the runs, then their headline metrics side by side\n"
-    "(val/final.*, test/final.*, val/matched.*, and the last train/loss).  RUN is a run id, a unique prefix\n"
+    "(val/final.*, test/final.*, val/matched.*, val/matched_paper.*, and the last train/loss).  RUN is a run id, a unique prefix\n"
     "of one, or its folder; all of them in one registry.",
     cmp_opts};
 
@@ -90,8 +90,8 @@ static int cmp_put_num(cmp_set *s, const char *key, int j, double v) {
     return cmp_put(s, "metric", key, j, t);
 }
 
-/* Headline rows of one split for run j: final.*, hard.* (a routed model with the skipping done) and
- * matched.* names. */
+/* Headline rows of one split for run j: final.*, hard.* (a routed model with the skipping done),
+ * matched.* and matched_paper.* names. */
 static int cmp_headline(gl_db *db, cmp_set *s, int j, const char *split, char *err, size_t errlen) {
     gl_metric_latest *m = NULL;
     int n = 0;
@@ -100,7 +100,8 @@ static int cmp_headline(gl_db *db, cmp_set *s, int j, const char *split, char *e
         char q[64], key[192];
         if (!metric_headline_parse(&m[i].key, METRIC_FINAL, q, sizeof q) &&
             !metric_headline_parse(&m[i].key, METRIC_HARD, q, sizeof q) &&
-            !metric_headline_parse(&m[i].key, METRIC_MATCHED, q, sizeof q))
+            !metric_headline_parse(&m[i].key, METRIC_MATCHED, q, sizeof q) &&
+            !metric_headline_parse(&m[i].key, METRIC_MATCHED_PAPER, q, sizeof q))
             continue;
         if (db_metrics_latest_get(m, n, &m[i].key, NULL) != &m[i]) continue; /* the most windows only */
         snprintf(key, sizeof key, "%s/%s", split, m[i].key.name); /* a headline: no parameters */

@@ -1,6 +1,7 @@
 /*
  * cmd_eval.c — `gatelab eval RUN [--text FILE | --split val|test] [--windows N]
- * [--sparse] [--tau T | --match-alpha A | --match-run TSA_RUN] [--batch B] [--results DIR] [--record]`.
+ * [--sparse] [--tau T | --match-alpha A | --match-run TSA_RUN [--tau-protocol gatelab|paper]] [--batch B]
+ * [--results DIR] [--record]`.
  *
  * Prints one JSON line: loss (nats/token), bpc for text, tokens, windows,
  * accuracy for synthetic tasks, and for routed models the active fraction α,
@@ -19,6 +20,12 @@
  * and records the pair: matched.alpha_target is α_TSA, matched.partner_loss
  * the TSA run's headline loss (the TSA run needs `eval TSA_RUN --record`
  * first; training records it at the end of every run).
+ * --tau-protocol paper chooses τ as the TSA paper's official script does
+ * instead: the 13 thresholds 0.99 … 0.30, each on 30 fresh random batches of
+ * train.batch_size windows, the one whose α in the paper's convention
+ * (active_frac_paper) is nearest the target; with --match-run the target is
+ * the TSA run's train/alpha_paper.mean_evals; --record writes matched_paper.*
+ * (the JSON line lists the whole sweep as paper_sweep).
  *
  * This file parses the flags and prints; the measuring and the recording are
  * run/eval_run.h (evalrun_measure, evalrun_record), which `paper post` calls
@@ -51,6 +58,7 @@ static json_t *eval_json(const gl_eval_result *r, int text, int L, int T) {
     jsonl_set(o, "tokens", jsonl_count(r->tokens));
     jsonl_set(o, "windows", jsonl_int(r->windows));
     jsonl_set(o, "active_frac", jsonl_num(r->active_frac));
+    if (!isnan(r->active_frac_paper)) jsonl_set(o, "active_frac_paper", jsonl_num(r->active_frac_paper));
     if (!isnan(r->run_frac)) jsonl_set(o, "run_frac", jsonl_num(r->run_frac));
     jsonl_set(o, "tlops_saved", jsonl_num(eval_tlops_saved(r->active_frac, L)));
     jsonl_set(o, "tokens_per_s", jsonl_num(r->seconds > 0 ? (double)r->windows * T / r->seconds : 0.0));
@@ -68,6 +76,9 @@ static const args_opt eval_opts[] = {
     {"batch", ARGS_KEY(7), "B", "sequences per forward pass (default 16, at most 4096)"},
     {"results", ARGS_KEY(8), "DIR", "results folder that holds runs/<RUN> (default $GATELAB_RESULTS or results)"},
     {"record", ARGS_KEY(9), NULL, "write the whole-split result to the registry as the run's headline"},
+    {"tau-protocol", ARGS_KEY(10), "P",
+     "how --match-alpha/--match-run choose τ: gatelab (bisection on the whole split, default) or paper (the TSA "
+     "paper's 13 thresholds on 30 random batches, α in the paper's convention; records matched_paper.*)"},
     {0}};
 const args_spec eval_spec = {
     "eval", "RUN [options]",
@@ -108,6 +119,7 @@ static int eval_parse(int argc, char **argv, eval_args *a) {
         case ARGS_KEY(7): bad = args_get_int(&p, 1, 4096, &o->batch); break;
         case ARGS_KEY(8): a->results = p.val; break;
         case ARGS_KEY(9): o->record = 1; break;
+        case ARGS_KEY(10): bad = args_get_choice(&p, "gatelab,paper", &o->tau_protocol); break;
         }
     }
     if (bad) return 2;
@@ -146,7 +158,17 @@ static int eval_print(const evalrun_opts *o, const evalrun_result *r) {
     if (!isnan(r->soft.p_mid_share)) jsonl_set(out, "p_mid_share", jsonl_num(r->soft.p_mid_share));
     if (r->have_exit) {
         jsonl_set(out, "tau", jsonl_num(r->tau));
-        if (r->have_exit == 2) jsonl_set(out, "alpha_target", jsonl_num(r->alpha_target));
+        if (r->have_exit >= 2) jsonl_set(out, "alpha_target", jsonl_num(r->alpha_target));
+        jsonl_set(out, "tau_protocol", jsonl_str(r->have_exit == 3 ? "paper" : r->have_exit == 2 ? "gatelab" : "given"));
+        if (r->have_exit == 3) { /* every threshold of the paper's sweep, in its order */
+            json_t *g = json_array();
+            for (int i = 0; i < EVAL_PAPER_N_TAUS; i++) {
+                json_t *row = eval_json(&r->grid[i], text, L, T);
+                jsonl_set(row, "tau", jsonl_num(eval_paper_taus[i]));
+                json_array_append_new(g, row);
+            }
+            jsonl_set(out, "paper_sweep", g);
+        }
         jsonl_set(out, "exit", eval_json(&r->exit, text, L, T));
     }
     if (r->closest_only)

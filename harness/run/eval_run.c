@@ -109,6 +109,26 @@ static int evalrun_partner(const evalrun_opts *o, double *alpha, double *loss, g
     return 0;
 }
 
+/* The paper's τ protocol's target from the partner (a TSA run): its α in the paper's convention,
+ * train/alpha_paper.mean_evals (the soft α averaged over the evaluation points, as the official Shakespeare
+ * run reports it; recorded at the end of a TSA run's training).  Returns 0, or -1 with a message. */
+static int evalrun_partner_paper(const evalrun_opts *o, double *alpha, char *err, size_t errlen) {
+    gl_db *db = NULL;
+    gl_metric_val a;
+    int rc = db_open_readonly(&db, o->partner.db, err, errlen), k = 0;
+    if (!rc) k = db_metric_at(db, o->partner.id, "train", "alpha_paper.mean_evals", NULL, NULL, &a, err, errlen);
+    db_close(db);
+    if (rc || k < 0) return -1;
+    if (k == 0 || isnan(a.value)) {
+        snprintf(err, errlen, "--match-run %s --tau-protocol paper: that run has no train/alpha_paper.mean_evals in %s "
+                              "(the TSA paper's α, recorded when a TSA run finishes training); give the target with "
+                              "--match-alpha instead", o->partner_arg, o->partner.db);
+        return -1;
+    }
+    *alpha = a.value;
+    return 0;
+}
+
 /* Check the options against the model (sparse needs TSA, τ early exit) and
  * find the --match-run target: *match (o->match_alpha, or the partner's α),
  * *partner_loss and its provenance.  Returns 0, or -1 with a message. */
@@ -126,7 +146,15 @@ static int evalrun_check(const gl_run *run, const evalrun_opts *o, double *match
                               "--text and --windows", o->partner_arg);
         return -1;
     }
-    if (o->partner_arg && evalrun_partner(o, match, partner_loss, partner_prov, err, errlen)) return -1;
+    const int paper = o->tau_protocol == EVALRUN_TAU_PAPER;
+    if (paper && (o->tau >= 0 || o->text || o->windows > 0 || (o->match_alpha < 0 && !o->partner_arg))) {
+        snprintf(err, errlen, "--tau-protocol paper chooses τ among the paper's %d thresholds for an α on %d random "
+                              "batches of the split: give --match-alpha A or --match-run TSA_RUN, and drop --tau, "
+                              "--text and --windows", EVAL_PAPER_N_TAUS, EVAL_PAPER_BATCHES);
+        return -1;
+    }
+    if (o->partner_arg && paper && evalrun_partner_paper(o, match, err, errlen)) return -1;
+    if (o->partner_arg && !paper && evalrun_partner(o, match, partner_loss, partner_prov, err, errlen)) return -1;
     if ((o->tau >= 0 || *match >= 0) && mc->depth_routing != DR_EARLY_EXIT) {
         snprintf(err, errlen, "--tau and --match-alpha need an early-exit model; run %s has depth_routing = %s",
                  o->run.id, config_depth_routing_name(mc->depth_routing));
@@ -144,7 +172,17 @@ static int evalrun_check(const gl_run *run, const evalrun_opts *o, double *match
 static int evalrun_exit(gl_run *run, const evalrun_opts *o, const int *ids, size_t n_ids, const gl_dataset *ds,
                         const gl_prov *partner_prov, evalrun_result *r, char *err, size_t errlen) {
     gl_model *m = &run->model;
-    if (r->alpha_target >= 0) {
+    if (r->alpha_target >= 0 && o->tau_protocol == EVALRUN_TAU_PAPER) {
+        /* the random batches: train.batch_size windows each, from a generator keyed by the run's seed */
+        int best;
+        const uint64_t key = rng_mix64(run->mf.train.seed ^ 0x7061706572746175ULL); /* "papertau" */
+        if (eval_match_paper(m, ds, o->split, run->mf.train.batch_size, r->alpha_target, key, r->grid, &best, err,
+                             errlen))
+            return -1;
+        r->tau = eval_paper_taus[best];
+        r->exit = r->grid[best];
+        r->have_exit = 3;
+    } else if (r->alpha_target >= 0) {
         int mrc = eval_match_alpha(m, ds, o->split, o->windows, r->alpha_target, 0.005, &r->tau, &r->exit, err,
                                    errlen);
         if (mrc < 0) return -1;
@@ -244,7 +282,10 @@ int evalrun_record(const evalrun_opts *o, const evalrun_result *r, char *err, si
     if (!rc)
         rc = headline_record(db, o->run.id, r->step, o->split_name, &r->soft, r->have_hard ? &r->hard : NULL,
                              r->is_text, r->routed, r->n_layer, err, errlen);
-    if (!rc && r->alpha_target >= 0)
+    if (!rc && r->alpha_target >= 0 && r->have_exit == 3)
+        rc = headline_record_matched_paper(db, o->run.id, r->step, o->split_name, r->tau, r->alpha_target, &r->exit,
+                                           r->n_layer, err, errlen);
+    else if (!rc && r->alpha_target >= 0)
         rc = headline_record_matched(db, o->run.id, r->step, o->split_name, r->tau, r->alpha_target,
                                      r->partner_loss, &r->exit, r->n_layer, err, errlen);
     db_close(db);

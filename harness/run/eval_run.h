@@ -50,7 +50,14 @@ typedef struct {
     const char *partner_arg;
     evalrun_target partner;
     int record; /* the result is to be recorded (evalrun_record): a routed model is also evaluated hard */
+    /* how τ is matched to α (--tau-protocol): EVALRUN_TAU_GATELAB bisects τ on the whole split until α is
+     * within 0.005 of the target (matched.*); EVALRUN_TAU_PAPER is the TSA paper's protocol: the 13
+     * thresholds on 30 random batches of train.batch_size windows, the one whose α in the paper's convention
+     * is nearest the target chosen (matched_paper.*; with --match-run the target is the TSA run's
+     * train/alpha_paper.mean_evals, the paper's α) */
+    int tau_protocol;
 } evalrun_opts;
+enum { EVALRUN_TAU_GATELAB = 0, EVALRUN_TAU_PAPER = 1 };
 
 /* The defaults of `gatelab eval RUN`: the whole validation split, batch 16, no early exit. */
 void evalrun_defaults(evalrun_opts *o);
@@ -69,7 +76,8 @@ typedef struct {
     int have_sparse;       /* hard is the --sparse pass */
     int have_hard;         /* hard is the headline's hard.* (a record of a model with hard routing) */
     gl_eval_result exit;   /* early exit at tau (have_exit) */
-    int have_exit;         /* 1: --tau, 2: τ matched to alpha_target */
+    int have_exit;         /* 1: --tau, 2: τ matched to alpha_target (3: by the paper's protocol) */
+    gl_eval_result grid[EVAL_PAPER_N_TAUS]; /* the paper's protocol: every threshold's evaluation */
     int closest_only;      /* the match missed ±0.005: exit is the closest α reached */
     double tau;            /* the early-exit threshold (-1: none) */
     double alpha_target;   /* the α matched (-1: none) */
@@ -84,8 +92,8 @@ int evalrun_measure(const evalrun_opts *o, evalrun_result *r, char *err, size_t 
 
 /* Write r (a whole-split evaluation: o->text NULL, o->windows 0, no --tau)
  * to o->run.db as o->run.id's headline (run/headline.h: final.*, hard.* when
- * r->have_hard) and, when an α was matched, its matched.* rows.  Returns 0, or
- * -1 with a message. */
+ * r->have_hard) and, when an α was matched, its matched.* rows (matched_paper.*
+ * under the paper's τ protocol).  Returns 0, or -1 with a message. */
 int evalrun_record(const evalrun_opts *o, const evalrun_result *r, char *err, size_t errlen);
 
 #endif

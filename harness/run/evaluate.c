@@ -42,6 +42,7 @@
 
 typedef struct {
     double loss_sum, scored, tok_right, seq_right, active_sum, active_w;
+    double paper_sum, paper_w; /* early exit: active_frac_paper by windows, over the batches that have it */
     double run_pairs, all_pairs, p_mid, p_all; /* rows really run / (token, block >= 1) pairs; p in (0.3, 0.7) / p's */
     double *clu_y, *clu_w; /* (n_clu) per batch: its loss sum x·w (x the batch mean, w its tokens) and w */
     int n_clu;
@@ -62,6 +63,10 @@ static void add_batch(const gl_model *m, const int *tok, const int *tg, const fl
     a->seq_right += sacc * B;
     a->active_sum += (double)m->active_frac * B;
     a->active_w += B;
+    if (!isnan(m->active_frac_paper)) {
+        a->paper_sum += (double)m->active_frac_paper * B;
+        a->paper_w += B;
+    }
     a->windows += B;
     const int L = m->cfg.n_layer, N = B * T;
     a->run_pairs += (double)m->active_count;
@@ -131,6 +136,7 @@ static void finish(const accum *a, gl_eval_result *r, double t0, int infer) {
     r->tok_acc = a->scored > 0 ? a->tok_right / a->scored : 0.0;
     r->seq_acc = a->windows > 0 ? a->seq_right / a->windows : 0.0;
     r->active_frac = a->active_w > 0 ? a->active_sum / a->active_w : 1.0;
+    r->active_frac_paper = a->paper_w > 0 ? a->paper_sum / a->paper_w : NAN;
     r->windows = a->windows;
     r->seconds = timing_now_s() - t0;
     r->bytes_per_token = 1.0;
@@ -298,6 +304,38 @@ int eval_match_alpha(gl_model *m, const gl_dataset *ds, gl_split split, long n_w
     }
     m->exit_tau = 0.0f;
     return rc;
+}
+
+const double eval_paper_taus[EVAL_PAPER_N_TAUS] = {0.99, 0.95, 0.90, 0.85, 0.80, 0.75, 0.70,
+                                                    0.65, 0.60, 0.55, 0.50, 0.40, 0.30};
+
+int eval_match_paper(gl_model *m, const gl_dataset *ds, gl_split split, int batch, double target, uint64_t key,
+                     gl_eval_result rows[EVAL_PAPER_N_TAUS], int *best, char *err, size_t errlen) {
+    if (m->cfg.depth_routing != DR_EARLY_EXIT) {
+        snprintf(err, errlen, "the paper's τ protocol needs an early-exit model; this one has depth_routing = %s",
+                 config_depth_routing_name(m->cfg.depth_routing));
+        return -1;
+    }
+    assert(batch >= 1);
+    *best = -1;
+    double best_gap = INFINITY;
+    int rc = 0;
+    for (int i = 0; i < EVAL_PAPER_N_TAUS && !rc; i++) {
+        m->exit_tau = (float)eval_paper_taus[i];
+        rc = eval_random(m, ds, split, (long)EVAL_PAPER_BATCHES * batch, rng_mix64(key + (uint64_t)(i + 1) * 0x9e3779b97f4a7c15ULL),
+                         &rows[i], err, errlen);
+        const double gap = fabs(rows[i].active_frac_paper - target);
+        if (!rc && gap < best_gap) {
+            best_gap = gap;
+            *best = i;
+        }
+    }
+    m->exit_tau = 0.0f;
+    return rc;
+}
+
+double eval_alpha_paper(double alpha, int n_layer) {
+    return n_layer > 0 ? (1.0 + (n_layer - 1) * alpha) / n_layer : NAN;
 }
 
 int eval_has_hard(const gl_model *m) {

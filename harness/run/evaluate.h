@@ -16,6 +16,9 @@ typedef struct {
     double tok_acc;     /* argmax accuracy on scored tokens */
     double seq_acc;     /* share of windows with every scored token right */
     double active_frac; /* TSA / early exit: share of (token, layer >= 1) pairs that ran (TSA: p <= 0.5) */
+    double active_frac_paper; /* early exit at τ (and post-hoc exit): α in the TSA paper's official convention,
+                                 (1 + mean post-stem blocks run up to the exit)/L (m->active_frac_paper);
+                                 NaN in every other mode */
     double run_frac;    /* inference modes (TSA sparse, early exit at τ, post-hoc exit): share of (token,
                            layer >= 1) pairs whose block really ran, counted from the rows computed
                            (m->active_count); NaN in the soft / training modes, which run every pair */
@@ -96,6 +99,23 @@ int eval_ids(gl_model *m, const int *ids, size_t n_ids, long n_windows, gl_eval_
  * returns 1 then, 0 on success, -1 on error).  Leaves m->exit_tau at 0. */
 int eval_match_alpha(gl_model *m, const gl_dataset *ds, gl_split split, long n_windows, double target,
                      double tol, double *tau, gl_eval_result *r, char *err, size_t errlen);
+
+/* The TSA paper's τ protocol for early exit (scripts/ablation_early_exit.py of the official code): each
+ * of the EVAL_PAPER_N_TAUS thresholds (0.99 … 0.30) evaluated on EVAL_PAPER_BATCHES fresh random batches
+ * of `batch` windows of split (eval_random: threshold i draws from a generator seeded by a hash of key
+ * and i, as the official sweep draws new batches for every threshold), and the threshold whose α in the
+ * official convention (active_frac_paper) is nearest target chosen, the first of a tie (Python's min).
+ * rows[i] holds threshold i's evaluation; *best its index.  Leaves m->exit_tau at 0.  Returns 0, or -1
+ * with a message (no early-exit model, a split too short). */
+#define EVAL_PAPER_N_TAUS 13
+#define EVAL_PAPER_BATCHES 30
+extern const double eval_paper_taus[EVAL_PAPER_N_TAUS];
+int eval_match_paper(gl_model *m, const gl_dataset *ds, gl_split split, int batch, double target, uint64_t key,
+                     gl_eval_result rows[EVAL_PAPER_N_TAUS], int *best, char *err, size_t errlen);
+
+/* α in the TSA paper's early-exit convention from gatelab's: a token that ran k of the L − 1 post-stem
+ * blocks counts (1 + k)/L there and k/(L − 1) here, so α_paper = (1 + (L − 1)·α)/L. */
+double eval_alpha_paper(double alpha, int n_layer);
 
 /* TLOps saved by routing at active fraction alpha over L layers: (1−α)(L−1)/L. */
 double eval_tlops_saved(double alpha, int n_layer);

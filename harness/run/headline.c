@@ -90,6 +90,7 @@ int headline_record(gl_db *db, const char *run_id, long step, const char *split_
     }
     hl_init(&h, METRIC_HARD, step, split_name, hard);
     hl_quality(&h, hard, is_text, 1, n_layer);
+    if (!isnan(hard->active_frac_paper)) hl_add(&h, "active_frac_paper", hard->active_frac_paper, 0);
     hl_add(&h, "run_frac", hard->run_frac, 0);
     hl_add(&h, "tokens", hard->tokens, 0);
     hl_add(&h, "windows", (double)hard->windows, 0);
@@ -114,10 +115,30 @@ int headline_record_matched(gl_db *db, const char *run_id, long step, const char
     hl_add(&h, "tau", tau, 0);
     hl_add(&h, "alpha_target", alpha_target, 0);
     hl_add(&h, "active_frac", r->active_frac, 0);
+    if (!isnan(r->active_frac_paper)) hl_add(&h, "active_frac_paper", r->active_frac_paper, 0);
     hl_add(&h, "tlops_saved", eval_tlops_saved(r->active_frac, n_layer), 0);
     hl_add(&h, "loss", r->loss, r->loss_se);
     hl_add(&h, "loss_se", r->loss_se, 0);
     hl_add(&h, "tokens", r->tokens, 0);
     if (!isnan(partner_loss)) hl_add(&h, "partner_loss", partner_loss, 0);
+    return hl_write(db, run_id, &h, err, errlen);
+}
+
+int headline_record_matched_paper(gl_db *db, const char *run_id, long step, const char *split_name, double tau,
+                                  double alpha_target, const gl_eval_result *r, int n_layer, char *err,
+                                  size_t errlen) {
+    static hl_rows h;
+    hl_init(&h, METRIC_MATCHED_PAPER, step, split_name, r);
+    hl_add(&h, "tau", tau, 0);
+    hl_add(&h, "alpha_target", alpha_target, 0);
+    hl_add(&h, "active_frac_paper", r->active_frac_paper, 0);
+    hl_add(&h, "tlops_saved_paper", eval_tlops_saved(r->active_frac_paper, n_layer), 0);
+    hl_add(&h, "active_frac", r->active_frac, 0);
+    hl_add(&h, "tlops_saved", eval_tlops_saved(r->active_frac, n_layer), 0);
+    hl_add(&h, "run_frac", r->run_frac, 0);
+    hl_add(&h, "loss", r->loss, r->loss_se);
+    hl_add(&h, "loss_se", r->loss_se, 0);
+    hl_add(&h, "tokens", r->tokens, 0);
+    hl_add(&h, "windows", (double)r->windows, 0);
     return hl_write(db, run_id, &h, err, errlen);
 }

@@ -12,14 +12,22 @@
  *   (0.3, 0.7)), final.tokens, final.windows — the provenance of the numbers
  *   (final.* is the model as trained: TSA's soft model runs every block);
  *   hard.{loss,loss_se,bpc | token_acc,seq_acc, active_frac, tlops_saved,
- *   run_frac, tokens, windows} — routed models, the same split with the
+ *   run_frac, tokens, windows} (early exit also active_frac_paper) — routed models, the same split with the
  *   skipping done (evaluate.h eval_split_hard: TSA p > 0.5 skips, early exit
  *   at τ 0.5); run_frac is the share of (token, block >= 1) pairs whose
  *   block was really computed, which equals hard.active_frac;
  *   matched.{tau,alpha_target,active_frac,tlops_saved,loss,loss_se,tokens,
  *   partner_loss} — early exit at the τ whose α matches alpha_target (the α
  *   of the TSA run it is compared with, whose loss is partner_loss) on the
- *   same whole split.
+ *   same whole split; matched.active_frac_paper is its α in the TSA paper's
+ *   convention, (1 + mean post-stem blocks run)/L;
+ *   matched_paper.{tau,alpha_target,active_frac_paper,tlops_saved_paper,
+ *   active_frac,tlops_saved,run_frac,loss,loss_se,tokens,windows} — early exit
+ *   at the τ the TSA paper's protocol chose (`eval --tau-protocol paper`: the
+ *   13 thresholds on 30 random batches, α_paper nearest alpha_target;
+ *   run/evaluate.h eval_match_paper), measured on those random batches (the
+ *   provenance counts the windows drawn); tlops_saved_paper is the official
+ *   script's ops saved, (1 − α_paper)(L − 1)/L;
  * Every row carries its provenance (store/registry.h gl_prov: the split,
  * windows [0, r->windows) and r->tokens scored); final.loss, final.bpc and
  * matched.loss carry their standard error.  Names: store/metric.h.
@@ -45,6 +53,12 @@ int headline_record(gl_db *db, const char *run_id, long step, const char *split_
  * or -1 with a message. */
 int headline_measure(gl_model *m, const gl_dataset *ds, gl_split split, gl_eval_result *r, gl_eval_result *hard,
                      int *have_hard, char *err, size_t errlen);
+
+/* Record an early-exit evaluation r at the threshold tau the TSA paper's protocol chose for alpha_target
+ * (α_paper of the TSA run) as run_id's matched_paper.* rows.  Returns 0, or -1 with a message. */
+int headline_record_matched_paper(gl_db *db, const char *run_id, long step, const char *split_name, double tau,
+                                  double alpha_target, const gl_eval_result *r, int n_layer, char *err,
+                                  size_t errlen);
 
 /* Record an early-exit evaluation r at threshold tau, searched to match
  * alpha_target, as run_id's matched.* rows; partner_loss is the loss of the

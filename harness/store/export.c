@@ -115,6 +115,7 @@ static int export_config_attrs(hid_t f, const gl_model *m, const gl_train_state 
     bad |= export_attr_float(f, "tsa_lambda", c->tsa_lambda);
     bad |= export_attr_str(f, "tsa_form", config_tsa_form_name(c->tsa_form));
     bad |= export_attr_str(f, "exit_weighting", config_exit_weighting_name(c->exit_weighting));
+    bad |= export_attr_str(f, "exit_form", config_exit_form_name(c->exit_form));
     bad |= export_attr_str(f, "cross_layer", config_cross_layer_name(c->cross_layer));
     bad |= export_attr_int(f, "hc_expansion", c->hc_expansion);
     bad |= export_attr_float(f, "mod_capacity", c->mod_capacity);

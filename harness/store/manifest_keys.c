@@ -80,6 +80,7 @@ const key_def mf_keys[MF_N_KEYS] = {
     KFLT_CFG("model", "tsa_lambda", tsa_lambda),
     LENUM("model", "tsa_form", model.tsa_form, EN_TF),
     KENUM("model", "exit_weighting", model.exit_weighting, EN_EE),
+    LENUM("model", "exit_form", model.exit_form, EN_XF),
     LFLT("model", "mod_capacity", model.mod_capacity, 0, 1, 1, 0),
     LINT_CFG("model", "mod_every", mod_every),
     LFLT("model", "random_alpha", model.random_alpha, 0, 1, 1, 0),
@@ -148,6 +149,7 @@ const char *mf_enum_name(int en, int v) {
     case EN_RF: return config_resformer_variant_name((gl_resformer_variant)v);
     case EN_DR: return config_depth_routing_name((gl_depth_routing)v);
     case EN_EE: return config_exit_weighting_name((gl_exit_weighting)v);
+    case EN_XF: return config_exit_form_name((gl_exit_form)v);
     case EN_CL: return config_cross_layer_name((gl_cross_layer)v);
     case EN_SG: return config_sat_gate_name((gl_sat_gate)v);
     case EN_BB: return config_backbone_name((gl_backbone)v);
@@ -167,6 +169,7 @@ int mf_enum_count(int en) {
     case EN_RF: return RF_COUNT;
     case EN_DR: return DR_COUNT;
     case EN_EE: return EE_COUNT;
+    case EN_XF: return XF_COUNT;
     case EN_CL: return CL_COUNT;
     case EN_SG: return SG_COUNT;
     case EN_BB: return BB_COUNT;
@@ -187,6 +190,7 @@ void mf_enum_store(gl_manifest *mf, int en, int v) {
     case EN_RF: mf->model.resformer_variant = (gl_resformer_variant)v; break;
     case EN_DR: mf->model.depth_routing = (gl_depth_routing)v; break;
     case EN_EE: mf->model.exit_weighting = (gl_exit_weighting)v; break;
+    case EN_XF: mf->model.exit_form = (gl_exit_form)v; break;
     case EN_CL: mf->model.cross_layer = (gl_cross_layer)v; break;
     case EN_SG: mf->model.sat_gate = (gl_sat_gate)v; break;
     case EN_BB: mf->model.backbone = (gl_backbone)v; break;
@@ -205,6 +209,7 @@ int mf_enum_load(const gl_manifest *mf, int en) {
     case EN_RF: return (int)mf->model.resformer_variant;
     case EN_DR: return (int)mf->model.depth_routing;
     case EN_EE: return (int)mf->model.exit_weighting;
+    case EN_XF: return (int)mf->model.exit_form;
     case EN_CL: return (int)mf->model.cross_layer;
     case EN_SG: return (int)mf->model.sat_gate;
     case EN_BB: return (int)mf->model.backbone;

@@ -15,7 +15,7 @@
 #include "manifest.h"
 
 typedef enum { K_INT, K_U64, K_FLOAT, K_BOOL, K_STR, K_ENUM, K_SCALE } key_kind;
-typedef enum { EN_NONE, EN_VR, EN_RF, EN_DR, EN_EE, EN_TASK, EN_CL, EN_TOK, EN_SG, EN_WD, EN_TASKF, EN_EM, EN_BB, EN_TF } enum_id;
+typedef enum { EN_NONE, EN_VR, EN_RF, EN_DR, EN_EE, EN_TASK, EN_CL, EN_TOK, EN_SG, EN_WD, EN_TASKF, EN_EM, EN_BB, EN_TF, EN_XF } enum_id;
 /* string constraints */
 enum { S_ANY = 0, S_NONEMPTY = 1, S_NAME = 2 };
 /* float constraint: F_AUTO also accepts "auto", stored as NaN (the key's documented automatic value) */
@@ -36,7 +36,7 @@ typedef struct {
 } key_def;
 
 /* The table, in canonical order (manifest_keys.c); MF_N_KEYS rows, checked there at compile time. */
-#define MF_N_KEYS 75
+#define MF_N_KEYS 76
 extern const key_def mf_keys[MF_N_KEYS];
 
 /* An enum key's values (aux = enum_id): the name of value v, how many there are, and its field in

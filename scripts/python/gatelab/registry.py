@@ -168,7 +168,8 @@ def runs(db=None, results=None, experiment=None, tags=None, status=None, deleted
                 by_id[r[0]]["tag." + r[1]] = r[2]
         for r in con.execute(
                 "select run_id, split, name, value, data_split, win_first, win_count, tokens from metrics "
-                "where (name like 'final.%' or name like 'hard.%' or name like 'matched.%') and params = '{}' "
+                "where (name like 'final.%' or name like 'hard.%' or name like 'matched.%' or name like 'matched_paper.%') "
+                "and params = '{}' "
                 "order by run_id, split, name, win_count"):
             if r[0] not in by_id:
                 continue
