@@ -325,10 +325,83 @@ static int cl_check(const claims_row *r, char *msg, size_t ml) {
     return 0;
 }
 
+/* What a claims file's line is in: before any section, a row, a disclosure, [report], a question or
+ * a summary line. */
+typedef enum { SEC_NONE, SEC_ROW, SEC_DISCLOSURE, SEC_HEAD, SEC_QUESTION, SEC_SUMMARY } cl_section;
+
+/* Open section [sec] of cf (cap: the rows' allocation): *in becomes its kind. Returns 0, or -1 with msg. */
+static int cl_open_section(claims_file *cf, const char *sec, int *cap, cl_section *in, char *msg, size_t msglen) {
+    if (!strcmp(sec, "report")) {
+        *in = SEC_HEAD;
+    } else if (!strncmp(sec, "disclosure", 10)) {
+        if (cf->n_disclosures == 32) return snprintf(msg, msglen, "more than 32 disclosures"), -1;
+        cf->n_disclosures++;
+        *in = SEC_DISCLOSURE;
+    } else if (!strncmp(sec, "summary", 7) && (!sec[7] || sec[7] == ' ')) {
+        if (cf->n_summary == 12)
+            return snprintf(msg, msglen, "more than 12 summary lines (the first screen holds at most 12)"), -1;
+        cf->n_summary++;
+        *in = SEC_SUMMARY;
+    } else if (!strncmp(sec, "question", 8) && (!sec[8] || sec[8] == ' ')) {
+        if (cf->n_questions == 16) return snprintf(msg, msglen, "more than 16 questions"), -1;
+        cf->n_questions++;
+        *in = SEC_QUESTION;
+    } else {
+        if (!*sec || strlen(sec) >= sizeof cf->rows[0].id) return snprintf(msg, msglen, "a row id is 1..31 bytes"), -1;
+        for (int k = 0; k < cf->n; k++)
+            if (!strcmp(cf->rows[k].id, sec)) return snprintf(msg, msglen, "row [%s] twice", sec), -1;
+        if (cf->n && cl_check(&cf->rows[cf->n - 1], msg, msglen)) return -1;
+        if (cf->n == *cap) {
+            *cap = *cap ? 2 * *cap : 32;
+            claims_row *nr = realloc(cf->rows, (size_t)*cap * sizeof *nr);
+            if (!nr) return snprintf(msg, msglen, "out of memory"), -1;
+            cf->rows = nr;
+        }
+        cl_row_defaults(&cf->rows[cf->n]);
+        snprintf(cf->rows[cf->n].id, sizeof cf->rows[cf->n].id, "%s", sec);
+        cf->n++;
+        *in = SEC_ROW;
+    }
+    return 0;
+}
+
+/* key = val in a section that is not a row ([summary], [question], [report], [disclosure]): 0, or -1 with
+ * msg naming an unknown key or a value too long. */
+static int cl_set_text(claims_file *cf, cl_section in, const char *key, const char *val, char *msg, size_t msglen) {
+    char *dst = NULL;
+    size_t n = CLAIMS_TEXT;
+    const char *takes = "";
+    if (in == SEC_SUMMARY) {
+        claims_summary *sm = &cf->summary[cf->n_summary - 1];
+        struct {
+            const char *k;
+            char *dst;
+            size_t n;
+        } f[] = {{"claims", sm->claims, sizeof sm->claims}, {"text", sm->text, sizeof sm->text},
+                 {"row", sm->row, sizeof sm->row},          {"element", sm->element, sizeof sm->element},
+                 {"scale", sm->scale, sizeof sm->scale}};
+        for (size_t k = 0; k < sizeof f / sizeof f[0]; k++)
+            if (!strcmp(key, f[k].k)) dst = f[k].dst, n = f[k].n;
+        takes = "a [summary] section takes claims =, text =, row =, element = and scale =";
+    } else if (in == SEC_QUESTION) {
+        claims_question *q = &cf->questions[cf->n_questions - 1];
+        dst = !strcmp(key, "text") ? q->text : !strcmp(key, "rows") ? q->rows : !strcmp(key, "groups") ? q->groups : NULL;
+        takes = "a [question] section takes text =, rows = and groups =";
+    } else {
+        const int head = in == SEC_HEAD;
+        if (!strcmp(key, head ? "title" : "text")) dst = head ? cf->title : cf->disclosures[cf->n_disclosures - 1];
+        takes = head ? "a [report] section takes title =" : "a [disclosure] section takes text =";
+    }
+    if (!dst) return snprintf(msg, msglen, "unknown key '%s' (%s)", key, takes), -1;
+    if (strlen(val) >= n) return snprintf(msg, msglen, "%s is longer than %zu bytes", key, n - 1), -1;
+    snprintf(dst, n, "%s", val);
+    return 0;
+}
+
 int claims_parse(const char *text, const char *name, claims_file *cf, char *err, size_t errlen) {
     memset(cf, 0, sizeof *cf);
     int cap = 0, line_no = 0, rc = -1;
-    enum { NONE, ROW, DISCLOSURE, HEAD, QUESTION, SUMMARY } in = NONE;
+    cl_section in = SEC_NONE;
     char msg[400] = "";
     /* the keys of the section being read, with their lines: a key given twice is refused, never the last
      * value taken silently (every key of a row is shorter than 16 bytes; there are fewer than 48) */
@@ -356,55 +429,7 @@ int claims_parse(const char *text, const char *name, claims_file *cf, char *err,
                 goto bad;
             }
             *r = 0;
-            char *sec = claims_trim(s + 1);
-            if (!strcmp(sec, "report")) {
-                in = HEAD;
-            } else if (!strncmp(sec, "disclosure", 10)) {
-                if (cf->n_disclosures == 32) {
-                    snprintf(msg, sizeof msg, "more than 32 disclosures");
-                    goto bad;
-                }
-                cf->n_disclosures++;
-                in = DISCLOSURE;
-            } else if (!strncmp(sec, "summary", 7) && (!sec[7] || sec[7] == ' ')) {
-                if (cf->n_summary == 12) {
-                    snprintf(msg, sizeof msg, "more than 12 summary lines (the first screen holds at most 12)");
-                    goto bad;
-                }
-                cf->n_summary++;
-                in = SUMMARY;
-            } else if (!strncmp(sec, "question", 8) && (!sec[8] || sec[8] == ' ')) {
-                if (cf->n_questions == 16) {
-                    snprintf(msg, sizeof msg, "more than 16 questions");
-                    goto bad;
-                }
-                cf->n_questions++;
-                in = QUESTION;
-            } else {
-                if (!*sec || strlen(sec) >= sizeof cf->rows[0].id) {
-                    snprintf(msg, sizeof msg, "a row id is 1..31 bytes");
-                    goto bad;
-                }
-                for (int k = 0; k < cf->n; k++)
-                    if (!strcmp(cf->rows[k].id, sec)) {
-                        snprintf(msg, sizeof msg, "row [%s] twice", sec);
-                        goto bad;
-                    }
-                if (cf->n && cl_check(&cf->rows[cf->n - 1], msg, sizeof msg)) goto bad;
-                if (cf->n == cap) {
-                    cap = cap ? 2 * cap : 32;
-                    claims_row *nr = realloc(cf->rows, (size_t)cap * sizeof *nr);
-                    if (!nr) {
-                        snprintf(msg, sizeof msg, "out of memory");
-                        goto bad;
-                    }
-                    cf->rows = nr;
-                }
-                cl_row_defaults(&cf->rows[cf->n]);
-                snprintf(cf->rows[cf->n].id, sizeof cf->rows[cf->n].id, "%s", sec);
-                cf->n++;
-                in = ROW;
-            }
+            if (cl_open_section(cf, claims_trim(s + 1), &cap, &in, msg, sizeof msg)) goto bad;
             continue;
         }
         char *eq = strchr(s, '=');
@@ -414,7 +439,7 @@ int claims_parse(const char *text, const char *name, claims_file *cf, char *err,
         }
         *eq = 0;
         char *key = claims_trim(s), *val = claims_trim(eq + 1);
-        if (in == NONE) {
+        if (in == SEC_NONE) {
             snprintf(msg, sizeof msg, "key '%s' before any [section]", key);
             goto bad;
         }
@@ -428,59 +453,8 @@ int claims_parse(const char *text, const char *name, claims_file *cf, char *err,
             snprintf(seen[n_seen], sizeof seen[0], "%s", key);
             seen_line[n_seen++] = line_no;
         }
-        if (in == SUMMARY) {
-            claims_summary *sm = &cf->summary[cf->n_summary - 1];
-            struct {
-                const char *k;
-                char *dst;
-                size_t n;
-            } f[] = {{"claims", sm->claims, sizeof sm->claims}, {"text", sm->text, sizeof sm->text},
-                     {"row", sm->row, sizeof sm->row},          {"element", sm->element, sizeof sm->element},
-                     {"scale", sm->scale, sizeof sm->scale}};
-            size_t k = 0;
-            while (k < sizeof f / sizeof f[0] && strcmp(key, f[k].k)) k++;
-            if (k == sizeof f / sizeof f[0]) {
-                snprintf(msg, sizeof msg, "unknown key '%s' (a [summary] section takes claims =, text =, row =, "
-                         "element = and scale =)", key);
-                goto bad;
-            }
-            if (strlen(val) >= f[k].n) {
-                snprintf(msg, sizeof msg, "%s is longer than %zu bytes", key, f[k].n - 1);
-                goto bad;
-            }
-            snprintf(f[k].dst, f[k].n, "%s", val);
-            continue;
-        }
-        if (in == QUESTION) {
-            claims_question *q = &cf->questions[cf->n_questions - 1];
-            char *dst = !strcmp(key, "text")     ? q->text
-                        : !strcmp(key, "rows")   ? q->rows
-                        : !strcmp(key, "groups") ? q->groups
-                                                 : NULL;
-            if (!dst) {
-                snprintf(msg, sizeof msg, "unknown key '%s' (a [question] section takes text =, rows = and groups =)",
-                         key);
-                goto bad;
-            }
-            if (strlen(val) >= CLAIMS_TEXT) {
-                snprintf(msg, sizeof msg, "%s is longer than %d bytes", key, CLAIMS_TEXT - 1);
-                goto bad;
-            }
-            snprintf(dst, CLAIMS_TEXT, "%s", val);
-            continue;
-        }
-        if (in == HEAD || in == DISCLOSURE) {
-            if (strcmp(key, in == HEAD ? "title" : "text")) {
-                snprintf(msg, sizeof msg, "unknown key '%s' (a [%s] section takes %s =)", key,
-                         in == HEAD ? "report" : "disclosure", in == HEAD ? "title" : "text");
-                goto bad;
-            }
-            char *dst = in == HEAD ? cf->title : cf->disclosures[cf->n_disclosures - 1];
-            if (strlen(val) >= CLAIMS_TEXT) {
-                snprintf(msg, sizeof msg, "%s is longer than %d bytes", key, CLAIMS_TEXT - 1);
-                goto bad;
-            }
-            snprintf(dst, CLAIMS_TEXT, "%s", val);
+        if (in != SEC_ROW) {
+            if (cl_set_text(cf, in, key, val, msg, sizeof msg)) goto bad;
             continue;
         }
         if (cl_set(&cf->rows[cf->n - 1], key, val, msg, sizeof msg)) goto bad;

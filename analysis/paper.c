@@ -1230,6 +1230,77 @@ static int plan_mismatch(gl_db *db, const paper_plan *plan, char *why, size_t n,
     return bad;
 }
 
+/* The paper's points of the Pareto figure: the claims file's `pareto = saved|cost LABEL` rows. */
+static void pr_paper_points(const claims_file *cf, paper_points *pp) {
+    for (int i = 0; i < cf->n; i++) { /* the claims file's `pareto = saved|cost LABEL` rows */
+        const claims_row *r = &cf->rows[i];
+        if (!r->pareto[0] || isnan(r->paper_value)) continue;
+        const char *lab = strchr(r->pareto, ' ') + 1;
+        int k = 0;
+        while (k < pp->n && strcmp(pp->label[k], lab)) k++;
+        if (k == pp->n && pp->n < PAPER_POINTS_MAX) {
+            snprintf(pp->label[pp->n], sizeof pp->label[0], "%s", lab);
+            pp->saved[pp->n] = pp->rel[pp->n] = NAN;
+            pp->n++;
+        }
+        if (k < pp->n) *(r->pareto[0] == 's' ? &pp->saved[k] : &pp->rel[k]) = r->paper_value;
+    }
+}
+
+/* The report's methods paragraph. */
+static void pr_methods(FILE *f) {
+    fprintf(f, "## Methods\n\nLoss is the mean cross-entropy over the **whole validation split** (nats/token). Paired "
+               "rows set a run against the run of the same data, scale, budget and seed that differs only in the named "
+               "axis; intervals are 95 %% Student t intervals over seeds; every threshold is judged on the interval, "
+               "never the mean. A quantity with a range (a share, an accuracy difference) whose t interval leaves that "
+               "range has the interval cut to the range (the true value lies in it, so the cut interval keeps its "
+               "coverage) and its seeds shown beside it, uncut bounds too: with n = 3 and a bimodal outcome the seeds, "
+               "not the interval, say what happened. Each row prints its minimum detectable effect (MDE = (t_{0.975,n−1} + "
+               "t_{0.8,n−1})·sd/√n) and says **underpowered** when the claim's own distance from the threshold — the "
+               "paper's number, or a distance the claims file names with its source (`effect`) — is below it, "
+               "with the seeds that would detect that distance at the measured sd; a row whose claim gives no distance "
+               "says so and is never called underpowered. Bench rows are one measurement each: their brackets are "
+               "interquartile ranges over interleaved rounds (dispersion, never confidence intervals), said in words and "
+               "never the ground of a reproduced or not-reproduced verdict. A claim tested at a scale far below the "
+               "paper's tests its *direction* only. Operating point: one policy for every TSA row whose claim names "
+               "no λ (`lambda=@alpha`) — the λ whose mean α over seeds (hard, skipping done, where measured) is nearest "
+               "the paper's α for that claim, the paper's α read in the paper's own convention (TLOps saved = (1 − α)"
+               "(L − 1)/L); each such row states λ* and the α it had, and a row whose nearest α is further than its "
+               "`alpha_within` from the paper's is *operating point not reached*: shown, not judged. TSA quality is read "
+               "with the skipping done (`hard.*`) where it was measured; a row that fell back to the soft model says "
+               "\"soft (hard not measured)\"; each TSA row's *form* column says which model form, α definition and "
+               "sparse form it read.\n\n");
+}
+
+/* The pre-registration line and the disclosed changes of rule or method. */
+static void pr_disclosures(FILE *f, const char *plan_path, const claims_file *cf) {
+    char prereg[64];
+    pr_prereg(plan_path, prereg, sizeof prereg);
+    if (prereg[0]) fprintf(f, "Pre-registration: the rules of this plan were committed at `%s` before its runs.\n\n", prereg);
+    else fprintf(f, "Pre-registration: none recorded (the plan has no `# preregistered: <commit>` line).\n\n");
+    if (cf->n_disclosures) {
+        fprintf(f, "## Disclosed changes of rule or method (made after results were seen)\n\n");
+        for (int i = 0; i < cf->n_disclosures; i++) fprintf(f, "%d. %s\n", i + 1, cf->disclosures[i]);
+        fprintf(f, "\n");
+    }
+}
+
+/* Training's totals over the report's runs. */
+static void pr_training(FILE *f, const paper_run *runs, int n) {
+    double t0 = INFINITY, t1 = -INFINITY, train_s = 0, tokens = 0;
+    for (int i = 0; i < n; i++) {
+        if (runs[i].t0 < t0) t0 = runs[i].t0;
+        if (runs[i].t1 > t1) t1 = runs[i].t1;
+        if (!isnan(runs[i].wall_s)) train_s += runs[i].wall_s;
+        tokens += (double)run_tokens(&runs[i]);
+    }
+    if (n)
+        fprintf(f, "Training: %d runs, %.1f M tokens in all, %.0f s of training summed over runs; %.2f h of "
+                   "wall-clock time with at least one run training (runs in parallel, sharing the machine; %.1f h "
+                   "from the first training step to the last, pauses between sessions included).\n\n",
+                n, tokens / 1e6, train_s, busy_seconds(runs, n) / 3600.0, (t1 - t0) / 3600.0);
+}
+
 int paper_report(gl_db *db, const char *preset, const char *plan_path, const char *results, const char *out_dir,
                  int *n_rows, char *err, size_t errlen) {
     paper_run *runs = NULL;
@@ -1250,7 +1321,7 @@ int paper_report(gl_db *db, const char *preset, const char *plan_path, const cha
     char mismatch[512] = "";
     const int mm = plan_mismatch(db, &plan, mismatch, sizeof mismatch, err, errlen);
     if (mm < 0) goto done;
-    char claims_path[4200], path[4200], fig_err[1024] = "", prereg[64];
+    char claims_path[4200], path[4200], fig_err[1024] = "";
     const char *slash = strrchr(plan_path, '/');
     snprintf(claims_path, sizeof claims_path, "%.*sclaims.ini", slash ? (int)(slash - plan_path + 1) : 0, plan_path);
     if (claims_load(claims_path, &cf, err, errlen)) goto done;
@@ -1274,19 +1345,7 @@ int paper_report(gl_db *db, const char *preset, const char *plan_path, const cha
     if (fileio_mkdir_p(path, err, errlen)) goto done;
     paper_figs figs;
     paper_points pp = {0};
-    for (int i = 0; i < cf.n; i++) { /* the claims file's `pareto = saved|cost LABEL` rows */
-        const claims_row *r = &cf.rows[i];
-        if (!r->pareto[0] || isnan(r->paper_value)) continue;
-        const char *lab = strchr(r->pareto, ' ') + 1;
-        int k = 0;
-        while (k < pp.n && strcmp(pp.label[k], lab)) k++;
-        if (k == pp.n && pp.n < PAPER_POINTS_MAX) {
-            snprintf(pp.label[pp.n], sizeof pp.label[0], "%s", lab);
-            pp.saved[pp.n] = pp.rel[pp.n] = NAN;
-            pp.n++;
-        }
-        if (k < pp.n) *(r->pareto[0] == 's' ? &pp.saved[k] : &pp.rel[k]) = r->paper_value;
-    }
+    pr_paper_points(&cf, &pp);
     if (paper_figures(db, runs, n, scale, &pp, path, &figs, fig_err, sizeof fig_err))
         fprintf(stderr, "gatelab paper report: %s (the report goes on without it)\n", fig_err);
     char forest[4300], panels[512];
@@ -1327,48 +1386,10 @@ int paper_report(gl_db *db, const char *preset, const char *plan_path, const cha
     if (fclose(pf) || prc) goto done;
     if (pr_rows(f, &cf, res, &plan, left, n_rows)) goto write_fail;
     pr_primary(f, &cf, res, holm_m, holm_adj);
-    fprintf(f, "## Methods\n\nLoss is the mean cross-entropy over the **whole validation split** (nats/token). Paired "
-               "rows set a run against the run of the same data, scale, budget and seed that differs only in the named "
-               "axis; intervals are 95 %% Student t intervals over seeds; every threshold is judged on the interval, "
-               "never the mean. A quantity with a range (a share, an accuracy difference) whose t interval leaves that "
-               "range has the interval cut to the range (the true value lies in it, so the cut interval keeps its "
-               "coverage) and its seeds shown beside it, uncut bounds too: with n = 3 and a bimodal outcome the seeds, "
-               "not the interval, say what happened. Each row prints its minimum detectable effect (MDE = (t_{0.975,n−1} + "
-               "t_{0.8,n−1})·sd/√n) and says **underpowered** when the claim's own distance from the threshold — the "
-               "paper's number, or a distance the claims file names with its source (`effect`) — is below it, "
-               "with the seeds that would detect that distance at the measured sd; a row whose claim gives no distance "
-               "says so and is never called underpowered. Bench rows are one measurement each: their brackets are "
-               "interquartile ranges over interleaved rounds (dispersion, never confidence intervals), said in words and "
-               "never the ground of a reproduced or not-reproduced verdict. A claim tested at a scale far below the "
-               "paper's tests its *direction* only. Operating point: one policy for every TSA row whose claim names "
-               "no λ (`lambda=@alpha`) — the λ whose mean α over seeds (hard, skipping done, where measured) is nearest "
-               "the paper's α for that claim, the paper's α read in the paper's own convention (TLOps saved = (1 − α)"
-               "(L − 1)/L); each such row states λ* and the α it had, and a row whose nearest α is further than its "
-               "`alpha_within` from the paper's is *operating point not reached*: shown, not judged. TSA quality is read "
-               "with the skipping done (`hard.*`) where it was measured; a row that fell back to the soft model says "
-               "\"soft (hard not measured)\"; each TSA row's *form* column says which model form, α definition and "
-               "sparse form it read.\n\n");
-    pr_prereg(plan_path, prereg, sizeof prereg);
-    if (prereg[0]) fprintf(f, "Pre-registration: the rules of this plan were committed at `%s` before its runs.\n\n", prereg);
-    else fprintf(f, "Pre-registration: none recorded (the plan has no `# preregistered: <commit>` line).\n\n");
-    if (cf.n_disclosures) {
-        fprintf(f, "## Disclosed changes of rule or method (made after results were seen)\n\n");
-        for (int i = 0; i < cf.n_disclosures; i++) fprintf(f, "%d. %s\n", i + 1, cf.disclosures[i]);
-        fprintf(f, "\n");
-    }
+    pr_methods(f);
+    pr_disclosures(f, plan_path, &cf);
     if (pr_spent(f, db, runs, n, err, errlen)) goto done;
-    double t0 = INFINITY, t1 = -INFINITY, train_s = 0, tokens = 0;
-    for (int i = 0; i < n; i++) {
-        if (runs[i].t0 < t0) t0 = runs[i].t0;
-        if (runs[i].t1 > t1) t1 = runs[i].t1;
-        if (!isnan(runs[i].wall_s)) train_s += runs[i].wall_s;
-        tokens += (double)run_tokens(&runs[i]);
-    }
-    if (n)
-        fprintf(f, "Training: %d runs, %.1f M tokens in all, %.0f s of training summed over runs; %.2f h of "
-                   "wall-clock time with at least one run training (runs in parallel, sharing the machine; %.1f h "
-                   "from the first training step to the last, pauses between sessions included).\n\n",
-                n, tokens / 1e6, train_s, busy_seconds(runs, n) / 3600.0, (t1 - t0) / 3600.0);
+    pr_training(f, runs, n);
     fputs(progress, f);
     pr_provenance(f, &cf, res, &plan, results);
     write_runs(f, runs, n);
