@@ -40,10 +40,14 @@ void args_begin(args_parser *p, const args_spec *spec, int argc, char **argv) {
     for (const args_opt *o = spec->opts; o && o->name; o++, n++) {
         assert(n < ARGS_MAX_OPTS && "a command's flag table is longer than ARGS_MAX_OPTS");
         assert(o->key != 'h' && o->key != 1 && o->key != ':' && o->key != '?');
-        p->lo[n] = (struct option){o->name, o->arg ? required_argument : no_argument, NULL, o->key};
+        /* an arg starting with '=' ("=FORM") is optional: --name alone, or --name=VALUE */
+        const int opt_arg = o->arg && o->arg[0] == '=';
+        p->lo[n] = (struct option){o->name, opt_arg ? optional_argument : o->arg ? required_argument : no_argument, NULL,
+                                   o->key};
         if (o->key > 0 && o->key < 128) {
             p->shorts[ns++] = (char)o->key;
             if (o->arg) p->shorts[ns++] = ':';
+            if (opt_arg) p->shorts[ns++] = ':';
         }
     }
     p->lo[n++] = (struct option){"help", no_argument, NULL, 'h'};
@@ -163,10 +167,10 @@ void args_print_help(const args_spec *s, FILE *f) {
     if (s->about) fprintf(f, "%s\n", s->about);
     fprintf(f, "options:\n");
     for (const args_opt *o = s->opts; o && o->name; o++) {
-        char left[64];
-        if (o->key > 0 && o->key < 128)
-            snprintf(left, sizeof left, "-%c, --%s%s%s", o->key, o->name, o->arg ? " " : "", o->arg ? o->arg : "");
-        else snprintf(left, sizeof left, "    --%s%s%s", o->name, o->arg ? " " : "", o->arg ? o->arg : "");
+        char left[64], val[32] = "";
+        if (o->arg) snprintf(val, sizeof val, o->arg[0] == '=' ? "[%s]" : " %s", o->arg);
+        if (o->key > 0 && o->key < 128) snprintf(left, sizeof left, "-%c, --%s%s", o->key, o->name, val);
+        else snprintf(left, sizeof left, "    --%s%s", o->name, val);
         if (strlen(left) > 26) fprintf(f, "  %s\n  %26s  %s\n", left, "", o->help);
         else fprintf(f, "  %-26s  %s\n", left, o->help);
     }
@@ -190,7 +194,8 @@ void args_print_line(const args_spec *s, FILE *f) {
         if (args_synopsis_names(syn, o->name)) continue;
         fprintf(f, "%s[", printed++ ? " " : "");
         if (o->key > 0 && o->key < 128) fprintf(f, "-%c|", o->key);
-        fprintf(f, "--%s%s%s]", o->name, o->arg ? " " : "", o->arg ? o->arg : "");
+        if (o->arg && o->arg[0] == '=') fprintf(f, "--%s[%s]]", o->name, o->arg);
+        else fprintf(f, "--%s%s%s]", o->name, o->arg ? " " : "", o->arg ? o->arg : "");
     }
     if (opt) fprintf(f, "%s", opt + strlen("[options]"));
     fprintf(f, "\n");

@@ -69,7 +69,9 @@ static const args_opt eval_opts[] = {
     {"split", ARGS_KEY(0), "S", "the data split: val (default), test or train"},
     {"text", ARGS_KEY(1), "FILE", "evaluate the bytes of FILE instead of a split"},
     {"windows", ARGS_KEY(2), "N", "only the first N windows (default: the whole split or file)"},
-    {"sparse", ARGS_KEY(3), NULL, "TSA, mod, random: also evaluate with real skipping, side by side (sparse_speedup)"},
+    {"sparse", ARGS_KEY(3), "=FORM", "TSA, mod, random: also evaluate with real skipping, side by side (sparse_speedup); "
+                                     "FORM gatelab (default: p > 0.5 skips, kept pairs scaled by 1 - p) or paper (TSA: the "
+                                     "paper's sparse_infer.py, p >= 0.5 halts, FFN gathered, kept update unscaled)"},
     {"tau", ARGS_KEY(4), "T", "early exit at confidence threshold T in [0, 1]"},
     {"match-alpha", ARGS_KEY(5), "A", "early exit: find τ whose active fraction is within 0.005 of A"},
     {"match-run", ARGS_KEY(6), "TSA_RUN", "early exit: A is TSA_RUN's recorded headline α; --record stores the pair"},
@@ -112,7 +114,10 @@ static int eval_parse(int argc, char **argv, eval_args *a) {
             break;
         case ARGS_KEY(1): o->text = p.val; break;
         case ARGS_KEY(2): bad = args_get_long(&p, 1, LONG_MAX, &o->windows); break;
-        case ARGS_KEY(3): o->sparse = 1; break;
+        case ARGS_KEY(3):
+            o->sparse = 1;
+            if (p.val) bad = args_get_choice(&p, "gatelab,paper", &o->sparse_form);
+            break;
         case ARGS_KEY(4): bad = args_get_double(&p, 0, 1, &o->tau); break;
         case ARGS_KEY(5): bad = args_get_double(&p, 0, 1, &o->match_alpha); break;
         case ARGS_KEY(6): o->partner_arg = p.val; break;
@@ -149,6 +154,7 @@ static int eval_print(const evalrun_opts *o, const evalrun_result *r) {
     }
     if (r->have_sparse) {
         jsonl_set(out, "sparse", eval_json(&r->hard, text, L, T));
+        jsonl_set(out, "sparse_form", jsonl_str(o->sparse_form ? "paper" : "gatelab"));
         jsonl_set(out, "sparse_speedup", jsonl_num(r->soft.seconds > 0 && r->hard.seconds > 0
                                                        ? r->soft.seconds / r->hard.seconds
                                                        : 0.0));

@@ -141,6 +141,16 @@ static int evalrun_check(const gl_run *run, const evalrun_opts *o, double *match
                  o->run.id, config_depth_routing_name(mc->depth_routing));
         return -1;
     }
+    if (o->sparse && o->sparse_form == SPARSE_PAPER && mc->depth_routing != DR_TSA) {
+        snprintf(err, errlen, "--sparse=paper is the TSA paper's skipping; run %s has depth_routing = %s (use --sparse)",
+                 o->run.id, config_depth_routing_name(mc->depth_routing));
+        return -1;
+    }
+    if (o->sparse && o->sparse_form == SPARSE_PAPER && o->record) {
+        snprintf(err, errlen, "--sparse=paper is printed, not recorded: the registry's hard.* rows of run %s are "
+                              "gatelab's skipping (drop --record, or use --sparse)", o->run.id);
+        return -1;
+    }
     if (o->partner_arg && (o->match_alpha >= 0 || o->text || o->windows > 0)) {
         snprintf(err, errlen, "--match-run takes α from the run %s on the whole split: drop --match-alpha, "
                               "--text and --windows", o->partner_arg);
@@ -216,8 +226,11 @@ static int evalrun_passes(gl_run *run, const evalrun_opts *o, const int *ids, si
     const int want_hard = o->record && eval_has_hard(m);
     if (o->sparse) {
         m->sparse = 1;
-        if (evalrun_once(run, ids, n_ids, ds, o, &r->hard, err, errlen)) return -1;
+        m->sparse_form = o->sparse_form == SPARSE_PAPER ? SPARSE_PAPER : SPARSE_GATELAB;
+        const int rc = evalrun_once(run, ids, n_ids, ds, o, &r->hard, err, errlen);
         m->sparse = 0;
+        m->sparse_form = SPARSE_GATELAB;
+        if (rc) return -1;
         r->have_sparse = 1;
     } else if (want_hard) {
         /* the headline's hard.* rows: the whole split with the skipping done (evaluate.h eval_split_hard) */

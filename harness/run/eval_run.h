@@ -43,6 +43,8 @@ typedef struct {
     long windows;           /* the first N windows; 0: all (a record needs 0) */
     int batch;              /* sequences per forward pass (the command's default: 16) */
     int sparse;             /* TSA, mod, random: also evaluate with real skipping (the hard.* of a record) */
+    int sparse_form;        /* with sparse: 0 gatelab's skipping, 1 the TSA paper's (SPARSE_PAPER, model.h; TSA only,
+                               never recorded: the registry's hard.* rows are gatelab's form) */
     double tau;             /* >= 0: early exit at this threshold; < 0: none */
     double match_alpha;     /* >= 0: early exit at the τ whose α is within 0.005 of it; < 0: none */
     /* --match-run: the TSA run whose recorded headline α is the target (id and db read; dir names it in

@@ -43,6 +43,18 @@ check "eval --sparse of the paper model exits 0" test $? -eq 0
 T='s/"tokens_per_s":[0-9.e+-]*//g; s/"sparse_speedup":[0-9.e+-]*//g' # the timings
 check "evaluation has no dropout: two evals give the same JSON but for the timings" bash -c \
     "test \"\$(sed '$T' '$W/e1.json')\" = \"\$(sed '$T' '$W/e2.json')\""
+# eval --sparse=paper: the TSA paper's skipping (p >= 0.5 halts, FFN gathered, kept update unscaled) beside
+# gatelab's; its soft pass is the same model's, so only the sparse part may differ
+"$BIN" eval p --sparse=paper --results "$R" > "$W/ep.json" 2> "$W/ep.err"
+check "eval --sparse=paper exits 0 and says sparse_form paper (--sparse says gatelab)" bash -c \
+    "grep -q '\"sparse_form\":\"paper\"' '$W/ep.json' && grep -q '\"sparse_form\":\"gatelab\"' '$W/e1.json'"
+S='s/.*"soft":{\([^}]*\)}.*/\1/; s/"tokens_per_s":[0-9.e+-]*//g'
+check "--sparse=paper's soft pass equals --sparse's" bash -c "test \"\$(sed '$S' '$W/ep.json')\" = \"\$(sed '$S' '$W/e1.json')\""
+"$BIN" eval p --sparse=bogus --results "$R" > /dev/null 2> "$W/eb.err"; rc=$?
+check "--sparse=bogus is refused naming the choices (exit $rc = 2)" bash -c "test $rc -eq 2 && grep -q 'paper' '$W/eb.err'"
+"$BIN" eval p --sparse=paper --record --results "$R" > /dev/null 2> "$W/er.err"; rc=$?
+check "--sparse=paper --record is refused: the registry's hard.* rows are gatelab's form (exit $rc)" bash -c \
+    "test $rc -ne 0 && grep -q 'not recorded' '$W/er.err'"
 "$BIN" sample p --tokens 40 --temperature 0 --results "$R" > "$W/s1.txt" 2> /dev/null
 rc=$?
 "$BIN" sample p --tokens 40 --temperature 0 --no-cache --results "$R" > "$W/s2.txt" 2> /dev/null
