@@ -303,3 +303,30 @@ PY
 )
 echo "$out"
 echo "$out" | grep -qE '^(PASS|FAIL) ' || fail "the cache checks did not run: $(echo "$out" | tail -3)"
+
+# config.ini records every [model] key; the reference knows model.exit_form only at its default
+if [ $HAVE_TORCH = 0 ]; then
+    skip "the reference's exit_form check (no PyTorch for $PY)"
+    exit 0
+fi
+PYPATH="$(cd "$(dirname "$0")/../.." && pwd)/scripts/python"
+out=$("$PY" - "$PYPATH" <<'PY' 2>&1
+import sys
+sys.path.insert(0, sys.argv[1])
+from gatelab.model import config_from_run
+base = {"vocab_size": "16", "d_model": "8", "n_layer": "2", "n_head": "2", "n_kv_head": "2", "d_ff": "16",
+        "seq_len": "8"}
+try:
+    config_from_run({"model": dict(base, exit_form="gatelab")})
+    print("PASS a run recording exit_form = gatelab builds the reference config")
+except Exception as e:
+    print(f"FAIL exit_form = gatelab refused: {e}")
+try:
+    config_from_run({"model": dict(base, exit_form="paper")})
+    print("FAIL exit_form = paper was accepted (the reference has no per-block exit norms)")
+except ValueError as e:
+    print(("PASS" if "exit_form = paper" in str(e) else "FAIL") + f" exit_form = paper is refused naming it ({e})")
+PY
+)
+echo "$out"
+echo "$out" | grep -qE '^(PASS|FAIL) ' || fail "the exit_form checks did not run: $(echo "$out" | tail -3)"
