@@ -184,6 +184,29 @@ static int split_after(void *ctx, long off, int got, char *err, size_t errlen) {
     return 0;
 }
 
+/* A split pass's buffers (one batch of max_B windows) and accumulator for n_windows windows: 0, or -1
+ * with a message (nothing left allocated). */
+static int split_begin(split_ctx *sc, gl_model *m, const gl_dataset *ds, long n_windows, char *err, size_t errlen) {
+    const size_t cap = (size_t)m->max_B * m->T;
+    *sc = (split_ctx){.m = m, .ds = ds};
+    sc->buf.tok = malloc(cap * sizeof *sc->buf.tok);
+    sc->buf.tg = malloc(cap * sizeof *sc->buf.tg);
+    sc->buf.mask = malloc(cap * sizeof *sc->buf.mask);
+    if (accum_init(&sc->a, n_windows, m->max_B) || !sc->buf.tok || !sc->buf.tg || !sc->buf.mask) {
+        free(sc->buf.tok), free(sc->buf.tg), free(sc->buf.mask), free(sc->a.clu_y);
+        snprintf(err, errlen, "evaluation: out of memory");
+        return -1;
+    }
+    return 0;
+}
+
+/* The pass's result into r (t0: when it began), and its buffers freed. */
+static void split_end(split_ctx *sc, gl_eval_result *r, double t0) {
+    finish(&sc->a, r, t0, infer_mode(sc->m));
+    if (sc->ds->tok && sc->scored > 0) r->bytes_per_token = sc->bytes / sc->scored;
+    free(sc->buf.tok), free(sc->buf.tg), free(sc->buf.mask), free(sc->a.clu_y);
+}
+
 int eval_split(gl_model *m, const gl_dataset *ds, gl_split split, long n_windows, gl_eval_result *r,
                char *err, size_t errlen) {
     memset(r, 0, sizeof *r);
@@ -193,20 +216,11 @@ int eval_split(gl_model *m, const gl_dataset *ds, gl_split split, long n_windows
         return -1;
     }
     if (n_windows <= 0 || n_windows > avail) n_windows = avail;
-    const size_t cap = (size_t)m->max_B * m->T;
-    int *tok = malloc(cap * sizeof *tok), *tg = malloc(cap * sizeof *tg);
-    float *mask = malloc(cap * sizeof *mask);
-    split_ctx sc = {.m = m, .ds = ds, .buf = {tok, tg, mask}};
-    if (accum_init(&sc.a, n_windows, m->max_B) || !tok || !tg || !mask) {
-        free(tok); free(tg); free(mask); free(sc.a.clu_y);
-        snprintf(err, errlen, "evaluation: out of memory");
-        return -1;
-    }
+    split_ctx sc;
+    if (split_begin(&sc, m, ds, n_windows, err, errlen)) return -1;
     double t0 = timing_now_s();
     eval_each_batch(m, ds, split, 0, n_windows, 0, &sc.buf, NULL, split_after, &sc, err, errlen); /* cannot fail */
-    finish(&sc.a, r, t0, infer_mode(m));
-    if (ds->tok && sc.scored > 0) r->bytes_per_token = sc.bytes / sc.scored;
-    free(tok); free(tg); free(mask); free(sc.a.clu_y);
+    split_end(&sc, r, t0);
     return 0;
 }
 
@@ -219,27 +233,19 @@ int eval_random(gl_model *m, const gl_dataset *ds, gl_split split, long n_window
         return -1;
     }
     if (n_windows < 1) n_windows = 1;
-    const size_t cap = (size_t)m->max_B * m->T;
-    int *tok = malloc(cap * sizeof *tok), *tg = malloc(cap * sizeof *tg);
-    float *mask = malloc(cap * sizeof *mask);
-    split_ctx sc = {.m = m, .ds = ds, .buf = {tok, tg, mask}};
-    if (accum_init(&sc.a, n_windows, m->max_B) || !tok || !tg || !mask) {
-        free(tok); free(tg); free(mask); free(sc.a.clu_y);
-        snprintf(err, errlen, "evaluation: out of memory");
-        return -1;
-    }
+    split_ctx sc;
+    if (split_begin(&sc, m, ds, n_windows, err, errlen)) return -1;
     gl_rng rng;
     rng_seed(&rng, key);
     double t0 = timing_now_s();
     for (long w = 0; w < n_windows; w += m->max_B) {
         const int got = (int)(n_windows - w < m->max_B ? n_windows - w : m->max_B);
-        data_random_batch(ds, split, &rng, got, tok, tg, mask); /* window i: the i-th draw, whatever max_B */
-        model_forward(m, tok, tg, mask, got, m->T);
+        /* window i: the i-th draw, whatever max_B */
+        data_random_batch(ds, split, &rng, got, sc.buf.tok, sc.buf.tg, sc.buf.mask);
+        model_forward(m, sc.buf.tok, sc.buf.tg, sc.buf.mask, got, m->T);
         split_after(&sc, w, got, err, errlen);
     }
-    finish(&sc.a, r, t0, infer_mode(m));
-    if (ds->tok && sc.scored > 0) r->bytes_per_token = sc.bytes / sc.scored;
-    free(tok); free(tg); free(mask); free(sc.a.clu_y);
+    split_end(&sc, r, t0);
     return 0;
 }
 
