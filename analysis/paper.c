@@ -774,14 +774,17 @@ static int pr_tsa_row(const claims_row *r) {
 }
 
 /* The form a TSA row read: the claims file's form / alpha_def / sparse, defaults gatelab / hard / gatelab
- * (the form every round-one row read); "—" for other rows. */
+ * (the form every round-one row read); "no skipping" for a soft row that names no sparse form; "—" for
+ * other rows. */
 static void pr_form(const claims_row *r, char *out, size_t n) {
     if (!pr_tsa_row(r)) {
         snprintf(out, n, "—");
         return;
     }
-    snprintf(out, n, "model %s; α %s; sparse %s", r->form[0] ? r->form : "gatelab",
-             r->alpha_def[0] ? r->alpha_def : "hard", r->sparse[0] ? r->sparse : "gatelab");
+    /* a soft row with no sparse form named read the soft model: nothing was skipped */
+    const int soft_only = !strcmp(r->alpha_def, "soft") && !r->sparse[0];
+    snprintf(out, n, "model %s; α %s; %s%s", r->form[0] ? r->form : "gatelab", r->alpha_def[0] ? r->alpha_def : "hard",
+             soft_only ? "no skipping" : "sparse ", soft_only ? "" : r->sparse[0] ? r->sparse : "gatelab");
 }
 
 /* The order of verdicts when several claims share a summary line: the weakest decides, as in claims_combine. */

@@ -33,7 +33,7 @@
  * value v is the run whose config equals a's in every key except the
  * ignored keys above (but with the same train.seed) and the keys of axis X
  * (runset.c's axis table: depth_routing also frees the routing's own knobs
- * tsa_lambda, router_*, exit_weighting; value_residual the ResFormer knobs;
+ * tsa_lambda, router_*, exit_weighting, tsa_form, exit_form; value_residual the ResFormer knobs;
  * …), and whose X is v.  So TSA at λ 0.05 seed 2 pairs with the dense run of
  * the same data, scale, budget and seed, wherever in the plan it was trained.
  */

@@ -161,6 +161,17 @@ int main(void) {
        runset_partner(&rs, t1, "depth_routing", "none") == b1);
     ok("partner of tsa2 is base2 (bookkeeping keys ignored)", runset_partner(&rs, t2, "depth_routing", "none") == b2);
     ok("no partner along an unknown axis", runset_partner(&rs, t1, "colour", "none") == NULL);
+    /* the paper's TSA form and exit form are routing knobs: a paper-form TSA run (round two's toy_off_tsa
+     * line) pairs with the dense run of its seed, and with the paper-form early-exit run */
+    const unsigned long long kd = runset_partner_key_ini(CFG("none", "none", "0.01", "0.001", "1", ""), "depth_routing"),
+                             kp = runset_partner_key_ini(CFG("none", "tsa", "0.01", "0.001", "1", "[model]\ntsa_form = paper\n"
+                                                             "router_init_bias = -1\n"), "depth_routing"),
+                             ke = runset_partner_key_ini(CFG("none", "early_exit", "0.01", "0.001", "1", "[model]\n"
+                                                             "exit_form = paper\nexit_weighting = uniform\n"), "depth_routing"),
+                             k2 = runset_partner_key_ini(CFG("none", "tsa", "0.01", "0.001", "2", "[model]\ntsa_form = paper\n"),
+                                                         "depth_routing");
+    ok("partner keys: TSA (tsa_form = paper) = dense = early exit (exit_form = paper) of one seed", kd == kp && kd == ke);
+    ok("partner keys: another seed differs", kp != k2);
     ok("metric by key: val/final.loss of tsa1 = 1.625", runset_num(t1, "val/final.loss") == 1.625);
     ok("absent metric is NaN", isnan(runset_num(t1, "val/hard.loss")));
     ok("a '*' key finds difficulty.<partner>.seed<N>.rho", runset_num(t1, "analysis/difficulty.*.rho") == 0.375);
