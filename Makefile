@@ -44,8 +44,8 @@ LDLIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null) \
 
 # Rooms, arrows only downward: model/ <- harness/store/ <- harness/run/ and
 # analysis/ <- harness/cli/.  Includes are written from the root ("model/model.h",
-# "store/trace.h", "analysis/ablate.h"), hence -I. -Iharness.
-LIB_SRC  := $(filter-out harness/run/dist_mpi.c,$(wildcard model/*.c harness/store/*.c harness/run/*.c analysis/*.c)) \
+# "store/trace.h", "analysis/measure/ablate.h"), hence -I. -Iharness.
+LIB_SRC  := $(filter-out harness/run/dist_mpi.c,$(wildcard model/*.c harness/store/*.c harness/run/*.c analysis/*/*.c)) \
             $(filter-out harness/cli/main.c,$(wildcard harness/cli/*.c))
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o) $(BUILD)/gen/serve_assets.o
 TEST_SRC := $(wildcard tests/test_*.c)

@@ -284,7 +284,7 @@ typedef struct gl_model {
      * inference do; the training loop sets dropout_train_key(train.seed, step) for the step's forward and
      * backward and clears it after.  Rows are numbered from route_row0, as random routing's. */
     uint64_t drop_key;
-    /* Gradients of the gates, for attribution (analysis/attrib.c); NULL (the default) keeps none.
+    /* Gradients of the gates, for attribution (analysis/measure/attrib.c); NULL (the default) keeps none.
      * model_backward copies into them, rows of the last forward's B*T tokens: */
     float *cap_dgate;     /* (L, B*T, Hkv) dL/d A[n].gate per block, the gate itself (v' = v + gate·V1), not
                              what makes it; rows of blocks without a per-head gate are not meaningful */

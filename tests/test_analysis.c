@@ -25,13 +25,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "analysis/ablate.h"
-#include "analysis/analyze.h"
-#include "analysis/catsens.h"
-#include "analysis/depth.h"
-#include "analysis/gates.h"
-#include "analysis/heads.h"
-#include "analysis/tables.h"
+#include "analysis/measure/ablate.h"
+#include "analysis/measure/analyze.h"
+#include "analysis/core/catsens.h"
+#include "analysis/measure/depth.h"
+#include "analysis/core/gates.h"
+#include "analysis/measure/heads.h"
+#include "analysis/render/tables.h"
 #include "store/data.h"
 #include "store/registry.h"
 #include "model/adamw.h"

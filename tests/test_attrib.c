@@ -24,7 +24,7 @@
 
 #include <cmocka.h>
 
-#include "analysis/attrib.h"
+#include "analysis/measure/attrib.h"
 #include "model/model.h"
 #include "model/rng.h"
 

@@ -1,6 +1,6 @@
 /*
  * test_difficulty.c — the statistics of difficulty-proportional routing
- * (analysis/difficulty.h) against hand computations:
+ * (analysis/measure/difficulty.h) against hand computations:
  *
  *  - Spearman's ρ with ties (average ranks) on a small table worked by hand;
  *  - weights are multiplicities: ρ with weights equals ρ of the expanded
@@ -21,7 +21,7 @@
 
 #include <cmocka.h>
 
-#include "analysis/difficulty.h"
+#include "analysis/measure/difficulty.h"
 #include "store/metric.h"
 
 /* Plain reference: average ranks by counting (O(n²)), then Pearson. */

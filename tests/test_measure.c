@@ -1,6 +1,6 @@
 /*
  * test_measure.c — the measurement entry points `eval`, `ablate`, `analyze`
- * and `paper post` share (run/eval_run.h, analysis/measure.h), on tiny
+ * and `paper post` share (run/eval_run.h, analysis/pipeline/measure.h), on tiny
  * SATFormer, TSA, early-exit and dense runs trained here (train_run) into a
  * temporary results folder on the test's own corpus (tests/corpus.h).
  *
@@ -29,7 +29,7 @@
 #include <sqlite3.h>
 #include <unistd.h>
 
-#include "analysis/measure.h"
+#include "analysis/pipeline/measure.h"
 #include "corpus.h"
 #include "run/eval_run.h"
 #include "run/train.h"

@@ -1,6 +1,6 @@
 /*
  * test_probe.c — the activation cache's numbers against the model itself
- * (analysis/probe.h), on a tiny SATFormer with random weights scaled so that
+ * (analysis/measure/probe.h), on a tiny SATFormer with random weights scaled so that
  * gates are open:
  *   - the logit lens at the last block is the final head: its loss per token
  *     is m->tok_loss bit for bit (the same ops on the same stream), its KL 0;
@@ -24,7 +24,7 @@
 
 #include <cmocka.h>
 
-#include "analysis/probe.h"
+#include "analysis/measure/probe.h"
 #include "model/model.h"
 #include "model/rng.h"
 

@@ -24,13 +24,13 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "analysis/claims.h"
-#include "analysis/figures.h"
-#include "analysis/figures_int.h"
-#include "analysis/html.h"
-#include "analysis/paper.h"
-#include "analysis/runset.h"
-#include "analysis/tables.h"
+#include "analysis/paper/claims.h"
+#include "analysis/render/figures.h"
+#include "analysis/render/figures_int.h"
+#include "analysis/render/html.h"
+#include "analysis/paper/paper.h"
+#include "analysis/runs/runset.h"
+#include "analysis/render/tables.h"
 #include "store/registry.h"
 
 static int fails, checks; /* tests/run.sh counts the cmocka-style summary lines printed at the end */

@@ -1,5 +1,5 @@
 /*
- * test_stats.c — the statistics kernel (analysis/stats.h) against values
+ * test_stats.c — the statistics kernel (analysis/core/stats.h) against values
  * computed by hand or printed in standard tables: Student t quantiles
  * (t_{0.975} for df 1, 2, 10, 30, 100; t_{0.8} for df 2, 10), the incomplete
  * beta of integer arguments (a binomial tail), mean/sd/se/interval, paired
@@ -13,7 +13,7 @@
 #include <math.h>
 #include <stdio.h>
 
-#include "analysis/stats.h"
+#include "analysis/core/stats.h"
 #include "run/evaluate.h"
 
 static int fails, checks; /* tests/run.sh counts the cmocka-style summary lines printed at the end */

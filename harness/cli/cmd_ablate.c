@@ -14,7 +14,7 @@
  * --threads defaults to the run's train.threads (0: every core).
  *
  * Both load the run's checkpoint, evaluate validation windows with the
- * model's overrides (analysis/ablate.c), print a table and one JSON line
+ * model's overrides (analysis/measure/ablate.c), print a table and one JSON line
  * (heads: with --json; jsonl.h, starting with run_id and run_dir),
  * and log rows under split "ablation" at the run's step, each stamped with
  * what it was measured on (the evaluation windows and their tokens), so a
@@ -22,8 +22,8 @@
  * heads.md, heads.tsv and heads_grid.tsv into <run>/analysis/ (or --out) and
  * draws the block × KV-head ΔL map into <results>/figures/<experiment>/heads_<run>.{png,pdf}.
  * Definitions of the modes and of the evaluation / reference tokens:
- * analysis/ablate.h and docs/analysis.md.  Opening the run, the measurement
- * and its rows are analysis/measure.h (measure_ablate, measure_ablation_record);
+ * analysis/measure/ablate.h and docs/analysis.md.  Opening the run, the measurement
+ * and its rows are analysis/pipeline/measure.h (measure_ablate, measure_ablation_record);
  * this file parses, prints, and is what `paper post` calls (cmd_ablate_run).
  */
 #include <limits.h>
@@ -32,11 +32,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analysis/ablate.h"
-#include "analysis/measure.h"
+#include "analysis/measure/ablate.h"
+#include "analysis/pipeline/measure.h"
 #include "store/fileio.h"
-#include "analysis/figures.h"
-#include "analysis/heads.h"
+#include "analysis/render/figures.h"
+#include "analysis/measure/heads.h"
 #include "cmd_attrib.h"
 #include "args.h"
 #include "cli.h"

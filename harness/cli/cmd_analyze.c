@@ -3,19 +3,19 @@
  * and `gatelab analyze TSA_RUN --difficulty DENSE_RUN [--windows N] [--seed S] [--batch B]`.
  *
  * With --difficulty it reads no trace: it loads both checkpoints and
- * measures difficulty-proportional routing (analysis/difficulty.h: the TSA
+ * measures difficulty-proportional routing (analysis/measure/difficulty.h: the TSA
  * run's per-token depth, routed hard, against the dense run's per-token
  * loss on the same validation windows, Spearman ρ with a 95 % bootstrap
  * interval over windows), recorded on the TSA run as difficulty.* rows.
  *
  * Reads the run's trace.h5 (every evaluation step) and writes what its gates
- * did (analysis/analyze_trace.c): TSV files into <run>/analysis/ (or --out),
+ * did (analysis/measure/analyze_trace.c): TSV files into <run>/analysis/ (or --out),
  * metric rows into the registry (split "analysis"; --db defaults to the
  * gatelab.db two folders above the run folder, where `gatelab train` put
  * it), and a readable summary of the last evaluation on stdout.  The
  * checkpoint, when there is one, only supplies the vocabulary so the
  * per-token files show characters.  Files and names: docs/analysis.md.
- * Both measurements are analysis/measure.h (measure_trace, measure_difficulty);
+ * Both measurements are analysis/pipeline/measure.h (measure_trace, measure_difficulty);
  * this file parses, prints, and is what `paper post` calls (cmd_measure.h).
  */
 #include <limits.h>
@@ -25,9 +25,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analysis/analyze.h"
-#include "analysis/difficulty.h"
-#include "analysis/measure.h"
+#include "analysis/measure/analyze.h"
+#include "analysis/measure/difficulty.h"
+#include "analysis/pipeline/measure.h"
 #include "model/gatekind.h"
 #include "cmd_measure.h"
 #include "cmd_seeds.h"

@@ -1,5 +1,5 @@
 /*
- * cmd_attrib.c — `gatelab heads RUN --attribution` (analysis/attrib.h): the
+ * cmd_attrib.c — `gatelab heads RUN --attribution` (analysis/measure/attrib.h): the
  * first-order estimate of zeroing every gate, from one backward pass per
  * batch, printed beside the exact ΔL with their Spearman rank correlation;
  * attribution.tsv (per site) and attribution_tokens.tsv (per evaluation
@@ -11,9 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analysis/attrib.h"
+#include "analysis/measure/attrib.h"
 #include "cmd_attrib.h"
-#include "analysis/report.h"
+#include "analysis/core/report.h"
 #include "model/gatekind.h"
 #include "jsonl.h"
 #include "store/fileio.h"

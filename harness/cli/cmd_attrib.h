@@ -7,7 +7,7 @@
 
 #include <stddef.h>
 
-#include "analysis/ablate.h"
+#include "analysis/measure/ablate.h"
 
 /* Print the first-order estimate of zeroing each gate beside its exact ΔL
  * and their Spearman ρ; write attribution.tsv and attribution_tokens.tsv

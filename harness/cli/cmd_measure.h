@@ -3,7 +3,7 @@
  * calls, shared by those commands (after parsing their flags) and by `paper
  * post` (cmd_paper.c, which builds the options itself: no argv).  Each
  * resolves the RUN argument (resolve.h), calls the library entry point
- * (run/eval_run.h, analysis/measure.h), prints what the command prints, and
+ * (run/eval_run.h, analysis/pipeline/measure.h), prints what the command prints, and
  * records; it returns the command's exit code (0, or 1 after its message
  * "gatelab eval|ablate|analyze: ..." on stderr).  The measuring is the
  * library's; only the resolving and the printing are here.
@@ -11,7 +11,7 @@
 #ifndef GATELAB_HARNESS_CLI_CMD_MEASURE_H
 #define GATELAB_HARNESS_CLI_CMD_MEASURE_H
 
-#include "analysis/measure.h"
+#include "analysis/pipeline/measure.h"
 #include "run/eval_run.h"
 
 /* cmd_eval.c: evaluate run_arg (--results results, NULL: the default) with

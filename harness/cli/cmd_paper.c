@@ -25,11 +25,11 @@
  *       The headline of a routed run holds hard.* (the skipping done) beside
  *       final.*; a run recorded without it is evaluated again.
  *   gatelab paper report PRESET [--results DIR] [--out DIR]
- *       Writes OUT/REPORT.md (default DIR) from the registry: analysis/paper.c.
+ *       Writes OUT/REPORT.md (default DIR) from the registry: analysis/paper/paper.c.
  *
  * Each measurement is a typed call (cmd_measure.h), the one the command it
  * names makes after parsing its flags: the library entry point
- * (run/eval_run.h for the headline and the matched pair, analysis/measure.h
+ * (run/eval_run.h for the headline and the matched pair, analysis/pipeline/measure.h
  * for ablations, the trace analysis and difficulty routing) and the command's
  * printing, so what the report reads is exactly what those commands record.
  * No argv: the options are the commands' defaults plus what the stage names.
@@ -39,9 +39,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analysis/claims.h"
-#include "analysis/difficulty.h"
-#include "analysis/paper.h"
+#include "analysis/paper/claims.h"
+#include "analysis/measure/difficulty.h"
+#include "analysis/paper/paper.h"
 #include "model/config.h"
 #include "model/gatekind.h"
 #include "store/registry.h"

@@ -1,6 +1,6 @@
 /*
  * cmd_patch.c — `gatelab patch`: paired activation patching of gates
- * (analysis/patch.h): the clean and corrupted metrics, then for each gate
+ * (analysis/measure/patch.h): the clean and corrupted metrics, then for each gate
  * (or the one asked for) the corrupted run with that gate's clean values at
  * the chosen positions, and the fraction of the metric it recovers.
  *
@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analysis/patch.h"
+#include "analysis/measure/patch.h"
 #include "args.h"
 #include "cli.h"
 #include "jsonl.h"

@@ -1,6 +1,6 @@
 /*
  * cmd_probe.c — `gatelab probe`: one forward of a run's checkpoint on any
- * text, kept as an HDF5 activation cache (analysis/probe.h; the layout in
+ * text, kept as an HDF5 activation cache (analysis/measure/probe.h; the layout in
  * docs/files.md "probe cache"), and a per-block summary of the logit lens.
  *
  *   gatelab probe RUN --text FILE | --prompt STR [--out CACHE.h5] [--attention] [--zero L1H0,...]
@@ -17,8 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analysis/ablate.h"
-#include "analysis/probe.h"
+#include "analysis/measure/ablate.h"
+#include "analysis/measure/probe.h"
 #include "cmd_probe.h"
 #include "args.h"
 #include "cli.h"
@@ -28,7 +28,7 @@
 #include "store/probecache.h"
 #include "store/rundir.h"
 #include "store/sha256.h"
-#include "analysis/report.h"
+#include "analysis/core/report.h"
 
 typedef struct {
     const char *run, *text, *prompt, *out, *results, *zero;
@@ -273,7 +273,7 @@ int probe_sample_trace(gl_run *run, const int *ctx, size_t len, size_t plen, dou
     pc_array *gen = probecache_add(&pc, "sample/generated", "token", "generated (1) or prompt (0)", 1, d1);
     if (!gen) goto oom;
     for (long i = 0; i < P; i++) gen->data[i] = (size_t)i >= plen;
-    /* where each token halts, as analyze's halt_block (analysis/settle.h): the first block it does not run —
+    /* where each token halts, as analyze's halt_block (analysis/measure/settle.h): the first block it does not run —
      * TSA the first block its router skips (p > 0.5), early exit the block after the one whose confidence
      * first reaches τ; L when it runs every block */
     char title[128];

@@ -14,7 +14,7 @@
 int probe_vocab(const gl_run *run, gl_probecache *pc);
 
 /* `sample --trace PATH`: the probe cache of ctx (len tokens, the first plen
- * the prompt) as sampling read it (analysis/probe.h sliding windows), with the
+ * the prompt) as sampling read it (analysis/measure/probe.h sliding windows), with the
  * model's inference settings as they are (sparse TSA, exit τ), plus
  * /sample/generated and, for TSA and early exit, /sample/halt_block (the
  * first block not run: TSA's first skipped block, early exit's exit block + 1

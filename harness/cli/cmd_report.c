@@ -1,6 +1,6 @@
 /*
  * cmd_report.c — `gatelab report RUN|EXPERIMENT [--html]`: one self-contained
- * HTML page (analysis/html.h) for a run or for every finished run of an
+ * HTML page (analysis/render/html.h) for a run or for every finished run of an
  * experiment, with the figures, the tables and the probe text coloured by a
  * gate α or by TSA's effective depth.
  *
@@ -20,8 +20,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analysis/html.h"
-#include "analysis/probe.h"
+#include "analysis/render/html.h"
+#include "analysis/measure/probe.h"
 #include "store/probecache.h"
 #include "store/registry.h"
 #include "args.h"
@@ -190,7 +190,7 @@ static int rp_check_gate(gl_db *db, const rp_args *a, int kind, const char *run_
     return -1;
 }
 
-/* report --probe CACHE --html: the cache's text coloured by its arrays (analysis/probe.h). */
+/* report --probe CACHE --html: the cache's text coloured by its arrays (analysis/measure/probe.h). */
 static int rp_probe(const rp_args *a) {
     static gl_probecache pc;
     char err[2048], out[GL_PATH_MAX + 16];

@@ -1,6 +1,6 @@
 /*
  * cmd_seeds.c — `gatelab analyze --seeds RUN1,RUN2,… [--windows N] [--out DIR]`
- * (analysis/seeds.h): for every pair of runs, Spearman's ρ of their head
+ * (analysis/measure/seeds.h): for every pair of runs, Spearman's ρ of their head
  * profiles (heads sorted within each block) and, for TSA, the Jaccard overlap
  * of their halted (position, block) sets, all on the same validation
  * windows.  Prints both matrices' pairs and their means and writes
@@ -13,8 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analysis/report.h"
-#include "analysis/seeds.h"
+#include "analysis/core/report.h"
+#include "analysis/measure/seeds.h"
 #include "cmd_seeds.h"
 #include "resolve.h"
 #include "store/fileio.h"

@@ -51,7 +51,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "analysis/figures.h"
+#include "analysis/render/figures.h"
 #include "args.h"
 #include "cli.h"
 #include "jsonl.h"

@@ -8,14 +8,14 @@
  *   gatelab figures --runs ID,ID,... | --tag KEY=VALUE ...                   (those runs overlaid in one figure)
  *
  * --db defaults to <results>/gatelab.db.  What each table and figure shows:
- * analysis/tables.h, analysis/figures.c and docs/analysis.md.
+ * analysis/render/tables.h, analysis/render/figures.c and docs/analysis.md.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "analysis/figures.h"
-#include "analysis/tables.h"
+#include "analysis/render/figures.h"
+#include "analysis/render/tables.h"
 #include "args.h"
 #include "cli.h"
 #include "resolve.h"

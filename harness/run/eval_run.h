@@ -11,7 +11,7 @@
  * headline α in the registry, and chains those calls.  What a RUN argument
  * names (an id, a prefix, a folder) is the command line's resolver
  * (harness/cli/resolve.h): an evalrun_target is what it found.  Ablations,
- * the trace analysis and difficulty routing are analysis/measure.h.
+ * the trace analysis and difficulty routing are analysis/pipeline/measure.h.
  *
  * Messages keep the command's flag names (--match-run, --sparse, --tau):
  * they are what the user typed, whoever called.

@@ -20,12 +20,12 @@
  *
  * eval_each_batch is the one loop over evaluation windows (read a batch, a
  * hook before the forward, the forward, a hook after): eval_split,
- * analysis/ablate.c's ablate_evaluate and analysis/attrib.c's gradient pass
+ * analysis/measure/ablate.c's ablate_evaluate and analysis/measure/attrib.c's gradient pass
  * run on it.  eval_cluster_add / eval_cluster_se are the one cluster
  * arithmetic: eval_split and eval_ids keep one cluster per batch, ablate
  * folds batches into ABLATE_CLUSTERS clusters so that two evaluations pair
  * cluster by cluster (ablate_paired_se).  They live here, next to the loop
- * whose batches are the clusters, and not in analysis/stats.c (the analyses'
+ * whose batches are the clusters, and not in analysis/core/stats.c (the analyses'
  * statistics kernel) because harness/run/ never calls analysis/ and the
  * training loop's validation passes need them; stats.c's st_cluster_se is
  * this kernel on observations labelled by cluster.

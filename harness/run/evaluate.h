@@ -54,7 +54,7 @@ int eval_each_batch(gl_model *m, const gl_dataset *ds, gl_split split, long firs
                     const eval_buffers *buf, eval_batch_fn before, eval_batch_fn after, void *ctx, char *err,
                     size_t errlen);
 
-/* The standard errors of every evaluation (eval_split, eval_ids, analysis/ablate.c):
+/* The standard errors of every evaluation (eval_split, eval_ids, analysis/measure/ablate.c):
  * batches of windows are the clusters.  Cluster g holds y[g], the sum of the
  * per-token losses of its scored tokens, and w[g], their weight (Σ mask).
  * eval_cluster_se is the cluster-robust (CR1) standard error of the ratio

@@ -26,7 +26,7 @@
  * seed, so equal parameters are equal text and SQL matches them with "=".
  *
  * A metric also has a label, for people and for the claim plans that name
- * metrics (analysis/claims.h: "ablation/zero.all.delta_loss"): metric_label
+ * metrics (analysis/paper/claims.h: "ablation/zero.all.delta_loss"): metric_label
  * writes it (alpha_mean.L1.H0, zero.L1H0.delta_loss, exit.tau0.500.loss,
  * exit.full.loss, difficulty.RUN.seed22.rho; a name without parameters is its
  * own label).  Labels are only written, never taken apart.

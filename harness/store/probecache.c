@@ -10,7 +10,7 @@
  * (H5Ovisit) and keeps every float dataset that has an axes attribute, so a
  * new array needs no edit here.
  *
- * Not here: what the arrays hold (analysis/probe.c), rendering (analysis/probe_html.c).
+ * Not here: what the arrays hold (analysis/measure/probe.c), rendering (analysis/render/probe_html.c).
  */
 #include "probecache.h"
 

@@ -12,8 +12,8 @@
  * without knowing its name.  Only probecache.c, trace.c / trace_read.c,
  * export.c and import.c include hdf5.h.
  * Where things live: the file format here (probecache.c); filling it from a
- * forward pass in analysis/probe.c; `gatelab probe` in cli/cmd_probe.c; the
- * coloured text of `report --probe` in analysis/probe_html.c.
+ * forward pass in analysis/measure/probe.c; `gatelab probe` in cli/cmd_probe.c; the
+ * coloured text of `report --probe` in analysis/render/probe_html.c.
  */
 #ifndef GATELAB_HARNESS_PROBECACHE_H
 #define GATELAB_HARNESS_PROBECACHE_H

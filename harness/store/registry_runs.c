@@ -10,7 +10,7 @@
  *
  * What it does not do: open, create or upgrade the file, or write metrics
  * (registry.c), or format anything (the commands print).  The variant label
- * is computed in SQL from the params, the same label analysis/tables.c
+ * is computed in SQL from the params, the same label analysis/render/tables.c
  * builds, so `runs` and `tables` name a run alike.  Contracts in registry.h.
  */
 #include <math.h>
@@ -83,7 +83,7 @@ static int db_runs_val(gl_db *db, gl_run_row *r, char *err, size_t errlen) {
 #define DB_PARAM(k) "(SELECT value FROM params p WHERE p.run_id = r.run_id AND p.key = '" k "')"
 /* "+<value>" unless the param is absent or none. */
 #define DB_PLUS(k) "CASE WHEN coalesce(" DB_PARAM(k) ", 'none') = 'none' THEN '' ELSE '+' || " DB_PARAM(k) " END"
-/* The variant label of analysis/tables.c: value residual (none: baseline), then depth routing and cross-layer. */
+/* The variant label of analysis/render/tables.c: value residual (none: baseline), then depth routing and cross-layer. */
 #define DB_VARIANT                                                                                                 \
     "(CASE WHEN coalesce(" DB_PARAM("model.value_residual") ", 'none') = 'none' THEN 'baseline' ELSE "             \
     DB_PARAM("model.value_residual") " END || " DB_PLUS("model.depth_routing") " || " DB_PLUS("model.cross_layer") ")"

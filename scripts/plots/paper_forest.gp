@@ -1,5 +1,5 @@
 # paper_forest.gp — the forest plot of the paper report: one line per judged
-# row (analysis/paper.c writes figures/paper_forest.tsv), its deciding
+# row (analysis/paper/paper.c writes figures/paper_forest.tsv), its deciding
 # quantity shifted by the row's threshold (0 = the threshold) with its
 # interval as a horizontal bar, and the paper's value on the same shift as a
 # cross (a row without an interval, one measurement, is its point alone); one panel per unit (%, pp, nats, ratio, unitless), each with its own

@@ -1,6 +1,6 @@
 /*
  * fuzz_claims.c — libFuzzer target for the claims-file reader
- * (analysis/claims.c claims_parse).  Beyond "no crash, no UB, no leak", it
+ * (analysis/paper/claims.c claims_parse).  Beyond "no crash, no UB, no leak", it
  * checks the contract: a success holds at least one row, every row with an
  * id, a claim, a paper text and a known quantity, and a side of expect;
  * a failure says why, naming the file; no key twice in a section is
@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analysis/claims.h"
+#include "analysis/paper/claims.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (size > 1 << 16) return 0;

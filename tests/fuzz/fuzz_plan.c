@@ -1,5 +1,5 @@
 /*
- * fuzz_plan.c — libFuzzer target for the paper plan reader (analysis/plan.c):
+ * fuzz_plan.c — libFuzzer target for the paper plan reader (analysis/paper/plan.c):
  * any bytes either parse or fail with a message naming the file.  A parsed
  * plan holds at least one line; every line's group is 1-63 bytes of
  * [A-Za-z0-9_-], unique, its claims within 1..99 and at least one, its line
@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analysis/plan.h"
+#include "analysis/paper/plan.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (size > 1 << 16) return 0;

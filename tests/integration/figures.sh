@@ -157,7 +157,7 @@ printf 'intervention\tdelta_loss\tsd\n%s\t0.1\t0.02\nearly_exit\t0.05\t0.01\n' "
 printf '%s\tloss\tsd\tseeds\n0\t4\t0.1\t2\n10\t3\t0.1\t2\n\n\nearly_exit\tloss\tsd\tseeds\n0\t4.1\t0\t1\n12\t3.2\t0\t1\n' "$HZ" > "$W/lt.tsv"
 printf '%s\tsaved\tsaved_sd\tloss\tloss_sd\nλ=0\t10\t1\t1.8\t0.01\nλ=0.1\t40\t2\t1.9\t0.02\n\n\nearly_exit\tsaved\tsaved_sd\tloss\tloss_sd\nτ=0.5\t20\t1\t1.85\t0.01\n' "$HZ" > "$W/pp.tsv"
 printf 'layer\tkv_head\tdelta_loss\n1\t0\t-0.2\n1\t1\t0.1\n2\t0\t0.3\n2\t1\t0\n' > "$W/hm.tsv"
-# gnuplot as gatelab runs it (analysis/figures.c): LC_CTYPE=C.UTF-8 whatever the locale (under
+# gnuplot as gatelab runs it (analysis/render/figures.c): LC_CTYPE=C.UTF-8 whatever the locale (under
 # LC_ALL=C gnuplot itself warns "iconv failed to convert degree sign")
 gnuplot() { env -u LC_ALL LC_CTYPE=C.UTF-8 gnuplot "$@"; }
 gp() { # script data vars

@@ -39,7 +39,7 @@ check "the forest plot's numbers are written" [ -s "$PAPER_RESULTS/figures/paper
 check "the p histogram of TSA on copy and sort is drawn, its shares summing to 1 per series" \
     bash -c "grep -q '^!\[paper_p_hist\](figures/paper_p_hist.png)' '$R' && awk -F'\t' 'NR > 1 { for (k = 2; k <= NF; k += 2) s[k] += \$k; nc = NF } END { if (nc < 3) exit 1; for (k = 2; k <= nc; k += 2) if (s[k] < 0.999 || s[k] > 1.001) exit 1 }' '$PAPER_RESULTS/figures/paper_p_hist.tsv'"
 check "no published number as a C literal of the report or post code (0.726, 0.549, 0.71)" \
-    bash -c "! grep -nE '0\.726|0\.833|0\.549|0\.341|0\.0071|1\.75|1\.82' analysis/paper.c analysis/claims.c harness/cli/cmd_paper.c"
+    bash -c "! grep -nE '0\.726|0\.833|0\.549|0\.341|0\.0071|1\.75|1\.82' analysis/paper/paper.c analysis/paper/claims.c harness/cli/cmd_paper.c"
 if grep -q 'SKIPPED' "$W/first.log"; then
     skip "make paper PRESET=smoke on Tiny Shakespeare and enwik8 (text groups: $(grep -m1 -o 'SKIPPED: [^(]*' "$W/first.log"))"
 else

@@ -1,0 +1,518 @@
+/*
+ * claims_file.c — reading a claims file (claims.h; format in docs/report.md):
+ * sections, keys, each row's checks, and the verdict names.
+ *
+ * Not here: judging a row against a run set (claims.c).
+ */
+#include "analysis/paper/claims.h"
+#include "store/fileio.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- reading a claims file ---- */
+
+static void cl_row_defaults(claims_row *r) {
+    memset(r, 0, sizeof *r);
+    r->paper_value = r->alpha = r->alpha_within = r->threshold = r->threshold_hi = r->floor = r->ceiling = NAN;
+    r->effect = r->range_lo = r->range_hi = NAN;
+    r->scale = 1;
+    r->digits = 4;
+    snprintf(r->expect, sizeof r->expect, "none");
+}
+
+int claims_num(const char *v, double *out) {
+    char *end = NULL;
+    errno = 0;
+    double x = strtod(v, &end);
+    if (end == v || *end || errno || !isfinite(x)) return -1;
+    *out = x;
+    return 0;
+}
+
+static const char *const cl_quantities[] = {"value",     "diff",      "rel",       "within",       "vs_curve",
+                                            "rho",       "bench_ratio", "bench_gap", "bench_rss", "bench_sparse"};
+
+static int cl_quantity_known(const char *q) {
+    for (size_t k = 0; k < sizeof cl_quantities / sizeof cl_quantities[0]; k++)
+        if (!strcmp(q, cl_quantities[k])) return 1;
+    return 0;
+}
+
+/* Set key of row r; -1 with a message on a bad key or value. */
+static int cl_set(claims_row *r, const char *key, const char *v, char *msg, size_t ml) {
+    const struct {
+        const char *key;
+        char *dst;
+        size_t n;
+    } text[] = {{"claim", r->claim, sizeof r->claim},          {"paper", r->paper, sizeof r->paper},
+                {"quantity", r->quantity, sizeof r->quantity}, {"runs", r->runs, sizeof r->runs},
+                {"metric", r->metric, sizeof r->metric},       {"metric_b", r->metric_b, sizeof r->metric_b},
+                {"versus", r->versus, sizeof r->versus},       {"curve", r->curve, sizeof r->curve},
+                {"alpha_metric", r->alpha_metric, sizeof r->alpha_metric},
+                {"each", r->each, sizeof r->each},             {"agg", r->agg, sizeof r->agg},
+                {"bench_a", r->bench_a, sizeof r->bench_a},    {"bench_b", r->bench_b, sizeof r->bench_b},
+                {"unit", r->unit, sizeof r->unit},             {"note", r->note, sizeof r->note},
+                {"pareto", r->pareto, sizeof r->pareto},       {"pilot", r->pilot, sizeof r->pilot},
+                {"given", r->given, sizeof r->given},          {"effect_source", r->effect_source, sizeof r->effect_source},
+                {"form", r->form, sizeof r->form},             {"alpha_def", r->alpha_def, sizeof r->alpha_def},
+                {"sparse", r->sparse, sizeof r->sparse},       {"decide", r->decide, sizeof r->decide},
+                {"premise", r->premise, sizeof r->premise}};
+    for (size_t k = 0; k < sizeof text / sizeof text[0]; k++)
+        if (!strcmp(key, text[k].key)) {
+            if (strlen(v) >= text[k].n) {
+                snprintf(msg, ml, "the value of %s is longer than %zu bytes: shorten it", key, text[k].n - 1);
+                return -1;
+            }
+            snprintf(text[k].dst, text[k].n, "%s", v);
+            if (!strcmp(key, "pareto") && strncmp(v, "saved ", 6) && strncmp(v, "cost ", 5)) {
+                snprintf(msg, ml, "pareto = '%s': write 'saved LABEL' or 'cost LABEL'", v);
+                return -1;
+            }
+            if ((!strcmp(key, "form") || !strcmp(key, "sparse")) && strcmp(v, "gatelab") && strcmp(v, "paper")) {
+                snprintf(msg, ml, "%s = '%s': gatelab or paper", key, v);
+                return -1;
+            }
+            if (!strcmp(key, "alpha_def") && strcmp(v, "hard") && strcmp(v, "soft")) {
+                snprintf(msg, ml, "alpha_def = '%s': hard (on validation, skipping done) or soft (the paper's mean p)", v);
+                return -1;
+            }
+            if (!strcmp(key, "quantity") && !cl_quantity_known(v)) {
+                snprintf(msg, ml, "unknown quantity '%s' (value, diff, rel, within, vs_curve, rho, bench_ratio, "
+                                  "bench_gap, bench_rss, bench_sparse)", v);
+                return -1;
+            }
+            return 0;
+        }
+    const struct {
+        const char *key;
+        double *dst;
+    } num[] = {{"paper_value", &r->paper_value}, {"alpha", &r->alpha},     {"alpha_within", &r->alpha_within}, {"floor", &r->floor},
+               {"ceiling", &r->ceiling},         {"scale", &r->scale},     {"effect", &r->effect}};
+    for (size_t k = 0; k < sizeof num / sizeof num[0]; k++)
+        if (!strcmp(key, num[k].key)) {
+            if (claims_num(v, num[k].dst)) {
+                snprintf(msg, ml, "%s = '%s' is not a number", key, v);
+                return -1;
+            }
+            return 0;
+        }
+    if (!strcmp(key, "digits")) {
+        double d;
+        if (claims_num(v, &d) || d < 0 || d > 8 || d != floor(d)) {
+            snprintf(msg, ml, "digits = '%s': give an integer 0..8", v);
+            return -1;
+        }
+        r->digits = (int)d;
+        return 0;
+    }
+    if (!strcmp(key, "primary")) {
+        if (strcmp(v, "0") && strcmp(v, "1")) {
+            snprintf(msg, ml, "primary = '%s': 1 (a primary endpoint named before the runs) or 0", v);
+            return -1;
+        }
+        r->primary = !strcmp(v, "1");
+        return 0;
+    }
+    if (!strcmp(key, "range")) { /* "LO HI": the quantity's range before scale */
+        char a[64] = "", b[64] = "";
+        if (sscanf(v, "%63s %63s", a, b) != 2 || claims_num(a, &r->range_lo) || claims_num(b, &r->range_hi) ||
+            !(r->range_lo < r->range_hi)) {
+            snprintf(msg, ml, "range = '%s': write 'LO HI' with LO < HI (the quantity's range, before scale)", v);
+            return -1;
+        }
+        return 0;
+    }
+    if (!strcmp(key, "across")) {
+        if (strcmp(v, "scale") && strcmp(v, "steps") && strcmp(v, "n_layer")) {
+            snprintf(msg, ml, "across = '%s': scale, steps or n_layer (the element at the axis's largest value − "
+                     "the one at its smallest)", v);
+            return -1;
+        }
+        snprintf(r->across, sizeof r->across, "%s", v);
+        return 0;
+    }
+    if (!strcmp(key, "reading")) {
+        if (strcmp(v, "trend") && strcmp(v, "start") && strcmp(v, "mechanism")) {
+            snprintf(msg, ml, "reading = '%s': trend (flips / shrinks / persists / grows), start or mechanism "
+                     "(PREREGISTRATION.md Q1's sentences, with given = RUNS ; VERSUS)", v);
+            return -1;
+        }
+        snprintf(r->reading, sizeof r->reading, "%s", v);
+        return 0;
+    }
+    if (!strcmp(key, "context")) {
+        if (strcmp(v, "yes") && strcmp(v, "no")) {
+            snprintf(msg, ml, "context = '%s': yes or no", v);
+            return -1;
+        }
+        r->context = !strcmp(v, "yes");
+        return 0;
+    }
+    if (!strcmp(key, "expect")) { /* "above X", "below X", "within LO HI" or "none" */
+        char side[16] = "", rest[64] = "", hi[64] = "";
+        if (!strcmp(v, "none")) {
+            snprintf(r->expect, sizeof r->expect, "none");
+            return 0;
+        }
+        if (!strncmp(v, "within", 6)) {
+            if (sscanf(v, "%15s %63s %63s", side, rest, hi) != 3 || strcmp(side, "within") ||
+                claims_num(rest, &r->threshold) || claims_num(hi, &r->threshold_hi) || !(r->threshold < r->threshold_hi)) {
+                snprintf(msg, ml, "expect = '%s': write 'within LO HI' with LO < HI (an equivalence: the interval "
+                         "wholly inside)", v);
+                return -1;
+            }
+            snprintf(r->expect, sizeof r->expect, "within");
+            return 0;
+        }
+        if (sscanf(v, "%15s %63s", side, rest) != 2 || (strcmp(side, "above") && strcmp(side, "below")) ||
+            claims_num(rest, &r->threshold)) {
+            snprintf(msg, ml, "expect = '%s': write 'above X', 'below X', 'within LO HI' or 'none'", v);
+            return -1;
+        }
+        snprintf(r->expect, sizeof r->expect, "%s", side);
+        return 0;
+    }
+    snprintf(msg, ml, "unknown key '%s'", key);
+    return -1;
+}
+
+char *claims_trim(char *s) {
+    while (*s == ' ' || *s == '\t') s++;
+    size_t l = strlen(s);
+    while (l && (s[l - 1] == ' ' || s[l - 1] == '\t' || s[l - 1] == '\r')) s[--l] = 0;
+    return s;
+}
+
+/* 1 when word is one of the space-separated words of list. */
+static int cl_has_word(const char *list, const char *word) {
+    size_t l = strlen(word);
+    for (const char *p = list; (p = strstr(p, word)); p++)
+        if ((p == list || p[-1] == ' ') && (p[l] == 0 || p[l] == ' ')) return 1;
+    return 0;
+}
+
+int claims_pilot_subst(const char *src, const char *val, char *out, size_t n) {
+    size_t k = 0, lv = strlen(val);
+    out[0] = 0;
+    for (const char *p = src; *p;) {
+        const char *q = strstr(p, "@pilot");
+        size_t l = q ? (size_t)(q - p) : strlen(p);
+        if (k + l + (q ? lv : 0) >= n) return -1;
+        memcpy(out + k, p, l), k += l;
+        if (!q) break;
+        memcpy(out + k, val, lv), k += lv;
+        p = q + 6;
+    }
+    out[k] = 0;
+    return strstr(out, "@pilot") ? -1 : 0;
+}
+
+/* The axes `each` may split by (block apart: it splits one group by block). */
+static const char *const cl_each_axes[] = {"lambda", "scale", "steps", "n_layer"};
+
+/* 0 when each is "", "block" or words of cl_each_axes. */
+static int cl_each_check(const char *each) {
+    if (!each[0] || !strcmp(each, "block")) return 0;
+    char buf[64];
+    snprintf(buf, sizeof buf, "%s", each);
+    for (char *save = NULL, *w = strtok_r(buf, " \t", &save); w; w = strtok_r(NULL, " \t", &save)) {
+        int ok = 0;
+        for (size_t k = 0; k < sizeof cl_each_axes / sizeof cl_each_axes[0]; k++) ok |= !strcmp(w, cl_each_axes[k]);
+        if (!ok) return -1;
+    }
+    return 0;
+}
+
+/* Every question has its text and rows, and each of its row ids is a row of the file. */
+static int cl_check_questions(const claims_file *cf, char *msg, size_t ml) {
+    for (int q = 0; q < cf->n_questions; q++) {
+        const claims_question *qu = &cf->questions[q];
+        if (!qu->text[0] || !qu->rows[0])
+            return snprintf(msg, ml, "question %d needs text = and rows =", q + 1), -1;
+        char ids[CLAIMS_TEXT];
+        snprintf(ids, sizeof ids, "%s", qu->rows);
+        for (char *save = NULL, *w = strtok_r(ids, " \t,", &save); w; w = strtok_r(NULL, " \t,", &save)) {
+            int found = 0;
+            for (int k = 0; k < cf->n && !found; k++) found = !strcmp(cf->rows[k].id, w);
+            if (!found) return snprintf(msg, ml, "question %d names row [%s], which the file has not", q + 1, w), -1;
+        }
+    }
+    return 0;
+}
+
+/* Every summary line has its claims, text and row, the row is a row of the file, and no claim number
+ * is on two lines (the first screen gives each claim one verdict). */
+static int cl_check_summary(const claims_file *cf, char *msg, size_t ml) {
+    for (int q = 0; q < cf->n_summary; q++) {
+        const claims_summary *sm = &cf->summary[q];
+        if (!sm->claims[0] || !sm->text[0] || !sm->row[0])
+            return snprintf(msg, ml, "summary %d needs claims =, text = and row =", q + 1), -1;
+        int found = 0;
+        for (int k = 0; k < cf->n && !found; k++) found = !strcmp(cf->rows[k].id, sm->row);
+        if (!found) return snprintf(msg, ml, "summary %d names row [%s], which the file has not", q + 1, sm->row), -1;
+        char ids[64];
+        snprintf(ids, sizeof ids, "%s", sm->claims);
+        for (char *save = NULL, *w = strtok_r(ids, " \t,", &save); w; w = strtok_r(NULL, " \t,", &save))
+            for (int p = 0; p < q; p++)
+                if (cl_has_word(cf->summary[p].claims, w))
+                    return snprintf(msg, ml, "claim %s is on summary lines %d and %d: give each claim one line", w,
+                                    p + 1, q + 1), -1;
+    }
+    return 0;
+}
+
+/* Check a finished row; -1 with a message. */
+static int cl_check(const claims_row *r, char *msg, size_t ml) {
+    if (!r->claim[0]) return snprintf(msg, ml, "row [%s] has no claim = (the claim it belongs to)", r->id), -1;
+    if (!r->paper[0]) return snprintf(msg, ml, "row [%s] has no paper = (what the paper says)", r->id), -1;
+    if (!r->quantity[0]) return snprintf(msg, ml, "row [%s] has no quantity =", r->id), -1;
+    int bench = !strncmp(r->quantity, "bench_", 6);
+    if (bench && !r->bench_a[0]) return snprintf(msg, ml, "row [%s]: a bench quantity needs bench_a = RUN", r->id), -1;
+    if (!bench && !r->metric[0]) return snprintf(msg, ml, "row [%s] has no metric = split/name", r->id), -1;
+    int paired = !strcmp(r->quantity, "diff") || !strcmp(r->quantity, "rel") || !strcmp(r->quantity, "vs_curve");
+    if (paired) {
+        char axis[64];
+        snprintf(axis, sizeof axis, "%.*s", (int)strcspn(r->versus, "="), r->versus);
+        if (!strchr(r->versus, '=') || !runset_axis_known(axis))
+            return snprintf(msg, ml, "row [%s]: %s needs versus = AXIS=VALUE with a known axis (depth_routing, "
+                                     "value_residual, cross_layer, task, tsa_lambda, scale)", r->id, r->quantity), -1;
+    }
+    if (!strcmp(r->quantity, "within") && !r->metric_b[0])
+        return snprintf(msg, ml, "row [%s]: within needs metric_b = (the metric subtracted)", r->id), -1;
+    if (!strcmp(r->quantity, "vs_curve") && !r->curve[0])
+        return snprintf(msg, ml, "row [%s]: vs_curve needs curve = split/prefix (e.g. ablation/exit.tau)", r->id), -1;
+    if (strstr(r->runs, "@alpha") && isnan(r->alpha))
+        return snprintf(msg, ml, "row [%s]: lambda=@alpha needs alpha = the paper's α", r->id), -1;
+    if (!isnan(r->alpha_within) && ((!strstr(r->runs, "@alpha") && strcmp(r->quantity, "bench_sparse")) ||
+                                    !(r->alpha_within > 0) || isnan(r->alpha)))
+        return snprintf(msg, ml, "row [%s]: alpha_within needs alpha =, lambda=@alpha in runs (or quantity = "
+                        "bench_sparse) and a value > 0", r->id), -1;
+    if (r->across[0] && !cl_has_word(r->each, r->across))
+        return snprintf(msg, ml, "row [%s]: across = %s needs %s among each's words", r->id, r->across, r->across), -1;
+    if (!strcmp(r->reading, "trend") && !r->across[0])
+        return snprintf(msg, ml, "row [%s]: reading = %s needs across = AXIS", r->id, r->reading), -1;
+    if (r->reading[0] && strcmp(r->reading, "trend") && (!strchr(r->given, ';') || r->across[0] || r->each[0]))
+        return snprintf(msg, ml, "row [%s]: reading = %s needs given = RUNS ; VERSUS (the reference pair) and "
+                        "no each/across", r->id, r->reading), -1;
+    if (r->decide[0] && (!r->each[0] || !strcmp(r->each, "block") || r->across[0]))
+        return snprintf(msg, ml, "row [%s]: decide = LABEL needs each = (words of lambda, scale, steps, n_layer) and no "
+                        "across", r->id), -1;
+    if (cl_each_check(r->each))
+        return snprintf(msg, ml, "row [%s]: each = '%s': block alone, or words of lambda, scale, steps, n_layer", r->id,
+                        r->each), -1;
+    if (!strcmp(r->each, "block") && !strstr(r->metric, "{b}"))
+        return snprintf(msg, ml, "row [%s]: each = block needs {b} (the block) in metric", r->id), -1;
+    if (r->pilot[0] && !strstr(r->pilot, "@pilot") && (strstr(r->runs, "@pilot") || strstr(r->versus, "@pilot"))) {
+        char out[CLAIMS_TEXT];
+        if (claims_pilot_subst(r->runs, r->pilot, out, sizeof out) ||
+            claims_pilot_subst(r->versus, r->pilot, out, sizeof out))
+            return snprintf(msg, ml, "row [%s]: pilot = '%s' put in place of @pilot in runs and versus leaves an "
+                            "@pilot (or a text longer than %d bytes): write the pilot's choice itself", r->id,
+                            r->pilot, CLAIMS_TEXT - 1), -1;
+    }
+    /* the forest figure draws (paper_value − threshold) × scale: a finite number, or the row cannot be drawn */
+    if (!isnan(r->paper_value) &&
+        (!isfinite(r->paper_value * r->scale) ||
+         (!isnan(r->threshold) && !isfinite((r->paper_value - r->threshold) * r->scale))))
+        return snprintf(msg, ml, "row [%s]: paper_value × scale (%g × %g) is not a finite number: give them in "
+                        "another unit", r->id, r->paper_value, r->scale), -1;
+    if (r->agg[0] && strcmp(r->agg, "mean") && strcmp(r->agg, "gini") && strncmp(r->agg, "share_below ", 12))
+        return snprintf(msg, ml, "row [%s]: agg = '%s': mean, gini or share_below X", r->id, r->agg), -1;
+    return 0;
+}
+
+/* What a claims file's line is in: before any section, a row, a disclosure, [report], a question or
+ * a summary line. */
+typedef enum { SEC_NONE, SEC_ROW, SEC_DISCLOSURE, SEC_HEAD, SEC_QUESTION, SEC_SUMMARY } cl_section;
+
+/* Open section [sec] of cf (cap: the rows' allocation): *in becomes its kind. Returns 0, or -1 with msg. */
+static int cl_open_section(claims_file *cf, const char *sec, int *cap, cl_section *in, char *msg, size_t msglen) {
+    if (!strcmp(sec, "report")) {
+        *in = SEC_HEAD;
+    } else if (!strncmp(sec, "disclosure", 10)) {
+        if (cf->n_disclosures == 32) return snprintf(msg, msglen, "more than 32 disclosures"), -1;
+        cf->n_disclosures++;
+        *in = SEC_DISCLOSURE;
+    } else if (!strncmp(sec, "summary", 7) && (!sec[7] || sec[7] == ' ')) {
+        if (cf->n_summary == 12)
+            return snprintf(msg, msglen, "more than 12 summary lines (the first screen holds at most 12)"), -1;
+        cf->n_summary++;
+        *in = SEC_SUMMARY;
+    } else if (!strncmp(sec, "question", 8) && (!sec[8] || sec[8] == ' ')) {
+        if (cf->n_questions == 16) return snprintf(msg, msglen, "more than 16 questions"), -1;
+        cf->n_questions++;
+        *in = SEC_QUESTION;
+    } else {
+        if (!*sec || strlen(sec) >= sizeof cf->rows[0].id) return snprintf(msg, msglen, "a row id is 1..31 bytes"), -1;
+        for (int k = 0; k < cf->n; k++)
+            if (!strcmp(cf->rows[k].id, sec)) return snprintf(msg, msglen, "row [%s] twice", sec), -1;
+        if (cf->n && cl_check(&cf->rows[cf->n - 1], msg, msglen)) return -1;
+        if (cf->n == *cap) {
+            *cap = *cap ? 2 * *cap : 32;
+            claims_row *nr = realloc(cf->rows, (size_t)*cap * sizeof *nr);
+            if (!nr) return snprintf(msg, msglen, "out of memory"), -1;
+            cf->rows = nr;
+        }
+        cl_row_defaults(&cf->rows[cf->n]);
+        snprintf(cf->rows[cf->n].id, sizeof cf->rows[cf->n].id, "%s", sec);
+        cf->n++;
+        *in = SEC_ROW;
+    }
+    return 0;
+}
+
+/* key = val in a section that is not a row ([summary], [question], [report], [disclosure]): 0, or -1 with
+ * msg naming an unknown key or a value too long. */
+static int cl_set_text(claims_file *cf, cl_section in, const char *key, const char *val, char *msg, size_t msglen) {
+    char *dst = NULL;
+    size_t n = CLAIMS_TEXT;
+    const char *takes = "";
+    if (in == SEC_SUMMARY) {
+        claims_summary *sm = &cf->summary[cf->n_summary - 1];
+        struct {
+            const char *k;
+            char *dst;
+            size_t n;
+        } f[] = {{"claims", sm->claims, sizeof sm->claims}, {"text", sm->text, sizeof sm->text},
+                 {"row", sm->row, sizeof sm->row},          {"element", sm->element, sizeof sm->element},
+                 {"scale", sm->scale, sizeof sm->scale}};
+        for (size_t k = 0; k < sizeof f / sizeof f[0]; k++)
+            if (!strcmp(key, f[k].k)) dst = f[k].dst, n = f[k].n;
+        takes = "a [summary] section takes claims =, text =, row =, element = and scale =";
+    } else if (in == SEC_QUESTION) {
+        claims_question *q = &cf->questions[cf->n_questions - 1];
+        dst = !strcmp(key, "text") ? q->text : !strcmp(key, "rows") ? q->rows : !strcmp(key, "groups") ? q->groups : NULL;
+        takes = "a [question] section takes text =, rows = and groups =";
+    } else {
+        const int head = in == SEC_HEAD;
+        if (!strcmp(key, head ? "title" : "text")) dst = head ? cf->title : cf->disclosures[cf->n_disclosures - 1];
+        takes = head ? "a [report] section takes title =" : "a [disclosure] section takes text =";
+    }
+    if (!dst) return snprintf(msg, msglen, "unknown key '%s' (%s)", key, takes), -1;
+    if (strlen(val) >= n) return snprintf(msg, msglen, "%s is longer than %zu bytes", key, n - 1), -1;
+    snprintf(dst, n, "%s", val);
+    return 0;
+}
+
+int claims_parse(const char *text, const char *name, claims_file *cf, char *err, size_t errlen) {
+    memset(cf, 0, sizeof *cf);
+    int cap = 0, line_no = 0, rc = -1;
+    cl_section in = SEC_NONE;
+    char msg[400] = "";
+    /* the keys of the section being read, with their lines: a key given twice is refused, never the last
+     * value taken silently (every key of a row is shorter than 16 bytes; there are fewer than 48) */
+    char seen[48][16];
+    int seen_line[48], n_seen = 0;
+    for (const char *p = text; *p;) {
+        const char *e = strchr(p, '\n');
+        size_t len = e ? (size_t)(e - p) : strlen(p);
+        line_no++;
+        char line[4096];
+        if (len >= sizeof line) {
+            snprintf(msg, sizeof msg, "line longer than %zu bytes", sizeof line - 1);
+            goto bad;
+        }
+        memcpy(line, p, len);
+        line[len] = 0;
+        p += len + (e ? 1 : 0);
+        char *s = claims_trim(line);
+        if (!*s || *s == '#' || *s == ';') continue;
+        if (*s == '[') {
+            n_seen = 0;
+            char *r = strchr(s, ']');
+            if (!r || r[1]) {
+                snprintf(msg, sizeof msg, "a section line is [name] with nothing after it");
+                goto bad;
+            }
+            *r = 0;
+            if (cl_open_section(cf, claims_trim(s + 1), &cap, &in, msg, sizeof msg)) goto bad;
+            continue;
+        }
+        char *eq = strchr(s, '=');
+        if (!eq) {
+            snprintf(msg, sizeof msg, "expected key = value or [section]");
+            goto bad;
+        }
+        *eq = 0;
+        char *key = claims_trim(s), *val = claims_trim(eq + 1);
+        if (in == SEC_NONE) {
+            snprintf(msg, sizeof msg, "key '%s' before any [section]", key);
+            goto bad;
+        }
+        for (int k = 0; k < n_seen; k++)
+            if (!strcmp(seen[k], key)) {
+                snprintf(msg, sizeof msg, "key '%s' given twice in this section (first on line %d): keep one",
+                         key, seen_line[k]);
+                goto bad;
+            }
+        if (strlen(key) < sizeof seen[0] && n_seen < 48) { /* a longer or 49th key is unknown: refused below */
+            snprintf(seen[n_seen], sizeof seen[0], "%s", key);
+            seen_line[n_seen++] = line_no;
+        }
+        if (in != SEC_ROW) {
+            if (cl_set_text(cf, in, key, val, msg, sizeof msg)) goto bad;
+            continue;
+        }
+        if (cl_set(&cf->rows[cf->n - 1], key, val, msg, sizeof msg)) goto bad;
+    }
+    if (cf->n && cl_check(&cf->rows[cf->n - 1], msg, sizeof msg)) {
+        line_no = -1;
+        goto bad;
+    }
+    if (!cf->n) {
+        snprintf(msg, sizeof msg, "no rows");
+        line_no = -1;
+        goto bad;
+    }
+    if (cl_check_questions(cf, msg, sizeof msg) || cl_check_summary(cf, msg, sizeof msg)) {
+        line_no = -1;
+        goto bad;
+    }
+    return 0;
+bad:
+    if (line_no > 0) snprintf(err, errlen, "%s:%d: %s", name, line_no, msg);
+    else snprintf(err, errlen, "%s: %s", name, msg);
+    claims_free(cf);
+    return rc;
+}
+
+int claims_load(const char *path, claims_file *cf, char *err, size_t errlen) {
+    memset(cf, 0, sizeof *cf);
+    size_t n;
+    char *buf = fileio_slurp(path, "claims file", 0, &n, err, errlen);
+    if (!buf) return -1;
+    if (strlen(buf) != n) {
+        free(buf);
+        snprintf(err, errlen, "%s holds a NUL byte: it is not a text file", path);
+        return -1;
+    }
+    int rc = claims_parse(buf, path, cf, err, errlen);
+    free(buf);
+    return rc;
+}
+
+void claims_free(claims_file *cf) {
+    free(cf->rows);
+    cf->rows = NULL;
+    cf->n = 0;
+}
+
+const char *claims_verdict_name(claims_verdict v) {
+    switch (v) {
+    case CV_YES: return "reproduced";
+    case CV_MAGNITUDE: return "direction reproduced, magnitude differs";
+    case CV_NO: return "not reproduced";
+    case CV_INCONCLUSIVE: return "inconclusive";
+    case CV_UNINFORMATIVE: return "uninformative";
+    case CV_DESCRIBED: return "described (no threshold)";
+    case CV_NOT_REACHED: return "operating point not reached";
+    case CV_PREMISE: return "not judged (premise failed)";
+    case CV_NOT_MEASURED: break;
+    }
+    return "not measured";
+}
+

@@ -1,0 +1,915 @@
+/*
+ * tables.c — the paper tables from the registry (tables.h): collect each
+ * FINISHED run's parameters and final metrics, group runs that differ only in
+ * their seed, and render Markdown and LaTeX (booktabs) side by side.
+ *
+ * What it does not do: run or evaluate models, read traces, or invent a
+ * number — a metric missing from the registry shows as "–", a comparison
+ * that cannot be made says so in its cell.  Validation numbers are the
+ * headline val/final.{loss,bpc,token_acc,seq_acc,active_frac,tlops_saved}
+ * (the whole split, recorded at the end of training or by `eval --record`),
+ * all from one measurement; a run without a headline falls back to the last
+ * val/loss, val/bpc, … of its periodic evaluations, marked "†".  Throughput
+ * is the mean of train/tokens_per_s over every log row after the first (the
+ * first includes start-up).
+ */
+#include "analysis/render/tables.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "store/fileio.h"
+#include "store/metric.h"
+#include "analysis/measure/ablate.h"
+#include "analysis/runs/runset.h"
+#include "analysis/core/stats.h"
+#include "analysis/core/report.h"
+
+/* ---- one run ---- */
+
+static void tb_base_name(const char *path, char *out, size_t n) {
+    const char *b = strrchr(path, '/');
+    snprintf(out, n, "%s", b ? b + 1 : path);
+    char *dot = strrchr(out, '.');
+    if (dot && dot != out) *dot = 0;
+}
+
+static double tb_last(gl_db *db, const char *run, const char *split, const char *name, int *fail, char *err,
+                      size_t errlen) {
+    double v = NAN;
+    int rc = db_metric_last(db, run, split, name, NULL, &v, NULL, err, errlen);
+    if (rc < 0) *fail = 1;
+    return rc == 1 ? v : NAN;
+}
+
+/* The value of (split, name) measured on prov at step (NaN when absent). */
+static double tb_on(gl_db *db, const char *run, const char *name, const gl_metric_val *like, int *fail, char *err,
+                    size_t errlen) {
+    gl_metric_val v;
+    int rc = db_metric_at(db, run, "val", name, NULL, &like->prov, &v, err, errlen);
+    if (rc < 0) *fail = 1;
+    return rc == 1 && v.step == like->step ? v.value : NAN;
+}
+
+/* t's validation numbers: the headline (db_run_headline: val/hard.* for a model that routes depth,
+ * the skipping done, else val/final.*) when the run has one, else its last periodic evaluation; all of
+ * one measurement.  A routed model's soft loss goes to t->soft_loss. */
+static void tb_val(gl_db *db, tables_run *t, int *fail, char *err, size_t errlen) {
+    static const char *const q[6] = {"loss", "bpc", "token_acc", "seq_acc", "active_frac", "tlops_saved"};
+    double *dst[6] = {&t->val_loss, &t->val_bpc, &t->tok_acc, &t->seq_acc, &t->active_frac, &t->tlops_saved};
+    metric_key names[6];
+    gl_metric_val v;
+    gl_headline hl;
+    if (db_run_headline(db, t->run_id, "val", &hl, err, errlen)) *fail = 1;
+    for (int k = 0; k < 6; k++) metric_headline(&names[k], hl.prefix, q[k]);
+    int rc = hl.kind != HEADLINE_NONE;
+    v = hl.loss;
+    t->soft_loss = hl.soft_loss;
+    t->hard_missing = hl.kind == HEADLINE_HARD_MISSING;
+    t->headline = rc == 1;
+    if (!t->headline && (rc = db_metric_at(db, t->run_id, "val", "loss", NULL, NULL, &v, err, errlen)) < 0) *fail = 1;
+    for (int k = 0; k < 6; k++) *dst[k] = NAN;
+    t->val_se = NAN;
+    t->val_step = -1;
+    memset(&t->val_prov, 0, sizeof t->val_prov);
+    if (rc != 1) return;
+    t->val_se = v.se;
+    t->val_step = v.step;
+    t->val_prov = v.prov;
+    for (int k = 0; k < 6; k++) *dst[k] = tb_on(db, t->run_id, t->headline ? names[k].name : q[k], &v, fail, err, errlen);
+    if (t->hard_missing) t->val_loss = t->val_bpc = NAN; /* no headline: its soft loss is not one (tb_grouped says so) */
+}
+
+/* FNV-1a 64 of the run's group key (runset.h's one rule); a run without a
+ * stored config hashes its run id (a group of its own). */
+static const char *const tb_axes[3] = {"value_residual", "depth_routing", "cross_layer"};
+
+/* Also the run's partner keys along tb_axes (runset_partner_key_ini), for the
+ * paired "vs baseline" cell. */
+static unsigned long long tb_group(gl_db *db, tables_run *t, int *fail, char *err, size_t errlen) {
+    const char *run_id = t->run_id;
+    char *ini = NULL;
+    int rc = db_run_config(db, run_id, &ini, NULL, err, errlen);
+    if (rc < 0) *fail = 1;
+    for (int a = 0; a < 3; a++) t->partner[a] = rc == 1 && ini ? runset_partner_key_ini(ini, tb_axes[a]) : 0;
+    char *key = rc == 1 && ini ? runset_group_key(ini) : NULL;
+    const char *s = key ? key : run_id;
+    unsigned long long h = 1469598103934665603ull;
+    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    free(key);
+    free(ini);
+    return h;
+}
+
+/* A numeric param of run id, typed (db_param_typed); NaN when the run has none ("auto" is NaN too),
+ * *fail = 1 on an error. */
+static double tb_param_num(gl_db *db, const char *id, const char *key, int *fail, char *err, size_t errlen) {
+    gl_key_value v;
+    int got = db_param_typed(db, id, key, &v, err, errlen);
+    if (got < 0) *fail = 1;
+    return got > 0 ? v.num : NAN;
+}
+
+int tables_collect(gl_db *db, const char *experiment, tables_run **runs_out, int *n_out, char *err, size_t errlen) {
+    gl_run_row *rr = NULL;
+    int nr = 0, fail = 0;
+    *runs_out = NULL;
+    *n_out = 0;
+    if (db_runs_list(db, experiment, "FINISHED", &rr, &nr, err, errlen)) return -1;
+    tables_run *v = calloc((size_t)(nr > 0 ? nr : 1), sizeof *v);
+    if (!v) {
+        free(rr);
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    for (int i = 0; i < nr && !fail; i++) {
+        tables_run *t = &v[i];
+        const char *id = rr[i].run_id;
+        snprintf(t->run_id, sizeof t->run_id, "%s", id);
+        snprintf(t->experiment, sizeof t->experiment, "%s", rr[i].experiment);
+        char vr[64] = "none", dr[64] = "none", scale[64] = "", dm[32] = "?", nl[32] = "?", task[32] = "text", file[1024] = "",
+             cl[64] = "none", sg[32] = "relu", sgb[8] = "0", wdp[16] = "matrices";
+        const struct {
+            const char *key;
+            char *dst;
+            size_t n;
+        } want[] = {{"model.value_residual", vr, sizeof vr}, {"model.depth_routing", dr, sizeof dr},
+                    {"model.scale", scale, sizeof scale},   {"model.d_model", dm, sizeof dm},
+                    {"model.n_layer", nl, sizeof nl},       {"data.task", task, sizeof task},
+                    {"data.file", file, sizeof file},       {"train.seed", t->seed, sizeof t->seed},
+                    {"model.cross_layer", cl, sizeof cl},
+                    {"model.sat_gate", sg, sizeof sg},      {"model.sat_gate_bias", sgb, sizeof sgb},
+                    {"train.weight_decay_policy", wdp, sizeof wdp}};
+        for (size_t k = 0; k < sizeof want / sizeof want[0]; k++)
+            if (db_param_get(db, id, want[k].key, want[k].dst, want[k].n, err, errlen) < 0) fail = 1;
+        t->text = !strcmp(task, "text");
+        if (t->text && file[0]) tb_base_name(file, t->data, sizeof t->data);
+        else snprintf(t->data, sizeof t->data, "%s", task);
+        /* SATFormer's gate knobs and the decay policy, where not the defaults: "satformer[softmax,bias,wd=all]" */
+        const int sat = !strcmp(vr, "satformer"), knob_g = sat && strcmp(sg, "relu"), knob_b = sat && !strcmp(sgb, "1"),
+                  knob_w = !strcmp(wdp, "all");
+        char knobs[64] = "";
+        if (knob_g || knob_b || knob_w)
+            snprintf(knobs, sizeof knobs, "[%s%s%s%s%s]", knob_g ? sg : "", knob_g && (knob_b || knob_w) ? "," : "",
+                     knob_b ? "bias" : "", knob_b && knob_w ? "," : "", knob_w ? "wd=all" : "");
+        snprintf(t->variant, sizeof t->variant, "%s%s%s%s%s%s", !strcmp(vr, "none") ? "baseline" : vr, knobs,
+                 strcmp(dr, "none") ? "+" : "", strcmp(dr, "none") ? dr : "", strcmp(cl, "none") ? "+" : "",
+                 strcmp(cl, "none") ? cl : "");
+        if (scale[0]) snprintf(t->scale, sizeof t->scale, "%s", scale);
+        else snprintf(t->scale, sizeof t->scale, "d%sL%s", dm, nl);
+        t->lambda = !strcmp(dr, "tsa") ? tb_param_num(db, id, "model.tsa_lambda", &fail, err, errlen) : NAN;
+        /* the routing's compute knob, by its row of the routing kinds table */
+        gl_depth_routing drk = DR_NONE;
+        const char *kkey = config_parse_depth_routing(dr, &drk) ? NULL : config_routing_knob(drk, &t->knob_sym, &t->routing);
+        t->knob = kkey ? tb_param_num(db, id, kkey, &fail, err, errlen) : NAN;
+        if (isnan(t->knob)) t->knob_sym = t->routing = NULL;
+        tb_val(db, t, &fail, err, errlen);
+        t->group = tb_group(db, t, &fail, err, errlen);
+        snprintf(t->axis[0], sizeof t->axis[0], "%s", vr);
+        snprintf(t->axis[1], sizeof t->axis[1], "%s", dr);
+        snprintf(t->axis[2], sizeof t->axis[2], "%s", cl);
+        gl_metric_val on = {0}; /* the hard headline on the tokens of the soft one */
+        on.prov = t->val_prov;
+        on.step = t->val_step;
+        t->hard_alpha = t->headline ? tb_on(db, id, "hard.active_frac", &on, &fail, err, errlen) : NAN;
+        t->hard_loss = t->headline ? tb_on(db, id, "hard.loss", &on, &fail, err, errlen) : NAN;
+        gl_metric_val sv; /* analyze's logit lens at the halting block (analysis/measure/settle.h) */
+        int src = db_metric_at(db, t->run_id, "analysis", "settled_at_halt", NULL, NULL, &sv, err, errlen);
+        if (src < 0) fail = 1;
+        t->settled = src == 1 ? sv.value : NAN;
+        t->bench_tps = tb_last(db, id, "bench", "train_tokens_per_s", &fail, err, errlen);
+        t->bench_rss = tb_last(db, id, "bench", "peak_rss_mib", &fail, err, errlen);
+        /* throughput: skip the first log row (start-up) when there are others */
+        gl_metric_point *pts = NULL;
+        int np = 0;
+        if (db_metric_series(db, id, "train", "tokens_per_s", NULL, &pts, &np, err, errlen)) fail = 1;
+        double s = 0;
+        int k = 0;
+        for (int j = np > 1 ? 1 : 0; j < np; j++)
+            if (!isnan(pts[j].value)) s += pts[j].value, k++;
+        t->tokens_per_s = k ? s / k : NAN;
+        free(pts);
+    }
+    free(rr);
+    if (fail) {
+        free(v);
+        return -1;
+    }
+    *runs_out = v;
+    *n_out = nr;
+    return 0;
+}
+
+double tables_t95(int df) { return st_t95(df); }
+
+void tables_mean_std(const double *x, int n, double *mean, double *std, int *k) {
+    st_summary s = st_describe(x, n, 0.95);
+    *k = s.n;
+    *mean = s.mean;
+    *std = s.sd;
+}
+
+/* ---- a table: cells in two renderings ---- */
+
+#define TB_MAX_COL 12 /* the widest table has 12 columns */
+
+typedef struct {
+    char md[160];
+    char tex[200];
+} tb_cell;
+
+typedef struct {
+    const char *name, *title;
+    int ncol;
+    const char *head_md[TB_MAX_COL];
+    const char *head_tex[TB_MAX_COL];
+    const char *align; /* one of l/r per column */
+    tb_cell *cells;    /* [nrows * ncol] */
+    int nrows, cap;
+    int periodic;      /* a cell fell back to a periodic evaluation ("†"): the note says so */
+    char missing[400]; /* routed runs left out: their hard loss is not recorded ("" none) */
+    char soft[600];    /* the routed rows' soft losses, named in a note under the table ("" none) */
+} tb_table;
+
+#define TB_SOFT_NOTE                                                                                           \
+    "Not shown: TSA and early-exit runs whose loss with the skipping done is not recorded (their soft loss, "  \
+    "every block run, is not their headline); `gatelab eval RUN --record` records it: "
+
+#define TB_DAGGER_NOTE                                                                                         \
+    "† the run's last periodic evaluation (a few validation windows), not the whole split: it has no headline; " \
+    "record one with `gatelab eval RUN --record`."
+
+static void tb_free(tb_table *t) {
+    free(t->cells);
+    t->cells = NULL;
+    t->nrows = t->cap = 0;
+}
+
+/* LaTeX-escape s into out. */
+static void tb_tex_escape(const char *s, char *out, size_t n) {
+    size_t k = 0;
+    for (; *s && k + 16 < n; s++) {
+        const char *rep = NULL;
+        char one[2] = {*s, 0};
+        switch (*s) {
+        case '_': rep = "\\_"; break;
+        case '%': rep = "\\%"; break;
+        case '&': rep = "\\&"; break;
+        case '#': rep = "\\#"; break;
+        case '$': rep = "\\$"; break;
+        case '{': rep = "\\{"; break;
+        case '}': rep = "\\}"; break;
+        case '~': rep = "\\textasciitilde{}"; break;
+        case '^': rep = "\\textasciicircum{}"; break;
+        case '\\': rep = "\\textbackslash{}"; break;
+        default: rep = one;
+        }
+        size_t l = strlen(rep);
+        memcpy(out + k, rep, l);
+        k += l;
+    }
+    out[k] = 0;
+}
+
+static tb_cell *tb_row(tb_table *t, char *err, size_t errlen) {
+    if (t->nrows == t->cap) {
+        int cap = t->cap ? 2 * t->cap : 16;
+        tb_cell *c = realloc(t->cells, (size_t)cap * t->ncol * sizeof *c);
+        if (!c) {
+            snprintf(err, errlen, "out of memory building table %s", t->name);
+            return NULL;
+        }
+        t->cells = c;
+        t->cap = cap;
+    }
+    tb_cell *r = t->cells + (size_t)t->nrows * t->ncol;
+    memset(r, 0, (size_t)t->ncol * sizeof *r);
+    t->nrows++;
+    return r;
+}
+
+static void tb_text(tb_cell *c, const char *s) {
+    snprintf(c->md, sizeof c->md, "%s", s);
+    tb_tex_escape(s, c->tex, sizeof c->tex);
+}
+
+static void tb_num(tb_cell *c, double v, const char *fmt) {
+    if (isnan(v)) {
+        snprintf(c->md, sizeof c->md, "–");
+        snprintf(c->tex, sizeof c->tex, "--");
+        return;
+    }
+    snprintf(c->md, sizeof c->md, fmt, v);
+    snprintf(c->tex, sizeof c->tex, "$");
+    snprintf(c->tex + 1, sizeof c->tex - 1, fmt, v);
+    strcat(c->tex, "$");
+}
+
+static void tb_int(tb_cell *c, long v) {
+    snprintf(c->md, sizeof c->md, "%ld", v);
+    snprintf(c->tex, sizeof c->tex, "%ld", v);
+}
+
+/* mean ± std over seeds (digits after the point). */
+static void tb_pm(tb_cell *c, const double *x, int n, int digits) {
+    double m, s;
+    int k;
+    tables_mean_std(x, n, &m, &s, &k);
+    if (!k) {
+        tb_num(c, NAN, "%g");
+        return;
+    }
+    if (k == 1 || isnan(s)) {
+        snprintf(c->md, sizeof c->md, "%.*f", digits, m);
+        snprintf(c->tex, sizeof c->tex, "$%.*f$", digits, m);
+    } else {
+        snprintf(c->md, sizeof c->md, "%.*f ± %.*f", digits, m, digits, s);
+        snprintf(c->tex, sizeof c->tex, "$%.*f \\pm %.*f$", digits, m, digits, s);
+    }
+}
+
+static int tb_write(const tb_table *t, const char *out_dir, const char *source, char *err, size_t errlen) {
+    char path[4096];
+    int rc = -1;
+    FILE *f = NULL;
+    snprintf(path, sizeof path, "%s/%s.md", out_dir, t->name);
+    f = fileio_fopen_w(path);
+    if (!f) goto io;
+    fprintf(f, "### %s\n\n<!-- generated by `gatelab tables` from %s; do not edit -->\n\n|", t->title, source);
+    for (int j = 0; j < t->ncol; j++) fprintf(f, " %s |", t->head_md[j]);
+    fprintf(f, "\n|");
+    for (int j = 0; j < t->ncol; j++) fprintf(f, " %s |", t->align[j] == 'r' ? "---:" : "---");
+    fprintf(f, "\n");
+    for (int i = 0; i < t->nrows; i++) {
+        fprintf(f, "|");
+        for (int j = 0; j < t->ncol; j++) fprintf(f, " %s |", t->cells[(size_t)i * t->ncol + j].md);
+        fprintf(f, "\n");
+    }
+    if (t->periodic) fprintf(f, "\n%s\n", TB_DAGGER_NOTE);
+    if (t->missing[0]) fprintf(f, "\n%s%s.\n", TB_SOFT_NOTE, t->missing);
+    if (t->soft[0])
+        fprintf(f, "\nTSA and early exit are shown with the skipping done (tokens with p > 0.5, or past their exit, "
+                   "skip the block; α and TLOps of that evaluation); their soft loss, every block run with its update "
+                   "scaled by 1 − p (what training optimised), nats/token: %s.\n", t->soft);
+    if (ferror(f) | fclose(f)) {
+        f = NULL;
+        goto io;
+    }
+    snprintf(path, sizeof path, "%s/%s.tex", out_dir, t->name);
+    f = fileio_fopen_w(path);
+    if (!f) goto io;
+    char title[256], src[1024];
+    tb_tex_escape(t->title, title, sizeof title);
+    tb_tex_escape(source, src, sizeof src);
+    fprintf(f, "%% generated by gatelab tables from %s; do not edit.  Needs \\usepackage{booktabs}.\n", src);
+    fprintf(f, "\\begin{table}[t]\n\\centering\n\\caption{%s}\n\\label{tab:%s}\n\\begin{tabular}{%s}\n\\toprule\n", title,
+            t->name, t->align);
+    for (int j = 0; j < t->ncol; j++) fprintf(f, "%s%s", j ? " & " : "", t->head_tex[j]);
+    fprintf(f, " \\\\\n\\midrule\n");
+    for (int i = 0; i < t->nrows; i++) {
+        for (int j = 0; j < t->ncol; j++) fprintf(f, "%s%s", j ? " & " : "", t->cells[(size_t)i * t->ncol + j].tex);
+        fprintf(f, " \\\\\n");
+    }
+    fprintf(f, "\\bottomrule\n\\end{tabular}\n");
+    if (t->periodic) {
+        char note[512];
+        tb_tex_escape(TB_DAGGER_NOTE, note, sizeof note);
+        fprintf(f, "\\par\\footnotesize %s\n", note);
+    }
+    if (t->missing[0]) {
+        char note[1400];
+        tb_tex_escape(TB_SOFT_NOTE, note, sizeof note);
+        size_t k = strlen(note);
+        tb_tex_escape(t->missing, note + k, sizeof note - k);
+        fprintf(f, "\\par\\footnotesize %s.\n", note);
+    }
+    if (t->soft[0]) {
+        char note[1400];
+        tb_tex_escape(t->soft, note, sizeof note);
+        fprintf(f, "\\par\\footnotesize TSA and early exit with the skipping done; their soft loss (every block "
+                   "run, nats/token): %s\n", note);
+    }
+    fprintf(f, "\\end{table}\n");
+    if (ferror(f) | fclose(f)) {
+        f = NULL;
+        goto io;
+    }
+    return 0;
+io:
+    snprintf(err, errlen, "cannot write %s", path);
+    if (f) fclose(f);
+    return rc;
+}
+
+/* ---- grouping runs that differ only in their seed ---- */
+
+static int tb_scale_rank(const char *s) {
+    static const char *order[] = {"xs", "s", "m", "l", "xl"};
+    for (int i = 0; i < 5; i++)
+        if (!strcmp(s, order[i])) return i;
+    return 10;
+}
+
+/* Variants in the order of their value residual's row in model/variants.h
+ * (baseline = none first); the variant label is "<value residual>[+…]". */
+static int tb_variant_rank(const char *v) {
+    char vr[64];
+    snprintf(vr, sizeof vr, "%.*s", (int)strcspn(v, "+["), v);
+    gl_value_residual r;
+    if (!strcmp(vr, "baseline")) return VR_NONE;
+    return config_parse_value_residual(vr, &r) == 0 ? (int)r : VR_COUNT;
+}
+
+static int tb_cmp(const void *a, const void *b) {
+    const tables_run *x = a, *y = b;
+    int c = strcmp(x->data, y->data);
+    if (c) return c;
+    int r = tb_scale_rank(x->scale) - tb_scale_rank(y->scale);
+    if (r) return r;
+    if ((c = strcmp(x->scale, y->scale))) return c;
+    r = tb_variant_rank(x->variant) - tb_variant_rank(y->variant);
+    if (r) return r;
+    if ((c = strcmp(x->variant, y->variant))) return c;
+    int xn = isnan(x->lambda), yn = isnan(y->lambda);
+    if (xn != yn) return xn - yn;
+    if (!xn && x->lambda != y->lambda) return x->lambda < y->lambda ? -1 : 1;
+    xn = isnan(x->knob), yn = isnan(y->knob);
+    if (xn != yn) return xn - yn;
+    if (!xn && x->knob != y->knob) return x->knob < y->knob ? -1 : 1;
+    if (x->group != y->group) return x->group < y->group ? -1 : 1;
+    if ((c = strcmp(x->seed, y->seed))) return c;
+    return strcmp(x->run_id, y->run_id);
+}
+
+void tables_sort(tables_run *runs, int n) {
+    if (n > 1) qsort(runs, (size_t)n, sizeof *runs, tb_cmp);
+}
+
+/* 1 when two (sorted) runs belong to the same group: the run set's one rule
+ * (runset_group_key: the config less the seed and run bookkeeping). */
+static int tb_same(const tables_run *x, const tables_run *y) { return x->group == y->group; }
+
+typedef enum { TB_LOSS, TB_LAMBDA, TB_ACC, TB_TPS } tb_kind;
+
+static int tb_wanted(const tables_run *r, tb_kind k) {
+    switch (k) {
+    case TB_LOSS: return !isnan(r->val_loss);
+    case TB_LAMBDA: return !isnan(r->lambda) && !r->hard_missing;
+    case TB_ACC: return !r->text && (!isnan(r->tok_acc) || !isnan(r->seq_acc));
+    case TB_TPS: return !isnan(r->tokens_per_s);
+    }
+    return 0;
+}
+
+/* One cell over the k seeds of a group: mean ± sd, or for one seed its value
+ * ± its standard error (se, NaN: the value alone); "†" appended when dagger. */
+static void tb_stat(tb_cell *c, const double *x, int k, int digits, double se, int dagger) {
+    if (k == 1 && !isnan(x[0]) && !isnan(se) && se > 0) {
+        snprintf(c->md, sizeof c->md, "%.*f ± %.*f", digits, x[0], digits, se);
+        snprintf(c->tex, sizeof c->tex, "$%.*f \\pm %.*f$", digits, x[0], digits, se);
+    } else {
+        tb_pm(c, x, k, digits);
+    }
+    if (dagger && strcmp(c->md, "–")) {
+        strcat(c->md, " †");
+        strcat(c->tex, "$^\\dagger$");
+    }
+}
+
+/* A signed difference with its standard error: "+0.2500 ± 0.0123" ("+0.2500" without one). */
+static void tb_delta(tb_cell *c, double v, double se) {
+    if (isnan(v)) {
+        tb_num(c, NAN, "%g");
+    } else if (isnan(se) || se <= 0) {
+        tb_num(c, v, "%+.4f");
+    } else {
+        snprintf(c->md, sizeof c->md, "%+.4f ± %.4f", v, se);
+        snprintf(c->tex, sizeof c->tex, "$%+.4f \\pm %.4f$", v, se);
+    }
+}
+
+/* What the group's validation numbers rest on: one provenance and step
+ * ("val[0,100) 6400 tok @40"), "mixed" when the seeds differ; "periodic"
+ * first when they are not headlines. */
+static void tb_measured(tb_cell *c, const tables_run *const *g, int k) {
+    char p[64], text[128];
+    int same = 1;
+    for (int q = 1; q < k; q++)
+        same &= db_prov_same(&g[q]->val_prov, &g[0]->val_prov) && g[q]->val_step == g[0]->val_step &&
+                g[q]->headline == g[0]->headline;
+    if (!k || g[0]->val_step < 0) snprintf(text, sizeof text, "–");
+    else if (!same) snprintf(text, sizeof text, "mixed (see `gatelab runs`)");
+    else snprintf(text, sizeof text, "%s%s @%ld", g[0]->headline ? "" : "periodic ",
+                  db_prov_str(&g[0]->val_prov, p, sizeof p), g[0]->val_step);
+    tb_text(c, text);
+}
+
+/* The loss difference of the group g (k runs) from its baseline, paired by
+ * seed, on one token set: "+d [lo, hi]" (95 % t interval, two or more seeds),
+ * "+d (1 seed)", or why there is none.  The baseline of a run is the run
+ * set's partner (runset_partner_key_ini: the same config but for the axis's
+ * keys, the same seed) along the variant's axis — the first of
+ * value_residual, depth_routing, cross_layer that is not "none" — whose value
+ * there is "none".  So satformer pairs with the plain run of the same budget,
+ * data and scale, baseline+tsa with the dense run, satformer+tsa with
+ * baseline+tsa (the value residual is what its label leads with), and a run
+ * with another train.steps or lr has no baseline unless one was trained. */
+static void tb_vs_baseline(tb_cell *c, const tables_run *const *g, int k, const tables_run *runs, int n) {
+    int ax = 0;
+    while (k && ax < 3 && !strcmp(g[0]->axis[ax], "none")) ax++;
+    if (!k || ax == 3) {
+        tb_text(c, "–");
+        return;
+    }
+    double d[64];
+    int nd = 0, other = 0, seen = 0;
+    for (int q = 0; q < k && nd < 64; q++)
+        for (int j = 0; j < n; j++) {
+            const tables_run *b = &runs[j];
+            if (strcmp(b->axis[ax], "none") || !g[q]->partner[ax] || b->partner[ax] != g[q]->partner[ax] ||
+                isnan(b->val_loss))
+                continue;
+            seen = 1;
+            if (!db_prov_same(&b->val_prov, &g[q]->val_prov) || !b->headline || !g[q]->headline ||
+                isnan(g[q]->val_loss)) {
+                other = 1;
+                continue;
+            }
+            d[nd++] = g[q]->val_loss - b->val_loss;
+            break;
+        }
+    char text[128];
+    st_summary ds = st_describe(d, nd, 0.95);
+    const double m = ds.mean;
+    const int kk = ds.n;
+    if (!seen) snprintf(text, sizeof text, "– (no baseline run)");
+    else if (!nd) snprintf(text, sizeof text, other ? "not matched: other tokens or no headline" : "–");
+    else if (kk == 1) snprintf(text, sizeof text, "%+.4f (1 seed)", m);
+    else {
+        snprintf(text, sizeof text, "%+.4f [%+.4f, %+.4f]", m, ds.lo, ds.hi);
+    }
+    tb_text(c, text);
+}
+
+/* Fill t with one row per group of the runs wanted for kind. */
+static int tb_grouped(tb_table *t, const tables_run *runs, int n, tb_kind kind, char *err, size_t errlen) {
+    double *x[6];
+    const tables_run **g = malloc((size_t)(n > 0 ? n : 1) * sizeof *g);
+    for (int q = 0; q < 6; q++) x[q] = malloc((size_t)(n > 0 ? n : 1) * sizeof(double));
+    int rc = -1;
+    for (int q = 0; q < 6; q++)
+        if (!x[q] || !g) {
+            snprintf(err, errlen, "out of memory");
+            goto cleanup;
+        }
+    for (int i = 0; i < n && (kind == TB_LOSS || kind == TB_LAMBDA); i++) { /* say who is left out, and why */
+        size_t used = strlen(t->missing);
+        if (runs[i].hard_missing && used + strlen(runs[i].run_id) + 8 < sizeof t->missing)
+            snprintf(t->missing + used, sizeof t->missing - used, "%s%s", used ? ", " : "", runs[i].run_id);
+    }
+    for (int i = 0; i < n;) {
+        if (!tb_wanted(&runs[i], kind)) {
+            i++;
+            continue;
+        }
+        int k = 0, j = i, dagger = 0;
+        for (; j < n && tb_same(&runs[i], &runs[j]); j++) {
+            const tables_run *r = &runs[j];
+            if (!tb_wanted(r, kind)) continue;
+            g[k] = r;
+            dagger |= kind != TB_TPS && !r->headline;
+            x[0][k] = r->val_loss;
+            x[1][k] = r->val_bpc;
+            x[2][k] = r->tok_acc * 100.0;
+            x[3][k] = r->seq_acc * 100.0;
+            x[4][k] = r->tokens_per_s;
+            x[5][k] = r->active_frac;
+            k++;
+        }
+        t->periodic |= dagger;
+        const tables_run *g0 = &runs[i];
+        if (kind == TB_LOSS || kind == TB_LAMBDA) {
+            double sl[64];
+            int ks = 0;
+            for (int q = 0; q < k && ks < 64; q++)
+                if (!isnan(g[q]->soft_loss) && !g[q]->hard_missing) sl[ks++] = g[q]->soft_loss;
+            size_t used = strlen(t->soft);
+            if (ks && used + 80 < sizeof t->soft) {
+                tb_cell sc;
+                tb_stat(&sc, sl, ks, 4, NAN, 0);
+                snprintf(t->soft + used, sizeof t->soft - used, "%s%s %s %s", used ? "; " : "", g0->data,
+                         g0->variant, sc.md);
+            }
+        }
+        const double se = k == 1 ? g[0]->val_se : NAN;
+        tb_cell *c = tb_row(t, err, errlen);
+        if (!c) goto cleanup;
+        int col = 0;
+        tb_text(&c[col++], g0->data);
+        tb_text(&c[col++], g0->scale);
+        tb_text(&c[col++], g0->variant);
+        switch (kind) {
+        case TB_LOSS:
+            tb_int(&c[col++], k);
+            tb_stat(&c[col++], x[0], k, 4, se, dagger);
+            if (g0->text) {
+                /* bpc = loss / ln 2 / bytes per token: a BPE run's per-byte scale applies to its SE too */
+                const double per = k == 1 && g[0]->val_loss > 0 ? g[0]->val_bpc / g[0]->val_loss : 1.0 / log(2.0);
+                tb_stat(&c[col++], x[1], k, 4, fabs(per * log(2.0) - 1.0) < 1e-9 ? se / log(2.0) : se * per, dagger);
+            }
+            else tb_num(&c[col++], NAN, "%g");
+            tb_vs_baseline(&c[col++], g, k, runs, n);
+            tb_measured(&c[col++], g, k);
+            break;
+        case TB_LAMBDA: {
+            tb_num(&c[col++], g0->lambda, "%g");
+            tb_int(&c[col++], k);
+            tb_stat(&c[col++], x[5], k, 3, NAN, dagger);
+            double tl[64];
+            int kk = 0;
+            for (int q = 0; q < k && kk < 64; q++) tl[kk++] = g[q]->tlops_saved * 100.0;
+            tb_stat(&c[col++], tl, kk, 1, NAN, dagger);
+            tb_stat(&c[col++], x[0], k, 4, se, dagger);
+            double sh[64];
+            int ks = 0;
+            for (int q = 0; q < k && ks < 64; q++) sh[ks++] = g[q]->settled * 100.0;
+            tb_stat(&c[col++], sh, ks, 1, NAN, 0);
+            tb_measured(&c[col++], g, k);
+            break;
+        }
+        case TB_ACC:
+            tb_int(&c[col++], k);
+            tb_stat(&c[col++], x[2], k, 2, NAN, dagger);
+            tb_stat(&c[col++], x[3], k, 2, NAN, dagger);
+            tb_measured(&c[col++], g, k);
+            break;
+        case TB_TPS:
+            tb_int(&c[col++], k);
+            tb_pm(&c[col++], x[4], k, 0);
+            break;
+        }
+        i = j;
+    }
+    rc = 0;
+cleanup:
+    for (int q = 0; q < 6; q++) free(x[q]);
+    free(g);
+    return rc;
+}
+
+/* The latest value of the sibling of k named by (quantity, cat), measured
+ * like `like` (the same step and windows), NaN if absent. */
+static double tb_sibling(const gl_metric_latest *m, int nm, const metric_ablation_key *k, const char *quantity, int cat,
+                         const gl_metric_latest *like) {
+    metric_key want;
+    if (metric_ablation_sibling(&want, k, quantity, cat)) return NAN;
+    return db_metrics_latest_find_like(m, nm, &want, like);
+}
+
+/* Ablation rows: one per (run, intervention, measurement) from split
+ * "ablation": a rerun on other windows is its own row, never averaged with
+ * the first, and every sibling (ratio, categories) comes from the same
+ * measurement. */
+static int tb_ablations(tb_table *t, gl_db *db, const tables_run *runs, int n, char *err, size_t errlen) {
+    for (int i = 0; i < n; i++) {
+        gl_metric_latest *m = NULL;
+        int nm = 0;
+        if (db_metrics_latest(db, runs[i].run_id, ABLATE_SPLIT, &m, &nm, err, errlen)) return -1;
+        for (int k = 0; k < nm; k++) {
+            /* one row per intervention's <mode>.delta_loss */
+            metric_ablation_key key;
+            if (!metric_ablation_parse(&m[k].key, &key) || strcmp(key.quantity, "delta_loss") || key.cat != METRIC_NONE)
+                continue;
+            double cat[CAT_COUNT], ratio = tb_sibling(m, nm, &key, "ppl_ratio", METRIC_NONE, &m[k]);
+            for (int c = 0; c < CAT_COUNT; c++) cat[c] = tb_sibling(m, nm, &key, "delta_loss", c, &m[k]);
+            tb_cell *c = tb_row(t, err, errlen);
+            if (!c) {
+                free(m);
+                return -1;
+            }
+            int col = 0;
+            tb_text(&c[col++], runs[i].run_id);
+            tb_text(&c[col++], runs[i].variant);
+            tb_text(&c[col++], runs[i].scale);
+            tb_text(&c[col++], key.mode);
+            tb_text(&c[col++], key.label);
+            tb_delta(&c[col++], m[k].value, m[k].se);
+            tb_num(&c[col++], ratio, "%.4f");
+            for (int q = 0; q < CAT_COUNT; q++) tb_num(&c[col++], cat[q], "%+.4f");
+            char p[64], on[96];
+            snprintf(on, sizeof on, "%s @%ld", db_prov_str(&m[k].prov, p, sizeof p), m[k].step);
+            tb_text(&c[col++], on);
+        }
+        free(m);
+    }
+    return 0;
+}
+
+/* The matched pair an early-exit run holds (matched.*, `gatelab eval EXIT
+ * --match-run TSA --record`): 1 found, 0 none, -1 error. */
+typedef struct {
+    double tau, alpha_target, alpha, loss, loss_se, partner_loss;
+    gl_metric_val at;
+} tb_match;
+
+static int tb_matched(gl_db *db, const char *run, tb_match *mt, char *err, size_t errlen) {
+    metric_key name;
+    metric_headline(&name, METRIC_MATCHED, "loss");
+    int rc = db_metric_at(db, run, "val", name.name, name.params, NULL, &mt->at, err, errlen);
+    if (rc != 1) return rc;
+    mt->loss = mt->at.value;
+    mt->loss_se = mt->at.se;
+    const char *q[4] = {"tau", "alpha_target", "active_frac", "partner_loss"};
+    double *dst[4] = {&mt->tau, &mt->alpha_target, &mt->alpha, &mt->partner_loss};
+    for (int k = 0; k < 4; k++) {
+        gl_metric_val v;
+        metric_headline(&name, METRIC_MATCHED, q[k]);
+        int r = db_metric_at(db, run, "val", name.name, name.params, &mt->at.prov, &v, err, errlen);
+        if (r < 0) return -1;
+        *dst[k] = r == 1 && v.step == mt->at.step ? v.value : NAN;
+    }
+    return 1;
+}
+
+/* TSA against early exit at a matched active fraction, on one token set:
+ * each early-exit run's matched pair (τ found by bisection for the α of a TSA
+ * run of the same data and scale, both on the whole validation split) beside
+ * that TSA run's headline — hard (the skipping done: hard.active_frac and
+ * hard.loss) when the pair was matched to its hard α, else soft.  A pair that is not matched — no bisection
+ * recorded, α not reached within 0.005, or the TSA headline on other tokens —
+ * says so in the row. */
+static int tb_tsa_vs_exit(tb_table *t, gl_db *db, const tables_run *runs, int n, char *err, size_t errlen) {
+    for (int j = 0; j < n; j++) {
+        if (!strstr(runs[j].variant, "early_exit")) continue;
+        int any_tsa = 0;
+        for (int i = 0; i < n; i++)
+            any_tsa |= !isnan(runs[i].lambda) && !strcmp(runs[i].data, runs[j].data) &&
+                       !strcmp(runs[i].scale, runs[j].scale);
+        if (!any_tsa) continue;
+        tb_match mt;
+        int rc = tb_matched(db, runs[j].run_id, &mt, err, errlen);
+        if (rc < 0) return -1;
+        /* the TSA run whose headline α is the target: its hard α (eval --match-run's target when recorded),
+         * else its soft one; its loss of the same kind */
+        const tables_run *tsa = NULL;
+        int tsa_hard = 0;
+        for (int i = 0; rc == 1 && i < n; i++) {
+            const tables_run *r = &runs[i];
+            if (isnan(r->lambda) || strcmp(r->data, runs[j].data) || strcmp(r->scale, runs[j].scale) || !r->headline ||
+                !db_prov_same(&r->val_prov, &mt.at.prov))
+                continue;
+            const int hard = !isnan(r->hard_alpha) && !isnan(r->hard_loss) && fabs(r->hard_alpha - mt.alpha_target) <= 1e-9;
+            if (!hard && fabs(r->active_frac - mt.alpha_target) > 1e-9) continue;
+            if (!tsa || !strcmp(r->seed, runs[j].seed)) tsa = r, tsa_hard = hard; /* the same seed first */
+        }
+        tb_cell *c = tb_row(t, err, errlen);
+        if (!c) return -1;
+        int col = 0;
+        char text[160], p[64];
+        tb_text(&c[col++], runs[j].data);
+        tb_text(&c[col++], runs[j].scale);
+        tb_text(&c[col++], tsa ? tsa->run_id : "–");
+        tb_num(&c[col++], tsa ? tsa->lambda : NAN, "%g");
+        tb_num(&c[col++], rc == 1 ? mt.alpha_target : NAN, "%.3f");
+        const double l_tsa = tsa ? (tsa_hard ? tsa->hard_loss : tsa->val_loss) : rc == 1 ? mt.partner_loss : NAN;
+        /* val_se is the SE of the headline, the hard loss for a TSA run that has one (db_run_headline) */
+        tb_stat(&c[col++], &l_tsa, 1, 4, tsa && (!tsa_hard || tsa->hard_loss == tsa->val_loss) ? tsa->val_se : NAN, 0);
+        tb_text(&c[col++], runs[j].run_id);
+        tb_num(&c[col++], rc == 1 ? mt.tau : NAN, "%.3f");
+        tb_num(&c[col++], rc == 1 ? mt.alpha : NAN, "%.3f");
+        tb_stat(&c[col++], &mt.loss, 1, 4, rc == 1 ? mt.loss_se : NAN, 0);
+        if (rc != 1)
+            snprintf(text, sizeof text, "not matched: run `gatelab eval %s --match-run TSA_RUN --record`",
+                     runs[j].run_id);
+        else if (isnan(mt.alpha) || fabs(mt.alpha - mt.alpha_target) > 0.005)
+            snprintf(text, sizeof text, "not matched: α %.3f vs %.3f", mt.alpha, mt.alpha_target);
+        else if (isnan(l_tsa))
+            snprintf(text, sizeof text, "not matched: no TSA headline on these tokens");
+        else snprintf(text, sizeof text, "%+.4f", mt.loss - l_tsa);
+        tb_text(&c[col++], text);
+        if (rc == 1) snprintf(text, sizeof text, "%s @%ld", db_prov_str(&mt.at.prov, p, sizeof p), mt.at.step);
+        else snprintf(text, sizeof text, "–");
+        tb_text(&c[col++], text);
+    }
+    return 0;
+}
+
+/* The cost table (`make bench`): training tokens/s and peak memory of every
+ * variant relative to the baseline of the same scale, from split "bench". */
+static int tb_cost(tb_table *t, const tables_run *runs, int n, char *err, size_t errlen) {
+    for (int i = 0; i < n; i++) {
+        if (isnan(runs[i].bench_tps)) continue;
+        const tables_run *base = NULL;
+        for (int j = 0; j < n && !base; j++)
+            if (!isnan(runs[j].bench_tps) && !strcmp(runs[j].variant, "baseline") &&
+                !strcmp(runs[j].scale, runs[i].scale) && !strcmp(runs[j].experiment, runs[i].experiment))
+                base = &runs[j];
+        tb_cell *c = tb_row(t, err, errlen);
+        if (!c) return -1;
+        int col = 0;
+        tb_text(&c[col++], runs[i].scale);
+        tb_text(&c[col++], runs[i].variant);
+        tb_num(&c[col++], runs[i].bench_tps, "%.0f");
+        tb_num(&c[col++], base ? runs[i].bench_tps / base->bench_tps : NAN, "%.3f");
+        tb_num(&c[col++], base ? base->bench_tps / runs[i].bench_tps : NAN, "%.3f");
+        tb_num(&c[col++], runs[i].bench_rss, "%.0f");
+        tb_num(&c[col++], base ? runs[i].bench_rss / base->bench_rss : NAN, "%.3f");
+    }
+    return 0;
+}
+
+static void tb_note(tables_summary *s, const tb_table *t, const char *why) {
+    if (s->n_skipped < TABLES_MAX) snprintf(s->skipped[s->n_skipped++], sizeof s->skipped[0], "%s: %s", t->name, why);
+}
+
+int tables_write_all(gl_db *db, const char *experiment, const char *out_dir, tables_summary *s, char *err,
+                     size_t errlen) {
+    memset(s, 0, sizeof *s);
+    tables_run *runs = NULL;
+    int n = 0, rc = -1;
+    if (tables_collect(db, experiment, &runs, &n, err, errlen)) return -1;
+    s->n_runs = n;
+    tables_sort(runs, n);
+    if (fileio_mkdir_p(out_dir, err, errlen)) goto cleanup;
+    char source[512];
+    snprintf(source, sizeof source, "the registry%s%s", experiment ? ", experiment " : "", experiment ? experiment : "");
+
+    tb_table tabs[7] = {
+        {"loss_by_variant",
+         "Validation loss by variant and scale on the whole validation split (mean ± std over seeds; one seed: ± "
+         "standard error over tokens); difference from the baseline paired by seed with its 95 % interval",
+         8,
+         {"Data", "Scale", "Variant", "Seeds", "Val loss (nats/token)", "Val bpc", "Δ vs baseline (paired)",
+          "Measured on"},
+         {"Data", "Scale", "Variant", "Seeds", "Val loss (nats/token)", "Val bpc", "$\\Delta$ vs baseline (paired)",
+          "Measured on"},
+         "lllrrrrl", NULL, 0, 0, 0, "", ""},
+        {"tsa_lambda", "Token-selective depth: active fraction, TLOps saved and loss by λ (whole validation split); "
+         "settled: share of halting tokens whose logit lens at the first skipped block has the final top-1 "
+         "(`gatelab analyze`, its own windows)", 10,
+         {"Data", "Scale", "Variant", "λ", "Seeds", "Active fraction α", "TLOps saved (%)", "Val loss (nats/token)",
+          "Settled at halt (%)", "Measured on"},
+         {"Data", "Scale", "Variant", "$\\lambda$", "Seeds", "Active fraction $\\alpha$", "TLOps saved (\\%)",
+          "Val loss (nats/token)", "Settled at halt (\\%)", "Measured on"},
+         "lllrrrrrrl", NULL, 0, 0, 0, "", ""},
+        {"task_accuracy", "Synthetic tasks: accuracy on the scored positions (%)", 7,
+         {"Task", "Scale", "Variant", "Seeds", "Token acc (%)", "Sequence acc (%)", "Measured on"},
+         {"Task", "Scale", "Variant", "Seeds", "Token acc (\\%)", "Sequence acc (\\%)", "Measured on"}, "lllrrrl",
+         NULL, 0, 0, 0, "", ""},
+        {"throughput", "Training throughput (tokens/s, mean over log intervals)", 5,
+         {"Data", "Scale", "Variant", "Seeds", "Tokens/s"}, {"Data", "Scale", "Variant", "Seeds", "Tokens/s"}, "lllrr",
+         NULL, 0, 0, 0, "", ""},
+        {"ablations",
+         "Gate interventions: loss change ΔL (nats/token, ± paired standard error over tokens) on the validation "
+         "windows each was measured on",
+         11,
+         {"Run", "Variant", "Scale", "Intervention", "Gates", "ΔL", "exp(ΔL)", "ΔL structural", "ΔL functional",
+          "ΔL semantic", "Measured on"},
+         {"Run", "Variant", "Scale", "Intervention", "Gates", "$\\Delta L$", "$\\exp(\\Delta L)$", "$\\Delta L$ structural",
+          "$\\Delta L$ functional", "$\\Delta L$ semantic", "Measured on"},
+         "lllllrrrrrl", NULL, 0, 0, 0, "", ""},
+        {"tsa_vs_exit",
+         "Token-selective depth against early exit at a matched active fraction α: τ found by bisection for the TSA "
+         "run's α, both on the whole validation split (loss in nats/token)",
+         12,
+         {"Data", "Scale", "TSA run", "λ", "α (TSA)", "TSA loss", "Early-exit run", "τ", "α (exit)", "Exit loss",
+          "Exit − TSA", "Measured on"},
+         {"Data", "Scale", "TSA run", "$\\lambda$", "$\\alpha$ (TSA)", "TSA loss", "Early-exit run", "$\\tau$",
+          "$\\alpha$ (exit)", "Exit loss", "Exit $-$ TSA", "Measured on"},
+         "lllrrrlrrrll", NULL, 0, 0, 0, "", ""},
+        {"cost", "Training cost by variant (`make bench`, one process per variant): throughput and peak memory relative to the baseline of the same scale", 7,
+         {"Scale", "Variant", "Train tokens/s", "× baseline", "Baseline speed-up over it", "Peak RSS (MiB)", "Memory × baseline"},
+         {"Scale", "Variant", "Train tokens/s", "$\\times$ baseline", "Baseline speed-up over it", "Peak RSS (MiB)",
+          "Memory $\\times$ baseline"},
+         "llrrrrr", NULL, 0, 0, 0, "", ""},
+    };
+    const tb_kind kinds[4] = {TB_LOSS, TB_LAMBDA, TB_ACC, TB_TPS};
+    const char *why[7] = {"no finished run has val/loss", "no finished TSA run", "no finished copy/sort/mqar run",
+                          "no finished run has train/tokens_per_s",
+                          "no ablation results (run `gatelab ablate` or `gatelab heads`)",
+                          "needs a TSA run and an early-exit run of the same data and scale (the pair: `gatelab eval EXIT "
+                          "--match-run TSA --record`)",
+                          "no cost runs (make bench records them as experiment cost-<tag>)"};
+    for (int q = 0; q < 7; q++) {
+        int r = q < 4 ? tb_grouped(&tabs[q], runs, n, kinds[q], err, errlen)
+                : q == 4 ? tb_ablations(&tabs[q], db, runs, n, err, errlen)
+                : q == 5 ? tb_tsa_vs_exit(&tabs[q], db, runs, n, err, errlen)
+                         : tb_cost(&tabs[q], runs, n, err, errlen);
+        if (r) goto free_tabs;
+        if (!tabs[q].nrows) {
+            tb_note(s, &tabs[q], why[q]);
+            continue;
+        }
+        if (tb_write(&tabs[q], out_dir, source, err, errlen)) goto free_tabs;
+        snprintf(s->written[s->n_written], sizeof s->written[0], "%s", tabs[q].name);
+        s->rows[s->n_written++] = tabs[q].nrows;
+    }
+    rc = 0;
+free_tabs:
+    for (int q = 0; q < 7; q++) tb_free(&tabs[q]);
+cleanup:
+    free(runs);
+    return rc;
+}
