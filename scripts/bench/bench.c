@@ -187,12 +187,12 @@ static int record(const char *db_path, const char *tag, const char *scale, const
     snprintf(ini, sizeof ini,
              "[model]\nscale = %s\nd_model = %d\nn_layer = %d\nn_head = %d\nn_kv_head = %d\nd_ff = %d\nseq_len = %d\n"
              "vocab_size = %d\nvalue_residual = %s\nsat_gate = %s\nsat_gate_bias = %d\ndepth_routing = %s\n"
-             "cross_layer = %s\nbackbone = %s\ndropout = %g\ntsa_form = %s\n[train]\nbatch_size = %d\nthreads = %d\n"
-             "weight_decay_policy = %s\n",
+             "cross_layer = %s\nbackbone = %s\nqk_norm = %d\nnorm_eps = %g\ntied = %d\ndropout = %g\ntsa_form = %s\n"
+             "[train]\nbatch_size = %d\nthreads = %d\nweight_decay_policy = %s\n",
              scale, c->d_model, c->n_layer, c->n_head, c->n_kv_head, c->d_ff, c->seq_len, c->vocab_size,
              config_value_residual_name(c->value_residual), config_sat_gate_name(c->sat_gate), c->sat_gate_bias,
              config_depth_routing_name(c->depth_routing), config_cross_layer_name(c->cross_layer),
-             config_backbone_name(c->backbone), (double)c->dropout, config_tsa_form_name(c->tsa_form), B,
+             config_backbone_name(c->backbone), c->qk_norm, (double)c->norm_eps, c->tied, (double)c->dropout, config_tsa_form_name(c->tsa_form), B,
              omp_get_max_threads(), decay_all ? "all" : "matrices");
     long long exp_id;
     gl_metric rows[RECORD_MAX_METRICS];
@@ -562,9 +562,10 @@ static int trained_quality(const char *dir, const char *id, long windows, int nf
  * one warm-up forward of each.  Per batch and sparse form one row: the form, the batch, the α its
  * routers reach on those windows with its skipping done (the share of (token, block >= 1) pairs that
  * run: p <= 0.5 in gatelab's form, p < 0.5 in the paper's), dense and sparse tokens/s (medians), the
- * speed-up (dense ÷ sparse time in the same round: median, quartiles, extremes) and the FLOP ideal at
- * that α — gatelab's skips a pair's query, attention row, Wo and FFN; the paper's runs attention for
- * every token and skips the FFN only, so its ideal is the FFN-only one.  Recorded (--db) as run
+ * speed-up (dense ÷ sparse time in the same round: median, quartiles, extremes), the form's loss on
+ * those windows (nats/token) and the FLOP ideal at that α — gatelab's skips a pair's query, attention
+ * row, Wo and FFN; the paper's runs attention for every token and skips the FFN only, so its ideal
+ * is the FFN-only one.  Recorded (--db) as run
  * cost-TAG-trained-sparse: gatelab's form as sparse_speedup_bB (quartiles _q1, _q3), sparse_ideal_bB,
  * sparse_alpha_bB (the names claims.ini reads), the paper's as sparse_paper_*_bB, the dense pass as
  * dense_tokens_per_s_bB, the losses as loss_dense, loss_gatelab, loss_paper with eval_windows; tag
@@ -660,15 +661,17 @@ static int run_sparse_trained(const options *o, int rounds) {
         const double N = (double)b * T, dense_tps = N / stats(t[FORM_DENSE], rounds).med;
         PUT(dense_tps, "dense_tokens_per_s_b%d", b);
         for (int f = FORM_GATELAB; f < nf; f++) {
-            set_form(m, f); /* one more forward in this form: the α its routers reach on these b windows */
-            model_forward(m, tok, NULL, NULL, b, T);
+            set_form(m, f); /* one more forward in this form: its α and loss on these b windows */
+            model_forward(m, tok, tg, mask, b, T);
             const double alpha = m->active_frac, skipped = (1 - alpha) * (cfg->n_layer - 1) * N;
             pair_result p = pair_stats(t[FORM_DENSE], t[f], rounds, b * T);
             const double ideal_ffn = ideal_speedup(cfg, skipped, 0, N, 1);
             const double ideal = f == FORM_PAPER ? ideal_ffn : ideal_speedup(cfg, skipped, 0, N, 0);
-            char extra[160];
-            snprintf(extra, sizeof extra, ",\"form\":\"%s\",\"backbone\":\"%s\",\"tsa_form\":\"%s\",\"rounds\":%d",
-                     form_names[f], config_backbone_name(cfg->backbone), config_tsa_form_name(cfg->tsa_form), rounds);
+            char extra[192];
+            snprintf(extra, sizeof extra,
+                     ",\"form\":\"%s\",\"loss\":%.9g,\"backbone\":\"%s\",\"tsa_form\":\"%s\",\"rounds\":%d",
+                     form_names[f], (double)m->task_loss, config_backbone_name(cfg->backbone),
+                     config_tsa_form_name(cfg->tsa_form), rounds);
             print_pair("trained_sparse_inference", b, alpha, &p, ideal, ideal_ffn, extra);
             const char *pre = f == FORM_PAPER ? "sparse_paper" : "sparse";
             PUT(p.speedup.med, "%s_speedup_b%d", pre, b);
