@@ -412,13 +412,16 @@ static pair_result pair_stats(const double *ta, const double *tb, int rounds, in
     return r;
 }
 
+/* share_of_ideal is null where the ideal is no speed-up (α = 1: nothing to skip), as JSON has no inf. */
 static void print_pair(const char *what, int B, double alpha, const pair_result *p, double ideal, double ideal_ffn,
                        const char *extra) {
+    char share[32] = "null";
+    if (ideal > 1.0) snprintf(share, sizeof share, "%.3f", (p->speedup.med - 1.0) / (ideal - 1.0));
     printf("{\"variant\":\"%s\",\"batch\":%d,\"alpha\":%.4f,\"dense_tokens_per_s\":%.0f,\"sparse_tokens_per_s\":%.0f,"
            "\"speedup\":{\"median\":%.4f,\"q1\":%.4f,\"q3\":%.4f,\"min\":%.4f,\"max\":%.4f},\"ideal_speedup\":%.4f,"
-           "\"share_of_ideal\":%.3f,\"ideal_ffn_only\":%.4f%s}\n",
+           "\"share_of_ideal\":%s,\"ideal_ffn_only\":%.4f%s}\n",
            what, B, alpha, p->dense_tps, p->sparse_tps, p->speedup.med, p->speedup.q1, p->speedup.q3, p->speedup.lo,
-           p->speedup.hi, ideal, (p->speedup.med - 1.0) / (ideal - 1.0), ideal_ffn, extra);
+           p->speedup.hi, ideal, share, ideal_ffn, extra);
     fflush(stdout);
 }
 
