@@ -37,7 +37,17 @@
  * Training variants are base, a value_residual / depth_routing / cross_layer
  * name, or one of SATFormer's knobs as a variant of its own: satformer_softmax
  * (model.sat_gate = softmax), satformer_bias (model.sat_gate_bias = 1),
- * satformer_decay_all (train.weight_decay_policy = all).
+ * satformer_decay_all (train.weight_decay_policy = all); tsa_paper (TSA in the
+ * TSA paper's form).  The TSA paper's GPT-2 backbone (docs/model.md "The TSA
+ * paper's own configuration") is a family of its own: gpt2 (dropout 0.1, its
+ * masks drawn per step as training does) is its baseline, gpt2_nodrop and
+ * gpt2+NAME (a variant above on that backbone) are paired to it.
+ *
+ * --checkpoint RUN: a trained routed run as it is, on its validation windows:
+ * each form's loss (the dense soft pass, gatelab's sparse form and for TSA the
+ * paper's, computed as `gatelab eval --sparse=FORM` computes it), then the
+ * dense pass and the sparse forms timed in the same shuffled rounds at batch
+ * 1, 2, 4 ... (run_sparse_trained).
  *
  * With --db PATH --tag TAG each training variant is also recorded in the
  * registry as a FINISHED run of experiment "cost-TAG" (params: its model
