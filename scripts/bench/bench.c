@@ -202,7 +202,8 @@ static int record(const char *db_path, const char *tag, const char *scale, const
              scale, c->d_model, c->n_layer, c->n_head, c->n_kv_head, c->d_ff, c->seq_len, c->vocab_size,
              config_value_residual_name(c->value_residual), config_sat_gate_name(c->sat_gate), c->sat_gate_bias,
              config_depth_routing_name(c->depth_routing), config_cross_layer_name(c->cross_layer),
-             config_backbone_name(c->backbone), c->qk_norm, (double)c->norm_eps, c->tied, (double)c->dropout, config_tsa_form_name(c->tsa_form), B,
+             config_backbone_name(c->backbone), c->qk_norm, (double)c->norm_eps, c->tied, (double)c->dropout,
+             config_tsa_form_name(c->tsa_form), B,
              omp_get_max_threads(), decay_all ? "all" : "matrices");
     long long exp_id;
     gl_metric rows[RECORD_MAX_METRICS];
@@ -352,7 +353,8 @@ static void print_variant(const variant *v, const variant *base, const train_set
      * is not a result (and gpt2_nodrop, which does less, slower beyond it) */
     const char *verdict = !base ? "no baseline in this run" : v == base ? "baseline"
                           : (v->less_work ? ra.q1 > 1.0 : ra.q3 < 1.0) ? "measurement problem" : "result";
-    printf("{\"variant\":\"%s\",\"baseline\":\"%s\",\"backbone\":\"%s\",\"dropout\":%g,\"batch\":%d,\"seq_len\":%d,\"rounds\":%d,\"train_tokens_per_s\":%.0f,"
+    printf("{\"variant\":\"%s\",\"baseline\":\"%s\",\"backbone\":\"%s\",\"dropout\":%g,\"batch\":%d,\"seq_len\":%d,"
+           "\"rounds\":%d,\"train_tokens_per_s\":%.0f,"
            "\"fwd_tokens_per_s\":%.0f,\"step_ms\":{\"median\":%.1f,\"min\":%.1f,\"max\":%.1f,\"q1\":%.1f,\"q3\":%.1f},"
            "\"fwd_ms\":{\"median\":%.1f,\"min\":%.1f,\"max\":%.1f},\"model_gflops\":%.1f,\"ratio_to_sgemm\":%.3f,"
            "\"step_ratio\":{\"median\":%.4f,\"q1\":%.4f,\"q3\":%.4f,\"min\":%.4f,\"max\":%.4f},\"verdict\":\"%s\"}\n",
@@ -908,7 +910,8 @@ static int variant_config(const char *v, const gl_model_config *base, gl_model_c
         const char *inner = plus ? v + 5 : "base", *fam;
         int lw;
         if (plus && (!*inner || !strncmp(inner, "gpt2", 4) || !strcmp(inner, "base") || !strcmp(inner, "none")))
-            return fprintf(stderr, "bench: variant %s: gpt2+NAME takes one llama variant name (gpt2+tsa_paper)\n", v), -1;
+            return fprintf(stderr, "bench: variant %s: gpt2+NAME takes one llama variant name (gpt2+tsa_paper)\n",
+                           v), -1;
         if (variant_config(inner, &g, c, decay_all, &fam, &lw)) return -1;
         if (!strcmp(v + 4, "_nodrop")) c->dropout = 0.0f;
         *family = "gpt2";
