@@ -7,7 +7,8 @@
 #                   gatelab-mpi: OpenMPI's own allocations trip LeakSanitizer)
 #   make demo       the main job: train, sample and show where the files are
 #   make data       download Tiny Shakespeare and enwik8 into data/ (SHA-256 checked)
-#   make bench      throughput benchmark (prints figures; never asserts timings)
+#   make bench      throughput benchmark (prints figures; never asserts timings);
+#                   CHECKPOINTS="RUN ..." adds both sparse forms of trained TSA runs
 #   make paper      reproduce the papers' claims: PRESET=smoke|local|full (default local),
 #                   results in results/paper/PRESET/ (REPORT.md), resumable
 #   make figures    gnuplot figures from the registry
@@ -181,9 +182,10 @@ demo: deps
 data:
 	@scripts/fetch_data.sh
 
+# make bench CHECKPOINTS="RUN ...": also both sparse forms on those trained TSA runs (docs/benchmarks.md)
 bench: deps
 	@$(MAKE) --no-print-directory bins $(BENCH_BIN) $(DECODE_BIN)
-	@scripts/bench/run.sh
+	@scripts/bench/run.sh $(foreach c,$(CHECKPOINTS),--checkpoint $(c))
 
 PRESET ?= local
 paper: deps

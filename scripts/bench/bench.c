@@ -37,7 +37,17 @@
  * Training variants are base, a value_residual / depth_routing / cross_layer
  * name, or one of SATFormer's knobs as a variant of its own: satformer_softmax
  * (model.sat_gate = softmax), satformer_bias (model.sat_gate_bias = 1),
- * satformer_decay_all (train.weight_decay_policy = all).
+ * satformer_decay_all (train.weight_decay_policy = all); tsa_paper (TSA in the
+ * TSA paper's form).  The TSA paper's GPT-2 backbone (docs/model.md "The TSA
+ * paper's own configuration") is a family of its own: gpt2 (dropout 0.1, its
+ * masks drawn per step as training does) is its baseline, gpt2_nodrop and
+ * gpt2+NAME (a variant above on that backbone) are paired to it.
+ *
+ * --checkpoint RUN: a trained routed run as it is, on its validation windows:
+ * each form's loss (the dense soft pass, gatelab's sparse form and for TSA the
+ * paper's, computed as `gatelab eval --sparse=FORM` computes it), then the
+ * dense pass and the sparse forms timed in the same shuffled rounds at batch
+ * 1, 2, 4 ... (run_sparse_trained).
  *
  * With --db PATH --tag TAG each training variant is also recorded in the
  * registry as a FINISHED run of experiment "cost-TAG" (params: its model
@@ -60,8 +70,11 @@
 #include <time.h>
 
 #include "model/adamw.h"
+#include "model/dropout.h"
 #include "model/model.h"
 #include "model/rng.h"
+#include "run/eval_run.h"
+#include "run/evaluate.h"
 #include "store/data.h"
 #include "store/parse.h"
 #include "store/registry.h"
@@ -138,6 +151,19 @@ static gl_model_config ref_config(const char *scale) {
     return c;
 }
 
+/* The TSA paper's GPT-2 style block on c's sizes (docs/model.md "The TSA paper's own configuration", as
+ * experiments/paper/tsa_official_*.ini set it): LayerNorm eps 1e-5, learned positions, no qk-norm, a GELU
+ * MLP of 4·d with biases, multi-head attention, tied head, dropout 0.1 in training. */
+static void gpt2_config(gl_model_config *c) {
+    c->backbone = BB_GPT2;
+    c->qk_norm = 0;
+    c->norm_eps = 1e-5f;
+    c->tied = 1;
+    c->n_kv_head = c->n_head;
+    c->d_ff = 4 * c->d_model;
+    c->dropout = 0.1f;
+}
+
 static void model_or_die(gl_model *m, const gl_model_config *c, int B) {
     char err[256];
     if (model_init(m, c, B, err, sizeof err)) {
@@ -158,23 +184,26 @@ static void shuffle(int *order, int n, gl_rng *r) {
 }
 
 /* Record one variant's figures as a FINISHED run of experiment cost-<tag>. */
-#define RECORD_MAX_METRICS 48
+#define RECORD_MAX_METRICS 128
 
 /* checkpoint: the run folder measured (tag "checkpoint" of the cost run), or NULL. */
 static int record(const char *db_path, const char *tag, const char *scale, const char *variant,
                   const gl_model_config *c, int decay_all, int B, const double *vals, const char *const *names, int nv,
                   const char *checkpoint) {
     gl_db *db = NULL;
-    char err[512], exp[160], id[256], ini[1280];
+    char err[512], exp[160], id[256], ini[1536];
     snprintf(exp, sizeof exp, "cost-%s", tag);
     snprintf(id, sizeof id, "cost-%s-%s-%s", tag, scale, variant);
     snprintf(ini, sizeof ini,
              "[model]\nscale = %s\nd_model = %d\nn_layer = %d\nn_head = %d\nn_kv_head = %d\nd_ff = %d\nseq_len = %d\n"
              "vocab_size = %d\nvalue_residual = %s\nsat_gate = %s\nsat_gate_bias = %d\ndepth_routing = %s\n"
-             "cross_layer = %s\n[train]\nbatch_size = %d\nthreads = %d\nweight_decay_policy = %s\n",
+             "cross_layer = %s\nbackbone = %s\nqk_norm = %d\nnorm_eps = %g\ntied = %d\ndropout = %g\ntsa_form = %s\n"
+             "[train]\nbatch_size = %d\nthreads = %d\nweight_decay_policy = %s\n",
              scale, c->d_model, c->n_layer, c->n_head, c->n_kv_head, c->d_ff, c->seq_len, c->vocab_size,
              config_value_residual_name(c->value_residual), config_sat_gate_name(c->sat_gate), c->sat_gate_bias,
-             config_depth_routing_name(c->depth_routing), config_cross_layer_name(c->cross_layer), B,
+             config_depth_routing_name(c->depth_routing), config_cross_layer_name(c->cross_layer),
+             config_backbone_name(c->backbone), c->qk_norm, (double)c->norm_eps, c->tied, (double)c->dropout,
+             config_tsa_form_name(c->tsa_form), B,
              omp_get_max_threads(), decay_all ? "all" : "matrices");
     long long exp_id;
     gl_metric rows[RECORD_MAX_METRICS];
@@ -223,6 +252,8 @@ typedef struct {
     const char *name;
     gl_model_config cfg;
     int decay_all; /* train.weight_decay_policy = all */
+    const char *family; /* the variant its step ratio is taken to: "base" (llama) or "gpt2" */
+    int less_work;      /* 1: does less work than its family's baseline (gpt2_nodrop) */
     gl_model m;
     double *step, *fwd; /* (rounds) seconds */
 } variant;
@@ -233,12 +264,16 @@ typedef struct {
     int *tok, *tg; /* (B*T) shared by every variant */
 } train_setup;
 
+/* One training step as the training loop takes it: with model.dropout > 0 the step's masks are drawn
+ * (the key of step s, as train.c sets it) and cleared after, so forward-only timings run without. */
 static void train_step(gl_model *m, int decay_all, const train_setup *ts, int s) {
     const gl_adamw opt = {0.9f, 0.95f, 1e-8f, 0.1f, 1.0f, decay_all};
+    m->drop_key = m->cfg.dropout > 0.0f ? dropout_train_key(ts->seed, s) : 0;
     model_forward(m, ts->tok, ts->tg, NULL, ts->B, m->cfg.seq_len);
     model_zero_grad(m);
     model_backward(m);
     adamw_step(m, &opt, 1e-3f, s + 1);
+    m->drop_key = 0;
 }
 
 /* Warm-up, then timed rounds of one step per variant in shuffled order; then
@@ -314,14 +349,17 @@ static void print_variant(const variant *v, const variant *base, const train_set
     const int N = ts->B * v->cfg.seq_len;
     spread st = stats(v->step, ts->rounds), fw = stats(v->fwd, ts->rounds), ra = paired_ratio(v, base, ts->rounds);
     const double tps = N / st.med, gflops = model_train_flops_per_token(&v->m) * tps / 1e9;
-    /* every variant does strictly more work than the baseline: faster beyond the spread is not a result */
+    /* every variant but gpt2_nodrop does strictly more work than its baseline: faster beyond the spread
+     * is not a result (and gpt2_nodrop, which does less, slower beyond it) */
     const char *verdict = !base ? "no baseline in this run" : v == base ? "baseline"
-                          : ra.q3 < 1.0 ? "measurement problem" : "result";
-    printf("{\"variant\":\"%s\",\"batch\":%d,\"seq_len\":%d,\"rounds\":%d,\"train_tokens_per_s\":%.0f,"
+                          : (v->less_work ? ra.q1 > 1.0 : ra.q3 < 1.0) ? "measurement problem" : "result";
+    printf("{\"variant\":\"%s\",\"baseline\":\"%s\",\"backbone\":\"%s\",\"dropout\":%g,\"batch\":%d,\"seq_len\":%d,"
+           "\"rounds\":%d,\"train_tokens_per_s\":%.0f,"
            "\"fwd_tokens_per_s\":%.0f,\"step_ms\":{\"median\":%.1f,\"min\":%.1f,\"max\":%.1f,\"q1\":%.1f,\"q3\":%.1f},"
            "\"fwd_ms\":{\"median\":%.1f,\"min\":%.1f,\"max\":%.1f},\"model_gflops\":%.1f,\"ratio_to_sgemm\":%.3f,"
            "\"step_ratio\":{\"median\":%.4f,\"q1\":%.4f,\"q3\":%.4f,\"min\":%.4f,\"max\":%.4f},\"verdict\":\"%s\"}\n",
-           v->name, ts->B, v->cfg.seq_len, ts->rounds, tps, N / fw.med, st.med * 1e3, st.lo * 1e3, st.hi * 1e3,
+           v->name, v->family, config_backbone_name(v->cfg.backbone), (double)v->cfg.dropout, ts->B, v->cfg.seq_len,
+           ts->rounds, tps, N / fw.med, st.med * 1e3, st.lo * 1e3, st.hi * 1e3,
            st.q1 * 1e3, st.q3 * 1e3, fw.med * 1e3, fw.lo * 1e3, fw.hi * 1e3, gflops, isnan(sg) ? 0.0 : gflops / sg,
            ra.med, ra.q1, ra.q3, ra.lo, ra.hi, verdict);
     fflush(stdout);
@@ -330,7 +368,8 @@ static void print_variant(const variant *v, const variant *base, const train_set
 /* --------------------------------------------------------------------------
  * inference: FLOP ideal, TSA sparse routing, early exit                     */
 
-/* Forward FLOPs per token of the parts of one block (causal attention). */
+/* Forward FLOPs per token of the parts of one block (causal attention); the FFN has three d × d_ff
+ * matrices (SwiGLU) on the llama backbone, two (the GELU MLP) on gpt2. */
 typedef struct {
     double kv, q, o, attn, ffn, head;
 } block_flops;
@@ -339,7 +378,7 @@ static block_flops flops_of(const gl_model_config *c) {
     const double d = c->d_model, T = c->seq_len, hd = (double)c->d_model / c->n_head;
     const double qd = c->n_head * hd, kd = c->n_kv_head * hd;
     return (block_flops){.kv = 2 * d * 2 * kd, .q = 2 * d * qd, .o = 2 * qd * d, .attn = 2.0 * 2 * qd * (T + 1) / 2,
-                         .ffn = 6 * d * c->d_ff, .head = 2 * d * c->vocab_size};
+                         .ffn = (bb_gpt2(c) ? 4 : 6) * d * c->d_ff, .head = 2 * d * c->vocab_size};
 }
 
 /* Ideal speed-up of skipping `skipped` (token, block) pairs out of L·N, plus
@@ -385,13 +424,16 @@ static pair_result pair_stats(const double *ta, const double *tb, int rounds, in
     return r;
 }
 
+/* share_of_ideal is null where the ideal is no speed-up (α = 1: nothing to skip), as JSON has no inf. */
 static void print_pair(const char *what, int B, double alpha, const pair_result *p, double ideal, double ideal_ffn,
                        const char *extra) {
+    char share[32] = "null";
+    if (ideal > 1.0) snprintf(share, sizeof share, "%.3f", (p->speedup.med - 1.0) / (ideal - 1.0));
     printf("{\"variant\":\"%s\",\"batch\":%d,\"alpha\":%.4f,\"dense_tokens_per_s\":%.0f,\"sparse_tokens_per_s\":%.0f,"
            "\"speedup\":{\"median\":%.4f,\"q1\":%.4f,\"q3\":%.4f,\"min\":%.4f,\"max\":%.4f},\"ideal_speedup\":%.4f,"
-           "\"share_of_ideal\":%.3f,\"ideal_ffn_only\":%.4f%s}\n",
+           "\"share_of_ideal\":%s,\"ideal_ffn_only\":%.4f%s}\n",
            what, B, alpha, p->dense_tps, p->sparse_tps, p->speedup.med, p->speedup.q1, p->speedup.q3, p->speedup.lo,
-           p->speedup.hi, ideal, (p->speedup.med - 1.0) / (ideal - 1.0), ideal_ffn, extra);
+           p->speedup.hi, ideal, share, ideal_ffn, extra);
     fflush(stdout);
 }
 
@@ -447,24 +489,108 @@ static void run_sparse(int B, int rounds, const double *alphas, int na, int brea
 /* The command line (parse_options). */
 typedef struct {
     int rounds, warmup, B, infer_B, do_sgemm, memory, quick, n_layer;
+    long eval_windows; /* --checkpoint: validation windows of the quality rows (0: all; -1: infer_B's) */
     uint64_t seed;
     const char *variants, *scale, *db_path, *tag, *checkpoint;
 } options;
 
-/* Sparse inference of a trained routed run (--checkpoint): the model as
- * trained, its own routers, on the first windows of its validation split, at
- * batch 1, 2, 4 ... infer_B; dense (every block) and skipping forwards
- * alternate (ABBA, paired_forwards).  Each batch: the speed-up's median and
- * quartiles, the α the routers reached on those windows and the FLOP ideal at
- * that α.  Recorded (--db) as run cost-TAG-trained-sparse, metrics
- * sparse_speedup_bB (its quartiles sparse_speedup_bB_q1, _q3), sparse_ideal_bB
- * and sparse_alpha_bB, with tag checkpoint = the run folder.  Returns 0, or 1
- * with a message naming the run. */
+/* The forms a trained checkpoint is timed and evaluated in: the soft model (every block for every
+ * token, the dense pass), and its sparse inference in gatelab's form and, for TSA, the paper's
+ * (model.h gl_sparse_form; docs/model.md "The TSA paper's own configuration"). */
+enum { FORM_DENSE = 0, FORM_GATELAB, FORM_PAPER, N_FORMS };
+static const char *const form_names[N_FORMS] = {"dense", "gatelab", "paper"};
+
+static void set_form(gl_model *m, int f) {
+    m->sparse = f != FORM_DENSE;
+    m->sparse_form = f == FORM_PAPER ? SPARSE_PAPER : SPARSE_GATELAB;
+}
+
+/* s as a JSON string (quotes, backslashes and control characters escaped). */
+static void json_str(const char *s) {
+    putchar('"');
+    for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
+        if (*c == '"' || *c == '\\') printf("\\%c", *c);
+        else if (*c < 0x20) printf("\\u%04x", *c);
+        else putchar(*c);
+    }
+    putchar('"');
+}
+
+/* ,"key":v with v printed to the last bit (%.17g, as `gatelab eval` prints), null when not finite. */
+static void json_num(const char *key, double v) {
+    if (isfinite(v)) printf(",\"%s\":%.17g", key, v);
+    else printf(",\"%s\":null", key);
+}
+
+/* One quality row: form f's evaluation r (text: loss and bpc; tasks: loss and the accuracies). */
+static void print_quality(int f, const gl_eval_result *r, int is_text) {
+    printf("{\"variant\":\"trained_sparse_quality\",\"form\":\"%s\",\"split\":\"val\",\"windows\":%ld,\"tokens\":%.0f",
+           form_names[f], r->windows, r->tokens);
+    json_num("loss", r->loss);
+    if (is_text) json_num("bpc", eval_bpc(r));
+    else {
+        json_num("token_acc", r->tok_acc);
+        json_num("seq_acc", r->seq_acc);
+    }
+    json_num("active_frac", r->active_frac);
+    json_num("run_frac", r->run_frac);
+    printf("}\n");
+}
+
+/* Quality of each form on the first `windows` validation windows (0: the whole split): for each sparse
+ * form the evaluation `gatelab eval RUN --sparse=FORM --windows N` makes (evalrun_measure, at eval's
+ * default batch), so the losses are eval's own.  loss[f] gets form f's loss.  Returns 0, or 1 with a
+ * message naming the run. */
+static int trained_quality(const char *dir, const char *id, long windows, int nf, double loss[N_FORMS]) {
+    char err[1024];
+    evalrun_result *r = malloc(sizeof *r);
+    if (!r) { fprintf(stderr, "bench: --checkpoint %s: out of memory\n", dir); return 1; }
+    for (int f = FORM_GATELAB; f < nf; f++) {
+        evalrun_opts eo;
+        evalrun_defaults(&eo);
+        eo.run = (evalrun_target){id, dir, NULL, NULL};
+        eo.windows = windows;
+        eo.sparse = 1;
+        eo.sparse_form = f == FORM_PAPER ? SPARSE_PAPER : SPARSE_GATELAB;
+        if (evalrun_measure(&eo, r, err, sizeof err)) {
+            fprintf(stderr, "bench: --checkpoint %s: %s\n", dir, err);
+            free(r);
+            return 1;
+        }
+        if (f == FORM_GATELAB) {
+            print_quality(FORM_DENSE, &r->soft, r->is_text);
+            loss[FORM_DENSE] = r->soft.loss;
+        }
+        print_quality(f, &r->hard, r->is_text);
+        loss[f] = r->hard.loss;
+    }
+    fflush(stdout);
+    free(r);
+    return 0;
+}
+
+/* Sparse inference of a trained routed run (--checkpoint): the model as trained, its own routers,
+ * either backbone and TSA form.  Quality first (trained_quality: each form's loss on the first
+ * --eval-windows validation windows, eval's own numbers).  Then speed on the first windows of its
+ * validation split at batch 1, 2, 4 ... infer_B: the dense (soft) forward and each sparse form timed
+ * in the same rounds, one forward of each per round in an order shuffled per round (seeded), after
+ * one warm-up forward of each.  Per batch and sparse form one row: the form, the batch, the α its
+ * routers reach on those windows with its skipping done (the share of (token, block >= 1) pairs that
+ * run: p <= 0.5 in gatelab's form, p < 0.5 in the paper's), dense and sparse tokens/s (medians), the
+ * speed-up (dense ÷ sparse time in the same round: median, quartiles, extremes), the form's loss on
+ * those windows (nats/token) and the FLOP ideal at that α — gatelab's skips a pair's query, attention
+ * row, Wo and FFN; the paper's runs attention for every token and skips the FFN only, so its ideal
+ * is the FFN-only one.  Recorded (--db) as run
+ * cost-TAG-trained-sparse: gatelab's form as sparse_speedup_bB (quartiles _q1, _q3), sparse_ideal_bB,
+ * sparse_alpha_bB (the names claims.ini reads), the paper's as sparse_paper_*_bB, the dense pass as
+ * dense_tokens_per_s_bB, the losses as loss_dense, loss_gatelab, loss_paper with eval_windows; tag
+ * checkpoint = the run folder.  Returns 0, or 1 with a message naming the run. */
 static int run_sparse_trained(const options *o, int rounds) {
     char err[512];
     int rc = 1, *tok = NULL, *tg = NULL;
     float *mask = NULL;
-    double *ta = xmalloc((size_t)rounds * sizeof *ta), *tb = xmalloc((size_t)rounds * sizeof *tb);
+    double *t[N_FORMS];
+    for (int f = 0; f < N_FORMS; f++) t[f] = xmalloc((size_t)rounds * sizeof(double));
     gl_run *run = calloc(1, sizeof *run);
     gl_dataset ds;
     memset(&ds, 0, sizeof ds);
@@ -480,6 +606,7 @@ static int run_sparse_trained(const options *o, int rounds) {
                 o->checkpoint, config_depth_routing_name(cfg->depth_routing));
         goto done;
     }
+    const int nf = cfg->depth_routing == DR_TSA ? N_FORMS : FORM_PAPER; /* the paper's form is TSA's */
     if (data_open_tok(&ds, &run->mf.data, cfg->seq_len, run->mf.train.seed,
                       run->st.tokenizer == TOK_BPE ? &run->st.bpe : NULL, err, sizeof err)) {
         fprintf(stderr, "bench: --checkpoint %s: %s\n", o->checkpoint, err);
@@ -491,6 +618,19 @@ static int run_sparse_trained(const options *o, int rounds) {
                 data_eval_windows(&ds, SPLIT_VAL), o->infer_B);
         goto done;
     }
+    const long eval_windows = o->eval_windows >= 0 ? o->eval_windows : o->infer_B;
+    printf("{\"variant\":\"trained_checkpoint\",\"run\":");
+    json_str(run->dir);
+    printf(",\"step\":%ld,\"backbone\":\"%s\",\"tsa_form\":\"%s\",\"depth_routing\":\"%s\",\"dropout\":%g,"
+           "\"d_model\":%d,\"n_layer\":%d,\"seq_len\":%d,\"forms\":\"%s\",\"rounds\":%d,\"eval_windows\":%ld}\n",
+           (long)run->st.step, config_backbone_name(cfg->backbone), config_tsa_form_name(cfg->tsa_form),
+           config_depth_routing_name(cfg->depth_routing), (double)cfg->dropout, cfg->d_model, cfg->n_layer, T,
+           nf == N_FORMS ? "dense,gatelab,paper" : "dense,gatelab", rounds, eval_windows);
+    fflush(stdout);
+    const char *slash = strrchr(run->dir, '/');
+    double loss[N_FORMS] = {NAN, NAN, NAN};
+    if (trained_quality(run->dir, slash && slash[1] ? slash + 1 : run->dir, eval_windows, nf, loss)) goto done;
+
     tok = xmalloc((size_t)o->infer_B * T * sizeof *tok);
     tg = xmalloc((size_t)o->infer_B * T * sizeof *tg);
     mask = xmalloc((size_t)o->infer_B * T * sizeof *mask);
@@ -502,36 +642,69 @@ static int run_sparse_trained(const options *o, int rounds) {
     const char *names[RECORD_MAX_METRICS];
     double vals[RECORD_MAX_METRICS];
     int nv = 0;
+#define PUT(value, ...)                                                                                        \
+    do {                                                                                                       \
+        snprintf(names_buf[nv], sizeof names_buf[nv], __VA_ARGS__);                                            \
+        names[nv] = names_buf[nv];                                                                             \
+        vals[nv++] = (value);                                                                                  \
+    } while (0)
+    for (int f = 0; f < nf; f++) PUT(loss[f], "loss_%s", form_names[f]);
+    PUT((double)eval_windows, "eval_windows");
+    PUT(rounds, "rounds");
+    PUT((double)run->st.step, "ckpt_step");
+    const int per_batch = 1 + 5 * (nf - 1);
+    gl_rng order_rng;
+    rng_seed(&order_rng, o->seed);
+    int order[N_FORMS];
     for (int b = 1; b <= o->infer_B; b *= 2) {
-        if (nv + 5 > RECORD_MAX_METRICS - 2) {
+        if (nv + per_batch > RECORD_MAX_METRICS) {
             fprintf(stderr, "bench: --checkpoint: batches above %d not measured (at most %d figures per run)\n", b / 2,
                     RECORD_MAX_METRICS);
             break;
         }
-        paired_forwards(m, tok, b, rounds, set_sparse, ta, tb);
-        m->sparse = 1; /* one more skipping forward: the α its routers reach on these b windows */
-        model_forward(m, tok, NULL, NULL, b, T);
-        const double alpha = m->active_frac, N = (double)b * T, skipped = (1 - alpha) * (cfg->n_layer - 1) * N;
-        m->sparse = 0;
-        pair_result p = pair_stats(ta, tb, rounds, b * T);
-        const double ideal = ideal_speedup(cfg, skipped, 0, N, 0);
-        print_pair("trained_sparse_inference", b, alpha, &p, ideal, ideal_speedup(cfg, skipped, 0, N, 1), "");
-        const char *what[][2] = {{"speedup", ""}, {"speedup", "_q1"}, {"speedup", "_q3"}, {"ideal", ""}, {"alpha", ""}};
-        const double v[] = {p.speedup.med, p.speedup.q1, p.speedup.q3, ideal, alpha};
-        for (int k = 0; k < 5; k++, nv++) {
-            snprintf(names_buf[nv], sizeof names_buf[nv], "sparse_%s_b%d%s", what[k][0], b, what[k][1]);
-            names[nv] = names_buf[nv];
-            vals[nv] = v[k];
+        for (int k = -1; k < rounds; k++) { /* round -1 warms up, in the plain order */
+            if (k < 0) for (int i = 0; i < nf; i++) order[i] = i;
+            else shuffle(order, nf, &order_rng);
+            for (int i = 0; i < nf; i++) {
+                set_form(m, order[i]);
+                double t0 = now_s();
+                model_forward(m, tok, NULL, NULL, b, T);
+                double dt = now_s() - t0;
+                if (k >= 0) t[order[i]][k] = dt;
+            }
         }
+        const double N = (double)b * T, dense_tps = N / stats(t[FORM_DENSE], rounds).med;
+        PUT(dense_tps, "dense_tokens_per_s_b%d", b);
+        for (int f = FORM_GATELAB; f < nf; f++) {
+            set_form(m, f); /* one more forward in this form: its α and loss on these b windows */
+            model_forward(m, tok, tg, mask, b, T);
+            const double alpha = m->active_frac, skipped = (1 - alpha) * (cfg->n_layer - 1) * N;
+            pair_result p = pair_stats(t[FORM_DENSE], t[f], rounds, b * T);
+            const double ideal_ffn = ideal_speedup(cfg, skipped, 0, N, 1);
+            const double ideal = f == FORM_PAPER ? ideal_ffn : ideal_speedup(cfg, skipped, 0, N, 0);
+            char extra[192];
+            snprintf(extra, sizeof extra,
+                     ",\"form\":\"%s\",\"loss\":%.9g,\"backbone\":\"%s\",\"tsa_form\":\"%s\",\"rounds\":%d",
+                     form_names[f], (double)m->task_loss, config_backbone_name(cfg->backbone),
+                     config_tsa_form_name(cfg->tsa_form), rounds);
+            print_pair("trained_sparse_inference", b, alpha, &p, ideal, ideal_ffn, extra);
+            const char *pre = f == FORM_PAPER ? "sparse_paper" : "sparse";
+            PUT(p.speedup.med, "%s_speedup_b%d", pre, b);
+            PUT(p.speedup.q1, "%s_speedup_b%d_q1", pre, b);
+            PUT(p.speedup.q3, "%s_speedup_b%d_q3", pre, b);
+            PUT(ideal, "%s_ideal_b%d", pre, b);
+            PUT(alpha, "%s_alpha_b%d", pre, b);
+        }
+        set_form(m, FORM_DENSE);
     }
-    names[nv] = "rounds", vals[nv++] = rounds;
-    names[nv] = "ckpt_step", vals[nv++] = (double)run->st.step;
+#undef PUT
     rc = 0;
     if (o->db_path) {
         rc = record(o->db_path, o->tag, "trained", "sparse", cfg, 0, o->infer_B, vals, names, nv, run->dir) ? 1 : 0;
     }
 done:
-    free(ta); free(tb); free(tok); free(tg); free(mask);
+    for (int f = 0; f < N_FORMS; f++) free(t[f]);
+    free(tok); free(tg); free(mask);
     data_close(&ds);
     run_close(run);
     free(run);
@@ -595,12 +768,21 @@ static void usage(FILE *f) {
             "  --infer-batch B  batch of the inference figures (default 64)\n"
             "  --scale s|m    model scale (default m)\n"
             "  --n-layer N    blocks of the training variants (default 6: the scale's)\n"
-            "  --checkpoint RUN  sparse inference of a trained TSA / MoD / random-routing run (its folder):\n"
-            "                 its own routers on its validation windows, batch 1, 2, 4 ... --infer-batch,\n"
-            "                 dense vs skipping (ABBA) beside the FLOP ideal at the α it reached\n"
+            "  --checkpoint RUN  sparse inference of a trained TSA / MoD / random-routing run (its folder),\n"
+            "                 either backbone and TSA form: each form's loss on its first --eval-windows\n"
+            "                 validation windows (gatelab eval's numbers), then its own routers on its\n"
+            "                 validation windows at batch 1, 2, 4 ... --infer-batch, the dense (soft) pass\n"
+            "                 and both sparse forms (gatelab's full skip; TSA: also the paper's) timed in\n"
+            "                 the same shuffled rounds, beside the FLOP ideal at the α each reached\n"
             "                 (recorded as run cost-TAG-trained-sparse)\n"
+            "  --eval-windows N  --checkpoint's quality rows: the first N validation windows (default:\n"
+            "                 --infer-batch's value, the windows timed; 0: the whole split)\n"
             "  --variants L   comma list: base, a value_residual, depth_routing or cross_layer name\n"
             "                 (resformer satformer tsa early_exit mod random denseformer hyper mudd ...),\n"
+            "                 tsa_paper (TSA in the paper's form: model.tsa_form paper, router bias -1),\n"
+            "                 gpt2 (the TSA paper's GPT-2 backbone, dropout 0.1: its family's baseline),\n"
+            "                 gpt2_nodrop (the same, dropout 0), gpt2+NAME (NAME on the gpt2 backbone,\n"
+            "                 dropout 0.1, e.g. gpt2+tsa_paper); step ratios are to base, gpt2's to gpt2,\n"
             "                 SATFormer's knobs satformer_softmax (sat_gate softmax), satformer_bias\n"
             "                 (sat_gate_bias 1), satformer_decay_all (train.weight_decay_policy all), sparse\n"
             "                 (TSA sparse inference and break-even batch), exit (early-exit inference)\n"
@@ -630,10 +812,11 @@ static int parse_options(int argc, char **argv, options *o) {
         {"tag", required_argument, 0, 't'}, {"seed", required_argument, 0, 'e'},
         {"no-sgemm", no_argument, 0, 'n'}, {"memory", no_argument, 0, 'm'},
         {"infer-batch", required_argument, 0, 'i'}, {"quick", no_argument, 0, 'q'}, {"help", no_argument, 0, 'h'},
-        {"n-layer", required_argument, 0, 'L'}, {"checkpoint", required_argument, 0, 'k'}, {0, 0, 0, 0}};
-    *o = (options){.rounds = -1, .warmup = -1, .B = 32, .infer_B = 64, .do_sgemm = 1, .seed = 1,
+        {"n-layer", required_argument, 0, 'L'}, {"checkpoint", required_argument, 0, 'k'},
+        {"eval-windows", required_argument, 0, 'W'}, {0, 0, 0, 0}};
+    *o = (options){.rounds = -1, .warmup = -1, .B = 32, .infer_B = 64, .do_sgemm = 1, .seed = 1, .eval_windows = -1,
                    .variants = "base,resformer,satformer,tsa,mod,random,sparse,exit", .scale = "m"};
-    int ch, seed;
+    int ch, seed, ew;
     while ((ch = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
         switch (ch) {
         case 's': if (int_flag("steps", optarg, 1, 100000, &o->rounds)) return 2; break;
@@ -650,6 +833,7 @@ static int parse_options(int argc, char **argv, options *o) {
         case 'q': o->quick = 1; break;
         case 'L': if (int_flag("n-layer", optarg, 2, 64, &o->n_layer)) return 2; break;
         case 'k': o->checkpoint = optarg; break;
+        case 'W': if (int_flag("eval-windows", optarg, 0, 1 << 30, &ew)) return 2; o->eval_windows = ew; break;
         case 'h': usage(stdout); exit(0);
         default: usage(stderr); return 2;
         }
@@ -679,6 +863,12 @@ static int memory_check(const char *name, const gl_model_config *c, const train_
                         "buffers the analytic formula does not count\n", name);
         return 2;
     }
+    if (bb_gpt2(c) || c->dropout > 0.0f) {
+        fprintf(stderr, "bench: --memory's analytic formula is the llama block's; %s (backbone %s, dropout %g) has "
+                        "biases, positions and dropout buffers it does not count\n",
+                name, config_backbone_name(c->backbone), (double)c->dropout);
+        return 2;
+    }
     gl_model m;
     model_or_die(&m, c, ts->B);
     for (int s = 0; s <= ts->warmup; s++) train_step(&m, 0, ts, s); /* the decay policy does not change memory */
@@ -704,11 +894,40 @@ static const struct {
     {"satformer_decay_all", SG_RELU, 0, 1},
 };
 
-/* Parse one training variant name into a config (and its decay policy); -1 if unknown. */
-static int variant_config(const char *v, const gl_model_config *base, gl_model_config *c, int *decay_all) {
+/* Parse one training variant name into a config (and its decay policy); -1 if unknown.  v may name
+ * the gpt2 backbone (gpt2, gpt2_nodrop, gpt2+NAME): *family is then "gpt2", the variant its step
+ * ratio is taken to, else "base"; *less_work is 1 for gpt2_nodrop, which does less than gpt2. */
+static int variant_config(const char *v, const gl_model_config *base, gl_model_config *c, int *decay_all,
+                          const char **family, int *less_work) {
     *c = *base;
     *decay_all = 0;
+    *family = "base";
+    *less_work = 0;
+    if (!strncmp(v, "gpt2", 4) && (!v[4] || v[4] == '+' || !strcmp(v + 4, "_nodrop"))) {
+        gl_model_config g = *base;
+        gpt2_config(&g);
+        const int plus = v[4] == '+';
+        const char *inner = plus ? v + 5 : "base", *fam;
+        int lw;
+        if (plus && (!*inner || !strncmp(inner, "gpt2", 4) || !strcmp(inner, "base") || !strcmp(inner, "none")))
+            return fprintf(stderr, "bench: variant %s: gpt2+NAME takes one llama variant name (gpt2+tsa_paper)\n",
+                           v), -1;
+        if (variant_config(inner, &g, c, decay_all, &fam, &lw)) return -1;
+        if (!strcmp(v + 4, "_nodrop")) c->dropout = 0.0f;
+        *family = "gpt2";
+        *less_work = !strcmp(v + 4, "_nodrop");
+        char err[256];
+        if (config_validate(c, err, sizeof err))
+            return fprintf(stderr, "bench: variant %s: %s\n", v, err), -1;
+        return 0;
+    }
     if (!strcmp(v, "base") || !strcmp(v, "none")) return 0;
+    if (!strcmp(v, "tsa_paper")) { /* the paper's router and sequential gates (docs/model.md) */
+        c->depth_routing = DR_TSA;
+        c->tsa_form = TF_PAPER;
+        c->router_init_bias = -1.0f;
+        return 0;
+    }
     for (size_t k = 0; k < sizeof sat_knob_variants / sizeof sat_knob_variants[0]; k++)
         if (!strcmp(v, sat_knob_variants[k].name)) {
             c->value_residual = VR_SATFORMER;
@@ -721,21 +940,28 @@ static int variant_config(const char *v, const gl_model_config *base, gl_model_c
         !config_parse_cross_layer(v, &c->cross_layer))
         return 0;
     fprintf(stderr, "bench: unknown variant %s (base, sparse, exit, satformer_softmax, satformer_bias, "
-                    "satformer_decay_all, or a value_residual, depth_routing or cross_layer name)\n", v);
+                    "satformer_decay_all, tsa_paper, gpt2, gpt2_nodrop, gpt2+NAME, or a value_residual, "
+                    "depth_routing or cross_layer name)\n", v);
     return -1;
 }
 
+/* v's baseline in this run: the variant named by its family (base, also written none; gpt2), or NULL. */
+static const variant *family_base(const variant *v, int nv, const variant *x) {
+    for (int i = 0; i < nv; i++)
+        if (!strcmp(v[i].name, x->family) || (!strcmp(x->family, "base") && !strcmp(v[i].name, "none"))) return &v[i];
+    return NULL;
+}
+
 static int run_training(variant *v, int nv, const train_setup *ts, const options *o, double sg) {
-    const variant *base = NULL;
     for (int i = 0; i < nv; i++) {
         model_or_die(&v[i].m, &v[i].cfg, ts->B);
         v[i].step = xmalloc((size_t)ts->rounds * sizeof(double));
         v[i].fwd = xmalloc((size_t)ts->rounds * sizeof(double));
-        if (!strcmp(v[i].name, "base") || !strcmp(v[i].name, "none")) base = &v[i];
     }
     run_rounds(v, nv, ts);
     int rc = 0;
     for (int i = 0; i < nv; i++) {
+        const variant *base = family_base(v, nv, &v[i]);
         print_variant(&v[i], base, ts, sg);
         if (o->db_path && !rc) {
             const int N = ts->B * v[i].cfg.seq_len;
@@ -775,7 +1001,7 @@ int main(int argc, char **argv) {
         if (!strcmp(name, "sparse")) sparse = 1;
         else if (!strcmp(name, "exit")) ee = 1;
         else if (nv == MAX_VARIANTS) return fprintf(stderr, "bench: at most %d training variants\n", MAX_VARIANTS), 2;
-        else if (variant_config(name, &base, &v[nv].cfg, &v[nv].decay_all)) return 2;
+        else if (variant_config(name, &base, &v[nv].cfg, &v[nv].decay_all, &v[nv].family, &v[nv].less_work)) return 2;
         else v[nv++].name = name;
     }
     const int T = base.seq_len, N = o.B * T;

@@ -15,6 +15,13 @@
 # α 0.73 and 0.50, against their FLOP ideal, and the break-even batch) and the
 # memory check (peak RSS of a training step vs the analytic size, one process per
 # model) run in the "as set" environment only.
+# The TSA paper's GPT-2 backbone (issue 40): its own process per environment, its own same-run
+# sgemm: gpt2 (dropout 0.1, the paper's training) as its family's baseline and "% of sgemm", with
+# gpt2_nodrop, gpt2+tsa_paper (the paper's router and gates) and gpt2+tsa paired to it per round.
+# Trained checkpoints (--checkpoint RUN, repeatable; make bench CHECKPOINTS="RUN ..."), "as set"
+# only: each form's loss (gatelab eval's numbers), then the dense pass and both sparse forms
+# (gatelab's full skip; the paper's p >= 0.5 halting with dense attention and the FFN gathered) in
+# the same shuffled rounds at batch 1, 2, 4 ... 64, each row with its form, batch and α.
 # Decoding: scripts/bench/decode.sh (KV cache vs a PyTorch KV-cache loop, ABAB).
 # Every line printed is JSON; the summary at the end gives the ratios.
 #
@@ -25,13 +32,16 @@
 # experiment cost-<stamp> and printed with `gatelab tables cost-<stamp>`.
 #
 # usage: scripts/bench/run.sh [--steps N] [--quick] [--no-torch] [--torch-installed] [--no-cost] [--variants LIST]
+#                             [--gpt2-variants LIST] [--checkpoint RUN]... [--only-checkpoints]
+#   --gpt2-variants "": leave the gpt2 backbone out; --only-checkpoints: the trained checkpoints alone
 #   --quick: 3 rounds, 1 warm-up, no break-even sweep, no cost table, no MPI (a few minutes)
 #   --torch-installed: also PyTorch as Debian installs it (slow: about 4 more minutes); the
 #   comparison the figures quote is against PyTorch at its best
 set -u
 cd "$(dirname "$0")/../.."
 BUILD="${BUILD:-build}"
-STEPS=10; QUICK=""; MPI=1; TORCH=1; TORCH_INSTALLED=0; COST=1; VARIANTS="base,resformer,satformer,tsa"
+STEPS=10; QUICK=""; MPI=1; TORCH=1; TORCH_INSTALLED=0; COST=1; VARIANTS="base,resformer,satformer,tsa,tsa_paper"
+GPT2_VARIANTS="gpt2,gpt2_nodrop,gpt2+tsa_paper,gpt2+tsa"; CHECKPOINTS=(); ONLY_CKPT=0
 COST_VARIANTS="base resformer satformer satformer_softmax satformer_bias satformer_decay_all tsa mod random denseformer hyper mudd"
 MEMORY_VARIANTS="base satformer tsa"
 while [ $# -gt 0 ]; do
@@ -42,10 +52,20 @@ while [ $# -gt 0 ]; do
         --torch-installed) TORCH_INSTALLED=1; shift;;
         --no-cost) COST=0; shift;;
         --variants) VARIANTS=$2; shift 2;;
-        *) echo "usage: $0 [--steps N] [--quick] [--no-torch] [--torch-installed] [--no-cost] [--variants LIST]" >&2; exit 2;;
+        --gpt2-variants) GPT2_VARIANTS=$2; shift 2;;
+        --checkpoint) CHECKPOINTS+=("$2"); shift 2;;
+        --only-checkpoints) ONLY_CKPT=1; shift;;
+        *) echo "usage: $0 [--steps N] [--quick] [--no-torch] [--torch-installed] [--no-cost] [--variants LIST]" \
+                "[--gpt2-variants LIST] [--checkpoint RUN]... [--only-checkpoints]" >&2; exit 2;;
     esac
 done
 TSTEPS=$(( STEPS < 10 ? 10 : STEPS ))  # torch_bench.py wants at least 10
+if [ $ONLY_CKPT = 1 ]; then
+    [ ${#CHECKPOINTS[@]} -gt 0 ] || { echo "$0: --only-checkpoints needs --checkpoint RUN" >&2; exit 2; }
+    TORCH=0; COST=0; MPI=0; DECODE=0
+else
+    DECODE=1
+fi
 OUT="${BENCH_OUT:-results/bench}"; mkdir -p "$OUT"
 log="$OUT/bench-$(date -u +%Y%m%d-%H%M%S).jsonl"
 PY=/usr/bin/python3
@@ -66,10 +86,21 @@ run() { # label, command...
     done
 }
 
+# trained checkpoints first (a RUN that cannot be read says why at once, not after the long part)
+for ck in "${CHECKPOINTS[@]}"; do
+    run "as set/checkpoint" env OMP_NUM_THREADS=2 "$BUILD/bench_gatelab" --steps "$STEPS" $QUICK --no-sgemm \
+        --variants '' --infer-batch 64 --checkpoint "$ck"
+done
+[ ${#CHECKPOINTS[@]} -eq 0 ] &&
+    echo "bench: no trained checkpoint given: sparse forms on trained runs not measured (--checkpoint RUN, make bench CHECKPOINTS=\"RUN ...\"; docs/benchmarks.md)" >&2
+
 for envname in "as set" "autodetect"; do
+    [ $ONLY_CKPT = 1 ] && break
     if [ "$envname" = autodetect ]; then envcmd=(env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE); else envcmd=(env); fi
     list=$VARIANTS; [ "$envname" = "as set" ] && list="$VARIANTS,sparse,exit"
     run "$envname/gatelab" "${envcmd[@]}" OMP_NUM_THREADS=2 "$BUILD/bench_gatelab" --steps "$STEPS" $QUICK --variants "$list"
+    [ -n "$GPT2_VARIANTS" ] &&
+        run "$envname/gpt2" "${envcmd[@]}" OMP_NUM_THREADS=2 "$BUILD/bench_gatelab" --steps "$STEPS" $QUICK --variants "$GPT2_VARIANTS"
     if [ "$envname" = "as set" ]; then
         for v in $MEMORY_VARIANTS; do
             run "$envname/memory" "${envcmd[@]}" OMP_NUM_THREADS=2 "$BUILD/bench_gatelab" --memory --variants "$v" --warmup 1
@@ -90,7 +121,7 @@ done
 
 # Decoding with the KV cache against the PyTorch anchor, interleaved ABAB, median and spread
 # (scripts/bench/decode.sh: dense and TSA, batch 1 and 16, prompt 64, 256 new tokens).
-run "decode" env BUILD="$BUILD" scripts/bench/decode.sh --rounds 5 --threads 2
+[ $DECODE = 1 ] && run "decode" env BUILD="$BUILD" scripts/bench/decode.sh --rounds 5 --threads 2
 
 if [ $COST = 1 ]; then
     stamp=$(date -u +%Y%m%d-%H%M%S)
@@ -129,9 +160,23 @@ for env in ("as set", "autodetect"):
         print(f"  {r['env'].split('/')[1]:<18} train {r['train_tokens_per_s']:.0f} tok/s, forward {r['fwd_tokens_per_s']:.0f} tok/s")
     if best:
         print(f"  gatelab / PyTorch at its best (train): {base['train_tokens_per_s']/best['train_tokens_per_s']:.2f}x")
-    for v in ("resformer", "satformer", "tsa", "early_exit", "denseformer", "hyper", "mudd"):
+    for v in ("resformer", "satformer", "tsa", "tsa_paper", "early_exit", "denseformer", "hyper", "mudd"):
         if v in g:
             print(f"  {v:<12} step time {sp(g[v]['step_ratio'])}x baseline (paired per round): {g[v]['verdict']}")
+    # the gpt2 backbone: its own process, its own same-run sgemm, ratios to gpt2 (dropout 0.1)
+    g2 = {r.get("variant"): r for r in rows if r["env"] == env + "/gpt2" and "variant" in r}
+    info2 = next((r for r in rows if r["env"] == env + "/gpt2" and "openblas_core" in r), {})
+    b2 = g2.get("gpt2")
+    if b2:
+        st = b2["step_ms"]
+        print(f"  gpt2 backbone (dropout {b2['dropout']:g}) train {b2['train_tokens_per_s']:.0f} tok/s (step {st['median']:.0f} ms, "
+              f"min {st['min']:.0f}, max {st['max']:.0f}), {b2['model_gflops']:.1f} GFLOP/s = {100*b2['ratio_to_sgemm']:.0f}% of "
+              f"same-run sgemm ({info2.get('sgemm_gflops')} GFLOP/s)")
+        for v, r in g2.items():
+            if v != "gpt2":
+                # gpt2_nodrop does less work than gpt2: its ratio's inverse is what dropout costs
+                cost = f" (dropout's cost {1/r['step_ratio']['median']:.3f}x)" if v == "gpt2_nodrop" else ""
+                print(f"  {v:<16} step time {sp(r['step_ratio'])}x gpt2 (paired per round){cost}: {r['verdict']}")
     for r in rows:
         if r["env"] != env + "/gatelab": continue
         if r.get("variant") in ("tsa_sparse_inference", "early_exit_inference"):
@@ -145,6 +190,21 @@ for env in ("as set", "autodetect"):
             print(f"  memory {r['model']:<10} peak RSS {r['peak_rss_mib']:.0f} MiB vs analytic {r['analytic_mib']:.0f} MiB "
                   f"(params+grads+AdamW {r['params_grads_adamw_mib']:.0f}, activations {r['saved_activations_mib']:.0f}, "
                   f"workspace {r['workspace_mib']:.0f}): {r['ratio']:.3f}x")
+ck = None
+for r in rows:  # trained checkpoints: each form's loss, then the forms side by side per batch
+    if r["env"] != "as set/checkpoint": continue
+    v = r.get("variant")
+    if v == "trained_checkpoint":
+        ck = r
+        print(f"[checkpoint] {r['run']} (step {r['step']}, backbone {r['backbone']}, tsa_form {r['tsa_form']}, "
+              f"{r['depth_routing']}; {r['rounds']} shuffled rounds of {r['forms']})")
+    elif v == "trained_sparse_quality":
+        q = f", bpc {r['bpc']:.4f}" if "bpc" in r else f", token acc {r['token_acc']:.4f}"
+        print(f"  {r['form']:<8} loss {r['loss']:.5f}{q}, α {r['active_frac']:.4f} on {r['windows']} val windows")
+    elif v == "trained_sparse_inference":
+        print(f"  batch {r['batch']:>2} {r['form']:<8} α {r['alpha']:.3f}: dense {r['dense_tokens_per_s']:.0f} tok/s, "
+              f"sparse {r['sparse_tokens_per_s']:.0f} tok/s, {sp(r['speedup'])}x (ideal {r['ideal_speedup']:.3f}x"
+              + (f", {100*r['share_of_ideal']:.0f}% of it)" if r['share_of_ideal'] is not None else ")"))
 for r in rows:
     if r["env"] == "mpi" and "config" in r:
         print(f"[mpi] {r['config']:<16} {r['tokens_per_s']:.0f} tok/s, step {r['step_s']:.3f} s = compute {r['compute_s_per_step']:.3f} s"
