@@ -23,11 +23,11 @@ static const char *const rs_splits[] = {"val", "test", "ablation", "analysis", "
  * something for one value of the axis (a dense run keeps tsa_lambda's default). */
 static const struct {
     const char *axis;
-    const char *keys[8]; /* "section.key", or "section.prefix*" */
+    const char *keys[10]; /* "section.key", or "section.prefix*" */
 } rs_axes[] = {
     {"depth_routing",
-     {"model.depth_routing", "model.tsa_lambda", "model.router_hidden", "model.router_init_bias",
-      "model.exit_weighting", "model.mod_*", "model.random_*", NULL}},
+     {"model.depth_routing", "model.tsa_lambda", "model.router_hidden", "model.router_init_bias", "model.tsa_form",
+      "model.exit_weighting", "model.exit_form", "model.mod_*", "model.random_*", NULL}},
     {"value_residual",
      {"model.value_residual", "model.resformer_variant", "model.value_residual_last_k", "model.decay_gates",
       "model.sat_*", "model.resformer_*", NULL}},
