@@ -11,7 +11,10 @@
 #     beside gatelab's matched.*;
 #   - a second post measures and records nothing;
 #   - `eval --sparse=paper --record` records hard_paper.* beside final.* and hard.* on a TSA run and is
-#     refused, saying why, on a dense or early-exit run; `compare` shows hard_paper.* as its own rows.
+#     refused, saying why, on a dense or early-exit run; `compare` shows hard_paper.* as its own rows;
+#   - the report reads them: a claims row with sparse = paper reads hard_paper.* (its α from
+#     hard_paper.active_frac), one with alpha_def = soft the paper's α (train/alpha_paper.mean_evals),
+#     and rows that would read one form under the other's label are refused, naming the row.
 set -u
 . "$(dirname "$0")/lib.sh"
 scratch
@@ -172,3 +175,37 @@ check "compare shows val/hard_paper.loss as its own row, beside val/hard.loss" \
     bash -c "'$BIN' compare tsa cp --results '$R' --format csv 2> /dev/null > '$W/cmp.csv' &&
              grep -q 'val/hard_paper.loss' '$W/cmp.csv' && grep -q 'val/hard.loss' '$W/cmp.csv'"
 
+# ---- the report reads them: a row saying sparse = paper reads hard_paper.* (its α too); alpha_def = soft the
+#      paper's α from train/alpha_paper.* ----
+ln -s "$TINY" "$P0/tiny.ini"
+printf 'pf tiny.ini 1,2\n' > "$P0/pf.plan"
+"$BIN" paper report pf --results "$R" --out "$W/out" > "$W/report.log" 2>&1
+check "paper report pf exits 0" test $? -eq 0 -a -s "$W/out/REPORT.md"
+t1=$(grep -E '^\| t1 \|' "$W/out/REPORT.md"); t2=$(grep -E '^\| t2 \|' "$W/out/REPORT.md")
+check "row t1 (sparse = paper) shows tsa's hard_paper.loss ($(printf '%.6f' "$(hv tsa hard_paper.loss)"))" \
+    grep -qF "$(printf '%.6f' "$(hv tsa hard_paper.loss)")" <<< "$t1"
+check "... its form column says the paper's sparse form" grep -q "sparse paper" <<< "$t1"
+check "... and its operating point was read from val/hard_paper.active_frac (the form it names), not hard.*" \
+    grep -q "mean α (val/hard_paper.active_frac) over seeds, $(printf '%.3f' "$(hv tsa hard_paper.active_frac)")" "$W/out/REPORT.md"
+a=$(q "select printf('%.3f', value) from metrics where run_id='tsa' and split='train' and name='alpha_paper.mean_evals'")
+check "row t2 (alpha_def = soft) reads the paper's α, train/alpha_paper.mean_evals ($a)" \
+    grep -q "mean α (train/alpha_paper.mean_evals) over seeds, $a" <<< "$t2"
+check "... and shows tsa's final.loss, its form column α soft" \
+    test -n "$(grep -F "$(printf '%.6f' "$(hv tsa final.loss)")" <<< "$t2" | grep "α soft")"
+
+# ---- claims rows that would read one form under the other's label are refused, naming the row ----
+cp "$P0/claims.ini" "$W/claims.ok"
+bad_claims() { # WHAT SED-EXPRESSION GREP-PATTERN
+    sed "$2" "$W/claims.ok" > "$P0/claims.ini"
+    out=$(GATELAB_RESULTS="$R" "$BIN" paper post 2>&1); rc=$?
+    check "refused: $1 (exit $rc)" test $rc -eq 1 -a -n "$(grep -F -- "$3" <<< "$out")"
+}
+bad_claims "sparse = paper reading hard.*" 's#^metric = val/hard_paper.loss|val/final.loss#metric = val/hard.loss#' \
+    "row [t1]: sparse = paper reads the paper's sparse form, hard_paper.*, but metric = val/hard.loss names hard.*"
+bad_claims "hard_paper.* without sparse = paper" '/^sparse = paper/d' \
+    "row [t1]: metric = val/hard_paper.loss|val/final.loss reads the TSA paper's sparse form (hard_paper.*): say sparse = paper"
+bad_claims "alpha_def = soft without the paper's α" '/^alpha_metric = train/d' \
+    "row [t2]: alpha_def = soft reads the paper's α: alpha_metric = train/alpha_paper.mean_evals"
+bad_claims "the paper's α under alpha_def = hard" 's/^alpha_def = soft/alpha_def = hard/' \
+    "row [t2]: alpha_metric = train/alpha_paper.mean_evals is the paper's soft α: say alpha_def = soft"
+cp "$W/claims.ok" "$P0/claims.ini"
