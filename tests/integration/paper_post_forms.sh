@@ -63,6 +63,9 @@ check "train a tiny TSA run of the paper's model and form (exit 0)" test $? -eq 
 check "train its early-exit partner in the paper's form (exit 0)" test $? -eq 0
 "$BIN" train "$TINY" "${M[@]}" "${TSA[@]}" "${COPY[@]}" --run-id cp --results "$R" --quiet > "$W/t3" 2>&1
 check "train a tiny TSA copy run in the official format (exit 0)" test $? -eq 0
+"$BIN" train "$TINY" "${M[@]}" "${TSA[@]}" train.seed=2 --run-id t3 --results "$R" --quiet > "$W/t6" 2>&1
+check "train a TSA run of seed 2 (exit 0); its hard.* rows removed, as a run recorded before hard.* existed" test $? -eq 0
+q "delete from metrics where run_id='t3' and split='val' and name like 'hard.%'"
 "$BIN" train "$TINY" "${M[@]}" log.experiment=other --run-id dense --results "$R" --quiet > "$W/t4" 2>&1
 check "train a dense run outside the paper's experiments (exit 0)" test $? -eq 0
 check "training records no hard_paper.* (post adds it)" test "$(q "select count(*) from metrics where name like 'hard\_paper.%' escape '\'")" = 0
@@ -78,6 +81,13 @@ GATELAB_RESULTS="$R" "$BIN" paper post > "$W/post1.out" 2> "$W/post1.log"
 check "paper post exits 0" test $? -eq 0 || tail -20 "$W/post1.log"
 check "post says it measured the paper's sparse form of the TSA runs" \
     test "$(grep -c "the paper's sparse form on the headline's windows (hard_paper.\*)" "$W/post1.log")" = 2
+check "... and for the run without hard.*, the whole headline in both sparse forms" \
+    grep -q "t3: whole-split evaluation, soft and with the skipping done (gatelab's sparse form and the paper's)" "$W/post1.log"
+check "t3 now has final.*, hard.* and hard_paper.* on one token set" \
+    test "$(q "select count(distinct name) from metrics where run_id='t3' and split='val'
+              and name in ('final.loss', 'hard.loss', 'hard_paper.loss')")" = 3 \
+      -a "$(q "select count(distinct win_first||'/'||win_count||'/'||tokens||'/'||step) from metrics where run_id='t3'
+              and split='val' and (name like 'final.%' or name like 'hard%')")" = 1
 
 # ---- hard_paper.*: the paper's sparse form, on hard.*'s windows, as eval --sparse=paper prints it ----
 for run in tsa cp; do
@@ -113,9 +123,9 @@ check "copy run: hard_paper.seq_acc is recorded, no hard_paper.bpc" \
 check "copy run: hard_paper.tokens = the 6 outputs and EOS of each of the 40 sequences (280)" \
     test "$(q "select cast(value as int) from metrics where run_id='cp' and name='hard_paper.tokens'")" = 280
 after=$(q "select group_concat(run_id||' '||name||' '||step||' '||value||' '||win_count, ';') from
-           (select * from metrics where split='val' and run_id<>'ee' and (name like 'hard.%' or name like 'final.%')
+           (select * from metrics where split='val' and run_id not in ('ee', 't3') and (name like 'hard.%' or name like 'final.%')
             order by run_id, name, step, win_count)")
-before_nonexit=$(q "select 1" > /dev/null; echo "$before" | tr ';' '\n' | grep -v '^ee ' | paste -sd ';')
+before_nonexit=$(echo "$before" | tr ';' '\n' | grep -v -e '^ee ' -e '^t3 ' | paste -sd ';')
 check "the TSA runs' hard.* and final.* are as training recorded them (post wrote only hard_paper.*)" \
     test -n "$after" -a "$after" = "$before_nonexit"
 check "the early-exit run has no hard_paper.* (the paper's sparse form is TSA's)" \
@@ -182,16 +192,19 @@ printf 'pf tiny.ini 1,2\n' > "$P0/pf.plan"
 "$BIN" paper report pf --results "$R" --out "$W/out" > "$W/report.log" 2>&1
 check "paper report pf exits 0" test $? -eq 0 -a -s "$W/out/REPORT.md"
 t1=$(grep -E '^\| t1 \|' "$W/out/REPORT.md"); t2=$(grep -E '^\| t2 \|' "$W/out/REPORT.md")
-check "row t1 (sparse = paper) shows tsa's hard_paper.loss ($(printf '%.6f' "$(hv tsa hard_paper.loss)"))" \
-    grep -qF "$(printf '%.6f' "$(hv tsa hard_paper.loss)")" <<< "$t1"
+# the mean over the two seeds (tsa, t3) of a val headline row, and of train/alpha_paper.mean_evals
+mean() { q "select printf('%.$2f', avg(value)) from metrics m where run_id in ('tsa', 't3') and split='$3' and name='$1'
+            and step=(select max(step) from metrics x where x.run_id=m.run_id and x.split=m.split and x.name=m.name)"; }
+check "row t1 (sparse = paper) shows the mean hard_paper.loss of its two seeds ($(mean hard_paper.loss 6 val))" \
+    grep -qF "+$(mean hard_paper.loss 6 val) [" <<< "$t1"
 check "... its form column says the paper's sparse form" grep -q "sparse paper" <<< "$t1"
 check "... and its operating point was read from val/hard_paper.active_frac (the form it names), not hard.*" \
-    grep -q "mean α (val/hard_paper.active_frac) over seeds, $(printf '%.3f' "$(hv tsa hard_paper.active_frac)")" "$W/out/REPORT.md"
-a=$(q "select printf('%.3f', value) from metrics where run_id='tsa' and split='train' and name='alpha_paper.mean_evals'")
+    grep -q "mean α (val/hard_paper.active_frac) over seeds, $(mean hard_paper.active_frac 3 val)" <<< "$t1"
+a=$(mean alpha_paper.mean_evals 3 train)
 check "row t2 (alpha_def = soft) reads the paper's α, train/alpha_paper.mean_evals ($a)" \
     grep -q "mean α (train/alpha_paper.mean_evals) over seeds, $a" <<< "$t2"
-check "... and shows tsa's final.loss, its form column α soft" \
-    test -n "$(grep -F "$(printf '%.6f' "$(hv tsa final.loss)")" <<< "$t2" | grep "α soft")"
+check "... and shows the mean final.loss, its form column α soft" \
+    test -n "$(grep -F "+$(mean final.loss 6 val) [" <<< "$t2" | grep "α soft")"
 
 # ---- claims rows that would read one form under the other's label are refused, naming the row ----
 cp "$P0/claims.ini" "$W/claims.ok"
