@@ -158,6 +158,17 @@ check "a second post records nothing new ($rows rows, now $(q "select count(*) f
 check "... and measures nothing (no measurement line)" \
     test "$(grep -cE '^\[paper post\] [a-z]+: ' "$W/post2.log")" = 0
 
+# a run measured before hard_paper.* existed whose folder is gone (a registry restored from a snapshot)
+q "delete from metrics where run_id='cp' and name like 'hard\_paper.%' escape '\'"
+mv "$R/runs/cp/ckpt" "$W/cp.ckpt"
+GATELAB_RESULTS="$R" "$BIN" paper post > /dev/null 2> "$W/post3.log"
+check "post on a TSA run without its checkpoint says so and is not a failure (exit $?)" \
+    test $? -eq 0 -a -n "$(grep "cp: no checkpoint (.*): the paper's sparse form (hard_paper.\*) cannot be measured" "$W/post3.log")"
+check "... and records nothing for it" test "$(q "select count(*) from metrics")" = "$(( rows - 9 ))"
+mv "$W/cp.ckpt" "$R/runs/cp/ckpt"
+GATELAB_RESULTS="$R" "$BIN" paper post > /dev/null 2> /dev/null
+rows=$(q "select count(*) from metrics")
+
 # ---- eval --sparse=paper --record ----
 out=$("$BIN" eval dense --sparse=paper --record --results "$R" 2>&1)
 check "eval --sparse=paper --record on a dense run is refused (exit 1), saying it is TSA's" \
