@@ -128,6 +128,12 @@ static void test_metric_names(void **state) {
     KEY_IS(metric_headline(&k, METRIC_HARD, "active_frac"), "hard.active_frac", "{}", "hard.active_frac");
     assert_true(metric_headline_parse(&k, METRIC_HARD, label, sizeof label) && !strcmp(label, "active_frac"));
     assert_false(metric_headline_parse(&k, METRIC_FINAL, label, sizeof label));
+    /* the paper's sparse form is its own kind: never read as hard.* (nor hard.* as it) */
+    KEY_IS(metric_headline(&k, METRIC_HARD_PAPER, "token_acc"), "hard_paper.token_acc", "{}", "hard_paper.token_acc");
+    assert_true(metric_headline_parse(&k, METRIC_HARD_PAPER, label, sizeof label) && !strcmp(label, "token_acc"));
+    assert_false(metric_headline_parse(&k, METRIC_HARD, label, sizeof label));
+    KEY_IS(metric_headline(&k, METRIC_HARD, "loss"), "hard.loss", "{}", "hard.loss");
+    assert_false(metric_headline_parse(&k, METRIC_HARD_PAPER, label, sizeof label));
     assert_int_equal(metric_headline(&k, "soft", "loss"), -1);
     KEY_IS(metric_partner(&k, METRIC_DIFFICULTY, "paper-x-003", 22, "rho"), "difficulty.rho",
            "{\"partner\":\"paper-x-003\",\"seed\":22}", "difficulty.paper-x-003.seed22.rho");

@@ -569,6 +569,23 @@ int main(void) {
                runset_partner_key_ini(bad, "depth_routing") != runset_partner_key_ini(ini, "depth_routing"));
         free(kb), free(key), free(mf);
     }
+    { /* the depth_routing axis frees the routing's forms: a paper-form exit run and a paper-form TSA run of one
+       * config and seed are partners; another seed, or another key, is not */
+        const char *base = "[model]\nbackbone = gpt2\nqk_norm = 0\n";
+        char tsa[256], ee[256], ee2[256], eo[256];
+        snprintf(tsa, sizeof tsa, "%sdepth_routing = tsa\ntsa_form = paper\nrouter_init_bias = -1\n[train]\nseed = 1\n", base);
+        snprintf(ee, sizeof ee, "%sdepth_routing = early_exit\nexit_form = paper\nexit_weighting = uniform\n[train]\nseed = 1\n",
+                 base);
+        snprintf(ee2, sizeof ee2, "%sdepth_routing = early_exit\nexit_form = paper\nexit_weighting = uniform\n[train]\nseed = 2\n",
+                 base);
+        snprintf(eo, sizeof eo, "%sdepth_routing = early_exit\nexit_form = paper\nexit_weighting = uniform\n[train]\nseed = 1\n"
+                 "warmup = 200\n", base);
+        const unsigned long long kt = runset_partner_key_ini(tsa, "depth_routing");
+        ok("depth_routing partners: a paper-form TSA run and a paper-form exit run of one config and seed",
+           kt && kt == runset_partner_key_ini(ee, "depth_routing"));
+        ok("... not across seeds, nor another train.warmup",
+           kt != runset_partner_key_ini(ee2, "depth_routing") && kt != runset_partner_key_ini(eo, "depth_routing"));
+    }
     { /* fg_group_title (figures_int.h): what, then what the groups share, then the spread over seeds */
         static fg_groups G;
         char t[400];

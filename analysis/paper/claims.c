@@ -213,6 +213,14 @@ __attribute__((format(printf, 3, 4))) static void cl_app(char *dst, size_t len, 
     va_end(ap);
 }
 
+/* The α a row reads: its alpha_metric, else the hard α of the sparse form it names (hard_paper.* for
+ * sparse = paper, hard.* otherwise), the soft count where that is not measured. */
+static const char *cl_alpha_metric(const claims_row *row) {
+    if (row->alpha_metric[0]) return row->alpha_metric;
+    return !strcmp(row->sparse, "paper") ? "val/hard_paper.active_frac|val/final.active_frac"
+                                         : "val/hard.active_frac|val/final.active_frac";
+}
+
 /* A partner's curve (τ rows prefix…tau<τ>.loss / .active_frac) evaluated at α
  * by linear interpolation between the two τ whose α bracket it (NaN outside
  * the measured range: no extrapolation). */
@@ -381,8 +389,7 @@ static int cl_sample_choose(cl_ctx *c, const runset_run *const *g, int n, cl_sam
         cl_app(res->measured, sizeof res->measured, " − %s", mb);
     }
     if (!strcmp(q, "vs_curve")) {
-        if (cl_choose(row->alpha_metric[0] ? row->alpha_metric : "val/hard.active_frac|val/final.active_frac", g, n, "",
-                      am, ml) < 0) {
+        if (cl_choose(cl_alpha_metric(row), g, n, "", am, ml) < 0) {
             snprintf(res->why, sizeof res->why, "not measured: no α (%s) to match the curve at", row->alpha_metric);
             return -1;
         }
@@ -769,7 +776,7 @@ static int cl_pick(const claims_row *row, const runset *rs, claims_result *res, 
 static int cl_operating_point(const claims_row *row, claims_result *res, const runset_run **pk, int n, int *gs,
                               int *ng) {
     char am[CLAIMS_TEXT];
-    const char *alts = row->alpha_metric[0] ? row->alpha_metric : "val/hard.active_frac|val/final.active_frac";
+    const char *alts = cl_alpha_metric(row);
     if (cl_choose(alts, pk, n, "", am, sizeof am) < 0) {
         snprintf(res->why, sizeof res->why, "not measured: no α (%s) to choose the operating point", alts);
         return -1;

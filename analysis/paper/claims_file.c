@@ -265,6 +265,42 @@ static int cl_check_summary(const claims_file *cf, char *msg, size_t ml) {
     return 0;
 }
 
+/* The forms a row names are the ones it reads (never one form's number under the other's label):
+ * sparse = paper reads hard_paper.* (the TSA paper's sparse form), never hard.* (gatelab's), and a row
+ * reading hard_paper.* says sparse = paper; alpha_def = soft reads its α from train/alpha_paper.* (the
+ * paper's mean of 1 − p, in the convention the row names), a row with an α to read (alpha =, vs_curve)
+ * names it in alpha_metric, and no other row reads train/alpha_paper.* as α.  -1 with a message. */
+static int cl_form_check(const claims_row *r, char *msg, size_t ml) {
+    const int paper = !strcmp(r->sparse, "paper"), soft = !strcmp(r->alpha_def, "soft");
+    const struct {
+        const char *key, *v;
+    } reads[] = {{"metric", r->metric}, {"metric_b", r->metric_b}, {"alpha_metric", r->alpha_metric}};
+    for (size_t i = 0; i < sizeof reads / sizeof reads[0]; i++) {
+        if (paper && strstr(reads[i].v, "/hard."))
+            return snprintf(msg, ml, "row [%s]: sparse = paper reads the paper's sparse form, hard_paper.*, but %s = %s "
+                            "names hard.* (gatelab's form)", r->id, reads[i].key, reads[i].v), -1;
+        if (!paper && strstr(reads[i].v, "/hard_paper."))
+            return snprintf(msg, ml, "row [%s]: %s = %s reads the TSA paper's sparse form (hard_paper.*): say sparse = "
+                            "paper", r->id, reads[i].key, reads[i].v), -1;
+    }
+    const int reads_alpha = !isnan(r->alpha) || !strcmp(r->quantity, "vs_curve");
+    if (soft && reads_alpha && strcmp(r->quantity, "bench_sparse")) {
+        char alts[CLAIMS_TEXT];
+        snprintf(alts, sizeof alts, "%s", r->alpha_metric);
+        int n = 0, bad = 0;
+        for (char *save = NULL, *a = strtok_r(alts, "|", &save); a; a = strtok_r(NULL, "|", &save), n++)
+            bad |= strncmp(a, "train/alpha_paper.", 18) != 0;
+        if (!n || bad)
+            return snprintf(msg, ml, "row [%s]: alpha_def = soft reads the paper's α: alpha_metric = "
+                            "train/alpha_paper.mean_evals (Shakespeare, enwik8), .last_eval (the λ sweep) or .last_batch "
+                            "(the toy tasks)%s%s", r->id, n ? ", not " : "", r->alpha_metric), -1;
+    }
+    if (!soft && strstr(r->alpha_metric, "train/alpha_paper."))
+        return snprintf(msg, ml, "row [%s]: alpha_metric = %s is the paper's soft α: say alpha_def = soft", r->id,
+                        r->alpha_metric), -1;
+    return 0;
+}
+
 /* Check a finished row; -1 with a message. */
 static int cl_check(const claims_row *r, char *msg, size_t ml) {
     if (!r->claim[0]) return snprintf(msg, ml, "row [%s] has no claim = (the claim it belongs to)", r->id), -1;
@@ -304,6 +340,7 @@ static int cl_check(const claims_row *r, char *msg, size_t ml) {
     if (cl_each_check(r->each))
         return snprintf(msg, ml, "row [%s]: each = '%s': block alone, or words of lambda, scale, steps, n_layer", r->id,
                         r->each), -1;
+    if (cl_form_check(r, msg, ml)) return -1;
     if (!strcmp(r->each, "block") && !strstr(r->metric, "{b}"))
         return snprintf(msg, ml, "row [%s]: each = block needs {b} (the block) in metric", r->id), -1;
     if (r->pilot[0] && !strstr(r->pilot, "@pilot") && (strstr(r->runs, "@pilot") || strstr(r->versus, "@pilot"))) {

@@ -17,7 +17,7 @@
 #include "store/manifest.h"
 
 /* The splits whose latest rows a run carries. */
-static const char *const rs_splits[] = {"val", "test", "ablation", "analysis", "bench"};
+static const char *const rs_splits[] = {"val", "test", "ablation", "analysis", "bench", "train"}; /* train: alpha_paper.* */
 
 /* The config keys each axis frees besides its own: the knobs that only mean
  * something for one value of the axis (a dense run keeps tsa_lambda's default). */

@@ -7,7 +7,7 @@
  * variant label, seed, λ, the headline with its provenance), its typed
  * configuration (the registry's stored config text, and the routing, value
  * residual and budget read from it), the commit that trained it, and every
- * latest metric of the splits val, test, ablation, analysis and bench by
+ * latest metric of the splits val, test, ablation, analysis, bench and train by
  * "split/name" key with its provenance and step.
  *
  * The group rule (runset_group_key): two runs are the same but for the seed

@@ -91,7 +91,7 @@ static int cmp_put_num(cmp_set *s, const char *key, int j, double v) {
 }
 
 /* Headline rows of one split for run j: final.*, hard.* (a routed model with the skipping done),
- * matched.* and matched_paper.* names. */
+ * hard_paper.* (TSA, the paper's sparse form), matched.* and matched_paper.* names. */
 static int cmp_headline(gl_db *db, cmp_set *s, int j, const char *split, char *err, size_t errlen) {
     gl_metric_latest *m = NULL;
     int n = 0;
@@ -100,6 +100,7 @@ static int cmp_headline(gl_db *db, cmp_set *s, int j, const char *split, char *e
         char q[64], key[192];
         if (!metric_headline_parse(&m[i].key, METRIC_FINAL, q, sizeof q) &&
             !metric_headline_parse(&m[i].key, METRIC_HARD, q, sizeof q) &&
+            !metric_headline_parse(&m[i].key, METRIC_HARD_PAPER, q, sizeof q) &&
             !metric_headline_parse(&m[i].key, METRIC_MATCHED, q, sizeof q) &&
             !metric_headline_parse(&m[i].key, METRIC_MATCHED_PAPER, q, sizeof q))
             continue;

@@ -11,7 +11,9 @@
  * p > 0.5 skips, early exit at τ 0.5) and TSA's final.p_mid_share, and with
  * --match-alpha the matched.* rows.  --sparse (TSA) evaluates both the soft
  * model and real skipping, side by side (with --record, the sparse result is
- * the hard.* one).  --tau T evaluates early exit at threshold
+ * the hard.* one); --sparse=paper (TSA only) skips in the TSA paper's sparse
+ * form instead, and with --record writes it as hard_paper.* beside final.* and
+ * hard.* (gatelab's form, measured too).  --tau T evaluates early exit at threshold
  * T; --match-alpha A finds τ by bisection on the validation split so that the
  * early-exit α is within 0.005 of A (the matched-compute comparison).
  * --match-run TSA_RUN takes A from that run's recorded headline α on the
@@ -71,7 +73,8 @@ static const args_opt eval_opts[] = {
     {"windows", ARGS_KEY(2), "N", "only the first N windows (default: the whole split or file)"},
     {"sparse", ARGS_KEY(3), "=FORM", "TSA, mod, random: also evaluate with real skipping, side by side (sparse_speedup); "
                                      "FORM gatelab (default: p > 0.5 skips, kept pairs scaled by 1 - p) or paper (TSA: the "
-                                     "paper's sparse_infer.py, p >= 0.5 halts, FFN gathered, kept update unscaled)"},
+                                     "paper's sparse_infer.py, p >= 0.5 halts, FFN gathered, kept update unscaled; --record writes it as "
+                                     "hard_paper.*)"},
     {"tau", ARGS_KEY(4), "T", "early exit at confidence threshold T in [0, 1]"},
     {"match-alpha", ARGS_KEY(5), "A", "early exit: find τ whose active fraction is within 0.005 of A"},
     {"match-run", ARGS_KEY(6), "TSA_RUN", "early exit: A is TSA_RUN's recorded headline α; --record stores the pair"},
@@ -153,14 +156,15 @@ static int eval_print(const evalrun_opts *o, const evalrun_result *r) {
                 r->equal_tlops_layers, L, r->soft.active_frac);
     }
     if (r->have_sparse) {
-        jsonl_set(out, "sparse", eval_json(&r->hard, text, L, T));
-        jsonl_set(out, "sparse_form", jsonl_str(o->sparse_form ? "paper" : "gatelab"));
-        jsonl_set(out, "sparse_speedup", jsonl_num(r->soft.seconds > 0 && r->hard.seconds > 0
-                                                       ? r->soft.seconds / r->hard.seconds
+        const gl_eval_result *sp = r->have_paper_sparse ? &r->paper_sparse : &r->hard;
+        jsonl_set(out, "sparse", eval_json(sp, text, L, T));
+        jsonl_set(out, "sparse_form", jsonl_str(r->have_paper_sparse ? "paper" : "gatelab"));
+        jsonl_set(out, "sparse_speedup", jsonl_num(r->soft.seconds > 0 && sp->seconds > 0
+                                                       ? r->soft.seconds / sp->seconds
                                                        : 0.0));
-    } else if (r->have_hard) {
-        jsonl_set(out, "hard", eval_json(&r->hard, text, L, T));
     }
+    if (r->have_hard && !(r->have_sparse && !r->have_paper_sparse)) /* gatelab's form, beside the paper's */
+        jsonl_set(out, "hard", eval_json(&r->hard, text, L, T));
     if (!isnan(r->soft.p_mid_share)) jsonl_set(out, "p_mid_share", jsonl_num(r->soft.p_mid_share));
     if (r->have_exit) {
         jsonl_set(out, "tau", jsonl_num(r->tau));
@@ -206,8 +210,11 @@ int cmd_eval_run(const char *run_arg, const char *results, evalrun_opts *o) {
     }
     if (o->record) {
         if (evalrun_record(o, &r, err, sizeof err)) goto fail;
-        fprintf(stderr, "gatelab eval: recorded the headline of %s (step %ld, %s split) in %s\n", o->run.id, r.step,
-                o->split_name, o->run.db);
+        fprintf(stderr, "gatelab eval: recorded %s of %s (step %ld, %s split) in %s\n",
+                o->record_sparse_only ? "the paper's sparse form (hard_paper.*)"
+                : r.have_paper_sparse ? "the headline and the paper's sparse form (hard_paper.*)"
+                                      : "the headline",
+                o->run.id, r.step, o->split_name, o->run.db);
     }
     return 0;
 fail:

@@ -5,7 +5,10 @@
  *   gatelab paper post [--results DIR]
  *       Measures what the claims need and records it in DIR/gatelab.db, for
  *       every FINISHED run that lacks it (so a rerun repeats nothing):
- *       1. the headline: the whole validation split (`eval --record`);
+ *       1. the headline: the whole validation split (`eval --record`); for a
+ *          TSA run also the TSA paper's sparse form on the same windows
+ *          (`eval --sparse=paper --record`, hard_paper.*, beside gatelab's
+ *          hard.*; a run whose headline is recorded gets that pass alone);
  *       2. a run with a value gate (SATFormer, ResFormer): every gate zeroed
  *          (`ablate --mode zero --windows 128`), a gate with a value per token
  *          (SATFormer's α) also set to its mean (--mode mean; ResFormer's λ1 is
@@ -18,12 +21,19 @@
  *          whose mean α is nearest the paper's α for that data set, read from
  *          experiments/paper/claims.ini), on the whole split (`eval EXIT
  *          --match-run TSA --record`, which stores the pair: α_TSA, α_exit, τ
- *          and both losses);
+ *          and both losses); an exit run in the paper's form
+ *          (model.exit_form = paper) also by the paper's τ protocol against
+ *          the same TSA run (`eval EXIT --match-run TSA --tau-protocol paper
+ *          --record`: matched_paper.*, the target TSA's
+ *          train/alpha_paper.mean_evals);
  *       4. depth routing (pp_depth): TSA's random-routing control and its
  *          difficulty-proportional routing against its dense partner, the
  *          early-exit τ frontier, post-hoc early exit of the dense partner.
- *       The headline of a routed run holds hard.* (the skipping done) beside
- *       final.*; a run recorded without it is evaluated again.
+ *       The headline of a routed run holds hard.* (the skipping done, gatelab's
+ *       form) beside final.*; a run recorded without it is evaluated again.
+ *       The sparse forms are measured on the final weights only: val/best.*
+ *       (train.record_best) is a periodic soft evaluation, and no checkpoint
+ *       of that step is kept to skip with.
  *   gatelab paper report PRESET [--results DIR] [--out DIR]
  *       Writes OUT/REPORT.md (default DIR) from the registry: analysis/paper/paper.c.
  *
@@ -38,6 +48,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "analysis/paper/claims.h"
 #include "analysis/measure/difficulty.h"
@@ -60,12 +71,23 @@ static int pp_done(int rc) {
     return rc != 0;
 }
 
-/* `eval RUN --record` (partner NULL) or `eval RUN --match-run PARTNER --record`. */
-static int pp_eval(const char *run, const char *partner, const char *results) {
+/* The evaluations post asks of `eval`, all with --record:
+ *   PP_HEADLINE        `eval RUN` (partner NULL) or `eval RUN --match-run PARTNER`;
+ *   PP_HEADLINE_PAPER  `eval RUN --sparse=paper`: the headline and the paper's sparse form (TSA);
+ *   PP_PAPER_ONLY      the same, narrowed to the paper's sparse form (hard_paper.*) on the windows of
+ *                      the recorded headline, which is not measured again (evalrun_opts.record_sparse_only);
+ *   PP_TAU_PAPER       `eval RUN --match-run PARTNER --tau-protocol paper` (matched_paper.*). */
+typedef enum { PP_HEADLINE, PP_HEADLINE_PAPER, PP_PAPER_ONLY, PP_TAU_PAPER } pp_eval_kind;
+
+static int pp_eval(const char *run, const char *partner, pp_eval_kind kind, const char *results) {
     evalrun_opts o;
     evalrun_defaults(&o);
     o.record = 1;
     o.partner_arg = partner;
+    o.sparse = kind == PP_HEADLINE_PAPER || kind == PP_PAPER_ONLY;
+    o.sparse_form = o.sparse ? SPARSE_PAPER : SPARSE_GATELAB;
+    o.record_sparse_only = kind == PP_PAPER_ONLY;
+    o.tau_protocol = kind == PP_TAU_PAPER ? EVALRUN_TAU_PAPER : EVALRUN_TAU_GATELAB;
     return pp_done(cmd_eval_run(run, results, &o));
 }
 
@@ -125,11 +147,27 @@ static int pp_measure(gl_db *db, const paper_run *r, const char *results) {
     metric_key zero, mean;
     metric_ablation(&zero, "zero", METRIC_LABEL_ALL, "delta_loss", METRIC_NONE);
     metric_ablation(&mean, "mean", METRIC_LABEL_ALL, "delta_loss", METRIC_NONE);
-    /* a routed run's headline has hard.* beside final.* (runs recorded before hard.* existed are measured again) */
-    const int routed = strcmp(r->depth, "none") != 0;
+    /* a routed run's headline has hard.* beside final.* (runs recorded before hard.* existed are measured
+     * again); a TSA run's also hard_paper.*, the paper's sparse form on the same windows (only that pass
+     * when the headline is there) */
+    const int routed = strcmp(r->depth, "none") != 0, tsa = !strcmp(r->depth, "tsa");
+    const int paper_sparse = tsa && !pp_has(db, id, "val", "hard_paper.loss", NULL);
     if (!pp_has(db, id, "val", "final.loss", NULL) || (routed && !pp_has(db, id, "val", "hard.loss", NULL))) {
-        fprintf(stderr, "[paper post] %s: whole-split evaluation%s\n", id, routed ? ", soft and with the skipping done" : "");
-        bad += pp_eval(id, NULL, results);
+        fprintf(stderr, "[paper post] %s: whole-split evaluation%s%s\n", id, routed ? ", soft and with the skipping done" : "",
+                paper_sparse ? " (gatelab's sparse form and the paper's)" : "");
+        bad += pp_eval(id, NULL, paper_sparse ? PP_HEADLINE_PAPER : PP_HEADLINE, results);
+    } else if (paper_sparse) {
+        /* a run measured before hard_paper.* existed whose folder is gone (a registry restored from a
+         * snapshot): said, not retried as a failure at every post */
+        char ckpt[GL_PATH_MAX + 192];
+        snprintf(ckpt, sizeof ckpt, "%s/runs/%s/%s", results, id, RUN_CKPT);
+        if (access(ckpt, R_OK)) {
+            fprintf(stderr, "[paper post] %s: no checkpoint (%s): the paper's sparse form (hard_paper.*) cannot be "
+                    "measured; left out\n", id, ckpt);
+        } else {
+            fprintf(stderr, "[paper post] %s: the paper's sparse form on the headline's windows (hard_paper.*)\n", id);
+            bad += pp_eval(id, NULL, PP_PAPER_ONLY, results);
+        }
     }
     int vg, tg;
     pp_gates(r, &vg, &tg);
@@ -161,39 +199,65 @@ static int pp_measure(gl_db *db, const paper_run *r, const char *results) {
  * the hard α (the skipping done) when every TSA run of that data and scale
  * has it, else the soft one (paper_lambda_star).  The TSA run is the exit
  * run's partner along depth_routing (the same config and seed, at λ*); eval
- * --match-run then matches τ to that run's hard α when recorded. */
+ * --match-run then matches τ to that run's hard α when recorded (matched.*).
+ * An exit run in the paper's form (model.exit_form = paper) is also matched
+ * to the same TSA run by the paper's τ protocol (`--tau-protocol paper`: the
+ * 13 thresholds on random batches, the target that run's
+ * train/alpha_paper.mean_evals; matched_paper.*). */
+
+/* The TSA partner of exit run e at λ* (above): *t, or NULL with the reason printed. */
+static const paper_run *pp_tsa_partner(const paper_run *runs, int n, const paper_run *e, const claims_file *cf,
+                                       int *hard, double *lstar, double *target) {
+    *target = claims_operating_alpha(cf, e->t.data);
+    if (isnan(*target)) {
+        fprintf(stderr, "[paper post] %s: the claims file has no TSA operating point (lambda=@alpha) for data %s; "
+                "skipped\n", e->t.run_id, e->t.data);
+        return NULL;
+    }
+    *hard = 0;
+    if (!paper_lambda_star(runs, n, e->t.data, e->t.scale, *target, hard, lstar)) {
+        fprintf(stderr, "[paper post] %s: no TSA run of %s at scale %s to match; skipped\n", e->t.run_id,
+                e->t.data, e->t.scale);
+        return NULL;
+    }
+    for (int j = 0; j < n; j++)
+        if (!strcmp(runs[j].depth, "tsa") && e->depth_key && runs[j].depth_key == e->depth_key &&
+            fabs(runs[j].t.lambda - *lstar) < 1e-9 && !isnan(*hard ? runs[j].hard_alpha : runs[j].alpha))
+            return &runs[j];
+    fprintf(stderr, "[paper post] %s: no TSA partner at λ* = %g with seed %s; skipped\n", e->t.run_id, *lstar,
+            e->t.seed);
+    return NULL;
+}
+
+/* 1 when run is early exit in the TSA paper's form (model.exit_form = paper; absent: gatelab's). */
+static int pp_exit_paper(gl_db *db, const char *run) {
+    char v[32], err[256];
+    return db_param_get(db, run, "model.exit_form", v, sizeof v, err, sizeof err) == 1 && !strcmp(v, "paper");
+}
+
 static int pp_match(const paper_run *runs, int n, gl_db *db, const char *results, const claims_file *cf) {
     int bad = 0;
     for (int i = 0; i < n; i++) {
         const paper_run *e = &runs[i];
-        if (strcmp(e->depth, "early_exit") || pp_has(db, e->t.run_id, "val", "matched.loss", NULL)) continue;
-        const double target = claims_operating_alpha(cf, e->t.data);
-        if (isnan(target)) {
-            fprintf(stderr, "[paper post] %s: the claims file has no TSA operating point (lambda=@alpha) for data %s; "
-                    "skipped\n", e->t.run_id, e->t.data);
-            continue;
+        if (strcmp(e->depth, "early_exit")) continue;
+        const int want = !pp_has(db, e->t.run_id, "val", "matched.loss", NULL);
+        const int want_paper = pp_exit_paper(db, e->t.run_id) && !pp_has(db, e->t.run_id, "val", "matched_paper.loss", NULL);
+        if (!want && !want_paper) continue;
+        int hard;
+        double lstar, target;
+        const paper_run *t = pp_tsa_partner(runs, n, e, cf, &hard, &lstar, &target);
+        if (!t) continue;
+        if (want) {
+            fprintf(stderr, "[paper post] %s: early exit matched to the %s α %.6f of %s (λ* = %g, the paper's α %.3f)\n",
+                    e->t.run_id, hard ? "hard" : "soft", hard ? t->hard_alpha : t->alpha, t->t.run_id, lstar, target);
+            /* --match-run: the target is the TSA run's recorded headline α (hard when recorded) on the same split */
+            bad += pp_eval(e->t.run_id, t->t.run_id, PP_HEADLINE, results);
         }
-        double lstar;
-        int hard = 0;
-        if (!paper_lambda_star(runs, n, e->t.data, e->t.scale, target, &hard, &lstar)) {
-            fprintf(stderr, "[paper post] %s: no TSA run of %s at scale %s to match; skipped\n", e->t.run_id,
-                    e->t.data, e->t.scale);
-            continue;
+        if (want_paper) {
+            fprintf(stderr, "[paper post] %s: the paper's τ protocol matched to the paper's α of %s "
+                    "(train/alpha_paper.mean_evals; λ* = %g)\n", e->t.run_id, t->t.run_id, lstar);
+            bad += pp_eval(e->t.run_id, t->t.run_id, PP_TAU_PAPER, results);
         }
-        const paper_run *t = NULL;
-        for (int j = 0; j < n && !t; j++)
-            if (!strcmp(runs[j].depth, "tsa") && e->depth_key && runs[j].depth_key == e->depth_key &&
-                fabs(runs[j].t.lambda - lstar) < 1e-9 && !isnan(hard ? runs[j].hard_alpha : runs[j].alpha))
-                t = &runs[j];
-        if (!t) {
-            fprintf(stderr, "[paper post] %s: no TSA partner at λ* = %g with seed %s; skipped\n", e->t.run_id, lstar,
-                    e->t.seed);
-            continue;
-        }
-        fprintf(stderr, "[paper post] %s: early exit matched to the %s α %.6f of %s (λ* = %g, the paper's α %.3f)\n",
-                e->t.run_id, hard ? "hard" : "soft", hard ? t->hard_alpha : t->alpha, t->t.run_id, lstar, target);
-        /* --match-run: the target is the TSA run's recorded headline α (hard when recorded) on the same split */
-        bad += pp_eval(e->t.run_id, t->t.run_id, results);
     }
     return bad;
 }
@@ -298,7 +362,8 @@ const args_spec paper_spec = {
     "paper", "post | report PRESET [options]",
     "The stages of `make paper PRESET=smoke|local|full` after training (scripts/paper.sh):\n"
     "  post    measure what the claims need, for every finished run that lacks it (headline soft and hard,\n"
-    "          ablations, trace analysis, early exit matched to TSA's α, random routing, the τ frontiers,\n"
+    "          TSA's hard in the paper's sparse form too, ablations, trace analysis, early exit matched to\n"
+    "          TSA's α (also by the paper's τ protocol for a paper-form exit), random routing, the τ frontiers,\n"
     "          post-hoc exit, difficulty-proportional routing), recorded in the registry\n"
     "  report  REPORT.md from the registry and the traces alone",
     paper_opts};

@@ -1,10 +1,11 @@
 /*
  * eval_run.c — `gatelab eval`'s measurement as a library call (eval_run.h):
- * open the run, check the options, evaluate soft / sparse / hard / early
- * exit, and record the headline.  The loops are run/evaluate.c's, the rows
+ * open the run, check the options, evaluate soft / sparse (gatelab's or the
+ * TSA paper's form) / hard / early exit, and record the headline.  The loops are run/evaluate.c's, the rows
  * run/headline.c's; the JSON line and the messages about it are the command
  * line's (harness/cli/cmd_eval.c).  Not here: resolving a RUN argument.
  */
+#include <assert.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -136,21 +137,19 @@ static int evalrun_check(const gl_run *run, const evalrun_opts *o, double *match
                          gl_prov *partner_prov, char *err, size_t errlen) {
     const gl_model_config *mc = &run->model.cfg;
     *match = o->match_alpha;
+    if (o->sparse && o->sparse_form == SPARSE_PAPER && mc->depth_routing != DR_TSA) {
+        snprintf(err, errlen, "--sparse=paper is the TSA paper's skipping, for a TSA model only; run %s has "
+                              "depth_routing = %s: nothing to record as hard_paper.* (%s)", o->run.id,
+                 config_depth_routing_name(mc->depth_routing),
+                 config_routing_sparse(mc) ? "use --sparse" : "drop --sparse");
+        return -1;
+    }
     if (o->sparse && !config_routing_sparse(mc)) {
         snprintf(err, errlen, "--sparse needs a TSA model (or mod, random); run %s has depth_routing = %s",
                  o->run.id, config_depth_routing_name(mc->depth_routing));
         return -1;
     }
-    if (o->sparse && o->sparse_form == SPARSE_PAPER && mc->depth_routing != DR_TSA) {
-        snprintf(err, errlen, "--sparse=paper is the TSA paper's skipping; run %s has depth_routing = %s (use --sparse)",
-                 o->run.id, config_depth_routing_name(mc->depth_routing));
-        return -1;
-    }
-    if (o->sparse && o->sparse_form == SPARSE_PAPER && o->record) {
-        snprintf(err, errlen, "--sparse=paper is printed, not recorded: the registry's hard.* rows of run %s are "
-                              "gatelab's skipping (drop --record, or use --sparse)", o->run.id);
-        return -1;
-    }
+    assert(!o->record_sparse_only || (o->record && o->sparse && o->sparse_form == SPARSE_PAPER));
     if (o->partner_arg && (o->match_alpha >= 0 || o->text || o->windows > 0)) {
         snprintf(err, errlen, "--match-run takes α from the run %s on the whole split: drop --match-alpha, "
                               "--text and --windows", o->partner_arg);
@@ -223,16 +222,20 @@ static int evalrun_passes(gl_run *run, const evalrun_opts *o, const int *ids, si
     if (evalrun_once(run, ids, n_ids, ds, o, &r->soft, err, errlen)) return -1;
     r->counts = config_routing_counts(mc);
     if (r->counts) r->equal_tlops_layers = config_equal_tlops_layers(mc->n_layer, r->soft.active_frac);
-    const int want_hard = o->record && eval_has_hard(m);
+    const int paper_form = o->sparse && o->sparse_form == SPARSE_PAPER;
+    /* the headline's hard.* is gatelab's form: measured beside the paper's, never replaced by it */
+    const int want_hard = o->record && !o->record_sparse_only && eval_has_hard(m);
     if (o->sparse) {
         m->sparse = 1;
-        m->sparse_form = o->sparse_form == SPARSE_PAPER ? SPARSE_PAPER : SPARSE_GATELAB;
-        const int rc = evalrun_once(run, ids, n_ids, ds, o, &r->hard, err, errlen);
+        m->sparse_form = paper_form ? SPARSE_PAPER : SPARSE_GATELAB;
+        const int rc = evalrun_once(run, ids, n_ids, ds, o, paper_form ? &r->paper_sparse : &r->hard, err, errlen);
         m->sparse = 0;
         m->sparse_form = SPARSE_GATELAB;
         if (rc) return -1;
         r->have_sparse = 1;
-    } else if (want_hard) {
+        r->have_paper_sparse = paper_form;
+    }
+    if (want_hard && !(o->sparse && !paper_form)) {
         /* the headline's hard.* rows: the whole split with the skipping done (evaluate.h eval_split_hard) */
         if (eval_split_hard(m, ds, o->split, 0, &r->hard, err, errlen)) return -1;
     }
@@ -289,12 +292,43 @@ cleanup:
     return rc;
 }
 
+/* The paper's sparse form as hard_paper.*, on the windows and tokens of the headline: the soft pass of
+ * this evaluation, and under record_sparse_only (the headline not written again) the recorded hard.*
+ * too.  Returns 0, or -1 with a message. */
+static int evalrun_record_paper(gl_db *db, const evalrun_opts *o, const evalrun_result *r, char *err,
+                                size_t errlen) {
+    const gl_eval_result *p = &r->paper_sparse;
+    if (p->windows != r->soft.windows || p->tokens != r->soft.tokens) {
+        snprintf(err, errlen, "run %s: the paper-form sparse evaluation read %ld windows (%.0f tokens), the soft one "
+                              "%ld (%.0f): not one token set", o->run.id, p->windows, p->tokens, r->soft.windows,
+                 r->soft.tokens);
+        return -1;
+    }
+    if (o->record_sparse_only) {
+        gl_metric_val h;
+        const int k = db_metric_at(db, o->run.id, o->split_name, "hard.loss", NULL, NULL, &h, err, errlen);
+        if (k < 0) return -1;
+        if (k == 0 || h.step != r->step || h.prov.first != 0 || h.prov.count != p->windows ||
+            h.prov.tokens != p->tokens) {
+            char pa[64];
+            snprintf(err, errlen, "run %s: its recorded hard.* (%s, step %ld) is not on the checkpoint and windows the "
+                                  "paper-form pass read (%s[0,%ld) %.0f tok, step %ld): record both with `gatelab eval "
+                                  "%s --sparse=paper --record`", o->run.id, k ? db_prov_str(&h.prov, pa, sizeof pa) : "none",
+                     k ? h.step : -1L, o->split_name, p->windows, p->tokens, r->step, o->run.id);
+            return -1;
+        }
+    }
+    return headline_record_hard_paper(db, o->run.id, r->step, o->split_name, p, r->is_text, r->n_layer, err,
+                                      errlen);
+}
+
 int evalrun_record(const evalrun_opts *o, const evalrun_result *r, char *err, size_t errlen) {
     gl_db *db = NULL;
     int rc = db_open(&db, o->run.db, err, errlen);
-    if (!rc)
+    if (!rc && !o->record_sparse_only)
         rc = headline_record(db, o->run.id, r->step, o->split_name, &r->soft, r->have_hard ? &r->hard : NULL,
                              r->is_text, r->routed, r->n_layer, err, errlen);
+    if (!rc && r->have_paper_sparse) rc = evalrun_record_paper(db, o, r, err, errlen);
     if (!rc && r->alpha_target >= 0 && r->have_exit == 3)
         rc = headline_record_matched_paper(db, o->run.id, r->step, o->split_name, r->tau, r->alpha_target, &r->exit,
                                            r->n_layer, err, errlen);

@@ -43,8 +43,12 @@ typedef struct {
     long windows;           /* the first N windows; 0: all (a record needs 0) */
     int batch;              /* sequences per forward pass (the command's default: 16) */
     int sparse;             /* TSA, mod, random: also evaluate with real skipping (the hard.* of a record) */
-    int sparse_form;        /* with sparse: 0 gatelab's skipping, 1 the TSA paper's (SPARSE_PAPER, model.h; TSA only,
-                               never recorded: the registry's hard.* rows are gatelab's form) */
+    int sparse_form;        /* with sparse: 0 gatelab's skipping, 1 the TSA paper's (SPARSE_PAPER, model.h; TSA only;
+                               a record writes it as hard_paper.*, beside gatelab's hard.* measured too: the
+                               registry's hard.* rows are always gatelab's form) */
+    int record_sparse_only; /* with record and sparse_form 1: write only hard_paper.*, not the headline (final.*,
+                               hard.*), which must be recorded already on the same windows and tokens: `paper post`
+                               adding the paper's sparse form to a run measured before it existed */
     double tau;             /* >= 0: early exit at this threshold; < 0: none */
     double match_alpha;     /* >= 0: early exit at the τ whose α is within 0.005 of it; < 0: none */
     /* --match-run: the TSA run whose recorded headline α is the target (id and db read; dir names it in
@@ -75,8 +79,10 @@ typedef struct {
     int equal_tlops_layers; /* the dense n_layer of equal compute at soft's α (docs/model.md) */
     gl_eval_result soft;   /* the model as trained, on the split or text */
     gl_eval_result hard;   /* with the skipping done: --sparse, or the record's eval_split_hard */
-    int have_sparse;       /* hard is the --sparse pass */
-    int have_hard;         /* hard is the headline's hard.* (a record of a model with hard routing) */
+    int have_sparse;       /* a --sparse pass was made: hard (gatelab's form) or paper_sparse (the paper's) */
+    gl_eval_result paper_sparse; /* --sparse=paper: the TSA paper's sparse form (hard_paper.* of a record) */
+    int have_paper_sparse; /* paper_sparse is measured */
+    int have_hard;         /* hard is the headline's hard.* (a record of a model with hard routing; gatelab's form) */
     gl_eval_result exit;   /* early exit at tau (have_exit) */
     int have_exit;         /* 1: --tau, 2: τ matched to alpha_target (3: by the paper's protocol) */
     gl_eval_result grid[EVAL_PAPER_N_TAUS]; /* the paper's protocol: every threshold's evaluation */
@@ -95,7 +101,9 @@ int evalrun_measure(const evalrun_opts *o, evalrun_result *r, char *err, size_t 
 /* Write r (a whole-split evaluation: o->text NULL, o->windows 0, no --tau)
  * to o->run.db as o->run.id's headline (run/headline.h: final.*, hard.* when
  * r->have_hard) and, when an α was matched, its matched.* rows (matched_paper.*
- * under the paper's τ protocol).  Returns 0, or -1 with a message. */
+ * under the paper's τ protocol); with r->have_paper_sparse also hard_paper.*
+ * (only those under o->record_sparse_only, after checking that the recorded
+ * hard.* read the same windows and tokens).  Returns 0, or -1 with a message. */
 int evalrun_record(const evalrun_opts *o, const evalrun_result *r, char *err, size_t errlen);
 
 #endif

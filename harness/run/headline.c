@@ -1,7 +1,7 @@
 /*
  * headline.c — record whole-split evaluations as a run's headline metrics
  * (headline.h lists the rows).  The evaluation itself is evaluate.c's; this
- * file only names the numbers (store/metric.h, final.*, hard.* and matched.*), stamps
+ * file only names the numbers (store/metric.h, final.*, hard.*, hard_paper.* and matched.*), stamps
  * each with what it was measured on (split, windows, tokens: gl_prov; the
  * checkpoint step is the row's step) and writes them in one registry
  * transaction.
@@ -73,6 +73,20 @@ static void hl_quality(hl_rows *h, const gl_eval_result *r, int is_text, int rou
     }
 }
 
+/* The rows of an evaluation with the skipping done, under kind (hard, hard_paper): the quality rows, α
+ * (early exit also α in the paper's convention), the pairs really computed, the tokens and windows. */
+static int hl_hard(gl_db *db, const char *run_id, const char *kind, long step, const char *split_name,
+                   const gl_eval_result *hard, int is_text, int n_layer, char *err, size_t errlen) {
+    static hl_rows h;
+    hl_init(&h, kind, step, split_name, hard);
+    hl_quality(&h, hard, is_text, 1, n_layer);
+    if (!isnan(hard->active_frac_paper)) hl_add(&h, "active_frac_paper", hard->active_frac_paper, 0);
+    hl_add(&h, "run_frac", hard->run_frac, 0);
+    hl_add(&h, "tokens", hard->tokens, 0);
+    hl_add(&h, "windows", (double)hard->windows, 0);
+    return hl_write(db, run_id, &h, err, errlen);
+}
+
 int headline_record(gl_db *db, const char *run_id, long step, const char *split_name, const gl_eval_result *r,
                     const gl_eval_result *hard, int is_text, int routed, int n_layer, char *err, size_t errlen) {
     static hl_rows h;
@@ -88,13 +102,12 @@ int headline_record(gl_db *db, const char *run_id, long step, const char *split_
                               "not one token set", run_id, hard->windows, hard->tokens, r->windows, r->tokens);
         return -1;
     }
-    hl_init(&h, METRIC_HARD, step, split_name, hard);
-    hl_quality(&h, hard, is_text, 1, n_layer);
-    if (!isnan(hard->active_frac_paper)) hl_add(&h, "active_frac_paper", hard->active_frac_paper, 0);
-    hl_add(&h, "run_frac", hard->run_frac, 0);
-    hl_add(&h, "tokens", hard->tokens, 0);
-    hl_add(&h, "windows", (double)hard->windows, 0);
-    return hl_write(db, run_id, &h, err, errlen);
+    return hl_hard(db, run_id, METRIC_HARD, step, split_name, hard, is_text, n_layer, err, errlen);
+}
+
+int headline_record_hard_paper(gl_db *db, const char *run_id, long step, const char *split_name,
+                               const gl_eval_result *hard_paper, int is_text, int n_layer, char *err, size_t errlen) {
+    return hl_hard(db, run_id, METRIC_HARD_PAPER, step, split_name, hard_paper, is_text, n_layer, err, errlen);
 }
 
 int headline_measure(gl_model *m, const gl_dataset *ds, gl_split split, gl_eval_result *r, gl_eval_result *hard,

@@ -16,6 +16,11 @@
  *   skipping done (evaluate.h eval_split_hard: TSA p > 0.5 skips, early exit
  *   at τ 0.5); run_frac is the share of (token, block >= 1) pairs whose
  *   block was really computed, which equals hard.active_frac;
+ *   hard_paper.{the same quantities as hard.*} — TSA, the same split and
+ *   windows skipped in the TSA paper's sparse form (model.h SPARSE_PAPER:
+ *   p >= 0.5 halts, attention for every token, the FFN on the kept tokens,
+ *   a kept token's update unscaled; `eval --sparse=paper --record`, `paper
+ *   post`); hard.* stays gatelab's form;
  *   matched.{tau,alpha_target,active_frac,tlops_saved,loss,loss_se,tokens,
  *   partner_loss} — early exit at the τ whose α matches alpha_target (the α
  *   of the TSA run it is compared with, whose loss is partner_loss) on the
@@ -47,6 +52,13 @@
  * hard.*; it must have read the same windows and tokens as r. */
 int headline_record(gl_db *db, const char *run_id, long step, const char *split_name, const gl_eval_result *r,
                     const gl_eval_result *hard, int is_text, int routed, int n_layer, char *err, size_t errlen);
+
+/* Record hard_paper (the whole split called split_name evaluated with the
+ * skipping done in the TSA paper's sparse form) as run_id's hard_paper.*
+ * rows at step: the quantities of hard.*.  The caller checks that it read
+ * the windows and tokens of the headline.  Returns 0, or -1 with a message. */
+int headline_record_hard_paper(gl_db *db, const char *run_id, long step, const char *split_name,
+                               const gl_eval_result *hard_paper, int is_text, int n_layer, char *err, size_t errlen);
 
 /* Evaluate the whole split of m soft (r) and, for a routed model, hard
  * (*hard, *have_hard = 1; else 0) — what headline_record takes.  Returns 0,

@@ -206,8 +206,8 @@ int metric_label_gate_parse(const char *label, int *layer, int *head) {
 
 int metric_headline(metric_key *k, const char *kind, const char *quantity) {
     if (!kind ||
-        (strcmp(kind, METRIC_FINAL) && strcmp(kind, METRIC_HARD) && strcmp(kind, METRIC_MATCHED) &&
-         strcmp(kind, METRIC_MATCHED_PAPER)) ||
+        (strcmp(kind, METRIC_FINAL) && strcmp(kind, METRIC_HARD) && strcmp(kind, METRIC_HARD_PAPER) &&
+         strcmp(kind, METRIC_MATCHED) && strcmp(kind, METRIC_MATCHED_PAPER)) ||
         metric_pair(k, kind, quantity))
         return metric_refuse(k);
     snprintf(k->params, sizeof k->params, "{}");

@@ -20,7 +20,7 @@
  *   paired analysis (split "analysis"):  <family>.<quantity>  {"partner":"<run>","seed":N}
  *       difficulty.rho {"partner":"dense-run","seed":22}
  *   headline (split = the evaluated data split, "val" or "test"):  final.<quantity>,
- *       hard.<quantity>, matched.<quantity>, matched_paper.<quantity>, params {}
+ *       hard.<quantity>, hard_paper.<quantity>, matched.<quantity>, matched_paper.<quantity>, params {}
  *
  * Keys always come in the order layer, head, gates, tau, category, partner,
  * seed, so equal parameters are equal text and SQL matches them with "=".
@@ -106,12 +106,15 @@ int metric_ablation_sibling(metric_key *k, const metric_ablation_key *a, const c
  *      and matched.<quantity> (early exit at the τ matched to a TSA run's α) ---- */
 
 #define METRIC_FINAL "final"
-#define METRIC_HARD "hard"   /* the same split with the skipping done (routed models) */
+#define METRIC_HARD "hard"   /* the same split with the skipping done (routed models; TSA: gatelab's sparse form) */
+#define METRIC_HARD_PAPER "hard_paper" /* TSA: the same split and windows as hard.*, skipped in the TSA paper's
+                                          sparse form (SPARSE_PAPER, model/model.h) */
 #define METRIC_MATCHED "matched"
 #define METRIC_MATCHED_PAPER "matched_paper" /* early exit at τ chosen by the TSA paper's protocol (13 values, 30
                                                  random batches; run/evaluate.h eval_match_paper) */
 
-/* kind is METRIC_FINAL, METRIC_HARD, METRIC_MATCHED or METRIC_MATCHED_PAPER; quantity a token. */
+/* kind is METRIC_FINAL, METRIC_HARD, METRIC_HARD_PAPER, METRIC_MATCHED or METRIC_MATCHED_PAPER; quantity a
+ * token. */
 int metric_headline(metric_key *k, const char *kind, const char *quantity);
 
 /* 1 when k is kind.<quantity> without parameters (quantity copied to out, qn bytes). */

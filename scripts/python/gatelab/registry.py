@@ -131,7 +131,8 @@ def resolve(arg, db=None, results=None):
 
 def runs(db=None, results=None, experiment=None, tags=None, status=None, deleted=False):
     """One row per run: run_id, experiment, status, variant columns and every parameter as a
-    typed column (`model.d_model`, …), the headline metrics (`val.final.loss`, `val.hard.loss`, …)
+    typed column (`model.d_model`, …), the headline metrics (`val.final.loss`, `val.hard.loss`,
+    `val.hard_paper.loss` (TSA, the paper's sparse form; never the headline), …)
     and their provenance (`val.final.loss.measured_on`), the headline by gatelab's one rule
     (`val.headline.loss`, `val.headline.kind`, `val.soft.loss`: a TSA or early-exit run with the
     skipping done, see _headline), and tags as `tag.<key>`.
@@ -168,7 +169,8 @@ def runs(db=None, results=None, experiment=None, tags=None, status=None, deleted
                 by_id[r[0]]["tag." + r[1]] = r[2]
         for r in con.execute(
                 "select run_id, split, name, value, data_split, win_first, win_count, tokens from metrics "
-                "where (name like 'final.%' or name like 'hard.%' or name like 'matched.%' or name like 'matched_paper.%') "
+                "where (name like 'final.%' or name like 'hard.%' or name like 'hard_paper.%' or name like 'matched.%' "
+                "or name like 'matched_paper.%') "
                 "and params = '{}' "
                 "order by run_id, split, name, win_count"):
             if r[0] not in by_id:
