@@ -190,8 +190,6 @@ double st_quantile(double *x, int n, double q) {
     return k + 1 < n ? x[k] + (h - k) * (x[k + 1] - x[k]) : x[n - 1];
 }
 
-static uint64_t st_splitmix(uint64_t *s) { return rng_mix64(*s += 0x9E3779B97F4A7C15ull); }
-
 int st_bootstrap_mean(const double *x, int n, int B, uint64_t seed, double level, double *lo, double *hi) {
     *lo = *hi = NAN;
     if (n < 2 || B < 2) return -1;
@@ -200,7 +198,7 @@ int st_bootstrap_mean(const double *x, int n, int B, uint64_t seed, double level
     uint64_t s = seed;
     for (int b = 0; b < B; b++) {
         double sum = 0;
-        for (int i = 0; i < n; i++) sum += x[st_splitmix(&s) % (uint64_t)n];
+        for (int i = 0; i < n; i++) sum += x[rng_splitmix(&s) % (uint64_t)n];
         m[b] = sum / n;
     }
     *lo = st_quantile(m, B, 0.5 - 0.5 * level);

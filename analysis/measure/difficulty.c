@@ -85,7 +85,7 @@ double diff_spearman(const double *x, const double *y, const double *w, const lo
 
 long diff_draw(uint64_t seed, long b, long j, long W) {
     /* splitmix64 of a counter, as ablate_resample_source */
-    uint64_t z = rng_mix64(seed + 0x9e3779b97f4a7c15ULL * ((uint64_t)b * (uint64_t)W + (uint64_t)j + 1));
+    uint64_t z = rng_splitmix_at(seed, (uint64_t)b * (uint64_t)W + (uint64_t)j + 1);
     return (long)(z % (uint64_t)W);
 }
 
