@@ -182,9 +182,18 @@ double st_gini(double *x, int n) {
     return s > 0 ? w / (n * s) : NAN;
 }
 
+void st_sort(double *x, int n) {
+    if (n > 1) qsort(x, (size_t)n, sizeof *x, st_cmp);
+}
+
 double st_quantile(double *x, int n, double q) {
     if (n < 1 || isnan(q)) return NAN;
-    qsort(x, (size_t)n, sizeof *x, st_cmp);
+    st_sort(x, n);
+    return st_quantile_sorted(x, n, q);
+}
+
+double st_quantile_sorted(const double *x, int n, double q) {
+    if (n < 1 || isnan(q)) return NAN;
     double h = (n - 1) * (q < 0 ? 0 : q > 1 ? 1 : q);
     int k = (int)floor(h);
     return k + 1 < n ? x[k] + (h - k) * (x[k + 1] - x[k]) : x[n - 1];
@@ -202,7 +211,7 @@ int st_bootstrap_mean(const double *x, int n, int B, uint64_t seed, double level
         m[b] = sum / n;
     }
     *lo = st_quantile(m, B, 0.5 - 0.5 * level);
-    *hi = st_quantile(m, B, 0.5 + 0.5 * level); /* m stays sorted: the second call re-sorts a sorted array */
+    *hi = st_quantile_sorted(m, B, 0.5 + 0.5 * level); /* the first call sorted m */
     free(m);
     return 0;
 }

@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/core/stats.h"
 #include "model/rng.h"
 #include "store/metric.h"
 
@@ -89,18 +90,6 @@ long diff_draw(uint64_t seed, long b, long j, long W) {
     return (long)(z % (uint64_t)W);
 }
 
-double diff_quantile(const double *s, long n, double q) {
-    const double h = (double)(n - 1) * q;
-    const long lo = (long)floor(h);
-    if (lo >= n - 1) return s[n - 1];
-    return s[lo] + (h - (double)lo) * (s[lo + 1] - s[lo]);
-}
-
-static int diff_cmp_double(const void *a, const void *b) {
-    const double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 int diff_bootstrap(const double *x, const double *y, const long *win, long n, long W, int B, uint64_t seed,
                    diff_result *r, char *err, size_t errlen) {
     r->rho = r->rho_lo = r->rho_hi = NAN;
@@ -129,9 +118,9 @@ int diff_bootstrap(const double *x, const double *y, const long *win, long n, lo
     }
     r->resamples_used = used;
     if (used * 2 >= B) { /* an interval only when most resamples define ρ */
-        qsort(rho, (size_t)used, sizeof *rho, diff_cmp_double);
-        r->rho_lo = diff_quantile(rho, used, 0.025);
-        r->rho_hi = diff_quantile(rho, used, 0.975);
+        st_sort(rho, used);
+        r->rho_lo = st_quantile_sorted(rho, used, 0.025);
+        r->rho_hi = st_quantile_sorted(rho, used, 0.975);
     }
     rc = 0;
 cleanup:

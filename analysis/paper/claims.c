@@ -500,7 +500,7 @@ static double cl_p_claimed(const claims_row *row, const claims_elem *e) {
     if (e->interval != 0 || e->s.n < 2 || !(e->s.sd > 0)) return NAN;
     const int above = !strcmp(row->expect, "above");
     if (!above && strcmp(row->expect, "below")) return NAN;
-    const double t = (e->s.mean - row->threshold) / (e->s.sd / sqrt(e->s.n)), F = st_t_cdf(t, e->s.n - 1);
+    const double t = (e->s.mean - row->threshold) / e->s.se, F = st_t_cdf(t, e->s.n - 1); /* se = sd / √n */
     return above ? 1 - F : F;
 }
 
@@ -870,9 +870,8 @@ static void cl_across(const claims_row *row, claims_result *res, int ok) {
     snprintf(e->label, sizeof e->label, "%.28s − %.28s", lab_hi, lab_lo);
     e->s = st_welch(res->e[hi].s, res->e[lo].s, 0.95, &df);
     e->interval = isnan(e->s.lo) ? 3 : 0;
-    /* the Welch MDE: as st_mde with the pooled standard error in place of sd/√n */
-    double se = sqrt(res->e[hi].s.sd * res->e[hi].s.sd / res->e[hi].s.n + res->e[lo].s.sd * res->e[lo].s.sd /
-                     res->e[lo].s.n);
+    /* the Welch MDE: as st_mde with Welch's standard error √(sa²/na + sb²/nb) in place of sd/√n */
+    const double se = e->s.se;
     e->mde = isnan(df) || isnan(se) ? NAN : (st_t_quantile(0.975, df) + st_t_quantile(0.80, df)) * se;
     e->underpowered = cl_underpowered(row, e->mde);
     e->v = cl_judge(row, e->s.lo, e->s.hi, e->interval != 3);
