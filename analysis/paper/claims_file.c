@@ -2,10 +2,15 @@
  * claims_file.c — reading a claims file (claims.h; format in docs/report.md):
  * sections, keys, each row's checks, and the verdict names.
  *
+ * The lines are read by inih (store/initext.h: line numbers, section lines as they come, no inline
+ * comments); the rules on top of it are here: a key twice in one section, a row id twice, a key before
+ * any section, each key's value.
+ *
  * Not here: judging a row against a run set (claims.c).
  */
 #include "analysis/paper/claims.h"
 #include "store/fileio.h"
+#include "store/initext.h"
 
 #include <errno.h>
 #include <math.h>
@@ -398,86 +403,71 @@ static int cl_set_text(claims_file *cf, cl_section in, const char *key, const ch
     return 0;
 }
 
-int claims_parse(const char *text, const char *name, claims_file *cf, char *err, size_t errlen) {
-    memset(cf, 0, sizeof *cf);
-    int cap = 0, line_no = 0, rc = -1;
-    cl_section in = SEC_NONE;
-    char msg[400] = "";
+/* The state of one claims_parse: the file being filled, the section being read and its keys. */
+typedef struct {
+    claims_file *cf;
+    int cap;         /* the rows' allocation */
+    cl_section in;   /* what the section being read is */
+    char msg[400];   /* why the parse stopped */
     /* the keys of the section being read, with their lines: a key given twice is refused, never the last
      * value taken silently (every key of a row is shorter than 16 bytes; there are fewer than 48) */
     char seen[48][16];
-    int seen_line[48], n_seen = 0;
-    for (const char *p = text; *p;) {
-        const char *e = strchr(p, '\n');
-        size_t len = e ? (size_t)(e - p) : strlen(p);
-        line_no++;
-        char line[4096];
-        if (len >= sizeof line) {
-            snprintf(msg, sizeof msg, "line longer than %zu bytes", sizeof line - 1);
-            goto bad;
-        }
-        memcpy(line, p, len);
-        line[len] = 0;
-        p += len + (e ? 1 : 0);
-        char *s = claims_trim(line);
-        if (!*s || *s == '#' || *s == ';') continue;
-        if (*s == '[') {
-            n_seen = 0;
-            char *r = strchr(s, ']');
-            if (!r || r[1]) {
-                snprintf(msg, sizeof msg, "a section line is [name] with nothing after it");
-                goto bad;
-            }
-            *r = 0;
-            if (cl_open_section(cf, claims_trim(s + 1), &cap, &in, msg, sizeof msg)) goto bad;
-            continue;
-        }
-        char *eq = strchr(s, '=');
-        if (!eq) {
-            snprintf(msg, sizeof msg, "expected key = value or [section]");
-            goto bad;
-        }
-        *eq = 0;
-        char *key = claims_trim(s), *val = claims_trim(eq + 1);
-        if (in == SEC_NONE) {
-            snprintf(msg, sizeof msg, "key '%s' before any [section]", key);
-            goto bad;
-        }
-        for (int k = 0; k < n_seen; k++)
-            if (!strcmp(seen[k], key)) {
-                snprintf(msg, sizeof msg, "key '%s' given twice in this section (first on line %d): keep one",
-                         key, seen_line[k]);
-                goto bad;
-            }
-        if (strlen(key) < sizeof seen[0] && n_seen < 48) { /* a longer or 49th key is unknown: refused below */
-            snprintf(seen[n_seen], sizeof seen[0], "%s", key);
-            seen_line[n_seen++] = line_no;
-        }
-        if (in != SEC_ROW) {
-            if (cl_set_text(cf, in, key, val, msg, sizeof msg)) goto bad;
-            continue;
-        }
-        if (cl_set(&cf->rows[cf->n - 1], key, val, msg, sizeof msg)) goto bad;
+    int seen_line[48], n_seen;
+} cl_parse;
+
+static int cl_on_section(void *user, const char *sec, int line) {
+    (void)line;
+    cl_parse *ps = user;
+    ps->n_seen = 0;
+    return cl_open_section(ps->cf, sec, &ps->cap, &ps->in, ps->msg, sizeof ps->msg);
+}
+
+static int cl_on_key(void *user, const char *section, const char *key, const char *val, int line) {
+    (void)section; /* cl_on_section opened it */
+    cl_parse *ps = user;
+    if (ps->in == SEC_NONE) return snprintf(ps->msg, sizeof ps->msg, "key '%s' before any [section]", key), -1;
+    for (int k = 0; k < ps->n_seen; k++)
+        if (!strcmp(ps->seen[k], key))
+            return snprintf(ps->msg, sizeof ps->msg, "key '%s' given twice in this section (first on line %d): keep one",
+                            key, ps->seen_line[k]), -1;
+    if (strlen(key) < sizeof ps->seen[0] && ps->n_seen < 48) { /* a longer or 49th key is unknown: refused below */
+        snprintf(ps->seen[ps->n_seen], sizeof ps->seen[0], "%s", key);
+        ps->seen_line[ps->n_seen++] = line;
     }
-    if (cf->n && cl_check(&cf->rows[cf->n - 1], msg, sizeof msg)) {
+    if (ps->in != SEC_ROW) return cl_set_text(ps->cf, ps->in, key, val, ps->msg, sizeof ps->msg);
+    return cl_set(&ps->cf->rows[ps->cf->n - 1], key, val, ps->msg, sizeof ps->msg);
+}
+
+/* The checks of the whole file once every line is read: the last row, at least one row, the questions and
+ * the summary.  Returns 0, or -1 with msg. */
+static int cl_check_file(const claims_file *cf, char *msg, size_t ml) {
+    if (cf->n && cl_check(&cf->rows[cf->n - 1], msg, ml)) return -1;
+    if (!cf->n) return snprintf(msg, ml, "no rows"), -1;
+    return cl_check_questions(cf, msg, ml) || cl_check_summary(cf, msg, ml) ? -1 : 0;
+}
+
+int claims_parse(const char *text, const char *name, claims_file *cf, char *err, size_t errlen) {
+    memset(cf, 0, sizeof *cf);
+    enum { LINE_MAX_BYTES = 4095 };
+    cl_parse ps = {.cf = cf, .in = SEC_NONE};
+    /* ';' inside a value is text ("given = RUNS ; VERSUS"), never a comment */
+    const initext_spec spec = {cl_on_key, cl_on_section, &ps, LINE_MAX_BYTES, 0};
+    int line_no = 0;
+    switch (initext_parse(text, &spec, &line_no)) {
+    case INITEXT_OK:
         line_no = -1;
-        goto bad;
+        if (!cl_check_file(cf, ps.msg, sizeof ps.msg)) return 0;
+        break;
+    case INITEXT_SYNTAX: snprintf(ps.msg, sizeof ps.msg, "expected key = value or [section]"); break;
+    case INITEXT_SECTION: snprintf(ps.msg, sizeof ps.msg, "a section line is [name] with nothing after it"); break;
+    case INITEXT_LONG: snprintf(ps.msg, sizeof ps.msg, "line longer than %d bytes", LINE_MAX_BYTES); break;
+    case INITEXT_NOMEM: snprintf(ps.msg, sizeof ps.msg, "out of memory"); break;
+    case INITEXT_STOPPED: break; /* the callback's own message */
     }
-    if (!cf->n) {
-        snprintf(msg, sizeof msg, "no rows");
-        line_no = -1;
-        goto bad;
-    }
-    if (cl_check_questions(cf, msg, sizeof msg) || cl_check_summary(cf, msg, sizeof msg)) {
-        line_no = -1;
-        goto bad;
-    }
-    return 0;
-bad:
-    if (line_no > 0) snprintf(err, errlen, "%s:%d: %s", name, line_no, msg);
-    else snprintf(err, errlen, "%s: %s", name, msg);
+    if (line_no > 0) snprintf(err, errlen, "%s:%d: %s", name, line_no, ps.msg);
+    else snprintf(err, errlen, "%s: %s", name, ps.msg);
     claims_free(cf);
-    return rc;
+    return -1;
 }
 
 int claims_load(const char *path, claims_file *cf, char *err, size_t errlen) {

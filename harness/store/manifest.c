@@ -16,7 +16,8 @@
  * reader, which counts physical lines (inih as packaged cannot hand the line
  * number to the handler), strips leading blanks (so an indented line is never
  * taken for a continuation of the previous value) and reports over-long lines
- * instead of letting inih split them.  Only this file includes <ini.h>.
+ * instead of letting inih split them.  The claims file and the ranks' config
+ * comparison read INI through store/initext.c, the same design as a shared reader.
  *
  * What it does not do: expand sweeps (sweep.c does; here [sweep] lists are
  * only parsed and every item checked), open data files, or print.
