@@ -91,6 +91,29 @@ int main(void) {
         ok("the mixed file parses", 0, NULL);
     }
 
+    /* the base data set comes from the rows that pick scale=@base / @top, its title from [report] */
+    if (parsed("[report]\ndata_title = Enwik 8\n" ROW_A "[B]\nclaim = 2\npaper = p\nquantity = value\nmetric = m\n"
+               "runs = data=enwik8 scale=@base\n",
+               &cf)) {
+        char data[64];
+        claims_base_data(&cf, data, sizeof data);
+        ok("base data = enwik8 (row B's data=)", !strcmp(data, "enwik8"), data);
+        ok("data_title = Enwik 8", !strcmp(cf.data_title, "Enwik 8"), cf.data_title);
+        claims_free(&cf);
+    } else {
+        ok("a file with a @base row parses", 0, NULL);
+    }
+    if (parsed(ROW_A, &cf)) {
+        char data[64] = "x";
+        claims_base_data(&cf, data, sizeof data);
+        ok("no @base row: no base data set", !data[0], data);
+        claims_free(&cf);
+    }
+    refused("scale=@base without data=", ROW_A "runs = scale=@base depth_routing=tsa\n",
+            "c.ini: row [A]: scale=@base or @top needs data=NAME in runs (one data set, whose base scale it means)");
+    refused("scale=@top with a data pattern", ROW_A "runs = data=enwik8* scale=@top\n",
+            "c.ini: row [A]: scale=@base or @top needs data=NAME in runs (one data set, whose base scale it means)");
+
     /* the inih options claims_parse sets are the caller's again (the manifest reader relies on them) */
     ok("ini_allow_inline_comments back", ini_allow_inline_comments, NULL);
     ok("ini_allow_multiline back", ini_allow_multiline, NULL);

@@ -38,10 +38,10 @@ static int cl_scale_rank(const char *s) {
     return -1;
 }
 
-void claims_base_scale(const runset *rs, char *out, size_t n) {
+void claims_base_scale(const runset *rs, const char *data, char *out, size_t n) {
     out[0] = 0;
-    for (int i = 0; i < rs->n; i++)
-        if (!strcmp(rs->r[i].t.data, "tinyshakespeare") && (!out[0] || !strcmp(rs->r[i].value_residual, "satformer")))
+    for (int i = 0; data[0] && i < rs->n; i++)
+        if (!strcmp(rs->r[i].t.data, data) && (!out[0] || !strcmp(rs->r[i].value_residual, "satformer")))
             snprintf(out, n, "%s", rs->r[i].t.scale);
 }
 
@@ -109,19 +109,6 @@ static int cl_match(const runset_run *r, const char *pick, const char *base, con
         if (!cl_match_word(r, key, val)) return 0;
     }
     return 1;
-}
-
-/* The value word of key in pick ("" none). */
-static void cl_pick_value(const char *pick, const char *key, char *out, size_t n) {
-    out[0] = 0;
-    char pat[64];
-    snprintf(pat, sizeof pat, "%s=", key);
-    for (const char *p = pick; (p = strstr(p, pat)); p++)
-        if (p == pick || p[-1] == ' ' || p[-1] == '\t') {
-            p += strlen(pat);
-            snprintf(out, n, "%.*s", (int)strcspn(p, " \t"), p);
-            return;
-        }
 }
 
 /* ---- reading a metric of a run ---- */
@@ -733,11 +720,12 @@ static double cl_lambda_of(const runset_run *r) { return r->t.lambda; }
 /* The runs row picks into pk (rs->n slots): its words, scale=@base / @top
  * resolved.  Returns how many, or -1 with res->why (not measured). */
 static int cl_pick(const claims_row *row, const runset *rs, claims_result *res, const runset_run **pk) {
-    char base[32], scale_w[32];
-    claims_base_scale(rs, base, sizeof base);
-    cl_pick_value(row->runs, "scale", scale_w, sizeof scale_w);
+    char base[32], scale_w[32], data[64];
+    claims_pick_value(row->runs, "data", data, sizeof data); /* @base and @top are this data set's */
+    claims_base_scale(rs, data, base, sizeof base);
+    claims_pick_value(row->runs, "scale", scale_w, sizeof scale_w);
     if (!strcmp(scale_w, "@base") && !base[0]) {
-        snprintf(res->why, sizeof res->why, "not measured: no Tiny Shakespeare run sets the base scale");
+        snprintf(res->why, sizeof res->why, "not measured: no %s run sets the base scale", data);
         return -1;
     }
     int n = 0;
@@ -1071,7 +1059,7 @@ void claims_eval(const claims_row *row, const runset *rs, claims_result *res) {
         return;
     }
     char lambda_w[32];
-    cl_pick_value(row->runs, "lambda", lambda_w, sizeof lambda_w);
+    claims_pick_value(row->runs, "lambda", lambda_w, sizeof lambda_w);
     const runset_run **pk = malloc((size_t)(rs->n > 0 ? rs->n : 1) * sizeof *pk);
     if (!pk) {
         snprintf(res->why, sizeof res->why, "not measured: out of memory");

@@ -216,6 +216,31 @@ int claims_pilot_subst(const char *src, const char *val, char *out, size_t n) {
     return strstr(out, "@pilot") ? -1 : 0;
 }
 
+void claims_pick_value(const char *pick, const char *key, char *out, size_t n) {
+    out[0] = 0;
+    char pat[64];
+    snprintf(pat, sizeof pat, "%s=", key);
+    for (const char *p = pick; (p = strstr(p, pat)); p++)
+        if (p == pick || p[-1] == ' ' || p[-1] == '\t') {
+            p += strlen(pat);
+            snprintf(out, n, "%.*s", (int)strcspn(p, " \t"), p);
+            return;
+        }
+}
+
+/* 1 when row picks scale=@base or scale=@top (the base scale of its data set). */
+static int cl_on_base(const claims_row *r) {
+    char w[32];
+    claims_pick_value(r->runs, "scale", w, sizeof w);
+    return !strcmp(w, "@base") || !strcmp(w, "@top");
+}
+
+void claims_base_data(const claims_file *cf, char *out, size_t n) {
+    out[0] = 0;
+    for (int i = 0; i < cf->n && !out[0]; i++)
+        if (cl_on_base(&cf->rows[i])) claims_pick_value(cf->rows[i].runs, "data", out, n);
+}
+
 /* The axes `each` may split by (block apart: it splits one group by block). */
 static const char *const cl_each_axes[] = {"lambda", "scale", "steps", "n_layer"};
 
@@ -325,6 +350,11 @@ static int cl_check(const claims_row *r, char *msg, size_t ml) {
          (!isnan(r->threshold) && !isfinite((r->paper_value - r->threshold) * r->scale))))
         return snprintf(msg, ml, "row [%s]: paper_value × scale (%g × %g) is not a finite number: give them in "
                         "another unit", r->id, r->paper_value, r->scale), -1;
+    char data[64];
+    claims_pick_value(r->runs, "data", data, sizeof data);
+    if (cl_on_base(r) && (!data[0] || strpbrk(data, "*|,")))
+        return snprintf(msg, ml, "row [%s]: scale=@base or @top needs data=NAME in runs (one data set, whose base "
+                        "scale it means)", r->id), -1;
     if (r->agg[0] && strcmp(r->agg, "mean") && strcmp(r->agg, "gini") && strncmp(r->agg, "share_below ", 12))
         return snprintf(msg, ml, "row [%s]: agg = '%s': mean, gini or share_below X", r->id, r->agg), -1;
     return 0;
@@ -394,8 +424,9 @@ static int cl_set_text(claims_file *cf, cl_section in, const char *key, const ch
         takes = "a [question] section takes text =, rows = and groups =";
     } else {
         const int head = in == SEC_HEAD;
-        if (!strcmp(key, head ? "title" : "text")) dst = head ? cf->title : cf->disclosures[cf->n_disclosures - 1];
-        takes = head ? "a [report] section takes title =" : "a [disclosure] section takes text =";
+        if (head && !strcmp(key, "data_title")) dst = cf->data_title, n = sizeof cf->data_title;
+        else if (!strcmp(key, head ? "title" : "text")) dst = head ? cf->title : cf->disclosures[cf->n_disclosures - 1];
+        takes = head ? "a [report] section takes title = and data_title =" : "a [disclosure] section takes text =";
     }
     if (!dst) return snprintf(msg, msglen, "unknown key '%s' (%s)", key, takes), -1;
     if (strlen(val) >= n) return snprintf(msg, msglen, "%s is longer than %zu bytes", key, n - 1), -1;
