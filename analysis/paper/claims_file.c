@@ -47,8 +47,11 @@ static int cl_quantity_known(const char *q) {
     return 0;
 }
 
-/* Set key of row r; -1 with a message on a bad key or value. */
-static int cl_set(claims_row *r, const char *key, const char *v, char *msg, size_t ml) {
+/* The keys of a row cl_set hands on: 0 set, -1 refused (msg), 1 not one of this function's keys. */
+enum { CL_NOT_MINE = 1 };
+
+/* A text key of row r (claim, paper, runs, …) and the checks on its value. */
+static int cl_set_text_key(claims_row *r, const char *key, const char *v, char *msg, size_t ml) {
     const struct {
         const char *key;
         char *dst;
@@ -92,6 +95,11 @@ static int cl_set(claims_row *r, const char *key, const char *v, char *msg, size
             }
             return 0;
         }
+    return CL_NOT_MINE;
+}
+
+/* A number key of row r (paper_value, alpha, …). */
+static int cl_set_num_key(claims_row *r, const char *key, const char *v, char *msg, size_t ml) {
     const struct {
         const char *key;
         double *dst;
@@ -105,6 +113,11 @@ static int cl_set(claims_row *r, const char *key, const char *v, char *msg, size
             }
             return 0;
         }
+    return CL_NOT_MINE;
+}
+
+/* A key of row r with a fixed form: digits, primary, range, across, reading, context. */
+static int cl_set_form_key(claims_row *r, const char *key, const char *v, char *msg, size_t ml) {
     if (!strcmp(key, "digits")) {
         double d;
         if (claims_num(v, &d) || d < 0 || d > 8 || d != floor(d)) {
@@ -157,30 +170,42 @@ static int cl_set(claims_row *r, const char *key, const char *v, char *msg, size
         r->context = !strcmp(v, "yes");
         return 0;
     }
-    if (!strcmp(key, "expect")) { /* "above X", "below X", "within LO HI" or "none" */
-        char side[16] = "", rest[64] = "", hi[64] = "";
-        if (!strcmp(v, "none")) {
-            snprintf(r->expect, sizeof r->expect, "none");
-            return 0;
-        }
-        if (!strncmp(v, "within", 6)) {
-            if (sscanf(v, "%15s %63s %63s", side, rest, hi) != 3 || strcmp(side, "within") ||
-                claims_num(rest, &r->threshold) || claims_num(hi, &r->threshold_hi) || !(r->threshold < r->threshold_hi)) {
-                snprintf(msg, ml, "expect = '%s': write 'within LO HI' with LO < HI (an equivalence: the interval "
-                         "wholly inside)", v);
-                return -1;
-            }
-            snprintf(r->expect, sizeof r->expect, "within");
-            return 0;
-        }
-        if (sscanf(v, "%15s %63s", side, rest) != 2 || (strcmp(side, "above") && strcmp(side, "below")) ||
-            claims_num(rest, &r->threshold)) {
-            snprintf(msg, ml, "expect = '%s': write 'above X', 'below X', 'within LO HI' or 'none'", v);
-            return -1;
-        }
-        snprintf(r->expect, sizeof r->expect, "%s", side);
+    return CL_NOT_MINE;
+}
+
+/* expect = "above X", "below X", "within LO HI" or "none" of row r. */
+static int cl_set_expect(claims_row *r, const char *v, char *msg, size_t ml) {
+    char side[16] = "", rest[64] = "", hi[64] = "";
+    if (!strcmp(v, "none")) {
+        snprintf(r->expect, sizeof r->expect, "none");
         return 0;
     }
+    if (!strncmp(v, "within", 6)) {
+        if (sscanf(v, "%15s %63s %63s", side, rest, hi) != 3 || strcmp(side, "within") ||
+            claims_num(rest, &r->threshold) || claims_num(hi, &r->threshold_hi) || !(r->threshold < r->threshold_hi)) {
+            snprintf(msg, ml, "expect = '%s': write 'within LO HI' with LO < HI (an equivalence: the interval "
+                     "wholly inside)", v);
+            return -1;
+        }
+        snprintf(r->expect, sizeof r->expect, "within");
+        return 0;
+    }
+    if (sscanf(v, "%15s %63s", side, rest) != 2 || (strcmp(side, "above") && strcmp(side, "below")) ||
+        claims_num(rest, &r->threshold)) {
+        snprintf(msg, ml, "expect = '%s': write 'above X', 'below X', 'within LO HI' or 'none'", v);
+        return -1;
+    }
+    snprintf(r->expect, sizeof r->expect, "%s", side);
+    return 0;
+}
+
+/* Set key of row r; -1 with a message on a bad key or value. */
+static int cl_set(claims_row *r, const char *key, const char *v, char *msg, size_t ml) {
+    int rc = cl_set_text_key(r, key, v, msg, ml);
+    if (rc == CL_NOT_MINE) rc = cl_set_num_key(r, key, v, msg, ml);
+    if (rc == CL_NOT_MINE) rc = cl_set_form_key(r, key, v, msg, ml);
+    if (rc == CL_NOT_MINE && !strcmp(key, "expect")) rc = cl_set_expect(r, v, msg, ml);
+    if (rc != CL_NOT_MINE) return rc;
     snprintf(msg, ml, "unknown key '%s'", key);
     return -1;
 }
