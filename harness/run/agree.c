@@ -88,7 +88,7 @@ int agree_config(const gl_dataset *ds, const char *config_ini, char *err, size_t
     agree_items it = {names, store, N, n};
     /* the resolved config is gatelab's own canonical text: a line it cannot read (none today) ends the list,
      * and the items before it are still compared, so every rank reaches dist_agree_items */
-    const initext_spec spec = {agree_item, NULL, &it, 4096, 0};
+    const initext_spec spec = {agree_item, NULL, &it, 1 << 16, 0}; /* any line the manifest writer makes */
     int bad_line;
     if (config_ini) initext_parse(config_ini, &spec, &bad_line);
     n = it.n;
