@@ -952,11 +952,12 @@ static void head_backward(gl_model *m, grad_bufs *g, int n, const float *probs, 
                   exit_norm_of(m, &m->P, n), rstdf, N);
 }
 
-static void block_backward(gl_model *m, grad_bufs *g, int n) {
+/* Block n's FFN half backward: from dres (the gradient at h_out) through s·f and the FFN to g->dhm, the
+ * gradient at h_mid by way of the FFN norm (set, not added); dr: the forward's dropout masks or NULL. */
+static void block_ffn_backward(gl_model *m, grad_bufs *g, int n, const gl_dropout *dr) {
     const gl_model_config *c = &m->cfg;
-    const int B = m->B, T = m->cur_T, N = B * T, d = c->d_model, hd = m->hd;
-    const int H = c->n_head, Hkv = c->n_kv_head, qd = H * hd, kd = Hkv * hd, F = c->d_ff;
-    gl_block_acts *a = &m->A[n];
+    const int N = m->B * m->cur_T, d = c->d_model, F = c->d_ff;
+    const gl_block_acts *a = &m->A[n];
     const gl_block_params *b = &m->P.layer[n];
     gl_block_params *gb = &m->G.layer[n];
     const int tsa = c->depth_routing == DR_TSA && n >= 1;
@@ -974,8 +975,6 @@ static void block_backward(gl_model *m, grad_bufs *g, int n) {
         }
     }
     /* FFN (dropout: the forward's masks on the output's and the hidden activation's gradients) */
-    gl_dropout drs;
-    const gl_dropout *dr = drop_of(m, &drs);
     if (dr) dropout_rows(g->dfo, N, d, dr, DROP_FFN_OUT, n);
     if (bb_gpt2(c)) bias_backward(gb->b2, g->dfo, N, d);
     mm_backward_set(g->dfg, gb->w2, g->dfo, a->fg, b->w2, N, F, d);
@@ -991,6 +990,22 @@ static void block_backward(gl_model *m, grad_bufs *g, int n) {
     }
     zero(g->dhm, (size_t)N * d);
     norm_backward(m, g->dhm, gb->ffn_norm, gb->ffn_norm_bias, g->dxn2, a->h_mid, b->ffn_norm, a->rstd2, N);
+}
+
+static void block_backward(gl_model *m, grad_bufs *g, int n) {
+    const gl_model_config *c = &m->cfg;
+    const int B = m->B, T = m->cur_T, N = B * T, d = c->d_model, hd = m->hd;
+    const int H = c->n_head, Hkv = c->n_kv_head, qd = H * hd, kd = Hkv * hd;
+    gl_block_acts *a = &m->A[n];
+    const gl_block_params *b = &m->P.layer[n];
+    gl_block_params *gb = &m->G.layer[n];
+    const int tsa = c->depth_routing == DR_TSA && n >= 1;
+    const int hard = config_routing_hard(c) && config_block_routed(c, n); /* MoD, random: s = rs */
+    const float *dres = g->dres;
+    gl_dropout drs;
+    const gl_dropout *dr = drop_of(m, &drs);
+
+    block_ffn_backward(m, g, n, dr);
     /* dao = s·dres + dhm;  dh = dres + dhm;  TSA: dp = −Σ dres·(a + f) − λ/((L−1)N) */
     const double ntok = m->norm_tokens > 0 ? (double)m->norm_tokens : (double)N; /* model.h: norm_tokens */
     const float dpen = tsa ? (float)(c->tsa_lambda / ((double)(c->n_layer - 1) * ntok)) : 0.0f;

@@ -6,15 +6,11 @@
 
 #include <math.h>
 
-static uint64_t splitmix64(uint64_t *x) {
-    return rng_mix64(*x += 0x9e3779b97f4a7c15ULL);
-}
-
 static uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
 
 void rng_seed(gl_rng *r, uint64_t seed) {
     uint64_t x = seed;
-    for (int i = 0; i < 4; i++) r->s[i] = splitmix64(&x);
+    for (int i = 0; i < 4; i++) r->s[i] = rng_splitmix(&x);
 }
 
 uint64_t rng_next(gl_rng *r) {

@@ -15,13 +15,24 @@
 typedef struct { uint64_t s[4]; } gl_rng;
 
 /* splitmix64's finaliser (Steele, Lea & Flood 2014; Vigna's constants): a
- * bijective 64-bit mix.  rng_mix64(x + k·0x9e3779b97f4a7c15) is splitmix64's
- * k-th output from state x. */
+ * bijective 64-bit mix.  rng_mix64(x + k·γ) is splitmix64's k-th output
+ * from state x (rng_splitmix_at below). */
 static inline uint64_t rng_mix64(uint64_t z) {
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
     return z ^ (z >> 31);
 }
+
+/* splitmix64's increment γ = 2⁶⁴/φ (Vigna's splitmix64.c): written here only. */
+#define RNG_GAMMA 0x9e3779b97f4a7c15ULL
+
+/* One splitmix64 step: advance the state *x by γ and return its mix. */
+static inline uint64_t rng_splitmix(uint64_t *x) { return rng_mix64(*x += RNG_GAMMA); }
+
+/* splitmix64's k-th output from state x without stepping through the first
+ * k − 1 (k ≥ 1): rng_splitmix_at(x, k) is what the k-th rng_splitmix(&x)
+ * returns, a counter-based draw keyed by (x, k). */
+static inline uint64_t rng_splitmix_at(uint64_t x, uint64_t k) { return rng_mix64(x + k * RNG_GAMMA); }
 
 void rng_seed(gl_rng *r, uint64_t seed);
 uint64_t rng_next(gl_rng *r);

@@ -27,6 +27,7 @@
 #include "cli/args.h"
 #include "cli/jsonl.h"
 #include "cli/resolve.h"
+#include "store/editdist.h"
 #include "tmpdir.h"
 
 static const args_opt opts[] = {
@@ -123,13 +124,23 @@ static void test_heads(void **state) {
 
 static void test_edit_distance(void **state) {
     (void)state;
-    /* insert, delete, substitute, and a swap of neighbours each count 1; case does not count */
-    assert_int_equal(args_edit_distance("train", "train"), 0);
-    assert_int_equal(args_edit_distance("trian", "train"), 1);
-    assert_int_equal(args_edit_distance("experment", "experiment"), 1);
-    assert_int_equal(args_edit_distance("JSON", "json"), 0);
-    assert_int_equal(args_edit_distance("", "abc"), 3);
-    assert_int_equal(args_edit_distance("kitten", "sitting"), 3);
+    /* insert, delete, substitute, and a swap of neighbours each count 1; case counts only when asked
+     * (the command line folds it, the manifest's keys do not) */
+    assert_int_equal(editdist("train", "train", 1), 0);
+    assert_int_equal(editdist("trian", "train", 1), 1);
+    assert_int_equal(editdist("experment", "experiment", 1), 1);
+    assert_int_equal(editdist("JSON", "json", 1), 0);
+    assert_int_equal(editdist("JSON", "json", 0), 4);
+    assert_int_equal(editdist("Trian", "train", 0), 2);
+    assert_int_equal(editdist("", "abc", 1), 3);
+    assert_int_equal(editdist("kitten", "sitting", 0), 3);
+    assert_int_equal(editdist("ca", "abc", 0), 3); /* optimal string alignment: no edit of a swapped pair */
+    char longw[EDITDIST_MAX + 1];
+    memset(longw, 'a', EDITDIST_MAX);
+    longw[EDITDIST_MAX] = 0;
+    assert_int_equal(editdist(longw, "a", 1), EDITDIST_FAR);
+    longw[EDITDIST_MAX - 1] = 0; /* 63 bytes: still measured */
+    assert_int_equal(editdist(longw, "", 1), EDITDIST_MAX - 1);
     const char *cmds[] = {"train", "eval", "sample", "tables", "tag", "runs", "report"};
     assert_string_equal(args_suggest("trian", cmds, 7), "train");
     assert_string_equal(args_suggest("tabels", cmds, 7), "tables");

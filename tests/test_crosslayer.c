@@ -367,7 +367,16 @@ static void test_carver_and_mix(void **state) {
     /* splitmix64 from state 0: the published first outputs (Vigna's splitmix64.c) */
     assert_true(rng_mix64(0x9e3779b97f4a7c15ULL) == 0xe220a8397b1dcdafULL);
     assert_true(rng_mix64(2 * 0x9e3779b97f4a7c15ULL) == 0x6e789e6aa1b965f4ULL);
-    print_message("carver: 5 slices, %zu floats, aligned and disjoint; rng_mix64 = splitmix64's reference outputs\n",
+    /* the one splitmix step (rng.h) gives the same outputs, and its counter form the k-th of them */
+    uint64_t x = 0;
+    assert_true(rng_splitmix(&x) == 0xe220a8397b1dcdafULL && x == RNG_GAMMA);
+    assert_true(rng_splitmix(&x) == 0x6e789e6aa1b965f4ULL && x == 2 * RNG_GAMMA);
+    const uint64_t keys[] = {0, 42, 0xdeadbeefcafef00dULL, ~0ULL};
+    for (int i = 0; i < 4; i++) {
+        uint64_t st = keys[i];
+        for (uint64_t k = 1; k <= 9; k++) assert_true(rng_splitmix(&st) == rng_splitmix_at(keys[i], k));
+    }
+    print_message("carver: 5 slices, %zu floats, aligned and disjoint; rng_mix64, rng_splitmix and rng_splitmix_at = splitmix64's reference outputs\n",
                   cv.used);
 }
 

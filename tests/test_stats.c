@@ -124,6 +124,16 @@ int main(void) {
     double q[4] = {4, 1, 3, 2};
     near("quantile 0.25 of {1..4} = 1.75", st_quantile(q, 4, 0.25), 1.75, 1e-12);
     near("quantile 0.5 of {1..4} = 2.5", st_quantile(q, 4, 0.5), 2.5, 1e-12);
+    /* the sorted form (serve's gate quantiles, gate bands, difficulty's interval): st_sort once, then each q */
+    double qs[5] = {8, 1, 4, 2, NAN};
+    st_sort(qs, 4);
+    near("st_sort: ascending", qs[0] == 1 && qs[1] == 2 && qs[2] == 4 && qs[3] == 8, 1, 0);
+    near("quantile_sorted 0.25 of {1,2,4,8} = 1.75", st_quantile_sorted(qs, 4, 0.25), 1.75, 0);
+    near("quantile_sorted 0.9 of {1,2,4,8} = 6.8", st_quantile_sorted(qs, 4, 0.9), 6.8, 1e-15);
+    near("quantile_sorted 1 = the largest", st_quantile_sorted(qs, 4, 1.0), 8, 0);
+    near("quantile_sorted 0 = the smallest", st_quantile_sorted(qs, 4, 0.0), 1, 0);
+    near("quantile_sorted of one value", st_quantile_sorted(qs, 1, 0.95), 1, 0);
+    near("quantile_sorted of none is NaN", st_quantile_sorted(qs, 0, 0.5), NAN, 0);
 
     const double bx[6] = {1, 2, 3, 4, 5, 6};
     double lo1, hi1, lo2, hi2, lo3, hi3;

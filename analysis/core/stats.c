@@ -182,15 +182,22 @@ double st_gini(double *x, int n) {
     return s > 0 ? w / (n * s) : NAN;
 }
 
+void st_sort(double *x, int n) {
+    if (n > 1) qsort(x, (size_t)n, sizeof *x, st_cmp);
+}
+
 double st_quantile(double *x, int n, double q) {
     if (n < 1 || isnan(q)) return NAN;
-    qsort(x, (size_t)n, sizeof *x, st_cmp);
+    st_sort(x, n);
+    return st_quantile_sorted(x, n, q);
+}
+
+double st_quantile_sorted(const double *x, int n, double q) {
+    if (n < 1 || isnan(q)) return NAN;
     double h = (n - 1) * (q < 0 ? 0 : q > 1 ? 1 : q);
     int k = (int)floor(h);
     return k + 1 < n ? x[k] + (h - k) * (x[k + 1] - x[k]) : x[n - 1];
 }
-
-static uint64_t st_splitmix(uint64_t *s) { return rng_mix64(*s += 0x9E3779B97F4A7C15ull); }
 
 int st_bootstrap_mean(const double *x, int n, int B, uint64_t seed, double level, double *lo, double *hi) {
     *lo = *hi = NAN;
@@ -200,11 +207,11 @@ int st_bootstrap_mean(const double *x, int n, int B, uint64_t seed, double level
     uint64_t s = seed;
     for (int b = 0; b < B; b++) {
         double sum = 0;
-        for (int i = 0; i < n; i++) sum += x[st_splitmix(&s) % (uint64_t)n];
+        for (int i = 0; i < n; i++) sum += x[rng_splitmix(&s) % (uint64_t)n];
         m[b] = sum / n;
     }
     *lo = st_quantile(m, B, 0.5 - 0.5 * level);
-    *hi = st_quantile(m, B, 0.5 + 0.5 * level); /* m stays sorted: the second call re-sorts a sorted array */
+    *hi = st_quantile_sorted(m, B, 0.5 + 0.5 * level); /* the first call sorted m */
     free(m);
     return 0;
 }

@@ -73,6 +73,13 @@ double st_gini(double *x, int n);
  * statistics (type 7, R's default); x is sorted in place.  NaN for n = 0. */
 double st_quantile(double *x, int n, double q);
 
+/* The same over x[0..n) already in ascending order (st_sort), for several
+ * quantiles of one sample without sorting it again. */
+double st_quantile_sorted(const double *x, int n, double q);
+
+/* Sort x[0..n) ascending (no NaN in x). */
+void st_sort(double *x, int n);
+
 /* Percentile bootstrap interval of the mean of x[0..n): B resamples with
  * replacement drawn by a seeded generator (the same seed gives the same
  * interval), the (1 − level)/2 and (1 + level)/2 quantiles of the resampled

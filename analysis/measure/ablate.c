@@ -52,7 +52,7 @@ int ablate_mode_selects_gates(ablate_mode mode) {
 
 long ablate_resample_source(uint64_t seed, long pos, long n_ref) {
     /* splitmix64 of (seed, pos): a counter-based draw, the same whatever order the positions come in */
-    uint64_t z = rng_mix64(seed + 0x9e3779b97f4a7c15ULL * ((uint64_t)pos + 1));
+    uint64_t z = rng_splitmix_at(seed, (uint64_t)pos + 1);
     return (long)(z % (uint64_t)n_ref);
 }
 
@@ -503,7 +503,7 @@ static int ablate_tau_sweep(ablate_ctx *c, int posthoc, const double *taus, int 
         pts[i].tau = taus[i];
         if (ablate_evaluate(c, c->eval_split, c->eval_first, c->eval_windows, &pts[i].r, NULL, NULL, err, errlen))
             goto cleanup;
-        pts[i].tlops_saved = (1.0 - pts[i].r.active_frac) * (m->cfg.n_layer - 1) / m->cfg.n_layer;
+        pts[i].tlops_saved = eval_tlops_saved(pts[i].r.active_frac, m->cfg.n_layer);
     }
     rc = 0;
 cleanup:

@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/core/stats.h"
 #include "model/rng.h"
 #include "store/metric.h"
 
@@ -85,20 +86,8 @@ double diff_spearman(const double *x, const double *y, const double *w, const lo
 
 long diff_draw(uint64_t seed, long b, long j, long W) {
     /* splitmix64 of a counter, as ablate_resample_source */
-    uint64_t z = rng_mix64(seed + 0x9e3779b97f4a7c15ULL * ((uint64_t)b * (uint64_t)W + (uint64_t)j + 1));
+    uint64_t z = rng_splitmix_at(seed, (uint64_t)b * (uint64_t)W + (uint64_t)j + 1);
     return (long)(z % (uint64_t)W);
-}
-
-double diff_quantile(const double *s, long n, double q) {
-    const double h = (double)(n - 1) * q;
-    const long lo = (long)floor(h);
-    if (lo >= n - 1) return s[n - 1];
-    return s[lo] + (h - (double)lo) * (s[lo + 1] - s[lo]);
-}
-
-static int diff_cmp_double(const void *a, const void *b) {
-    const double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
 }
 
 int diff_bootstrap(const double *x, const double *y, const long *win, long n, long W, int B, uint64_t seed,
@@ -129,9 +118,9 @@ int diff_bootstrap(const double *x, const double *y, const long *win, long n, lo
     }
     r->resamples_used = used;
     if (used * 2 >= B) { /* an interval only when most resamples define ρ */
-        qsort(rho, (size_t)used, sizeof *rho, diff_cmp_double);
-        r->rho_lo = diff_quantile(rho, used, 0.025);
-        r->rho_hi = diff_quantile(rho, used, 0.975);
+        st_sort(rho, used);
+        r->rho_lo = st_quantile_sorted(rho, used, 0.025);
+        r->rho_hi = st_quantile_sorted(rho, used, 0.975);
     }
     rc = 0;
 cleanup:

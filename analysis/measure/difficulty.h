@@ -49,8 +49,6 @@ int diff_order(const double *v, long n, long *o);
  * pure function of (seed, b, j), so the draw is reproducible by hand. */
 long diff_draw(uint64_t seed, long b, long j, long W);
 
-/* The quantile q in [0, 1] of the sorted values s (n >= 1), type 7. */
-double diff_quantile(const double *s, long n, double q);
 
 typedef struct {
     double rho, rho_lo, rho_hi; /* ρ on every token; its 95 % percentile interval over window resamples */

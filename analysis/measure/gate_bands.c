@@ -11,18 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/core/stats.h"
 #include "model/gatekind.h"
-
-static int gb_cmp(const void *a, const void *b) {
-    const float x = *(const float *)a, y = *(const float *)b;
-    return (x > y) - (x < y);
-}
-
-static double gb_q(const float *v, size_t n, double q) {
-    const double h = (double)(n - 1) * q;
-    const size_t lo = (size_t)h;
-    return lo + 1 < n ? v[lo] + (h - (double)lo) * (v[lo + 1] - v[lo]) : v[n - 1];
-}
 
 int gate_bands_write(const gl_trace_data *td, gl_gate g, const char *path, int *rows_out, char *err, size_t errlen) {
     const float *a = td->gate[g];
@@ -35,7 +25,8 @@ int gate_bands_write(const gl_trace_data *td, gl_gate g, const char *path, int *
     gatekind_dims(g, td->n_layer, td->n_kv_head, td->n_probe, dims);
     const int rows = (int)dims[0];
     const size_t per_row = (size_t)td->n_probe * gatekind_width(g, td->n_kv_head), per_step = (size_t)rows * per_row;
-    float *buf = malloc((per_row ? per_row : 1) * sizeof(float));
+    const int n = (int)per_row; /* the statistics kernel counts in int: a row is P × width values */
+    double *buf = malloc((per_row ? per_row : 1) * sizeof *buf);
     fileio_out out; /* the output rule (fileio.h): a link or a special file at path is refused */
     if (!buf) {
         snprintf(err, errlen, "gate bands: out of memory for %s", path);
@@ -55,13 +46,13 @@ int gate_bands_write(const gl_trace_data *td, gl_gate g, const char *path, int *
         if (!any) continue;
         fprintf(f, "%s%s %d\tq05\tq25\tq50\tq75\tq95\tmean\n", written ? "\n\n" : "", rname, r);
         for (int s = 0; s < td->n_steps; s++) {
-            memcpy(buf, a + (size_t)s * per_step + (size_t)r * per_row, per_row * sizeof(float));
-            double m = 0.0;
-            for (size_t i = 0; i < per_row; i++) m += buf[i];
-            qsort(buf, per_row, sizeof(float), gb_cmp);
-            fprintf(f, "%ld\t%.6g\t%.6g\t%.6g\t%.6g\t%.6g\t%.6g\n", td->step[s], gb_q(buf, per_row, 0.05),
-                    gb_q(buf, per_row, 0.25), gb_q(buf, per_row, 0.5), gb_q(buf, per_row, 0.75),
-                    gb_q(buf, per_row, 0.95), m / (double)per_row);
+            const float *src = a + (size_t)s * per_step + (size_t)r * per_row;
+            for (size_t i = 0; i < per_row; i++) buf[i] = src[i];
+            const double m = st_describe(buf, n, 0.95).mean;
+            st_sort(buf, n);
+            fprintf(f, "%ld\t%.6g\t%.6g\t%.6g\t%.6g\t%.6g\t%.6g\n", td->step[s], st_quantile_sorted(buf, n, 0.05),
+                    st_quantile_sorted(buf, n, 0.25), st_quantile_sorted(buf, n, 0.5), st_quantile_sorted(buf, n, 0.75),
+                    st_quantile_sorted(buf, n, 0.95), m);
         }
         written++;
     }

@@ -38,10 +38,10 @@ static int cl_scale_rank(const char *s) {
     return -1;
 }
 
-void claims_base_scale(const runset *rs, char *out, size_t n) {
+void claims_base_scale(const runset *rs, const char *data, char *out, size_t n) {
     out[0] = 0;
-    for (int i = 0; i < rs->n; i++)
-        if (!strcmp(rs->r[i].t.data, "tinyshakespeare") && (!out[0] || !strcmp(rs->r[i].value_residual, "satformer")))
+    for (int i = 0; data[0] && i < rs->n; i++)
+        if (!strcmp(rs->r[i].t.data, data) && (!out[0] || !strcmp(rs->r[i].value_residual, "satformer")))
             snprintf(out, n, "%s", rs->r[i].t.scale);
 }
 
@@ -109,19 +109,6 @@ static int cl_match(const runset_run *r, const char *pick, const char *base, con
         if (!cl_match_word(r, key, val)) return 0;
     }
     return 1;
-}
-
-/* The value word of key in pick ("" none). */
-static void cl_pick_value(const char *pick, const char *key, char *out, size_t n) {
-    out[0] = 0;
-    char pat[64];
-    snprintf(pat, sizeof pat, "%s=", key);
-    for (const char *p = pick; (p = strstr(p, pat)); p++)
-        if (p == pick || p[-1] == ' ' || p[-1] == '\t') {
-            p += strlen(pat);
-            snprintf(out, n, "%.*s", (int)strcspn(p, " \t"), p);
-            return;
-        }
 }
 
 /* ---- reading a metric of a run ---- */
@@ -507,7 +494,7 @@ static double cl_p_claimed(const claims_row *row, const claims_elem *e) {
     if (e->interval != 0 || e->s.n < 2 || !(e->s.sd > 0)) return NAN;
     const int above = !strcmp(row->expect, "above");
     if (!above && strcmp(row->expect, "below")) return NAN;
-    const double t = (e->s.mean - row->threshold) / (e->s.sd / sqrt(e->s.n)), F = st_t_cdf(t, e->s.n - 1);
+    const double t = (e->s.mean - row->threshold) / e->s.se, F = st_t_cdf(t, e->s.n - 1); /* se = sd / √n */
     return above ? 1 - F : F;
 }
 
@@ -740,11 +727,12 @@ static double cl_lambda_of(const runset_run *r) { return r->t.lambda; }
 /* The runs row picks into pk (rs->n slots): its words, scale=@base / @top
  * resolved.  Returns how many, or -1 with res->why (not measured). */
 static int cl_pick(const claims_row *row, const runset *rs, claims_result *res, const runset_run **pk) {
-    char base[32], scale_w[32];
-    claims_base_scale(rs, base, sizeof base);
-    cl_pick_value(row->runs, "scale", scale_w, sizeof scale_w);
+    char base[32], scale_w[32], data[64];
+    claims_pick_value(row->runs, "data", data, sizeof data); /* @base and @top are this data set's */
+    claims_base_scale(rs, data, base, sizeof base);
+    claims_pick_value(row->runs, "scale", scale_w, sizeof scale_w);
     if (!strcmp(scale_w, "@base") && !base[0]) {
-        snprintf(res->why, sizeof res->why, "not measured: no Tiny Shakespeare run sets the base scale");
+        snprintf(res->why, sizeof res->why, "not measured: no %s run sets the base scale", data);
         return -1;
     }
     int n = 0;
@@ -877,9 +865,8 @@ static void cl_across(const claims_row *row, claims_result *res, int ok) {
     snprintf(e->label, sizeof e->label, "%.28s − %.28s", lab_hi, lab_lo);
     e->s = st_welch(res->e[hi].s, res->e[lo].s, 0.95, &df);
     e->interval = isnan(e->s.lo) ? 3 : 0;
-    /* the Welch MDE: as st_mde with the pooled standard error in place of sd/√n */
-    double se = sqrt(res->e[hi].s.sd * res->e[hi].s.sd / res->e[hi].s.n + res->e[lo].s.sd * res->e[lo].s.sd /
-                     res->e[lo].s.n);
+    /* the Welch MDE: as st_mde with Welch's standard error √(sa²/na + sb²/nb) in place of sd/√n */
+    const double se = e->s.se;
     e->mde = isnan(df) || isnan(se) ? NAN : (st_t_quantile(0.975, df) + st_t_quantile(0.80, df)) * se;
     e->underpowered = cl_underpowered(row, e->mde);
     e->v = cl_judge(row, e->s.lo, e->s.hi, e->interval != 3);
@@ -1079,7 +1066,7 @@ void claims_eval(const claims_row *row, const runset *rs, claims_result *res) {
         return;
     }
     char lambda_w[32];
-    cl_pick_value(row->runs, "lambda", lambda_w, sizeof lambda_w);
+    claims_pick_value(row->runs, "lambda", lambda_w, sizeof lambda_w);
     const runset_run **pk = malloc((size_t)(rs->n > 0 ? rs->n : 1) * sizeof *pk);
     if (!pk) {
         snprintf(res->why, sizeof res->why, "not measured: out of memory");

@@ -133,6 +133,8 @@ typedef struct {
     claims_summary summary[12];
     int n_summary;
     char title[CLAIMS_TEXT];
+    char data_title[64];      /* [report] data_title: how the report names the base data set in its figures
+                               * ("Tiny Shakespeare"); "" the data set's own name */
 } claims_file;
 
 /* One element of a row's result (a row with `each` has one per group). */
@@ -208,9 +210,17 @@ char *claims_trim(char *s);
  * the result does not fit or still holds "@pilot" (val and the text around
  * it make a new one: the row could never be judged as written). */
 int claims_pilot_subst(const char *src, const char *val, char *out, size_t n);
+/* The value word of key in a runs text ("data=tinyshakespeare scale=@base": "tinyshakespeare" for
+ * "data") into out; "" when the text has no key=. */
+void claims_pick_value(const char *pick, const char *key, char *out, size_t n);
 
-/* The base scale of the Shakespeare comparisons (that of the SATFormer runs,
- * else of any Tiny Shakespeare run; "" none). */
-void claims_base_scale(const runset *rs, char *out, size_t n);
+/* The base data set: the data= word of the file's first row that picks scale=@base or @top (such a row
+ * names exactly one data set: claims_parse refuses one that does not); "" when no row does.  The
+ * report's figures draw its runs. */
+void claims_base_data(const claims_file *cf, char *out, size_t n);
+
+/* The base scale of the runs of data set data (that of its SATFormer runs, else of any of its runs;
+ * "" none): what scale=@base means in a row whose runs say data=DATA. */
+void claims_base_scale(const runset *rs, const char *data, char *out, size_t n);
 
 #endif

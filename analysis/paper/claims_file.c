@@ -2,10 +2,15 @@
  * claims_file.c — reading a claims file (claims.h; format in docs/report.md):
  * sections, keys, each row's checks, and the verdict names.
  *
+ * The lines are read by inih (store/initext.h: line numbers, section lines as they come, no inline
+ * comments); the rules on top of it are here: a key twice in one section, a row id twice, a key before
+ * any section, each key's value.
+ *
  * Not here: judging a row against a run set (claims.c).
  */
 #include "analysis/paper/claims.h"
 #include "store/fileio.h"
+#include "store/initext.h"
 
 #include <errno.h>
 #include <math.h>
@@ -42,8 +47,11 @@ static int cl_quantity_known(const char *q) {
     return 0;
 }
 
-/* Set key of row r; -1 with a message on a bad key or value. */
-static int cl_set(claims_row *r, const char *key, const char *v, char *msg, size_t ml) {
+/* The keys of a row cl_set hands on: 0 set, -1 refused (msg), 1 not one of this function's keys. */
+enum { CL_NOT_MINE = 1 };
+
+/* A text key of row r (claim, paper, runs, …) and the checks on its value. */
+static int cl_set_text_key(claims_row *r, const char *key, const char *v, char *msg, size_t ml) {
     const struct {
         const char *key;
         char *dst;
@@ -87,6 +95,11 @@ static int cl_set(claims_row *r, const char *key, const char *v, char *msg, size
             }
             return 0;
         }
+    return CL_NOT_MINE;
+}
+
+/* A number key of row r (paper_value, alpha, …). */
+static int cl_set_num_key(claims_row *r, const char *key, const char *v, char *msg, size_t ml) {
     const struct {
         const char *key;
         double *dst;
@@ -100,6 +113,11 @@ static int cl_set(claims_row *r, const char *key, const char *v, char *msg, size
             }
             return 0;
         }
+    return CL_NOT_MINE;
+}
+
+/* A key of row r with a fixed form: digits, primary, range, across, reading, context. */
+static int cl_set_form_key(claims_row *r, const char *key, const char *v, char *msg, size_t ml) {
     if (!strcmp(key, "digits")) {
         double d;
         if (claims_num(v, &d) || d < 0 || d > 8 || d != floor(d)) {
@@ -152,30 +170,42 @@ static int cl_set(claims_row *r, const char *key, const char *v, char *msg, size
         r->context = !strcmp(v, "yes");
         return 0;
     }
-    if (!strcmp(key, "expect")) { /* "above X", "below X", "within LO HI" or "none" */
-        char side[16] = "", rest[64] = "", hi[64] = "";
-        if (!strcmp(v, "none")) {
-            snprintf(r->expect, sizeof r->expect, "none");
-            return 0;
-        }
-        if (!strncmp(v, "within", 6)) {
-            if (sscanf(v, "%15s %63s %63s", side, rest, hi) != 3 || strcmp(side, "within") ||
-                claims_num(rest, &r->threshold) || claims_num(hi, &r->threshold_hi) || !(r->threshold < r->threshold_hi)) {
-                snprintf(msg, ml, "expect = '%s': write 'within LO HI' with LO < HI (an equivalence: the interval "
-                         "wholly inside)", v);
-                return -1;
-            }
-            snprintf(r->expect, sizeof r->expect, "within");
-            return 0;
-        }
-        if (sscanf(v, "%15s %63s", side, rest) != 2 || (strcmp(side, "above") && strcmp(side, "below")) ||
-            claims_num(rest, &r->threshold)) {
-            snprintf(msg, ml, "expect = '%s': write 'above X', 'below X', 'within LO HI' or 'none'", v);
-            return -1;
-        }
-        snprintf(r->expect, sizeof r->expect, "%s", side);
+    return CL_NOT_MINE;
+}
+
+/* expect = "above X", "below X", "within LO HI" or "none" of row r. */
+static int cl_set_expect(claims_row *r, const char *v, char *msg, size_t ml) {
+    char side[16] = "", rest[64] = "", hi[64] = "";
+    if (!strcmp(v, "none")) {
+        snprintf(r->expect, sizeof r->expect, "none");
         return 0;
     }
+    if (!strncmp(v, "within", 6)) {
+        if (sscanf(v, "%15s %63s %63s", side, rest, hi) != 3 || strcmp(side, "within") ||
+            claims_num(rest, &r->threshold) || claims_num(hi, &r->threshold_hi) || !(r->threshold < r->threshold_hi)) {
+            snprintf(msg, ml, "expect = '%s': write 'within LO HI' with LO < HI (an equivalence: the interval "
+                     "wholly inside)", v);
+            return -1;
+        }
+        snprintf(r->expect, sizeof r->expect, "within");
+        return 0;
+    }
+    if (sscanf(v, "%15s %63s", side, rest) != 2 || (strcmp(side, "above") && strcmp(side, "below")) ||
+        claims_num(rest, &r->threshold)) {
+        snprintf(msg, ml, "expect = '%s': write 'above X', 'below X', 'within LO HI' or 'none'", v);
+        return -1;
+    }
+    snprintf(r->expect, sizeof r->expect, "%s", side);
+    return 0;
+}
+
+/* Set key of row r; -1 with a message on a bad key or value. */
+static int cl_set(claims_row *r, const char *key, const char *v, char *msg, size_t ml) {
+    int rc = cl_set_text_key(r, key, v, msg, ml);
+    if (rc == CL_NOT_MINE) rc = cl_set_num_key(r, key, v, msg, ml);
+    if (rc == CL_NOT_MINE) rc = cl_set_form_key(r, key, v, msg, ml);
+    if (rc == CL_NOT_MINE && !strcmp(key, "expect")) rc = cl_set_expect(r, v, msg, ml);
+    if (rc != CL_NOT_MINE) return rc;
     snprintf(msg, ml, "unknown key '%s'", key);
     return -1;
 }
@@ -209,6 +239,31 @@ int claims_pilot_subst(const char *src, const char *val, char *out, size_t n) {
     }
     out[k] = 0;
     return strstr(out, "@pilot") ? -1 : 0;
+}
+
+void claims_pick_value(const char *pick, const char *key, char *out, size_t n) {
+    out[0] = 0;
+    char pat[64];
+    snprintf(pat, sizeof pat, "%s=", key);
+    for (const char *p = pick; (p = strstr(p, pat)); p++)
+        if (p == pick || p[-1] == ' ' || p[-1] == '\t') {
+            p += strlen(pat);
+            snprintf(out, n, "%.*s", (int)strcspn(p, " \t"), p);
+            return;
+        }
+}
+
+/* 1 when row picks scale=@base or scale=@top (the base scale of its data set). */
+static int cl_on_base(const claims_row *r) {
+    char w[32];
+    claims_pick_value(r->runs, "scale", w, sizeof w);
+    return !strcmp(w, "@base") || !strcmp(w, "@top");
+}
+
+void claims_base_data(const claims_file *cf, char *out, size_t n) {
+    out[0] = 0;
+    for (int i = 0; i < cf->n && !out[0]; i++)
+        if (cl_on_base(&cf->rows[i])) claims_pick_value(cf->rows[i].runs, "data", out, n);
 }
 
 /* The axes `each` may split by (block apart: it splits one group by block). */
@@ -357,6 +412,11 @@ static int cl_check(const claims_row *r, char *msg, size_t ml) {
          (!isnan(r->threshold) && !isfinite((r->paper_value - r->threshold) * r->scale))))
         return snprintf(msg, ml, "row [%s]: paper_value × scale (%g × %g) is not a finite number: give them in "
                         "another unit", r->id, r->paper_value, r->scale), -1;
+    char data[64];
+    claims_pick_value(r->runs, "data", data, sizeof data);
+    if (cl_on_base(r) && (!data[0] || strpbrk(data, "*|,")))
+        return snprintf(msg, ml, "row [%s]: scale=@base or @top needs data=NAME in runs (one data set, whose base "
+                        "scale it means)", r->id), -1;
     if (r->agg[0] && strcmp(r->agg, "mean") && strcmp(r->agg, "gini") && strncmp(r->agg, "share_below ", 12))
         return snprintf(msg, ml, "row [%s]: agg = '%s': mean, gini or share_below X", r->id, r->agg), -1;
     return 0;
@@ -426,8 +486,9 @@ static int cl_set_text(claims_file *cf, cl_section in, const char *key, const ch
         takes = "a [question] section takes text =, rows = and groups =";
     } else {
         const int head = in == SEC_HEAD;
-        if (!strcmp(key, head ? "title" : "text")) dst = head ? cf->title : cf->disclosures[cf->n_disclosures - 1];
-        takes = head ? "a [report] section takes title =" : "a [disclosure] section takes text =";
+        if (head && !strcmp(key, "data_title")) dst = cf->data_title, n = sizeof cf->data_title;
+        else if (!strcmp(key, head ? "title" : "text")) dst = head ? cf->title : cf->disclosures[cf->n_disclosures - 1];
+        takes = head ? "a [report] section takes title = and data_title =" : "a [disclosure] section takes text =";
     }
     if (!dst) return snprintf(msg, msglen, "unknown key '%s' (%s)", key, takes), -1;
     if (strlen(val) >= n) return snprintf(msg, msglen, "%s is longer than %zu bytes", key, n - 1), -1;
@@ -435,86 +496,71 @@ static int cl_set_text(claims_file *cf, cl_section in, const char *key, const ch
     return 0;
 }
 
-int claims_parse(const char *text, const char *name, claims_file *cf, char *err, size_t errlen) {
-    memset(cf, 0, sizeof *cf);
-    int cap = 0, line_no = 0, rc = -1;
-    cl_section in = SEC_NONE;
-    char msg[400] = "";
+/* The state of one claims_parse: the file being filled, the section being read and its keys. */
+typedef struct {
+    claims_file *cf;
+    int cap;         /* the rows' allocation */
+    cl_section in;   /* what the section being read is */
+    char msg[400];   /* why the parse stopped */
     /* the keys of the section being read, with their lines: a key given twice is refused, never the last
      * value taken silently (every key of a row is shorter than 16 bytes; there are fewer than 48) */
     char seen[48][16];
-    int seen_line[48], n_seen = 0;
-    for (const char *p = text; *p;) {
-        const char *e = strchr(p, '\n');
-        size_t len = e ? (size_t)(e - p) : strlen(p);
-        line_no++;
-        char line[4096];
-        if (len >= sizeof line) {
-            snprintf(msg, sizeof msg, "line longer than %zu bytes", sizeof line - 1);
-            goto bad;
-        }
-        memcpy(line, p, len);
-        line[len] = 0;
-        p += len + (e ? 1 : 0);
-        char *s = claims_trim(line);
-        if (!*s || *s == '#' || *s == ';') continue;
-        if (*s == '[') {
-            n_seen = 0;
-            char *r = strchr(s, ']');
-            if (!r || r[1]) {
-                snprintf(msg, sizeof msg, "a section line is [name] with nothing after it");
-                goto bad;
-            }
-            *r = 0;
-            if (cl_open_section(cf, claims_trim(s + 1), &cap, &in, msg, sizeof msg)) goto bad;
-            continue;
-        }
-        char *eq = strchr(s, '=');
-        if (!eq) {
-            snprintf(msg, sizeof msg, "expected key = value or [section]");
-            goto bad;
-        }
-        *eq = 0;
-        char *key = claims_trim(s), *val = claims_trim(eq + 1);
-        if (in == SEC_NONE) {
-            snprintf(msg, sizeof msg, "key '%s' before any [section]", key);
-            goto bad;
-        }
-        for (int k = 0; k < n_seen; k++)
-            if (!strcmp(seen[k], key)) {
-                snprintf(msg, sizeof msg, "key '%s' given twice in this section (first on line %d): keep one",
-                         key, seen_line[k]);
-                goto bad;
-            }
-        if (strlen(key) < sizeof seen[0] && n_seen < 48) { /* a longer or 49th key is unknown: refused below */
-            snprintf(seen[n_seen], sizeof seen[0], "%s", key);
-            seen_line[n_seen++] = line_no;
-        }
-        if (in != SEC_ROW) {
-            if (cl_set_text(cf, in, key, val, msg, sizeof msg)) goto bad;
-            continue;
-        }
-        if (cl_set(&cf->rows[cf->n - 1], key, val, msg, sizeof msg)) goto bad;
+    int seen_line[48], n_seen;
+} cl_parse;
+
+static int cl_on_section(void *user, const char *sec, int line) {
+    (void)line;
+    cl_parse *ps = user;
+    ps->n_seen = 0;
+    return cl_open_section(ps->cf, sec, &ps->cap, &ps->in, ps->msg, sizeof ps->msg);
+}
+
+static int cl_on_key(void *user, const char *section, const char *key, const char *val, int line) {
+    (void)section; /* cl_on_section opened it */
+    cl_parse *ps = user;
+    if (ps->in == SEC_NONE) return snprintf(ps->msg, sizeof ps->msg, "key '%s' before any [section]", key), -1;
+    for (int k = 0; k < ps->n_seen; k++)
+        if (!strcmp(ps->seen[k], key))
+            return snprintf(ps->msg, sizeof ps->msg, "key '%s' given twice in this section (first on line %d): keep one",
+                            key, ps->seen_line[k]), -1;
+    if (strlen(key) < sizeof ps->seen[0] && ps->n_seen < 48) { /* a longer or 49th key is unknown: refused below */
+        snprintf(ps->seen[ps->n_seen], sizeof ps->seen[0], "%s", key);
+        ps->seen_line[ps->n_seen++] = line;
     }
-    if (cf->n && cl_check(&cf->rows[cf->n - 1], msg, sizeof msg)) {
+    if (ps->in != SEC_ROW) return cl_set_text(ps->cf, ps->in, key, val, ps->msg, sizeof ps->msg);
+    return cl_set(&ps->cf->rows[ps->cf->n - 1], key, val, ps->msg, sizeof ps->msg);
+}
+
+/* The checks of the whole file once every line is read: the last row, at least one row, the questions and
+ * the summary.  Returns 0, or -1 with msg. */
+static int cl_check_file(const claims_file *cf, char *msg, size_t ml) {
+    if (cf->n && cl_check(&cf->rows[cf->n - 1], msg, ml)) return -1;
+    if (!cf->n) return snprintf(msg, ml, "no rows"), -1;
+    return cl_check_questions(cf, msg, ml) || cl_check_summary(cf, msg, ml) ? -1 : 0;
+}
+
+int claims_parse(const char *text, const char *name, claims_file *cf, char *err, size_t errlen) {
+    memset(cf, 0, sizeof *cf);
+    enum { LINE_MAX_BYTES = 4095 };
+    cl_parse ps = {.cf = cf, .in = SEC_NONE};
+    /* ';' inside a value is text ("given = RUNS ; VERSUS"), never a comment */
+    const initext_spec spec = {cl_on_key, cl_on_section, &ps, LINE_MAX_BYTES, 0};
+    int line_no = 0;
+    switch (initext_parse(text, &spec, &line_no)) {
+    case INITEXT_OK:
         line_no = -1;
-        goto bad;
+        if (!cl_check_file(cf, ps.msg, sizeof ps.msg)) return 0;
+        break;
+    case INITEXT_SYNTAX: snprintf(ps.msg, sizeof ps.msg, "expected key = value or [section]"); break;
+    case INITEXT_SECTION: snprintf(ps.msg, sizeof ps.msg, "a section line is [name] with nothing after it"); break;
+    case INITEXT_LONG: snprintf(ps.msg, sizeof ps.msg, "line longer than %d bytes", LINE_MAX_BYTES); break;
+    case INITEXT_NOMEM: snprintf(ps.msg, sizeof ps.msg, "out of memory"); break;
+    case INITEXT_STOPPED: break; /* the callback's own message */
     }
-    if (!cf->n) {
-        snprintf(msg, sizeof msg, "no rows");
-        line_no = -1;
-        goto bad;
-    }
-    if (cl_check_questions(cf, msg, sizeof msg) || cl_check_summary(cf, msg, sizeof msg)) {
-        line_no = -1;
-        goto bad;
-    }
-    return 0;
-bad:
-    if (line_no > 0) snprintf(err, errlen, "%s:%d: %s", name, line_no, msg);
-    else snprintf(err, errlen, "%s: %s", name, msg);
+    if (line_no > 0) snprintf(err, errlen, "%s:%d: %s", name, line_no, ps.msg);
+    else snprintf(err, errlen, "%s: %s", name, ps.msg);
     claims_free(cf);
-    return rc;
+    return -1;
 }
 
 int claims_load(const char *path, claims_file *cf, char *err, size_t errlen) {

@@ -1341,15 +1341,17 @@ int paper_report(gl_db *db, const char *preset, const char *plan_path, const cha
         goto done;
     }
     claims_holm(res, cf.n, &holm_m, holm_adj); /* before the figures and the text: a primary row's verdict is Holm's */
-    char scale[32];
-    claims_base_scale(&rs, scale, sizeof scale);
-    if (!scale[0]) snprintf(scale, sizeof scale, "s");
+    paper_base base; /* the figures' runs: the claims file's base data set at its base scale */
+    claims_base_data(&cf, base.data, sizeof base.data);
+    snprintf(base.title, sizeof base.title, "%s", cf.data_title[0] ? cf.data_title : base.data);
+    claims_base_scale(&rs, base.data, base.scale, sizeof base.scale);
+    if (!base.scale[0]) snprintf(base.scale, sizeof base.scale, "s");
     snprintf(path, sizeof path, "%s/figures", out_dir);
     if (fileio_mkdir_p(path, err, errlen)) goto done;
     paper_figs figs;
     paper_points pp = {0};
     pr_paper_points(&cf, &pp);
-    if (paper_figures(db, runs, n, scale, &pp, path, &figs, fig_err, sizeof fig_err))
+    if (paper_figures(db, runs, n, &base, &pp, path, &figs, fig_err, sizeof fig_err))
         fprintf(stderr, "gatelab paper report: %s (the report goes on without it)\n", fig_err);
     char forest[4300], panels[512];
     int flines = 0;

@@ -47,9 +47,9 @@ static void pf_num(FILE *f, double v) {
     else fprintf(f, "\t%.6g", v);
 }
 
-static int pf_is(const paper_run *r, const char *data, const char *scale, const char *value, const char *depth,
-                 const char *cross) {
-    return !strcmp(r->t.data, data) && !strcmp(r->t.scale, scale) && (!value || !strcmp(r->value, value)) &&
+/* 1 when r is a run of the figures' data set at their scale with (value, depth, cross); NULL: any. */
+static int pf_is(const paper_run *r, const paper_base *b, const char *value, const char *depth, const char *cross) {
+    return !strcmp(r->t.data, b->data) && !strcmp(r->t.scale, b->scale) && (!value || !strcmp(r->value, value)) &&
            (!depth || !strcmp(r->depth, depth)) && (!cross || !strcmp(r->cross, cross));
 }
 
@@ -89,12 +89,19 @@ static void pf_skip(paper_figs *s, const char *name, const char *why) {
         snprintf(s->skipped[s->n_skipped++], sizeof s->skipped[0], "%s: %s", name, why);
 }
 
-/* The distinct λ of the TSA runs on Tiny Shakespeare at scale, in the order
+/* pf_skip with " on DATA TITLE" after why: "no TSA runs on Tiny Shakespeare". */
+static void pf_skip_on(paper_figs *s, const char *name, const char *why, const paper_base *b) {
+    char w[200];
+    snprintf(w, sizeof w, "%s on %s", why, b->title);
+    pf_skip(s, name, w);
+}
+
+/* The distinct λ of the TSA runs of the figures' data set at their scale, in the order
  * the runs list them, into lam[0..32); returns how many. */
-static int pf_lambdas(const paper_run *r, int n, const char *scale, double lam[32]) {
+static int pf_lambdas(const paper_run *r, int n, const paper_base *b, double lam[32]) {
     int nl = 0;
     for (int i = 0; i < n && nl < 32; i++) {
-        if (!pf_is(&r[i], "tinyshakespeare", scale, NULL, "tsa", NULL)) continue;
+        if (!pf_is(&r[i], b, NULL, "tsa", NULL)) continue;
         int dup = 0;
         for (int j = 0; j < nl; j++) dup |= fabs(lam[j] - r[i].t.lambda) < 1e-12;
         if (!dup) lam[nl++] = r[i].t.lambda;
@@ -106,15 +113,15 @@ static int pf_lambdas(const paper_run *r, int n, const char *scale, double lam[3
  * done (val/hard.*) per λ, early exit's τ frontier (ablation exit.tau<τ>.*)
  * and post-hoc early exit on the dense model (ablation posthoc.tau<τ>.*),
  * each the mean ± sd over seeds; a block nobody measured is left out. */
-static int pf_pareto_extra(gl_db *db, const paper_run *r, int n, const char *scale, FILE *f, char *err, size_t errlen) {
+static int pf_pareto_extra(gl_db *db, const paper_run *r, int n, const paper_base *b, FILE *f, char *err, size_t errlen) {
     static const double taus[] = {0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95};
     double lam[32];
-    const int nl = pf_lambdas(r, n, scale, lam);
+    const int nl = pf_lambdas(r, n, b, lam);
     int started = 0;
     for (int k = 0; k < nl; k++) {
         acc sv = {0}, ls = {0};
         for (int i = 0; i < n; i++) {
-            if (!pf_is(&r[i], "tinyshakespeare", scale, NULL, "tsa", NULL) || fabs(r[i].t.lambda - lam[k]) > 1e-12) continue;
+            if (!pf_is(&r[i], b, NULL, "tsa", NULL) || fabs(r[i].t.lambda - lam[k]) > 1e-12) continue;
             double a = NAN, b = NAN;
             if (db_metric_last(db, r[i].t.run_id, "val", "hard.tlops_saved", NULL, &a, NULL, err, errlen) < 0 ||
                 db_metric_last(db, r[i].t.run_id, "val", "hard.loss", NULL, &b, NULL, err, errlen) < 0)
@@ -135,7 +142,7 @@ static int pf_pareto_extra(gl_db *db, const paper_run *r, int n, const char *sca
         for (size_t t = 0; t < sizeof taus / sizeof taus[0]; t++) {
             acc sv = {0}, ls = {0};
             for (int i = 0; i < n; i++) {
-                if (!pf_is(&r[i], "tinyshakespeare", scale, c ? "none" : NULL, curves[c].depth, c ? "none" : NULL))
+                if (!pf_is(&r[i], b, c ? "none" : NULL, curves[c].depth, c ? "none" : NULL))
                     continue;
                 metric_key nl_, ns_;
                 metric_exit_mode(&nl_, curves[c].mode, taus[t], "loss", METRIC_NONE);
@@ -157,12 +164,12 @@ static int pf_pareto_extra(gl_db *db, const paper_run *r, int n, const char *sca
 }
 
 /* λ Pareto: TSA per λ, dense at 0 %, early exit at the matched τ. */
-static int fig_pareto(gl_db *db, const paper_run *r, int n, const char *scale, const paper_points *pp, const char *dir,
+static int fig_pareto(gl_db *db, const paper_run *r, int n, const paper_base *b, const paper_points *pp, const char *dir,
                       paper_figs *s, char *err, size_t errlen) {
     double lam[32];
-    const int nl = pf_lambdas(r, n, scale, lam);
+    const int nl = pf_lambdas(r, n, b, lam);
     if (!nl) {
-        pf_skip(s, "paper_pareto", "no TSA runs on Tiny Shakespeare");
+        pf_skip_on(s, "paper_pareto", "no TSA runs", b);
         return 0;
     }
     for (int i = 1; i < nl; i++) /* λ ascending */
@@ -178,7 +185,7 @@ static int fig_pareto(gl_db *db, const paper_run *r, int n, const char *scale, c
     for (int k = 0; k < nl; k++) {
         acc sv = {0}, ls = {0};
         for (int i = 0; i < n; i++)
-            if (pf_is(&r[i], "tinyshakespeare", scale, NULL, "tsa", NULL) && fabs(r[i].t.lambda - lam[k]) < 1e-12)
+            if (pf_is(&r[i], b, NULL, "tsa", NULL) && fabs(r[i].t.lambda - lam[k]) < 1e-12)
                 acc_add(&sv, 100 * r[i].tlops), acc_add(&ls, r[i].loss);
         fprintf(f, "λ=%g", lam[k]);
         pf_num(f, acc_mean(&sv)), pf_num(f, acc_sd(&sv)), pf_num(f, acc_mean(&ls)), pf_num(f, acc_sd(&ls));
@@ -186,8 +193,8 @@ static int fig_pareto(gl_db *db, const paper_run *r, int n, const char *scale, c
     }
     acc ls = {0}, esv = {0}, els = {0}, etau = {0};
     for (int i = 0; i < n; i++) {
-        if (pf_is(&r[i], "tinyshakespeare", scale, "none", "none", "none")) acc_add(&ls, r[i].loss);
-        if (pf_is(&r[i], "tinyshakespeare", scale, NULL, "early_exit", NULL) && !isnan(r[i].m_loss))
+        if (pf_is(&r[i], b, "none", "none", "none")) acc_add(&ls, r[i].loss);
+        if (pf_is(&r[i], b, NULL, "early_exit", NULL) && !isnan(r[i].m_loss))
             acc_add(&esv, 100 * r[i].m_tlops), acc_add(&els, r[i].m_loss), acc_add(&etau, r[i].m_tau);
     }
     fprintf(f, "\n\ndense\tsaved\tsaved_sd\tloss\tloss_sd\n\t0\t0");
@@ -204,13 +211,14 @@ static int fig_pareto(gl_db *db, const paper_run *r, int n, const char *scale, c
                     pp->label[k]);
             fprintf(f, "%s\t%.6g\t0\t%.6g\t0\n", pp->label[k], 100 * pp->saved[k], acc_mean(&ls) * (1 + pp->rel[k]));
         }
-    if (pf_pareto_extra(db, r, n, scale, f, err, errlen)) {
+    if (pf_pareto_extra(db, r, n, b, f, err, errlen)) {
         fclose(f);
         return -1;
     }
     if (pf_close(f, path, err, errlen)) return -1;
-    return pf_draw(s, "paper_pareto.gp", path, dir, "paper_pareto",
-                   "title='Tiny Shakespeare: TLOps saved vs whole-split loss, mean ± sd over seeds'", err, errlen);
+    char vars[200];
+    snprintf(vars, sizeof vars, "title='%s: TLOps saved vs whole-split loss, mean ± sd over seeds'", b->title);
+    return pf_draw(s, "paper_pareto.gp", path, dir, "paper_pareto", vars, err, errlen);
 }
 
 /* An integer param of run into *v (db_param_typed: the manifest's parser and key table, never atoi),
@@ -232,14 +240,14 @@ static int pf_cmp_dbl(const void *a, const void *b) {
  * (head indices are arbitrary per seed, so they are never averaged across
  * seeds): within each block the heads are sorted by mean α, rank 0 the
  * smallest; the colour scale starts at 0 (the "near zero" claim). */
-static int fig_heatmap(gl_db *db, const paper_run *r, int n, const char *scale, const char *dir, paper_figs *s,
+static int fig_heatmap(gl_db *db, const paper_run *r, int n, const paper_base *b, const char *dir, paper_figs *s,
                        char *err, size_t errlen) {
     enum { MAXL = 64, MAXH = 64, MAXS = 8 };
     static double cell[MAXS][MAXL][MAXH];
     char seeds[MAXS][32];
     int L = 0, H = 0, ns = 0;
     for (int i = 0; i < n && ns < MAXS; i++) {
-        if (!pf_is(&r[i], "tinyshakespeare", scale, "satformer", "none", "none")) continue;
+        if (!pf_is(&r[i], b, "satformer", "none", "none")) continue;
         int l, h;
         if (pf_param_int(db, r[i].t.run_id, "model.n_layer", &l, err, errlen) ||
             pf_param_int(db, r[i].t.run_id, "model.n_kv_head", &h, err, errlen))
@@ -265,7 +273,7 @@ static int fig_heatmap(gl_db *db, const paper_run *r, int n, const char *scale, 
         ns++;
     }
     if (!ns) {
-        pf_skip(s, "paper_alpha_heatmap", "no analysed SATFormer runs on Tiny Shakespeare");
+        pf_skip_on(s, "paper_alpha_heatmap", "no analysed SATFormer runs", b);
         return 0;
     }
     char path[4200];
@@ -295,7 +303,7 @@ static int fig_heatmap(gl_db *db, const paper_run *r, int n, const char *scale, 
 }
 
 /* Mean α per block and token category over the SATFormer seeds. */
-static int fig_category(gl_db *db, const paper_run *r, int n, const char *scale, const char *dir, paper_figs *s,
+static int fig_category(gl_db *db, const paper_run *r, int n, const paper_base *b, const char *dir, paper_figs *s,
                         char *err, size_t errlen) {
     enum { MAXL = 64 };
     static const int cat[3] = {CAT_SEMANTIC, CAT_STRUCTURAL, CAT_FUNCTIONAL};
@@ -303,7 +311,7 @@ static int fig_category(gl_db *db, const paper_run *r, int n, const char *scale,
     memset(a, 0, sizeof a);
     int L = 0;
     for (int i = 0; i < n; i++) {
-        if (!pf_is(&r[i], "tinyshakespeare", scale, "satformer", "none", "none")) continue;
+        if (!pf_is(&r[i], b, "satformer", "none", "none")) continue;
         if (pf_param_int(db, r[i].t.run_id, "model.n_layer", &L, err, errlen)) return -1;
         L = L < MAXL ? L : MAXL;
         for (int b = 1; b < L; b++)
@@ -318,7 +326,7 @@ static int fig_category(gl_db *db, const paper_run *r, int n, const char *scale,
             }
     }
     if (L < 2 || !a[1][0].n) {
-        pf_skip(s, "paper_category", "no analysed SATFormer runs on Tiny Shakespeare");
+        pf_skip_on(s, "paper_category", "no analysed SATFormer runs", b);
         return 0;
     }
     char path[4200];
@@ -336,16 +344,16 @@ static int fig_category(gl_db *db, const paper_run *r, int n, const char *scale,
 }
 
 /* ΔL when the gates are zeroed or set to their mean, over seeds. */
-static int fig_ablation(const paper_run *r, int n, const char *scale, const char *dir, paper_figs *s, char *err,
+static int fig_ablation(const paper_run *r, int n, const paper_base *b, const char *dir, paper_figs *s, char *err,
                         size_t errlen) {
     acc sz = {0}, sm = {0}, rz = {0};
     for (int i = 0; i < n; i++) {
-        if (pf_is(&r[i], "tinyshakespeare", scale, "satformer", "none", "none"))
+        if (pf_is(&r[i], b, "satformer", "none", "none"))
             acc_add(&sz, r[i].zero_dl), acc_add(&sm, r[i].mean_dl);
-        if (pf_is(&r[i], "tinyshakespeare", scale, "resformer", "none", "none")) acc_add(&rz, r[i].zero_dl);
+        if (pf_is(&r[i], b, "resformer", "none", "none")) acc_add(&rz, r[i].zero_dl);
     }
     if (!sz.n && !rz.n) {
-        pf_skip(s, "paper_ablation", "no ablated SATFormer or ResFormer runs on Tiny Shakespeare");
+        pf_skip_on(s, "paper_ablation", "no ablated SATFormer or ResFormer runs", b);
         return 0;
     }
     char path[4200];
@@ -440,13 +448,13 @@ static int pf_pt_cmp(const void *a, const void *b) {
 
 /* Every seed's training loss of the runs matching (value, cross): points by
  * step with seconds since each run's first step.  *out malloc'd; *seeds the runs. */
-static int pf_loss_points(gl_db *db, const paper_run *r, int n, const char *scale, const char *value, const char *cross,
+static int pf_loss_points(gl_db *db, const paper_run *r, int n, const paper_base *b, const char *value, const char *cross,
                           double step_s, pf_pt **out, int *np, int *seeds, char *err, size_t errlen) {
     pf_pt *all = NULL;
     int k = 0, cap = 0;
     *seeds = 0;
     for (int i = 0; i < n; i++) {
-        if (!pf_is(&r[i], "tinyshakespeare", scale, value, "none", cross)) continue;
+        if (!pf_is(&r[i], b, value, "none", cross)) continue;
         gl_metric_point *pts = NULL;
         int m = 0;
         if (db_metric_series(db, r[i].t.run_id, "val", "loss", NULL, &pts, &m, err, errlen)) {
@@ -481,7 +489,7 @@ static int pf_loss_points(gl_db *db, const paper_run *r, int n, const char *scal
 
 /* Training loss against wall-clock time, every variant over its seeds: per
  * step the mean time and the mean ± sd of the loss. */
-static int fig_loss_time(gl_db *db, const paper_run *r, int n, const char *scale, const char *dir, paper_figs *s,
+static int fig_loss_time(gl_db *db, const paper_run *r, int n, const paper_base *b, const char *dir, paper_figs *s,
                          char *err, size_t errlen) {
     const struct {
         const char *title, *value, *cross, *bench;
@@ -501,7 +509,7 @@ static int fig_loss_time(gl_db *db, const paper_run *r, int n, const char *scale
             if (db_metric_last(db, id, "bench", "step_ms", NULL, &step_s, NULL, err, errlen) < 0) return -1;
             step_s /= 1000;
         }
-        if (pf_loss_points(db, r, n, scale, v[k].value, v[k].cross, step_s, &pts, &np, &seeds, err, errlen)) goto fail;
+        if (pf_loss_points(db, r, n, b, v[k].value, v[k].cross, step_s, &pts, &np, &seeds, err, errlen)) goto fail;
         if (np > 1) {
             if (!f && !(f = pf_open(dir, "paper_loss_time", path, sizeof path, err, errlen))) {
                 free(pts);
@@ -528,7 +536,7 @@ static int fig_loss_time(gl_db *db, const paper_run *r, int n, const char *scale
         free(pts);
     }
     if (!curves) {
-        pf_skip(s, "paper_loss_time", "no runs of the value or cross-layer variants on Tiny Shakespeare");
+        pf_skip_on(s, "paper_loss_time", "no runs of the value or cross-layer variants", b);
         return 0;
     }
     if (pf_close(f, path, err, errlen)) return -1;
@@ -542,12 +550,12 @@ fail:
     return -1;
 }
 
-int paper_figures(gl_db *db, const paper_run *runs, int n, const char *scale, const paper_points *pp, const char *dir,
+int paper_figures(gl_db *db, const paper_run *runs, int n, const paper_base *b, const paper_points *pp, const char *dir,
                   paper_figs *s, char *err, size_t errlen) {
     memset(s, 0, sizeof *s);
-    if (fig_pareto(db, runs, n, scale, pp, dir, s, err, errlen) || fig_heatmap(db, runs, n, scale, dir, s, err, errlen) ||
-        fig_category(db, runs, n, scale, dir, s, err, errlen) || fig_ablation(runs, n, scale, dir, s, err, errlen) ||
-        fig_loss_time(db, runs, n, scale, dir, s, err, errlen) || fig_p_hist(db, runs, n, dir, s, err, errlen))
+    if (fig_pareto(db, runs, n, b, pp, dir, s, err, errlen) || fig_heatmap(db, runs, n, b, dir, s, err, errlen) ||
+        fig_category(db, runs, n, b, dir, s, err, errlen) || fig_ablation(runs, n, b, dir, s, err, errlen) ||
+        fig_loss_time(db, runs, n, b, dir, s, err, errlen) || fig_p_hist(db, runs, n, dir, s, err, errlen))
         return -1;
     return 0;
 }

@@ -29,10 +29,19 @@ typedef struct {
     double saved[PAPER_POINTS_MAX], rel[PAPER_POINTS_MAX];
 } paper_points;
 
+/* Which runs the figures draw: those of the claims file's base data set
+ * (claims_base_data) at its base scale, and how the figures name the data set
+ * (the claims file's [report] data_title). */
+typedef struct {
+    char data[64];  /* "tinyshakespeare" */
+    char title[64]; /* "Tiny Shakespeare" */
+    char scale[32]; /* "s" */
+} paper_base;
+
 /* Draw every figure that has data into dir (which must exist), for the
- * Tiny Shakespeare runs at the given scale.  Returns 0, or -1 with a message
- * (a gnuplot or file failure; missing data is a skip, not a failure). */
-int paper_figures(gl_db *db, const paper_run *runs, int n, const char *scale, const paper_points *pp, const char *dir,
+ * runs of b.  Returns 0, or -1 with a message (a gnuplot or file failure;
+ * missing data is a skip, not a failure). */
+int paper_figures(gl_db *db, const paper_run *runs, int n, const paper_base *b, const paper_points *pp, const char *dir,
                   paper_figs *s, char *err, size_t errlen);
 
 /* Draw dir/paper_forest from the TSV tsv (paper.c writes it: index, row, mean,

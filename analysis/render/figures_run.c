@@ -32,6 +32,7 @@
 #include "analysis/measure/depth.h"
 #include "analysis/render/figures_int.h"
 #include "analysis/core/report.h"
+#include "analysis/core/stats.h"
 
 /* Every run's intervention bars (ΔL over all tokens), for ablation_seeds. */
 typedef struct {
@@ -511,15 +512,12 @@ static int fg_profiles_draw(gl_db *db, const tables_run *runs, const fg_profiles
         for (int k = 0; k < G->n; k++) {
             fprintf(f, "%s%s\tmean\tsd\tn\n", k ? "\n\n" : "", G->g[k].label);
             for (int l = 0; l < pr->L; l++) {
-                double sum = 0, sq = 0;
-                int m = 0;
-                for (int q = 0; q < G->g[k].n; q++) {
-                    double x = pr->v[p][(size_t)G->g[k].idx[q] * pr->L + l];
-                    if (!isnan(x)) sum += x, sq += x * x, m++;
-                }
+                double x[FG_SEEDS_MAX];
+                for (int q = 0; q < G->g[k].n; q++) x[q] = pr->v[p][(size_t)G->g[k].idx[q] * pr->L + l];
+                const st_summary sm = st_describe(x, G->g[k].n, 0.95); /* NaN (not analysed) skipped */
+                const int m = sm.n;
                 if (!m) continue;
-                double mean = sum / m, var = m > 1 ? (sq - m * mean * mean) / (m - 1) : 0.0;
-                double sd = var > 0 ? sqrt(var) : 0.0;
+                const double mean = sm.mean, sd = m > 1 ? sm.sd : 0.0; /* one seed: drawn without a bar */
                 fprintf(f, "%d\t%s\t%s\t%d\n", l, report_num(b, 32, mean), report_num(c, 32, sd), m);
                 fg_rng_add(&rx, l);
                 fg_rng_add(&ry, mean - sd);

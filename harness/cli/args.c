@@ -23,6 +23,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "store/editdist.h"
 #include "store/parse.h"
 #include "store/rundir.h"
 
@@ -64,33 +65,11 @@ static void args_name_of(args_parser *p, int i) {
     snprintf(p->flag, sizeof p->flag, "%.*s", (int)(len < sizeof p->flag ? len : sizeof p->flag - 1), w);
 }
 
-int args_edit_distance(const char *a, const char *b) {
-    enum { W = 64 };
-    size_t m = strlen(a), n = strlen(b);
-    if (m >= W || n >= W) return W; /* no command word is that long */
-    int d[W + 1][W + 1];
-    for (size_t i = 0; i <= m; i++) d[i][0] = (int)i;
-    for (size_t j = 0; j <= n; j++) d[0][j] = (int)j;
-    for (size_t i = 1; i <= m; i++)
-        for (size_t j = 1; j <= n; j++) {
-            int ca = tolower((unsigned char)a[i - 1]), cb = tolower((unsigned char)b[j - 1]);
-            int v = d[i - 1][j - 1] + (ca != cb);
-            if (d[i - 1][j] + 1 < v) v = d[i - 1][j] + 1;
-            if (d[i][j - 1] + 1 < v) v = d[i][j - 1] + 1;
-            /* optimal string alignment: a swap of two neighbours is one edit */
-            if (i > 1 && j > 1 && ca == tolower((unsigned char)b[j - 2]) && tolower((unsigned char)a[i - 2]) == cb &&
-                d[i - 2][j - 2] + 1 < v)
-                v = d[i - 2][j - 2] + 1;
-            d[i][j] = v;
-        }
-    return d[m][n];
-}
-
 const char *args_suggest(const char *typed, const char *const *names, int n) {
     const char *best = NULL;
     int bd = 3, ties = 0, len = (int)strlen(typed);
     for (int i = 0; i < n; i++) {
-        int d = args_edit_distance(typed, names[i]);
+        int d = editdist(typed, names[i], 1);
         if (d < bd) bd = d, best = names[i], ties = 0;
         else if (d == bd && best && strcmp(best, names[i])) ties++;
     }

@@ -114,11 +114,7 @@ int args_int(const char *cmd, const char *flag, const char *value, int lo, int h
 int args_u64(const char *cmd, const char *flag, const char *value, uint64_t *out);
 int args_double(const char *cmd, const char *flag, const char *value, double lo, double hi, double *out);
 
-/* The number of single-character edits (insert, delete, substitute, or swap
- * two neighbours: "trian" is 1 from "train") between a and b, compared
- * without case; a word longer than 63 bytes counts as far from everything. */
-int args_edit_distance(const char *a, const char *b);
-/* The one of names[0..n) closest to typed when it is close enough to be the
+/* The one of names[0..n) closest to typed (store/editdist.h, without case) when it is close enough to be the
  * word meant (at most 2 edits, and fewer than half of typed's letters), else
  * NULL.  A tie between two names is no suggestion. */
 const char *args_suggest(const char *typed, const char *const *names, int n);

@@ -51,6 +51,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "analysis/core/stats.h"
 #include "analysis/render/figures.h"
 #include "args.h"
 #include "cli.h"
@@ -414,19 +415,6 @@ static int serve_trace(const serve_ctx *s, const char *id, gl_trace_data *t, cha
     return 0;
 }
 
-static int serve_fcmp(const void *a, const void *b) {
-    float x = *(const float *)a, y = *(const float *)b;
-    return (x > y) - (x < y);
-}
-
-/* Quantile q of sorted x[0..n) by linear interpolation (Hyndman & Fan type 7). */
-static double serve_quantile(const float *x, size_t n, double q) {
-    if (!n) return NAN;
-    double h = q * (double)(n - 1);
-    size_t lo = (size_t)floor(h), hi = lo + 1 < n ? lo + 1 : lo;
-    return x[lo] + (h - (double)lo) * (x[hi] - x[lo]);
-}
-
 static const double serve_qs[] = {0.05, 0.25, 0.5, 0.75, 0.95};
 
 /* Per step and row, the quantiles of the gate's values in that row (tokens × width). */
@@ -436,7 +424,7 @@ static json_t *serve_quantiles(const gl_trace_data *t, int g) {
     const size_t per_step = gatekind_size((gl_gate)g, t->n_layer, t->n_kv_head, t->n_probe);
     const long R = rank ? dims[0] : 1;
     const size_t per_row = per_step / (size_t)R;
-    float *tmp = malloc((per_row ? per_row : 1) * sizeof *tmp);
+    double *tmp = malloc((per_row ? per_row : 1) * sizeof *tmp);
     json_t *q = json_array(), *qs = json_array();
     if (!tmp || !q || !qs) {
         free(tmp);
@@ -452,10 +440,10 @@ static json_t *serve_quantiles(const gl_trace_data *t, int g) {
             size_t m = 0;
             for (size_t i = 0; i < per_row; i++)
                 if (isfinite(src[i])) tmp[m++] = src[i];
-            qsort(tmp, m, sizeof *tmp, serve_fcmp);
+            st_sort(tmp, (int)m);
             json_t *row = json_array();
             for (size_t k = 0; k < sizeof serve_qs / sizeof serve_qs[0]; k++)
-                json_array_append_new(row, jsonl_num(serve_quantile(tmp, m, serve_qs[k])));
+                json_array_append_new(row, jsonl_num(st_quantile_sorted(tmp, (int)m, serve_qs[k])));
             json_array_append_new(step, row);
         }
         json_array_append_new(q, step);

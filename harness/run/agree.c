@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "dist.h"
+#include "store/initext.h"
 #include "store/sha256.h"
 
 agree_flags agree_point(const agree_signals *sig, int fail, char *err, size_t errlen) {
@@ -51,10 +52,28 @@ static void agree_data_digest(const gl_dataset *ds, char hex[65]) {
     sha256_digest_hex(dg, hex);
 }
 
+enum { AGREE_N = DIST_AGREE_MAX, AGREE_VAL = DIST_AGREE_SHOWN + 80 };
+
+/* The items the config adds: "section.key" and its value, up to max. */
+typedef struct {
+    char (*names)[96];
+    char (*store)[AGREE_VAL];
+    int max, n;
+} agree_items;
+
+static int agree_item(void *user, const char *section, const char *key, const char *value, int line) {
+    (void)line;
+    agree_items *it = user;
+    if (it->n == it->max) return 1; /* full: the rest are not compared (as before: N items) */
+    snprintf(it->names[it->n], sizeof it->names[0], "%s.%s", section, key);
+    snprintf(it->store[it->n++], sizeof it->store[0], "%s", value);
+    return 0;
+}
+
 int agree_config(const gl_dataset *ds, const char *config_ini, char *err, size_t errlen) {
-    enum { N = DIST_AGREE_MAX };
+    enum { N = AGREE_N };
     static char names[N][96];
-    static char store[N][DIST_AGREE_SHOWN + 80];
+    static char store[N][AGREE_VAL];
     const char *vals[N];
     int n = 0;
     snprintf(names[n], sizeof names[n], "data (SHA-256 of data.file)");
@@ -66,24 +85,13 @@ int agree_config(const gl_dataset *ds, const char *config_ini, char *err, size_t
     sha256_hex(data_vocab(ds), (size_t)V, vh);
     snprintf(names[n], sizeof names[n], "the vocabulary");
     snprintf(store[n++], sizeof store[0], "%d tokens, SHA-256 %.16s", V, vh);
-    char section[48] = "";
-    for (const char *p = config_ini; p && *p && n < N;) {
-        size_t len = strcspn(p, "\n");
-        char line[1024];
-        snprintf(line, sizeof line, "%.*s", (int)(len < sizeof line ? len : sizeof line - 1), p);
-        p += len + (p[len] == '\n');
-        char *eq = strchr(line, '=');
-        if (line[0] == '[') {
-            snprintf(section, sizeof section, "%.*s", (int)strcspn(line + 1, "]"), line + 1);
-        } else if (line[0] != ';' && line[0] != '#' && eq) {
-            char *k = line, *e = eq;
-            while (e > k && e[-1] == ' ') e--;
-            *e = 0;
-            const char *v = eq + 1 + strspn(eq + 1, " ");
-            snprintf(names[n], sizeof names[n], "%s.%s", section, k);
-            snprintf(store[n++], sizeof store[0], "%s", v);
-        }
-    }
+    agree_items it = {names, store, N, n};
+    /* the resolved config is gatelab's own canonical text: a line it cannot read (none today) ends the list,
+     * and the items before it are still compared, so every rank reaches dist_agree_items */
+    const initext_spec spec = {agree_item, NULL, &it, 1 << 16, 0}; /* any line the manifest writer makes */
+    int bad_line;
+    if (config_ini) initext_parse(config_ini, &spec, &bad_line);
+    n = it.n;
     for (int i = 0; i < n; i++) vals[i] = store[i];
     int rank = 0;
     char other[DIST_AGREE_SHOWN];

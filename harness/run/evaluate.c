@@ -328,7 +328,7 @@ int eval_match_paper(gl_model *m, const gl_dataset *ds, gl_split split, int batc
     int rc = 0;
     for (int i = 0; i < EVAL_PAPER_N_TAUS && !rc; i++) {
         m->exit_tau = (float)eval_paper_taus[i];
-        rc = eval_random(m, ds, split, (long)EVAL_PAPER_BATCHES * batch, rng_mix64(key + (uint64_t)(i + 1) * 0x9e3779b97f4a7c15ULL),
+        rc = eval_random(m, ds, split, (long)EVAL_PAPER_BATCHES * batch, rng_splitmix_at(key, (uint64_t)(i + 1)),
                          &rows[i], err, errlen);
         const double gap = fabs(rows[i].active_frac_paper - target);
         if (!rc && gap < best_gap) {

@@ -16,7 +16,8 @@
  * reader, which counts physical lines (inih as packaged cannot hand the line
  * number to the handler), strips leading blanks (so an indented line is never
  * taken for a continuation of the previous value) and reports over-long lines
- * instead of letting inih split them.  Only this file includes <ini.h>.
+ * instead of letting inih split them.  The claims file and the ranks' config
+ * comparison read INI through store/initext.c, the same design as a shared reader.
  *
  * What it does not do: expand sweeps (sweep.c does; here [sweep] lists are
  * only parsed and every item checked), open data files, or print.
@@ -40,6 +41,7 @@
 #include "parse.h"
 #include "sweepval.h"
 #include "bpe.h"
+#include "editdist.h"
 #include "tasks.h"
 
 /* snprintf without -Wformat-truncation noise: messages are cut to the
@@ -83,32 +85,11 @@ static int find_key(const char *section, const char *name) {
 
 /* --------------------------------------------------------- small tools --- */
 
-/* Optimal-string-alignment distance (edits, with a swap of neighbours = 1). */
-static int edit_distance(const char *a, const char *b) {
-    int la = (int)strlen(a), lb = (int)strlen(b);
-    if (la > 63 || lb > 63) return 99;
-    int d[64][64];
-    for (int i = 0; i <= la; i++) d[i][0] = i;
-    for (int j = 0; j <= lb; j++) d[0][j] = j;
-    for (int i = 1; i <= la; i++)
-        for (int j = 1; j <= lb; j++) {
-            int c = a[i - 1] != b[j - 1];
-            int v = d[i - 1][j] + 1;
-            if (d[i][j - 1] + 1 < v) v = d[i][j - 1] + 1;
-            if (d[i - 1][j - 1] + c < v) v = d[i - 1][j - 1] + c;
-            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] &&
-                d[i - 2][j - 2] + 1 < v)
-                v = d[i - 2][j - 2] + 1;
-            d[i][j] = v;
-        }
-    return d[la][lb];
-}
-
 /* Write " (did you mean X?)" into out when some candidate is close. */
 static void suggest(char *out, size_t outlen, const char *word, const char *const *cands, int n) {
     int best = -1, bd = 99;
     for (int i = 0; i < n; i++) {
-        int d = edit_distance(word, cands[i]);
+        int d = editdist(word, cands[i], 0); /* keys are lower case: "LR" is not "lr" */
         if (d < bd) bd = d, best = i;
     }
     int len = (int)strlen(word);

@@ -306,7 +306,7 @@ void task_eval_rng(gl_rng *r, uint64_t seed, int split, long i) {
     /* A domain constant keeps these seeds apart from rng_seed(train.seed),
      * which the training stream uses directly. */
     uint64_t h = rng_mix64(seed ^ 0x6a09e667f3bcc909ULL);
-    h = rng_mix64(h + 0x9e3779b97f4a7c15ULL * (uint64_t)(split + 1));
+    h = rng_splitmix_at(h, (uint64_t)(split + 1));
     h = rng_mix64(h + (uint64_t)i);
     rng_seed(r, h);
 }

@@ -2,7 +2,8 @@
  * fuzz_claims.c — libFuzzer target for the claims-file reader
  * (analysis/paper/claims.c claims_parse).  Beyond "no crash, no UB, no leak", it
  * checks the contract: a success holds at least one row, every row with an
- * id, a claim, a paper text and a known quantity, and a side of expect;
+ * id, a claim, a paper text and a known quantity, and a side of expect
+ * (above, below, within or none);
  * a failure says why, naming the file; no key twice in a section is
  * accepted; a filled-in pilot leaves no @pilot in runs or versus; a paper
  * value times its scale is finite (issue 45 item 8).  Seed corpus:
@@ -30,7 +31,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         for (int i = 0; i < cf.n; i++) {
             const claims_row *r = &cf.rows[i];
             if (!r->id[0] || !r->claim[0] || !r->paper[0] || !r->quantity[0]) abort();
-            if (strcmp(r->expect, "none") && strcmp(r->expect, "above") && strcmp(r->expect, "below")) abort();
+            if (strcmp(r->expect, "none") && strcmp(r->expect, "above") && strcmp(r->expect, "below") &&
+                strcmp(r->expect, "within"))
+                abort();
             char out[CLAIMS_TEXT];
             if (r->pilot[0] && !strstr(r->pilot, "@pilot") &&
                 (claims_pilot_subst(r->runs, r->pilot, out, sizeof out) ||
