@@ -325,6 +325,9 @@ static int cl_check_summary(const claims_file *cf, char *msg, size_t ml) {
  * reading hard_paper.* says sparse = paper; alpha_def = soft reads its α from train/alpha_paper.* (the
  * paper's mean of 1 − p, in the convention the row names), a row with an α to read (alpha =, vs_curve)
  * names it in alpha_metric, and no other row reads train/alpha_paper.* as α.  -1 with a message. */
+/* 1 when the row's α is a point on a curve (vs_curve), not only its operating point's guard. */
+static int reads_alpha_curve(const claims_row *r) { return !strcmp(r->quantity, "vs_curve"); }
+
 static int cl_form_check(const claims_row *r, char *msg, size_t ml) {
     const int paper = !strcmp(r->sparse, "paper"), soft = !strcmp(r->alpha_def, "soft");
     const struct {
@@ -350,8 +353,11 @@ static int cl_form_check(const claims_row *r, char *msg, size_t ml) {
                             "train/alpha_paper.mean_evals (Shakespeare, enwik8), .last_eval (the λ sweep) or .last_batch "
                             "(the toy tasks)%s%s", r->id, n ? ", not " : "", r->alpha_metric), -1;
     }
-    if (!soft && strstr(r->alpha_metric, "train/alpha_paper."))
-        return snprintf(msg, ml, "row [%s]: alpha_metric = %s is the paper's soft α: say alpha_def = soft", r->id,
+    /* a hard row of the paper's model may judge its operating point on the paper's α (the paper's point in its
+     * own convention); a vs_curve row reads its point on the curve at that α, so there it is the row's α */
+    if (!soft && strstr(r->alpha_metric, "train/alpha_paper.") && (strcmp(r->form, "paper") || reads_alpha_curve(r)))
+        return snprintf(msg, ml, "row [%s]: alpha_metric = %s is the paper's soft α: say alpha_def = soft (or, on a "
+                        "row of the paper's model, form = paper: its operating point judged on the paper's α)", r->id,
                         r->alpha_metric), -1;
     return 0;
 }

@@ -783,8 +783,11 @@ static void pr_form(const claims_row *r, char *out, size_t n) {
     }
     /* a soft row with no sparse form named read the soft model: nothing was skipped */
     const int soft_only = !strcmp(r->alpha_def, "soft") && !r->sparse[0];
-    snprintf(out, n, "model %s; α %s; %s%s", r->form[0] ? r->form : "gatelab", r->alpha_def[0] ? r->alpha_def : "hard",
-             soft_only ? "no skipping" : "sparse ", soft_only ? "" : r->sparse[0] ? r->sparse : "gatelab");
+    /* a hard row whose operating point is judged on the paper's soft α says so */
+    const int paper_point = strcmp(r->alpha_def, "soft") && strstr(r->alpha_metric, "train/alpha_paper.");
+    snprintf(out, n, "model %s; α %s%s; %s%s", r->form[0] ? r->form : "gatelab", r->alpha_def[0] ? r->alpha_def : "hard",
+             paper_point ? " (operating point on the paper's α)" : "", soft_only ? "no skipping" : "sparse ",
+             soft_only ? "" : r->sparse[0] ? r->sparse : "gatelab");
 }
 
 /* The order of verdicts when several claims share a summary line: the weakest decides, as in claims_combine. */

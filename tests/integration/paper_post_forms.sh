@@ -232,4 +232,10 @@ bad_claims "alpha_def = soft without the paper's α" '/^alpha_metric = train/d' 
     "row [t2]: alpha_def = soft reads the paper's α: alpha_metric = train/alpha_paper.mean_evals"
 bad_claims "the paper's α under alpha_def = hard" 's/^alpha_def = soft/alpha_def = hard/' \
     "row [t2]: alpha_metric = train/alpha_paper.mean_evals is the paper's soft α: say alpha_def = soft"
+# a hard row of the paper's model may judge its operating point on the paper's α (form = paper), and says so
+sed 's/^alpha_def = soft/alpha_def = hard\nform = paper/' "$W/claims.ok" > "$P0/claims.ini"
+"$BIN" paper report pf --results "$R" --out "$W/out2" > "$W/report2.log" 2>&1
+check "a hard row with form = paper may read its operating point on train/alpha_paper.* (report exits 0)" test $? -eq 0
+check "... and its form column says the operating point is on the paper's α" \
+    grep -qE "^\| t2 \|.*α hard \(operating point on the paper's α\)" "$W/out2/REPORT.md"
 cp "$W/claims.ok" "$P0/claims.ini"
