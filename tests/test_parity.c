@@ -7,8 +7,10 @@
  * name, and checks forward (loss, task loss, logits), backward (every
  * parameter gradient), the activations the traces read (SATFormer gates,
  * ResFormer λ, TSA halting probabilities, early-exit confidences, the MoD /
- * random selection — exactly — and MoD's router weights σ(r)), and three
- * AdamW steps (losses and parameters afterwards).  One cmocka test per
+ * random selection — exactly — and MoD's router weights σ(r)), early exit
+ * in the TSA paper's form at the fixture's threshold τ (each token's exit
+ * block exactly, the frozen predictions, their loss and both active
+ * fractions), and three AdamW steps (losses and parameters afterwards).  One cmocka test per
  * fixture; each prints one line per check with its worst difference.
  *
  * What it does not: it does not compute any reference value itself — the
@@ -306,6 +308,11 @@ static int read_config(parity_ctx *c, gl_model_config *cfg, int *B, int *T) {
         parity_fail(c, "tsa_form '%s' not understood", s);
         bad = -1;
     }
+    if (H5Aexists(c->file, "exit_form") > 0 &&
+        (attr_str(c, "exit_form", s, sizeof s) || config_parse_exit_form(s, &cfg->exit_form))) {
+        parity_fail(c, "exit_form '%s' not understood", s);
+        bad = -1;
+    }
     if (H5Aexists(c->file, "dropout") > 0) {
         bad |= attr_float(c, "dropout", &cfg->dropout);
         char *end = NULL;
@@ -554,6 +561,55 @@ static void compare_activations(parity_ctx *c, const gl_model *m, int B, int T) 
     }
 }
 
+/* Early exit in the TSA paper's form at the fixture's threshold (root attribute exit_tau, group
+ * exit_paper; make_fixtures.py chose τ with every confidence at least 1e-4 away from it): a forward at
+ * m.exit_tau = τ on the fixture's parameters, without dropout, must exit every token after the
+ * reference's block exactly (exit_paper/block: 1..L-2, or L-1 for the final head), predict with that
+ * exit's logits, and give the reference's loss and active fractions (α and the paper's α, which follow
+ * from the blocks: exact up to float rounding).  Leaves m.exit_tau at 0 and m.drop_key as it was. */
+static void compare_exit_paper(parity_ctx *c, gl_model *m, const int *tokens, const int *targets,
+                               const float *mask, int B, int T) {
+    const int L = m->cfg.n_layer, V = m->cfg.vocab_size;
+    const long BT = (long)B * T;
+    float tau, ref_loss, ref_af[2], *ref_logits = NULL;
+    int *ref_block = malloc((size_t)BT * sizeof *ref_block);
+    char where[128];
+    if (!ref_block) {
+        parity_fail(c, "out of memory");
+        return;
+    }
+    if (attr_float(c, "exit_tau", &tau) || dset_read(c, "exit_paper/block", H5T_NATIVE_INT, ref_block, BT) ||
+        dset_read(c, "exit_paper/loss", H5T_NATIVE_FLOAT, &ref_loss, 1) ||
+        dset_read(c, "exit_paper/active_frac", H5T_NATIVE_FLOAT, ref_af, 2) ||
+        !(ref_logits = dset_floats(c, "exit_paper/logits", BT * V)))
+        goto cleanup;
+    const uint64_t key = m->drop_key;
+    m->drop_key = 0; /* evaluation: no dropout */
+    m->exit_tau = tau;
+    float loss = model_forward(m, tokens, targets, mask, B, T);
+    m->exit_tau = 0.0f;
+    m->drop_key = key;
+
+    long flips = 0;
+    snprintf(where, sizeof where, "-");
+    for (long t = 0; t < BT; t++) {
+        int e = m->frozen[t] ? m->frozen[t] : L - 1; /* frozen: the block exited after, 0 = none */
+        if (e != ref_block[t] && !flips++)
+            snprintf(where, sizeof where, "token %ld: exit %d, ref %d (τ %.6g)", t, e, ref_block[t], tau);
+    }
+    parity_check(c, "exit_paper/block (differ)", (double)flips, 0.0, where);
+    parity_check(c, "exit_paper/logits", rel_max_diff(m->logits, ref_logits, BT * V, 1e-6), TOL_LOGITS, NULL);
+    snprintf(where, sizeof where, "%.7g vs ref %.7g", loss, ref_loss);
+    parity_check(c, "exit_paper/loss", rel_scalar(loss, ref_loss), TOL_LOSS, where);
+    snprintf(where, sizeof where, "α %.7g vs %.7g, paper α %.7g vs %.7g", m->active_frac, ref_af[0],
+             m->active_frac_paper, ref_af[1]);
+    double e = fmax(rel_scalar(m->active_frac, ref_af[0]), rel_scalar(m->active_frac_paper, ref_af[1]));
+    parity_check(c, "exit_paper/active_frac", e, TOL_LOSS, where);
+cleanup:
+    free(ref_logits);
+    free(ref_block);
+}
+
 /* ---- one fixture -------------------------------------------------------- */
 
 /* Run every check of one fixture; returns the number of failed checks. */
@@ -616,6 +672,7 @@ static int parity_case(const fixture *fx) {
     model_backward(&m);
     double worst = compare_tensors(&c, &m, m.grads, "grads", 1e-6, where, sizeof where);
     parity_check(&c, "grads (per tensor)", worst, TOL_GRAD, where);
+    if (has_path(&c, "exit_paper/block")) compare_exit_paper(&c, &m, tokens, targets, mask, B, T);
 
     /* AdamW: forward, zero_grad, backward, step — as make_fixtures.py does */
     gl_adamw opt = {.decay_all = g_decay_all};

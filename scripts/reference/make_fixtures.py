@@ -94,6 +94,12 @@ CASES = {
     "gpt2_tsa_paper_dropout": dict(backbone="gpt2", n_kv_head=4, qk_norm=0, norm_eps=1e-5, depth_routing="tsa",
                                    tsa_form="paper", tsa_lambda=0.05, dropout=0.1),
     "tsa_paper_gqa": dict(GQA, depth_routing="tsa", tsa_form="paper", tsa_lambda=0.05),
+    # early exit in the TSA paper's form (an exit norm per block, uniform mean over the L exits), on its
+    # gpt2 backbone and on the llama block; L 4 so that a token can exit after block 1 or 2 or not at all
+    "early_exit_paper_gpt2": dict(backbone="gpt2", n_kv_head=4, qk_norm=0, norm_eps=1e-5, n_layer=4,
+                                  depth_routing="early_exit", exit_form="paper", exit_weighting="uniform"),
+    "early_exit_paper_gqa": dict(GQA, n_layer=4, depth_routing="early_exit", exit_form="paper",
+                                 exit_weighting="uniform"),
 }
 # the dropout cases' key (model.h drop_key; the rows are numbered from 0)
 DROP_KEY = 0x9E3779B97F4A7C15
@@ -108,7 +114,7 @@ XL_STR_ATTRS = ("cross_layer",)
 # written only when they differ from these defaults, so the files of the other cases keep their bytes
 OPTIONAL_ATTRS = (("sat_gate", "relu"), ("sat_gate_bias", 0), ("weight_decay_policy", "matrices"))
 # written only when they differ from these defaults (the gpt2 and paper cases), likewise
-PAPER_ATTRS = (("backbone", "llama"), ("tsa_form", "gatelab"))
+PAPER_ATTRS = (("backbone", "llama"), ("tsa_form", "gatelab"), ("exit_form", "gatelab"))
 # written only by the mod and random cases, likewise
 ROUTE_INT_ATTRS = ("mod_every",)
 ROUTE_FLOAT_ATTRS = ("mod_capacity", "random_alpha")
@@ -186,6 +192,30 @@ def batch(cfg, gen):
         mask[1, int(torch.randint(0, T, (1,), generator=gen))] = 0.0
     assert mask.sum() > 0
     return tokens, targets, mask
+
+
+def choose_tau(cfg, conf):
+    """A threshold for the paper-form exit check: the midpoint of a gap between two confidences of
+    blocks 1..L-2 (conf (L, B, T), float64) that spreads the tokens best over the exits 1..L-1 (the
+    most even split: the largest smallest count), then the widest gap.  The float32 C model's
+    confidences sit within ~1e-7 of these, so a gap of 1e-4 on each side keeps every decision the
+    reference's; rounded to float32, as the C model holds it."""
+    L = cfg.n_layer
+    vals = sorted(set(float(v) for v in conf[1:L - 1].reshape(-1)))
+    best = None
+    for lo, hi in zip(vals, vals[1:]):
+        tau = float(np.float32(0.5 * (lo + hi)))
+        margin = min(tau - lo, hi - tau)
+        if margin < 1e-4:
+            continue
+        block = torch.full(conf.shape[1:], L - 1, dtype=torch.long)
+        for n in range(L - 2, 0, -1):
+            block = torch.where(conf[n] > tau, torch.full_like(block, n), block)
+        spread = min(int((block == e).sum()) for e in range(1, L))
+        if best is None or (spread, margin) > best[:2]:
+            best = (spread, margin, tau)
+    assert best is not None and best[0] > 0, "no threshold sends tokens to every exit; change the case"
+    return best[2]
 
 
 def open_untimed(path, groups):
@@ -269,13 +299,18 @@ def make_case(name, over, out_dir):
     P32 = {k: v.to(torch.float32) for k, v in P.items()}
     out32, grads32, losses32, Q32 = run_reference(cfg, P32, tokens, targets, mask.float())
     f32 = float32_errors(out, grads, losses, Q, out32, grads32, losses32, Q32)
+    ev = None
+    if cfg.exit_paper():  # the paper's evaluation at a threshold, from the dense forward at P
+        tau = choose_tau(cfg, out["exit_conf"])
+        ev = rm.paper_exit_eval(cfg, out, targets, mask, tau)
+        out["exit_tau"] = (tau, ev)
 
     path = os.path.join(out_dir, name + ".h5")
     tmp = path + ".tmp"
     groups = ["params", "grads", "params_after"]
     groups += [g for k, g in (("sat_alpha", "sat"), ("resformer_lambda", "resformer"),
                               ("tsa_p", "tsa"), ("exit_conf", "exit"), ("route_keep", "route"),
-                              ("mod_weight", "mod")) if k in out]
+                              ("mod_weight", "mod"), ("exit_tau", "exit_paper")) if k in out]
     with open_untimed(tmp, groups) as f:
         for k in INT_ATTRS:
             f.attrs.create(k, np.int32(getattr(cfg, k)))
@@ -339,6 +374,12 @@ def make_case(name, over, out_dir):
             put(f, "route/keep", out["route_keep"])
         if "mod_weight" in out:
             put(f, "mod/weight", out["mod_weight"])
+        if ev is not None:
+            f.attrs.create("exit_tau", np.float32(tau))
+            f.create_dataset("exit_paper/block", data=ev["block"].to(torch.int32).numpy(), track_times=False)
+            put(f, "exit_paper/logits", ev["logits"])
+            put(f, "exit_paper/loss", ev["loss"].reshape(1))
+            put(f, "exit_paper/active_frac", np.array([ev["active_frac"], ev["active_frac_paper"]]))
     os.replace(tmp, path)
     return path, out, losses, f32
 
@@ -369,6 +410,10 @@ def main():
             extra += " conf %.2f..%.2f" % (float(c.min()), float(c.max()))
         if "route_keep" in out:
             extra += " α %.3f" % float(out["route_keep"][1:].mean())
+        if "exit_tau" in out:
+            tau, ev = out["exit_tau"]
+            L = rm.Config(**over).n_layer
+            extra += " τ %.4f exits %s" % (tau, "/".join(str(int((ev["block"] == e).sum())) for e in range(1, L)))
         print("%-26s loss %.5f task %.5f adam %s%s  %d bytes" % (
             name, float(out["loss"]), float(out["task_loss"]),
             " ".join("%.4f" % x for x in losses), extra, os.path.getsize(path)))

@@ -54,6 +54,16 @@ Conventions (the contract the C model is held to):
     activation and the FFN output (make_fixtures.py computes the C model's);
   * early exit: every block's output goes through the shared final norm and
     head; loss = Σ w_n CE_n, w ∝ n+1 (linear) or 1/L (uniform);
+  * early exit in the TSA paper's form (exit_form paper; its official
+    early-exit baseline): the exit after block n < L-1 has its own norm
+    layers.{n}.exit_norm (the backbone's kind: RMSNorm, or LayerNorm with
+    layers.{n}.exit_norm_bias on gpt2), the exit after the last block is
+    final_norm; every exit uses the (tied) head; the training loss is the plain
+    mean of the L exits' losses, block 0's included.  At evaluation with a
+    threshold τ (paper_exit_eval): a token's prediction is the logits of the
+    first exit n in 1..L-2 whose max softmax probability is > τ, else the
+    last exit's; nothing else changes (its state goes on through every block,
+    so the dense forward's exit logits are exactly those predictions);
   * cross-layer (docs/crosslayer.md; states s_0 = embedding, s_{n+1} = output
     of block n):
       denseformer  block n+1 reads Σ_j dwa.{n}[j] s_j (the final norm reads the
@@ -105,6 +115,7 @@ class Config:
     router_hidden: int = 0              # 0: max(d/4, 16)
     tsa_lambda: float = 0.0
     exit_weighting: str = "linear"      # linear | uniform
+    exit_form: str = "gatelab"          # gatelab (shared final norm) | paper (an exit norm per block)
     cross_layer: str = "none"           # none | denseformer | hyper | mudd
     hc_expansion: int = 4               # hyper: streams S
     mod_capacity: float = 0.125         # mod: share of a window's tokens a routed block processes
@@ -118,6 +129,14 @@ class Config:
     def hd(self):
         assert self.d_model % self.n_head == 0
         return self.d_model // self.n_head
+
+    def exit_paper(self):
+        """Early exit in the TSA paper's form: its own norm per exit, uniform mean, no exit after block 0."""
+        return self.depth_routing == "early_exit" and self.exit_form == "paper"
+
+    def exit_norm(self, n):
+        """The name of the norm in front of exit n's head."""
+        return f"layers.{n}.exit_norm" if self.exit_paper() and n < self.n_layer - 1 else "final_norm"
 
     @property
     def R(self):
@@ -192,6 +211,10 @@ def param_shapes(cfg):
             s[p + "ffn.b2"] = (d,)
         else:
             s[p + "ffn.w3"] = (ff, d)
+        if cfg.exit_paper() and n < cfg.n_layer - 1:
+            s[p + "exit_norm"] = (d,)
+            if gpt2:
+                s[p + "exit_norm_bias"] = (d,)
     if cfg.value_residual == "resformer" and cfg.resformer_variant == "plus":
         s["resformer.scale"] = (1,)
         s["resformer.logits"] = (len(M),)
@@ -260,13 +283,13 @@ def random_params(cfg, gen, dtype=torch.float64):
             return mean + std * torch.randn(shape, generator=gen, dtype=torch.float64)
         leaf = name.split(".")[-1]
         if leaf in ("attn_norm", "ffn_norm", "final_norm", "q_norm", "k_norm",
-                    "attn_norm_k", "attn_norm_v"):
+                    "attn_norm_k", "attn_norm_v", "exit_norm"):
             t = normal(0.2, 1.0)
         elif name.startswith(("dwa.", "hyper.", "mudd.")):
             t = xl_random(cfg, name, shape, normal)
         elif name in ("embed", "head", "pos_embed"):
             t = normal(0.3)
-        elif leaf in ("attn_norm_bias", "ffn_norm_bias", "final_norm_bias", "b1", "b2"):
+        elif leaf in ("attn_norm_bias", "ffn_norm_bias", "final_norm_bias", "exit_norm_bias", "b1", "b2"):
             t = normal(0.1)
         elif leaf == "alpha":
             t = normal(0.3)
@@ -600,7 +623,7 @@ def forward(cfg, P, tokens, targets, mask, route_keep=None, hook=None, drop=None
         if h is not None:
             h = hk(f"blocks.{n}.hook_resid_post", h)
         if cfg.depth_routing == "early_exit":
-            exit_logits.append(hk(f"blocks.{n}.hook_exit_logits", norm(h, "final_norm") @ head_w.T))
+            exit_logits.append(hk(f"blocks.{n}.hook_exit_logits", norm(h, cfg.exit_norm(n)) @ head_w.T))
 
     logits = hk("hook_logits", hk("ln_final.hook_normalized", norm(h, "final_norm")) @ head_w.T)  # (B, T, V)
     task_loss = masked_ce(logits, targets, mask)
@@ -610,13 +633,19 @@ def forward(cfg, P, tokens, targets, mask, route_keep=None, hook=None, drop=None
         loss = task_loss + cfg.tsa_lambda * penalty
         out["tsa_p"] = torch.stack([pr.detach() for pr in tsa_p])
     elif cfg.depth_routing == "early_exit":
-        if cfg.exit_weighting == "linear":
+        if cfg.exit_paper():
+            # the official baseline averages the L exits' losses, whatever exit_weighting says;
+            # gatelab's config insists on uniform so the key cannot claim otherwise
+            assert cfg.exit_weighting == "uniform", "exit_form paper trains with exit_weighting uniform"
+            w = [1.0 / L] * L
+        elif cfg.exit_weighting == "linear":
             w = [(n + 1) / (L * (L + 1) / 2) for n in range(L)]
         else:
             w = [1.0 / L] * L
         loss = sum(w[n] * masked_ce(exit_logits[n], targets, mask) for n in range(L))
         out["exit_conf"] = torch.stack(
             [torch.softmax(lg.detach(), dim=-1).max(dim=-1).values for lg in exit_logits])
+        out["exit_logits"] = torch.stack([lg.detach() for lg in exit_logits])   # (L, B, T, V)
 
     if cfg.depth_routing in ("mod", "random"):
         out["route_keep"] = keep_out
@@ -630,6 +659,29 @@ def forward(cfg, P, tokens, targets, mask, route_keep=None, hook=None, drop=None
     if cfg.value_residual == "resformer":
         out["resformer_lambda"] = rf_lambda
     return out
+
+
+def paper_exit_eval(cfg, out, targets, mask, tau):
+    """Evaluation of early exit in the TSA paper's form at threshold tau, from a dense forward's
+    outputs (out = forward(...) without dropout).  The official rule (evaluate_early_exit of the
+    paper's early-exit baseline): block 0 is the stem and never exits; after block n = 1..L-2 a token
+    still running exits when its exit head's max softmax probability is > tau (strictly), its
+    prediction becomes exit n's logits; tokens still running after block L-1 take the last exit.  An
+    exited token's state is not frozen, so the blocks after its exit are the dense ones and so are
+    the exit logits of every token: choosing among them is the whole evaluation.
+    Returns block (B, T) long: the exit each prediction comes from (1..L-1), logits (B, T, V),
+    loss (masked CE of those logits), active_frac = mean(block)/(L-1) (the post-stem blocks run, as
+    a share) and active_frac_paper = (1 + mean(block))/L (the official convention, stem counted)."""
+    assert cfg.exit_paper()
+    L = cfg.n_layer
+    lg, conf = out["exit_logits"], out["exit_conf"]              # (L, B, T, V), (L, B, T)
+    block = torch.full(conf.shape[1:], L - 1, dtype=torch.long)
+    for n in range(L - 2, 0, -1):        # downwards, so the first exit that fires wins
+        block = torch.where(conf[n] > tau, torch.full_like(block, n), block)
+    logits = torch.gather(lg, 0, block[None, :, :, None].expand(1, *lg.shape[1:]))[0]
+    mean_block = float(block.double().mean())
+    return dict(block=block, logits=logits, loss=masked_ce(logits, targets, mask),
+                active_frac=mean_block / (L - 1), active_frac_paper=(1.0 + mean_block) / L)
 
 
 def sat_gate(kind, z):
