@@ -183,8 +183,9 @@ mv "$T/results.gone" "$T/results"
 
 # The model part (python3-torch): the PyTorch module rebuilt from a checkpoint computes the C loss
 # on the same text (docs/python_example.py, which also caches α through a hook), hooks that return
-# their input change nothing, and a misspelt hook name is an error — for SATFormer + TSA and for a
-# BPE run (the package encodes text with the run's merges as bpe_encode does).
+# their input change nothing, and a misspelt hook name is an error — for SATFormer + TSA, for a
+# BPE run (the package encodes text with the run's merges as bpe_encode does) and (the loss only) for
+# the TSA paper's early exit (gpt2, exit_form = paper: the checkpoint's per-block exit norms load by name).
 if ! "$PY" -c 'import torch' 2> /dev/null; then
     skip "the model part of the Python package (no PyTorch for $PY: apt-get install python3-torch)"
     exit 0
@@ -194,10 +195,12 @@ ok=1
     --quiet > "$W/train.log" 2>&1 || ok=0
 "$BIN" train "$TINY" data.tokenizer=bpe data.vocab_size=300 model.value_residual=satformer train.steps=20 --run-id bpe \
     --results "$R" --quiet > "$W/train.log" 2>&1 || ok=0
-check "train tiny SATFormer+TSA and BPE runs for the model checks" test $ok = 1
+"$BIN" train "$TINY" model.backbone=gpt2 model.qk_norm=0 model.depth_routing=early_exit model.exit_form=paper \
+    model.exit_weighting=uniform train.steps=20 --run-id ee --results "$R" --quiet > "$W/train.log" 2>&1 || ok=0
+check "train tiny SATFormer+TSA, BPE and paper-form early-exit runs for the model checks" test $ok = 1
 head -c 4000 "$GATELAB_DATA/corpus.txt" > "$W/text.txt"
 EX="$(cd "$(dirname "$0")/../.." && pwd)/docs/python_example.py"
-for run in st bpe; do
+for run in st bpe ee; do
     "$PY" "$EX" "$R/runs/$run" "$W/text.txt" --gatelab "$BIN" > "$W/ex.$run" 2>&1; rc=$?
     check "docs/python_example.py on $run: PyTorch loss = C loss to 1e-5 ($(grep -o 'relative difference [^ ]*' "$W/ex.$run"))" \
         test $rc -eq 0
@@ -304,7 +307,8 @@ PY
 echo "$out"
 echo "$out" | grep -qE '^(PASS|FAIL) ' || fail "the cache checks did not run: $(echo "$out" | tail -3)"
 
-# config.ini records every [model] key; the reference knows model.exit_form only at its default
+# config.ini records every [model] key; the reference has model.exit_form in both forms (the paper's with
+# its per-block exit norms), and still refuses a key it does not know
 if [ $HAVE_TORCH = 0 ]; then
     skip "the reference's exit_form check (no PyTorch for $PY)"
     exit 0
@@ -322,10 +326,18 @@ try:
 except Exception as e:
     print(f"FAIL exit_form = gatelab refused: {e}")
 try:
-    config_from_run({"model": dict(base, exit_form="paper")})
-    print("FAIL exit_form = paper was accepted (the reference has no per-block exit norms)")
+    c = config_from_run({"model": dict(base, depth_routing="early_exit", exit_weighting="uniform", exit_form="paper")})
+    import ref_model
+    names = ref_model.param_shapes(c)
+    print(("PASS" if c.exit_form == "paper" and "layers.0.exit_norm" in names and "layers.1.exit_norm" not in names
+           else "FAIL") + " exit_form = paper builds the reference config with an exit norm per block but the last")
+except Exception as e:
+    print(f"FAIL exit_form = paper refused: {e}")
+try:
+    config_from_run({"model": dict(base, exit_shape="odd")})
+    print("FAIL a [model] key the reference does not know was accepted")
 except ValueError as e:
-    print(("PASS" if "exit_form = paper" in str(e) else "FAIL") + f" exit_form = paper is refused naming it ({e})")
+    print(("PASS" if "exit_shape" in str(e) else "FAIL") + f" an unknown [model] key is refused naming it ({e})")
 PY
 )
 echo "$out"

@@ -52,9 +52,6 @@ def _torch():
 # [model] keys that only set initial values or name a preset: a trained checkpoint carries the
 # parameters themselves, so the reference needs none of them
 INIT_ONLY = {"scale", "router_init_bias", "sat_gate_bias_init", "resformer_lambda1_init"}
-# [model] keys the reference knows only at their default value (config.ini records every key): the
-# early exit of the TSA paper's form (model.exit_form = paper, its per-block exit norms) is not in it
-DEFAULT_ONLY = {"exit_form": "gatelab"}
 
 
 def config_from_run(cfg):
@@ -63,14 +60,7 @@ def config_from_run(cfg):
     rm = _ref()
     model = cfg["model"]
     fields = {f.name: f for f in dataclasses.fields(rm.Config)}
-    # keys the reference has only at their default: another value is another model, refused below
-    at_default = {k: v for k, v in DEFAULT_ONLY.items() if k in model and k not in fields}
-    off = sorted(k for k, v in at_default.items() if str(model[k]) != v)
-    if off:
-        raise ValueError(f"[model] {', '.join(f'{k} = {model[k]}' for k in off)}: the PyTorch reference "
-                         f"(scripts/reference/ref_model.py) has only {', '.join(f'{k} = {DEFAULT_ONLY[k]}' for k in off)}; "
-                         f"this run's model cannot be rebuilt here")
-    unknown = sorted(k for k in model if k not in fields and k not in INIT_ONLY and k not in at_default)
+    unknown = sorted(k for k in model if k not in fields and k not in INIT_ONLY)
     if unknown:
         raise ValueError(f"[model] {', '.join(unknown)}: not in the PyTorch reference "
                          f"(scripts/reference/ref_model.py); this run's model cannot be rebuilt here")
