@@ -28,7 +28,14 @@ struct gl_db {
     char host[256];
     int step_rc;  /* result code of the last step db_query_one/db_query_each took */
     int changes;  /* rows the last statement of db_query_one/db_query_each changed */
+    long statements; /* statements started since the open, counted when GATELAB_QUERY_COUNT is set (db_count_on) */
 };
+
+/* With GATELAB_QUERY_COUNT set (to anything but "" or "0"), count every statement the connection
+ * starts (sqlite3_trace_v2, SQLITE_TRACE_STMT) and say how many at db_close on stderr:
+ * "gatelab: registry PATH: N statements".  How the loaders' query counts in docs/registry.md were
+ * measured. */
+void db_count_on(gl_db *db);
 
 /* ---- one statement: prepare -> bind -> step -> finalize, in one place ----
  *
