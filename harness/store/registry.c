@@ -240,7 +240,7 @@ static int db_open_rw(gl_db **out, const char *path, int create, char *err, size
             goto fail;
         }
     }
-    if (db_schema_ensure(db, err, errlen)) goto fail;
+    if (db_schema_ensure(db, err, errlen) || db_views_ensure(db, 1, err, errlen)) goto fail;
     *out = db;
     return 0;
 fail:
@@ -350,6 +350,7 @@ int db_open_readonly(gl_db **out, const char *path, char *err, size_t errlen) {
     }
     sqlite3_finalize(st);
     st = NULL;
+    if (db_views_ensure(db, 0, err, errlen)) goto fail;
     *out = db;
     return 0;
 fail:

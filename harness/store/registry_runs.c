@@ -10,8 +10,8 @@
  *
  * What it does not do: open, create or upgrade the file, or write metrics
  * (registry.c), or format anything (the commands print).  The variant label
- * is computed in SQL from the params, the same label analysis/render/tables.c
- * builds, so `runs` and `tables` name a run alike.  Contracts in registry.h.
+ * is the view run_variant's (scripts/python/gatelab/views.sql), the label every
+ * view prints, so `runs`, `tables` and the Python package name a run alike.  Contracts in registry.h.
  */
 #include <math.h>
 #include <stdarg.h>
@@ -79,14 +79,8 @@ static int db_runs_val(gl_db *db, gl_run_row *r, char *err, size_t errlen) {
     return 0;
 }
 
-/* A run's param k, in SQL. */
-#define DB_PARAM(k) "(SELECT value FROM params p WHERE p.run_id = r.run_id AND p.key = '" k "')"
-/* "+<value>" unless the param is absent or none. */
-#define DB_PLUS(k) "CASE WHEN coalesce(" DB_PARAM(k) ", 'none') = 'none' THEN '' ELSE '+' || " DB_PARAM(k) " END"
-/* The variant label of analysis/render/tables.c: value residual (none: baseline), then depth routing and cross-layer. */
-#define DB_VARIANT                                                                                                 \
-    "(CASE WHEN coalesce(" DB_PARAM("model.value_residual") ", 'none') = 'none' THEN 'baseline' ELSE "             \
-    DB_PARAM("model.value_residual") " END || " DB_PLUS("model.depth_routing") " || " DB_PLUS("model.cross_layer") ")"
+/* The variant label: the registry's view run_variant (registry_views.c), the one rule every view prints. */
+#define DB_VARIANT "(SELECT label FROM run_variant v WHERE v.run_id = r.run_id)"
 
 /* The columns of a gl_run_row, in the order db_runs_row reads them. */
 #define DB_RUN_COLUMNS                                                                                             \
