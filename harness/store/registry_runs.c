@@ -48,37 +48,6 @@ int db_run_headline(gl_db *db, const char *run_id, const char *split, gl_headlin
     return 0;
 }
 
-/* r's validation numbers: the headline (db_run_headline, the whole split) when
- * the run has one, else the last periodic val/loss, with what each was
- * measured on. */
-static int db_runs_val(gl_db *db, gl_run_row *r, char *err, size_t errlen) {
-    gl_metric_val v;
-    gl_headline hl;
-    if (db_run_headline(db, r->run_id, "val", &hl, err, errlen)) return -1;
-    int h = hl.kind != HEADLINE_NONE;
-    r->val_headline = h;
-    r->val_kind = hl.kind;
-    r->val_soft = hl.soft_loss;
-    v = hl.loss;
-    if (!h && (h = db_metric_at(db, r->run_id, "val", "loss", NULL, NULL, &v, err, errlen)) < 0) return -1;
-    r->val_loss = h && hl.kind != HEADLINE_HARD_MISSING ? v.value : NAN;
-    r->val_se = h && hl.kind != HEADLINE_HARD_MISSING ? v.se : NAN;
-    r->val_step = h ? v.step : -1;
-    memset(&r->val_prov, 0, sizeof r->val_prov);
-    if (h) r->val_prov = v.prov;
-    if (!r->val_headline) return 0;
-    gl_metric_val a;
-    char name[32];
-    snprintf(name, sizeof name, "%s.active_frac", hl.prefix);
-    int k = db_metric_at(db, r->run_id, "val", name, NULL, &v.prov, &a, err, errlen);
-    if (k < 0) return -1;
-    if (k) r->active_frac = a.value;
-    snprintf(name, sizeof name, "%s.tlops_saved", hl.prefix);
-    if ((k = db_metric_at(db, r->run_id, "val", name, NULL, &v.prov, &a, err, errlen)) < 0) return -1;
-    if (k) r->tlops_saved = a.value;
-    return 0;
-}
-
 /* The variant label: the registry's view run_variant (registry_views.c), the one rule every view prints. */
 #define DB_VARIANT "(SELECT label FROM run_variant v WHERE v.run_id = r.run_id)"
 
@@ -89,8 +58,10 @@ static int db_runs_val(gl_db *db, gl_run_row *r, char *err, size_t errlen) {
     ", " DB_LAST("split='val' AND name='loss'") ", " DB_LAST("name='active_frac'") ", " DB_LAST("name='tlops_saved'") \
     ", " DB_LAST("name='tokens_per_s'") ", r.start_time, r.end_time, r.heartbeat, r.exit_code, r.error, "          \
     DB_VARIANT ", (SELECT group_concat(kv, char(10)) FROM (SELECT t.key || '=' || t.value AS kv FROM tags t "           \
-    "WHERE t.run_id = r.run_id ORDER BY t.key)), r.deleted_time, r.host, r.attempts "                              \
-    "FROM runs r JOIN experiments e ON e.id = r.experiment_id "
+    "WHERE t.run_id = r.run_id ORDER BY t.key)), r.deleted_time, r.host, r.attempts, "                             \
+    "h.source, h.step, h.data_split, h.win_first, h.win_count, h.tokens, h.loss, h.loss_se, h.soft_loss, "         \
+    "h.active_frac, h.tlops_saved "                                                                                \
+    "FROM runs r JOIN experiments e ON e.id = r.experiment_id LEFT JOIN hv h ON h.run_id = r.run_id "
 /* "last" metric: the largest step; at equal steps a val row before a train row.  Bare names only. */
 #define DB_LAST(where)                                                                                             \
     "(SELECT value FROM metrics m WHERE m.run_id = r.run_id AND m.params = '{}' AND " where                        \
@@ -119,6 +90,24 @@ static void db_runs_row(sqlite3_stmt *st, gl_run_row *r) {
     r->deleted_time = db_col_real(st, 17);
     db_col_text(st, 18, r->host, sizeof r->host);
     r->attempts = sqlite3_column_int(st, 19);
+    /* the validation numbers: run_headline's (the headline, else the last periodic evaluation) */
+    char source[16] = "";
+    db_col_text(st, 20, source, sizeof source);
+    static const char *const kinds[] = {"", "final", "hard", "hard_missing"};
+    r->val_kind = HEADLINE_NONE;
+    for (int k = 1; k < 4; k++)
+        if (!strcmp(source, kinds[k])) r->val_kind = k;
+    r->val_headline = r->val_kind != HEADLINE_NONE;
+    r->val_step = source[0] ? (long)sqlite3_column_int64(st, 21) : -1;
+    if (source[0]) r->val_prov = db_col_prov(st, 22);
+    r->val_loss = db_col_real(st, 26);
+    r->val_se = db_col_real(st, 27);
+    r->val_soft = db_col_real(st, 28);
+    if (r->val_headline) { /* the headline's α and TLOps; else the last of any split (DB_LAST above) */
+        double a = db_col_real(st, 29), t = db_col_real(st, 30);
+        if (!isnan(a)) r->active_frac = a;
+        if (!isnan(t)) r->tlops_saved = t;
+    }
 }
 
 #define DB_MAX_TAG_FILTERS 16
@@ -134,9 +123,16 @@ int db_runs_find(gl_db *db, const gl_run_filter *f, gl_run_row **rows, int *n, c
         snprintf(err, errlen, "%s: at most %d tag filters", db->path, DB_MAX_TAG_FILTERS);
         return -1;
     }
-    int len = snprintf(sql, sizeof sql, "%s WHERE (?1 IS NULL OR e.name = ?1) AND (?2 IS NULL OR r.status = ?2) "
+    /* hv: run_headline's val rows of the runs the filters on experiment, status and id leave, joined
+     * inside (a view on the right of a LEFT JOIN is computed whole; inside a join it reads those runs) */
+    const int id = 3 + 2 * f->ntags;
+    int len = snprintf(sql, sizeof sql, "WITH hv AS MATERIALIZED (SELECT h.* FROM runs r JOIN experiments e ON "
+                       "e.id = r.experiment_id JOIN run_headline h ON h.run_id = r.run_id AND h.split = 'val' "
+                       "WHERE (?1 IS NULL OR e.name = ?1) AND (?2 IS NULL OR r.status = ?2) "
+                       "AND (?%d IS NULL OR r.run_id = ?%d)) "
+                       "%s WHERE (?1 IS NULL OR e.name = ?1) AND (?2 IS NULL OR r.status = ?2) "
                        "AND (?%d IS NULL OR r.run_id = ?%d)%s",
-                       DB_RUN_COLUMNS, 3 + 2 * f->ntags, 3 + 2 * f->ntags, f->deleted ? "" : " AND r.deleted_time IS NULL");
+                       id, id, DB_RUN_COLUMNS, id, id, f->deleted ? "" : " AND r.deleted_time IS NULL");
     for (int i = 0; i < f->ntags; i++)
         len += snprintf(sql + len, sizeof sql - (size_t)len,
                         " AND EXISTS (SELECT 1 FROM tags t WHERE t.run_id = r.run_id AND t.key = ?%d AND t.value = ?%d)",
@@ -163,8 +159,6 @@ int db_runs_find(gl_db *db, const gl_run_filter *f, gl_run_row **rows, int *n, c
         db_runs_row(st, &out[count++]);
     }
     if (s != SQLITE_DONE) { db_fail(db, "cannot list runs", err, errlen); goto cleanup; }
-    for (int i = 0; i < count; i++)
-        if (db_runs_val(db, &out[i], err, errlen)) goto cleanup;
     *rows = out;
     *n = count;
     out = NULL;

@@ -31,7 +31,7 @@ FROM (SELECT *, value_residual = 'satformer' AND sat_gate <> 'relu' AS kg,
                    coalesce((SELECT value FROM params p WHERE p.run_id = r.run_id AND p.key = 'train.weight_decay_policy'), 'matrices') AS weight_decay_policy
             FROM runs r))
 ;
--- run_headline: a run's headline on a split, one row per (run_id, split) that has one:
+-- run_headline: a run's headline on the splits val and test, one row per (run_id, split) that has one:
 --   source 'final'         final.* (the whole split): a model with nothing to skip;
 --          'hard'          hard.*: a model that routes depth (model.depth_routing tsa or early_exit),
 --                          the skipping done, measured on the tokens and at the step of its final.*;
@@ -40,58 +40,67 @@ FROM (SELECT *, value_residual = 'satformer' AND sat_gate <> 'relu' AS kg,
 --          'periodic'      split val only, a run without final.*: its last periodic evaluation
 --                          (val/loss, a few windows).
 -- The row read is the one at the largest step, of those the one on the most windows; every other
--- column (bpc, accuracies, α, TLOps saved) is the row of prefix || name on the same windows at the
--- same step, itself the latest there (NULL otherwise).  soft_loss: a routed model's final.loss
+-- column (bpc, accuracies, α, TLOps saved) is the row of prefix.name on the same windows at the
+-- same step, itself the latest there (NULL otherwise).  Written as lookups per run (correlated
+-- subqueries on the index metrics_by_name, named: without statistics SQLite would pick the primary
+-- key, which has only run_id in front and reads every row of the run; 10x slower), so
+-- `WHERE run_id = ?` reads one run's rows only, and the whole view takes a few milliseconds.  soft_loss: a routed model's final.loss
 -- (every block run), beside its headline; hard_loss, hard_active_frac: the hard.* rows on those
 -- windows at that step, whatever the model.
 CREATE VIEW run_headline AS
-WITH lat AS (
-    SELECT run_id, split, name, step, value, se, data_split, win_first, win_count, tokens FROM (
-        SELECT m.*, row_number() OVER (PARTITION BY run_id, split, name, data_split, win_first, win_count
-                                       ORDER BY step DESC) AS k
-        FROM metrics m
-        WHERE m.params = '{}' AND (m.name GLOB 'final.*' OR m.name GLOB 'hard.*'
-              OR (m.split = 'val' AND m.name IN ('loss', 'bpc', 'token_acc', 'seq_acc', 'active_frac', 'tlops_saved'))))
-    WHERE k = 1),
-fin AS (
-    SELECT * FROM (SELECT lat.*, row_number() OVER (PARTITION BY run_id, split
-                                                    ORDER BY step DESC, win_count DESC, data_split, win_first) AS k
-                   FROM lat WHERE name = 'final.loss') WHERE k = 1),
-per AS (
-    SELECT * FROM (SELECT lat.*, row_number() OVER (PARTITION BY run_id
-                                                    ORDER BY step DESC, win_count DESC, data_split, win_first) AS k
-                   FROM lat WHERE split = 'val' AND name = 'loss')
-    WHERE k = 1 AND run_id NOT IN (SELECT run_id FROM fin WHERE split = 'val')),
-head AS (
-    SELECT f.run_id, f.split, f.step, f.value AS final_loss, f.se AS final_se, f.data_split, f.win_first,
-           f.win_count, f.tokens,
-           CASE WHEN coalesce((SELECT value FROM params p WHERE p.run_id = f.run_id AND p.key = 'model.depth_routing'),
-                              'none') NOT IN ('tsa', 'early_exit') THEN 'final'
-                WHEN EXISTS (SELECT 1 FROM lat h WHERE h.run_id = f.run_id AND h.split = f.split AND h.name = 'hard.loss'
-                             AND h.data_split = f.data_split AND h.win_first = f.win_first
-                             AND h.win_count = f.win_count AND h.step = f.step) THEN 'hard'
-                ELSE 'hard_missing' END AS source
-    FROM fin f
-    UNION ALL
-    SELECT run_id, split, step, value, se, data_split, win_first, win_count, tokens, 'periodic' FROM per),
-hp AS (
-    SELECT head.*, CASE source WHEN 'periodic' THEN '' WHEN 'hard' THEN 'hard.' ELSE 'final.' END AS prefix FROM head)
-SELECT hp.run_id, hp.split, hp.source, rtrim(hp.prefix, '.') AS prefix, hp.step, hp.data_split, hp.win_first,
-       hp.win_count, hp.tokens,
-       CASE hp.source WHEN 'hard' THEN max(CASE WHEN l.name = 'hard.loss' THEN l.value END)
-                      WHEN 'hard_missing' THEN NULL ELSE hp.final_loss END AS loss,
-       CASE hp.source WHEN 'hard' THEN max(CASE WHEN l.name = 'hard.loss' THEN l.se END)
-                      WHEN 'hard_missing' THEN NULL ELSE hp.final_se END AS loss_se,
-       CASE WHEN hp.source IN ('hard', 'hard_missing') THEN hp.final_loss END AS soft_loss,
-       CASE WHEN hp.source = 'hard_missing' THEN NULL
-            ELSE max(CASE WHEN l.name = hp.prefix || 'bpc' THEN l.value END) END AS bpc,
-       max(CASE WHEN l.name = hp.prefix || 'token_acc' THEN l.value END) AS token_acc,
-       max(CASE WHEN l.name = hp.prefix || 'seq_acc' THEN l.value END) AS seq_acc,
-       max(CASE WHEN l.name = hp.prefix || 'active_frac' THEN l.value END) AS active_frac,
-       max(CASE WHEN l.name = hp.prefix || 'tlops_saved' THEN l.value END) AS tlops_saved,
-       CASE WHEN hp.source <> 'periodic' THEN max(CASE WHEN l.name = 'hard.loss' THEN l.value END) END AS hard_loss,
-       CASE WHEN hp.source <> 'periodic' THEN max(CASE WHEN l.name = 'hard.active_frac' THEN l.value END) END
-           AS hard_active_frac
-FROM hp LEFT JOIN lat l ON l.run_id = hp.run_id AND l.split = hp.split AND l.step = hp.step
-     AND l.data_split = hp.data_split AND l.win_first = hp.win_first AND l.win_count = hp.win_count
-GROUP BY hp.run_id, hp.split
+SELECT run_id, split, source, rtrim(prefix, '.') AS prefix, step, data_split, win_first, win_count, tokens,
+       CASE source WHEN 'hard' THEN (SELECT value FROM metrics x WHERE x.rowid = hard_row)
+                   WHEN 'hard_missing' THEN NULL ELSE value END AS loss,
+       CASE source WHEN 'hard' THEN (SELECT se FROM metrics x WHERE x.rowid = hard_row)
+                   WHEN 'hard_missing' THEN NULL ELSE se END AS loss_se,
+       CASE WHEN source IN ('hard', 'hard_missing') THEN value END AS soft_loss,
+       CASE WHEN source <> 'hard_missing' THEN (SELECT CASE WHEN x.step = h.step THEN x.value END FROM metrics x INDEXED BY metrics_by_name
+            WHERE x.run_id = h.run_id AND x.split = h.split AND x.name = prefix || 'bpc' AND x.params = '{}'
+            AND x.data_split = h.data_split AND x.win_first = h.win_first AND x.win_count = h.win_count
+            ORDER BY x.step DESC LIMIT 1) END AS bpc,
+       (SELECT CASE WHEN x.step = h.step THEN x.value END FROM metrics x INDEXED BY metrics_by_name
+        WHERE x.run_id = h.run_id AND x.split = h.split AND x.name = prefix || 'token_acc' AND x.params = '{}'
+        AND x.data_split = h.data_split AND x.win_first = h.win_first AND x.win_count = h.win_count
+        ORDER BY x.step DESC LIMIT 1) AS token_acc,
+       (SELECT CASE WHEN x.step = h.step THEN x.value END FROM metrics x INDEXED BY metrics_by_name
+        WHERE x.run_id = h.run_id AND x.split = h.split AND x.name = prefix || 'seq_acc' AND x.params = '{}'
+        AND x.data_split = h.data_split AND x.win_first = h.win_first AND x.win_count = h.win_count
+        ORDER BY x.step DESC LIMIT 1) AS seq_acc,
+       (SELECT CASE WHEN x.step = h.step THEN x.value END FROM metrics x INDEXED BY metrics_by_name
+        WHERE x.run_id = h.run_id AND x.split = h.split AND x.name = prefix || 'active_frac' AND x.params = '{}'
+        AND x.data_split = h.data_split AND x.win_first = h.win_first AND x.win_count = h.win_count
+        ORDER BY x.step DESC LIMIT 1) AS active_frac,
+       (SELECT CASE WHEN x.step = h.step THEN x.value END FROM metrics x INDEXED BY metrics_by_name
+        WHERE x.run_id = h.run_id AND x.split = h.split AND x.name = prefix || 'tlops_saved' AND x.params = '{}'
+        AND x.data_split = h.data_split AND x.win_first = h.win_first AND x.win_count = h.win_count
+        ORDER BY x.step DESC LIMIT 1) AS tlops_saved,
+       CASE WHEN source <> 'periodic' THEN (SELECT CASE WHEN x.step = h.step THEN x.value END FROM metrics x INDEXED BY metrics_by_name
+            WHERE x.run_id = h.run_id AND x.split = h.split AND x.name = 'hard.loss' AND x.params = '{}'
+            AND x.data_split = h.data_split AND x.win_first = h.win_first AND x.win_count = h.win_count
+            ORDER BY x.step DESC LIMIT 1) END AS hard_loss,
+       CASE WHEN source <> 'periodic' THEN (SELECT CASE WHEN x.step = h.step THEN x.value END FROM metrics x INDEXED BY metrics_by_name
+            WHERE x.run_id = h.run_id AND x.split = h.split AND x.name = 'hard.active_frac' AND x.params = '{}'
+            AND x.data_split = h.data_split AND x.win_first = h.win_first AND x.win_count = h.win_count
+            ORDER BY x.step DESC LIMIT 1) END AS hard_active_frac
+FROM (SELECT k.*, CASE source WHEN 'periodic' THEN '' WHEN 'hard' THEN 'hard.' ELSE 'final.' END AS prefix,
+             CASE WHEN source = 'hard' THEN (SELECT x.rowid FROM metrics x INDEXED BY metrics_by_name WHERE x.run_id = k.run_id
+                  AND x.split = k.split AND x.name = 'hard.loss' AND x.params = '{}' AND x.data_split = k.data_split
+                  AND x.win_first = k.win_first AND x.win_count = k.win_count ORDER BY x.step DESC LIMIT 1) END AS hard_row
+      FROM (SELECT b.run_id, b.split, m.step, m.value, m.se, m.data_split, m.win_first, m.win_count, m.tokens,
+                   CASE WHEN b.final_row IS NULL THEN 'periodic'
+                        WHEN coalesce((SELECT value FROM params p WHERE p.run_id = b.run_id
+                                       AND p.key = 'model.depth_routing'), 'none') NOT IN ('tsa', 'early_exit') THEN 'final'
+                        WHEN (SELECT x.step FROM metrics x INDEXED BY metrics_by_name WHERE x.run_id = b.run_id AND x.split = b.split
+                              AND x.name = 'hard.loss' AND x.params = '{}' AND x.data_split = m.data_split
+                              AND x.win_first = m.win_first AND x.win_count = m.win_count
+                              ORDER BY x.step DESC LIMIT 1) = m.step THEN 'hard'
+                        ELSE 'hard_missing' END AS source
+            FROM (SELECT r.run_id, s.split,
+                         (SELECT x.rowid FROM metrics x INDEXED BY metrics_by_name WHERE x.run_id = r.run_id AND x.split = s.split
+                          AND x.name = 'final.loss' AND x.params = '{}'
+                          ORDER BY x.step DESC, x.win_count DESC, x.data_split, x.win_first LIMIT 1) AS final_row,
+                         CASE WHEN s.split = 'val' THEN (SELECT x.rowid FROM metrics x INDEXED BY metrics_by_name WHERE x.run_id = r.run_id
+                              AND x.split = 'val' AND x.name = 'loss' AND x.params = '{}'
+                              ORDER BY x.step DESC, x.win_count DESC, x.data_split, x.win_first LIMIT 1) END AS periodic_row
+                  FROM runs r CROSS JOIN (SELECT 'val' AS split UNION ALL SELECT 'test') s) b
+            JOIN metrics m ON m.rowid = coalesce(b.final_row, b.periodic_row)) k) h
