@@ -1,7 +1,8 @@
 /*
- * tables.c — the paper tables from the registry (tables.h): collect each
- * FINISHED run's parameters and final metrics, group runs that differ only in
- * their seed, and render Markdown and LaTeX (booktabs) side by side.
+ * tables.c — the paper tables from the registry (tables.h): the FINISHED runs
+ * as the run loader gives them (analysis/runs/runset.h: the headline and label
+ * of the registry's views), grouped where they differ only in their seed, and
+ * rendered as Markdown and LaTeX (booktabs) side by side.
  *
  * What it does not do: run or evaluate models, read traces, or invent a
  * number — a metric missing from the registry shows as "–", a comparison
@@ -27,178 +28,24 @@
 #include "analysis/core/stats.h"
 #include "analysis/core/report.h"
 
-/* ---- one run ---- */
-
-static void tb_base_name(const char *path, char *out, size_t n) {
-    const char *b = strrchr(path, '/');
-    snprintf(out, n, "%s", b ? b + 1 : path);
-    char *dot = strrchr(out, '.');
-    if (dot && dot != out) *dot = 0;
-}
-
-static double tb_last(gl_db *db, const char *run, const char *split, const char *name, int *fail, char *err,
-                      size_t errlen) {
-    double v = NAN;
-    int rc = db_metric_last(db, run, split, name, NULL, &v, NULL, err, errlen);
-    if (rc < 0) *fail = 1;
-    return rc == 1 ? v : NAN;
-}
-
-/* The value of (split, name) measured on prov at step (NaN when absent). */
-static double tb_on(gl_db *db, const char *run, const char *name, const gl_metric_val *like, int *fail, char *err,
-                    size_t errlen) {
-    gl_metric_val v;
-    int rc = db_metric_at(db, run, "val", name, NULL, &like->prov, &v, err, errlen);
-    if (rc < 0) *fail = 1;
-    return rc == 1 && v.step == like->step ? v.value : NAN;
-}
-
-/* t's validation numbers: the headline (db_run_headline: val/hard.* for a model that routes depth,
- * the skipping done, else val/final.*) when the run has one, else its last periodic evaluation; all of
- * one measurement.  A routed model's soft loss goes to t->soft_loss. */
-static void tb_val(gl_db *db, tables_run *t, int *fail, char *err, size_t errlen) {
-    static const char *const q[6] = {"loss", "bpc", "token_acc", "seq_acc", "active_frac", "tlops_saved"};
-    double *dst[6] = {&t->val_loss, &t->val_bpc, &t->tok_acc, &t->seq_acc, &t->active_frac, &t->tlops_saved};
-    metric_key names[6];
-    gl_metric_val v;
-    gl_headline hl;
-    if (db_run_headline(db, t->run_id, "val", &hl, err, errlen)) *fail = 1;
-    for (int k = 0; k < 6; k++) metric_headline(&names[k], hl.prefix, q[k]);
-    int rc = hl.kind != HEADLINE_NONE;
-    v = hl.loss;
-    t->soft_loss = hl.soft_loss;
-    t->hard_missing = hl.kind == HEADLINE_HARD_MISSING;
-    t->headline = rc == 1;
-    if (!t->headline && (rc = db_metric_at(db, t->run_id, "val", "loss", NULL, NULL, &v, err, errlen)) < 0) *fail = 1;
-    for (int k = 0; k < 6; k++) *dst[k] = NAN;
-    t->val_se = NAN;
-    t->val_step = -1;
-    memset(&t->val_prov, 0, sizeof t->val_prov);
-    if (rc != 1) return;
-    t->val_se = v.se;
-    t->val_step = v.step;
-    t->val_prov = v.prov;
-    for (int k = 0; k < 6; k++) *dst[k] = tb_on(db, t->run_id, t->headline ? names[k].name : q[k], &v, fail, err, errlen);
-    if (t->hard_missing) t->val_loss = t->val_bpc = NAN; /* no headline: its soft loss is not one (tb_grouped says so) */
-}
-
-/* FNV-1a 64 of the run's group key (runset.h's one rule); a run without a
- * stored config hashes its run id (a group of its own). */
-static const char *const tb_axes[3] = {"value_residual", "depth_routing", "cross_layer"};
-
-/* Also the run's partner keys along tb_axes (runset_partner_key_ini), for the
- * paired "vs baseline" cell. */
-static unsigned long long tb_group(gl_db *db, tables_run *t, int *fail, char *err, size_t errlen) {
-    const char *run_id = t->run_id;
-    char *ini = NULL;
-    int rc = db_run_config(db, run_id, &ini, NULL, err, errlen);
-    if (rc < 0) *fail = 1;
-    for (int a = 0; a < 3; a++) t->partner[a] = rc == 1 && ini ? runset_partner_key_ini(ini, tb_axes[a]) : 0;
-    char *key = rc == 1 && ini ? runset_group_key(ini) : NULL;
-    const char *s = key ? key : run_id;
-    unsigned long long h = 1469598103934665603ull;
-    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
-    free(key);
-    free(ini);
-    return h;
-}
-
-/* A numeric param of run id, typed (db_param_typed); NaN when the run has none ("auto" is NaN too),
- * *fail = 1 on an error. */
-static double tb_param_num(gl_db *db, const char *id, const char *key, int *fail, char *err, size_t errlen) {
-    gl_key_value v;
-    int got = db_param_typed(db, id, key, &v, err, errlen);
-    if (got < 0) *fail = 1;
-    return got > 0 ? v.num : NAN;
-}
+/* ---- the runs: the run loader's rows ---- */
 
 int tables_collect(gl_db *db, const char *experiment, tables_run **runs_out, int *n_out, char *err, size_t errlen) {
-    gl_run_row *rr = NULL;
-    int nr = 0, fail = 0;
+    runset rs;
+    gl_set_filter f = {.status = "FINISHED", .experiment = experiment};
     *runs_out = NULL;
     *n_out = 0;
-    if (db_runs_list(db, experiment, "FINISHED", &rr, &nr, err, errlen)) return -1;
-    tables_run *v = calloc((size_t)(nr > 0 ? nr : 1), sizeof *v);
+    if (runset_load_set(db, &f, &rs, err, errlen)) return -1;
+    tables_run *v = calloc((size_t)(rs.n > 0 ? rs.n : 1), sizeof *v);
     if (!v) {
-        free(rr);
+        runset_free(&rs);
         snprintf(err, errlen, "out of memory");
         return -1;
     }
-    for (int i = 0; i < nr && !fail; i++) {
-        tables_run *t = &v[i];
-        const char *id = rr[i].run_id;
-        snprintf(t->run_id, sizeof t->run_id, "%s", id);
-        snprintf(t->experiment, sizeof t->experiment, "%s", rr[i].experiment);
-        char vr[64] = "none", dr[64] = "none", scale[64] = "", dm[32] = "?", nl[32] = "?", task[32] = "text", file[1024] = "",
-             cl[64] = "none", sg[32] = "relu", sgb[8] = "0", wdp[16] = "matrices";
-        const struct {
-            const char *key;
-            char *dst;
-            size_t n;
-        } want[] = {{"model.value_residual", vr, sizeof vr}, {"model.depth_routing", dr, sizeof dr},
-                    {"model.scale", scale, sizeof scale},   {"model.d_model", dm, sizeof dm},
-                    {"model.n_layer", nl, sizeof nl},       {"data.task", task, sizeof task},
-                    {"data.file", file, sizeof file},       {"train.seed", t->seed, sizeof t->seed},
-                    {"model.cross_layer", cl, sizeof cl},
-                    {"model.sat_gate", sg, sizeof sg},      {"model.sat_gate_bias", sgb, sizeof sgb},
-                    {"train.weight_decay_policy", wdp, sizeof wdp}};
-        for (size_t k = 0; k < sizeof want / sizeof want[0]; k++)
-            if (db_param_get(db, id, want[k].key, want[k].dst, want[k].n, err, errlen) < 0) fail = 1;
-        t->text = !strcmp(task, "text");
-        if (t->text && file[0]) tb_base_name(file, t->data, sizeof t->data);
-        else snprintf(t->data, sizeof t->data, "%s", task);
-        /* SATFormer's gate knobs and the decay policy, where not the defaults: "satformer[softmax,bias,wd=all]" */
-        const int sat = !strcmp(vr, "satformer"), knob_g = sat && strcmp(sg, "relu"), knob_b = sat && !strcmp(sgb, "1"),
-                  knob_w = !strcmp(wdp, "all");
-        char knobs[64] = "";
-        if (knob_g || knob_b || knob_w)
-            snprintf(knobs, sizeof knobs, "[%s%s%s%s%s]", knob_g ? sg : "", knob_g && (knob_b || knob_w) ? "," : "",
-                     knob_b ? "bias" : "", knob_b && knob_w ? "," : "", knob_w ? "wd=all" : "");
-        snprintf(t->variant, sizeof t->variant, "%s%s%s%s%s%s", !strcmp(vr, "none") ? "baseline" : vr, knobs,
-                 strcmp(dr, "none") ? "+" : "", strcmp(dr, "none") ? dr : "", strcmp(cl, "none") ? "+" : "",
-                 strcmp(cl, "none") ? cl : "");
-        if (scale[0]) snprintf(t->scale, sizeof t->scale, "%s", scale);
-        else snprintf(t->scale, sizeof t->scale, "d%sL%s", dm, nl);
-        t->lambda = !strcmp(dr, "tsa") ? tb_param_num(db, id, "model.tsa_lambda", &fail, err, errlen) : NAN;
-        /* the routing's compute knob, by its row of the routing kinds table */
-        gl_depth_routing drk = DR_NONE;
-        const char *kkey = config_parse_depth_routing(dr, &drk) ? NULL : config_routing_knob(drk, &t->knob_sym, &t->routing);
-        t->knob = kkey ? tb_param_num(db, id, kkey, &fail, err, errlen) : NAN;
-        if (isnan(t->knob)) t->knob_sym = t->routing = NULL;
-        tb_val(db, t, &fail, err, errlen);
-        t->group = tb_group(db, t, &fail, err, errlen);
-        snprintf(t->axis[0], sizeof t->axis[0], "%s", vr);
-        snprintf(t->axis[1], sizeof t->axis[1], "%s", dr);
-        snprintf(t->axis[2], sizeof t->axis[2], "%s", cl);
-        gl_metric_val on = {0}; /* the hard headline on the tokens of the soft one */
-        on.prov = t->val_prov;
-        on.step = t->val_step;
-        t->hard_alpha = t->headline ? tb_on(db, id, "hard.active_frac", &on, &fail, err, errlen) : NAN;
-        t->hard_loss = t->headline ? tb_on(db, id, "hard.loss", &on, &fail, err, errlen) : NAN;
-        gl_metric_val sv; /* analyze's logit lens at the halting block (analysis/measure/settle.h) */
-        int src = db_metric_at(db, t->run_id, "analysis", "settled_at_halt", NULL, NULL, &sv, err, errlen);
-        if (src < 0) fail = 1;
-        t->settled = src == 1 ? sv.value : NAN;
-        t->bench_tps = tb_last(db, id, "bench", "train_tokens_per_s", &fail, err, errlen);
-        t->bench_rss = tb_last(db, id, "bench", "peak_rss_mib", &fail, err, errlen);
-        /* throughput: skip the first log row (start-up) when there are others */
-        gl_metric_point *pts = NULL;
-        int np = 0;
-        if (db_metric_series(db, id, "train", "tokens_per_s", NULL, &pts, &np, err, errlen)) fail = 1;
-        double s = 0;
-        int k = 0;
-        for (int j = np > 1 ? 1 : 0; j < np; j++)
-            if (!isnan(pts[j].value)) s += pts[j].value, k++;
-        t->tokens_per_s = k ? s / k : NAN;
-        free(pts);
-    }
-    free(rr);
-    if (fail) {
-        free(v);
-        return -1;
-    }
+    for (int i = 0; i < rs.n; i++) v[i] = rs.r[i].t;
     *runs_out = v;
-    *n_out = nr;
+    *n_out = rs.n;
+    runset_free(&rs);
     return 0;
 }
 

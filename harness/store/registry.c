@@ -610,15 +610,20 @@ typedef struct {
     size_t n;
 } db_kernels_out;
 
-static int db_row_kernel(sqlite3_stmt *st, void *ctx, char *err, size_t errlen) {
-    db_kernels_out *k = ctx;
-    const char *d = (const char *)sqlite3_column_text(st, 0), *at = d ? strstr(d, "| kernel ") : NULL;
-    if (!at) return 0;
+void db_kernel_from_event(char *list, size_t n, const char *detail) {
+    const char *at = detail ? strstr(detail, "| kernel ") : NULL;
+    if (!at) return;
     char name[48];
     at += strlen("| kernel ");
     size_t len = strcspn(at, " |");
     snprintf(name, sizeof name, "%.*s", (int)(len < sizeof name ? len : sizeof name - 1), at);
-    db_kernel_list_add(k->out, k->n, name);
+    db_kernel_list_add(list, n, name);
+}
+
+static int db_row_kernel(sqlite3_stmt *st, void *ctx, char *err, size_t errlen) {
+    db_kernels_out *k = ctx;
+    (void)err, (void)errlen;
+    db_kernel_from_event(k->out, k->n, (const char *)sqlite3_column_text(st, 0));
     return 0;
 }
 
