@@ -1,8 +1,10 @@
 /*
  * test_views.c — the registry's views (harness/store/registry_views.c, scripts/python/gatelab/views.sql)
- * against the C rules they state once: run_headline gives db_run_headline's headline (kind, loss,
- * soft loss, step, windows) for every run and split, and run_variant the label the run listing
- * (`gatelab runs`) and the run set (tables, figures, the paper report) print.
+ * against the rules they state once: run_headline gives, for every run and split, the headline (kind,
+ * loss, soft loss, step, windows) of ref_headline below — the rule as gatelab wrote it in C before the
+ * view, one db_metric_at at a time, kept here as the reference — and db_run_headline (which reads the
+ * view) and the run listing agree with it; run_variant gives the label the run listing (`gatelab runs`)
+ * and the run set (tables, figures, the paper report) print.
  *
  * Registries: one made here (a dense run, TSA with its hard rows, TSA with only its soft rows, TSA
  * whose hard rows are of an older step, a run with only periodic evaluations, SATFormer with every
@@ -31,6 +33,33 @@ static void ok(const char *what, int cond) {
 }
 
 static int same_num(double a, double b) { return (isnan(a) && isnan(b)) || a == b; }
+
+/* The headline rule in C, one lookup at a time (the reference): final.loss at its largest step (the
+ * most windows there); a model routing depth (tsa, early_exit) is judged by hard.loss on those windows
+ * at that step, HARD_MISSING without it. */
+static int ref_headline(gl_db *db, const char *run_id, const char *split, gl_headline *h, char *err, size_t errlen) {
+    memset(h, 0, sizeof *h);
+    h->prefix = "final";
+    h->soft_loss = NAN;
+    int k = db_metric_at(db, run_id, split, "final.loss", NULL, NULL, &h->loss, err, errlen);
+    if (k <= 0) return k;
+    h->kind = HEADLINE_FINAL;
+    char dr[32] = "";
+    if (db_param_get(db, run_id, "model.depth_routing", dr, sizeof dr, err, errlen) < 0) return -1;
+    if (strcmp(dr, "tsa") && strcmp(dr, "early_exit")) return 0;
+    gl_metric_val hv;
+    h->soft_loss = h->loss.value;
+    k = db_metric_at(db, run_id, split, "hard.loss", NULL, &h->loss.prov, &hv, err, errlen);
+    if (k < 0) return -1;
+    if (k == 1 && hv.step == h->loss.step) {
+        h->kind = HEADLINE_HARD;
+        h->prefix = "hard";
+        h->loss = hv;
+    } else {
+        h->kind = HEADLINE_HARD_MISSING;
+    }
+    return 0;
+}
 
 /* One run_headline row. */
 typedef struct {
@@ -64,7 +93,8 @@ static int row_view(sqlite3_stmt *st, void *ctx, char *err, size_t errlen) {
     return 0;
 }
 
-/* Every (run, split val/test) of db: the view's row against db_run_headline.  Returns the mismatches. */
+/* Every (run, split val/test) of db: the view's row and db_run_headline against ref_headline.  Returns
+ * the mismatches. */
 static int compare_headlines(gl_db *db, const char *label, int *nrows) {
     char err[1024], what[512];
     view_rows vr = {0};
@@ -89,10 +119,18 @@ static int compare_headlines(gl_db *db, const char *label, int *nrows) {
     for (int i = 0; i < n; i++) {
         for (int s = 0; s < 2; s++) {
             const char *split = s ? "test" : "val";
-            gl_headline h;
-            if (db_run_headline(db, rows[i].run_id, split, &h, err, sizeof err)) {
+            gl_headline h, c;
+            if (ref_headline(db, rows[i].run_id, split, &h, err, sizeof err) ||
+                db_run_headline(db, rows[i].run_id, split, &c, err, sizeof err)) {
                 bad++;
                 continue;
+            }
+            if (c.kind != h.kind || strcmp(c.prefix, h.prefix) || !same_num(c.soft_loss, h.soft_loss) ||
+                (h.kind != HEADLINE_NONE && (c.loss.step != h.loss.step || !same_num(c.loss.value, h.loss.value)))) {
+                bad++;
+                snprintf(what, sizeof what, "%s: %s %s: db_run_headline %s %.17g, the reference %s %.17g", label,
+                         rows[i].run_id, split, c.prefix, c.loss.value, h.prefix, h.loss.value);
+                ok(what, 0);
             }
             const view_row *v = NULL;
             for (int k = 0; k < vr.n && !v; k++)
@@ -217,7 +255,7 @@ static void test_made(const char *dir) {
         return;
     }
     int nrows = 0, bad = compare_headlines(db, "made", &nrows);
-    ok("made registry: run_headline = db_run_headline for every run and split (final, hard, soft only, older hard)",
+    ok("made registry: run_headline and db_run_headline = the reference for every run and split (final, hard, soft only, older hard)",
        !bad && nrows == 6);
     const struct {
         const char *run, *split, *source;
@@ -272,7 +310,7 @@ static void test_snapshot(const char *dir, const char *name) {
         return;
     }
     int nrows = 0, bad = compare_headlines(db, name, &nrows);
-    snprintf(what, sizeof what, "%s: run_headline = db_run_headline for all %d headlines", name, nrows);
+    snprintf(what, sizeof what, "%s: run_headline and db_run_headline = the reference for all %d headlines", name, nrows);
     ok(what, !bad && nrows > 0);
     snprintf(what, sizeof what, "%s: the run listing and the run set print run_variant's label", name);
     ok(what, !compare_labels(db, name));

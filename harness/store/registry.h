@@ -318,7 +318,8 @@ int db_metric_at(gl_db *db, const char *run_id, const char *split, const char *n
                  const gl_prov *match, gl_metric_val *out, char *err, size_t errlen);
 
 /* A run's headline on a split, by the one rule every view follows (runs, compare, tables, figures,
- * reports, the dashboard; scripts/python/gatelab/registry.py mirrors it): a model that routes depth
+ * reports, the dashboard, the Python package), stated once as the registry's view run_headline
+ * (scripts/python/gatelab/views.sql) and read from it here: a model that routes depth
  * (model.depth_routing = tsa or early_exit) is judged with the skipping done, its hard.* rows (the
  * whole split, tokens with p > 0.5 or past their exit really skip); every other model by its
  * final.* rows.  The soft loss of a routed model (final.loss: every block runs, each update scaled
@@ -333,11 +334,12 @@ typedef enum {
 typedef struct {
     gl_headline_kind kind;
     const char *prefix; /* "final" or "hard": the metric names the headline reads (prefix.loss, ...) */
-    gl_metric_val loss; /* the headline loss (kind FINAL or HARD; the soft one for HARD_MISSING) */
+    gl_metric_val loss; /* the headline loss (kind FINAL or HARD; the soft one for HARD_MISSING, se NaN) */
     double soft_loss;   /* a routed model's final.loss on the same tokens (NaN otherwise) */
 } gl_headline;
 
-/* The headline of run_id on split (as above).  0, or -1 with err. */
+/* The headline of run_id on split (as above; split val or test, the splits the view covers).  0, or
+ * -1 with err. */
 int db_run_headline(gl_db *db, const char *run_id, const char *split, gl_headline *h, char *err, size_t errlen);
 
 

@@ -23,29 +23,33 @@
 
 /* ---- listing ---- */
 
+static int db_row_headline(sqlite3_stmt *st, void *ctx, char *err, size_t errlen) {
+    gl_headline *h = ctx;
+    char source[16] = "";
+    (void)err, (void)errlen;
+    db_col_text(st, 0, source, sizeof source);
+    h->kind = !strcmp(source, "hard") ? HEADLINE_HARD : !strcmp(source, "hard_missing") ? HEADLINE_HARD_MISSING
+                                                                                        : HEADLINE_FINAL;
+    h->prefix = h->kind == HEADLINE_HARD ? "hard" : "final";
+    h->loss.step = (long)sqlite3_column_int64(st, 1);
+    h->loss.prov = db_col_prov(st, 2);
+    h->soft_loss = db_col_real(st, 8);
+    /* HARD_MISSING: the soft loss stands in the loss, without its standard error */
+    h->loss.value = h->kind == HEADLINE_HARD_MISSING ? h->soft_loss : db_col_real(st, 6);
+    h->loss.se = db_col_real(st, 7);
+    return 0;
+}
+
 int db_run_headline(gl_db *db, const char *run_id, const char *split, gl_headline *h, char *err, size_t errlen) {
     memset(h, 0, sizeof *h);
     h->prefix = "final";
-    h->soft_loss = NAN;
-    int k = db_metric_at(db, run_id, split, "final.loss", NULL, NULL, &h->loss, err, errlen);
-    if (k <= 0) return k;
-    h->kind = HEADLINE_FINAL;
-    char dr[32] = "";
-    if (db_param_get(db, run_id, "model.depth_routing", dr, sizeof dr, err, errlen) < 0) return -1;
-    if (strcmp(dr, "tsa") && strcmp(dr, "early_exit")) return 0;
-    /* routed: the hard loss on the tokens of the soft one, at its step */
-    gl_metric_val hv;
-    h->soft_loss = h->loss.value;
-    k = db_metric_at(db, run_id, split, "hard.loss", NULL, &h->loss.prov, &hv, err, errlen);
-    if (k < 0) return -1;
-    if (k == 1 && hv.step == h->loss.step) {
-        h->kind = HEADLINE_HARD;
-        h->prefix = "hard";
-        h->loss = hv;
-    } else {
-        h->kind = HEADLINE_HARD_MISSING;
-    }
-    return 0;
+    h->soft_loss = h->loss.value = h->loss.se = NAN;
+    h->loss.step = -1;
+    /* the view run_headline (registry_views.c), the rule's one statement; its periodic rows are no headline */
+    return db_query_one(db, "cannot read a run's headline",
+                        "SELECT source, step, data_split, win_first, win_count, tokens, loss, loss_se, soft_loss "
+                        "FROM run_headline WHERE run_id = ?1 AND split = ?2 AND source <> 'periodic'",
+                        db_row_headline, h, err, errlen, "tt", run_id, split) < 0 ? -1 : 0;
 }
 
 /* The variant label: the registry's view run_variant (registry_views.c), the one rule every view prints. */
