@@ -475,10 +475,11 @@ static int rs_on_tps(const char *run_id, const gl_metric_point *p, void *ctx) {
     return 0;
 }
 
-static int rs_on_kernels(const char *run_id, const char *kernels, void *ctx) {
+/* An environment event: the kernel it names joins the run's list (db_run_kernels' rule). */
+static int rs_on_environment(const char *run_id, const char *detail, void *ctx) {
     rs_load *L = ctx;
     int i = rs_index(L, run_id);
-    if (i >= 0) snprintf(L->rs->r[i].kernels, sizeof L->rs->r[i].kernels, "%s", kernels);
+    if (i >= 0) db_kernel_from_event(L->rs->r[i].kernels, sizeof L->rs->r[i].kernels, detail);
     return 0;
 }
 
@@ -542,7 +543,7 @@ int runset_load_set(gl_db *db, const gl_set_filter *f, runset *rs, char *err, si
         db_set_headlines(db, f, "val", rs_on_headline, &L, err, errlen) ||
         db_set_latest(db, f, RS_SPLITS, rs_on_latest, &L, err, errlen) ||
         db_set_series(db, f, "train", "tokens_per_s", rs_on_tps, &L, err, errlen) ||
-        db_set_kernels(db, f, rs_on_kernels, &L, err, errlen))
+        db_set_events(db, f, "environment", rs_on_environment, &L, err, errlen))
         goto done;
     for (int i = 0; i < rs->n; i++)
         if (rs_finish(&L, i)) goto done;

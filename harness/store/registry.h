@@ -367,11 +367,12 @@ typedef struct {
  *
  * Each reader calls fn on each row in run-id order (db_set_runs: experiment, then run id); a row's
  * strings live until fn returns.  fn returns 0 to go on, non-zero to stop (the reader then returns
- * -1; fn fills its own message).  Soft-deleted runs are never in a set.  0, or -1 with err. */
+ * -1; fn fills its own message).  Soft-deleted runs only with f->deleted.  0, or -1 with err. */
 typedef struct {
     const char *status;     /* "FINISHED", ...; NULL: any */
     const char *experiment; /* exactly this experiment; NULL: any */
     const char *prefix;     /* experiments starting with it; NULL or "": any */
+    int deleted;            /* 1: soft-deleted runs too (0: left out, as every listing does) */
 } gl_set_filter;
 
 typedef struct {
@@ -413,9 +414,10 @@ int db_set_series(gl_db *db, const gl_set_filter *f, const char *split, const ch
                   int (*fn)(const char *run_id, const gl_metric_point *p, void *ctx), void *ctx, char *err,
                   size_t errlen);
 
-/* db_run_kernels of every run that has environment events (runs without are not called). */
-int db_set_kernels(gl_db *db, const gl_set_filter *f, int (*fn)(const char *run_id, const char *kernels, void *ctx),
-                   void *ctx, char *err, size_t errlen);
+/* Every event of kind ("environment", …) of every run, by run, then in the order they were recorded
+ * (the last of a run is its latest: db_run_events' "last"). */
+int db_set_events(gl_db *db, const gl_set_filter *f, const char *kind,
+                  int (*fn)(const char *run_id, const char *detail, void *ctx), void *ctx, char *err, size_t errlen);
 
 /* Every metric name of split for run_id with its latest value, one row per
  * (name, provenance), ordered by name, then the most windows first.  *rows is

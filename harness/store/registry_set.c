@@ -1,8 +1,8 @@
 /*
  * registry_set.c — a run set read whole: every run a filter selects (status, experiment, experiment
- * prefix; soft-deleted runs left out), one statement per kind of row — the runs with their variant
+ * prefix; soft-deleted runs only when asked), one statement per kind of row — the runs with their variant
  * (run_variant) and stored config, their params, their headlines (run_headline), the latest rows of
- * named splits, one metric's series, the BLAS kernels of their attempts — each row handed to the
+ * named splits, one metric's series, their events of one kind — each row handed to the
  * caller's function in run-id order.  What analysis/runs/runset.c builds its rows from: a handful of
  * statements for a registry, not a few dozen per run.
  *
@@ -18,10 +18,11 @@
 #include "registry_sql.h"
 
 /* The runs a gl_set_filter selects: statements join runs r and experiments e (DB_SET_JOIN) and end with
- * DB_SET_WHERE, which binds ?1 status, ?2 experiment, ?3 prefix (NULL: any). */
+ * DB_SET_WHERE, which binds ?1 status, ?2 experiment, ?3 prefix (NULL: any), ?4 deleted (1: soft-deleted
+ * runs too); a reader's own parameters are ?5 on. */
 #define DB_SET_JOIN " FROM runs r JOIN experiments e ON e.id = r.experiment_id "
 #define DB_SET_WHERE                                                                                               \
-    " WHERE r.deleted_time IS NULL AND (?1 IS NULL OR r.status = ?1) AND (?2 IS NULL OR e.name = ?2) "             \
+    " WHERE (?4 OR r.deleted_time IS NULL) AND (?1 IS NULL OR r.status = ?1) AND (?2 IS NULL OR e.name = ?2) "     \
     "AND (?3 IS NULL OR substr(e.name, 1, length(?3)) = ?3) "
 
 static const char *db_set_prefix(const gl_set_filter *f) { return f->prefix && *f->prefix ? f->prefix : NULL; }
@@ -56,7 +57,7 @@ int db_set_runs(gl_db *db, const gl_set_filter *f, int (*fn)(const gl_set_run *r
                          "SELECT r.run_id, e.name, r.config_text, r.git_commit, r.git_dirty, v.label, v.value_residual, "
                          "v.depth_routing, v.cross_layer" DB_SET_JOIN "JOIN run_variant v ON v.run_id = r.run_id"
                          DB_SET_WHERE "ORDER BY e.name, r.run_id",
-                         db_row_set_run, &w, err, errlen, "ttt", f->status, f->experiment, db_set_prefix(f)) < 0
+                         db_row_set_run, &w, err, errlen, "ttti", f->status, f->experiment, db_set_prefix(f), f->deleted) < 0
                ? -1 : 0;
 }
 
@@ -80,7 +81,7 @@ int db_set_params(gl_db *db, const gl_set_filter *f,
     return db_query_each(db, "cannot read a run set's params",
                          "SELECT p.run_id, p.key, p.value" DB_SET_JOIN "JOIN params p ON p.run_id = r.run_id"
                          DB_SET_WHERE "ORDER BY p.run_id, p.key",
-                         db_row_set_param, &w, err, errlen, "ttt", f->status, f->experiment, db_set_prefix(f)) < 0
+                         db_row_set_param, &w, err, errlen, "ttti", f->status, f->experiment, db_set_prefix(f), f->deleted) < 0
                ? -1 : 0;
 }
 
@@ -109,8 +110,8 @@ int db_set_headlines(gl_db *db, const gl_set_filter *f, const char *split,
                          "SELECT h.run_id, h.source, h.step, h.data_split, h.win_first, h.win_count, h.tokens, h.loss, "
                          "h.loss_se, h.soft_loss, h.bpc, h.token_acc, h.seq_acc, h.active_frac, h.tlops_saved, "
                          "h.hard_loss, h.hard_active_frac" DB_SET_JOIN
-                         "JOIN run_headline h ON h.run_id = r.run_id AND h.split = ?4" DB_SET_WHERE "ORDER BY h.run_id",
-                         db_row_set_head, &w, err, errlen, "tttt", f->status, f->experiment, db_set_prefix(f),
+                         "JOIN run_headline h ON h.run_id = r.run_id AND h.split = ?5" DB_SET_WHERE "ORDER BY h.run_id",
+                         db_row_set_head, &w, err, errlen, "tttit", f->status, f->experiment, db_set_prefix(f), f->deleted,
                          split) < 0
                ? -1 : 0;
 }
@@ -153,12 +154,12 @@ int db_set_latest(gl_db *db, const gl_set_filter *f, const char *splits,
     return db_query_each(db, "cannot read a run set's metrics",
                          "SELECT m.run_id, m.split, m.name, m.value, m.step, m.data_split, m.win_first, m.win_count, "
                          "m.tokens, m.se, m.params" DB_SET_JOIN "JOIN metrics m ON m.run_id = r.run_id "
-                         "AND instr(',' || ?4 || ',', ',' || m.split || ',') > 0 "
+                         "AND instr(',' || ?5 || ',', ',' || m.split || ',') > 0 "
                          "AND m.step = (SELECT max(step) FROM metrics x INDEXED BY metrics_by_name WHERE x.run_id = m.run_id "
                          "AND x.split = m.split AND x.name = m.name AND x.params = m.params "
                          "AND x.data_split = m.data_split AND x.win_first = m.win_first AND x.win_count = m.win_count)"
                          DB_SET_WHERE "ORDER BY m.run_id, m.split, m.name, m.params, m.win_count DESC, m.step DESC",
-                         db_row_set_latest, &w, err, errlen, "tttt", f->status, f->experiment, db_set_prefix(f),
+                         db_row_set_latest, &w, err, errlen, "tttit", f->status, f->experiment, db_set_prefix(f), f->deleted,
                          splits) < 0
                ? -1 : 0;
 }
@@ -184,50 +185,33 @@ int db_set_series(gl_db *db, const gl_set_filter *f, const char *split, const ch
     db_set_series_walk w = {fn, ctx};
     return db_query_each(db, "cannot read a run set's series",
                          "SELECT m.run_id, m.step, m.value, m.wall_time, m.data_split, m.win_first, m.win_count, "
-                         "m.tokens" DB_SET_JOIN "JOIN metrics m ON m.run_id = r.run_id AND m.split = ?4 "
-                         "AND m.name = ?5 AND m.params = '{}'" DB_SET_WHERE "ORDER BY m.run_id, m.step, m.win_count DESC",
-                         db_row_set_point, &w, err, errlen, "ttttt", f->status, f->experiment, db_set_prefix(f), split,
+                         "m.tokens" DB_SET_JOIN "JOIN metrics m ON m.run_id = r.run_id AND m.split = ?5 "
+                         "AND m.name = ?6 AND m.params = '{}'" DB_SET_WHERE "ORDER BY m.run_id, m.step, m.win_count DESC",
+                         db_row_set_point, &w, err, errlen, "tttitt", f->status, f->experiment, db_set_prefix(f), f->deleted, split,
                          name) < 0
                ? -1 : 0;
 }
 
-/* ---- the BLAS kernels of each run's attempts ---- */
+/* ---- events ---- */
 
 typedef struct {
-    int (*fn)(const char *run_id, const char *kernels, void *ctx);
+    int (*fn)(const char *run_id, const char *detail, void *ctx);
     void *ctx;
-    char run[128], list[64];
-    int have;
-} db_set_kernels_walk;
+} db_set_events_walk;
 
-static int db_set_kernels_flush(db_set_kernels_walk *w) {
-    int rc = w->have ? w->fn(w->run, w->list, w->ctx) : 0;
-    w->have = 0;
-    w->list[0] = 0;
-    return rc;
-}
-
-static int db_row_set_kernel(sqlite3_stmt *st, void *ctx, char *err, size_t errlen) {
-    db_set_kernels_walk *w = ctx;
+static int db_row_set_event(sqlite3_stmt *st, void *ctx, char *err, size_t errlen) {
+    const db_set_events_walk *w = ctx;
     (void)err, (void)errlen;
-    if (w->have && strcmp(w->run, db_txt(st, 0)) && db_set_kernels_flush(w)) return -1;
-    snprintf(w->run, sizeof w->run, "%s", db_txt(st, 0));
-    w->have = 1;
-    db_kernel_from_event(w->list, sizeof w->list, db_txt(st, 1));
-    return 0;
+    return w->fn(db_txt(st, 0), db_txt(st, 1), w->ctx) ? -1 : 0;
 }
 
-int db_set_kernels(gl_db *db, const gl_set_filter *f, int (*fn)(const char *run_id, const char *kernels, void *ctx),
-                   void *ctx, char *err, size_t errlen) {
-    db_set_kernels_walk w = {.fn = fn, .ctx = ctx};
-    if (db_query_each(db, "cannot read a run set's environment events",
-                      "SELECT v.run_id, v.detail" DB_SET_JOIN "JOIN run_events v ON v.run_id = r.run_id "
-                      "AND v.kind = 'environment'" DB_SET_WHERE "ORDER BY v.run_id, v.time, v.rowid",
-                      db_row_set_kernel, &w, err, errlen, "ttt", f->status, f->experiment, db_set_prefix(f)) < 0)
-        return -1;
-    if (db_set_kernels_flush(&w)) {
-        snprintf(err, errlen, "%s: reading a run set's environment events: stopped", db->path);
-        return -1;
-    }
-    return 0;
+int db_set_events(gl_db *db, const gl_set_filter *f, const char *kind,
+                  int (*fn)(const char *run_id, const char *detail, void *ctx), void *ctx, char *err, size_t errlen) {
+    db_set_events_walk w = {fn, ctx};
+    return db_query_each(db, "cannot read a run set's events",
+                         "SELECT v.run_id, v.detail" DB_SET_JOIN "JOIN run_events v ON v.run_id = r.run_id "
+                         "AND v.kind = ?5" DB_SET_WHERE "ORDER BY v.run_id, v.time, v.rowid",
+                         db_row_set_event, &w, err, errlen, "tttit", f->status, f->experiment, db_set_prefix(f),
+                         f->deleted, kind) < 0
+               ? -1 : 0;
 }
