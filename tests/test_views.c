@@ -169,8 +169,9 @@ static int compare_headlines(gl_db *db, const char *label, int *nrows) {
     return bad;
 }
 
-/* The runs' labels: the listing (gl_run_row.variant) and the run set's (tables, figures, paper) are
- * run_variant's.  Returns the mismatches. */
+/* The runs' labels and headlines: the listing (`gatelab runs`, gl_run_row) and the run set (tables,
+ * figures, the paper report: runset_row) name every finished run alike — run_variant's label, and
+ * run_headline's loss, soft loss, step and kind.  Returns the mismatches. */
 static int compare_labels(gl_db *db, const char *label) {
     char err[1024], what[512];
     gl_run_row *rows = NULL;
@@ -185,10 +186,18 @@ static int compare_labels(gl_db *db, const char *label) {
         const gl_run_row *r = NULL;
         for (int k = 0; k < n && !r; k++)
             if (!strcmp(rows[k].run_id, rs.r[i].t.run_id)) r = &rows[k];
-        if (!r || strcmp(r->variant, rs.r[i].t.variant)) {
+        const runset_row *t = &rs.r[i].t;
+        if (!r || strcmp(r->variant, t->variant)) {
             bad++;
-            snprintf(what, sizeof what, "%s: %s: runs says '%s', the run set '%s'", label, rs.r[i].t.run_id,
-                     r ? r->variant : "(absent)", rs.r[i].t.variant);
+            snprintf(what, sizeof what, "%s: %s: runs says '%s', the run set '%s'", label, t->run_id,
+                     r ? r->variant : "(absent)", t->variant);
+            ok(what, 0);
+        } else if (r->val_headline != t->headline || !same_num(r->val_loss, t->val_loss) ||
+                   !same_num(r->val_soft, t->soft_loss) || r->val_step != t->val_step ||
+                   (r->val_kind == HEADLINE_HARD_MISSING) != t->hard_missing) {
+            bad++;
+            snprintf(what, sizeof what, "%s: %s: runs' headline %.17g @%ld (%d), the run set's %.17g @%ld (%d)", label,
+                     t->run_id, r->val_loss, r->val_step, r->val_headline, t->val_loss, t->val_step, t->headline);
             ok(what, 0);
         }
     }
@@ -284,7 +293,7 @@ static void test_made(const char *dir) {
     sqlite3_finalize(st);
     ok("made registry: run_variant labels SATFormer's knobs: satformer[softmax,bias,wd=all]",
        !strcmp(label, "satformer[softmax,bias,wd=all]"));
-    ok("made registry: the run listing and the run set print run_variant's label", !compare_labels(db, "made"));
+    ok("made registry: the run listing and the run set print the same label and headline for every run", !compare_labels(db, "made"));
     db_close(db);
 }
 
@@ -312,7 +321,7 @@ static void test_snapshot(const char *dir, const char *name) {
     int nrows = 0, bad = compare_headlines(db, name, &nrows);
     snprintf(what, sizeof what, "%s: run_headline and db_run_headline = the reference for all %d headlines", name, nrows);
     ok(what, !bad && nrows > 0);
-    snprintf(what, sizeof what, "%s: the run listing and the run set print run_variant's label", name);
+    snprintf(what, sizeof what, "%s: the run listing and the run set print the same label and headline for every run", name);
     ok(what, !compare_labels(db, name));
     db_close(db);
     sqlite3 *h = NULL;
