@@ -301,6 +301,12 @@ void runset_free(runset *rs) {
 /* The splits whose latest rows a run carries. */
 #define RS_SPLITS "val,test,ablation,analysis,bench"
 
+/* A row's run id and index, sorted by id: where a set-wide read's row goes. */
+typedef struct {
+    const char *id;
+    int i;
+} rs_id;
+
 /* What a load keeps beside the rows while the set-wide reads arrive. */
 typedef struct {
     char scale[64], d_model[32], n_layer[32], task[32], file[1024];
@@ -318,7 +324,7 @@ typedef struct {
     runset *rs;
     rs_extra *x;
     int cap;
-    int *by_id;                    /* row indices sorted by run id */
+    rs_id *by_id;                  /* the rows' ids and indices, sorted by id */
     char *err;
     size_t errlen;
 } rs_load;
@@ -328,21 +334,12 @@ static int rs_oom(rs_load *L, const char *what) {
     return -1;
 }
 
-static const rs_load *rs_sort_ctx;
-static int rs_cmp_id(const void *a, const void *b) {
-    return strcmp(rs_sort_ctx->rs->r[*(const int *)a].t.run_id, rs_sort_ctx->rs->r[*(const int *)b].t.run_id);
-}
+static int rs_cmp_id(const void *a, const void *b) { return strcmp(((const rs_id *)a)->id, ((const rs_id *)b)->id); }
 
 /* The row of run_id, or -1 (a run outside the set: cannot happen, every read has the same filter). */
 static int rs_index(const rs_load *L, const char *run_id) {
-    int lo = 0, hi = L->rs->n - 1;
-    while (lo <= hi) {
-        int mid = (lo + hi) / 2, c = strcmp(L->rs->r[L->by_id[mid]].t.run_id, run_id);
-        if (!c) return L->by_id[mid];
-        if (c < 0) lo = mid + 1;
-        else hi = mid - 1;
-    }
-    return -1;
+    const rs_id key = {run_id, -1}, *hit = bsearch(&key, L->by_id, (size_t)L->rs->n, sizeof key, rs_cmp_id);
+    return hit ? hit->i : -1;
 }
 
 static void rs_base_name(const char *path, char *out, size_t n) {
@@ -535,10 +532,8 @@ int runset_load_set(gl_db *db, const gl_set_filter *f, runset *rs, char *err, si
         rs_oom(&L, "a run set");
         goto done;
     }
-    for (int i = 0; i < rs->n; i++) L.by_id[i] = i;
-    rs_sort_ctx = &L;
-    qsort(L.by_id, (size_t)rs->n, sizeof *L.by_id, rs_cmp_id);
-    rs_sort_ctx = NULL;
+    for (int i = 0; i < rs->n; i++) L.by_id[i] = (rs_id){rs->r[i].t.run_id, i};
+    qsort(L.by_id, (size_t)rs->n, sizeof *L.by_id, rs_cmp_id); /* no shared state: serve loads from several threads */
     if (db_set_params(db, f, rs_on_param, &L, err, errlen) ||
         db_set_headlines(db, f, "val", rs_on_headline, &L, err, errlen) ||
         db_set_latest(db, f, RS_SPLITS, rs_on_latest, &L, err, errlen) ||
