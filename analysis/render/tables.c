@@ -30,13 +30,13 @@
 
 /* ---- the runs: the run loader's rows ---- */
 
-int tables_collect(gl_db *db, const char *experiment, tables_run **runs_out, int *n_out, char *err, size_t errlen) {
+int tables_collect(gl_db *db, const char *experiment, runset_row **runs_out, int *n_out, char *err, size_t errlen) {
     runset rs;
     gl_set_filter f = {.status = "FINISHED", .experiment = experiment};
     *runs_out = NULL;
     *n_out = 0;
     if (runset_load_set(db, &f, &rs, err, errlen)) return -1;
-    tables_run *v = calloc((size_t)(rs.n > 0 ? rs.n : 1), sizeof *v);
+    runset_row *v = calloc((size_t)(rs.n > 0 ? rs.n : 1), sizeof *v);
     if (!v) {
         runset_free(&rs);
         snprintf(err, errlen, "out of memory");
@@ -270,7 +270,7 @@ static int tb_variant_rank(const char *v) {
 }
 
 static int tb_cmp(const void *a, const void *b) {
-    const tables_run *x = a, *y = b;
+    const runset_row *x = a, *y = b;
     int c = strcmp(x->data, y->data);
     if (c) return c;
     int r = tb_scale_rank(x->scale) - tb_scale_rank(y->scale);
@@ -290,17 +290,17 @@ static int tb_cmp(const void *a, const void *b) {
     return strcmp(x->run_id, y->run_id);
 }
 
-void tables_sort(tables_run *runs, int n) {
+void tables_sort(runset_row *runs, int n) {
     if (n > 1) qsort(runs, (size_t)n, sizeof *runs, tb_cmp);
 }
 
 /* 1 when two (sorted) runs belong to the same group: the run set's one rule
  * (runset_group_key: the config less the seed and run bookkeeping). */
-static int tb_same(const tables_run *x, const tables_run *y) { return x->group == y->group; }
+static int tb_same(const runset_row *x, const runset_row *y) { return x->group == y->group; }
 
 typedef enum { TB_LOSS, TB_LAMBDA, TB_ACC, TB_TPS } tb_kind;
 
-static int tb_wanted(const tables_run *r, tb_kind k) {
+static int tb_wanted(const runset_row *r, tb_kind k) {
     switch (k) {
     case TB_LOSS: return !isnan(r->val_loss);
     case TB_LAMBDA: return !isnan(r->lambda) && !r->hard_missing;
@@ -340,7 +340,7 @@ static void tb_delta(tb_cell *c, double v, double se) {
 /* What the group's validation numbers rest on: one provenance and step
  * ("val[0,100) 6400 tok @40"), "mixed" when the seeds differ; "periodic"
  * first when they are not headlines. */
-static void tb_measured(tb_cell *c, const tables_run *const *g, int k) {
+static void tb_measured(tb_cell *c, const runset_row *const *g, int k) {
     char p[64], text[128];
     int same = 1;
     for (int q = 1; q < k; q++)
@@ -363,7 +363,7 @@ static void tb_measured(tb_cell *c, const tables_run *const *g, int k) {
  * data and scale, baseline+tsa with the dense run, satformer+tsa with
  * baseline+tsa (the value residual is what its label leads with), and a run
  * with another train.steps or lr has no baseline unless one was trained. */
-static void tb_vs_baseline(tb_cell *c, const tables_run *const *g, int k, const tables_run *runs, int n) {
+static void tb_vs_baseline(tb_cell *c, const runset_row *const *g, int k, const runset_row *runs, int n) {
     int ax = 0;
     while (k && ax < 3 && !strcmp(g[0]->axis[ax], "none")) ax++;
     if (!k || ax == 3) {
@@ -374,7 +374,7 @@ static void tb_vs_baseline(tb_cell *c, const tables_run *const *g, int k, const 
     int nd = 0, other = 0, seen = 0;
     for (int q = 0; q < k && nd < 64; q++)
         for (int j = 0; j < n; j++) {
-            const tables_run *b = &runs[j];
+            const runset_row *b = &runs[j];
             if (strcmp(b->axis[ax], "none") || !g[q]->partner[ax] || b->partner[ax] != g[q]->partner[ax] ||
                 isnan(b->val_loss))
                 continue;
@@ -401,9 +401,9 @@ static void tb_vs_baseline(tb_cell *c, const tables_run *const *g, int k, const 
 }
 
 /* Fill t with one row per group of the runs wanted for kind. */
-static int tb_grouped(tb_table *t, const tables_run *runs, int n, tb_kind kind, char *err, size_t errlen) {
+static int tb_grouped(tb_table *t, const runset_row *runs, int n, tb_kind kind, char *err, size_t errlen) {
     double *x[6];
-    const tables_run **g = malloc((size_t)(n > 0 ? n : 1) * sizeof *g);
+    const runset_row **g = malloc((size_t)(n > 0 ? n : 1) * sizeof *g);
     for (int q = 0; q < 6; q++) x[q] = malloc((size_t)(n > 0 ? n : 1) * sizeof(double));
     int rc = -1;
     for (int q = 0; q < 6; q++)
@@ -423,7 +423,7 @@ static int tb_grouped(tb_table *t, const tables_run *runs, int n, tb_kind kind, 
         }
         int k = 0, j = i, dagger = 0;
         for (; j < n && tb_same(&runs[i], &runs[j]); j++) {
-            const tables_run *r = &runs[j];
+            const runset_row *r = &runs[j];
             if (!tb_wanted(r, kind)) continue;
             g[k] = r;
             dagger |= kind != TB_TPS && !r->headline;
@@ -436,7 +436,7 @@ static int tb_grouped(tb_table *t, const tables_run *runs, int n, tb_kind kind, 
             k++;
         }
         t->periodic |= dagger;
-        const tables_run *g0 = &runs[i];
+        const runset_row *g0 = &runs[i];
         if (kind == TB_LOSS || kind == TB_LAMBDA) {
             double sl[64];
             int ks = 0;
@@ -519,7 +519,7 @@ static double tb_sibling(const gl_metric_latest *m, int nm, const metric_ablatio
  * "ablation": a rerun on other windows is its own row, never averaged with
  * the first, and every sibling (ratio, categories) comes from the same
  * measurement. */
-static int tb_ablations(tb_table *t, gl_db *db, const tables_run *runs, int n, char *err, size_t errlen) {
+static int tb_ablations(tb_table *t, gl_db *db, const runset_row *runs, int n, char *err, size_t errlen) {
     for (int i = 0; i < n; i++) {
         gl_metric_latest *m = NULL;
         int nm = 0;
@@ -587,7 +587,7 @@ static int tb_matched(gl_db *db, const char *run, tb_match *mt, char *err, size_
  * hard.loss) when the pair was matched to its hard α, else soft.  A pair that is not matched — no bisection
  * recorded, α not reached within 0.005, or the TSA headline on other tokens —
  * says so in the row. */
-static int tb_tsa_vs_exit(tb_table *t, gl_db *db, const tables_run *runs, int n, char *err, size_t errlen) {
+static int tb_tsa_vs_exit(tb_table *t, gl_db *db, const runset_row *runs, int n, char *err, size_t errlen) {
     for (int j = 0; j < n; j++) {
         if (!strstr(runs[j].variant, "early_exit")) continue;
         int any_tsa = 0;
@@ -600,10 +600,10 @@ static int tb_tsa_vs_exit(tb_table *t, gl_db *db, const tables_run *runs, int n,
         if (rc < 0) return -1;
         /* the TSA run whose headline α is the target: its hard α (eval --match-run's target when recorded),
          * else its soft one; its loss of the same kind */
-        const tables_run *tsa = NULL;
+        const runset_row *tsa = NULL;
         int tsa_hard = 0;
         for (int i = 0; rc == 1 && i < n; i++) {
-            const tables_run *r = &runs[i];
+            const runset_row *r = &runs[i];
             if (isnan(r->lambda) || strcmp(r->data, runs[j].data) || strcmp(r->scale, runs[j].scale) || !r->headline ||
                 !db_prov_same(&r->val_prov, &mt.at.prov))
                 continue;
@@ -645,10 +645,10 @@ static int tb_tsa_vs_exit(tb_table *t, gl_db *db, const tables_run *runs, int n,
 
 /* The cost table (`make bench`): training tokens/s and peak memory of every
  * variant relative to the baseline of the same scale, from split "bench". */
-static int tb_cost(tb_table *t, const tables_run *runs, int n, char *err, size_t errlen) {
+static int tb_cost(tb_table *t, const runset_row *runs, int n, char *err, size_t errlen) {
     for (int i = 0; i < n; i++) {
         if (isnan(runs[i].bench_tps)) continue;
-        const tables_run *base = NULL;
+        const runset_row *base = NULL;
         for (int j = 0; j < n && !base; j++)
             if (!isnan(runs[j].bench_tps) && !strcmp(runs[j].variant, "baseline") &&
                 !strcmp(runs[j].scale, runs[i].scale) && !strcmp(runs[j].experiment, runs[i].experiment))
@@ -674,7 +674,7 @@ static void tb_note(tables_summary *s, const tb_table *t, const char *why) {
 int tables_write_all(gl_db *db, const char *experiment, const char *out_dir, tables_summary *s, char *err,
                      size_t errlen) {
     memset(s, 0, sizeof *s);
-    tables_run *runs = NULL;
+    runset_row *runs = NULL;
     int n = 0, rc = -1;
     if (tables_collect(db, experiment, &runs, &n, err, errlen)) return -1;
     s->n_runs = n;

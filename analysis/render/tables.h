@@ -29,18 +29,14 @@
 #include "store/registry.h"
 #include "analysis/runs/runset.h"
 
-/* One run as the tables see it: the run loader's row (analysis/runs/runset.h), under the name the
- * tables, figures and claims were written against. */
-typedef runset_row tables_run;
-
 /* The FINISHED runs of experiment (NULL: all) with their parameters and final
  * metrics: the rows of the run loader (runset_load_set).  *runs is malloc'd (the
  * caller frees it).  Returns 0 or -1. */
-int tables_collect(gl_db *db, const char *experiment, tables_run **runs, int *n, char *err, size_t errlen);
+int tables_collect(gl_db *db, const char *experiment, runset_row **runs, int *n, char *err, size_t errlen);
 
 /* Sort runs by data, scale (xs, s, m, l, xl, then others), variant
  * (baseline, resformer, satformer, then others), λ, seed: the tables' order. */
-void tables_sort(tables_run *runs, int n);
+void tables_sort(runset_row *runs, int n);
 
 #define TABLES_MAX 8
 
