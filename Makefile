@@ -48,7 +48,7 @@ LDLIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null) \
 # "store/trace.h", "analysis/measure/ablate.h"), hence -I. -Iharness.
 LIB_SRC  := $(filter-out harness/run/dist_mpi.c,$(wildcard model/*.c harness/store/*.c harness/run/*.c analysis/*/*.c)) \
             $(filter-out harness/cli/main.c,$(wildcard harness/cli/*.c))
-LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o) $(BUILD)/gen/serve_assets.o
+LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o) $(BUILD)/gen/serve_assets.o $(BUILD)/gen/registry_views.o
 TEST_SRC := $(wildcard tests/test_*.c)
 TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%) $(BUILD)/tests/mkcorpus  # mkcorpus: the tests' own text
 BENCH_BIN := $(BUILD)/bench_gatelab
@@ -97,6 +97,15 @@ $(BUILD)/gen/serve_assets.c: $(SERVE_WEB) harness/cli/web/embed.sh
 	harness/cli/web/embed.sh $@ $(SERVE_WEB)
 
 $(BUILD)/gen/serve_assets.o: $(BUILD)/gen/serve_assets.c
+	$(CC) $(CFLAGS) -c $< -o $@
+
+# The registry's views (docs/registry.md, "Views"): one SQL text, run by gatelab and read by the
+# Python package as it is, so the headline and variant rules live once.
+$(BUILD)/gen/registry_views.c: scripts/python/gatelab/views.sql harness/store/embed_sql.sh
+	@mkdir -p $(dir $@)
+	harness/store/embed_sql.sh $@ scripts/python/gatelab/views.sql db_views_sql
+
+$(BUILD)/gen/registry_views.o: $(BUILD)/gen/registry_views.c
 	$(CC) $(CFLAGS) -c $< -o $@
 
 $(BUILD)/libgatelab.a: $(LIB_OBJ)

@@ -155,8 +155,8 @@ int main(void) {
     ok("group: seeds 1 and 2 (threads, log.name differ) are one group", runset_same_group(b1, b2));
     ok("group: train.lr 0.002 is another group (the old tables rule merged it)", !runset_same_group(b1, bl));
     ok("group: TSA is another group", !runset_same_group(b1, t1));
-    ok("tables agree: base1 and base2 share tables_run.group", b1->t.group == b2->t.group);
-    ok("tables agree: base1-lr has its own tables_run.group", b1->t.group != bl->t.group);
+    ok("tables agree: base1 and base2 share runset_row.group", b1->t.group == b2->t.group);
+    ok("tables agree: base1-lr has its own runset_row.group", b1->t.group != bl->t.group);
     ok("partner of tsa1 along depth_routing=none is base1 (same seed, same lr)",
        runset_partner(&rs, t1, "depth_routing", "none") == b1);
     ok("partner of tsa2 is base2 (bookkeeping keys ignored)", runset_partner(&rs, t2, "depth_routing", "none") == b2);

@@ -116,18 +116,65 @@ static double pc_training_seconds(const gl_metric_point *pts, int np) {
     return sum;
 }
 
-/* The training series is not part of the run set (it holds latest values): read here. */
-static void pc_wall(gl_db *db, paper_run *p, int *fail, char *err, size_t errlen) {
-    gl_metric_point *pts = NULL;
-    int np = 0;
-    if (db_metric_series(db, p->t.run_id, "train", "loss", NULL, &pts, &np, err, errlen)) *fail = 1;
+/* The training-loss series of the plan's runs, read once for the set (db_set_series: the run set holds
+ * latest values, not series), kept by run: run k's points are p[at[k] .. at[k + 1]). */
+typedef struct {
+    gl_metric_point *p;
+    int n, cap;
+    char (*id)[128];
+    int *at; /* nruns + 1 entries */
+    int nruns, capr;
+    int oom;
+} pc_series;
+
+static int pc_on_point(const char *run_id, const gl_metric_point *pt, void *ctx) {
+    pc_series *s = ctx;
+    if (!s->nruns || strcmp(s->id[s->nruns - 1], run_id)) { /* a new run: rows come by run id */
+        if (s->nruns + 2 > s->capr) {
+            int cap = s->capr ? 2 * s->capr : 64;
+            char(*id)[128] = realloc(s->id, (size_t)cap * sizeof *id);
+            if (id) s->id = id;
+            int *at = id ? realloc(s->at, (size_t)(cap + 1) * sizeof *at) : NULL;
+            if (!id || !at) return s->oom = 1;
+            s->at = at;
+            s->capr = cap;
+        }
+        snprintf(s->id[s->nruns], sizeof s->id[0], "%s", run_id);
+        s->at[s->nruns++] = s->n;
+    }
+    if (s->n == s->cap) {
+        int cap = s->cap ? 2 * s->cap : 1024;
+        gl_metric_point *p = realloc(s->p, (size_t)cap * sizeof *p);
+        if (!p) return s->oom = 1;
+        s->p = p;
+        s->cap = cap;
+    }
+    s->p[s->n++] = *pt;
+    s->at[s->nruns] = s->n;
+    return 0;
+}
+
+static void pc_series_free(pc_series *s) {
+    free(s->p), free(s->id), free(s->at);
+    memset(s, 0, sizeof *s);
+}
+
+static void pc_wall(const pc_series *s, paper_run *p) {
+    int lo = 0, hi = s->nruns - 1, k = -1;
+    while (lo <= hi && k < 0) {
+        int mid = (lo + hi) / 2, c = strcmp(s->id[mid], p->t.run_id);
+        if (!c) k = mid;
+        else if (c < 0) lo = mid + 1;
+        else hi = mid - 1;
+    }
+    const gl_metric_point *pts = k >= 0 ? s->p + s->at[k] : NULL;
+    const int np = k >= 0 ? s->at[k + 1] - s->at[k] : 0;
     p->wall_s = pc_training_seconds(pts, np);
     p->t0 = np ? pts[0].wall_time : NAN;
     p->t1 = np ? pts[np - 1].wall_time : NAN;
-    free(pts);
 }
 
-static void pc_one(gl_db *db, const runset_run *r, paper_run *p, int *fail, char *err, size_t errlen) {
+static void pc_one(const pc_series *ser, const runset_run *r, paper_run *p) {
     p->t = r->t;
     snprintf(p->value, sizeof p->value, "%s", r->value_residual);
     snprintf(p->depth, sizeof p->depth, "%s", r->depth_routing);
@@ -167,26 +214,31 @@ static void pc_one(gl_db *db, const runset_run *r, paper_run *p, int *fail, char
     char dm[32];
     p->d_model = runset_param(r, "model.d_model", dm, sizeof dm) ? atoi(dm) : 0;
     p->n_layer = (int)r->n_layer;
-    pc_wall(db, p, fail, err, errlen);
+    pc_wall(ser, p);
     pc_gates(r, GATE_ALPHA, p); /* the claims' α: SATFormer's gate, chosen by its row of the gate table */
 }
 
 /* The plan's runs (experiments paper-GROUP) of rs as paper_runs. */
 static int pc_view(gl_db *db, const runset *rs, paper_run **runs, int *n, char *err, size_t errlen) {
-    int fail = 0, np = 0;
+    int np = 0;
     *runs = NULL;
     *n = 0;
+    pc_series ser = {0};
+    const gl_set_filter plan_runs = {.status = "FINISHED", .prefix = "paper-"};
+    if (db_set_series(db, &plan_runs, "train", "loss", pc_on_point, &ser, err, errlen) || ser.oom) {
+        if (ser.oom) snprintf(err, errlen, "out of memory reading the training series");
+        pc_series_free(&ser);
+        return -1;
+    }
     paper_run *p = calloc((size_t)(rs->n > 0 ? rs->n : 1), sizeof *p);
     if (!p) {
+        pc_series_free(&ser);
         snprintf(err, errlen, "out of memory for %d runs", rs->n);
         return -1;
     }
-    for (int i = 0; i < rs->n && !fail; i++) /* cost-paper* and others are not trained runs */
-        if (!strncmp(rs->r[i].t.experiment, "paper-", 6)) pc_one(db, &rs->r[i], &p[np++], &fail, err, errlen);
-    if (fail) {
-        free(p);
-        return -1;
-    }
+    for (int i = 0; i < rs->n; i++) /* cost-paper* and others are not trained runs */
+        if (!strncmp(rs->r[i].t.experiment, "paper-", 6)) pc_one(&ser, &rs->r[i], &p[np++]);
+    pc_series_free(&ser);
     *runs = p;
     *n = np;
     return 0;
@@ -452,20 +504,53 @@ static int write_progress(FILE *f, gl_db *db, const paper_plan *plan, const char
 
 /* ---- what was spent: every run of the registry, finished or not ---- */
 
-/* Threads a run computed with: its environment event's "N OpenMP threads", else its train.threads
- * param; 0 when neither is recorded. */
-static int sp_threads(gl_db *db, const char *run_id, char *err, size_t errlen) {
-    char last[1024] = "", v[64] = "";
-    if (db_run_events(db, run_id, "environment", last, sizeof last, err, errlen) > 0) {
-        const char *t = strstr(last, " OpenMP threads");
-        if (t) {
-            const char *b = t;
-            while (b > last && b[-1] >= '0' && b[-1] <= '9') b--;
-            if (b < t) return atoi(b);
-        }
+/* What each run recorded of its machine, read for every run at once (db_set_events, db_set_params):
+ * the OpenBLAS kernels of its environment events (db_run_kernels' list), the threads of its last one
+ * ("N OpenMP threads"), and its train.threads param. */
+typedef struct {
+    char run_id[128], kernels[96];
+    int th_event, th_param;
+} sp_run;
+
+typedef struct {
+    sp_run *r;
+    int n;
+} sp_runs;
+
+static sp_run *sp_find(const sp_runs *s, const char *run_id) {
+    int lo = 0, hi = s->n - 1;
+    while (lo <= hi) {
+        int mid = (lo + hi) / 2, c = strcmp(s->r[mid].run_id, run_id);
+        if (!c) return &s->r[mid];
+        if (c < 0) lo = mid + 1;
+        else hi = mid - 1;
     }
-    if (db_param_get(db, run_id, "train.threads", v, sizeof v, err, errlen) == 1 && atoi(v) > 0) return atoi(v);
+    return NULL;
+}
+
+static int sp_on_environment(const char *run_id, const char *detail, void *ctx) {
+    sp_run *r = sp_find(ctx, run_id);
+    if (!r) return 0;
+    db_kernel_from_event(r->kernels, sizeof r->kernels, detail);
+    r->th_event = 0; /* the last event's count */
+    const char *t = strstr(detail, " OpenMP threads"), *b = t;
+    while (t && b > detail && b[-1] >= '0' && b[-1] <= '9') b--;
+    if (t && b < t) r->th_event = atoi(b);
     return 0;
+}
+
+static int sp_on_param(const char *run_id, const char *key, const char *value, void *ctx) {
+    sp_run *r = strcmp(key, "train.threads") ? NULL : sp_find(ctx, run_id);
+    if (r) r->th_param = atoi(value);
+    return 0;
+}
+
+static int sp_cmp(const void *a, const void *b) { return strcmp(((const sp_run *)a)->run_id, ((const sp_run *)b)->run_id); }
+
+/* Threads a run computed with: its last environment event's "N OpenMP threads", else its train.threads
+ * param; 0 when neither is recorded. */
+static int sp_threads(const sp_run *r) {
+    return !r ? 0 : r->th_event > 0 ? r->th_event : r->th_param > 0 ? r->th_param : 0;
 }
 
 typedef struct {
@@ -491,6 +576,20 @@ static int pr_spent(FILE *f, gl_db *db, const paper_run *runs, int nruns, char *
         snprintf(err, errlen, "out of memory for %d runs", n);
         return -1;
     }
+    sp_runs sr = {calloc((size_t)n + 1, sizeof *sr.r), n};
+    const gl_set_filter all_runs = {.deleted = 1};
+    if (!sr.r) {
+        free(rows), free(g);
+        snprintf(err, errlen, "out of memory for %d runs", n);
+        return -1;
+    }
+    for (int i = 0; i < n; i++) snprintf(sr.r[i].run_id, sizeof sr.r[i].run_id, "%s", rows[i].run_id);
+    qsort(sr.r, (size_t)n, sizeof *sr.r, sp_cmp);
+    if (db_set_events(db, &all_runs, "environment", sp_on_environment, &sr, err, errlen) ||
+        db_set_params(db, &all_runs, sp_on_param, &sr, err, errlen)) {
+        free(rows), free(g), free(sr.r);
+        return -1;
+    }
     sp_group *all = &g[n];
     snprintf(all->group, sizeof all->group, "all");
     char notes[4096] = "";
@@ -500,12 +599,9 @@ static int pr_spent(FILE *f, gl_db *db, const paper_run *runs, int nruns, char *
         int k = 0;
         while (k < ng && strcmp(g[k].group, grp)) k++;
         if (k == ng) snprintf(g[ng++].group, sizeof g[0].group, "%s", grp);
-        const int th = sp_threads(db, r->run_id, err, errlen);
-        char kern[96] = "";
-        if (db_run_kernels(db, r->run_id, kern, sizeof kern, err, errlen) < 0) {
-            free(rows), free(g);
-            return -1;
-        }
+        const sp_run *rr = sp_find(&sr, r->run_id);
+        const int th = sp_threads(rr);
+        const char *kern = rr ? rr->kernels : "";
         double train_s = NAN;
         for (int j = 0; j < nruns; j++)
             if (!strcmp(runs[j].t.run_id, r->run_id)) train_s = runs[j].wall_s;
@@ -569,6 +665,7 @@ static int pr_spent(FILE *f, gl_db *db, const paper_run *runs, int nruns, char *
     fprintf(f, "\n");
     free(rows);
     free(g);
+    free(sr.r);
     return 0;
 }
 
@@ -1186,23 +1283,68 @@ static int pp_same_value(const char *key, const char *value, const char *want) {
  * run: another preset's registry), written into why; 0 when it matches.  A
  * fixed key is compared with the run's param of that name or ending in
  * ".key" (aliases such as scale= are not compared); numbers as numbers. */
+/* The params of the plan's runs, read once for the set (db_set_params), by run then key. */
+typedef struct {
+    gl_param *p;
+    char (*id)[128];
+    int n, cap, oom;
+} pm_params;
+
+static int pm_on_param(const char *run_id, const char *key, const char *value, void *ctx) {
+    pm_params *s = ctx;
+    if (s->n == s->cap) {
+        int cap = s->cap ? 2 * s->cap : 1024;
+        gl_param *p = realloc(s->p, (size_t)cap * sizeof *p);
+        if (p) s->p = p;
+        char(*id)[128] = p ? realloc(s->id, (size_t)cap * sizeof *id) : NULL;
+        if (!p || !id) return s->oom = 1;
+        s->id = id;
+        s->cap = cap;
+    }
+    snprintf(s->id[s->n], sizeof s->id[0], "%s", run_id);
+    snprintf(s->p[s->n].key, sizeof s->p[0].key, "%s", key);
+    snprintf(s->p[s->n].value, sizeof s->p[0].value, "%s", value);
+    s->n++;
+    return 0;
+}
+
+/* Run run_id's params: *np of them from the returned one (NULL, 0: none). */
+static const gl_param *pm_of(const pm_params *s, const char *run_id, int *np) {
+    int lo = 0, hi = s->n;
+    while (lo < hi) { /* the first row of run_id */
+        int mid = (lo + hi) / 2;
+        if (strcmp(s->id[mid], run_id) < 0) lo = mid + 1;
+        else hi = mid;
+    }
+    int k = lo;
+    while (k < s->n && !strcmp(s->id[k], run_id)) k++;
+    *np = k - lo;
+    return k > lo ? s->p + lo : NULL;
+}
+
 static int plan_mismatch(gl_db *db, const paper_plan *plan, char *why, size_t n, char *err, size_t errlen) {
     int registered = 0, bad = 0;
+    pm_params pm = {0};
+    const gl_set_filter plan_runs = {.prefix = "paper-"};
+    if (db_set_params(db, &plan_runs, pm_on_param, &pm, err, errlen) || pm.oom) {
+        if (pm.oom) snprintf(err, errlen, "out of memory reading the plan's runs' params");
+        free(pm.p), free(pm.id);
+        return -1;
+    }
     for (int k = 0; k < plan->n && !bad; k++) {
         const plan_line *l = &plan->lines[k];
         char exp[80];
         snprintf(exp, sizeof exp, "paper-%s", l->group);
         gl_run_row *rows = NULL;
         int nr = 0;
-        if (db_runs_list(db, exp, NULL, &rows, &nr, err, errlen)) return -1;
+        if (db_runs_list(db, exp, NULL, &rows, &nr, err, errlen)) {
+            free(pm.p), free(pm.id);
+            return -1;
+        }
         registered += nr;
         for (int r = 0; r < nr && !bad; r++) {
-            gl_param *ps = NULL;
             int np = 0;
-            if (db_params_all(db, rows[r].run_id, &ps, &np, err, errlen)) {
-                free(rows);
-                return -1;
-            }
+            const gl_param *ps = pm_of(&pm, rows[r].run_id, &np);
             char args[2048];
             snprintf(args, sizeof args, "%s", l->args);
             int axis = 0;
@@ -1225,10 +1367,10 @@ static int plan_mismatch(gl_db *db, const paper_plan *plan, char *why, size_t n,
                     break;
                 }
             }
-            free(ps);
         }
         free(rows);
     }
+    free(pm.p), free(pm.id);
     if (!bad && !registered) {
         snprintf(why, n, "no run of the plan's groups (experiments paper-GROUP) is in this registry");
         bad = 1;

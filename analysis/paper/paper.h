@@ -19,7 +19,7 @@
 
 /* One finished run with what the claims read. NaN = not measured. */
 typedef struct {
-    tables_run t;            /* identity: data, variant, scale, seed, λ, ... */
+    runset_row t;            /* identity: data, variant, scale, seed, λ, ... */
     char value[16], depth[16], cross[16]; /* model.value_residual, depth_routing, cross_layer */
     long steps, batch, seq_len;
     double loss, loss_se;    /* final.* on the whole validation split (nats/token) */

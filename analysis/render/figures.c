@@ -273,7 +273,7 @@ void figures_title_var(char *out, size_t n, const char *title, double fig_w, dou
 
 /* A run's legend / title text; a single quote (which would end gnuplot's
  * string) becomes a backquote. */
-void fg_label(const tables_run *r, char *out, size_t n) {
+void fg_label(const runset_row *r, char *out, size_t n) {
     char lam[48] = "";
     if (!isnan(r->lambda)) snprintf(lam, sizeof lam, " λ=%g", r->lambda);
     snprintf(out, n, "%s %s %s%s seed %s", r->data, r->scale, r->variant, lam, r->seed);
@@ -339,7 +339,7 @@ void fg_unquote(char *s) {
 
 /* The readable name of run r restricted to the fields in mask (1 data, 2
  * scale, 4 variant, 8 λ). */
-static void fg_name(const tables_run *r, int mask, char *out, size_t n) {
+static void fg_name(const runset_row *r, int mask, char *out, size_t n) {
     out[0] = 0;
     char lam[48] = "";
     if (!isnan(r->lambda)) snprintf(lam, sizeof lam, "λ=%g", r->lambda);
@@ -393,7 +393,7 @@ static void fg_groups_disambiguate(fg_groups *G) {
 /* Group the runs with want[i] set (want NULL: all) by configuration less the
  * seed, label each by what differs and record what they share.  Returns 0,
  * or -1 with a message (registry, memory). */
-int fg_groups_build(gl_db *db, const tables_run *runs, int n, const unsigned char *want, fg_groups *G, char *err,
+int fg_groups_build(gl_db *db, const runset_row *runs, int n, const unsigned char *want, fg_groups *G, char *err,
                     size_t errlen) {
     memset(G, 0, sizeof *G);
     for (int i = 0; i < n; i++) {
@@ -426,7 +426,7 @@ int fg_groups_build(gl_db *db, const tables_run *runs, int n, const unsigned cha
     /* which readable fields differ between groups */
     int differ = 0;
     for (int k = 1; k < G->n; k++) {
-        const tables_run *a = &runs[G->g[0].idx[0]], *b = &runs[G->g[k].idx[0]];
+        const runset_row *a = &runs[G->g[0].idx[0]], *b = &runs[G->g[k].idx[0]];
         differ |= strcmp(a->data, b->data) ? 1 : 0;
         differ |= strcmp(a->scale, b->scale) ? 2 : 0;
         differ |= strcmp(a->variant, b->variant) ? 4 : 0;
@@ -438,7 +438,7 @@ int fg_groups_build(gl_db *db, const tables_run *runs, int n, const unsigned cha
         if (!k || G->g[k].n < G->min_seeds) G->min_seeds = G->g[k].n;
     }
     if (G->n) {
-        const tables_run *r0 = &runs[G->g[0].idx[0]];
+        const runset_row *r0 = &runs[G->g[0].idx[0]];
         fg_name(r0, 15 & ~differ, G->common, sizeof G->common);
         int one_seed = G->max_seeds == 1;
         for (int k = 1; k < G->n && one_seed; k++) one_seed = !strcmp(runs[G->g[k].idx[0]].seed, r0->seed);
@@ -504,7 +504,7 @@ static int fg_write_band(FILE *f, const char *title, fg_pt *pts, int np, fg_rng 
 
 /* The points of split/loss of every seed of group g (one per step: the row
  * with the most windows), wall time from each run's start.  *out malloc'd. */
-static int fg_group_series(gl_db *db, const tables_run *runs, const fg_group *g, const char *split, fg_pt **out,
+static int fg_group_series(gl_db *db, const runset_row *runs, const fg_group *g, const char *split, fg_pt **out,
                            int *nout, char *err, size_t errlen) {
     fg_pt *all = NULL;
     int n = 0, cap = 0;
@@ -555,7 +555,7 @@ void fg_group_title(const fg_groups *G, const char *what, char *out, size_t n) {
  * blocks each, fg_write_band), into path; the y range into *ry and the blocks
  * written into *blocks.  A group without both series is left out (and named
  * in s when s is not NULL).  0, or -1 with err. */
-static int fg_loss_data(gl_db *db, const tables_run *runs, const fg_groups *G, const char *path, figures_summary *s,
+static int fg_loss_data(gl_db *db, const runset_row *runs, const fg_groups *G, const char *path, figures_summary *s,
                         fg_rng *ry, int *blocks, char *err, size_t errlen) {
     fg_pt *pt[2] = {NULL, NULL};
     int rc = -1;
@@ -590,7 +590,7 @@ cleanup:;
     return rc;
 }
 
-static int fg_loss(gl_db *db, const tables_run *runs, int n, const char *data_dir, const char *out_dir, figures_summary *s,
+static int fg_loss(gl_db *db, const runset_row *runs, int n, const char *data_dir, const char *out_dir, figures_summary *s,
                    char *err, size_t errlen) {
     char path[4096];
     int blocks = 0, rc = -1;
@@ -634,7 +634,7 @@ typedef struct {
     gl_prov prov;
 } fg_tokens;
 
-static const gl_prov *fg_tokens_of(const fg_tokens *t, int nt, const tables_run *r) {
+static const gl_prov *fg_tokens_of(const fg_tokens *t, int nt, const runset_row *r) {
     for (int i = 0; i < nt; i++)
         if (!strcmp(t[i].data, r->data) && !strcmp(t[i].scale, r->scale)) return &t[i].prov;
     return NULL;
@@ -665,7 +665,7 @@ static void fg_pareto_row(FILE *f, double knob, const double *saved, const doubl
  * over seeds per knob value, from their headlines (runs without one are left
  * out: noted).  Records each (data, scale)'s token set in tok.  Legend: "TSA
  * over λ", with the data, scale and variant when the figure holds several. */
-static int fg_pareto_tsa(FILE *f, const tables_run *runs, int n, fg_tokens *tok, int *ntok, fg_rng *rx, fg_rng *ry,
+static int fg_pareto_tsa(FILE *f, const runset_row *runs, int n, fg_tokens *tok, int *ntok, fg_rng *rx, fg_rng *ry,
                          figures_summary *s) {
     int blocks = 0, first = -1, several = 0;
     char note[200], p[64];
@@ -710,7 +710,7 @@ static int fg_pareto_tsa(FILE *f, const tables_run *runs, int n, fg_tokens *tok,
             for (; b < j && runs[b].group == runs[a].group &&
                    (runs[b].knob == runs[a].knob || (isnan(runs[b].knob) && isnan(runs[a].knob)));
                  b++) {
-                const tables_run *r = &runs[b];
+                const runset_row *r = &runs[b];
                 if (isnan(r->tlops_saved) || isnan(r->val_loss) || !r->headline) continue;
                 if (!db_prov_same(&r->val_prov, have)) {
                     snprintf(note, sizeof note, "%s run %s left out: measured on %s, not on the tokens of the others",
@@ -747,7 +747,7 @@ static int fg_tau_cmp(const void *a, const void *b) {
 /* The matched point (matched.*, τ bisected for a TSA run's α on the whole
  * split) of early-exit run r on the tokens want: 1 with *tau, *saved (%),
  * *loss; 0 none there; -1 error. */
-static int fg_exit_matched(gl_db *db, const tables_run *r, const gl_prov *want, double *tau, double *saved,
+static int fg_exit_matched(gl_db *db, const runset_row *r, const gl_prov *want, double *tau, double *saved,
                            double *loss, char *err, size_t errlen) {
     metric_key name;
     gl_metric_val ml, mt, mtau = {.value = NAN};
@@ -766,7 +766,7 @@ static int fg_exit_matched(gl_db *db, const tables_run *r, const gl_prov *want, 
 
 /* The τ sweep (exit.tau* of `ablate --mode exit`) of early-exit run r on the
  * tokens want, appended to pts (cap); a sweep on other tokens is noted. */
-static int fg_exit_sweep(gl_db *db, const tables_run *r, const gl_prov *want, fg_tau_pt *pts, int *np, int cap,
+static int fg_exit_sweep(gl_db *db, const runset_row *r, const gl_prov *want, fg_tau_pt *pts, int *np, int cap,
                          figures_summary *s, char *err, size_t errlen) {
     gl_metric_latest *m = NULL;
     int nm = 0, other = 0;
@@ -799,7 +799,7 @@ static int fg_exit_sweep(gl_db *db, const tables_run *r, const gl_prov *want, fg
  * over seeds (mean ± sd, labelled with the mean τ) and the τ sweep over
  * seeds (mean ± sd per τ, only its two ends labelled, so labels never pile
  * up).  Returns the blocks written, or -1. */
-static int fg_pareto_exit(gl_db *db, FILE *e, const tables_run *runs, int n, const fg_tokens *tok, int ntok, fg_rng *rx,
+static int fg_pareto_exit(gl_db *db, FILE *e, const runset_row *runs, int n, const fg_tokens *tok, int ntok, fg_rng *rx,
                           fg_rng *ry, figures_summary *s, char *err, size_t errlen) {
     enum { CAP = 1024 };
     static fg_tau_pt sw[CAP];
@@ -851,7 +851,7 @@ static int fg_pareto_exit(gl_db *db, FILE *e, const tables_run *runs, int n, con
 
 /* pareto: TSA's λ curves and early exit, every point on the whole validation
  * split of its data (one token set per data and scale). */
-static int fg_pareto(gl_db *db, const tables_run *runs, int n, const char *data_dir, const char *out_dir,
+static int fg_pareto(gl_db *db, const runset_row *runs, int n, const char *data_dir, const char *out_dir,
                      figures_summary *s, char *err, size_t errlen) {
     char path[4096], epath[4096];
     snprintf(path, sizeof path, "%s/pareto_tsa.tsv", data_dir);
@@ -951,7 +951,7 @@ int figures_make_all(gl_db *db, const char *experiment, const char *results, con
     char data_dir[4096];
     snprintf(data_dir, sizeof data_dir, "%s/data", out_dir);
     if (fileio_mkdir_p(data_dir, err, errlen)) return -1;
-    tables_run *runs = NULL;
+    runset_row *runs = NULL;
     int n = 0, rc = -1;
     if (tables_collect(db, experiment, &runs, &n, err, errlen)) return -1;
     if (!n) {
@@ -979,7 +979,7 @@ int figures_loss_runs(gl_db *db, const char *const *ids, int nids, const char *o
     char data_dir[4096], path[4200];
     snprintf(data_dir, sizeof data_dir, "%s/data", out_dir);
     if (fileio_mkdir_p(data_dir, err, errlen)) return -1;
-    tables_run *runs = NULL;
+    runset_row *runs = NULL;
     unsigned char *want = NULL;
     fg_groups *G = NULL;
     int n = 0, rc = -1, blocks = 0, chosen = 0;

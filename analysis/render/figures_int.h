@@ -63,7 +63,7 @@ void fg_skip(figures_summary *s, const char *name, const char *why);
 /* Record a note on figure name (what was left out of it) in s. */
 void fg_note(figures_summary *s, const char *name, const char *what);
 /* A run's legend label: its variant and knobs. */
-void fg_label(const tables_run *r, char *out, size_t n);
+void fg_label(const runset_row *r, char *out, size_t n);
 /* Run gnuplot script on data into out_dir/name.{png,pdf} with vars; record it in s
  * (made, or skipped when gnuplot found no valid points).  0, or -1 with err. */
 int fg_draw(figures_summary *s, const char *script, const char *data, const char *out_dir, const char *name,
@@ -74,7 +74,7 @@ int fg_param_int(gl_db *db, const char *run, const char *key, int dflt, char *er
 void fg_groups_free(fg_groups *G);
 /* Group runs[0..n) (those with want[i], or all when want is NULL) by their
  * seedless configuration, with labels and the shared title part.  0, or -1 with err. */
-int fg_groups_build(gl_db *db, const tables_run *runs, int n, const unsigned char *want, fg_groups *G, char *err,
+int fg_groups_build(gl_db *db, const runset_row *runs, int n, const unsigned char *want, fg_groups *G, char *err,
                     size_t errlen);
 /* "mean ± sd over N seeds" (or "" for one seed) for a title. */
 void fg_spread_text(const fg_groups *G, char *out, size_t n);
@@ -88,7 +88,7 @@ void fg_unquote(char *s);
 /* figures_run.c: every per-run figure (ablation bars, heatmaps, categories,
  * depth maps) and the figures across runs built from them (depth profiles,
  * ablation_seeds).  0, or -1 with err. */
-int fg_per_run(gl_db *db, const tables_run *runs, int n, const char *results, const char *data_dir,
+int fg_per_run(gl_db *db, const runset_row *runs, int n, const char *results, const char *data_dir,
                const char *out_dir, figures_summary *s, char *err, size_t errlen);
 
 #endif

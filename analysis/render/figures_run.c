@@ -62,7 +62,7 @@ static int fg_abl_add(fg_abl_pts *a, int run, const char *label, double v) {
 /* What one run's analysis and ablation rows hold by block, KV head and
  * category (NaN where absent), and its legend text. */
 typedef struct {
-    const tables_run *run;
+    const runset_row *run;
     int L, H;
     double *alpha_head;  /* (L, H) mean α per KV head (analysis) */
     double *delta_head;  /* (L, H) ΔL when that one gate is zeroed (ablation) */
@@ -86,7 +86,7 @@ static void fg_run_data_free(fg_run_data *d) {
 
 /* Size d for run r from its parameters: 1 ready, 0 the run has no usable
  * shape (skipped), -1 out of memory. */
-static int fg_run_data_init(fg_run_data *d, gl_db *db, const tables_run *r, char *err, size_t errlen) {
+static int fg_run_data_init(fg_run_data *d, gl_db *db, const runset_row *r, char *err, size_t errlen) {
     fg_run_data_free(d);
     d->run = r;
     d->L = fg_param_int(db, r->run_id, "model.n_layer", 0, err, errlen);
@@ -479,7 +479,7 @@ static void fg_profiles_add(fg_profiles *pr, int i, const fg_run_data *d) {
 }
 
 /* depth_<key> for each gate with a profile: data files and figures (or say why not). */
-static int fg_profiles_draw(gl_db *db, const tables_run *runs, const fg_profiles *pr, const char *data_dir,
+static int fg_profiles_draw(gl_db *db, const runset_row *runs, const fg_profiles *pr, const char *data_dir,
                             const char *out_dir, figures_summary *s, char *err, size_t errlen) {
     fg_groups *G = malloc(sizeof *G);
     if (!G) {
@@ -584,7 +584,7 @@ static int fg_depth_map(const fg_run_data *d, const char *results, const char *d
 /* ablation_seeds: the bars of ablation_<run> (ΔL over all tokens) pooled
  * over the seeds of each group: one bar per (group, intervention), mean ±
  * sd over seeds.  Drawn when some configuration has two or more seeds. */
-static int fg_ablation_seeds(gl_db *db, const tables_run *runs, int n, const fg_abl_pts *a, const char *data_dir,
+static int fg_ablation_seeds(gl_db *db, const runset_row *runs, int n, const fg_abl_pts *a, const char *data_dir,
                              const char *out_dir, figures_summary *s, char *err, size_t errlen) {
     if (!a->n) return 0;
     unsigned char *want = calloc((size_t)n, 1);
@@ -650,7 +650,7 @@ done:
 }
 
 /* Per-run figures from the analysis, ablation and trace data, and the depth profiles across runs. */
-int fg_per_run(gl_db *db, const tables_run *runs, int n, const char *results, const char *data_dir,
+int fg_per_run(gl_db *db, const runset_row *runs, int n, const char *results, const char *data_dir,
                const char *out_dir, figures_summary *s, char *err, size_t errlen) {
     fg_profiles pr;
     fg_run_data d;

@@ -43,6 +43,7 @@
 #include "analysis/render/figures.h"
 #include "analysis/core/report.h"
 #include "analysis/render/tables.h"
+#include "analysis/runs/runset.h"
 
 #define HR_VIEWS_MAX 32 /* head-gate views (block × KV head) written before only the chosen one is kept */
 
@@ -510,15 +511,16 @@ int html_report(gl_db *db, const html_target *t, const html_opts *o, const char 
     char fig_dir[GL_PATH_MAX + 16], tab_dir[GL_PATH_MAX + 16], dir[GL_PATH_MAX + 16];
     fileio_out out = {0};
     FILE *f = NULL;
-    gl_run_row *runs = NULL;
-    int rc = -1, nfig = 0, ntext = 0, nruns = 0;
+    runset rs = {0};
+    const gl_set_filter finished = {.status = "FINISHED", .experiment = t->experiment};
+    int rc = -1, nfig = 0, ntext = 0;
     figures_dir(t->results, t->experiment, fig_dir, sizeof fig_dir);
     snprintf(tab_dir, sizeof tab_dir, "%s/tables", t->results);
     memset(&fs, 0, sizeof fs);
     memset(&ts, 0, sizeof ts);
     if (figures_make_all(db, t->experiment, t->results, fig_dir, &fs, err, errlen)) goto cleanup;
     if (tables_write_all(db, t->experiment, tab_dir, &ts, err, errlen)) goto cleanup;
-    if (db_runs_list(db, t->experiment, "FINISHED", &runs, &nruns, err, errlen)) goto cleanup;
+    if (runset_load_set(db, &finished, &rs, err, errlen)) goto cleanup; /* the run loader's rows */
     snprintf(dir, sizeof dir, "%s", out_path);
     char *slash = strrchr(dir, '/');
     if (slash && slash != dir) {
@@ -556,9 +558,9 @@ int html_report(gl_db *db, const html_target *t, const html_opts *o, const char 
         snprintf(p, sizeof p, "%s/%s.md", tab_dir, ts.written[i]);
         hr_table_md(f, p, ts.written[i]);
     }
-    for (int i = 0; i < nruns; i++) {
-        if (t->run_id && strcmp(runs[i].run_id, t->run_id)) continue;
-        int v = hr_run_section(f, db, t->results, runs[i].run_id, o, err, errlen);
+    for (int i = 0; i < rs.n; i++) {
+        if (t->run_id && strcmp(rs.r[i].t.run_id, t->run_id)) continue;
+        int v = hr_run_section(f, db, t->results, rs.r[i].t.run_id, o, err, errlen);
         if (v < 0) goto cleanup;
         ntext += v;
     }
@@ -570,6 +572,6 @@ int html_report(gl_db *db, const html_target *t, const html_opts *o, const char 
     rc = 0;
 cleanup:
     fileio_abort(&out);
-    free(runs);
+    runset_free(&rs);
     return rc;
 }

@@ -1,7 +1,8 @@
 /*
- * tables.c — the paper tables from the registry (tables.h): collect each
- * FINISHED run's parameters and final metrics, group runs that differ only in
- * their seed, and render Markdown and LaTeX (booktabs) side by side.
+ * tables.c — the paper tables from the registry (tables.h): the FINISHED runs
+ * as the run loader gives them (analysis/runs/runset.h: the headline and label
+ * of the registry's views), grouped where they differ only in their seed, and
+ * rendered as Markdown and LaTeX (booktabs) side by side.
  *
  * What it does not do: run or evaluate models, read traces, or invent a
  * number — a metric missing from the registry shows as "–", a comparison
@@ -27,178 +28,24 @@
 #include "analysis/core/stats.h"
 #include "analysis/core/report.h"
 
-/* ---- one run ---- */
+/* ---- the runs: the run loader's rows ---- */
 
-static void tb_base_name(const char *path, char *out, size_t n) {
-    const char *b = strrchr(path, '/');
-    snprintf(out, n, "%s", b ? b + 1 : path);
-    char *dot = strrchr(out, '.');
-    if (dot && dot != out) *dot = 0;
-}
-
-static double tb_last(gl_db *db, const char *run, const char *split, const char *name, int *fail, char *err,
-                      size_t errlen) {
-    double v = NAN;
-    int rc = db_metric_last(db, run, split, name, NULL, &v, NULL, err, errlen);
-    if (rc < 0) *fail = 1;
-    return rc == 1 ? v : NAN;
-}
-
-/* The value of (split, name) measured on prov at step (NaN when absent). */
-static double tb_on(gl_db *db, const char *run, const char *name, const gl_metric_val *like, int *fail, char *err,
-                    size_t errlen) {
-    gl_metric_val v;
-    int rc = db_metric_at(db, run, "val", name, NULL, &like->prov, &v, err, errlen);
-    if (rc < 0) *fail = 1;
-    return rc == 1 && v.step == like->step ? v.value : NAN;
-}
-
-/* t's validation numbers: the headline (db_run_headline: val/hard.* for a model that routes depth,
- * the skipping done, else val/final.*) when the run has one, else its last periodic evaluation; all of
- * one measurement.  A routed model's soft loss goes to t->soft_loss. */
-static void tb_val(gl_db *db, tables_run *t, int *fail, char *err, size_t errlen) {
-    static const char *const q[6] = {"loss", "bpc", "token_acc", "seq_acc", "active_frac", "tlops_saved"};
-    double *dst[6] = {&t->val_loss, &t->val_bpc, &t->tok_acc, &t->seq_acc, &t->active_frac, &t->tlops_saved};
-    metric_key names[6];
-    gl_metric_val v;
-    gl_headline hl;
-    if (db_run_headline(db, t->run_id, "val", &hl, err, errlen)) *fail = 1;
-    for (int k = 0; k < 6; k++) metric_headline(&names[k], hl.prefix, q[k]);
-    int rc = hl.kind != HEADLINE_NONE;
-    v = hl.loss;
-    t->soft_loss = hl.soft_loss;
-    t->hard_missing = hl.kind == HEADLINE_HARD_MISSING;
-    t->headline = rc == 1;
-    if (!t->headline && (rc = db_metric_at(db, t->run_id, "val", "loss", NULL, NULL, &v, err, errlen)) < 0) *fail = 1;
-    for (int k = 0; k < 6; k++) *dst[k] = NAN;
-    t->val_se = NAN;
-    t->val_step = -1;
-    memset(&t->val_prov, 0, sizeof t->val_prov);
-    if (rc != 1) return;
-    t->val_se = v.se;
-    t->val_step = v.step;
-    t->val_prov = v.prov;
-    for (int k = 0; k < 6; k++) *dst[k] = tb_on(db, t->run_id, t->headline ? names[k].name : q[k], &v, fail, err, errlen);
-    if (t->hard_missing) t->val_loss = t->val_bpc = NAN; /* no headline: its soft loss is not one (tb_grouped says so) */
-}
-
-/* FNV-1a 64 of the run's group key (runset.h's one rule); a run without a
- * stored config hashes its run id (a group of its own). */
-static const char *const tb_axes[3] = {"value_residual", "depth_routing", "cross_layer"};
-
-/* Also the run's partner keys along tb_axes (runset_partner_key_ini), for the
- * paired "vs baseline" cell. */
-static unsigned long long tb_group(gl_db *db, tables_run *t, int *fail, char *err, size_t errlen) {
-    const char *run_id = t->run_id;
-    char *ini = NULL;
-    int rc = db_run_config(db, run_id, &ini, NULL, err, errlen);
-    if (rc < 0) *fail = 1;
-    for (int a = 0; a < 3; a++) t->partner[a] = rc == 1 && ini ? runset_partner_key_ini(ini, tb_axes[a]) : 0;
-    char *key = rc == 1 && ini ? runset_group_key(ini) : NULL;
-    const char *s = key ? key : run_id;
-    unsigned long long h = 1469598103934665603ull;
-    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
-    free(key);
-    free(ini);
-    return h;
-}
-
-/* A numeric param of run id, typed (db_param_typed); NaN when the run has none ("auto" is NaN too),
- * *fail = 1 on an error. */
-static double tb_param_num(gl_db *db, const char *id, const char *key, int *fail, char *err, size_t errlen) {
-    gl_key_value v;
-    int got = db_param_typed(db, id, key, &v, err, errlen);
-    if (got < 0) *fail = 1;
-    return got > 0 ? v.num : NAN;
-}
-
-int tables_collect(gl_db *db, const char *experiment, tables_run **runs_out, int *n_out, char *err, size_t errlen) {
-    gl_run_row *rr = NULL;
-    int nr = 0, fail = 0;
+int tables_collect(gl_db *db, const char *experiment, runset_row **runs_out, int *n_out, char *err, size_t errlen) {
+    runset rs;
+    gl_set_filter f = {.status = "FINISHED", .experiment = experiment};
     *runs_out = NULL;
     *n_out = 0;
-    if (db_runs_list(db, experiment, "FINISHED", &rr, &nr, err, errlen)) return -1;
-    tables_run *v = calloc((size_t)(nr > 0 ? nr : 1), sizeof *v);
+    if (runset_load_set(db, &f, &rs, err, errlen)) return -1;
+    runset_row *v = calloc((size_t)(rs.n > 0 ? rs.n : 1), sizeof *v);
     if (!v) {
-        free(rr);
+        runset_free(&rs);
         snprintf(err, errlen, "out of memory");
         return -1;
     }
-    for (int i = 0; i < nr && !fail; i++) {
-        tables_run *t = &v[i];
-        const char *id = rr[i].run_id;
-        snprintf(t->run_id, sizeof t->run_id, "%s", id);
-        snprintf(t->experiment, sizeof t->experiment, "%s", rr[i].experiment);
-        char vr[64] = "none", dr[64] = "none", scale[64] = "", dm[32] = "?", nl[32] = "?", task[32] = "text", file[1024] = "",
-             cl[64] = "none", sg[32] = "relu", sgb[8] = "0", wdp[16] = "matrices";
-        const struct {
-            const char *key;
-            char *dst;
-            size_t n;
-        } want[] = {{"model.value_residual", vr, sizeof vr}, {"model.depth_routing", dr, sizeof dr},
-                    {"model.scale", scale, sizeof scale},   {"model.d_model", dm, sizeof dm},
-                    {"model.n_layer", nl, sizeof nl},       {"data.task", task, sizeof task},
-                    {"data.file", file, sizeof file},       {"train.seed", t->seed, sizeof t->seed},
-                    {"model.cross_layer", cl, sizeof cl},
-                    {"model.sat_gate", sg, sizeof sg},      {"model.sat_gate_bias", sgb, sizeof sgb},
-                    {"train.weight_decay_policy", wdp, sizeof wdp}};
-        for (size_t k = 0; k < sizeof want / sizeof want[0]; k++)
-            if (db_param_get(db, id, want[k].key, want[k].dst, want[k].n, err, errlen) < 0) fail = 1;
-        t->text = !strcmp(task, "text");
-        if (t->text && file[0]) tb_base_name(file, t->data, sizeof t->data);
-        else snprintf(t->data, sizeof t->data, "%s", task);
-        /* SATFormer's gate knobs and the decay policy, where not the defaults: "satformer[softmax,bias,wd=all]" */
-        const int sat = !strcmp(vr, "satformer"), knob_g = sat && strcmp(sg, "relu"), knob_b = sat && !strcmp(sgb, "1"),
-                  knob_w = !strcmp(wdp, "all");
-        char knobs[64] = "";
-        if (knob_g || knob_b || knob_w)
-            snprintf(knobs, sizeof knobs, "[%s%s%s%s%s]", knob_g ? sg : "", knob_g && (knob_b || knob_w) ? "," : "",
-                     knob_b ? "bias" : "", knob_b && knob_w ? "," : "", knob_w ? "wd=all" : "");
-        snprintf(t->variant, sizeof t->variant, "%s%s%s%s%s%s", !strcmp(vr, "none") ? "baseline" : vr, knobs,
-                 strcmp(dr, "none") ? "+" : "", strcmp(dr, "none") ? dr : "", strcmp(cl, "none") ? "+" : "",
-                 strcmp(cl, "none") ? cl : "");
-        if (scale[0]) snprintf(t->scale, sizeof t->scale, "%s", scale);
-        else snprintf(t->scale, sizeof t->scale, "d%sL%s", dm, nl);
-        t->lambda = !strcmp(dr, "tsa") ? tb_param_num(db, id, "model.tsa_lambda", &fail, err, errlen) : NAN;
-        /* the routing's compute knob, by its row of the routing kinds table */
-        gl_depth_routing drk = DR_NONE;
-        const char *kkey = config_parse_depth_routing(dr, &drk) ? NULL : config_routing_knob(drk, &t->knob_sym, &t->routing);
-        t->knob = kkey ? tb_param_num(db, id, kkey, &fail, err, errlen) : NAN;
-        if (isnan(t->knob)) t->knob_sym = t->routing = NULL;
-        tb_val(db, t, &fail, err, errlen);
-        t->group = tb_group(db, t, &fail, err, errlen);
-        snprintf(t->axis[0], sizeof t->axis[0], "%s", vr);
-        snprintf(t->axis[1], sizeof t->axis[1], "%s", dr);
-        snprintf(t->axis[2], sizeof t->axis[2], "%s", cl);
-        gl_metric_val on = {0}; /* the hard headline on the tokens of the soft one */
-        on.prov = t->val_prov;
-        on.step = t->val_step;
-        t->hard_alpha = t->headline ? tb_on(db, id, "hard.active_frac", &on, &fail, err, errlen) : NAN;
-        t->hard_loss = t->headline ? tb_on(db, id, "hard.loss", &on, &fail, err, errlen) : NAN;
-        gl_metric_val sv; /* analyze's logit lens at the halting block (analysis/measure/settle.h) */
-        int src = db_metric_at(db, t->run_id, "analysis", "settled_at_halt", NULL, NULL, &sv, err, errlen);
-        if (src < 0) fail = 1;
-        t->settled = src == 1 ? sv.value : NAN;
-        t->bench_tps = tb_last(db, id, "bench", "train_tokens_per_s", &fail, err, errlen);
-        t->bench_rss = tb_last(db, id, "bench", "peak_rss_mib", &fail, err, errlen);
-        /* throughput: skip the first log row (start-up) when there are others */
-        gl_metric_point *pts = NULL;
-        int np = 0;
-        if (db_metric_series(db, id, "train", "tokens_per_s", NULL, &pts, &np, err, errlen)) fail = 1;
-        double s = 0;
-        int k = 0;
-        for (int j = np > 1 ? 1 : 0; j < np; j++)
-            if (!isnan(pts[j].value)) s += pts[j].value, k++;
-        t->tokens_per_s = k ? s / k : NAN;
-        free(pts);
-    }
-    free(rr);
-    if (fail) {
-        free(v);
-        return -1;
-    }
+    for (int i = 0; i < rs.n; i++) v[i] = rs.r[i].t;
     *runs_out = v;
-    *n_out = nr;
+    *n_out = rs.n;
+    runset_free(&rs);
     return 0;
 }
 
@@ -423,7 +270,7 @@ static int tb_variant_rank(const char *v) {
 }
 
 static int tb_cmp(const void *a, const void *b) {
-    const tables_run *x = a, *y = b;
+    const runset_row *x = a, *y = b;
     int c = strcmp(x->data, y->data);
     if (c) return c;
     int r = tb_scale_rank(x->scale) - tb_scale_rank(y->scale);
@@ -443,17 +290,17 @@ static int tb_cmp(const void *a, const void *b) {
     return strcmp(x->run_id, y->run_id);
 }
 
-void tables_sort(tables_run *runs, int n) {
+void tables_sort(runset_row *runs, int n) {
     if (n > 1) qsort(runs, (size_t)n, sizeof *runs, tb_cmp);
 }
 
 /* 1 when two (sorted) runs belong to the same group: the run set's one rule
  * (runset_group_key: the config less the seed and run bookkeeping). */
-static int tb_same(const tables_run *x, const tables_run *y) { return x->group == y->group; }
+static int tb_same(const runset_row *x, const runset_row *y) { return x->group == y->group; }
 
 typedef enum { TB_LOSS, TB_LAMBDA, TB_ACC, TB_TPS } tb_kind;
 
-static int tb_wanted(const tables_run *r, tb_kind k) {
+static int tb_wanted(const runset_row *r, tb_kind k) {
     switch (k) {
     case TB_LOSS: return !isnan(r->val_loss);
     case TB_LAMBDA: return !isnan(r->lambda) && !r->hard_missing;
@@ -493,7 +340,7 @@ static void tb_delta(tb_cell *c, double v, double se) {
 /* What the group's validation numbers rest on: one provenance and step
  * ("val[0,100) 6400 tok @40"), "mixed" when the seeds differ; "periodic"
  * first when they are not headlines. */
-static void tb_measured(tb_cell *c, const tables_run *const *g, int k) {
+static void tb_measured(tb_cell *c, const runset_row *const *g, int k) {
     char p[64], text[128];
     int same = 1;
     for (int q = 1; q < k; q++)
@@ -516,7 +363,7 @@ static void tb_measured(tb_cell *c, const tables_run *const *g, int k) {
  * data and scale, baseline+tsa with the dense run, satformer+tsa with
  * baseline+tsa (the value residual is what its label leads with), and a run
  * with another train.steps or lr has no baseline unless one was trained. */
-static void tb_vs_baseline(tb_cell *c, const tables_run *const *g, int k, const tables_run *runs, int n) {
+static void tb_vs_baseline(tb_cell *c, const runset_row *const *g, int k, const runset_row *runs, int n) {
     int ax = 0;
     while (k && ax < 3 && !strcmp(g[0]->axis[ax], "none")) ax++;
     if (!k || ax == 3) {
@@ -527,7 +374,7 @@ static void tb_vs_baseline(tb_cell *c, const tables_run *const *g, int k, const 
     int nd = 0, other = 0, seen = 0;
     for (int q = 0; q < k && nd < 64; q++)
         for (int j = 0; j < n; j++) {
-            const tables_run *b = &runs[j];
+            const runset_row *b = &runs[j];
             if (strcmp(b->axis[ax], "none") || !g[q]->partner[ax] || b->partner[ax] != g[q]->partner[ax] ||
                 isnan(b->val_loss))
                 continue;
@@ -554,9 +401,9 @@ static void tb_vs_baseline(tb_cell *c, const tables_run *const *g, int k, const 
 }
 
 /* Fill t with one row per group of the runs wanted for kind. */
-static int tb_grouped(tb_table *t, const tables_run *runs, int n, tb_kind kind, char *err, size_t errlen) {
+static int tb_grouped(tb_table *t, const runset_row *runs, int n, tb_kind kind, char *err, size_t errlen) {
     double *x[6];
-    const tables_run **g = malloc((size_t)(n > 0 ? n : 1) * sizeof *g);
+    const runset_row **g = malloc((size_t)(n > 0 ? n : 1) * sizeof *g);
     for (int q = 0; q < 6; q++) x[q] = malloc((size_t)(n > 0 ? n : 1) * sizeof(double));
     int rc = -1;
     for (int q = 0; q < 6; q++)
@@ -576,7 +423,7 @@ static int tb_grouped(tb_table *t, const tables_run *runs, int n, tb_kind kind, 
         }
         int k = 0, j = i, dagger = 0;
         for (; j < n && tb_same(&runs[i], &runs[j]); j++) {
-            const tables_run *r = &runs[j];
+            const runset_row *r = &runs[j];
             if (!tb_wanted(r, kind)) continue;
             g[k] = r;
             dagger |= kind != TB_TPS && !r->headline;
@@ -589,7 +436,7 @@ static int tb_grouped(tb_table *t, const tables_run *runs, int n, tb_kind kind, 
             k++;
         }
         t->periodic |= dagger;
-        const tables_run *g0 = &runs[i];
+        const runset_row *g0 = &runs[i];
         if (kind == TB_LOSS || kind == TB_LAMBDA) {
             double sl[64];
             int ks = 0;
@@ -672,7 +519,7 @@ static double tb_sibling(const gl_metric_latest *m, int nm, const metric_ablatio
  * "ablation": a rerun on other windows is its own row, never averaged with
  * the first, and every sibling (ratio, categories) comes from the same
  * measurement. */
-static int tb_ablations(tb_table *t, gl_db *db, const tables_run *runs, int n, char *err, size_t errlen) {
+static int tb_ablations(tb_table *t, gl_db *db, const runset_row *runs, int n, char *err, size_t errlen) {
     for (int i = 0; i < n; i++) {
         gl_metric_latest *m = NULL;
         int nm = 0;
@@ -740,7 +587,7 @@ static int tb_matched(gl_db *db, const char *run, tb_match *mt, char *err, size_
  * hard.loss) when the pair was matched to its hard α, else soft.  A pair that is not matched — no bisection
  * recorded, α not reached within 0.005, or the TSA headline on other tokens —
  * says so in the row. */
-static int tb_tsa_vs_exit(tb_table *t, gl_db *db, const tables_run *runs, int n, char *err, size_t errlen) {
+static int tb_tsa_vs_exit(tb_table *t, gl_db *db, const runset_row *runs, int n, char *err, size_t errlen) {
     for (int j = 0; j < n; j++) {
         if (!strstr(runs[j].variant, "early_exit")) continue;
         int any_tsa = 0;
@@ -753,10 +600,10 @@ static int tb_tsa_vs_exit(tb_table *t, gl_db *db, const tables_run *runs, int n,
         if (rc < 0) return -1;
         /* the TSA run whose headline α is the target: its hard α (eval --match-run's target when recorded),
          * else its soft one; its loss of the same kind */
-        const tables_run *tsa = NULL;
+        const runset_row *tsa = NULL;
         int tsa_hard = 0;
         for (int i = 0; rc == 1 && i < n; i++) {
-            const tables_run *r = &runs[i];
+            const runset_row *r = &runs[i];
             if (isnan(r->lambda) || strcmp(r->data, runs[j].data) || strcmp(r->scale, runs[j].scale) || !r->headline ||
                 !db_prov_same(&r->val_prov, &mt.at.prov))
                 continue;
@@ -798,10 +645,10 @@ static int tb_tsa_vs_exit(tb_table *t, gl_db *db, const tables_run *runs, int n,
 
 /* The cost table (`make bench`): training tokens/s and peak memory of every
  * variant relative to the baseline of the same scale, from split "bench". */
-static int tb_cost(tb_table *t, const tables_run *runs, int n, char *err, size_t errlen) {
+static int tb_cost(tb_table *t, const runset_row *runs, int n, char *err, size_t errlen) {
     for (int i = 0; i < n; i++) {
         if (isnan(runs[i].bench_tps)) continue;
-        const tables_run *base = NULL;
+        const runset_row *base = NULL;
         for (int j = 0; j < n && !base; j++)
             if (!isnan(runs[j].bench_tps) && !strcmp(runs[j].variant, "baseline") &&
                 !strcmp(runs[j].scale, runs[i].scale) && !strcmp(runs[j].experiment, runs[i].experiment))
@@ -827,7 +674,7 @@ static void tb_note(tables_summary *s, const tb_table *t, const char *why) {
 int tables_write_all(gl_db *db, const char *experiment, const char *out_dir, tables_summary *s, char *err,
                      size_t errlen) {
     memset(s, 0, sizeof *s);
-    tables_run *runs = NULL;
+    runset_row *runs = NULL;
     int n = 0, rc = -1;
     if (tables_collect(db, experiment, &runs, &n, err, errlen)) return -1;
     s->n_runs = n;

@@ -27,42 +27,16 @@
 #include <stddef.h>
 
 #include "store/registry.h"
-
-/* One run as the tables see it. */
-typedef struct {
-    char run_id[128], experiment[128];
-    char data[64];      /* task name, or the text file's base name without extension */
-    int text;           /* 1: text task (bpc meaningful) */
-    char variant[64];   /* baseline | resformer | satformer, "[softmax,bias,wd=all]" (non-default SATFormer
-                           knobs), "+tsa" / "+early_exit" / "+<cross_layer>" appended */
-    char scale[32];     /* model.scale, else "d{d_model}L{n_layer}" */
-    char seed[32];
-    double lambda;      /* model.tsa_lambda (NaN unless TSA) */
-    double knob;        /* the routing's compute knob (routing kinds table: λ, mod_capacity, random_alpha); NaN none */
-    const char *knob_sym, *routing; /* its symbol ("λ") and the routing's name ("TSA"); NULL without a knob */
-    double val_loss, val_bpc, tok_acc, seq_acc, tokens_per_s, active_frac, tlops_saved; /* NaN: absent */
-    double settled;     /* TSA / early exit: analyze's settled_at_halt, the latest (NaN: absent) */
-    int headline;       /* 1: the val numbers are the headline (val/final.*); 0: the last periodic evaluation */
-    double val_se;      /* standard error of val_loss (NaN: unknown) */
-    long val_step;      /* the checkpoint step of the val numbers (-1: none) */
-    gl_prov val_prov;   /* what the val numbers were measured on */
-    double bench_tps, bench_rss; /* `make bench` cost runs: bench/train_tokens_per_s, bench/peak_rss_mib */
-    unsigned long long group;    /* hash of runset_group_key (analysis/runs/runset.h): equal = same run but for the seed */
-    double hard_alpha, hard_loss; /* val/hard.active_frac, val/hard.loss: TSA with the skipping done (NaN: absent) */
-    double soft_loss;   /* a routed model (TSA, early exit): val/final.loss, every block run (NaN otherwise);
-                           its val_loss, α, TLOps, accuracy are then the hard.* ones (db_run_headline) */
-    int hard_missing;   /* a routed model whose hard.* rows are not recorded: the val numbers are its soft ones */
-    char axis[3][32];            /* model.value_residual, depth_routing, cross_layer ("none" when absent) */
-    unsigned long long partner[3]; /* runset_partner_key_ini along each of those axes (0: no config) */
-} tables_run;
+#include "analysis/runs/runset.h"
 
 /* The FINISHED runs of experiment (NULL: all) with their parameters and final
- * metrics.  *runs is malloc'd (the caller frees it).  Returns 0 or -1. */
-int tables_collect(gl_db *db, const char *experiment, tables_run **runs, int *n, char *err, size_t errlen);
+ * metrics: the rows of the run loader (runset_load_set).  *runs is malloc'd (the
+ * caller frees it).  Returns 0 or -1. */
+int tables_collect(gl_db *db, const char *experiment, runset_row **runs, int *n, char *err, size_t errlen);
 
 /* Sort runs by data, scale (xs, s, m, l, xl, then others), variant
  * (baseline, resformer, satformer, then others), λ, seed: the tables' order. */
-void tables_sort(tables_run *runs, int n);
+void tables_sort(runset_row *runs, int n);
 
 #define TABLES_MAX 8
 

@@ -4,7 +4,10 @@
  * and the paired-partner rule every view uses.
  *
  * Not here: statistics (stats.c), what a claim picks or how it is judged
- * (claims.c), rendering (tables.c, figures.c, html.c, paper.c).
+ * (claims.c), rendering (tables.c, figures.c, html.c, paper.c), and the rules
+ * the registry's views hold (the headline, the variant label: read from
+ * run_headline and run_variant through store/registry.h's db_set_* readers,
+ * never re-derived here).
  */
 #include "analysis/runs/runset.h"
 
@@ -14,10 +17,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "model/config.h"
 #include "store/manifest.h"
+#include "store/metric.h"
 
-/* The splits whose latest rows a run carries. */
-static const char *const rs_splits[] = {"val", "test", "ablation", "analysis", "bench", "train"}; /* train: alpha_paper.* */
 
 /* The config keys each axis frees besides its own: the knobs that only mean
  * something for one value of the axis (a dense run keeps tsa_lambda's default). */
@@ -253,43 +256,6 @@ double runset_num(const runset_run *r, const char *key) {
     return v ? v->value : NAN;
 }
 
-/* The latest rows of every split; of several provenances of one name, the
- * one on the most windows (db_metrics_latest lists it first). */
-static int rs_metrics(gl_db *db, runset_run *r, char *err, size_t errlen) {
-    int cap = 0;
-    for (size_t s = 0; s < sizeof rs_splits / sizeof rs_splits[0]; s++) {
-        gl_metric_latest *rows = NULL;
-        int n = 0;
-        if (db_metrics_latest(db, r->t.run_id, rs_splits[s], &rows, &n, err, errlen)) return -1;
-        for (int i = 0; i < n; i++) {
-            if (i && !strcmp(rows[i].key.name, rows[i - 1].key.name) &&
-                !strcmp(rows[i].key.params, rows[i - 1].key.params))
-                continue;
-            if (r->nm == cap) {
-                cap = cap ? 2 * cap : 64;
-                runset_value *m = realloc(r->m, (size_t)cap * sizeof *m);
-                if (!m) {
-                    free(rows);
-                    snprintf(err, errlen, "out of memory loading the metrics of %s", r->t.run_id);
-                    return -1;
-                }
-                r->m = m;
-            }
-            runset_value *v = &r->m[r->nm++];
-            char label[RUNSET_KEY_MAX];
-            metric_label(rows[i].key.name, rows[i].key.params, label, sizeof label); /* the claims' names */
-            snprintf(v->key, sizeof v->key, "%s/%s", rs_splits[s], label);
-            v->value = rows[i].value;
-            v->se = rows[i].se;
-            v->step = rows[i].step;
-            v->prov = rows[i].prov;
-        }
-        free(rows);
-    }
-    if (r->nm > 1) qsort(r->m, (size_t)r->nm, sizeof *r->m, rs_cmp_value);
-    return 0;
-}
-
 /* The typed fields of r read once from its resolved config: the variant names ("none" when the
  * config is absent or not one this gatelab reads) and the budget's sizes (0 then). */
 static void rs_typed(runset_run *r) {
@@ -330,38 +296,261 @@ void runset_free(runset *rs) {
     rs->n = 0;
 }
 
-int runset_load(gl_db *db, const char *prefix, runset *rs, char *err, size_t errlen) {
-    tables_run *t = NULL;
-    int nt = 0;
+/* ---- the loader: a run set in a handful of statements ---- */
+
+/* The splits whose latest rows a run carries. */
+#define RS_SPLITS "val,test,ablation,analysis,bench,train" /* train: its last values, alpha_paper.* */
+
+/* A row's run id and index, sorted by id: where a set-wide read's row goes. */
+typedef struct {
+    const char *id;
+    int i;
+} rs_id;
+
+/* What a load keeps beside the rows while the set-wide reads arrive. */
+typedef struct {
+    char scale[64], d_model[32], n_layer[32], task[32], file[1024];
+    char lambda[64], knob[64];
+    int has_lambda, has_knob;
+    const char *knob_key;          /* the routing's knob param (config_routing_knob), NULL none */
+    double tps_sum, tps_first;     /* training tokens/s, the first log row skipped (kept alone) */
+    int tps_rows, tps_n;
+    long latest_step[3];           /* settled, bench tps, bench rss: the row at the largest step, */
+    long latest_windows[3];        /* of those the one on the most windows (db_metric_at's rule) */
+} rs_extra;
+
+typedef struct {
+    gl_db *db;
+    runset *rs;
+    rs_extra *x;
+    int cap;
+    rs_id *by_id;                  /* the rows' ids and indices, sorted by id */
+    char *err;
+    size_t errlen;
+} rs_load;
+
+static int rs_oom(rs_load *L, const char *what) {
+    snprintf(L->err, L->errlen, "out of memory loading %s", what);
+    return -1;
+}
+
+static int rs_cmp_id(const void *a, const void *b) { return strcmp(((const rs_id *)a)->id, ((const rs_id *)b)->id); }
+
+/* The row of run_id, or -1 (a run outside the set: cannot happen, every read has the same filter). */
+static int rs_index(const rs_load *L, const char *run_id) {
+    const rs_id key = {run_id, -1}, *hit = bsearch(&key, L->by_id, (size_t)L->rs->n, sizeof key, rs_cmp_id);
+    return hit ? hit->i : -1;
+}
+
+static void rs_base_name(const char *path, char *out, size_t n) {
+    const char *b = strrchr(path, '/');
+    snprintf(out, n, "%s", b ? b + 1 : path);
+    char *dot = strrchr(out, '.');
+    if (dot && dot != out) *dot = 0;
+}
+
+static int rs_on_run(const gl_set_run *g, void *ctx) {
+    rs_load *L = ctx;
+    runset *rs = L->rs;
+    if (rs->n == L->cap) {
+        int cap = L->cap ? 2 * L->cap : 64;
+        runset_run *r = realloc(rs->r, (size_t)cap * sizeof *r);
+        rs_extra *x = r ? realloc(L->x, (size_t)cap * sizeof *x) : NULL;
+        if (r) rs->r = r;
+        if (!r || !x) return rs_oom(L, "a run set");
+        L->x = x;
+        L->cap = cap;
+    }
+    runset_run *r = &rs->r[rs->n];
+    rs_extra *x = &L->x[rs->n];
+    memset(r, 0, sizeof *r);
+    memset(x, 0, sizeof *x);
+    rs->n++;
+    runset_row *t = &r->t;
+    snprintf(t->run_id, sizeof t->run_id, "%s", g->run_id);
+    snprintf(t->experiment, sizeof t->experiment, "%s", g->experiment);
+    snprintf(t->variant, sizeof t->variant, "%s", g->variant);
+    snprintf(t->axis[0], sizeof t->axis[0], "%s", g->value_residual);
+    snprintf(t->axis[1], sizeof t->axis[1], "%s", g->depth_routing);
+    snprintf(t->axis[2], sizeof t->axis[2], "%s", g->cross_layer);
+    snprintf(r->commit, sizeof r->commit, "%s", g->commit);
+    r->dirty = g->dirty;
+    if (!(r->config = strdup(g->config))) return rs_oom(L, "a run's config");
+    snprintf(x->d_model, sizeof x->d_model, "?");
+    snprintf(x->n_layer, sizeof x->n_layer, "?");
+    snprintf(x->task, sizeof x->task, "text");
+    gl_depth_routing drk = DR_NONE;
+    x->knob_key = config_parse_depth_routing(g->depth_routing, &drk)
+                      ? NULL : config_routing_knob(drk, &t->knob_sym, &t->routing);
+    for (int k = 0; k < 3; k++) x->latest_step[k] = x->latest_windows[k] = -1;
+    t->settled = t->bench_tps = t->bench_rss = t->tokens_per_s = NAN;
+    t->val_loss = t->val_bpc = t->tok_acc = t->seq_acc = t->active_frac = t->tlops_saved = NAN;
+    t->val_se = t->soft_loss = t->hard_alpha = t->hard_loss = NAN;
+    t->val_step = -1;
+    return 0;
+}
+
+static int rs_on_param(const char *run_id, const char *key, const char *value, void *ctx) {
+    rs_load *L = ctx;
+    int i = rs_index(L, run_id);
+    if (i < 0) return 0;
+    runset_row *t = &L->rs->r[i].t;
+    rs_extra *x = &L->x[i];
+    const struct {
+        const char *key;
+        char *dst;
+        size_t n;
+    } want[] = {{"model.scale", x->scale, sizeof x->scale}, {"model.d_model", x->d_model, sizeof x->d_model},
+                {"model.n_layer", x->n_layer, sizeof x->n_layer}, {"data.task", x->task, sizeof x->task},
+                {"data.file", x->file, sizeof x->file},         {"train.seed", t->seed, sizeof t->seed}};
+    for (size_t k = 0; k < sizeof want / sizeof want[0]; k++)
+        if (!strcmp(key, want[k].key)) snprintf(want[k].dst, want[k].n, "%s", value);
+    if (!strcmp(key, "model.tsa_lambda")) snprintf(x->lambda, sizeof x->lambda, "%s", value), x->has_lambda = 1;
+    if (x->knob_key && !strcmp(key, x->knob_key)) snprintf(x->knob, sizeof x->knob, "%s", value), x->has_knob = 1;
+    return 0;
+}
+
+static int rs_on_headline(const gl_set_headline *h, void *ctx) {
+    rs_load *L = ctx;
+    int i = rs_index(L, h->run_id);
+    if (i < 0) return 0;
+    runset_row *t = &L->rs->r[i].t;
+    t->headline = strcmp(h->source, "periodic") != 0;
+    t->hard_missing = !strcmp(h->source, "hard_missing");
+    t->val_loss = h->loss, t->val_bpc = h->bpc, t->tok_acc = h->token_acc, t->seq_acc = h->seq_acc;
+    t->active_frac = h->active_frac, t->tlops_saved = h->tlops_saved;
+    t->val_se = h->loss_se, t->val_step = h->step, t->val_prov = h->prov, t->soft_loss = h->soft_loss;
+    t->hard_alpha = t->headline ? h->hard_active_frac : NAN;
+    t->hard_loss = t->headline ? h->hard_loss : NAN;
+    return 0;
+}
+
+/* A latest row: into the run's metrics ("split/label"; of several windows of one name and params, the
+ * first listed: the most windows), and the few the row shows by db_metric_at's rule. */
+static int rs_on_latest(const char *run_id, const char *split, const gl_metric_latest *m, void *ctx) {
+    rs_load *L = ctx;
+    int i = rs_index(L, run_id);
+    if (i < 0) return 0;
+    runset_run *r = &L->rs->r[i];
+    rs_extra *x = &L->x[i];
+    static const struct {
+        const char *split, *name;
+    } shown[3] = {{"analysis", "settled_at_halt"}, {"bench", "train_tokens_per_s"}, {"bench", "peak_rss_mib"}};
+    double *dst[3] = {&r->t.settled, &r->t.bench_tps, &r->t.bench_rss};
+    for (int k = 0; k < 3; k++)
+        if (!strcmp(split, shown[k].split) && !strcmp(m->key.name, shown[k].name) && !strcmp(m->key.params, "{}") &&
+            (m->step > x->latest_step[k] || (m->step == x->latest_step[k] && m->prov.count > x->latest_windows[k]))) {
+            *dst[k] = m->value;
+            x->latest_step[k] = m->step;
+            x->latest_windows[k] = m->prov.count;
+        }
+    char label[RUNSET_KEY_MAX], key[RUNSET_KEY_MAX];
+    metric_label(m->key.name, m->key.params, label, sizeof label); /* the claims' names */
+    snprintf(key, sizeof key, "%s/%s", split, label);
+    if (r->nm && !strcmp(r->m[r->nm - 1].key, key)) return 0; /* fewer windows of the same metric */
+    if (!(r->nm & (r->nm - 1))) { /* grow at 0, 1, 2, 4, … */
+        runset_value *v = realloc(r->m, (size_t)(r->nm ? 2 * r->nm : 1) * sizeof *v);
+        if (!v) return rs_oom(L, "a run's metrics");
+        r->m = v;
+    }
+    runset_value *v = &r->m[r->nm++];
+    snprintf(v->key, sizeof v->key, "%s", key);
+    v->value = m->value;
+    v->se = m->se;
+    v->step = m->step;
+    v->prov = m->prov;
+    return 0;
+}
+
+static int rs_on_tps(const char *run_id, const gl_metric_point *p, void *ctx) {
+    rs_load *L = ctx;
+    int i = rs_index(L, run_id);
+    if (i < 0) return 0;
+    rs_extra *x = &L->x[i];
+    if (x->tps_rows++ && !isnan(p->value)) x->tps_sum += p->value, x->tps_n++;
+    else if (!isnan(p->value)) x->tps_first = p->value;
+    return 0;
+}
+
+/* An environment event: the kernel it names joins the run's list (db_run_kernels' rule). */
+static int rs_on_environment(const char *run_id, const char *detail, void *ctx) {
+    rs_load *L = ctx;
+    int i = rs_index(L, run_id);
+    if (i >= 0) db_kernel_from_event(L->rs->r[i].kernels, sizeof L->rs->r[i].kernels, detail);
+    return 0;
+}
+
+/* A numeric param by the manifest's parser (db_param_typed's rule): NaN without one ("auto" too). */
+static int rs_param_num(const rs_load *L, const char *run_id, const char *key, const char *text, int has,
+                        double *out) {
+    *out = NAN;
+    if (!has) return 0;
+    char origin[256];
+    gl_key_value v;
+    snprintf(origin, sizeof origin, "%s: run %s's param", db_path(L->db), run_id);
+    if (manifest_parse_key(key, text, origin, &v, L->err, L->errlen)) return -1;
+    *out = v.num;
+    return 0;
+}
+
+/* What a row derives once every read is in: data, scale, λ and the routing's knob, throughput, the
+ * group key and its hash, the partner keys of the three variant axes, the typed config fields. */
+static int rs_finish(rs_load *L, int i) {
+    runset_run *r = &L->rs->r[i];
+    runset_row *t = &r->t;
+    rs_extra *x = &L->x[i];
+    t->text = !strcmp(x->task, "text");
+    if (t->text && x->file[0]) rs_base_name(x->file, t->data, sizeof t->data);
+    else snprintf(t->data, sizeof t->data, "%s", x->task);
+    if (x->scale[0]) snprintf(t->scale, sizeof t->scale, "%s", x->scale);
+    else snprintf(t->scale, sizeof t->scale, "d%sL%s", x->d_model, x->n_layer);
+    t->lambda = NAN;
+    if (!strcmp(t->axis[1], "tsa") && rs_param_num(L, t->run_id, "model.tsa_lambda", x->lambda, x->has_lambda, &t->lambda))
+        return -1;
+    if (rs_param_num(L, t->run_id, x->knob_key ? x->knob_key : "", x->knob, x->knob_key && x->has_knob, &t->knob))
+        return -1;
+    if (isnan(t->knob)) t->knob_sym = t->routing = NULL;
+    t->tokens_per_s = x->tps_n ? x->tps_sum / x->tps_n : x->tps_rows == 1 && !isnan(x->tps_first) ? x->tps_first : NAN;
+    if (!(r->group = runset_group_key(r->config))) return rs_oom(L, "a run's group key");
+    unsigned long long h = 1469598103934665603ull; /* FNV-1a 64 of the group key */
+    for (const char *c = r->group; *c; c++) h = (h ^ (unsigned char)*c) * 1099511628211ull;
+    t->group = h;
+    static const char *const axes[3] = {"value_residual", "depth_routing", "cross_layer"};
+    for (int a = 0; a < 3; a++) t->partner[a] = runset_partner_key_ini(r->config, axes[a]);
+    rs_typed(r);
+    if (r->nm > 1) qsort(r->m, (size_t)r->nm, sizeof *r->m, rs_cmp_value);
+    return 0;
+}
+
+int runset_load_set(gl_db *db, const gl_set_filter *f, runset *rs, char *err, size_t errlen) {
+    rs_load L = {.db = db, .rs = rs, .err = err, .errlen = errlen};
     rs->r = NULL;
     rs->n = 0;
-    if (tables_collect(db, NULL, &t, &nt, err, errlen)) return -1;
-    rs->r = calloc((size_t)(nt > 0 ? nt : 1), sizeof *rs->r);
-    if (!rs->r) {
-        free(t);
-        snprintf(err, errlen, "out of memory for %d runs", nt);
-        return -1;
+    int rc = -1;
+    if (db_set_runs(db, f, rs_on_run, &L, err, errlen)) goto done;
+    if (!(L.by_id = malloc((size_t)(rs->n ? rs->n : 1) * sizeof *L.by_id))) {
+        rs_oom(&L, "a run set");
+        goto done;
     }
-    for (int i = 0; i < nt; i++) {
-        if (prefix && *prefix && strncmp(t[i].experiment, prefix, strlen(prefix))) continue;
-        runset_run *r = &rs->r[rs->n++];
-        r->t = t[i];
-        int rc = db_run_config(db, r->t.run_id, &r->config, NULL, err, errlen);
-        if (rc < 0) goto fail;
-        r->group = r->config ? runset_group_key(r->config) : strdup(r->t.run_id); /* no config: a group of its own */
-        if (!r->group) {
-            snprintf(err, errlen, "out of memory");
-            goto fail;
-        }
-        if (db_run_commit(db, r->t.run_id, r->commit, &r->dirty, err, errlen) < 0) goto fail;
-        if (db_run_kernels(db, r->t.run_id, r->kernels, sizeof r->kernels, err, errlen) < 0) goto fail;
-        rs_typed(r);
-        if (rs_metrics(db, r, err, errlen)) goto fail;
-    }
-    free(t);
-    return 0;
-fail:
-    free(t);
-    runset_free(rs);
-    return -1;
+    for (int i = 0; i < rs->n; i++) L.by_id[i] = (rs_id){rs->r[i].t.run_id, i};
+    qsort(L.by_id, (size_t)rs->n, sizeof *L.by_id, rs_cmp_id); /* no shared state: serve loads from several threads */
+    if (db_set_params(db, f, rs_on_param, &L, err, errlen) ||
+        db_set_headlines(db, f, "val", rs_on_headline, &L, err, errlen) ||
+        db_set_latest(db, f, RS_SPLITS, rs_on_latest, &L, err, errlen) ||
+        db_set_series(db, f, "train", "tokens_per_s", rs_on_tps, &L, err, errlen) ||
+        db_set_events(db, f, "environment", rs_on_environment, &L, err, errlen))
+        goto done;
+    for (int i = 0; i < rs->n; i++)
+        if (rs_finish(&L, i)) goto done;
+    rc = 0;
+done:
+    free(L.by_id);
+    free(L.x);
+    if (rc) runset_free(rs);
+    return rc;
+}
+
+int runset_load(gl_db *db, const char *prefix, runset *rs, char *err, size_t errlen) {
+    gl_set_filter f = {.status = "FINISHED", .prefix = prefix};
+    return runset_load_set(db, &f, rs, err, errlen);
 }

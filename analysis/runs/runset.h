@@ -3,7 +3,7 @@
  * every view shares: which runs are "the same run but for the seed" (a
  * group), and which run is the paired partner of another along a named axis.
  *
- * A run carries its identity as the tables show it (tables_run: data, scale,
+ * A run carries its identity as every view shows it (runset_row: data, scale,
  * variant label, seed, λ, the headline with its provenance), its typed
  * configuration (the registry's stored config text, and the routing, value
  * residual and budget read from it), the commit that trained it, and every
@@ -44,9 +44,38 @@
 
 #include "store/manifest.h"
 #include "store/registry.h"
-#include "analysis/render/tables.h"
 
 #define RUNSET_KEY_MAX 160
+
+/* One run as every view shows it (tables, figures, the paper's claims): identity, variant label, the
+ * headline with its provenance, the statistics the tables print.  Filled by runset_load_set from the
+ * registry's views (run_variant, run_headline) and a few set-wide reads. */
+typedef struct {
+    char run_id[128], experiment[128];
+    char data[64];      /* task name, or the text file's base name without extension */
+    int text;           /* 1: text task (bpc meaningful) */
+    char variant[64];   /* baseline | resformer | satformer, "[softmax,bias,wd=all]" (non-default SATFormer
+                           knobs), "+tsa" / "+early_exit" / "+<cross_layer>" appended */
+    char scale[32];     /* model.scale, else "d{d_model}L{n_layer}" */
+    char seed[32];
+    double lambda;      /* model.tsa_lambda (NaN unless TSA) */
+    double knob;        /* the routing's compute knob (routing kinds table: λ, mod_capacity, random_alpha); NaN none */
+    const char *knob_sym, *routing; /* its symbol ("λ") and the routing's name ("TSA"); NULL without a knob */
+    double val_loss, val_bpc, tok_acc, seq_acc, tokens_per_s, active_frac, tlops_saved; /* NaN: absent */
+    double settled;     /* TSA / early exit: analyze's settled_at_halt, the latest (NaN: absent) */
+    int headline;       /* 1: the val numbers are the headline (val/final.*); 0: the last periodic evaluation */
+    double val_se;      /* standard error of val_loss (NaN: unknown) */
+    long val_step;      /* the checkpoint step of the val numbers (-1: none) */
+    gl_prov val_prov;   /* what the val numbers were measured on */
+    double bench_tps, bench_rss; /* `make bench` cost runs: bench/train_tokens_per_s, bench/peak_rss_mib */
+    unsigned long long group;    /* hash of runset_group_key (analysis/runs/runset.h): equal = same run but for the seed */
+    double hard_alpha, hard_loss; /* val/hard.active_frac, val/hard.loss: TSA with the skipping done (NaN: absent) */
+    double soft_loss;   /* a routed model (TSA, early exit): val/final.loss, every block run (NaN otherwise);
+                           its val_loss, α, TLOps, accuracy are then the hard.* ones (db_run_headline) */
+    int hard_missing;   /* a routed model whose hard.* rows are not recorded: the val numbers are its soft ones */
+    char axis[3][32];            /* model.value_residual, depth_routing, cross_layer ("none" when absent) */
+    unsigned long long partner[3]; /* runset_partner_key_ini along each of those axes (0: no config) */
+} runset_row;
 
 /* One latest metric row: key "split/name". */
 typedef struct {
@@ -57,7 +86,7 @@ typedef struct {
 } runset_value;
 
 typedef struct {
-    tables_run t;           /* identity as the tables show it */
+    runset_row t;           /* identity, label, headline: what every view shows */
     char value_residual[32], depth_routing[32], cross_layer[32];
     long steps, batch, seq_len, n_layer, n_kv_head;
     char commit[48];        /* git commit that trained it ("" unknown) */
@@ -74,9 +103,16 @@ typedef struct {
     int n;
 } runset;
 
-/* Load the FINISHED runs whose experiment starts with prefix (NULL or "": all).
- * Returns 0, or -1 with a message; rs is empty on failure.  runset_free
- * releases it (and accepts an empty or half-built one). */
+/* Load the runs f selects (store/registry.h gl_set_filter: status, experiment, prefix), in the order
+ * of `gatelab runs` (experiment, then run id), in a handful of statements over the whole set
+ * (db_set_*: runs with run_variant's label, params, run_headline's val rows, the latest rows of val,
+ * test, ablation, analysis and bench, training throughput, kernels), never per run.  The headline and
+ * the label are the views'; the group and partner keys come from each stored config (below).
+ * Returns 0, or -1 with a message; rs is empty on failure.  runset_free releases it (and accepts an
+ * empty or half-built one). */
+int runset_load_set(gl_db *db, const gl_set_filter *f, runset *rs, char *err, size_t errlen);
+
+/* The FINISHED runs whose experiment starts with prefix (NULL or "": all): runset_load_set. */
 int runset_load(gl_db *db, const char *prefix, runset *rs, char *err, size_t errlen);
 void runset_free(runset *rs);
 

@@ -206,6 +206,7 @@ static int db_open_rw(gl_db **out, const char *path, int create, char *err, size
     }
     sqlite3_busy_timeout(db->h, db_busy_ms());
     sqlite3_extended_result_codes(db->h, 1);
+    db_count_on(db);
     /* journal_mode=WAL needs a moment of exclusive access on a fresh file; retry while busy. */
     for (int attempt = 0;; attempt++) {
         sqlite3_stmt *st = NULL;
@@ -239,7 +240,7 @@ static int db_open_rw(gl_db **out, const char *path, int create, char *err, size
             goto fail;
         }
     }
-    if (db_schema_ensure(db, err, errlen)) goto fail;
+    if (db_schema_ensure(db, err, errlen) || db_views_ensure(db, 1, err, errlen)) goto fail;
     *out = db;
     return 0;
 fail:
@@ -253,8 +254,25 @@ int db_open_existing(gl_db **out, const char *path, char *err, size_t errlen) {
     return db_open_rw(out, path, 0, err, errlen);
 }
 
+static int db_count_stmt(unsigned kind, void *ctx, void *p, void *x) {
+    (void)kind, (void)p;
+    /* a trigger's sub-statements arrive as "-- TRIGGER name" texts: only top-level statements count */
+    if (!x || strncmp((const char *)x, "--", 2)) ((gl_db *)ctx)->statements++;
+    return 0;
+}
+
+void db_count_on(gl_db *db) {
+    const char *e = getenv("GATELAB_QUERY_COUNT");
+    if (!e || !*e || !strcmp(e, "0")) return;
+    db->statements = 0;
+    sqlite3_trace_v2(db->h, SQLITE_TRACE_STMT, db_count_stmt, db);
+}
+
 void db_close(gl_db *db) {
     if (!db) return;
+    const char *e = getenv("GATELAB_QUERY_COUNT");
+    if (db->h && e && *e && strcmp(e, "0"))
+        fprintf(stderr, "gatelab: registry %s: %ld statements\n", db->path, db->statements);
     if (db->h) {
         db_rollback(db);
         sqlite3_close_v2(db->h);
@@ -303,6 +321,7 @@ int db_open_readonly(gl_db **out, const char *path, char *err, size_t errlen) {
     }
     sqlite3_busy_timeout(db->h, db_busy_ms());
     sqlite3_extended_result_codes(db->h, 1);
+    db_count_on(db);
     /* a file that is not a registry, or one locked, fails here with a clear message */
     int prc = sqlite3_prepare_v2(db->h, "SELECT count(*) FROM runs", -1, &st, NULL);
     if (prc != SQLITE_OK) {
@@ -331,6 +350,7 @@ int db_open_readonly(gl_db **out, const char *path, char *err, size_t errlen) {
     }
     sqlite3_finalize(st);
     st = NULL;
+    if (db_views_ensure(db, 0, err, errlen)) goto fail;
     *out = db;
     return 0;
 fail:
@@ -590,15 +610,20 @@ typedef struct {
     size_t n;
 } db_kernels_out;
 
-static int db_row_kernel(sqlite3_stmt *st, void *ctx, char *err, size_t errlen) {
-    db_kernels_out *k = ctx;
-    const char *d = (const char *)sqlite3_column_text(st, 0), *at = d ? strstr(d, "| kernel ") : NULL;
-    if (!at) return 0;
+void db_kernel_from_event(char *list, size_t n, const char *detail) {
+    const char *at = detail ? strstr(detail, "| kernel ") : NULL;
+    if (!at) return;
     char name[48];
     at += strlen("| kernel ");
     size_t len = strcspn(at, " |");
     snprintf(name, sizeof name, "%.*s", (int)(len < sizeof name ? len : sizeof name - 1), at);
-    db_kernel_list_add(k->out, k->n, name);
+    db_kernel_list_add(list, n, name);
+}
+
+static int db_row_kernel(sqlite3_stmt *st, void *ctx, char *err, size_t errlen) {
+    db_kernels_out *k = ctx;
+    (void)err, (void)errlen;
+    db_kernel_from_event(k->out, k->n, (const char *)sqlite3_column_text(st, 0));
     return 0;
 }
 

@@ -132,6 +132,8 @@ int db_run_environment_ranks(gl_db *db, const char *run_id, const char *all, int
 int db_run_kernels(gl_db *db, const char *run_id, char *out, size_t n, char *err, size_t errlen);
 /* Add name to such a list (of size n) unless it is listed already. */
 void db_kernel_list_add(char *list, size_t n, const char *name);
+/* The kernel an environment event's detail names ("| kernel Haswell |"), added to list as above. */
+void db_kernel_from_event(char *list, size_t n, const char *detail);
 int db_run_events(gl_db *db, const char *run_id, const char *kind, char *last, size_t lastlen, char *err,
                   size_t errlen);
 
@@ -316,7 +318,8 @@ int db_metric_at(gl_db *db, const char *run_id, const char *split, const char *n
                  const gl_prov *match, gl_metric_val *out, char *err, size_t errlen);
 
 /* A run's headline on a split, by the one rule every view follows (runs, compare, tables, figures,
- * reports, the dashboard; scripts/python/gatelab/registry.py mirrors it): a model that routes depth
+ * reports, the dashboard, the Python package), stated once as the registry's view run_headline
+ * (scripts/python/gatelab/views.sql) and read from it here: a model that routes depth
  * (model.depth_routing = tsa or early_exit) is judged with the skipping done, its hard.* rows (the
  * whole split, tokens with p > 0.5 or past their exit really skip); every other model by its
  * final.* rows.  The soft loss of a routed model (final.loss: every block runs, each update scaled
@@ -331,11 +334,12 @@ typedef enum {
 typedef struct {
     gl_headline_kind kind;
     const char *prefix; /* "final" or "hard": the metric names the headline reads (prefix.loss, ...) */
-    gl_metric_val loss; /* the headline loss (kind FINAL or HARD; the soft one for HARD_MISSING) */
+    gl_metric_val loss; /* the headline loss (kind FINAL or HARD; the soft one for HARD_MISSING, se NaN) */
     double soft_loss;   /* a routed model's final.loss on the same tokens (NaN otherwise) */
 } gl_headline;
 
-/* The headline of run_id on split (as above).  0, or -1 with err. */
+/* The headline of run_id on split (as above; split val or test, the splits the view covers).  0, or
+ * -1 with err. */
 int db_run_headline(gl_db *db, const char *run_id, const char *split, gl_headline *h, char *err, size_t errlen);
 
 
@@ -358,6 +362,62 @@ typedef struct {
     gl_prov prov;
     double se;        /* NaN when none */
 } gl_metric_latest;
+
+/* ---- run sets (registry_set.c): every run a filter selects, read in one statement per kind of row ----
+ *
+ * Each reader calls fn on each row in run-id order (db_set_runs: experiment, then run id); a row's
+ * strings live until fn returns.  fn returns 0 to go on, non-zero to stop (the reader then returns
+ * -1; fn fills its own message).  Soft-deleted runs only with f->deleted.  0, or -1 with err. */
+typedef struct {
+    const char *status;     /* "FINISHED", ...; NULL: any */
+    const char *experiment; /* exactly this experiment; NULL: any */
+    const char *prefix;     /* experiments starting with it; NULL or "": any */
+    int deleted;            /* 1: soft-deleted runs too (0: left out, as every listing does) */
+} gl_set_filter;
+
+typedef struct {
+    const char *run_id, *experiment;
+    const char *config;  /* the stored config text ("" none) */
+    const char *commit;  /* git commit that trained it ("" unknown) */
+    int dirty;           /* 1 dirty tree, 0 clean, -1 unknown */
+    const char *variant; /* run_variant: the label, and the three axes it names ("none" when absent) */
+    const char *value_residual, *depth_routing, *cross_layer;
+} gl_set_run;
+int db_set_runs(gl_db *db, const gl_set_filter *f, int (*fn)(const gl_set_run *r, void *ctx), void *ctx, char *err,
+                size_t errlen);
+
+/* Every stored param (key "section.key", value as stored), by run then key. */
+int db_set_params(gl_db *db, const gl_set_filter *f,
+                  int (*fn)(const char *run_id, const char *key, const char *value, void *ctx), void *ctx, char *err,
+                  size_t errlen);
+
+/* A row of the view run_headline (scripts/python/gatelab/views.sql: the headline, else the last periodic
+ * evaluation; NaN where the view has NULL). */
+typedef struct {
+    const char *run_id;
+    const char *source; /* "final", "hard", "hard_missing", "periodic" */
+    long step;
+    gl_prov prov;
+    double loss, loss_se, soft_loss, bpc, token_acc, seq_acc, active_frac, tlops_saved, hard_loss, hard_active_frac;
+} gl_set_headline;
+int db_set_headlines(gl_db *db, const gl_set_filter *f, const char *split,
+                     int (*fn)(const gl_set_headline *h, void *ctx), void *ctx, char *err, size_t errlen);
+
+/* db_metrics_latest's rows of each split in splits ("val,test,ablation": comma-separated), every run at
+ * once, by run, split, name, params, then the most windows first. */
+int db_set_latest(gl_db *db, const gl_set_filter *f, const char *splits,
+                  int (*fn)(const char *run_id, const char *split, const gl_metric_latest *row, void *ctx), void *ctx,
+                  char *err, size_t errlen);
+
+/* db_metric_series of (split, name) (params "{}") of every run, by run, step, the most windows first. */
+int db_set_series(gl_db *db, const gl_set_filter *f, const char *split, const char *name,
+                  int (*fn)(const char *run_id, const gl_metric_point *p, void *ctx), void *ctx, char *err,
+                  size_t errlen);
+
+/* Every event of kind ("environment", …) of every run, by run, then in the order they were recorded
+ * (the last of a run is its latest: db_run_events' "last"). */
+int db_set_events(gl_db *db, const gl_set_filter *f, const char *kind,
+                  int (*fn)(const char *run_id, const char *detail, void *ctx), void *ctx, char *err, size_t errlen);
 
 /* Every metric name of split for run_id with its latest value, one row per
  * (name, provenance), ordered by name, then the most windows first.  *rows is

@@ -10,8 +10,8 @@
  *
  * What it does not do: open, create or upgrade the file, or write metrics
  * (registry.c), or format anything (the commands print).  The variant label
- * is computed in SQL from the params, the same label analysis/render/tables.c
- * builds, so `runs` and `tables` name a run alike.  Contracts in registry.h.
+ * is the view run_variant's (scripts/python/gatelab/views.sql), the label every
+ * view prints, so `runs`, `tables` and the Python package name a run alike.  Contracts in registry.h.
  */
 #include <math.h>
 #include <stdarg.h>
@@ -23,70 +23,37 @@
 
 /* ---- listing ---- */
 
+static int db_row_headline(sqlite3_stmt *st, void *ctx, char *err, size_t errlen) {
+    gl_headline *h = ctx;
+    char source[16] = "";
+    (void)err, (void)errlen;
+    db_col_text(st, 0, source, sizeof source);
+    h->kind = !strcmp(source, "hard") ? HEADLINE_HARD : !strcmp(source, "hard_missing") ? HEADLINE_HARD_MISSING
+                                                                                        : HEADLINE_FINAL;
+    h->prefix = h->kind == HEADLINE_HARD ? "hard" : "final";
+    h->loss.step = (long)sqlite3_column_int64(st, 1);
+    h->loss.prov = db_col_prov(st, 2);
+    h->soft_loss = db_col_real(st, 8);
+    /* HARD_MISSING: the soft loss stands in the loss, without its standard error */
+    h->loss.value = h->kind == HEADLINE_HARD_MISSING ? h->soft_loss : db_col_real(st, 6);
+    h->loss.se = db_col_real(st, 7);
+    return 0;
+}
+
 int db_run_headline(gl_db *db, const char *run_id, const char *split, gl_headline *h, char *err, size_t errlen) {
     memset(h, 0, sizeof *h);
     h->prefix = "final";
-    h->soft_loss = NAN;
-    int k = db_metric_at(db, run_id, split, "final.loss", NULL, NULL, &h->loss, err, errlen);
-    if (k <= 0) return k;
-    h->kind = HEADLINE_FINAL;
-    char dr[32] = "";
-    if (db_param_get(db, run_id, "model.depth_routing", dr, sizeof dr, err, errlen) < 0) return -1;
-    if (strcmp(dr, "tsa") && strcmp(dr, "early_exit")) return 0;
-    /* routed: the hard loss on the tokens of the soft one, at its step */
-    gl_metric_val hv;
-    h->soft_loss = h->loss.value;
-    k = db_metric_at(db, run_id, split, "hard.loss", NULL, &h->loss.prov, &hv, err, errlen);
-    if (k < 0) return -1;
-    if (k == 1 && hv.step == h->loss.step) {
-        h->kind = HEADLINE_HARD;
-        h->prefix = "hard";
-        h->loss = hv;
-    } else {
-        h->kind = HEADLINE_HARD_MISSING;
-    }
-    return 0;
+    h->soft_loss = h->loss.value = h->loss.se = NAN;
+    h->loss.step = -1;
+    /* the view run_headline (registry_views.c), the rule's one statement; its periodic rows are no headline */
+    return db_query_one(db, "cannot read a run's headline",
+                        "SELECT source, step, data_split, win_first, win_count, tokens, loss, loss_se, soft_loss "
+                        "FROM run_headline WHERE run_id = ?1 AND split = ?2 AND source <> 'periodic'",
+                        db_row_headline, h, err, errlen, "tt", run_id, split) < 0 ? -1 : 0;
 }
 
-/* r's validation numbers: the headline (db_run_headline, the whole split) when
- * the run has one, else the last periodic val/loss, with what each was
- * measured on. */
-static int db_runs_val(gl_db *db, gl_run_row *r, char *err, size_t errlen) {
-    gl_metric_val v;
-    gl_headline hl;
-    if (db_run_headline(db, r->run_id, "val", &hl, err, errlen)) return -1;
-    int h = hl.kind != HEADLINE_NONE;
-    r->val_headline = h;
-    r->val_kind = hl.kind;
-    r->val_soft = hl.soft_loss;
-    v = hl.loss;
-    if (!h && (h = db_metric_at(db, r->run_id, "val", "loss", NULL, NULL, &v, err, errlen)) < 0) return -1;
-    r->val_loss = h && hl.kind != HEADLINE_HARD_MISSING ? v.value : NAN;
-    r->val_se = h && hl.kind != HEADLINE_HARD_MISSING ? v.se : NAN;
-    r->val_step = h ? v.step : -1;
-    memset(&r->val_prov, 0, sizeof r->val_prov);
-    if (h) r->val_prov = v.prov;
-    if (!r->val_headline) return 0;
-    gl_metric_val a;
-    char name[32];
-    snprintf(name, sizeof name, "%s.active_frac", hl.prefix);
-    int k = db_metric_at(db, r->run_id, "val", name, NULL, &v.prov, &a, err, errlen);
-    if (k < 0) return -1;
-    if (k) r->active_frac = a.value;
-    snprintf(name, sizeof name, "%s.tlops_saved", hl.prefix);
-    if ((k = db_metric_at(db, r->run_id, "val", name, NULL, &v.prov, &a, err, errlen)) < 0) return -1;
-    if (k) r->tlops_saved = a.value;
-    return 0;
-}
-
-/* A run's param k, in SQL. */
-#define DB_PARAM(k) "(SELECT value FROM params p WHERE p.run_id = r.run_id AND p.key = '" k "')"
-/* "+<value>" unless the param is absent or none. */
-#define DB_PLUS(k) "CASE WHEN coalesce(" DB_PARAM(k) ", 'none') = 'none' THEN '' ELSE '+' || " DB_PARAM(k) " END"
-/* The variant label of analysis/render/tables.c: value residual (none: baseline), then depth routing and cross-layer. */
-#define DB_VARIANT                                                                                                 \
-    "(CASE WHEN coalesce(" DB_PARAM("model.value_residual") ", 'none') = 'none' THEN 'baseline' ELSE "             \
-    DB_PARAM("model.value_residual") " END || " DB_PLUS("model.depth_routing") " || " DB_PLUS("model.cross_layer") ")"
+/* The variant label: the registry's view run_variant (registry_views.c), the one rule every view prints. */
+#define DB_VARIANT "(SELECT label FROM run_variant v WHERE v.run_id = r.run_id)"
 
 /* The columns of a gl_run_row, in the order db_runs_row reads them. */
 #define DB_RUN_COLUMNS                                                                                             \
@@ -95,8 +62,10 @@ static int db_runs_val(gl_db *db, gl_run_row *r, char *err, size_t errlen) {
     ", " DB_LAST("split='val' AND name='loss'") ", " DB_LAST("name='active_frac'") ", " DB_LAST("name='tlops_saved'") \
     ", " DB_LAST("name='tokens_per_s'") ", r.start_time, r.end_time, r.heartbeat, r.exit_code, r.error, "          \
     DB_VARIANT ", (SELECT group_concat(kv, char(10)) FROM (SELECT t.key || '=' || t.value AS kv FROM tags t "           \
-    "WHERE t.run_id = r.run_id ORDER BY t.key)), r.deleted_time, r.host, r.attempts "                              \
-    "FROM runs r JOIN experiments e ON e.id = r.experiment_id "
+    "WHERE t.run_id = r.run_id ORDER BY t.key)), r.deleted_time, r.host, r.attempts, "                             \
+    "h.source, h.step, h.data_split, h.win_first, h.win_count, h.tokens, h.loss, h.loss_se, h.soft_loss, "         \
+    "h.active_frac, h.tlops_saved "                                                                                \
+    "FROM runs r JOIN experiments e ON e.id = r.experiment_id LEFT JOIN hv h ON h.run_id = r.run_id "
 /* "last" metric: the largest step; at equal steps a val row before a train row.  Bare names only. */
 #define DB_LAST(where)                                                                                             \
     "(SELECT value FROM metrics m WHERE m.run_id = r.run_id AND m.params = '{}' AND " where                        \
@@ -125,6 +94,24 @@ static void db_runs_row(sqlite3_stmt *st, gl_run_row *r) {
     r->deleted_time = db_col_real(st, 17);
     db_col_text(st, 18, r->host, sizeof r->host);
     r->attempts = sqlite3_column_int(st, 19);
+    /* the validation numbers: run_headline's (the headline, else the last periodic evaluation) */
+    char source[16] = "";
+    db_col_text(st, 20, source, sizeof source);
+    static const char *const kinds[] = {"", "final", "hard", "hard_missing"};
+    r->val_kind = HEADLINE_NONE;
+    for (int k = 1; k < 4; k++)
+        if (!strcmp(source, kinds[k])) r->val_kind = k;
+    r->val_headline = r->val_kind != HEADLINE_NONE;
+    r->val_step = source[0] ? (long)sqlite3_column_int64(st, 21) : -1;
+    if (source[0]) r->val_prov = db_col_prov(st, 22);
+    r->val_loss = db_col_real(st, 26);
+    r->val_se = db_col_real(st, 27);
+    r->val_soft = db_col_real(st, 28);
+    if (r->val_headline) { /* the headline's α and TLOps; else the last of any split (DB_LAST above) */
+        double a = db_col_real(st, 29), t = db_col_real(st, 30);
+        if (!isnan(a)) r->active_frac = a;
+        if (!isnan(t)) r->tlops_saved = t;
+    }
 }
 
 #define DB_MAX_TAG_FILTERS 16
@@ -140,9 +127,16 @@ int db_runs_find(gl_db *db, const gl_run_filter *f, gl_run_row **rows, int *n, c
         snprintf(err, errlen, "%s: at most %d tag filters", db->path, DB_MAX_TAG_FILTERS);
         return -1;
     }
-    int len = snprintf(sql, sizeof sql, "%s WHERE (?1 IS NULL OR e.name = ?1) AND (?2 IS NULL OR r.status = ?2) "
+    /* hv: run_headline's val rows of the runs the filters on experiment, status and id leave, joined
+     * inside (a view on the right of a LEFT JOIN is computed whole; inside a join it reads those runs) */
+    const int id = 3 + 2 * f->ntags;
+    int len = snprintf(sql, sizeof sql, "WITH hv AS MATERIALIZED (SELECT h.* FROM runs r JOIN experiments e ON "
+                       "e.id = r.experiment_id JOIN run_headline h ON h.run_id = r.run_id AND h.split = 'val' "
+                       "WHERE (?1 IS NULL OR e.name = ?1) AND (?2 IS NULL OR r.status = ?2) "
+                       "AND (?%d IS NULL OR r.run_id = ?%d)) "
+                       "%s WHERE (?1 IS NULL OR e.name = ?1) AND (?2 IS NULL OR r.status = ?2) "
                        "AND (?%d IS NULL OR r.run_id = ?%d)%s",
-                       DB_RUN_COLUMNS, 3 + 2 * f->ntags, 3 + 2 * f->ntags, f->deleted ? "" : " AND r.deleted_time IS NULL");
+                       id, id, DB_RUN_COLUMNS, id, id, f->deleted ? "" : " AND r.deleted_time IS NULL");
     for (int i = 0; i < f->ntags; i++)
         len += snprintf(sql + len, sizeof sql - (size_t)len,
                         " AND EXISTS (SELECT 1 FROM tags t WHERE t.run_id = r.run_id AND t.key = ?%d AND t.value = ?%d)",
@@ -169,8 +163,6 @@ int db_runs_find(gl_db *db, const gl_run_filter *f, gl_run_row **rows, int *n, c
         db_runs_row(st, &out[count++]);
     }
     if (s != SQLITE_DONE) { db_fail(db, "cannot list runs", err, errlen); goto cleanup; }
-    for (int i = 0; i < count; i++)
-        if (db_runs_val(db, &out[i], err, errlen)) goto cleanup;
     *rows = out;
     *n = count;
     out = NULL;

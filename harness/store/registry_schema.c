@@ -21,6 +21,10 @@
  * when it opens it for writing (`gatelab runs --fix-stale --db FILE`).
  * When a version 4 is needed, its step goes here, as one function of the
  * file at version 3, with a test on a copy of a real version-3 registry.
+ * The file also holds the views of registry_views.c (run_variant,
+ * run_headline): a step that rebuilds a table (create, copy, drop, rename)
+ * drops them first — SQLite refuses to rename while a view names a dropped
+ * table — and db_views_ensure makes them again on the next writable open.
  *
  * What it does not do: open or close connections (registry.c), or read
  * rows.  Contracts as in registry_sql.h.

@@ -28,7 +28,14 @@ struct gl_db {
     char host[256];
     int step_rc;  /* result code of the last step db_query_one/db_query_each took */
     int changes;  /* rows the last statement of db_query_one/db_query_each changed */
+    long statements; /* statements started since the open, counted when GATELAB_QUERY_COUNT is set (db_count_on) */
 };
+
+/* With GATELAB_QUERY_COUNT set (to anything but "" or "0"), count every statement the connection
+ * starts (sqlite3_trace_v2, SQLITE_TRACE_STMT) and say how many at db_close on stderr:
+ * "gatelab: registry PATH: N statements".  How the loaders' query counts in docs/registry.md were
+ * measured. */
+void db_count_on(gl_db *db);
 
 /* ---- one statement: prepare -> bind -> step -> finalize, in one place ----
  *
@@ -115,6 +122,11 @@ int db_schema_check(gl_db *db, int version, const char *newer_hint, char *err, s
 /* In one write transaction: create the schema in a file without one, or
  * check an existing file's version (db_schema_check).  0, or -1 with err. */
 int db_schema_ensure(gl_db *db, char *err, size_t errlen);
+
+/* The registry's views (run_variant, run_headline; registry_views.c, scripts/python/gatelab/views.sql):
+ * writable, kept in the file's schema (replaced when the stored text differs); read-only, created as
+ * TEMP views of the connection when the file lacks them or holds another version.  0 or -1 with err. */
+int db_views_ensure(gl_db *db, int writable, char *err, size_t errlen);
 /* The tables of schema (NULL: "main"; "src": an attached task registry) are
  * what db_schema_sql makes: every one of its tables present, a table (not a
  * view: a recursive view would make the first query never return), with

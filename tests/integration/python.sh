@@ -307,6 +307,42 @@ PY
 echo "$out"
 echo "$out" | grep -qE '^(PASS|FAIL) ' || fail "the cache checks did not run: $(echo "$out" | tail -3)"
 
+# The registry's views (docs/registry.md, "Views"): on committed snapshots (read-only, lacking the
+# views: TEMP views, the file untouched), gatelab.runs() names every run with the label and the
+# headline `gatelab runs` prints, both read from run_variant and run_headline.
+ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
+for snap in decisive-q1i decisive-q2 decisive-q1e; do
+    src="$ROOT/docs/report/registries/$snap.db"
+    [ -f "$src" ] || { skip "views: $src is not here"; continue; }
+    cp "$src" "$W/$snap.db"
+    sum=$(sha256sum < "$W/$snap.db")
+    "$BIN" runs --db "$W/$snap.db" --format json > "$W/$snap.json" 2> "$W/$snap.err" || fail "gatelab runs on $snap: $(cat "$W/$snap.err")"
+    out=$(PYTHONPATH="$PKG" "$PY" - "$W/$snap.db" "$W/$snap.json" <<'PY' 2>&1
+import sys, json, math, gatelab
+df = gatelab.runs(db=sys.argv[1])
+c = {r["run_id"]: r for r in json.load(open(sys.argv[2]))}
+bad = []
+for _, r in df.iterrows():
+    j = c[r.run_id]
+    if r.variant != j["variant"]:
+        bad.append(f"{r.run_id}: label {r.variant!r} vs {j['variant']!r}")
+    kind = j["val_kind"] if j["val_headline"] else None
+    if r["val.headline.kind"] != kind:
+        bad.append(f"{r.run_id}: kind {r['val.headline.kind']} vs {kind}")
+    want = j["val_loss"] if kind in ("final", "hard") else float("nan")
+    got = r["val.headline.loss"]
+    if not ((math.isnan(got) and math.isnan(want)) or abs(got - want) <= 1e-8 * abs(want)):
+        bad.append(f"{r.run_id}: headline {got!r} vs {want!r}")
+print(("PASS" if not bad and len(df) == len(c) else "FAIL")
+      + f" views: gatelab.runs() and gatelab runs name all {len(df)} runs of the snapshot alike (label, headline kind and loss)"
+      + ("; " + "; ".join(bad[:3]) if bad else ""))
+PY
+)
+    echo "$out" | sed "s/ views: / views ($snap): /"
+    echo "$out" | grep -qE '^(PASS|FAIL) ' || fail "views ($snap): the check did not run: $(echo "$out" | tail -3)"
+    check "views ($snap): neither reader wrote the read-only snapshot (TEMP views)" test "$(sha256sum < "$W/$snap.db")" = "$sum"
+done
+
 # config.ini records every [model] key; the reference has model.exit_form in both forms (the paper's with
 # its per-block exit norms), and still refuses a key it does not know
 if [ $HAVE_TORCH = 0 ]; then

@@ -91,7 +91,36 @@ def connect(path):
                             f"{', '.join(map(str, SCHEMA_VERSIONS))} (an older file: open it once with "
                             f"`gatelab runs --fix-stale --db {path}` of gatelab commit f576d3d, which "
                             f"upgrades it; docs/registry.md, \"Schema versions\")")
+    _ensure_views(con)
     return con
+
+
+def _views():
+    """[(name, text)] of views.sql, the registry's views as gatelab embeds them (docs/registry.md,
+    "Views"): statements separated by a line holding only ';', each "CREATE VIEW name AS ...",
+    cut as gatelab cuts them (leading blank and comment lines dropped, trailing blanks), so a view a
+    gatelab stored compares equal to this text when it is this version."""
+    with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "views.sql"), encoding="utf-8") as f:
+        text = f.read()
+    out = []
+    for chunk in text.split("\n;\n"):
+        lines = chunk.split("\n")
+        while lines and (not lines[0].strip() or lines[0].lstrip().startswith("--")):
+            lines.pop(0)
+        stmt = "\n".join(lines).rstrip("\n ")
+        if stmt:
+            out.append((stmt[len("CREATE VIEW "):].split(" ", 1)[0], stmt))
+    return out
+
+
+def _ensure_views(con):
+    """The views on a read-only connection: a registry that lacks them, or holds another version of
+    them, gets this package's as TEMP views (the connection's own; nothing is written to the file)."""
+    for name, stmt in _views():
+        have = con.execute("select sql from main.sqlite_master where type = 'view' and name = ?", (name,)).fetchone()
+        if have is None or have[0] != stmt:
+            con.execute(f"drop view if exists temp.{name}")
+            con.execute("create temp view " + stmt[len("CREATE VIEW "):])
 
 
 def _run_folder(arg):
@@ -130,12 +159,13 @@ def resolve(arg, db=None, results=None):
 
 
 def runs(db=None, results=None, experiment=None, tags=None, status=None, deleted=False):
-    """One row per run: run_id, experiment, status, variant columns and every parameter as a
-    typed column (`model.d_model`, …), the headline metrics (`val.final.loss`, `val.hard.loss`,
-    `val.hard_paper.loss` (TSA, the paper's sparse form; never the headline), …)
-    and their provenance (`val.final.loss.measured_on`), the headline by gatelab's one rule
-    (`val.headline.loss`, `val.headline.kind`, `val.soft.loss`: a TSA or early-exit run with the
-    skipping done, see _headline), and tags as `tag.<key>`.
+    """One row per run: run_id, experiment, status, `variant` (the label every gatelab view prints,
+    the registry's view run_variant) and every parameter as a typed column (`model.d_model`, …), the
+    headline metrics (`val.final.loss`, `val.hard.loss`, `val.hard_paper.loss` (TSA, the paper's
+    sparse form; never the headline), …) and their provenance
+    (`val.final.loss.measured_on`), the headline by gatelab's one rule, read from the registry's view
+    run_headline (`val.headline.loss`, `val.headline.kind`, `val.soft.loss`: a TSA or early-exit run
+    with the skipping done; docs/registry.md, "The headline"), and tags as `tag.<key>`.
 
     experiment, status: exact names (a name that matches no run raises RegistryError, naming
     the known ones); tags: a dict {key: value} every returned run carries."""
@@ -153,9 +183,9 @@ def runs(db=None, results=None, experiment=None, tags=None, status=None, deleted
         if status is not None:
             where.append("upper(r.status) = upper(?)")
             args.append(status)
-        sql = ("select r.run_id, e.name as experiment, r.name as sweep_values, r.status, r.seed, r.git_commit, "
-               "r.created_time, r.start_time, r.end_time, r.error from runs r "
-               "left join experiments e on e.id = r.experiment_id")
+        sql = ("select r.run_id, e.name as experiment, r.name as sweep_values, r.status, v.label as variant, r.seed, "
+               "r.git_commit, r.created_time, r.start_time, r.end_time, r.error from runs r "
+               "left join experiments e on e.id = r.experiment_id left join run_variant v on v.run_id = r.run_id")
         if where:
             sql += " where " + " and ".join(where)
         rows = [dict(r) for r in con.execute(sql + " order by r.run_id", args)]
@@ -178,8 +208,14 @@ def runs(db=None, results=None, experiment=None, tags=None, status=None, deleted
             key = f"{r[1]}.{r[2]}"
             by_id[r[0]][key] = r[3]   # the measurement on the most windows wins (order by win_count)
             by_id[r[0]][key + ".measured_on"] = _prov(r[4], r[5], r[6], r[7])
-    for r in by_id.values():
-        _headline(r)
+        nan = float("nan")
+        for r in by_id.values():
+            r["val.headline.loss"], r["val.headline.kind"], r["val.soft.loss"] = nan, None, nan
+        for r in con.execute("select run_id, source, loss, soft_loss from run_headline "
+                             "where split = 'val' and source <> 'periodic'"):
+            if r[0] in by_id:
+                by_id[r[0]].update({"val.headline.loss": nan if r[2] is None else r[2], "val.headline.kind": r[1],
+                                    "val.soft.loss": nan if r[3] is None else r[3]})
     df = pd.DataFrame([by_id[i] for i in ids])
     if tags:
         for k, v in tags.items():
@@ -188,30 +224,17 @@ def runs(db=None, results=None, experiment=None, tags=None, status=None, deleted
     return df.reset_index(drop=True)
 
 
-ROUTED = ("tsa", "early_exit")
-
-
-def _headline(r):
-    """The run's headline, by the rule of the C side (registry.h, db_run_headline): a model that routes
-    depth (model.depth_routing tsa or early_exit) is judged with the skipping done, its val.hard.* rows
-    on the tokens of its val.final.* ones; every other model by val.final.*.  Sets val.headline.loss,
-    val.headline.kind ("final", "hard", or "hard_missing": routed but only the soft loss recorded, the
-    headline then NaN, `gatelab eval RUN --record` records it) and val.soft.loss (a routed model's
-    final.loss, every block run; NaN otherwise)."""
+def headline(con, run_id, split="val"):
+    """The headline of one run on split from the registry's view run_headline, as runs() gives it:
+    {"loss", "kind" ("final", "hard", "hard_missing"; None without one), "soft_loss", "measured_on"}
+    (NaN where there is none)."""
     nan = float("nan")
-    final = r.get("val.final.loss")
-    r["val.headline.loss"], r["val.headline.kind"], r["val.soft.loss"] = nan, None, nan
-    if final is None:
-        return
-    if r.get("model.depth_routing") not in ROUTED:
-        r["val.headline.loss"], r["val.headline.kind"] = final, "final"
-        return
-    r["val.soft.loss"] = final
-    hard = r.get("val.hard.loss")
-    if hard is not None and r.get("val.hard.loss.measured_on") == r.get("val.final.loss.measured_on"):
-        r["val.headline.loss"], r["val.headline.kind"] = hard, "hard"
-    else:
-        r["val.headline.kind"] = "hard_missing"
+    r = con.execute("select source, loss, soft_loss, data_split, win_first, win_count, tokens from run_headline "
+                    "where run_id = ? and split = ? and source <> 'periodic'", (run_id, split)).fetchone()
+    if r is None:
+        return {"loss": nan, "kind": None, "soft_loss": nan, "measured_on": None}
+    return {"loss": nan if r[1] is None else r[1], "kind": r[0], "soft_loss": nan if r[2] is None else r[2],
+            "measured_on": _prov(r[3], r[4], r[5], r[6])}
 
 
 def _prov(split, first, count, tokens):

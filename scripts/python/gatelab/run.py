@@ -68,21 +68,12 @@ class Run:
 
     @property
     def headline(self):
-        """The run's validation headline by gatelab's one rule (docs/registry.md "The headline";
-        registry._headline): {"loss", "kind" ("final", "hard", "hard_missing"), "soft_loss",
-        "measured_on"}.  A TSA or early-exit run is judged with the skipping done (val hard.loss),
-        its soft loss (val final.loss, every block run) beside it."""
-        m = self.metrics
-        row = {"model.depth_routing": self.config.get_key("model.depth_routing", "none")}
-        for kind in ("final", "hard"):
-            r = m[(m.split == "val") & (m.name == f"{kind}.loss") & (m.params.map(len) == 0)]
-            if len(r):
-                r = r.sort_values("win_count").iloc[-1]   # the measurement on the most windows
-                row[f"val.{kind}.loss"] = r.value
-                row[f"val.{kind}.loss.measured_on"] = registry._prov(r.data_split, r.win_first, r.win_count, r.tokens)
-        registry._headline(row)
-        return {"loss": row["val.headline.loss"], "kind": row["val.headline.kind"], "soft_loss": row["val.soft.loss"],
-                "measured_on": row.get("val.final.loss.measured_on")}
+        """The run's validation headline by gatelab's one rule, the registry's view run_headline
+        (docs/registry.md "The headline", "Views"): {"loss", "kind" ("final", "hard", "hard_missing"),
+        "soft_loss", "measured_on"}.  A TSA or early-exit run is judged with the skipping done (val
+        hard.loss), its soft loss (val final.loss, every block run) beside it."""
+        with registry.connect(self.db) as con:
+            return registry.headline(con, self.id)
 
     @property
     def checkpoint(self):
