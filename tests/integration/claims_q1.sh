@@ -134,7 +134,8 @@ info = {r[0]: (int(r[1]), r[2] == "1", r[3] == "1") for r in csv.reader(open(run
 L = {}  # (experiment, variant, steps, lam09, bias) -> {seed: loss}
 for r in csv.DictReader(open(m)):
     seed, lam, bias = info[r["run_id"]]
-    L.setdefault((r["variant"], int(r["step"]), lam, bias), {})[seed] = float(r["value"])
+    # the label names SATFormer's knobs (satformer[bias]: the views' run_variant); lam and bias key them here
+    L.setdefault((r["variant"].split("[")[0], int(r["step"]), lam, bias), {})[seed] = float(r["value"])
 def tcdf(t, df):  # Student t CDF by Simpson's rule on the density (df may be fractional)
     c = math.exp(math.lgamma((df + 1) / 2) - math.lgamma(df / 2)) / math.sqrt(df * math.pi)
     f = lambda x: c * (1 + x * x / df) ** (-(df + 1) / 2)

@@ -137,5 +137,6 @@ check "spent: the unfinished and restarted runs are named" \
     bash -c "sed -n '/^## What was spent/,/^## /p' '$R' | grep -q 'paper-tsa_s_exit-000-a7af4f44 (KILLED'"
 check "form: the rows table has a form column; TSA rows name model, α and sparse form" \
     bash -c "grep -q '^| row | claim | the paper says | ours \[interval\] | verdict | measured | form |' '$R' && grep -E '^\| 3b \|' '$R' | grep -q 'model gatelab; α hard; sparse gatelab'"
+PAPER_POINT="model paper; α hard (operating point on the paper's α); sparse paper"
 check "form: a soft row of the paper's model says nothing was skipped; its primary row names the paper's sparse form" \
-    bash -c "grep -E '^\| 1a-p \|' '$R' | grep -q 'model paper; α soft; no skipping' && grep -E '^\| 1b-p \|' '$R' | grep -q "model paper; α hard (operating point on the paper's α); sparse paper""
+    bash -c "grep -E '^\| 1a-p \|' '$R' | grep -q 'model paper; α soft; no skipping' && grep -E '^\| 1b-p \|' '$R' | grep -qF \"\$0\"" "$PAPER_POINT"
