@@ -561,8 +561,15 @@ static int trained_quality(const char *dir, const char *id, long windows, int nf
             print_quality(FORM_DENSE, &r->soft, r->is_text);
             loss[FORM_DENSE] = r->soft.loss;
         }
-        print_quality(f, &r->hard, r->is_text);
-        loss[f] = r->hard.loss;
+        /* eval_run.h: --sparse=paper's pass is r->paper_sparse (hard is gatelab's form, left unmeasured here) */
+        const gl_eval_result *sp = f == FORM_PAPER ? &r->paper_sparse : &r->hard;
+        if (f == FORM_PAPER && !r->have_paper_sparse) {
+            fprintf(stderr, "bench: --checkpoint %s: the paper form's evaluation was not made\n", dir);
+            free(r);
+            return 1;
+        }
+        print_quality(f, sp, r->is_text);
+        loss[f] = sp->loss;
     }
     fflush(stdout);
     free(r);

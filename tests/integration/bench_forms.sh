@@ -29,6 +29,13 @@ check "train a tiny gpt2 TSA run in the paper's form, dropout 0.1 (exit 0)" test
 check "train a tiny llama TSA run in gatelab's form (exit 0)" test $? -eq 0
 "$BIN" train "$W/tiny.ini" model.depth_routing=mod --run-id mod --results "$R" --quiet > "$W/t3" 2>&1
 check "train a tiny MoD run (exit 0)" test $? -eq 0
+# the paper's official copy task (data.task_format = paper; a task, no data file): a task's quality rows carry
+# token and sequence accuracy instead of bpc; the paper form's row must be its evaluation, not an empty one
+"$BIN" train "$W/tiny.ini" model.backbone=gpt2 model.qk_norm=0 model.norm_eps=1e-5 model.dropout=0.1 \
+    model.depth_routing=tsa model.tsa_form=paper model.router_init_bias=-1 model.tsa_lambda=0.01 \
+    data.task=copy data.task_format=paper data.seq_items=6 data.n_symbols=10 model.seq_len=14 \
+    data.train_size=96 data.eval_size=40 train.steps=20 --run-id cp --results "$R" --quiet > "$W/t4" 2>&1
+check "train a tiny gpt2 TSA run in the paper's form on the paper's copy task (exit 0)" test $? -eq 0
 
 # RUN BACKBONE TSA_FORM: bench --checkpoint beside gatelab eval --sparse=gatelab|paper on the same 4 windows
 # (the windows of the batch-4 speed rows too)
@@ -47,6 +54,7 @@ def strict(line):
 rows = [strict(l) for l in open(sys.argv[1]) if l.startswith("{")]
 eg, ep = (strict(open(p).read()) for p in sys.argv[2:4])
 bb, tf = sys.argv[4:6]
+is_text = "bpc" in eg["soft"]
 def check(what, ok):
     print(("PASS " if ok else "FAIL ") + what)
 head = [r for r in rows if r.get("variant") == "trained_checkpoint"]
@@ -54,14 +62,16 @@ check(f"the checkpoint row names backbone {bb}, tsa_form {tf}, the three forms a
       len(head) == 1 and head[0]["backbone"] == bb and head[0]["tsa_form"] == tf
       and head[0]["forms"] == "dense,gatelab,paper" and head[0]["eval_windows"] == 4)
 q = {r["form"]: r for r in rows if r.get("variant") == "trained_sparse_quality"}
-check(f"one quality row per form ({sorted(q)}), each on 4 validation windows",
-      sorted(q) == ["dense", "gatelab", "paper"] and all(r["windows"] == 4 and r["split"] == "val" for r in q.values()))
+check(f"one quality row per form ({sorted(q)}), each on 4 validation windows "
+      f"({[(f, r['windows'], r['tokens']) for f, r in sorted(q.items())]}), the tokens eval's",
+      sorted(q) == ["dense", "gatelab", "paper"] and all(r["windows"] == 4 and r["split"] == "val"
+                                                        and r["tokens"] == eg["soft"]["tokens"] > 0 for r in q.values()))
 if sorted(q) != ["dense", "gatelab", "paper"]:
     sys.exit(0)
 tol = 1e-10  # eval prints 12 significant digits; bench 17: the same evaluation, so equal to eval's precision
 for form, ev in (("gatelab", eg), ("paper", ep)):
     check(f"eval --sparse={form} says sparse_form {ev.get('sparse_form')}", ev.get("sparse_form") == form)
-    for key in ("loss", "bpc", "active_frac"):
+    for key in ("loss", "bpc", "active_frac") if is_text else ("loss", "token_acc", "seq_acc", "active_frac"):
         check(f"bench's {form} {key} = eval --sparse={form}'s ({q[form][key]!r}, {ev['sparse'][key]!r})",
               abs(q[form][key] - ev["sparse"][key]) <= tol)
 check(f"bench's dense loss = eval's soft loss ({q['dense']['loss']!r}, {eg['soft']['loss']!r})",
@@ -99,6 +109,7 @@ PY
 }
 forms gp gpt2 paper
 forms gl llama gatelab
+forms cp gpt2 paper
 
 "$BENCH" --quick --no-sgemm --variants '' --infer-batch 2 --eval-windows 4 --checkpoint "$R/runs/mod" > "$W/bench-mod.jsonl" 2>&1
 check "MoD checkpoint: bench exits 0" test $? -eq 0
