@@ -72,6 +72,7 @@
 #include "model/adamw.h"
 #include "model/dropout.h"
 #include "model/model.h"
+#include "model/ops.h"
 #include "model/rng.h"
 #include "run/eval_run.h"
 #include "run/evaluate.h"
@@ -561,12 +562,60 @@ static int trained_quality(const char *dir, const char *id, long windows, int nf
             print_quality(FORM_DENSE, &r->soft, r->is_text);
             loss[FORM_DENSE] = r->soft.loss;
         }
-        print_quality(f, &r->hard, r->is_text);
-        loss[f] = r->hard.loss;
+        /* eval_run.h: --sparse=paper's pass is r->paper_sparse (hard is gatelab's form, left unmeasured here) */
+        const gl_eval_result *sp = f == FORM_PAPER ? &r->paper_sparse : &r->hard;
+        if (f == FORM_PAPER && !r->have_paper_sparse) {
+            fprintf(stderr, "bench: --checkpoint %s: the paper form's evaluation was not made\n", dir);
+            free(r);
+            return 1;
+        }
+        print_quality(f, sp, r->is_text);
+        loss[f] = sp->loss;
     }
     fflush(stdout);
     free(r);
     return 0;
+}
+
+/* The FFN of every block replayed on the first N rows as the dense pass runs it: model.c ffn_forward's
+ * kernels, parameters and buffers (each block's own h_mid in, its xn2, rstd2, f1, f3, fg, fo out: the
+ * same memory traffic; the next forward writes them anew).  Its time is what the dense pass spends in
+ * the work a skipped pair's FFN leaves out, at the kernels' real cost (docs/benchmarks.md). */
+static void ffn_replay_run(gl_model *m, int N) {
+    const gl_model_config *c = &m->cfg;
+    const int d = c->d_model, F = c->d_ff;
+    for (int n = 0; n < c->n_layer; n++) {
+        const gl_block_params *b = &m->P.layer[n];
+        gl_block_acts *a = &m->A[n];
+        if (bb_gpt2(c)) layernorm_forward(a->xn2, a->rstd2, a->h_mid, b->ffn_norm, b->ffn_norm_bias, N, d, c->norm_eps);
+        else rmsnorm_forward(a->xn2, a->rstd2, a->h_mid, b->ffn_norm, N, d, c->norm_eps);
+        mm_forward(a->f1, a->xn2, b->w1, N, d, F);
+        if (bb_gpt2(c)) {
+            bias_forward(a->f1, b->b1, N, F);
+            gelu_forward(a->fg, a->f1, (long)N * F);
+        } else {
+            mm_forward(a->f3, a->xn2, b->w3, N, d, F);
+            swiglu_forward(a->fg, a->f1, a->f3, (long)N * F);
+        }
+        mm_forward(a->fo, a->fg, b->w2, N, F, d);
+        if (bb_gpt2(c)) bias_forward(a->fo, b->b2, N, d);
+    }
+}
+
+/* The timed ideal of a form that skips `skipped` (token, block) pairs of N·L: the dense pass's median time
+ * t_dense less what the skipped work costs in it — each skipped FFN at its replayed time (t_ffn for all
+ * L·N), and in gatelab's form (not ffn_only) the query, attention row and Wo at the FLOP rate of the
+ * dense pass's other work ((FLOPs − FFN FLOPs) ÷ (t_dense − t_ffn)).  NAN when the times leave nothing
+ * for the rest (noise). */
+static double ideal_timed(const gl_model_config *c, double skipped, double N, double t_dense, double t_ffn,
+                          int ffn_only) {
+    const block_flops f = flops_of(c);
+    const double L = c->n_layer, rest_t = t_dense - t_ffn;
+    const double rest_flops = N * (L * (f.kv + f.q + f.o + f.attn) + f.head);
+    if (!(rest_t > 0) || !(t_ffn > 0)) return NAN;
+    const double saved =
+        skipped * t_ffn / (L * N) + (ffn_only ? 0 : skipped * (f.q + f.o + f.attn) * rest_t / rest_flops);
+    return t_dense / (t_dense - saved);
 }
 
 /* Sparse inference of a trained routed run (--checkpoint): the model as trained, its own routers,
@@ -580,16 +629,19 @@ static int trained_quality(const char *dir, const char *id, long windows, int nf
  * speed-up (dense ÷ sparse time in the same round: median, quartiles, extremes), the form's loss on
  * those windows (nats/token) and the FLOP ideal at that α — gatelab's skips a pair's query, attention
  * row, Wo and FFN; the paper's runs attention for every token and skips the FFN only, so its ideal
- * is the FFN-only one.  Recorded (--db) as run
+ * is the FFN-only one.  Beside it the timed ideal (ideal_timed: the FFN replayed in the same rounds,
+ * ffn_time_share of the dense time) and above_flop_ideal; on the gpt2 backbone the GELU makes the FFN
+ * a larger share of the time than of the FLOPs (docs/benchmarks.md).  Recorded (--db) as run
  * cost-TAG-trained-sparse: gatelab's form as sparse_speedup_bB (quartiles _q1, _q3), sparse_ideal_bB,
  * sparse_alpha_bB (the names claims.ini reads), the paper's as sparse_paper_*_bB, the dense pass as
- * dense_tokens_per_s_bB, the losses as loss_dense, loss_gatelab, loss_paper with eval_windows; tag
+ * dense_tokens_per_s_bB, the timed ideals as *_ideal_timed_bB, dense_ffn_time_share_bB, the losses as
+ * loss_dense, loss_gatelab, loss_paper with eval_windows; tag
  * checkpoint = the run folder.  Returns 0, or 1 with a message naming the run. */
 static int run_sparse_trained(const options *o, int rounds) {
     char err[512];
     int rc = 1, *tok = NULL, *tg = NULL;
     float *mask = NULL;
-    double *t[N_FORMS];
+    double *t[N_FORMS], *t_ffn = xmalloc((size_t)rounds * sizeof(double));
     for (int f = 0; f < N_FORMS; f++) t[f] = xmalloc((size_t)rounds * sizeof(double));
     gl_run *run = calloc(1, sizeof *run);
     gl_dataset ds;
@@ -652,10 +704,10 @@ static int run_sparse_trained(const options *o, int rounds) {
     PUT((double)eval_windows, "eval_windows");
     PUT(rounds, "rounds");
     PUT((double)run->st.step, "ckpt_step");
-    const int per_batch = 1 + 5 * (nf - 1);
+    const int per_batch = 2 + 6 * (nf - 1);
     gl_rng order_rng;
     rng_seed(&order_rng, o->seed);
-    int order[N_FORMS];
+    int order[N_FORMS + 1]; /* the forms 0 .. nf-1, and nf: the FFN replay */
     for (int b = 1; b <= o->infer_B; b *= 2) {
         if (nv + per_batch > RECORD_MAX_METRICS) {
             fprintf(stderr, "bench: --checkpoint: batches above %d not measured (at most %d figures per run)\n", b / 2,
@@ -663,18 +715,24 @@ static int run_sparse_trained(const options *o, int rounds) {
             break;
         }
         for (int k = -1; k < rounds; k++) { /* round -1 warms up, in the plain order */
-            if (k < 0) for (int i = 0; i < nf; i++) order[i] = i;
-            else shuffle(order, nf, &order_rng);
-            for (int i = 0; i < nf; i++) {
-                set_form(m, order[i]);
+            if (k < 0) for (int i = 0; i <= nf; i++) order[i] = i;
+            else shuffle(order, nf + 1, &order_rng);
+            for (int i = 0; i <= nf; i++) {
+                if (order[i] < nf) set_form(m, order[i]);
                 double t0 = now_s();
-                model_forward(m, tok, NULL, NULL, b, T);
+                if (order[i] < nf) model_forward(m, tok, NULL, NULL, b, T);
+                else ffn_replay_run(m, b * T);
                 double dt = now_s() - t0;
-                if (k >= 0) t[order[i]][k] = dt;
+                if (k >= 0) (order[i] < nf ? t[order[i]] : t_ffn)[k] = dt;
             }
         }
-        const double N = (double)b * T, dense_tps = N / stats(t[FORM_DENSE], rounds).med;
+        const double N = (double)b * T, t_dense = stats(t[FORM_DENSE], rounds).med, dense_tps = N / t_dense;
+        const double t_ffn_med = stats(t_ffn, rounds).med, ffn_share = t_ffn_med / t_dense;
+        const block_flops fl = flops_of(cfg);
+        const double ffn_flop_share =
+            cfg->n_layer * fl.ffn / (cfg->n_layer * (fl.kv + fl.q + fl.o + fl.attn + fl.ffn) + fl.head);
         PUT(dense_tps, "dense_tokens_per_s_b%d", b);
+        PUT(ffn_share, "dense_ffn_time_share_b%d", b);
         for (int f = FORM_GATELAB; f < nf; f++) {
             set_form(m, f); /* one more forward in this form: its α and loss on these b windows */
             model_forward(m, tok, tg, mask, b, T);
@@ -682,17 +740,25 @@ static int run_sparse_trained(const options *o, int rounds) {
             pair_result p = pair_stats(t[FORM_DENSE], t[f], rounds, b * T);
             const double ideal_ffn = ideal_speedup(cfg, skipped, 0, N, 1);
             const double ideal = f == FORM_PAPER ? ideal_ffn : ideal_speedup(cfg, skipped, 0, N, 0);
-            char extra[192];
+            const double timed = ideal_timed(cfg, skipped, N, t_dense, t_ffn_med, f == FORM_PAPER);
+            char extra[512], tshare[32] = "null", tid[32] = "null";
+            if (isfinite(timed)) snprintf(tid, sizeof tid, "%.4f", timed);
+            if (isfinite(timed) && timed > 1.0)
+                snprintf(tshare, sizeof tshare, "%.3f", (p.speedup.med - 1) / (timed - 1));
             snprintf(extra, sizeof extra,
-                     ",\"form\":\"%s\",\"loss\":%.9g,\"backbone\":\"%s\",\"tsa_form\":\"%s\",\"rounds\":%d",
+                     ",\"form\":\"%s\",\"loss\":%.9g,\"backbone\":\"%s\",\"tsa_form\":\"%s\",\"rounds\":%d,"
+                     "\"above_flop_ideal\":%s,\"ffn_time_share\":%.4f,\"ffn_flop_share\":%.4f,"
+                     "\"ideal_timed\":%s,\"share_of_timed_ideal\":%s",
                      form_names[f], (double)m->task_loss, config_backbone_name(cfg->backbone),
-                     config_tsa_form_name(cfg->tsa_form), rounds);
+                     config_tsa_form_name(cfg->tsa_form), rounds, p.speedup.med > ideal ? "true" : "false",
+                     ffn_share, ffn_flop_share, tid, tshare);
             print_pair("trained_sparse_inference", b, alpha, &p, ideal, ideal_ffn, extra);
             const char *pre = f == FORM_PAPER ? "sparse_paper" : "sparse";
             PUT(p.speedup.med, "%s_speedup_b%d", pre, b);
             PUT(p.speedup.q1, "%s_speedup_b%d_q1", pre, b);
             PUT(p.speedup.q3, "%s_speedup_b%d_q3", pre, b);
             PUT(ideal, "%s_ideal_b%d", pre, b);
+            if (isfinite(timed)) PUT(timed, "%s_ideal_timed_b%d", pre, b);
             PUT(alpha, "%s_alpha_b%d", pre, b);
         }
         set_form(m, FORM_DENSE);
@@ -704,6 +770,7 @@ static int run_sparse_trained(const options *o, int rounds) {
     }
 done:
     for (int f = 0; f < N_FORMS; f++) free(t[f]);
+    free(t_ffn);
     free(tok); free(tg); free(mask);
     data_close(&ds);
     run_close(run);

@@ -32,7 +32,8 @@
 # experiment cost-<stamp> and printed with `gatelab tables cost-<stamp>`.
 #
 # usage: scripts/bench/run.sh [--steps N] [--quick] [--no-torch] [--torch-installed] [--no-cost] [--variants LIST]
-#                             [--gpt2-variants LIST] [--checkpoint RUN]... [--only-checkpoints]
+#                             [--gpt2-variants LIST] [--checkpoint RUN]... [--only-checkpoints] [--summary LOG]
+#   --summary LOG: print the summary of an earlier bench log (results/bench/bench-*.jsonl) and nothing else
 #   --gpt2-variants "": leave the gpt2 backbone out; --only-checkpoints: the trained checkpoints alone
 #   --quick: 3 rounds, 1 warm-up, no break-even sweep, no cost table, no MPI (a few minutes)
 #   --torch-installed: also PyTorch as Debian installs it (slow: about 4 more minutes); the
@@ -41,7 +42,7 @@ set -u
 cd "$(dirname "$0")/../.."
 BUILD="${BUILD:-build}"
 STEPS=10; QUICK=""; MPI=1; TORCH=1; TORCH_INSTALLED=0; COST=1; VARIANTS="base,resformer,satformer,tsa,tsa_paper"
-GPT2_VARIANTS="gpt2,gpt2_nodrop,gpt2+tsa_paper,gpt2+tsa"; CHECKPOINTS=(); ONLY_CKPT=0
+GPT2_VARIANTS="gpt2,gpt2_nodrop,gpt2+tsa_paper,gpt2+tsa"; CHECKPOINTS=(); ONLY_CKPT=0; SUMMARY=""
 COST_VARIANTS="base resformer satformer satformer_softmax satformer_bias satformer_decay_all tsa mod random denseformer hyper mudd"
 MEMORY_VARIANTS="base satformer tsa"
 while [ $# -gt 0 ]; do
@@ -55,10 +56,117 @@ while [ $# -gt 0 ]; do
         --gpt2-variants) GPT2_VARIANTS=$2; shift 2;;
         --checkpoint) CHECKPOINTS+=("$2"); shift 2;;
         --only-checkpoints) ONLY_CKPT=1; shift;;
+        --summary) SUMMARY=$2; shift 2;;
         *) echo "usage: $0 [--steps N] [--quick] [--no-torch] [--torch-installed] [--no-cost] [--variants LIST]" \
-                "[--gpt2-variants LIST] [--checkpoint RUN]... [--only-checkpoints]" >&2; exit 2;;
+                "[--gpt2-variants LIST] [--checkpoint RUN]... [--only-checkpoints] [--summary LOG]" >&2; exit 2;;
     esac
 done
+# The summary of a bench log (JSON lines): the ratios, each form's quality, the speed rows beside their ideals.
+summary() {
+/usr/bin/python3 - "$1" <<'PYEOF' 2>/dev/null || awk 1 "$1"
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+def sp(d, f="{:.3f}"):
+    return f"{f.format(d['median'])} [IQR {f.format(d['q1'])}–{f.format(d['q3'])}]"
+for env in ("as set", "autodetect"):
+    g = {r.get("variant"): r for r in rows if r["env"] == env + "/gatelab" and "variant" in r}
+    info = next((r for r in rows if r["env"] == env + "/gatelab" and "openblas_core" in r), {})
+    tb = [r for r in rows if r["env"].startswith(env + "/pytorch") and "train_tokens_per_s" in r]
+    best = max(tb, key=lambda r: r["train_tokens_per_s"]) if tb else None
+    base = g.get("base")
+    if not base: continue
+    print(f"[{env}] OpenBLAS core {info.get('openblas_core')}, sgemm {info.get('sgemm_gflops')} GFLOP/s "
+          f"(min {info.get('sgemm_gflops_min')}, max {info.get('sgemm_gflops_max')}); {info.get('rounds')} rounds after "
+          f"{info.get('warmup')} warm-up steps per variant")
+    st = base["step_ms"]
+    print(f"  gatelab train {base['train_tokens_per_s']:.0f} tok/s (step {st['median']:.0f} ms, min {st['min']:.0f}, "
+          f"max {st['max']:.0f}), forward {base['fwd_tokens_per_s']:.0f} tok/s, {base['model_gflops']:.1f} GFLOP/s = "
+          f"{100*base['ratio_to_sgemm']:.0f}% of sgemm")
+    for r in tb:
+        print(f"  {r['env'].split('/')[1]:<18} train {r['train_tokens_per_s']:.0f} tok/s, forward {r['fwd_tokens_per_s']:.0f} tok/s")
+    if best:
+        print(f"  gatelab / PyTorch at its best (train): {base['train_tokens_per_s']/best['train_tokens_per_s']:.2f}x")
+    for v in ("resformer", "satformer", "tsa", "tsa_paper", "early_exit", "denseformer", "hyper", "mudd"):
+        if v in g:
+            print(f"  {v:<12} step time {sp(g[v]['step_ratio'])}x baseline (paired per round): {g[v]['verdict']}")
+    # the gpt2 backbone: its own process, its own same-run sgemm, ratios to gpt2 (dropout 0.1)
+    g2 = {r.get("variant"): r for r in rows if r["env"] == env + "/gpt2" and "variant" in r}
+    info2 = next((r for r in rows if r["env"] == env + "/gpt2" and "openblas_core" in r), {})
+    b2 = g2.get("gpt2")
+    if b2:
+        st = b2["step_ms"]
+        print(f"  gpt2 backbone (dropout {b2['dropout']:g}) train {b2['train_tokens_per_s']:.0f} tok/s (step {st['median']:.0f} ms, "
+              f"min {st['min']:.0f}, max {st['max']:.0f}), {b2['model_gflops']:.1f} GFLOP/s = {100*b2['ratio_to_sgemm']:.0f}% of "
+              f"same-run sgemm ({info2.get('sgemm_gflops')} GFLOP/s)")
+        for v, r in g2.items():
+            if v != "gpt2":
+                # gpt2_nodrop does less work than gpt2: its ratio's inverse is what dropout costs
+                cost = f" (dropout's cost {1/r['step_ratio']['median']:.3f}x)" if v == "gpt2_nodrop" else ""
+                print(f"  {v:<16} step time {sp(r['step_ratio'])}x gpt2 (paired per round){cost}: {r['verdict']}")
+    for r in rows:
+        if r["env"] != env + "/gatelab": continue
+        if r.get("variant") in ("tsa_sparse_inference", "early_exit_inference"):
+            name = "TSA sparse" if r["variant"].startswith("tsa") else "early exit"
+            print(f"  {name:<10} inference α {r['alpha']:.2f}, batch {r['batch']}: {sp(r['speedup'])}x "
+                  f"(ideal {r['ideal_speedup']:.3f}x, {100*r['share_of_ideal']:.0f}% of it; FFN-only ideal {r['ideal_ffn_only']:.3f}x)")
+        if r.get("variant") == "tsa_sparse_break_even":
+            print(f"  TSA sparse break-even batch at α {r['alpha']:.2f}: {r['break_even_batch']}")
+    for r in rows:
+        if r["env"] == env + "/memory" and r.get("variant") == "memory":
+            print(f"  memory {r['model']:<10} peak RSS {r['peak_rss_mib']:.0f} MiB vs analytic {r['analytic_mib']:.0f} MiB "
+                  f"(params+grads+AdamW {r['params_grads_adamw_mib']:.0f}, activations {r['saved_activations_mib']:.0f}, "
+                  f"workspace {r['workspace_mib']:.0f}): {r['ratio']:.3f}x")
+ck = None
+for r in rows:  # trained checkpoints: each form's loss, then the forms side by side per batch
+    if r["env"] != "as set/checkpoint": continue
+    v = r.get("variant")
+    if v == "trained_checkpoint":
+        ck = r
+        print(f"[checkpoint] {r['run']} (step {r['step']}, backbone {r['backbone']}, tsa_form {r['tsa_form']}, "
+              f"{r['depth_routing']}; {r['rounds']} shuffled rounds of {r['forms']})")
+    elif v == "trained_sparse_quality":
+        q = f", bpc {r['bpc']:.4f}" if "bpc" in r else f", token acc {r['token_acc']:.4f}"
+        print(f"  {r['form']:<8} loss {r['loss']:.5f}{q}, α {r['active_frac']:.4f} on {r['windows']} val windows")
+    elif v == "trained_sparse_inference":
+        med, ideal = r["speedup"]["median"], r["ideal_speedup"]
+        line = (f"  batch {r['batch']:>2} {r['form']:<8} α {r['alpha']:.3f}: dense {r['dense_tokens_per_s']:.0f} tok/s, "
+                f"sparse {r['sparse_tokens_per_s']:.0f} tok/s, {sp(r['speedup'])}x (FLOP ideal {ideal:.3f}x"
+                + (f", {100*r['share_of_ideal']:.0f}% of it" if r['share_of_ideal'] is not None else ""))
+        timed = r.get("ideal_timed")
+        if timed is not None:
+            line += (f"; timed ideal {timed:.3f}x" + (f", {100*r['share_of_timed_ideal']:.0f}% of it"
+                                                       if r.get('share_of_timed_ideal') is not None else ""))
+        line += ")"
+        if med > ideal:  # never a saving: skipping cannot save more than the work it removes
+            line += "\n      above the FLOP ideal: "
+            if "ffn_time_share" not in r:
+                line += ("its cause is not measured in this log (an older bench: no ffn_time_share); "
+                         "do not read it as a saving")
+            elif r["ffn_time_share"] > r["ffn_flop_share"]:
+                line += (f"the baseline does work the model of FLOPs does not count: the FFN is "
+                         f"{100*r['ffn_time_share']:.0f}% of the dense pass's time against {100*r['ffn_flop_share']:.0f}% "
+                         "of its FLOPs (its elementwise GELU and bias work; docs/benchmarks.md), so skipping it saves "
+                         "more time than FLOPs; read the timed ideal")
+            else:
+                line += (f"not the FFN's doing (it is {100*r['ffn_time_share']:.0f}% of the dense pass's time, "
+                         f"{100*r['ffn_flop_share']:.0f}% of its FLOPs): timing noise or a cache effect, not a saving")
+            if timed is not None and med > timed:
+                line += f"; above the timed ideal {timed:.3f}x too: timing noise or a cache effect, not a saving"
+        elif timed is not None and med > timed:
+            line += f"\n      above the timed ideal {timed:.3f}x: timing noise or a cache effect, not a saving"
+        print(line)
+for r in rows:
+    if r["env"] == "mpi" and "config" in r:
+        print(f"[mpi] {r['config']:<16} {r['tokens_per_s']:.0f} tok/s, step {r['step_s']:.3f} s = compute {r['compute_s_per_step']:.3f} s"
+              f" + communication {r['comm_s_per_step']:.3f} s, gradient {r['grad_mib']:.1f} MiB per step")
+    if r["env"] == "mpi" and "efficiency_2ranks_vs_2threads" in r:
+        print(f"[mpi] 2-rank efficiency (2 ranks x 1 thread / 1 process x 2 threads): {r['efficiency_2ranks_vs_2threads']:.3f}")
+    if r["env"] == "decode" and r.get("summary") == "decode":
+        t = f", PyTorch {r['pytorch_tokens_per_s'][0]:.0f} tok/s, ratio {r['ratio'][0]:.2f}x ({r['ratio'][1]:.2f}-{r['ratio'][2]:.2f})" if "ratio" in r else ""
+        print(f"[decode] {r['variant']:<5} batch {r['batch']:>2}: gatelab {r['gatelab_tokens_per_s'][0]:.0f} tok/s{t}")
+PYEOF
+}
+if [ -n "$SUMMARY" ]; then summary "$SUMMARY"; exit; fi
 TSTEPS=$(( STEPS < 10 ? 10 : STEPS ))  # torch_bench.py wants at least 10
 if [ $ONLY_CKPT = 1 ]; then
     [ ${#CHECKPOINTS[@]} -gt 0 ] || { echo "$0: --only-checkpoints needs --checkpoint RUN" >&2; exit 2; }
@@ -137,81 +245,4 @@ fi
 
 echo
 echo "summary ($log):"
-$PY - "$log" <<'PYEOF' 2>/dev/null || awk 1 "$log"
-import json, sys
-rows = [json.loads(l) for l in open(sys.argv[1])]
-def sp(d, f="{:.3f}"):
-    return f"{f.format(d['median'])} [IQR {f.format(d['q1'])}–{f.format(d['q3'])}]"
-for env in ("as set", "autodetect"):
-    g = {r.get("variant"): r for r in rows if r["env"] == env + "/gatelab" and "variant" in r}
-    info = next((r for r in rows if r["env"] == env + "/gatelab" and "openblas_core" in r), {})
-    tb = [r for r in rows if r["env"].startswith(env + "/pytorch") and "train_tokens_per_s" in r]
-    best = max(tb, key=lambda r: r["train_tokens_per_s"]) if tb else None
-    base = g.get("base")
-    if not base: continue
-    print(f"[{env}] OpenBLAS core {info.get('openblas_core')}, sgemm {info.get('sgemm_gflops')} GFLOP/s "
-          f"(min {info.get('sgemm_gflops_min')}, max {info.get('sgemm_gflops_max')}); {info.get('rounds')} rounds after "
-          f"{info.get('warmup')} warm-up steps per variant")
-    st = base["step_ms"]
-    print(f"  gatelab train {base['train_tokens_per_s']:.0f} tok/s (step {st['median']:.0f} ms, min {st['min']:.0f}, "
-          f"max {st['max']:.0f}), forward {base['fwd_tokens_per_s']:.0f} tok/s, {base['model_gflops']:.1f} GFLOP/s = "
-          f"{100*base['ratio_to_sgemm']:.0f}% of sgemm")
-    for r in tb:
-        print(f"  {r['env'].split('/')[1]:<18} train {r['train_tokens_per_s']:.0f} tok/s, forward {r['fwd_tokens_per_s']:.0f} tok/s")
-    if best:
-        print(f"  gatelab / PyTorch at its best (train): {base['train_tokens_per_s']/best['train_tokens_per_s']:.2f}x")
-    for v in ("resformer", "satformer", "tsa", "tsa_paper", "early_exit", "denseformer", "hyper", "mudd"):
-        if v in g:
-            print(f"  {v:<12} step time {sp(g[v]['step_ratio'])}x baseline (paired per round): {g[v]['verdict']}")
-    # the gpt2 backbone: its own process, its own same-run sgemm, ratios to gpt2 (dropout 0.1)
-    g2 = {r.get("variant"): r for r in rows if r["env"] == env + "/gpt2" and "variant" in r}
-    info2 = next((r for r in rows if r["env"] == env + "/gpt2" and "openblas_core" in r), {})
-    b2 = g2.get("gpt2")
-    if b2:
-        st = b2["step_ms"]
-        print(f"  gpt2 backbone (dropout {b2['dropout']:g}) train {b2['train_tokens_per_s']:.0f} tok/s (step {st['median']:.0f} ms, "
-              f"min {st['min']:.0f}, max {st['max']:.0f}), {b2['model_gflops']:.1f} GFLOP/s = {100*b2['ratio_to_sgemm']:.0f}% of "
-              f"same-run sgemm ({info2.get('sgemm_gflops')} GFLOP/s)")
-        for v, r in g2.items():
-            if v != "gpt2":
-                # gpt2_nodrop does less work than gpt2: its ratio's inverse is what dropout costs
-                cost = f" (dropout's cost {1/r['step_ratio']['median']:.3f}x)" if v == "gpt2_nodrop" else ""
-                print(f"  {v:<16} step time {sp(r['step_ratio'])}x gpt2 (paired per round){cost}: {r['verdict']}")
-    for r in rows:
-        if r["env"] != env + "/gatelab": continue
-        if r.get("variant") in ("tsa_sparse_inference", "early_exit_inference"):
-            name = "TSA sparse" if r["variant"].startswith("tsa") else "early exit"
-            print(f"  {name:<10} inference α {r['alpha']:.2f}, batch {r['batch']}: {sp(r['speedup'])}x "
-                  f"(ideal {r['ideal_speedup']:.3f}x, {100*r['share_of_ideal']:.0f}% of it; FFN-only ideal {r['ideal_ffn_only']:.3f}x)")
-        if r.get("variant") == "tsa_sparse_break_even":
-            print(f"  TSA sparse break-even batch at α {r['alpha']:.2f}: {r['break_even_batch']}")
-    for r in rows:
-        if r["env"] == env + "/memory" and r.get("variant") == "memory":
-            print(f"  memory {r['model']:<10} peak RSS {r['peak_rss_mib']:.0f} MiB vs analytic {r['analytic_mib']:.0f} MiB "
-                  f"(params+grads+AdamW {r['params_grads_adamw_mib']:.0f}, activations {r['saved_activations_mib']:.0f}, "
-                  f"workspace {r['workspace_mib']:.0f}): {r['ratio']:.3f}x")
-ck = None
-for r in rows:  # trained checkpoints: each form's loss, then the forms side by side per batch
-    if r["env"] != "as set/checkpoint": continue
-    v = r.get("variant")
-    if v == "trained_checkpoint":
-        ck = r
-        print(f"[checkpoint] {r['run']} (step {r['step']}, backbone {r['backbone']}, tsa_form {r['tsa_form']}, "
-              f"{r['depth_routing']}; {r['rounds']} shuffled rounds of {r['forms']})")
-    elif v == "trained_sparse_quality":
-        q = f", bpc {r['bpc']:.4f}" if "bpc" in r else f", token acc {r['token_acc']:.4f}"
-        print(f"  {r['form']:<8} loss {r['loss']:.5f}{q}, α {r['active_frac']:.4f} on {r['windows']} val windows")
-    elif v == "trained_sparse_inference":
-        print(f"  batch {r['batch']:>2} {r['form']:<8} α {r['alpha']:.3f}: dense {r['dense_tokens_per_s']:.0f} tok/s, "
-              f"sparse {r['sparse_tokens_per_s']:.0f} tok/s, {sp(r['speedup'])}x (ideal {r['ideal_speedup']:.3f}x"
-              + (f", {100*r['share_of_ideal']:.0f}% of it)" if r['share_of_ideal'] is not None else ")"))
-for r in rows:
-    if r["env"] == "mpi" and "config" in r:
-        print(f"[mpi] {r['config']:<16} {r['tokens_per_s']:.0f} tok/s, step {r['step_s']:.3f} s = compute {r['compute_s_per_step']:.3f} s"
-              f" + communication {r['comm_s_per_step']:.3f} s, gradient {r['grad_mib']:.1f} MiB per step")
-    if r["env"] == "mpi" and "efficiency_2ranks_vs_2threads" in r:
-        print(f"[mpi] 2-rank efficiency (2 ranks x 1 thread / 1 process x 2 threads): {r['efficiency_2ranks_vs_2threads']:.3f}")
-    if r["env"] == "decode" and r.get("summary") == "decode":
-        t = f", PyTorch {r['pytorch_tokens_per_s'][0]:.0f} tok/s, ratio {r['ratio'][0]:.2f}x ({r['ratio'][1]:.2f}-{r['ratio'][2]:.2f})" if "ratio" in r else ""
-        print(f"[decode] {r['variant']:<5} batch {r['batch']:>2}: gatelab {r['gatelab_tokens_per_s'][0]:.0f} tok/s{t}")
-PYEOF
+summary "$log"

@@ -29,6 +29,13 @@ check "train a tiny gpt2 TSA run in the paper's form, dropout 0.1 (exit 0)" test
 check "train a tiny llama TSA run in gatelab's form (exit 0)" test $? -eq 0
 "$BIN" train "$W/tiny.ini" model.depth_routing=mod --run-id mod --results "$R" --quiet > "$W/t3" 2>&1
 check "train a tiny MoD run (exit 0)" test $? -eq 0
+# the paper's official copy task (data.task_format = paper; a task, no data file): a task's quality rows carry
+# token and sequence accuracy instead of bpc; the paper form's row must be its evaluation, not an empty one
+"$BIN" train "$W/tiny.ini" model.backbone=gpt2 model.qk_norm=0 model.norm_eps=1e-5 model.dropout=0.1 \
+    model.depth_routing=tsa model.tsa_form=paper model.router_init_bias=-1 model.tsa_lambda=0.01 \
+    data.task=copy data.task_format=paper data.seq_items=6 data.n_symbols=10 model.seq_len=14 \
+    data.train_size=96 data.eval_size=40 train.steps=20 --run-id cp --results "$R" --quiet > "$W/t4" 2>&1
+check "train a tiny gpt2 TSA run in the paper's form on the paper's copy task (exit 0)" test $? -eq 0
 
 # RUN BACKBONE TSA_FORM: bench --checkpoint beside gatelab eval --sparse=gatelab|paper on the same 4 windows
 # (the windows of the batch-4 speed rows too)
@@ -47,6 +54,7 @@ def strict(line):
 rows = [strict(l) for l in open(sys.argv[1]) if l.startswith("{")]
 eg, ep = (strict(open(p).read()) for p in sys.argv[2:4])
 bb, tf = sys.argv[4:6]
+is_text = "bpc" in eg["soft"]
 def check(what, ok):
     print(("PASS " if ok else "FAIL ") + what)
 head = [r for r in rows if r.get("variant") == "trained_checkpoint"]
@@ -54,14 +62,16 @@ check(f"the checkpoint row names backbone {bb}, tsa_form {tf}, the three forms a
       len(head) == 1 and head[0]["backbone"] == bb and head[0]["tsa_form"] == tf
       and head[0]["forms"] == "dense,gatelab,paper" and head[0]["eval_windows"] == 4)
 q = {r["form"]: r for r in rows if r.get("variant") == "trained_sparse_quality"}
-check(f"one quality row per form ({sorted(q)}), each on 4 validation windows",
-      sorted(q) == ["dense", "gatelab", "paper"] and all(r["windows"] == 4 and r["split"] == "val" for r in q.values()))
+check(f"one quality row per form ({sorted(q)}), each on 4 validation windows "
+      f"({[(f, r['windows'], r['tokens']) for f, r in sorted(q.items())]}), the tokens eval's",
+      sorted(q) == ["dense", "gatelab", "paper"] and all(r["windows"] == 4 and r["split"] == "val"
+                                                        and r["tokens"] == eg["soft"]["tokens"] > 0 for r in q.values()))
 if sorted(q) != ["dense", "gatelab", "paper"]:
     sys.exit(0)
 tol = 1e-10  # eval prints 12 significant digits; bench 17: the same evaluation, so equal to eval's precision
 for form, ev in (("gatelab", eg), ("paper", ep)):
     check(f"eval --sparse={form} says sparse_form {ev.get('sparse_form')}", ev.get("sparse_form") == form)
-    for key in ("loss", "bpc", "active_frac"):
+    for key in ("loss", "bpc", "active_frac") if is_text else ("loss", "token_acc", "seq_acc", "active_frac"):
         check(f"bench's {form} {key} = eval --sparse={form}'s ({q[form][key]!r}, {ev['sparse'][key]!r})",
               abs(q[form][key] - ev["sparse"][key]) <= tol)
 check(f"bench's dense loss = eval's soft loss ({q['dense']['loss']!r}, {eg['soft']['loss']!r})",
@@ -87,18 +97,35 @@ for form in ("gatelab", "paper"):
           form in b4 and abs(b4[form]["loss"] - q[form]["loss"]) <= 1e-5 and abs(b4[form]["alpha"] - q[form]["active_frac"]) <= 1e-4)
 check("the paper form's ideal is the FFN-only one (its attention runs for every token)",
       all(abs(r["ideal_speedup"] - r["ideal_ffn_only"]) < 1e-9 for r in sp if r["form"] == "paper"))
+# the timed ideal: the FFN at its replayed share of the dense time (docs/benchmarks.md)
+check("each speed row says whether its median is above the FLOP ideal (above_flop_ideal)",
+      all(r.get("above_flop_ideal") is (r["speedup"]["median"] > r["ideal_speedup"]) for r in sp))
+check("each speed row: the FFN's share of the dense time (> 0) and of its FLOPs (in (0, 1))",
+      all(r.get("ffn_time_share", 0) > 0 and 0 < r.get("ffn_flop_share", 0) < 1 for r in sp))
+L = head[0]["n_layer"]
+def paper_timed(r):  # the paper form skips only FFNs: t_dense / (t_dense − skipped pairs' share of the FFN time)
+    return 1 / (1 - (1 - r["alpha"]) * (L - 1) / L * r["ffn_time_share"])
+check("the paper form's timed ideal is 1 / (1 − (1 − α)(L − 1)/L · ffn_time_share) (null only when the FFN took "
+      f"the whole dense time) ({[(r['batch'], r.get('ideal_timed')) for r in sp if r['form'] == 'paper']})",
+      all((r.get("ideal_timed") is None and r["ffn_time_share"] >= 1) or
+          (r.get("ideal_timed") is not None and abs(r["ideal_timed"] - paper_timed(r)) <= 2e-3 * paper_timed(r))
+          for r in sp if r["form"] == "paper"))
+check("gatelab's timed ideal (it also skips query, attention row and Wo) is above the FFN-only one at its α",
+      all(r.get("ideal_timed") is None or r["ideal_timed"] >= 1 / (1 - (1 - r["alpha"]) * (L - 1) / L * r["ffn_time_share"]) - 1e-3
+          for r in sp if r["form"] == "gatelab"))
 PY
     local n
     n=$(sqlite3 "$W/cost.db" "select count(*) from metrics where run_id = 'cost-$run-trained-sparse' and name in
         ('sparse_paper_speedup_b4','sparse_paper_alpha_b4','sparse_speedup_b4','sparse_alpha_b4','dense_tokens_per_s_b4',
-         'loss_dense','loss_gatelab','loss_paper')")
-    check "$run: --db records both forms and the losses (8 of 8 checked names, got $n)" test "$n" = 8
+         'loss_dense','loss_gatelab','loss_paper','dense_ffn_time_share_b4')")
+    check "$run: --db records both forms, the losses and the FFN's time share (9 of 9 checked names, got $n)" test "$n" = 9
     check "$run: the recorded paper loss is bench's" test "$(sqlite3 "$W/cost.db" "select printf('%.9f', value) from metrics
         where run_id = 'cost-$run-trained-sparse' and name = 'loss_paper'")" = \
         "$(sed -n '/"trained_sparse_quality","form":"paper"/s/.*"loss":\([-+0-9.eE]*\).*/\1/p' "$out" | xargs printf '%.9f')"
 }
 forms gp gpt2 paper
 forms gl llama gatelab
+forms cp gpt2 paper
 
 "$BENCH" --quick --no-sgemm --variants '' --infer-batch 2 --eval-windows 4 --checkpoint "$R/runs/mod" > "$W/bench-mod.jsonl" 2>&1
 check "MoD checkpoint: bench exits 0" test $? -eq 0
@@ -131,3 +158,26 @@ check("same-run sgemm measured and gpt2's share of it printed",
 PY
 "$BENCH" --quick --no-sgemm --variants gpt2+hyper > "$W/out" 2>&1
 check "gpt2+hyper is refused (exit 2) naming the backbone" bash -c "[ $? -eq 2 ] && grep -q 'backbone = gpt2' '$W/out'"
+
+# the summary (scripts/bench/run.sh --summary LOG) says per row when a speed-up is above the FLOP ideal, with
+# the FFN's time and FLOP shares, beside the timed ideal; a row within its ideal gets no such line
+RUNSH="$(cd "$(dirname "$0")/../.." && pwd)/scripts/bench/run.sh"
+row() { # FORM MEDIAN FLOP_IDEAL TIMED_IDEAL
+    echo '{"env":"as set/checkpoint","variant":"trained_sparse_inference","batch":8,"alpha":0.2345,"dense_tokens_per_s":100,'\
+'"sparse_tokens_per_s":200,"speedup":{"median":'"$2"',"q1":1.9,"q3":2.1,"min":1.8,"max":2.2},"ideal_speedup":'"$3"','\
+'"share_of_ideal":1.31,"ideal_ffn_only":1.7,"form":"'"$1"'","loss":0.04,"backbone":"gpt2","tsa_form":"paper","rounds":10,'\
+'"above_flop_ideal":true,"ffn_time_share":0.8206,"ffn_flop_share":0.6463,"ideal_timed":'"$4"',"share_of_timed_ideal":0.9}'
+}
+{ row paper 1.92 1.7015 2.2517; row gatelab 1.5 1.9203 2.1716; row dense_like 2.4 1.7 2.2; row timed_only 1.6 1.7 1.5; } \
+    > "$W/sum.jsonl"
+bash "$RUNSH" --summary "$W/sum.jsonl" > "$W/sum.out" 2>&1
+check "run.sh --summary LOG prints a log's summary (exit 0)" test $? -eq 0
+check "... the row above its FLOP ideal says so, with the FFN's 82% of the time against 65% of the FLOPs, and the timed ideal" \
+    bash -c "grep -A1 'batch  8 paper .*FLOP ideal 1.702x.*timed ideal 2.252x' '$W/sum.out' |
+             grep -q 'above the FLOP ideal: the baseline does work the model of FLOPs does not count: the FFN is 82% of the dense pass.s time against 65% of its FLOPs'"
+check "... a row within its FLOP ideal has no such line" \
+    bash -c "! grep -A1 'batch  8 gatelab' '$W/sum.out' | grep -q 'above the FLOP ideal'"
+check "... a row above the timed ideal too is called noise or a cache effect, not a saving" \
+    bash -c "grep -A1 'batch  8 dense_like' '$W/sum.out' | grep -q 'above the timed ideal 2.200x too: timing noise or a cache effect, not a saving'"
+check "... a row above the timed ideal alone (not the FLOP one) is called noise or a cache effect too" \
+    bash -c "grep -A1 'batch  8 timed_only' '$W/sum.out' | grep -q 'above the timed ideal 1.500x: timing noise or a cache effect, not a saving'"
