@@ -1496,7 +1496,7 @@ int paper_report(gl_db *db, const char *preset, const char *plan_path, const cha
     paper_figs figs;
     paper_points pp = {0};
     pr_paper_points(&cf, &pp);
-    if (paper_figures(db, runs, n, &base, &pp, path, &figs, fig_err, sizeof fig_err))
+    if (paper_figures(db, &rs, runs, n, &base, &pp, path, &figs, fig_err, sizeof fig_err))
         fprintf(stderr, "gatelab paper report: %s (the report goes on without it)\n", fig_err);
     char forest[4300], panels[512];
     int flines = 0;
