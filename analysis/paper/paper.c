@@ -463,8 +463,9 @@ static void pp_hours(char *out, size_t n, double secs) {
 }
 
 /* The plan-progress table; left[k] gets plan line k's runs left to train (-1: not known here). */
-static int write_progress(FILE *f, const pr_listing *ls, const paper_plan *plan, const char *plan_dir, const char *preset,
-                          const paper_run *runs, int nruns, int *left_by_line, char *err, size_t errlen) {
+static int write_progress(FILE *f, const pr_listing *ls, const paper_plan *plan, const char *plan_dir,
+                          const char *preset, const paper_run *runs, int nruns, int *left_by_line, char *err,
+                          size_t errlen) {
     fprintf(f, "## Plan progress\n\nLeft to run: each group's runs not finished, at the median seconds per step "
                "of the finished runs of the same shape (d_model, blocks, context, batch), one thread, as measured "
                "here — runs that shared the machine ran slower, so this is the budget at this machine's pace.\n\n"

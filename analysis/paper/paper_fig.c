@@ -187,8 +187,8 @@ static void pf_pareto_extra(const runset_run *const *src, const paper_run *r, in
 }
 
 /* λ Pareto: TSA per λ, dense at 0 %, early exit at the matched τ. */
-static int fig_pareto(const runset_run *const *src, const paper_run *r, int n, const paper_base *b, const paper_points *pp, const char *dir,
-                      paper_figs *s, char *err, size_t errlen) {
+static int fig_pareto(const runset_run *const *src, const paper_run *r, int n, const paper_base *b,
+                      const paper_points *pp, const char *dir, paper_figs *s, char *err, size_t errlen) {
     double lam[32];
     const int nl = pf_lambdas(r, n, b, lam);
     if (!nl) {
@@ -250,8 +250,8 @@ static int pf_cmp_dbl(const void *a, const void *b) {
  * (head indices are arbitrary per seed, so they are never averaged across
  * seeds): within each block the heads are sorted by mean α, rank 0 the
  * smallest; the colour scale starts at 0 (the "near zero" claim). */
-static int fig_heatmap(const runset_run *const *src, const paper_run *r, int n, const paper_base *b, const char *dir, paper_figs *s,
-                       char *err, size_t errlen) {
+static int fig_heatmap(const runset_run *const *src, const paper_run *r, int n, const paper_base *b, const char *dir,
+                       paper_figs *s, char *err, size_t errlen) {
     enum { MAXL = 64, MAXH = 64, MAXS = 8 };
     static double cell[MAXS][MAXL][MAXH];
     char seeds[MAXS][32];
@@ -308,8 +308,8 @@ static int fig_heatmap(const runset_run *const *src, const paper_run *r, int n, 
 }
 
 /* Mean α per block and token category over the SATFormer seeds. */
-static int fig_category(const runset_run *const *src, const paper_run *r, int n, const paper_base *b, const char *dir, paper_figs *s,
-                        char *err, size_t errlen) {
+static int fig_category(const runset_run *const *src, const paper_run *r, int n, const paper_base *b, const char *dir,
+                        paper_figs *s, char *err, size_t errlen) {
     enum { MAXL = 64 };
     static const int cat[3] = {CAT_SEMANTIC, CAT_STRUCTURAL, CAT_FUNCTIONAL};
     acc a[MAXL][3];
@@ -381,8 +381,8 @@ static int fig_ablation(const paper_run *r, int n, const paper_base *b, const ch
  * the last traced step in ANALYZE_P_BINS bins of [0, 1] (analyze: analysis/p_hist_b<i>), the share
  * per bin, mean ± sd over seeds, one series per (task, λ).  Decided routers put their mass near 0
  * and 1; a share near 0.5 is a token that real skipping treats unlike the soft model. */
-static int fig_p_hist(const runset_run *const *src, const paper_run *r, int n, const char *dir, paper_figs *s, char *err,
-                      size_t errlen) {
+static int fig_p_hist(const runset_run *const *src, const paper_run *r, int n, const char *dir, paper_figs *s,
+                      char *err, size_t errlen) {
     enum { MAXS = 6 };
     static const char *const tasks[] = {"copy", "sort"};
     struct {
