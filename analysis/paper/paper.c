@@ -395,12 +395,29 @@ static double pp_step_seconds(const paper_run *runs, int n, int d_model, int n_l
     return med;
 }
 
+/* The registry's runs (soft-deleted ones left out), listed once (db_runs_list) in experiment, then
+ * run-id order, so a plan group's runs are one stretch of it: what the plan's lines read (progress,
+ * what is left, whether the registry is the preset's), not a listing per line. */
+typedef struct {
+    gl_run_row *r;
+    int n;
+} pr_listing;
+
+/* The runs of experiment exp in ls, in run-id order: *n of them from the returned row (NULL: none). */
+static const gl_run_row *pr_group_runs(const pr_listing *ls, const char *exp, int *n) {
+    int lo = 0, hi;
+    while (lo < ls->n && strcmp(ls->r[lo].experiment, exp)) lo++;
+    for (hi = lo; hi < ls->n && !strcmp(ls->r[hi].experiment, exp); hi++) {}
+    *n = hi - lo;
+    return hi > lo ? ls->r + lo : NULL;
+}
+
 /* What a plan line has left to train: its sweep expanded as `gatelab sweep` expands it (the same
  * manifest, "--axis k=v" pairs and fixed "k=v" words, log.experiment=paper-GROUP), less its runs
  * FINISHED in the registry; *secs sums each left run's steps × the step time of its shape, *untimed
  * counts the runs whose shape no finished run has.  Returns the runs left, or -1 with why. */
-static int pp_left(const plan_line *l, const char *plan_dir, gl_db *db, const paper_run *runs, int n, double *secs,
-                   int *untimed, char *why, size_t whylen) {
+static int pp_left(const plan_line *l, const char *plan_dir, const pr_listing *ls, const paper_run *runs, int n,
+                   double *secs, int *untimed, char *why, size_t whylen) {
     *secs = 0, *untimed = 0;
     char args[2048], path[4200], exp[96];
     snprintf(args, sizeof args, "%s", l->args);
@@ -416,10 +433,8 @@ static int pp_left(const plan_line *l, const char *plan_dir, gl_db *db, const pa
     cli[ncli++] = exp;
     gl_sweep sw = {0};
     if (sweep_expand(&sw, path, ncli, cli, nax, axis, why, whylen)) return -1;
-    gl_run_row *rows = NULL;
     int nr = 0, left = 0, finished = 0;
-    char err[512];
-    if (db_runs_list(db, exp + strlen("log.experiment="), NULL, &rows, &nr, err, sizeof err)) nr = 0;
+    const gl_run_row *rows = pr_group_runs(ls, exp + strlen("log.experiment="), &nr);
     for (int i = 0; i < nr; i++) finished += !strcmp(rows[i].status, "FINISHED");
     /* a group's finished runs count against its grid even under other ids (`train --run-id`) */
     const int budget = sw.n_runs > finished ? sw.n_runs - finished : 0;
@@ -436,7 +451,6 @@ static int pp_left(const plan_line *l, const char *plan_dir, gl_db *db, const pa
         else *secs += s * mf->train.steps;
         free(mf);
     }
-    free(rows);
     sweep_free(&sw);
     return left;
 }
@@ -449,8 +463,9 @@ static void pp_hours(char *out, size_t n, double secs) {
 }
 
 /* The plan-progress table; left[k] gets plan line k's runs left to train (-1: not known here). */
-static int write_progress(FILE *f, gl_db *db, const paper_plan *plan, const char *plan_dir, const char *preset,
-                          const paper_run *runs, int nruns, int *left_by_line, char *err, size_t errlen) {
+static int write_progress(FILE *f, const pr_listing *ls, const paper_plan *plan, const char *plan_dir,
+                          const char *preset, const paper_run *runs, int nruns, int *left_by_line, char *err,
+                          size_t errlen) {
     fprintf(f, "## Plan progress\n\nLeft to run: each group's runs not finished, at the median seconds per step "
                "of the finished runs of the same shape (d_model, blocks, context, batch), one thread, as measured "
                "here — runs that shared the machine ran slower, so this is the budget at this machine's pace.\n\n"
@@ -461,19 +476,14 @@ static int write_progress(FILE *f, gl_db *db, const paper_plan *plan, const char
         const plan_line *l = &plan->lines[k];
         char exp[80];
         snprintf(exp, sizeof exp, "paper-%s", l->group);
-        gl_run_row *rows = NULL;
         int n = 0, done = 0;
-        if (db_runs_list(db, exp, NULL, &rows, &n, err, errlen)) {
-            rc = -1;
-            break;
-        }
+        const gl_run_row *rows = pr_group_runs(ls, exp, &n);
         for (int i = 0; i < n; i++) done += !strcmp(rows[i].status, "FINISHED");
-        free(rows);
         if (!n || done < n) partial = 1;
         char why[512], cell[640];
         double secs;
         int untimed;
-        const int left = pp_left(l, plan_dir, db, runs, nruns, &secs, &untimed, why, sizeof why);
+        const int left = pp_left(l, plan_dir, ls, runs, nruns, &secs, &untimed, why, sizeof why);
         left_by_line[k] = left;
         if (left < 0) snprintf(cell, sizeof cell, "not known here: %s", why);
         else if (!left) snprintf(cell, sizeof cell, "—");
@@ -1322,7 +1332,11 @@ static const gl_param *pm_of(const pm_params *s, const char *run_id, int *np) {
     return k > lo ? s->p + lo : NULL;
 }
 
-static int plan_mismatch(gl_db *db, const paper_plan *plan, char *why, size_t n, char *err, size_t errlen) {
+/* Whether the registry holds another preset's runs: 1 with why when a run of a plan group (its runs in
+ * ls) has a param the plan line's fixed "k=v" words contradict, or no group has any run; 0 when it is
+ * the plan's; -1 with err (the params, one set-wide read). */
+static int plan_mismatch(gl_db *db, const pr_listing *ls, const paper_plan *plan, char *why, size_t n, char *err,
+                         size_t errlen) {
     int registered = 0, bad = 0;
     pm_params pm = {0};
     const gl_set_filter plan_runs = {.prefix = "paper-"};
@@ -1335,12 +1349,8 @@ static int plan_mismatch(gl_db *db, const paper_plan *plan, char *why, size_t n,
         const plan_line *l = &plan->lines[k];
         char exp[80];
         snprintf(exp, sizeof exp, "paper-%s", l->group);
-        gl_run_row *rows = NULL;
         int nr = 0;
-        if (db_runs_list(db, exp, NULL, &rows, &nr, err, errlen)) {
-            free(pm.p), free(pm.id);
-            return -1;
-        }
+        const gl_run_row *rows = pr_group_runs(ls, exp, &nr);
         registered += nr;
         for (int r = 0; r < nr && !bad; r++) {
             int np = 0;
@@ -1368,7 +1378,6 @@ static int plan_mismatch(gl_db *db, const paper_plan *plan, char *why, size_t n,
                 }
             }
         }
-        free(rows);
     }
     free(pm.p), free(pm.id);
     if (!bad && !registered) {
@@ -1454,6 +1463,7 @@ int paper_report(gl_db *db, const char *preset, const char *plan_path, const cha
     paper_run *runs = NULL;
     int n = 0, rc = -1;
     runset rs = {0};
+    pr_listing listing = {0};
     claims_file cf = {0};
     claims_result *res = NULL;
     int *left = NULL, holm_m = 0;
@@ -1467,7 +1477,8 @@ int paper_report(gl_db *db, const char *preset, const char *plan_path, const cha
     if (plan_read(plan_path, &plan, err, errlen)) return -1;
     fileio_out out = {0};
     char mismatch[512] = "";
-    const int mm = plan_mismatch(db, &plan, mismatch, sizeof mismatch, err, errlen);
+    if (db_runs_list(db, NULL, NULL, &listing.r, &listing.n, err, errlen)) goto done;
+    const int mm = plan_mismatch(db, &listing, &plan, mismatch, sizeof mismatch, err, errlen);
     if (mm < 0) goto done;
     char claims_path[4200], path[4200], fig_err[1024] = "";
     const char *slash = strrchr(plan_path, '/');
@@ -1496,7 +1507,7 @@ int paper_report(gl_db *db, const char *preset, const char *plan_path, const cha
     paper_figs figs;
     paper_points pp = {0};
     pr_paper_points(&cf, &pp);
-    if (paper_figures(db, runs, n, &base, &pp, path, &figs, fig_err, sizeof fig_err))
+    if (paper_figures(db, &rs, runs, n, &base, &pp, path, &figs, fig_err, sizeof fig_err))
         fprintf(stderr, "gatelab paper report: %s (the report goes on without it)\n", fig_err);
     char forest[4300], panels[512];
     int flines = 0;
@@ -1532,7 +1543,7 @@ int paper_report(gl_db *db, const char *preset, const char *plan_path, const cha
         snprintf(err, errlen, "out of memory for the plan's progress");
         goto done;
     }
-    const int prc = write_progress(pf, db, &plan, plan_dir, preset, runs, n, left, err, errlen);
+    const int prc = write_progress(pf, &listing, &plan, plan_dir, preset, runs, n, left, err, errlen);
     if (fclose(pf) || prc) goto done;
     if (pr_rows(f, &cf, res, &plan, left, n_rows)) goto write_fail;
     pr_primary(f, &cf, res, holm_m, holm_adj);
@@ -1560,5 +1571,6 @@ done:
     claims_free(&cf);
     runset_free(&rs);
     free(runs);
+    free(listing.r);
     return rc;
 }

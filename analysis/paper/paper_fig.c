@@ -9,6 +9,11 @@
  * it) and drawn by scripts/plots/paper_*.gp or heatmap.gp through
  * figures_gnuplot.  A figure without data is skipped with its reason.
  *
+ * What a figure reads comes from the run set (runset.h): each run's latest
+ * rows by "split/label" key (runset_get) and its typed config, and one
+ * set-wide read of the validation-loss series (db_set_series) for the
+ * loss-against-time figure — never a statement per run or per metric.
+ *
  * Not here: which runs answer which claim (paper.c), per-run figures
  * (figures.c).
  */
@@ -27,6 +32,7 @@
 #include "store/categories.h"
 #include "store/metric.h"
 #include "analysis/core/stats.h"
+#include "analysis/runs/runset.h"
 
 /* The values of one cell over seeds; mean and sd come from the kernel (stats.h). */
 #define ACC_MAX 64
@@ -45,6 +51,30 @@ static double acc_sd(const acc *a) { return st_describe(a->v, a->n, 0.95).sd; }
 static void pf_num(FILE *f, double v) {
     if (isnan(v)) fprintf(f, "\tnan");
     else fprintf(f, "\t%.6g", v);
+}
+
+/* The latest split/<k's label> of run r from the run set's rows, keyed as the loader keys them
+ * (metric_label, runset.c rs_on_latest); NaN when absent or r is NULL. */
+static double pf_key(const runset_run *r, const char *split, const metric_key *k) {
+    char label[RUNSET_KEY_MAX], key[RUNSET_KEY_MAX];
+    if (!r) return NAN;
+    metric_label(k->name, k->params, label, sizeof label);
+    snprintf(key, sizeof key, "%s/%s", split, label);
+    return runset_num(r, key);
+}
+
+/* The same for a metric without parameters. */
+static double pf_val(const runset_run *r, const char *split, const char *name) {
+    char key[RUNSET_KEY_MAX];
+    snprintf(key, sizeof key, "%s/%s", split, name);
+    return r ? runset_num(r, key) : NAN;
+}
+
+/* The run id of rs, or NULL. */
+static const runset_run *pf_find(const runset *rs, const char *id) {
+    for (int i = 0; rs && i < rs->n; i++)
+        if (!strcmp(rs->r[i].t.run_id, id)) return &rs->r[i];
+    return NULL;
 }
 
 /* 1 when r is a run of the figures' data set at their scale with (value, depth, cross); NULL: any. */
@@ -113,7 +143,7 @@ static int pf_lambdas(const paper_run *r, int n, const paper_base *b, double lam
  * done (val/hard.*) per λ, early exit's τ frontier (ablation exit.tau<τ>.*)
  * and post-hoc early exit on the dense model (ablation posthoc.tau<τ>.*),
  * each the mean ± sd over seeds; a block nobody measured is left out. */
-static int pf_pareto_extra(gl_db *db, const paper_run *r, int n, const paper_base *b, FILE *f, char *err, size_t errlen) {
+static void pf_pareto_extra(const runset_run *const *src, const paper_run *r, int n, const paper_base *b, FILE *f) {
     static const double taus[] = {0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95};
     double lam[32];
     const int nl = pf_lambdas(r, n, b, lam);
@@ -122,10 +152,7 @@ static int pf_pareto_extra(gl_db *db, const paper_run *r, int n, const paper_bas
         acc sv = {0}, ls = {0};
         for (int i = 0; i < n; i++) {
             if (!pf_is(&r[i], b, NULL, "tsa", NULL) || fabs(r[i].t.lambda - lam[k]) > 1e-12) continue;
-            double a = NAN, b = NAN;
-            if (db_metric_last(db, r[i].t.run_id, "val", "hard.tlops_saved", NULL, &a, NULL, err, errlen) < 0 ||
-                db_metric_last(db, r[i].t.run_id, "val", "hard.loss", NULL, &b, NULL, err, errlen) < 0)
-                return -1;
+            const double a = pf_val(src[i], "val", "hard.tlops_saved"), b = pf_val(src[i], "val", "hard.loss");
             if (!isnan(a) && !isnan(b)) acc_add(&sv, 100 * a), acc_add(&ls, b);
         }
         if (!ls.n) continue;
@@ -147,10 +174,7 @@ static int pf_pareto_extra(gl_db *db, const paper_run *r, int n, const paper_bas
                 metric_key nl_, ns_;
                 metric_exit_mode(&nl_, curves[c].mode, taus[t], "loss", METRIC_NONE);
                 metric_exit_mode(&ns_, curves[c].mode, taus[t], "tlops_saved", METRIC_NONE);
-                double a = NAN, b = NAN;
-                if (db_metric_last(db, r[i].t.run_id, "ablation", ns_.name, ns_.params, &a, NULL, err, errlen) < 0 ||
-                    db_metric_last(db, r[i].t.run_id, "ablation", nl_.name, nl_.params, &b, NULL, err, errlen) < 0)
-                    return -1;
+                const double a = pf_key(src[i], "ablation", &ns_), b = pf_key(src[i], "ablation", &nl_);
                 if (!isnan(a) && !isnan(b)) acc_add(&sv, 100 * a), acc_add(&ls, b);
             }
             if (!ls.n) continue;
@@ -160,12 +184,11 @@ static int pf_pareto_extra(gl_db *db, const paper_run *r, int n, const paper_bas
             fprintf(f, "\n");
         }
     }
-    return 0;
 }
 
 /* λ Pareto: TSA per λ, dense at 0 %, early exit at the matched τ. */
-static int fig_pareto(gl_db *db, const paper_run *r, int n, const paper_base *b, const paper_points *pp, const char *dir,
-                      paper_figs *s, char *err, size_t errlen) {
+static int fig_pareto(const runset_run *const *src, const paper_run *r, int n, const paper_base *b,
+                      const paper_points *pp, const char *dir, paper_figs *s, char *err, size_t errlen) {
     double lam[32];
     const int nl = pf_lambdas(r, n, b, lam);
     if (!nl) {
@@ -211,24 +234,11 @@ static int fig_pareto(gl_db *db, const paper_run *r, int n, const paper_base *b,
                     pp->label[k]);
             fprintf(f, "%s\t%.6g\t0\t%.6g\t0\n", pp->label[k], 100 * pp->saved[k], acc_mean(&ls) * (1 + pp->rel[k]));
         }
-    if (pf_pareto_extra(db, r, n, b, f, err, errlen)) {
-        fclose(f);
-        return -1;
-    }
+    pf_pareto_extra(src, r, n, b, f);
     if (pf_close(f, path, err, errlen)) return -1;
     char vars[200];
     snprintf(vars, sizeof vars, "title='%s: TLOps saved vs whole-split loss, mean ± sd over seeds'", b->title);
     return pf_draw(s, "paper_pareto.gp", path, dir, "paper_pareto", vars, err, errlen);
-}
-
-/* An integer param of run into *v (db_param_typed: the manifest's parser and key table, never atoi),
- * 0 when the run has none.  Returns 0, or -1 with a message (registry; a stored text the manifest
- * refuses names the run and key). */
-static int pf_param_int(gl_db *db, const char *run, const char *key, int *v, char *err, size_t errlen) {
-    gl_key_value kv;
-    int rc = db_param_typed(db, run, key, &kv, err, errlen);
-    *v = rc == 1 ? (int)kv.num : 0;
-    return rc < 0 ? -1 : 0;
 }
 
 static int pf_cmp_dbl(const void *a, const void *b) {
@@ -240,18 +250,15 @@ static int pf_cmp_dbl(const void *a, const void *b) {
  * (head indices are arbitrary per seed, so they are never averaged across
  * seeds): within each block the heads are sorted by mean α, rank 0 the
  * smallest; the colour scale starts at 0 (the "near zero" claim). */
-static int fig_heatmap(gl_db *db, const paper_run *r, int n, const paper_base *b, const char *dir, paper_figs *s,
-                       char *err, size_t errlen) {
+static int fig_heatmap(const runset_run *const *src, const paper_run *r, int n, const paper_base *b, const char *dir,
+                       paper_figs *s, char *err, size_t errlen) {
     enum { MAXL = 64, MAXH = 64, MAXS = 8 };
     static double cell[MAXS][MAXL][MAXH];
     char seeds[MAXS][32];
     int L = 0, H = 0, ns = 0;
     for (int i = 0; i < n && ns < MAXS; i++) {
         if (!pf_is(&r[i], b, "satformer", "none", "none")) continue;
-        int l, h;
-        if (pf_param_int(db, r[i].t.run_id, "model.n_layer", &l, err, errlen) ||
-            pf_param_int(db, r[i].t.run_id, "model.n_kv_head", &h, err, errlen))
-            return -1;
+        const int l = src[i] ? (int)src[i]->n_layer : 0, h = src[i] ? (int)src[i]->n_kv_head : 0; /* typed config */
         if (l > MAXL || h > MAXH || l < 2 || (ns && (l != L || h != H))) continue;
         L = l, H = h;
         int have = 0;
@@ -259,10 +266,8 @@ static int fig_heatmap(gl_db *db, const paper_run *r, int n, const paper_base *b
             for (int k = 0; k < h; k++) {
                 metric_key name;
                 char mean[64];
-                double a = NAN;
                 metric_stat(&name, pf_mean_stat(GATE_ALPHA, mean), b, k, METRIC_NONE);
-                if (db_metric_last(db, r[i].t.run_id, "analysis", name.name, name.params, &a, NULL, err, errlen) < 0)
-                    return -1;
+                const double a = pf_key(src[i], "analysis", &name);
                 cell[ns][b][k] = a;
                 have += !isnan(a);
             }
@@ -303,8 +308,8 @@ static int fig_heatmap(gl_db *db, const paper_run *r, int n, const paper_base *b
 }
 
 /* Mean α per block and token category over the SATFormer seeds. */
-static int fig_category(gl_db *db, const paper_run *r, int n, const paper_base *b, const char *dir, paper_figs *s,
-                        char *err, size_t errlen) {
+static int fig_category(const runset_run *const *src, const paper_run *r, int n, const paper_base *b, const char *dir,
+                        paper_figs *s, char *err, size_t errlen) {
     enum { MAXL = 64 };
     static const int cat[3] = {CAT_SEMANTIC, CAT_STRUCTURAL, CAT_FUNCTIONAL};
     acc a[MAXL][3];
@@ -312,17 +317,14 @@ static int fig_category(gl_db *db, const paper_run *r, int n, const paper_base *
     int L = 0;
     for (int i = 0; i < n; i++) {
         if (!pf_is(&r[i], b, "satformer", "none", "none")) continue;
-        if (pf_param_int(db, r[i].t.run_id, "model.n_layer", &L, err, errlen)) return -1;
+        L = src[i] ? (int)src[i]->n_layer : 0;
         L = L < MAXL ? L : MAXL;
         for (int b = 1; b < L; b++)
             for (int c = 0; c < 3; c++) {
                 metric_key name;
                 char mean[64];
-                double x = NAN;
                 metric_stat(&name, pf_mean_stat(GATE_ALPHA, mean), b, METRIC_NONE, cat[c]);
-                if (db_metric_last(db, r[i].t.run_id, "analysis", name.name, name.params, &x, NULL, err, errlen) < 0)
-                    return -1;
-                acc_add(&a[b][c], x);
+                acc_add(&a[b][c], pf_key(src[i], "analysis", &name));
             }
     }
     if (L < 2 || !a[1][0].n) {
@@ -379,8 +381,8 @@ static int fig_ablation(const paper_run *r, int n, const paper_base *b, const ch
  * the last traced step in ANALYZE_P_BINS bins of [0, 1] (analyze: analysis/p_hist_b<i>), the share
  * per bin, mean ± sd over seeds, one series per (task, λ).  Decided routers put their mass near 0
  * and 1; a share near 0.5 is a token that real skipping treats unlike the soft model. */
-static int fig_p_hist(gl_db *db, const paper_run *r, int n, const char *dir, paper_figs *s, char *err,
-                      size_t errlen) {
+static int fig_p_hist(const runset_run *const *src, const paper_run *r, int n, const char *dir, paper_figs *s,
+                      char *err, size_t errlen) {
     enum { MAXS = 6 };
     static const char *const tasks[] = {"copy", "sort"};
     struct {
@@ -398,11 +400,9 @@ static int fig_p_hist(gl_db *db, const paper_run *r, int n, const char *dir, pap
                 char stat[32];
                 metric_key name;
                 snprintf(stat, sizeof stat, "p_hist_b%d", b);
-                v[b] = NAN;
                 metric_stat(&name, stat, METRIC_NONE, METRIC_NONE, METRIC_NONE);
-                int rc = db_metric_last(db, r[i].t.run_id, ANALYZE_SPLIT, name.name, name.params, &v[b], NULL, err, errlen);
-                if (rc < 0) return -1;
-                have = rc > 0 && !isnan(v[b]);
+                v[b] = pf_key(src[i], ANALYZE_SPLIT, &name);
+                have = !isnan(v[b]);
             }
             if (!have) continue;
             int k = 0;
@@ -446,27 +446,79 @@ static int pf_pt_cmp(const void *a, const void *b) {
     return (x->step > y->step) - (x->step < y->step);
 }
 
-/* Every seed's training loss of the runs matching (value, cross): points by
- * step with seconds since each run's first step.  *out malloc'd; *seeds the runs. */
-static int pf_loss_points(gl_db *db, const paper_run *r, int n, const paper_base *b, const char *value, const char *cross,
-                          double step_s, pf_pt **out, int *np, int *seeds, char *err, size_t errlen) {
+/* The validation-loss series of the figures' runs, read once for the set (db_set_series: the run set
+ * holds latest values, not series): run i's points, by step, are p[i][0 .. np[i]). */
+typedef struct {
+    const paper_run *r;
+    int n;
+    gl_metric_point **p;
+    int *np, *cap;
+    int last; /* the run the previous row was of (rows come grouped by run id) */
+    int oom;
+} pf_series;
+
+static int pf_on_point(const char *run_id, const gl_metric_point *pt, void *ctx) {
+    pf_series *s = ctx;
+    if (s->last < 0 || strcmp(s->r[s->last].t.run_id, run_id)) {
+        s->last = -1;
+        for (int i = 0; i < s->n && s->last < 0; i++)
+            if (!strcmp(s->r[i].t.run_id, run_id)) s->last = i;
+        if (s->last < 0) return 0; /* a run the figures do not draw */
+    }
+    const int i = s->last;
+    if (s->np[i] == s->cap[i]) {
+        int cap = s->cap[i] ? 2 * s->cap[i] : 64;
+        gl_metric_point *q = realloc(s->p[i], (size_t)cap * sizeof *q);
+        if (!q) return s->oom = 1;
+        s->p[i] = q;
+        s->cap[i] = cap;
+    }
+    s->p[i][s->np[i]++] = *pt;
+    return 0;
+}
+
+static void pf_series_free(pf_series *s) {
+    for (int i = 0; s->p && i < s->n; i++) free(s->p[i]);
+    free(s->p), free(s->np), free(s->cap);
+    memset(s, 0, sizeof *s);
+}
+
+/* val/loss of every run of r (the plan's FINISHED runs, experiments paper-*) in one statement.
+ * Returns 0, or -1 with a message (registry, memory); ser is freed by pf_series_free either way. */
+static int pf_series_read(gl_db *db, const paper_run *r, int n, pf_series *ser, char *err, size_t errlen) {
+    const gl_set_filter plan_runs = {.status = "FINISHED", .prefix = "paper-"};
+    *ser = (pf_series){.r = r, .n = n, .last = -1};
+    const size_t m = (size_t)(n > 0 ? n : 1);
+    ser->p = calloc(m, sizeof *ser->p), ser->np = calloc(m, sizeof *ser->np), ser->cap = calloc(m, sizeof *ser->cap);
+    if (!ser->p || !ser->np || !ser->cap) {
+        snprintf(err, errlen, "out of memory for the loss series of %d runs", n);
+        return -1;
+    }
+    if (db_set_series(db, &plan_runs, "val", "loss", pf_on_point, ser, err, errlen)) return -1;
+    if (ser->oom) {
+        snprintf(err, errlen, "out of memory reading the validation-loss series");
+        return -1;
+    }
+    return 0;
+}
+
+/* Every seed's validation loss of the runs matching (value, cross): points by
+ * step with seconds at the bench's step time.  *out malloc'd; *seeds the runs. */
+static int pf_loss_points(const pf_series *ser, const paper_run *r, int n, const paper_base *b, const char *value,
+                          const char *cross, double step_s, pf_pt **out, int *np, int *seeds, char *err,
+                          size_t errlen) {
     pf_pt *all = NULL;
     int k = 0, cap = 0;
     *seeds = 0;
     for (int i = 0; i < n; i++) {
         if (!pf_is(&r[i], b, value, "none", cross)) continue;
-        gl_metric_point *pts = NULL;
-        int m = 0;
-        if (db_metric_series(db, r[i].t.run_id, "val", "loss", NULL, &pts, &m, err, errlen)) {
-            free(all);
-            return -1;
-        }
+        const gl_metric_point *pts = ser->p[i];
+        const int m = ser->np[i];
         if (m > 1) {
             if (k + m > cap) {
                 cap = 2 * (k + m) + 16;
                 pf_pt *q = realloc(all, (size_t)cap * sizeof *q);
                 if (!q) {
-                    free(pts);
                     free(all);
                     snprintf(err, errlen, "out of memory");
                     return -1;
@@ -479,7 +531,6 @@ static int pf_loss_points(gl_db *db, const paper_run *r, int n, const paper_base
                                        (double)pts[j].step * r[i].batch * r[i].seq_len};
             (*seeds)++;
         }
-        free(pts);
     }
     if (k > 1) qsort(all, (size_t)k, sizeof *all, pf_pt_cmp); /* all is NULL when no run had points */
     *out = all;
@@ -489,8 +540,8 @@ static int pf_loss_points(gl_db *db, const paper_run *r, int n, const paper_base
 
 /* Training loss against wall-clock time, every variant over its seeds: per
  * step the mean time and the mean ± sd of the loss. */
-static int fig_loss_time(gl_db *db, const paper_run *r, int n, const paper_base *b, const char *dir, paper_figs *s,
-                         char *err, size_t errlen) {
+static int fig_loss_time(const runset *rs, const pf_series *ser, const paper_run *r, int n, const paper_base *b,
+                         const char *dir, paper_figs *s, char *err, size_t errlen) {
     const struct {
         const char *title, *value, *cross, *bench;
     } v[] = {{"plain", "none", "none", "base"},          {"ResFormer", "resformer", "none", "resformer"},
@@ -503,13 +554,12 @@ static int fig_loss_time(gl_db *db, const paper_run *r, int n, const paper_base 
         pf_pt *pts = NULL;
         int np = 0, seeds = 0;
         double step_s = NAN;
-        if (v[k].bench) { /* the bench stage's step time of this variant (scale s, one idle process) */
+        if (v[k].bench) { /* the bench stage's step time of this variant (scale s, one idle process; a FINISHED run) */
             char id[96];
             snprintf(id, sizeof id, "cost-paper-s-%s", v[k].bench);
-            if (db_metric_last(db, id, "bench", "step_ms", NULL, &step_s, NULL, err, errlen) < 0) return -1;
-            step_s /= 1000;
+            step_s = pf_val(pf_find(rs, id), "bench", "step_ms") / 1000;
         }
-        if (pf_loss_points(db, r, n, b, v[k].value, v[k].cross, step_s, &pts, &np, &seeds, err, errlen)) goto fail;
+        if (pf_loss_points(ser, r, n, b, v[k].value, v[k].cross, step_s, &pts, &np, &seeds, err, errlen)) goto fail;
         if (np > 1) {
             if (!f && !(f = pf_open(dir, "paper_loss_time", path, sizeof path, err, errlen))) {
                 free(pts);
@@ -550,14 +600,27 @@ fail:
     return -1;
 }
 
-int paper_figures(gl_db *db, const paper_run *runs, int n, const paper_base *b, const paper_points *pp, const char *dir,
-                  paper_figs *s, char *err, size_t errlen) {
+int paper_figures(gl_db *db, const runset *rs, const paper_run *runs, int n, const paper_base *b,
+                  const paper_points *pp, const char *dir, paper_figs *s, char *err, size_t errlen) {
     memset(s, 0, sizeof *s);
-    if (fig_pareto(db, runs, n, b, pp, dir, s, err, errlen) || fig_heatmap(db, runs, n, b, dir, s, err, errlen) ||
-        fig_category(db, runs, n, b, dir, s, err, errlen) || fig_ablation(runs, n, b, dir, s, err, errlen) ||
-        fig_loss_time(db, runs, n, b, dir, s, err, errlen) || fig_p_hist(db, runs, n, dir, s, err, errlen))
+    pf_series ser = {0};
+    int rc = -1;
+    const runset_run **src = calloc((size_t)(n > 0 ? n : 1), sizeof *src); /* runs[i]'s row of the run set */
+    if (!src) {
+        snprintf(err, errlen, "out of memory for %d runs", n);
         return -1;
-    return 0;
+    }
+    for (int i = 0; i < n; i++) src[i] = pf_find(rs, runs[i].t.run_id);
+    if (pf_series_read(db, runs, n, &ser, err, errlen)) goto done;
+    if (fig_pareto(src, runs, n, b, pp, dir, s, err, errlen) || fig_heatmap(src, runs, n, b, dir, s, err, errlen) ||
+        fig_category(src, runs, n, b, dir, s, err, errlen) || fig_ablation(runs, n, b, dir, s, err, errlen) ||
+        fig_loss_time(rs, &ser, runs, n, b, dir, s, err, errlen) || fig_p_hist(src, runs, n, dir, s, err, errlen))
+        goto done;
+    rc = 0;
+done:
+    pf_series_free(&ser);
+    free(src);
+    return rc;
 }
 
 void paper_fig_skip(paper_figs *s, const char *name, const char *why) { pf_skip(s, name, why); }

@@ -9,6 +9,7 @@
 #include <stddef.h>
 
 #include "analysis/paper/paper.h"
+#include "analysis/runs/runset.h"
 
 #define PAPER_FIGS_MAX 12
 
@@ -39,10 +40,13 @@ typedef struct {
 } paper_base;
 
 /* Draw every figure that has data into dir (which must exist), for the
- * runs of b.  Returns 0, or -1 with a message (a gnuplot or file failure;
- * missing data is a skip, not a failure). */
-int paper_figures(gl_db *db, const paper_run *runs, int n, const paper_base *b, const paper_points *pp, const char *dir,
-                  paper_figs *s, char *err, size_t errlen);
+ * runs of b.  runs are paper_collect's view of rs (the run set they came
+ * from, whose rows the figures read); db gives the one set-wide read the run
+ * set does not carry (the validation-loss series).  Returns 0, or -1 with a
+ * message (a registry, gnuplot or file failure; missing data is a skip, not
+ * a failure). */
+int paper_figures(gl_db *db, const runset *rs, const paper_run *runs, int n, const paper_base *b,
+                  const paper_points *pp, const char *dir, paper_figs *s, char *err, size_t errlen);
 
 /* Draw dir/paper_forest from the TSV tsv (paper.c writes it: index, row, mean,
  * lo, hi, paper, verdict; rows lines), sized to its rows.  Returns 0 or -1. */
