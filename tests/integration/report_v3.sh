@@ -145,6 +145,16 @@ check "spent: the unfinished and restarted runs are named" \
     bash -c "sed -n '/^## What was spent/,/^## /p' '$R' | grep -q 'paper-tsa_s_exit-000-a7af4f44 (KILLED'"
 check "form: the rows table has a form column; TSA rows name model, α and sparse form" \
     bash -c "grep -q '^| row | claim | the paper says | ours \[interval\] | verdict | measured | form |' '$R' && grep -E '^\| 3b \|' '$R' | grep -q 'model gatelab; α hard; sparse gatelab'"
+# the Pareto figure's dense point is the plain model at the TSA points' budget (1000 steps), not every budget's
+pareto_dense=$(awk -F'\t' '/^dense\t/ { getline; printf "%.5f", $4; exit }' "$W/out/figures/paper_pareto.tsv")
+want_dense=$(sqlite3 "$W/gatelab.db" "select printf('%.5f', avg(m.value)) from runs r join metrics m on m.run_id = r.run_id
+    and m.split = 'val' and m.name = 'final.loss' and m.step = (select max(step) from metrics x where x.run_id = r.run_id
+    and x.split = 'val' and x.name = 'final.loss') where r.status = 'FINISHED' and r.deleted_time is null
+    and (select count(*) from params p where p.run_id = r.run_id and ((p.key = 'model.value_residual' and p.value = 'none')
+    or (p.key = 'model.depth_routing' and p.value = 'none') or (p.key = 'train.steps' and p.value = '1000')
+    or (p.key = 'data.file' and p.value like 'tinyshakespeare%') or (p.key = 'model.scale' and p.value = 's'))) = 5")
+check "pareto: the dense point is the plain runs at the TSA points' 1000 steps ($pareto_dense = $want_dense)" \
+    test -n "$want_dense" -a "$pareto_dense" = "$want_dense"
 paper_forms() {
     grep -E '^\| 1a-p \|' "$R" | grep -q 'model paper; α soft; no skipping' &&
         grep -E '^\| 1b-p \|' "$R" | grep -q "model paper; α hard (operating point on the paper's α); sparse paper"
