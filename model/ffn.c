@@ -39,18 +39,18 @@ void swiglu_backward(float *da, float *db, const float *dg, const float *a, cons
 }
 
 /* ---- the gpt2 backbone's MLP: fc1 (+ bias) → GELU (exact, erf) → fc2 (+ bias), as the TSA paper's
- * code (torch.nn.GELU's default); gelu_erf and its derivative live in router.c ---- */
+ * code (torch.nn.GELU's default); GELU and its derivative are vexp.h's gl_gelu, gl_gelu_grad ---- */
 void gelu_forward(float *out, const float *inp, long n) {
     assert(n > 0 && out && inp); /* elementwise: out may be inp */
 #pragma omp parallel for schedule(static)
-    for (long i = 0; i < n; i++) out[i] = gelu_erf(inp[i]);
+    for (long i = 0; i < n; i++) out[i] = gl_gelu(inp[i]);
 }
 
 void gelu_backward(float *dinp, const float *dout, const float *inp, long n) {
     assert(n > 0 && dinp && dout && inp);
     assert(ops_disjoint(dinp, (size_t)n, inp, (size_t)n)); /* dinp may be dout */
 #pragma omp parallel for schedule(static)
-    for (long i = 0; i < n; i++) dinp[i] = dout[i] * gelu_erf_grad(inp[i]);
+    for (long i = 0; i < n; i++) dinp[i] = dout[i] * gl_gelu_grad(inp[i]);
 }
 
 void bias_forward(float *out, const float *b, int N, int C) {
