@@ -33,6 +33,7 @@
 
 #include "ops.h"
 #include "carve.h"
+#include "vexp.h"
 
 /* ------------------------------------------------------------------------ */
 /* sizes                                                                    */
@@ -253,7 +254,7 @@ static void mudd_forward(gl_model *m, int n, int N) {
     const float *z = X->mz[n];
     float *g = X->mg[n];
 #pragma omp parallel for schedule(static)
-    for (long i = 0; i < (long)N * K; i++) g[i] = gelu_erf(z[i]);
+    for (long i = 0; i < (long)N * K; i++) g[i] = gl_gelu(z[i]);
     mm_forward(X->mdw[n], g, p->mudd_w2, N, K, K);
     float *w = X->mdw[n];
     float *dst[4] = {NULL, NULL, NULL, NULL};
@@ -313,7 +314,7 @@ static void mudd_backward(gl_model *m, int n, int N, float *const *dX) {
     mm_backward(X->dg, gp->mudd_w2, ddw, X->mg[n], p->mudd_w2, N, K, K);
     const float *z = X->mz[n];
 #pragma omp parallel for schedule(static)
-    for (long i = 0; i < (long)N * K; i++) X->dz[i] = X->dg[i] * gelu_erf_grad(z[i]);
+    for (long i = 0; i < (long)N * K; i++) X->dz[i] = X->dg[i] * gl_gelu_grad(z[i]);
     /* recompute u = s_{n+1}·r (the forward's scratch was reused by later blocks) */
     const float *s = X->state[n];
     float *u = X->mu;

@@ -262,8 +262,7 @@ static void step_ffn(gl_model *m, int n, const float *hm, int K) {
     dec_norm(m, a->xn2, a->rstd2, hm, b->ffn_norm, b->ffn_norm_bias, K);
     dec_linear(a->f1, a->xn2, b->w1, K, c->d_model, c->d_ff);
     if (bb_gpt2(c)) {
-        bias_forward(a->f1, b->b1, K, c->d_ff);
-        gelu_forward(a->fg, a->f1, (long)K * c->d_ff);
+        bias_gelu_forward(a->fg, a->f1, b->b1, K, c->d_ff);
     } else {
         dec_linear(a->f3, a->xn2, b->w3, K, c->d_model, c->d_ff);
         swiglu_forward(a->fg, a->f1, a->f3, (long)K * c->d_ff);

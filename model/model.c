@@ -410,8 +410,7 @@ static void ffn_forward(gl_model *m, int n, const float *hm, int K) {
     norm_forward(m, a->xn2, a->rstd2, hm, b->ffn_norm, b->ffn_norm_bias, K);
     mm_forward(a->f1, a->xn2, b->w1, K, c->d_model, c->d_ff);
     if (bb_gpt2(c)) { /* fc1 + b1 → GELU → fc2 + b2 */
-        bias_forward(a->f1, b->b1, K, c->d_ff);
-        gelu_forward(a->fg, a->f1, (long)K * c->d_ff);
+        bias_gelu_forward(a->fg, a->f1, b->b1, K, c->d_ff);
     } else { /* SwiGLU */
         mm_forward(a->f3, a->xn2, b->w3, K, c->d_model, c->d_ff);
         swiglu_forward(a->fg, a->f1, a->f3, (long)K * c->d_ff);
@@ -980,8 +979,7 @@ static void block_ffn_backward(gl_model *m, grad_bufs *g, int n, const gl_dropou
     mm_backward_set(g->dfg, gb->w2, g->dfo, a->fg, b->w2, N, F, d);
     if (dr) dropout_rows(g->dfg, N, F, dr, DROP_FFN_HIDDEN, n);
     if (bb_gpt2(c)) {
-        gelu_backward(g->df1, g->dfg, a->f1, (long)N * F);
-        bias_backward(gb->b1, g->df1, N, F);
+        gelu_bias_backward(g->df1, gb->b1, g->dfg, a->f1, N, F);
         mm_backward_set(g->dxn2, gb->w1, g->df1, a->xn2, b->w1, N, d, F);
     } else {
         swiglu_backward(g->df1, g->df3, g->dfg, a->f1, a->f3, (long)N * F);

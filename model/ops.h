@@ -110,6 +110,11 @@ void gelu_backward(float *dinp, const float *dout, const float *inp, long n);
 void bias_forward(float *out, const float *b, int N, int C);
 /* db (C) += Σ_rows dout (N, C), each column summed in row order */
 void bias_backward(float *db, const float *dout, int N, int C);
+/* The fc1 bias and GELU fused (the training and decoding path; the four above are its reference):
+ * pre (N, C) += b, out = GELU(pre); backward dpre = dout·GELU'(pre) (OVERWRITTEN, may be dout) and
+ * db += Σ_rows dpre, bit for bit what the separate ops give. */
+void bias_gelu_forward(float *out, float *pre, const float *b, int N, int C);
+void gelu_bias_backward(float *dpre, float *db, const float *dout, const float *pre, int N, int C);
 
 /* ---- xent.c: softmax cross-entropy with per-position weights ---- */
 /* probs (N, V) = softmax(logits); tok_loss (N) = -log p[target] (0 where mask is 0).

@@ -17,14 +17,10 @@
 #include "vexp.h"
 #include "vred.h"
 
-float gelu_erf(float x) { return 0.5f * x * (1.0f + gl_erff(x * 0.70710678118654752f)); }
+/* out-of-line forms of vexp.h's gl_gelu, gl_gelu_grad (d/dx xΦ(x) = Φ(x) + x·φ(x)) */
+float gelu_erf(float x) { return gl_gelu(x); }
 
-float gelu_erf_grad(float x) {
-    /* d/dx xΦ(x) = Φ(x) + x·φ(x) */
-    float cdf = 0.5f * (1.0f + gl_erff(x * 0.70710678118654752f));
-    float pdf = 0.39894228040143268f * gl_expf(-0.5f * x * x);
-    return cdf + x * pdf;
-}
+float gelu_erf_grad(float x) { return gl_gelu_grad(x); }
 
 void router_forward(float *p, float *pre, float *hid, const float *x, const float *w1,
                     const float *b1, const float *w2, const float *b2, int N, int d, int R, int relu) {
@@ -40,7 +36,7 @@ void router_forward(float *p, float *pre, float *hid, const float *x, const floa
         float *pr = pre + (size_t)n * R, *hr = hid + (size_t)n * R;
         for (int r = 0; r < R; r++) { /* vectorised */
             pr[r] += b1[r];
-            hr[r] = relu ? (pr[r] > 0.0f ? pr[r] : 0.0f) : gelu_erf(pr[r]);
+            hr[r] = relu ? (pr[r] > 0.0f ? pr[r] : 0.0f) : gl_gelu(pr[r]);
         }
         float z = b2[0] + gl_dot(w2, hr, R); /* vectorised (vred.h) */
         p[n] = 1.0f / (1.0f + expf(-z));
@@ -67,7 +63,7 @@ void router_backward(float *dx, float *dw1, float *db1, float *dw2, float *db2, 
         const float *pr = pre + (size_t)n * R;
         float *dr = dpre + (size_t)n * R;
         for (int r = 0; r < R; r++)
-            dr[r] = dz * w2[r] * (relu ? (pr[r] > 0.0f ? 1.0f : 0.0f) : gelu_erf_grad(pr[r]));
+            dr[r] = dz * w2[r] * (relu ? (pr[r] > 0.0f ? 1.0f : 0.0f) : gl_gelu_grad(pr[r]));
     }
     /* reductions over tokens: each column summed in token order by the thread
      * that owns its slice (rows read as contiguous slices) */

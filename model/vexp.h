@@ -66,4 +66,15 @@ static inline float gl_erff(float x) {
     return x < 0.0f ? -r : r;
 }
 
+/* GELU in its exact form, x·Φ(x) = x/2·(1 + erf(x/√2)), and its derivative Φ(x) + x·φ(x), on
+ * gl_erff and gl_expf: inline so the loops over a (N, d_ff) activation vectorise (as out-of-line
+ * calls they took 29 % of a gpt2 training step). */
+static inline float gl_gelu(float x) { return 0.5f * x * (1.0f + gl_erff(x * 0.70710678118654752f)); }
+
+static inline float gl_gelu_grad(float x) {
+    float cdf = 0.5f * (1.0f + gl_erff(x * 0.70710678118654752f));
+    float pdf = 0.39894228040143268f * gl_expf(-0.5f * x * x);
+    return cdf + x * pdf;
+}
+
 #endif

@@ -386,6 +386,32 @@ static void test_gelu_bias(void **state) {
     assert_true(worst < 1e-6);
     assert_true(fd_check("gelu+bias dx", k.x, dx, n * c, gelu_obj, &k, 1e-2f, 400, 1e-12) < 5e-3);
     assert_true(fd_check("gelu+bias db", k.b, db, c, gelu_obj, &k, 1e-2f, 400, 1e-12) < 5e-3);
+    /* the fused pair the model runs: every element the same arithmetic as the separate ops and each
+     * column of db summed in row order, so equal bit for bit (a wider n, c: several vector widths
+     * and a tail; db starts non-zero, as backward adds) */
+    const int n2 = 37, c2 = 133;
+    const gl_rng saved = rng; /* this check's draws leave the later tests' inputs as they were */
+    float *x2 = randn(n2 * c2, 1.5f), *b2 = randn(c2, 0.5f), *dy2 = randn(n2 * c2, 1), *db0 = randn(c2, 1);
+    float *pa = malloc(n2 * c2 * 4), *pb = malloc(n2 * c2 * 4), *ya = malloc(n2 * c2 * 4), *yb = malloc(n2 * c2 * 4);
+    float *da = malloc(n2 * c2 * 4), *dd = malloc(n2 * c2 * 4), *dba = malloc(c2 * 4), *dbb = malloc(c2 * 4);
+    rng = saved;
+    memcpy(pa, x2, (size_t)n2 * c2 * 4);
+    memcpy(pb, x2, (size_t)n2 * c2 * 4);
+    memcpy(dba, db0, (size_t)c2 * 4);
+    memcpy(dbb, db0, (size_t)c2 * 4);
+    bias_forward(pa, b2, n2, c2);
+    gelu_forward(ya, pa, (long)n2 * c2);
+    gelu_backward(da, dy2, pa, (long)n2 * c2);
+    bias_backward(dba, da, n2, c2);
+    bias_gelu_forward(yb, pb, b2, n2, c2);
+    memcpy(dd, dy2, (size_t)n2 * c2 * 4); /* dpre may be dout: the model passes them apart, the contract allows it */
+    gelu_bias_backward(dd, dbb, dd, pb, n2, c2);
+    const int same = !memcmp(pa, pb, (size_t)n2 * c2 * 4) && !memcmp(ya, yb, (size_t)n2 * c2 * 4) &&
+                     !memcmp(da, dd, (size_t)n2 * c2 * 4) && !memcmp(dba, dbb, (size_t)c2 * 4);
+    printf("  bias_gelu_forward / gelu_bias_backward vs the separate ops: %s\n", same ? "bit for bit" : "DIFFER");
+    assert_true(same);
+    free(x2); free(b2); free(dy2); free(db0); free(pa); free(pb); free(ya); free(yb); free(da); free(dd); free(dba);
+    free(dbb);
     free(k.x); free(k.b); free(k.y); free(k.w); free(pre); free(dpre); free(dx); free(db);
 }
 
