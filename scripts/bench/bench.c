@@ -223,27 +223,40 @@ static int record(const char *db_path, const char *tag, const char *scale, const
 }
 
 /* sgemm GFLOP/s over the model's matmul shapes (forward and both backward
- * products of each linear layer), one rate per round after one warm-up round. */
-static void sgemm_rate(const gl_model_config *c, int B, int reps, double *rate) {
-    const int N = B * c->seq_len, d = c->d_model, F = c->d_ff;
-    const int shapes[][2] = {{d, d}, {d, F}, {F, d}, {d, c->vocab_size}};
-    size_t maxw = (size_t)F * d;
-    float *x = xmalloc((size_t)N * F * sizeof(float)), *w = xmalloc(maxw * sizeof(float));
-    float *y = xmalloc((size_t)N * F * sizeof(float)), *dw = xmalloc(maxw * sizeof(float));
-    for (size_t i = 0; i < (size_t)N * F; i++) x[i] = y[i] = 0.01f * (float)(i % 97);
-    for (size_t i = 0; i < maxw; i++) w[i] = dw[i] = 0.001f * (float)(i % 89);
-    for (int r = -1; r < reps; r++) { /* round -1 warms up */
-        double flops = 0, t0 = now_s();
-        for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
-            int in = shapes[s][0], out = shapes[s][1];
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, out, in, 1, x, in, w, in, 0, y, out);
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, in, out, 1, y, out, w, in, 0, x, in);
-            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, out, in, N, 1, y, out, x, in, 1, dw, in);
-            flops += 3.0 * 2.0 * N * in * out;
-        }
-        if (r >= 0) rate[r] = flops / (now_s() - t0) / 1e9;
+ * products of each linear layer): one rate per call.  With training variants
+ * the rounds are interleaved with theirs (one sgemm round in each shuffled
+ * round), so "% of sgemm" is a paired per-round ratio, as the step ratios are. */
+typedef struct {
+    int N, d, F, V;
+    float *x, *w, *y, *dw;
+} sgemm_bench;
+
+static void sgemm_setup(sgemm_bench *b, const gl_model_config *c, int B) {
+    *b = (sgemm_bench){B * c->seq_len, c->d_model, c->d_ff, c->vocab_size, NULL, NULL, NULL, NULL};
+    const size_t widest = (size_t)(b->F > b->V ? b->F : b->V), nx = (size_t)b->N * widest, maxw = widest * b->d;
+    b->x = xmalloc(nx * sizeof(float));
+    b->y = xmalloc(nx * sizeof(float));
+    b->w = xmalloc(maxw * sizeof(float));
+    b->dw = xmalloc(maxw * sizeof(float));
+    for (size_t i = 0; i < nx; i++) b->x[i] = b->y[i] = 0.01f * (float)(i % 97);
+    for (size_t i = 0; i < maxw; i++) b->w[i] = b->dw[i] = 0.001f * (float)(i % 89);
+}
+
+static double sgemm_round(sgemm_bench *b) {
+    const int N = b->N, shapes[][2] = {{b->d, b->d}, {b->d, b->F}, {b->F, b->d}, {b->d, b->V}};
+    double flops = 0, t0 = now_s();
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        const int in = shapes[s][0], out = shapes[s][1];
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, out, in, 1, b->x, in, b->w, in, 0, b->y, out);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, in, out, 1, b->y, out, b->w, in, 0, b->x, in);
+        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, out, in, N, 1, b->y, out, b->x, in, 1, b->dw, in);
+        flops += 3.0 * 2.0 * N * in * out;
     }
-    free(x); free(w); free(y); free(dw);
+    return flops / (now_s() - t0) / 1e9;
+}
+
+static void sgemm_free(sgemm_bench *b) {
+    free(b->x); free(b->w); free(b->y); free(b->dw);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -279,15 +292,24 @@ static void train_step(gl_model *m, int decay_all, const train_setup *ts, int s)
 
 /* Warm-up, then timed rounds of one step per variant in shuffled order; then
  * the same for forward-only passes. */
-static void run_rounds(variant *v, int nv, const train_setup *ts) {
+/* The training rounds (and, with sb, one sgemm round in each: slot nv of the shuffled order, its
+ * GFLOP/s in rate[k]), then the forward-only rounds. */
+static void run_rounds(variant *v, int nv, const train_setup *ts, sgemm_bench *sb, double *rate) {
     gl_rng r;
     rng_seed(&r, ts->seed);
-    int order[MAX_VARIANTS];
-    for (int w = 0; w < ts->warmup; w++)
+    int order[MAX_VARIANTS + 1];
+    const int slots = nv + (sb != NULL);
+    for (int w = 0; w < ts->warmup; w++) {
         for (int i = 0; i < nv; i++) train_step(&v[i].m, v[i].decay_all, ts, w);
+        if (sb) sgemm_round(sb);
+    }
     for (int k = 0; k < ts->rounds; k++) {
-        shuffle(order, nv, &r);
-        for (int i = 0; i < nv; i++) {
+        shuffle(order, slots, &r);
+        for (int i = 0; i < slots; i++) {
+            if (order[i] == nv) {
+                rate[k] = sgemm_round(sb);
+                continue;
+            }
             variant *x = &v[order[i]];
             double t0 = now_s();
             train_step(&x->m, x->decay_all, ts, ts->warmup + k);
@@ -346,10 +368,22 @@ static spread paired_ratio(const variant *v, const variant *base, int rounds) {
     return ra;
 }
 
-static void print_variant(const variant *v, const variant *base, const train_setup *ts, double sg) {
+/* Median over rounds of the model's GFLOP/s in round k over sgemm's in the same round (NaN without sgemm). */
+static double sgemm_share(const variant *v, const train_setup *ts, const double *rate) {
+    if (!rate) return NAN;
+    const double flops = model_train_flops_per_token(&v->m) * ts->B * v->cfg.seq_len / 1e9;
+    double *share = xmalloc((size_t)ts->rounds * sizeof *share);
+    for (int k = 0; k < ts->rounds; k++) share[k] = flops / v->step[k] / rate[k];
+    const double med = stats(share, ts->rounds).med;
+    free(share);
+    return med;
+}
+
+static void print_variant(const variant *v, const variant *base, const train_setup *ts, const double *rate) {
     const int N = ts->B * v->cfg.seq_len;
     spread st = stats(v->step, ts->rounds), fw = stats(v->fwd, ts->rounds), ra = paired_ratio(v, base, ts->rounds);
     const double tps = N / st.med, gflops = model_train_flops_per_token(&v->m) * tps / 1e9;
+    const double share = sgemm_share(v, ts, rate);
     /* every variant but gpt2_nodrop does strictly more work than its baseline: faster beyond the spread
      * is not a result (and gpt2_nodrop, which does less, slower beyond it) */
     const char *verdict = !base ? "no baseline in this run" : v == base ? "baseline"
@@ -361,7 +395,7 @@ static void print_variant(const variant *v, const variant *base, const train_set
            "\"step_ratio\":{\"median\":%.4f,\"q1\":%.4f,\"q3\":%.4f,\"min\":%.4f,\"max\":%.4f},\"verdict\":\"%s\"}\n",
            v->name, v->family, config_backbone_name(v->cfg.backbone), (double)v->cfg.dropout, ts->B, v->cfg.seq_len,
            ts->rounds, tps, N / fw.med, st.med * 1e3, st.lo * 1e3, st.hi * 1e3,
-           st.q1 * 1e3, st.q3 * 1e3, fw.med * 1e3, fw.lo * 1e3, fw.hi * 1e3, gflops, isnan(sg) ? 0.0 : gflops / sg,
+           st.q1 * 1e3, st.q3 * 1e3, fw.med * 1e3, fw.lo * 1e3, fw.hi * 1e3, gflops, isnan(share) ? 0.0 : share,
            ra.med, ra.q1, ra.q3, ra.lo, ra.hi, verdict);
     fflush(stdout);
 }
@@ -1019,17 +1053,41 @@ static const variant *family_base(const variant *v, int nv, const variant *x) {
     return NULL;
 }
 
-static int run_training(variant *v, int nv, const train_setup *ts, const options *o, double sg) {
+/* The header line: the OpenBLAS core, threads, rounds and sgemm's GFLOP/s (median, min, max; null when
+ * not measured: JSON has no NaN). */
+static void print_header(const options *o, const double *rate) {
+    char sgs[160] = "null";
+    if (rate) {
+        const spread s = stats(rate, o->rounds);
+        snprintf(sgs, sizeof sgs, "%.1f,\"sgemm_gflops_min\":%.1f,\"sgemm_gflops_max\":%.1f", s.med, s.lo, s.hi);
+    }
+    const char *env_core = getenv("OPENBLAS_CORETYPE");
+    printf("{\"openblas_core\":\"%s\",\"OPENBLAS_CORETYPE\":\"%s\",\"threads\":%d,\"rounds\":%d,\"warmup\":%d,"
+           "\"sgemm_gflops\":%s}\n",
+           openblas_get_corename(), env_core ? env_core : "(unset)", omp_get_max_threads(), o->rounds, o->warmup, sgs);
+    fflush(stdout);
+}
+
+/* The training variants' rounds, sgemm's interleaved with them; prints the header, then a line per variant. */
+static int run_training(variant *v, int nv, const train_setup *ts, const options *o, const gl_model_config *base_cfg) {
     for (int i = 0; i < nv; i++) {
         model_or_die(&v[i].m, &v[i].cfg, ts->B);
         v[i].step = xmalloc((size_t)ts->rounds * sizeof(double));
         v[i].fwd = xmalloc((size_t)ts->rounds * sizeof(double));
     }
-    run_rounds(v, nv, ts);
+    sgemm_bench sb;
+    double *rate = NULL;
+    if (o->do_sgemm) {
+        sgemm_setup(&sb, base_cfg, ts->B);
+        rate = xmalloc((size_t)ts->rounds * sizeof *rate);
+    }
+    run_rounds(v, nv, ts, rate ? &sb : NULL, rate);
+    if (rate) sgemm_free(&sb);
+    print_header(o, rate);
     int rc = 0;
     for (int i = 0; i < nv; i++) {
         const variant *base = family_base(v, nv, &v[i]);
-        print_variant(&v[i], base, ts, sg);
+        print_variant(&v[i], base, ts, rate);
         if (o->db_path && !rc) {
             const int N = ts->B * v[i].cfg.seq_len;
             const double st = stats(v[i].step, ts->rounds).med, fw = stats(v[i].fwd, ts->rounds).med;
@@ -1043,6 +1101,7 @@ static int run_training(variant *v, int nv, const train_setup *ts, const options
         }
     }
     if (nv == 1 && !o->do_sgemm) printf("{\"variant\":\"%s\",\"peak_rss_mib\":%.0f}\n", v[0].name, peak_rss_mib());
+    free(rate);
     for (int i = 0; i < nv; i++) {
         model_free(&v[i].m);
         free(v[i].step);
@@ -1083,21 +1142,18 @@ int main(int argc, char **argv) {
         if (nv != 1 || sparse || ee) return fprintf(stderr, "bench: --memory takes exactly one training variant\n"), 2;
         return memory_check(v[0].name, &v[0].cfg, &ts);
     }
-    double sg = NAN, *rates = xmalloc((size_t)o.rounds * sizeof(double));
-    char sgs[160] = "null"; /* JSON has no NaN: null when not measured */
-    if (o.do_sgemm) {
-        sgemm_rate(&base, o.B, o.rounds, rates);
-        spread s = stats(rates, o.rounds);
-        sg = s.med;
-        snprintf(sgs, sizeof sgs, "%.1f,\"sgemm_gflops_min\":%.1f,\"sgemm_gflops_max\":%.1f", s.med, s.lo, s.hi);
-    }
-    free(rates);
-    const char *env_core = getenv("OPENBLAS_CORETYPE");
-    printf("{\"openblas_core\":\"%s\",\"OPENBLAS_CORETYPE\":\"%s\",\"threads\":%d,\"rounds\":%d,\"warmup\":%d,"
-           "\"sgemm_gflops\":%s}\n",
-           openblas_get_corename(), env_core ? env_core : "(unset)", omp_get_max_threads(), o.rounds, o.warmup, sgs);
-    fflush(stdout);
-    if (nv > 0) rc = run_training(v, nv, &ts, &o, sg);
+    if (nv > 0) rc = run_training(v, nv, &ts, &o, &base);
+    else if (o.do_sgemm) { /* no training variant: sgemm's rounds alone */
+        sgemm_bench sb;
+        sgemm_setup(&sb, &base, o.B);
+        double *rate = xmalloc((size_t)o.rounds * sizeof *rate);
+        sgemm_round(&sb); /* warm-up */
+        for (int k = 0; k < o.rounds; k++) rate[k] = sgemm_round(&sb);
+        print_header(&o, rate);
+        sgemm_free(&sb);
+        free(rate);
+    } else
+        print_header(&o, NULL);
     const double alphas[] = {0.73, 0.5};
     const int inf_rounds = o.rounds < 6 ? o.rounds : 6;
     if (sparse) {
