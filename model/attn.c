@@ -17,8 +17,9 @@
  * The row reductions (max, Σ exp, Σ P·dP) go through vred.h, so they run as
  * vector code instead of one scalar exp and add per score.
  *
- * Dropout on the probabilities (model.dropout, dropout.c): y = P̃ v with P̃ = P ⊙ mask/(1 − r), made
- * by attn_values from dropout_att's P̃; backward takes P̃ beside P.  With dP = dy vᵀ the chain rule
+ * Dropout on the probabilities (model.dropout, dropout.c): y = P̃ v with P̃ = P ⊙ mask/(1 − r),
+ * attn_forward_dropout writing P̃ (defined where P is) beside P in the softmax's row loop and
+ * multiplying v by P̃ instead of P; backward takes P̃ beside P.  With dP = dy vᵀ the chain rule
  * through P̃ = P·m gives dS = P ⊙ (m·dP − Σ_j P·m·dP) = P̃ ⊙ dP − P·Σ_j P̃·dP, and dv = Σ P̃ᵀ dy; no
  * mask is needed, only P̃ (without dropout P̃ = P and the kernel keeps its own arithmetic).
  *
@@ -54,9 +55,10 @@ static void attn_check_forward(const float *y, const float *att, const float *q,
     (void)y, (void)att, (void)q, (void)k, (void)v, (void)nq, (void)nk, (void)na;
 }
 
-void attn_forward(float *y, float *att, const float *q, const float *k, const float *v,
-                  int B, int T, int H, int Hkv, int hd) {
-    attn_check_forward(y, att, q, k, v, B, T, H, Hkv, hd);
+/* attn_forward, and with mk not NULL also attd = P ⊙ mask (P̃) row by row right after the softmax, and
+ * y = P̃ v from it (row0: the global row of sequence 0's row 0). */
+static void attn_forward_rows(float *y, float *att, float *attd, const gl_drop_mask *mk, long row0, const float *q,
+                              const float *k, const float *v, int B, int T, int H, int Hkv, int hd) {
     const int qs = H * hd, ks = Hkv * hd, rep = H / Hkv;
     const float scale = 1.0f / sqrtf((float)hd);
 #pragma omp parallel for schedule(static)
@@ -67,6 +69,7 @@ void attn_forward(float *y, float *att, const float *q, const float *k, const fl
         const float *vb = v + (size_t)b * T * ks + (size_t)g * hd;
         float *yb = y + (size_t)b * T * qs + (size_t)h * hd;
         float *P = att + (size_t)bh * T * T;
+        float *Pd = mk ? attd + (size_t)bh * T * T : P; /* what y is made from */
         for (int i0 = 0; i0 < T; i0 += ATT_BLOCK) {
             int i1 = i0 + ATT_BLOCK < T ? i0 + ATT_BLOCK : T, m = i1 - i0;
             float *Pb = P + (size_t)i0 * T;
@@ -79,24 +82,31 @@ void attn_forward(float *y, float *att, const float *q, const float *k, const fl
                 const float inv = 1.0f / gl_sum(row, i + 1);
                 for (int j = 0; j <= i; j++) row[j] *= inv;
                 for (int j = i + 1; j < i1; j++) row[j] = 0.0f;
+                if (mk) { /* entry index ((row0 + b·T + i)·H + h)·T + j (dropout.c) */
+                    float *rd = Pd + (size_t)i * T;
+                    dropout_span(rd, row, i + 1, mk, ((uint64_t)(row0 + (long)b * T + i) * H + h) * (uint64_t)T);
+                    for (int j = i + 1; j < i1; j++) rd[j] = 0.0f;
+                }
             }
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, hd, i1, 1.0f, Pb, T, vb, ks, 0.0f,
-                        yb + (size_t)i0 * qs, qs);
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, hd, i1, 1.0f, Pd + (size_t)i0 * T, T, vb,
+                        ks, 0.0f, yb + (size_t)i0 * qs, qs);
         }
     }
 }
 
-void attn_values(float *y, const float *attd, const float *v, int B, int T, int H, int Hkv, int hd) {
-    assert(B > 0 && T > 0 && H > 0 && Hkv > 0 && hd > 0 && H % Hkv == 0 && y && attd && v);
-    assert(ops_disjoint(y, (size_t)B * T * H * hd, attd, (size_t)B * H * T * T) &&
-           ops_disjoint(y, (size_t)B * T * H * hd, v, (size_t)B * T * Hkv * hd));
-    const int qs = H * hd, ks = Hkv * hd, rep = H / Hkv;
-#pragma omp parallel for schedule(static)
-    for (int bh = 0; bh < B * H; bh++) {
-        const int b = bh / H, h = bh % H, g = h / rep;
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, hd, T, 1.0f, attd + (size_t)bh * T * T, T,
-                    v + (size_t)b * T * ks + (size_t)g * hd, ks, 0.0f, y + (size_t)b * T * qs + (size_t)h * hd, qs);
-    }
+void attn_forward(float *y, float *att, const float *q, const float *k, const float *v,
+                  int B, int T, int H, int Hkv, int hd) {
+    attn_check_forward(y, att, q, k, v, B, T, H, Hkv, hd);
+    attn_forward_rows(y, att, NULL, NULL, 0, q, k, v, B, T, H, Hkv, hd);
+}
+
+void attn_forward_dropout(float *y, float *att, float *attd, const float *q, const float *k, const float *v,
+                          const gl_dropout *dr, int n, int B, int T, int H, int Hkv, int hd) {
+    attn_check_forward(y, att, q, k, v, B, T, H, Hkv, hd);
+    assert(attd && dr && ops_disjoint(attd, (size_t)B * H * T * T, att, (size_t)B * H * T * T) &&
+           ops_disjoint(attd, (size_t)B * H * T * T, y, (size_t)B * T * H * hd));
+    const gl_drop_mask mk = dropout_mask(dr, DROP_ATT, n);
+    attn_forward_rows(y, att, attd, &mk, dr->row0, q, k, v, B, T, H, Hkv, hd);
 }
 
 /* Sizes positive, query heads a multiple of kv heads; the three gradients are

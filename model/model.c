@@ -477,6 +477,7 @@ static void block_attn_forward(gl_model *m, int n, int B, int T) {
     gl_block_acts *a = &m->A[n];
     const gl_block_params *b = &m->P.layer[n];
     const int hard = config_routing_hard(c) && config_block_routed(c, n); /* MoD, random */
+    gl_dropout drs;
 
     block_kv_forward(m, n, N, T);
     mm_forward(a->q, a->xn1, b->wq, N, d, H * hd);
@@ -485,14 +486,10 @@ static void block_attn_forward(gl_model *m, int n, int B, int T) {
     if (!bb_gpt2(c)) rope_forward(a->qr, m->rope_cos, m->rope_sin, N, T, H, hd);
     if (hard && c->depth_routing == DR_MOD) /* MoD: the skipped tokens do not enter the block, as keys neither */
         routing_attn_forward(a->atty, a->att, a->qr, a->kr, a->vmix, a->keep, B, T, H, Hkv, hd);
+    else if (drop_of(m, &drs)) /* (MoD is refused with dropout: config.c) */
+        attn_forward_dropout(a->atty, a->att, a->attd, a->qr, a->kr, a->vmix, &drs, n, B, T, H, Hkv, hd);
     else
         attn_forward(a->atty, a->att, a->qr, a->kr, a->vmix, B, T, H, Hkv, hd);
-    gl_dropout drs;
-    const gl_dropout *dr = drop_of(m, &drs);
-    if (dr) { /* y again, from the dropped probabilities (MoD is refused with dropout: config.c) */
-        dropout_att(a->attd, a->att, B, H, T, dr, n);
-        attn_values(a->atty, a->attd, a->vmix, B, T, H, Hkv, hd);
-    }
     mm_forward(a->ao, a->atty, b->wo, N, H * hd, d);
 }
 

@@ -32,6 +32,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "dropout.h"
+
 /* 1 when the float ranges a[0, na) and b[0, nb) share no element; a NULL or
  * empty range overlaps nothing.  For asserts: assert(ops_disjoint(out, …, inp, …)). */
 static inline int ops_disjoint(const float *a, size_t na, const float *b, size_t nb) {
@@ -79,11 +81,13 @@ void rope_backward(float *dx, const float *cos_t, const float *sin_t, int N, int
 /* q (B*T, H*hd), k/v (B*T, Hkv*hd) → att (B, H, T, T) probabilities, y (B*T, H*hd). */
 void attn_forward(float *y, float *att, const float *q, const float *k, const float *v,
                   int B, int T, int H, int Hkv, int hd);
-/* y (B*T, H*hd) = attd·v: the values through dropped probabilities attd (B, H, T, T), zero above the
- * diagonal (dropout.h dropout_att); overwrites y. */
-void attn_values(float *y, const float *attd, const float *v, int B, int T, int H, int Hkv, int hd);
+/* attn_forward with dropout on the probabilities (dropout.h, site DROP_ATT of block n under dr): att
+ * as attn_forward's, attd (B, H, T, T) = att ⊙ mask/(1 − r) (the entries att defines; row i of
+ * sequence b is global row dr->row0 + b·T + i), y = attd·v. */
+void attn_forward_dropout(float *y, float *att, float *attd, const float *q, const float *k, const float *v,
+                          const gl_dropout *dr, int n, int B, int T, int H, int Hkv, int hd);
 /* dq, dk, dv = ... (all overwritten: dq has one writer per row, dk/dv one per (sequence, kv head));
- * attd: the dropped probabilities y was made from (attn_values), NULL when y came from att itself;
+ * attd: the dropped probabilities y was made from (attn_forward_dropout), NULL when y came from att itself;
  * scratch holds n_threads × T × T floats. */
 void attn_backward(float *dq, float *dk, float *dv, const float *dy, const float *att, const float *attd,
                    const float *q, const float *k, const float *v, float *scratch,

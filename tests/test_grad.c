@@ -424,9 +424,7 @@ typedef struct {
 } dattn_ctx;
 static double dattn_obj(void *p) {
     dattn_ctx *c = p;
-    attn_forward(c->y, c->att, c->q, c->k, c->v, c->B, c->T, c->H, c->Hkv, c->hd);
-    dropout_att(c->attd, c->att, c->B, c->H, c->T, &c->dr, 1);
-    attn_values(c->y, c->attd, c->v, c->B, c->T, c->H, c->Hkv, c->hd);
+    attn_forward_dropout(c->y, c->att, c->attd, c->q, c->k, c->v, &c->dr, 1, c->B, c->T, c->H, c->Hkv, c->hd);
     return dot(c->y, c->w, (size_t)c->B * c->T * c->H * c->hd);
 }
 
@@ -437,19 +435,36 @@ static void test_attention_dropout(void **state) {
     dattn_ctx c = {randn(qn, 1), randn(kn, 1), randn(kn, 1), calloc(an, 4), calloc(an, 4), malloc(qn * 4),
                    randn(qn, 1), {0x1234567ULL, 0.3f, 5}, B, T, H, Hkv, hd};
     dattn_obj(&c);
-    long dropped = 0, kept = 0;
+    /* P̃ is P times the mask of entry ((row0 + b·T + i)·H + h)·T + j, bit for bit; y = P̃ v (loops in
+     * double: 1e-5 is float rounding of sums of 7 terms of size about 1) */
+    const gl_drop_mask mk = dropout_mask(&c.dr, DROP_ATT, 1);
+    long dropped = 0, kept = 0, wrong = 0;
+    double ye = 0.0;
     for (int bh = 0; bh < B * H; bh++)
-        for (int i = 0; i < T; i++)
+        for (int i = 0; i < T; i++) {
+            const int b = bh / H, h = bh % H;
             for (int j = 0; j <= i; j++) {
                 const size_t o = ((size_t)bh * T + i) * T + j;
+                const uint64_t index = ((uint64_t)(c.dr.row0 + b * T + i) * H + h) * T + j;
+                wrong += c.attd[o] != c.att[o] * dropout_scale_at(&mk, index);
                 if (c.attd[o] == 0.0f) dropped++;
                 else {
                     kept++;
                     assert_true(fabsf(c.attd[o] - c.att[o] / 0.7f) <= 1e-6f * c.att[o]);
                 }
             }
-    printf("  attention dropout r 0.3: %ld of %ld probabilities dropped\n", dropped, dropped + kept);
+            for (int e = 0; e < hd; e++) {
+                const float *vg = c.v + (size_t)(h / (H / Hkv)) * hd + e; /* kv head of h, column e */
+                double acc = 0.0;
+                for (int j = 0; j <= i; j++)
+                    acc += (double)c.attd[((size_t)bh * T + i) * T + j] * vg[((size_t)b * T + j) * Hkv * hd];
+                ye = fmax(ye, fabs(acc - c.y[((size_t)b * T + i) * H * hd + (size_t)h * hd + e]));
+            }
+        }
+    printf("  attention dropout r 0.3: %ld of %ld probabilities dropped, %ld not P·mask; y vs P̃v loops %.2e\n",
+           dropped, dropped + kept, wrong, ye);
     assert_true(dropped > 0.15 * (dropped + kept) && dropped < 0.45 * (dropped + kept));
+    assert_true(wrong == 0 && ye < 1e-5);
     float *dq = calloc(qn, 4), *dk = calloc(kn, 4), *dv = calloc(kn, 4), *scr = malloc((size_t)omp_get_max_threads() * T * T * 4);
     float *dqr = calloc(qn, 4), *dkr = calloc(kn, 4), *dvr = calloc(kn, 4);
     attn_backward(dq, dk, dv, c.w, c.att, c.attd, c.q, c.k, c.v, scr, B, T, H, Hkv, hd);
@@ -812,6 +827,24 @@ static void test_dropout_keys(void **s) {
     }
     printf("  dropout_rows r 0.1: %d of 4096 dropped (expected 410 ± 3 sd = 57)\n", zeros);
     assert_true(abs(zeros - 410) <= 57);
+    /* the chunked vector loop is the definition (dropout_scale_at) bit for bit, from an odd global
+     * index too (row0 3, C 261 odd, rows longer than a chunk); either entry of a pair (its two halves
+     * of one hash) drops about r = 0.3 of its 3 × 261 / 2 ≈ 392, 117 (3 sd = 3·√(392·0.3·0.7) ≈ 27) */
+    enum { RN = 3, RC = 261 };
+    float xs[RN * RC];
+    for (int i = 0; i < RN * RC; i++) xs[i] = 1.0f + (float)i / 64.0f;
+    gl_dropout dr3 = {b.drop_key, 0.3f, 3};
+    dropout_rows(xs, RN, RC, &dr3, DROP_EMBED, 0);
+    const gl_drop_mask mk = dropout_mask(&dr3, DROP_EMBED, 0);
+    int differ = 0, dz[2] = {0, 0};
+    for (int i = 0; i < RN * RC; i++) {
+        const uint64_t index = (uint64_t)3 * RC + (uint64_t)i;
+        differ += xs[i] != (1.0f + (float)i / 64.0f) * dropout_scale_at(&mk, index);
+        dz[index & 1] += xs[i] == 0.0f;
+    }
+    printf("  dropout_rows vs dropout_scale_at from odd indices: %d of %d differ; r 0.3 dropped %d even, %d odd "
+           "(about 117 of 392 each)\n", differ, RN * RC, dz[0], dz[1]);
+    assert_true(differ == 0 && abs(dz[0] - 117) <= 27 && abs(dz[1] - 117) <= 27);
     model_free(&a);
     model_free(&b);
 }
