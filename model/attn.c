@@ -17,8 +17,10 @@
  * The row reductions (max, Σ exp, Σ P·dP) go through vred.h, so they run as
  * vector code instead of one scalar exp and add per score.
  *
- * Dropout on the probabilities (model.dropout, dropout.c): y = P̃ v with P̃ = P ⊙ mask/(1 − r), made
- * by attn_values from dropout_att's P̃; backward takes P̃ beside P.  With dP = dy vᵀ the chain rule
+ * Dropout on the probabilities (model.dropout, dropout.c): y = P̃ v with P̃ = P ⊙ mask/(1 − r).
+ * P̃ is never stored whole: attn_forward_dropout makes each row block's P̃ from P and the masks into a
+ * per-thread block after the softmax and multiplies v by it; attn_backward makes the same block
+ * again (the masks are hashes: the same bits).  With dP = dy vᵀ the chain rule
  * through P̃ = P·m gives dS = P ⊙ (m·dP − Σ_j P·m·dP) = P̃ ⊙ dP − P·Σ_j P̃·dP, and dv = Σ P̃ᵀ dy; no
  * mask is needed, only P̃ (without dropout P̃ = P and the kernel keeps its own arithmetic).
  *
@@ -39,7 +41,7 @@
 #include "vexp.h"
 #include "vred.h"
 
-#define ATT_BLOCK 64
+#define ATT_BLOCK ATTN_BLOCK /* ops.h: attn_forward_dropout's scratch is sized by it */
 
 /* Sizes positive, query heads a multiple of kv heads; y and att are written
  * while q, k, v are read, so none of them overlap. */
@@ -54,9 +56,22 @@ static void attn_check_forward(const float *y, const float *att, const float *q,
     (void)y, (void)att, (void)q, (void)k, (void)v, (void)nq, (void)nk, (void)na;
 }
 
-void attn_forward(float *y, float *att, const float *q, const float *k, const float *v,
-                  int B, int T, int H, int Hkv, int hd) {
-    attn_check_forward(y, att, q, k, v, B, T, H, Hkv, hd);
+/* Rows [i0, i1) of P̃ = P ⊙ mask (mk: block n's DROP_ATT masks) of head h of sequence b into pd
+ * ((i1 − i0) rows of stride T), zero from the diagonal to column i1 (row0: the global row of
+ * sequence 0's row 0; entry index ((row0 + b·T + i)·H + h)·T + j, dropout.c). */
+static void attn_drop_block(float *pd, const float *P, const gl_drop_mask *mk, long row0, int b, int h, int i0,
+                            int i1, int H, int T) {
+    for (int i = i0; i < i1; i++) {
+        float *rd = pd + (size_t)(i - i0) * T;
+        dropout_span(rd, P + (size_t)i * T, i + 1, mk, ((uint64_t)(row0 + (long)b * T + i) * H + h) * (uint64_t)T);
+        for (int j = i + 1; j < i1; j++) rd[j] = 0.0f;
+    }
+}
+
+/* attn_forward, and with mk not NULL y = P̃ v, P̃ made per row block right after the softmax into
+ * pds (ATT_BLOCK × T floats per thread) (row0: the global row of sequence 0's row 0). */
+static void attn_forward_rows(float *y, float *att, float *pds, const gl_drop_mask *mk, long row0, const float *q,
+                              const float *k, const float *v, int B, int T, int H, int Hkv, int hd) {
     const int qs = H * hd, ks = Hkv * hd, rep = H / Hkv;
     const float scale = 1.0f / sqrtf((float)hd);
 #pragma omp parallel for schedule(static)
@@ -67,6 +82,7 @@ void attn_forward(float *y, float *att, const float *q, const float *k, const fl
         const float *vb = v + (size_t)b * T * ks + (size_t)g * hd;
         float *yb = y + (size_t)b * T * qs + (size_t)h * hd;
         float *P = att + (size_t)bh * T * T;
+        float *pd = mk ? pds + (size_t)omp_get_thread_num() * ATT_BLOCK * T : NULL;
         for (int i0 = 0; i0 < T; i0 += ATT_BLOCK) {
             int i1 = i0 + ATT_BLOCK < T ? i0 + ATT_BLOCK : T, m = i1 - i0;
             float *Pb = P + (size_t)i0 * T;
@@ -80,23 +96,29 @@ void attn_forward(float *y, float *att, const float *q, const float *k, const fl
                 for (int j = 0; j <= i; j++) row[j] *= inv;
                 for (int j = i + 1; j < i1; j++) row[j] = 0.0f;
             }
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, hd, i1, 1.0f, Pb, T, vb, ks, 0.0f,
+            if (mk) attn_drop_block(pd, P, mk, row0, b, h, i0, i1, H, T); /* the block still in cache */
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, hd, i1, 1.0f, mk ? pd : Pb, T, vb, ks, 0.0f,
                         yb + (size_t)i0 * qs, qs);
         }
     }
 }
 
-void attn_values(float *y, const float *attd, const float *v, int B, int T, int H, int Hkv, int hd) {
-    assert(B > 0 && T > 0 && H > 0 && Hkv > 0 && hd > 0 && H % Hkv == 0 && y && attd && v);
-    assert(ops_disjoint(y, (size_t)B * T * H * hd, attd, (size_t)B * H * T * T) &&
-           ops_disjoint(y, (size_t)B * T * H * hd, v, (size_t)B * T * Hkv * hd));
-    const int qs = H * hd, ks = Hkv * hd, rep = H / Hkv;
-#pragma omp parallel for schedule(static)
-    for (int bh = 0; bh < B * H; bh++) {
-        const int b = bh / H, h = bh % H, g = h / rep;
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, hd, T, 1.0f, attd + (size_t)bh * T * T, T,
-                    v + (size_t)b * T * ks + (size_t)g * hd, ks, 0.0f, y + (size_t)b * T * qs + (size_t)h * hd, qs);
-    }
+void attn_forward(float *y, float *att, const float *q, const float *k, const float *v,
+                  int B, int T, int H, int Hkv, int hd) {
+    attn_check_forward(y, att, q, k, v, B, T, H, Hkv, hd);
+    attn_forward_rows(y, att, NULL, NULL, 0, q, k, v, B, T, H, Hkv, hd);
+}
+
+void attn_forward_dropout(float *y, float *att, float *scratch, const float *q, const float *k, const float *v,
+                          const gl_dropout *dr, int n, int B, int T, int H, int Hkv, int hd) {
+    attn_check_forward(y, att, q, k, v, B, T, H, Hkv, hd);
+    const size_t ns = (size_t)omp_get_max_threads() * ATT_BLOCK * T;
+    assert(scratch && dr && ops_disjoint(scratch, ns, att, (size_t)B * H * T * T) &&
+           ops_disjoint(scratch, ns, y, (size_t)B * T * H * hd) &&
+           ops_disjoint(scratch, ns, v, (size_t)B * T * Hkv * hd));
+    (void)ns;
+    const gl_drop_mask mk = dropout_mask(dr, DROP_ATT, n);
+    attn_forward_rows(y, att, scratch, &mk, dr->row0, q, k, v, B, T, H, Hkv, hd);
 }
 
 /* Sizes positive, query heads a multiple of kv heads; the three gradients are
@@ -116,18 +138,20 @@ static void attn_check_backward(const float *dq, const float *dk, const float *d
     (void)dq, (void)dk, (void)dv, (void)in, (void)nin, (void)nq, (void)nk, (void)na;
 }
 
-void attn_backward(float *dq, float *dk, float *dv, const float *dy, const float *att, const float *attd,
+void attn_backward(float *dq, float *dk, float *dv, const float *dy, const float *att, const gl_dropout *dr, int n,
                    const float *q, const float *k, const float *v, float *scratch,
                    int B, int T, int H, int Hkv, int hd) {
     assert(scratch);
-    attn_check_backward(dq, dk, dv, dy, att, q, k, v, scratch, (size_t)omp_get_max_threads() * T * T, B, T, H, Hkv,
+    const size_t per = (size_t)T * T + (dr ? (size_t)ATT_BLOCK * T : 0); /* dP, then the P̃ block */
+    attn_check_backward(dq, dk, dv, dy, att, q, k, v, scratch, (size_t)omp_get_max_threads() * per, B, T, H, Hkv,
                         hd);
+    const gl_drop_mask mk = dr ? dropout_mask(dr, DROP_ATT, n) : (gl_drop_mask){0};
     const int qs = H * hd, ks = Hkv * hd, rep = H / Hkv;
     const float scale = 1.0f / sqrtf((float)hd);
 #pragma omp parallel for schedule(static)
     for (int bg = 0; bg < B * Hkv; bg++) {
         int b = bg / Hkv, g = bg % Hkv;
-        float *dP = scratch + (size_t)omp_get_thread_num() * T * T;
+        float *dP = scratch + (size_t)omp_get_thread_num() * per, *pd = dP + (size_t)T * T;
         const float *kb = k + (size_t)b * T * ks + (size_t)g * hd;
         const float *vb = v + (size_t)b * T * ks + (size_t)g * hd;
         float *dkb = dk + (size_t)b * T * ks + (size_t)g * hd;
@@ -136,13 +160,13 @@ void attn_backward(float *dq, float *dk, float *dv, const float *dy, const float
             for (int c = 0; c < hd; c++) dkb[(size_t)t * ks + c] = dvb[(size_t)t * ks + c] = 0.0f;
         for (int h = g * rep; h < (g + 1) * rep; h++) {
             const float *P = att + ((size_t)b * H + h) * T * T;
-            const float *Pd = attd ? attd + ((size_t)b * H + h) * T * T : P; /* what y was made from */
             const float *qb = q + (size_t)b * T * qs + (size_t)h * hd;
             const float *dyb = dy + (size_t)b * T * qs + (size_t)h * hd;
             float *dqb = dq + (size_t)b * T * qs + (size_t)h * hd;
             for (int i0 = 0; i0 < T; i0 += ATT_BLOCK) {
                 int i1 = i0 + ATT_BLOCK < T ? i0 + ATT_BLOCK : T, m = i1 - i0;
-                const float *Pdb = Pd + (size_t)i0 * T;
+                if (dr) attn_drop_block(pd, P, &mk, dr->row0, b, h, i0, i1, H, T); /* P̃, as forward made it */
+                const float *Pdb = dr ? pd : P + (size_t)i0 * T; /* what y was made from */
                 float *dPb = dP + (size_t)i0 * T;
                 /* dP = dy vᵀ on the block */
                 cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, i1, hd, 1.0f,
@@ -152,14 +176,14 @@ void attn_backward(float *dq, float *dk, float *dv, const float *dy, const float
                             dyb + (size_t)i0 * qs, qs, 1.0f, dvb, ks);
                 /* softmax backward, in place in dP, zero above the diagonal */
                 for (int i = i0; i < i1; i++) {
-                    const float *pr = P + (size_t)i * T, *pdr = Pd + (size_t)i * T;
-                    float *dr = dP + (size_t)i * T;
-                    const float dot = gl_dot(pdr, dr, i + 1);
-                    if (attd)
-                        for (int j = 0; j <= i; j++) dr[j] = pdr[j] * dr[j] - pr[j] * dot;
+                    const float *pr = P + (size_t)i * T, *pdr = Pdb + (size_t)(i - i0) * T;
+                    float *dpr = dP + (size_t)i * T;
+                    const float dot = gl_dot(pdr, dpr, i + 1);
+                    if (dr)
+                        for (int j = 0; j <= i; j++) dpr[j] = pdr[j] * dpr[j] - pr[j] * dot;
                     else
-                        for (int j = 0; j <= i; j++) dr[j] = pr[j] * (dr[j] - dot);
-                    for (int j = i + 1; j < i1; j++) dr[j] = 0.0f;
+                        for (int j = 0; j <= i; j++) dpr[j] = pr[j] * (dpr[j] - dot);
+                    for (int j = i + 1; j < i1; j++) dpr[j] = 0.0f;
                 }
                 /* dq = dS k / √hd (one writer per row) ; dk += dSᵀ q / √hd */
                 cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, hd, i1, scale, dPb, T, kb, ks,

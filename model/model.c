@@ -92,7 +92,6 @@ static void layout_acts(gl_model *m, gl_carver *cv) {
         a->gate = carve_take(cv, N * Hkv);
         a->gate_pre = carve_take(cv, N * Hkv);
         a->att = carve_take(cv, (size_t)m->max_B * H * m->T * m->T);
-        a->attd = c->dropout > 0.0f ? carve_take(cv, (size_t)m->max_B * H * m->T * m->T) : NULL;
         a->atty = carve_take(cv, N * qd);
         a->ao = carve_take(cv, N * d);
         a->h_mid = carve_take(cv, N * d);
@@ -163,7 +162,8 @@ static void layout_grads(gl_model *m, gl_carver *cv, grad_bufs *g) {
     g->rscratch = carve_take(cv, N * (size_t)m->R);
     int nt = omp_get_max_threads();
     int np = omp_get_num_procs();
-    g->attscratch = carve_take(cv, (size_t)(nt > np ? nt : np) * m->T * m->T);
+    const size_t drop_rows = m->cfg.dropout > 0.0f ? ATTN_BLOCK : 0; /* attn_backward's P̃ block */
+    g->attscratch = carve_take(cv, (size_t)(nt > np ? nt : np) * (m->T + drop_rows) * m->T);
     xl_layout_grads(m, carve_take(cv, xl_layout_grads(m, NULL)));
 }
 
@@ -477,6 +477,7 @@ static void block_attn_forward(gl_model *m, int n, int B, int T) {
     gl_block_acts *a = &m->A[n];
     const gl_block_params *b = &m->P.layer[n];
     const int hard = config_routing_hard(c) && config_block_routed(c, n); /* MoD, random */
+    gl_dropout drs;
 
     block_kv_forward(m, n, N, T);
     mm_forward(a->q, a->xn1, b->wq, N, d, H * hd);
@@ -485,14 +486,14 @@ static void block_attn_forward(gl_model *m, int n, int B, int T) {
     if (!bb_gpt2(c)) rope_forward(a->qr, m->rope_cos, m->rope_sin, N, T, H, hd);
     if (hard && c->depth_routing == DR_MOD) /* MoD: the skipped tokens do not enter the block, as keys neither */
         routing_attn_forward(a->atty, a->att, a->qr, a->kr, a->vmix, a->keep, B, T, H, Hkv, hd);
-    else
+    else if (drop_of(m, &drs)) { /* (MoD is refused with dropout: config.c) */
+        /* P̃'s row blocks in backward's scratch (dacts_mem), free during the forward, as sparse inference's */
+        gl_carver cv = {m->dacts_mem, 0};
+        float *scratch = carve_take(&cv, (size_t)omp_get_max_threads() * ATTN_BLOCK * T);
+        assert(cv.used <= m->scratch_floats);
+        attn_forward_dropout(a->atty, a->att, scratch, a->qr, a->kr, a->vmix, &drs, n, B, T, H, Hkv, hd);
+    } else
         attn_forward(a->atty, a->att, a->qr, a->kr, a->vmix, B, T, H, Hkv, hd);
-    gl_dropout drs;
-    const gl_dropout *dr = drop_of(m, &drs);
-    if (dr) { /* y again, from the dropped probabilities (MoD is refused with dropout: config.c) */
-        dropout_att(a->attd, a->att, B, H, T, dr, n);
-        attn_values(a->atty, a->attd, a->vmix, B, T, H, Hkv, hd);
-    }
     mm_forward(a->ao, a->atty, b->wo, N, H * hd, d);
 }
 
@@ -1044,7 +1045,7 @@ static void block_backward(gl_model *m, grad_bufs *g, int n) {
     }
     /* attention */
     mm_backward_set(g->datty, gb->wo, g->dao, a->atty, b->wo, N, qd, d);
-    attn_backward(g->dqr, g->dkr, g->dvmix, g->datty, a->att, dr ? a->attd : NULL, a->qr, a->kr, a->vmix, g->attscratch,
+    attn_backward(g->dqr, g->dkr, g->dvmix, g->datty, a->att, dr, n, a->qr, a->kr, a->vmix, g->attscratch,
                   B, T, H, Hkv, hd);
     if (!bb_gpt2(c)) {
         rope_backward(g->dqr, m->rope_cos, m->rope_sin, N, T, H, hd);

@@ -108,7 +108,6 @@ typedef struct {
                       v' = v + gate·V1 (SATFormer α; see valueres.c) */
     float *gate_pre;/* (B*T, Hkv) SATFormer z = x Wα (+ b) before the gate function */
     float *att;    /* (B, H, T, T) softmax probabilities */
-    float *attd;   /* (B, H, T, T) model.dropout > 0: the dropped probabilities y is made from (dropout.h) */
     float *atty;   /* (B*T, H*hd) attention output before Wo */
     float *ao;     /* (B*T, d) attention update o Wo */
     float *h_mid;  /* (B*T, d) h_in + ao */

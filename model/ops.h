@@ -32,6 +32,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "dropout.h"
+
 /* 1 when the float ranges a[0, na) and b[0, nb) share no element; a NULL or
  * empty range overlaps nothing.  For asserts: assert(ops_disjoint(out, …, inp, …)). */
 static inline int ops_disjoint(const float *a, size_t na, const float *b, size_t nb) {
@@ -79,18 +81,23 @@ void rope_backward(float *dx, const float *cos_t, const float *sin_t, int N, int
 /* q (B*T, H*hd), k/v (B*T, Hkv*hd) → att (B, H, T, T) probabilities, y (B*T, H*hd). */
 void attn_forward(float *y, float *att, const float *q, const float *k, const float *v,
                   int B, int T, int H, int Hkv, int hd);
-/* y (B*T, H*hd) = attd·v: the values through dropped probabilities attd (B, H, T, T), zero above the
- * diagonal (dropout.h dropout_att); overwrites y. */
-void attn_values(float *y, const float *attd, const float *v, int B, int T, int H, int Hkv, int hd);
+/* attn_forward with dropout on the probabilities (dropout.h, site DROP_ATT of block n under dr): att
+ * as attn_forward's, y = P̃·v with P̃ = att ⊙ mask/(1 − r) (row i of sequence b is global row
+ * dr->row0 + b·T + i), P̃ made per block of ATTN_BLOCK rows in scratch (n_threads × ATTN_BLOCK × T
+ * floats), never stored whole. */
+#define ATTN_BLOCK 64
+void attn_forward_dropout(float *y, float *att, float *scratch, const float *q, const float *k, const float *v,
+                          const gl_dropout *dr, int n, int B, int T, int H, int Hkv, int hd);
 /* dq, dk, dv = ... (all overwritten: dq has one writer per row, dk/dv one per (sequence, kv head));
- * attd: the dropped probabilities y was made from (attn_values), NULL when y came from att itself;
- * scratch holds n_threads × T × T floats. */
-void attn_backward(float *dq, float *dk, float *dv, const float *dy, const float *att, const float *attd,
+ * dr, n: the dropout y was made with (attn_forward_dropout, whose P̃ blocks backward makes again), dr
+ * NULL when y came from att itself; scratch holds n_threads × T × T floats, n_threads × (T + ATTN_BLOCK)
+ * × T with dr. */
+void attn_backward(float *dq, float *dk, float *dv, const float *dy, const float *att, const gl_dropout *dr, int n,
                    const float *q, const float *k, const float *v, float *scratch,
                    int B, int T, int H, int Hkv, int hd);
 /* Plain loops in double, for the tests: attn_forward's y and att (keep (B*T) not NULL: those of
  * routing_attn_forward, routing.h, with that mask); attn_backward's dq, dk, dv (overwritten) from
- * the same att, without scratch. */
+ * the same att, without scratch (attd: the whole P̃ (B, H, T, T) y was made from, NULL for att). */
 void attn_forward_ref(float *y, float *att, const float *q, const float *k, const float *v, const float *keep,
                       int B, int T, int H, int Hkv, int hd);
 void attn_backward_ref(float *dq, float *dk, float *dv, const float *dy, const float *att, const float *attd,

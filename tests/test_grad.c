@@ -237,7 +237,7 @@ static void test_attention(void **state) {
     test_infer_rows(&c, yr);
     float *dq = calloc(qn, 4), *dk = malloc(kn * 4), *dv = malloc(kn * 4), *scr = malloc((size_t)64 * T * T * 4);
     for (size_t i = 0; i < kn; i++) dk[i] = dv[i] = 7.0f; /* attn_backward overwrites dk, dv: stale values must go */
-    attn_backward(dq, dk, dv, c.w, c.att, NULL, c.q, c.k, c.v, scr, B, T, H, Hkv, hd);
+    attn_backward(dq, dk, dv, c.w, c.att, NULL, 0, c.q, c.k, c.v, scr, B, T, H, Hkv, hd);
     /* the sgemm backward against its plain loops in double on the same att: dq, dk, dv are sums of at most
      * rep·T = 140 products of O(1) values (|g| up to ~4 here), float against double, measured ~1e-6; 1e-4 */
     float *dqr = malloc(qn * 4), *dkr = malloc(kn * 4), *dvr = malloc(kn * 4);
@@ -416,52 +416,80 @@ static void test_gelu_bias(void **state) {
 }
 
 /* Attention with dropout on its probabilities (model.dropout): y = (P ⊙ mask/(1 − r)) v with a fixed
- * mask (a fixed key); attn_backward given P̃ against differences and against its plain loops. */
+ * mask (a fixed key); attn_backward, which makes P̃ again, against differences and against its plain
+ * loops given the whole P̃ (attd, built here from dropout_scale_at, the masks' definition). */
 typedef struct {
-    float *q, *k, *v, *att, *attd, *y, *w;
+    float *q, *k, *v, *att, *scr, *y, *w;
     gl_dropout dr;
     int B, T, H, Hkv, hd;
 } dattn_ctx;
 static double dattn_obj(void *p) {
     dattn_ctx *c = p;
-    attn_forward(c->y, c->att, c->q, c->k, c->v, c->B, c->T, c->H, c->Hkv, c->hd);
-    dropout_att(c->attd, c->att, c->B, c->H, c->T, &c->dr, 1);
-    attn_values(c->y, c->attd, c->v, c->B, c->T, c->H, c->Hkv, c->hd);
+    attn_forward_dropout(c->y, c->att, c->scr, c->q, c->k, c->v, &c->dr, 1, c->B, c->T, c->H, c->Hkv, c->hd);
     return dot(c->y, c->w, (size_t)c->B * c->T * c->H * c->hd);
+}
+
+/* One instance: forward's y against the loops of attd·v (double; 1e-5 is float rounding of sums of at
+ * most T terms of size about 1), backward against attn_backward_ref with attd (1e-4), and, fd set,
+ * against finite differences; prints the share dropped. */
+static void dattn_check(int B, int T, int H, int Hkv, int hd, long row0, int fd) {
+    const size_t qn = (size_t)B * T * H * hd, kn = (size_t)B * T * Hkv * hd, an = (size_t)B * H * T * T;
+    const size_t nt = (size_t)omp_get_max_threads();
+    dattn_ctx c = {randn(qn, 1), randn(kn, 1), randn(kn, 1), calloc(an, 4), malloc(nt * ATTN_BLOCK * T * 4),
+                   malloc(qn * 4), randn(qn, 1), {0x1234567ULL, 0.3f, row0}, B, T, H, Hkv, hd};
+    dattn_obj(&c);
+    const gl_drop_mask mk = dropout_mask(&c.dr, DROP_ATT, 1);
+    float *attd = calloc(an, 4);
+    long dropped = 0, kept = 0;
+    double ye = 0.0;
+    for (int bh = 0; bh < B * H; bh++)
+        for (int i = 0; i < T; i++) {
+            const int b = bh / H, h = bh % H;
+            for (int j = 0; j <= i; j++) {
+                const size_t o = ((size_t)bh * T + i) * T + j;
+                const uint64_t index = ((uint64_t)(c.dr.row0 + b * T + i) * H + h) * T + j;
+                attd[o] = c.att[o] * dropout_scale_at(&mk, index);
+                if (attd[o] == 0.0f) dropped++;
+                else {
+                    kept++;
+                    assert_true(fabsf(attd[o] - c.att[o] / 0.7f) <= 1e-6f * c.att[o]);
+                }
+            }
+            for (int e = 0; e < hd; e++) {
+                const float *vg = c.v + (size_t)(h / (H / Hkv)) * hd + e; /* kv head of h, column e */
+                double acc = 0.0;
+                for (int j = 0; j <= i; j++)
+                    acc += (double)attd[((size_t)bh * T + i) * T + j] * vg[((size_t)b * T + j) * Hkv * hd];
+                ye = fmax(ye, fabs(acc - c.y[((size_t)b * T + i) * H * hd + (size_t)h * hd + e]));
+            }
+        }
+    printf("  attention dropout r 0.3, T %d: %ld of %ld probabilities dropped; y vs P̃v loops %.2e\n", T, dropped,
+           dropped + kept, ye);
+    assert_true(dropped > 0.15 * (dropped + kept) && dropped < 0.45 * (dropped + kept));
+    assert_true(ye < 1e-5);
+    float *dq = calloc(qn, 4), *dk = calloc(kn, 4), *dv = calloc(kn, 4), *scr = malloc(nt * (T + ATTN_BLOCK) * T * 4);
+    float *dqr = calloc(qn, 4), *dkr = calloc(kn, 4), *dvr = calloc(kn, 4);
+    attn_backward(dq, dk, dv, c.w, c.att, &c.dr, 1, c.q, c.k, c.v, scr, B, T, H, Hkv, hd);
+    attn_backward_ref(dqr, dkr, dvr, c.w, c.att, attd, c.q, c.k, c.v, B, T, H, Hkv, hd);
+    double e = fmax(max_abs_diff(dq, dqr, qn), fmax(max_abs_diff(dk, dkr, kn), max_abs_diff(dv, dvr, kn)));
+    printf("  attention dropout backward, T %d, sgemm vs loops: %.2e\n", T, e);
+    assert_true(e < 1e-4);
+    if (fd) {
+        assert_true(fd_check("attention dropout dq", c.q, dq, qn, dattn_obj, &c, 1e-2f, 300, 1e-12) < 5e-3);
+        assert_true(fd_check("attention dropout dk", c.k, dk, kn, dattn_obj, &c, 1e-2f, 300, 1e-12) < 5e-3);
+        assert_true(fd_check("attention dropout dv", c.v, dv, kn, dattn_obj, &c, 1e-2f, 300, 1e-12) < 5e-3);
+    }
+    free(c.q); free(c.k); free(c.v); free(c.att); free(c.scr); free(c.y); free(c.w); free(attd);
+    free(dq); free(dk); free(dv); free(scr); free(dqr); free(dkr); free(dvr);
 }
 
 static void test_attention_dropout(void **state) {
     (void)state;
-    const int B = 2, T = 7, H = 4, Hkv = 2, hd = 4;
-    const size_t qn = (size_t)B * T * H * hd, kn = (size_t)B * T * Hkv * hd, an = (size_t)B * H * T * T;
-    dattn_ctx c = {randn(qn, 1), randn(kn, 1), randn(kn, 1), calloc(an, 4), calloc(an, 4), malloc(qn * 4),
-                   randn(qn, 1), {0x1234567ULL, 0.3f, 5}, B, T, H, Hkv, hd};
-    dattn_obj(&c);
-    long dropped = 0, kept = 0;
-    for (int bh = 0; bh < B * H; bh++)
-        for (int i = 0; i < T; i++)
-            for (int j = 0; j <= i; j++) {
-                const size_t o = ((size_t)bh * T + i) * T + j;
-                if (c.attd[o] == 0.0f) dropped++;
-                else {
-                    kept++;
-                    assert_true(fabsf(c.attd[o] - c.att[o] / 0.7f) <= 1e-6f * c.att[o]);
-                }
-            }
-    printf("  attention dropout r 0.3: %ld of %ld probabilities dropped\n", dropped, dropped + kept);
-    assert_true(dropped > 0.15 * (dropped + kept) && dropped < 0.45 * (dropped + kept));
-    float *dq = calloc(qn, 4), *dk = calloc(kn, 4), *dv = calloc(kn, 4), *scr = malloc((size_t)omp_get_max_threads() * T * T * 4);
-    float *dqr = calloc(qn, 4), *dkr = calloc(kn, 4), *dvr = calloc(kn, 4);
-    attn_backward(dq, dk, dv, c.w, c.att, c.attd, c.q, c.k, c.v, scr, B, T, H, Hkv, hd);
-    attn_backward_ref(dqr, dkr, dvr, c.w, c.att, c.attd, c.q, c.k, c.v, B, T, H, Hkv, hd);
-    double e = fmax(max_abs_diff(dq, dqr, qn), fmax(max_abs_diff(dk, dkr, kn), max_abs_diff(dv, dvr, kn)));
-    printf("  attention dropout backward, sgemm vs loops: %.2e\n", e);
-    assert_true(e < 1e-4);
-    assert_true(fd_check("attention dropout dq", c.q, dq, qn, dattn_obj, &c, 1e-2f, 300, 1e-12) < 5e-3);
-    assert_true(fd_check("attention dropout dk", c.k, dk, kn, dattn_obj, &c, 1e-2f, 300, 1e-12) < 5e-3);
-    assert_true(fd_check("attention dropout dv", c.v, dv, kn, dattn_obj, &c, 1e-2f, 300, 1e-12) < 5e-3);
-    free(c.q); free(c.k); free(c.v); free(c.att); free(c.attd); free(c.y); free(c.w);
-    free(dq); free(dk); free(dv); free(scr); free(dqr); free(dkr); free(dvr);
+    dattn_check(2, 7, 4, 2, 4, 5, 1);
+    /* several row blocks (T 70 > ATTN_BLOCK), odd row0; its draws leave the later tests' inputs as they were */
+    const gl_rng saved = rng;
+    dattn_check(1, 70, 2, 1, 4, 3, 0);
+    rng = saved;
 }
 
 typedef struct { float *a, *b, *g, *w; long n; } glu_ctx;
@@ -812,6 +840,24 @@ static void test_dropout_keys(void **s) {
     }
     printf("  dropout_rows r 0.1: %d of 4096 dropped (expected 410 ± 3 sd = 57)\n", zeros);
     assert_true(abs(zeros - 410) <= 57);
+    /* the chunked vector loop is the definition (dropout_scale_at) bit for bit, from an odd global
+     * index too (row0 3, C 261 odd, rows longer than a chunk); either entry of a pair (its two halves
+     * of one hash) drops about r = 0.3 of its 3 × 261 / 2 ≈ 392, 117 (3 sd = 3·√(392·0.3·0.7) ≈ 27) */
+    enum { RN = 3, RC = 261 };
+    float xs[RN * RC];
+    for (int i = 0; i < RN * RC; i++) xs[i] = 1.0f + (float)i / 64.0f;
+    gl_dropout dr3 = {b.drop_key, 0.3f, 3};
+    dropout_rows(xs, RN, RC, &dr3, DROP_EMBED, 0);
+    const gl_drop_mask mk = dropout_mask(&dr3, DROP_EMBED, 0);
+    int differ = 0, dz[2] = {0, 0};
+    for (int i = 0; i < RN * RC; i++) {
+        const uint64_t index = (uint64_t)3 * RC + (uint64_t)i;
+        differ += xs[i] != (1.0f + (float)i / 64.0f) * dropout_scale_at(&mk, index);
+        dz[index & 1] += xs[i] == 0.0f;
+    }
+    printf("  dropout_rows vs dropout_scale_at from odd indices: %d of %d differ; r 0.3 dropped %d even, %d odd "
+           "(about 117 of 392 each)\n", differ, RN * RC, dz[0], dz[1]);
+    assert_true(differ == 0 && abs(dz[0] - 117) <= 27 && abs(dz[1] - 117) <= 27);
     model_free(&a);
     model_free(&b);
 }
@@ -1005,7 +1051,7 @@ static void test_masked_attention(void **state) {
     printf("  masked attention vs plain loops with the mask: y %.2e, att %.2e\n", wy, wa);
     assert_true(wy < 1e-5 && wa < 1e-5); /* the dense check's bound */
     float *dq = calloc(qn, 4), *dk = malloc(kn * 4), *dv = malloc(kn * 4), *scr = malloc((size_t)64 * T * T * 4);
-    attn_backward(dq, dk, dv, c.w, c.att, NULL, c.q, c.k, c.v, scr, B, T, H, Hkv, hd);
+    attn_backward(dq, dk, dv, c.w, c.att, NULL, 0, c.q, c.k, c.v, scr, B, T, H, Hkv, hd);
     /* a masked key gets no gradient from any query but its own (dropped) row */
     double leak = 0;
     for (int t = 0; t < B * T; t++)

@@ -18,6 +18,7 @@ Usage: /usr/bin/python3 scripts/reference/make_fixtures.py OUT_DIR [CASE ...]   
 Deterministic: each case draws from its own torch.Generator seeded from the
 case name, and HDF5 timestamps are off, so reruns give identical files.
 """
+import math
 import os
 import sys
 import zlib
@@ -149,17 +150,22 @@ def random_keep(cfg, tokens):
 
 
 def dropout_masks(cfg, Bn, Tn):
-    """model/dropout.c's masks for key DROP_KEY, rows from 0: entry `index` of site (kind, block n),
-    site = kind·64 + n, is dropped when the 24-bit uniform of mix64(key ^ mix64(site·2^56 + index + 1))
-    is below the rate (float32), else scaled by float32 1/(1 − rate).  Indices: (b·T + i)·C + c for an
-    activation (B, T, C), ((b·T + i)·H + h)·T + j for attention probability (b, h, i, j).  Kinds: 0 the
-    embedding sum, 1 the attention probabilities, 2 the FFN hidden activation, 3 the FFN output."""
+    """model/dropout.c's masks for key DROP_KEY, rows from 0: site (kind, block n), site = kind·64 + n,
+    has the stream key ks = mix64(key ^ mix64(site + 1)); pair p = index >> 1 of its entries hashes to
+    h = mix64(ks + p·γ) (γ = 0x9E3779B97F4A7C15), entry 2p's 24-bit uniform u is bits 8..31 of h,
+    entry 2p + 1's bits 40..63; the entry is dropped when u < ceil(rate·2^24) (rate float32: u/2^24
+    below the rate), else scaled by float32 1/(1 − rate).  Indices: (b·T + i)·C + c for an activation
+    (B, T, C), ((b·T + i)·H + h)·T + j for attention probability (b, h, i, j).  Kinds: 0 the embedding
+    sum, 1 the attention probabilities, 2 the FFN hidden activation, 3 the FFN output."""
     rate = np.float32(cfg.dropout)
     inv = float(np.float32(1.0) / (np.float32(1.0) - rate))
+    thr = math.ceil(float(rate) * 16777216.0)
 
     def scale(site, index):
-        u = (_mix64(DROP_KEY ^ _mix64(((site << 56) + index + 1) & M64)) >> 40) / 16777216.0
-        return 0.0 if u < float(rate) else inv
+        ks = _mix64(DROP_KEY ^ _mix64(site + 1))
+        h = _mix64((ks + (index >> 1) * 0x9E3779B97F4A7C15) & M64)
+        u = (h >> (40 if index & 1 else 8)) & 0xFFFFFF
+        return 0.0 if u < thr else inv
 
     def rows(kind, n, C):
         m = torch.empty(Bn, Tn, C, dtype=torch.float64)
