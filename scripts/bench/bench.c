@@ -290,10 +290,8 @@ static void train_step(gl_model *m, int decay_all, const train_setup *ts, int s)
     m->drop_key = 0;
 }
 
-/* Warm-up, then timed rounds of one step per variant in shuffled order; then
- * the same for forward-only passes. */
-/* The training rounds (and, with sb, one sgemm round in each: slot nv of the shuffled order, its
- * GFLOP/s in rate[k]), then the forward-only rounds. */
+/* Warm-up, then timed rounds of one training step per variant in shuffled order (and, with sb, one
+ * sgemm round in each: slot nv of the order, its GFLOP/s in rate[k]); then the forward-only rounds. */
 static void run_rounds(variant *v, int nv, const train_setup *ts, sgemm_bench *sb, double *rate) {
     gl_rng r;
     rng_seed(&r, ts->seed);
