@@ -75,25 +75,38 @@ static double dot(const float *a, const float *b, size_t n) {
     return s;
 }
 
-/* Compare analytic gradient g of x (n) against central differences of f(). */
+/* Compare analytic gradient g of x (n) against central differences of f().
+ * A ReLU (the paper's router) or a hard selection makes f piecewise smooth: when a kink lies within h of
+ * x[i], the central difference mixes two slopes and disagrees with any correct gradient.  So a coordinate
+ * whose difference at h misses by more than 1e-3 (relative to max|g|) is measured again at h/2 and h/4,
+ * whose intervals leave out a kink at a distance beyond them, and keeps the smallest of its misses.  At a
+ * smooth point every step estimates the same slope (the smaller ones with more float noise: about 2 and 4
+ * times the miss at h), so a wrong gradient misses at each of them and the check still fails. */
 typedef double (*objective)(void *ctx);
 static double fd_check(const char *what, float *x, const float *g, size_t n, objective f, void *ctx,
                        float h, size_t max_checks, double gfloor) {
     double worst = 0, gmax = gfloor;
+    int shorter = 0;
     for (size_t i = 0; i < n; i++) gmax = fmax(gmax, fabs(g[i]));
     size_t stride = n > max_checks ? n / max_checks : 1;
     for (size_t i = 0; i < n; i += stride) {
-        float keep = x[i];
-        x[i] = keep + h;
-        double fp = f(ctx);
-        x[i] = keep - h;
-        double fm = f(ctx);
-        x[i] = keep;
-        double num = (fp - fm) / (2.0 * h);
-        double e = fabs(num - g[i]) / gmax;
+        const float keep = x[i];
+        double e = INFINITY;
+        for (int k = 0; k < 3 && e > 1e-3; k++) {
+            const float hk = ldexpf(h, -k);
+            x[i] = keep + hk;
+            const double fp = f(ctx), up = (double)x[i] - keep;
+            x[i] = keep - hk;
+            const double fm = f(ctx), dn = keep - (double)x[i];
+            x[i] = keep;
+            const double ek = fabs((fp - fm) / (up + dn) - g[i]) / gmax;
+            if (ek < e) e = ek, shorter += k > 0;
+        }
         if (e > worst) worst = e;
     }
-    printf("  %-34s n=%-6zu max|g|=%.3e worst rel err %.2e\n", what, n, gmax, worst);
+    printf("  %-34s n=%-6zu max|g|=%.3e worst rel err %.2e", what, n, gmax, worst);
+    if (shorter) printf(" (%d closer with a shorter step)", shorter);
+    printf("\n");
     return worst;
 }
 
@@ -118,6 +131,36 @@ static void test_vexp(void **state) {
     for (float x = -6.0f; x <= 6.0f; x += 0.000317f) werf = fmax(werf, fabs((double)gl_erff(x) - erf((double)x)));
     printf("  gl_erff vs erf on [-6, 6]: worst absolute error %.2e\n", werf);
     assert_true(werf < 5e-7); /* the fit (1.2e-7) plus float rounding of 1 − erfc */
+}
+
+/* fd_check itself: a kink within h of the point (a ReLU at 0.3·h) must not fail a correct gradient, and a
+ * gradient off by 2.2 % of max|g| at one smooth coordinate, or the slope of the wrong side of the kink, must
+ * still fail. f(x) = Σ w_i·relu(x_i) + x_i²/2 in float, as the models' objectives are. */
+typedef struct {
+    float x[8], w[8];
+} kink_ctx;
+static double kink_obj(void *p) {
+    const kink_ctx *k = p;
+    float s = 0.0f;
+    for (int i = 0; i < 8; i++) s += k->w[i] * (k->x[i] > 0.0f ? k->x[i] : 0.0f) + 0.5f * k->x[i] * k->x[i];
+    return s;
+}
+static void test_fd_check_kink(void **state) {
+    (void)state;
+    const float h = 2e-3f;
+    kink_ctx k;
+    float g[8];
+    for (int i = 0; i < 8; i++) k.x[i] = 0.1f * (float)(i + 1) - 0.35f, k.w[i] = 0.5f + 0.1f * (float)i;
+    k.x[3] = 0.3f * h; /* the ReLU's kink 0.3·h to the left: the difference at h mixes both slopes */
+    for (int i = 0; i < 8; i++) g[i] = (k.x[i] > 0.0f ? k.w[i] : 0.0f) + k.x[i];
+    assert_true(fd_check("kink within h, right gradient", k.x, g, 8, kink_obj, &k, h, 8, 2e-2) < 1e-2);
+    float bad[8];
+    memcpy(bad, g, sizeof g);
+    bad[5] += 0.03f * 1.2f; /* max|g| is w[7] + x[7] = 1.65: 3 % of it is ≈ 0.05, this 0.036 is 2.2 % */
+    assert_true(fd_check("one coordinate off by 2.2 %", k.x, bad, 8, kink_obj, &k, h, 8, 2e-2) > 1e-2);
+    memcpy(bad, g, sizeof g);
+    bad[3] = k.x[3]; /* the slope left of the kink, where x is not */
+    assert_true(fd_check("kink, the other side's slope", k.x, bad, 8, kink_obj, &k, h, 8, 2e-2) > 1e-2);
 }
 
 enum { N = 12, C = 16 };
@@ -1069,7 +1112,7 @@ static void test_masked_attention(void **state) {
 int main(void) {
     rng_seed(&rng, 12345);
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_ops_disjoint),   cmocka_unit_test(test_vexp),  cmocka_unit_test(test_matmul),
+        cmocka_unit_test(test_ops_disjoint),   cmocka_unit_test(test_vexp), cmocka_unit_test(test_fd_check_kink),  cmocka_unit_test(test_matmul),
         cmocka_unit_test(test_rmsnorm),        cmocka_unit_test(test_rope),
         cmocka_unit_test(test_attention),      cmocka_unit_test(test_swiglu),
         cmocka_unit_test(test_xent),           cmocka_unit_test(test_router),
