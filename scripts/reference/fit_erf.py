@@ -9,7 +9,7 @@ digits and as the float literals vexp.h uses.  With the defaults (5 5 4.05) E is
 gives exactly 1.
 
 What it does not: it does not measure the float evaluation (its rounding,
-about 5 float ulps at most, is most of gl_erff's 3.6e-7 worst error);
+at most about 6 ulp of a result near 1, is most of gl_erff's 3.8e-7 worst error);
 tests/test_grad.c does that against libm's erf over every float.
 
 Usage: python3 scripts/reference/fit_erf.py [M K C]      (needs mpmath only)
