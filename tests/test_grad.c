@@ -127,10 +127,48 @@ static void test_vexp(void **state) {
     assert_true(gl_expf(0.0f) == 1.0f);
     assert_true(gl_expf(-1000.0f) == 0.0f && gl_expf(-INFINITY) == 0.0f);
     assert_true(isfinite(gl_expf(1000.0f)) && isnan(gl_expf(NAN)));
-    double werf = 0;
-    for (float x = -6.0f; x <= 6.0f; x += 0.000317f) werf = fmax(werf, fabs((double)gl_erff(x) - erf((double)x)));
-    printf("  gl_erff vs erf on [-6, 6]: worst absolute error %.2e\n", werf);
-    assert_true(werf < 5e-7); /* the fit (1.2e-7) plus float rounding of 1 − erfc */
+}
+
+/* gl_erff (the exp-free rational of vexp.h) against libm's erf over the whole float range, every 13th
+ * float from 0 to FLT_MAX and its negative; its edges (±inf, NaN, the clamp at 4); and the GELU pair
+ * built on it: gl_gelu and gl_gelu_grad against x·Φ(x) and Φ(x) + x·φ(x) in double over [-12, 12],
+ * exact in the tails, and gl_gelu_grad against central differences of gl_gelu. */
+static void test_verf_gelu(void **state) {
+    (void)state;
+    double werf = 0, wat = 0;
+    int odd = 1;
+    for (uint32_t bits = 0; bits < 0x7f800000u; bits += 13) {
+        float x;
+        memcpy(&x, &bits, sizeof x);
+        const float e = gl_erff(x);
+        const double d = fabs((double)e - erf((double)x));
+        if (d > werf) werf = d, wat = x;
+        odd &= gl_erff(-x) == -e;
+    }
+    printf("  gl_erff vs erf, whole float range: worst absolute error %.2e at %.6g; odd: %s\n", werf, wat,
+           odd ? "yes" : "NO");
+    /* the fit (2.5e-8) plus the float rounding of its Horner sums (about 6 ulp at most, 3.8e-7
+     * over every float); the exp-based erfc form it replaced reached 4.6e-7 near 0 */
+    assert_true(werf < 4e-7 && odd);
+    assert_true(gl_erff(0.0f) == 0.0f && gl_erff(INFINITY) == 1.0f && gl_erff(-INFINITY) == -1.0f);
+    assert_true(gl_erff(4.0f) == 1.0f && gl_erff(1e30f) == 1.0f && isnan(gl_erff(NAN)));
+    double wg = 0, wd = 0, wfd = 0;
+    for (float x = -12.0f; x <= 12.0f; x += 0.00371f) {
+        const double xd = x, cdf = 0.5 * (1.0 + erf(xd / sqrt(2.0))), pdf = exp(-0.5 * xd * xd) / sqrt(2.0 * M_PI);
+        wg = fmax(wg, fabs(gl_gelu(x) - xd * cdf) / fmax(1.0, fabs(xd))); /* relative beyond |x| = 1 */
+        wd = fmax(wd, fabs(gl_gelu_grad(x) - (cdf + xd * pdf)));
+        const float h = 1.0f / 64; /* a power of two: x ± h is exact wherever the quotient matters */
+        wfd = fmax(wfd, fabs(((double)gl_gelu(x + h) - gl_gelu(x - h)) / (2.0 * h) - gl_gelu_grad(x)));
+    }
+    printf("  gl_gelu vs x·Φ(x) on [-12, 12]: %.2e (absolute, relative beyond |x| = 1); gl_gelu_grad vs "
+           "Φ + x·φ: %.2e; vs central differences of gl_gelu (h = 1/64): %.2e\n", wg, wd, wfd);
+    assert_true(wg < 4e-7 && wd < 4e-7);
+    /* truncation h²/6 times the third derivative φ(x)·(x³ − 4x) (below 0.8): 3.3e-5, plus gl_gelu's
+     * error (below 1.2e-6 absolute) twice over 2h: 7.7e-5 */
+    assert_true(wfd < 2e-4);
+    /* the tails are exact: erf is ±1 beyond |x| = 4, so GELU is x and 0 there, GELU' 1 and 0 */
+    assert_true(gl_gelu(100.0f) == 100.0f && gl_gelu(-100.0f) == 0.0f);
+    assert_true(gl_gelu_grad(100.0f) == 1.0f && gl_gelu_grad(-100.0f) == 0.0f);
 }
 
 /* fd_check itself: a kink within h of the point (a ReLU at 0.3·h) must not fail a correct gradient, and a
@@ -1149,6 +1187,7 @@ int main(void) {
         cmocka_unit_test(test_model_dropout), cmocka_unit_test(test_dropout_keys), cmocka_unit_test(test_init_gpt2),
         /* last, so that the shared random stream every test before them draws from is what it was */
         cmocka_unit_test(test_model_early_exit_paper), cmocka_unit_test(test_model_gpt2_early_exit_paper),
+        cmocka_unit_test(test_verf_gelu), /* draws nothing from the random stream */
     };
     if (getenv("GRAD_ONLY")) cmocka_set_test_filter(getenv("GRAD_ONLY")); /* e.g. GRAD_ONLY='*dropout*' */
     return cmocka_run_group_tests(tests, NULL, NULL);
