@@ -9,7 +9,8 @@
  *   dg_j = Σ_rows dy_j · x_j · r
  * dg is reduced column by column (each thread owns a slice of columns and sums
  * it in row order), so the result is bit-for-bit repeatable for any thread count.
- * The row sums (Σx², Σ dy·g·x) use the lane-wise sums of vred.h so they vectorise.
+ * The row sums (Σx², Σ dy·g·x; LayerNorm's Σ(x − μ)², Σ dy·g and Σ dy·g·(x − μ)) use the lane-wise sums of
+ * vred.h so they vectorise.
  */
 #include <assert.h>
 #include <math.h>
@@ -89,9 +90,7 @@ void layernorm_forward(float *out, float *rstd, const float *inp, const float *g
         const float *x = inp + (size_t)n * C;
         float *y = out + (size_t)n * C;
         const float mu = ln_mean(x, C);
-        float ss = 0.0f;
-        for (int i = 0; i < C; i++) ss += (x[i] - mu) * (x[i] - mu);
-        const float r = 1.0f / sqrtf(ss / C + eps);
+        const float r = 1.0f / sqrtf(gl_sumsq_dev(x, mu, C) / C + eps);
         rstd[n] = r;
         for (int i = 0; i < C; i++) y[i] = (x[i] - mu) * r * g[i] + b[i];
     }
@@ -113,14 +112,7 @@ void layernorm_backward(float *dinp, float *dg, float *db, const float *dout, co
             const float *x = inp + (size_t)n * C, *dy = dout + (size_t)n * C;
             float *dx = dinp + (size_t)n * C;
             const float r = rstd[n], mu = ln_mean(x, C);
-            float se = 0.0f, sex = 0.0f;
-            for (int i = 0; i < C; i++) {
-                const float e = dy[i] * g[i];
-                se += e;
-                sex += e * (x[i] - mu) * r;
-            }
-            se /= (float)C;
-            sex /= (float)C;
+            const float se = gl_dot(dy, g, C) / (float)C, sex = gl_dot3_dev(dy, g, x, mu, C) * r / (float)C;
             for (int i = 0; i < C; i++) dx[i] += r * (dy[i] * g[i] - se - (x[i] - mu) * r * sex);
         }
         /* dg, db: column slices per thread, rows in order (as rmsnorm_backward) */

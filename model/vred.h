@@ -54,6 +54,30 @@ static inline float gl_dot3(const float *a, const float *b, const float *c, int 
     return s;
 }
 
+/* Σ (x[i] − m)² for i < n (LayerNorm's variance about its mean m). */
+static inline float gl_sumsq_dev(const float *x, float m, int n) {
+    float acc[GL_LANES] = {0};
+    int i = 0;
+    for (; i + GL_LANES <= n; i += GL_LANES)
+        for (int l = 0; l < GL_LANES; l++) acc[l] += (x[i + l] - m) * (x[i + l] - m);
+    float s = 0.0f;
+    for (; i < n; i++) s += (x[i] - m) * (x[i] - m);
+    for (int l = 0; l < GL_LANES; l++) s += acc[l];
+    return s;
+}
+
+/* Σ a[i]·b[i]·(c[i] − m) for i < n (products formed left to right). */
+static inline float gl_dot3_dev(const float *a, const float *b, const float *c, float m, int n) {
+    float acc[GL_LANES] = {0};
+    int i = 0;
+    for (; i + GL_LANES <= n; i += GL_LANES)
+        for (int l = 0; l < GL_LANES; l++) acc[l] += a[i + l] * b[i + l] * (c[i + l] - m);
+    float s = 0.0f;
+    for (; i < n; i++) s += a[i] * b[i] * (c[i] - m);
+    for (int l = 0; l < GL_LANES; l++) s += acc[l];
+    return s;
+}
+
 /* max x[i] for i < n (n >= 1); NaN inputs are skipped unless x[0]'s lane keeps one. */
 static inline float gl_max(const float *x, int n) {
     float m = x[0];
