@@ -57,6 +57,7 @@
 #include "carve.h"
 #include "tensors.h"
 #include "valueres.h"
+#include "vred.h"
 
 /* ------------------------------------------------------------------------ */
 /* allocation                                                               */
@@ -1018,28 +1019,27 @@ static void block_backward(gl_model *m, grad_bufs *g, int n) {
 #pragma omp parallel for schedule(static)
         for (int t = 0; t < N; t++) {
             const float s = 1.0f - a->p[t];
-            float dp = 0.0f;
+            const size_t r = (size_t)t * d;
             for (int i = 0; i < d; i++) {
-                size_t j = (size_t)t * d + i;
-                const float dmid = dres[j] + g->dhm[j];
-                g->dao[j] = s * dmid;
-                g->dh[j] = dmid;
-                dp -= dres[j] * a->fo[j] + dmid * a->ao[j];
+                const float dmid = dres[r + i] + g->dhm[r + i];
+                g->dao[r + i] = s * dmid;
+                g->dh[r + i] = dmid;
             }
-            g->dp[t] = dp - dpen;
+            /* the row sums lane-wise (vred.h): a scalar chain here was most of this loop's time */
+            g->dp[t] = -(gl_dot(dres + r, a->fo + r, d) + gl_dot(g->dh + r, a->ao + r, d)) - dpen;
         }
     } else {
 #pragma omp parallel for schedule(static)
         for (int t = 0; t < N; t++) {
-            float s = tsa ? 1.0f - a->p[t] : hard ? a->rs[t] : 1.0f, dp = 0.0f;
+            const float s = tsa ? 1.0f - a->p[t] : hard ? a->rs[t] : 1.0f;
+            const size_t r = (size_t)t * d;
             for (int i = 0; i < d; i++) {
-                size_t j = (size_t)t * d + i;
-                g->dao[j] = s * dres[j] + g->dhm[j];
-                g->dh[j] = dres[j] + g->dhm[j];
-                dp -= dres[j] * (a->ao[j] + a->fo[j]);
+                g->dao[r + i] = s * dres[r + i] + g->dhm[r + i];
+                g->dh[r + i] = dres[r + i] + g->dhm[r + i];
             }
-            if (tsa) g->dp[t] = dp - dpen;
-            else if (hard) g->dp[t] = -dp; /* dL/d rs = Σ dres·(a + f) */
+            if (!tsa && !hard) continue; /* a dense block has no gate to differentiate */
+            const float dp = -gl_dot_add(dres + r, a->ao + r, a->fo + r, d); /* lane-wise (vred.h) */
+            g->dp[t] = tsa ? dp - dpen : -dp; /* hard: dL/d rs = Σ dres·(a + f) */
         }
         if (hard) routing_backward(m, n, g->dp, g->dh, N);
     }

@@ -78,6 +78,18 @@ static inline float gl_dot3_dev(const float *a, const float *b, const float *c, 
     return s;
 }
 
+/* Σ a[i]·(b[i] + c[i]) for i < n. */
+static inline float gl_dot_add(const float *a, const float *b, const float *c, int n) {
+    float acc[GL_LANES] = {0};
+    int i = 0;
+    for (; i + GL_LANES <= n; i += GL_LANES)
+        for (int l = 0; l < GL_LANES; l++) acc[l] += a[i + l] * (b[i + l] + c[i + l]);
+    float s = 0.0f;
+    for (; i < n; i++) s += a[i] * (b[i] + c[i]);
+    for (int l = 0; l < GL_LANES; l++) s += acc[l];
+    return s;
+}
+
 /* max x[i] for i < n (n >= 1); NaN inputs are skipped unless x[0]'s lane keeps one. */
 static inline float gl_max(const float *x, int n) {
     float m = x[0];
