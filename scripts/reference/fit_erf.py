@@ -12,7 +12,7 @@ What it does not: it does not measure the float evaluation (its rounding,
 at most about 6 ulp of a result near 1, is most of gl_erff's 3.8e-7 worst error);
 tests/test_grad.c does that against libm's erf over every float.
 
-Usage: python3 scripts/reference/fit_erf.py [M K C]      (needs mpmath only)
+Usage: python3 scripts/reference/fit_erf.py [M K C]      (needs mpmath only: apt-get install python3-mpmath)
 """
 import struct
 import sys
