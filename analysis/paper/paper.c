@@ -1081,12 +1081,15 @@ static int pr_rows(FILE *f, const claims_file *cf, const claims_result *res, con
 
 static void pr_provenance(FILE *f, const claims_file *cf, const claims_result *res, const paper_plan *plan,
                           const char *results) {
-    fprintf(f, "\n## Verdict rules, notes and provenance of each row\n\n");
+    fprintf(f, "\n## Verdict rules, notes and provenance of each row\n\n"
+               "\"Made by\" gives each row's sweep commands with `--results DIR`: the folder that holds the registry "
+               "and run folders (this report read `%s`; a sweep run again there trains nothing it finds finished).\n\n",
+            results);
     for (int i = 0; i < cf->n; i++) {
         const claims_result *r = &res[i];
         char rule[1024], cmd[4096];
         pr_rule(r->row, rule, sizeof rule);
-        plan_command(plan, r->runs, results, cmd, sizeof cmd);
+        plan_command(plan, r->runs, "DIR", cmd, sizeof cmd); /* the folder is named once, above */
         fprintf(f, "- **%s** (claim %s) — %s. Verdict: %s.", r->row->id, r->row->claim, rule, pr_verdict_md(r->v));
         if (r->row->note[0]) fprintf(f, " Note: %s", r->row->note);
         if (r->runs[0]) {

@@ -66,6 +66,12 @@ while IFS= read -r line; do
 done < <(grep -E '^- \*\*.* Runs: paper-.* Made by: ' "$R")
 check "each row's 'Made by' is the sweep of the groups whose runs it read ($n_made rows, $bad_made wrong)" \
     [ "$n_made" -gt 0 -a "$bad_made" -eq 0 ]
+made_by_dir() { # every "Made by" says --results DIR, none names the folder read, the section names it once
+    local made; made=$(grep -E '^- \*\*.* Made by: ' "$R")
+    grep -qF -- '--results DIR`' <<<"$made" && ! grep -qF -- "--results $PAPER_RESULTS" <<<"$made" &&
+        grep -qF "this report read \`$PAPER_RESULTS\`" "$R"
+}
+check "'Made by' says --results DIR and the section names the folder read once (a regenerated report does not change with it)" made_by_dir
 check "the report states the whole-split loss of every run" grep -q '^## Every run' "$R"
 check "the bench stage measured the costs (experiment cost-paper: $(grep -c . "$PAPER_RESULTS/bench.jsonl" 2>/dev/null) lines)" \
     bash -c "sqlite3 '$PAPER_RESULTS/gatelab.db' \"select count(*) from runs where run_id like 'cost-paper-s-%'\" | grep -qx 7"
