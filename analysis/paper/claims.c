@@ -51,10 +51,11 @@ static int cl_like(const char *text, const char *pat) {
     return l && pat[l - 1] == '*' ? !strncmp(text, pat, l - 1) : !strcmp(text, pat);
 }
 
-double claims_operating_alpha(const claims_file *cf, const char *data) {
+const claims_row *claims_operating_row(const claims_file *cf, const char *data, const char *form) {
     for (int i = 0; i < cf->n; i++) {
         const claims_row *row = &cf->rows[i];
         if (isnan(row->alpha)) continue;
+        if (form && strcmp(row->form[0] ? row->form : "gatelab", form)) continue;
         int tsa = 0, at = 0, hit = 0;
         char words[CLAIMS_TEXT];
         snprintf(words, sizeof words, "%s", row->runs);
@@ -63,9 +64,26 @@ double claims_operating_alpha(const claims_file *cf, const char *data) {
             at |= !strcmp(w, "lambda=@alpha");
             hit |= !strncmp(w, "data=", 5) && cl_like(data, w + 5);
         }
-        if (tsa && at && hit) return row->alpha;
+        if (tsa && at && hit) return row;
     }
-    return NAN;
+    return NULL;
+}
+
+double claims_operating_alpha(const claims_file *cf, const char *data) {
+    const claims_row *row = claims_operating_row(cf, data, NULL);
+    return row ? row->alpha : NAN;
+}
+
+int claims_row_experiment(const claims_row *row, const char *experiment) {
+    char words[CLAIMS_TEXT];
+    snprintf(words, sizeof words, "%s", row->runs);
+    for (char *save = NULL, *w = strtok_r(words, " \t", &save); w; w = strtok_r(NULL, " \t", &save)) {
+        if (strncmp(w, "experiment=", 11)) continue;
+        for (char *s2 = NULL, *a = strtok_r(w + 11, "|", &s2); a; a = strtok_r(NULL, "|", &s2))
+            if (cl_like(experiment, a)) return 1;
+        return 0;
+    }
+    return 1;
 }
 
 /* 1 when r matches the word key=val (scale and lambda resolved by the caller). */

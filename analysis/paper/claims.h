@@ -181,6 +181,15 @@ void claims_free(claims_file *cf);
  * in the claims file. */
 double claims_operating_alpha(const claims_file *cf, const char *data);
 
+/* The row claims_operating_alpha reads, narrowed to the model form form
+ * ("gatelab" also matches a row without `form`; NULL: any form); NULL when
+ * no row matches. */
+const claims_row *claims_operating_row(const claims_file *cf, const char *data, const char *form);
+
+/* 1 when row's runs pick experiment (its `experiment=` word: alternatives by
+ * '|', a trailing '*' a prefix; a row without one picks every experiment). */
+int claims_row_experiment(const claims_row *row, const char *experiment);
+
 /* Judge row against rs into res. */
 void claims_eval(const claims_row *row, const runset *rs, claims_result *res);
 

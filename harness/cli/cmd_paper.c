@@ -205,28 +205,58 @@ static int pp_measure(gl_db *db, const paper_run *r, const char *results) {
  * 13 thresholds on random batches, the target that run's
  * train/alpha_paper.mean_evals; matched_paper.*). */
 
-/* The TSA partner of exit run e at λ* (above): *t, or NULL with the reason printed. */
+/* The TSA partner of exit run e at λ* (above): *t, or NULL with the reason printed.
+ * An exit run in the paper's form (paper: 1) is matched within the experiment
+ * of the claims file's paper-form operating row for its data (form = paper;
+ * else its first operating row; round two: paper-shk_off_tsa, λ 0.001), so a
+ * TSA run of another experiment and λ in the same registry
+ * (group 3's λ 0 and 0.05) is never its partner, whenever post runs; λ* is
+ * then chosen among that experiment's λ's alone (PREREGISTRATION.md, groups 2
+ * and 3: "TSA = the shk_off_tsa run of its seed"). */
 static const paper_run *pp_tsa_partner(const paper_run *runs, int n, const paper_run *e, const claims_file *cf,
-                                       int *hard, double *lstar, double *target) {
-    *target = claims_operating_alpha(cf, e->t.data);
-    if (isnan(*target)) {
+                                       int paper, int *hard, double *lstar, double *target) {
+    const claims_row *op = paper ? claims_operating_row(cf, e->t.data, "paper") : NULL;
+    if (!op) op = claims_operating_row(cf, e->t.data, NULL); /* a claims file without paper-form rows */
+    if (!op) {
         fprintf(stderr, "[paper post] %s: the claims file has no TSA operating point (lambda=@alpha) for data %s; "
                 "skipped\n", e->t.run_id, e->t.data);
         return NULL;
     }
-    *hard = 0;
-    if (!paper_lambda_star(runs, n, e->t.data, e->t.scale, *target, hard, lstar)) {
-        fprintf(stderr, "[paper post] %s: no TSA run of %s at scale %s to match; skipped\n", e->t.run_id,
-                e->t.data, e->t.scale);
-        return NULL;
+    *target = op->alpha;
+    /* the candidates: every run, or (paper form) the TSA runs of the operating row's experiment */
+    paper_run *pool = NULL;
+    int m = n;
+    const paper_run *from = runs;
+    if (paper) {
+        pool = malloc((size_t)(n ? n : 1) * sizeof *pool);
+        if (!pool) {
+            fprintf(stderr, "[paper post] %s: out of memory choosing its TSA partner; skipped\n", e->t.run_id);
+            return NULL;
+        }
+        m = 0;
+        for (int j = 0; j < n; j++)
+            if (strcmp(runs[j].depth, "tsa") || claims_row_experiment(op, runs[j].t.experiment)) pool[m++] = runs[j];
+        from = pool;
     }
-    for (int j = 0; j < n; j++)
-        if (!strcmp(runs[j].depth, "tsa") && e->depth_key && runs[j].depth_key == e->depth_key &&
-            fabs(runs[j].t.lambda - *lstar) < 1e-9 && !isnan(*hard ? runs[j].hard_alpha : runs[j].alpha))
-            return &runs[j];
-    fprintf(stderr, "[paper post] %s: no TSA partner at λ* = %g with seed %s; skipped\n", e->t.run_id, *lstar,
-            e->t.seed);
-    return NULL;
+    *hard = 0;
+    const paper_run *t = NULL;
+    if (!paper_lambda_star(from, m, e->t.data, e->t.scale, *target, hard, lstar)) {
+        fprintf(stderr, "[paper post] %s: no TSA run of %s at scale %s%s to match; skipped\n", e->t.run_id,
+                e->t.data, e->t.scale, paper ? " in the paper-form operating row's experiment" : "");
+    } else {
+        for (int j = 0; j < m && !t; j++)
+            if (!strcmp(from[j].depth, "tsa") && e->depth_key && from[j].depth_key == e->depth_key &&
+                fabs(from[j].t.lambda - *lstar) < 1e-9 && !isnan(*hard ? from[j].hard_alpha : from[j].alpha))
+                t = &from[j];
+        if (!t)
+            fprintf(stderr, "[paper post] %s: no TSA partner at λ* = %g with seed %s; skipped\n", e->t.run_id, *lstar,
+                    e->t.seed);
+    }
+    if (t && pool) /* point into runs, which outlives the pool */
+        for (int j = 0; j < n; j++)
+            if (!strcmp(runs[j].t.run_id, t->t.run_id)) { t = &runs[j]; break; }
+    free(pool);
+    return t;
 }
 
 /* 1 when run is early exit in the TSA paper's form (model.exit_form = paper; absent: gatelab's). */
@@ -241,11 +271,12 @@ static int pp_match(const paper_run *runs, int n, gl_db *db, const char *results
         const paper_run *e = &runs[i];
         if (strcmp(e->depth, "early_exit")) continue;
         const int want = !pp_has(db, e->t.run_id, "val", "matched.loss", NULL);
-        const int want_paper = pp_exit_paper(db, e->t.run_id) && !pp_has(db, e->t.run_id, "val", "matched_paper.loss", NULL);
+        const int paper = pp_exit_paper(db, e->t.run_id);
+        const int want_paper = paper && !pp_has(db, e->t.run_id, "val", "matched_paper.loss", NULL);
         if (!want && !want_paper) continue;
         int hard;
         double lstar, target;
-        const paper_run *t = pp_tsa_partner(runs, n, e, cf, &hard, &lstar, &target);
+        const paper_run *t = pp_tsa_partner(runs, n, e, cf, paper, &hard, &lstar, &target);
         if (!t) continue;
         if (want) {
             fprintf(stderr, "[paper post] %s: early exit matched to the %s α %.6f of %s (λ* = %g, the paper's α %.3f)\n",

@@ -239,3 +239,20 @@ check "a hard row with form = paper may read its operating point on train/alpha_
 check "... and its form column says the operating point is on the paper's α" \
     grep -qE "^\| t2 \|.*α hard \(operating point on the paper's α\)" "$W/out2/REPORT.md"
 cp "$W/claims.ok" "$P0/claims.ini"
+
+# ---- a paper-form exit's partner stays in the operating row's experiment (PREREGISTRATION, groups 2 and 3: "TSA =
+#      the shk_off_tsa run of its seed"): a TSA run of another λ and experiment in the same registry, whose α is
+#      the operating point exactly, is not its partner, whenever post runs ----
+"$BIN" train "$TINY" "${M[@]}" "${TSA[@]}" model.tsa_lambda=0 log.experiment=paper-pf3 --run-id tl0 --results "$R" \
+    --quiet > "$W/t7" 2>&1
+check "train a TSA run at λ 0 in another paper experiment (exit 0)" test $? -eq 0
+q "update metrics set value = 0.5 where run_id='tl0' and split='val' and name in ('hard.active_frac', 'final.active_frac')"
+q "delete from metrics where run_id='ee' and name like 'matched%'"
+GATELAB_RESULTS="$R" "$BIN" paper post > /dev/null 2> "$W/post4.log"
+check "post after the λ-0 run exits 0" test $? -eq 0
+check "the paper-form exit is matched again, by both protocols, to tsa (the operating row's experiment, paper-pf)" \
+    test "$(grep -c "ee: .* of tsa " "$W/post4.log")" = 2
+check "... never to tl0, whose α (0.5) is the operating point exactly" test "$(grep -c "ee: .*tl0" "$W/post4.log")" = 0
+check "matched_paper.alpha_target is tsa's train/alpha_paper.mean_evals again" \
+    test "$(q "select count(*) from metrics a join metrics b where a.run_id='ee' and a.name='matched_paper.alpha_target'
+              and b.run_id='tsa' and b.split='train' and b.name='alpha_paper.mean_evals' and a.value=b.value")" = 1
