@@ -177,7 +177,9 @@ static void test_matched(void **state) {
 /* The TSA paper's τ protocol (--tau-protocol paper) on the paper-form early-exit run: the target is the TSA
  * run's train/alpha_paper.mean_evals, the 13 thresholds are each evaluated on 30 random batches of
  * train.batch_size windows, the chosen one has the α_paper nearest the target (the first of a tie), α_paper
- * is (1 + (L − 1)·α)/L on every row, and the record is matched_paper.* (nothing under matched.*). */
+ * is (1 + (L − 1)·α)/L on every row, that τ is then run on the whole split (the pair's side), and the
+ * record is matched_paper.* with the protocol's own reading as matched_paper.protocol_* (nothing under
+ * matched.*). */
 static void test_matched_paper(void **state) {
     (void)state;
     evalrun_opts o;
@@ -206,7 +208,10 @@ static void test_matched_paper(void **state) {
         if (best < 0 || fabs(g->active_frac_paper - alpha) < fabs(r.grid[best].active_frac_paper - alpha)) best = i;
     }
     print_message("target α_paper %.4f: τ %.2f chosen (α_paper %.4f)\n", alpha, r.tau, r.exit.active_frac_paper);
-    assert_true(r.tau == eval_paper_taus[best] && r.exit.loss == r.grid[best].loss);
+    assert_true(r.tau == eval_paper_taus[best] && r.paper_best == best);
+    /* then that τ exits for real on the whole split: the windows of the soft headline, not the random batches */
+    assert_true(r.exit.windows == r.soft.windows && r.exit.tokens == r.soft.tokens &&
+                r.exit.windows != r.grid[best].windows);
     assert_true(r.grid[0].windows == r.grid[1].windows && r.grid[0].loss != r.grid[1].loss); /* fresh batches */
     assert_int_equal(evalrun_record(&o, &r, err, sizeof err), 0);
     assert_true(row("eep", "val", "matched_paper.tau", NULL) == r.tau);
@@ -214,12 +219,22 @@ static void test_matched_paper(void **state) {
     assert_true(row("eep", "val", "matched_paper.active_frac_paper", NULL) == r.exit.active_frac_paper);
     assert_true(row("eep", "val", "matched_paper.loss", NULL) == r.exit.loss);
     assert_true(row("eep", "val", "matched_paper.windows", NULL) == (double)r.exit.windows);
+    assert_true(row("eep", "val", "matched_paper.protocol_loss", NULL) == r.grid[best].loss);
+    assert_true(row("eep", "val", "matched_paper.protocol_active_frac_paper", NULL) == r.grid[best].active_frac_paper);
+    assert_true(row("eep", "val", "matched_paper.protocol_windows", NULL) == (double)r.grid[best].windows);
     gl_db *db = NULL;
     double v;
     assert_int_equal(db_open_readonly(&db, g_db, err, sizeof err), 0);
     assert_int_equal(db_metric_last(db, "eep", "val", "matched.loss", NULL, &v, NULL, err, sizeof err), 0);
     db_close(db);
     assert_true(count_rows("eep", "val") > matched_before);
+    /* the pair's side is `eval --tau` at the chosen τ on the split: the same code path, so the same bits */
+    const double tau = r.tau, loss = r.exit.loss, frac = r.exit.active_frac;
+    evalrun_defaults(&o);
+    o.run = target(EEP);
+    o.tau = tau;
+    assert_int_equal(evalrun_measure(&o, &r, err, sizeof err), 0);
+    assert_true(r.have_exit == 1 && r.exit.loss == loss && r.exit.active_frac == frac);
     /* the paper's protocol needs a target and the whole sweep: refused with --tau */
     evalrun_defaults(&o);
     o.run = target(EEP);

@@ -178,6 +178,10 @@ static int eval_print(const evalrun_opts *o, const evalrun_result *r) {
                 json_array_append_new(g, row);
             }
             jsonl_set(out, "paper_sweep", g);
+            /* the chosen threshold on its random batches (the official script's reading); "exit" is that τ on the split */
+            json_t *pr = eval_json(&r->grid[r->paper_best], text, L, T);
+            jsonl_set(pr, "tau", jsonl_num(r->tau));
+            jsonl_set(out, "exit_protocol", pr);
         }
         jsonl_set(out, "exit", eval_json(&r->exit, text, L, T));
     }

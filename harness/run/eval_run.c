@@ -188,8 +188,14 @@ static int evalrun_exit(gl_run *run, const evalrun_opts *o, const int *ids, size
         if (eval_match_paper(m, ds, o->split, run->mf.train.batch_size, r->alpha_target, key, r->grid, &best, err,
                              errlen))
             return -1;
+        /* then that τ exiting for real on the split, on the tokens of the TSA run's headline: the paired
+         * comparison's side (grid[best] stays the official script's own reading, on its random batches) */
         r->tau = eval_paper_taus[best];
-        r->exit = r->grid[best];
+        r->paper_best = best;
+        m->exit_tau = (float)r->tau;
+        const int rc = evalrun_once(run, ids, n_ids, ds, o, &r->exit, err, errlen);
+        m->exit_tau = 0;
+        if (rc) return -1;
         r->have_exit = 3;
     } else if (r->alpha_target >= 0) {
         int mrc = eval_match_alpha(m, ds, o->split, o->windows, r->alpha_target, 0.005, &r->tau, &r->exit, err,
@@ -331,7 +337,7 @@ int evalrun_record(const evalrun_opts *o, const evalrun_result *r, char *err, si
     if (!rc && r->have_paper_sparse) rc = evalrun_record_paper(db, o, r, err, errlen);
     if (!rc && r->alpha_target >= 0 && r->have_exit == 3)
         rc = headline_record_matched_paper(db, o->run.id, r->step, o->split_name, r->tau, r->alpha_target, &r->exit,
-                                           r->n_layer, err, errlen);
+                                           &r->grid[r->paper_best], r->n_layer, err, errlen);
     else if (!rc && r->alpha_target >= 0)
         rc = headline_record_matched(db, o->run.id, r->step, o->split_name, r->tau, r->alpha_target,
                                      r->partner_loss, &r->exit, r->n_layer, err, errlen);

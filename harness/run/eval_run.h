@@ -83,9 +83,11 @@ typedef struct {
     gl_eval_result paper_sparse; /* --sparse=paper: the TSA paper's sparse form (hard_paper.* of a record) */
     int have_paper_sparse; /* paper_sparse is measured */
     int have_hard;         /* hard is the headline's hard.* (a record of a model with hard routing; gatelab's form) */
-    gl_eval_result exit;   /* early exit at tau (have_exit) */
+    gl_eval_result exit;   /* early exit at tau (have_exit), exiting for real on the split (the paper's
+                            * protocol too: τ chosen on its random batches, then the whole split at that τ) */
     int have_exit;         /* 1: --tau, 2: τ matched to alpha_target (3: by the paper's protocol) */
-    gl_eval_result grid[EVAL_PAPER_N_TAUS]; /* the paper's protocol: every threshold's evaluation */
+    gl_eval_result grid[EVAL_PAPER_N_TAUS]; /* the paper's protocol: every threshold's random-batch evaluation */
+    int paper_best;        /* have_exit 3: the index in grid of the chosen threshold (the official reading) */
     int closest_only;      /* the match missed ±0.005: exit is the closest α reached */
     double tau;            /* the early-exit threshold (-1: none) */
     double alpha_target;   /* the α matched (-1: none) */

@@ -138,8 +138,8 @@ int headline_record_matched(gl_db *db, const char *run_id, long step, const char
 }
 
 int headline_record_matched_paper(gl_db *db, const char *run_id, long step, const char *split_name, double tau,
-                                  double alpha_target, const gl_eval_result *r, int n_layer, char *err,
-                                  size_t errlen) {
+                                  double alpha_target, const gl_eval_result *r, const gl_eval_result *protocol,
+                                  int n_layer, char *err, size_t errlen) {
     static hl_rows h;
     hl_init(&h, METRIC_MATCHED_PAPER, step, split_name, r);
     hl_add(&h, "tau", tau, 0);
@@ -153,5 +153,11 @@ int headline_record_matched_paper(gl_db *db, const char *run_id, long step, cons
     hl_add(&h, "loss_se", r->loss_se, 0);
     hl_add(&h, "tokens", r->tokens, 0);
     hl_add(&h, "windows", (double)r->windows, 0);
+    /* the official reading, stamped with its own provenance: the windows drawn */
+    h.prov = db_prov(split_name, 0, protocol->windows, protocol->tokens);
+    hl_add(&h, "protocol_loss", protocol->loss, protocol->loss_se);
+    hl_add(&h, "protocol_active_frac_paper", protocol->active_frac_paper, 0);
+    hl_add(&h, "protocol_tokens", protocol->tokens, 0);
+    hl_add(&h, "protocol_windows", (double)protocol->windows, 0);
     return hl_write(db, run_id, &h, err, errlen);
 }

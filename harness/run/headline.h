@@ -30,9 +30,13 @@
  *   active_frac,tlops_saved,run_frac,loss,loss_se,tokens,windows} — early exit
  *   at the τ the TSA paper's protocol chose (`eval --tau-protocol paper`: the
  *   13 thresholds on 30 random batches, α_paper nearest alpha_target;
- *   run/evaluate.h eval_match_paper), measured on those random batches (the
- *   provenance counts the windows drawn); tlops_saved_paper is the official
- *   script's ops saved, (1 − α_paper)(L − 1)/L;
+ *   run/evaluate.h eval_match_paper), then exiting for real at that τ on the
+ *   whole split (the tokens of the TSA run's hard.* and hard_paper.*: a paired
+ *   comparison); tlops_saved_paper is the official script's ops saved,
+ *   (1 − α_paper)(L − 1)/L; matched_paper.protocol_{loss,active_frac_paper,
+ *   tokens,windows} — the chosen threshold on the protocol's random batches,
+ *   the official script's own reading (the provenance counts the windows
+ *   drawn);
  * Every row carries its provenance (store/registry.h gl_prov: the split,
  * windows [0, r->windows) and r->tokens scored); final.loss, final.bpc and
  * matched.loss carry their standard error.  Names: store/metric.h.
@@ -66,11 +70,12 @@ int headline_record_hard_paper(gl_db *db, const char *run_id, long step, const c
 int headline_measure(gl_model *m, const gl_dataset *ds, gl_split split, gl_eval_result *r, gl_eval_result *hard,
                      int *have_hard, char *err, size_t errlen);
 
-/* Record an early-exit evaluation r at the threshold tau the TSA paper's protocol chose for alpha_target
- * (α_paper of the TSA run) as run_id's matched_paper.* rows.  Returns 0, or -1 with a message. */
+/* Record an early-exit evaluation r on the whole split at the threshold tau the TSA paper's protocol chose
+ * for alpha_target (α_paper of the TSA run), and that threshold's evaluation on the protocol's random batches
+ * (protocol), as run_id's matched_paper.* rows, in one transaction.  Returns 0, or -1 with a message. */
 int headline_record_matched_paper(gl_db *db, const char *run_id, long step, const char *split_name, double tau,
-                                  double alpha_target, const gl_eval_result *r, int n_layer, char *err,
-                                  size_t errlen);
+                                  double alpha_target, const gl_eval_result *r, const gl_eval_result *protocol,
+                                  int n_layer, char *err, size_t errlen);
 
 /* Record an early-exit evaluation r at threshold tau, searched to match
  * alpha_target, as run_id's matched.* rows; partner_loss is the loss of the

@@ -49,6 +49,19 @@ alpha_metric = train/alpha_paper.mean_evals
 metric = val/final.loss
 expect = none
 digits = 6
+[t3]
+claim = 3
+paper = TSA in the paper's sparse form against the paper-form early exit at the τ of the paper's protocol, paired
+quantity = diff
+runs = experiment=paper-pf data=corpus depth_routing=tsa lambda=@alpha
+alpha = 0.5
+alpha_within = 1
+metric = val/hard_paper.loss
+metric_b = val/matched_paper.loss
+versus = depth_routing=early_exit
+sparse = paper
+expect = none
+digits = 6
 EOF
 
 M=(model.backbone=gpt2 model.qk_norm=0 model.norm_eps=1e-5 model.n_layer=4 model.n_kv_head=2 train.threads=1
@@ -143,11 +156,19 @@ check "matched_paper.alpha_target is tsa's train/alpha_paper.mean_evals" \
     test "$(q "select count(*) from metrics a join metrics b where a.run_id='ee' and a.name='matched_paper.alpha_target'
               and b.run_id='tsa' and b.split='train' and b.name='alpha_paper.mean_evals' and a.value=b.value")" = 1
 n=$(q "select count(distinct name) from metrics where run_id='ee' and name like 'matched\_paper.%' escape '\'")
-check "matched_paper.* holds its 11 quantities ($n), beside gatelab's matched.* (matched.loss $(hv ee matched.loss))" \
-    test "$n" = 11 -a -n "$(hv ee matched.loss)"
+check "matched_paper.* holds its 15 quantities ($n), beside gatelab's matched.* (matched.loss $(hv ee matched.loss))" \
+    test "$n" = 15 -a -n "$(hv ee matched.loss)"
+check "matched_paper.loss is on tsa's hard_paper.* tokens (the whole split: a like-for-like pair)" \
+    test "$(q "select count(*) from metrics a join metrics b where a.run_id='ee' and a.name='matched_paper.loss'
+              and b.run_id='tsa' and b.name='hard_paper.loss' and a.split=b.split and a.data_split=b.data_split
+              and a.win_first=b.win_first and a.win_count=b.win_count and a.tokens=b.tokens")" = 1
+check "... and matched_paper.protocol_loss on the protocol's random batches (30 of 4 windows)" \
+    test "$(q "select win_count from metrics where run_id='ee' and name='matched_paper.protocol_loss'")" = 120
 "$BIN" eval ee --match-run tsa --tau-protocol paper --results "$R" > "$W/e_ee.json" 2> /dev/null
 check "matched_paper.loss = eval --match-run tsa --tau-protocol paper's exit loss ($(hv ee matched_paper.loss))" \
     near "$(hv ee matched_paper.loss)" "$(js "$(cat "$W/e_ee.json")" exit loss)" 1e-9
+check "matched_paper.protocol_loss = its exit_protocol loss ($(hv ee matched_paper.protocol_loss))" \
+    near "$(hv ee matched_paper.protocol_loss)" "$(js "$(cat "$W/e_ee.json")" exit_protocol loss)" 1e-9
 
 # ---- a second post: nothing measured, nothing recorded ----
 rows=$(q "select count(*) from metrics")
@@ -211,6 +232,9 @@ check "row t1 (sparse = paper) shows the mean hard_paper.loss of its two seeds (
 check "... its form column says the paper's sparse form" grep -q "sparse paper" <<< "$t1"
 check "... and its operating point was read from val/hard_paper.active_frac (the form it names), not hard.*" \
     grep -q "mean α (val/hard_paper.active_frac) over seeds, $(mean hard_paper.active_frac 3 val)" <<< "$t1"
+t3=$(grep -E '^\| t3 \|' "$W/out/REPORT.md")
+check "row t3 (TSA against the paper-form exit) pairs like for like: both sides on the whole split" \
+    test -n "$t3" -a -z "$(grep -F "not like for like" <<< "$t3")" -a -z "$(grep -F "different tokens" <<< "$t3")"
 a=$(mean alpha_paper.mean_evals 3 train)
 check "row t2 (alpha_def = soft) reads the paper's α, train/alpha_paper.mean_evals ($a)" \
     grep -q "mean α (train/alpha_paper.mean_evals) over seeds, $a" <<< "$t2"
