@@ -222,9 +222,15 @@ int main(void) {
                        "metric_b = val/final.loss\nversus = depth_routing=none\nexpect = above -1\nceiling = 0\n"
                        "[E]\nclaim = 5\npaper = a cost below the threshold, reference at the ceiling\nquantity = diff\n"
                        "runs = data=tinyshakespeare scale=xs depth_routing=tsa\nmetric = val/final.loss\n"
-                       "metric_b = val/final.loss\nversus = depth_routing=none\nexpect = above 1\nceiling = 0\n";
+                       "metric_b = val/final.loss\nversus = depth_routing=none\nexpect = above 1\nceiling = 0\n"
+                       "[F]\nclaim = 6\npaper = no routed run trained, the reference at the ceiling\nquantity = diff\n"
+                       "runs = data=tinyshakespeare scale=xs depth_routing=tsa lambda=0.5\nmetric = val/final.loss\n"
+                       "metric_b = val/final.loss\nversus = depth_routing=none\nexpect = above -1\nceiling = 0\n"
+                       "[G]\nclaim = 7\npaper = no routed run trained, the reference below the ceiling\nquantity = diff\n"
+                       "runs = data=tinyshakespeare scale=xs depth_routing=tsa lambda=0.5\nmetric = val/final.loss\n"
+                       "metric_b = val/final.loss\nversus = depth_routing=none\nexpect = above -1\nceiling = 100\n";
     claims_file cf;
-    ok("claims_parse", claims_parse(text, "t.ini", &cf, err, sizeof err) == 0 && cf.n == 5 && cf.n_disclosures == 1);
+    ok("claims_parse", claims_parse(text, "t.ini", &cf, err, sizeof err) == 0 && cf.n == 7 && cf.n_disclosures == 1);
     claims_result r;
     claims_eval(&cf.rows[0], &rs, &r);
     /* differences: tsa1 − base1 = 0.125, tsa2 − base2 = 0.25: mean 0.1875 */
@@ -243,6 +249,16 @@ int main(void) {
     ok("ceiling: a pass is uninformative", r.v == CV_UNINFORMATIVE && strstr(r.why, "cannot show") != NULL);
     claims_eval(&cf.rows[4], &rs, &r);
     ok("ceiling: a result below the threshold is not reproduced", r.v == CV_NO && strstr(r.why, "ceiling") != NULL);
+    /* no TSA run at λ 0.5: with every reference run (the three dense xs runs) at the ceiling the row is
+     * uninformative, naming the reference; with one below it, not measured */
+    claims_eval(&cf.rows[5], &rs, &r);
+    printf("     %s\n", r.why);
+    ok("ceiling rule: no routed run, every reference at the ceiling: uninformative, the reference named",
+       r.v == CV_UNINFORMATIVE && r.ne == 0 && strstr(r.why, "depth_routing=none") && strstr(r.why, "3 runs") &&
+           strstr(r.why, "reference (`data=tinyshakespeare scale=xs depth_routing=none`:"));
+    claims_eval(&cf.rows[6], &rs, &r);
+    ok("ceiling rule: the reference below the ceiling: not measured", r.v == CV_NOT_MEASURED &&
+       strstr(r.why, "no finished run matches"));
     claims_eval(&cf.rows[2], &rs, &r);
     /* across: (s: mean 0.625, sd 0.1768) − (xs: mean 0.1875, sd 0.0884) = 0.4375 */
     ok("across = scale: three elements, the last the deepest − the shallowest",

@@ -776,6 +776,47 @@ static int cl_pick(const claims_row *row, const runset *rs, claims_result *res, 
     return n;
 }
 
+/* A ceiling row none of whose runs was trained, whose reference arm was: a pre-registered ceiling rule stops
+ * where the reference is already at the ceiling (round two, group 1: copy at 40 and 60 items, the dense pilots
+ * at 100 %), so nothing was left to lose and the row is uninformative, with why, rather than "not measured".
+ * The reference: the row's runs with depth_routing set to versus's value (and versus's other words), the
+ * routed arm's own words (lambda, model.tsa_form, model.router_init_bias) dropped; every one of its runs must
+ * be at the ceiling on metric_b.  Returns 1 when it judged the row (res->v, res->why), else 0. */
+static int cl_reference_ceiling(const cl_ctx *c, claims_result *res) {
+    const claims_row *row = c->row;
+    if (isnan(row->ceiling) || strcmp(c->axis, "depth_routing") || !row->metric_b[0]) return 0;
+    char spec[CLAIMS_TEXT] = "", words[CLAIMS_TEXT], base[32], data[64];
+    size_t used = 0;
+    snprintf(words, sizeof words, "%s", row->runs);
+    for (char *save = NULL, *w = strtok_r(words, " \t", &save); w; w = strtok_r(NULL, " \t", &save)) {
+        if (!strncmp(w, "lambda=", 7) || !strncmp(w, "model.tsa_form=", 15) || !strncmp(w, "model.router_init_bias=", 23))
+            continue;
+        const int dr = !strncmp(w, "depth_routing=", 14);
+        if (used < sizeof spec)
+            used += (size_t)snprintf(spec + used, sizeof spec - used, "%s%s%s", used ? " " : "",
+                                     dr ? "depth_routing=" : w, dr ? c->axis_val : "");
+    }
+    if (c->vextra && c->vextra[0] && used < sizeof spec)
+        used += (size_t)snprintf(spec + used, sizeof spec - used, " %s", c->vextra);
+    if (used >= sizeof spec) return 0;
+    claims_pick_value(row->runs, "data", data, sizeof data);
+    claims_base_scale(c->rs, data, base, sizeof base);
+    const runset_run *ref[CL_MAXRUNS];
+    int n = 0;
+    for (int i = 0; i < c->rs->n && n < CL_MAXRUNS; i++)
+        if (cl_match(&c->rs->r[i], spec, base, "")) ref[n++] = &c->rs->r[i];
+    char mb[CLAIMS_TEXT];
+    if (!n || cl_choose(row->metric_b, ref, n, "", mb, sizeof mb) < 0) return 0;
+    double lo = INFINITY;
+    for (int i = 0; i < n; i++) lo = fmin(lo, cl_value(ref[i], mb, ""));
+    if (!(lo >= row->ceiling)) return 0;
+    res->v = CV_UNINFORMATIVE;
+    snprintf(res->why, sizeof res->why, "uninformative: no run matches `%s`, and its reference (`%s`: %d run%s, %s "
+             "from %.4f) is at the ceiling (≥ %g): nothing was left to lose, so the ceiling rule trained no routed run "
+             "there", row->runs, spec, n, n == 1 ? "" : "s", mb, lo, row->ceiling);
+    return 1;
+}
+
 /* The operating point (lambda=@alpha): keep the group [gs[k], gs[k+1]) of
  * pk whose mean α over seeds is nearest the paper's; *ng becomes 1.  -1 with
  * res->why when no group has an α. */
@@ -1092,6 +1133,7 @@ void claims_eval(const claims_row *row, const runset *rs, claims_result *res) {
     }
     int n = cl_pick(row, rs, res, pk);
     if (n < 0) {
+        cl_reference_ceiling(&c, res);
         free(pk);
         return;
     }

@@ -786,7 +786,7 @@ static void pr_cell(FILE *f, const char *s) {
 
 static void pr_ours(const claims_result *res, char *out, size_t n) {
     out[0] = 0;
-    if (res->v == CV_NOT_MEASURED && !res->ne) {
+    if (!res->ne) { /* nothing measured: not measured, or a verdict without a result (a reference at the ceiling) */
         snprintf(out, n, "%s", res->why[0] ? res->why : "not measured");
         return;
     }
