@@ -967,10 +967,14 @@ static void pr_summary(FILE *f, const claims_file *cf, const claims_result *res)
             if (k < r->ne) {
                 char b[400];
                 claims_elem_brief(r->row, &r->e[k], b, sizeof b);
+                /* the shown row's own verdict where the line's differs (another row of the claims decided it) */
+                char own[96] = "";
+                if (r->v != worst && r->v != CV_DESCRIBED)
+                    snprintf(own, sizeof own, " — this row %s", pr_verdict_md(r->v));
                 snprintf(number, sizeof number, "row %s%s%s: %s%s", r->row->id, r->e[k].label[0] ? ", " : "",
                          r->e[k].label, b, r->v == CV_NOT_REACHED ? " — not judged: operating point not reached"
                          : r->v == CV_PREMISE     ? " — not judged: premise failed"
-                                                  : "");
+                                                  : own);
             } else {
                 snprintf(number, sizeof number, "row %s: %s", r->row->id, pr_verdict_md(r->v));
             }

@@ -126,6 +126,10 @@ for c in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 D; do
         { echo "claim $c is on no summary line"; dups="$dups$c "; }
 done
 check "summary: every claim (1–14, D) is on a line" test -z "$dups"
+check "summary: a shown row whose verdict differs from its line's says its own (2b-p, P6: inconclusive; the line not reproduced)" \
+    bash -c "grep -E '^\| 1 2 \|' '$R' | grep -q 'not reproduced.*| row 2b-p: .* — this row \*inconclusive\*'"
+check "summary: … and a shown row that agrees with its line says nothing more (5c: not reproduced)" \
+    bash -c "grep -E '^\| 5 6 \|' '$R' | grep -q 'row 5c' && ! grep -E '^\| 5 6 \|' '$R' | grep -q 'this row'"
 order=$(grep -E '^## ' "$R" | tr '\n' '|')
 check "summary: then the questions, claims and rows, and only then methods and disclosures" \
     bash -c "[[ '$order' == '## What to believe|## Questions|## Claims|## Rows|## Primary endpoints|## Methods|## Disclosed changes'* ]]"
