@@ -165,3 +165,8 @@ paper_forms() {
 }
 check "form: a soft row of the paper's model says nothing was skipped; its primary row names the paper's sparse form" \
     paper_forms
+# every primary endpoint is named by a question of the Questions table (Q9, Q10 for round two's groups 1-3)
+unasked=$(awk '/^\[/{ id = $0; gsub(/[][]/, "", id) } /^primary = 1/{ print id }' "$C" | while read -r id; do
+    sed -n '/^## Questions/,/^## /p' "$R" | grep '^| Q' | awk -F' \\| ' '{ print $3 }' | tr ';' '\n' |
+        sed 's/^ *(\{0,1\}\([^ ]*\) .*/\1/' | grep -qx -- "$id" || printf '%s ' "$id"; done)
+check "questions: every primary row is answered by a question (${unasked:-all are})" test -z "$unasked"
