@@ -386,6 +386,47 @@ int main(void) {
         claims_holm(hres, 4, &m, adj);
         ok("Holm: a primary row not reached leaves the family (m = 2)", m == 2 && isnan(adj[0]));
     }
+    /* [table N]: the paper's table beside ours — the runs a line picks and each column's mean and range */
+    {
+        claims_file tf;
+        const char *tt = ROW_A "[table 1]\nbenchmark = B\nmodel = TSA\npaper = 1.6 nats\nruns = depth_routing=tsa scale=xs\n"
+                               "soft = val/final.loss\nsparse_paper = val/hard_paper.loss|val/final.loss\n"
+                               "alpha_hard = val/hard.active_frac\nrows = A\n"
+                               "[table 2]\nbenchmark = B\nmodel = none\npaper = p\nruns = experiment=paper-nothing\n"
+                               "soft = val/final.loss\n";
+        ok("a [table] section parses", claims_parse(tt, "t.ini", &tf, err, sizeof err) == 0 && tf.n_tables == 2 &&
+                                           !strcmp(tf.tables[0].rows, "A") && !tf.tables[0].col[CLAIMS_COL_TLOPS][0]);
+        if (tf.n_tables == 2) {
+            claims_table_result tr;
+            claims_table_eval(&tf.tables[0], &rs, &tr);
+            const claims_cell *c = &tr.c[CLAIMS_COL_SOFT], *sp = &tr.c[CLAIMS_COL_SPARSE_PAPER],
+                              *ah = &tr.c[CLAIMS_COL_ALPHA_HARD], *tl = &tr.c[CLAIMS_COL_TLOPS];
+            printf("     table 1: %d runs, soft %g [%g, %g] n %d; sparse_paper key %s\n", tr.n_runs, c->mean, c->lo, c->hi,
+                   c->n, sp->key);
+            ok("table: runs = depth_routing=tsa scale=xs picks tsa1 and tsa2; soft 1.8125 [1.625, 2.0]",
+               tr.n_runs == 2 && c->n == 2 && c->mean == 1.8125 && c->lo == 1.625 && c->hi == 2.0);
+            ok("table: of 'val/hard_paper.loss|val/final.loss' the first every run has is read",
+               !strcmp(sp->key, "val/final.loss") && sp->n == 2);
+            ok("table: a column no run has keeps its metric and n 0 (the report says 'not recorded')",
+               !strcmp(ah->key, "val/hard.active_frac") && ah->n == 0 && isnan(ah->mean));
+            ok("table: a column the line does not read is empty", !tl->key[0] && tl->n == 0);
+            claims_table_eval(&tf.tables[1], &rs, &tr);
+            ok("table: a line whose runs are not there yet picks 0 runs", tr.n_runs == 0 && tr.c[0].n == 0);
+        }
+        claims_free(&tf);
+        ok("a [table] without runs is refused", parse_refused(ROW_A "[table 1]\nbenchmark = B\nmodel = m\npaper = p\n"
+                                                              "soft = val/final.loss\n", "table 1 needs benchmark ="));
+        ok("a [table] picking with '@' is refused", parse_refused(ROW_A "[table 1]\nbenchmark = B\nmodel = m\npaper = p\n"
+                                                                  "runs = data=@base\nsoft = val/final.loss\n",
+                                                                  "not key=value (no '@' value"));
+        ok("a [table] reading no column is refused", parse_refused(ROW_A "[table 1]\nbenchmark = B\nmodel = m\npaper = p\n"
+                                                                   "runs = data=d\n", "table 1 reads no column"));
+        ok("a [table] naming a row the file has not is refused",
+           parse_refused(ROW_A "[table 1]\nbenchmark = B\nmodel = m\npaper = p\nruns = data=d\nsoft = m\nrows = Z\n",
+                         "table 1 names row [Z]"));
+        ok("a [table]'s unknown key is refused, listing the columns",
+           parse_refused(ROW_A "[table 1]\nbenchmark = B\nquality = m\n", "unknown key 'quality' (a [table] section takes"));
+    }
     runset_free(&rs);
 
     /* ---- the hostile registry: every view against the run set's groups and partners ---- */

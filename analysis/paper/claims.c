@@ -207,6 +207,36 @@ static void cl_first_alt(const char *alts, char *out, size_t n) {
     memmove(out, t, strlen(t) + 1);
 }
 
+/* The runs a [table] line picks and each column over them (claims.h). */
+void claims_table_eval(const claims_table *t, const runset *rs, claims_table_result *out) {
+    memset(out, 0, sizeof *out);
+    const runset_run **pk = rs->n ? malloc((size_t)rs->n * sizeof *pk) : NULL;
+    int n = 0;
+    for (int i = 0; pk && i < rs->n; i++)
+        if (cl_match(&rs->r[i], t->runs, "", "")) pk[n++] = &rs->r[i];
+    out->n_runs = n;
+    for (int c = 0; c < CLAIMS_COLS; c++) {
+        claims_cell *cell = &out->c[c];
+        cell->mean = cell->lo = cell->hi = NAN;
+        if (!t->col[c][0]) continue;
+        if (!n || cl_choose(t->col[c], pk, n, "", cell->key, sizeof cell->key) < 0) { /* no run has it */
+            cl_first_alt(t->col[c], cell->key, sizeof cell->key);
+            continue;
+        }
+        double sum = 0;
+        for (int i = 0; i < n; i++) {
+            const double v = cl_value(pk[i], cell->key, "");
+            if (isnan(v)) continue;
+            if (!cell->n || v < cell->lo) cell->lo = v;
+            if (!cell->n || v > cell->hi) cell->hi = v;
+            sum += v;
+            cell->n++;
+        }
+        if (cell->n) cell->mean = sum / cell->n;
+    }
+    free(pk);
+}
+
 /* ---- the quantities ---- */
 
 __attribute__((format(printf, 3, 4))) static void cl_app(char *dst, size_t len, const char *fmt, ...) {

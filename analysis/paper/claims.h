@@ -123,6 +123,40 @@ typedef struct {
                                * the plan, and a question with runs left there is not answered */
 } claims_question;
 
+/* A line of the paper's results table beside ours (`[table N]`): the benchmark and model as the paper's table
+ * names them, its numbers as text, the runs of ours that are the same model at the same settings, and the
+ * metric each column reads (alternatives by '|', the first every run has; "" the column does not apply).
+ * Described, not judged: the rows named in `rows` judge it. */
+enum {
+    CLAIMS_COL_SOFT,         /* quality, every block run (soft) */
+    CLAIMS_COL_SPARSE_PAPER, /* quality, the skipping done in the paper's sparse form (or the paper's exit) */
+    CLAIMS_COL_SPARSE_OURS,  /* quality, the skipping done in gatelab's form */
+    CLAIMS_COL_ALPHA_PAPER,  /* α as the paper defines it */
+    CLAIMS_COL_ALPHA_HARD,   /* α on validation with the skipping done */
+    CLAIMS_COL_TLOPS,        /* share of token-layer operations saved (a fraction; printed in per cent) */
+    CLAIMS_COLS
+};
+typedef struct {
+    char benchmark[256];
+    char model[128];
+    char paper[CLAIMS_TEXT];  /* the paper's numbers, as its table states them */
+    char runs[CLAIMS_TEXT];   /* pick: "key=value" words, as a row's runs (no "@" values) */
+    char col[CLAIMS_COLS][160];
+    char rows[256];           /* row ids that judge this line, separated by spaces ("" none) */
+} claims_table;
+
+/* One column of a [table] line over its runs: the metric read, how many runs have it, mean and range. */
+typedef struct {
+    char key[160];            /* the alternative read ("" the column does not apply) */
+    int n;
+    double mean, lo, hi;      /* over the runs that have it (NaN when n = 0) */
+} claims_cell;
+
+typedef struct {
+    int n_runs;               /* the finished runs the line's pick selects */
+    claims_cell c[CLAIMS_COLS];
+} claims_table_result;
+
 typedef struct {
     claims_row *rows;
     int n;
@@ -132,6 +166,8 @@ typedef struct {
     int n_questions;
     claims_summary summary[12];
     int n_summary;
+    claims_table tables[16];
+    int n_tables;
     char title[CLAIMS_TEXT];
     char data_title[64];      /* [report] data_title: how the report names the base data set in its figures
                                * ("Tiny Shakespeare"); "" the data set's own name */
@@ -189,6 +225,12 @@ const claims_row *claims_operating_row(const claims_file *cf, const char *data, 
 /* 1 when row's runs pick experiment (its `experiment=` word: alternatives by
  * '|', a trailing '*' a prefix; a row without one picks every experiment). */
 int claims_row_experiment(const claims_row *row, const char *experiment);
+
+/* Read a [table] line over rs: the runs its pick selects and each column's mean and range. */
+void claims_table_eval(const claims_table *t, const runset *rs, claims_table_result *out);
+
+/* The keys of a [table] section's columns, in column order ("soft", "sparse_paper", …). */
+extern const char *const claims_table_keys[CLAIMS_COLS];
 
 /* Judge row against rs into res. */
 void claims_eval(const claims_row *row, const runset *rs, claims_result *res);

@@ -299,6 +299,39 @@ static int cl_check_questions(const claims_file *cf, char *msg, size_t ml) {
     return 0;
 }
 
+const char *const claims_table_keys[CLAIMS_COLS] = {"soft", "sparse_paper", "sparse_gatelab",
+                                                     "alpha_paper", "alpha_hard", "tlops_saved"};
+
+/* Every [table] line has its benchmark, model, paper and runs; its pick has only key=value words without
+ * "@" (nothing resolves one here), at least one column, and each of its rows is a row of the file. */
+static int cl_check_tables(const claims_file *cf, char *msg, size_t ml) {
+    for (int q = 0; q < cf->n_tables; q++) {
+        const claims_table *t = &cf->tables[q];
+        if (!t->benchmark[0] || !t->model[0] || !t->paper[0] || !t->runs[0])
+            return snprintf(msg, ml, "table %d needs benchmark =, model =, paper = and runs =", q + 1), -1;
+        char buf[CLAIMS_TEXT];
+        snprintf(buf, sizeof buf, "%s", t->runs);
+        for (char *save = NULL, *w = strtok_r(buf, " \t", &save); w; w = strtok_r(NULL, " \t", &save)) {
+            const char *eq = strchr(w, '=');
+            if (!eq || eq == w || !eq[1] || eq[1] == '@')
+                return snprintf(msg, ml, "table %d: runs word '%s' is not key=value (no '@' value: a table line names "
+                                         "its runs outright)", q + 1, w), -1;
+        }
+        int cols = 0;
+        for (int c = 0; c < CLAIMS_COLS; c++) cols += t->col[c][0] != 0;
+        if (!cols)
+            return snprintf(msg, ml, "table %d reads no column (give at least one of soft =, sparse_paper =, "
+                                     "sparse_gatelab =, alpha_paper =, alpha_hard =, tlops_saved =)", q + 1), -1;
+        snprintf(buf, sizeof buf, "%s", t->rows);
+        for (char *save = NULL, *w = strtok_r(buf, " \t,", &save); w; w = strtok_r(NULL, " \t,", &save)) {
+            int found = 0;
+            for (int k = 0; k < cf->n && !found; k++) found = !strcmp(cf->rows[k].id, w);
+            if (!found) return snprintf(msg, ml, "table %d names row [%s], which the file has not", q + 1, w), -1;
+        }
+    }
+    return 0;
+}
+
 /* Every summary line has its claims, text and row, the row is a row of the file, and no claim number
  * is on two lines (the first screen gives each claim one verdict). */
 static int cl_check_summary(const claims_file *cf, char *msg, size_t ml) {
@@ -428,9 +461,9 @@ static int cl_check(const claims_row *r, char *msg, size_t ml) {
     return 0;
 }
 
-/* What a claims file's line is in: before any section, a row, a disclosure, [report], a question or
+/* What a claims file's line is in: before any section, a row, a disclosure, [report], a question, a table line or
  * a summary line. */
-typedef enum { SEC_NONE, SEC_ROW, SEC_DISCLOSURE, SEC_HEAD, SEC_QUESTION, SEC_SUMMARY } cl_section;
+typedef enum { SEC_NONE, SEC_ROW, SEC_DISCLOSURE, SEC_HEAD, SEC_QUESTION, SEC_SUMMARY, SEC_TABLE } cl_section;
 
 /* Open section [sec] of cf (cap: the rows' allocation): *in becomes its kind. Returns 0, or -1 with msg. */
 static int cl_open_section(claims_file *cf, const char *sec, int *cap, cl_section *in, char *msg, size_t msglen) {
@@ -445,6 +478,10 @@ static int cl_open_section(claims_file *cf, const char *sec, int *cap, cl_sectio
             return snprintf(msg, msglen, "more than 12 summary lines (the first screen holds at most 12)"), -1;
         cf->n_summary++;
         *in = SEC_SUMMARY;
+    } else if (!strncmp(sec, "table", 5) && (!sec[5] || sec[5] == ' ')) {
+        if (cf->n_tables == 16) return snprintf(msg, msglen, "more than 16 table lines"), -1;
+        cf->n_tables++;
+        *in = SEC_TABLE;
     } else if (!strncmp(sec, "question", 8) && (!sec[8] || sec[8] == ' ')) {
         if (cf->n_questions == 16) return snprintf(msg, msglen, "more than 16 questions"), -1;
         cf->n_questions++;
@@ -468,7 +505,7 @@ static int cl_open_section(claims_file *cf, const char *sec, int *cap, cl_sectio
     return 0;
 }
 
-/* key = val in a section that is not a row ([summary], [question], [report], [disclosure]): 0, or -1 with
+/* key = val in a section that is not a row ([summary], [question], [table], [report], [disclosure]): 0, or -1 with
  * msg naming an unknown key or a value too long. */
 static int cl_set_text(claims_file *cf, cl_section in, const char *key, const char *val, char *msg, size_t msglen) {
     char *dst = NULL;
@@ -486,6 +523,23 @@ static int cl_set_text(claims_file *cf, cl_section in, const char *key, const ch
         for (size_t k = 0; k < sizeof f / sizeof f[0]; k++)
             if (!strcmp(key, f[k].k)) dst = f[k].dst, n = f[k].n;
         takes = "a [summary] section takes claims =, text =, row =, element = and scale =";
+    } else if (in == SEC_TABLE) {
+        claims_table *t = &cf->tables[cf->n_tables - 1];
+        struct {
+            const char *k;
+            char *dst;
+            size_t n;
+        } f[] = {{"benchmark", t->benchmark, sizeof t->benchmark},
+                 {"model", t->model, sizeof t->model},
+                 {"paper", t->paper, sizeof t->paper},
+                 {"runs", t->runs, sizeof t->runs},
+                 {"rows", t->rows, sizeof t->rows}};
+        for (size_t k = 0; k < sizeof f / sizeof f[0]; k++)
+            if (!strcmp(key, f[k].k)) dst = f[k].dst, n = f[k].n;
+        for (int c = 0; c < CLAIMS_COLS; c++)
+            if (!strcmp(key, claims_table_keys[c])) dst = t->col[c], n = sizeof t->col[c];
+        takes = "a [table] section takes benchmark =, model =, paper =, runs =, rows = and the columns soft =, "
+                "sparse_paper =, sparse_gatelab =, alpha_paper =, alpha_hard =, tlops_saved =";
     } else if (in == SEC_QUESTION) {
         claims_question *q = &cf->questions[cf->n_questions - 1];
         dst = !strcmp(key, "text") ? q->text : !strcmp(key, "rows") ? q->rows : !strcmp(key, "groups") ? q->groups : NULL;
@@ -542,7 +596,7 @@ static int cl_on_key(void *user, const char *section, const char *key, const cha
 static int cl_check_file(const claims_file *cf, char *msg, size_t ml) {
     if (cf->n && cl_check(&cf->rows[cf->n - 1], msg, ml)) return -1;
     if (!cf->n) return snprintf(msg, ml, "no rows"), -1;
-    return cl_check_questions(cf, msg, ml) || cl_check_summary(cf, msg, ml) ? -1 : 0;
+    return cl_check_questions(cf, msg, ml) || cl_check_summary(cf, msg, ml) || cl_check_tables(cf, msg, ml) ? -1 : 0;
 }
 
 int claims_parse(const char *text, const char *name, claims_file *cf, char *err, size_t errlen) {

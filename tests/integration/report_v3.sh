@@ -170,3 +170,16 @@ unasked=$(awk '/^\[/{ id = $0; gsub(/[][]/, "", id) } /^primary = 1/{ print id }
     sed -n '/^## Questions/,/^## /p' "$R" | grep '^| Q' | awk -F' \\| ' '{ print $3 }' | tr ';' '\n' |
         sed 's/^ *(\{0,1\}\([^ ]*\) .*/\1/' | grep -qx -- "$id" || printf '%s ' "$id"; done)
 check "questions: every primary row is answered by a question (${unasked:-all are})" test -z "$unasked"
+# the paper's table beside ours: second section; the copy TSA line's α (paper's) is the mean over its runs
+check "paper table: the second section, after What to believe and before Questions" \
+    bash -c "grep '^## ' '$R' | head -3 | tr '\n' '|' | grep -qx \"## What to believe|## The paper's table beside ours|## Questions|\""
+want_alpha=$(sqlite3 "$W/gatelab.db" "select printf('%.4f', avg(m.value)) from runs r join experiments e on e.id = r.experiment_id
+    join metrics m on m.run_id = r.run_id and m.split = 'train' and m.name = 'alpha_paper.last_batch'
+    join params p on p.run_id = r.run_id and p.key = 'data.task' and p.value = 'copy'
+    where e.name = 'paper-toy_off_tsa' and r.status = 'FINISHED' and r.deleted_time is null
+    and m.step = (select max(step) from metrics x where x.run_id = r.run_id and x.split = 'train' and x.name = m.name)")
+got_alpha=$(grep -E '^\| Copy, 20 items \(L = 6\) \| TSA' "$R" | awk -F' \\| ' '{ print $8 }' | cut -d' ' -f1)
+check "paper table: copy TSA's α (paper's) is the mean of its runs' train/alpha_paper.last_batch ($got_alpha = ${want_alpha:-none})" \
+    test -n "$want_alpha" -a "$got_alpha" = "$want_alpha"
+check "paper table: a line with no finished run says so (enwik8: 0, not run yet)" \
+    bash -c "grep -E '^\| enwik8' '$R' | grep -q '| 0 (not run yet) |'"
