@@ -282,19 +282,26 @@ static int cl_each_check(const char *each) {
     return 0;
 }
 
+/* Each id of ids (separated by spaces or commas) is a row of the file: 0, or -1 with msg naming the section
+ * ("question 2") and the id. */
+static int cl_rows_known(const claims_file *cf, const char *ids, const char *what, int num, char *msg, size_t ml) {
+    char buf[CLAIMS_TEXT];
+    snprintf(buf, sizeof buf, "%s", ids);
+    for (char *save = NULL, *w = strtok_r(buf, " \t,", &save); w; w = strtok_r(NULL, " \t,", &save)) {
+        int found = 0;
+        for (int k = 0; k < cf->n && !found; k++) found = !strcmp(cf->rows[k].id, w);
+        if (!found) return snprintf(msg, ml, "%s %d names row [%s], which the file has not", what, num, w), -1;
+    }
+    return 0;
+}
+
 /* Every question has its text and rows, and each of its row ids is a row of the file. */
 static int cl_check_questions(const claims_file *cf, char *msg, size_t ml) {
     for (int q = 0; q < cf->n_questions; q++) {
         const claims_question *qu = &cf->questions[q];
         if (!qu->text[0] || !qu->rows[0])
             return snprintf(msg, ml, "question %d needs text = and rows =", q + 1), -1;
-        char ids[CLAIMS_TEXT];
-        snprintf(ids, sizeof ids, "%s", qu->rows);
-        for (char *save = NULL, *w = strtok_r(ids, " \t,", &save); w; w = strtok_r(NULL, " \t,", &save)) {
-            int found = 0;
-            for (int k = 0; k < cf->n && !found; k++) found = !strcmp(cf->rows[k].id, w);
-            if (!found) return snprintf(msg, ml, "question %d names row [%s], which the file has not", q + 1, w), -1;
-        }
+        if (cl_rows_known(cf, qu->rows, "question", q + 1, msg, ml)) return -1;
     }
     return 0;
 }
@@ -322,12 +329,7 @@ static int cl_check_tables(const claims_file *cf, char *msg, size_t ml) {
         if (!cols)
             return snprintf(msg, ml, "table %d reads no column (give at least one of soft =, sparse_paper =, "
                                      "sparse_gatelab =, alpha_paper =, alpha_hard =, tlops_saved =)", q + 1), -1;
-        snprintf(buf, sizeof buf, "%s", t->rows);
-        for (char *save = NULL, *w = strtok_r(buf, " \t,", &save); w; w = strtok_r(NULL, " \t,", &save)) {
-            int found = 0;
-            for (int k = 0; k < cf->n && !found; k++) found = !strcmp(cf->rows[k].id, w);
-            if (!found) return snprintf(msg, ml, "table %d names row [%s], which the file has not", q + 1, w), -1;
-        }
+        if (cl_rows_known(cf, t->rows, "table", q + 1, msg, ml)) return -1;
     }
     return 0;
 }
