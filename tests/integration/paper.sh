@@ -16,8 +16,8 @@ check "make paper PRESET=smoke exits 0 (log $W/first.log)" [ "$rc" -eq 0 ]
 R="$PAPER_RESULTS/REPORT.md"
 check "REPORT.md written" [ -s "$R" ]
 C=experiments/paper/claims.ini
-want=$(grep -E '^\[' "$C" | grep -vcE '^\[(report|disclosure|question|summary)')
-ids=$(grep -E '^\[' "$C" | grep -vE '^\[(report|disclosure|question|summary)' | tr -d '[]')
+want=$(grep -E '^\[' "$C" | grep -vcE '^\[(report|disclosure|question|summary|table)')
+ids=$(grep -E '^\[' "$C" | grep -vE '^\[(report|disclosure|question|summary|table)' | tr -d '[]')
 rows=$(sed -n '/^## Rows/,/^## Primary endpoints/p' "$R" | grep -cE '^\| [^-| ][^|]* \| ')
 check "one report row per row of claims.ini: $want (got $((rows - 1)) plus the header)" [ "$rows" -eq $((want + 1)) ]
 missing=0
