@@ -69,7 +69,7 @@ check "4: row 4c names its sparse form" bash -c "grep -E '^\| 4c \|' '$R' | grep
 
 # 5 — claim 9's budgets
 check "5: 9a and 9b are decided by their 2000-step element (round two's pre-registration), the others secondary" \
-    bash -c "grep -E '^\| 9b \|' '$R' | grep -q 'scale s, 300 steps: .*→ \*\*not reproduced\*\* (secondary: does not decide the row)' && grep -E '^\| 9b \|' '$R' | grep -qE 'scale s, 2000 steps\) has no runs yet|scale s, 2000 steps: [^;]*\(decides the row\)'"
+    bash -c "grep -E '^\| 9b \|' '$R' | grep -q 'scale s, 300 steps: .*→ \*\*not reproduced\*\* (secondary: does not decide the row)' && grep -E '^\| 9b \|' '$R' | grep -qE 'scale s, 2000 steps\) has no runs yet|scale s, 2000 steps: [^;]*(; MDE [^;]*)?\(decides the row\)'"
 check "5: claim 9 is not 'not reproduced' through its 300-step point" \
     bash -c "! grep -qE '^\| 9 \| \*\*not reproduced\*\*' '$R'"
 check "5: the late 'every budget must hold' rule (eca01d6) is disclosed" \
