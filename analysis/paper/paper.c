@@ -214,6 +214,9 @@ static void pc_one(const pc_series *ser, const runset_run *r, paper_run *p) {
     char dm[32];
     p->d_model = runset_param(r, "model.d_model", dm, sizeof dm) ? atoi(dm) : 0;
     p->n_layer = (int)r->n_layer;
+    gl_manifest *mf = r->config ? runset_resolve(r->config) : NULL; /* threads is bookkeeping: not a runset_param */
+    p->threads = mf && mf->train.threads > 0 ? mf->train.threads : 1;
+    free(mf);
     pc_wall(ser, p);
     pc_gates(r, GATE_ALPHA, p); /* the claims' α: SATFormer's gate, chosen by its row of the gate table */
 }
@@ -381,15 +384,16 @@ static double busy_seconds(const paper_run *runs, int n) {
     return busy;
 }
 
-/* Seconds per step of a run of this shape: the median over the finished runs of the same d_model,
- * n_layer, seq_len and batch (wall_s / steps, measured as they ran here); NaN when none has run. */
+/* Core-seconds per step of a run of this shape: the median over the finished runs of the same d_model,
+ * n_layer, seq_len and batch (wall_s × threads / steps, measured as they ran here, so a run trained with two
+ * threads counts both); NaN when none has run. */
 static double pp_step_seconds(const paper_run *runs, int n, int d_model, int n_layer, long seq_len, long batch) {
     double *x = malloc((size_t)(n > 0 ? n : 1) * sizeof *x);
     int c = 0;
     for (int i = 0; x && i < n; i++)
         if (runs[i].d_model == d_model && runs[i].n_layer == n_layer && runs[i].seq_len == seq_len &&
             runs[i].batch == batch && runs[i].steps > 0 && !isnan(runs[i].wall_s))
-            x[c++] = runs[i].wall_s / (double)runs[i].steps;
+            x[c++] = runs[i].wall_s * (runs[i].threads > 0 ? runs[i].threads : 1) / (double)runs[i].steps;
     const double med = c ? st_quantile(x, c, 0.5) : NAN;
     free(x);
     return med;
@@ -466,9 +470,10 @@ static void pp_hours(char *out, size_t n, double secs) {
 static int write_progress(FILE *f, const pr_listing *ls, const paper_plan *plan, const char *plan_dir,
                           const char *preset, const paper_run *runs, int nruns, int *left_by_line, char *err,
                           size_t errlen) {
-    fprintf(f, "## Plan progress\n\nLeft to run: each group's runs not finished, at the median seconds per step "
-               "of the finished runs of the same shape (d_model, blocks, context, batch), one thread, as measured "
-               "here — runs that shared the machine ran slower, so this is the budget at this machine's pace.\n\n"
+    fprintf(f, "## Plan progress\n\nLeft to run: each group's runs not finished, at the median core-seconds per "
+               "step (training seconds × threads) of the finished runs of the same shape (d_model, blocks, context, "
+               "batch), as measured here — runs that shared the machine ran slower, and the machines differed, so "
+               "this is a budget in hours of one thread, not a forecast.\n\n"
                "| group | claims | runs finished / registered | left to run |\n| --- | --- | ---: | --- |\n");
     int partial = 0, rc = 0, all_left = 0, all_untimed = 0;
     double all_secs = 0;

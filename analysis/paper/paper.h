@@ -39,6 +39,7 @@ typedef struct {
     double head_gini;        /* Gini of per-(block, head) mean α: 0 even, 1 all on one head */
     unsigned long long depth_key; /* runset_partner_key(run, "depth_routing"): equal = partners along depth_routing */
     int d_model, n_layer;    /* its shape, with seq_len and batch: what a step costs (the plan's cost to finish) */
+    int threads;             /* train.threads of its config (1 when unset): wall_s × threads is its core-seconds */
 } paper_run;
 
 /* The FINISHED runs of the plan (experiments paper-GROUP) with the fields above.

@@ -57,7 +57,8 @@ check "a registry with none of the plan's groups: the title says so" \
     bash -c "test $rc -eq 0 && head -1 '$W/out/REPORT.md' | grep -q 'is not preset \`none\`' &&
              grep -q 'no run of the plan.s groups' '$W/out/REPORT.md'"
 # the budget left (issue 26): each line's grid expanded as `gatelab sweep` expands it, less its
-# finished runs, at the median seconds per step of the finished runs of the same shape
+# finished runs, at the median core-seconds per step (training seconds × threads) of the finished runs of
+# the same shape (tests/fixtures/tiny.ini trains with two threads)
 ln -s "$TINY" "$P/tiny.ini"
 printf '%s\n' 'g1 tiny.ini 1 train.steps=40 log.probe_windows=2' 'g2 tiny.ini 1 --axis seed=1,2 train.steps=80' \
     'g3 tiny.ini 1 model.d_model=64 train.steps=40' 'g4 tiny.ini 1 model.no_such_key=1' > "$P/cost.plan"
@@ -72,13 +73,20 @@ g = [b - a for a, b in zip(t, t[1:])]; med = sorted(g)[(len(g) - 1) // 2]
 w = 0.0
 for x in g:
     if x <= 20 * med: w += x
-s = w / 40; secs = 0.0
+# × its threads (train.threads of its stored config): the budget is in core-seconds
+cfg = sqlite3.connect(sys.argv[1]).execute("select config_text from runs where run_id='g1run'").fetchone()[0]
+sec, th = "", 1
+for line in cfg.splitlines():
+    line = line.split(";")[0].strip()
+    if line.startswith("["): sec = line
+    elif sec == "[train]" and line.replace(" ", "").startswith("threads="): th = int(line.split("=")[1]) or 1
+s = w * th / 40; secs = 0.0
 for _ in range(2): secs += s * 80  # the report's own order of operations (pp_left), so the rounding is its
 print("%.1f" % secs)
 PY
 )
 got=$(sed -n 's/^| g2 | 1 | not started | 2 runs, ≈ \([0-9.]*\) s |$/\1/p' "$W/out/REPORT.md")
-check "g2 (two seeds of 80 steps, g1's shape): '2 runs, ≈ $got s' = 2 × 80 × g1's seconds per step ($want s)" \
+check "g2 (two seeds of 80 steps, g1's shape): '2 runs, ≈ $got s' = 2 × 80 × g1's core-seconds per step ($want s)" \
     test -n "$got" -a "$got" = "$want"
 check "g1 (finished under another id, train --run-id): nothing left" grep -q '^| g1 | 1 | 1 / 1 | — |$' "$W/out/REPORT.md"
 check "g3 (d_model 64, a shape no run has): untimed, said so" \
