@@ -211,12 +211,11 @@ static void pc_one(const pc_series *ser, const runset_run *r, paper_run *p) {
     p->mean_dl = pc_key(r, "ablation", &name);
     p->train_tps = p->t.tokens_per_s;
     p->depth_key = runset_partner_key(r, "depth_routing");
-    char dm[32];
-    p->d_model = runset_param(r, "model.d_model", dm, sizeof dm) ? atoi(dm) : 0;
-    p->n_layer = (int)r->n_layer;
-    gl_manifest *mf = r->config ? runset_resolve(r->config) : NULL; /* threads is bookkeeping: not a runset_param */
+    gl_manifest *mf = r->config ? runset_resolve(r->config) : NULL; /* one parse: threads is no runset_param */
+    p->d_model = mf ? mf->model.d_model : 0;
     p->threads = mf && mf->train.threads > 0 ? mf->train.threads : 1;
     free(mf);
+    p->n_layer = (int)r->n_layer;
     pc_wall(ser, p);
     pc_gates(r, GATE_ALPHA, p); /* the claims' α: SATFormer's gate, chosen by its row of the gate table */
 }

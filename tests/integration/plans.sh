@@ -73,13 +73,9 @@ g = [b - a for a, b in zip(t, t[1:])]; med = sorted(g)[(len(g) - 1) // 2]
 w = 0.0
 for x in g:
     if x <= 20 * med: w += x
-# × its threads (train.threads of its stored config): the budget is in core-seconds
-cfg = sqlite3.connect(sys.argv[1]).execute("select config_text from runs where run_id='g1run'").fetchone()[0]
-sec, th = "", 1
-for line in cfg.splitlines():
-    line = line.split(";")[0].strip()
-    if line.startswith("["): sec = line
-    elif sec == "[train]" and line.replace(" ", "").startswith("threads="): th = int(line.split("=")[1]) or 1
+# × its threads (its train.threads param): the budget is in core-seconds
+th = int(sqlite3.connect(sys.argv[1]).execute(
+    "select value from params where run_id='g1run' and key='train.threads'").fetchone()[0]) or 1
 s = w * th / 40; secs = 0.0
 for _ in range(2): secs += s * 80  # the report's own order of operations (pp_left), so the rounding is its
 print("%.1f" % secs)
